@@ -1,0 +1,38 @@
+// npm test: every test on SQLite, then, when TEST_DATABASE_URL is set, every test that touches the
+// database again on PostgreSQL. Pass file paths or globs to run fewer.
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+
+function findTests(dir: string): string[] {
+  if (!fs.existsSync(dir)) return [];
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) return entry.name === 'node_modules' ? [] : findTests(full);
+    return entry.name.endsWith('.test.ts') ? [full] : [];
+  });
+}
+
+const requested = process.argv.slice(2);
+const files = (requested.length > 0 ? requested : [...findTests('src'), ...findTests('test')]).sort();
+const usesDatabase = (file: string) => /buildTestApp|freshDb|TEST_ENGINE/.test(fs.readFileSync(file, 'utf8'));
+const concurrency = process.env.TEST_CONCURRENCY ?? '3';
+
+function run(engine: 'sqlite' | 'postgres', list: string[]): number {
+  if (list.length === 0) return 0;
+  process.stdout.write(`\n# ${list.length} test files on ${engine}\n`);
+  const result = spawnSync(process.execPath, ['--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...list], {
+    stdio: 'inherit',
+    env: { ...process.env, TEST_ENGINE: engine },
+  });
+  return result.status ?? 1;
+}
+
+let status = run('sqlite', files);
+if (process.env.TEST_DATABASE_URL) {
+  const pgStatus = run('postgres', files.filter(usesDatabase));
+  status = status || pgStatus;
+} else {
+  process.stdout.write('\n# TEST_DATABASE_URL is not set: PostgreSQL pass skipped\n');
+}
+process.exit(status);

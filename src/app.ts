@@ -1,0 +1,83 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import formbody from '@fastify/formbody';
+import { errorHandler, notFoundHandler } from './http/errors.ts';
+import { validatorCompiler } from './http/validation.ts';
+import type { Deps } from './http/context.ts';
+import { checkDb } from './store/db.ts';
+import { registerMerchantRoutes } from './modules/merchants/merchants.routes.ts';
+import { registerRequestRoutes } from './modules/requests/requests.routes.ts';
+import { registerTestClockRoutes } from './modules/test-helpers/clock.routes.ts';
+
+export type App = FastifyInstance<any, any, any, any, TypeBoxTypeProvider>;
+
+const requestIdShape = /^[A-Za-z0-9._-]{1,64}$/;
+
+export const loggerRedactPaths = [
+  'req.headers.authorization',
+  'req.headers.cookie',
+  'headers.authorization',
+  '*.token',
+  '*.secret',
+  '*.password',
+  '*.live_key',
+  '*.test_key',
+  'body.token',
+];
+
+export async function buildApp(deps: Deps): Promise<App> {
+  const app = Fastify({
+    loggerInstance: deps.log,
+    bodyLimit: 102_400,
+    genReqId: (req) => {
+      const incoming = req.headers['x-request-id'];
+      return typeof incoming === 'string' && requestIdShape.test(incoming) ? incoming : randomUUID();
+    },
+    routerOptions: { ignoreTrailingSlash: true },
+    trustProxy: false,
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.setValidatorCompiler(validatorCompiler);
+  app.setErrorHandler(errorHandler);
+  app.setNotFoundHandler(notFoundHandler);
+  app.addHook('onSend', async (request, reply, payload) => {
+    reply.header('x-request-id', request.id);
+    return payload;
+  });
+  await app.register(formbody);
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Tono API',
+        version: '1',
+        description:
+          'Payment requests, payments, recurring consents, subscriptions, customers and webhooks for New Zealand bank payments. ' +
+          'Authenticate with `Authorization: Bearer sk_live_…` or `sk_test_…`; errors are `{ code, message, params }`.',
+      },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'sk_live_… or sk_test_…' } } },
+      security: [{ bearer: [] }],
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true, uiConfig: { deepLinking: true } });
+
+  app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+  app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
+    try {
+      await checkDb(deps.db);
+      return { status: 'ready' };
+    } catch {
+      return reply.status(503).send({ code: 'service_unavailable', message: 'The database is not reachable', params: {} });
+    }
+  });
+
+  await registerMerchantRoutes(app, deps);
+  await registerRequestRoutes(app, deps);
+  await registerTestClockRoutes(app, deps);
+  return app;
+}

@@ -1,0 +1,77 @@
+import path from 'node:path';
+import { IANAZone } from 'luxon';
+
+export type Config = {
+  port: number;
+  host: string;
+  publicBaseUrl: string;
+  dataDir: string;
+  databaseUrl: string | null;
+  smtpUrl: string | null;
+  sandboxBankUrl: string;
+  logLevel: string;
+  serviceTimeZone: string;
+  workers: boolean;
+  demoMerchant: boolean;
+  banksFile: string | null;
+  webhookAllowPrivate: boolean;
+};
+
+/** A bad setting; main prints its one-line message and exits without a stack trace. */
+export class ConfigError extends Error {}
+
+const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function bool(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (/^(true|1|yes|on)$/i.test(raw)) return true;
+  if (/^(false|0|no|off)$/i.test(raw)) return false;
+  throw new ConfigError(`${name} must be true or false, got ${JSON.stringify(raw)}`);
+}
+
+function url(name: string, raw: string, protocols: string[]): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(`${name} must be a URL, got ${JSON.stringify(raw)}`);
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(`${name} must use ${protocols.join(' or ')}, got ${JSON.stringify(raw)}`);
+  }
+  return raw.replace(/\/+$/, '');
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const portRaw = env.PORT ?? '3000';
+  const port = Number(portRaw);
+  if (!/^\d+$/.test(portRaw) || port > 65535) throw new ConfigError(`PORT must be a port number 0-65535, got ${JSON.stringify(portRaw)}`);
+  const host = env.HOST || '127.0.0.1';
+  if (!/^[A-Za-z0-9.:\-[\]]+$/.test(host)) throw new ConfigError(`HOST must be a host name or IP address, got ${JSON.stringify(host)}`);
+  const urlHost = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+  const publicBaseUrl = url('PUBLIC_BASE_URL', env.PUBLIC_BASE_URL || `http://${urlHost}:${port}`, ['http:', 'https:']);
+  const dataDir = path.resolve(env.DATA_DIR || './data');
+  const databaseUrl = env.DATABASE_URL ? url('DATABASE_URL', env.DATABASE_URL, ['postgres:', 'postgresql:']) : null;
+  const smtpUrl = env.SMTP_URL ? url('SMTP_URL', env.SMTP_URL, ['smtp:', 'smtps:']) : null;
+  const sandboxBankUrl = url('SANDBOX_BANK_URL', env.SANDBOX_BANK_URL || `${publicBaseUrl}/sandbox-bank`, ['http:', 'https:']);
+  const logLevel = env.LOG_LEVEL || 'info';
+  if (!logLevels.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${logLevels.join(', ')}, got ${JSON.stringify(logLevel)}`);
+  const serviceTimeZone = env.SERVICE_TIME_ZONE || 'Pacific/Auckland';
+  if (!IANAZone.isValidZone(serviceTimeZone)) throw new ConfigError(`SERVICE_TIME_ZONE must be an IANA time zone such as Pacific/Auckland, got ${JSON.stringify(serviceTimeZone)}`);
+  return {
+    port,
+    host,
+    publicBaseUrl,
+    dataDir,
+    databaseUrl,
+    smtpUrl,
+    sandboxBankUrl,
+    logLevel,
+    serviceTimeZone,
+    workers: bool(env, 'WORKERS', true),
+    demoMerchant: bool(env, 'DEMO_MERCHANT', true),
+    banksFile: env.BANKS_FILE ? path.resolve(env.BANKS_FILE) : null,
+    webhookAllowPrivate: bool(env, 'WEBHOOK_ALLOW_PRIVATE', false),
+  };
+}

@@ -1,0 +1,35 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { unauthorized } from '../shared/errors.ts';
+import { shiftedClock } from '../shared/time.ts';
+import { authenticateKey } from '../modules/merchants/merchants.service.ts';
+import type { Ctx, Deps } from './context.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    ctx: Ctx;
+  }
+}
+
+/** preHandler for every /v1 API route: a valid bearer key, turned into the request's Ctx. */
+export function apiKeyAuth(deps: Deps) {
+  return async function requireApiKey(request: FastifyRequest, _reply: FastifyReply): Promise<void> {
+    const header = request.headers.authorization;
+    if (!header) throw unauthorized('Missing Authorization header: send Authorization: Bearer <API key>');
+    const [scheme, key, extra] = header.split(' ');
+    if (scheme?.toLowerCase() !== 'bearer' || !key || extra !== undefined) {
+      throw unauthorized('Malformed Authorization header: send Authorization: Bearer <API key>');
+    }
+    const found = await authenticateKey(deps.db, key);
+    if (!found) throw unauthorized('Unknown or revoked API key');
+    const log = request.log.child({ merchant_id: found.merchant.id, mode: found.mode });
+    request.log = log as typeof request.log;
+    request.ctx = {
+      deps,
+      db: deps.db,
+      merchant: found.merchant,
+      mode: found.mode,
+      clock: found.mode === 'test' ? shiftedClock(deps.clock, found.clockOffsetMs) : deps.clock,
+      log: log as unknown as Ctx['log'],
+    };
+  };
+}

@@ -1,0 +1,33 @@
+import type { Logger } from 'pino';
+import type { Config } from '../config.ts';
+import type { Worker } from '../jobs/worker.ts';
+import type { Clock } from '../shared/time.ts';
+import type { Db } from '../store/db.ts';
+import type { Mode } from '../store/tables.ts';
+
+/** Long-lived dependencies, built once in main (or by the test harness). */
+export type Deps = {
+  config: Config;
+  db: Db;
+  log: Logger;
+  /** Real time; test-mode work reads the merchant's test clock derived from it. */
+  clock: Clock;
+  worker: Worker;
+};
+
+export type Merchant = { id: string; name: string };
+
+/** What a service call needs: who is asking, in which mode, and what time it is for them. */
+export type Ctx = {
+  deps: Deps;
+  db: Db;
+  merchant: Merchant;
+  mode: Mode;
+  clock: Clock;
+  log: Logger;
+};
+
+/** The merchant's clock for test-mode work; `null` when the context is live. */
+export function clockScope(ctx: Pick<Ctx, 'mode' | 'merchant'>): string | null {
+  return ctx.mode === 'test' ? ctx.merchant.id : null;
+}

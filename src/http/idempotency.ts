@@ -1,0 +1,50 @@
+import type { Transaction } from 'kysely';
+import { AppError } from '../shared/errors.ts';
+import { sha256Hex } from '../shared/crypto.ts';
+import { DAY_MS } from '../shared/time.ts';
+import type { Database } from '../store/tables.ts';
+import { transact } from '../store/tx.ts';
+import type { Ctx } from './context.ts';
+
+export type Reply<T> = { status: number; body: T; replayed: boolean };
+
+/**
+ * Runs `work` at most once per (merchant, mode, Idempotency-Key) for 24 hours. The key row is
+ * inserted in the same transaction as the work, so a concurrent duplicate waits on it and then
+ * reads the stored result; the same key with a different body is a 409.
+ */
+export async function idempotent<T>(
+  ctx: Ctx,
+  key: string | undefined,
+  endpoint: string,
+  input: unknown,
+  status: number,
+  work: (trx: Transaction<Database>) => Promise<T>,
+): Promise<Reply<T>> {
+  if (!key) return transact(ctx.db, async (trx) => ({ status, body: await work(trx), replayed: false }));
+  const fingerprint = sha256Hex(`${endpoint}\n${JSON.stringify(input ?? null)}`);
+  const now = ctx.clock.now();
+  const scope = { user_id: ctx.merchant.id, mode: ctx.mode, key };
+  return transact(ctx.db, async (trx) => {
+    await trx.deleteFrom('idempotency_keys').where('user_id', '=', scope.user_id).where('mode', '=', scope.mode)
+      .where('key', '=', key).where('expires_at', '<', now).execute();
+    const inserted = await trx
+      .insertInto('idempotency_keys')
+      .values({ ...scope, endpoint, fingerprint, status_code: null, response: null, created_at: now, expires_at: now + DAY_MS })
+      .onConflict((oc) => oc.columns(['user_id', 'mode', 'key']).doNothing())
+      .returning('key')
+      .executeTakeFirst();
+    if (!inserted) {
+      const existing = await trx.selectFrom('idempotency_keys').selectAll()
+        .where('user_id', '=', scope.user_id).where('mode', '=', scope.mode).where('key', '=', key).executeTakeFirstOrThrow();
+      if (existing.endpoint !== endpoint || existing.fingerprint !== fingerprint) {
+        throw new AppError('conflict.idempotency_key_reused', 'This Idempotency-Key was used with a different request', { idempotency_key: key });
+      }
+      return { status: 200, body: JSON.parse(existing.response ?? 'null') as T, replayed: true };
+    }
+    const body = await work(trx);
+    await trx.updateTable('idempotency_keys').set({ status_code: status, response: JSON.stringify(body) })
+      .where('user_id', '=', scope.user_id).where('mode', '=', scope.mode).where('key', '=', key).execute();
+    return { status, body, replayed: false };
+  });
+}

@@ -1,0 +1,51 @@
+import type { Kysely } from 'kysely';
+import { newId } from '../shared/ids.ts';
+import type { Database } from '../store/tables.ts';
+import { afterCommit } from '../store/tx.ts';
+
+export type NewJob = {
+  kind: string;
+  /** Real epoch milliseconds at which the job becomes due. */
+  runAt: number;
+  payload: unknown;
+  /** The merchant whose test clock this job follows; null for live-mode and real-time work. */
+  clockId?: string | null;
+  /** At most one job per key exists at a time; enqueueing a duplicate is a no-op. */
+  dedupeKey?: string | null;
+};
+
+type Waker = () => void;
+const wakers = new Set<Waker>();
+const wakeWorkers = () => {
+  for (const wake of wakers) wake();
+};
+
+/** Workers register here so that a committed job due now starts without waiting for a poll. */
+export function onJobEnqueued(waker: Waker): () => void {
+  wakers.add(waker);
+  return () => wakers.delete(waker);
+}
+
+/** Inserts a job in the caller's transaction, so the job exists exactly when the change does. */
+export async function enqueue(db: Kysely<Database>, job: NewJob, now = Date.now()): Promise<void> {
+  const insert = db.insertInto('jobs').values({
+    id: newId('job'),
+    kind: job.kind,
+    run_at: job.runAt,
+    clock_id: job.clockId ?? null,
+    payload: JSON.stringify(job.payload ?? {}),
+    dedupe_key: job.dedupeKey ?? null,
+    locked_by: null,
+    locked_until: null,
+    last_error: null,
+    failed_at: null,
+    created_at: now,
+  });
+  await (job.dedupeKey ? insert.onConflict((oc) => oc.column('dedupe_key').doNothing()) : insert).execute();
+  if (job.runAt <= now + 50) afterCommit(db, wakeWorkers);
+}
+
+/** Real time at which a moment on a clock with this offset arrives. */
+export function realTimeOf(clockTime: number, clockOffsetMs: number): number {
+  return clockTime - clockOffsetMs;
+}

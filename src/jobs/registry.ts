@@ -1,0 +1,9 @@
+import type { JobHandler } from './worker.ts';
+import { EXPIRE_REQUEST_JOB, expireRequestJob } from '../modules/requests/requests.service.ts';
+
+/** Every job kind and the module handler that runs it. */
+export function jobHandlers(): Record<string, JobHandler> {
+  return {
+    [EXPIRE_REQUEST_JOB]: expireRequestJob,
+  };
+}

@@ -1,0 +1,207 @@
+import { randomUUID } from 'node:crypto';
+import type { Kysely, Transaction } from 'kysely';
+import type { Logger } from 'pino';
+import { lockSkipLocked, type Db } from '../store/db.ts';
+import type { Database, JobsTable } from '../store/tables.ts';
+import { shiftedClock, systemClock, type Clock } from '../shared/time.ts';
+import { onJobEnqueued } from './queue.ts';
+
+export type ClaimedJob = Omit<JobsTable, 'attempts'> & { attempts: number };
+
+export type JobContext = {
+  job: ClaimedJob;
+  /** The clock the job lives on: real time, or its merchant's test clock. */
+  clock: Clock;
+  db: Db;
+  log: Logger;
+  /** Deletes the job inside the handler's own transaction, making its effect and completion atomic. */
+  finishIn(trx: Transaction<Database>): Promise<void>;
+};
+
+/** A handler may ask to run again later (a webhook retry); throwing retries with a generic backoff. */
+export type JobResult = void | { retryAt: number; error?: string };
+export type JobHandler = (payload: any, context: JobContext) => Promise<JobResult>;
+
+export type WorkerOptions = {
+  db: Db;
+  log: Logger;
+  handlers: Record<string, JobHandler>;
+  concurrency?: number;
+  pollMs?: number;
+  leaseMs?: number;
+  maxAttempts?: number;
+  realClock?: Clock;
+};
+
+export async function clockOffset(db: Kysely<Database>, userId: string): Promise<number> {
+  const row = await db.selectFrom('users').select('test_clock_offset_ms').where('id', '=', userId).executeTakeFirst();
+  return row ? Number(row.test_clock_offset_ms) : 0;
+}
+
+export class Worker {
+  readonly id = randomUUID();
+  private readonly options: Required<Omit<WorkerOptions, 'realClock'>> & { realClock: Clock };
+  private running = false;
+  private inFlight = new Set<Promise<void>>();
+  private timer: NodeJS.Timeout | null = null;
+  private polling = false;
+  private pollAgain = false;
+  private unregister: (() => void) | null = null;
+
+  constructor(options: WorkerOptions) {
+    this.options = { concurrency: 32, pollMs: 100, leaseMs: 60_000, maxAttempts: 12, realClock: systemClock, ...options };
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.unregister = onJobEnqueued(() => this.poke());
+    this.poke();
+  }
+
+  /** Stops claiming, then waits for jobs already running (SIGTERM). */
+  async stop(): Promise<void> {
+    this.running = false;
+    this.unregister?.();
+    if (this.timer) clearTimeout(this.timer);
+    await Promise.allSettled([...this.inFlight]);
+  }
+
+  poke(): void {
+    if (!this.running) return;
+    if (this.polling) {
+      this.pollAgain = true;
+      return;
+    }
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    void this.poll();
+  }
+
+  private async poll(): Promise<void> {
+    this.polling = true;
+    let claimedAny = false;
+    try {
+      const room = this.options.concurrency - this.inFlight.size;
+      if (room > 0) {
+        const jobs = await this.claim(room);
+        claimedAny = jobs.length === room;
+        for (const job of jobs) this.track(this.run(job));
+      }
+    } catch (error) {
+      this.options.log.error({ err: error }, 'job claim failed');
+    } finally {
+      this.polling = false;
+    }
+    if (!this.running) return;
+    if (claimedAny || this.pollAgain) {
+      this.pollAgain = false;
+      setImmediate(() => this.poke());
+    } else {
+      this.timer = setTimeout(() => this.poke(), this.options.pollMs);
+      this.timer.unref?.();
+    }
+  }
+
+  private track(run: Promise<void>): void {
+    this.inFlight.add(run);
+    void run.finally(() => {
+      this.inFlight.delete(run);
+      if (this.running) this.poke();
+    });
+  }
+
+  /** Claims due jobs with a lease; on PostgreSQL several processes can claim side by side. */
+  async claim(limit: number, clockId?: string): Promise<ClaimedJob[]> {
+    const { db, leaseMs } = this.options;
+    const now = this.options.realClock.now();
+    return db.transaction().execute(async (trx) => {
+      let query = trx
+        .selectFrom('jobs')
+        .select('id')
+        .where('failed_at', 'is', null)
+        .where('run_at', '<=', now)
+        .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', now)]))
+        .orderBy('run_at')
+        .limit(limit);
+      if (clockId !== undefined) query = query.where('clock_id', '=', clockId);
+      const ids = (await lockSkipLocked(trx, query).execute()).map((row) => row.id);
+      if (ids.length === 0) return [];
+      const rows = await trx
+        .updateTable('jobs')
+        .set((eb) => ({ locked_by: this.id, locked_until: now + leaseMs, attempts: eb('attempts', '+', 1) }))
+        .where('id', 'in', ids)
+        .returningAll()
+        .execute();
+      return rows.sort((a, b) => a.run_at - b.run_at) as ClaimedJob[];
+    });
+  }
+
+  async run(job: ClaimedJob): Promise<void> {
+    const { db, log, handlers, maxAttempts } = this.options;
+    const handler = handlers[job.kind];
+    const jobLog = log.child({ job_id: job.id, job_kind: job.kind });
+    const mine = (trx: Kysely<Database>) =>
+      trx.deleteFrom('jobs').where('id', '=', job.id).where('locked_by', '=', this.id).execute().then(() => undefined);
+    try {
+      if (!handler) throw new Error(`no handler for job kind ${job.kind}`);
+      const clock = job.clock_id
+        ? shiftedClock(this.options.realClock, await clockOffset(db, job.clock_id))
+        : this.options.realClock;
+      const result = await handler(JSON.parse(job.payload), { job, clock, db, log: jobLog, finishIn: mine });
+      if (result && 'retryAt' in result) {
+        await db
+          .updateTable('jobs')
+          .set({ run_at: result.retryAt, locked_by: null, locked_until: null, last_error: result.error ?? null })
+          .where('id', '=', job.id)
+          .where('locked_by', '=', this.id)
+          .execute();
+      } else {
+        await mine(db);
+      }
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      const giveUp = job.attempts >= maxAttempts;
+      jobLog.error({ err: error, attempts: job.attempts, gave_up: giveUp }, 'job failed');
+      const now = this.options.realClock.now();
+      await db
+        .updateTable('jobs')
+        .set({
+          run_at: now + Math.min(2 ** job.attempts * 1000, 3_600_000),
+          locked_by: null,
+          locked_until: null,
+          last_error: message.slice(0, 1000),
+          failed_at: giveUp ? now : null,
+        })
+        .where('id', '=', job.id)
+        .where('locked_by', '=', this.id)
+        .execute()
+        .catch((err) => jobLog.error({ err }, 'could not record job failure'));
+    }
+  }
+
+  /**
+   * Runs, in due order, every job of one clock that is due now, including jobs those jobs create,
+   * and waits for ones another worker holds. Used when a test clock moves.
+   */
+  async drain(clockId: string): Promise<void> {
+    for (;;) {
+      const jobs = await this.claim(16, clockId);
+      if (jobs.length > 0) {
+        for (const job of jobs) await this.run(job);
+        continue;
+      }
+      const now = this.options.realClock.now();
+      const held = await this.options.db
+        .selectFrom('jobs')
+        .select('id')
+        .where('clock_id', '=', clockId)
+        .where('failed_at', 'is', null)
+        .where('run_at', '<=', now)
+        .limit(1)
+        .executeTakeFirst();
+      if (!held) return;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+}

@@ -1,0 +1,61 @@
+import { ConfigError, loadConfig, type Config } from './config.ts';
+import { createRuntime } from './runtime.ts';
+import { ensureDemoMerchant, DEMO_EMAIL } from './modules/merchants/demo.ts';
+
+let config: Config;
+try {
+  config = loadConfig();
+} catch (error) {
+  if (error instanceof ConfigError) {
+    process.stderr.write(`tono: ${error.message}\n`);
+    process.exit(1);
+  }
+  throw error;
+}
+
+const runtime = await createRuntime(config).catch((error: Error) => {
+  process.stderr.write(`tono: could not open the database: ${error.message}\n`);
+  process.exit(1);
+});
+const { app, deps } = runtime;
+
+if (config.demoMerchant) {
+  const demo = await ensureDemoMerchant(deps);
+  if (demo) {
+    process.stdout.write(
+      [
+        '',
+        'Demo merchant created (shown once; keep these):',
+        `  dashboard   ${config.publicBaseUrl}/dashboard  email ${DEMO_EMAIL}  password ${demo.dashboard_password}`,
+        `  live key    ${demo.live_key}`,
+        `  test key    ${demo.test_key}`,
+        `  bank account ${demo.bank_account_id}`,
+        '',
+        'Try it:',
+        `  curl -s ${config.publicBaseUrl}/v1/requests -H "Authorization: Bearer ${demo.test_key}" \\`,
+        `    -H 'Content-Type: application/json' \\`,
+        `    -d '{"bank_account_id":"${demo.bank_account_id}","amount":"12.50 NZD","message":"Coffee beans"}'`,
+        '',
+      ].join('\n') + '\n',
+    );
+  }
+}
+
+try {
+  await app.listen({ port: config.port, host: config.host });
+} catch (error) {
+  process.stderr.write(`tono: cannot listen on ${config.host}:${config.port}: ${(error as Error).message}\n`);
+  await runtime.close().catch(() => {});
+  process.exit(1);
+}
+process.stdout.write(`Tono is running at ${config.publicBaseUrl} (API reference ${config.publicBaseUrl}/docs)\n`);
+
+let stopping = false;
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.on(signal, () => {
+    if (stopping) return;
+    stopping = true;
+    app.log.info({ signal }, 'stopping');
+    runtime.close().then(() => process.exit(0), () => process.exit(1));
+  });
+}

@@ -1,0 +1,124 @@
+// One builder per event type of spec 6.2: each takes exactly the fields that type's `data` carries,
+// so no call site assembles an event payload by hand.
+
+export type AddressData = { address1: string; address2: string; address3: string; address4: string; city: string; postcode: string };
+
+export type EventData = {
+  'request.created': { id: string; merchant_identifier: string | null; user_id: string; created_at: string; expires_at: string | null };
+  'request.expired': { id: string; user_id: string; merchant_identifier: string | null; status: 'expired'; updated_at: string };
+  'request.status_updated': { id: string; user_id: string; merchant_identifier: string | null; status: string; updated_at: string };
+  'payment.created': { id: string; request_id: string; user_id: string; merchant_identifier: string | null; status: 'awaiting-consent'; updated_at: string };
+  'payment.status_updated': { id: string; request_id: string; user_id: string; merchant_identifier: string | null; status: 'successful' | 'cancelled' | 'failed' | 'unconfirmed'; updated_at: string };
+  'recurring_payment.authorised': { id: string; merchant_identifier: string | null; status: 'active'; token: string };
+  'recurring_payment.revoked': { id: string; merchant_identifier: string | null; status: 'revoked' };
+  'subscription.created': { id: string; request_id: string; user_id: string; merchant_identifier: string | null; created_at: string };
+  'subscription.charge_failed': {
+    id: string;
+    user_id: string;
+    merchant_identifier: string | null;
+    last_payment_id: string;
+    last_error: string;
+    attempts: number;
+    charge_at: string;
+    next_attempt_at?: string;
+    updated_at: string;
+  };
+  'subscription.charge_skipped': {
+    id: string;
+    user_id: string;
+    merchant_identifier: string | null;
+    attempts: number;
+    skipped_charge_at: string;
+    next_charge_at: string | null;
+    updated_at: string;
+  };
+  'subscription.completed': { id: string; user_id: string; merchant_identifier: string | null; updated_at: string };
+  'subscription.cancelled': { id: string; user_id: string; merchant_identifier: string | null; updated_at: string };
+  'subscription.paused': { id: string; user_id: string; merchant_identifier: string | null; updated_at: string };
+  'subscription.resumed': { id: string; user_id: string; merchant_identifier: string | null; updated_at: string };
+  'customer.created': {
+    id: string;
+    user_id: string;
+    created_at: string;
+    email: string;
+    first_name: string | null;
+    last_name: string | null;
+    phone: string | null;
+    address: AddressData;
+  };
+  'customer.updated': {
+    id: string;
+    user_id: string;
+    updated_at: string;
+    email: string;
+    first_name: string | null;
+    last_name: string | null;
+    phone: string | null;
+    address: AddressData;
+  };
+};
+
+export type EventType = keyof EventData;
+export const EVENT_TYPES = [
+  'request.created',
+  'request.expired',
+  'request.status_updated',
+  'payment.created',
+  'payment.status_updated',
+  'recurring_payment.authorised',
+  'recurring_payment.revoked',
+  'subscription.created',
+  'subscription.charge_failed',
+  'subscription.charge_skipped',
+  'subscription.completed',
+  'subscription.cancelled',
+  'subscription.paused',
+  'subscription.resumed',
+  'customer.created',
+  'customer.updated',
+] as const satisfies readonly EventType[];
+
+/** The spec shows `request.status_updated` without `version`; every other type carries version 1. */
+export function versionOf(type: EventType): 1 | undefined {
+  return type === 'request.status_updated' ? undefined : 1;
+}
+
+export type EventEnvelope<T extends EventType = EventType> = {
+  id: string;
+  type: T;
+  version?: 1;
+  created_at: string;
+  data: EventData[T];
+};
+
+// The builders pick exactly the spec's keys, in the spec's order, from whatever object they are given.
+function pick<T extends EventType>(keys: ReadonlyArray<keyof EventData[T]>) {
+  return (source: EventData[T]): EventData[T] => {
+    const data: Record<string, unknown> = {};
+    for (const key of keys) if (source[key] !== undefined) data[key as string] = source[key];
+    return data as EventData[T];
+  };
+}
+
+export const buildEventData = {
+  'request.created': pick<'request.created'>(['id', 'merchant_identifier', 'user_id', 'created_at', 'expires_at']),
+  'request.expired': pick<'request.expired'>(['id', 'user_id', 'merchant_identifier', 'status', 'updated_at']),
+  'request.status_updated': pick<'request.status_updated'>(['id', 'user_id', 'merchant_identifier', 'status', 'updated_at']),
+  'payment.created': pick<'payment.created'>(['id', 'request_id', 'user_id', 'merchant_identifier', 'status', 'updated_at']),
+  'payment.status_updated': pick<'payment.status_updated'>(['id', 'request_id', 'user_id', 'merchant_identifier', 'status', 'updated_at']),
+  'recurring_payment.authorised': pick<'recurring_payment.authorised'>(['id', 'merchant_identifier', 'status', 'token']),
+  'recurring_payment.revoked': pick<'recurring_payment.revoked'>(['id', 'merchant_identifier', 'status']),
+  'subscription.created': pick<'subscription.created'>(['id', 'request_id', 'user_id', 'merchant_identifier', 'created_at']),
+  'subscription.charge_failed': pick<'subscription.charge_failed'>([
+    'id', 'user_id', 'merchant_identifier', 'last_payment_id', 'last_error', 'attempts', 'charge_at', 'next_attempt_at', 'updated_at',
+  ]),
+  'subscription.charge_skipped': pick<'subscription.charge_skipped'>([
+    'id', 'user_id', 'merchant_identifier', 'attempts', 'skipped_charge_at', 'next_charge_at', 'updated_at',
+  ]),
+  'subscription.completed': pick<'subscription.completed'>(['id', 'user_id', 'merchant_identifier', 'updated_at']),
+  'subscription.cancelled': pick<'subscription.cancelled'>(['id', 'user_id', 'merchant_identifier', 'updated_at']),
+  'subscription.paused': pick<'subscription.paused'>(['id', 'user_id', 'merchant_identifier', 'updated_at']),
+  'subscription.resumed': pick<'subscription.resumed'>(['id', 'user_id', 'merchant_identifier', 'updated_at']),
+  'customer.created': pick<'customer.created'>(['id', 'user_id', 'created_at', 'email', 'first_name', 'last_name', 'phone', 'address']),
+  'customer.updated': pick<'customer.updated'>(['id', 'user_id', 'updated_at', 'email', 'first_name', 'last_name', 'phone', 'address']),
+} satisfies { [T in EventType]: (source: EventData[T]) => EventData[T] };

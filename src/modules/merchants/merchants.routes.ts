@@ -1,0 +1,35 @@
+import { Type } from 'typebox';
+import type { App } from '../../app.ts';
+import { apiKeyAuth } from '../../http/auth.ts';
+import type { Deps } from '../../http/context.ts';
+import { errorResponses, Timestamp } from '../../http/schemas.ts';
+import { iso } from '../../shared/time.ts';
+import { ListQuery } from '../../shared/pagination.ts';
+
+const BankAccountObject = Type.Object({
+  id: Type.String(),
+  account_number: Type.String({ examples: ['12-3456-7890138-000'] }),
+  name: Type.Union([Type.String(), Type.Null()]),
+  created_at: Timestamp,
+});
+
+export async function registerMerchantRoutes(app: App, deps: Deps): Promise<void> {
+  app.get('/v1/bank-accounts', {
+    preHandler: apiKeyAuth(deps),
+    schema: {
+      tags: ['Bank accounts'],
+      summary: 'List your bank accounts (payments are made into one of them)',
+      querystring: ListQuery,
+      response: { 200: Type.Object({ bank_accounts: Type.Array(BankAccountObject), has_more: Type.Boolean() }), ...errorResponses },
+    },
+  }, async (request) => {
+    const limit = request.query.limit ?? 100;
+    let query = deps.db.selectFrom('bank_accounts').selectAll().where('user_id', '=', request.ctx.merchant.id);
+    if (request.query.starting_after) query = query.where('id', '<', request.query.starting_after);
+    const rows = await query.orderBy('id', 'desc').limit(limit + 1).execute();
+    return {
+      bank_accounts: rows.slice(0, limit).map((row) => ({ id: row.id, account_number: row.account_number, name: row.name, created_at: iso(row.created_at) })),
+      has_more: rows.length > limit,
+    };
+  });
+}

@@ -1,0 +1,46 @@
+import type { Kysely, Selectable } from 'kysely';
+import { notFound } from '../../shared/errors.ts';
+import { lockForUpdate } from '../../store/db.ts';
+import type { Database, Mode, RequestsTable } from '../../store/tables.ts';
+
+export type RequestRow = Selectable<RequestsTable>;
+export type Owner = { userId: string; mode: Mode };
+type Db = Kysely<Database>;
+
+export async function insertRequest(db: Db, row: RequestRow): Promise<void> {
+  await db.insertInto('requests').values(row).execute();
+}
+
+export async function findRequest(db: Db, owner: Owner, id: string): Promise<RequestRow | undefined> {
+  return db.selectFrom('requests').selectAll().where('id', '=', id).where('user_id', '=', owner.userId).where('mode', '=', owner.mode).executeTakeFirst();
+}
+
+export async function getRequest(db: Db, owner: Owner, id: string): Promise<RequestRow> {
+  const row = await findRequest(db, owner, id);
+  if (!row) throw notFound('request', id);
+  return row;
+}
+
+/** By id alone, for the public payment page (the id is the unguessable capability). */
+export async function findRequestById(db: Db, id: string): Promise<RequestRow | undefined> {
+  return db.selectFrom('requests').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export async function lockRequest(db: Db, id: string): Promise<RequestRow | undefined> {
+  return lockForUpdate(db, db.selectFrom('requests').selectAll().where('id', '=', id)).executeTakeFirst();
+}
+
+export type RequestFilters = { status?: string; type?: string; merchant_identifier?: string; limit: number; starting_after?: string };
+
+export async function listRequests(db: Db, owner: Owner, filters: RequestFilters): Promise<RequestRow[]> {
+  let query = db.selectFrom('requests').selectAll().where('user_id', '=', owner.userId).where('mode', '=', owner.mode);
+  if (filters.status) query = query.where('status', '=', filters.status);
+  if (filters.type) query = query.where('type', '=', filters.type);
+  if (filters.merchant_identifier) query = query.where('merchant_identifier', '=', filters.merchant_identifier);
+  if (filters.starting_after) query = query.where('id', '<', filters.starting_after);
+  return query.orderBy('id', 'desc').limit(filters.limit + 1).execute();
+}
+
+export async function setRequestStatus(db: Db, id: string, status: string, now: number, extra: Partial<RequestRow> = {}): Promise<void> {
+  await db.updateTable('requests').set({ status, updated_at: now, ...extra }).where('id', '=', id).execute();
+}

@@ -1,0 +1,51 @@
+import { Type } from 'typebox';
+import type { App } from '../../app.ts';
+import { apiKeyAuth } from '../../http/auth.ts';
+import type { Deps } from '../../http/context.ts';
+import { errorResponses, IdempotencyHeaders, IdParams } from '../../http/schemas.ts';
+import { CreateRequestBody, ListRequestsQuery, RequestEnvelope, RequestObject } from './requests.schemas.ts';
+import { createRequest, deleteRequest, listRequestsFor, retrieveRequest } from './requests.service.ts';
+
+export async function registerRequestRoutes(app: App, deps: Deps): Promise<void> {
+  const auth = apiKeyAuth(deps);
+  const tags = ['Requests'];
+  const params = IdParams('Request id (request_…)');
+
+  app.post('/v1/requests', {
+    preHandler: auth,
+    schema: {
+      tags,
+      summary: 'Create a payment request',
+      description: 'One-off (single or multi, fixed or payer-chosen amount), recurring (recurring_options) or subscription (subscription_options).',
+      headers: IdempotencyHeaders,
+      body: CreateRequestBody,
+      response: { 201: RequestEnvelope, 200: RequestEnvelope, ...errorResponses },
+    },
+  }, async (request, reply) => {
+    const result = await createRequest(request.ctx, request.body, request.headers['idempotency-key']);
+    if (result.replayed) reply.header('idempotent-replayed', 'true');
+    return reply.status(result.status).send(result.body);
+  });
+
+  const getOne = {
+    preHandler: auth,
+    schema: { tags, summary: 'Get a payment request', params, response: { 200: RequestEnvelope, ...errorResponses } },
+  };
+  app.get('/v1/requests/:id', getOne, async (request) => retrieveRequest(request.ctx, request.params.id));
+  app.get('/requests/:id', { ...getOne, schema: { ...getOne.schema, hide: true } }, async (request) => retrieveRequest(request.ctx, request.params.id));
+
+  app.get('/v1/requests', {
+    preHandler: auth,
+    schema: {
+      tags,
+      summary: 'List payment requests, newest first',
+      querystring: ListRequestsQuery,
+      response: { 200: Type.Object({ requests: Type.Array(RequestObject), has_more: Type.Boolean() }), ...errorResponses },
+    },
+  }, async (request) => listRequestsFor(request.ctx, request.query));
+
+  app.delete('/v1/requests/:id', {
+    preHandler: auth,
+    schema: { tags, summary: 'Delete a payment request (no new payments)', params, response: { 200: RequestEnvelope, ...errorResponses } },
+  }, async (request) => deleteRequest(request.ctx, request.params.id));
+}

@@ -1,0 +1,140 @@
+import type { Kysely } from 'kysely';
+import { clockScope, type Ctx } from '../../http/context.ts';
+import { idempotent, type Reply } from '../../http/idempotency.ts';
+import { invalidParam, invalidState } from '../../shared/errors.ts';
+import { newId } from '../../shared/ids.ts';
+import { pageOf } from '../../shared/pagination.ts';
+import { iso, isoOrNull } from '../../shared/time.ts';
+import { enqueue } from '../../jobs/queue.ts';
+import type { JobHandler } from '../../jobs/worker.ts';
+import type { Database } from '../../store/tables.ts';
+import { transact } from '../../store/tx.ts';
+import { emitEvent } from '../events/events.service.ts';
+import { qrDataUri } from './qr.ts';
+import { getRequest, insertRequest, listRequests, lockRequest, setRequestStatus, type RequestRow } from './requests.repo.ts';
+import { presentRequest, requestUrl, type RequestObject } from './requests.present.ts';
+import { normaliseCreateRequest } from './requests.rules.ts';
+import type { CreateRequestBody, ListRequestsQuery } from './requests.schemas.ts';
+
+export const EXPIRE_REQUEST_JOB = 'request.expire';
+
+const owner = (ctx: Ctx) => ({ userId: ctx.merchant.id, mode: ctx.mode });
+const bool = (value: boolean | undefined) => (value ? 1 : 0);
+
+export async function createRequest(ctx: Ctx, body: CreateRequestBody, idempotencyKey?: string): Promise<Reply<{ request: RequestObject }>> {
+  const now = ctx.clock.now();
+  const normalised = normaliseCreateRequest(body, now, ctx.deps.config.serviceTimeZone);
+  const account = await ctx.db.selectFrom('bank_accounts').select('id').where('id', '=', body.bank_account_id)
+    .where('user_id', '=', ctx.merchant.id).executeTakeFirst();
+  if (!account) throw invalidParam('bank_account_id', 'bank_account_id must be one of your bank accounts (GET /v1/bank-accounts)');
+
+  const id = newId('request');
+  const publicBaseUrl = ctx.deps.config.publicBaseUrl;
+  const row: RequestRow = {
+    id,
+    user_id: ctx.merchant.id,
+    mode: ctx.mode,
+    status: 'active',
+    type: normalised.type,
+    kind: normalised.kind,
+    message: body.message,
+    amount_cents: normalised.amountCents,
+    bank_account_id: body.bank_account_id,
+    merchant_identifier: body.merchant_identifier ?? null,
+    reference: body.reference ?? null,
+    flow: 'link',
+    qr_data: await qrDataUri(requestUrl(publicBaseUrl, id)),
+    logo_image_url: body.logo_image_url ?? null,
+    banner_image_url: body.banner_image_url ?? null,
+    min_payment_cents: normalised.minCents,
+    max_payment_cents: normalised.maxCents,
+    suggested_amounts: normalised.suggestedAmounts,
+    is_donation: bool(body.is_donation),
+    add_surcharge: bool(body.add_surcharge),
+    surcharge_optional: bool(body.surcharge_optional),
+    allow_dynamic_amount: bool(body.allow_dynamic_amount),
+    allow_marketing_opt_in: bool(body.allow_marketing_opt_in),
+    collect_customer_phone: bool(body.collect_customer_phone || body.require_customer_phone),
+    require_customer_phone: bool(body.require_customer_phone),
+    require_customer_basic_info: bool(body.require_customer_basic_info),
+    require_customer_address: bool(body.require_customer_address),
+    success_redirect_url: body.success_redirect_url ?? null,
+    failure_redirect_url: body.failure_redirect_url ?? null,
+    recurring_options: normalised.recurring ? JSON.stringify(normalised.recurring) : null,
+    subscription_options: normalised.subscription ? JSON.stringify(normalised.subscription) : null,
+    cust_info: normalised.custInfo ? JSON.stringify(normalised.custInfo) : null,
+    created_at: now,
+    updated_at: now,
+    expires_at: normalised.expiresAt,
+    deleted_at: null,
+  };
+
+  return idempotent(ctx, idempotencyKey, 'POST /v1/requests', body, 201, async (trx) => {
+    await insertRequest(trx, row);
+    await emitEvent(trx, owner(ctx), 'request.created', id, {
+      id,
+      merchant_identifier: row.merchant_identifier,
+      user_id: row.user_id,
+      created_at: iso(now),
+      expires_at: isoOrNull(row.expires_at),
+    }, now);
+    if (row.expires_at !== null) {
+      await enqueue(trx, {
+        kind: EXPIRE_REQUEST_JOB,
+        runAt: ctx.deps.clock.now() + (row.expires_at - now),
+        clockId: clockScope(ctx),
+        payload: { request_id: id },
+        dedupeKey: `${EXPIRE_REQUEST_JOB}:${id}`,
+      }, ctx.deps.clock.now());
+    }
+    return { request: presentRequest(row, publicBaseUrl) };
+  });
+}
+
+export async function retrieveRequest(ctx: Ctx, id: string) {
+  return { request: presentRequest(await getRequest(ctx.db, owner(ctx), id), ctx.deps.config.publicBaseUrl) };
+}
+
+export async function listRequestsFor(ctx: Ctx, query: ListRequestsQuery) {
+  const limit = query.limit ?? 100;
+  const { items, hasMore } = pageOf(await listRequests(ctx.db, owner(ctx), { ...query, limit }), limit);
+  return { requests: items.map((row) => presentRequest(row, ctx.deps.config.publicBaseUrl)), has_more: hasMore };
+}
+
+export async function deleteRequest(ctx: Ctx, id: string) {
+  return transact(ctx.db, async (trx) => {
+    await getRequest(trx, owner(ctx), id);
+    const row = (await lockRequest(trx, id))!;
+    if (row.status !== 'active') throw invalidState('request', row.status, 'delete');
+    const now = ctx.clock.now();
+    await setRequestStatus(trx, id, 'deleted', now, { deleted_at: now });
+    await emitEvent(trx, owner(ctx), 'request.status_updated', id, {
+      id, user_id: row.user_id, merchant_identifier: row.merchant_identifier, status: 'deleted', updated_at: iso(now),
+    }, now);
+    return { request: presentRequest({ ...row, status: 'deleted', updated_at: now, deleted_at: now }, ctx.deps.config.publicBaseUrl) };
+  });
+}
+
+/** Marks an active single request paid (its first successful payment), with its event. */
+export async function markRequestPaid(trx: Kysely<Database>, row: RequestRow, now: number): Promise<void> {
+  await setRequestStatus(trx, row.id, 'paid', now);
+  await emitEvent(trx, { userId: row.user_id, mode: row.mode }, 'request.status_updated', row.id, {
+    id: row.id, user_id: row.user_id, merchant_identifier: row.merchant_identifier, status: 'paid', updated_at: iso(now),
+  }, now);
+}
+
+/** Job: at expires_at an active request becomes expired, with request.expired. Safe to run twice. */
+export const expireRequestJob: JobHandler = async (payload: { request_id: string }, { db, clock, finishIn }) => {
+  const now = clock.now();
+  return transact(db, async (trx) => {
+    const row = await lockRequest(trx, payload.request_id);
+    if (row && row.status === 'active' && row.expires_at !== null) {
+      if (row.expires_at > now) return { retryAt: Date.now() + (row.expires_at - now) };
+      await setRequestStatus(trx, row.id, 'expired', now);
+      await emitEvent(trx, { userId: row.user_id, mode: row.mode }, 'request.expired', row.id, {
+        id: row.id, user_id: row.user_id, merchant_identifier: row.merchant_identifier, status: 'expired', updated_at: iso(now),
+      }, now);
+    }
+    await finishIn(trx);
+  });
+};

@@ -1,0 +1,75 @@
+import type { Ctx, Deps } from '../../http/context.ts';
+import { AppError, invalidParam } from '../../shared/errors.ts';
+import { iso } from '../../shared/time.ts';
+import { clockOffset } from '../../jobs/worker.ts';
+import { transact } from '../../store/tx.ts';
+
+export function requireTestMode(ctx: Ctx): void {
+  if (ctx.mode !== 'test') throw new AppError('not_found.route', 'Test helpers exist only for test keys (sk_test_…)', {});
+}
+
+const advancing = new Map<string, Promise<unknown>>();
+
+/** One advance at a time per merchant, in this process. */
+function serialised<T>(key: string, work: () => Promise<T>): Promise<T> {
+  const previous = advancing.get(key) ?? Promise.resolve();
+  const next = previous.then(work, work);
+  advancing.set(key, next.catch(() => {}));
+  return next;
+}
+
+async function shiftClock(deps: Deps, userId: string, deltaMs: number): Promise<void> {
+  await transact(deps.db, async (trx) => {
+    await trx.updateTable('users').set((eb) => ({ test_clock_offset_ms: eb('test_clock_offset_ms', '+', deltaMs) })).where('id', '=', userId).execute();
+    // Jobs on this clock keep their clock time, so their real due time moves earlier.
+    await trx.updateTable('jobs').set((eb) => ({ run_at: eb('run_at', '-', deltaMs) })).where('clock_id', '=', userId).execute();
+  });
+}
+
+export async function clockNow(deps: Deps, userId: string): Promise<number> {
+  return deps.clock.now() + (await clockOffset(deps.db, userId));
+}
+
+/**
+ * Moves a merchant's test clock to `target`, stopping at each job due on the way so that charges,
+ * retries, expiries and sweeps run in order with the clock at their own time.
+ */
+export async function advanceTestClock(deps: Deps, userId: string, target: number): Promise<number> {
+  return serialised(userId, async () => {
+    for (;;) {
+      const offset = await clockOffset(deps.db, userId);
+      const now = deps.clock.now() + offset;
+      const next = await deps.db.selectFrom('jobs').select('run_at').where('clock_id', '=', userId).where('failed_at', 'is', null)
+        .orderBy('run_at').limit(1).executeTakeFirst();
+      const nextAt = next ? Number(next.run_at) + offset : null;
+      const stepTo = nextAt !== null && nextAt < target ? nextAt : target;
+      if (stepTo > now) await shiftClock(deps, userId, stepTo - now);
+      await deps.worker.drain(userId);
+      if (stepTo >= target) return clockNow(deps, userId);
+    }
+  });
+}
+
+export async function getClock(ctx: Ctx) {
+  requireTestMode(ctx);
+  const now = await clockNow(ctx.deps, ctx.merchant.id);
+  return { clock: { now: iso(now), offset_seconds: Math.round((now - ctx.deps.clock.now()) / 1000) } };
+}
+
+export async function advanceClock(ctx: Ctx, input: { to?: string; seconds?: number }) {
+  requireTestMode(ctx);
+  if ((input.to === undefined) === (input.seconds === undefined)) {
+    throw invalidParam('to', 'Give exactly one of to (an ISO 8601 time) or seconds');
+  }
+  const now = await clockNow(ctx.deps, ctx.merchant.id);
+  let target: number;
+  if (input.to !== undefined) {
+    target = Date.parse(input.to);
+    if (!Number.isFinite(target)) throw invalidParam('to', 'to must be an ISO 8601 date-time');
+    if (target <= now) throw invalidParam('to', 'to must be later than the clock\'s current time; test clocks only move forward', { now: iso(now) });
+  } else {
+    target = now + input.seconds! * 1000;
+  }
+  const reached = await advanceTestClock(ctx.deps, ctx.merchant.id, target);
+  return { clock: { now: iso(reached), offset_seconds: Math.round((reached - ctx.deps.clock.now()) / 1000) } };
+}

@@ -1,0 +1,37 @@
+import { createHash, createHmac, randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
+import { promisify } from 'node:util';
+
+const scryptAsync = promisify(scrypt) as (password: string, salt: Buffer, keylen: number) => Promise<Buffer>;
+
+export function sha256Hex(value: string): string {
+  return createHash('sha256').update(value).digest('hex');
+}
+
+/** URL-safe random secret with `bytes` of entropy. */
+export function randomSecret(bytes = 24): string {
+  return randomBytes(bytes).toString('base64url');
+}
+
+export function hmacSha256Hex(keyBase64: string, body: string | Uint8Array): string {
+  return createHmac('sha256', Buffer.from(keyBase64, 'base64')).update(body).digest('hex');
+}
+
+export function constantTimeEqual(a: string, b: string): boolean {
+  const left = Buffer.from(a);
+  const right = Buffer.from(b);
+  return left.length === right.length && timingSafeEqual(left, right);
+}
+
+export async function hashPassword(password: string): Promise<string> {
+  const salt = randomBytes(16);
+  const hash = await scryptAsync(password, salt, 32);
+  return `scrypt$${salt.toString('base64')}$${hash.toString('base64')}`;
+}
+
+export async function verifyPassword(password: string, stored: string): Promise<boolean> {
+  const [scheme, saltB64, hashB64] = stored.split('$');
+  if (scheme !== 'scrypt' || !saltB64 || !hashB64) return false;
+  const expected = Buffer.from(hashB64, 'base64');
+  const actual = await scryptAsync(password, Buffer.from(saltB64, 'base64'), expected.length);
+  return timingSafeEqual(actual, expected);
+}

@@ -1,0 +1,45 @@
+import { DateTime } from 'luxon';
+
+// Calendar arithmetic in a named time zone (the service's, Pacific/Auckland by default).
+// Luxon does the DST work; nothing here adds hours by hand.
+
+const dateOnly = /^\d{4}-\d{2}-\d{2}$/;
+
+export function isDateOnly(value: string): boolean {
+  return dateOnly.test(value);
+}
+
+/** Epoch ms of a date-time string with an offset, or null when it is not a real instant. */
+export function parseInstant(value: string): number | null {
+  const parsed = DateTime.fromISO(value, { setZone: true });
+  return parsed.isValid ? parsed.toMillis() : null;
+}
+
+/** The local calendar date (YYYY-MM-DD) in `zone` of a date or date-time input; null when invalid. */
+export function localDateOf(value: string, zone: string): string | null {
+  if (isDateOnly(value)) {
+    const parsed = DateTime.fromISO(value, { zone });
+    return parsed.isValid ? value : null;
+  }
+  const instant = parseInstant(value);
+  return instant === null ? null : DateTime.fromMillis(instant, { zone }).toISODate();
+}
+
+/** `hour`:00 local time on a local date. */
+export function atLocalTime(localDate: string, zone: string, hour: number, minute = 0): number {
+  return DateTime.fromISO(localDate, { zone }).set({ hour, minute, second: 0, millisecond: 0 }).toMillis();
+}
+
+/** The last millisecond of a local date. */
+export function endOfLocalDay(localDate: string, zone: string): number {
+  return DateTime.fromISO(localDate, { zone }).endOf('day').toMillis();
+}
+
+/** An end date: a date means the end of that local day; a date-time is taken as the exact instant. */
+export function parseEndInput(value: string, zone: string): number | null {
+  if (isDateOnly(value)) {
+    const date = localDateOf(value, zone);
+    return date === null ? null : endOfLocalDay(date, zone);
+  }
+  return parseInstant(value);
+}

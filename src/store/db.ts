@@ -1,0 +1,60 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { Kysely, PostgresAdapter, PostgresDialect, sql, type SelectQueryBuilder } from 'kysely';
+import pg from 'pg';
+import type { Database } from './tables.ts';
+import { nodeSqliteDialect, openSqlite } from './sqlite-dialect.ts';
+
+// Dialect differences live in this file and nowhere else.
+
+export type Db = Kysely<Database>;
+export type Engine = 'sqlite' | 'postgres';
+
+// int8 (counts, sums, epoch milliseconds) as numbers: every value we store fits in 2^53.
+pg.types.setTypeParser(20, (value) => Number(value));
+pg.types.setTypeParser(1700, (value) => Number(value));
+
+export type StoreOptions =
+  | { engine: 'sqlite'; file: string }
+  | { engine: 'postgres'; url: string; schema?: string; poolSize?: number };
+
+export function openDb(options: StoreOptions): Db {
+  if (options.engine === 'sqlite') {
+    fs.mkdirSync(path.dirname(options.file), { recursive: true });
+    return new Kysely<Database>({ dialect: nodeSqliteDialect(openSqlite(options.file)) });
+  }
+  const pool = new pg.Pool({
+    connectionString: options.url,
+    max: options.poolSize ?? 10,
+    options: options.schema ? `-c search_path=${options.schema}` : undefined,
+  });
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+}
+
+export function engineOf(db: Kysely<any>): Engine {
+  return db.getExecutor().adapter instanceof PostgresAdapter ? 'postgres' : 'sqlite';
+}
+
+/**
+ * Row lock for read-modify-write inside a transaction. PostgreSQL needs FOR UPDATE; SQLite
+ * serialises writers already (one connection in this process, busy_timeout across processes).
+ */
+export function lockForUpdate<QB extends SelectQueryBuilder<any, any, any>>(db: Kysely<any>, query: QB): QB {
+  return engineOf(db) === 'postgres' ? (query.forUpdate() as QB) : query;
+}
+
+/** FOR UPDATE SKIP LOCKED where several processes may claim the same rows (PostgreSQL). */
+export function lockSkipLocked<QB extends SelectQueryBuilder<any, any, any>>(db: Kysely<any>, query: QB): QB {
+  return engineOf(db) === 'postgres' ? (query.forUpdate().skipLocked() as QB) : query;
+}
+
+export async function checkDb(db: Db): Promise<void> {
+  await sql`select 1`.execute(db);
+}
+
+/** A consistent copy of the database. SQLite: VACUUM INTO; PostgreSQL: use pg_dump. */
+export async function backupSqlite(db: Db, target: string): Promise<void> {
+  if (engineOf(db) !== 'sqlite') throw new Error('backup --to works on the embedded SQLite database; for PostgreSQL use pg_dump');
+  if (fs.existsSync(target)) throw new Error(`${target} already exists`);
+  await sql`VACUUM INTO ${sql.lit(target)}`.execute(db);
+}

@@ -1,0 +1,7 @@
+import type { Migration } from 'kysely';
+import * as core from './0001-core.ts';
+
+// Every migration, in order. Each module appends its own file here; names never change once shipped.
+export const migrations: Record<string, Migration> = {
+  '0001-core': core,
+};

@@ -1,0 +1,122 @@
+// Kysely row types. Times are epoch milliseconds, money is integer cents, booleans are 0/1 and
+// structured values are JSON text, so one schema serves SQLite and PostgreSQL alike.
+import type { Generated } from 'kysely';
+
+export type Mode = 'live' | 'test';
+export type Flag = number;
+
+export interface UsersTable {
+  id: string;
+  name: string;
+  email: string;
+  password_hash: string;
+  test_clock_offset_ms: Generated<number>;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface BankAccountsTable {
+  id: string;
+  user_id: string;
+  account_number: string;
+  name: string | null;
+  created_at: number;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  user_id: string;
+  mode: Mode;
+  key_hash: string;
+  hint: string;
+  created_at: number;
+  revoked_at: number | null;
+}
+
+export interface RequestsTable {
+  id: string;
+  user_id: string;
+  mode: Mode;
+  status: string;
+  type: string;
+  kind: string;
+  message: string;
+  amount_cents: number | null;
+  bank_account_id: string;
+  merchant_identifier: string | null;
+  reference: string | null;
+  flow: string;
+  qr_data: string;
+  logo_image_url: string | null;
+  banner_image_url: string | null;
+  min_payment_cents: number | null;
+  max_payment_cents: number | null;
+  suggested_amounts: string | null;
+  is_donation: Flag;
+  add_surcharge: Flag;
+  surcharge_optional: Flag;
+  allow_dynamic_amount: Flag;
+  allow_marketing_opt_in: Flag;
+  collect_customer_phone: Flag;
+  require_customer_phone: Flag;
+  require_customer_basic_info: Flag;
+  require_customer_address: Flag;
+  success_redirect_url: string | null;
+  failure_redirect_url: string | null;
+  recurring_options: string | null;
+  subscription_options: string | null;
+  cust_info: string | null;
+  created_at: number;
+  updated_at: number;
+  expires_at: number | null;
+  deleted_at: number | null;
+}
+
+export interface EventsTable {
+  id: string;
+  user_id: string;
+  mode: Mode;
+  type: string;
+  object_id: string;
+  body: string;
+  created_at: number;
+}
+
+export interface JobsTable {
+  id: string;
+  kind: string;
+  run_at: number;
+  clock_id: string | null;
+  payload: string;
+  dedupe_key: string | null;
+  attempts: Generated<number>;
+  locked_by: string | null;
+  locked_until: number | null;
+  last_error: string | null;
+  failed_at: number | null;
+  created_at: number;
+}
+
+export interface IdempotencyKeysTable {
+  user_id: string;
+  mode: Mode;
+  key: string;
+  endpoint: string;
+  fingerprint: string;
+  status_code: number | null;
+  response: string | null;
+  created_at: number;
+  expires_at: number;
+}
+
+export interface CoreTables {
+  users: UsersTable;
+  bank_accounts: BankAccountsTable;
+  api_keys: ApiKeysTable;
+  requests: RequestsTable;
+  events: EventsTable;
+  jobs: JobsTable;
+  idempotency_keys: IdempotencyKeysTable;
+}
+
+export interface Database extends CoreTables {}

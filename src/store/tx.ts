@@ -1,0 +1,23 @@
+import type { Kysely, Transaction } from 'kysely';
+import type { Database } from './tables.ts';
+
+// Work that must only happen once a transaction has committed (waking the job worker, say).
+const afterCommitHooks = new WeakMap<object, Array<() => void>>();
+
+export function afterCommit(db: Kysely<Database>, hook: () => void): void {
+  const hooks = afterCommitHooks.get(db);
+  if (hooks) hooks.push(hook);
+  else queueMicrotask(hook);
+}
+
+export async function transact<T>(db: Kysely<Database>, work: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
+  if (db.isTransaction) return work(db as Transaction<Database>);
+  let hooks: Array<() => void> = [];
+  const result = await db.transaction().execute(async (trx) => {
+    hooks = [];
+    afterCommitHooks.set(trx, hooks);
+    return work(trx);
+  });
+  for (const hook of hooks) hook();
+  return result;
+}

@@ -1,0 +1,109 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import type { TestContext } from 'node:test';
+import { sql } from 'kysely';
+import pino from 'pino';
+import { loadConfig, type Config } from '../src/config.ts';
+import { createRuntime, type Runtime } from '../src/runtime.ts';
+import { openDb, type Db } from '../src/store/db.ts';
+import { createMerchant } from '../src/modules/merchants/merchants.service.ts';
+
+export const engine = process.env.TEST_ENGINE === 'postgres' ? 'postgres' : 'sqlite';
+export const pgUrl = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+export const VALID_ACCOUNT = '12-3456-7890138-00';
+
+export type TestDb = { db: Db; file?: string; schema?: string; drop(): Promise<void> };
+
+/** A fresh database: a new SQLite file, or a new PostgreSQL schema when TEST_ENGINE=postgres. */
+export async function freshDb(): Promise<TestDb> {
+  if (engine === 'postgres') {
+    const schema = `t_${randomBytes(6).toString('hex')}`;
+    const admin = openDb({ engine: 'postgres', url: pgUrl, poolSize: 1 });
+    await sql`create schema ${sql.id(schema)}`.execute(admin);
+    const db = openDb({ engine: 'postgres', url: pgUrl, schema });
+    return {
+      db,
+      schema,
+      async drop() {
+        await db.destroy().catch(() => {});
+        await sql`drop schema ${sql.id(schema)} cascade`.execute(admin).catch(() => {});
+        await admin.destroy();
+      },
+    };
+  }
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-test-'));
+  const file = path.join(dir, 'tono.db');
+  const db = openDb({ engine: 'sqlite', file });
+  return {
+    db,
+    file,
+    async drop() {
+      await db.destroy().catch(() => {});
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export function testConfig(overrides: Partial<Config> = {}): Config {
+  return { ...loadConfig({ PORT: '0', LOG_LEVEL: 'silent', DEMO_MERCHANT: 'false' }), ...overrides };
+}
+
+export type TestApp = Runtime & { testDb: TestDb };
+
+/** A whole service on a fresh database, closed when the test ends. Workers off unless asked. */
+export async function buildTestApp(t: TestContext, overrides: Partial<Config> = {}): Promise<TestApp> {
+  const testDb = await freshDb();
+  const config = testConfig({ workers: false, ...overrides });
+  const runtime = await createRuntime(config, { db: testDb.db, log: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }) });
+  t.after(async () => {
+    await runtime.close();
+    await testDb.drop();
+  });
+  return { ...runtime, testDb };
+}
+
+export type TestMerchant = { userId: string; liveKey: string; testKey: string; bankAccountId: string };
+
+let merchantCounter = 0;
+export async function createTestMerchant(runtime: Runtime, name = 'Test Merchant'): Promise<TestMerchant> {
+  merchantCounter += 1;
+  const created = await createMerchant(runtime.deps.db, runtime.deps.clock, {
+    name,
+    email: `merchant-${merchantCounter}-${randomBytes(4).toString('hex')}@example.com`,
+    password: 'correct horse battery',
+    bankAccount: VALID_ACCOUNT,
+  });
+  return { userId: created.user_id, liveKey: created.live_key, testKey: created.test_key, bankAccountId: created.bank_account_id! };
+}
+
+type InjectOptions = { headers?: Record<string, string>; query?: Record<string, string> };
+
+/** A small API client over app.inject for one key. */
+export function apiClient(runtime: Runtime, key: string) {
+  const call = async (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, body?: unknown, options: InjectOptions = {}) => {
+    const response = await runtime.app.inject({
+      method,
+      url,
+      query: options.query,
+      headers: { authorization: `Bearer ${key}`, ...(body !== undefined && { 'content-type': 'application/json' }), ...options.headers },
+      payload: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    });
+    const text = response.body;
+    let json: any = undefined;
+    try {
+      json = text ? JSON.parse(text) : undefined;
+    } catch {
+      json = undefined;
+    }
+    return { status: response.statusCode, body: json, text, headers: response.headers };
+  };
+  return {
+    get: (url: string, options?: InjectOptions) => call('GET', url, undefined, options),
+    post: (url: string, body?: unknown, options?: InjectOptions) => call('POST', url, body ?? {}, options),
+    put: (url: string, body?: unknown, options?: InjectOptions) => call('PUT', url, body, options),
+    delete: (url: string, options?: InjectOptions) => call('DELETE', url, undefined, options),
+  };
+}
+export type ApiClient = ReturnType<typeof apiClient>;
