@@ -109,6 +109,72 @@ export interface IdempotencyKeysTable {
   expires_at: number;
 }
 
+export interface PaymentsTable {
+  id: string;
+  user_id: string;
+  mode: Mode;
+  request_id: string;
+  /** awaiting-consent | successful | failed | cancelled | unconfirmed */
+  status: string;
+  /** What was asked for; limits and caps use this. */
+  amount_cents: number;
+  /** What moves at the bank: the same, except 1 cent in test mode. */
+  settled_cents: number;
+  bank_id: string | null;
+  particulars: string;
+  code: string;
+  reference: string | null;
+  merchant_identifier: string | null;
+  bank_consent_id: string | null;
+  bank_payment_id: string | null;
+  /** OAuth-style state tying the bank's redirect back to this payment. */
+  auth_state: string | null;
+  recurring_consent_id: string | null;
+  subscription_id: string | null;
+  idempotency_key: string | null;
+  fingerprint: string | null;
+  failure_reason: string | null;
+  created_at: number;
+  updated_at: number;
+  completed_at: number | null;
+}
+
+export interface CustInfosTable {
+  id: string;
+  payment_id: string;
+  email: string | null;
+  phone: string | null;
+  first_name: string | null;
+  last_name: string | null;
+  address1: string;
+  address2: string;
+  address3: string;
+  address4: string;
+  city: string;
+  postcode: string;
+  marketing_opt_in: Flag;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface CustomersTable {
+  id: string;
+  user_id: string;
+  mode: Mode;
+  email: string;
+  phone: string | null;
+  first_name: string | null;
+  last_name: string | null;
+  address1: string;
+  address2: string;
+  address3: string;
+  address4: string;
+  city: string;
+  postcode: string;
+  created_at: number;
+  updated_at: number;
+}
+
 export interface CoreTables {
   users: UsersTable;
   bank_accounts: BankAccountsTable;
@@ -117,6 +183,9 @@ export interface CoreTables {
   events: EventsTable;
   jobs: JobsTable;
   idempotency_keys: IdempotencyKeysTable;
+  payments: PaymentsTable;
+  cust_infos: CustInfosTable;
+  customers: CustomersTable;
 }
 
 export interface Database extends CoreTables {}

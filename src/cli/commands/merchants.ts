@@ -1,0 +1,60 @@
+import { systemClock } from '../../shared/time.ts';
+import { addBankAccount, createApiKey, createMerchant, findMerchantByEmail, revokeApiKey } from '../../modules/merchants/merchants.service.ts';
+import type { CliCommand } from './index.ts';
+import { print, withDb } from './open.ts';
+
+async function merchantId(db: Parameters<Parameters<typeof withDb>[1]>[0], who: string): Promise<string> {
+  if (who.startsWith('user_')) return who;
+  const merchant = await findMerchantByEmail(db, who);
+  if (!merchant) throw new Error(`no merchant with email ${who}`);
+  return merchant.id;
+}
+
+export const merchantCommands: Record<string, CliCommand> = {
+  'merchant create': {
+    usage: '--name N --email E [--password P] [--bank-account 12-3456-7890138-00] [--json]',
+    options: { name: { type: 'string' }, email: { type: 'string' }, password: { type: 'string' }, 'bank-account': { type: 'string' }, json: { type: 'boolean' } },
+    async run(config, o) {
+      if (!o.name || !o.email) throw new Error('merchant create needs --name and --email');
+      const created = await withDb(config, (db) => createMerchant(db, systemClock, { name: o.name, email: o.email, password: o.password, bankAccount: o['bank-account'] }));
+      print(created, o.json, [
+        `merchant      ${created.user_id}`,
+        `live key      ${created.live_key}`,
+        `test key      ${created.test_key}`,
+        `bank account  ${created.bank_account_id ?? '(none: add one with bank-accounts add)'}`,
+        `dashboard     ${o.email} / ${created.dashboard_password}`,
+      ].join('\n'));
+      return 0;
+    },
+  },
+  'keys create': {
+    usage: '--merchant user_…|EMAIL --mode live|test [--json]',
+    options: { merchant: { type: 'string' }, mode: { type: 'string' }, json: { type: 'boolean' } },
+    async run(config, o) {
+      if (!o.merchant || (o.mode !== 'live' && o.mode !== 'test')) throw new Error('keys create needs --merchant and --mode live|test');
+      const key = await withDb(config, async (db) => createApiKey(db, systemClock, await merchantId(db, o.merchant), o.mode));
+      print({ id: key.id, key: key.key, mode: key.mode }, o.json, `${key.key}  (id ${key.id}; shown once)`);
+      return 0;
+    },
+  },
+  'keys revoke': {
+    usage: 'KEY_ID|KEY [--json]',
+    options: { json: { type: 'boolean' } },
+    async run(config, o, positionals) {
+      if (!positionals[0]) throw new Error('keys revoke needs a key id (key_…) or the key itself');
+      const revoked = await withDb(config, (db) => revokeApiKey(db, systemClock, positionals[0]));
+      print({ id: revoked.id, revoked: true }, o.json, `revoked ${revoked.id}`);
+      return 0;
+    },
+  },
+  'bank-accounts add': {
+    usage: '--merchant user_…|EMAIL --number 12-3456-7890138-00 [--name N] [--json]',
+    options: { merchant: { type: 'string' }, number: { type: 'string' }, name: { type: 'string' }, json: { type: 'boolean' } },
+    async run(config, o) {
+      if (!o.merchant || !o.number) throw new Error('bank-accounts add needs --merchant and --number');
+      const account = await withDb(config, async (db) => addBankAccount(db, systemClock, await merchantId(db, o.merchant), o.number, o.name));
+      print({ id: account.id, account_number: account.account_number }, o.json, `${account.id}  ${account.account_number}`);
+      return 0;
+    },
+  },
+};

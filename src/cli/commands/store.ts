@@ -1,0 +1,27 @@
+import path from 'node:path';
+import { backupSqlite } from '../../store/db.ts';
+import type { CliCommand } from './index.ts';
+import { print, withDb } from './open.ts';
+
+export const storeCommands: Record<string, CliCommand> = {
+  migrate: {
+    usage: '  apply pending migrations',
+    options: { json: { type: 'boolean' } },
+    async run(config, o) {
+      await withDb(config, async () => {});
+      print({ migrated: true }, o.json, 'database is up to date');
+      return 0;
+    },
+  },
+  backup: {
+    usage: '--to FILE   consistent copy of the SQLite database (PostgreSQL: use pg_dump)',
+    options: { to: { type: 'string' }, json: { type: 'boolean' } },
+    async run(config, o) {
+      if (!o.to) throw new Error('backup needs --to FILE');
+      const target = path.resolve(o.to);
+      await withDb(config, (db) => backupSqlite(db, target));
+      print({ backup: target }, o.json, `backup written to ${target}`);
+      return 0;
+    },
+  },
+};

@@ -1,0 +1,80 @@
+// The seam between the service and a payer's bank. One implementation speaks the NZ
+// payment-initiation standard over HTTP (open-banking.connector.ts); the sandbox bank implements
+// the bank side of the same standard. Expected outcomes are values, never exceptions.
+
+export type BankFailure = {
+  ok: false;
+  /** Short machine reason, e.g. 'insufficient_funds', 'consent_revoked', 'limit_exceeded', 'timeout'. */
+  reason: string;
+  /** Human-readable detail from the bank (its error Code/Message). */
+  message: string;
+  /** The bank's error code when it gave one (e.g. Resource.Consent.Exceed.MaximumAmount). */
+  bankCode?: string;
+  /** True when the outcome is unknown (timeout, 5xx, network): the call may or may not have taken effect. */
+  unknown: boolean;
+};
+export type BankResult<T> = ({ ok: true } & T) | BankFailure;
+
+export type Creditor = { name: string; accountNumber: string };
+/** The statement text block on both sides: particulars V-XXXXXX, code TONO, merchant reference. */
+export type Remittance = { particulars: string; code: string; reference: string };
+
+export type EnduringPeriod = 'Day' | 'Week' | 'Fortnight' | 'Month' | 'Quarter' | 'Year';
+
+export type SingleConsentInput = {
+  amountCents: number;
+  creditor: Creditor;
+  remittance: Remittance;
+  idempotencyKey: string;
+};
+
+export type EnduringConsentInput = {
+  fromAt: number;
+  toAt: number | null;
+  maxPerPaymentCents: number | null;
+  period: EnduringPeriod;
+  maxPerPeriodCents: number;
+  /** Payments allowed in one period (the standard's Frequency.TotalCount), if limited. */
+  maxCountPerPeriod: number | null;
+  totalCount: number | null;
+  totalAmountCents: number | null;
+  creditor: Creditor;
+  remittance: Remittance;
+  idempotencyKey: string;
+};
+
+/** A consent at the bank and the status the bank reports for it. */
+export type BankConsentStatus = 'AwaitingAuthorisation' | 'Authorised' | 'Rejected' | 'Consumed' | 'Revoked' | 'Expired';
+/** Payment outcome mapped from the standard's statuses. */
+export type BankPaymentOutcome = 'successful' | 'failed' | 'pending';
+
+export type PaymentSubmission = {
+  consentId: string;
+  /** The consent-bound access token from exchangeCode. */
+  accessToken: string;
+  amountCents: number;
+  creditor: Creditor;
+  remittance: Remittance;
+  /** Sent as x-idempotency-key: the bank processes one payment per key. */
+  idempotencyKey: string;
+};
+
+export interface BankConnector {
+  readonly bankId: string;
+  createSingleConsent(input: SingleConsentInput): Promise<BankResult<{ consentId: string }>>;
+  createEnduringConsent(input: EnduringConsentInput): Promise<BankResult<{ consentId: string }>>;
+  /** Where to send the payer to log in and approve. */
+  authoriseUrl(input: { consentId: string; redirectUri: string; state: string }): string;
+  /** The bank redirected back with ?code: exchange it (once) for a consent-bound token. */
+  exchangeCode(input: { code: string; redirectUri: string }): Promise<BankResult<{ accessToken: string; consentId: string }>>;
+  submitPayment(input: PaymentSubmission): Promise<BankResult<{ paymentId: string; outcome: BankPaymentOutcome; failureReason?: string }>>;
+  getPaymentStatus(input: { paymentId: string }): Promise<BankResult<{ outcome: BankPaymentOutcome; failureReason?: string }>>;
+  getConsent(input: { consentId: string; kind: 'single' | 'enduring' }): Promise<BankResult<{ status: BankConsentStatus }>>;
+  revokeConsent(input: { consentId: string }): Promise<BankResult<{}>>;
+}
+
+/** The banks a payer can choose, and the connector for each in a mode. */
+export interface BankRegistry {
+  list(mode: 'live' | 'test'): Array<{ id: string; name: string }>;
+  connectorFor(bankId: string, mode: 'live' | 'test'): BankConnector | null;
+}
