@@ -1,6 +1,13 @@
 // The seam between the service and a payer's bank. One implementation speaks the NZ
 // payment-initiation standard over HTTP (open-banking.connector.ts); the sandbox bank implements
 // the bank side of the same standard. Expected outcomes are values, never exceptions.
+//
+// The payer's browser comes back from the bank to `${PUBLIC_BASE_URL}/pay/return?state=…&code=…`
+// (or `&error=…`): that is the redirect URI registered for the service at every bank.
+//
+// `at` (epoch ms) is the caller's clock. Real banks use their own time and ignore it; the sandbox
+// bank uses it as "now" for consent validity and limit periods, so test-mode work on a merchant's
+// advanced test clock sees the bank agree about which day, week or month it is.
 
 export type BankFailure = {
   ok: false;
@@ -26,6 +33,7 @@ export type SingleConsentInput = {
   creditor: Creditor;
   remittance: Remittance;
   idempotencyKey: string;
+  at?: number;
 };
 
 export type EnduringConsentInput = {
@@ -41,6 +49,7 @@ export type EnduringConsentInput = {
   creditor: Creditor;
   remittance: Remittance;
   idempotencyKey: string;
+  at?: number;
 };
 
 /** A consent at the bank and the status the bank reports for it. */
@@ -57,6 +66,7 @@ export type PaymentSubmission = {
   remittance: Remittance;
   /** Sent as x-idempotency-key: the bank processes one payment per key. */
   idempotencyKey: string;
+  at?: number;
 };
 
 export interface BankConnector {
