@@ -11,6 +11,10 @@ import { checkDb } from './store/db.ts';
 import { registerMerchantRoutes } from './modules/merchants/merchants.routes.ts';
 import { registerRequestRoutes } from './modules/requests/requests.routes.ts';
 import { registerTestClockRoutes } from './modules/test-helpers/clock.routes.ts';
+import { registerPaymentRoutes } from './modules/payments/payments.routes.ts';
+import { registerCustomerRoutes } from './modules/customers/customers.routes.ts';
+import { registerCheckoutRoutes } from './modules/checkout/checkout.routes.ts';
+import { registerPayTestHelperRoutes } from './modules/test-helpers/pay.routes.ts';
 
 export type App = FastifyInstance<any, any, any, any, TypeBoxTypeProvider>;
 
@@ -79,5 +83,9 @@ export async function buildApp(deps: Deps): Promise<App> {
   await registerMerchantRoutes(app, deps);
   await registerRequestRoutes(app, deps);
   await registerTestClockRoutes(app, deps);
+  await registerPaymentRoutes(app, deps);
+  await registerCustomerRoutes(app, deps);
+  await registerCheckoutRoutes(app, deps);
+  await registerPayTestHelperRoutes(app, deps);
   return app;
 }

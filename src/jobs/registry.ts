@@ -1,9 +1,11 @@
 import type { JobHandler } from './worker.ts';
 import { EXPIRE_REQUEST_JOB, expireRequestJob } from '../modules/requests/requests.service.ts';
+import { paymentJobHandlers } from '../modules/payments/payments.jobs.ts';
 
 /** Every job kind and the module handler that runs it. */
 export function jobHandlers(): Record<string, JobHandler> {
   return {
     [EXPIRE_REQUEST_JOB]: expireRequestJob,
+    ...paymentJobHandlers,
   };
 }

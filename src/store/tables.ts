@@ -137,6 +137,10 @@ export interface PaymentsTable {
   created_at: number;
   updated_at: number;
   completed_at: number | null;
+  /** When execution at the bank was claimed (migration 0005); null until then. */
+  submitted_at: number | null;
+  /** 'page' | 'embed' | 'api' (migration 0005). */
+  channel: string | null;
 }
 
 export interface CustInfosTable {

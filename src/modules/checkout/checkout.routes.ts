@@ -1,0 +1,149 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { App } from '../../app.ts';
+import type { Deps } from '../../http/context.ts';
+import { merchantImage } from './checkout.images.ts';
+import { bankErrorPage, closedRequestPage, merchantRedirect, payPage, resultPage, statusPage, withEmbed, type PageContext } from './checkout.pages.ts';
+import { loadRequest, paymentOfRequest, returnFromBank, submitCheckout } from './checkout.service.ts';
+import { parseEmbedOrigin, render, sendPage } from './checkout.views.ts';
+
+const assetsDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'assets');
+const assetTypes: Record<string, string> = { '.css': 'text/css; charset=utf-8', '.js': 'text/javascript; charset=utf-8' };
+const hidden = { schema: { hide: true } };
+
+type Query = Record<string, string | undefined>;
+type Params = { id: string };
+
+function formValues(body: unknown): Record<string, string> {
+  const values: Record<string, string> = {};
+  if (!body || typeof body !== 'object') return values;
+  for (const [key, value] of Object.entries(body as Record<string, unknown>)) {
+    const first = Array.isArray(value) ? value[0] : value;
+    if (typeof first === 'string' && key.length <= 40) values[key] = first.slice(0, 500);
+  }
+  return values;
+}
+
+const wantsJson = (request: FastifyRequest) => (request.headers.accept ?? '').includes('application/json');
+
+export async function registerCheckoutRoutes(app: App, deps: Deps): Promise<void> {
+  const assets = new Map<string, { type: string; body: string }>();
+  for (const name of fs.readdirSync(assetsDir)) {
+    const type = assetTypes[path.extname(name)];
+    if (type && name !== 'embed.js') assets.set(name, { type, body: fs.readFileSync(path.join(assetsDir, name), 'utf8') });
+  }
+  const serviceOrigin = new URL(deps.config.publicBaseUrl).origin;
+  const embedScript = fs.readFileSync(path.join(assetsDir, 'embed.js'), 'utf8').replace('__SERVICE_ORIGIN__', JSON.stringify(serviceOrigin));
+
+  app.get<{ Params: { name: string } }>('/checkout/assets/:name', hidden, async (request, reply) => {
+    const asset = assets.get(request.params.name);
+    if (!asset) return reply.status(404).send({ code: 'not_found.route', message: 'No such asset', params: {} });
+    return reply.header('content-type', asset.type).header('cache-control', 'public, max-age=300').header('x-content-type-options', 'nosniff').send(asset.body);
+  });
+
+  app.get('/embed.js', hidden, async (_request, reply) =>
+    reply.header('content-type', 'text/javascript; charset=utf-8').header('cache-control', 'public, max-age=300')
+      .header('access-control-allow-origin', '*').header('cross-origin-resource-policy', 'cross-origin').send(embedScript));
+
+  app.get<{ Querystring: Query }>('/embed-demo', hidden, async (request, reply) => {
+    const requestId = typeof request.query.request_id === 'string' && /^request_[0-9A-Z]{26}$/.test(request.query.request_id) ? request.query.request_id : null;
+    return sendPage(reply, 200, render('embed-demo', { requestId, base: deps.config.publicBaseUrl }), serviceOrigin);
+  });
+
+  const notFoundPage = (reply: FastifyReply) =>
+    reply.status(404).header('content-type', 'text/html; charset=utf-8').header('content-security-policy', "default-src 'none'; style-src 'self'; frame-ancestors 'none'")
+      .send('<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Not found</title><link rel="stylesheet" href="/checkout/assets/checkout.css"></head><body><main id="main"><h1>This payment link is not valid</h1><p>Check the link you were given, or ask the merchant for a new one.</p></main></body></html>');
+
+  const contextOf = async (request: FastifyRequest<{ Params: Params; Querystring: Query }>) => {
+    const loaded = await loadRequest(deps, request.params.id);
+    if (!loaded) return null;
+    const ctx: PageContext = { request: loaded.request, merchantName: loaded.merchantName, embedOrigin: parseEmbedOrigin(request.query.embed_origin) };
+    return { loaded, ctx };
+  };
+
+  app.get<{ Params: Params; Querystring: Query }>('/pay/:id', hidden, async (request, reply) => {
+    const found = await contextOf(request);
+    if (!found) return notFoundPage(reply);
+    const { loaded, ctx } = found;
+    if (loaded.status !== 'active') return sendPage(reply, loaded.status === 'paid' ? 200 : 410, closedRequestPage(ctx, loaded.status), ctx.embedOrigin);
+    return sendPage(reply, 200, payPage(deps, ctx), ctx.embedOrigin);
+  });
+
+  app.post<{ Params: Params; Querystring: Query }>('/pay/:id', hidden, async (request, reply) => {
+    const found = await contextOf(request);
+    if (!found) return notFoundPage(reply);
+    const { loaded, ctx } = found;
+    const values = formValues(request.body);
+    const outcome = await submitCheckout(deps, loaded, values, ctx.embedOrigin ? 'embed' : 'page');
+    if (wantsJson(request)) {
+      if (outcome.kind === 'redirect') return reply.send({ redirect_url: outcome.url, payment_id: outcome.paymentId });
+      return reply.status(outcome.kind === 'invalid' ? 400 : 409).send({ outcome: outcome.kind });
+    }
+    switch (outcome.kind) {
+      case 'redirect':
+        return reply.redirect(outcome.url, 303);
+      case 'invalid':
+        return sendPage(reply, 400, payPage(deps, ctx, values, outcome.errors), ctx.embedOrigin);
+      case 'closed':
+        return sendPage(reply, 409, closedRequestPage(ctx, outcome.status), ctx.embedOrigin);
+      case 'bank_error':
+        return sendPage(reply, 502, bankErrorPage(ctx, outcome.message), ctx.embedOrigin);
+    }
+  });
+
+  app.get<{ Querystring: Query }>('/pay/return', hidden, async (request, reply) => {
+    const { state, code, error } = request.query;
+    const outcome = await returnFromBank(deps, { state: state ?? '', code: code ?? null, error: error ?? null });
+    const loaded = outcome && (await loadRequest(deps, outcome.requestId));
+    if (!outcome || !loaded) {
+      return reply.status(400).header('content-type', 'text/html; charset=utf-8').header('content-security-policy', "default-src 'none'; style-src 'self'; frame-ancestors 'none'")
+        .send('<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Unknown bank response</title><link rel="stylesheet" href="/checkout/assets/checkout.css"></head><body><main id="main"><h1>We could not match this bank response to a payment</h1><p>No payment was made from this page. If you were paying, go back to the payment link and try again.</p></main></body></html>');
+    }
+    if (outcome.paymentId && outcome.channel !== 'embed') {
+      const onward = merchantRedirect(loaded.request, { id: outcome.paymentId, status: outcome.status });
+      if (onward) return reply.redirect(onward, 303);
+    }
+    const next = outcome.paymentId ? `/pay/${outcome.requestId}/result?payment_id=${outcome.paymentId}` : `/pay/${outcome.requestId}`;
+    return reply.redirect(next, 303);
+  });
+
+  app.get<{ Params: Params; Querystring: Query }>('/pay/:id/result', hidden, async (request, reply) => {
+    const found = await contextOf(request);
+    if (!found) return notFoundPage(reply);
+    const { loaded, ctx } = found;
+    const payment = await paymentOfRequest(deps, loaded.request.id, request.query.payment_id);
+    if (!payment) {
+      return sendPage(reply, 404, statusPage(ctx, 'Unknown payment', {
+        tone: 'info', heading: 'We could not find that payment', paragraphs: ['Go back to the payment page to see what you can do.'],
+        links: [{ href: withEmbed(`/pay/${loaded.request.id}`, ctx.embedOrigin), label: 'Back to the payment page', primary: true }],
+      }), ctx.embedOrigin);
+    }
+    const inPopup = payment.channel === 'embed' && ctx.embedOrigin === null;
+    return sendPage(reply, 200, resultPage(ctx, payment, loaded.status === 'active', inPopup), ctx.embedOrigin);
+  });
+
+  // What the page and the widget poll: statuses only, no API key, nothing else about the payer.
+  app.get<{ Params: Params; Querystring: Query }>('/pay/:id/status', hidden, async (request, reply) => {
+    const loaded = await loadRequest(deps, request.params.id);
+    reply.header('cache-control', 'no-store');
+    if (!loaded) return reply.status(404).send({ code: 'not_found.request', message: `No such request: ${request.params.id}`, params: { id: request.params.id } });
+    const payment = request.query.payment_id === undefined ? null : await paymentOfRequest(deps, loaded.request.id, request.query.payment_id);
+    if (request.query.payment_id !== undefined && !payment) {
+      return reply.status(404).send({ code: 'not_found.payment', message: `No such payment: ${request.query.payment_id}`, params: { id: request.query.payment_id } });
+    }
+    return { request: { id: loaded.request.id, status: loaded.status }, payment: payment && { id: payment.id, status: payment.status } };
+  });
+
+  for (const which of ['logo', 'banner'] as const) {
+    app.get<{ Params: Params }>(`/pay/:id/${which}`, hidden, async (request, reply) => {
+      const loaded = await loadRequest(deps, request.params.id);
+      const url = loaded && (which === 'logo' ? loaded.request.logo_image_url : loaded.request.banner_image_url);
+      const image = url ? await merchantImage(url) : null;
+      if (!image) return reply.status(404).header('cache-control', 'max-age=60').send({ code: 'not_found.image', message: 'No image', params: {} });
+      return reply.header('content-type', image.type).header('cache-control', 'public, max-age=600').header('x-content-type-options', 'nosniff')
+        .header('content-security-policy', "default-src 'none'").send(image.bytes);
+    });
+  }
+}

@@ -1,0 +1,44 @@
+import { iso } from '../../shared/time.ts';
+import type { CustInfoRow, CustomerRow } from './customers.repo.ts';
+
+export function addressOf(row: Pick<CustomerRow, 'address1' | 'address2' | 'address3' | 'address4' | 'city' | 'postcode'>) {
+  return { address1: row.address1, address2: row.address2, address3: row.address3, address4: row.address4, city: row.city, postcode: row.postcode };
+}
+
+/** The CustInfo object of spec 2.5. */
+export function presentCustInfo(row: CustInfoRow) {
+  return {
+    id: row.id,
+    payment_id: row.payment_id,
+    email: row.email ?? '',
+    phone: row.phone ?? '',
+    first_name: row.first_name ?? '',
+    last_name: row.last_name ?? '',
+    address1: row.address1,
+    address2: row.address2,
+    address3: row.address3,
+    address4: row.address4,
+    city: row.city,
+    postcode: row.postcode,
+    marketing_opt_in: row.marketing_opt_in === 1,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  };
+}
+export type CustInfoObject = ReturnType<typeof presentCustInfo>;
+
+/** The Customer object of spec 2.8. */
+export function presentCustomer(row: CustomerRow) {
+  return {
+    id: row.id,
+    business_user_id: row.user_id,
+    email: row.email,
+    phone: row.phone ?? '',
+    first_name: row.first_name ?? '',
+    last_name: row.last_name ?? '',
+    address: addressOf(row),
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  };
+}
+export type CustomerObject = ReturnType<typeof presentCustomer>;

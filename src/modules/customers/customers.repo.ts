@@ -1,0 +1,55 @@
+import type { Kysely, Selectable } from 'kysely';
+import { notFound } from '../../shared/errors.ts';
+import { lockForUpdate } from '../../store/db.ts';
+import type { CustInfosTable, CustomersTable, Database, Mode } from '../../store/tables.ts';
+
+export type CustomerRow = Selectable<CustomersTable>;
+export type CustInfoRow = Selectable<CustInfosTable>;
+export type Owner = { userId: string; mode: Mode };
+type Db = Kysely<Database>;
+
+export async function insertCustInfo(db: Db, row: CustInfoRow): Promise<void> {
+  await db.insertInto('cust_infos').values(row).execute();
+}
+
+export async function findCustInfoOfPayment(db: Db, paymentId: string): Promise<CustInfoRow | undefined> {
+  return db.selectFrom('cust_infos').selectAll().where('payment_id', '=', paymentId).executeTakeFirst();
+}
+
+export async function custInfosOfPayments(db: Db, paymentIds: string[]): Promise<Map<string, CustInfoRow>> {
+  if (paymentIds.length === 0) return new Map();
+  const rows = await db.selectFrom('cust_infos').selectAll().where('payment_id', 'in', paymentIds).execute();
+  return new Map(rows.map((row) => [row.payment_id, row]));
+}
+
+/** Inserts unless the merchant already has a customer with this email; true when inserted. */
+export async function insertCustomerIfNew(db: Db, row: CustomerRow): Promise<boolean> {
+  const inserted = await db.insertInto('customers').values(row)
+    .onConflict((oc) => oc.columns(['user_id', 'mode', 'email']).doNothing())
+    .returning('id').executeTakeFirst();
+  return inserted !== undefined;
+}
+
+export async function lockCustomerByEmail(db: Db, owner: Owner, email: string): Promise<CustomerRow | undefined> {
+  return lockForUpdate(db, db.selectFrom('customers').selectAll().where('user_id', '=', owner.userId).where('mode', '=', owner.mode).where('email', '=', email))
+    .executeTakeFirst();
+}
+
+export async function updateCustomer(db: Db, id: string, changes: Partial<CustomerRow>): Promise<void> {
+  await db.updateTable('customers').set(changes).where('id', '=', id).execute();
+}
+
+export async function getCustomer(db: Db, owner: Owner, id: string): Promise<CustomerRow> {
+  const row = await db.selectFrom('customers').selectAll().where('id', '=', id).where('user_id', '=', owner.userId).where('mode', '=', owner.mode).executeTakeFirst();
+  if (!row) throw notFound('customer', id);
+  return row;
+}
+
+export type CustomerFilters = { email?: string; limit: number; starting_after?: string };
+
+export async function listCustomers(db: Db, owner: Owner, filters: CustomerFilters): Promise<CustomerRow[]> {
+  let query = db.selectFrom('customers').selectAll().where('user_id', '=', owner.userId).where('mode', '=', owner.mode);
+  if (filters.email) query = query.where('email', '=', filters.email.trim().toLowerCase());
+  if (filters.starting_after) query = query.where('id', '<', filters.starting_after);
+  return query.orderBy('id', 'desc').limit(filters.limit + 1).execute();
+}

@@ -1,0 +1,27 @@
+import { Type } from 'typebox';
+import type { App } from '../../app.ts';
+import { apiKeyAuth } from '../../http/auth.ts';
+import type { Deps } from '../../http/context.ts';
+import { errorResponses, IdParams } from '../../http/schemas.ts';
+import { CustomerEnvelope, CustomerObject, ListCustomersQuery } from './customers.schemas.ts';
+import { listCustomersFor, retrieveCustomer } from './customers.service.ts';
+
+export async function registerCustomerRoutes(app: App, deps: Deps): Promise<void> {
+  const auth = apiKeyAuth(deps);
+  const tags = ['Customers'];
+  const getOne = {
+    preHandler: auth,
+    schema: { tags, summary: 'Get a customer', params: IdParams('Customer id (customer_…)'), response: { 200: CustomerEnvelope, ...errorResponses } },
+  };
+  app.get('/v1/customers/:id', getOne, async (request) => retrieveCustomer(request.ctx, request.params.id));
+  app.get('/customers/:id', { ...getOne, schema: { ...getOne.schema, hide: true } }, async (request) => retrieveCustomer(request.ctx, request.params.id));
+  app.get('/v1/customers', {
+    preHandler: auth,
+    schema: {
+      tags,
+      summary: 'List customers, newest first',
+      querystring: ListCustomersQuery,
+      response: { 200: Type.Object({ customers: Type.Array(CustomerObject), has_more: Type.Boolean() }), ...errorResponses },
+    },
+  }, async (request) => listCustomersFor(request.ctx, request.query));
+}

@@ -1,0 +1,107 @@
+import type { Kysely } from 'kysely';
+import type { Ctx } from '../../http/context.ts';
+import { newId } from '../../shared/ids.ts';
+import { pageOf } from '../../shared/pagination.ts';
+import { iso } from '../../shared/time.ts';
+import type { Database, Mode } from '../../store/tables.ts';
+import { emitEvent } from '../events/events.service.ts';
+import { addressOf, presentCustomer } from './customers.present.ts';
+import {
+  custInfosOfPayments, findCustInfoOfPayment, getCustomer, insertCustInfo, insertCustomerIfNew, listCustomers,
+  lockCustomerByEmail, updateCustomer, type CustInfoRow, type CustomerRow,
+} from './customers.repo.ts';
+import { customerChanges, normaliseEmail, type PayerDetails } from './customers.rules.ts';
+
+export type { PayerDetails } from './customers.rules.ts';
+export { EMPTY_DETAILS } from './customers.rules.ts';
+export { presentCustInfo, presentCustomer, type CustInfoObject, type CustomerObject } from './customers.present.ts';
+export { findCustInfoOfPayment, custInfosOfPayments } from './customers.repo.ts';
+
+type Db = Kysely<Database>;
+export type CustomerScope = { userId: string; mode: Mode };
+
+/** Records the payer's details against a payment (in the caller's transaction). */
+export async function recordCustInfo(trx: Db, paymentId: string, details: PayerDetails, now: number): Promise<CustInfoRow> {
+  const row: CustInfoRow = {
+    id: newId('custInfo'),
+    payment_id: paymentId,
+    email: details.email === null ? null : normaliseEmail(details.email),
+    phone: details.phone,
+    first_name: details.first_name,
+    last_name: details.last_name,
+    address1: details.address1,
+    address2: details.address2,
+    address3: details.address3,
+    address4: details.address4,
+    city: details.city,
+    postcode: details.postcode,
+    marketing_opt_in: details.marketing_opt_in ? 1 : 0,
+    created_at: now,
+    updated_at: now,
+  };
+  await insertCustInfo(trx, row);
+  return row;
+}
+
+export type CustomerOutcome = { customer: CustomerRow; change: 'created' | 'updated' | 'unchanged' };
+
+/**
+ * The merchant's customer for this email, created or brought up to date from the details, with
+ * customer.created or customer.updated (only when something changed), in the caller's transaction.
+ */
+export async function upsertCustomer(trx: Db, scope: CustomerScope, details: PayerDetails & { email: string }, now: number): Promise<CustomerOutcome> {
+  const email = normaliseEmail(details.email);
+  const fresh: CustomerRow = {
+    id: newId('customer'),
+    user_id: scope.userId,
+    mode: scope.mode,
+    email,
+    phone: details.phone || null,
+    first_name: details.first_name || null,
+    last_name: details.last_name || null,
+    address1: details.address1,
+    address2: details.address2,
+    address3: details.address3,
+    address4: details.address4,
+    city: details.city,
+    postcode: details.postcode,
+    created_at: now,
+    updated_at: now,
+  };
+  if (await insertCustomerIfNew(trx, fresh)) {
+    await emitEvent(trx, scope, 'customer.created', fresh.id, {
+      id: fresh.id, user_id: fresh.user_id, created_at: iso(now), email, first_name: fresh.first_name, last_name: fresh.last_name,
+      phone: fresh.phone, address: addressOf(fresh),
+    }, now);
+    return { customer: fresh, change: 'created' };
+  }
+  const current = (await lockCustomerByEmail(trx, scope, email))!;
+  const changes = customerChanges(current, details);
+  if (Object.keys(changes).length === 0) return { customer: current, change: 'unchanged' };
+  const updated: CustomerRow = { ...current, ...changes, updated_at: now };
+  await updateCustomer(trx, current.id, { ...changes, updated_at: now });
+  await emitEvent(trx, scope, 'customer.updated', updated.id, {
+    id: updated.id, user_id: updated.user_id, updated_at: iso(now), email, first_name: updated.first_name, last_name: updated.last_name,
+    phone: updated.phone, address: addressOf(updated),
+  }, now);
+  return { customer: updated, change: 'updated' };
+}
+
+/** After a payment succeeds: the payer's details (if they gave an email) update the merchant's customer. */
+export async function recordCustomerOfPayment(trx: Db, scope: CustomerScope, paymentId: string, now: number): Promise<CustomerOutcome | null> {
+  const info = await findCustInfoOfPayment(trx, paymentId);
+  if (!info || !info.email) return null;
+  return upsertCustomer(trx, scope, { ...info, email: info.email, marketing_opt_in: info.marketing_opt_in === 1 }, now);
+}
+
+const owner = (ctx: Ctx) => ({ userId: ctx.merchant.id, mode: ctx.mode });
+
+export async function retrieveCustomer(ctx: Ctx, id: string) {
+  return { customer: presentCustomer(await getCustomer(ctx.db, owner(ctx), id)) };
+}
+
+export async function listCustomersFor(ctx: Ctx, query: { email?: string; limit?: number; starting_after?: string }) {
+  const limit = query.limit ?? 100;
+  const { items, hasMore } = pageOf(await listCustomers(ctx.db, owner(ctx), { ...query, limit }), limit);
+  return { customers: items.map(presentCustomer), has_more: hasMore };
+}

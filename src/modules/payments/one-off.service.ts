@@ -1,0 +1,200 @@
+import type { Deps } from '../../http/context.ts';
+import { AppError, invalidParam, invalidState } from '../../shared/errors.ts';
+import { enqueue } from '../../jobs/queue.ts';
+import { transact } from '../../store/tx.ts';
+import { recordCustInfo, recordCustomerOfPayment, type PayerDetails } from '../customers/customers.service.ts';
+import { lockRequest, type RequestRow } from '../requests/requests.repo.ts';
+import { markRequestPaid } from '../requests/requests.service.ts';
+import { bankReturnUrl, connectorFor, creditorOf, remittanceOf } from './payments.banks.ts';
+import { findBlockingPayment, findPaymentByState, lockPayment, updatePayment, type PaymentRow } from './payments.repo.ts';
+import { ABANDON_AFTER_MS, effectiveStatus, failsAtCallback, isFinal, missingDetails, paymentAmount, type FinalStatus } from './payments.rules.ts';
+import { clockIdOf, clockOf, createPaymentRow, newAuthState, setPaymentStatus } from './payments.service.ts';
+
+// One-off payments at the hosted page (and the test helper, which walks the same path):
+// pick a bank → payment awaiting-consent + single consent at the bank → payer authorises there →
+// back at /pay/return: exchange the code, claim the request, execute, record the outcome.
+// Bank calls never happen inside a transaction; every state change and its event share one.
+
+export const SWEEP_PAYMENT_JOB = 'payment.sweep';
+export const RECONCILE_PAYMENT_JOB = 'payment.reconcile';
+
+export type StartPaymentInput = {
+  /** The payer's amount for dynamic requests; ignored for fixed ones. */
+  amountCents: number | null;
+  bankId: string;
+  details: PayerDetails | null;
+  channel: 'page' | 'embed' | 'api';
+};
+
+export type StartPaymentResult =
+  | { ok: true; payment: PaymentRow; redirectUrl: string }
+  | { ok: false; payment: PaymentRow; message: string };
+
+/** Why a request cannot take a new payment now, or null when it can. */
+export function notPayable(request: RequestRow, now: number): AppError | null {
+  const status = effectiveStatus(request, now);
+  if (status !== 'active') return invalidState('request', status, 'pay');
+  return null;
+}
+
+export async function startOneOffPayment(deps: Deps, request: RequestRow, input: StartPaymentInput): Promise<StartPaymentResult> {
+  if (request.kind !== 'payment') throw invalidState('request', request.kind, 'pay a one-off payment on');
+  const amount = paymentAmount({ fixedCents: request.amount_cents, minCents: request.min_payment_cents, maxCents: request.max_payment_cents }, input.amountCents);
+  if (!amount.ok) throw invalidParam('amount', amount.message);
+  const missing = missingDetails(request, input.details);
+  if (missing.length > 0) throw new AppError(`bad_request.missing_param.cust_info.${missing[0]}`, `cust_info.${missing[0]} is required by this request`, { field: `cust_info.${missing[0]}` });
+  const connector = connectorFor(deps, input.bankId, request.mode);
+  if (!connector) throw invalidParam('bank', 'Choose one of the banks offered for this request');
+  const clock = await clockOf(deps, request);
+
+  const payment = await transact(deps.db, async (trx) => {
+    const locked = (await lockRequest(trx, request.id))!;
+    const now = clock.now();
+    const problem = notPayable(locked, now);
+    if (problem) throw problem;
+    const row = await createPaymentRow(trx, { request: locked, amountCents: amount.cents, bankId: input.bankId, channel: input.channel, authState: newAuthState() }, now);
+    if (input.details) await recordCustInfo(trx, row.id, input.details, now);
+    await enqueue(trx, {
+      kind: SWEEP_PAYMENT_JOB,
+      runAt: deps.clock.now() + ABANDON_AFTER_MS,
+      clockId: clockIdOf(row),
+      payload: { payment_id: row.id },
+      dedupeKey: `${SWEEP_PAYMENT_JOB}:${row.id}`,
+    }, deps.clock.now());
+    return row;
+  });
+
+  const consent = await connector.createSingleConsent({
+    amountCents: payment.settled_cents,
+    creditor: await creditorOf(deps.db, request),
+    remittance: remittanceOf(payment),
+    idempotencyKey: payment.id,
+    at: clock.now(),
+  });
+  if (!consent.ok) {
+    const failed = await finishPayment(deps, payment.id, 'failed', clock.now(), { failure_reason: `bank_unavailable: ${consent.message}` });
+    return { ok: false, payment: failed ?? payment, message: consent.message };
+  }
+  await updatePayment(deps.db, payment.id, { bank_consent_id: consent.consentId });
+  const redirectUrl = connector.authoriseUrl({ consentId: consent.consentId, redirectUri: bankReturnUrl(deps), state: payment.auth_state! });
+  return { ok: true, payment: { ...payment, bank_consent_id: consent.consentId }, redirectUrl };
+}
+
+export type ReturnInput = { state: string; code?: string | null; error?: string | null };
+
+/**
+ * The payer is back from the bank. Returns the payment in its new (or, on a repeated return,
+ * current) state; null when the state belongs to no payment.
+ */
+export async function completeOneOffReturn(deps: Deps, input: ReturnInput): Promise<PaymentRow | null> {
+  const payment = await findPaymentByState(deps.db, input.state);
+  if (!payment) return null;
+  if (payment.status !== 'awaiting-consent' || payment.submitted_at !== null) return payment;
+  const clock = await clockOf(deps, payment);
+  const finish = async (status: FinalStatus, extra: Parameters<typeof setPaymentStatus>[4] = {}) =>
+    (await finishPayment(deps, payment.id, status, clock.now(), extra)) ?? payment;
+
+  if (input.error || !input.code) return finish('cancelled', { failure_reason: `declined_at_bank${input.error ? `: ${input.error.slice(0, 100)}` : ''}` });
+  const connector = connectorFor(deps, payment.bank_id, payment.mode);
+  if (!connector) return finish('failed', { failure_reason: 'bank_unavailable: the bank is no longer connected' });
+  const token = await connector.exchangeCode({ code: input.code, redirectUri: bankReturnUrl(deps) });
+  if (!token.ok) return finish('failed', { failure_reason: `authorisation_failed: ${token.message}` });
+  if (payment.bank_consent_id && token.consentId !== payment.bank_consent_id) {
+    return finish('failed', { failure_reason: 'authorisation_failed: the bank returned a different consent' });
+  }
+  if (failsAtCallback(payment.mode as 'live' | 'test', payment.amount_cents)) {
+    return finish('failed', { failure_reason: 'test_amount_67_80: test-mode payments of 67.80 NZD fail at the callback' });
+  }
+
+  const claim = await claimExecution(deps, payment.id, clock.now());
+  if (claim.kind === 'gone') return claim.payment;
+  if (claim.kind === 'refused') return finish('cancelled', { failure_reason: claim.reason });
+
+  const request = claim.request;
+  const submitted = await connector.submitPayment({
+    consentId: token.consentId,
+    accessToken: token.accessToken,
+    amountCents: payment.settled_cents,
+    creditor: await creditorOf(deps.db, request),
+    remittance: remittanceOf(payment),
+    idempotencyKey: payment.id,
+    at: clock.now(),
+  });
+  if (submitted.ok) {
+    if (submitted.outcome === 'successful') return finish('successful', { bank_payment_id: submitted.paymentId });
+    if (submitted.outcome === 'failed') return finish('failed', { bank_payment_id: submitted.paymentId, failure_reason: submitted.failureReason ?? 'rejected_by_bank' });
+    return markUnconfirmed(deps, payment.id, clock.now(), submitted.paymentId);
+  }
+  if (submitted.unknown) return markUnconfirmed(deps, payment.id, clock.now(), null);
+  return finish('failed', { failure_reason: `${submitted.reason}: ${submitted.message}` });
+}
+
+type Claim =
+  | { kind: 'claimed'; request: RequestRow }
+  | { kind: 'refused'; reason: string }
+  | { kind: 'gone'; payment: PaymentRow };
+
+/**
+ * Claims the right to execute, atomically: the request row is locked, so of two payers approving
+ * a single request at once exactly one claims it; the other is refused and never executed.
+ */
+async function claimExecution(deps: Deps, paymentId: string, now: number): Promise<Claim> {
+  return transact(deps.db, async (trx) => {
+    const current = (await lockPayment(trx, paymentId))!;
+    const request = (await lockRequest(trx, current.request_id))!;
+    const payment = (await lockPayment(trx, paymentId))!;
+    if (payment.status !== 'awaiting-consent' || payment.submitted_at !== null) return { kind: 'gone', payment };
+    const status = effectiveStatus(request, now);
+    if (status !== 'active') return { kind: 'refused', reason: status === 'paid' ? 'request_already_paid' : `request_${status}` };
+    if (request.type === 'single' && (await findBlockingPayment(trx, request.id, payment.id))) {
+      return { kind: 'refused', reason: 'request_already_paid' };
+    }
+    await updatePayment(trx, payment.id, { submitted_at: now });
+    return { kind: 'claimed', request };
+  });
+}
+
+/**
+ * Records a payment's outcome: its status and event; on success a single request becomes paid
+ * and the payer's details update the merchant's customer. A payment already final is left alone
+ * (returns null).
+ */
+export async function finishPayment(
+  deps: Deps,
+  paymentId: string,
+  status: FinalStatus,
+  now: number,
+  extra: Parameters<typeof setPaymentStatus>[4] = {},
+): Promise<PaymentRow | null> {
+  return transact(deps.db, async (trx) => {
+    const first = (await lockPayment(trx, paymentId))!;
+    const request = status === 'successful' ? await lockRequest(trx, first.request_id) : undefined;
+    const payment = (await lockPayment(trx, paymentId))!;
+    if (isFinal(payment.status) || (payment.status === status)) return null;
+    const updated = await setPaymentStatus(trx, payment, status, now, extra);
+    if (status === 'successful') {
+      if (request && request.type === 'single' && request.status === 'active' && request.kind === 'payment') await markRequestPaid(trx, request, now);
+      await recordCustomerOfPayment(trx, { userId: payment.user_id, mode: payment.mode }, payment.id, now);
+    }
+    return updated;
+  });
+}
+
+/** The bank took the payment but has not confirmed it: unconfirmed, and the reconciler polls. */
+async function markUnconfirmed(deps: Deps, paymentId: string, now: number, bankPaymentId: string | null): Promise<PaymentRow> {
+  return transact(deps.db, async (trx) => {
+    const payment = (await lockPayment(trx, paymentId))!;
+    if (payment.status !== 'awaiting-consent') return payment;
+    const updated = await setPaymentStatus(trx, payment, 'unconfirmed', now, { bank_payment_id: bankPaymentId });
+    await enqueue(trx, {
+      kind: RECONCILE_PAYMENT_JOB,
+      runAt: deps.clock.now() + RECONCILE_FIRST_MS,
+      clockId: clockIdOf(payment),
+      payload: { payment_id: payment.id },
+      dedupeKey: `${RECONCILE_PAYMENT_JOB}:${payment.id}`,
+    }, deps.clock.now());
+    return updated;
+  });
+}
+
+export const RECONCILE_FIRST_MS = 10_000;

@@ -1,0 +1,38 @@
+import type { Kysely } from 'kysely';
+import type { Deps } from '../../http/context.ts';
+import type { Database } from '../../store/tables.ts';
+import type { BankConnector, BankRegistry, Creditor, Remittance } from '../banks/bank-connector.ts';
+import { TEST_ACCOUNT } from './payments.rules.ts';
+import type { PaymentRow } from './payments.repo.ts';
+
+/** The process's bank registry (built in runtime.ts by the banks module); null until one is configured. */
+export function bankRegistry(deps: Deps): BankRegistry | null {
+  return (deps as Deps & { banks?: BankRegistry }).banks ?? null;
+}
+
+export function banksFor(deps: Deps, mode: 'live' | 'test'): Array<{ id: string; name: string }> {
+  return bankRegistry(deps)?.list(mode) ?? [];
+}
+
+export function connectorFor(deps: Deps, bankId: string | null, mode: string): BankConnector | null {
+  if (!bankId) return null;
+  return bankRegistry(deps)?.connectorFor(bankId, mode as 'live' | 'test') ?? null;
+}
+
+/** The redirect URI registered for the service at every bank. */
+export function bankReturnUrl(deps: Deps): string {
+  return `${deps.config.publicBaseUrl}/pay/return`;
+}
+
+/** Who is paid: the merchant's account live; the service's test account in test mode. */
+export async function creditorOf(db: Kysely<Database>, request: { mode: string; user_id: string; bank_account_id: string }): Promise<Creditor> {
+  if (request.mode === 'test') return { ...TEST_ACCOUNT };
+  const row = await db.selectFrom('bank_accounts').innerJoin('users', 'users.id', 'bank_accounts.user_id')
+    .select(['bank_accounts.account_number', 'bank_accounts.name', 'users.name as merchant_name'])
+    .where('bank_accounts.id', '=', request.bank_account_id).executeTakeFirstOrThrow();
+  return { name: row.name ?? row.merchant_name, accountNumber: row.account_number };
+}
+
+export function remittanceOf(payment: Pick<PaymentRow, 'particulars' | 'code' | 'reference'>): Remittance {
+  return { particulars: payment.particulars, code: payment.code, reference: payment.reference ?? '' };
+}

@@ -1,0 +1,92 @@
+import type { Deps } from '../../http/context.ts';
+import type { JobHandler } from '../../jobs/worker.ts';
+import { transact } from '../../store/tx.ts';
+import { connectorFor } from './payments.banks.ts';
+import { findPaymentById, lockPayment } from './payments.repo.ts';
+import { ABANDON_AFTER_MS } from './payments.rules.ts';
+import { finishPayment, RECONCILE_PAYMENT_JOB, SWEEP_PAYMENT_JOB } from './one-off.service.ts';
+import { setPaymentStatus } from './payments.service.ts';
+import { enqueue } from '../../jobs/queue.ts';
+
+// The payment jobs need Deps (the bank registry above all), but the worker is built before Deps
+// exist; the payment routes remember each runtime's Deps under its database handle, which every
+// job context carries.
+const depsByDb = new WeakMap<object, Deps>();
+
+export function rememberDeps(deps: Deps): void {
+  depsByDb.set(deps.db, deps);
+}
+
+function withDeps(handler: (deps: Deps) => JobHandler): JobHandler {
+  return async (payload, context) => {
+    const deps = depsByDb.get(context.db);
+    if (!deps) throw new Error('payment jobs need the runtime to register the payment routes');
+    return handler(deps)(payload, context);
+  };
+}
+
+const RECONCILE_MAX_DELAY_MS = 10 * 60_000;
+
+/** Retry delays: 10 s, 20 s, 40 s … capped at 10 minutes. */
+export function reconcileDelay(attempts: number): number {
+  return Math.min(10_000 * 2 ** Math.max(0, attempts - 1), RECONCILE_MAX_DELAY_MS);
+}
+
+/**
+ * Sweeper: a payment still awaiting consent 30 minutes after it started was abandoned → cancelled.
+ * One that was claimed for execution but never recorded (a crash mid-call) is unconfirmed instead,
+ * and the reconciler asks the bank.
+ */
+export function sweepPaymentJob(deps: Deps): JobHandler {
+  return async (payload: { payment_id: string }, { db, clock, finishIn }) => {
+    const now = clock.now();
+    return transact(db, async (trx) => {
+      const payment = await lockPayment(trx, payload.payment_id);
+      if (payment && payment.status === 'awaiting-consent') {
+        const due = payment.created_at + ABANDON_AFTER_MS;
+        if (due > now) return { retryAt: deps.clock.now() + (due - now) };
+        if (payment.submitted_at === null) {
+          await setPaymentStatus(trx, payment, 'cancelled', now, { failure_reason: 'abandoned: not authorised at the bank within 30 minutes' });
+        } else {
+          await setPaymentStatus(trx, payment, 'unconfirmed', now);
+          await enqueue(trx, {
+            kind: RECONCILE_PAYMENT_JOB, runAt: deps.clock.now(), clockId: payment.mode === 'test' ? payment.user_id : null,
+            payload: { payment_id: payment.id }, dedupeKey: `${RECONCILE_PAYMENT_JOB}:${payment.id}`,
+          }, deps.clock.now());
+        }
+      }
+      await finishIn(trx);
+    });
+  };
+}
+
+/** Reconciler: asks the bank about an unconfirmed payment until it is successful or failed. */
+export function reconcilePaymentJob(deps: Deps): JobHandler {
+  return async (payload: { payment_id: string }, { clock, job }) => {
+    const payment = await findPaymentById(deps.db, payload.payment_id);
+    if (!payment || payment.status !== 'unconfirmed') return;
+    const connector = connectorFor(deps, payment.bank_id, payment.mode);
+    const retry = (error: string) => ({ retryAt: deps.clock.now() + reconcileDelay(job.attempts), error });
+    if (!connector) return retry('bank not connected');
+    if (!payment.bank_payment_id) {
+      // The submission's answer was lost before the bank named the payment: an unused consent
+      // means nothing was executed.
+      if (!payment.bank_consent_id) return retry('no bank consent recorded');
+      const consent = await connector.getConsent({ consentId: payment.bank_consent_id, kind: 'single' });
+      if (!consent.ok) return retry(consent.message);
+      if (consent.status === 'Consumed') return retry('consent consumed; payment id unknown');
+      await finishPayment(deps, payment.id, 'failed', clock.now(), { failure_reason: 'not_executed: the bank did not take the payment' });
+      return;
+    }
+    const status = await connector.getPaymentStatus({ paymentId: payment.bank_payment_id });
+    if (!status.ok) return retry(status.message);
+    if (status.outcome === 'pending') return retry('still pending at the bank');
+    await finishPayment(deps, payment.id, status.outcome, clock.now(),
+      status.outcome === 'failed' ? { failure_reason: status.failureReason ?? 'rejected_by_bank' } : {});
+  };
+}
+
+export const paymentJobHandlers: Record<string, JobHandler> = {
+  [SWEEP_PAYMENT_JOB]: withDeps(sweepPaymentJob),
+  [RECONCILE_PAYMENT_JOB]: withDeps(reconcilePaymentJob),
+};

@@ -1,0 +1,66 @@
+import type { Kysely, Selectable } from 'kysely';
+import { notFound } from '../../shared/errors.ts';
+import { lockForUpdate } from '../../store/db.ts';
+import type { Database, Mode, PaymentsTable } from '../../store/tables.ts';
+
+export type PaymentRow = Selectable<PaymentsTable>;
+export type Owner = { userId: string; mode: Mode };
+type Db = Kysely<Database>;
+
+export async function insertPayment(db: Db, row: PaymentRow): Promise<void> {
+  await db.insertInto('payments').values(row).execute();
+}
+
+export async function particularsTaken(db: Db, particulars: string): Promise<boolean> {
+  return (await db.selectFrom('payments').select('id').where('particulars', '=', particulars).executeTakeFirst()) !== undefined;
+}
+
+export async function findPayment(db: Db, owner: Owner, id: string): Promise<PaymentRow | undefined> {
+  return db.selectFrom('payments').selectAll().where('id', '=', id).where('user_id', '=', owner.userId).where('mode', '=', owner.mode).executeTakeFirst();
+}
+
+export async function getPayment(db: Db, owner: Owner, id: string): Promise<PaymentRow> {
+  const row = await findPayment(db, owner, id);
+  if (!row) throw notFound('payment', id);
+  return row;
+}
+
+export async function findPaymentById(db: Db, id: string): Promise<PaymentRow | undefined> {
+  return db.selectFrom('payments').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export async function findPaymentByState(db: Db, state: string): Promise<PaymentRow | undefined> {
+  return db.selectFrom('payments').selectAll().where('auth_state', '=', state).executeTakeFirst();
+}
+
+export async function lockPayment(db: Db, id: string): Promise<PaymentRow | undefined> {
+  return lockForUpdate(db, db.selectFrom('payments').selectAll().where('id', '=', id)).executeTakeFirst();
+}
+
+export async function updatePayment(db: Db, id: string, changes: Partial<PaymentRow>): Promise<void> {
+  await db.updateTable('payments').set(changes).where('id', '=', id).execute();
+}
+
+/**
+ * Another payment of the request that holds or may take its one success: claimed for execution
+ * and not failed or cancelled, or already successful.
+ */
+export async function findBlockingPayment(db: Db, requestId: string, exceptId: string): Promise<PaymentRow | undefined> {
+  return db.selectFrom('payments').selectAll().where('request_id', '=', requestId).where('id', '!=', exceptId)
+    .where((eb) => eb.or([
+      eb('status', 'in', ['successful', 'unconfirmed']),
+      eb.and([eb('status', '=', 'awaiting-consent'), eb('submitted_at', 'is not', null)]),
+    ]))
+    .executeTakeFirst();
+}
+
+export type PaymentFilters = { status?: string; request_id?: string; merchant_identifier?: string; limit: number; starting_after?: string };
+
+export async function listPayments(db: Db, owner: Owner, filters: PaymentFilters): Promise<PaymentRow[]> {
+  let query = db.selectFrom('payments').selectAll().where('user_id', '=', owner.userId).where('mode', '=', owner.mode);
+  if (filters.status) query = query.where('status', '=', filters.status);
+  if (filters.request_id) query = query.where('request_id', '=', filters.request_id);
+  if (filters.merchant_identifier) query = query.where('merchant_identifier', '=', filters.merchant_identifier);
+  if (filters.starting_after) query = query.where('id', '<', filters.starting_after);
+  return query.orderBy('id', 'desc').limit(filters.limit + 1).execute();
+}

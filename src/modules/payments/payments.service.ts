@@ -1,0 +1,137 @@
+import type { Kysely } from 'kysely';
+import type { Ctx, Deps } from '../../http/context.ts';
+import { randomSecret } from '../../shared/crypto.ts';
+import { newId } from '../../shared/ids.ts';
+import { pageOf } from '../../shared/pagination.ts';
+import { iso, shiftedClock, type Clock } from '../../shared/time.ts';
+import { clockOffset } from '../../jobs/worker.ts';
+import type { Database, Mode } from '../../store/tables.ts';
+import { custInfosOfPayments, findCustInfoOfPayment } from '../customers/customers.service.ts';
+import { emitEvent } from '../events/events.service.ts';
+import { getRequest } from '../requests/requests.repo.ts';
+import type { RequestRow } from '../requests/requests.repo.ts';
+import { presentPayment } from './payments.present.ts';
+import { getPayment, insertPayment, listPayments, particularsTaken, updatePayment, type PaymentRow } from './payments.repo.ts';
+import { isFinal, newParticulars, PCR_CODE, settledCents, type FinalStatus } from './payments.rules.ts';
+import type { ListPaymentsQuery, ListRequestPaymentsQuery } from './payments.schemas.ts';
+
+// Building blocks every way of paying shares (one-off checkout here; recurring executions and
+// subscription charges in their modules): a payment row with its particulars and payment.created,
+// and a status change with payment.status_updated, each in the caller's transaction.
+
+type Db = Kysely<Database>;
+
+export { presentPayment, type PaymentObject } from './payments.present.ts';
+export type { PaymentRow } from './payments.repo.ts';
+
+export type NewPayment = {
+  request: Pick<RequestRow, 'id' | 'user_id' | 'mode' | 'merchant_identifier' | 'reference'>;
+  amountCents: number;
+  bankId: string | null;
+  channel: 'page' | 'embed' | 'api' | null;
+  /** Ties the bank's redirect back to this payment; null when no payer redirect is involved. */
+  authState?: string | null;
+  reference?: string | null;
+  merchantIdentifier?: string | null;
+  recurringConsentId?: string | null;
+  subscriptionId?: string | null;
+  idempotencyKey?: string | null;
+  fingerprint?: string | null;
+};
+
+/** A payment `awaiting-consent` with unique particulars V-XXXXXX, code TONO, and its payment.created. */
+export async function createPaymentRow(trx: Db, input: NewPayment, now: number): Promise<PaymentRow> {
+  let particulars = newParticulars();
+  while (await particularsTaken(trx, particulars)) particulars = newParticulars();
+  const row: PaymentRow = {
+    id: newId('payment'),
+    user_id: input.request.user_id,
+    mode: input.request.mode as Mode,
+    request_id: input.request.id,
+    status: 'awaiting-consent',
+    amount_cents: input.amountCents,
+    settled_cents: settledCents(input.request.mode as Mode, input.amountCents),
+    bank_id: input.bankId,
+    particulars,
+    code: PCR_CODE,
+    reference: input.reference !== undefined ? input.reference : input.request.reference,
+    merchant_identifier: input.merchantIdentifier !== undefined ? input.merchantIdentifier : input.request.merchant_identifier,
+    bank_consent_id: null,
+    bank_payment_id: null,
+    auth_state: input.authState ?? null,
+    recurring_consent_id: input.recurringConsentId ?? null,
+    subscription_id: input.subscriptionId ?? null,
+    idempotency_key: input.idempotencyKey ?? null,
+    fingerprint: input.fingerprint ?? null,
+    failure_reason: null,
+    created_at: now,
+    updated_at: now,
+    completed_at: null,
+    submitted_at: null,
+    channel: input.channel,
+  };
+  await insertPayment(trx, row);
+  await emitEvent(trx, { userId: row.user_id, mode: row.mode }, 'payment.created', row.id, {
+    id: row.id, request_id: row.request_id, user_id: row.user_id, merchant_identifier: row.merchant_identifier, status: 'awaiting-consent', updated_at: iso(now),
+  }, now);
+  return row;
+}
+
+export function newAuthState(): string {
+  return randomSecret(24);
+}
+
+/**
+ * Moves a payment to a new status with payment.status_updated, in the caller's transaction (the
+ * caller holds the row lock). Final statuses set completed_at.
+ */
+export async function setPaymentStatus(
+  trx: Db,
+  payment: PaymentRow,
+  status: FinalStatus,
+  now: number,
+  extra: Partial<Pick<PaymentRow, 'failure_reason' | 'bank_payment_id' | 'bank_consent_id'>> = {},
+): Promise<PaymentRow> {
+  const changes: Partial<PaymentRow> = { status, updated_at: now, ...extra };
+  if (isFinal(status)) changes.completed_at = now;
+  await updatePayment(trx, payment.id, changes);
+  await emitEvent(trx, { userId: payment.user_id, mode: payment.mode }, 'payment.status_updated', payment.id, {
+    id: payment.id, request_id: payment.request_id, user_id: payment.user_id, merchant_identifier: payment.merchant_identifier, status, updated_at: iso(now),
+  }, now);
+  return { ...payment, ...changes };
+}
+
+/** The clock an owner's objects live on: real time live, the merchant's test clock in test mode. */
+export async function clockOf(deps: Deps, owner: { user_id: string; mode: string }): Promise<Clock> {
+  return owner.mode === 'test' ? shiftedClock(deps.clock, await clockOffset(deps.db, owner.user_id)) : deps.clock;
+}
+
+/** The job clock id for an owner's work (the merchant's test clock in test mode). */
+export function clockIdOf(owner: { user_id: string; mode: string }): string | null {
+  return owner.mode === 'test' ? owner.user_id : null;
+}
+
+const ownerOf = (ctx: Ctx) => ({ userId: ctx.merchant.id, mode: ctx.mode });
+
+export async function retrievePayment(ctx: Ctx, id: string) {
+  const row = await getPayment(ctx.db, ownerOf(ctx), id);
+  return { payment: presentPayment(row, await findCustInfoOfPayment(ctx.db, row.id)) };
+}
+
+async function presentPage(ctx: Ctx, rows: PaymentRow[], limit: number) {
+  const { items, hasMore } = pageOf(rows, limit);
+  const infos = await custInfosOfPayments(ctx.db, items.map((row) => row.id));
+  return { payments: items.map((row) => presentPayment(row, infos.get(row.id))), has_more: hasMore };
+}
+
+export async function listPaymentsFor(ctx: Ctx, query: ListPaymentsQuery) {
+  const limit = query.limit ?? 100;
+  return presentPage(ctx, await listPayments(ctx.db, ownerOf(ctx), { ...query, limit }), limit);
+}
+
+export async function listRequestPayments(ctx: Ctx, requestId: string, query: ListRequestPaymentsQuery) {
+  await getRequest(ctx.db, ownerOf(ctx), requestId);
+  const limit = query.limit ?? 100;
+  return presentPage(ctx, await listPayments(ctx.db, ownerOf(ctx), { ...query, request_id: requestId, limit }), limit);
+}
+

@@ -1,0 +1,22 @@
+import { Type } from 'typebox';
+import type { App } from '../../app.ts';
+import { apiKeyAuth } from '../../http/auth.ts';
+import type { Deps } from '../../http/context.ts';
+import { errorResponses, IdParams } from '../../http/schemas.ts';
+import { PaymentObject } from '../payments/payments.schemas.ts';
+import { PayBody } from './pay.schemas.ts';
+import { payRequestAsPayer } from './pay.service.ts';
+
+export async function registerPayTestHelperRoutes(app: App, deps: Deps): Promise<void> {
+  app.post('/v1/test-helpers/requests/:id/pay', {
+    preHandler: apiKeyAuth(deps),
+    schema: {
+      tags: ['Test helpers'],
+      summary: 'Pay a test-mode request as a payer would, through the sandbox bank (test keys only)',
+      description: 'One-off requests return { payment } in its final state; recurring and subscription requests return their own object.',
+      params: IdParams('Request id (request_…)'),
+      body: PayBody,
+      response: { 200: Type.Object({ payment: Type.Optional(PaymentObject) }, { additionalProperties: true }), ...errorResponses, 503: errorResponses[400] },
+    },
+  }, async (request) => payRequestAsPayer(request.ctx, request.params.id, request.body));
+}
