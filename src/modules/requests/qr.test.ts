@@ -1,9 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import jsQR from 'jsqr';
+import jsQRModule from 'jsqr';
 import { PNG } from 'pngjs';
 import { qrDataUri, qrPng } from './qr.ts';
+
+// jsqr is CommonJS with a default export; under Node's ESM loader the function is the module itself.
+const jsQR = ((jsQRModule as any).default ?? jsQRModule) as typeof jsQRModule.default;
 
 function decode(png: Buffer): string | null {
   const image = PNG.sync.read(png);
