@@ -29,17 +29,17 @@ export function qrPng(text: string): Buffer {
   const pixels = (size + 2 * MARGIN) * SCALE;
   const rowBytes = Math.ceil(pixels / 8);
   const raw = Buffer.alloc((rowBytes + 1) * pixels, 0xff);
-  for (let y = 0; y < pixels; y++) {
-    const rowStart = y * (rowBytes + 1);
-    raw[rowStart] = 0; // filter: none
-    // Unused bits at the end of each row stay 1 (white), so only dark pixels are cleared.
-    const my = Math.floor(y / SCALE) - MARGIN;
-    if (my < 0 || my >= size) continue;
-    for (let x = 0; x < pixels; x++) {
-      const mx = Math.floor(x / SCALE) - MARGIN;
-      if (mx < 0 || mx >= size || !modules.get(my, mx)) continue;
-      raw[rowStart + 1 + (x >> 3)] &= ~(0x80 >> (x & 7));
+  const row = Buffer.alloc(rowBytes + 1, 0xff);
+  row[0] = 0; // filter: none
+  for (let y = 0; y < pixels; y++) raw[y * (rowBytes + 1)] = 0;
+  for (let my = 0; my < size; my++) {
+    // Build one pixel row per module row (unused bits at the end stay 1, white), then repeat it.
+    row.fill(0xff, 1);
+    for (let mx = 0; mx < size; mx++) {
+      if (!modules.get(my, mx)) continue;
+      for (let x = (mx + MARGIN) * SCALE, end = x + SCALE; x < end; x++) row[1 + (x >> 3)] &= ~(0x80 >> (x & 7));
     }
+    for (let repeat = 0, y = (my + MARGIN) * SCALE; repeat < SCALE; repeat++, y++) row.copy(raw, y * (rowBytes + 1));
   }
   const header = Buffer.alloc(13);
   header.writeUInt32BE(pixels, 0);
