@@ -13,6 +13,11 @@ import {
   type LimitReason,
   type RecurringLimits,
 } from './limits.ts';
+import type { RecurringOptions } from '../requests/requests.rules.ts';
+
+// The options a recurring request stores are usable as limits as they are.
+const storedOptionsAreLimits = (options: RecurringOptions): RecurringLimits => options;
+void storedOptionsAreLimits;
 
 const NZ = 'Pacific/Auckland';
 const HOUR = 3_600_000;

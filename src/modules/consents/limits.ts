@@ -14,7 +14,10 @@ import { displayAmount } from '../../shared/money.ts';
  * - Usage is the list of prior payments that count, each `{ amount_cents, at }`: successful,
  *   unconfirmed and in-flight payments count, failed ones do not. The caller filters; it may pass
  *   the list, or an aggregate it computed itself (SQL sums over the same window from `periodWindow`).
- *   A payment belongs to the period window that contains its `at`.
+ *   A payment belongs to the period window that contains its `at` (when it was executed).
+ * - In test mode the caller passes the amount asked for, not the 0.01 NZD actually moved.
+ * - Atomicity under concurrency is the caller's job: lock the consent, read usage, check, insert
+ *   the in-flight payment, all in one transaction. These functions only do the arithmetic.
  * - A payment passes when, with it included, every limit is still met: exactly at a limit passes,
  *   one cent (or one payment) over fails. `end_at` is the last instant payments may be taken:
  *   a payment at `end_at` passes, one millisecond later fails.

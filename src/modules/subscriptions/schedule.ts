@@ -1,4 +1,4 @@
-import { DateTime } from 'luxon';
+import { DateTime, FixedOffsetZone } from 'luxon';
 import { displayAmount } from '../../shared/money.ts';
 
 /**
@@ -23,7 +23,8 @@ import { displayAmount } from '../../shared/money.ts';
  * - DST: the charge time is local wall time, so 10:00 stays 10:00 across daylight-saving changes.
  *   A charge time inside a spring-forward gap (only possible for an authorisation-time anchor
  *   between 02:00 and 03:00 in New Zealand) moves forward by the gap (02:30 -> 03:30); a time that
- *   occurs twice when clocks go back is its first occurrence. Luxon does this; nothing adds hours.
+ *   occurs twice when clocks go back is its first occurrence. Luxon does the zone maths; nothing
+ *   here adds hours.
  *
  * The first charge
  * - With a future `start_at`: slot 0, at `start_at`.
@@ -87,6 +88,10 @@ export type Schedule = {
 
 export const DEFAULT_ZONE = 'Pacific/Auckland';
 
+/** Wall times are compared and stored in these forms (`localTime` is always TIME_FORMAT). */
+const WALL_FORMAT = "yyyy-MM-dd'T'HH:mm:ss.SSS";
+const TIME_FORMAT = 'HH:mm:ss.SSS';
+
 const step = {
   weekly: (n: number) => ({ days: 7 * n }),
   fortnightly: (n: number) => ({ days: 14 * n }),
@@ -112,14 +117,14 @@ export function makeAnchor(period: SubscriptionPeriod, localDate: string, localT
   const time = DateTime.fromISO(`1970-01-01T${localTime}`, { zone: 'utc' });
   if (!localDatePattern.test(localDate) || !date.isValid) throw new RangeError(`makeAnchor: invalid local date ${localDate}`);
   if (!localTimePattern.test(localTime) || !time.isValid) throw new RangeError(`makeAnchor: invalid local time ${localTime}`);
-  return { period, localDate, localTime: time.toFormat('HH:mm:ss.SSS'), dayOfMonth: date.day, weekday: date.weekday };
+  return { period, localDate, localTime: time.toFormat(TIME_FORMAT), dayOfMonth: date.day, weekday: date.weekday };
 }
 
 /** The anchor whose slot 0 is the local date and time of day of `at` in `zone`. */
 export function anchorAt(period: SubscriptionPeriod, at: number, zone: string = DEFAULT_ZONE): Anchor {
   const local = DateTime.fromMillis(at, { zone });
   if (!local.isValid) throw new RangeError(`anchorAt: invalid time ${at} or zone ${zone}`);
-  return makeAnchor(period, local.toISODate()!, local.toFormat('HH:mm:ss.SSS'));
+  return makeAnchor(period, local.toISODate()!, local.toFormat(TIME_FORMAT));
 }
 
 /** The local date (YYYY-MM-DD) of slot n: the anchor date plus n periods, clamped to the month's end. */
@@ -129,11 +134,24 @@ export function slotDate(anchor: Anchor, n: number): string {
   return DateTime.fromISO(anchor.localDate, { zone: 'utc' }).plus(step[anchor.period](n)).toISODate()!;
 }
 
+/**
+ * The instant of a local wall time in `zone`. In a spring-forward gap luxon moves it forward by the
+ * gap. When clocks go back the wall time happens twice and luxon's pick depends on the zone, so
+ * the earlier occurrence (the offset in force the day before) is chosen here explicitly.
+ */
+function localInstant(localDate: string, localTime: string, zone: string): number {
+  const wallTime = `${localDate}T${localTime}`;
+  const chosen = DateTime.fromISO(wallTime, { zone });
+  if (!chosen.isValid) throw new RangeError(`invalid local time ${wallTime} or zone ${zone}`);
+  const offsetBefore = chosen.minus({ days: 1 }).offset;
+  if (offsetBefore === chosen.offset) return chosen.toMillis();
+  const earlier = DateTime.fromISO(wallTime, { zone: FixedOffsetZone.instance(offsetBefore) }).setZone(zone);
+  return earlier.toFormat(WALL_FORMAT) === wallTime && earlier.toMillis() < chosen.toMillis() ? earlier.toMillis() : chosen.toMillis();
+}
+
 /** The nominal charge time of slot n: its local date at the anchor's local time of day, in `zone`. */
 export function chargeAt(anchor: Anchor, n: number, zone: string = DEFAULT_ZONE): number {
-  const at = DateTime.fromISO(`${slotDate(anchor, n)}T${anchor.localTime}`, { zone });
-  if (!at.isValid) throw new RangeError(`chargeAt: invalid zone ${zone}`);
-  return at.toMillis();
+  return localInstant(slotDate(anchor, n), anchor.localTime, zone);
 }
 
 /** Smallest slot n >= from whose time (by `timeOf`) is after `time`; slot times rise with n. */
@@ -194,7 +212,9 @@ export function isComplete(schedule: Schedule, successfulCount: number, nextSlot
 /** Retry times after a failed charge at `chargeAt`: +1, +2, +3 days (weekly, fortnightly) or +1, +3, +5 days, same local time. */
 export function retryTimes(period: SubscriptionPeriod, chargeTime: number, zone: string = DEFAULT_ZONE): number[] {
   const local = DateTime.fromMillis(chargeTime, { zone });
-  return retryDays[period].map((days) => local.plus({ days }).toMillis());
+  if (!local.isValid) throw new RangeError(`retryTimes: invalid time ${chargeTime} or zone ${zone}`);
+  const date = DateTime.fromISO(local.toISODate()!, { zone: 'utc' });
+  return retryDays[period].map((days) => localInstant(date.plus({ days }).toISODate()!, local.toFormat(TIME_FORMAT), zone));
 }
 
 /** The retries of slot n that the schedule allows: none after `end_at`, none at or after the next slot. */
