@@ -50,6 +50,15 @@ import { displayAmount } from '../../shared/money.ts';
  * Resume (DESIGN.md section 4)
  * - On resume the anchor becomes the resume date (its weekday or day of month) at the original
  *   charge time of day, and the next charge is slot 1 of that anchor: one period after resuming.
+ *
+ * Storing it
+ * - A Schedule is plain data: keep `anchor.localDate`, `anchor.localTime`, `firstSlot` and
+ *   `firstChargeAt` (with the options) and rebuild the anchor with `makeAnchor`.
+ * - `slotDate(anchor, n)` names a slot; (subscription, slot date) is a natural unique charge key.
+ *   A charged slot's date is never scheduled again, even across a resume (the new slots start a
+ *   period after the resume date). A slot dropped by a pause can reappear if the subscription is
+ *   paused and resumed again on the same day, so a pending slot dropped on pause should be
+ *   deleted or reused, not left holding the key.
  */
 
 export const SubscriptionPeriod = ['weekly', 'fortnightly', 'monthly', 'quarterly', 'annually'] as const;
