@@ -27,8 +27,9 @@ export async function createRuntime(config: Config, options: { db?: Db; log?: Lo
   const db = options.db ?? openDb(storeOptionsFor(config));
   await migrateToLatest(db);
   const clock = options.clock ?? systemClock;
-  const worker = new Worker({ db, log: log.child({ component: 'worker' }), handlers: jobHandlers(), realClock: clock });
+  const worker = new Worker({ db, log: log.child({ component: 'worker' }), handlers: {}, realClock: clock });
   const deps: Deps = { config, db, log, clock, worker };
+  worker.setHandlers(jobHandlers(deps));
   const app = await buildApp(deps);
   if (config.workers) worker.start();
   return {

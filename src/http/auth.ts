@@ -21,15 +21,15 @@ export function apiKeyAuth(deps: Deps) {
     }
     const found = await authenticateKey(deps.db, key);
     if (!found) throw unauthorized('Unknown or revoked API key');
-    const log = request.log.child({ merchant_id: found.merchant.id, mode: found.mode });
-    request.log = log as typeof request.log;
+    const log = request.log as unknown as Ctx['log'];
+    log.setBindings({ merchant_id: found.merchant.id, mode: found.mode });
     request.ctx = {
       deps,
       db: deps.db,
       merchant: found.merchant,
       mode: found.mode,
       clock: found.mode === 'test' ? shiftedClock(deps.clock, found.clockOffsetMs) : deps.clock,
-      log: log as unknown as Ctx['log'],
+      log,
     };
   };
 }

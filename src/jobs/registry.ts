@@ -1,9 +1,10 @@
+import type { Deps } from '../http/context.ts';
 import type { JobHandler } from './worker.ts';
 import { EXPIRE_REQUEST_JOB, expireRequestJob } from '../modules/requests/requests.service.ts';
 import { paymentJobHandlers } from '../modules/payments/payments.jobs.ts';
 
-/** Every job kind and the module handler that runs it. */
-export function jobHandlers(): Record<string, JobHandler> {
+/** Every job kind and the module handler that runs it; handlers that need services close over deps. */
+export function jobHandlers(_deps: Deps): Record<string, JobHandler> {
   return {
     [EXPIRE_REQUEST_JOB]: expireRequestJob,
     ...paymentJobHandlers,

@@ -48,6 +48,11 @@ export class Worker {
   private pollAgain = false;
   private unregister: (() => void) | null = null;
 
+  /** Handlers are set once the service's dependencies exist (they may close over them). */
+  setHandlers(handlers: Record<string, JobHandler>): void {
+    this.options.handlers = handlers;
+  }
+
   constructor(options: WorkerOptions) {
     this.options = { concurrency: 32, pollMs: 100, leaseMs: 60_000, maxAttempts: 12, realClock: systemClock, ...options };
   }

@@ -30,3 +30,12 @@ test('create, get, list and delete a request', async (t) => {
   const advanced = await api.post('/v1/test-helpers/clock/advance', { seconds: 60 });
   assert.equal(advanced.status, 200, advanced.text);
 });
+
+test('/metrics exposes HTTP and job figures', async (t) => {
+  const app = await buildTestApp(t);
+  await app.app.inject({ method: 'GET', url: '/healthz' });
+  const metrics = await app.app.inject({ method: 'GET', url: '/metrics' });
+  assert.equal(metrics.statusCode, 200);
+  assert.match(metrics.body, /tono_http_request_duration_seconds_count\{method="GET",route="\/healthz",status="200"\} 1/);
+  assert.match(metrics.body, /tono_jobs_failed 0/);
+});

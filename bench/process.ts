@@ -1,0 +1,48 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import readline from 'node:readline';
+
+export type SpawnedServer = { pid: number; info: Record<string, unknown>; stop(): Promise<void> };
+
+/** Runs a bench server in its own process (so the load generator does not share its CPU) and reads its first JSON line. */
+export async function spawnServer(script: string, env: Record<string, string> = {}): Promise<SpawnedServer> {
+  const child: ChildProcess = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
+  const lines = readline.createInterface({ input: child.stdout! });
+  const info = await new Promise<Record<string, unknown>>((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
+    lines.once('line', (line) => resolve(JSON.parse(line)));
+  });
+  return {
+    pid: child.pid!,
+    info,
+    stop: () =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+        setTimeout(() => child.kill('SIGKILL'), 5000).unref();
+      }),
+  };
+}
+
+/** Samples a process's resident set size every 100 ms; stop() returns the peak in MB. */
+export function sampleRss(pid: number): { stop(): number } {
+  let peakKb = 0;
+  const read = () => {
+    try {
+      const match = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+      if (match) peakKb = Math.max(peakKb, Number(match[1]));
+    } catch {
+      // the process may have ended
+    }
+  };
+  read();
+  const timer = setInterval(read, 100);
+  return {
+    stop() {
+      clearInterval(timer);
+      read();
+      return peakKb / 1024;
+    },
+  };
+}

@@ -1,0 +1,52 @@
+// npm run bench [-- --json] [-- --duration 10] [-- --only name]: measures a bare Fastify server and
+// the service in the same run and reports each figure as a ratio to the bare route.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { load, type BenchContext, type BenchResult } from './lib.ts';
+import { spawnServer } from './process.ts';
+
+const { values } = parseArgs({
+  options: { json: { type: 'boolean' }, duration: { type: 'string', default: '10' }, only: { type: 'string' } },
+});
+const durationSec = Number(values.duration);
+const connections = 50;
+
+const bare = await spawnServer('bench/servers/bare.ts');
+const bareUrl = (bare.info as { url: string }).url;
+const baseGet = await load({ url: `${bareUrl}/get`, connections, durationSec });
+const baseBody = JSON.stringify({ bank_account_id: 'bankaccount_x', amount: '12.50 NZD', message: 'Bench coffee', reference: 'BENCH-1' });
+const basePost = await load({ url: `${bareUrl}/echo`, method: 'POST', headers: { 'content-type': 'application/json' }, body: baseBody, connections, durationSec });
+await bare.stop();
+
+const ctx: BenchContext = { durationSec, connections, baseline: { get_rps: baseGet.rps, post_rps: basePost.rps } };
+const results: BenchResult[] = [
+  { name: 'fastify_get (baseline)', rps: baseGet.rps, p99_ms: baseGet.p99_ms, ratio: 1 },
+  { name: 'fastify_echo_post (baseline)', rps: basePost.rps, p99_ms: basePost.p99_ms, ratio: 1 },
+];
+
+const benchDir = path.dirname(new URL(import.meta.url).pathname);
+const files = fs.readdirSync(benchDir).filter((f) => f.endsWith('.bench.ts')).sort();
+for (const file of files) {
+  if (values.only && !file.startsWith(values.only)) continue;
+  const module = (await import(path.join(benchDir, file))) as { default: (ctx: BenchContext) => Promise<BenchResult[]> };
+  try {
+    results.push(...(await module.default(ctx)));
+  } catch (error) {
+    results.push({ name: file.replace('.bench.ts', ''), note: `failed: ${(error as Error).message}` });
+  }
+}
+
+if (values.json) {
+  process.stdout.write(`${JSON.stringify({ machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version }, results })}\n`);
+} else {
+  const fmt = (n: number | undefined, digits = 0) => (n === undefined ? '' : n.toFixed(digits));
+  const rows = results.map((r) => [r.name, fmt(r.rps), fmt(r.p99_ms, 1), fmt(r.ratio, 2), fmt(r.per_second), r.note ?? '']);
+  const header = ['name', 'rps', 'p99 ms', 'ratio', 'per second', 'note'];
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i].length)));
+  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i])).join('  ');
+  process.stdout.write(`${line(header)}\n${widths.map((w) => '-'.repeat(w)).join('  ')}\n${rows.map(line).join('\n')}\n`);
+  process.stdout.write(`\n${os.cpus().length} × ${os.cpus()[0]?.model}, Node ${process.version}, ${durationSec} s per figure, ${connections} connections\n`);
+}
+process.exit(0);

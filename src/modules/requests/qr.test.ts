@@ -1,0 +1,30 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import jsQRModule from 'jsqr';
+import { PNG } from 'pngjs';
+import { qrDataUri, qrPng } from './qr.ts';
+
+// jsqr is CommonJS with a default export; under Node's ESM loader the function is the module itself.
+const jsQR = ((jsQRModule as any).default ?? jsQRModule) as typeof jsQRModule.default;
+
+function decode(png: Buffer): string | null {
+  const image = PNG.sync.read(png);
+  return jsQR(new Uint8ClampedArray(image.data), image.width, image.height)?.data ?? null;
+}
+
+test('the QR code decodes back to the URL it encodes', async () => {
+  const url = 'http://127.0.0.1:3000/pay/request_01KAB3C4D5E6F7G8H9J0K1M2N3';
+  const uri = await qrDataUri(url);
+  assert.match(uri, /^data:image\/png;base64,/);
+  assert.equal(decode(Buffer.from(uri.slice('data:image/png;base64,'.length), 'base64')), url);
+});
+
+test('any payment URL round-trips through the QR code', () => {
+  fc.assert(
+    fc.property(fc.webUrl({ withQueryParameters: false, withFragments: false }).filter((u) => u.length < 200), (url) => {
+      assert.equal(decode(qrPng(url)), url);
+    }),
+    { numRuns: 40 },
+  );
+});
