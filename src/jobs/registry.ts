@@ -4,9 +4,9 @@ import { EXPIRE_REQUEST_JOB, expireRequestJob } from '../modules/requests/reques
 import { paymentJobHandlers } from '../modules/payments/payments.jobs.ts';
 
 /** Every job kind and the module handler that runs it; handlers that need services close over deps. */
-export function jobHandlers(_deps: Deps): Record<string, JobHandler> {
+export function jobHandlers(deps: Deps): Record<string, JobHandler> {
   return {
     [EXPIRE_REQUEST_JOB]: expireRequestJob,
-    ...paymentJobHandlers,
+    ...paymentJobHandlers(deps),
   };
 }

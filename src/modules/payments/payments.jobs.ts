@@ -8,23 +8,6 @@ import { finishPayment, RECONCILE_PAYMENT_JOB, SWEEP_PAYMENT_JOB } from './one-o
 import { setPaymentStatus } from './payments.service.ts';
 import { enqueue } from '../../jobs/queue.ts';
 
-// The payment jobs need Deps (the bank registry above all), but the worker is built before Deps
-// exist; the payment routes remember each runtime's Deps under its database handle, which every
-// job context carries.
-const depsByDb = new WeakMap<object, Deps>();
-
-export function rememberDeps(deps: Deps): void {
-  depsByDb.set(deps.db, deps);
-}
-
-function withDeps(handler: (deps: Deps) => JobHandler): JobHandler {
-  return async (payload, context) => {
-    const deps = depsByDb.get(context.db);
-    if (!deps) throw new Error('payment jobs need the runtime to register the payment routes');
-    return handler(deps)(payload, context);
-  };
-}
-
 const RECONCILE_MAX_DELAY_MS = 10 * 60_000;
 
 /** Retry delays: 10 s, 20 s, 40 s … capped at 10 minutes. */
@@ -86,7 +69,7 @@ export function reconcilePaymentJob(deps: Deps): JobHandler {
   };
 }
 
-export const paymentJobHandlers: Record<string, JobHandler> = {
-  [SWEEP_PAYMENT_JOB]: withDeps(sweepPaymentJob),
-  [RECONCILE_PAYMENT_JOB]: withDeps(reconcilePaymentJob),
-};
+/** The payment jobs; they need Deps for the bank registry. */
+export function paymentJobHandlers(deps: Deps): Record<string, JobHandler> {
+  return { [SWEEP_PAYMENT_JOB]: sweepPaymentJob(deps), [RECONCILE_PAYMENT_JOB]: reconcilePaymentJob(deps) };
+}

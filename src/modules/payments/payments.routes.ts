@@ -2,12 +2,10 @@ import type { App } from '../../app.ts';
 import { apiKeyAuth } from '../../http/auth.ts';
 import type { Deps } from '../../http/context.ts';
 import { errorResponses, IdParams } from '../../http/schemas.ts';
-import { rememberDeps } from './payments.jobs.ts';
 import { ListPaymentsQuery, ListRequestPaymentsQuery, PaymentEnvelope, PaymentList } from './payments.schemas.ts';
 import { listPaymentsFor, listRequestPayments, retrievePayment } from './payments.service.ts';
 
 export async function registerPaymentRoutes(app: App, deps: Deps): Promise<void> {
-  rememberDeps(deps);
   const auth = apiKeyAuth(deps);
   const tags = ['Payments'];
   const getOne = {

@@ -1,0 +1,106 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { apiClient, buildTestApp, createTestMerchant } from '../../../test/helpers.ts';
+
+async function setup(t: Parameters<typeof buildTestApp>[0], name = 'Cafe <b>Bold</b> & Co') {
+  const app = await buildTestApp(t);
+  const merchant = await createTestMerchant(app, name);
+  return { app, merchant, test: apiClient(app, merchant.testKey), live: apiClient(app, merchant.liveKey) };
+}
+
+const page = (app: Awaited<ReturnType<typeof buildTestApp>>, url: string) => app.app.inject({ method: 'GET', url });
+
+test('the page escapes merchant text, carries a strict CSP and refuses framing by default', async (t) => {
+  const { app, merchant, test: api } = await setup(t);
+  const created = await api.post('/v1/requests', { bank_account_id: merchant.bankAccountId, amount: '12.50 NZD', message: '<script>alert(1)</script> "quoted"' });
+  const id = created.body.request.id;
+  const res = await page(app, `/pay/${id}`);
+  assert.equal(res.statusCode, 200);
+  assert.match(res.headers['content-type'] as string, /text\/html/);
+  const csp = res.headers['content-security-policy'] as string;
+  assert.match(csp, /default-src 'none'/);
+  assert.match(csp, /script-src 'self'(;|$)/);
+  assert.match(csp, /style-src 'self'(;|$)/);
+  assert.match(csp, /img-src 'self' data:(;|$)/);
+  assert.match(csp, /frame-ancestors 'none'/);
+  assert.doesNotMatch(res.body, /<script>alert/);
+  assert.match(res.body, /&lt;script&gt;alert\(1\)&lt;\/script&gt; &quot;quoted&quot;/);
+  assert.match(res.body, /Cafe &lt;b&gt;Bold&lt;\/b&gt; &amp; Co/);
+  assert.match(res.body, /\$12\.50/);
+  assert.match(res.body, /Test mode/);
+  assert.match(res.body, /src="data:image\/png;base64,/);
+  assert.doesNotMatch(res.body, /<script>|style="|https?:\/\/(?!127\.0\.0\.1)/, 'no inline script or style, no external asset');
+});
+
+test('live mode with no bank configured says so plainly', async (t) => {
+  const { app, merchant, live } = await setup(t);
+  const created = await live.post('/v1/requests', { bank_account_id: merchant.bankAccountId, amount: '5.00 NZD', message: 'Live thing' });
+  const res = await page(app, `/pay/${created.body.request.id}`);
+  assert.equal(res.statusCode, 200);
+  assert.match(res.body, /No bank is connected/);
+  assert.doesNotMatch(res.body, /Test mode/);
+  assert.doesNotMatch(res.body, /<form method="post"/);
+});
+
+test('paid, expired, deleted and unknown requests get their own pages', async (t) => {
+  const { app, merchant, test: api } = await setup(t);
+  const make = async (extra = {}) => (await api.post('/v1/requests', { bank_account_id: merchant.bankAccountId, amount: '5.00 NZD', message: 'Thing', ...extra })).body.request.id;
+  const deleted = await make();
+  await api.delete(`/v1/requests/${deleted}`);
+  let res = await page(app, `/pay/${deleted}`);
+  assert.equal(res.statusCode, 410);
+  assert.match(res.body, /no longer available/);
+
+  const expiring = await make({ expires_in: '1m' });
+  await api.post('/v1/test-helpers/clock/advance', { seconds: 61 });
+  res = await page(app, `/pay/${expiring}`);
+  assert.equal(res.statusCode, 410);
+  assert.match(res.body, /has expired/);
+  const form = await app.app.inject({ method: 'POST', url: `/pay/${expiring}`, payload: 'bank=sandbox', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+  assert.equal(form.statusCode, 409);
+  assert.match(form.body, /has expired/);
+
+  const paid = await make();
+  await app.deps.db.updateTable('requests').set({ status: 'paid' }).where('id', '=', paid).execute();
+  res = await page(app, `/pay/${paid}`);
+  assert.equal(res.statusCode, 200);
+  assert.match(res.body, /has been paid/);
+
+  res = await page(app, '/pay/request_01JD2Q8Z7M3V4K5N6P7R8S9T0V');
+  assert.equal(res.statusCode, 404);
+  res = await page(app, '/pay/return?state=nothing&code=x');
+  assert.equal(res.statusCode, 400);
+  assert.match(res.body, /could not match this bank response/);
+});
+
+test('the status endpoint returns statuses only, without a key', async (t) => {
+  const { app, merchant, test: api } = await setup(t);
+  const id = (await api.post('/v1/requests', { bank_account_id: merchant.bankAccountId, amount: '5.00 NZD', message: 'Thing' })).body.request.id;
+  const res = await page(app, `/pay/${id}/status`);
+  assert.equal(res.statusCode, 200);
+  assert.deepEqual(res.json(), { request: { id, status: 'active' }, payment: null });
+  const missing = await page(app, `/pay/${id}/status?payment_id=payment_01JD2Q8Z7M3V4K5N6P7R8S9T0V`);
+  assert.equal(missing.statusCode, 404);
+  assert.deepEqual(missing.json(), { code: 'not_found.payment', message: 'No such payment: payment_01JD2Q8Z7M3V4K5N6P7R8S9T0V', params: { id: 'payment_01JD2Q8Z7M3V4K5N6P7R8S9T0V' } });
+});
+
+test('embedding: frame-ancestors is the given origin only; embed.js knows the service origin', async (t) => {
+  const { app, merchant, test: api } = await setup(t);
+  const id = (await api.post('/v1/requests', { bank_account_id: merchant.bankAccountId, amount: '5.00 NZD', message: 'Thing' })).body.request.id;
+  let res = await page(app, `/pay/${id}?embed_origin=${encodeURIComponent('https://shop.example:8443')}`);
+  assert.match(res.headers['content-security-policy'] as string, /frame-ancestors https:\/\/shop\.example:8443(;|$)/);
+  assert.match(res.body, /data-embed-origin="https:\/\/shop.example:8443"/);
+  for (const bad of ['https://shop.example/path', 'javascript:alert(1)', "https://a.example 'unsafe-inline'", 'null']) {
+    res = await page(app, `/pay/${id}?embed_origin=${encodeURIComponent(bad)}`);
+    assert.match(res.headers['content-security-policy'] as string, /frame-ancestors 'none'/, bad);
+  }
+  const script = await page(app, '/embed.js');
+  assert.equal(script.statusCode, 200);
+  assert.match(script.headers['content-type'] as string, /javascript/);
+  assert.match(script.body, new RegExp(`SERVICE_ORIGIN = "${new URL(app.deps.config.publicBaseUrl).origin}"`));
+  const demo = await page(app, `/embed-demo?request_id=${id}`);
+  assert.equal(demo.statusCode, 200);
+  assert.match(demo.body, new RegExp(`data-request-id="${id}"`));
+  const css = await page(app, '/checkout/assets/checkout.css');
+  assert.equal(css.statusCode, 200);
+});
