@@ -34,8 +34,10 @@ export async function registerCheckoutRoutes(app: App, deps: Deps): Promise<void
     const type = assetTypes[path.extname(name)];
     if (type && name !== 'embed.js') assets.set(name, { type, body: fs.readFileSync(path.join(assetsDir, name), 'utf8') });
   }
-  const serviceOrigin = new URL(deps.config.publicBaseUrl).origin;
-  const embedScript = fs.readFileSync(path.join(assetsDir, 'embed.js'), 'utf8').replace('__SERVICE_ORIGIN__', JSON.stringify(serviceOrigin));
+  // Read per request: PUBLIC_BASE_URL is fixed in production, but tests learn their port late.
+  const serviceOrigin = () => new URL(deps.config.publicBaseUrl).origin;
+  const embedSource = fs.readFileSync(path.join(assetsDir, 'embed.js'), 'utf8');
+  const embedScript = () => embedSource.replace('__SERVICE_ORIGIN__', JSON.stringify(serviceOrigin()));
 
   app.get<{ Params: { name: string } }>('/checkout/assets/:name', hidden, async (request, reply) => {
     const asset = assets.get(request.params.name);
@@ -45,11 +47,11 @@ export async function registerCheckoutRoutes(app: App, deps: Deps): Promise<void
 
   app.get('/embed.js', hidden, async (_request, reply) =>
     reply.header('content-type', 'text/javascript; charset=utf-8').header('cache-control', 'public, max-age=300')
-      .header('access-control-allow-origin', '*').header('cross-origin-resource-policy', 'cross-origin').send(embedScript));
+      .header('access-control-allow-origin', '*').header('cross-origin-resource-policy', 'cross-origin').send(embedScript()));
 
   app.get<{ Querystring: Query }>('/embed-demo', hidden, async (request, reply) => {
     const requestId = typeof request.query.request_id === 'string' && /^request_[0-9A-Z]{26}$/.test(request.query.request_id) ? request.query.request_id : null;
-    return sendPage(reply, 200, render('embed-demo', { requestId, base: deps.config.publicBaseUrl }), serviceOrigin);
+    return sendPage(reply, 200, render('embed-demo', { requestId, base: deps.config.publicBaseUrl }), serviceOrigin());
   });
 
   const notFoundPage = (reply: FastifyReply) =>
