@@ -53,6 +53,16 @@ async function chooseBankAndGo(page: Page): Promise<void> {
   await page.getByRole('button', { name: 'Continue to your bank' }).click();
 }
 
+/** Polls from Node (not from the page, whose timers a background tab may hold back) until `done`. */
+async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 20_000): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (done(value) || Date.now() > until) return value;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
 async function statusesOf(world: CheckoutWorld, requestId: string): Promise<string[]> {
   return (await world.api.get(`/v1/requests/${requestId}/payments`)).body.payments.map((p: any) => p.status);
 }
@@ -165,7 +175,10 @@ test('the embed widget on a page of another origin receives its message', { skip
 </body></html>`);
   });
   await new Promise<void>((resolve) => shop.listen(0, '127.0.0.1', resolve));
-  t.after(() => new Promise<void>((resolve) => shop.close(() => resolve())));
+  t.after(() => new Promise<void>((resolve) => {
+    shop.close(() => resolve());
+    shop.closeAllConnections();
+  }));
   const shopUrl = `http://localhost:${(shop.address() as { port: number }).port}/`;
 
   const page = await newPage(t);
@@ -177,11 +190,14 @@ test('the embed widget on a page of another origin receives its message', { skip
     frame.getByRole('button', { name: 'Continue to your bank' }).click(),
   ]);
   await atBank(bankTab, 'Approve');
-  await page.waitForFunction('window.messages.length > 0', undefined, { timeout: 20_000 });
-  const messages = await page.evaluate('window.messages');
+  // The shop's tab was in the background while the bank tab was open; bring it back as the payer would.
+  await page.bringToFront();
+  const messages = await eventually(() => page.evaluate('window.messages') as Promise<unknown[]>, (list) => list.length > 0);
   const [payment] = (await world.api.get(`/v1/requests/${request.id}/payments`)).body.payments;
   assert.deepEqual(messages, [{ type: 'payment.successful', requestId: request.id, paymentId: payment.id, status: 'successful' }]);
   await frame.getByRole('heading', { name: 'Payment successful' }).waitFor();
+  // Close the browser before the servers: the shop's tab may still hold connections to both.
+  await page.context().close();
 });
 
 test('a 390×844 phone viewport', { skip: skipReason ?? false }, async (t) => {

@@ -104,3 +104,27 @@ test('embedding: frame-ancestors is the given origin only; embed.js knows the se
   const css = await page(app, '/checkout/assets/checkout.css');
   assert.equal(css.statusCode, 200);
 });
+
+test('merchant logos are fetched by the service and served from its own origin, images only', async (t) => {
+  const { app, merchant, test: api } = await setup(t);
+  const http = await import('node:http');
+  const png = Buffer.from('89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8ffff3f0005fe02fea7d6a4a60000000049454e44ae426082', 'hex');
+  const server = http.createServer((req, res) => {
+    if (req.url === '/logo.png') res.setHeader('content-type', 'image/png').end(png);
+    else res.setHeader('content-type', 'image/svg+xml').end('<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  const id = (await api.post('/v1/requests', {
+    bank_account_id: merchant.bankAccountId, amount: '5.00 NZD', message: 'Thing', logo_image_url: `${base}/logo.png`, banner_image_url: `${base}/banner.svg`,
+  })).body.request.id;
+  const html = (await page(app, `/pay/${id}`)).body;
+  assert.match(html, new RegExp(`src="/pay/${id}/logo"`));
+  assert.doesNotMatch(html, new RegExp(base.replace(/\./g, '\\.')));
+  const logo = await page(app, `/pay/${id}/logo`);
+  assert.equal(logo.statusCode, 200);
+  assert.equal(logo.headers['content-type'], 'image/png');
+  assert.deepEqual(logo.rawPayload, png);
+  assert.equal((await page(app, `/pay/${id}/banner`)).statusCode, 404, 'an SVG is not relayed');
+});

@@ -5,7 +5,6 @@ import { completeOneOffReturn, startOneOffPayment } from '../payments/one-off.se
 import type { RequestRow } from '../requests/requests.repo.ts';
 import { recurringOptionsOf, subscriptionOptionsOf } from '../requests/requests.present.ts';
 import type { RequestKind } from '../requests/requests.rules.ts';
-import { boundsText } from './checkout.form.ts';
 
 // What differs between kinds of request at checkout: the summary the payer reads, the consent to
 // create at the bank and what happens when the payer comes back. One-off payments are built here;
@@ -42,7 +41,8 @@ const oneOff: CheckoutStrategy = {
     const fixed = request.amount_cents;
     return {
       headline: fixed === null ? null : displayAmount(fixed),
-      lines: fixed === null ? [{ label: 'Amount', value: `You choose. ${boundsText(request)}` }] : [],
+      // A payer-chosen amount has its own field, with the bounds beside it.
+      lines: [],
       consentText: 'You will approve this one payment in your bank. Your bank details are never shared with the merchant.',
       action: 'Continue to your bank',
     };
