@@ -1,5 +1,6 @@
 import type { JobHandler } from './worker.ts';
 import { EXPIRE_REQUEST_JOB, expireRequestJob } from '../modules/requests/requests.service.ts';
+import { WEBHOOK_DELIVERY_JOB } from '../modules/webhooks/deliveries.repo.ts';
 
 /** Every job kind and the module handler that runs it. */
 export function jobHandlers(): Record<string, JobHandler> {
@@ -7,3 +8,6 @@ export function jobHandlers(): Record<string, JobHandler> {
     [EXPIRE_REQUEST_JOB]: expireRequestJob,
   };
 }
+
+/** Job kinds with a dispatcher of their own (webhooks.dispatcher.ts); the generic Worker skips them. */
+export const DISPATCHED_JOB_KINDS = [WEBHOOK_DELIVERY_JOB];
