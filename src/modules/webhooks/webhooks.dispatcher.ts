@@ -52,6 +52,7 @@ type Work = {
 
 type Outcome =
   | { work: Work; kind: 'cancelled' }
+  | { work: Work; kind: 'exhausted'; at: number }
   | { work: Work; kind: 'attempted'; startedAt: number; result: SendResult; retryAt: number | null };
 
 export class WebhookDispatcher {
@@ -242,6 +243,9 @@ export class WebhookDispatcher {
   private async attempt(work: Work): Promise<Outcome> {
     if (!work.sendable || !work.url || !work.secret) return { work, kind: 'cancelled' };
     const startedAt = this.clock.now();
+    // A job re-claimed after a crash, or held up past its window, is not sent beyond the caps.
+    const late = work.firstAttemptAt !== null && startedAt - work.firstAttemptAt > this.policy.maxDurationMs;
+    if (work.attempt > this.policy.maxAttempts || late) return { work, kind: 'exhausted', at: startedAt };
     const result = await this.sender.send(
       { url: work.url, live: work.live },
       work.body,
@@ -296,7 +300,7 @@ export class WebhookDispatcher {
     await transact(this.db, async (trx) => {
       // Only results of jobs this dispatcher still holds are applied; a job whose lease lapsed
       // belongs to whoever claimed it since.
-      const finished = batch.filter((o) => o.kind === 'cancelled' || o.retryAt === null).map((o) => o.work.jobId);
+      const finished = batch.filter((o) => o.kind !== 'attempted' || o.retryAt === null).map((o) => o.work.jobId);
       const owned = new Set<string>();
       for (let i = 0; i < finished.length; i += 500) {
         const deleted = await trx.deleteFrom('jobs').where('id', 'in', finished.slice(i, i + 500)).where('locked_by', '=', this.id).returning('id').execute();
@@ -336,6 +340,10 @@ export class WebhookDispatcher {
         if (!owned.has(work.jobId)) continue;
         if (outcome.kind === 'cancelled') {
           await trx.updateTable('webhook_deliveries').set({ status: 'cancelled', next_attempt_at: null }).where('id', '=', work.deliveryId).where('status', '=', 'pending').execute();
+          continue;
+        }
+        if (outcome.kind === 'exhausted') {
+          await trx.updateTable('webhook_deliveries').set({ status: 'failed', next_attempt_at: null, failed_at: outcome.at }).where('id', '=', work.deliveryId).where('status', '=', 'pending').execute();
           continue;
         }
         const acknowledged = isAcknowledged(outcome.result.statusCode);
