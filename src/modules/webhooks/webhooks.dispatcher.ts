@@ -34,6 +34,9 @@ export type DispatcherOptions = {
   leaseMs?: number;
 };
 
+const FLUSH_BATCH = 256;
+const FLUSH_GATHER_MS = 5;
+
 type Work = {
   jobId: string;
   deliveryId: string;
@@ -79,6 +82,7 @@ export class WebhookDispatcher {
   private claimAgain = false;
   private pollTimer: NodeJS.Timeout | null = null;
   private retryTimer: NodeJS.Timeout | null = null;
+  private flushTimer: NodeJS.Timeout | null = null;
   private retryTimerAt = Infinity;
   private heartbeat: NodeJS.Timeout | null = null;
   private unregister: (() => void) | null = null;
@@ -90,8 +94,8 @@ export class WebhookDispatcher {
     this.random = options.random ?? Math.random;
     this.timeoutMs = options.timeoutMs ?? DELIVERY_POLICY.timeoutMs;
     this.policy = options.policy ?? DELIVERY_POLICY;
-    this.maxInFlight = options.maxInFlight ?? 512;
-    this.perEndpoint = options.perEndpoint ?? 64;
+    this.maxInFlight = options.maxInFlight ?? 1024;
+    this.perEndpoint = options.perEndpoint ?? 128;
     this.pollMs = options.pollMs ?? 100;
     this.leaseMs = options.leaseMs ?? 10_000;
     this.sender = options.sender ?? createUndiciSender({ allowPrivate: options.allowPrivate ?? false, connectionsPerOrigin: this.perEndpoint });
@@ -264,8 +268,27 @@ export class WebhookDispatcher {
     return { work, kind: 'attempted', startedAt, result, retryAt };
   }
 
+  /**
+   * Results are written in batches: SQLite commits synchronously, so without a short gathering
+   * delay every result would cost a commit of its own.
+   */
   private scheduleFlush(): void {
     if (this.flushing) return;
+    if (this.outcomes.length < FLUSH_BATCH) {
+      if (this.flushTimer) return;
+      this.flushTimer = setTimeout(() => {
+        this.flushTimer = null;
+        this.startFlush();
+      }, FLUSH_GATHER_MS);
+      return;
+    }
+    this.startFlush();
+  }
+
+  private startFlush(): void {
+    if (this.flushing) return;
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.flushTimer = null;
     this.flushing = this.flush().finally(() => {
       this.flushing = null;
       if (this.outcomes.length > 0) this.scheduleFlush();
@@ -299,7 +322,7 @@ export class WebhookDispatcher {
   private async record(batch: Outcome[]): Promise<void> {
     await transact(this.db, async (trx) => {
       // Only results of jobs this dispatcher still holds are applied; a job whose lease lapsed
-      // belongs to whoever claimed it since.
+      // belongs to whoever claimed it since, and that claimant records its own attempt.
       const finished = batch.filter((o) => o.kind !== 'attempted' || o.retryAt === null).map((o) => o.work.jobId);
       const owned = new Set<string>();
       for (let i = 0; i < finished.length; i += 500) {
@@ -321,7 +344,7 @@ export class WebhookDispatcher {
 
       const attempts: WebhookAttemptsTable[] = [];
       for (const outcome of batch) {
-        if (outcome.kind !== 'attempted') continue;
+        if (outcome.kind !== 'attempted' || !owned.has(outcome.work.jobId)) continue;
         attempts.push({
           id: newId('attempt'),
           delivery_id: outcome.work.deliveryId,
