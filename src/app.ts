@@ -11,6 +11,7 @@ import { checkDb } from './store/db.ts';
 import { registerMerchantRoutes } from './modules/merchants/merchants.routes.ts';
 import { registerRequestRoutes } from './modules/requests/requests.routes.ts';
 import { registerTestClockRoutes } from './modules/test-helpers/clock.routes.ts';
+import { sandboxBank, serviceClient } from './modules/banks/sandbox-bank/sandbox-bank.app.ts';
 
 export type App = FastifyInstance<any, any, any, any, TypeBoxTypeProvider>;
 
@@ -79,5 +80,12 @@ export async function buildApp(deps: Deps): Promise<App> {
   await registerMerchantRoutes(app, deps);
   await registerRequestRoutes(app, deps);
   await registerTestClockRoutes(app, deps);
+  await app.register(sandboxBank, {
+    prefix: '/sandbox-bank',
+    db: deps.db,
+    clock: deps.clock,
+    zone: deps.config.serviceTimeZone,
+    clients: serviceClient(() => deps.config.publicBaseUrl),
+  });
   return app;
 }
