@@ -8,6 +8,7 @@ import { Worker } from './jobs/worker.ts';
 import { systemClock, type Clock } from './shared/time.ts';
 import { openDb, type Db, type StoreOptions } from './store/db.ts';
 import { migrateToLatest } from './store/migrate.ts';
+import { OpenBankingRegistry } from './modules/banks/registry.ts';
 
 export type Runtime = { deps: Deps; app: App; close(): Promise<void> };
 
@@ -28,7 +29,8 @@ export async function createRuntime(config: Config, options: { db?: Db; log?: Lo
   await migrateToLatest(db);
   const clock = options.clock ?? systemClock;
   const worker = new Worker({ db, log: log.child({ component: 'worker' }), handlers: jobHandlers(), realClock: clock });
-  const deps: Deps = { config, db, log, clock, worker };
+  const banks = new OpenBankingRegistry({ config, now: () => clock.now() });
+  const deps: Deps = { config, db, log, clock, worker, banks };
   const app = await buildApp(deps);
   if (config.workers) worker.start();
   return {
@@ -36,6 +38,7 @@ export async function createRuntime(config: Config, options: { db?: Db; log?: Lo
     app,
     async close() {
       await worker.stop();
+      await banks.close();
       await app.close();
       await db.destroy();
     },
