@@ -10,6 +10,8 @@ export type Config = {
   databaseUrl: string | null;
   smtpUrl: string | null;
   sandboxBankUrl: string;
+  /** SANDBOX_BANK_URL was given; otherwise the sandbox bank is the one mounted under PUBLIC_BASE_URL. */
+  sandboxBankUrlSet?: boolean;
   logLevel: string;
   serviceTimeZone: string;
   workers: boolean;
@@ -77,6 +79,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseUrl,
     smtpUrl,
     sandboxBankUrl,
+    sandboxBankUrlSet: Boolean(env.SANDBOX_BANK_URL),
     logLevel,
     serviceTimeZone,
     workers: bool(env, 'WORKERS', true),

@@ -35,7 +35,6 @@ export class OpenBankingRegistry implements BankRegistry {
   private readonly http: BankHttp;
   private readonly now: () => number;
   private readonly startSandboxUrl: string;
-  private readonly sandboxFollowsPublicUrl: boolean;
   private readonly connectors = new Map<string, BankConnector>();
 
   constructor(options: OpenBankingRegistryOptions) {
@@ -44,7 +43,6 @@ export class OpenBankingRegistry implements BankRegistry {
     this.http = new BankHttp(options.http);
     this.now = options.now ?? Date.now;
     this.startSandboxUrl = options.config.sandboxBankUrl;
-    this.sandboxFollowsPublicUrl = options.config.sandboxBankUrl === `${options.config.publicBaseUrl}/sandbox-bank`;
   }
 
   list(mode: 'live' | 'test'): Array<{ id: string; name: string }> {
@@ -67,7 +65,7 @@ export class OpenBankingRegistry implements BankRegistry {
    * listen on a free port and set the public URL afterwards.
    */
   sandboxUrl(): string {
-    if (this.config.sandboxBankUrl !== this.startSandboxUrl || !this.sandboxFollowsPublicUrl) return this.config.sandboxBankUrl;
+    if (this.config.sandboxBankUrlSet || this.config.sandboxBankUrl !== this.startSandboxUrl) return this.config.sandboxBankUrl;
     return `${this.config.publicBaseUrl}/sandbox-bank`;
   }
 
