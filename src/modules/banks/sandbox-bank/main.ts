@@ -1,10 +1,8 @@
 import path from 'node:path';
-import { Migrator } from 'kysely';
 import pino from 'pino';
 import { ConfigError, loadConfig } from '../../../config.ts';
 import { openDb } from '../../../store/db.ts';
-import * as sandboxMigration from '../../../store/migrations/0004-sandbox-bank.ts';
-import { buildSandboxBankApp, SERVICE_CLIENT_ID, SERVICE_CLIENT_SECRET } from './sandbox-bank.app.ts';
+import { buildSandboxBankApp, migrateSandboxBank, SERVICE_CLIENT_ID, SERVICE_CLIENT_SECRET } from './sandbox-bank.app.ts';
 
 // npm run sandbox-bank: the sandbox bank alone, on its own SQLite file under DATA_DIR.
 // PORT (default 3001), HOST, DATA_DIR, SERVICE_TIME_ZONE as for the service; the client it
@@ -30,10 +28,10 @@ try {
 }
 
 const db = openDb({ engine: 'sqlite', file: path.join(config.dataDir, 'sandbox-bank.db') });
-const migrator = new Migrator({ db, provider: { getMigrations: async () => ({ '0004-sandbox-bank': sandboxMigration }) } });
-const migrated = await migrator.migrateToLatest();
-if (migrated.error) {
-  process.stderr.write(`sandbox-bank: could not prepare the database: ${String((migrated.error as Error).message ?? migrated.error)}\n`);
+try {
+  await migrateSandboxBank(db);
+} catch (error) {
+  process.stderr.write(`sandbox-bank: could not prepare the database: ${(error as Error).message}\n`);
   process.exit(1);
 }
 

@@ -1,8 +1,10 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import formbody from '@fastify/formbody';
-import type { Kysely } from 'kysely';
+import { Migrator, sql, type Kysely } from 'kysely';
+import { engineOf } from '../../../store/db.ts';
 import type { Logger } from 'pino';
 import { validatorCompiler } from '../../../http/validation.ts';
+import * as sandboxMigration from '../../../store/migrations/0004-sandbox-bank.ts';
 import { systemClock, type Clock } from '../../../shared/time.ts';
 import { registerApiRoutes } from './api.routes.ts';
 import { registerAuthRoutes } from './auth.routes.ts';
@@ -64,4 +66,17 @@ export async function buildSandboxBankApp(options: SandboxBankOptions & { log?: 
   await app.register(formbody);
   await app.register(sandboxBank, options);
   return app;
+}
+
+/** The bank's own tables on a database of its own (standalone): only its migration runs there. */
+export async function migrateSandboxBank(db: Kysely<any>): Promise<void> {
+  // Name the schema on PostgreSQL: Kysely otherwise looks for its bookkeeping tables in every schema.
+  const schema = engineOf(db) === 'postgres' ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema : undefined;
+  const migrator = new Migrator({
+    db,
+    provider: { getMigrations: async () => ({ '0004-sandbox-bank': sandboxMigration }) },
+    ...(schema && { migrationTableSchema: schema }),
+  });
+  const { error } = await migrator.migrateToLatest();
+  if (error) throw error instanceof Error ? error : new Error(String(error));
 }
