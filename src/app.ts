@@ -14,6 +14,7 @@ import { registerRequestRoutes } from './modules/requests/requests.routes.ts';
 import { registerTestClockRoutes } from './modules/test-helpers/clock.routes.ts';
 import { registerEventRoutes } from './modules/events/events.routes.ts';
 import { registerWebhookRoutes } from './modules/webhooks/webhooks.routes.ts';
+import { sandboxBank, serviceClient } from './modules/banks/sandbox-bank/sandbox-bank.app.ts';
 
 export type App = FastifyInstance<any, any, any, any, TypeBoxTypeProvider>;
 
@@ -93,5 +94,12 @@ export async function buildApp(deps: Deps): Promise<App> {
   await registerTestClockRoutes(app, deps);
   await registerEventRoutes(app, deps);
   await registerWebhookRoutes(app, deps);
+  await app.register(sandboxBank, {
+    prefix: '/sandbox-bank',
+    db: deps.db,
+    clock: deps.clock,
+    zone: deps.config.serviceTimeZone,
+    clients: serviceClient(() => deps.config.publicBaseUrl),
+  });
   return app;
 }

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { IANAZone } from 'luxon';
+import { BanksFileError, readBanksFile } from './modules/banks/banks-file.ts';
 
 export type Config = {
   port: number;
@@ -9,6 +10,8 @@ export type Config = {
   databaseUrl: string | null;
   smtpUrl: string | null;
   sandboxBankUrl: string;
+  /** SANDBOX_BANK_URL was given; otherwise the sandbox bank is the one mounted under PUBLIC_BASE_URL. */
+  sandboxBankUrlSet?: boolean;
   logLevel: string;
   serviceTimeZone: string;
   workers: boolean;
@@ -59,6 +62,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!logLevels.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${logLevels.join(', ')}, got ${JSON.stringify(logLevel)}`);
   const serviceTimeZone = env.SERVICE_TIME_ZONE || 'Pacific/Auckland';
   if (!IANAZone.isValidZone(serviceTimeZone)) throw new ConfigError(`SERVICE_TIME_ZONE must be an IANA time zone such as Pacific/Auckland, got ${JSON.stringify(serviceTimeZone)}`);
+  const banksFile = env.BANKS_FILE ? path.resolve(env.BANKS_FILE) : null;
+  if (banksFile) {
+    try {
+      readBanksFile(banksFile);
+    } catch (error) {
+      if (error instanceof BanksFileError) throw new ConfigError(error.message);
+      throw error;
+    }
+  }
   return {
     port,
     host,
@@ -67,11 +79,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseUrl,
     smtpUrl,
     sandboxBankUrl,
+    sandboxBankUrlSet: Boolean(env.SANDBOX_BANK_URL),
     logLevel,
     serviceTimeZone,
     workers: bool(env, 'WORKERS', true),
     demoMerchant: bool(env, 'DEMO_MERCHANT', true),
-    banksFile: env.BANKS_FILE ? path.resolve(env.BANKS_FILE) : null,
+    banksFile,
     webhookAllowPrivate: bool(env, 'WEBHOOK_ALLOW_PRIVATE', false),
   };
 }

@@ -10,6 +10,7 @@ import { openDb, type Db, type StoreOptions } from './store/db.ts';
 import { migrateToLatest } from './store/migrate.ts';
 import { WebhookDispatcher } from './modules/webhooks/webhooks.dispatcher.ts';
 import { installWebhookFanOut } from './modules/webhooks/webhooks.fanout.ts';
+import { OpenBankingRegistry } from './modules/banks/registry.ts';
 
 export type Runtime = { deps: Deps; app: App; close(): Promise<void> };
 
@@ -32,7 +33,8 @@ export async function createRuntime(config: Config, options: { db?: Db; log?: Lo
   installWebhookFanOut();
   const worker = new Worker({ db, log: log.child({ component: 'worker' }), handlers: {}, realClock: clock, excludeKinds: DISPATCHED_JOB_KINDS });
   const webhooks = new WebhookDispatcher({ db, log: log.child({ component: 'webhooks' }), allowPrivate: config.webhookAllowPrivate });
-  const deps: Deps = { config, db, log, clock, worker };
+  const banks = new OpenBankingRegistry({ config, now: () => clock.now() });
+  const deps: Deps = { config, db, log, clock, worker, banks };
   worker.setHandlers(jobHandlers(deps));
   const app = await buildApp(deps);
   if (config.workers) {
@@ -45,6 +47,7 @@ export async function createRuntime(config: Config, options: { db?: Db; log?: Lo
     async close() {
       await worker.stop();
       await webhooks.stop();
+      await banks.close();
       await app.close();
       await db.destroy();
     },
