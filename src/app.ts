@@ -4,7 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import formbody from '@fastify/formbody';
-import { errorHandler, notFoundHandler } from './http/errors.ts';
+import { errorHandler, notFoundHandler, requireJsonBody } from './http/errors.ts';
 import { validatorCompiler } from './http/validation.ts';
 import type { Deps } from './http/context.ts';
 import { checkDb } from './store/db.ts';
@@ -43,6 +43,7 @@ export async function buildApp(deps: Deps): Promise<App> {
   app.setValidatorCompiler(validatorCompiler);
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);
+  app.addHook('preValidation', requireJsonBody);
   app.addHook('onSend', async (request, reply, payload) => {
     reply.header('x-request-id', request.id);
     return payload;

@@ -12,12 +12,12 @@ const ClockEnvelope = Type.Object({
 export async function registerTestClockRoutes(app: App, deps: Deps): Promise<void> {
   const tags = ['Test helpers'];
   app.get('/v1/test-helpers/clock', {
-    preHandler: apiKeyAuth(deps),
+    onRequest: apiKeyAuth(deps),
     schema: { tags, summary: "The merchant's test clock (test keys only)", response: { 200: ClockEnvelope, ...errorResponses } },
   }, async (request) => getClock(request.ctx));
 
   app.post('/v1/test-helpers/clock/advance', {
-    preHandler: apiKeyAuth(deps),
+    onRequest: apiKeyAuth(deps),
     schema: {
       tags,
       summary: 'Move the test clock forward; returns once all work due up to then has run',
