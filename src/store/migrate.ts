@@ -1,11 +1,24 @@
-import { Migrator, type MigrationProvider } from 'kysely';
-import type { Db } from './db.ts';
+import { Migrator, sql, type MigrationProvider } from 'kysely';
+import { engineOf, type Db } from './db.ts';
 import { migrations } from './migrations/index.ts';
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
 
+/**
+ * On PostgreSQL the migration tables are pinned to the connection's current schema: left
+ * unqualified, Kysely looks for them in every schema it can see, so another schema's migration
+ * tables (a second Tono database, a test schema) would make it skip creating ours.
+ */
+async function migrationSchema(db: Db): Promise<string | undefined> {
+  if (engineOf(db) !== 'postgres') return undefined;
+  const { rows } = await sql<{ schema: string | null }>`select current_schema() as schema`.execute(db);
+  const schema = rows[0]?.schema;
+  if (!schema) throw new Error('the PostgreSQL search_path names no existing schema');
+  return schema;
+}
+
 export async function migrateToLatest(db: Db): Promise<string[]> {
-  const migrator = new Migrator({ db, provider });
+  const migrator = new Migrator({ db, provider, migrationTableSchema: await migrationSchema(db) });
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error(String(error));
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
