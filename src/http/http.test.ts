@@ -102,6 +102,10 @@ test('x-request-id is echoed (or made up when absent or unusable); unknown route
   assertError(await api.get('/v1/nothing-here?x=1'), 404, 'not_found.route', 'No route GET /v1/nothing-here');
   assertError(await api.post('/nothing', {}), 404, 'not_found.route', 'No route POST /nothing');
   assertError(await api.put('/v1/requests', {}), 404, 'not_found.route', 'No route PUT /v1/requests');
+  assertError(await api.get('/v1/requests/%E0%A4%A'), 400, 'bad_request.invalid_url', 'The URL is not valid: check its percent-encoding');
+  assertError(await api.get('/v1/requests/req%00uest'), 400, 'bad_request.invalid_param.id', 'id must not contain NUL (\\u0000) characters', { field: 'id' });
+  assertError(await api.get('/v1/requests?merchant_identifier=a%00b'), 400, 'bad_request.invalid_param.merchant_identifier',
+    'merchant_identifier must not contain NUL (\\u0000) characters', { field: 'merchant_identifier' });
 });
 
 test('logs carry the request id and never an API key; an unexpected failure is a logged 500', async (t) => {

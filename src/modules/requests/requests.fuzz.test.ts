@@ -63,6 +63,11 @@ test('malformed bodies never cause a 5xx and always get the error shape', async 
   };
   await fc.assert(fc.asyncProperty(almostValid(merchant.bankAccountId), async (payload) => { await check(payload); }), { numRuns: 400 });
   await fc.assert(fc.asyncProperty(text, async (payload) => { await check(payload); }), { numRuns: 300 });
+  // a valid body with one string field replaced by any text, control characters and NUL included
+  const anyText = fc.oneof(fc.string({ unit: 'binary', maxLength: 80 }), fc.string({ unit: 'grapheme', maxLength: 80 }), fc.constantFrom('\u0000', 'a\u0000', '\ud83d'));
+  await fc.assert(fc.asyncProperty(fc.constantFrom('message', 'merchant_identifier', 'reference', 'bank_account_id', 'amount', 'expires_in'), anyText, async (field, value) => {
+    await check(JSON.stringify({ bank_account_id: merchant.bankAccountId, amount: '10.00 NZD', message: 'Fuzz', [field]: value }));
+  }), { numRuns: 300 });
   await fc.assert(fc.asyncProperty(fc.constantFrom('text/plain', 'application/x-www-form-urlencoded', 'application/octet-stream', 'application/json; charset=latin1', 'application/jsonx'),
     fc.string(), async (type, payload) => { await check(payload, type); }), { numRuns: 60 });
   t.diagnostic(JSON.stringify(Object.fromEntries(seen)));

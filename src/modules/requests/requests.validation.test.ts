@@ -153,6 +153,10 @@ const cases: Case[] = [
     'cust_info.nickname is not a parameter of this endpoint', { field: 'cust_info.nickname' }],
   ['cust_info bad phone', set({ cust_info: { email: 'a@example.com', phone: 'call me' } }), invalid('cust_info.phone'),
     'cust_info.phone must be a phone number of digits, spaces, ()- and an optional leading +', { field: 'cust_info.phone' }],
+  // NUL characters (PostgreSQL text cannot hold them): refused everywhere, naming the field
+  ['NUL in message', set({ message: 'Cof\u0000fee' }), invalid('message'), 'message must not contain NUL (\\u0000) characters', { field: 'message' }],
+  ['NUL in a nested field', set({ cust_info: { email: 'a@example.com', first_name: '\u0000' } }), invalid('cust_info.first_name'),
+    'cust_info.first_name must not contain NUL (\\u0000) characters', { field: 'cust_info.first_name' }],
   // unknown fields, top level and nested
   ['unknown field', set({ currency: 'NZD' }), 'bad_request.unknown_param.currency', 'currency is not a parameter of this endpoint', { field: 'currency' }],
   ['minimum_payment_amount misspelt as the response name', dynamic({ min_payment_amount: 100 }), 'bad_request.unknown_param.min_payment_amount',
