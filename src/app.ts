@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import formbody from '@fastify/formbody';
-import { errorHandler, notFoundHandler } from './http/errors.ts';
+import { errorHandler, notFoundHandler, requireJsonBody } from './http/errors.ts';
 import { validatorCompiler } from './http/validation.ts';
+import { refuseNulCharacters } from './http/text-guard.ts';
 import type { Deps } from './http/context.ts';
 import { checkDb } from './store/db.ts';
 import { createMetrics } from './http/metrics.ts';
@@ -42,12 +43,18 @@ export async function buildApp(deps: Deps): Promise<App> {
     },
     routerOptions: { ignoreTrailingSlash: true },
     trustProxy: false,
+    // Errors Fastify raises before routing (a path with broken percent-encoding) get the API's shape too.
+    frameworkErrors: (_error, _request, reply) => {
+      void (reply as FastifyReply).status(400).send({ code: 'bad_request.invalid_url', message: 'The URL is not valid: check its percent-encoding', params: {} });
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);
   const metrics = createMetrics(deps);
+  app.addHook('preValidation', requireJsonBody);
+  app.addHook('preValidation', refuseNulCharacters);
   app.addHook('onSend', async (request, reply, payload) => {
     reply.header('x-request-id', request.id);
     return payload;

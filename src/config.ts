@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import { IANAZone } from 'luxon';
 import { BanksFileError, readBanksFile } from './modules/banks/banks-file.ts';
@@ -47,7 +48,7 @@ function url(name: string, raw: string, protocols: string[]): string {
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const portRaw = env.PORT ?? '3000';
+  const portRaw = env.PORT || '3000';
   const port = Number(portRaw);
   if (!/^\d+$/.test(portRaw) || port > 65535) throw new ConfigError(`PORT must be a port number 0-65535, got ${JSON.stringify(portRaw)}`);
   const host = env.HOST || '127.0.0.1';
@@ -56,6 +57,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const publicBaseUrl = url('PUBLIC_BASE_URL', env.PUBLIC_BASE_URL || `http://${urlHost}:${port}`, ['http:', 'https:']);
   const dataDir = path.resolve(env.DATA_DIR || './data');
   const databaseUrl = env.DATABASE_URL ? url('DATABASE_URL', env.DATABASE_URL, ['postgres:', 'postgresql:']) : null;
+  // DATA_DIR holds the SQLite file (and outgoing mail); it is created on start when missing.
+  if (fs.existsSync(dataDir) && !fs.statSync(dataDir).isDirectory()) {
+    throw new ConfigError(`DATA_DIR must be a directory, got ${JSON.stringify(env.DATA_DIR)} which is a file`);
+  }
   const smtpUrl = env.SMTP_URL ? url('SMTP_URL', env.SMTP_URL, ['smtp:', 'smtps:']) : null;
   const sandboxBankUrl = url('SANDBOX_BANK_URL', env.SANDBOX_BANK_URL || `${publicBaseUrl}/sandbox-bank`, ['http:', 'https:']);
   const logLevel = env.LOG_LEVEL || 'info';

@@ -4,12 +4,21 @@ import { migrations } from './migrations/index.ts';
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
 
+/**
+ * On PostgreSQL the migration tables are pinned to the connection's current schema: left
+ * unqualified, Kysely looks for them in every schema it can see, so another schema's migration
+ * tables (a second Tono database, a test schema) would make it skip creating ours.
+ */
+async function migrationSchema(db: Db): Promise<string | undefined> {
+  if (engineOf(db) !== 'postgres') return undefined;
+  const { rows } = await sql<{ schema: string | null }>`select current_schema() as schema`.execute(db);
+  const schema = rows[0]?.schema;
+  if (!schema) throw new Error('the PostgreSQL search_path names no existing schema');
+  return schema;
+}
+
 export async function migrateToLatest(db: Db): Promise<string[]> {
-  // Kysely looks for its bookkeeping tables in every schema unless told which one; with several
-  // schemas in one PostgreSQL database (one per test, or per tenant) name the current one.
-  const migrationTableSchema =
-    engineOf(db) === 'postgres' ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema : undefined;
-  const migrator = new Migrator({ db, provider, migrationTableSchema });
+  const migrator = new Migrator({ db, provider, migrationTableSchema: await migrationSchema(db) });
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error(String(error));
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
