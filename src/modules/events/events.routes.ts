@@ -12,17 +12,17 @@ export async function registerEventRoutes(app: App, deps: Deps): Promise<void> {
   const params = IdParams('Event id (event_…)');
 
   app.get('/v1/events', {
-    preHandler: auth,
+    onRequest: auth,
     schema: { tags, summary: 'List events, newest first', querystring: ListEventsQuery, response: { 200: EventList, ...errorResponses } },
   }, async (request) => listEventsFor(request.ctx, request.query));
 
   app.get('/v1/events/:id', {
-    preHandler: auth,
+    onRequest: auth,
     schema: { tags, summary: 'Get an event with its webhook deliveries and every attempt', params, response: { 200: EventDetail, ...errorResponses } },
   }, async (request) => retrieveEvent(request.ctx, request.params.id));
 
   app.post('/v1/events/:id/resend', {
-    preHandler: auth,
+    onRequest: auth,
     schema: {
       tags,
       summary: 'Send an event again',

@@ -12,7 +12,7 @@ export async function registerWebhookRoutes(app: App, deps: Deps): Promise<void>
   const params = IdParams('Webhook endpoint id (webhook_…)');
 
   app.post('/v1/webhooks', {
-    preHandler: auth,
+    onRequest: auth,
     schema: {
       tags,
       summary: 'Create a webhook endpoint',
@@ -23,7 +23,7 @@ export async function registerWebhookRoutes(app: App, deps: Deps): Promise<void>
   }, async (request, reply) => reply.status(201).send(await createWebhook(request.ctx, request.body)));
 
   app.get('/v1/webhooks', {
-    preHandler: auth,
+    onRequest: auth,
     schema: {
       tags,
       summary: 'List webhook endpoints, newest first',
@@ -33,12 +33,12 @@ export async function registerWebhookRoutes(app: App, deps: Deps): Promise<void>
   }, async (request) => listWebhooksFor(request.ctx, request.query));
 
   app.get('/v1/webhooks/:id', {
-    preHandler: auth,
+    onRequest: auth,
     schema: { tags, summary: 'Get a webhook endpoint', params, response: { 200: WebhookEnvelope, ...errorResponses } },
   }, async (request) => retrieveWebhook(request.ctx, request.params.id));
 
   app.delete('/v1/webhooks/:id', {
-    preHandler: auth,
+    onRequest: auth,
     schema: {
       tags,
       summary: 'Delete a webhook endpoint (nothing more is sent to it)',
@@ -48,7 +48,7 @@ export async function registerWebhookRoutes(app: App, deps: Deps): Promise<void>
   }, async (request) => deleteWebhook(request.ctx, request.params.id));
 
   app.post('/v1/webhooks/:id/recover', {
-    preHandler: auth,
+    onRequest: auth,
     schema: {
       tags,
       summary: 'Re-send every delivery to this endpoint that failed since a time',
