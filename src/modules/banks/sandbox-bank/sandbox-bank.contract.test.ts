@@ -429,3 +429,18 @@ test('the mounted bank stays out of the service OpenAPI document', async (t) => 
   assert.equal(doc.status, 200);
   assert.deepEqual(Object.keys(doc.body.paths).filter((path) => path.startsWith('/sandbox-bank')), []);
 });
+
+test('concurrent executions: the limit holds, and one key makes one payment', async (t) => {
+  const b = await bank(t);
+  const { consentId, token } = await enduring(b, { FromDateTime: '2026-01-01T00:00:00Z', Frequency: { Period: 'Month', TotalAmount: nzd('10.00') } });
+  const at = '2026-11-21T10:00:00Z';
+  const replies = await Promise.all(Array.from({ length: 5 }, () => pay(b, token, consentId, '5.00', { at })));
+  assert.deepEqual(replies.map((r) => r.status).sort(), [201, 201, 400, 400, 400]);
+  for (const refused of replies.filter((r) => r.status === 400)) assert.equal(refused.body.Errors[0].ErrorCode, 'Resource.Consent.Exceed.Frequency');
+
+  const other = await enduring(b, { FromDateTime: '2026-01-01T00:00:00Z', Frequency: { Period: 'Month', TotalAmount: nzd('100.00') } });
+  const before = Number(await balance(b));
+  const same = await Promise.all(Array.from({ length: 4 }, () => pay(b, other.token, other.consentId, '7.00', { at, idempotencyKey: 'same-key' })));
+  assert.equal(new Set(same.map((r) => r.body.Data.DomesticPaymentId)).size, 1);
+  assert.equal((before - Number(await balance(b))).toFixed(2), '7.00');
+});
