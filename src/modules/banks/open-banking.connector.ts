@@ -10,7 +10,7 @@ import type {
 } from './bank-connector.ts';
 import type { BankCall, BankHttp, BankReply } from './open-banking.http.ts';
 import { unknownFailure } from './open-banking.http.ts';
-import { amountOf, consentStatusOf, creditorAccount, initiation, outcomeOf, refusalOf, remittanceInformation } from './open-banking.mapping.ts';
+import { amountOf, bankIdempotencyKey, consentStatusOf, creditorAccount, initiation, outcomeOf, refusalOf, remittanceInformation } from './open-banking.mapping.ts';
 import { SANDBOX_TIME_HEADER } from './open-banking.wire.ts';
 import type { BankSecurity } from './security.ts';
 
@@ -46,7 +46,7 @@ export class OpenBankingConnector implements BankConnector {
     const reply = await this.asClient({
       method: 'POST',
       url: `${this.baseUrl}/domestic-payment-consents`,
-      headers: { 'x-idempotency-key': input.idempotencyKey, ...this.timeHeader(input.at) },
+      headers: { 'x-idempotency-key': bankIdempotencyKey(input.idempotencyKey), ...this.timeHeader(input.at) },
       json: { Data: { Initiation: initiation(input) }, Risk: {} },
       retryable: true,
     });
@@ -70,7 +70,7 @@ export class OpenBankingConnector implements BankConnector {
     const reply = await this.asClient({
       method: 'POST',
       url: `${this.baseUrl}/enduring-payment-consents`,
-      headers: { 'x-idempotency-key': input.idempotencyKey, ...this.timeHeader(input.at) },
+      headers: { 'x-idempotency-key': bankIdempotencyKey(input.idempotencyKey), ...this.timeHeader(input.at) },
       json: { Data: data, Risk: {} },
       retryable: true,
     });
@@ -89,7 +89,7 @@ export class OpenBankingConnector implements BankConnector {
     const reply = await this.http.send({
       method: 'POST',
       url: `${this.baseUrl}/domestic-payments`,
-      headers: { ...this.security.consentHeaders(input.accessToken), 'x-idempotency-key': input.idempotencyKey, ...this.timeHeader(input.at) },
+      headers: { ...this.security.consentHeaders(input.accessToken), 'x-idempotency-key': bankIdempotencyKey(input.idempotencyKey), ...this.timeHeader(input.at) },
       json: { Data: { ConsentId: input.consentId, Initiation: initiation(input) }, Risk: {} },
       retryable: true,
     });

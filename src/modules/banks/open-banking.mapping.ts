@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { centsToDecimal } from '../../shared/money.ts';
 import type { BankConsentStatus, BankFailure, BankPaymentOutcome, Creditor, Remittance } from './bank-connector.ts';
 import { codeToReason, type BankErrorBody, type DomesticInitiation, type RemittanceInformation, type StatusReason } from './open-banking.wire.ts';
@@ -76,4 +77,13 @@ export function refusalOf(status: number, body: Partial<BankErrorBody> | undefin
   if (code.startsWith('Field.')) return { ...failure, reason: 'invalid_request' };
   if (status === 401) return { ...failure, reason: 'unauthorised' };
   return failure;
+}
+
+/**
+ * The standard caps x-idempotency-key at 40 characters. Longer keys (a merchant's own, say) are
+ * replaced by a digest, the same for the same key, so retries still deduplicate at the bank.
+ */
+export function bankIdempotencyKey(key: string): string {
+  if (key.length <= 40 && /^[\x21-\x7e]+$/.test(key)) return key;
+  return createHash('sha256').update(key).digest('base64url').slice(0, 40);
 }

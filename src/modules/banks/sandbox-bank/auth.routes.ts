@@ -16,11 +16,12 @@ export async function registerAuthRoutes(app: FastifyInstance, deps: SandboxDeps
     sendPage(reply, status, 'login', { title: 'Sign in', action: `${prefix}/authorize/login`, username: '', error: null, ...form });
 
   app.get('/authorize', {
-    schema: { querystring: Type.Object({ consent_id: text(128), redirect_uri: text(2048), state: text(512) }) },
+    schema: { querystring: Type.Object({ consent_id: text(128), redirect_uri: text(2048), state: text(512), client_id: Type.Optional(text(128)) }) },
   }, async (request, reply) => {
-    const { consent_id: consentId, redirect_uri: redirectUri, state } = request.query as Record<string, string>;
+    const { consent_id: consentId, redirect_uri: redirectUri, state, client_id: clientId } = request.query as Record<string, string>;
     try {
-      await consentToAuthorise(deps, consentId, redirectUri);
+      const consent = await consentToAuthorise(deps, consentId, redirectUri);
+      if (clientId !== undefined && clientId !== consent.client_id) throw new AuthorisePageError('This consent was made by another payment service.');
     } catch (error) {
       return refuse(reply, error);
     }

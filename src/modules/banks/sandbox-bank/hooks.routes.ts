@@ -11,7 +11,7 @@ import type { PayerRow } from './sandbox.repo.ts';
 
 // Test hooks under /test/… (no authentication: this is a sandbox). Documented in docs/banks.md.
 
-const Reason = Type.String({ pattern: '^[a-z][a-z_]{0,39}$', description: 'snake_case, e.g. insufficient_funds, fraud_check, declined' });
+const Reason = Type.String({ pattern: '^(?=.{2,40}$)[a-z]{2,}(_[a-z]{2,})*$', description: 'snake_case words of 2+ letters, e.g. insufficient_funds, fraud_check, declined' });
 const ConsentIdParams = Type.Object({ ConsentId: Type.String({ maxLength: 128 }) });
 
 function presentPayer(row: PayerRow) {

@@ -290,6 +290,41 @@ test('per-payment maximum, lifetime count and amount, and the consent dates', as
   await expectRefused(await pay(b, token, consentId, '0.01', { at: '2028-01-02T00:00:00Z' }), 'Resource.Consent.Exceed.Dates');
 });
 
+test('the approval page shows an enduring consent\'s limits, payee and reference', async (t) => {
+  const b = await bank(t);
+  const created = await call('POST', `${b.url}/enduring-payment-consents`, {
+    token: b.token,
+    headers: { 'x-idempotency-key': key() },
+    body: {
+      Data: {
+        FromDateTime: '2026-12-01T10:00:00+13:00',
+        ToDateTime: '2027-06-30T23:59:59+12:00',
+        MaximumAmount: nzd('25.00'),
+        Frequency: { Period: 'Week', TotalAmount: nzd('1250.00'), TotalCount: 3 },
+        TotalCount: 20,
+        Initiation: { CreditorAccount: creditor, RemittanceInformation: remittance('V-LIM001', 'GYM') },
+      },
+      Risk: {},
+    },
+  });
+  const url = `${b.url}/authorize?${new URLSearchParams({ consent_id: created.body.Data.ConsentId, redirect_uri: b.app.redirectUri, state: 's', client_id: 'tono' })}`;
+  const otherClient = await call('GET', url.replace('client_id=tono', 'client_id=someone'));
+  assert.equal(otherClient.status, 400);
+  assert.match(otherClient.text, /This consent was made by another payment service\./);
+  const { consentPage } = await payerDecides(url, 'approve');
+  for (const expected of [
+    '<dt>Each payment</dt><dd>up to $25.00</dd>',
+    '<dt>Each week (Monday to Sunday)</dt><dd>up to $1,250.00</dd>',
+    '<dt>Payments per period</dt><dd>at most 3</dd>',
+    '<dt>Number of payments</dt><dd>at most 20</dd>',
+    '<dt>Starting</dt><dd>1 December 2026, 10:00 AM</dd>',
+    '<dt>Ending</dt><dd>30 June 2027, 11:59 PM</dd>',
+    '<dt>Pay to</dt><dd>Acme Coffee</dd>',
+    '<dt>Particulars</dt><dd>V-LIM001</dd>',
+    '<dt>Reference</dt><dd>GYM</dd>',
+  ]) assert.ok(consentPage.includes(expected), expected);
+});
+
 test('revocation by the service (DELETE) and by the payer at the bank', async (t) => {
   const b = await bank(t);
   const limits = { FromDateTime: '2026-01-01T00:00:00Z', Frequency: { Period: 'Month', TotalAmount: nzd('100.00') } };
@@ -386,4 +421,26 @@ test('unknown routes under the bank answer in the bank error shape', async (t) =
   const reply = await call('GET', `${b.url}/nope`);
   assert.equal(reply.status, 404);
   assert.equal(reply.body.Errors[0].ErrorCode, 'Resource.NotFound');
+});
+
+test('the mounted bank stays out of the service OpenAPI document', async (t) => {
+  const b = await bank(t);
+  const doc = await call('GET', `${b.app.baseUrl}/v1/openapi.json`);
+  assert.equal(doc.status, 200);
+  assert.deepEqual(Object.keys(doc.body.paths).filter((path) => path.startsWith('/sandbox-bank')), []);
+});
+
+test('concurrent executions: the limit holds, and one key makes one payment', async (t) => {
+  const b = await bank(t);
+  const { consentId, token } = await enduring(b, { FromDateTime: '2026-01-01T00:00:00Z', Frequency: { Period: 'Month', TotalAmount: nzd('10.00') } });
+  const at = '2026-11-21T10:00:00Z';
+  const replies = await Promise.all(Array.from({ length: 5 }, () => pay(b, token, consentId, '5.00', { at })));
+  assert.deepEqual(replies.map((r) => r.status).sort(), [201, 201, 400, 400, 400]);
+  for (const refused of replies.filter((r) => r.status === 400)) assert.equal(refused.body.Errors[0].ErrorCode, 'Resource.Consent.Exceed.Frequency');
+
+  const other = await enduring(b, { FromDateTime: '2026-01-01T00:00:00Z', Frequency: { Period: 'Month', TotalAmount: nzd('100.00') } });
+  const before = Number(await balance(b));
+  const same = await Promise.all(Array.from({ length: 4 }, () => pay(b, other.token, other.consentId, '7.00', { at, idempotencyKey: 'same-key' })));
+  assert.equal(new Set(same.map((r) => r.body.Data.DomesticPaymentId)).size, 1);
+  assert.equal((before - Number(await balance(b))).toFixed(2), '7.00');
 });
