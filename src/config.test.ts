@@ -16,6 +16,7 @@ test('defaults', () => {
     databaseUrl: null,
     smtpUrl: null,
     sandboxBankUrl: 'http://127.0.0.1:3000/sandbox-bank',
+    sandboxBankUrlSet: false,
     logLevel: 'info',
     serviceTimeZone: 'Pacific/Auckland',
     workers: true,
@@ -33,7 +34,7 @@ test('every variable is read', () => {
   });
   assert.deepEqual(config, {
     port: 8080, host: '0.0.0.0', publicBaseUrl: 'https://pay.example.nz', dataDir: '/var/lib/tono', databaseUrl: 'postgres://u@db:5432/tono',
-    smtpUrl: 'smtp://mail:25', sandboxBankUrl: 'http://sandbox:4000', logLevel: 'debug', serviceTimeZone: 'Australia/Sydney',
+    smtpUrl: 'smtp://mail:25', sandboxBankUrl: 'http://sandbox:4000', sandboxBankUrlSet: true, logLevel: 'debug', serviceTimeZone: 'Australia/Sydney',
     workers: false, demoMerchant: false, banksFile: path.resolve('banks.json'), webhookAllowPrivate: true,
   });
   assert.equal(loadConfig({ HOST: '::1', PORT: '9' }).publicBaseUrl, 'http://[::1]:9');
