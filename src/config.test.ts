@@ -27,15 +27,17 @@ test('defaults', () => {
 });
 
 test('every variable is read', () => {
+  const banksFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'tono-banks-')), 'banks.json');
+  fs.writeFileSync(banksFile, JSON.stringify([{ id: 'anz', name: 'ANZ', base_url: 'https://anz.example', client_id: 'c', client_secret: 's' }]));
   const config = loadConfig({
     PORT: '8080', HOST: '0.0.0.0', PUBLIC_BASE_URL: 'https://pay.example.nz/', DATA_DIR: '/var/lib/tono', DATABASE_URL: 'postgres://u@db:5432/tono',
     SMTP_URL: 'smtp://mail:25', SANDBOX_BANK_URL: 'http://sandbox:4000', LOG_LEVEL: 'debug', SERVICE_TIME_ZONE: 'Australia/Sydney',
-    WORKERS: 'false', DEMO_MERCHANT: 'no', BANKS_FILE: 'banks.json', WEBHOOK_ALLOW_PRIVATE: 'yes',
+    WORKERS: 'false', DEMO_MERCHANT: 'no', BANKS_FILE: banksFile, WEBHOOK_ALLOW_PRIVATE: 'yes',
   });
   assert.deepEqual(config, {
     port: 8080, host: '0.0.0.0', publicBaseUrl: 'https://pay.example.nz', dataDir: '/var/lib/tono', databaseUrl: 'postgres://u@db:5432/tono',
     smtpUrl: 'smtp://mail:25', sandboxBankUrl: 'http://sandbox:4000', sandboxBankUrlSet: true, logLevel: 'debug', serviceTimeZone: 'Australia/Sydney',
-    workers: false, demoMerchant: false, banksFile: path.resolve('banks.json'), webhookAllowPrivate: true,
+    workers: false, demoMerchant: false, banksFile, webhookAllowPrivate: true,
   });
   assert.equal(loadConfig({ HOST: '::1', PORT: '9' }).publicBaseUrl, 'http://[::1]:9');
   assert.equal(loadConfig({ PORT: '' }).port, 3000, 'empty means unset');
