@@ -1,17 +1,21 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import formbody from '@fastify/formbody';
-import { errorHandler, notFoundHandler } from './http/errors.ts';
+import { errorHandler, notFoundHandler, requireJsonBody } from './http/errors.ts';
 import { validatorCompiler } from './http/validation.ts';
+import { refuseNulCharacters } from './http/text-guard.ts';
 import type { Deps } from './http/context.ts';
 import { checkDb } from './store/db.ts';
 import { createMetrics } from './http/metrics.ts';
 import { registerMerchantRoutes } from './modules/merchants/merchants.routes.ts';
 import { registerRequestRoutes } from './modules/requests/requests.routes.ts';
 import { registerTestClockRoutes } from './modules/test-helpers/clock.routes.ts';
+import { registerEventRoutes } from './modules/events/events.routes.ts';
+import { registerWebhookRoutes } from './modules/webhooks/webhooks.routes.ts';
+import { sandboxBank, serviceClient } from './modules/banks/sandbox-bank/sandbox-bank.app.ts';
 import { registerPaymentRoutes } from './modules/payments/payments.routes.ts';
 import { registerCustomerRoutes } from './modules/customers/customers.routes.ts';
 import { registerCheckoutRoutes } from './modules/checkout/checkout.routes.ts';
@@ -43,12 +47,18 @@ export async function buildApp(deps: Deps): Promise<App> {
     },
     routerOptions: { ignoreTrailingSlash: true },
     trustProxy: false,
+    // Errors Fastify raises before routing (a path with broken percent-encoding) get the API's shape too.
+    frameworkErrors: (_error, _request, reply) => {
+      void (reply as FastifyReply).status(400).send({ code: 'bad_request.invalid_url', message: 'The URL is not valid: check its percent-encoding', params: {} });
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);
   const metrics = createMetrics(deps);
+  app.addHook('preValidation', requireJsonBody);
+  app.addHook('preValidation', refuseNulCharacters);
   app.addHook('onSend', async (request, reply, payload) => {
     reply.header('x-request-id', request.id);
     return payload;
@@ -93,6 +103,15 @@ export async function buildApp(deps: Deps): Promise<App> {
   await registerMerchantRoutes(app, deps);
   await registerRequestRoutes(app, deps);
   await registerTestClockRoutes(app, deps);
+  await registerEventRoutes(app, deps);
+  await registerWebhookRoutes(app, deps);
+  await app.register(sandboxBank, {
+    prefix: '/sandbox-bank',
+    db: deps.db,
+    clock: deps.clock,
+    zone: deps.config.serviceTimeZone,
+    clients: serviceClient(() => deps.config.publicBaseUrl),
+  });
   await registerPaymentRoutes(app, deps);
   await registerCustomerRoutes(app, deps);
   await registerCheckoutRoutes(app, deps);

@@ -1,5 +1,7 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import { IANAZone } from 'luxon';
+import { BanksFileError, readBanksFile } from './modules/banks/banks-file.ts';
 
 export type Config = {
   port: number;
@@ -9,6 +11,8 @@ export type Config = {
   databaseUrl: string | null;
   smtpUrl: string | null;
   sandboxBankUrl: string;
+  /** SANDBOX_BANK_URL was given; otherwise the sandbox bank is the one mounted under PUBLIC_BASE_URL. */
+  sandboxBankUrlSet?: boolean;
   logLevel: string;
   serviceTimeZone: string;
   workers: boolean;
@@ -44,7 +48,7 @@ function url(name: string, raw: string, protocols: string[]): string {
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const portRaw = env.PORT ?? '3000';
+  const portRaw = env.PORT || '3000';
   const port = Number(portRaw);
   if (!/^\d+$/.test(portRaw) || port > 65535) throw new ConfigError(`PORT must be a port number 0-65535, got ${JSON.stringify(portRaw)}`);
   const host = env.HOST || '127.0.0.1';
@@ -53,12 +57,25 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const publicBaseUrl = url('PUBLIC_BASE_URL', env.PUBLIC_BASE_URL || `http://${urlHost}:${port}`, ['http:', 'https:']);
   const dataDir = path.resolve(env.DATA_DIR || './data');
   const databaseUrl = env.DATABASE_URL ? url('DATABASE_URL', env.DATABASE_URL, ['postgres:', 'postgresql:']) : null;
+  // DATA_DIR holds the SQLite file (and outgoing mail); it is created on start when missing.
+  if (fs.existsSync(dataDir) && !fs.statSync(dataDir).isDirectory()) {
+    throw new ConfigError(`DATA_DIR must be a directory, got ${JSON.stringify(env.DATA_DIR)} which is a file`);
+  }
   const smtpUrl = env.SMTP_URL ? url('SMTP_URL', env.SMTP_URL, ['smtp:', 'smtps:']) : null;
   const sandboxBankUrl = url('SANDBOX_BANK_URL', env.SANDBOX_BANK_URL || `${publicBaseUrl}/sandbox-bank`, ['http:', 'https:']);
   const logLevel = env.LOG_LEVEL || 'info';
   if (!logLevels.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${logLevels.join(', ')}, got ${JSON.stringify(logLevel)}`);
   const serviceTimeZone = env.SERVICE_TIME_ZONE || 'Pacific/Auckland';
   if (!IANAZone.isValidZone(serviceTimeZone)) throw new ConfigError(`SERVICE_TIME_ZONE must be an IANA time zone such as Pacific/Auckland, got ${JSON.stringify(serviceTimeZone)}`);
+  const banksFile = env.BANKS_FILE ? path.resolve(env.BANKS_FILE) : null;
+  if (banksFile) {
+    try {
+      readBanksFile(banksFile);
+    } catch (error) {
+      if (error instanceof BanksFileError) throw new ConfigError(error.message);
+      throw error;
+    }
+  }
   return {
     port,
     host,
@@ -67,11 +84,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseUrl,
     smtpUrl,
     sandboxBankUrl,
+    sandboxBankUrlSet: Boolean(env.SANDBOX_BANK_URL),
     logLevel,
     serviceTimeZone,
     workers: bool(env, 'WORKERS', true),
     demoMerchant: bool(env, 'DEMO_MERCHANT', true),
-    banksFile: env.BANKS_FILE ? path.resolve(env.BANKS_FILE) : null,
+    banksFile,
     webhookAllowPrivate: bool(env, 'WEBHOOK_ALLOW_PRIVATE', false),
   };
 }

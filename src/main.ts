@@ -41,15 +41,7 @@ if (config.demoMerchant) {
   }
 }
 
-try {
-  await app.listen({ port: config.port, host: config.host });
-} catch (error) {
-  process.stderr.write(`tono: cannot listen on ${config.host}:${config.port}: ${(error as Error).message}\n`);
-  await runtime.close().catch(() => {});
-  process.exit(1);
-}
-process.stdout.write(`Tono is running at ${config.publicBaseUrl} (API reference ${config.publicBaseUrl}/docs)\n`);
-
+// Installed before listening, so a stop signal at any point after start-up closes cleanly.
 let stopping = false;
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.on(signal, () => {
@@ -59,3 +51,12 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     runtime.close().then(() => process.exit(0), () => process.exit(1));
   });
 }
+
+try {
+  await app.listen({ port: config.port, host: config.host });
+} catch (error) {
+  process.stderr.write(`tono: cannot listen on ${config.host}:${config.port}: ${(error as Error).message}\n`);
+  await runtime.close().catch(() => {});
+  process.exit(1);
+}
+process.stdout.write(`Tono is running at ${config.publicBaseUrl} (API reference ${config.publicBaseUrl}/docs)\n`);

@@ -10,7 +10,11 @@ declare module 'fastify' {
   }
 }
 
-/** preHandler for every /v1 API route: a valid bearer key, turned into the request's Ctx. */
+/**
+ * Hook for every /v1 API route: a valid bearer key, turned into the request's Ctx. Register it as
+ * `onRequest` so a caller without a valid key gets 401 before the body is read or validated (it
+ * also works as a preHandler).
+ */
 export function apiKeyAuth(deps: Deps) {
   return async function requireApiKey(request: FastifyRequest, _reply: FastifyReply): Promise<void> {
     const header = request.headers.authorization;

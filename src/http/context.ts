@@ -4,6 +4,7 @@ import type { Worker } from '../jobs/worker.ts';
 import type { Clock } from '../shared/time.ts';
 import type { Db } from '../store/db.ts';
 import type { Mode } from '../store/tables.ts';
+import type { BankRegistry } from '../modules/banks/bank-connector.ts';
 
 /** Long-lived dependencies, built once in main (or by the test harness). */
 export type Deps = {
@@ -13,6 +14,8 @@ export type Deps = {
   /** Real time; test-mode work reads the merchant's test clock derived from it. */
   clock: Clock;
   worker: Worker;
+  /** The payer's banks: `deps.banks.connectorFor(bankId, mode)`. */
+  banks: BankRegistry;
 };
 
 export type Merchant = { id: string; name: string };

@@ -2,6 +2,18 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../shared/errors.ts';
 import { schemaErrorToAppError } from './validation.ts';
 
+export const JSON_ONLY = 'Send the body as JSON with Content-Type: application/json';
+
+/**
+ * API bodies are JSON only. Other parsers exist for the HTML forms of the pages, so a form or
+ * text body sent to /v1 would otherwise be parsed and reach validation with a misleading error.
+ */
+export async function requireJsonBody(request: FastifyRequest): Promise<void> {
+  if (request.body === undefined || !request.url.startsWith('/v1/')) return;
+  const type = request.headers['content-type'] ?? '';
+  if (!/^application\/([a-z0-9.+-]+\+)?json\s*(;|$)/i.test(type)) throw new AppError('unsupported_media_type', JSON_ONLY, {});
+}
+
 /** The one place any failure becomes `{ code, message, params }` with its status. */
 export function toAppError(error: FastifyError | Error): AppError {
   if (error instanceof AppError) return error;
@@ -14,7 +26,7 @@ export function toAppError(error: FastifyError | Error): AppError {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new AppError('payload_too_large', 'The body is larger than 100 kB', { limit_bytes: 102_400 });
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return new AppError('unsupported_media_type', 'Send the body as application/json', {});
+      return new AppError('unsupported_media_type', JSON_ONLY, {});
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new AppError('bad_request.invalid_body', 'Content-Length does not match the body', {});
   }

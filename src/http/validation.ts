@@ -36,12 +36,16 @@ function fieldOf(error: ErrorObject, extra?: string): string {
   return path.join('.') || 'body';
 }
 
+function withArticle(noun: string): string {
+  return `${/^[aeiou]/.test(noun) ? 'an' : 'a'} ${noun}`;
+}
+
 function expectedOf(error: ErrorObject): string {
   const schema = (error.parentSchema ?? {}) as Record<string, unknown>;
   if (typeof schema['x-expected'] === 'string') return schema['x-expected'];
   switch (error.keyword) {
     case 'type':
-      return `a ${String(error.params.type)}`;
+      return withArticle(String(error.params.type));
     case 'maxLength':
       return `at most ${String(error.params.limit)} characters`;
     case 'minLength':

@@ -5,18 +5,20 @@ import { migrations } from './migrations/index.ts';
 const provider: MigrationProvider = { getMigrations: async () => migrations };
 
 /**
- * On PostgreSQL the migration tables are looked up in the connection's own schema: without it
- * Kysely finds another schema's kysely_migration (a concurrent test's, say) and skips creating
- * this one's.
+ * On PostgreSQL the migration tables are pinned to the connection's current schema: left
+ * unqualified, Kysely looks for them in every schema it can see, so another schema's migration
+ * tables (a second Tono database, a test schema) would make it skip creating ours.
  */
-async function migrationSchemaOf(db: Db): Promise<string | undefined> {
+async function migrationSchema(db: Db): Promise<string | undefined> {
   if (engineOf(db) !== 'postgres') return undefined;
-  const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(db);
-  return rows[0]?.schema;
+  const { rows } = await sql<{ schema: string | null }>`select current_schema() as schema`.execute(db);
+  const schema = rows[0]?.schema;
+  if (!schema) throw new Error('the PostgreSQL search_path names no existing schema');
+  return schema;
 }
 
 export async function migrateToLatest(db: Db): Promise<string[]> {
-  const migrator = new Migrator({ db, provider, migrationTableSchema: await migrationSchemaOf(db) });
+  const migrator = new Migrator({ db, provider, migrationTableSchema: await migrationSchema(db) });
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error(String(error));
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);

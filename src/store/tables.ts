@@ -1,6 +1,8 @@
 // Kysely row types. Times are epoch milliseconds, money is integer cents, booleans are 0/1 and
 // structured values are JSON text, so one schema serves SQLite and PostgreSQL alike.
 import type { Generated } from 'kysely';
+import type { WebhookTables } from '../modules/webhooks/webhooks.tables.ts';
+import type { SandboxTables } from '../modules/banks/sandbox-bank/sandbox.tables.ts';
 
 export type Mode = 'live' | 'test';
 export type Flag = number;
@@ -192,4 +194,4 @@ export interface CoreTables {
   customers: CustomersTable;
 }
 
-export interface Database extends CoreTables {}
+export interface Database extends CoreTables, WebhookTables, SandboxTables {}

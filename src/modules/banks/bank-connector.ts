@@ -19,6 +19,11 @@ export type BankFailure = {
   bankCode?: string;
   /** True when the outcome is unknown (timeout, 5xx, network): the call may or may not have taken effect. */
   unknown: boolean;
+  /**
+   * With reason 'limit_exceeded': which of the consent's limits the bank applied, in the service's
+   * words: 'max_per_payment' | 'max_per_period' | 'total_count' | 'total_amount' | 'end_date'.
+   */
+  limit?: string;
 };
 export type BankResult<T> = ({ ok: true } & T) | BankFailure;
 
@@ -78,8 +83,9 @@ export interface BankConnector {
   /** The bank redirected back with ?code: exchange it (once) for a consent-bound token. */
   exchangeCode(input: { code: string; redirectUri: string }): Promise<BankResult<{ accessToken: string; consentId: string }>>;
   submitPayment(input: PaymentSubmission): Promise<BankResult<{ paymentId: string; outcome: BankPaymentOutcome; failureReason?: string }>>;
-  getPaymentStatus(input: { paymentId: string }): Promise<BankResult<{ outcome: BankPaymentOutcome; failureReason?: string }>>;
-  getConsent(input: { consentId: string; kind: 'single' | 'enduring' }): Promise<BankResult<{ status: BankConsentStatus }>>;
+  /** `at` as elsewhere: the sandbox bank settles delayed payments by it. */
+  getPaymentStatus(input: { paymentId: string; at?: number }): Promise<BankResult<{ outcome: BankPaymentOutcome; failureReason?: string }>>;
+  getConsent(input: { consentId: string; kind: 'single' | 'enduring'; at?: number }): Promise<BankResult<{ status: BankConsentStatus }>>;
   revokeConsent(input: { consentId: string }): Promise<BankResult<{}>>;
 }
 

@@ -15,7 +15,7 @@ const BankAccountObject = Type.Object({
 
 export async function registerMerchantRoutes(app: App, deps: Deps): Promise<void> {
   app.get('/v1/bank-accounts', {
-    preHandler: apiKeyAuth(deps),
+    onRequest: apiKeyAuth(deps),
     schema: {
       tags: ['Bank accounts'],
       summary: 'List your bank accounts (payments are made into one of them)',

@@ -1,22 +1,18 @@
 import type { Kysely } from 'kysely';
 import type { Deps } from '../../http/context.ts';
 import type { Database } from '../../store/tables.ts';
-import type { BankConnector, BankRegistry, Creditor, Remittance } from '../banks/bank-connector.ts';
+import type { BankConnector, Creditor, Remittance } from '../banks/bank-connector.ts';
 import { TEST_ACCOUNT } from './payments.rules.ts';
 import type { PaymentRow } from './payments.repo.ts';
 
-/** The process's bank registry (built in runtime.ts by the banks module); null until one is configured. */
-export function bankRegistry(deps: Deps): BankRegistry | null {
-  return (deps as Deps & { banks?: BankRegistry }).banks ?? null;
-}
-
+/** The banks a payer can choose in this mode (none in live mode until BANKS_FILE names some). */
 export function banksFor(deps: Deps, mode: 'live' | 'test'): Array<{ id: string; name: string }> {
-  return bankRegistry(deps)?.list(mode) ?? [];
+  return deps.banks.list(mode);
 }
 
 export function connectorFor(deps: Deps, bankId: string | null, mode: string): BankConnector | null {
   if (!bankId) return null;
-  return bankRegistry(deps)?.connectorFor(bankId, mode as 'live' | 'test') ?? null;
+  return deps.banks.connectorFor(bankId, mode as 'live' | 'test');
 }
 
 /** The redirect URI registered for the service at every bank. */

@@ -12,7 +12,7 @@ export async function registerRequestRoutes(app: App, deps: Deps): Promise<void>
   const params = IdParams('Request id (request_…)');
 
   app.post('/v1/requests', {
-    preHandler: auth,
+    onRequest: auth,
     schema: {
       tags,
       summary: 'Create a payment request',
@@ -28,14 +28,14 @@ export async function registerRequestRoutes(app: App, deps: Deps): Promise<void>
   });
 
   const getOne = {
-    preHandler: auth,
+    onRequest: auth,
     schema: { tags, summary: 'Get a payment request', params, response: { 200: RequestEnvelope, ...errorResponses } },
   };
   app.get('/v1/requests/:id', getOne, async (request) => retrieveRequest(request.ctx, request.params.id));
   app.get('/requests/:id', { ...getOne, schema: { ...getOne.schema, hide: true } }, async (request) => retrieveRequest(request.ctx, request.params.id));
 
   app.get('/v1/requests', {
-    preHandler: auth,
+    onRequest: auth,
     schema: {
       tags,
       summary: 'List payment requests, newest first',
@@ -45,7 +45,7 @@ export async function registerRequestRoutes(app: App, deps: Deps): Promise<void>
   }, async (request) => listRequestsFor(request.ctx, request.query));
 
   app.delete('/v1/requests/:id', {
-    preHandler: auth,
+    onRequest: auth,
     schema: { tags, summary: 'Delete a payment request (no new payments)', params, response: { 200: RequestEnvelope, ...errorResponses } },
   }, async (request) => deleteRequest(request.ctx, request.params.id));
 }

@@ -1,5 +1,5 @@
 import { invalidParam, missingParam } from '../../shared/errors.ts';
-import { AMOUNT_FORM, MAX_PAYMENT_CENTS, parseAmount } from '../../shared/money.ts';
+import { AMOUNT_FORM, amountValue, MAX_PAYMENT_CENTS, parseAmount } from '../../shared/money.ts';
 import { DAY_MS, MINUTE_MS, HOUR_MS } from '../../shared/time.ts';
 import { atLocalTime, localDateOf, parseEndInput } from '../../shared/zone.ts';
 import type { CreateRequestBody } from './requests.schemas.ts';
@@ -55,7 +55,7 @@ function amountField(field: string, value: string, max = MAX_PAYMENT_CENTS): num
   const cents = parseAmount(value);
   if (cents === null) throw invalidParam(field, `${field} must be ${AMOUNT_FORM}`);
   if (cents === 0) throw invalidParam(field, `${field} must be more than 0.00 NZD`);
-  if (cents > max) throw invalidParam(field, `${field} must be at most ${max / 100}.00 NZD`, { maximum: `${max / 100}.00 NZD` });
+  if (cents > max) throw invalidParam(field, `${field} must be at most ${amountValue(max)}`, { maximum: amountValue(max) });
   return cents;
 }
 
@@ -81,7 +81,7 @@ function parseSuggested(value: string, min: number, max: number): string {
       throw invalidParam('suggested_amounts', 'suggested_amounts must be comma-separated amounts such as "10.00,20.00,50.00"');
     }
     if (parsed < min || parsed > max) {
-      throw invalidParam('suggested_amounts', `each suggested amount must be between ${min / 100} and ${max / 100} NZD`, { minimum: min, maximum: max });
+      throw invalidParam('suggested_amounts', `each suggested amount must be between ${amountValue(min)} and ${amountValue(max)}`, { minimum: min, maximum: max });
     }
     return parsed;
   });

@@ -10,6 +10,7 @@ const DateInput = (description: string) =>
     description: `${description}; ${DATE_FORM}`,
     'x-expected': DATE_FORM,
   });
+const CENTS_FORM = 'a whole number of cents from 1 to 500000 (5000.00 NZD)';
 const URL_FORM = 'an https URL (http only for localhost), at most 2048 characters';
 const UrlInput = (description: string) => Type.String({ maxLength: 2048, minLength: 1, description: `${description}; ${URL_FORM}`, 'x-expected': URL_FORM });
 
@@ -65,8 +66,8 @@ export const CreateRequestBody = Type.Object(
     expires_in: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,6}[mhd]$', description: 'Lifetime: <n>m, <n>h or <n>d, from 1 minute to 365 days', 'x-expected': '<n>m, <n>h or <n>d, from 1 minute to 365 days' })),
     allow_dynamic_amount: flag('The payer chooses the amount'),
     suggested_amounts: Type.Optional(Type.String({ maxLength: 200, description: 'Comma-separated amounts offered as one-tap choices, e.g. "10.00,20.00,50.00"' })),
-    minimum_payment_amount: Type.Optional(Type.Integer({ minimum: 1, maximum: 500000, description: 'Lowest payer-chosen amount, in cents' })),
-    maximum_payment_amount: Type.Optional(Type.Integer({ minimum: 1, maximum: 500000, description: 'Highest payer-chosen amount, in cents (at most 500000)' })),
+    minimum_payment_amount: Type.Optional(Type.Integer({ minimum: 1, maximum: 500000, description: 'Lowest payer-chosen amount, in cents', 'x-expected': CENTS_FORM })),
+    maximum_payment_amount: Type.Optional(Type.Integer({ minimum: 1, maximum: 500000, description: 'Highest payer-chosen amount, in cents (at most 500000)', 'x-expected': CENTS_FORM })),
     require_customer_basic_info: flag('Email and name required before paying'),
     collect_customer_phone: flag('Show an optional phone field'),
     require_customer_phone: flag('Phone required before paying'),

@@ -1,3 +1,4 @@
+import type { FastifyRequest } from 'fastify';
 import type { Ctx, Deps } from '../../http/context.ts';
 import { AppError, invalidParam } from '../../shared/errors.ts';
 import { iso } from '../../shared/time.ts';
@@ -6,6 +7,11 @@ import { transact } from '../../store/tx.ts';
 
 export function requireTestMode(ctx: Ctx): void {
   if (ctx.mode !== 'test') throw new AppError('not_found.route', 'Test helpers exist only for test keys (sk_test_…)', {});
+}
+
+/** onRequest hook after apiKeyAuth: a live key gets 404 before its body is even looked at. */
+export async function testKeysOnly(request: FastifyRequest): Promise<void> {
+  requireTestMode(request.ctx);
 }
 
 const advancing = new Map<string, Promise<unknown>>();

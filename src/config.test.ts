@@ -1,0 +1,95 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ConfigError, loadConfig } from './config.ts';
+import { runMain } from '../test/process.ts';
+
+test('defaults', () => {
+  const config = loadConfig({});
+  assert.deepEqual(config, {
+    port: 3000,
+    host: '127.0.0.1',
+    publicBaseUrl: 'http://127.0.0.1:3000',
+    dataDir: path.resolve('./data'),
+    databaseUrl: null,
+    smtpUrl: null,
+    sandboxBankUrl: 'http://127.0.0.1:3000/sandbox-bank',
+    sandboxBankUrlSet: false,
+    logLevel: 'info',
+    serviceTimeZone: 'Pacific/Auckland',
+    workers: true,
+    demoMerchant: true,
+    banksFile: null,
+    webhookAllowPrivate: false,
+  });
+});
+
+test('every variable is read', () => {
+  const banksFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'tono-banks-')), 'banks.json');
+  fs.writeFileSync(banksFile, JSON.stringify([{ id: 'anz', name: 'ANZ', base_url: 'https://anz.example', client_id: 'c', client_secret: 's' }]));
+  const config = loadConfig({
+    PORT: '8080', HOST: '0.0.0.0', PUBLIC_BASE_URL: 'https://pay.example.nz/', DATA_DIR: '/var/lib/tono', DATABASE_URL: 'postgres://u@db:5432/tono',
+    SMTP_URL: 'smtp://mail:25', SANDBOX_BANK_URL: 'http://sandbox:4000', LOG_LEVEL: 'debug', SERVICE_TIME_ZONE: 'Australia/Sydney',
+    WORKERS: 'false', DEMO_MERCHANT: 'no', BANKS_FILE: banksFile, WEBHOOK_ALLOW_PRIVATE: 'yes',
+  });
+  assert.deepEqual(config, {
+    port: 8080, host: '0.0.0.0', publicBaseUrl: 'https://pay.example.nz', dataDir: '/var/lib/tono', databaseUrl: 'postgres://u@db:5432/tono',
+    smtpUrl: 'smtp://mail:25', sandboxBankUrl: 'http://sandbox:4000', sandboxBankUrlSet: true, logLevel: 'debug', serviceTimeZone: 'Australia/Sydney',
+    workers: false, demoMerchant: false, banksFile, webhookAllowPrivate: true,
+  });
+  assert.equal(loadConfig({ HOST: '::1', PORT: '9' }).publicBaseUrl, 'http://[::1]:9');
+  assert.equal(loadConfig({ PORT: '' }).port, 3000, 'empty means unset');
+  assert.equal(loadConfig({ WORKERS: 'ON' }).workers, true);
+});
+
+const dataFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'tono-config-')), 'not-a-dir');
+fs.writeFileSync(dataFile, '');
+
+const bad: Array<[name: string, value: string, message: string]> = [
+  ['PORT', 'abc', 'PORT must be a port number 0-65535, got "abc"'],
+  ['PORT', '70000', 'PORT must be a port number 0-65535, got "70000"'],
+  ['PORT', '-1', 'PORT must be a port number 0-65535, got "-1"'],
+  ['HOST', 'bad host!', 'HOST must be a host name or IP address, got "bad host!"'],
+  ['PUBLIC_BASE_URL', 'notaurl', 'PUBLIC_BASE_URL must be a URL, got "notaurl"'],
+  ['PUBLIC_BASE_URL', 'ftp://x.example', 'PUBLIC_BASE_URL must use http: or https:, got "ftp://x.example"'],
+  ['DATA_DIR', dataFile, `DATA_DIR must be a directory, got ${JSON.stringify(dataFile)} which is a file`],
+  ['DATABASE_URL', 'mysql://x', 'DATABASE_URL must use postgres: or postgresql:, got "mysql://x"'],
+  ['DATABASE_URL', 'not a url', 'DATABASE_URL must be a URL, got "not a url"'],
+  ['SMTP_URL', 'http://mail', 'SMTP_URL must use smtp: or smtps:, got "http://mail"'],
+  ['SANDBOX_BANK_URL', '::', 'SANDBOX_BANK_URL must be a URL, got "::"'],
+  ['LOG_LEVEL', 'loud', 'LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "loud"'],
+  ['SERVICE_TIME_ZONE', 'Mars/Base', 'SERVICE_TIME_ZONE must be an IANA time zone such as Pacific/Auckland, got "Mars/Base"'],
+  ['WORKERS', 'maybe', 'WORKERS must be true or false, got "maybe"'],
+  ['DEMO_MERCHANT', '2', 'DEMO_MERCHANT must be true or false, got "2"'],
+  ['WEBHOOK_ALLOW_PRIVATE', 'sometimes', 'WEBHOOK_ALLOW_PRIVATE must be true or false, got "sometimes"'],
+];
+
+test('loadConfig refuses each bad value with a message naming the variable', () => {
+  for (const [name, value, message] of bad) {
+    assert.throws(() => loadConfig({ [name]: value }), (error: unknown) => error instanceof ConfigError && error.message === message, `${name}=${value}`);
+  }
+});
+
+test('the service refuses to start on a bad value: one stderr line naming the variable, no stack trace', async (t) => {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-config-'));
+  t.after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+  for (const [name, value, message] of bad) {
+    await t.test(`${name}=${value}`, () => {
+      const result = runMain({ DATA_DIR: dataDir, PORT: '0', [name]: value });
+      assert.notEqual(result.status, 0);
+      assert.equal(result.signal, null);
+      assert.equal(result.stderr, `tono: ${message}\n`);
+      assert.equal(result.stdout, '');
+    });
+  }
+  assert.deepEqual(fs.readdirSync(dataDir), [], 'nothing was created');
+});
+
+test('an unreachable database stops the start with one line', () => {
+  const result = runMain({ DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none', PORT: '0' });
+  assert.notEqual(result.status, 0);
+  assert.match(result.stderr, /^tono: could not open the database: .+\n$/);
+  assert.doesNotMatch(result.stderr, /\n\s+at /);
+});

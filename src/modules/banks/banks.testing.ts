@@ -1,0 +1,83 @@
+// Helpers for the banks tests: the whole service listening on a real port (so the mounted sandbox
+// bank is reached over HTTP), a tiny client of the standard, and a payer who signs in and
+// approves through the bank's HTML forms as a browser without JavaScript would.
+import type { TestContext } from 'node:test';
+import { buildTestApp, type TestApp } from '../../../test/helpers.ts';
+import { SERVICE_CLIENT_ID, SERVICE_CLIENT_SECRET } from './sandbox-bank/sandbox-bank.app.ts';
+
+export type Listening = TestApp & { baseUrl: string; bankUrl: string; redirectUri: string };
+
+export async function listeningApp(t: TestContext): Promise<Listening> {
+  const app = await buildTestApp(t);
+  const address = await app.app.listen({ port: 0, host: '127.0.0.1' });
+  const baseUrl = address.replace('localhost', '127.0.0.1');
+  app.deps.config.publicBaseUrl = baseUrl;
+  return { ...app, baseUrl, bankUrl: `${baseUrl}/sandbox-bank`, redirectUri: `${baseUrl}/pay/return` };
+}
+
+export type Reply = { status: number; body: any; text: string; headers: Headers };
+
+export async function call(method: string, url: string, options: { token?: string; body?: unknown; headers?: Record<string, string>; form?: Record<string, string> } = {}): Promise<Reply> {
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.token) headers.authorization = `Bearer ${options.token}`;
+  let body: string | undefined;
+  if (options.form) {
+    headers['content-type'] = 'application/x-www-form-urlencoded';
+    body = new URLSearchParams(options.form).toString();
+  } else if (options.body !== undefined) {
+    headers['content-type'] = 'application/json';
+    body = JSON.stringify(options.body);
+  }
+  const response = await fetch(url, { method, headers, body, redirect: 'manual' });
+  const text = await response.text();
+  let json: any;
+  try {
+    json = text ? JSON.parse(text) : undefined;
+  } catch {
+    json = undefined;
+  }
+  return { status: response.status, body: json, text, headers: response.headers };
+}
+
+export async function clientToken(bankUrl: string): Promise<string> {
+  const reply = await call('POST', `${bankUrl}/token`, {
+    form: { grant_type: 'client_credentials', client_id: SERVICE_CLIENT_ID, client_secret: SERVICE_CLIENT_SECRET },
+  });
+  if (reply.status !== 200) throw new Error(`token: ${reply.status} ${reply.text}`);
+  return reply.body.access_token;
+}
+
+function hiddenFields(html: string): Record<string, string> {
+  const fields: Record<string, string> = {};
+  for (const match of html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) {
+    fields[match[1]] = match[2].replace(/&amp;/g, '&').replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>');
+  }
+  return fields;
+}
+
+function formAction(html: string): string {
+  const match = /<form method="post" action="([^"]+)">/.exec(html);
+  if (!match) throw new Error(`no form in page: ${html.slice(0, 300)}`);
+  return match[1];
+}
+
+/** Opens the authorise URL, signs in, and presses Approve or Decline; returns the redirect. */
+export async function payerDecides(
+  authoriseUrl: string,
+  decision: 'approve' | 'decline',
+  username = 'sandbox',
+): Promise<{ location: URL; consentPage: string }> {
+  const origin = new URL(authoriseUrl).origin;
+  const login = await call('GET', authoriseUrl);
+  if (login.status !== 200) throw new Error(`authorize: ${login.status} ${login.text}`);
+  const consent = await call('POST', origin + formAction(login.text), { form: { ...hiddenFields(login.text), username, password: 'anything' } });
+  if (consent.status !== 200) throw new Error(`login: ${consent.status} ${consent.text}`);
+  const decided = await call('POST', origin + formAction(consent.text), { form: { ...hiddenFields(consent.text), decision } });
+  if (decided.status !== 303) throw new Error(`decision: ${decided.status} ${decided.text}`);
+  return { location: new URL(decided.headers.get('location')!), consentPage: consent.text };
+}
+
+export const creditor = { SchemeName: 'BECSElectronicCredit', Identification: '12-3456-7890123-00', Name: 'Acme Coffee' } as const;
+export const remittance = (particulars = 'V-ABC123', reference = 'INV42') => ({
+  Reference: { CreditorName: 'Acme Coffee', CreditorReference: { Particulars: particulars, Code: 'TONO', Reference: reference } },
+});

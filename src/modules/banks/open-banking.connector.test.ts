@@ -1,0 +1,187 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { BankConnector } from './bank-connector.ts';
+import { call, listeningApp, payerDecides, type Listening } from './banks.testing.ts';
+import { BankHttp } from './open-banking.http.ts';
+import { OpenBankingConnector } from './open-banking.connector.ts';
+import { OpenBankingRegistry } from './registry.ts';
+import { ClientSecretSecurity } from './security.ts';
+
+// The connector against the sandbox bank listening on a real port, through the registry the
+// service uses. Both engines: listeningApp is buildTestApp on a real port.
+
+const creditor = { name: 'Acme Coffee', accountNumber: '12-3456-7890123-00' };
+let counter = 0;
+const key = () => `ck-${Date.now()}-${++counter}`;
+const remittance = () => ({ particulars: `V-${String(++counter).padStart(6, '0')}`, code: 'TONO', reference: 'ORDER7' });
+
+async function approve(app: Listening, connector: BankConnector, consentId: string, decision: 'approve' | 'decline' = 'approve') {
+  const url = connector.authoriseUrl({ consentId, redirectUri: app.redirectUri, state: 'state-1' });
+  return (await payerDecides(url, decision)).location;
+}
+
+async function enduringConsent(app: Listening, connector: BankConnector, overrides: Partial<Parameters<BankConnector['createEnduringConsent']>[0]> = {}) {
+  const created = await connector.createEnduringConsent({
+    fromAt: Date.parse('2027-01-01T00:00:00+13:00'),
+    toAt: null,
+    maxPerPaymentCents: 5_000,
+    period: 'Week',
+    maxPerPeriodCents: 8_000,
+    maxCountPerPeriod: null,
+    totalCount: null,
+    totalAmountCents: null,
+    creditor,
+    remittance: remittance(),
+    idempotencyKey: key(),
+    at: Date.parse('2027-01-01T00:00:00+13:00'),
+    ...overrides,
+  });
+  assert.ok(created.ok, JSON.stringify(created));
+  const location = await approve(app, connector, created.consentId);
+  const exchanged = await connector.exchangeCode({ code: location.searchParams.get('code')!, redirectUri: app.redirectUri });
+  assert.ok(exchanged.ok);
+  return { consentId: created.consentId, accessToken: exchanged.accessToken };
+}
+
+test('one-off payment through the connector: consent, authorise redirect, code exchange, execution', async (t) => {
+  const app = await listeningApp(t);
+  const connector = app.deps.banks.connectorFor('anz', 'test')!;
+  assert.equal(connector.bankId, 'anz');
+  const block = remittance();
+  const consent = await connector.createSingleConsent({ amountCents: 1_250, creditor, remittance: block, idempotencyKey: key() });
+  assert.ok(consent.ok);
+  assert.deepEqual(await connector.getConsent({ consentId: consent.consentId, kind: 'single' }), { ok: true, status: 'AwaitingAuthorisation' });
+
+  const authoriseUrl = connector.authoriseUrl({ consentId: consent.consentId, redirectUri: app.redirectUri, state: 'abc' });
+  assert.ok(authoriseUrl.startsWith(`${app.bankUrl}/authorize?`));
+  const location = (await payerDecides(authoriseUrl, 'approve')).location;
+  assert.equal(location.searchParams.get('state'), 'abc');
+  const code = location.searchParams.get('code')!;
+  const exchanged = await connector.exchangeCode({ code, redirectUri: app.redirectUri });
+  assert.ok(exchanged.ok);
+  assert.equal(exchanged.consentId, consent.consentId);
+  assert.deepEqual(await connector.exchangeCode({ code, redirectUri: app.redirectUri }), {
+    ok: false, reason: 'invalid_code', message: 'The code has already been used', bankCode: 'invalid_grant', unknown: false,
+  });
+
+  const submitted = await connector.submitPayment({
+    consentId: consent.consentId, accessToken: exchanged.accessToken, amountCents: 1_250, creditor, remittance: block, idempotencyKey: key(),
+  });
+  assert.ok(submitted.ok);
+  assert.equal(submitted.outcome, 'successful');
+  assert.deepEqual(await connector.getPaymentStatus({ paymentId: submitted.paymentId }), { ok: true, outcome: 'successful' });
+  assert.deepEqual(await connector.getConsent({ consentId: consent.consentId, kind: 'single' }), { ok: true, status: 'Consumed' });
+  const unknown = await connector.getPaymentStatus({ paymentId: 'dp-missing' });
+  assert.deepEqual(unknown, { ok: false, reason: 'invalid_request', message: 'No such resource: dp-missing', bankCode: 'Field.Invalid', unknown: false });
+});
+
+test('a payer who declines comes back with error=access_denied', async (t) => {
+  const app = await listeningApp(t);
+  const connector = app.deps.banks.connectorFor('sandbox', 'test')!;
+  const consent = await connector.createSingleConsent({ amountCents: 500, creditor, remittance: remittance(), idempotencyKey: key() });
+  assert.ok(consent.ok);
+  const location = await approve(app, connector, consent.consentId, 'decline');
+  assert.equal(location.searchParams.get('error'), 'access_denied');
+  assert.deepEqual(await connector.getConsent({ consentId: consent.consentId, kind: 'single' }), { ok: true, status: 'Rejected' });
+});
+
+test('enduring consent: limits by the caller clock, bank declines mapped to reasons, revocation', async (t) => {
+  const app = await listeningApp(t);
+  const connector = app.deps.banks.connectorFor('kiwibank', 'test')!;
+  const { consentId, accessToken } = await enduringConsent(app, connector);
+  const submit = (amountCents: number, at: string) =>
+    connector.submitPayment({ consentId, accessToken, amountCents, creditor, remittance: remittance(), idempotencyKey: key(), at: Date.parse(at) });
+
+  const first = await submit(5_000, '2027-02-01T10:00:00+13:00');
+  assert.ok(first.ok && first.outcome === 'successful');
+  assert.deepEqual(await submit(5_001, '2027-02-02T10:00:00+13:00'), {
+    ok: false, reason: 'limit_exceeded', limit: 'max_per_payment', bankCode: 'Resource.Consent.Exceed.MaximumAmount',
+    message: 'The amount is over the consent MaximumAmount per payment', unknown: false,
+  });
+  const overWeek = await submit(3_001, '2027-02-07T23:00:00+13:00');
+  assert.ok(!overWeek.ok && overWeek.reason === 'limit_exceeded' && overWeek.limit === 'max_per_period');
+  const nextWeek = await submit(3_001, '2027-02-08T00:30:00+13:00');
+  assert.ok(nextWeek.ok && nextWeek.outcome === 'successful');
+
+  await call('POST', `${app.bankUrl}/test/consents/${consentId}/decline-next`, { body: { count: 1, reason: 'insufficient_funds' } });
+  const declined = await submit(100, '2027-02-09T10:00:00+13:00');
+  assert.ok(declined.ok);
+  assert.equal(declined.outcome, 'failed');
+  assert.equal(declined.failureReason, 'insufficient_funds');
+  assert.deepEqual(await connector.getPaymentStatus({ paymentId: declined.paymentId }), { ok: true, outcome: 'failed', failureReason: 'insufficient_funds' });
+
+  assert.deepEqual(await connector.revokeConsent({ consentId }), { ok: true });
+  assert.deepEqual(await connector.getConsent({ consentId, kind: 'enduring' }), { ok: true, status: 'Revoked' });
+  const afterRevoke = await submit(100, '2027-02-10T10:00:00+13:00');
+  assert.ok(!afterRevoke.ok);
+  assert.equal(afterRevoke.reason, 'consent_revoked');
+  assert.equal(afterRevoke.unknown, false);
+});
+
+test('delayed confirmation is pending until the bank settles it', async (t) => {
+  const app = await listeningApp(t);
+  const connector = app.deps.banks.connectorFor('bnz', 'test')!;
+  const { consentId, accessToken } = await enduringConsent(app, connector);
+  await call('POST', `${app.bankUrl}/test/consents/${consentId}/delay`, { body: { seconds: 30 } });
+  const at = Date.parse('2027-03-01T09:00:00+13:00');
+  const submitted = await connector.submitPayment({ consentId, accessToken, amountCents: 700, creditor, remittance: remittance(), idempotencyKey: key(), at });
+  assert.ok(submitted.ok);
+  assert.equal(submitted.outcome, 'pending');
+  assert.deepEqual(await connector.getPaymentStatus({ paymentId: submitted.paymentId, at: at + 29_000 }), { ok: true, outcome: 'pending' });
+  assert.deepEqual(await connector.getPaymentStatus({ paymentId: submitted.paymentId, at: at + 30_000 }), { ok: true, outcome: 'successful' });
+});
+
+test('a bank slower than the timeout is an unknown outcome; the same idempotency key later finds the payment', async (t) => {
+  const app = await listeningApp(t);
+  const registry = new OpenBankingRegistry({ config: app.deps.config, http: { timeoutMs: 200 } });
+  // Closed before the service stops, or the server waits for this client's keep-alive sockets.
+  try {
+    const connector = registry.connectorFor('asb', 'test')!;
+    const { consentId, accessToken } = await enduringConsent(app, connector);
+    await call('POST', `${app.bankUrl}/test/latency`, { body: { ms: 1_000, count: 1 } });
+    const submission = { consentId, accessToken, amountCents: 900, creditor, remittance: remittance(), idempotencyKey: key(), at: Date.parse('2027-03-02T09:00:00+13:00') };
+    const slow = await connector.submitPayment(submission);
+    assert.deepEqual(slow, { ok: false, reason: 'timeout', message: 'No answer from the bank within 200 ms', unknown: true });
+    // The retry (as the reconciler would) with the normal deadline: the bank may still be answering the first.
+    const again = await app.deps.banks.connectorFor('asb', 'test')!.submitPayment(submission);
+    assert.ok(again.ok, JSON.stringify(again));
+    assert.equal(again.outcome, 'successful');
+  } finally {
+    await registry.close();
+  }
+});
+
+test('network errors and 5xx are unknown outcomes, retried only where repeating is safe', async (t) => {
+  let hits = 0;
+  const server = http.createServer((_request, response) => {
+    hits += 1;
+    response.writeHead(503, { 'content-type': 'application/json' }).end('{"Code":"503"}');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const baseUrl = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  const httpClient = new BankHttp({ timeoutMs: 1_000, retries: 2, backoffMs: 5 });
+  t.after(() => httpClient.close());
+  const connector = new OpenBankingConnector({
+    bankId: 'x', baseUrl, http: httpClient,
+    security: new ClientSecretSecurity({ baseUrl, credentials: { clientId: 'c', clientSecret: 's' }, http: httpClient }),
+  });
+
+  const status = await connector.submitPayment({ consentId: 'c', accessToken: 'token-token-token', amountCents: 100, creditor, remittance: remittance(), idempotencyKey: 'k' });
+  assert.deepEqual(status, { ok: false, reason: 'bank_unavailable', message: 'The bank answered 503', unknown: true });
+  assert.equal(hits, 3);
+  hits = 0;
+  const exchange = await connector.exchangeCode({ code: 'code', redirectUri: 'http://127.0.0.1/pay/return' });
+  assert.equal(exchange.ok, false);
+  assert.equal(hits, 1, 'a code exchange is never repeated');
+
+  const closed = new OpenBankingConnector({
+    bankId: 'y', baseUrl: 'http://127.0.0.1:1', http: httpClient,
+    security: new ClientSecretSecurity({ baseUrl: 'http://127.0.0.1:1', credentials: { clientId: 'c', clientSecret: 's' }, http: httpClient }),
+  });
+  const unreachable = await closed.getPaymentStatus({ paymentId: 'p' });
+  assert.ok(!unreachable.ok);
+  assert.equal(unreachable.reason, 'network_error');
+  assert.equal(unreachable.unknown, true);
+});

@@ -1,0 +1,41 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { bankIdempotencyKey, outcomeOf, refusalOf } from './open-banking.mapping.ts';
+import { codeToReason, reasonToCode } from './open-banking.wire.ts';
+
+test('idempotency keys fit the standard: at most 40 printable characters, same key same result', () => {
+  fc.assert(
+    fc.property(fc.string({ maxLength: 300 }), (key) => {
+      const sent = bankIdempotencyKey(key);
+      assert.ok(sent.length >= 1 && sent.length <= 40 && /^[\x21-\x7e]+$/.test(sent));
+      assert.equal(bankIdempotencyKey(key), sent);
+    }),
+  );
+  assert.equal(bankIdempotencyKey('pay-1'), 'pay-1');
+  assert.notEqual(bankIdempotencyKey('x'.repeat(41)), bankIdempotencyKey('x'.repeat(42)));
+});
+
+test('failure reasons (words of two letters or more) survive the trip through StatusReasonCode', () => {
+  fc.assert(
+    fc.property(fc.stringMatching(/^[a-z]{2,8}(_[a-z]{2,8}){0,3}$/), (reason) => {
+      assert.equal(codeToReason(reasonToCode(reason)), reason);
+    }),
+  );
+  assert.equal(reasonToCode('insufficient_funds'), 'InsufficientFunds');
+});
+
+test('statuses map to outcomes, and refusals to reasons', () => {
+  assert.deepEqual(outcomeOf('AcceptedSettlementCompleted', undefined), { outcome: 'successful' });
+  assert.deepEqual(outcomeOf('Rejected', [{ StatusReasonCode: 'FraudCheck', StatusReasonDescription: '' }]), { outcome: 'failed', failureReason: 'fraud_check' });
+  assert.deepEqual(outcomeOf('Rejected', undefined), { outcome: 'failed', failureReason: 'declined' });
+  assert.deepEqual(outcomeOf('Pending', undefined), { outcome: 'pending' });
+  assert.deepEqual(outcomeOf('AcceptedSettlementInProcess', undefined), { outcome: 'pending' });
+  assert.equal(outcomeOf('Weird', undefined), null);
+  const error = (ErrorCode: string, Message = 'm') => ({ Code: '400 BadRequest', Message, Errors: [{ ErrorCode, Message }] });
+  assert.equal(refusalOf(400, error('Resource.Consent.Exceed.TotalCount')).limit, 'total_count');
+  assert.equal(refusalOf(400, error('Resource.Consent.Exceed.Dates')).limit, 'end_date');
+  assert.equal(refusalOf(400, error('Resource.Consent.InvalidStatus', 'Consent status is Rejected; …')).reason, 'consent_not_active');
+  assert.equal(refusalOf(400, error('Resource.Consent.InvalidStatus', 'Consent status is Revoked; …')).reason, 'consent_revoked');
+  assert.deepEqual(refusalOf(418, undefined), { ok: false, reason: 'bank_refused', message: 'The bank refused the request (418)', bankCode: 'http_418', unknown: false });
+});

@@ -1,0 +1,70 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ConfigError, loadConfig } from '../../config.ts';
+import { OpenBankingRegistry } from './registry.ts';
+
+const env = { PORT: '0', LOG_LEVEL: 'silent' };
+
+test('test mode lists the sandbox bank and the major NZ banks, all routed to the sandbox bank', async (t) => {
+  const registry = new OpenBankingRegistry({ config: loadConfig(env) });
+  t.after(() => registry.close());
+  assert.deepEqual(registry.list('test').map((bank) => bank.name), [
+    'Sandbox Bank', 'ANZ', 'ASB', 'BNZ', 'Westpac', 'Kiwibank', 'TSB', 'Co-operative Bank', 'Heartland Bank',
+  ]);
+  for (const bank of registry.list('test')) {
+    const connector = registry.connectorFor(bank.id, 'test')!;
+    assert.equal(connector.bankId, bank.id);
+    assert.ok(connector.authoriseUrl({ consentId: 'c', redirectUri: 'r', state: 's' }).startsWith('http://127.0.0.1:0/sandbox-bank/authorize?'));
+  }
+  assert.equal(registry.connectorFor('nosuchbank', 'test'), null);
+  assert.deepEqual(registry.list('live'), []);
+  assert.equal(registry.connectorFor('anz', 'live'), null);
+});
+
+test('the mounted sandbox URL follows PUBLIC_BASE_URL set after listening; SANDBOX_BANK_URL wins when set', async (t) => {
+  const config = loadConfig(env);
+  const registry = new OpenBankingRegistry({ config });
+  t.after(() => registry.close());
+  config.publicBaseUrl = 'http://127.0.0.1:4567';
+  assert.equal(registry.sandboxUrl(), 'http://127.0.0.1:4567/sandbox-bank');
+  const explicit = new OpenBankingRegistry({ config: loadConfig({ ...env, SANDBOX_BANK_URL: 'http://127.0.0.1:3001' }) });
+  t.after(() => explicit.close());
+  assert.equal(explicit.sandboxUrl(), 'http://127.0.0.1:3001');
+});
+
+function banksFile(t: import('node:test').TestContext, content: string): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-banks-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'banks.json');
+  fs.writeFileSync(file, content);
+  return file;
+}
+
+test('live mode uses the banks in BANKS_FILE', async (t) => {
+  const file = banksFile(t, JSON.stringify({ banks: [{ id: 'anz', name: 'ANZ', base_url: 'https://api.anz.example/open-banking/', client_id: 'cid', client_secret: 'sec' }] }));
+  const registry = new OpenBankingRegistry({ config: loadConfig({ ...env, BANKS_FILE: file }) });
+  t.after(() => registry.close());
+  assert.deepEqual(registry.list('live'), [{ id: 'anz', name: 'ANZ' }]);
+  const connector = registry.connectorFor('anz', 'live')!;
+  assert.equal(connector.authoriseUrl({ consentId: 'c1', redirectUri: 'https://tono.example/pay/return', state: 's' }),
+    'https://api.anz.example/open-banking/authorize?consent_id=c1&redirect_uri=https%3A%2F%2Ftono.example%2Fpay%2Freturn&state=s&client_id=cid');
+  assert.equal(registry.connectorFor('bnz', 'live'), null);
+});
+
+test('a bad BANKS_FILE stops start-up with one line naming BANKS_FILE', (t) => {
+  const cases: Array<[string, RegExp]> = [
+    ['{ not json', /^BANKS_FILE is not valid JSON \(/],
+    ['{"banks": {}}', /^BANKS_FILE must hold a JSON array of banks/],
+    ['[{"id":"anz","name":"ANZ","base_url":"http://bank.example","client_id":"a","client_secret":"b"}]', /^BANKS_FILE entry 1 .*"base_url" must use https/],
+    ['[{"id":"anz","name":"ANZ","base_url":"https://bank.example"}]', /^BANKS_FILE entry 1 .*needs "client_id"/],
+  ];
+  for (const [content, expected] of cases) {
+    const file = banksFile(t, content);
+    assert.throws(() => loadConfig({ ...env, BANKS_FILE: file }), (error: Error) => error instanceof ConfigError && expected.test(error.message) && !error.message.includes('\n'));
+  }
+  assert.throws(() => loadConfig({ ...env, BANKS_FILE: '/nonexistent/banks.json' }), (error: Error) =>
+    error instanceof ConfigError && error.message === 'BANKS_FILE cannot be read (/nonexistent/banks.json): ENOENT');
+});

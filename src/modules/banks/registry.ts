@@ -1,0 +1,91 @@
+import type { Config } from '../../config.ts';
+import type { BankConnector, BankRegistry } from './bank-connector.ts';
+import { readBanksFile, type LiveBank } from './banks-file.ts';
+import { BankHttp, type BankHttpOptions } from './open-banking.http.ts';
+import { OpenBankingConnector } from './open-banking.connector.ts';
+import { SERVICE_CLIENT_ID, SERVICE_CLIENT_SECRET } from './sandbox-bank/sandbox-bank.app.ts';
+import { ClientSecretSecurity } from './security.ts';
+
+// The banks a payer can choose. Test mode lists the sandbox bank and the major NZ banks, and
+// routes every one of them to the sandbox bank; live mode lists only the banks in BANKS_FILE.
+
+export const NZ_BANKS: ReadonlyArray<{ id: string; name: string }> = [
+  { id: 'sandbox', name: 'Sandbox Bank' },
+  { id: 'anz', name: 'ANZ' },
+  { id: 'asb', name: 'ASB' },
+  { id: 'bnz', name: 'BNZ' },
+  { id: 'westpac', name: 'Westpac' },
+  { id: 'kiwibank', name: 'Kiwibank' },
+  { id: 'tsb', name: 'TSB' },
+  { id: 'cooperative', name: 'Co-operative Bank' },
+  { id: 'heartland', name: 'Heartland Bank' },
+];
+
+export type OpenBankingRegistryOptions = {
+  config: Config;
+  /** Live banks; defaults to reading config.banksFile. */
+  liveBanks?: LiveBank[];
+  http?: BankHttpOptions;
+  now?: () => number;
+};
+
+export class OpenBankingRegistry implements BankRegistry {
+  private readonly config: Config;
+  private readonly liveBanks: LiveBank[];
+  private readonly http: BankHttp;
+  private readonly now: () => number;
+  private readonly startSandboxUrl: string;
+  private readonly connectors = new Map<string, BankConnector>();
+
+  constructor(options: OpenBankingRegistryOptions) {
+    this.config = options.config;
+    this.liveBanks = options.liveBanks ?? (options.config.banksFile ? readBanksFile(options.config.banksFile) : []);
+    this.http = new BankHttp(options.http);
+    this.now = options.now ?? Date.now;
+    this.startSandboxUrl = options.config.sandboxBankUrl;
+  }
+
+  list(mode: 'live' | 'test'): Array<{ id: string; name: string }> {
+    if (mode === 'test') return NZ_BANKS.map((bank) => ({ ...bank }));
+    return this.liveBanks.map((bank) => ({ id: bank.id, name: bank.name }));
+  }
+
+  connectorFor(bankId: string, mode: 'live' | 'test'): BankConnector | null {
+    if (mode === 'test') {
+      if (!NZ_BANKS.some((bank) => bank.id === bankId)) return null;
+      return this.connector(`test:${bankId}`, bankId, this.sandboxUrl(), { clientId: SERVICE_CLIENT_ID, clientSecret: SERVICE_CLIENT_SECRET }, true);
+    }
+    const bank = this.liveBanks.find((candidate) => candidate.id === bankId);
+    if (!bank) return null;
+    return this.connector(`live:${bankId}`, bankId, bank.baseUrl, { clientId: bank.clientId, clientSecret: bank.clientSecret }, false);
+  }
+
+  /**
+   * SANDBOX_BANK_URL, or the mounted sandbox bank under PUBLIC_BASE_URL. Read per call: tests
+   * listen on a free port and set the public URL afterwards.
+   */
+  sandboxUrl(): string {
+    if (this.config.sandboxBankUrlSet || this.config.sandboxBankUrl !== this.startSandboxUrl) return this.config.sandboxBankUrl;
+    return `${this.config.publicBaseUrl}/sandbox-bank`;
+  }
+
+  private connector(cacheKey: string, bankId: string, baseUrl: string, credentials: { clientId: string; clientSecret: string }, sandbox: boolean): BankConnector {
+    const key = `${cacheKey}@${baseUrl}`;
+    let connector = this.connectors.get(key);
+    if (!connector) {
+      connector = new OpenBankingConnector({
+        bankId,
+        baseUrl,
+        http: this.http,
+        sendSandboxTime: sandbox,
+        security: new ClientSecretSecurity({ baseUrl, credentials, http: this.http, now: this.now }),
+      });
+      this.connectors.set(key, connector);
+    }
+    return connector;
+  }
+
+  async close(): Promise<void> {
+    await this.http.close();
+  }
+}

@@ -1,0 +1,100 @@
+import { Type } from 'typebox';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import {
+  DomesticConsentRequest,
+  DomesticPaymentRequest,
+  EnduringConsentRequest,
+  SANDBOX_TIME_HEADER,
+} from '../open-banking.wire.ts';
+import type { BankTime, SandboxDeps } from './sandbox.context.ts';
+import { BankApiError, fieldInvalid } from './sandbox.errors.ts';
+import { authenticateBearer, type Caller } from './auth.service.ts';
+import { createDomesticConsent, createEnduringConsent, effectiveStatus, getConsentOf, revokeEnduringConsent } from './consents.service.ts';
+import { getDomesticPayment, submitDomesticPayment } from './payments.service.ts';
+import { presentConsent, presentPayment } from './sandbox.present.ts';
+import type { Latency } from './hooks.service.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    bankCaller: Caller;
+  }
+}
+
+const IdempotencyHeaders = Type.Object({ 'x-idempotency-key': Type.String({ minLength: 1, maxLength: 40 }) });
+const ConsentIdParams = Type.Object({ ConsentId: Type.String({ maxLength: 128 }) });
+
+/** x-sandbox-time, when the caller sends it, is "now" for consent validity and limit periods. */
+export function bankTimeOf(request: FastifyRequest, deps: SandboxDeps): BankTime {
+  const raw = request.headers[SANDBOX_TIME_HEADER];
+  if (raw === undefined) return deps.clock.now();
+  const parsed = typeof raw === 'string' ? Date.parse(raw) : NaN;
+  if (Number.isNaN(parsed)) throw fieldInvalid(SANDBOX_TIME_HEADER, `${SANDBOX_TIME_HEADER} must be an ISO 8601 date-time`);
+  return parsed;
+}
+
+/** The standard's resource endpoints, each behind a bearer token from POST /token. */
+export async function registerApiRoutes(app: FastifyInstance, deps: SandboxDeps, latency: Latency): Promise<void> {
+  const prefix = app.prefix;
+  const self = (request: FastifyRequest, path: string) => `${request.protocol}://${request.host}${prefix}${path}`;
+
+  app.addHook('preValidation', async (request) => {
+    request.bankCaller = await authenticateBearer(deps, request.headers.authorization);
+  });
+  app.addHook('onSend', async (_request, _reply, payload) => {
+    const ms = latency.take();
+    if (ms > 0) await new Promise((resolve) => setTimeout(resolve, ms));
+    return payload;
+  });
+
+  app.post('/domestic-payment-consents', { schema: { headers: IdempotencyHeaders, body: DomesticConsentRequest } }, async (request, reply) => {
+    const body = request.body as DomesticConsentRequest;
+    const { consent } = await createDomesticConsent(deps, request.bankCaller.clientId, body, request.headers['x-idempotency-key'] as string);
+    return reply.status(201).send(presentConsent(consent, effectiveStatus(consent, bankTimeOf(request, deps)), self(request, `/domestic-payment-consents/${consent.id}`)));
+  });
+
+  app.get('/domestic-payment-consents/:ConsentId', { schema: { params: ConsentIdParams } }, async (request) => {
+    const { ConsentId } = request.params as { ConsentId: string };
+    const consent = await getConsentOf(deps, request.bankCaller.clientId, 'domestic', ConsentId);
+    return presentConsent(consent, effectiveStatus(consent, bankTimeOf(request, deps)), self(request, `/domestic-payment-consents/${consent.id}`));
+  });
+
+  app.post('/enduring-payment-consents', { schema: { headers: IdempotencyHeaders, body: EnduringConsentRequest } }, async (request, reply) => {
+    const body = request.body as EnduringConsentRequest;
+    const { consent } = await createEnduringConsent(deps, request.bankCaller.clientId, body, request.headers['x-idempotency-key'] as string);
+    return reply.status(201).send(presentConsent(consent, effectiveStatus(consent, bankTimeOf(request, deps)), self(request, `/enduring-payment-consents/${consent.id}`)));
+  });
+
+  app.get('/enduring-payment-consents/:ConsentId', { schema: { params: ConsentIdParams } }, async (request) => {
+    const { ConsentId } = request.params as { ConsentId: string };
+    const consent = await getConsentOf(deps, request.bankCaller.clientId, 'enduring', ConsentId);
+    return presentConsent(consent, effectiveStatus(consent, bankTimeOf(request, deps)), self(request, `/enduring-payment-consents/${consent.id}`));
+  });
+
+  app.delete('/enduring-payment-consents/:ConsentId', { schema: { params: ConsentIdParams } }, async (request, reply) => {
+    const { ConsentId } = request.params as { ConsentId: string };
+    await revokeEnduringConsent(deps, ConsentId, request.bankCaller.clientId);
+    return reply.status(204).send();
+  });
+
+  app.post('/domestic-payments', { schema: { headers: IdempotencyHeaders, body: DomesticPaymentRequest } }, async (request, reply) => {
+    const caller = request.bankCaller;
+    if (caller.consentId === null) {
+      throw new BankApiError(403, 'Resource.Consent.Mismatch', 'Payments need the consent-bound token from the authorization_code grant', 'Authorization');
+    }
+    const body = request.body as DomesticPaymentRequest;
+    const { payment } = await submitDomesticPayment(
+      deps,
+      { clientId: caller.clientId, consentId: caller.consentId },
+      body,
+      request.headers['x-idempotency-key'] as string,
+      bankTimeOf(request, deps),
+    );
+    return reply.status(201).send(presentPayment(payment, self(request, `/domestic-payments/${payment.id}`)));
+  });
+
+  app.get('/domestic-payments/:DomesticPaymentId', { schema: { params: Type.Object({ DomesticPaymentId: Type.String({ maxLength: 128 }) }) } }, async (request) => {
+    const { DomesticPaymentId } = request.params as { DomesticPaymentId: string };
+    const payment = await getDomesticPayment(deps, request.bankCaller.clientId, DomesticPaymentId, bankTimeOf(request, deps));
+    return presentPayment(payment, self(request, `/domestic-payments/${payment.id}`));
+  });
+}

@@ -1,0 +1,176 @@
+import { constantTimeEqual, randomSecret, sha256Hex } from '../../../shared/crypto.ts';
+import { DAY_MS, HOUR_MS, MINUTE_MS } from '../../../shared/time.ts';
+import type { SandboxClient, SandboxDeps } from './sandbox.context.ts';
+import { unauthorised } from './sandbox.errors.ts';
+import { effectiveStatus } from './consents.service.ts';
+import {
+  findAuthorisation,
+  findAuthorisationByCode,
+  findConsent,
+  findPayerByUsername,
+  findToken,
+  insertAuthorisation,
+  insertToken,
+  updateAuthorisation,
+  updateConsent,
+  useCode,
+  type ConsentRow,
+  type PayerRow,
+} from './sandbox.repo.ts';
+
+// The sandbox's stand-in for the standard's FAPI security: client-credentials tokens for API
+// calls, a login-and-approve page, and an authorization code exchanged once for a token bound to
+// the consent. Secrets are stored only as hashes.
+
+export const CLIENT_TOKEN_TTL_MS = HOUR_MS;
+const CODE_TTL_MS = 10 * MINUTE_MS;
+const SESSION_TTL_MS = 15 * MINUTE_MS;
+const DOMESTIC_TOKEN_TTL_MS = DAY_MS;
+
+/** OAuth token endpoint errors keep OAuth's own shape: { error, error_description }. */
+export class OAuthError extends Error {
+  readonly status: number;
+  readonly error: string;
+  constructor(status: number, error: string, description: string) {
+    super(description);
+    this.status = status;
+    this.error = error;
+  }
+}
+
+export function authenticateClient(deps: SandboxDeps, clientId: string | undefined, secret: string | undefined): SandboxClient {
+  const client = deps.clients().find((c) => c.clientId === clientId);
+  if (!client || secret === undefined || !constantTimeEqual(client.clientSecret, secret)) {
+    throw new OAuthError(401, 'invalid_client', 'Unknown client or wrong client secret');
+  }
+  return client;
+}
+
+export type TokenResponse = { access_token: string; token_type: 'Bearer'; expires_in?: number; scope: string; consent_id?: string };
+
+export async function issueClientToken(deps: SandboxDeps, client: SandboxClient): Promise<TokenResponse> {
+  const token = randomSecret(32);
+  const now = deps.clock.now();
+  await insertToken(deps.db, { token_hash: sha256Hex(token), client_id: client.clientId, consent_id: null, created_at: now, expires_at: now + CLIENT_TOKEN_TTL_MS });
+  return { access_token: token, token_type: 'Bearer', expires_in: CLIENT_TOKEN_TTL_MS / 1000, scope: 'payments' };
+}
+
+export type Caller = { clientId: string; consentId: string | null };
+
+/** The client (and consent, for a consent-bound token) behind an Authorization header. */
+export async function authenticateBearer(deps: SandboxDeps, header: string | undefined): Promise<Caller> {
+  const match = /^Bearer ([A-Za-z0-9_-]{16,128})$/.exec(header ?? '');
+  if (!match) throw unauthorised('Send Authorization: Bearer <access token> from POST /token');
+  const row = await findToken(deps.db, sha256Hex(match[1]));
+  if (!row || (row.expires_at !== null && row.expires_at <= deps.clock.now())) throw unauthorised('The access token is unknown or expired');
+  return { clientId: row.client_id, consentId: row.consent_id };
+}
+
+export function registeredRedirect(deps: SandboxDeps, clientId: string, redirectUri: string): boolean {
+  return deps.clients().some((c) => c.clientId === clientId && c.redirectUris.includes(redirectUri));
+}
+
+/** Refusals on the authorisation pages: shown to the payer, never redirected (the URI is unverified). */
+export class AuthorisePageError extends Error {}
+
+/** The consent a payer is asked to approve, checked against the redirect it will return to. */
+export async function consentToAuthorise(deps: SandboxDeps, consentId: string, redirectUri: string): Promise<ConsentRow> {
+  const consent = consentId ? await findConsent(deps.db, consentId) : undefined;
+  if (!consent) throw new AuthorisePageError('This payment consent does not exist at Sandbox Bank.');
+  if (!registeredRedirect(deps, consent.client_id, redirectUri)) {
+    throw new AuthorisePageError('The return address does not match the one registered for this payment service.');
+  }
+  if (consent.status !== 'AwaitingAuthorisation') {
+    throw new AuthorisePageError(`This consent cannot be approved: its status is ${effectiveStatus(consent, deps.clock.now())}.`);
+  }
+  return consent;
+}
+
+export class LoginRefused extends Error {}
+
+/** Username `sandbox` (or a payer made by a test hook), any non-empty password. */
+export async function logIn(
+  deps: SandboxDeps,
+  input: { consentId: string; redirectUri: string; state: string; username: string; password: string },
+): Promise<{ sessionId: string; consent: ConsentRow; payer: PayerRow }> {
+  const consent = await consentToAuthorise(deps, input.consentId, input.redirectUri);
+  const payer = await findPayerByUsername(deps.db, input.username.trim());
+  if (!payer) throw new LoginRefused('Unknown username. At Sandbox Bank, sign in as “sandbox” with any password.');
+  if (input.password === '') throw new LoginRefused('Enter a password (any password works at Sandbox Bank).');
+  const sessionId = randomSecret(24);
+  const now = deps.clock.now();
+  await insertAuthorisation(deps.db, {
+    id: sessionId,
+    consent_id: consent.id,
+    client_id: consent.client_id,
+    redirect_uri: input.redirectUri,
+    state: input.state,
+    payer_id: payer.id,
+    code_hash: null,
+    code_expires_at: null,
+    code_used_at: null,
+    created_at: now,
+    expires_at: now + SESSION_TTL_MS,
+  });
+  return { sessionId, consent, payer };
+}
+
+export async function sessionConsent(deps: SandboxDeps, sessionId: string): Promise<ConsentRow> {
+  const session = await findAuthorisation(deps.db, sessionId);
+  if (!session || session.expires_at <= deps.clock.now() || session.code_hash !== null) {
+    throw new AuthorisePageError('This approval page has expired. Return to the payment service and start again.');
+  }
+  return (await findConsent(deps.db, session.consent_id))!;
+}
+
+/** Approve or decline; returns where to send the payer's browser. */
+export async function decide(deps: SandboxDeps, sessionId: string, decision: 'approve' | 'decline'): Promise<string> {
+  const now = deps.clock.now();
+  return deps.db.transaction().execute(async (trx) => {
+    const session = await findAuthorisation(trx, sessionId);
+    if (!session || session.expires_at <= now || session.code_hash !== null) {
+      throw new AuthorisePageError('This approval page has expired. Return to the payment service and start again.');
+    }
+    const consent = await findConsent(trx, session.consent_id, { forUpdate: true });
+    if (!consent || consent.status !== 'AwaitingAuthorisation') {
+      throw new AuthorisePageError('This consent has already been decided.');
+    }
+    const back = new URL(session.redirect_uri);
+    if (decision === 'decline') {
+      await updateConsent(trx, consent.id, { status: 'Rejected', updated_at: now, status_updated_at: now });
+      await updateAuthorisation(trx, session.id, { expires_at: now });
+      back.searchParams.set('error', 'access_denied');
+      back.searchParams.set('error_description', 'The payer declined');
+    } else {
+      const code = randomSecret(24);
+      await updateConsent(trx, consent.id, { status: 'Authorised', payer_id: session.payer_id, updated_at: now, status_updated_at: now });
+      await updateAuthorisation(trx, session.id, { code_hash: sha256Hex(code), code_expires_at: now + CODE_TTL_MS });
+      back.searchParams.set('code', code);
+    }
+    back.searchParams.set('state', session.state);
+    return back.toString();
+  });
+}
+
+/** authorization_code grant: once per code, same client and redirect URI as the authorisation. */
+export async function exchangeCode(deps: SandboxDeps, client: SandboxClient, code: string | undefined, redirectUri: string | undefined): Promise<TokenResponse> {
+  if (!code) throw new OAuthError(400, 'invalid_request', 'code is required');
+  const session = await findAuthorisationByCode(deps.db, sha256Hex(code));
+  const now = deps.clock.now();
+  if (!session || session.client_id !== client.clientId || (session.code_expires_at ?? 0) <= now) {
+    throw new OAuthError(400, 'invalid_grant', 'The code is unknown, expired or for another client');
+  }
+  if (session.redirect_uri !== redirectUri) throw new OAuthError(400, 'invalid_grant', 'redirect_uri does not match the authorisation request');
+  if (!(await useCode(deps.db, session.id, now))) throw new OAuthError(400, 'invalid_grant', 'The code has already been used');
+  const consent = (await findConsent(deps.db, session.consent_id))!;
+  const token = randomSecret(32);
+  const expiresAt = consent.kind === 'domestic' ? now + DOMESTIC_TOKEN_TTL_MS : null;
+  await insertToken(deps.db, { token_hash: sha256Hex(token), client_id: client.clientId, consent_id: consent.id, created_at: now, expires_at: expiresAt });
+  return {
+    access_token: token,
+    token_type: 'Bearer',
+    ...(expiresAt !== null && { expires_in: DOMESTIC_TOKEN_TTL_MS / 1000 }),
+    scope: 'payments',
+    consent_id: consent.id,
+  };
+}

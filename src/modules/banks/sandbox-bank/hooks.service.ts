@@ -1,0 +1,108 @@
+import { randomInt } from 'node:crypto';
+import { ulid } from 'ulid';
+import type { SandboxDeps } from './sandbox.context.ts';
+import { fieldInvalid, unknownId } from './sandbox.errors.ts';
+import { AuthorisePageError, LoginRefused, decide, logIn } from './auth.service.ts';
+import { revokeEnduringConsent } from './consents.service.ts';
+import { findConsent, findPayerByUsername, insertPayerIfAbsent, updateConsent, type PayerRow } from './sandbox.repo.ts';
+
+// Scenarios for tests, behind /sandbox-bank/test/…: payers with balances, scripted declines,
+// delayed confirmation, revocation by the payer, and a shortcut through the approval pages.
+
+export const DEFAULT_PAYER = 'sandbox';
+/** A large balance so everyday testing never runs out: 100,000,000.00 NZD. */
+export const DEFAULT_BALANCE_CENTS = 10_000_000_000;
+
+function accountNumber(): string {
+  return `02-0100-${String(randomInt(0, 10_000_000)).padStart(7, '0')}-00`;
+}
+
+export async function ensureDefaultPayer(deps: SandboxDeps): Promise<void> {
+  await insertPayerIfAbsent(deps.db, {
+    id: `payer-${ulid()}`,
+    username: DEFAULT_PAYER,
+    name: 'Sandbox Payer',
+    account_number: accountNumber(),
+    balance_cents: DEFAULT_BALANCE_CENTS,
+    created_at: deps.clock.now(),
+  });
+}
+
+export async function createPayer(deps: SandboxDeps, input: { username: string; balanceCents: number; name?: string }): Promise<PayerRow> {
+  const row: PayerRow = {
+    id: `payer-${ulid()}`,
+    username: input.username,
+    name: input.name ?? input.username,
+    account_number: accountNumber(),
+    balance_cents: input.balanceCents,
+    created_at: deps.clock.now(),
+  };
+  if (!(await insertPayerIfAbsent(deps.db, row))) throw fieldInvalid('username', `A payer named ${input.username} already exists`);
+  return row;
+}
+
+export async function getPayer(deps: SandboxDeps, username: string): Promise<PayerRow> {
+  const row = await findPayerByUsername(deps.db, username);
+  if (!row) throw unknownId('username', username);
+  return row;
+}
+
+async function consentOrUnknown(deps: SandboxDeps, id: string) {
+  const row = await findConsent(deps.db, id);
+  if (!row) throw unknownId('ConsentId', id);
+  return row;
+}
+
+export async function declineNext(deps: SandboxDeps, consentId: string, count: number, reason: string): Promise<void> {
+  await consentOrUnknown(deps, consentId);
+  await updateConsent(deps.db, consentId, { decline_next: count, decline_reason: reason, updated_at: deps.clock.now() });
+}
+
+/** Hold new payments unconfirmed: for `seconds` of bank time, or until released (seconds null). */
+export async function delayConfirmation(
+  deps: SandboxDeps,
+  consentId: string,
+  input: { off: boolean; seconds: number | null; status: 'Pending' | 'AcceptedSettlementInProcess' },
+): Promise<void> {
+  await consentOrUnknown(deps, consentId);
+  await updateConsent(deps.db, consentId, {
+    hold_seconds: input.off ? null : (input.seconds ?? -1),
+    hold_status: input.off ? null : input.status,
+    updated_at: deps.clock.now(),
+  });
+}
+
+/** As the payer would in their banking app: later executions fail with InvalidStatus. */
+export async function revokeAtBank(deps: SandboxDeps, consentId: string) {
+  return revokeEnduringConsent(deps, consentId, null);
+}
+
+/** The approval pages without a browser: the same login and decision, returning the redirect. */
+export async function authoriseDirectly(
+  deps: SandboxDeps,
+  input: { consentId: string; redirectUri: string; state: string; username: string; decision: 'approve' | 'decline' },
+): Promise<string> {
+  try {
+    const { sessionId } = await logIn(deps, { ...input, password: 'test-hook' });
+    return await decide(deps, sessionId, input.decision);
+  } catch (error) {
+    if (error instanceof LoginRefused) throw fieldInvalid('username', error.message);
+    if (error instanceof AuthorisePageError) throw fieldInvalid('consent_id', error.message);
+    throw error;
+  }
+}
+
+/** Slow answers for timeout tests: the next `count` API responses wait `ms` after processing. */
+export class Latency {
+  private remaining = 0;
+  private ms = 0;
+  set(ms: number, count: number): void {
+    this.ms = ms;
+    this.remaining = count;
+  }
+  take(): number {
+    if (this.remaining <= 0) return 0;
+    this.remaining -= 1;
+    return this.ms;
+  }
+}

@@ -1,0 +1,180 @@
+import { ulid } from 'ulid';
+import type { DomesticInitiation, DomesticPaymentRequest } from '../open-banking.wire.ts';
+import type { BankTime, SandboxDeps, SandboxDb } from './sandbox.context.ts';
+import { BankApiError, unknownId } from './sandbox.errors.ts';
+import { fingerprintOf, holdIdempotencyKey } from './sandbox.idempotency.ts';
+import { checkLimits, type Period } from './sandbox.limits.ts';
+import { centsOf, effectiveStatus } from './consents.service.ts';
+import {
+  adjustBalance,
+  countedPayments,
+  findConsent,
+  findPayer,
+  findPayment,
+  insertPayment,
+  updateConsent,
+  updatePayment,
+  type ConsentRow,
+  type PaymentRow,
+} from './sandbox.repo.ts';
+
+const ENDPOINT = 'domestic-payments';
+
+/**
+ * Executes a payment under an authorised consent. One processing per x-idempotency-key; the
+ * consent row is locked, so limit checks hold under concurrent executions. A refusal before any
+ * money moves is an error (4xx); a bank decision about the money is a Rejected payment.
+ */
+export async function submitDomesticPayment(
+  deps: SandboxDeps,
+  auth: { clientId: string; consentId: string },
+  body: DomesticPaymentRequest,
+  key: string,
+  bankNow: BankTime,
+): Promise<{ payment: PaymentRow; replayed: boolean }> {
+  if (body.Data.ConsentId !== auth.consentId) {
+    throw new BankApiError(403, 'Resource.Consent.Mismatch', 'The access token was issued for another consent', 'Data.ConsentId');
+  }
+  const now = deps.clock.now();
+  const id = `dp-${ulid()}`;
+  return deps.db.transaction().execute(async (trx) => {
+    const held = await holdIdempotencyKey(trx, { clientId: auth.clientId, endpoint: ENDPOINT, key, fingerprint: fingerprintOf(body), newId: id, now });
+    if (held.replayOf) return { payment: (await findPayment(trx, held.replayOf))!, replayed: true };
+
+    const consent = await findConsent(trx, body.Data.ConsentId, { forUpdate: true });
+    if (!consent || consent.client_id !== auth.clientId) throw unknownId('Data.ConsentId', body.Data.ConsentId);
+    const initiation = body.Data.Initiation;
+    const amountCents = centsOf(initiation.InstructedAmount.Amount, 'Data.Initiation.InstructedAmount.Amount');
+    refuseUnlessExecutable(consent, bankNow);
+    refuseMismatch(consent, initiation, amountCents);
+    if (consent.kind === 'enduring') await refuseOverLimits(deps, trx, consent, amountCents, bankNow);
+
+    const payment = await decide(trx, consent, { id, amountCents, body, now, bankNow });
+    await insertPayment(trx, payment);
+    const consentChanges: Partial<ConsentRow> = { updated_at: now };
+    if (consent.kind === 'domestic') Object.assign(consentChanges, { status: 'Consumed', status_updated_at: now });
+    if (consent.decline_next > 0) consentChanges.decline_next = consent.decline_next - 1;
+    await updateConsent(trx, consent.id, consentChanges);
+    return { payment, replayed: false };
+  });
+}
+
+function refuseUnlessExecutable(consent: ConsentRow, bankNow: BankTime): void {
+  const status = effectiveStatus(consent, bankNow);
+  if (status === 'Expired') {
+    throw new BankApiError(400, 'Resource.Consent.Exceed.Dates', 'The consent ended at its ToDateTime', 'Data.ConsentId');
+  }
+  if (status !== 'Authorised') {
+    throw new BankApiError(400, 'Resource.Consent.InvalidStatus', `Consent status is ${status}; payments need an Authorised consent`, 'Data.ConsentId');
+  }
+}
+
+function refuseMismatch(consent: ConsentRow, initiation: DomesticInitiation, amountCents: number): void {
+  const mismatch = (path: string, what: string) =>
+    new BankApiError(400, 'Resource.Consent.Mismatch', `${what} differs from the consent`, path);
+  if (initiation.CreditorAccount.Identification !== consent.creditor_account) {
+    throw mismatch('Data.Initiation.CreditorAccount.Identification', 'The creditor account');
+  }
+  if (consent.kind !== 'domestic') return;
+  if (amountCents !== consent.amount_cents) throw mismatch('Data.Initiation.InstructedAmount.Amount', 'The amount');
+  const block = initiation.RemittanceInformation.Reference.CreditorReference;
+  if (block.Particulars !== consent.particulars || block.Code !== consent.code || block.Reference !== consent.reference) {
+    throw mismatch('Data.Initiation.RemittanceInformation.Reference.CreditorReference', 'The statement reference');
+  }
+}
+
+const breachMessages = {
+  Dates: 'The payment falls outside the consent FromDateTime and ToDateTime',
+  MaximumAmount: 'The amount is over the consent MaximumAmount per payment',
+  TotalCount: 'The consent TotalCount of payments has been reached',
+  TotalAmount: 'The payment would take the total over the consent TotalAmount',
+  Frequency: 'The payment would go over the consent limit for this period',
+} as const;
+
+async function refuseOverLimits(deps: SandboxDeps, trx: SandboxDb, consent: ConsentRow, amountCents: number, bankNow: BankTime): Promise<void> {
+  const earlier = await countedPayments(trx, consent.id);
+  const breach = checkLimits(
+    {
+      fromAt: consent.from_at!,
+      toAt: consent.to_at,
+      maxPerPaymentCents: consent.max_per_payment_cents,
+      period: consent.period as Period,
+      maxPerPeriodCents: consent.max_per_period_cents!,
+      maxCountPerPeriod: consent.max_count_per_period,
+      totalCount: consent.total_count,
+      totalAmountCents: consent.total_amount_cents,
+    },
+    earlier.map((p) => ({ amountCents: p.amount_cents, executedAt: p.executed_at })),
+    amountCents,
+    bankNow,
+    deps.zone,
+  );
+  if (breach) throw new BankApiError(400, `Resource.Consent.Exceed.${breach}`, breachMessages[breach], 'Data.Initiation.InstructedAmount');
+}
+
+/** The bank's decision on the money: a scripted decline, insufficient funds, or a debit. */
+async function decide(
+  trx: SandboxDb,
+  consent: ConsentRow,
+  input: { id: string; amountCents: number; body: DomesticPaymentRequest; now: number; bankNow: number },
+): Promise<PaymentRow> {
+  const payer = await findPayer(trx, consent.payer_id!, { forUpdate: true });
+  const base: PaymentRow = {
+    id: input.id,
+    consent_id: consent.id,
+    client_id: consent.client_id,
+    payer_id: consent.payer_id!,
+    status: 'AcceptedSettlementCompleted',
+    status_reason: null,
+    amount_cents: input.amountCents,
+    debited: 0,
+    request_body: JSON.stringify(input.body),
+    executed_at: input.bankNow,
+    release_at: null,
+    held: 0,
+    created_at: input.now,
+    updated_at: input.now,
+  };
+  if (consent.decline_next > 0) return { ...base, status: 'Rejected', status_reason: consent.decline_reason ?? 'declined' };
+  if (!payer || payer.balance_cents < input.amountCents) return { ...base, status: 'Rejected', status_reason: 'insufficient_funds' };
+  await adjustBalance(trx, payer.id, -input.amountCents);
+  if (consent.hold_seconds === null) return { ...base, debited: 1 };
+  return {
+    ...base,
+    debited: 1,
+    held: 1,
+    status: consent.hold_status ?? 'AcceptedSettlementInProcess',
+    release_at: consent.hold_seconds < 0 ? null : input.bankNow + consent.hold_seconds * 1000,
+  };
+}
+
+/** A payment of this client, settled first if its hold has run out by the bank's time. */
+export async function getDomesticPayment(deps: SandboxDeps, clientId: string, id: string, bankNow: BankTime): Promise<PaymentRow> {
+  const row = await findPayment(deps.db, id);
+  if (!row || row.client_id !== clientId) throw unknownId('DomesticPaymentId', id);
+  if (row.held && row.release_at !== null && bankNow >= row.release_at) {
+    return releasePayment(deps, id, { outcome: 'completed' });
+  }
+  return row;
+}
+
+/** Ends a hold: settles the payment, or rejects it and gives the money back. */
+export async function releasePayment(
+  deps: SandboxDeps,
+  id: string,
+  decision: { outcome: 'completed' | 'rejected'; reason?: string },
+): Promise<PaymentRow> {
+  return deps.db.transaction().execute(async (trx) => {
+    const row = await findPayment(trx, id, { forUpdate: true });
+    if (!row) throw unknownId('DomesticPaymentId', id);
+    if (!row.held) return row;
+    const now = deps.clock.now();
+    const changes: Partial<PaymentRow> =
+      decision.outcome === 'completed'
+        ? { status: 'AcceptedSettlementCompleted', held: 0, updated_at: now }
+        : { status: 'Rejected', status_reason: decision.reason ?? 'declined', held: 0, debited: 0, updated_at: now };
+    if (decision.outcome === 'rejected' && row.debited) await adjustBalance(trx, row.payer_id, row.amount_cents);
+    await updatePayment(trx, id, changes);
+    return { ...row, ...changes };
+  });
+}

@@ -1,0 +1,82 @@
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import formbody from '@fastify/formbody';
+import { Migrator, sql, type Kysely } from 'kysely';
+import { engineOf } from '../../../store/db.ts';
+import type { Logger } from 'pino';
+import { validatorCompiler } from '../../../http/validation.ts';
+import * as sandboxMigration from '../../../store/migrations/0004-sandbox-bank.ts';
+import { systemClock, type Clock } from '../../../shared/time.ts';
+import { registerApiRoutes } from './api.routes.ts';
+import { registerAuthRoutes } from './auth.routes.ts';
+import { bankErrorHandler, bankNotFoundHandler } from './sandbox.errors.ts';
+import type { SandboxClient, SandboxDeps } from './sandbox.context.ts';
+import type { SandboxTables } from './sandbox.tables.ts';
+import { ensureDefaultPayer, Latency } from './hooks.service.ts';
+import { registerHookRoutes } from './hooks.routes.ts';
+
+export type { SandboxClient } from './sandbox.context.ts';
+
+export type SandboxBankOptions = {
+  /** Any Kysely whose database has the sandbox_ tables (the service's, or the bank's own file). */
+  db: Kysely<any>;
+  clock?: Clock;
+  /** Time zone of calendar periods for enduring-consent limits. */
+  zone: string;
+  /** The registered clients; a function so redirect URIs can follow a base URL set after start. */
+  clients: () => SandboxClient[];
+};
+
+/** The client the service uses at its own sandbox bank. */
+export const SERVICE_CLIENT_ID = 'tono';
+export const SERVICE_CLIENT_SECRET = 'tono-sandbox-secret';
+
+export function serviceClient(publicBaseUrl: () => string): () => SandboxClient[] {
+  return () => [{ clientId: SERVICE_CLIENT_ID, clientSecret: SERVICE_CLIENT_SECRET, redirectUris: [`${publicBaseUrl()}/pay/return`] }];
+}
+
+/**
+ * The sandbox bank as a Fastify plugin: register it with a prefix (the service mounts it at
+ * /sandbox-bank). Its errors take the standard's shape, whatever the host app does.
+ */
+export async function sandboxBank(app: FastifyInstance, options: SandboxBankOptions): Promise<void> {
+  const deps: SandboxDeps = {
+    db: options.db as Kysely<SandboxTables>,
+    clock: options.clock ?? systemClock,
+    zone: options.zone,
+    clients: options.clients,
+  };
+  await ensureDefaultPayer(deps);
+  const latency = new Latency();
+  // The bank is not part of the service's API: keep its routes out of the service's OpenAPI.
+  app.addHook('onRoute', (route) => {
+    route.schema = { ...route.schema, hide: true };
+  });
+  app.setValidatorCompiler(validatorCompiler);
+  app.setErrorHandler(bankErrorHandler);
+  app.setNotFoundHandler(bankNotFoundHandler);
+  app.get('/', async () => ({ name: 'Sandbox Bank', standard: 'NZ payment initiation', login: 'username sandbox, any password' }));
+  await registerAuthRoutes(app, deps);
+  await registerHookRoutes(app, deps, latency);
+  await app.register(async (api) => registerApiRoutes(api, deps, latency));
+}
+
+/** The sandbox bank alone, as its own server (npm run sandbox-bank). */
+export async function buildSandboxBankApp(options: SandboxBankOptions & { log?: Logger }): Promise<FastifyInstance> {
+  const app: FastifyInstance = Fastify({ loggerInstance: options.log as FastifyBaseLogger | undefined, routerOptions: { ignoreTrailingSlash: true }, bodyLimit: 102_400 });
+  await app.register(formbody);
+  await app.register(sandboxBank, options);
+  return app;
+}
+
+/** The bank's own tables on a database of its own (standalone): only its migration runs there. */
+export async function migrateSandboxBank(db: Kysely<any>): Promise<void> {
+  // Name the schema on PostgreSQL: Kysely otherwise looks for its bookkeeping tables in every schema.
+  const schema = engineOf(db) === 'postgres' ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema : undefined;
+  const migrator = new Migrator({
+    db,
+    provider: { getMigrations: async () => ({ '0004-sandbox-bank': sandboxMigration }) },
+    ...(schema && { migrationTableSchema: schema }),
+  });
+  const { error } = await migrator.migrateToLatest();
+  if (error) throw error instanceof Error ? error : new Error(String(error));
+}

@@ -1,0 +1,21 @@
+import type { Kysely } from 'kysely';
+import type { Clock } from '../../../shared/time.ts';
+import type { SandboxTables } from './sandbox.tables.ts';
+
+export type SandboxDb = Kysely<SandboxTables>;
+
+/** A client (a payment service) registered at the bank, with the redirect URIs it may use. */
+export type SandboxClient = { clientId: string; clientSecret: string; redirectUris: string[] };
+
+export type SandboxDeps = {
+  db: SandboxDb;
+  /** Real time at the bank: tokens, codes and idempotency keys age by it. */
+  clock: Clock;
+  /** Time zone of the bank's calendar periods (the service's SERVICE_TIME_ZONE). */
+  zone: string;
+  /** Read on every use, so a test can change the service's public URL after listening. */
+  clients: () => SandboxClient[];
+};
+
+/** The time a request is about: x-sandbox-time when given, else the bank's clock. */
+export type BankTime = number;

@@ -1,0 +1,90 @@
+import type { ErrorObject } from 'ajv';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+
+// The standard's error body: { Code, Id, Message, Errors: [{ ErrorCode, Message, Path }] }.
+// Every refusal of the sandbox bank's API goes through BankApiError and the handler below.
+
+export const BankErrorCodes = [
+  'Resource.Consent.Exceed.MaximumAmount',
+  'Resource.Consent.Exceed.TotalAmount',
+  'Resource.Consent.Exceed.TotalCount',
+  'Resource.Consent.Exceed.Frequency',
+  'Resource.Consent.Exceed.Dates',
+  'Resource.Consent.InvalidStatus',
+  'Resource.Consent.Mismatch',
+  'Field.Invalid',
+  'Field.Missing',
+  'Header.Unauthorized',
+  'Resource.NotFound',
+  'Server.Error',
+] as const;
+export type BankErrorCode = (typeof BankErrorCodes)[number];
+
+const statusNames: Record<number, string> = {
+  400: 'BadRequest',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'NotFound',
+  500: 'InternalServerError',
+};
+
+export class BankApiError extends Error {
+  readonly status: number;
+  readonly errorCode: BankErrorCode;
+  readonly path: string | undefined;
+  constructor(status: number, errorCode: BankErrorCode, message: string, path?: string) {
+    super(message);
+    this.status = status;
+    this.errorCode = errorCode;
+    this.path = path;
+  }
+  body(id: string) {
+    return {
+      Code: `${this.status} ${statusNames[this.status] ?? 'Error'}`,
+      Id: id,
+      Message: this.message,
+      Errors: [{ ErrorCode: this.errorCode, Message: this.message, ...(this.path && { Path: this.path }) }],
+    };
+  }
+}
+
+export const fieldInvalid = (path: string, message: string) => new BankApiError(400, 'Field.Invalid', message, path);
+export const fieldMissing = (path: string) => new BankApiError(400, 'Field.Missing', `${path} is required`, path);
+/** Unknown ids are 400 in the standard, not 404. */
+export const unknownId = (path: string, id: string) => new BankApiError(400, 'Field.Invalid', `No such resource: ${id}`, path);
+export const unauthorised = (message: string) => new BankApiError(401, 'Header.Unauthorized', message, 'Authorization');
+
+function pathOf(error: ErrorObject, part: string, extra?: string): string {
+  const segments = error.instancePath.split('/').slice(1);
+  if (extra) segments.push(extra);
+  const path = segments.join('.');
+  if (part === 'headers' || part === 'querystring' || part === 'params') return path || part;
+  return path || 'Body';
+}
+
+export function toBankApiError(error: FastifyError | Error): BankApiError {
+  if (error instanceof BankApiError) return error;
+  const fastifyError = error as FastifyError & { validationContext?: string };
+  if (fastifyError.validation) {
+    const first = fastifyError.validation[0] as unknown as ErrorObject;
+    const part = fastifyError.validationContext ?? 'body';
+    if (first?.keyword === 'required') return fieldMissing(pathOf(first, part, String(first.params.missingProperty)));
+    const path = first ? pathOf(first, part) : 'Body';
+    return fieldInvalid(path, `${path} is not valid${first?.message ? `: ${first.message}` : ''}`);
+  }
+  if (fastifyError.statusCode && fastifyError.statusCode >= 400 && fastifyError.statusCode < 500) {
+    return new BankApiError(400, 'Field.Invalid', error.message, 'Body');
+  }
+  return new BankApiError(500, 'Server.Error', 'The bank could not process the request');
+}
+
+export function bankErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  const bankError = toBankApiError(error);
+  if (bankError.status >= 500) request.log.error({ err: error }, 'sandbox bank request failed');
+  return reply.status(bankError.status).send(bankError.body(request.id));
+}
+
+export function bankNotFoundHandler(request: FastifyRequest, reply: FastifyReply) {
+  const error = new BankApiError(404, 'Resource.NotFound', `No route ${request.method} ${request.url.split('?')[0]}`);
+  return reply.status(404).send(error.body(request.id));
+}

@@ -1,0 +1,126 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { apiClient, buildTestApp, createTestMerchant, type TestApp } from '../../../test/helpers.ts';
+import { assertError } from '../../../test/assertions.ts';
+
+const DAY = 86_400_000;
+
+async function expiredEvents(app: TestApp, userId: string) {
+  const rows = await app.deps.db.selectFrom('events').select(['object_id', 'body']).where('user_id', '=', userId).where('type', '=', 'request.expired').orderBy('id').execute();
+  return rows.map((row) => ({ id: row.object_id, data: JSON.parse(row.body).data }));
+}
+
+test('GET and advance the test clock; refusals', async (t) => {
+  const app = await buildTestApp(t);
+  const merchant = await createTestMerchant(app);
+  const api = apiClient(app, merchant.testKey);
+
+  const start = await api.get('/v1/test-helpers/clock');
+  assert.equal(start.status, 200, start.text);
+  assert.equal(start.body.clock.offset_seconds, 0);
+  assert.ok(Math.abs(Date.parse(start.body.clock.now) - Date.now()) < 2000);
+
+  const bySeconds = await api.post('/v1/test-helpers/clock/advance', { seconds: 3600 });
+  assert.equal(bySeconds.status, 200, bySeconds.text);
+  assert.equal(bySeconds.body.clock.offset_seconds, 3600);
+  const reached = Date.parse(bySeconds.body.clock.now);
+  assert.ok(reached - Date.now() >= 3600_000 - 50 && reached - Date.now() < 3600_000 + 2000);
+
+  const target = new Date(Date.now() + 10 * DAY).toISOString();
+  const byTo = await api.post('/v1/test-helpers/clock/advance', { to: target });
+  assert.equal(byTo.status, 200, byTo.text);
+  const now = Date.parse(byTo.body.clock.now);
+  assert.ok(now >= Date.parse(target) && now < Date.parse(target) + 2000, `${byTo.body.clock.now} vs ${target}`);
+  assert.equal(byTo.body.clock.offset_seconds, 10 * 86400);
+  assert.deepEqual((await api.get('/v1/test-helpers/clock')).body.clock.offset_seconds, 10 * 86400);
+
+  const exactlyOne = 'Give exactly one of to (an ISO 8601 time) or seconds';
+  assertError(await api.post('/v1/test-helpers/clock/advance', {}), 400, 'bad_request.invalid_param.to', exactlyOne, { field: 'to' });
+  assertError(await api.post('/v1/test-helpers/clock/advance', { to: target, seconds: 5 }), 400, 'bad_request.invalid_param.to', exactlyOne, { field: 'to' });
+  const past = await api.post('/v1/test-helpers/clock/advance', { to: new Date(Date.now() + DAY).toISOString() });
+  assert.equal(past.body.code, 'bad_request.invalid_param.to');
+  assert.equal(past.body.message, "to must be later than the clock's current time; test clocks only move forward");
+  assert.deepEqual(Object.keys(past.body.params), ['field', 'now']);
+  assertError(await api.post('/v1/test-helpers/clock/advance', { to: 'next tuesday' }), 400, 'bad_request.invalid_param.to', 'to must be an ISO 8601 date-time', { field: 'to' });
+  assertError(await api.post('/v1/test-helpers/clock/advance', { seconds: 0 }), 400, 'bad_request.invalid_param.seconds', 'seconds must be at least 1', { field: 'seconds' });
+  assertError(await api.post('/v1/test-helpers/clock/advance', { seconds: -60 }), 400, 'bad_request.invalid_param.seconds', 'seconds must be at least 1', { field: 'seconds' });
+  assertError(await api.post('/v1/test-helpers/clock/advance', { seconds: 1.5 }), 400, 'bad_request.invalid_param.seconds', 'seconds must be an integer', { field: 'seconds' });
+  assertError(await api.post('/v1/test-helpers/clock/advance', { seconds: '60' }), 400, 'bad_request.invalid_param.seconds', 'seconds must be an integer', { field: 'seconds' });
+  assertError(await api.post('/v1/test-helpers/clock/advance', { days: 1 }), 400, 'bad_request.unknown_param.days', 'days is not a parameter of this endpoint', { field: 'days' });
+  assert.equal((await api.get('/v1/test-helpers/clock')).body.clock.offset_seconds, 10 * 86400, 'refusals moved nothing');
+
+  const live = apiClient(app, merchant.liveKey);
+  const liveOnly = 'Test helpers exist only for test keys (sk_test_…)';
+  assertError(await live.get('/v1/test-helpers/clock'), 404, 'not_found.route', liveOnly);
+  assertError(await live.post('/v1/test-helpers/clock/advance', { seconds: 60 }), 404, 'not_found.route', liveOnly);
+  assertError(await live.post('/v1/test-helpers/clock/advance', { nonsense: true }), 404, 'not_found.route', liveOnly);
+  assertError(await apiClient(app, 'sk_test_nope').get('/v1/test-helpers/clock'), 401, 'unauthorized', 'Unknown or revoked API key');
+});
+
+test('test-mode objects live on their merchant\'s clock; live mode and other merchants do not move', async (t) => {
+  const app = await buildTestApp(t);
+  const alice = await createTestMerchant(app);
+  const bob = await createTestMerchant(app);
+  await apiClient(app, alice.testKey).post('/v1/test-helpers/clock/advance', { seconds: 30 * 86400 });
+  const make = async (key: string, bankAccountId: string) =>
+    (await apiClient(app, key).post('/v1/requests', { bank_account_id: bankAccountId, amount: '1.00 NZD', message: 'x', expires_in: '1d' })).body.request;
+  const aliceTest = await make(alice.testKey, alice.bankAccountId);
+  const aliceLive = await make(alice.liveKey, alice.bankAccountId);
+  const bobTest = await make(bob.testKey, bob.bankAccountId);
+  const ahead = Date.parse(aliceTest.created_at) - Date.now();
+  assert.ok(ahead > 30 * DAY - 5000 && ahead <= 30 * DAY, `alice test created_at is ${ahead} ms ahead`);
+  assert.ok(Math.abs(Date.parse(aliceLive.created_at) - Date.now()) < 5000);
+  assert.ok(Math.abs(Date.parse(bobTest.created_at) - Date.now()) < 5000);
+  assert.equal((await apiClient(app, bob.testKey).get('/v1/test-helpers/clock')).body.clock.offset_seconds, 0);
+
+  await apiClient(app, alice.testKey).post('/v1/test-helpers/clock/advance', { seconds: 2 * 86400 });
+  const status = async (key: string, id: string) => (await apiClient(app, key).get(`/v1/requests/${id}`)).body.request.status;
+  assert.equal(await status(alice.testKey, aliceTest.id), 'expired');
+  assert.equal(await status(alice.liveKey, aliceLive.id), 'active', 'live mode keeps real time');
+  assert.equal(await status(bob.testKey, bobTest.id), 'active', "another merchant's clock did not move");
+});
+
+test('advancing runs due work in order, each at its own time, and not before', async (t) => {
+  const app = await buildTestApp(t);
+  const merchant = await createTestMerchant(app);
+  const api = apiClient(app, merchant.testKey);
+  const ids: Record<string, string> = {};
+  for (const expires of ['3m', '1m', '2m', '1d']) {
+    const response = await api.post('/v1/requests', { bank_account_id: merchant.bankAccountId, amount: '1.00 NZD', message: expires, expires_in: expires, merchant_identifier: expires });
+    ids[expires] = response.body.request.id;
+  }
+  const expiresAt = async (id: string) => Date.parse((await api.get(`/v1/requests/${id}`)).body.request.expires_at);
+  const statusOf = async (id: string) => (await api.get(`/v1/requests/${id}`)).body.request.status;
+
+  // one second short of the first expiry: nothing happens
+  const first = await expiresAt(ids['1m']);
+  const clockNow = Date.parse((await api.get('/v1/test-helpers/clock')).body.clock.now);
+  await api.post('/v1/test-helpers/clock/advance', { to: new Date(first - 1000).toISOString() });
+  assert.equal(clockNow < first - 1000, true);
+  assert.equal(await statusOf(ids['1m']), 'active');
+  assert.deepEqual(await expiredEvents(app, merchant.userId), []);
+
+  const advanced = await api.post('/v1/test-helpers/clock/advance', { seconds: 300 });
+  assert.equal(advanced.status, 200, advanced.text);
+  const events = await expiredEvents(app, merchant.userId);
+  assert.deepEqual(events.map((e) => e.data.merchant_identifier), ['1m', '2m', '3m'], 'in due order');
+  for (const event of events) {
+    const due = await expiresAt(event.id);
+    const at = Date.parse(event.data.updated_at);
+    assert.ok(at >= due && at < due + 1000, `expired at ${event.data.updated_at}, due ${new Date(due).toISOString()}`);
+    assert.deepEqual(event.data, { id: event.id, user_id: merchant.userId, merchant_identifier: event.data.merchant_identifier, status: 'expired', updated_at: event.data.updated_at });
+    const request = (await api.get(`/v1/requests/${event.id}`)).body.request;
+    assert.equal(request.status, 'expired');
+    assert.equal(request.updated_at, event.data.updated_at);
+  }
+  assert.equal(await statusOf(ids['1d']), 'active');
+  const jobs = await app.deps.db.selectFrom('jobs').select('payload').where('clock_id', '=', merchant.userId).execute();
+  assert.deepEqual(jobs.map((job) => JSON.parse(job.payload).request_id), [ids['1d']], 'finished jobs are gone');
+
+  // an expired request cannot be deleted; a deleted one does not expire
+  assertError(await api.delete(`/v1/requests/${ids['1m']}`), 409, 'conflict.invalid_state', 'Cannot delete a request whose status is expired', { status: 'expired' });
+  await api.delete(`/v1/requests/${ids['1d']}`);
+  await api.post('/v1/test-helpers/clock/advance', { seconds: 2 * 86400 });
+  assert.equal(await statusOf(ids['1d']), 'deleted');
+  assert.equal((await expiredEvents(app, merchant.userId)).length, 3);
+});

@@ -1,0 +1,91 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import type { TestContext } from 'node:test';
+import { engine, freshDb, pgUrl } from './helpers.ts';
+
+// Real processes for tests of start-up, configuration, the CLI and crash durability.
+
+const root = path.resolve(import.meta.dirname, '..');
+const nodeBin = process.execPath;
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export type Store = { env: Record<string, string>; dataDir: string; engine: 'sqlite' | 'postgres' };
+
+/** An empty database for processes: a temporary DATA_DIR, plus a fresh PostgreSQL schema when TEST_ENGINE=postgres. */
+export async function processStore(t: TestContext): Promise<Store> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-proc-'));
+  const env: Record<string, string> = { DATA_DIR: dataDir };
+  if (engine === 'postgres') {
+    const testDb = await freshDb();
+    await testDb.db.destroy();
+    const separator = pgUrl.includes('?') ? '&' : '?';
+    env.DATABASE_URL = `${pgUrl}${separator}options=${encodeURIComponent(`-c search_path=${testDb.schema}`)}`;
+    t.after(() => testDb.drop());
+  }
+  t.after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+  return { env, dataDir, engine };
+}
+
+/** Environment for child processes: nothing inherited that could point them at another database. */
+export function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const { DATABASE_URL: _db, DATA_DIR: _dir, PORT: _port, PUBLIC_BASE_URL: _url, TEST_ENGINE: _engine, ...rest } = process.env;
+  return { ...rest, LOG_LEVEL: 'warn', ...extra };
+}
+
+export function runCli(store: Store, args: string[]) {
+  const result = spawnSync(nodeBin, ['src/cli/main.ts', ...args], { cwd: root, env: childEnv(store.env), encoding: 'utf8', timeout: 60_000 });
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+export function runMain(env: Record<string, string>) {
+  const result = spawnSync(nodeBin, ['src/main.ts'], { cwd: root, env: childEnv(env), encoding: 'utf8', timeout: 60_000 });
+  return { status: result.status, signal: result.signal, stdout: result.stdout, stderr: result.stderr };
+}
+
+export type Service = { child: ChildProcess; baseUrl: string; stdout: () => string; stderr: () => string; exited: Promise<number | null> };
+
+/** Starts `node src/main.ts` and resolves once it is listening. */
+export async function startService(t: TestContext, store: Store, extra: Record<string, string> = {}): Promise<Service> {
+  const port = await freePort();
+  const child = spawn(nodeBin, ['src/main.ts'], {
+    cwd: root,
+    env: childEnv({ ...store.env, PORT: String(port), HOST: '127.0.0.1', ...extra }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (chunk) => (out += chunk));
+  child.stderr!.on('data', (chunk) => (err += chunk));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  t.after(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  const listening = new Promise<void>((resolve, reject) => {
+    const check = () => {
+      if (out.includes('Tono is running at')) resolve();
+    };
+    child.stdout!.on('data', check);
+    child.once('exit', (code) => reject(new Error(`service exited with ${code} before listening: ${err}`)));
+    setTimeout(() => reject(new Error(`service did not start in 30 s: ${out} ${err}`)), 30_000).unref();
+  });
+  await listening;
+  return { child, baseUrl: `http://127.0.0.1:${port}`, stdout: () => out, stderr: () => err, exited };
+}
+
+export async function stop(service: Service, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
+  service.child.kill(signal);
+  return service.exited;
+}
