@@ -117,7 +117,8 @@ function cancelledReason(reason: string | null): string {
 
 export function resultPage(ctx: PageContext, payment: PaymentRow, requestStillOpen: boolean, inPopup: boolean): string {
   const { request } = ctx;
-  const amount = displayAmount(payment.settled_cents);
+  const amount = displayAmount(payment.amount_cents);
+  const testNote = payment.mode === 'test' ? [`Test mode: only ${displayAmount(payment.settled_cents)} moved, into the service's test account.`] : [];
   const links: Link[] = [];
   const onward = merchantRedirect(request, payment);
   const back = inPopup ? null : onward;
@@ -130,7 +131,7 @@ export function resultPage(ctx: PageContext, payment: PaymentRow, requestStillOp
     case 'successful':
       return statusPage(ctx, 'Payment successful', {
         tone: 'good', heading: 'Payment successful',
-        paragraphs: [`You paid ${amount} to ${ctx.merchantName}.`, `Your bank statement shows ${payment.particulars} ${payment.code}${payment.reference ? ` ${payment.reference}` : ''}.`, ...popupNote],
+        paragraphs: [`You paid ${amount} to ${ctx.merchantName}.`, `Your bank statement shows ${payment.particulars} ${payment.code}${payment.reference ? ` ${payment.reference}` : ''}.`, ...testNote, ...popupNote],
         links,
       }, extra);
     case 'failed':
