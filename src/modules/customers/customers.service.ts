@@ -7,7 +7,7 @@ import type { Database, Mode } from '../../store/tables.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { addressOf, presentCustomer } from './customers.present.ts';
 import {
-  custInfosOfPayments, findCustInfoOfPayment, getCustomer, insertCustInfo, insertCustomerIfNew, listCustomers,
+  findCustInfoOfPayment, getCustomer, insertCustInfo, insertCustomerIfNew, listCustomers,
   lockCustomerByEmail, updateCustomer, type CustInfoRow, type CustomerRow,
 } from './customers.repo.ts';
 import { customerChanges, normaliseEmail, type PayerDetails } from './customers.rules.ts';

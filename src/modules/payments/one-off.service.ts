@@ -140,9 +140,9 @@ type Claim =
  */
 async function claimExecution(deps: Deps, paymentId: string, now: number): Promise<Claim> {
   return transact(deps.db, async (trx) => {
-    const current = (await lockPayment(trx, paymentId))!;
-    const request = (await lockRequest(trx, current.request_id))!;
+    // Lock order everywhere: the payment, then its request.
     const payment = (await lockPayment(trx, paymentId))!;
+    const request = (await lockRequest(trx, payment.request_id))!;
     if (payment.status !== 'awaiting-consent' || payment.submitted_at !== null) return { kind: 'gone', payment };
     const status = effectiveStatus(request, now);
     if (status !== 'active') return { kind: 'refused', reason: status === 'paid' ? 'request_already_paid' : `request_${status}` };
@@ -167,10 +167,9 @@ export async function finishPayment(
   extra: Parameters<typeof setPaymentStatus>[4] = {},
 ): Promise<PaymentRow | null> {
   return transact(deps.db, async (trx) => {
-    const first = (await lockPayment(trx, paymentId))!;
-    const request = status === 'successful' ? await lockRequest(trx, first.request_id) : undefined;
     const payment = (await lockPayment(trx, paymentId))!;
-    if (isFinal(payment.status) || (payment.status === status)) return null;
+    if (isFinal(payment.status) || payment.status === status) return null;
+    const request = status === 'successful' ? await lockRequest(trx, payment.request_id) : undefined;
     const updated = await setPaymentStatus(trx, payment, status, now, extra);
     if (status === 'successful') {
       if (request && request.type === 'single' && request.status === 'active' && request.kind === 'payment') await markRequestPaid(trx, request, now);
