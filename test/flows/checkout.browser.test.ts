@@ -34,6 +34,18 @@ async function newPage(t: TestContext, viewport = { width: 1280, height: 900 }):
   return page;
 }
 
+/** Script errors and console errors (CSP violations are reported there) on the service's pages. */
+function watchErrors(page: Page): string[] {
+  const errors: string[] = [];
+  page.on('pageerror', (error) => errors.push(error.message));
+  page.on('console', (message) => {
+    const where = message.location().url;
+    // The sandbox bank's pages do not declare an icon, so Chromium asks for /favicon.ico.
+    if (message.type() === 'error' && !where.endsWith('/favicon.ico')) errors.push(`${message.text()} (${where})`);
+  });
+  return errors;
+}
+
 async function shot(page: Page, name: string): Promise<void> {
   if (!SCREENSHOTS) return;
   fs.mkdirSync(SCREENSHOTS, { recursive: true });
@@ -71,6 +83,7 @@ test('a fixed single request paid through the sandbox bank login', { skip: skipR
   const world = await checkoutWorld(t);
   const request = await createRequest(world, { amount: '24.50 NZD', message: 'Two flat whites and a scone', reference: 'TABLE-7' });
   const page = await newPage(t);
+  const errors = watchErrors(page);
   await page.goto(`${world.baseUrl}/pay/${request.id}`);
   await page.getByRole('heading', { name: 'Two flat whites and a scone' }).waitFor();
   assert.match(await page.locator('#amount-due').innerText(), /\$24\.50/);
@@ -82,6 +95,7 @@ test('a fixed single request paid through the sandbox bank login', { skip: skipR
   assert.match(await page.locator('main').innerText(), /V-[A-Z0-9]{6} TONO TABLE-7/);
   await shot(page, 'result-desktop.png');
   assert.deepEqual(await statusesOf(world, request.id), ['successful']);
+  assert.deepEqual(errors, [], 'no script errors and no CSP violations');
 });
 
 test('a declined payment', { skip: skipReason ?? false }, async (t) => {
@@ -218,4 +232,15 @@ test('a 390×844 phone viewport', { skip: skipReason ?? false }, async (t) => {
   await atBank(page, 'Approve');
   await page.getByRole('heading', { name: 'Payment successful' }).waitFor();
   await shot(page, 'result-mobile.png');
+});
+
+test('the /embed-demo page mounts the widget', { skip: skipReason ?? false }, async (t) => {
+  const world = await checkoutWorld(t);
+  const request = await createRequest(world, { amount: '3.00 NZD', message: 'Demo widget' });
+  const page = await newPage(t);
+  const errors = watchErrors(page);
+  await page.goto(`${world.baseUrl}/embed-demo?request_id=${request.id}`);
+  await page.frameLocator('#tono-checkout iframe').getByRole('heading', { name: 'Demo widget' }).waitFor();
+  assert.deepEqual(errors, [], 'no script errors and no CSP violations');
+  await page.context().close();
 });

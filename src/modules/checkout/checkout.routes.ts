@@ -51,7 +51,7 @@ export async function registerCheckoutRoutes(app: App, deps: Deps): Promise<void
 
   app.get<{ Querystring: Query }>('/embed-demo', hidden, async (request, reply) => {
     const requestId = typeof request.query.request_id === 'string' && /^request_[0-9A-Z]{26}$/.test(request.query.request_id) ? request.query.request_id : null;
-    return sendPage(reply, 200, render('embed-demo', { requestId, base: deps.config.publicBaseUrl }), serviceOrigin());
+    return sendPage(reply, 200, render('embed-demo', { requestId, base: deps.config.publicBaseUrl }), null, serviceOrigin());
   });
 
   const notFoundPage = (reply: FastifyReply) =>

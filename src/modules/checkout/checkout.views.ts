@@ -29,7 +29,7 @@ export function parseEmbedOrigin(value: unknown): string | null {
  * Strict CSP: our own scripts, styles and images only (data: for the QR code); no inline code.
  * Framing is refused except by the one origin the embed widget was mounted on.
  */
-export function contentSecurityPolicy(embedOrigin: string | null): string {
+export function contentSecurityPolicy(embedOrigin: string | null, frameSrc: string | null = null): string {
   return [
     "default-src 'none'",
     "script-src 'self'",
@@ -38,14 +38,16 @@ export function contentSecurityPolicy(embedOrigin: string | null): string {
     "connect-src 'self'",
     "base-uri 'none'",
     `frame-ancestors ${embedOrigin ?? "'none'"}`,
+    ...(frameSrc ? [`frame-src ${frameSrc}`] : []),
   ].join('; ');
 }
 
-export function sendPage(reply: FastifyReply, status: number, html: string, embedOrigin: string | null = null): FastifyReply {
+/** `frameSrc` only for the embed demo, which frames the payment page itself. */
+export function sendPage(reply: FastifyReply, status: number, html: string, embedOrigin: string | null = null, frameSrc: string | null = null): FastifyReply {
   return reply
     .status(status)
     .header('content-type', 'text/html; charset=utf-8')
-    .header('content-security-policy', contentSecurityPolicy(embedOrigin))
+    .header('content-security-policy', contentSecurityPolicy(embedOrigin, frameSrc))
     .header('x-content-type-options', 'nosniff')
     .header('referrer-policy', 'no-referrer')
     .header('cache-control', 'no-store')
