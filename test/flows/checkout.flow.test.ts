@@ -254,3 +254,58 @@ test('expired and deleted requests take no new payments', async (t) => {
   assert.deepEqual(refused.body.params, { status: 'deleted' });
   assert.equal((await submitPage(world.baseUrl, deleted.id, { bank: 'sandbox' })).status, 409);
 });
+
+async function bankHook(world: CheckoutWorld, path: string, body: unknown) {
+  const response = await fetch(`${world.baseUrl}/sandbox-bank/test/${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  assert.equal(response.status, 200, await response.text());
+}
+
+async function consentOf(world: CheckoutWorld, requestId: string) {
+  return world.app.deps.db.selectFrom('payments').select(['id', 'bank_consent_id', 'bank_payment_id']).where('request_id', '=', requestId)
+    .orderBy('id', 'desc').executeTakeFirstOrThrow();
+}
+
+test('the bank refuses the payment at execution: failed with its reason, request still payable', async (t) => {
+  const world = await checkoutWorld(t);
+  const request = await createRequest(world, { amount: '19.00 NZD' });
+  const submitted = await submitPage(world.baseUrl, request.id, { bank: 'sandbox' });
+  await bankHook(world, `consents/${(await consentOf(world, request.id)).bank_consent_id}/decline-next`, { reason: 'insufficient_funds' });
+  await returnToService(await authoriseAtBank(submitted.location!, 'approve', `${world.baseUrl}/pay/return`));
+  const [payment] = await paymentsOf(world, request.id);
+  assert.equal(payment.status, 'failed');
+  assert.match(payment.failure_reason, /insufficient_funds/);
+  assert.deepEqual((await eventsOf(world, payment.id)).map((e) => e.data.status), ['awaiting-consent', 'failed']);
+  assert.equal((await world.api.get(`/v1/requests/${request.id}`)).body.request.status, 'active');
+  assert.equal((await world.api.post(`/v1/test-helpers/requests/${request.id}/pay`, {})).body.payment.status, 'successful', 'a failed payment does not block the next');
+});
+
+test('an unconfirmed payment the bank later rejects ends failed', async (t) => {
+  const world = await checkoutWorld(t);
+  const request = await createRequest(world, { amount: '21.00 NZD' });
+  const submitted = await submitPage(world.baseUrl, request.id, { bank: 'sandbox' });
+  await bankHook(world, `consents/${(await consentOf(world, request.id)).bank_consent_id}/delay`, {});
+  await returnToService(await authoriseAtBank(submitted.location!, 'approve', `${world.baseUrl}/pay/return`));
+  assert.equal((await paymentsOf(world, request.id))[0].status, 'unconfirmed');
+  await world.api.post('/v1/test-helpers/clock/advance', { seconds: 60 });
+  assert.equal((await paymentsOf(world, request.id))[0].status, 'unconfirmed', 'held at the bank until released');
+  await bankHook(world, `payments/${(await consentOf(world, request.id)).bank_payment_id}/release`, { outcome: 'rejected', reason: 'fraud_check' });
+  await world.api.post('/v1/test-helpers/clock/advance', { seconds: 600 });
+  const [payment] = await paymentsOf(world, request.id);
+  assert.equal(payment.status, 'failed');
+  assert.match(payment.failure_reason, /fraud_check/);
+  assert.deepEqual((await eventsOf(world, payment.id)).map((e) => e.data.status), ['awaiting-consent', 'unconfirmed', 'failed']);
+  assert.equal((await world.api.get(`/v1/requests/${request.id}`)).body.request.status, 'active');
+});
+
+test('a bank that cannot be reached: the payment fails and the payer sees the bank error page', async (t) => {
+  const world = await checkoutWorld(t);
+  const request = await createRequest(world, { amount: '7.00 NZD' });
+  world.app.deps.config.sandboxBankUrl = 'http://127.0.0.1:9/sandbox-bank';
+  const submitted = await submitPage(world.baseUrl, request.id, { bank: 'sandbox' });
+  assert.equal(submitted.status, 502);
+  assert.match(submitted.body, /We could not reach your bank/);
+  assert.match(submitted.body, /No money has left your account/);
+  const [payment] = await paymentsOf(world, request.id);
+  assert.equal(payment.status, 'failed');
+  assert.match(payment.failure_reason, /^bank_unavailable/);
+});
