@@ -128,3 +128,19 @@ test('merchant logos are fetched by the service and served from its own origin, 
   assert.deepEqual(logo.rawPayload, png);
   assert.equal((await page(app, `/pay/${id}/banner`)).statusCode, 404, 'an SVG is not relayed');
 });
+
+test('recurring and subscription requests say plainly that they cannot be set up here yet', async (t) => {
+  const { app, merchant, test: api } = await setup(t);
+  const recurring = await api.post('/v1/requests', {
+    bank_account_id: merchant.bankAccountId, message: 'Weekly veggie box', cust_info: { email: 'ana@example.com' },
+    recurring_options: { period: 'weekly', max_per_period: '80.00 NZD' },
+  });
+  assert.equal(recurring.status, 201, recurring.text);
+  const res = await page(app, `/pay/${recurring.body.request.id}`);
+  assert.equal(res.statusCode, 200);
+  assert.match(res.body, /Up to \$80\.00 per week/);
+  assert.match(res.body, /cannot be set up on this page yet/);
+  assert.doesNotMatch(res.body, /<form method="post"/);
+  const helper = await api.post(`/v1/test-helpers/requests/${recurring.body.request.id}/pay`, {});
+  assert.deepEqual([helper.status, helper.body], [409, { code: 'conflict.invalid_state', message: 'The pay test helper does not take recurring requests yet', params: { status: 'active', kind: 'recurring' } }]);
+});

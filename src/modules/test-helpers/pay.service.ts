@@ -1,5 +1,5 @@
 import type { Ctx } from '../../http/context.ts';
-import { AppError, invalidParam, invalidState } from '../../shared/errors.ts';
+import { AppError, invalidParam } from '../../shared/errors.ts';
 import { AMOUNT_FORM, parseAmount } from '../../shared/money.ts';
 import { EMPTY_DETAILS, findCustInfoOfPayment, type PayerDetails } from '../customers/customers.service.ts';
 import { completeOneOffReturn, notPayable, startOneOffPayment } from '../payments/one-off.service.ts';
@@ -74,6 +74,8 @@ export async function payRequestAsPayer(ctx: Ctx, requestId: string, body: PayBo
   if (problem) throw problem;
   if (request.kind === 'payment') return payOneOff(ctx, request, body);
   const helper = helpers.get(request.kind);
-  if (!helper) throw invalidState('request', request.kind, 'pay through the test helper');
+  if (!helper) {
+    throw new AppError('conflict.invalid_state', `The pay test helper does not take ${request.kind} requests yet`, { status: request.status, kind: request.kind });
+  }
   return helper(ctx, request, body);
 }
