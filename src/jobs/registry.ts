@@ -1,10 +1,12 @@
 import type { Deps } from '../http/context.ts';
 import type { JobHandler } from './worker.ts';
 import { EXPIRE_REQUEST_JOB, expireRequestJob } from '../modules/requests/requests.service.ts';
+import { consentJobHandlers } from '../modules/consents/consents.service.ts';
 
 /** Every job kind and the module handler that runs it; handlers that need services close over deps. */
-export function jobHandlers(_deps: Deps): Record<string, JobHandler> {
+export function jobHandlers(deps: Deps): Record<string, JobHandler> {
   return {
     [EXPIRE_REQUEST_JOB]: expireRequestJob,
+    ...consentJobHandlers(deps),
   };
 }
