@@ -147,7 +147,7 @@ export async function completeAuthorisation(deps: Deps, input: ReturnInput): Pro
     await emitEvent(trx, scope, 'recurring_payment.authorised', consent.id, {
       id: consent.id, merchant_identifier: consent.merchant_identifier, status: 'active', token: secret,
     }, now);
-    await scheduleExpiry(trx, deps, consent, now);
+    await scheduleExpiry(trx, deps, consent);
     return { consent, request: { ...locked, status: 'paid', updated_at: now } };
   });
   if (created === null) return repeated();

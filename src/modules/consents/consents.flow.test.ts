@@ -4,7 +4,8 @@ import { apiClient, createTestMerchant } from '../../../test/helpers.ts';
 import { advanceTo, authorise, consentHarness, createRecurringRequest, execute, sandboxBalance, type ConsentHarness } from './consents.testing.ts';
 
 // Recurring consents end to end: the pay test helper authorises at the sandbox bank over HTTP,
-// executions go through the connector to the same bank. Runs on SQLite and on PostgreSQL.
+// executions go through the connector to the same bank. Runs on SQLite and on PostgreSQL
+// (consentHarness uses freshDb, which follows TEST_ENGINE).
 
 const weekly = { period: 'weekly', max_per_period: '100.00 NZD', max_per_payment: '50.00 NZD' } as const;
 

@@ -3,8 +3,8 @@ import type { Ctx, Deps } from '../../http/context.ts';
 import { invalidState } from '../../shared/errors.ts';
 import { pageOf } from '../../shared/pagination.ts';
 import type { Clock } from '../../shared/time.ts';
-import { enqueue } from '../../jobs/queue.ts';
-import type { JobHandler } from '../../jobs/worker.ts';
+import { enqueue, realTimeOf } from '../../jobs/queue.ts';
+import { clockOffset, type JobHandler } from '../../jobs/worker.ts';
 import type { Database } from '../../store/tables.ts';
 import { transact } from '../../store/tx.ts';
 import { emitEvent } from '../events/events.service.ts';
@@ -113,17 +113,21 @@ export function revokeAtBankJob(deps: Deps): JobHandler {
   };
 }
 
-/** Enqueued at authorisation when the consent has an end: due just after end_at, on the consent's clock. */
-export async function scheduleExpiry(trx: Kysely<Database>, deps: Deps, consent: Pick<ConsentRow, 'id' | 'end_at' | 'user_id' | 'mode'>, now: number): Promise<void> {
+/**
+ * Enqueued at authorisation when the consent has an end: due just after end_at on the consent's
+ * clock. The real due time comes from the stored clock offset, not from two readings of "now", so
+ * a test clock advanced exactly to the end runs it.
+ */
+export async function scheduleExpiry(trx: Kysely<Database>, deps: Deps, consent: Pick<ConsentRow, 'id' | 'end_at' | 'user_id' | 'mode'>): Promise<void> {
   if (consent.end_at === null) return;
-  const realNow = deps.clock.now();
+  const offset = consent.mode === 'test' ? await clockOffset(trx, consent.user_id) : 0;
   await enqueue(trx, {
     kind: EXPIRE_CONSENT_JOB,
-    runAt: realNow + (Number(consent.end_at) + 1 - now),
+    runAt: realTimeOf(Number(consent.end_at) + 1, offset),
     clockId: clockIdOf(consent),
     payload: { consent_id: consent.id },
     dedupeKey: `${EXPIRE_CONSENT_JOB}:${consent.id}`,
-  }, realNow);
+  }, deps.clock.now());
 }
 
 /** Job: an active consent past its end_at becomes expired. Safe to run twice. */
