@@ -12,6 +12,8 @@ import { createMetrics } from './http/metrics.ts';
 import { registerMerchantRoutes } from './modules/merchants/merchants.routes.ts';
 import { registerRequestRoutes } from './modules/requests/requests.routes.ts';
 import { registerTestClockRoutes } from './modules/test-helpers/clock.routes.ts';
+import { registerEventRoutes } from './modules/events/events.routes.ts';
+import { registerWebhookRoutes } from './modules/webhooks/webhooks.routes.ts';
 import { registerConsentRoutes } from './modules/consents/consents.routes.ts';
 
 export type App = FastifyInstance<any, any, any, any, TypeBoxTypeProvider>;
@@ -90,6 +92,8 @@ export async function buildApp(deps: Deps): Promise<App> {
   await registerMerchantRoutes(app, deps);
   await registerRequestRoutes(app, deps);
   await registerTestClockRoutes(app, deps);
+  await registerEventRoutes(app, deps);
+  await registerWebhookRoutes(app, deps);
   await registerConsentRoutes(app, deps);
   return app;
 }

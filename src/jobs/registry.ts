@@ -1,6 +1,7 @@
 import type { Deps } from '../http/context.ts';
 import type { JobHandler } from './worker.ts';
 import { EXPIRE_REQUEST_JOB, expireRequestJob } from '../modules/requests/requests.service.ts';
+import { WEBHOOK_DELIVERY_JOB } from '../modules/webhooks/deliveries.repo.ts';
 import { consentJobHandlers } from '../modules/consents/consents.service.ts';
 
 /** Every job kind and the module handler that runs it; handlers that need services close over deps. */
@@ -10,3 +11,6 @@ export function jobHandlers(deps: Deps): Record<string, JobHandler> {
     ...consentJobHandlers(deps),
   };
 }
+
+/** Job kinds with a dispatcher of their own (webhooks.dispatcher.ts); the generic Worker skips them. */
+export const DISPATCHED_JOB_KINDS = [WEBHOOK_DELIVERY_JOB];

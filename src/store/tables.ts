@@ -1,6 +1,7 @@
 // Kysely row types. Times are epoch milliseconds, money is integer cents, booleans are 0/1 and
 // structured values are JSON text, so one schema serves SQLite and PostgreSQL alike.
 import type { Generated } from 'kysely';
+import type { WebhookTables } from '../modules/webhooks/webhooks.tables.ts';
 import type { ConsentTables } from '../modules/consents/consents.tables.ts';
 
 export type Mode = 'live' | 'test';
@@ -189,4 +190,4 @@ export interface CoreTables {
   customers: CustomersTable;
 }
 
-export interface Database extends CoreTables, ConsentTables {}
+export interface Database extends CoreTables, WebhookTables, ConsentTables {}
