@@ -107,6 +107,10 @@ class GroupCommitDriver implements Driver {
     }
     this.openOuter();
     connection.dirty = true;
+    if (connection.inTransaction && !connection.savepoint) {
+      connection.savepoint = this.nextSavepoint();
+      this.database.exec(`SAVEPOINT ${connection.savepoint}`);
+    }
     const { changes, lastInsertRowid } = statement.run(...bindable(parameters));
     return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };
   }
@@ -125,18 +129,17 @@ class GroupCommitDriver implements Driver {
     return new UnitConnection(this);
   }
 
+  // A transaction takes the write lock (and its savepoint) only at its first write, so read-only
+  // transactions, such as an idle worker's poll, never block other processes' writers.
   async beginTransaction(connection: DatabaseConnection, _settings: TransactionSettings): Promise<void> {
-    const unit = connection as UnitConnection;
-    this.openOuter();
-    unit.dirty = true;
-    unit.savepoint = this.nextSavepoint();
-    this.database.exec(`SAVEPOINT ${unit.savepoint}`);
+    (connection as UnitConnection).inTransaction = true;
   }
 
   async commitTransaction(connection: DatabaseConnection): Promise<void> {
     const unit = connection as UnitConnection;
-    this.database.exec(`RELEASE ${unit.savepoint}`);
+    if (unit.savepoint) this.database.exec(`RELEASE ${unit.savepoint}`);
     unit.savepoint = null;
+    unit.inTransaction = false;
   }
 
   async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
@@ -146,6 +149,7 @@ class GroupCommitDriver implements Driver {
       this.database.exec(`RELEASE ${unit.savepoint}`);
       unit.savepoint = null;
     }
+    unit.inTransaction = false;
     unit.dirty = false;
   }
 
@@ -219,6 +223,7 @@ class GroupCommitDriver implements Driver {
 
 class UnitConnection implements DatabaseConnection {
   dirty = false;
+  inTransaction = false;
   savepoint: string | null = null;
   private readonly driver: GroupCommitDriver;
   constructor(driver: GroupCommitDriver) {
