@@ -20,6 +20,7 @@ import { registerPaymentRoutes } from './modules/payments/payments.routes.ts';
 import { registerCustomerRoutes } from './modules/customers/customers.routes.ts';
 import { registerCheckoutRoutes } from './modules/checkout/checkout.routes.ts';
 import { registerPayTestHelperRoutes } from './modules/test-helpers/pay.routes.ts';
+import { registerConsentRoutes } from './modules/consents/consents.routes.ts';
 
 export type App = FastifyInstance<any, any, any, any, TypeBoxTypeProvider>;
 
@@ -116,5 +117,6 @@ export async function buildApp(deps: Deps): Promise<App> {
   await registerCustomerRoutes(app, deps);
   await registerCheckoutRoutes(app, deps);
   await registerPayTestHelperRoutes(app, deps);
+  await registerConsentRoutes(app, deps);
   return app;
 }

@@ -3,12 +3,14 @@ import type { JobHandler } from './worker.ts';
 import { EXPIRE_REQUEST_JOB, expireRequestJob } from '../modules/requests/requests.service.ts';
 import { paymentJobHandlers } from '../modules/payments/payments.jobs.ts';
 import { WEBHOOK_DELIVERY_JOB } from '../modules/webhooks/deliveries.repo.ts';
+import { consentJobHandlers } from '../modules/consents/consents.service.ts';
 
 /** Every job kind and the module handler that runs it; handlers that need services close over deps. */
 export function jobHandlers(deps: Deps): Record<string, JobHandler> {
   return {
     [EXPIRE_REQUEST_JOB]: expireRequestJob,
     ...paymentJobHandlers(deps),
+    ...consentJobHandlers(deps),
   };
 }
 

@@ -3,6 +3,7 @@
 import type { Generated } from 'kysely';
 import type { WebhookTables } from '../modules/webhooks/webhooks.tables.ts';
 import type { SandboxTables } from '../modules/banks/sandbox-bank/sandbox.tables.ts';
+import type { ConsentTables } from '../modules/consents/consents.tables.ts';
 
 export type Mode = 'live' | 'test';
 export type Flag = number;
@@ -194,4 +195,4 @@ export interface CoreTables {
   customers: CustomersTable;
 }
 
-export interface Database extends CoreTables, WebhookTables, SandboxTables {}
+export interface Database extends CoreTables, WebhookTables, SandboxTables, ConsentTables {}

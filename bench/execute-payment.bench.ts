@@ -1,0 +1,61 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { load, type BenchContext, type BenchResult } from './lib.ts';
+import { spawnServer } from './process.ts';
+
+/**
+ * execute_payment: POST /v1/payments on one recurring consent with limits high enough, distinct
+ * idempotency keys, the sandbox bank over HTTP (mounted in the service). The consent is authorised
+ * through the pay test helper; the token, which only the authorisation event carries, is read from
+ * the service's events table (the bench owns the data directory).
+ */
+export default async function benchExecutePayment(ctx: BenchContext): Promise<BenchResult[]> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-bench-execute-'));
+  const service = await spawnServer('bench/servers/service.ts', { BENCH_ENV: JSON.stringify({ DATA_DIR: dataDir }) });
+  try {
+    const { url, testKey, bankAccountId } = service.info as { url: string; testKey: string; bankAccountId: string };
+    const headers = { authorization: `Bearer ${testKey}`, 'content-type': 'application/json' };
+    const post = async (pathname: string, body: unknown) => {
+      const response = await fetch(`${url}${pathname}`, { method: 'POST', headers, body: JSON.stringify(body) });
+      const json = (await response.json()) as any;
+      if (!response.ok) throw new Error(`${pathname}: ${response.status} ${JSON.stringify(json)}`);
+      return json;
+    };
+    const created = await post('/v1/requests', {
+      bank_account_id: bankAccountId,
+      message: 'Bench recurring',
+      recurring_options: { period: 'daily', max_per_period: '100000000.00 NZD' },
+      cust_info: { email: 'bench-payer@example.com' },
+    });
+    const paid = await post(`/v1/test-helpers/requests/${created.request.id}/pay`, {});
+    const consentId = paid.recurring_consent.id as string;
+
+    const db = new DatabaseSync(path.join(dataDir, 'tono.db'), { readOnly: true });
+    const event = db.prepare("select body from events where type = 'recurring_payment.authorised' and object_id = ?").get(consentId) as { body: string };
+    db.close();
+    const token = JSON.parse(event.body).data.token as string;
+
+    let counter = 0;
+    const run = `${process.pid}-${Date.now()}`;
+    const result = await load({
+      url: `${url}/v1/payments`,
+      method: 'POST',
+      headers,
+      bodyFor: () => JSON.stringify({ token, amount: '1.00 NZD', idempotency_key: `bench-${run}-${counter++}` }),
+      connections: ctx.connections,
+      durationSec: ctx.durationSec,
+    });
+    return [{
+      name: 'execute_payment',
+      rps: result.rps,
+      p99_ms: result.p99_ms,
+      ratio: result.rps / ctx.baseline.post_rps,
+      note: `errors ${result.errors + result.non2xx}`,
+    }];
+  } finally {
+    await service.stop();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,69 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import fc from 'fast-check';
+import { effectiveConsentStatus, enduringPeriodOf, executionFingerprint, hashConsentToken, limitRefusalError, newConsentToken } from './consents.rules.ts';
+import { checkLimits } from './limits.ts';
+
+test('tokens carry 256 random bits, are never repeated, and only their SHA-256 is kept', () => {
+  const tokens = new Set(Array.from({ length: 2000 }, newConsentToken));
+  assert.equal(tokens.size, 2000);
+  for (const token of [...tokens].slice(0, 20)) {
+    assert.match(token, /^rct_[A-Za-z0-9_-]{43}$/);
+    const hash = hashConsentToken(token);
+    assert.match(hash, /^[0-9a-f]{64}$/);
+    assert.ok(!hash.includes(token.slice(4, 12)));
+  }
+});
+
+test('the execution fingerprint changes with every parameter and only with them', () => {
+  const input = fc.record({
+    tokenHash: fc.stringMatching(/^[0-9a-f]{4}$/),
+    amountCents: fc.integer({ min: 1, max: 10_000_000 }),
+    reference: fc.option(fc.stringMatching(/^[a-zA-Z0-9-]{0,12}$/)),
+    merchantIdentifier: fc.option(fc.string({ maxLength: 20 })),
+  });
+  fc.assert(fc.property(input, input, (a, b) => {
+    const same = a.tokenHash === b.tokenHash && a.amountCents === b.amountCents && a.reference === b.reference && a.merchantIdentifier === b.merchantIdentifier;
+    assert.equal(executionFingerprint(a) === executionFingerprint(b), same);
+    assert.equal(executionFingerprint(a), executionFingerprint({ ...a }));
+  }));
+  // An empty reference and no reference are different requests.
+  const base = { tokenHash: 'ab', amountCents: 100, merchantIdentifier: null };
+  assert.notEqual(executionFingerprint({ ...base, reference: '' }), executionFingerprint({ ...base, reference: null }));
+});
+
+test('a consent past its end reads as expired before the job has run; revoked stays revoked', () => {
+  fc.assert(fc.property(fc.integer({ min: 0, max: 2 ** 42 }), fc.integer({ min: -1e9, max: 1e9 }), (endAt, delta) => {
+    const now = endAt + delta;
+    assert.equal(effectiveConsentStatus({ status: 'active', end_at: endAt }, now), delta > 0 ? 'expired' : 'active');
+    assert.equal(effectiveConsentStatus({ status: 'revoked', end_at: endAt }, now), 'revoked');
+    assert.equal(effectiveConsentStatus({ status: 'active', end_at: null }, now), 'active');
+  }));
+});
+
+test('periods map to the standard\'s enduring-consent periods', () => {
+  assert.deepEqual((['daily', 'weekly', 'monthly'] as const).map(enduringPeriodOf), ['Day', 'Week', 'Month']);
+});
+
+test('every refusal becomes a 422 payment_rejected.<limit> whose params never show a negative remainder', () => {
+  const limits = fc.record({
+    period: fc.constantFrom('daily' as const, 'weekly' as const, 'monthly' as const),
+    max_per_period_cents: fc.integer({ min: 1, max: 1_000_000 }),
+    max_per_payment_cents: fc.option(fc.integer({ min: 1, max: 1_000_000 })),
+    total_count: fc.option(fc.integer({ min: 1, max: 20 })),
+    total_amount_cents: fc.option(fc.integer({ min: 1, max: 2_000_000 })),
+    end_at: fc.option(fc.integer({ min: 1_800_000_000_000, max: 1_900_000_000_000 })),
+  });
+  const used = fc.record({ amount_cents: fc.integer({ min: 0, max: 3_000_000 }), count: fc.integer({ min: 0, max: 30 }) });
+  fc.assert(fc.property(limits, used, used, fc.integer({ min: 1, max: 2_000_000 }), fc.integer({ min: 1_800_000_000_000, max: 1_900_000_000_000 }),
+    (l, total, period, amount, at) => {
+      const check = checkLimits(l, { total, period }, amount, at);
+      if (check.ok) return;
+      const error = limitRefusalError(check, l.period, amount);
+      assert.equal(error.code, `payment_rejected.${check.reason}`);
+      assert.equal(error.status, 422);
+      const remaining = error.params.remaining;
+      if (typeof remaining === 'string') assert.ok(!remaining.startsWith('-'));
+      if (typeof remaining === 'number') assert.ok(remaining >= 0);
+    }));
+});

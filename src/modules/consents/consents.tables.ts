@@ -1,0 +1,54 @@
+// Row types of the consents module, merged into the store's Database in src/store/tables.ts.
+
+export interface RecurringConsentsTable {
+  id: string;
+  user_id: string;
+  mode: 'live' | 'test';
+  /** active | revoked | expired */
+  status: string;
+  request_id: string;
+  /** The merchant account paid into (the request's). */
+  bank_account_id: string;
+  customer_id: string | null;
+  email: string;
+  merchant_identifier: string | null;
+  /** The request's statement reference, the default for executions that give none. */
+  reference: string | null;
+  /** SHA-256 (hex) of the token; the token itself is stored nowhere. */
+  token_hash: string;
+  bank_id: string;
+  bank_consent_id: string;
+  /** The consent-bound access token the bank issued at authorisation. */
+  bank_access_token: string;
+  period: string;
+  max_per_period_cents: number;
+  max_per_payment_cents: number | null;
+  total_count: number | null;
+  total_amount_cents: number | null;
+  end_at: number | null;
+  /** merchant | payer | bank */
+  revoked_by: string | null;
+  created_at: number;
+  updated_at: number;
+  revoked_at: number | null;
+  expired_at: number | null;
+}
+
+/** A payer sent to the bank to approve a recurring consent; `state` comes back on the redirect. */
+export interface ConsentAuthorisationsTable {
+  state: string;
+  request_id: string;
+  bank_id: string;
+  bank_consent_id: string | null;
+  /** The payer's details from the page (JSON), merged over the request's cust_info. */
+  details: string | null;
+  /** null while pending; authorised | declined | failed once back. */
+  outcome: string | null;
+  created_at: number;
+  completed_at: number | null;
+}
+
+export interface ConsentTables {
+  recurring_consents: RecurringConsentsTable;
+  consent_authorisations: ConsentAuthorisationsTable;
+}

@@ -1,0 +1,229 @@
+import type { Ctx, Deps } from '../../http/context.ts';
+import { AppError, invalidParam, notFound } from '../../shared/errors.ts';
+import { AMOUNT_FORM, parseAmount } from '../../shared/money.ts';
+import { enqueue } from '../../jobs/queue.ts';
+import type { JobHandler } from '../../jobs/worker.ts';
+import { transact } from '../../store/tx.ts';
+import type { BankConnector, BankResult, BankPaymentOutcome } from '../banks/bank-connector.ts';
+import { connectorFor, creditorOf, remittanceOf } from '../payments/payments.banks.ts';
+import { clockIdOf, clockOf, createPaymentRow, presentPayment, setPaymentStatus, type PaymentRow } from '../payments/payments.service.ts';
+import {
+  cancelJob, findConsentByTokenHash, findPaymentByIdempotencyKey, findPaymentRow, lockConsent, updateConsent, usageOf, type ConsentRow, type Owner,
+} from './consents.repo.ts';
+import {
+  consentNotActiveError, consentRevokedError, effectiveConsentStatus, executionFingerprint, hashConsentToken, limitRefusalError, limitsOf,
+} from './consents.rules.ts';
+import type { ExecutePaymentBody } from './consents.schemas.ts';
+import { checkLimits, periodWindow } from './limits.ts';
+
+// POST /v1/payments: a merchant-initiated payment under a recurring consent, synchronous.
+//
+// 1. Idempotency (DESIGN section 3): the key is unique per merchant and mode in the payments table,
+//    bound to a fingerprint of the parameters. Same key and parameters: the first payment (200),
+//    waiting for it if it is still being executed; other parameters: 409.
+// 2. Reserve, in one transaction with the consent row locked: status, usage in the current calendar
+//    period and in total (successful, unconfirmed and in-flight payments count), checkLimits, and
+//    the in-flight payment row. Concurrent executions queue on the lock, so no limit is overrun.
+// 3. Commit, then call the bank (never inside a transaction), with the payment id as the bank's
+//    x-idempotency-key: a retry after a crash cannot charge twice.
+// 4. Record the outcome and payment.status_updated in one transaction.
+
+export const SETTLE_EXECUTION_JOB = 'recurring_payment.settle';
+/** A payment still in flight this long after it was reserved is settled by the job (a crash, a lost reply). */
+const SETTLE_AFTER_MS = 2 * 60_000;
+const REPLAY_WAIT_MS = 30_000;
+
+export type ExecutionReply = { status: 200 | 201; payment: ReturnType<typeof presentPayment> };
+
+const ownerOf = (ctx: Ctx): Owner => ({ userId: ctx.merchant.id, mode: ctx.mode });
+
+export async function executePayment(ctx: Ctx, body: ExecutePaymentBody): Promise<ExecutionReply> {
+  const amountCents = parseAmount(body.amount);
+  if (amountCents === null) throw invalidParam('amount', `amount must be ${AMOUNT_FORM}`);
+  if (amountCents === 0) throw invalidParam('amount', 'amount must be more than 0.00 NZD');
+  const owner = ownerOf(ctx);
+  const tokenHash = hashConsentToken(body.token);
+  const fingerprint = executionFingerprint({
+    tokenHash, amountCents, reference: body.reference ?? null, merchantIdentifier: body.merchant_identifier ?? null,
+  });
+
+  const earlier = await findPaymentByIdempotencyKey(ctx.db, owner, body.idempotency_key);
+  if (earlier) return replay(ctx.deps, earlier, fingerprint);
+
+  const consent = await findConsentByTokenHash(ctx.db, owner, tokenHash);
+  // The same answer for an unknown token and another merchant's: tokens are never confirmed.
+  if (!consent) throw notFound('recurring_consent');
+
+  let reserved: { kind: 'new'; payment: PaymentRow } | { kind: 'earlier'; payment: PaymentRow };
+  try {
+    reserved = await reserve(ctx, consent.id, { amountCents, fingerprint, body });
+  } catch (error) {
+    // The same key raced in through another consent: the unique index decided; answer as the winner did.
+    if (!(error instanceof AppError) && isUniqueViolation(error)) {
+      const winner = await findPaymentByIdempotencyKey(ctx.db, owner, body.idempotency_key);
+      if (winner) return replay(ctx.deps, winner, fingerprint);
+    }
+    throw error;
+  }
+  if (reserved.kind === 'earlier') return replay(ctx.deps, reserved.payment, fingerprint);
+
+  const settled = await submitAndRecord(ctx.deps, consent, reserved.payment, ctx.clock.now());
+  return { status: 201, payment: presentPayment(settled) };
+}
+
+async function reserve(
+  ctx: Ctx,
+  consentId: string,
+  input: { amountCents: number; fingerprint: string; body: ExecutePaymentBody },
+): Promise<{ kind: 'new'; payment: PaymentRow } | { kind: 'earlier'; payment: PaymentRow }> {
+  const zone = ctx.deps.config.serviceTimeZone;
+  return transact(ctx.db, async (trx) => {
+    const consent = (await lockConsent(trx, consentId))!;
+    // Checked again under the lock: a concurrent duplicate may have committed while this one waited.
+    const earlier = await findPaymentByIdempotencyKey(trx, ownerOf(ctx), input.body.idempotency_key);
+    if (earlier) return { kind: 'earlier', payment: earlier };
+
+    const now = ctx.clock.now();
+    const status = effectiveConsentStatus(consent, now);
+    if (status === 'revoked') throw consentRevokedError();
+    const limits = limitsOf(consent);
+    if (status !== 'active' && status !== 'expired') throw consentNotActiveError(status);
+    const usage = await usageOf(trx, consent.id, periodWindow(limits.period, now, zone));
+    const check = checkLimits(limits, usage, input.amountCents, now, zone);
+    if (!check.ok) throw limitRefusalError(check, limits.period, input.amountCents);
+
+    const payment = await createPaymentRow(trx, {
+      request: { id: consent.request_id, user_id: consent.user_id, mode: consent.mode, merchant_identifier: consent.merchant_identifier, reference: consent.reference },
+      amountCents: input.amountCents,
+      bankId: consent.bank_id,
+      channel: 'api',
+      reference: input.body.reference,
+      merchantIdentifier: input.body.merchant_identifier,
+      recurringConsentId: consent.id,
+      idempotencyKey: input.body.idempotency_key,
+      fingerprint: input.fingerprint,
+    }, now);
+    await enqueue(trx, {
+      kind: SETTLE_EXECUTION_JOB,
+      runAt: ctx.deps.clock.now() + SETTLE_AFTER_MS,
+      clockId: clockIdOf(payment),
+      payload: { payment_id: payment.id },
+      dedupeKey: `${SETTLE_EXECUTION_JOB}:${payment.id}`,
+    }, ctx.deps.clock.now());
+    return { kind: 'new', payment: { ...payment, bank_consent_id: consent.bank_consent_id } };
+  });
+}
+
+function isUniqueViolation(error: unknown): boolean {
+  const e = error as { code?: string; message?: string; errcode?: number };
+  return e?.code === '23505' || /UNIQUE constraint failed/i.test(e?.message ?? '');
+}
+
+/** The earlier payment under this key: 200 with it, once it is no longer in flight; 409 for other parameters. */
+async function replay(deps: Deps, earlier: PaymentRow, fingerprint: string): Promise<ExecutionReply> {
+  if (earlier.fingerprint !== fingerprint || earlier.recurring_consent_id === null) {
+    throw new AppError('conflict.idempotency_key_reused', 'This idempotency_key was used for a payment with different parameters', {
+      idempotency_key: earlier.idempotency_key,
+    });
+  }
+  let payment = earlier;
+  const deadline = Date.now() + REPLAY_WAIT_MS;
+  while (payment.status === 'awaiting-consent' && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    payment = (await findPaymentRow(deps.db, payment.id)) ?? payment;
+  }
+  return { status: 200, payment: presentPayment(payment) };
+}
+
+type Submitted = BankResult<{ paymentId: string; outcome: BankPaymentOutcome; failureReason?: string }>;
+
+async function submit(deps: Deps, connector: BankConnector, consent: ConsentRow, payment: PaymentRow, at: number): Promise<Submitted> {
+  return connector.submitPayment({
+    consentId: consent.bank_consent_id,
+    accessToken: consent.bank_access_token,
+    amountCents: payment.settled_cents,
+    creditor: await creditorOf(deps.db, { mode: consent.mode, user_id: consent.user_id, bank_account_id: consent.bank_account_id }),
+    remittance: remittanceOf(payment),
+    idempotencyKey: payment.id,
+    at,
+  });
+}
+
+/** Why the bank refused, as a short code: the bank's own reason, or which of its limits it applied. */
+export function failureReasonOf(failure: { reason: string; limit?: string }): string {
+  return failure.reason === 'limit_exceeded' && failure.limit ? `limit_exceeded.${failure.limit}` : failure.reason;
+}
+
+/** Calls the bank for a reserved payment and records what it said; returns the payment as recorded. */
+export async function submitAndRecord(deps: Deps, consent: ConsentRow, payment: PaymentRow, at: number): Promise<PaymentRow> {
+  const connector = connectorFor(deps, consent.bank_id, consent.mode);
+  if (!connector) return record(deps, payment.id, { status: 'failed', failure_reason: 'bank_unavailable' });
+  const result = await submit(deps, connector, consent, payment, at);
+  if (result.ok) {
+    if (result.outcome === 'successful') return record(deps, payment.id, { status: 'successful', bank_payment_id: result.paymentId });
+    if (result.outcome === 'failed') {
+      return record(deps, payment.id, { status: 'failed', bank_payment_id: result.paymentId, failure_reason: result.failureReason ?? 'declined' });
+    }
+    return record(deps, payment.id, { status: 'unconfirmed', bank_payment_id: result.paymentId });
+  }
+  if (result.unknown) return record(deps, payment.id, { status: 'unconfirmed' });
+  return record(deps, payment.id, { status: 'failed', failure_reason: failureReasonOf(result) }, consentEndedBy(result.reason));
+}
+
+/** A refusal that tells us the consent is over at the bank: the payer revoked it there, or it ran out. */
+function consentEndedBy(reason: string): 'revoked' | 'expired' | null {
+  if (reason === 'consent_revoked') return 'revoked';
+  if (reason === 'consent_expired') return 'expired';
+  return null;
+}
+
+type Outcome = {
+  status: 'successful' | 'failed' | 'unconfirmed';
+  bank_payment_id?: string | null;
+  failure_reason?: string;
+};
+
+async function record(deps: Deps, paymentId: string, outcome: Outcome, consentEnded: 'revoked' | 'expired' | null = null): Promise<PaymentRow> {
+  const current = (await findPaymentRow(deps.db, paymentId))!;
+  const clock = await clockOf(deps, current);
+  return transact(deps.db, async (trx) => {
+    const payment = (await trx.selectFrom('payments').selectAll().where('id', '=', paymentId).executeTakeFirst())!;
+    const now = clock.now();
+    // Found revoked at the bank: no webhook (the payer did it there), the consent is simply over.
+    if (consentEnded && payment.recurring_consent_id) {
+      const consent = await lockConsent(trx, payment.recurring_consent_id);
+      if (consent && consent.status === 'active') {
+        await updateConsent(trx, consent.id, consentEnded === 'revoked'
+          ? { status: 'revoked', revoked_by: 'bank', revoked_at: now, updated_at: now }
+          : { status: 'expired', expired_at: now, updated_at: now });
+      }
+    }
+    const settledAlready = payment.status === outcome.status || payment.status === 'successful' || payment.status === 'failed';
+    if (settledAlready) return payment;
+    const extra: Parameters<typeof setPaymentStatus>[4] = {};
+    if (outcome.bank_payment_id !== undefined) extra.bank_payment_id = outcome.bank_payment_id;
+    if (outcome.failure_reason !== undefined) extra.failure_reason = outcome.failure_reason;
+    // Settled: the safety-net job has nothing left to do.
+    if (outcome.status !== 'unconfirmed') await cancelJob(trx, `${SETTLE_EXECUTION_JOB}:${payment.id}`);
+    return setPaymentStatus(trx, payment, outcome.status, now, extra);
+  });
+}
+
+const SETTLE_RETRY_MAX_MS = 10 * 60_000;
+
+/**
+ * Job: a payment still in flight or unconfirmed after the execution returned (a crash between
+ * reserving and recording, a timeout, a bank that has not settled). Submitting again with the same
+ * x-idempotency-key is safe: the bank answers with the one payment it holds for that key.
+ */
+export function settleExecutionJob(deps: Deps): JobHandler {
+  return async (payload: { payment_id: string }, { job, clock }) => {
+    const payment = await findPaymentRow(deps.db, payload.payment_id);
+    if (!payment || !payment.recurring_consent_id || !['awaiting-consent', 'unconfirmed'].includes(payment.status)) return;
+    const consent = await deps.db.selectFrom('recurring_consents').selectAll().where('id', '=', payment.recurring_consent_id).executeTakeFirstOrThrow();
+    const recorded = await submitAndRecord(deps, consent, payment, clock.now());
+    if (recorded.status === 'unconfirmed' || recorded.status === 'awaiting-consent') {
+      return { retryAt: deps.clock.now() + Math.min(10_000 * 2 ** job.attempts, SETTLE_RETRY_MAX_MS), error: 'not settled at the bank yet' };
+    }
+  };
+}
