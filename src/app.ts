@@ -11,6 +11,7 @@ import { checkDb } from './store/db.ts';
 import { createMetrics } from './http/metrics.ts';
 import { registerMerchantRoutes } from './modules/merchants/merchants.routes.ts';
 import { registerRequestRoutes } from './modules/requests/requests.routes.ts';
+import { registerSubscriptionRoutes } from './modules/subscriptions/subscriptions.routes.ts';
 import { registerTestClockRoutes } from './modules/test-helpers/clock.routes.ts';
 
 export type App = FastifyInstance<any, any, any, any, TypeBoxTypeProvider>;
@@ -88,6 +89,7 @@ export async function buildApp(deps: Deps): Promise<App> {
 
   await registerMerchantRoutes(app, deps);
   await registerRequestRoutes(app, deps);
+  await registerSubscriptionRoutes(app, deps);
   await registerTestClockRoutes(app, deps);
   return app;
 }

@@ -1,6 +1,7 @@
 // Kysely row types. Times are epoch milliseconds, money is integer cents, booleans are 0/1 and
 // structured values are JSON text, so one schema serves SQLite and PostgreSQL alike.
 import type { Generated } from 'kysely';
+import type { SubscriptionTables } from '../modules/subscriptions/subscriptions.tables.ts';
 
 export type Mode = 'live' | 'test';
 export type Flag = number;
@@ -188,4 +189,4 @@ export interface CoreTables {
   customers: CustomersTable;
 }
 
-export interface Database extends CoreTables {}
+export interface Database extends CoreTables, SubscriptionTables {}
