@@ -1,10 +1,13 @@
 import type { Deps } from '../http/context.ts';
 import type { JobHandler } from './worker.ts';
 import { EXPIRE_REQUEST_JOB, expireRequestJob } from '../modules/requests/requests.service.ts';
+import { chargeSubscriptionJob } from '../modules/subscriptions/subscriptions.charges.ts';
+import { CHARGE_SUBSCRIPTION_JOB } from '../modules/subscriptions/subscriptions.schedule-jobs.ts';
 
 /** Every job kind and the module handler that runs it; handlers that need services close over deps. */
-export function jobHandlers(_deps: Deps): Record<string, JobHandler> {
+export function jobHandlers(deps: Deps): Record<string, JobHandler> {
   return {
     [EXPIRE_REQUEST_JOB]: expireRequestJob,
+    [CHARGE_SUBSCRIPTION_JOB]: chargeSubscriptionJob(deps),
   };
 }

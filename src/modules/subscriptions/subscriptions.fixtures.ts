@@ -33,6 +33,7 @@ export async function authoriseDirectly(runtime: Runtime, requestId: string, ban
     options,
     email: JSON.parse(request.cust_info ?? '{}').email,
     customerId: null,
+    payerDetails: request.cust_info ? JSON.parse(request.cust_info) : null,
     bankId: bank.id,
     bankConsentId: bank.consentId,
     bankAccessToken: bank.token,

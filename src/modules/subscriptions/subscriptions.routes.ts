@@ -3,12 +3,21 @@ import type { App } from '../../app.ts';
 import { apiKeyAuth } from '../../http/auth.ts';
 import type { Deps } from '../../http/context.ts';
 import { errorResponses, IdempotencyHeaders, IdParams } from '../../http/schemas.ts';
-import { ListSubscriptionsQuery, SubscriptionEnvelope, SubscriptionObject } from './subscriptions.schemas.ts';
+import { listQueryFields } from '../../shared/pagination.ts';
+import { registerCheckoutStrategy } from '../checkout/checkout.strategies.ts';
+import { PaymentObject } from '../payments/payments.schemas.ts';
+import { registerPayHelper } from '../test-helpers/pay.service.ts';
+import { subscriptionCheckout } from './subscriptions.checkout.ts';
+import { listSubscriptionPayments } from './subscriptions.payments.ts';
+import { DeclineNextBody, ListSubscriptionsQuery, SubscriptionEnvelope, SubscriptionObject } from './subscriptions.schemas.ts';
+import { cancelAtBank, cancelByPayer, declineNextCharges, paySubscriptionRequest } from './subscriptions.test-helpers.ts';
 import {
   cancelSubscription, listSubscriptionsFor, pauseSubscription, resumeSubscription, retrieveSubscription,
 } from './subscriptions.service.ts';
 
 export async function registerSubscriptionRoutes(app: App, deps: Deps): Promise<void> {
+  registerCheckoutStrategy('subscription', subscriptionCheckout(deps));
+  registerPayHelper('subscription', paySubscriptionRequest);
   const auth = apiKeyAuth(deps);
   const tags = ['Subscriptions'];
   const params = IdParams('Subscription id (subscription_…)');
@@ -43,4 +52,32 @@ export async function registerSubscriptionRoutes(app: App, deps: Deps): Promise<
       return reply.status(result.status).send(result.body);
     });
   }
+
+  const paymentsRoute = {
+    preHandler: auth,
+    schema: {
+      tags,
+      summary: "A subscription's payments, newest first, each with cust_info (all of them unless limit is given)",
+      params,
+      querystring: Type.Object(listQueryFields, { additionalProperties: false }),
+      response: { 200: Type.Object({ payments: Type.Array(PaymentObject), has_more: Type.Boolean() }), ...errorResponses },
+    },
+  };
+  const listPayments = async (request: any) => listSubscriptionPayments(request.ctx, request.params.id, request.query);
+  app.get('/v1/subscriptions/:id/payments', paymentsRoute, listPayments);
+  app.get('/subscriptions/:id/payments', { ...paymentsRoute, schema: { ...paymentsRoute.schema, hide: true } }, listPayments);
+
+  const helperTags = ['Test helpers'];
+  app.post('/v1/test-helpers/subscriptions/:id/decline-next', {
+    preHandler: auth,
+    schema: { tags: helperTags, summary: 'Make the bank refuse the next charge attempts (test keys only)', params, body: DeclineNextBody, response: { 200: SubscriptionEnvelope, ...errorResponses } },
+  }, async (request) => declineNextCharges(request.ctx, request.params.id, request.body));
+  app.post('/v1/test-helpers/subscriptions/:id/cancel-at-bank', {
+    preHandler: auth,
+    schema: { tags: helperTags, summary: 'The payer revokes the consent at their bank; the next charge finds out (test keys only)', params, response: { 200: SubscriptionEnvelope, ...errorResponses } },
+  }, async (request) => cancelAtBank(request.ctx, request.params.id));
+  app.post('/v1/test-helpers/subscriptions/:id/cancel-by-payer', {
+    preHandler: auth,
+    schema: { tags: helperTags, summary: 'The payer cancels in the customer dashboard (test keys only)', params, response: { 200: SubscriptionEnvelope, ...errorResponses } },
+  }, async (request) => cancelByPayer(request.ctx, request.params.id));
 }

@@ -31,10 +31,12 @@ const lifecycleData = (row: SubscriptionRow, now: number) => ({
 });
 
 export type Authorisation = {
-  request: Pick<RequestRow, 'id' | 'user_id' | 'mode' | 'merchant_identifier'>;
+  request: Pick<RequestRow, 'id' | 'user_id' | 'mode' | 'merchant_identifier' | 'reference' | 'bank_account_id'>;
   options: SubscriptionOptions;
   email: string;
   customerId: string | null;
+  /** What the payer gave at checkout, recorded as cust_info on each charge's payment. */
+  payerDetails: Record<string, unknown> | null;
   bankId: string;
   bankConsentId: string;
   bankAccessToken: string;
@@ -58,6 +60,9 @@ export async function createSubscription(trx: Db, deps: Deps, input: Authorisati
     customer_id: input.customerId,
     email: input.email,
     merchant_identifier: request.merchant_identifier,
+    reference: request.reference,
+    bank_account_id: request.bank_account_id,
+    payer_details: input.payerDetails ? JSON.stringify(input.payerDetails) : null,
     status: first.kind === 'charge' ? 'active' : 'completed',
     amount_cents: options.amount_cents,
     period: options.period,

@@ -12,6 +12,11 @@ export interface SubscriptionsTable {
   /** The payer's email from the request's cust_info (the customer's key). */
   email: string;
   merchant_identifier: string | null;
+  /** The request's statement reference and account, copied so a charge needs no other row. */
+  reference: string | null;
+  bank_account_id: string;
+  /** The payer's details given at authorisation (JSON), recorded as cust_info on every charge. */
+  payer_details: string | null;
   /** active | paused | cancelled | completed */
   status: string;
   amount_cents: number;
@@ -69,7 +74,23 @@ export interface SubscriptionChargesTable {
   updated_at: number;
 }
 
+/** A payer sent to the bank to approve a subscription: the state the bank hands back, and what came of it. */
+export interface SubscriptionAuthorisationsTable {
+  state: string;
+  request_id: string;
+  bank_id: string;
+  bank_consent_id: string;
+  payer_details: string | null;
+  channel: string | null;
+  /** pending | active (subscription created) | declined | failed */
+  outcome: string;
+  subscription_id: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
 export interface SubscriptionTables {
+  subscription_authorisations: SubscriptionAuthorisationsTable;
   subscriptions: SubscriptionsTable;
   subscription_charges: SubscriptionChargesTable;
 }

@@ -12,6 +12,9 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('customer_id', 'text')
     .addColumn('email', 'text', (c) => c.notNull())
     .addColumn('merchant_identifier', 'text')
+    .addColumn('reference', 'text')
+    .addColumn('bank_account_id', 'text', (c) => c.notNull())
+    .addColumn('payer_details', 'text')
     .addColumn('status', 'text', (c) => c.notNull())
     .addColumn('amount_cents', 'integer', (c) => c.notNull())
     .addColumn('period', 'text', (c) => c.notNull())
@@ -57,5 +60,19 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .addColumn('updated_at', 'bigint', (c) => c.notNull())
     .addUniqueConstraint('subscription_charges_slot', ['subscription_id', 'slot_date'])
+    .execute();
+
+  await db.schema
+    .createTable('subscription_authorisations')
+    .addColumn('state', 'text', (c) => c.primaryKey())
+    .addColumn('request_id', 'text', (c) => c.notNull().references('requests.id'))
+    .addColumn('bank_id', 'text', (c) => c.notNull())
+    .addColumn('bank_consent_id', 'text', (c) => c.notNull())
+    .addColumn('payer_details', 'text')
+    .addColumn('channel', 'text')
+    .addColumn('outcome', 'text', (c) => c.notNull())
+    .addColumn('subscription_id', 'text')
+    .addColumn('created_at', 'bigint', (c) => c.notNull())
+    .addColumn('updated_at', 'bigint', (c) => c.notNull())
     .execute();
 }
