@@ -100,12 +100,13 @@ export type ConsentPlan = {
 };
 
 /**
- * The enduring consent that fits a plan: each payment at most the amount, one payment a period,
- * until end_date. A start date already past is charged at once for the latest due slot and then
- * again on the next slot, which can fall in the same calendar period: that period allows two.
+ * The enduring consent that fits a plan: each payment at most the amount, until end_date, and two
+ * payments a calendar period: a retry late in one period followed by the next slot early in the
+ * next (or a past start date charged at once and then on its day) puts two charges in one period,
+ * which the bank's own period check must not refuse.
  */
 export function consentPlan(options: ScheduleOptions & { amount_cents: number }, now: number): ConsentPlan {
-  const perPeriod = options.start_at !== null && options.start_at <= now ? 2 : 1;
+  const perPeriod = 2;
   return {
     period: bankPeriod[options.period],
     maxPerPaymentCents: options.amount_cents,
