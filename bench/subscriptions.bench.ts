@@ -46,7 +46,7 @@ export default async function benchSubscriptions(_ctx: BenchContext): Promise<Be
     const redirectUri = `${service.url}/pay/return`;
     const now = deps.clock.now();
 
-    const consents = [];
+    const consents: Array<{ consentId: string; accessToken: string }> = [];
     for (let i = 0; i < Math.ceil(SUBSCRIPTIONS / PER_CONSENT); i += 50) {
       const count = Math.min(50, Math.ceil(SUBSCRIPTIONS / PER_CONSENT) - i);
       consents.push(...(await Promise.all(Array.from({ length: count }, () => authorisedConsent(bank, deps.config.sandboxBankUrl, redirectUri, now)))));

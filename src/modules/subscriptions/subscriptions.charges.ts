@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { Deps } from '../../http/context.ts';
 import type { JobContext, JobHandler, JobResult } from '../../jobs/worker.ts';
 import { newId } from '../../shared/ids.ts';
@@ -28,6 +28,8 @@ import { scheduleCharge } from './subscriptions.schedule-jobs.ts';
 //    completion, in one transaction.
 
 type Db = Kysely<Database>;
+type Trx = Transaction<Database>;
+type Finish = JobContext['finishIn'];
 type Attempt = { sub: SubscriptionRow; charge: ChargeRow; payment: PaymentRow };
 type Submission = BankResult<{ paymentId: string; outcome: BankPaymentOutcome; failureReason?: string }>;
 
@@ -43,7 +45,7 @@ function payerDetailsOf(sub: SubscriptionRow): PayerDetails {
 }
 
 /** Step 1. Returns the attempt to submit, or a job result when there is nothing to charge now. */
-async function claim(deps: Deps, trx: Db, subscriptionId: string, now: number, finish: (trx: Db) => Promise<void>): Promise<Attempt | { done: JobResult }> {
+async function claim(deps: Deps, trx: Trx, subscriptionId: string, now: number, finish: Finish): Promise<Attempt | { done: JobResult }> {
   const sub = await lockSubscription(trx, subscriptionId);
   if (!sub || sub.status !== 'active' || sub.next_slot === null || sub.next_charge_at === null) {
     await finish(trx);
@@ -120,7 +122,7 @@ async function advance(deps: Deps, trx: Db, sub: SubscriptionRow, slot: number, 
 }
 
 /** Step 3. */
-async function record(deps: Deps, trx: Db, claimed: Attempt, result: Submission, now: number, finish: (trx: Db) => Promise<void>): Promise<JobResult> {
+async function record(deps: Deps, trx: Trx, claimed: Attempt, result: Submission, now: number, finish: Finish): Promise<JobResult> {
   const sub = (await lockSubscription(trx, claimed.sub.id))!;
   const charge = (await findCharge(trx, sub.id, claimed.charge.slot_date))!;
   const payment = (await findPaymentById(trx, claimed.payment.id))!;
