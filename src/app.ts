@@ -13,6 +13,8 @@ import { registerMerchantRoutes } from './modules/merchants/merchants.routes.ts'
 import { registerRequestRoutes } from './modules/requests/requests.routes.ts';
 import { registerSubscriptionRoutes } from './modules/subscriptions/subscriptions.routes.ts';
 import { registerTestClockRoutes } from './modules/test-helpers/clock.routes.ts';
+import { registerEventRoutes } from './modules/events/events.routes.ts';
+import { registerWebhookRoutes } from './modules/webhooks/webhooks.routes.ts';
 
 export type App = FastifyInstance<any, any, any, any, TypeBoxTypeProvider>;
 
@@ -91,5 +93,7 @@ export async function buildApp(deps: Deps): Promise<App> {
   await registerRequestRoutes(app, deps);
   await registerSubscriptionRoutes(app, deps);
   await registerTestClockRoutes(app, deps);
+  await registerEventRoutes(app, deps);
+  await registerWebhookRoutes(app, deps);
   return app;
 }

@@ -3,11 +3,13 @@ import pino, { type Logger } from 'pino';
 import { buildApp, loggerRedactPaths, type App } from './app.ts';
 import type { Config } from './config.ts';
 import type { Deps } from './http/context.ts';
-import { jobHandlers } from './jobs/registry.ts';
+import { DISPATCHED_JOB_KINDS, jobHandlers } from './jobs/registry.ts';
 import { Worker } from './jobs/worker.ts';
 import { systemClock, type Clock } from './shared/time.ts';
 import { openDb, type Db, type StoreOptions } from './store/db.ts';
 import { migrateToLatest } from './store/migrate.ts';
+import { WebhookDispatcher } from './modules/webhooks/webhooks.dispatcher.ts';
+import { installWebhookFanOut } from './modules/webhooks/webhooks.fanout.ts';
 
 export type Runtime = { deps: Deps; app: App; close(): Promise<void> };
 
@@ -27,16 +29,22 @@ export async function createRuntime(config: Config, options: { db?: Db; log?: Lo
   const db = options.db ?? openDb(storeOptionsFor(config));
   await migrateToLatest(db);
   const clock = options.clock ?? systemClock;
-  const worker = new Worker({ db, log: log.child({ component: 'worker' }), handlers: {}, realClock: clock });
+  installWebhookFanOut();
+  const worker = new Worker({ db, log: log.child({ component: 'worker' }), handlers: {}, realClock: clock, excludeKinds: DISPATCHED_JOB_KINDS });
+  const webhooks = new WebhookDispatcher({ db, log: log.child({ component: 'webhooks' }), allowPrivate: config.webhookAllowPrivate });
   const deps: Deps = { config, db, log, clock, worker };
   worker.setHandlers(jobHandlers(deps));
   const app = await buildApp(deps);
-  if (config.workers) worker.start();
+  if (config.workers) {
+    worker.start();
+    webhooks.start();
+  }
   return {
     deps,
     app,
     async close() {
       await worker.stop();
+      await webhooks.stop();
       await app.close();
       await db.destroy();
     },

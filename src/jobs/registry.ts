@@ -3,6 +3,7 @@ import type { JobHandler } from './worker.ts';
 import { EXPIRE_REQUEST_JOB, expireRequestJob } from '../modules/requests/requests.service.ts';
 import { chargeSubscriptionJob } from '../modules/subscriptions/subscriptions.charges.ts';
 import { CHARGE_SUBSCRIPTION_JOB } from '../modules/subscriptions/subscriptions.schedule-jobs.ts';
+import { WEBHOOK_DELIVERY_JOB } from '../modules/webhooks/deliveries.repo.ts';
 
 /** Every job kind and the module handler that runs it; handlers that need services close over deps. */
 export function jobHandlers(deps: Deps): Record<string, JobHandler> {
@@ -11,3 +12,6 @@ export function jobHandlers(deps: Deps): Record<string, JobHandler> {
     [CHARGE_SUBSCRIPTION_JOB]: chargeSubscriptionJob(deps),
   };
 }
+
+/** Job kinds with a dispatcher of their own (webhooks.dispatcher.ts); the generic Worker skips them. */
+export const DISPATCHED_JOB_KINDS = [WEBHOOK_DELIVERY_JOB];

@@ -31,6 +31,8 @@ export type WorkerOptions = {
   leaseMs?: number;
   maxAttempts?: number;
   realClock?: Clock;
+  /** Kinds another dispatcher runs (webhook delivery); this worker never claims them. */
+  excludeKinds?: string[];
 };
 
 export async function clockOffset(db: Kysely<Database>, userId: string): Promise<number> {
@@ -54,7 +56,7 @@ export class Worker {
   }
 
   constructor(options: WorkerOptions) {
-    this.options = { concurrency: 32, pollMs: 100, leaseMs: 60_000, maxAttempts: 12, realClock: systemClock, ...options };
+    this.options = { concurrency: 32, pollMs: 100, leaseMs: 60_000, maxAttempts: 12, realClock: systemClock, excludeKinds: [], ...options };
   }
 
   start(): void {
@@ -130,6 +132,7 @@ export class Worker {
         .orderBy('run_at')
         .limit(limit);
       if (clockId !== undefined) query = query.where('clock_id', '=', clockId);
+      if (this.options.excludeKinds.length > 0) query = query.where('kind', 'not in', this.options.excludeKinds);
       const ids = (await lockSkipLocked(trx, query).execute()).map((row) => row.id);
       if (ids.length === 0) return [];
       const rows = await trx

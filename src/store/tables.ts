@@ -2,6 +2,7 @@
 // structured values are JSON text, so one schema serves SQLite and PostgreSQL alike.
 import type { Generated } from 'kysely';
 import type { SubscriptionTables } from '../modules/subscriptions/subscriptions.tables.ts';
+import type { WebhookTables } from '../modules/webhooks/webhooks.tables.ts';
 
 export type Mode = 'live' | 'test';
 export type Flag = number;
@@ -189,4 +190,4 @@ export interface CoreTables {
   customers: CustomersTable;
 }
 
-export interface Database extends CoreTables, SubscriptionTables {}
+export interface Database extends CoreTables, WebhookTables, SubscriptionTables {}

@@ -2,6 +2,7 @@ import type { ParseArgsConfig } from 'node:util';
 import type { Config } from '../../config.ts';
 import { merchantCommands } from './merchants.ts';
 import { storeCommands } from './store.ts';
+import { eventCommands } from './events.ts';
 
 export type CliCommand = {
   usage: string;
@@ -12,4 +13,5 @@ export type CliCommand = {
 export const commands: Record<string, CliCommand> = {
   ...merchantCommands,
   ...storeCommands,
+  ...eventCommands,
 };

@@ -2,7 +2,13 @@ import type { Kysely } from 'kysely';
 import { newId } from '../../shared/ids.ts';
 import { iso } from '../../shared/time.ts';
 import type { Database, Mode } from '../../store/tables.ts';
+import type { Ctx } from '../../http/context.ts';
+import { notFound } from '../../shared/errors.ts';
+import { pageOf } from '../../shared/pagination.ts';
+import { deliveriesWithAttempts, resendToWebhooks } from '../webhooks/webhooks.service.ts';
 import { buildEventData, versionOf, type EventData, type EventEnvelope, type EventType } from './events.builders.ts';
+import { findEvent, listEvents, type EventRow } from './events.repo.ts';
+import type { ListEventsQuery, ResendBody } from './events.schemas.ts';
 
 export type EventScope = { userId: string; mode: Mode };
 
@@ -35,4 +41,36 @@ export async function emitEvent<T extends EventType>(
     .execute();
   await fanOut(db, { id: envelope.id, userId: scope.userId, mode: scope.mode, type, body }, now);
   return envelope;
+}
+
+// The event log: what was sent, to whom, and how each attempt went; and re-sending.
+
+const ownerOf = (ctx: Ctx) => ({ userId: ctx.merchant.id, mode: ctx.mode });
+
+/** The stored body is the exact envelope that was POSTed. */
+export function presentEvent(row: EventRow): EventEnvelope {
+  return JSON.parse(row.body) as EventEnvelope;
+}
+
+export async function listEventsFor(ctx: Ctx, query: ListEventsQuery) {
+  const limit = query.limit ?? 100;
+  const { items, hasMore } = pageOf(await listEvents(ctx.db, ownerOf(ctx), { ...query, limit }), limit);
+  return { events: items.map(presentEvent), has_more: hasMore };
+}
+
+export async function retrieveEvent(ctx: Ctx, id: string) {
+  const row = await findEvent(ctx.db, ownerOf(ctx), id);
+  if (!row) throw notFound('event', id);
+  return { event: presentEvent(row), deliveries: await deliveriesWithAttempts(ctx.db, row.id) };
+}
+
+/** Re-sends an event as new deliveries. `scope` null is the operator (CLI): any merchant's event. */
+export async function resendEvent(db: Kysely<Database>, scope: EventScope | null, id: string, webhookId: string | undefined, realNow: number) {
+  const row = await findEvent(db, scope, id);
+  if (!row) throw notFound('event', id);
+  return resendToWebhooks(db, { id: row.id, type: row.type, userId: row.user_id, mode: row.mode }, webhookId, realNow);
+}
+
+export async function resendEventFor(ctx: Ctx, id: string, body: ResendBody) {
+  return resendEvent(ctx.db, ownerOf(ctx), id, body.webhook_id, ctx.deps.clock.now());
 }

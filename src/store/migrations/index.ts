@@ -1,11 +1,13 @@
 import type { Migration } from 'kysely';
 import * as core from './0001-core.ts';
 import * as payments from './0002-payments.ts';
+import * as webhooks from './0003-webhooks.ts';
 import * as subscriptions from './0007-subscriptions.ts';
 
 // Every migration, in order. Each module appends its own file here; names never change once shipped.
 export const migrations: Record<string, Migration> = {
   '0001-core': core,
   '0002-payments': payments,
+  '0003-webhooks': webhooks,
   '0007-subscriptions': subscriptions,
 };

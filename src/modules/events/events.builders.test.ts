@@ -1,0 +1,66 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { buildTestApp, createTestMerchant } from '../../../test/helpers.ts';
+import { transact } from '../../store/tx.ts';
+import { EVENT_TYPES, type EventType } from './events.builders.ts';
+import { emitEvent } from './events.service.ts';
+
+// Spec 6.2, written out here independently of the builders.
+const SPEC_FIELDS: Record<EventType, string[]> = {
+  'request.created': ['id', 'merchant_identifier', 'user_id', 'created_at', 'expires_at'],
+  'request.expired': ['id', 'user_id', 'merchant_identifier', 'status', 'updated_at'],
+  'request.status_updated': ['id', 'user_id', 'merchant_identifier', 'status', 'updated_at'],
+  'payment.created': ['id', 'request_id', 'user_id', 'merchant_identifier', 'status', 'updated_at'],
+  'payment.status_updated': ['id', 'request_id', 'user_id', 'merchant_identifier', 'status', 'updated_at'],
+  'recurring_payment.authorised': ['id', 'merchant_identifier', 'status', 'token'],
+  'recurring_payment.revoked': ['id', 'merchant_identifier', 'status'],
+  'subscription.created': ['id', 'request_id', 'user_id', 'merchant_identifier', 'created_at'],
+  'subscription.charge_failed': ['id', 'user_id', 'merchant_identifier', 'last_payment_id', 'last_error', 'attempts', 'charge_at', 'next_attempt_at', 'updated_at'],
+  'subscription.charge_skipped': ['id', 'user_id', 'merchant_identifier', 'attempts', 'skipped_charge_at', 'next_charge_at', 'updated_at'],
+  'subscription.completed': ['id', 'user_id', 'merchant_identifier', 'updated_at'],
+  'subscription.cancelled': ['id', 'user_id', 'merchant_identifier', 'updated_at'],
+  'subscription.paused': ['id', 'user_id', 'merchant_identifier', 'updated_at'],
+  'subscription.resumed': ['id', 'user_id', 'merchant_identifier', 'updated_at'],
+  'customer.created': ['id', 'user_id', 'created_at', 'email', 'first_name', 'last_name', 'phone', 'address'],
+  'customer.updated': ['id', 'user_id', 'updated_at', 'email', 'first_name', 'last_name', 'phone', 'address'],
+};
+
+const address = { address1: '1 Queen St', address2: '', address3: '', address4: '', city: 'Auckland', postcode: '1010' };
+// A superset of every type's fields plus strays, so the builders must pick exactly the spec's.
+const everything = {
+  id: 'x_1', merchant_identifier: 'order-1', user_id: 'user_1', request_id: 'request_1', created_at: '2026-11-21T10:00:00.000Z',
+  updated_at: '2026-11-21T10:00:00.000Z', expires_at: null, status: 'active', token: 'tok', last_payment_id: 'payment_1', last_error: 'insufficient_funds',
+  attempts: 2, charge_at: '2026-11-21T10:00:00.000Z', next_attempt_at: '2026-11-22T10:00:00.000Z', skipped_charge_at: '2026-11-21T10:00:00.000Z',
+  next_charge_at: '2026-12-21T10:00:00.000Z', email: 'payer@example.com', first_name: 'Ana', last_name: 'Ngata', phone: '+64 21 000 000', address,
+  secret_internal: 'must not leak', amount_cents: 1000,
+};
+
+test('every event type carries exactly the spec fields, in the documented envelope', async (t) => {
+  const app = await buildTestApp(t);
+  const merchant = await createTestMerchant(app);
+  assert.deepEqual([...EVENT_TYPES].sort(), Object.keys(SPEC_FIELDS).sort());
+  const now = Date.parse('2026-11-21T10:00:00.000Z');
+  for (const type of EVENT_TYPES) {
+    const envelope = await transact(app.deps.db, (trx) => emitEvent(trx, { userId: merchant.userId, mode: 'test' }, type, 'x_1', everything as any, now));
+    const stored = await app.deps.db.selectFrom('events').selectAll().where('id', '=', envelope.id).executeTakeFirstOrThrow();
+    const sent = JSON.parse(stored.body);
+    assert.deepEqual(sent, envelope);
+    assert.deepEqual(Object.keys(sent.data), SPEC_FIELDS[type], type);
+    assert.match(sent.id, /^event_[0-9A-Z]{26}$/);
+    assert.equal(sent.type, type);
+    assert.equal(sent.created_at, '2026-11-21T10:00:00.000Z');
+    if (type === 'request.status_updated') assert.deepEqual(Object.keys(sent), ['id', 'type', 'created_at', 'data']);
+    else assert.deepEqual(Object.keys(sent), ['id', 'type', 'version', 'created_at', 'data']);
+    if (type === 'request.status_updated') assert.equal('version' in sent, false);
+    else assert.equal(sent.version, 1);
+    assert.equal(stored.object_id, 'x_1');
+  }
+});
+
+test('charge_failed leaves out next_attempt_at after the final retry', async (t) => {
+  const app = await buildTestApp(t);
+  const merchant = await createTestMerchant(app);
+  const { next_attempt_at: _dropped, ...final } = everything;
+  const envelope = await transact(app.deps.db, (trx) => emitEvent(trx, { userId: merchant.userId, mode: 'live' }, 'subscription.charge_failed', 'x_1', final as any, Date.now()));
+  assert.deepEqual(Object.keys(envelope.data), SPEC_FIELDS['subscription.charge_failed'].filter((f) => f !== 'next_attempt_at'));
+});

@@ -1,0 +1,69 @@
+import type { Kysely, Selectable } from 'kysely';
+import { newId } from '../../shared/ids.ts';
+import { enqueue } from '../../jobs/queue.ts';
+import type { Database, Mode } from '../../store/tables.ts';
+import type { WebhookAttemptsTable, WebhookDeliveriesTable } from './webhooks.tables.ts';
+
+export type DeliveryRow = Selectable<WebhookDeliveriesTable>;
+export type AttemptRow = Selectable<WebhookAttemptsTable>;
+type Db = Kysely<Database>;
+
+export const WEBHOOK_DELIVERY_JOB = 'webhook.deliver';
+export type DeliveryJobPayload = { delivery_id: string; endpoint_id: string };
+
+/**
+ * A pending delivery and the durable job that sends it, in the caller's transaction. Deliveries
+ * run on real time (no test clock): a webhook is a message to the merchant's server, now.
+ */
+export async function queueDelivery(
+  db: Db,
+  target: { eventId: string; endpointId: string; userId: string; mode: Mode },
+  realNow: number,
+): Promise<DeliveryRow> {
+  const row: DeliveryRow = {
+    id: newId('delivery'),
+    event_id: target.eventId,
+    endpoint_id: target.endpointId,
+    user_id: target.userId,
+    mode: target.mode,
+    status: 'pending',
+    attempts: 0,
+    first_attempt_at: null,
+    last_attempt_at: null,
+    next_attempt_at: realNow,
+    failed_at: null,
+    succeeded_at: null,
+    superseded_by: null,
+    created_at: realNow,
+  };
+  await db.insertInto('webhook_deliveries').values(row).execute();
+  const payload: DeliveryJobPayload = { delivery_id: row.id, endpoint_id: target.endpointId };
+  await enqueue(db, { kind: WEBHOOK_DELIVERY_JOB, runAt: realNow, clockId: null, payload }, realNow);
+  return row;
+}
+
+export async function deliveriesOfEvent(db: Db, eventId: string): Promise<DeliveryRow[]> {
+  return db.selectFrom('webhook_deliveries').selectAll().where('event_id', '=', eventId).orderBy('id').execute();
+}
+
+export async function attemptsOfDeliveries(db: Db, deliveryIds: string[]): Promise<AttemptRow[]> {
+  if (deliveryIds.length === 0) return [];
+  return db.selectFrom('webhook_attempts').selectAll().where('delivery_id', 'in', deliveryIds).orderBy('delivery_id').orderBy('attempt').execute();
+}
+
+/** Failed deliveries to an endpoint since a time that no later delivery has re-sent yet. */
+export async function unrecoveredFailures(db: Db, endpointId: string, since: number): Promise<DeliveryRow[]> {
+  return db
+    .selectFrom('webhook_deliveries')
+    .selectAll()
+    .where('endpoint_id', '=', endpointId)
+    .where('status', '=', 'failed')
+    .where('failed_at', '>=', since)
+    .where('superseded_by', 'is', null)
+    .orderBy('id')
+    .execute();
+}
+
+export async function markSuperseded(db: Db, deliveryId: string, by: string): Promise<void> {
+  await db.updateTable('webhook_deliveries').set({ superseded_by: by }).where('id', '=', deliveryId).execute();
+}

@@ -1,0 +1,84 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { apiClient, buildTestApp, createTestMerchant } from '../../../test/helpers.ts';
+
+test('create shows the secret once; get, list and delete', async (t) => {
+  const app = await buildTestApp(t);
+  const merchant = await createTestMerchant(app);
+  const api = apiClient(app, merchant.testKey);
+  const first = await api.post('/v1/webhooks', { url: 'http://localhost:4000/hooks' });
+  assert.equal(first.status, 201, first.text);
+  const webhook = first.body.webhook;
+  assert.match(webhook.id, /^webhook_/);
+  assert.equal(Buffer.from(webhook.secret, 'base64').length, 32);
+  assert.deepEqual({ ...webhook, id: undefined, secret: undefined, created_at: undefined }, { id: undefined, secret: undefined, created_at: undefined, url: 'http://localhost:4000/hooks', events: null, is_test_mode: true });
+  const second = await api.post('/v1/webhooks', { url: 'https://example.com/hooks', events: ['payment.status_updated', 'request.expired'] });
+  assert.equal(second.status, 201);
+  assert.deepEqual(second.body.webhook.events, ['payment.status_updated', 'request.expired']);
+
+  const got = await api.get(`/v1/webhooks/${webhook.id}`);
+  assert.equal(got.status, 200);
+  assert.equal('secret' in got.body.webhook, false, 'the secret is never shown again');
+  const list = await api.get('/v1/webhooks', { query: { limit: '1' } });
+  assert.deepEqual(list.body.webhooks.map((w: any) => w.id), [second.body.webhook.id]);
+  assert.equal(list.body.has_more, true);
+  assert.equal('secret' in list.body.webhooks[0], false);
+  const next = await api.get('/v1/webhooks', { query: { limit: '1', starting_after: second.body.webhook.id } });
+  assert.deepEqual(next.body.webhooks.map((w: any) => w.id), [webhook.id]);
+  assert.equal(next.body.has_more, false);
+
+  const live = apiClient(app, merchant.liveKey);
+  assert.deepEqual((await live.get(`/v1/webhooks/${webhook.id}`)).body, { code: 'not_found.webhook', message: `No such webhook: ${webhook.id}`, params: { id: webhook.id } });
+  assert.deepEqual((await live.get('/v1/webhooks')).body, { webhooks: [], has_more: false });
+
+  const deleted = await api.delete(`/v1/webhooks/${webhook.id}`);
+  assert.equal(deleted.status, 200);
+  assert.equal(deleted.body.deleted, true);
+  assert.equal((await api.get(`/v1/webhooks/${webhook.id}`)).status, 404);
+  assert.equal((await api.delete(`/v1/webhooks/${webhook.id}`)).status, 404);
+  const row = await app.deps.db.selectFrom('webhook_endpoints').select('secret').where('id', '=', webhook.id).executeTakeFirstOrThrow();
+  assert.equal(row.secret, '', 'a deleted endpoint forgets its secret');
+});
+
+test('bad input gets a clear error and creates nothing', async (t) => {
+  const app = await buildTestApp(t);
+  const merchant = await createTestMerchant(app);
+  const api = apiClient(app, merchant.testKey);
+  const live = apiClient(app, merchant.liveKey);
+  const urlForm = 'url must be an https URL (http only to localhost with a test key), at most 2048 characters';
+  const cases: Array<[typeof api, unknown, object]> = [
+    [api, {}, { code: 'bad_request.missing_param.url', message: 'url is required', params: { field: 'url' } }],
+    [api, { url: 'https://example.com', secret: 'x' }, { code: 'bad_request.unknown_param.secret', message: 'secret is not a parameter of this endpoint', params: { field: 'secret' } }],
+    [api, { url: 'http://example.com/hook' }, { code: 'bad_request.invalid_param.url', message: urlForm, params: { field: 'url' } }],
+    [api, { url: 'nonsense' }, { code: 'bad_request.invalid_param.url', message: urlForm, params: { field: 'url' } }],
+    [live, { url: 'http://localhost:4000/hook' }, { code: 'bad_request.invalid_param.url', message: urlForm, params: { field: 'url' } }],
+    [live, { url: 'https://127.0.0.1/hook' }, {
+      code: 'bad_request.invalid_param.url',
+      message: "url's host 127.0.0.1 is a private, loopback or link-local address; live webhooks must reach a public address",
+      params: { field: 'url', host: '127.0.0.1' },
+    }],
+    [api, { url: 'https://example.com', events: ['payment.teleported'] }, {
+      code: 'bad_request.invalid_param.events',
+      message: 'events contains "payment.teleported", which is not an event type; known types: request.created, request.expired, request.status_updated, payment.created, payment.status_updated, recurring_payment.authorised, recurring_payment.revoked, subscription.created, subscription.charge_failed, subscription.charge_skipped, subscription.completed, subscription.cancelled, subscription.paused, subscription.resumed, customer.created, customer.updated',
+      params: { field: 'events' },
+    }],
+    [api, { url: 'https://example.com', events: ['request.created', 'request.created'] }, { code: 'bad_request.invalid_param.events', message: 'events lists "request.created" twice', params: { field: 'events' } }],
+    [api, { url: 'https://example.com', events: [] }, { code: 'bad_request.invalid_param.events', message: 'events must be a non-empty list of event types', params: { field: 'events' } }],
+  ];
+  for (const [client, body, error] of cases) {
+    const response = await client.post('/v1/webhooks', body);
+    assert.equal(response.status, 400, JSON.stringify(body));
+    assert.deepEqual(response.body, error);
+  }
+  assert.equal((await app.deps.db.selectFrom('webhook_endpoints').select('id').execute()).length, 0);
+  const noKey = await app.app.inject({ method: 'GET', url: '/v1/webhooks' });
+  assert.equal(noKey.statusCode, 401);
+});
+
+test('WEBHOOK_ALLOW_PRIVATE lets live endpoints reach private addresses', async (t) => {
+  const app = await buildTestApp(t, { webhookAllowPrivate: true });
+  const merchant = await createTestMerchant(app);
+  const created = await apiClient(app, merchant.liveKey).post('/v1/webhooks', { url: 'https://127.0.0.1:8443/hook' });
+  assert.equal(created.status, 201, created.text);
+  assert.equal(created.body.webhook.is_test_mode, false);
+});

@@ -1,0 +1,61 @@
+import { Type } from 'typebox';
+import type { App } from '../../app.ts';
+import { apiKeyAuth } from '../../http/auth.ts';
+import type { Deps } from '../../http/context.ts';
+import { errorResponses, IdParams } from '../../http/schemas.ts';
+import { CreateWebhookBody, DeliveryList, ListWebhooksQuery, RecoverBody, WebhookEnvelope, WebhookObject } from './webhooks.schemas.ts';
+import { createWebhook, deleteWebhook, listWebhooksFor, recoverWebhook, retrieveWebhook } from './webhooks.service.ts';
+
+export async function registerWebhookRoutes(app: App, deps: Deps): Promise<void> {
+  const auth = apiKeyAuth(deps);
+  const tags = ['Webhooks'];
+  const params = IdParams('Webhook endpoint id (webhook_…)');
+
+  app.post('/v1/webhooks', {
+    preHandler: auth,
+    schema: {
+      tags,
+      summary: 'Create a webhook endpoint',
+      description: 'The response carries `secret` (base64 of 32 random bytes) once: keep it to verify X-Service-Signature. A test key creates an endpoint that receives test-mode events only.',
+      body: CreateWebhookBody,
+      response: { 201: WebhookEnvelope, ...errorResponses },
+    },
+  }, async (request, reply) => reply.status(201).send(await createWebhook(request.ctx, request.body)));
+
+  app.get('/v1/webhooks', {
+    preHandler: auth,
+    schema: {
+      tags,
+      summary: 'List webhook endpoints, newest first',
+      querystring: ListWebhooksQuery,
+      response: { 200: Type.Object({ webhooks: Type.Array(WebhookObject), has_more: Type.Boolean() }), ...errorResponses },
+    },
+  }, async (request) => listWebhooksFor(request.ctx, request.query));
+
+  app.get('/v1/webhooks/:id', {
+    preHandler: auth,
+    schema: { tags, summary: 'Get a webhook endpoint', params, response: { 200: WebhookEnvelope, ...errorResponses } },
+  }, async (request) => retrieveWebhook(request.ctx, request.params.id));
+
+  app.delete('/v1/webhooks/:id', {
+    preHandler: auth,
+    schema: {
+      tags,
+      summary: 'Delete a webhook endpoint (nothing more is sent to it)',
+      params,
+      response: { 200: Type.Object({ webhook: WebhookObject, deleted: Type.Boolean() }), ...errorResponses },
+    },
+  }, async (request) => deleteWebhook(request.ctx, request.params.id));
+
+  app.post('/v1/webhooks/:id/recover', {
+    preHandler: auth,
+    schema: {
+      tags,
+      summary: 'Re-send every delivery to this endpoint that failed since a time',
+      description: 'Each failed delivery not yet recovered is queued again as a new delivery with fresh attempts. For outages longer than the 10-minute retry window.',
+      params,
+      body: RecoverBody,
+      response: { 200: DeliveryList, ...errorResponses },
+    },
+  }, async (request) => recoverWebhook(request.ctx, request.params.id, request.body.since));
+}

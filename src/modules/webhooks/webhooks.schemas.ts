@@ -1,0 +1,78 @@
+import { Type, type Static } from 'typebox';
+import { Nullable, Timestamp } from '../../http/schemas.ts';
+import { listQueryFields } from '../../shared/pagination.ts';
+import { EVENT_TYPES } from '../events/events.builders.ts';
+
+export const CreateWebhookBody = Type.Object(
+  {
+    url: Type.String({
+      minLength: 1,
+      maxLength: 2048,
+      description: 'Where events are POSTed: https (http only to localhost with a test key)',
+      'x-expected': 'an https URL (http only to localhost with a test key), at most 2048 characters',
+    }),
+    events: Type.Optional(
+      Type.Array(Type.String({ maxLength: 64 }), {
+        minItems: 1,
+        maxItems: 64,
+        description: `Event types to send; omit for every type. Known types: ${EVENT_TYPES.join(', ')}`,
+        'x-expected': 'a non-empty list of event types',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type CreateWebhookBody = Static<typeof CreateWebhookBody>;
+
+export const WebhookObject = Type.Object({
+  id: Type.String({ examples: ['webhook_01JD2Q8Z7M3V4K5N6P7R8S9T0V'] }),
+  url: Type.String(),
+  events: Type.Union([Type.Array(Type.String()), Type.Null()], { description: 'Event types sent to this endpoint; null means every type' }),
+  is_test_mode: Type.Boolean(),
+  created_at: Timestamp,
+  secret: Type.Optional(Type.String({ description: 'base64 of 32 random bytes; returned only when the endpoint is created' })),
+});
+export type WebhookObject = Static<typeof WebhookObject>;
+
+export const WebhookEnvelope = Type.Object({ webhook: WebhookObject });
+export const ListWebhooksQuery = Type.Object(listQueryFields, { additionalProperties: false });
+export type ListWebhooksQuery = Static<typeof ListWebhooksQuery>;
+
+export const RecoverBody = Type.Object(
+  {
+    since: Type.String({
+      format: 'date-time',
+      description: 'Re-send every delivery to this endpoint that failed at or after this time',
+      'x-expected': 'an ISO 8601 date-time such as 2026-11-21T10:00:00.000Z',
+    }),
+  },
+  { additionalProperties: false },
+);
+export type RecoverBody = Static<typeof RecoverBody>;
+
+export const AttemptObject = Type.Object({
+  attempt: Type.Integer({ description: 'The X-Service-Delivery-Attempt sent' }),
+  started_at: Timestamp,
+  latency_ms: Type.Integer(),
+  status_code: Nullable(Type.Integer()),
+  response_body: Nullable(Type.String({ description: 'First 1 kB of the reply' })),
+  error: Nullable(Type.String({ description: 'Timeout or network error when there was no reply' })),
+});
+
+export const DeliveryObject = Type.Object({
+  id: Type.String(),
+  event_id: Type.String(),
+  webhook_id: Type.String(),
+  status: Type.Enum(['pending', 'succeeded', 'failed', 'cancelled']),
+  attempt_count: Type.Integer(),
+  created_at: Timestamp,
+  first_attempt_at: Nullable(Timestamp),
+  last_attempt_at: Nullable(Timestamp),
+  next_attempt_at: Nullable(Timestamp),
+  succeeded_at: Nullable(Timestamp),
+  failed_at: Nullable(Timestamp),
+  resent_by: Nullable(Type.String({ description: 'The delivery that re-sent this failed one (recover)' })),
+  attempts: Type.Optional(Type.Array(AttemptObject)),
+});
+export type DeliveryObject = Static<typeof DeliveryObject>;
+export const DeliveryList = Type.Object({ deliveries: Type.Array(DeliveryObject) });

@@ -1,0 +1,113 @@
+import { randomBytes } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { Ctx } from '../../http/context.ts';
+import { invalidParam, notFound } from '../../shared/errors.ts';
+import { newId } from '../../shared/ids.ts';
+import { pageOf } from '../../shared/pagination.ts';
+import type { Database } from '../../store/tables.ts';
+import { transact } from '../../store/tx.ts';
+import { attemptsOfDeliveries, deliveriesOfEvent, markSuperseded, queueDelivery, unrecoveredFailures } from './deliveries.repo.ts';
+import { validateWebhookUrl } from './url-policy.ts';
+import { endpointTakes, eventFilterProblem } from './event-filter.ts';
+import { presentDelivery, presentWebhook } from './webhooks.present.ts';
+import { findEndpointById, getEndpoint, insertEndpoint, listEndpoints, liveEndpointsOf, softDeleteEndpoint, type EndpointRow, type Owner } from './webhooks.repo.ts';
+import type { CreateWebhookBody, DeliveryObject, ListWebhooksQuery } from './webhooks.schemas.ts';
+
+type Db = Kysely<Database>;
+const owner = (ctx: Ctx): Owner => ({ userId: ctx.merchant.id, mode: ctx.mode });
+export async function createWebhook(ctx: Ctx, body: CreateWebhookBody) {
+  if (body.events) {
+    const problem = eventFilterProblem(body.events);
+    if (problem) throw invalidParam('events', problem);
+  }
+  const url = await validateWebhookUrl(body.url, ctx.mode, { allowPrivate: ctx.deps.config.webhookAllowPrivate });
+  const row: EndpointRow = {
+    id: newId('webhook'),
+    user_id: ctx.merchant.id,
+    mode: ctx.mode,
+    url,
+    secret: randomBytes(32).toString('base64'),
+    events: body.events ? JSON.stringify(body.events) : null,
+    created_at: ctx.clock.now(),
+    deleted_at: null,
+  };
+  await insertEndpoint(ctx.db, row);
+  return { webhook: presentWebhook(row, { withSecret: true }) };
+}
+
+export async function retrieveWebhook(ctx: Ctx, id: string) {
+  return { webhook: presentWebhook(await getEndpoint(ctx.db, owner(ctx), id)) };
+}
+
+export async function listWebhooksFor(ctx: Ctx, query: ListWebhooksQuery) {
+  const limit = query.limit ?? 100;
+  const { items, hasMore } = pageOf(await listEndpoints(ctx.db, owner(ctx), { ...query, limit }), limit);
+  return { webhooks: items.map((row) => presentWebhook(row)), has_more: hasMore };
+}
+
+/** Removes an endpoint: nothing more is sent to it and its secret is forgotten. */
+export async function deleteWebhook(ctx: Ctx, id: string) {
+  return transact(ctx.db, async (trx) => {
+    const row = await getEndpoint(trx, owner(ctx), id);
+    await softDeleteEndpoint(trx, id, ctx.clock.now());
+    await trx.updateTable('webhook_endpoints').set({ secret: '' }).where('id', '=', id).execute();
+    return { webhook: presentWebhook(row), deleted: true };
+  });
+}
+
+/**
+ * Re-sends every delivery to an endpoint that failed at or after `since` and was not re-sent yet,
+ * each as a new delivery with a fresh 20 attempts / 10 minutes: for outages longer than the window.
+ * `scope` null is the operator (CLI), who may name any merchant's endpoint.
+ */
+export async function recoverDeliveries(db: Db, scope: Owner | null, webhookId: string, since: number, realNow: number): Promise<{ deliveries: DeliveryObject[] }> {
+  return transact(db, async (trx) => {
+    const endpoint = scope ? await getEndpoint(trx, scope, webhookId) : await findEndpointById(trx, webhookId);
+    if (!endpoint) throw notFound('webhook', webhookId);
+    const failed = await unrecoveredFailures(trx, endpoint.id, since);
+    const deliveries: DeliveryObject[] = [];
+    for (const old of failed) {
+      const fresh = await queueDelivery(trx, { eventId: old.event_id, endpointId: endpoint.id, userId: endpoint.user_id, mode: endpoint.mode }, realNow);
+      await markSuperseded(trx, old.id, fresh.id);
+      deliveries.push(presentDelivery(fresh));
+    }
+    return { deliveries };
+  });
+}
+
+export async function recoverWebhook(ctx: Ctx, id: string, since: string) {
+  const at = Date.parse(since);
+  if (!Number.isFinite(at)) throw invalidParam('since', 'since must be an ISO 8601 date-time such as 2026-11-21T10:00:00.000Z');
+  return recoverDeliveries(ctx.db, owner(ctx), id, at, ctx.deps.clock.now());
+}
+
+/**
+ * Sends an event again as new deliveries: to one endpoint of its merchant and mode (whatever that
+ * endpoint's filter), or to every endpoint whose filter takes the event's type.
+ */
+export async function resendToWebhooks(
+  db: Db,
+  event: { id: string; type: string; userId: string; mode: Owner['mode'] },
+  webhookId: string | undefined,
+  realNow: number,
+): Promise<{ deliveries: DeliveryObject[] }> {
+  return transact(db, async (trx) => {
+    const scope = { userId: event.userId, mode: event.mode };
+    const targets = webhookId
+      ? [await getEndpoint(trx, scope, webhookId)]
+      : (await liveEndpointsOf(trx, scope)).filter((endpoint) => endpointTakes(endpoint.events, event.type));
+    const deliveries: DeliveryObject[] = [];
+    for (const endpoint of targets) {
+      const row = await queueDelivery(trx, { eventId: event.id, endpointId: endpoint.id, userId: event.userId, mode: event.mode }, realNow);
+      deliveries.push(presentDelivery(row));
+    }
+    return { deliveries };
+  });
+}
+
+/** Every delivery of an event with its attempts, oldest first. */
+export async function deliveriesWithAttempts(db: Db, eventId: string): Promise<DeliveryObject[]> {
+  const deliveries = await deliveriesOfEvent(db, eventId);
+  const attempts = await attemptsOfDeliveries(db, deliveries.map((d) => d.id));
+  return deliveries.map((delivery) => presentDelivery(delivery, attempts.filter((a) => a.delivery_id === delivery.id)));
+}

@@ -1,0 +1,57 @@
+// Row types of the webhooks module, merged into the store's Database type.
+
+export interface WebhookEndpointsTable {
+  id: string;
+  user_id: string;
+  mode: 'live' | 'test';
+  url: string;
+  /** base64 of 32 random bytes; kept so deliveries can be signed, returned only at creation. */
+  secret: string;
+  /** JSON array of event types, or null for every type. */
+  events: string | null;
+  created_at: number;
+  deleted_at: number | null;
+}
+
+/** pending | succeeded | failed | cancelled (endpoint deleted before delivery). */
+export type DeliveryStatus = 'pending' | 'succeeded' | 'failed' | 'cancelled';
+
+export interface WebhookDeliveriesTable {
+  id: string;
+  event_id: string;
+  endpoint_id: string;
+  user_id: string;
+  mode: 'live' | 'test';
+  status: DeliveryStatus;
+  /** Attempts recorded so far. */
+  attempts: number;
+  first_attempt_at: number | null;
+  last_attempt_at: number | null;
+  next_attempt_at: number | null;
+  /** When status became failed; `recover` looks for these. */
+  failed_at: number | null;
+  succeeded_at: number | null;
+  /** The delivery that re-sent this one after it failed (recover), so it is recovered once. */
+  superseded_by: string | null;
+  created_at: number;
+}
+
+export interface WebhookAttemptsTable {
+  id: string;
+  delivery_id: string;
+  /** 1-based number sent in X-Service-Delivery-Attempt. */
+  attempt: number;
+  started_at: number;
+  latency_ms: number;
+  status_code: number | null;
+  /** First 1 kB of the reply body. */
+  response_body: string | null;
+  /** Timeout or network error, when there was no HTTP reply. */
+  error: string | null;
+}
+
+export interface WebhookTables {
+  webhook_endpoints: WebhookEndpointsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  webhook_attempts: WebhookAttemptsTable;
+}
