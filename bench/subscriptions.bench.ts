@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import type { BenchContext, BenchResult } from './lib.ts';
 import { startService } from './lib.ts';
-import { jobHandlers } from '../src/jobs/registry.ts';
+import { DISPATCHED_JOB_KINDS, jobHandlers } from '../src/jobs/registry.ts';
 import { Worker } from '../src/jobs/worker.ts';
 import type { BankConnector, BankRegistry } from '../src/modules/banks/bank-connector.ts';
 import { findRequestById } from '../src/modules/requests/requests.repo.ts';
@@ -75,7 +75,7 @@ export default async function benchSubscriptions(_ctx: BenchContext): Promise<Be
     }
 
     // All due now. Charge them with a worker that claims in batches and runs many at once.
-    const worker = new Worker({ db: deps.db, log: deps.log, handlers: jobHandlers(deps), concurrency: 256, pollMs: 20 });
+    const worker = new Worker({ db: deps.db, log: deps.log, handlers: jobHandlers(deps), concurrency: 256, pollMs: 20, excludeKinds: DISPATCHED_JOB_KINDS });
     const started = performance.now();
     worker.start();
     let charged = 0;
