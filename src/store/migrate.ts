@@ -5,18 +5,10 @@ import { migrations } from './migrations/index.ts';
 const provider: MigrationProvider = { getMigrations: async () => migrations };
 
 export async function migrateToLatest(db: Db): Promise<string[]> {
-<<<<<<< HEAD
-  // Kysely looks for its bookkeeping tables in every schema unless told which one; on PostgreSQL
-  // a half-migrated schema elsewhere (another test's) would otherwise pass for ours.
-  const migrationTableSchema = engineOf(db) === 'postgres'
-    ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema
-    : undefined;
-=======
   // Kysely looks for its bookkeeping tables in every schema unless told which one; with several
   // schemas in one PostgreSQL database (one per test, or per tenant) name the current one.
   const migrationTableSchema =
     engineOf(db) === 'postgres' ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema : undefined;
->>>>>>> main
   const migrator = new Migrator({ db, provider, migrationTableSchema });
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error(String(error));
