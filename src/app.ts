@@ -12,6 +12,7 @@ import { checkDb } from './store/db.ts';
 import { createMetrics } from './http/metrics.ts';
 import { registerMerchantRoutes } from './modules/merchants/merchants.routes.ts';
 import { registerRequestRoutes } from './modules/requests/requests.routes.ts';
+import { registerSubscriptionRoutes } from './modules/subscriptions/subscriptions.routes.ts';
 import { registerTestClockRoutes } from './modules/test-helpers/clock.routes.ts';
 import { registerEventRoutes } from './modules/events/events.routes.ts';
 import { registerWebhookRoutes } from './modules/webhooks/webhooks.routes.ts';
@@ -103,6 +104,7 @@ export async function buildApp(deps: Deps): Promise<App> {
 
   await registerMerchantRoutes(app, deps);
   await registerRequestRoutes(app, deps);
+  await registerSubscriptionRoutes(app, deps);
   await registerTestClockRoutes(app, deps);
   await registerEventRoutes(app, deps);
   await registerWebhookRoutes(app, deps);

@@ -2,6 +2,8 @@ import type { Deps } from '../http/context.ts';
 import type { JobHandler } from './worker.ts';
 import { EXPIRE_REQUEST_JOB, expireRequestJob } from '../modules/requests/requests.service.ts';
 import { paymentJobHandlers } from '../modules/payments/payments.jobs.ts';
+import { chargeSubscriptionJob } from '../modules/subscriptions/subscriptions.charges.ts';
+import { CHARGE_SUBSCRIPTION_JOB } from '../modules/subscriptions/subscriptions.schedule-jobs.ts';
 import { WEBHOOK_DELIVERY_JOB } from '../modules/webhooks/deliveries.repo.ts';
 import { consentJobHandlers } from '../modules/consents/consents.service.ts';
 
@@ -11,6 +13,7 @@ export function jobHandlers(deps: Deps): Record<string, JobHandler> {
     [EXPIRE_REQUEST_JOB]: expireRequestJob,
     ...paymentJobHandlers(deps),
     ...consentJobHandlers(deps),
+    [CHARGE_SUBSCRIPTION_JOB]: chargeSubscriptionJob(deps),
   };
 }
 

@@ -1,6 +1,7 @@
 // Kysely row types. Times are epoch milliseconds, money is integer cents, booleans are 0/1 and
 // structured values are JSON text, so one schema serves SQLite and PostgreSQL alike.
 import type { Generated } from 'kysely';
+import type { SubscriptionTables } from '../modules/subscriptions/subscriptions.tables.ts';
 import type { WebhookTables } from '../modules/webhooks/webhooks.tables.ts';
 import type { SandboxTables } from '../modules/banks/sandbox-bank/sandbox.tables.ts';
 import type { ConsentTables } from '../modules/consents/consents.tables.ts';
@@ -195,4 +196,4 @@ export interface CoreTables {
   customers: CustomersTable;
 }
 
-export interface Database extends CoreTables, WebhookTables, SandboxTables, ConsentTables {}
+export interface Database extends CoreTables, WebhookTables, SandboxTables, ConsentTables, SubscriptionTables {}

@@ -5,6 +5,7 @@ import * as webhooks from './0003-webhooks.ts';
 import * as sandboxBank from './0004-sandbox-bank.ts';
 import * as checkout from './0005-checkout.ts';
 import * as consents from './0006-consents.ts';
+import * as subscriptions from './0007-subscriptions.ts';
 
 // Every migration, in order. Each module appends its own file here; names never change once shipped.
 export const migrations: Record<string, Migration> = {
@@ -14,4 +15,5 @@ export const migrations: Record<string, Migration> = {
   '0004-sandbox-bank': sandboxBank,
   '0005-checkout': checkout,
   '0006-consents': consents,
+  '0007-subscriptions': subscriptions,
 };

@@ -1,0 +1,102 @@
+// Scheduler throughput: 100,000 test-mode subscriptions due at the same moment, charged through
+// the sandbox bank mounted in-process (over loopback HTTP), each exactly once.
+import { randomBytes } from 'node:crypto';
+import type { BenchContext, BenchResult } from './lib.ts';
+import { startService } from './lib.ts';
+import { DISPATCHED_JOB_KINDS, jobHandlers } from '../src/jobs/registry.ts';
+import { Worker } from '../src/jobs/worker.ts';
+import type { BankConnector, BankRegistry } from '../src/modules/banks/bank-connector.ts';
+import { findRequestById } from '../src/modules/requests/requests.repo.ts';
+import { subscriptionOptionsOf } from '../src/modules/requests/requests.present.ts';
+import { createSubscription } from '../src/modules/subscriptions/subscriptions.service.ts';
+import { transact } from '../src/store/tx.ts';
+
+const SUBSCRIPTIONS = Number(process.env.BENCH_SUBSCRIPTIONS ?? 100_000);
+/** Subscriptions share consents in groups, so setting up the bench does not dominate it. */
+const PER_CONSENT = 100;
+const CREATE_BATCH = 1000;
+
+async function authorisedConsent(bank: BankConnector, bankUrl: string, redirectUri: string, now: number) {
+  const consent = await bank.createEnduringConsent({
+    fromAt: now, toAt: null, maxPerPaymentCents: 1500, period: 'Month', maxPerPeriodCents: 1500 * PER_CONSENT * 2,
+    maxCountPerPeriod: null, totalCount: null, totalAmountCents: null,
+    creditor: { name: 'Bench', accountNumber: '38-9000-0000001-00' }, remittance: { particulars: 'BENCH', code: 'TONO', reference: '' },
+    idempotencyKey: randomBytes(12).toString('hex'), at: now,
+  });
+  if (!consent.ok) throw new Error(`consent: ${consent.message}`);
+  const state = randomBytes(12).toString('hex');
+  const reply = await fetch(`${bankUrl}/test/authorise`, {
+    method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ consent_id: consent.consentId, redirect_uri: redirectUri, state }),
+  }).then((r) => r.json() as Promise<any>);
+  const code = new URL(reply.Data.RedirectUri).searchParams.get('code')!;
+  const token = await bank.exchangeCode({ code, redirectUri });
+  if (!token.ok) throw new Error(`token: ${token.message}`);
+  return { consentId: token.consentId, accessToken: token.accessToken };
+}
+
+export default async function benchSubscriptions(_ctx: BenchContext): Promise<BenchResult[]> {
+  const service = await startService({ WORKERS: 'false' });
+  try {
+    const { deps } = service.runtime;
+    const headers = { authorization: `Bearer ${service.testKey}`, 'content-type': 'application/json' };
+    const banks = (deps as typeof deps & { banks: BankRegistry }).banks;
+    const bankId = banks.list('test')[0].id;
+    const bank = banks.connectorFor(bankId, 'test')!;
+    const redirectUri = `${service.url}/pay/return`;
+    const now = deps.clock.now();
+
+    const consents: Array<{ consentId: string; accessToken: string }> = [];
+    for (let i = 0; i < Math.ceil(SUBSCRIPTIONS / PER_CONSENT); i += 50) {
+      const count = Math.min(50, Math.ceil(SUBSCRIPTIONS / PER_CONSENT) - i);
+      consents.push(...(await Promise.all(Array.from({ length: count }, () => authorisedConsent(bank, deps.config.sandboxBankUrl, redirectUri, now)))));
+    }
+
+    // One request per subscription (a subscription owns its request), created through the API's
+    // service; then each subscription straight through the domain, as checkout does on approval.
+    let created = 0;
+    while (created < SUBSCRIPTIONS) {
+      const batch = Math.min(CREATE_BATCH, SUBSCRIPTIONS - created);
+      const requests = await Promise.all(Array.from({ length: batch }, () => fetch(`${service.url}/v1/requests`, {
+        method: 'POST', headers,
+        body: JSON.stringify({ bank_account_id: service.bankAccountId, message: 'Bench plan', subscription_options: { amount: '15.00 NZD', period: 'monthly' }, cust_info: { email: 'bench@example.com' } }),
+      }).then((r) => r.json() as Promise<any>)));
+      const rows = await Promise.all(requests.map((r) => findRequestById(deps.db, r.request.id)));
+      await transact(deps.db, async (trx) => {
+        for (const [i, request] of rows.entries()) {
+          const consent = consents[Math.floor((created + i) / PER_CONSENT)];
+          await createSubscription(trx, deps, {
+            request: request!, options: subscriptionOptionsOf(request!)!, email: 'bench@example.com', customerId: null, payerDetails: { email: 'bench@example.com' },
+            bankId, bankConsentId: consent.consentId, bankAccessToken: consent.accessToken, authorisedAt: deps.clock.now(),
+          });
+        }
+      });
+      created += batch;
+    }
+
+    // All due now. Charge them with a worker that claims in batches and runs many at once.
+    const worker = new Worker({ db: deps.db, log: deps.log, handlers: jobHandlers(deps), concurrency: 256, pollMs: 20, excludeKinds: DISPATCHED_JOB_KINDS });
+    const started = performance.now();
+    worker.start();
+    let charged = 0;
+    while (charged < SUBSCRIPTIONS) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      charged = Number((await deps.db.selectFrom('subscription_charges').select((eb) => eb.fn.countAll().as('n')).where('status', '=', 'successful').executeTakeFirstOrThrow()).n);
+      if (performance.now() - started > 15 * 60_000) break;
+    }
+    const seconds = (performance.now() - started) / 1000;
+    await worker.stop();
+
+    const charges = Number((await deps.db.selectFrom('subscription_charges').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+    const paid = Number((await deps.db.selectFrom('payments').select((eb) => eb.fn.count('subscription_id').distinct().as('n')).where('status', '=', 'successful').executeTakeFirstOrThrow()).n);
+    const payments = Number((await deps.db.selectFrom('payments').select((eb) => eb.fn.countAll().as('n')).where('subscription_id', 'is not', null).executeTakeFirstOrThrow()).n);
+    const exactlyOnce = charged === SUBSCRIPTIONS && charges === SUBSCRIPTIONS && paid === SUBSCRIPTIONS && payments === SUBSCRIPTIONS;
+    return [{
+      name: 'subscription_charges',
+      per_second: charged / seconds,
+      note: exactlyOnce ? `${charged} charged exactly once in ${seconds.toFixed(1)} s` : `NOT exactly once: ${charged} charged, ${charges} charge rows, ${payments} payments, ${paid} subscriptions paid`,
+    }];
+  } finally {
+    await service.close();
+  }
+}

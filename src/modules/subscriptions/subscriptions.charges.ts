@@ -1,0 +1,208 @@
+import type { Kysely, Transaction } from 'kysely';
+import type { Deps } from '../../http/context.ts';
+import type { JobContext, JobHandler, JobResult } from '../../jobs/worker.ts';
+import { newId } from '../../shared/ids.ts';
+import { iso } from '../../shared/time.ts';
+import type { Database, Mode } from '../../store/tables.ts';
+import { transact } from '../../store/tx.ts';
+import type { BankFailure, BankPaymentOutcome, BankResult } from '../banks/bank-connector.ts';
+import { EMPTY_DETAILS, recordCustInfo, type PayerDetails } from '../customers/customers.service.ts';
+import { emitEvent } from '../events/events.service.ts';
+import { creditorOf, remittanceOf } from '../payments/payments.banks.ts';
+import { findPaymentById } from '../payments/payments.repo.ts';
+import { createPaymentRow, setPaymentStatus, type PaymentRow } from '../payments/payments.service.ts';
+import { slotDate } from './schedule.ts';
+import { bankOf } from './subscriptions.bank.ts';
+import { findCharge, insertChargeIfNew, lockSubscription, updateCharge, updateSubscription, type ChargeRow, type SubscriptionRow } from './subscriptions.repo.ts';
+import { isConsentGone, nextAfterSlot, retryAfterFailure, scheduleOf } from './subscriptions.rules.ts';
+import { cancelInTransaction } from './subscriptions.service.ts';
+import { scheduleCharge } from './subscriptions.schedule-jobs.ts';
+
+// Charging a due slot, exactly once:
+// 1. claim: under the subscription's row lock, the slot's charge row (UNIQUE subscription + date)
+//    and a payment for this attempt are written and committed;
+// 2. the bank is called outside any transaction, with the attempt's payment id as the
+//    x-idempotency-key, so a crash between the call and step 3 re-submits with the same key and
+//    the bank answers with the payment it already made;
+// 3. record: under the lock again, the outcome, the events, and the next job, with the job's own
+//    completion, in one transaction.
+
+type Db = Kysely<Database>;
+type Trx = Transaction<Database>;
+type Finish = JobContext['finishIn'];
+type Attempt = { sub: SubscriptionRow; charge: ChargeRow; payment: PaymentRow };
+type Submission = BankResult<{ paymentId: string; outcome: BankPaymentOutcome; failureReason?: string }>;
+
+/** How long to wait before asking again when the bank's answer was lost or is still pending. */
+const UNKNOWN_RETRY_MS = 30_000;
+const PENDING_RETRY_MS = 60_000;
+
+const scopeOf = (row: { user_id: string; mode: string }) => ({ userId: row.user_id, mode: row.mode as Mode });
+
+function payerDetailsOf(sub: SubscriptionRow): PayerDetails {
+  const given = sub.payer_details ? (JSON.parse(sub.payer_details) as Partial<PayerDetails>) : {};
+  return { ...EMPTY_DETAILS, ...given, email: given.email ?? sub.email };
+}
+
+/** Step 1. Returns the attempt to submit, or a job result when there is nothing to charge now. */
+async function claim(deps: Deps, trx: Trx, subscriptionId: string, now: number, finish: Finish): Promise<Attempt | { done: JobResult }> {
+  const sub = await lockSubscription(trx, subscriptionId);
+  if (!sub || sub.status !== 'active' || sub.next_slot === null || sub.next_charge_at === null) {
+    await finish(trx);
+    return { done: undefined };
+  }
+  if (sub.next_charge_at > now) return { done: { retryAt: deps.clock.now() + (sub.next_charge_at - now) } };
+  const schedule = scheduleOf(sub);
+  const date = slotDate(schedule.anchor, sub.next_slot);
+  let charge = await findCharge(trx, sub.id, date);
+  if (charge && charge.status === 'in_flight' && charge.last_payment_id) {
+    // A crash (or a lost answer) after the bank was called: submit the same payment again.
+    const payment = await findPaymentById(trx, charge.last_payment_id);
+    if (payment && payment.status !== 'successful' && payment.status !== 'failed') return { sub, charge, payment };
+  }
+  if (charge && charge.status !== 'retrying' && charge.status !== 'in_flight') {
+    // The slot was settled already; never charge it again. Move on from it.
+    await finish(trx);
+    await advance(deps, trx, sub, sub.next_slot, now);
+    return { done: undefined };
+  }
+  if (!charge) {
+    charge = {
+      id: newId('charge'), subscription_id: sub.id, slot: sub.next_slot, slot_date: date, charge_at: sub.next_charge_at,
+      status: 'in_flight', attempts: 0, last_payment_id: null, last_error: null, next_attempt_at: null, created_at: now, updated_at: now,
+    };
+    if (!(await insertChargeIfNew(trx, charge))) throw new Error(`charge slot ${sub.id} ${date} taken concurrently`);
+  }
+  const payment = await createPaymentRow(trx, {
+    request: { id: sub.request_id, user_id: sub.user_id, mode: sub.mode, merchant_identifier: sub.merchant_identifier, reference: sub.reference },
+    amountCents: sub.amount_cents,
+    bankId: sub.bank_id,
+    channel: null,
+    subscriptionId: sub.id,
+  }, now);
+  await recordCustInfo(trx, payment.id, payerDetailsOf(sub), now);
+  const attempts = charge.attempts + 1;
+  const changes = { status: 'in_flight', attempts, last_payment_id: payment.id, next_attempt_at: null, updated_at: now };
+  await updateCharge(trx, charge.id, changes);
+  return { sub, charge: { ...charge, ...changes }, payment };
+}
+
+/** Step 2: outside any transaction. */
+async function submit(deps: Deps, db: Db, attempt: Attempt, now: number): Promise<Submission> {
+  const bank = bankOf(deps, attempt.sub);
+  if (!bank) return { ok: false, reason: 'bank_unavailable', message: `bank ${attempt.sub.bank_id} is not connected`, unknown: true };
+  try {
+    return await bank.submitPayment({
+      consentId: attempt.sub.bank_consent_id,
+      accessToken: attempt.sub.bank_access_token,
+      amountCents: attempt.payment.settled_cents,
+      creditor: await creditorOf(db, { mode: attempt.sub.mode, user_id: attempt.sub.user_id, bank_account_id: attempt.sub.bank_account_id }),
+      remittance: remittanceOf(attempt.payment),
+      idempotencyKey: attempt.payment.id,
+      at: now,
+    });
+  } catch (error) {
+    return { ok: false, reason: 'bank_error', message: error instanceof Error ? error.message : String(error), unknown: true };
+  }
+}
+
+/** The subscription moves past a settled slot: to the next slot's job, or to completion. */
+async function advance(deps: Deps, trx: Db, sub: SubscriptionRow, slot: number, now: number, successfulCount = sub.successful_count): Promise<number | null> {
+  const next = nextAfterSlot(scheduleOf(sub), successfulCount, slot);
+  if (next.kind === 'complete') {
+    await updateSubscription(trx, sub.id, { status: 'completed', completed_at: now, next_slot: null, next_charge_at: null, updated_at: now });
+    await emitEvent(trx, scopeOf(sub), 'subscription.completed', sub.id, {
+      id: sub.id, user_id: sub.user_id, merchant_identifier: sub.merchant_identifier, updated_at: iso(now),
+    }, now);
+    return null;
+  }
+  await updateSubscription(trx, sub.id, { next_slot: next.slot, next_charge_at: next.at, updated_at: now });
+  await scheduleCharge(trx, deps, sub, next.at, now);
+  return next.at;
+}
+
+/** Step 3. */
+async function record(deps: Deps, trx: Trx, claimed: Attempt, result: Submission, now: number, finish: Finish): Promise<JobResult> {
+  const sub = (await lockSubscription(trx, claimed.sub.id))!;
+  const charge = (await findCharge(trx, sub.id, claimed.charge.slot_date))!;
+  const payment = (await findPaymentById(trx, claimed.payment.id))!;
+  if (charge.status !== 'in_flight' || charge.last_payment_id !== payment.id || payment.status === 'successful' || payment.status === 'failed') {
+    // Someone else recorded this attempt (a second process after a lease ran out).
+    await finish(trx);
+    return undefined;
+  }
+  if (!result.ok && result.unknown) return { retryAt: deps.clock.now() + UNKNOWN_RETRY_MS, error: result.message };
+  if (result.ok && result.outcome === 'pending') {
+    if (payment.status !== 'unconfirmed') await setPaymentStatus(trx, payment, 'unconfirmed', now, { bank_payment_id: result.paymentId });
+    return { retryAt: deps.clock.now() + PENDING_RETRY_MS, error: 'payment pending at the bank' };
+  }
+  await finish(trx);
+  const active = sub.status === 'active';
+
+  if (result.ok && result.outcome === 'successful') {
+    await setPaymentStatus(trx, payment, 'successful', now, { bank_payment_id: result.paymentId });
+    await updateCharge(trx, charge.id, { status: 'successful', last_error: null, updated_at: now });
+    const successful = sub.successful_count + 1;
+    await updateSubscription(trx, sub.id, { successful_count: successful, updated_at: now });
+    if (active) await advance(deps, trx, { ...sub, successful_count: successful }, charge.slot, now);
+    return undefined;
+  }
+
+  const failure: Pick<BankFailure, 'reason' | 'message' | 'bankCode'> = result.ok
+    ? { reason: result.failureReason ?? 'rejected_by_bank', message: result.failureReason ?? 'rejected by the bank' }
+    : result;
+  await setPaymentStatus(trx, payment, 'failed', now, {
+    failure_reason: failure.reason, ...(result.ok && { bank_payment_id: result.paymentId }),
+  });
+  const failedCount = sub.failed_count + 1;
+  await updateSubscription(trx, sub.id, { failed_count: failedCount, updated_at: now });
+  const failedSub = { ...sub, failed_count: failedCount };
+
+  if (isConsentGone(failure)) {
+    // The payer withdrew the consent at their bank: this attempt fails and the subscription ends.
+    await updateCharge(trx, charge.id, { status: 'cancelled', last_error: failure.reason, updated_at: now });
+    if (active || sub.status === 'paused') await cancelInTransaction(trx, failedSub, 'bank', now);
+    return undefined;
+  }
+  if (!active) {
+    await updateCharge(trx, charge.id, { status: 'dropped', last_error: failure.reason, updated_at: now });
+    return undefined;
+  }
+
+  const schedule = scheduleOf(sub);
+  const retryAt = retryAfterFailure(schedule, charge.slot, charge.attempts);
+  const failed = {
+    id: sub.id, user_id: sub.user_id, merchant_identifier: sub.merchant_identifier, last_payment_id: payment.id,
+    last_error: failure.reason, attempts: charge.attempts, charge_at: iso(charge.charge_at), updated_at: iso(now),
+  };
+  if (retryAt !== null) {
+    await updateCharge(trx, charge.id, { status: 'retrying', last_error: failure.reason, next_attempt_at: retryAt, updated_at: now });
+    await updateSubscription(trx, sub.id, { next_charge_at: retryAt, updated_at: now });
+    await emitEvent(trx, scopeOf(sub), 'subscription.charge_failed', sub.id, { ...failed, next_attempt_at: iso(retryAt) }, now);
+    await scheduleCharge(trx, deps, sub, retryAt, now);
+    return undefined;
+  }
+  await updateCharge(trx, charge.id, { status: 'skipped', last_error: failure.reason, updated_at: now });
+  await updateSubscription(trx, sub.id, { skipped_count: sub.skipped_count + 1, updated_at: now });
+  await emitEvent(trx, scopeOf(sub), 'subscription.charge_failed', sub.id, failed, now);
+  const nextAt = await advance(deps, trx, failedSub, charge.slot, now);
+  await emitEvent(trx, scopeOf(sub), 'subscription.charge_skipped', sub.id, {
+    id: sub.id, user_id: sub.user_id, merchant_identifier: sub.merchant_identifier, attempts: charge.attempts,
+    skipped_charge_at: iso(charge.charge_at), next_charge_at: nextAt === null ? null : iso(nextAt), updated_at: iso(now),
+  }, now);
+  return undefined;
+}
+
+/** Charges one subscription's due slot (or retry): the handler of the `subscription.charge` job. */
+export async function chargeDue(deps: Deps, subscriptionId: string, context: Pick<JobContext, 'clock' | 'db' | 'finishIn'>): Promise<JobResult> {
+  const { clock, db, finishIn } = context;
+  const claimedAt = clock.now();
+  const claimed = await transact(db, (trx) => claim(deps, trx, subscriptionId, claimedAt, finishIn));
+  if ('done' in claimed) return claimed.done;
+  const result = await submit(deps, db, claimed, clock.now());
+  return transact(db, (trx) => record(deps, trx, claimed, result, clock.now(), finishIn));
+}
+
+export function chargeSubscriptionJob(deps: Deps): JobHandler {
+  return async (payload: { subscription_id: string }, context) => chargeDue(deps, payload.subscription_id, context);
+}

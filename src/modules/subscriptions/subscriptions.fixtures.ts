@@ -1,0 +1,42 @@
+// Test fixtures: subscription requests over the API and subscriptions made straight through the
+// domain (as the checkout strategy does after the bank's approval), for tests and the bench.
+import type { Runtime } from '../../runtime.ts';
+import { transact } from '../../store/tx.ts';
+import { findRequestById } from '../requests/requests.repo.ts';
+import { subscriptionOptionsOf } from '../requests/requests.present.ts';
+import { clockOfSubscription } from './subscriptions.schedule-jobs.ts';
+import { createSubscription } from './subscriptions.service.ts';
+import type { SubscriptionRow } from './subscriptions.repo.ts';
+
+type Api = { post(url: string, body?: unknown): Promise<{ status: number; body: any }> };
+
+export async function createSubscriptionRequest(api: Api, bankAccountId: string, options: Record<string, unknown>, extra: Record<string, unknown> = {}) {
+  const created = await api.post('/v1/requests', {
+    bank_account_id: bankAccountId,
+    message: 'Coffee subscription',
+    subscription_options: options,
+    cust_info: { email: 'Payer@Example.com', first_name: 'Pat', last_name: 'Payer' },
+    ...extra,
+  });
+  if (created.status !== 201) throw new Error(`create request: ${created.status} ${JSON.stringify(created.body)}`);
+  return created.body.request as { id: string };
+}
+
+/** A subscription authorised now on its clock, with a made-up bank consent (no bank is called). */
+export async function authoriseDirectly(runtime: Runtime, requestId: string, bank = { id: 'sandbox', consentId: 'consent-1', token: 'token-1' }): Promise<SubscriptionRow> {
+  const { deps } = runtime;
+  const request = (await findRequestById(deps.db, requestId))!;
+  const options = subscriptionOptionsOf(request)!;
+  const clock = await clockOfSubscription(deps, deps.db, request);
+  return transact(deps.db, (trx) => createSubscription(trx, deps, {
+    request,
+    options,
+    email: JSON.parse(request.cust_info ?? '{}').email,
+    customerId: null,
+    payerDetails: request.cust_info ? JSON.parse(request.cust_info) : null,
+    bankId: bank.id,
+    bankConsentId: bank.consentId,
+    bankAccessToken: bank.token,
+    authorisedAt: clock.now(),
+  }));
+}

@@ -1,0 +1,85 @@
+import type { Kysely, Selectable, Updateable } from 'kysely';
+import { notFound } from '../../shared/errors.ts';
+import { lockForUpdate } from '../../store/db.ts';
+import type { Database, Mode } from '../../store/tables.ts';
+import type { SubscriptionChargesTable, SubscriptionsTable } from './subscriptions.tables.ts';
+
+// SQL for subscriptions and their charge slots; no rules.
+
+export type SubscriptionRow = Selectable<SubscriptionsTable>;
+export type ChargeRow = Selectable<SubscriptionChargesTable>;
+export type Owner = { userId: string; mode: Mode };
+type Db = Kysely<Database>;
+
+export async function insertSubscription(db: Db, row: SubscriptionRow): Promise<void> {
+  await db.insertInto('subscriptions').values(row).execute();
+}
+
+export async function findSubscription(db: Db, owner: Owner, id: string): Promise<SubscriptionRow | undefined> {
+  return db.selectFrom('subscriptions').selectAll().where('id', '=', id).where('user_id', '=', owner.userId).where('mode', '=', owner.mode).executeTakeFirst();
+}
+
+export async function getSubscription(db: Db, owner: Owner, id: string): Promise<SubscriptionRow> {
+  const row = await findSubscription(db, owner, id);
+  if (!row) throw notFound('subscription', id);
+  return row;
+}
+
+export async function findSubscriptionByRequest(db: Db, requestId: string): Promise<SubscriptionRow | undefined> {
+  return db.selectFrom('subscriptions').selectAll().where('request_id', '=', requestId).executeTakeFirst();
+}
+
+export async function lockSubscription(db: Db, id: string): Promise<SubscriptionRow | undefined> {
+  return lockForUpdate(db, db.selectFrom('subscriptions').selectAll().where('id', '=', id)).executeTakeFirst();
+}
+
+export async function updateSubscription(db: Db, id: string, changes: Updateable<SubscriptionsTable>): Promise<void> {
+  await db.updateTable('subscriptions').set(changes).where('id', '=', id).execute();
+}
+
+export type SubscriptionFilters = { status?: string; merchant_identifier?: string; email?: string; request_id?: string; limit: number; starting_after?: string };
+
+export async function listSubscriptions(db: Db, owner: Owner, filters: SubscriptionFilters): Promise<SubscriptionRow[]> {
+  let query = db.selectFrom('subscriptions').selectAll().where('user_id', '=', owner.userId).where('mode', '=', owner.mode);
+  if (filters.status) query = query.where('status', '=', filters.status);
+  if (filters.merchant_identifier) query = query.where('merchant_identifier', '=', filters.merchant_identifier);
+  if (filters.email) query = query.where('email', '=', filters.email);
+  if (filters.request_id) query = query.where('request_id', '=', filters.request_id);
+  if (filters.starting_after) query = query.where('id', '<', filters.starting_after);
+  return query.orderBy('id', 'desc').limit(filters.limit + 1).execute();
+}
+
+export async function findCharge(db: Db, subscriptionId: string, slotDate: string): Promise<ChargeRow | undefined> {
+  return db.selectFrom('subscription_charges').selectAll().where('subscription_id', '=', subscriptionId).where('slot_date', '=', slotDate).executeTakeFirst();
+}
+
+/** Inserts the slot's charge row unless the slot already has one; returns whether it did. */
+export async function insertChargeIfNew(db: Db, row: ChargeRow): Promise<boolean> {
+  const inserted = await db.insertInto('subscription_charges').values(row)
+    .onConflict((oc) => oc.columns(['subscription_id', 'slot_date']).doNothing())
+    .returning('id').executeTakeFirst();
+  return inserted !== undefined;
+}
+
+export async function updateCharge(db: Db, id: string, changes: Updateable<SubscriptionChargesTable>): Promise<void> {
+  await db.updateTable('subscription_charges').set(changes).where('id', '=', id).execute();
+}
+
+/** The slot whose retries are pending, if any (at most one per subscription). */
+export async function findOpenCharge(db: Db, subscriptionId: string): Promise<ChargeRow | undefined> {
+  return db.selectFrom('subscription_charges').selectAll().where('subscription_id', '=', subscriptionId)
+    .where('status', 'in', ['retrying', 'in_flight']).executeTakeFirst();
+}
+
+export async function listCharges(db: Db, subscriptionId: string): Promise<ChargeRow[]> {
+  return db.selectFrom('subscription_charges').selectAll().where('subscription_id', '=', subscriptionId).orderBy('slot_date').execute();
+}
+
+/** A subscription's charge payments, newest first (the payments table's subscription_id index). */
+export async function listSubscriptionPaymentRows(db: Db, owner: Owner, subscriptionId: string, page: { limit?: number; starting_after?: string }) {
+  let query = db.selectFrom('payments').selectAll().where('subscription_id', '=', subscriptionId)
+    .where('user_id', '=', owner.userId).where('mode', '=', owner.mode);
+  if (page.starting_after) query = query.where('id', '<', page.starting_after);
+  query = query.orderBy('id', 'desc');
+  return page.limit === undefined ? query.execute() : query.limit(page.limit + 1).execute();
+}

@@ -1,0 +1,40 @@
+import type { Kysely } from 'kysely';
+import type { Deps } from '../../http/context.ts';
+import { enqueue } from '../../jobs/queue.ts';
+import { clockOffset } from '../../jobs/worker.ts';
+import { shiftedClock, type Clock } from '../../shared/time.ts';
+import type { Database } from '../../store/tables.ts';
+
+// The one job that drives a subscription: "charge whatever is due", at most one per subscription
+// (dedupe key), on the merchant's test clock in test mode and on real time in live mode.
+
+export const CHARGE_SUBSCRIPTION_JOB = 'subscription.charge';
+
+const dedupeKeyOf = (subscriptionId: string) => `${CHARGE_SUBSCRIPTION_JOB}:${subscriptionId}`;
+
+type Owned = { id: string; user_id: string; mode: string };
+
+/** The clock a subscription lives on: real time live, its merchant's test clock in test mode. */
+export async function clockOfSubscription(deps: Deps, db: Kysely<Database>, sub: Omit<Owned, 'id'>): Promise<Clock> {
+  return sub.mode === 'test' ? shiftedClock(deps.clock, await clockOffset(db, sub.user_id)) : deps.clock;
+}
+
+/**
+ * Schedules the subscription's charge job at `at` on its clock (`clockNow` is that clock's time
+ * now), in the caller's transaction. The job row keeps real time: clock time minus the offset.
+ */
+export async function scheduleCharge(trx: Kysely<Database>, deps: Deps, sub: Owned, at: number, clockNow: number): Promise<void> {
+  const realNow = deps.clock.now();
+  await enqueue(trx, {
+    kind: CHARGE_SUBSCRIPTION_JOB,
+    runAt: realNow + (at - clockNow),
+    clockId: sub.mode === 'test' ? sub.user_id : null,
+    payload: { subscription_id: sub.id },
+    dedupeKey: dedupeKeyOf(sub.id),
+  }, realNow);
+}
+
+/** Drops the subscription's pending charge job (pause, cancel). A running one finds the new status. */
+export async function unscheduleCharge(trx: Kysely<Database>, subscriptionId: string): Promise<void> {
+  await trx.deleteFrom('jobs').where('dedupe_key', '=', dedupeKeyOf(subscriptionId)).where('locked_by', 'is', null).execute();
+}

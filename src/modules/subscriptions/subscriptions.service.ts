@@ -1,0 +1,207 @@
+import type { Kysely } from 'kysely';
+import type { Ctx, Deps } from '../../http/context.ts';
+import { idempotent, type Reply } from '../../http/idempotency.ts';
+import { invalidState, notFound } from '../../shared/errors.ts';
+import { newId } from '../../shared/ids.ts';
+import { pageOf } from '../../shared/pagination.ts';
+import { iso } from '../../shared/time.ts';
+import type { Database, Mode } from '../../store/tables.ts';
+import { transact } from '../../store/tx.ts';
+import { emitEvent } from '../events/events.service.ts';
+import type { RequestRow } from '../requests/requests.repo.ts';
+import type { SubscriptionOptions } from '../requests/requests.rules.ts';
+import { buildSchedule, resumeSchedule } from './schedule.ts';
+import { revokeAtBank } from './subscriptions.bank.ts';
+import { presentSubscription, type SubscriptionObject } from './subscriptions.present.ts';
+import {
+  findOpenCharge, getSubscription, insertSubscription, listSubscriptions, lockSubscription, updateCharge, updateSubscription,
+  type SubscriptionRow,
+} from './subscriptions.repo.ts';
+import { allows, firstCharge, scheduleOf, storedParts, type CancelledBy } from './subscriptions.rules.ts';
+import { clockOfSubscription, scheduleCharge, unscheduleCharge } from './subscriptions.schedule-jobs.ts';
+
+// Subscription use cases: authorisation, pause, resume, cancellation (by merchant, payer or bank)
+// and reading. Each state change and its event share one transaction.
+
+type Db = Kysely<Database>;
+const owner = (ctx: Ctx) => ({ userId: ctx.merchant.id, mode: ctx.mode });
+const scopeOf = (row: { user_id: string; mode: string }) => ({ userId: row.user_id, mode: row.mode as Mode });
+const lifecycleData = (row: SubscriptionRow, now: number) => ({
+  id: row.id, user_id: row.user_id, merchant_identifier: row.merchant_identifier, updated_at: iso(now),
+});
+
+export type Authorisation = {
+  request: Pick<RequestRow, 'id' | 'user_id' | 'mode' | 'merchant_identifier' | 'reference' | 'bank_account_id'>;
+  options: SubscriptionOptions;
+  email: string;
+  customerId: string | null;
+  /** What the payer gave at checkout, recorded as cust_info on each charge's payment. */
+  payerDetails: Record<string, unknown> | null;
+  bankId: string;
+  bankConsentId: string;
+  bankAccessToken: string;
+  /** The subscription's clock time of authorisation (the merchant's test clock in test mode). */
+  authorisedAt: number;
+};
+
+/**
+ * The payer approved at their bank: the subscription (`active`) with `subscription.created` and its
+ * first charge scheduled, in the caller's transaction.
+ */
+export async function createSubscription(trx: Db, deps: Deps, input: Authorisation): Promise<SubscriptionRow> {
+  const { request, options, authorisedAt } = input;
+  const schedule = buildSchedule(options, authorisedAt, deps.config.serviceTimeZone);
+  const first = firstCharge(schedule, 0);
+  const row: SubscriptionRow = {
+    id: newId('subscription'),
+    user_id: request.user_id,
+    mode: request.mode,
+    request_id: request.id,
+    customer_id: input.customerId,
+    email: input.email,
+    merchant_identifier: request.merchant_identifier,
+    reference: request.reference,
+    bank_account_id: request.bank_account_id,
+    payer_details: input.payerDetails ? JSON.stringify(input.payerDetails) : null,
+    status: first.kind === 'charge' ? 'active' : 'completed',
+    amount_cents: options.amount_cents,
+    period: options.period,
+    start_at: options.start_at,
+    end_at: options.end_at,
+    total_count: options.total_count,
+    ...storedParts(schedule),
+    next_slot: first.kind === 'charge' ? first.slot : null,
+    next_charge_at: first.kind === 'charge' ? first.at : null,
+    successful_count: 0,
+    failed_count: 0,
+    skipped_count: 0,
+    bank_id: input.bankId,
+    bank_consent_id: input.bankConsentId,
+    bank_access_token: input.bankAccessToken,
+    cancelled_by: null,
+    paused_at: null,
+    resumed_at: null,
+    cancelled_at: null,
+    completed_at: first.kind === 'charge' ? null : authorisedAt,
+    created_at: authorisedAt,
+    updated_at: authorisedAt,
+  };
+  await insertSubscription(trx, row);
+  await emitEvent(trx, scopeOf(row), 'subscription.created', row.id, {
+    id: row.id, request_id: row.request_id, user_id: row.user_id, merchant_identifier: row.merchant_identifier, created_at: iso(authorisedAt),
+  }, authorisedAt);
+  if (first.kind === 'charge') await scheduleCharge(trx, deps, row, first.at, authorisedAt);
+  return row;
+}
+
+type Change = { row: SubscriptionRow; revoke: boolean };
+
+/** Runs a transition under the row lock with the subscription's clock; returns the new row. */
+async function transition(
+  deps: Deps,
+  db: Db,
+  id: string,
+  work: (trx: Db, row: SubscriptionRow, now: number) => Promise<Change>,
+): Promise<SubscriptionRow> {
+  const change = await transact(db, async (trx) => {
+    const row = (await lockSubscription(trx, id))!;
+    const clock = await clockOfSubscription(deps, trx, row);
+    return work(trx, row, clock.now());
+  });
+  if (change.revoke) await revokeAtBank(deps, change.row);
+  return change.row;
+}
+
+async function pauseWork(trx: Db, row: SubscriptionRow, now: number): Promise<Change> {
+  if (!allows('pause', row.status)) throw invalidState('subscription', row.status, 'pause');
+  await unscheduleCharge(trx, row.id);
+  // Pending retries are dropped: the slot being retried is given up.
+  const open = await findOpenCharge(trx, row.id);
+  if (open && open.status === 'retrying') await updateCharge(trx, open.id, { status: 'dropped', next_attempt_at: null, updated_at: now });
+  const changes = { status: 'paused', paused_at: now, next_charge_at: null, updated_at: now };
+  await updateSubscription(trx, row.id, changes);
+  await emitEvent(trx, scopeOf(row), 'subscription.paused', row.id, lifecycleData(row, now), now);
+  return { row: { ...row, ...changes }, revoke: false };
+}
+
+function resumeWork(deps: Deps) {
+  return async (trx: Db, row: SubscriptionRow, now: number): Promise<Change> => {
+    if (!allows('resume', row.status)) throw invalidState('subscription', row.status, 'resume');
+    const schedule = resumeSchedule(scheduleOf(row), now);
+    const first = firstCharge(schedule, row.successful_count);
+    const changes = {
+      ...storedParts(schedule),
+      status: first.kind === 'charge' ? 'active' : 'completed',
+      resumed_at: now,
+      next_slot: first.kind === 'charge' ? first.slot : null,
+      next_charge_at: first.kind === 'charge' ? first.at : null,
+      completed_at: first.kind === 'charge' ? null : now,
+      updated_at: now,
+    };
+    await updateSubscription(trx, row.id, changes);
+    await emitEvent(trx, scopeOf(row), 'subscription.resumed', row.id, lifecycleData(row, now), now);
+    if (first.kind === 'charge') await scheduleCharge(trx, deps, row, first.at, now);
+    else await emitEvent(trx, scopeOf(row), 'subscription.completed', row.id, lifecycleData(row, now), now);
+    return { row: { ...row, ...changes }, revoke: false };
+  };
+}
+
+/** Ends a subscription (merchant, payer or bank), with `subscription.cancelled`, in the caller's transaction. */
+export async function cancelInTransaction(trx: Db, row: SubscriptionRow, by: CancelledBy, now: number): Promise<SubscriptionRow> {
+  if (!allows('cancel', row.status)) throw invalidState('subscription', row.status, 'cancel');
+  await unscheduleCharge(trx, row.id);
+  const open = await findOpenCharge(trx, row.id);
+  if (open && open.status === 'retrying') await updateCharge(trx, open.id, { status: 'cancelled', next_attempt_at: null, updated_at: now });
+  const changes = { status: 'cancelled', cancelled_by: by, cancelled_at: now, next_charge_at: null, updated_at: now };
+  await updateSubscription(trx, row.id, changes);
+  await emitEvent(trx, scopeOf(row), 'subscription.cancelled', row.id, lifecycleData(row, now), now);
+  return { ...row, ...changes };
+}
+
+const cancelWork = (by: CancelledBy) => async (trx: Db, row: SubscriptionRow, now: number): Promise<Change> => ({
+  row: await cancelInTransaction(trx, row, by, now),
+  revoke: by !== 'bank',
+});
+
+type Action = 'pause' | 'resume' | 'cancel';
+
+async function act(ctx: Ctx, id: string, action: Action, idempotencyKey: string | undefined): Promise<Reply<{ subscription: SubscriptionObject }>> {
+  const work = action === 'pause' ? pauseWork : action === 'resume' ? resumeWork(ctx.deps) : cancelWork('merchant');
+  let revoke: SubscriptionRow | null = null;
+  const method = action === 'cancel' ? 'PUT' : 'POST';
+  const reply = await idempotent(ctx, idempotencyKey, `${method} /v1/subscriptions/${id}/${action}`, {}, 200, async (trx) => {
+    await getSubscription(trx, owner(ctx), id);
+    const locked = (await lockSubscription(trx, id))!;
+    const change = await work(trx, locked, ctx.clock.now());
+    if (change.revoke) revoke = change.row;
+    return { subscription: presentSubscription(change.row) };
+  });
+  if (revoke) await revokeAtBank(ctx.deps, revoke);
+  return reply;
+}
+
+export const pauseSubscription = (ctx: Ctx, id: string, key?: string) => act(ctx, id, 'pause', key);
+export const resumeSubscription = (ctx: Ctx, id: string, key?: string) => act(ctx, id, 'resume', key);
+export const cancelSubscription = (ctx: Ctx, id: string, key?: string) => act(ctx, id, 'cancel', key);
+
+/**
+ * The payer cancelled in the service's customer dashboard: `subscription.cancelled` at once and
+ * the consent revoked at the bank. `payerEmail` must be the subscription's.
+ */
+export async function cancelSubscriptionByPayer(deps: Deps, id: string, payerEmail: string): Promise<SubscriptionRow> {
+  const row = await deps.db.selectFrom('subscriptions').select(['id', 'email']).where('id', '=', id).executeTakeFirst();
+  // Another payer's subscription is as unknown as a missing one.
+  if (!row || row.email !== payerEmail.trim().toLowerCase()) throw notFound('subscription', id);
+  return transition(deps, deps.db, id, cancelWork('payer'));
+}
+
+export async function retrieveSubscription(ctx: Ctx, id: string) {
+  return { subscription: presentSubscription(await getSubscription(ctx.db, owner(ctx), id)) };
+}
+
+export async function listSubscriptionsFor(ctx: Ctx, query: { status?: string; merchant_identifier?: string; email?: string; request_id?: string; limit?: number; starting_after?: string }) {
+  const limit = query.limit ?? 100;
+  const email = query.email?.trim().toLowerCase();
+  const { items, hasMore } = pageOf(await listSubscriptions(ctx.db, owner(ctx), { ...query, email, limit }), limit);
+  return { subscriptions: items.map(presentSubscription), has_more: hasMore };
+}
