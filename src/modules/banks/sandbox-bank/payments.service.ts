@@ -3,11 +3,11 @@ import type { DomesticInitiation, DomesticPaymentRequest } from '../open-banking
 import type { BankTime, SandboxDeps, SandboxDb } from './sandbox.context.ts';
 import { BankApiError, unknownId } from './sandbox.errors.ts';
 import { fingerprintOf, holdIdempotencyKey } from './sandbox.idempotency.ts';
-import { checkLimits, type Period } from './sandbox.limits.ts';
+import { checkLimitTotals, periodWindow, type Period } from './sandbox.limits.ts';
 import { centsOf, effectiveStatus } from './consents.service.ts';
 import {
   adjustBalance,
-  countedPayments,
+  usageTotals,
   findConsent,
   findPayer,
   findPayment,
@@ -92,23 +92,18 @@ const breachMessages = {
 } as const;
 
 async function refuseOverLimits(deps: SandboxDeps, trx: SandboxDb, consent: ConsentRow, amountCents: number, bankNow: BankTime): Promise<void> {
-  const earlier = await countedPayments(trx, consent.id);
-  const breach = checkLimits(
-    {
-      fromAt: consent.from_at!,
-      toAt: consent.to_at,
-      maxPerPaymentCents: consent.max_per_payment_cents,
-      period: consent.period as Period,
-      maxPerPeriodCents: consent.max_per_period_cents!,
-      maxCountPerPeriod: consent.max_count_per_period,
-      totalCount: consent.total_count,
-      totalAmountCents: consent.total_amount_cents,
-    },
-    earlier.map((p) => ({ amountCents: p.amount_cents, executedAt: p.executed_at })),
-    amountCents,
-    bankNow,
-    deps.zone,
-  );
+  const limits = {
+    fromAt: consent.from_at!,
+    toAt: consent.to_at,
+    maxPerPaymentCents: consent.max_per_payment_cents,
+    period: consent.period as Period,
+    maxPerPeriodCents: consent.max_per_period_cents!,
+    maxCountPerPeriod: consent.max_count_per_period,
+    totalCount: consent.total_count,
+    totalAmountCents: consent.total_amount_cents,
+  };
+  const used = await usageTotals(trx, consent.id, periodWindow(limits.period, bankNow, deps.zone, limits.fromAt));
+  const breach = checkLimitTotals(limits, used, amountCents, bankNow);
   if (breach) throw new BankApiError(400, `Resource.Consent.Exceed.${breach}`, breachMessages[breach], 'Data.Initiation.InstructedAmount');
 }
 

@@ -53,6 +53,19 @@ function span(start: DateTime, length: Record<string, number>): { start: number;
   return { start: start.toMillis(), end: start.plus(length).toMillis() };
 }
 
+/** What a consent has used so far: in total, and in the period that contains "now". */
+export type UsageTotals = { count: number; amountCents: number; periodCount: number; periodAmountCents: number };
+
+export function totalsOf(earlier: CountedPayment[], window: { start: number; end: number }): UsageTotals {
+  const inPeriod = earlier.filter((p) => p.executedAt >= window.start && p.executedAt < window.end);
+  return {
+    count: earlier.length,
+    amountCents: earlier.reduce((sum, p) => sum + p.amountCents, 0),
+    periodCount: inPeriod.length,
+    periodAmountCents: inPeriod.reduce((sum, p) => sum + p.amountCents, 0),
+  };
+}
+
 export function checkLimits(
   limits: ConsentLimits,
   earlier: CountedPayment[],
@@ -60,15 +73,16 @@ export function checkLimits(
   now: number,
   zone: string,
 ): LimitBreach | null {
+  return checkLimitTotals(limits, totalsOf(earlier, periodWindow(limits.period, now, zone, limits.fromAt)), amountCents, now);
+}
+
+/** The same check over totals the caller summed (in SQL, over `periodWindow`), not a payment list. */
+export function checkLimitTotals(limits: ConsentLimits, used: UsageTotals, amountCents: number, now: number): LimitBreach | null {
   if (now < limits.fromAt || (limits.toAt !== null && now > limits.toAt)) return 'Dates';
   if (limits.maxPerPaymentCents !== null && amountCents > limits.maxPerPaymentCents) return 'MaximumAmount';
-  if (limits.totalCount !== null && earlier.length + 1 > limits.totalCount) return 'TotalCount';
-  const lifetime = earlier.reduce((sum, p) => sum + p.amountCents, 0);
-  if (limits.totalAmountCents !== null && lifetime + amountCents > limits.totalAmountCents) return 'TotalAmount';
-  const window = periodWindow(limits.period, now, zone, limits.fromAt);
-  const inPeriod = earlier.filter((p) => p.executedAt >= window.start && p.executedAt < window.end);
-  const periodSum = inPeriod.reduce((sum, p) => sum + p.amountCents, 0);
-  if (periodSum + amountCents > limits.maxPerPeriodCents) return 'Frequency';
-  if (limits.maxCountPerPeriod !== null && inPeriod.length + 1 > limits.maxCountPerPeriod) return 'Frequency';
+  if (limits.totalCount !== null && used.count + 1 > limits.totalCount) return 'TotalCount';
+  if (limits.totalAmountCents !== null && used.amountCents + amountCents > limits.totalAmountCents) return 'TotalAmount';
+  if (used.periodAmountCents + amountCents > limits.maxPerPeriodCents) return 'Frequency';
+  if (limits.maxCountPerPeriod !== null && used.periodCount + 1 > limits.maxCountPerPeriod) return 'Frequency';
   return null;
 }

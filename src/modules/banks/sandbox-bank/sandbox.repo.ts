@@ -1,6 +1,7 @@
+import type { ExpressionBuilder } from 'kysely';
 import { lockForUpdate } from '../../../store/db.ts';
 import type { SandboxDb } from './sandbox.context.ts';
-import type { SandboxConsentsTable, SandboxPaymentsTable, SandboxPayersTable } from './sandbox.tables.ts';
+import type { SandboxConsentsTable, SandboxPaymentsTable, SandboxPayersTable, SandboxTables } from './sandbox.tables.ts';
 
 // SQL of the sandbox bank, and no rules.
 
@@ -35,13 +36,27 @@ export async function updatePayment(db: SandboxDb, id: string, changes: Partial<
 }
 
 /** Payments that count towards a consent's limits: every one not rejected. */
-export async function countedPayments(db: SandboxDb, consentId: string): Promise<Array<{ amount_cents: number; executed_at: number }>> {
-  return db
+/** Count and sum of a consent's payments that were not rejected: in total and within a window. */
+export async function usageTotals(db: SandboxDb, consentId: string, window: { start: number; end: number }) {
+  const inWindow = (eb: ExpressionBuilder<SandboxTables, 'sandbox_payments'>) =>
+    eb.and([eb('executed_at', '>=', window.start), eb('executed_at', '<', window.end)]);
+  const row = await db
     .selectFrom('sandbox_payments')
-    .select(['amount_cents', 'executed_at'])
+    .select((eb) => [
+      eb.fn.countAll<number>().as('count'),
+      eb.fn.coalesce(eb.fn.sum<number>('amount_cents'), eb.lit(0)).as('amount'),
+      eb.fn.sum<number>(eb.case().when(inWindow(eb)).then(1).else(0).end()).as('period_count'),
+      eb.fn.sum<number>(eb.case().when(inWindow(eb)).then(eb.ref('amount_cents')).else(0).end()).as('period_amount'),
+    ])
     .where('consent_id', '=', consentId)
     .where('status', '!=', 'Rejected')
-    .execute();
+    .executeTakeFirstOrThrow();
+  return {
+    count: Number(row.count),
+    amountCents: Number(row.amount ?? 0),
+    periodCount: Number(row.period_count ?? 0),
+    periodAmountCents: Number(row.period_amount ?? 0),
+  };
 }
 
 export async function findPayerByUsername(db: SandboxDb, username: string, options: { forUpdate?: boolean } = {}): Promise<PayerRow | undefined> {
