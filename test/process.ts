@@ -45,9 +45,19 @@ export function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   return { ...rest, LOG_LEVEL: 'warn', ...extra };
 }
 
-export function runCli(store: Store, args: string[]) {
-  const result = spawnSync(nodeBin, ['src/cli/main.ts', ...args], { cwd: root, env: childEnv(store.env), encoding: 'utf8', timeout: 60_000 });
-  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+/**
+ * Runs the admin CLI. Asynchronous on purpose: a service running in the test's own process must
+ * keep its event loop turning (and so commit its pending writes) while the CLI waits for the database.
+ */
+export function runCli(store: Store, args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(nodeBin, ['src/cli/main.ts', ...args], { cwd: root, env: childEnv(store.env), timeout: 60_000 });
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.setEncoding('utf8').on('data', (chunk) => (stdout += chunk));
+    child.stderr!.setEncoding('utf8').on('data', (chunk) => (stderr += chunk));
+    child.on('close', (status) => resolve({ status, stdout, stderr }));
+  });
 }
 
 export function runMain(env: Record<string, string>) {

@@ -20,10 +20,10 @@ async function serviceOn(t: Parameters<typeof processStore>[0], store: Store) {
 
 test('merchant create, keys create|revoke, bank-accounts add, migrate', async (t) => {
   const store = await processStore(t);
-  const migrated = runCli(store, ['migrate', '--json']);
+  const migrated = await runCli(store, ['migrate', '--json']);
   assert.deepEqual([migrated.status, migrated.stdout, migrated.stderr], [0, '{"migrated":true}\n', '']);
 
-  const created = runCli(store, ['merchant', 'create', '--name', 'Kiwi Coffee', '--email', 'Owner@Kiwi.example', '--bank-account', VALID_ACCOUNT, '--json']);
+  const created = await runCli(store, ['merchant', 'create', '--name', 'Kiwi Coffee', '--email', 'Owner@Kiwi.example', '--bank-account', VALID_ACCOUNT, '--json']);
   assert.equal(created.status, 0, created.stderr);
   const merchant = JSON.parse(created.stdout);
   assert.deepEqual(Object.keys(merchant), ['user_id', 'live_key', 'test_key', 'bank_account_id', 'dashboard_password']);
@@ -33,7 +33,7 @@ test('merchant create, keys create|revoke, bank-accounts add, migrate', async (t
   assert.match(merchant.bank_account_id, /^bankaccount_[0-9A-Z]{26}$/);
   assert.ok(merchant.dashboard_password.length >= 12);
 
-  const withPassword = runCli(store, ['merchant', 'create', '--name', 'Two', '--email', 'two@kiwi.example', '--password', 'long enough pass', '--json']);
+  const withPassword = await runCli(store, ['merchant', 'create', '--name', 'Two', '--email', 'two@kiwi.example', '--password', 'long enough pass', '--json']);
   assert.equal(withPassword.status, 0, withPassword.stderr);
   assert.equal(JSON.parse(withPassword.stdout).dashboard_password, 'long enough pass');
   assert.equal(JSON.parse(withPassword.stdout).bank_account_id, null);
@@ -52,23 +52,23 @@ test('merchant create, keys create|revoke, bank-accounts add, migrate', async (t
     [['keys', 'revoke', 'key_01JD2Q8Z7M3V4K5N6P7R8S9T0V'], 'error: No such api key: key_01JD2Q8Z7M3V4K5N6P7R8S9T0V\n'],
   ];
   for (const [args, stderr] of refusals) {
-    const result = runCli(store, args);
+    const result = await runCli(store, args);
     assert.deepEqual([result.status, result.stderr, result.stdout], [1, stderr, ''], args.join(' '));
   }
-  const badFlag = runCli(store, ['merchant', 'create', '--nmae', 'X']);
+  const badFlag = await runCli(store, ['merchant', 'create', '--nmae', 'X']);
   assert.equal(badFlag.status, 2);
   assert.match(badFlag.stderr, /Unknown option '--nmae'/);
-  const unknown = runCli(store, ['frobnicate']);
+  const unknown = await runCli(store, ['frobnicate']);
   assert.equal(unknown.status, 2);
   assert.match(unknown.stderr, /^unknown command: frobnicate\n\nusage:/);
 
-  const added = runCli(store, ['bank-accounts', 'add', '--merchant', 'owner@kiwi.example', '--number', '01 0902 0068389 00', '--json']);
+  const added = await runCli(store, ['bank-accounts', 'add', '--merchant', 'owner@kiwi.example', '--number', '01 0902 0068389 00', '--json']);
   assert.equal(added.status, 0, added.stderr);
   const account = JSON.parse(added.stdout);
   assert.deepEqual(Object.keys(account), ['id', 'account_number']);
   assert.equal(account.account_number, '01-0902-0068389-000');
 
-  const key = JSON.parse(runCli(store, ['keys', 'create', '--merchant', merchant.user_id, '--mode', 'test', '--json']).stdout);
+  const key = JSON.parse((await runCli(store, ['keys', 'create', '--merchant', merchant.user_id, '--mode', 'test', '--json'])).stdout);
   assert.match(key.key, /^sk_test_/);
   assert.equal(key.mode, 'test');
 
@@ -79,22 +79,22 @@ test('merchant create, keys create|revoke, bank-accounts add, migrate', async (t
   const accounts = await apiClient(runtime, merchant.live_key).get('/v1/bank-accounts');
   assert.deepEqual(accounts.body.bank_accounts.map((a: any) => a.id).sort(), [merchant.bank_account_id, account.id].sort());
 
-  const revoked = runCli(store, ['keys', 'revoke', key.id, '--json']);
+  const revoked = await runCli(store, ['keys', 'revoke', key.id, '--json']);
   assert.deepEqual([revoked.status, JSON.parse(revoked.stdout)], [0, { id: key.id, revoked: true }]);
   const refused = await api.get('/v1/requests');
   assert.deepEqual([refused.status, refused.body], [401, { code: 'unauthorized', message: 'Unknown or revoked API key', params: {} }]);
   // revoking by the key itself works too, and other keys keep working
-  assert.equal(runCli(store, ['keys', 'revoke', merchant.test_key]).status, 0);
+  assert.equal((await runCli(store, ['keys', 'revoke', merchant.test_key])).status, 0);
   assert.equal((await apiClient(runtime, merchant.test_key).get('/v1/requests')).status, 401);
   assert.equal((await apiClient(runtime, merchant.live_key).get('/v1/requests')).status, 200);
 });
 
 test('backup --to FILE writes an openable SQLite copy with the data', async (t) => {
   const store = await processStore(t);
-  const merchant = JSON.parse(runCli(store, ['merchant', 'create', '--name', 'Backed Up', '--email', 'backup@example.com', '--bank-account', VALID_ACCOUNT, '--json']).stdout);
+  const merchant = JSON.parse((await runCli(store, ['merchant', 'create', '--name', 'Backed Up', '--email', 'backup@example.com', '--bank-account', VALID_ACCOUNT, '--json'])).stdout);
   const target = path.join(store.dataDir, 'copy', 'backup.db');
   fs.mkdirSync(path.dirname(target));
-  const result = runCli(store, ['backup', '--to', target, '--json']);
+  const result = await runCli(store, ['backup', '--to', target, '--json']);
   if (store.engine === 'postgres') {
     assert.deepEqual([result.status, result.stderr], [1, 'error: backup --to works on the embedded SQLite database; for PostgreSQL use pg_dump\n']);
     return;
@@ -105,7 +105,7 @@ test('backup --to FILE writes an openable SQLite copy with the data', async (t) 
   assert.deepEqual({ ...copy.prepare('select id, email from users').get() }, { id: merchant.user_id, email: 'backup@example.com' });
   assert.equal((copy.prepare('select count(*) as n from api_keys').get() as { n: number }).n, 2);
   assert.equal((copy.prepare('pragma integrity_check').get() as Record<string, string>).integrity_check, 'ok');
-  const again = runCli(store, ['backup', '--to', target]);
+  const again = await runCli(store, ['backup', '--to', target]);
   assert.deepEqual([again.status, again.stderr], [1, `error: ${target} already exists\n`]);
-  assert.deepEqual(runCli(store, ['backup']).stderr, 'error: backup needs --to FILE\n');
+  assert.deepEqual((await runCli(store, ['backup'])).stderr, 'error: backup needs --to FILE\n');
 });

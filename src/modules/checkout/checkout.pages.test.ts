@@ -129,18 +129,25 @@ test('merchant logos are fetched by the service and served from its own origin, 
   assert.equal((await page(app, `/pay/${id}/banner`)).statusCode, 404, 'an SVG is not relayed');
 });
 
-test('recurring and subscription requests say plainly that they cannot be set up here yet', async (t) => {
+test('recurring and subscription requests state what the payer agrees to, in plain words, before the bank', async (t) => {
   const { app, merchant, test: api } = await setup(t);
   const recurring = await api.post('/v1/requests', {
     bank_account_id: merchant.bankAccountId, message: 'Weekly veggie box', cust_info: { email: 'ana@example.com' },
-    recurring_options: { period: 'weekly', max_per_period: '80.00 NZD' },
+    recurring_options: { period: 'weekly', max_per_period: '80.00 NZD', max_per_payment: '40.00 NZD' },
   });
   assert.equal(recurring.status, 201, recurring.text);
-  const res = await page(app, `/pay/${recurring.body.request.id}`);
-  assert.equal(res.statusCode, 200);
-  assert.match(res.body, /Up to \$80\.00 per week/);
-  assert.match(res.body, /cannot be set up on this page yet/);
-  assert.doesNotMatch(res.body, /<form method="post"/);
-  const helper = await api.post(`/v1/test-helpers/requests/${recurring.body.request.id}/pay`, {});
-  assert.deepEqual([helper.status, helper.body], [409, { code: 'conflict.invalid_state', message: 'The pay test helper does not take recurring requests yet', params: { status: 'active', kind: 'recurring' } }]);
+  const recurringPage = await page(app, `/pay/${recurring.body.request.id}`);
+  assert.equal(recurringPage.statusCode, 200);
+  assert.match(recurringPage.body, /up to \$40\.00 a payment, \$80\.00 a week/i);
+  assert.match(recurringPage.body, /<form method="post"/);
+
+  const subscription = await api.post('/v1/requests', {
+    bank_account_id: merchant.bankAccountId, message: 'Fortnightly flowers', cust_info: { email: 'ana@example.com' },
+    subscription_options: { amount: '15.00 NZD', period: 'fortnightly', start_date: '2027-03-03', total_count: 6 },
+  });
+  assert.equal(subscription.status, 201, subscription.text);
+  const subscriptionPage = await page(app, `/pay/${subscription.body.request.id}`);
+  assert.equal(subscriptionPage.statusCode, 200);
+  assert.match(subscriptionPage.body, /\$15\.00 every fortnight from 3 March 2027, 6 payments/);
+  assert.match(subscriptionPage.body, /<form method="post"/);
 });

@@ -1,6 +1,6 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import path from 'node:path';
 import pino from 'pino';
 import { apiClient, buildTestApp, createTestMerchant, engine, pgUrl, type ApiClient, type TestApp } from '../../../test/helpers.ts';
@@ -42,9 +42,13 @@ function cli(app: TestApp, args: string[]) {
     delete env.DATABASE_URL;
     env.DATA_DIR = path.dirname(app.testDb.file!);
   }
-  const result = spawnSync(process.execPath, ['src/cli/main.ts', ...args], { env, encoding: 'utf8' });
-  assert.equal(result.status, 0, result.stderr);
-  return JSON.parse(result.stdout);
+  // Asynchronous, so the service in this process keeps committing while the CLI waits on the database.
+  return new Promise<any>((resolve, reject) => {
+    execFile(process.execPath, ['src/cli/main.ts', ...args], { env, encoding: 'utf8' }, (error, stdout, stderr) => {
+      if (error) reject(new Error(`cli ${args.join(' ')} failed: ${stderr}`));
+      else resolve(JSON.parse(stdout));
+    });
+  });
 }
 
 test('the event log lists newest first with filters and pages, and shows one event', async (t) => {
@@ -101,7 +105,7 @@ test('resend to every endpoint that takes the event, to one endpoint, and from t
   const liveView = await apiClient(app, merchant.liveKey).post(`/v1/events/${eventId}/resend`, {});
   assert.equal(liveView.status, 404);
 
-  const fromCli = cli(app, ['events', 'resend', eventId, '--json']);
+  const fromCli = await cli(app, ['events', 'resend', eventId, '--json']);
   assert.deepEqual(fromCli.deliveries.map((d: any) => d.webhook_id), [hookA.id]);
   await a.waitFor(3);
   const detail = await until(async () => {
@@ -137,7 +141,7 @@ test('recover re-sends what failed since a time, once', async (t) => {
   await receiver.waitFor(4);
   assert.deepEqual(receiver.received.slice(2).map((r) => r.headers['x-service-delivery-attempt']), ['1', '1']);
   assert.deepEqual((await api.post(`/v1/webhooks/${hook.id}/recover`, { since })).body, { deliveries: [] }, 'recovered deliveries are not re-sent twice');
-  assert.deepEqual(cli(app, ['webhooks', 'recover', hook.id, '--since', since, '--json']), { deliveries: [] });
+  assert.deepEqual(await cli(app, ['webhooks', 'recover', hook.id, '--since', since, '--json']), { deliveries: [] });
   const detail = (await api.get(`/v1/events/${receiver.received[0].body.id}`)).body;
   const [failed, resent] = detail.deliveries;
   assert.equal(failed.status, 'failed');
