@@ -32,7 +32,8 @@ export type BenchService = {
 /** The whole service on a temporary SQLite database, listening on a free loopback port. */
 export async function startService(env: Record<string, string> = {}): Promise<BenchService> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-bench-'));
-  const config = loadConfig({ PORT: '0', LOG_LEVEL: 'warn', DEMO_MERCHANT: 'false', DATA_DIR: dataDir, ...env });
+  // The per-key rate limit stays on, set above what one key sends here, so its cost is measured.
+  const config = loadConfig({ PORT: '0', LOG_LEVEL: 'warn', DEMO_MERCHANT: 'false', DATA_DIR: dataDir, RATE_LIMIT_PER_SECOND: '1000000', ...env });
   const runtime = await createRuntime(config, { log: pino({ level: 'warn' }) });
   const address = await runtime.app.listen({ port: 0, host: '127.0.0.1' });
   const url = address.replace('localhost', '127.0.0.1');

@@ -23,6 +23,7 @@ test('defaults', () => {
     demoMerchant: true,
     banksFile: null,
     webhookAllowPrivate: false,
+    rateLimitPerSecond: 100,
   });
 });
 
@@ -32,12 +33,12 @@ test('every variable is read', () => {
   const config = loadConfig({
     PORT: '8080', HOST: '0.0.0.0', PUBLIC_BASE_URL: 'https://pay.example.nz/', DATA_DIR: '/var/lib/tono', DATABASE_URL: 'postgres://u@db:5432/tono',
     SMTP_URL: 'smtp://mail:25', SANDBOX_BANK_URL: 'http://sandbox:4000', LOG_LEVEL: 'debug', SERVICE_TIME_ZONE: 'Australia/Sydney',
-    WORKERS: 'false', DEMO_MERCHANT: 'no', BANKS_FILE: banksFile, WEBHOOK_ALLOW_PRIVATE: 'yes',
+    WORKERS: 'false', DEMO_MERCHANT: 'no', BANKS_FILE: banksFile, WEBHOOK_ALLOW_PRIVATE: 'yes', RATE_LIMIT_PER_SECOND: '0',
   });
   assert.deepEqual(config, {
     port: 8080, host: '0.0.0.0', publicBaseUrl: 'https://pay.example.nz', dataDir: '/var/lib/tono', databaseUrl: 'postgres://u@db:5432/tono',
     smtpUrl: 'smtp://mail:25', sandboxBankUrl: 'http://sandbox:4000', sandboxBankUrlSet: true, logLevel: 'debug', serviceTimeZone: 'Australia/Sydney',
-    workers: false, demoMerchant: false, banksFile, webhookAllowPrivate: true,
+    workers: false, demoMerchant: false, banksFile, webhookAllowPrivate: true, rateLimitPerSecond: 0,
   });
   assert.equal(loadConfig({ HOST: '::1', PORT: '9' }).publicBaseUrl, 'http://[::1]:9');
   assert.equal(loadConfig({ PORT: '' }).port, 3000, 'empty means unset');
@@ -64,6 +65,7 @@ const bad: Array<[name: string, value: string, message: string]> = [
   ['WORKERS', 'maybe', 'WORKERS must be true or false, got "maybe"'],
   ['DEMO_MERCHANT', '2', 'DEMO_MERCHANT must be true or false, got "2"'],
   ['WEBHOOK_ALLOW_PRIVATE', 'sometimes', 'WEBHOOK_ALLOW_PRIVATE must be true or false, got "sometimes"'],
+  ['RATE_LIMIT_PER_SECOND', 'fast', 'RATE_LIMIT_PER_SECOND must be a whole number of calls per second (0 turns it off), got "fast"'],
 ];
 
 test('loadConfig refuses each bad value with a message naming the variable', () => {

@@ -19,6 +19,8 @@ export type Config = {
   demoMerchant: boolean;
   banksFile: string | null;
   webhookAllowPrivate: boolean;
+  /** API calls a key may make per second (burst twice that); 0 turns the limit off. */
+  rateLimitPerSecond: number;
 };
 
 /** A bad setting; main prints its one-line message and exits without a stack trace. */
@@ -45,6 +47,12 @@ function url(name: string, raw: string, protocols: string[]): string {
     throw new ConfigError(`${name} must use ${protocols.join(' or ')}, got ${JSON.stringify(raw)}`);
   }
   return raw.replace(/\/+$/, '');
+}
+
+function rateLimit(raw: string | undefined): number {
+  if (raw === undefined || raw === '') return 100;
+  if (!/^\d{1,7}$/.test(raw)) throw new ConfigError(`RATE_LIMIT_PER_SECOND must be a whole number of calls per second (0 turns it off), got ${JSON.stringify(raw)}`);
+  return Number(raw);
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -91,5 +99,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     demoMerchant: bool(env, 'DEMO_MERCHANT', true),
     banksFile,
     webhookAllowPrivate: bool(env, 'WEBHOOK_ALLOW_PRIVATE', false),
+    rateLimitPerSecond: rateLimit(env.RATE_LIMIT_PER_SECOND),
   };
 }

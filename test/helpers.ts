@@ -47,7 +47,7 @@ export async function freshDb(): Promise<TestDb> {
 }
 
 export function testConfig(overrides: Partial<Config> = {}): Config {
-  return { ...loadConfig({ PORT: '0', LOG_LEVEL: 'silent', DEMO_MERCHANT: 'false' }), ...overrides };
+  return { ...loadConfig({ PORT: '0', LOG_LEVEL: 'silent', DEMO_MERCHANT: 'false', RATE_LIMIT_PER_SECOND: '0' }), ...overrides };
 }
 
 export type TestApp = Runtime & { testDb: TestDb };

@@ -1,8 +1,9 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { unauthorized } from '../shared/errors.ts';
+import { AppError, unauthorized } from '../shared/errors.ts';
 import { shiftedClock } from '../shared/time.ts';
 import { authenticateKey } from '../modules/merchants/merchants.service.ts';
 import type { Ctx, Deps } from './context.ts';
+import { TokenBuckets } from './rate-limit.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -15,6 +16,16 @@ declare module 'fastify' {
  * `onRequest` so a caller without a valid key gets 401 before the body is read or validated (it
  * also works as a preHandler).
  */
+const limiters = new WeakMap<Deps, TokenBuckets | null>();
+
+function limiterFor(deps: Deps): TokenBuckets | null {
+  if (!limiters.has(deps)) {
+    const perSecond = deps.config.rateLimitPerSecond;
+    limiters.set(deps, perSecond > 0 ? new TokenBuckets(perSecond) : null);
+  }
+  return limiters.get(deps)!;
+}
+
 export function apiKeyAuth(deps: Deps) {
   return async function requireApiKey(request: FastifyRequest, _reply: FastifyReply): Promise<void> {
     const header = request.headers.authorization;
@@ -25,6 +36,12 @@ export function apiKeyAuth(deps: Deps) {
     }
     const found = await authenticateKey(deps.db, key);
     if (!found) throw unauthorized('Unknown or revoked API key');
+    const limited = limiterFor(deps)?.take(found.keyId, deps.clock.now());
+    if (limited && !limited.ok) {
+      const seconds = Math.max(1, Math.ceil(limited.retryAfterMs / 1000));
+      throw new AppError('rate_limited', `Too many requests for this API key: at most ${deps.config.rateLimitPerSecond} a second; retry after ${seconds} s`,
+        { limit_per_second: deps.config.rateLimitPerSecond, retry_after_seconds: seconds }, { 'retry-after': String(seconds) });
+    }
     const log = request.log as unknown as Ctx['log'];
     log.setBindings({ merchant_id: found.merchant.id, mode: found.mode });
     request.ctx = {
