@@ -42,7 +42,7 @@ export async function processStore(t: TestContext): Promise<Store> {
 /** Environment for child processes: nothing inherited that could point them at another database. */
 export function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const { DATABASE_URL: _db, DATA_DIR: _dir, PORT: _port, PUBLIC_BASE_URL: _url, TEST_ENGINE: _engine, ...rest } = process.env;
-  return { ...rest, LOG_LEVEL: 'warn', ...extra };
+  return { ...rest, LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '0', ...extra };
 }
 
 /**

@@ -25,7 +25,7 @@ async function freePort(): Promise<number> {
 }
 
 function serviceEnv(testDb: TestDb, port: number): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'silent', DEMO_MERCHANT: 'false' };
+  const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'silent', DEMO_MERCHANT: 'false', RATE_LIMIT_PER_SECOND: '0' };
   if (engine === 'postgres') env.DATABASE_URL = `${pgUrl}?options=-c%20search_path%3D${testDb.schema}`;
   else {
     delete env.DATABASE_URL;
