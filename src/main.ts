@@ -26,7 +26,7 @@ if (config.demoMerchant) {
       [
         '',
         'Demo merchant created (shown once; keep these):',
-        `  dashboard   ${config.publicBaseUrl}/dashboard  email ${DEMO_EMAIL}  password ${demo.dashboard_password}`,
+        `  login       email ${DEMO_EMAIL}  password ${demo.dashboard_password}  (for the merchant dashboard, which is not built yet)`,
         `  live key    ${demo.live_key}`,
         `  test key    ${demo.test_key}`,
         `  bank account ${demo.bank_account_id}`,
@@ -35,6 +35,8 @@ if (config.demoMerchant) {
         `  curl -s ${config.publicBaseUrl}/v1/requests -H "Authorization: Bearer ${demo.test_key}" \\`,
         `    -H 'Content-Type: application/json' \\`,
         `    -d '{"bank_account_id":"${demo.bank_account_id}","amount":"12.50 NZD","message":"Coffee beans"}'`,
+        '',
+        'then open the "url" it returns and pay at the Sandbox Bank (username sandbox, any password).',
         '',
       ].join('\n') + '\n',
     );
