@@ -82,3 +82,19 @@ test('WEBHOOK_ALLOW_PRIVATE lets live endpoints reach private addresses', async 
   assert.equal(created.status, 201, created.text);
   assert.equal(created.body.webhook.is_test_mode, false);
 });
+
+test('an Idempotency-Key makes a retried create return the same endpoint instead of a second one', async (t) => {
+  const app = await buildTestApp(t);
+  const merchant = await createTestMerchant(app);
+  const api = apiClient(app, merchant.testKey);
+  const headers = { 'idempotency-key': 'setup-hooks-1' };
+  const first = await api.post('/v1/webhooks', { url: 'http://localhost:4000/hooks' }, { headers });
+  const again = await api.post('/v1/webhooks', { url: 'http://localhost:4000/hooks' }, { headers });
+  assert.equal(first.status, 201);
+  assert.deepEqual([again.status, again.headers['idempotent-replayed'], again.body], [200, 'true', first.body]);
+  assert.equal((await api.get('/v1/webhooks')).body.webhooks.length, 1);
+  const other = await api.post('/v1/webhooks', { url: 'http://localhost:4000/other' }, { headers });
+  assert.deepEqual([other.status, other.body], [409, {
+    code: 'conflict.idempotency_key_reused', message: 'This Idempotency-Key was used with a different request', params: { idempotency_key: 'setup-hooks-1' },
+  }]);
+});

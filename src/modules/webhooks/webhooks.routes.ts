@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import type { App } from '../../app.ts';
 import { apiKeyAuth } from '../../http/auth.ts';
 import type { Deps } from '../../http/context.ts';
-import { errorResponses, IdParams } from '../../http/schemas.ts';
+import { errorResponses, IdempotencyHeaders, IdParams } from '../../http/schemas.ts';
 import { CreateWebhookBody, DeliveryList, ListWebhooksQuery, RecoverBody, WebhookEnvelope, WebhookObject } from './webhooks.schemas.ts';
 import { createWebhook, deleteWebhook, listWebhooksFor, recoverWebhook, retrieveWebhook } from './webhooks.service.ts';
 
@@ -17,10 +17,15 @@ export async function registerWebhookRoutes(app: App, deps: Deps): Promise<void>
       tags,
       summary: 'Create a webhook endpoint',
       description: 'The response carries `secret` (base64 of 32 random bytes) once: keep it to verify X-Service-Signature. A test key creates an endpoint that receives test-mode events only.',
+      headers: IdempotencyHeaders,
       body: CreateWebhookBody,
-      response: { 201: WebhookEnvelope, ...errorResponses },
+      response: { 201: WebhookEnvelope, 200: WebhookEnvelope, ...errorResponses },
     },
-  }, async (request, reply) => reply.status(201).send(await createWebhook(request.ctx, request.body)));
+  }, async (request, reply) => {
+    const result = await createWebhook(request.ctx, request.body, request.headers['idempotency-key']);
+    if (result.replayed) reply.header('idempotent-replayed', 'true');
+    return reply.status(result.status).send(result.body);
+  });
 
   app.get('/v1/webhooks', {
     onRequest: auth,

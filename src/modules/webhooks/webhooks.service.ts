@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Ctx } from '../../http/context.ts';
+import { idempotent } from '../../http/idempotency.ts';
 import { invalidParam, notFound } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
 import { pageOf } from '../../shared/pagination.ts';
@@ -15,7 +16,8 @@ import type { CreateWebhookBody, DeliveryObject, ListWebhooksQuery } from './web
 
 type Db = Kysely<Database>;
 const owner = (ctx: Ctx): Owner => ({ userId: ctx.merchant.id, mode: ctx.mode });
-export async function createWebhook(ctx: Ctx, body: CreateWebhookBody) {
+/** Creates an endpoint; with an Idempotency-Key a retried call returns the same endpoint (and secret). */
+export async function createWebhook(ctx: Ctx, body: CreateWebhookBody, idempotencyKey?: string) {
   if (body.events) {
     const problem = eventFilterProblem(body.events);
     if (problem) throw invalidParam('events', problem);
@@ -31,8 +33,10 @@ export async function createWebhook(ctx: Ctx, body: CreateWebhookBody) {
     created_at: ctx.clock.now(),
     deleted_at: null,
   };
-  await insertEndpoint(ctx.db, row);
-  return { webhook: presentWebhook(row, { withSecret: true }) };
+  return idempotent(ctx, idempotencyKey, 'POST /v1/webhooks', body, 201, async (trx) => {
+    await insertEndpoint(trx, row);
+    return { webhook: presentWebhook(row, { withSecret: true }) };
+  });
 }
 
 export async function retrieveWebhook(ctx: Ctx, id: string) {
