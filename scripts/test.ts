@@ -3,6 +3,7 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import pg from 'pg';
 
 function findTests(dir: string): string[] {
   if (!fs.existsSync(dir)) return [];
@@ -28,8 +29,21 @@ function run(engine: 'sqlite' | 'postgres', list: string[]): number {
   return result.status ?? 1;
 }
 
+/** Test schemas (t_ + 12 hex digits) of earlier runs; tests leave theirs, see test/helpers.ts. */
+async function dropTestSchemas(url: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ name: string }>("select nspname as name from pg_namespace where nspname ~ '^t_[0-9a-f]{12}$'");
+    for (const { name } of rows) await client.query(`drop schema "${name}" cascade`);
+  } finally {
+    await client.end();
+  }
+}
+
 let status = run('sqlite', files);
 if (process.env.TEST_DATABASE_URL) {
+  await dropTestSchemas(process.env.TEST_DATABASE_URL);
   const pgStatus = run('postgres', files.filter(usesDatabase));
   status = status || pgStatus;
 } else {
