@@ -43,7 +43,10 @@ test('authorisation creates the subscription, the customer and a paid request; t
   await advanceTo((await clockNow()) + 1000);
   const [first] = await payments(sub.id);
   assert.equal(first.status, 'successful');
-  assert.deepEqual(first.amount, { value: '15.00 NZD', formatted: '$15.00' });
+  // Test mode moves 0.01 NZD; the amount asked for is requested_amount (DESIGN.md section 4).
+  assert.deepEqual(first.amount, { value: '0.01 NZD', formatted: '$0.01' });
+  assert.deepEqual(first.requested_amount, { value: '15.00 NZD', formatted: '$15.00' });
+  assert.equal(first.subscription_id, sub.id);
   assert.equal(first.cust_info.email, 'payer@example.com');
   assert.equal(first.cust_info.first_name, 'Pat');
   assert.equal((await get(sub.id)).successful_charges, 1);
@@ -62,7 +65,8 @@ test('authorisation creates the subscription, the customer and a paid request; t
 
 test('failures retry at +1, +3, +5 days at the charge time, then the slot is skipped; the next slot keeps the anchor', async (t) => {
   const { api, subscribe, events, get, payments, clockNow, advanceTo } = await setUp(t);
-  const start = new Date((await clockNow()) + 40 * DAY).toISOString().slice(0, 10);
+  // The 15th of a month at least 10 days ahead: every month has the anchor day.
+  const start = new Date((await clockNow()) + 40 * DAY).toISOString().slice(0, 8) + '15';
   const { sub } = await subscribe({ amount: '20.00 NZD', period: 'monthly', start_date: start });
   const declined = await api.post(`/v1/test-helpers/subscriptions/${sub.id}/decline-next`, { count: 4, reason: 'insufficient_funds' });
   assert.equal(declined.status, 200);
