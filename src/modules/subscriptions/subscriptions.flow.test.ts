@@ -1,5 +1,6 @@
 // Subscriptions end to end on a listening service: the pay test helper approves at the mounted
 // sandbox bank over HTTP, and the test clock drives charges, retries and events.
+// listeningApp builds on buildTestApp, so this file runs on SQLite and on PostgreSQL (TEST_ENGINE).
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { apiClient, createTestMerchant } from '../../../test/helpers.ts';
