@@ -161,3 +161,22 @@ test('completion by end date; cancellation by the merchant, by the payer and at 
   assert.equal(b.successful_charges, 1);
   assert.deepEqual((await events(bankCancelled.sub.id)).map((e) => e.type), ['subscription.created', 'subscription.cancelled']);
 });
+
+test('test helpers: bad input is refused whole and changes nothing; a live key sees 404', async (t) => {
+  const { app, merchant, api, subscribe, get } = await setUp(t);
+  const { sub } = await subscribe({ amount: '5.00 NZD', period: 'weekly' });
+  const before = await get(sub.id);
+  const bad = await api.post(`/v1/test-helpers/subscriptions/${sub.id}/decline-next`, { count: 0 });
+  assert.deepEqual([bad.status, bad.body], [400, { code: 'bad_request.invalid_param.count', message: 'count must be at least 1', params: { field: 'count' } }]);
+  const unknown = await api.post(`/v1/test-helpers/subscriptions/${sub.id}/decline-next`, { count: 1, extra: true });
+  assert.deepEqual([unknown.status, unknown.body], [400, { code: 'bad_request.unknown_param.extra', message: 'extra is not a parameter of this endpoint', params: { field: 'extra' } }]);
+  const live = apiClient(app, merchant.liveKey);
+  for (const helper of ['decline-next', 'cancel-at-bank', 'cancel-by-payer']) {
+    const reply = await live.post(`/v1/test-helpers/subscriptions/${sub.id}/${helper}`, helper === 'decline-next' ? { count: 1 } : undefined);
+    assert.deepEqual([reply.status, reply.body], [404, { code: 'not_found.route', message: 'Test helpers exist only for test keys (sk_test_…)', params: {} }]);
+  }
+  const id = 'subscription_01ARZ3NDEKTSV4RRFFQ69G5FAV';
+  const missing = await api.post(`/v1/test-helpers/subscriptions/${id}/cancel-by-payer`);
+  assert.deepEqual([missing.status, missing.body], [404, { code: 'not_found.subscription', message: `No such subscription: ${id}`, params: { id } }]);
+  assert.deepEqual(await get(sub.id), before);
+});
