@@ -50,7 +50,8 @@ export type ParsedForm =
 export function parseCheckoutForm(request: RequestRow, values: FormValues, bankIds: string[]): ParsedForm {
   const errors: FieldError[] = [];
   let amountCents: number | null = null;
-  if (request.amount_cents === null) {
+  // Recurring and subscription requests carry their amounts in their options: nothing to choose.
+  if (request.amount_cents === null && request.kind === 'payment') {
     const typed = text(values, 'amount_other');
     const chosen = text(values, 'amount_choice');
     const raw = typed !== '' ? typed : chosen === 'other' ? '' : chosen;

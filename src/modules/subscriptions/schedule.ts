@@ -117,17 +117,39 @@ const retryDays: Record<SubscriptionPeriod, readonly number[]> = {
   annually: [1, 3, 5],
 };
 
+/**
+ * Memoised pure calendar steps. The charge engine asks the same questions for many subscriptions
+ * (the same anchors, slots and minutes of the day), and each luxon zone computation is costly.
+ */
+function memo<T>(compute: (key: string) => T): (key: string) => T {
+  const cache = new Map<string, T>();
+  return (key) => {
+    let value = cache.get(key);
+    if (value === undefined) {
+      value = compute(key);
+      if (cache.size >= 20_000) cache.clear();
+      cache.set(key, value);
+    }
+    return value;
+  };
+}
+
 const localDatePattern = /^\d{4}-\d{2}-\d{2}$/;
 const localTimePattern = /^\d{2}:\d{2}(:\d{2}(\.\d{3})?)?$/;
 
 /** An anchor from its stored parts: a local date and a local time of day (HH:mm, HH:mm:ss or HH:mm:ss.SSS). */
 export function makeAnchor(period: SubscriptionPeriod, localDate: string, localTime: string): Anchor {
+  return { ...anchorOf(`${period}|${localDate}|${localTime}`) };
+}
+
+const anchorOf = memo((key: string): Anchor => {
+  const [period, localDate, localTime] = key.split('|') as [SubscriptionPeriod, string, string];
   const date = DateTime.fromISO(localDate, { zone: 'utc' });
   const time = DateTime.fromISO(`1970-01-01T${localTime}`, { zone: 'utc' });
   if (!localDatePattern.test(localDate) || !date.isValid) throw new RangeError(`makeAnchor: invalid local date ${localDate}`);
   if (!localTimePattern.test(localTime) || !time.isValid) throw new RangeError(`makeAnchor: invalid local time ${localTime}`);
   return { period, localDate, localTime: time.toFormat(TIME_FORMAT), dayOfMonth: date.day, weekday: date.weekday };
-}
+});
 
 /** The anchor whose slot 0 is the local date and time of day of `at` in `zone`. */
 export function anchorAt(period: SubscriptionPeriod, at: number, zone: string = DEFAULT_ZONE): Anchor {
@@ -139,9 +161,14 @@ export function anchorAt(period: SubscriptionPeriod, at: number, zone: string = 
 /** The local date (YYYY-MM-DD) of slot n: the anchor date plus n periods, clamped to the month's end. */
 export function slotDate(anchor: Anchor, n: number): string {
   if (!Number.isSafeInteger(n) || n < 0) throw new RangeError(`slotDate: slot must be a whole number >= 0, got ${n}`);
-  // Pure calendar arithmetic on a zone-less date; luxon clamps a missing day to the month's last day.
-  return DateTime.fromISO(anchor.localDate, { zone: 'utc' }).plus(step[anchor.period](n)).toISODate()!;
+  return slotDateOf(`${anchor.period}|${anchor.localDate}|${n}`);
 }
+
+const slotDateOf = memo((key: string): string => {
+  const [period, localDate, n] = key.split('|') as [SubscriptionPeriod, string, string];
+  // Pure calendar arithmetic on a zone-less date; luxon clamps a missing day to the month's last day.
+  return DateTime.fromISO(localDate, { zone: 'utc' }).plus(step[period](Number(n))).toISODate()!;
+});
 
 /**
  * The instant of a local wall time in `zone`. In a spring-forward gap luxon moves it forward by the
@@ -149,14 +176,21 @@ export function slotDate(anchor: Anchor, n: number): string {
  * the earlier occurrence (the offset in force the day before) is chosen here explicitly.
  */
 function localInstant(localDate: string, localTime: string, zone: string): number {
-  const wallTime = `${localDate}T${localTime}`;
+  // Offsets change only on whole minutes, so the instant of HH:mm (gap and overlap rules included)
+  // plus the seconds and milliseconds is the instant of HH:mm:ss.SSS.
+  return minuteInstant(`${zone}|${localDate}|${localTime.slice(0, 5)}`) + Math.round(Number(localTime.slice(6) || '0') * 1000);
+}
+
+const minuteInstant = memo((key: string): number => {
+  const [zone, localDate, minute] = key.split('|') as [string, string, string];
+  const wallTime = `${localDate}T${minute}:00.000`;
   const chosen = DateTime.fromISO(wallTime, { zone });
   if (!chosen.isValid) throw new RangeError(`invalid local time ${wallTime} or zone ${zone}`);
   const offsetBefore = chosen.minus({ days: 1 }).offset;
   if (offsetBefore === chosen.offset) return chosen.toMillis();
   const earlier = DateTime.fromISO(wallTime, { zone: FixedOffsetZone.instance(offsetBefore) }).setZone(zone);
   return earlier.toFormat(WALL_FORMAT) === wallTime && earlier.toMillis() < chosen.toMillis() ? earlier.toMillis() : chosen.toMillis();
-}
+});
 
 /** The nominal charge time of slot n: its local date at the anchor's local time of day, in `zone`. */
 export function chargeAt(anchor: Anchor, n: number, zone: string = DEFAULT_ZONE): number {

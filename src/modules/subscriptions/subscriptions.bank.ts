@@ -1,13 +1,12 @@
 import type { Deps } from '../../http/context.ts';
-import type { BankConnector, BankRegistry } from '../banks/bank-connector.ts';
+import type { BankConnector } from '../banks/bank-connector.ts';
 import type { SubscriptionRow } from './subscriptions.repo.ts';
 
 // How a subscription reaches its bank: the connector for the bank the payer chose, in the
 // subscription's mode (test mode always routes to the sandbox bank).
 
 export function bankOf(deps: Deps, sub: Pick<SubscriptionRow, 'bank_id' | 'mode'>): BankConnector | null {
-  const registry = (deps as Deps & { banks?: BankRegistry }).banks;
-  return registry?.connectorFor(sub.bank_id, sub.mode) ?? null;
+  return deps.banks.connectorFor(sub.bank_id, sub.mode);
 }
 
 /** Best effort after the subscription ended: the bank stops honouring the consent too. */

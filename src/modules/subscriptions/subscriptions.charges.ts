@@ -1,4 +1,4 @@
-import type { Kysely, Transaction } from 'kysely';
+import type { Kysely, Transaction, Updateable } from 'kysely';
 import type { Deps } from '../../http/context.ts';
 import type { JobContext, JobHandler, JobResult } from '../../jobs/worker.ts';
 import { newId } from '../../shared/ids.ts';
@@ -13,6 +13,7 @@ import { findPaymentById } from '../payments/payments.repo.ts';
 import { createPaymentRow, setPaymentStatus, type PaymentRow } from '../payments/payments.service.ts';
 import { slotDate } from './schedule.ts';
 import { bankOf } from './subscriptions.bank.ts';
+import type { SubscriptionsTable } from './subscriptions.tables.ts';
 import { findCharge, insertChargeIfNew, lockSubscription, updateCharge, updateSubscription, type ChargeRow, type SubscriptionRow } from './subscriptions.repo.ts';
 import { isConsentGone, nextAfterSlot, retryAfterFailure, scheduleOf } from './subscriptions.rules.ts';
 import { cancelInTransaction } from './subscriptions.service.ts';
@@ -54,7 +55,7 @@ async function claim(deps: Deps, trx: Trx, subscriptionId: string, now: number, 
   if (sub.next_charge_at > now) return { done: { retryAt: deps.clock.now() + (sub.next_charge_at - now) } };
   const schedule = scheduleOf(sub);
   const date = slotDate(schedule.anchor, sub.next_slot);
-  let charge = await findCharge(trx, sub.id, date);
+  const charge = await findCharge(trx, sub.id, date);
   if (charge && charge.status === 'in_flight' && charge.last_payment_id) {
     // A crash (or a lost answer) after the bank was called: submit the same payment again.
     const payment = await findPaymentById(trx, charge.last_payment_id);
@@ -66,13 +67,6 @@ async function claim(deps: Deps, trx: Trx, subscriptionId: string, now: number, 
     await advance(deps, trx, sub, sub.next_slot, now);
     return { done: undefined };
   }
-  if (!charge) {
-    charge = {
-      id: newId('charge'), subscription_id: sub.id, slot: sub.next_slot, slot_date: date, charge_at: sub.next_charge_at,
-      status: 'in_flight', attempts: 0, last_payment_id: null, last_error: null, next_attempt_at: null, created_at: now, updated_at: now,
-    };
-    if (!(await insertChargeIfNew(trx, charge))) throw new Error(`charge slot ${sub.id} ${date} taken concurrently`);
-  }
   const payment = await createPaymentRow(trx, {
     request: { id: sub.request_id, user_id: sub.user_id, mode: sub.mode, merchant_identifier: sub.merchant_identifier, reference: sub.reference },
     amountCents: sub.amount_cents,
@@ -81,8 +75,16 @@ async function claim(deps: Deps, trx: Trx, subscriptionId: string, now: number, 
     subscriptionId: sub.id,
   }, now);
   await recordCustInfo(trx, payment.id, payerDetailsOf(sub), now);
-  const attempts = charge.attempts + 1;
-  const changes = { status: 'in_flight', attempts, last_payment_id: payment.id, next_attempt_at: null, updated_at: now };
+  if (!charge) {
+    // The slot's first attempt: its charge row is written once, already pointing at the payment.
+    const fresh: ChargeRow = {
+      id: newId('charge'), subscription_id: sub.id, slot: sub.next_slot, slot_date: date, charge_at: sub.next_charge_at,
+      status: 'in_flight', attempts: 1, last_payment_id: payment.id, last_error: null, next_attempt_at: null, created_at: now, updated_at: now,
+    };
+    if (!(await insertChargeIfNew(trx, fresh))) throw new Error(`charge slot ${sub.id} ${date} taken concurrently`);
+    return { sub, charge: fresh, payment };
+  }
+  const changes = { status: 'in_flight', attempts: charge.attempts + 1, last_payment_id: payment.id, next_attempt_at: null, updated_at: now };
   await updateCharge(trx, charge.id, changes);
   return { sub, charge: { ...charge, ...changes }, payment };
 }
@@ -107,16 +109,16 @@ async function submit(deps: Deps, db: Db, attempt: Attempt, now: number): Promis
 }
 
 /** The subscription moves past a settled slot: to the next slot's job, or to completion. */
-async function advance(deps: Deps, trx: Db, sub: SubscriptionRow, slot: number, now: number, successfulCount = sub.successful_count): Promise<number | null> {
-  const next = nextAfterSlot(scheduleOf(sub), successfulCount, slot);
+async function advance(deps: Deps, trx: Db, sub: SubscriptionRow, slot: number, now: number, counts: Updateable<SubscriptionsTable> = {}): Promise<number | null> {
+  const next = nextAfterSlot(scheduleOf(sub), sub.successful_count, slot);
   if (next.kind === 'complete') {
-    await updateSubscription(trx, sub.id, { status: 'completed', completed_at: now, next_slot: null, next_charge_at: null, updated_at: now });
+    await updateSubscription(trx, sub.id, { ...counts, status: 'completed', completed_at: now, next_slot: null, next_charge_at: null, updated_at: now });
     await emitEvent(trx, scopeOf(sub), 'subscription.completed', sub.id, {
       id: sub.id, user_id: sub.user_id, merchant_identifier: sub.merchant_identifier, updated_at: iso(now),
     }, now);
     return null;
   }
-  await updateSubscription(trx, sub.id, { next_slot: next.slot, next_charge_at: next.at, updated_at: now });
+  await updateSubscription(trx, sub.id, { ...counts, next_slot: next.slot, next_charge_at: next.at, updated_at: now });
   await scheduleCharge(trx, deps, sub, next.at, now);
   return next.at;
 }
@@ -142,9 +144,9 @@ async function record(deps: Deps, trx: Trx, claimed: Attempt, result: Submission
   if (result.ok && result.outcome === 'successful') {
     await setPaymentStatus(trx, payment, 'successful', now, { bank_payment_id: result.paymentId });
     await updateCharge(trx, charge.id, { status: 'successful', last_error: null, updated_at: now });
-    const successful = sub.successful_count + 1;
-    await updateSubscription(trx, sub.id, { successful_count: successful, updated_at: now });
-    if (active) await advance(deps, trx, { ...sub, successful_count: successful }, charge.slot, now);
+    const counts = { successful_count: sub.successful_count + 1 };
+    if (active) await advance(deps, trx, { ...sub, ...counts }, charge.slot, now, counts);
+    else await updateSubscription(trx, sub.id, { ...counts, updated_at: now });
     return undefined;
   }
 
@@ -154,18 +156,18 @@ async function record(deps: Deps, trx: Trx, claimed: Attempt, result: Submission
   await setPaymentStatus(trx, payment, 'failed', now, {
     failure_reason: failure.reason, ...(result.ok && { bank_payment_id: result.paymentId }),
   });
-  const failedCount = sub.failed_count + 1;
-  await updateSubscription(trx, sub.id, { failed_count: failedCount, updated_at: now });
-  const failedSub = { ...sub, failed_count: failedCount };
+  const failedSub = { ...sub, failed_count: sub.failed_count + 1 };
 
   if (isConsentGone(failure)) {
     // The payer withdrew the consent at their bank: this attempt fails and the subscription ends.
     await updateCharge(trx, charge.id, { status: 'cancelled', last_error: failure.reason, updated_at: now });
+    await updateSubscription(trx, sub.id, { failed_count: failedSub.failed_count, updated_at: now });
     if (active || sub.status === 'paused') await cancelInTransaction(trx, failedSub, 'bank', now);
     return undefined;
   }
   if (!active) {
     await updateCharge(trx, charge.id, { status: 'dropped', last_error: failure.reason, updated_at: now });
+    await updateSubscription(trx, sub.id, { failed_count: failedSub.failed_count, updated_at: now });
     return undefined;
   }
 
@@ -177,15 +179,14 @@ async function record(deps: Deps, trx: Trx, claimed: Attempt, result: Submission
   };
   if (retryAt !== null) {
     await updateCharge(trx, charge.id, { status: 'retrying', last_error: failure.reason, next_attempt_at: retryAt, updated_at: now });
-    await updateSubscription(trx, sub.id, { next_charge_at: retryAt, updated_at: now });
+    await updateSubscription(trx, sub.id, { failed_count: failedSub.failed_count, next_charge_at: retryAt, updated_at: now });
     await emitEvent(trx, scopeOf(sub), 'subscription.charge_failed', sub.id, { ...failed, next_attempt_at: iso(retryAt) }, now);
     await scheduleCharge(trx, deps, sub, retryAt, now);
     return undefined;
   }
   await updateCharge(trx, charge.id, { status: 'skipped', last_error: failure.reason, updated_at: now });
-  await updateSubscription(trx, sub.id, { skipped_count: sub.skipped_count + 1, updated_at: now });
   await emitEvent(trx, scopeOf(sub), 'subscription.charge_failed', sub.id, failed, now);
-  const nextAt = await advance(deps, trx, failedSub, charge.slot, now);
+  const nextAt = await advance(deps, trx, failedSub, charge.slot, now, { failed_count: failedSub.failed_count, skipped_count: sub.skipped_count + 1 });
   await emitEvent(trx, scopeOf(sub), 'subscription.charge_skipped', sub.id, {
     id: sub.id, user_id: sub.user_id, merchant_identifier: sub.merchant_identifier, attempts: charge.attempts,
     skipped_charge_at: iso(charge.charge_at), next_charge_at: nextAt === null ? null : iso(nextAt), updated_at: iso(now),

@@ -1,5 +1,6 @@
 // Exactly once across crashes and processes: real `node src/main.ts` processes on one database,
 // SIGKILLed mid-run and restarted; and, on PostgreSQL, two processes charging one due set.
+// engine follows TEST_ENGINE, so `npm test` runs this file on PostgreSQL too.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';

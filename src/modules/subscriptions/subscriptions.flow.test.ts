@@ -1,5 +1,6 @@
 // Subscriptions end to end on a listening service: the pay test helper approves at the mounted
 // sandbox bank over HTTP, and the test clock drives charges, retries and events.
+// listeningApp builds on buildTestApp, so this file runs on SQLite and on PostgreSQL (TEST_ENGINE).
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { apiClient, createTestMerchant } from '../../../test/helpers.ts';
@@ -43,7 +44,10 @@ test('authorisation creates the subscription, the customer and a paid request; t
   await advanceTo((await clockNow()) + 1000);
   const [first] = await payments(sub.id);
   assert.equal(first.status, 'successful');
-  assert.deepEqual(first.amount, { value: '15.00 NZD', formatted: '$15.00' });
+  // Test mode moves 0.01 NZD; the amount asked for is requested_amount (DESIGN.md section 4).
+  assert.deepEqual(first.amount, { value: '0.01 NZD', formatted: '$0.01' });
+  assert.deepEqual(first.requested_amount, { value: '15.00 NZD', formatted: '$15.00' });
+  assert.equal(first.subscription_id, sub.id);
   assert.equal(first.cust_info.email, 'payer@example.com');
   assert.equal(first.cust_info.first_name, 'Pat');
   assert.equal((await get(sub.id)).successful_charges, 1);
@@ -62,7 +66,8 @@ test('authorisation creates the subscription, the customer and a paid request; t
 
 test('failures retry at +1, +3, +5 days at the charge time, then the slot is skipped; the next slot keeps the anchor', async (t) => {
   const { api, subscribe, events, get, payments, clockNow, advanceTo } = await setUp(t);
-  const start = new Date((await clockNow()) + 40 * DAY).toISOString().slice(0, 10);
+  // The 15th of a month at least 10 days ahead: every month has the anchor day.
+  const start = new Date((await clockNow()) + 40 * DAY).toISOString().slice(0, 8) + '15';
   const { sub } = await subscribe({ amount: '20.00 NZD', period: 'monthly', start_date: start });
   const declined = await api.post(`/v1/test-helpers/subscriptions/${sub.id}/decline-next`, { count: 4, reason: 'insufficient_funds' });
   assert.equal(declined.status, 200);
@@ -155,4 +160,23 @@ test('completion by end date; cancellation by the merchant, by the payer and at 
   assert.equal(b.cancelled_by, 'bank');
   assert.equal(b.successful_charges, 1);
   assert.deepEqual((await events(bankCancelled.sub.id)).map((e) => e.type), ['subscription.created', 'subscription.cancelled']);
+});
+
+test('test helpers: bad input is refused whole and changes nothing; a live key sees 404', async (t) => {
+  const { app, merchant, api, subscribe, get } = await setUp(t);
+  const { sub } = await subscribe({ amount: '5.00 NZD', period: 'weekly' });
+  const before = await get(sub.id);
+  const bad = await api.post(`/v1/test-helpers/subscriptions/${sub.id}/decline-next`, { count: 0 });
+  assert.deepEqual([bad.status, bad.body], [400, { code: 'bad_request.invalid_param.count', message: 'count must be at least 1', params: { field: 'count' } }]);
+  const unknown = await api.post(`/v1/test-helpers/subscriptions/${sub.id}/decline-next`, { count: 1, extra: true });
+  assert.deepEqual([unknown.status, unknown.body], [400, { code: 'bad_request.unknown_param.extra', message: 'extra is not a parameter of this endpoint', params: { field: 'extra' } }]);
+  const live = apiClient(app, merchant.liveKey);
+  for (const helper of ['decline-next', 'cancel-at-bank', 'cancel-by-payer']) {
+    const reply = await live.post(`/v1/test-helpers/subscriptions/${sub.id}/${helper}`, helper === 'decline-next' ? { count: 1 } : undefined);
+    assert.deepEqual([reply.status, reply.body], [404, { code: 'not_found.route', message: 'Test helpers exist only for test keys (sk_test_…)', params: {} }]);
+  }
+  const id = 'subscription_01ARZ3NDEKTSV4RRFFQ69G5FAV';
+  const missing = await api.post(`/v1/test-helpers/subscriptions/${id}/cancel-by-payer`);
+  assert.deepEqual([missing.status, missing.body], [404, { code: 'not_found.subscription', message: `No such subscription: ${id}`, params: { id } }]);
+  assert.deepEqual(await get(sub.id), before);
 });
