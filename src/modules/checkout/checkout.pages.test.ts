@@ -106,7 +106,7 @@ test('embedding: frame-ancestors is the given origin only; embed.js knows the se
 });
 
 test('merchant logos are fetched by the service and served from its own origin, images only', async (t) => {
-  const { app, merchant, test: api } = await setup(t);
+  const { app, merchant, test: api, live } = await setup(t);
   const http = await import('node:http');
   const png = Buffer.from('89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8ffff3f0005fe02fea7d6a4a60000000049454e44ae426082', 'hex');
   const server = http.createServer((req, res) => {
@@ -127,6 +127,11 @@ test('merchant logos are fetched by the service and served from its own origin, 
   assert.equal(logo.headers['content-type'], 'image/png');
   assert.deepEqual(logo.rawPayload, png);
   assert.equal((await page(app, `/pay/${id}/banner`)).statusCode, 404, 'an SVG is not relayed');
+
+  const liveId = (await live.post('/v1/requests', {
+    bank_account_id: merchant.bankAccountId, amount: '5.00 NZD', message: 'Thing', logo_image_url: `${base}/logo.png`,
+  })).body.request.id;
+  assert.equal((await page(app, `/pay/${liveId}/logo`)).statusCode, 404, 'a live request never makes the service fetch from a private address');
 });
 
 test('recurring and subscription requests state what the payer agrees to, in plain words, before the bank', async (t) => {
