@@ -46,7 +46,7 @@ export function qrPng(text: string): Buffer {
   header.writeUInt32BE(pixels, 4);
   header[8] = 1; // bit depth
   header[9] = 0; // greyscale
-  return Buffer.concat([PNG_SIGNATURE, chunk('IHDR', header), chunk('IDAT', deflateSync(raw, { level: 6 })), IEND]);
+  return Buffer.concat([PNG_SIGNATURE, chunk('IHDR', header), chunk('IDAT', deflateSync(raw, { level: 6, windowBits: 10, memLevel: 2 })), IEND]);
 }
 
 export async function qrDataUri(text: string): Promise<string> {
