@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
 import type { Logger } from 'pino';
-import { lockSkipLocked, type Db } from '../store/db.ts';
+import { lockSkipLocked, relaxDurability, type Db } from '../store/db.ts';
 import type { Database, JobsTable } from '../store/tables.ts';
 import { shiftedClock, systemClock, type Clock } from '../shared/time.ts';
 import { onJobEnqueued } from './queue.ts';
@@ -135,6 +135,8 @@ export class Worker {
       if (this.options.excludeKinds.length > 0) query = query.where('kind', 'not in', this.options.excludeKinds);
       const ids = (await lockSkipLocked(trx, query).execute()).map((row) => row.id);
       if (ids.length === 0) return [];
+      // A lease lost in a crash only lets the job be claimed again, which handlers allow for.
+      await relaxDurability(trx);
       const rows = await trx
         .updateTable('jobs')
         .set((eb) => ({ locked_by: this.id, locked_until: now + leaseMs, attempts: eb('attempts', '+', 1) }))
@@ -149,8 +151,11 @@ export class Worker {
     const { db, log, handlers, maxAttempts } = this.options;
     const handler = handlers[job.kind];
     const jobLog = log.child({ job_id: job.id, job_kind: job.kind });
-    const mine = (trx: Kysely<Database>) =>
-      trx.deleteFrom('jobs').where('id', '=', job.id).where('locked_by', '=', this.id).execute().then(() => undefined);
+    let finished = false;
+    const mine = (trx: Kysely<Database>) => {
+      finished = true;
+      return trx.deleteFrom('jobs').where('id', '=', job.id).where('locked_by', '=', this.id).execute().then(() => undefined);
+    };
     try {
       if (!handler) throw new Error(`no handler for job kind ${job.kind}`);
       const clock = job.clock_id
@@ -164,7 +169,8 @@ export class Worker {
           .where('id', '=', job.id)
           .where('locked_by', '=', this.id)
           .execute();
-      } else {
+      } else if (!finished) {
+        // (A handler that finished the job in its own transaction needs no second delete.)
         await mine(db);
       }
     } catch (error) {

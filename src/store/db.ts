@@ -3,7 +3,7 @@ import path from 'node:path';
 import { Kysely, PostgresAdapter, PostgresDialect, sql, type SelectQueryBuilder } from 'kysely';
 import pg from 'pg';
 import type { Database } from './tables.ts';
-import { nodeSqliteDialect, openSqlite } from './sqlite-dialect.ts';
+import { nodeSqliteDialect, openSqlite, RELAXED_DURABILITY_MARKER } from './sqlite-dialect.ts';
 
 // Dialect differences live in this file and nowhere else.
 
@@ -46,6 +46,15 @@ export function lockForUpdate<QB extends SelectQueryBuilder<any, any, any>>(db: 
 /** FOR UPDATE SKIP LOCKED where several processes may claim the same rows (PostgreSQL). */
 export function lockSkipLocked<QB extends SelectQueryBuilder<any, any, any>>(db: Kysely<any>, query: QB): QB {
   return engineOf(db) === 'postgres' ? (query.forUpdate().skipLocked() as QB) : query;
+}
+
+/**
+ * Inside a transaction whose writes may be lost in a crash without harm (claiming a job's lease),
+ * lets the caller go on before the commit reaches the disk. On PostgreSQL a commit is a round trip
+ * with its own fsync and this does nothing.
+ */
+export async function relaxDurability(trx: Kysely<any>): Promise<void> {
+  if (engineOf(trx) === 'sqlite') await sql.raw(RELAXED_DURABILITY_MARKER).execute(trx);
 }
 
 export async function checkDb(db: Db): Promise<void> {

@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { sql } from 'kysely';
-import { openDb } from './db.ts';
+import { openDb, relaxDurability } from './db.ts';
 import { transact } from './tx.ts';
 
 function tempFile() {
@@ -58,5 +58,21 @@ test('a write is on disk when its promise resolves, even if the process dies rig
   assert.equal(output.trim(), 'done');
   const check = new DatabaseSync(file);
   assert.equal((check.prepare('select count(*) as n from items').get() as { n: number }).n, 50);
+  check.close();
+});
+
+test('a relaxed unit (a job lease) still commits with its batch', async (t) => {
+  const { file, cleanup } = tempFile();
+  t.after(cleanup);
+  const db = openDb({ engine: 'sqlite', file }) as any;
+  await sql`create table leases (id integer primary key)`.execute(db);
+  await transact(db, async (trx: any) => {
+    await trx.insertInto('leases').values({ id: 1 }).execute();
+    await relaxDurability(trx);
+  });
+  await transact(db, async (trx: any) => trx.insertInto('leases').values({ id: 2 }).execute());
+  await db.destroy();
+  const check = new DatabaseSync(file);
+  assert.deepEqual((check.prepare('select id from leases order by id').all() as Array<{ id: number }>).map((r) => r.id), [1, 2]);
   check.close();
 });

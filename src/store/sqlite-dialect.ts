@@ -24,6 +24,13 @@ import {
 
 type Params = ReadonlyArray<unknown>;
 
+/**
+ * Sent as a query inside a unit of work, tells the driver that the unit's caller need not wait for
+ * its COMMIT to reach the disk (it still commits with its batch). For writes that are safe to lose
+ * in a crash, such as taking a job's lease: a lost lease only lets the job be claimed again.
+ */
+export const RELAXED_DURABILITY_MARKER = "select 'tono: relaxed durability'";
+
 function bindable(params: Params): SQLInputValue[] {
   return params.map((value) => (typeof value === 'boolean' ? (value ? 1 : 0) : value)) as SQLInputValue[];
 }
@@ -97,6 +104,10 @@ class GroupCommitDriver implements Driver {
   }
 
   run(sql: string, parameters: Params, connection: UnitConnection): QueryResult<any> {
+    if (sql === RELAXED_DURABILITY_MARKER) {
+      connection.relaxed = true;
+      return { rows: [] };
+    }
     const { statement, reader } = this.prepare(sql);
     if (reader) return { rows: statement.all(...bindable(parameters)) as any[] };
     if (/^\s*vacuum/i.test(sql)) {
@@ -173,7 +184,7 @@ class GroupCommitDriver implements Driver {
     this.unlock();
     if (!batch) return;
     this.scheduleCommit();
-    await batch.promise;
+    if (!unit.relaxed) await batch.promise;
   }
 
   private scheduleCommit(): void {
@@ -223,6 +234,8 @@ class GroupCommitDriver implements Driver {
 
 class UnitConnection implements DatabaseConnection {
   dirty = false;
+  /** The unit's writes may be lost in a crash (a job lease): its caller need not wait for the fsync. */
+  relaxed = false;
   inTransaction = false;
   savepoint: string | null = null;
   private readonly driver: GroupCommitDriver;

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { onJobEnqueued } from '../../jobs/queue.ts';
 import { newId } from '../../shared/ids.ts';
 import { systemClock, type Clock } from '../../shared/time.ts';
-import { lockSkipLocked, type Db } from '../../store/db.ts';
+import { lockSkipLocked, relaxDurability, type Db } from '../../store/db.ts';
 import { transact } from '../../store/tx.ts';
 import { WEBHOOK_DELIVERY_JOB, type DeliveryJobPayload } from './deliveries.repo.ts';
 import { DELIVERY_POLICY, isAcknowledged, nextAttemptAt, type DeliveryPolicy } from './retry-policy.ts';
@@ -95,7 +95,7 @@ export class WebhookDispatcher {
     this.timeoutMs = options.timeoutMs ?? DELIVERY_POLICY.timeoutMs;
     this.policy = options.policy ?? DELIVERY_POLICY;
     this.maxInFlight = options.maxInFlight ?? 1024;
-    this.perEndpoint = options.perEndpoint ?? 128;
+    this.perEndpoint = options.perEndpoint ?? 256;
     this.pollMs = options.pollMs ?? 100;
     this.leaseMs = options.leaseMs ?? 10_000;
     this.sender = options.sender ?? createUndiciSender({ allowPrivate: options.allowPrivate ?? false, connectionsPerOrigin: this.perEndpoint });
@@ -179,6 +179,8 @@ export class WebhookDispatcher {
           .limit(room),
       ).execute();
       if (due.length === 0) return { scanned: 0, work: [] };
+      // A lease lost in a crash only lets the delivery be claimed again (at least once).
+      await relaxDurability(trx);
 
       const take: Array<{ jobId: string; payload: DeliveryJobPayload }> = [];
       const later: string[] = [];
@@ -193,7 +195,7 @@ export class WebhookDispatcher {
         }
       }
       if (later.length > 0) {
-        await trx.updateTable('jobs').set({ run_at: now + 50 + Math.floor(this.random() * 100) }).where('id', 'in', later).execute();
+        await trx.updateTable('jobs').set({ run_at: now + 10 + Math.floor(this.random() * 30) }).where('id', 'in', later).execute();
       }
       if (take.length === 0) return { scanned: due.length, work: [] };
 
