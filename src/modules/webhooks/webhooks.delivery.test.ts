@@ -7,7 +7,7 @@ import { apiClient, buildTestApp, createTestMerchant, type ApiClient, type TestA
 import type { Clock } from '../../shared/time.ts';
 import { backoffCeilingMs } from './retry-policy.ts';
 import { startReceiver, type Receiver } from './receiver.test-support.ts';
-import { verifyWebhookSignature } from './verify.ts';
+import { verifyWebhookSignature } from './verify.js';
 import { WebhookDispatcher, type DispatcherOptions } from './webhooks.dispatcher.ts';
 
 const silent = pino({ level: 'silent' });

@@ -8,7 +8,7 @@ import { transact } from '../../store/tx.ts';
 import { WEBHOOK_DELIVERY_JOB, type DeliveryJobPayload } from './deliveries.repo.ts';
 import { DELIVERY_POLICY, isAcknowledged, nextAttemptAt, type DeliveryPolicy } from './retry-policy.ts';
 import { createUndiciSender, type SendResult, type Sender } from './webhooks.sender.ts';
-import { signWebhookBody } from './verify.ts';
+import { signWebhookBody } from './verify.js';
 import type { WebhookAttemptsTable } from './webhooks.tables.ts';
 
 // Webhook delivery has its own dispatcher rather than the generic Worker, for throughput and
