@@ -76,10 +76,6 @@ export async function findPaymentByIdempotencyKey(db: Db, owner: Owner, key: str
     .where('idempotency_key', '=', key).executeTakeFirst();
 }
 
-export async function findPaymentRow(db: Db, id: string): Promise<PaymentRow | undefined> {
-  return db.selectFrom('payments').selectAll().where('id', '=', id).executeTakeFirst();
-}
-
 export type ConsentFilters = { status?: string; email?: string; request_id?: string; merchant_identifier?: string; limit: number; starting_after?: string };
 
 export async function listConsents(db: Db, owner: Owner, filters: ConsentFilters): Promise<ConsentRow[]> {

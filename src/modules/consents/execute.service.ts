@@ -6,9 +6,9 @@ import type { JobHandler } from '../../jobs/worker.ts';
 import { transact } from '../../store/tx.ts';
 import type { BankConnector, BankResult, BankPaymentOutcome } from '../banks/bank-connector.ts';
 import { connectorFor, creditorOf, remittanceOf } from '../payments/payments.banks.ts';
-import { clockIdOf, clockOf, createPaymentRow, presentPayment, setPaymentStatus, type PaymentRow } from '../payments/payments.service.ts';
+import { clockIdOf, clockOf, createPaymentRow, findPaymentById, lockPayment, presentPayment, setPaymentStatus, type PaymentRow } from '../payments/payments.service.ts';
 import {
-  cancelJob, findConsentByTokenHash, findPaymentByIdempotencyKey, findPaymentRow, lockConsent, updateConsent, usageOf, type ConsentRow, type Owner,
+  cancelJob, findConsentByTokenHash, findPaymentByIdempotencyKey, lockConsent, updateConsent, usageOf, type ConsentRow, type Owner,
 } from './consents.repo.ts';
 import {
   consentNotActiveError, consentRevokedError, effectiveConsentStatus, executionFingerprint, hashConsentToken, limitRefusalError, limitsOf,
@@ -130,7 +130,7 @@ async function replay(deps: Deps, earlier: PaymentRow, fingerprint: string): Pro
   const deadline = Date.now() + REPLAY_WAIT_MS;
   while (payment.status === 'awaiting-consent' && Date.now() < deadline) {
     await new Promise((resolve) => setTimeout(resolve, 20));
-    payment = (await findPaymentRow(deps.db, payment.id)) ?? payment;
+    payment = (await findPaymentById(deps.db, payment.id)) ?? payment;
   }
   return { status: 200, payment: presentPayment(payment) };
 }
@@ -184,10 +184,11 @@ type Outcome = {
 };
 
 async function record(deps: Deps, paymentId: string, outcome: Outcome, consentEnded: 'revoked' | 'expired' | null = null): Promise<PaymentRow> {
-  const current = (await findPaymentRow(deps.db, paymentId))!;
+  const current = (await findPaymentById(deps.db, paymentId))!;
   const clock = await clockOf(deps, current);
   return transact(deps.db, async (trx) => {
-    const payment = (await trx.selectFrom('payments').selectAll().where('id', '=', paymentId).executeTakeFirst())!;
+    // Locked: the settle job may record the same payment's outcome at the same time.
+    const payment = (await lockPayment(trx, paymentId))!;
     const now = clock.now();
     // Found revoked at the bank: no webhook (the payer did it there), the consent is simply over.
     if (consentEnded && payment.recurring_consent_id) {
@@ -218,7 +219,7 @@ const SETTLE_RETRY_MAX_MS = 10 * 60_000;
  */
 export function settleExecutionJob(deps: Deps): JobHandler {
   return async (payload: { payment_id: string }, { job, clock }) => {
-    const payment = await findPaymentRow(deps.db, payload.payment_id);
+    const payment = await findPaymentById(deps.db, payload.payment_id);
     if (!payment || !payment.recurring_consent_id || !['awaiting-consent', 'unconfirmed'].includes(payment.status)) return;
     const consent = await deps.db.selectFrom('recurring_consents').selectAll().where('id', '=', payment.recurring_consent_id).executeTakeFirstOrThrow();
     const recorded = await submitAndRecord(deps, consent, payment, clock.now());

@@ -23,6 +23,8 @@ type Db = Kysely<Database>;
 
 export { presentPayment, type PaymentObject } from './payments.present.ts';
 export type { PaymentRow } from './payments.repo.ts';
+// Reads other modules need (recurring executions, subscription charges) without reaching into the repo.
+export { findPaymentById, lockPayment } from './payments.repo.ts';
 
 export type NewPayment = {
   request: Pick<RequestRow, 'id' | 'user_id' | 'mode' | 'merchant_identifier' | 'reference'>;

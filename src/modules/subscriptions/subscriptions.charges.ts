@@ -9,8 +9,7 @@ import type { BankFailure, BankPaymentOutcome, BankResult } from '../banks/bank-
 import { EMPTY_DETAILS, recordCustInfo, type PayerDetails } from '../customers/customers.service.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { creditorOf, remittanceOf } from '../payments/payments.banks.ts';
-import { findPaymentById } from '../payments/payments.repo.ts';
-import { createPaymentRow, setPaymentStatus, type PaymentRow } from '../payments/payments.service.ts';
+import { createPaymentRow, findPaymentById, setPaymentStatus, type PaymentRow } from '../payments/payments.service.ts';
 import { slotDate } from './schedule.ts';
 import { bankOf } from './subscriptions.bank.ts';
 import type { SubscriptionsTable } from './subscriptions.tables.ts';
