@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import { newId } from '../shared/ids.ts';
 import type { Database } from '../store/tables.ts';
 import { afterCommit } from '../store/tx.ts';
+import type { Clock } from '../shared/time.ts';
 
 export type NewJob = {
   kind: string;
@@ -45,7 +46,11 @@ export async function enqueue(db: Kysely<Database>, job: NewJob, now = Date.now(
   if (job.runAt <= now + 50) afterCommit(db, wakeWorkers);
 }
 
-/** Real time at which a moment on a clock with this offset arrives. */
-export function realTimeOf(clockTime: number, clockOffsetMs: number): number {
-  return clockTime - clockOffsetMs;
+/**
+ * Real time at which a moment on a clock arrives: the clock time less the clock's offset. Computed
+ * from the offset, never from two readings of "now", so a test clock advanced exactly to the moment
+ * finds the job due.
+ */
+export function realTimeOf(clockTime: number, clock: number | Pick<Clock, 'offsetMs'>): number {
+  return clockTime - (typeof clock === 'number' ? clock : (clock.offsetMs ?? 0));
 }

@@ -5,13 +5,15 @@
 export interface Clock {
   /** Milliseconds since the epoch. */
   now(): number;
+  /** How far this clock is ahead of real time (a test clock's offset); absent means 0. */
+  readonly offsetMs?: number;
 }
 
 export const systemClock: Clock = { now: () => Date.now() };
 
 export function shiftedClock(base: Clock, offsetMs: number): Clock {
   if (offsetMs === 0) return base;
-  return { now: () => base.now() + offsetMs };
+  return { now: () => base.now() + offsetMs, offsetMs: (base.offsetMs ?? 0) + offsetMs };
 }
 
 /** ISO 8601 UTC with milliseconds, the only timestamp form on the wire. */

@@ -5,7 +5,7 @@ import { invalidParam, invalidState } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
 import { pageOf } from '../../shared/pagination.ts';
 import { iso, isoOrNull } from '../../shared/time.ts';
-import { enqueue } from '../../jobs/queue.ts';
+import { enqueue, realTimeOf } from '../../jobs/queue.ts';
 import type { JobHandler } from '../../jobs/worker.ts';
 import type { Database } from '../../store/tables.ts';
 import { transact } from '../../store/tx.ts';
@@ -81,7 +81,7 @@ export async function createRequest(ctx: Ctx, body: CreateRequestBody, idempoten
     if (row.expires_at !== null) {
       await enqueue(trx, {
         kind: EXPIRE_REQUEST_JOB,
-        runAt: ctx.deps.clock.now() + (row.expires_at - now),
+        runAt: realTimeOf(row.expires_at, ctx.clock),
         clockId: clockScope(ctx),
         payload: { request_id: id },
         dedupeKey: `${EXPIRE_REQUEST_JOB}:${id}`,

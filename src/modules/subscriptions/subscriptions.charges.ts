@@ -118,7 +118,7 @@ async function advance(deps: Deps, trx: Db, sub: SubscriptionRow, slot: number, 
     return null;
   }
   await updateSubscription(trx, sub.id, { ...counts, next_slot: next.slot, next_charge_at: next.at, updated_at: now });
-  await scheduleCharge(trx, deps, sub, next.at, now);
+  await scheduleCharge(trx, deps, sub, next.at);
   return next.at;
 }
 
@@ -180,7 +180,7 @@ async function record(deps: Deps, trx: Trx, claimed: Attempt, result: Submission
     await updateCharge(trx, charge.id, { status: 'retrying', last_error: failure.reason, next_attempt_at: retryAt, updated_at: now });
     await updateSubscription(trx, sub.id, { failed_count: failedSub.failed_count, next_charge_at: retryAt, updated_at: now });
     await emitEvent(trx, scopeOf(sub), 'subscription.charge_failed', sub.id, { ...failed, next_attempt_at: iso(retryAt) }, now);
-    await scheduleCharge(trx, deps, sub, retryAt, now);
+    await scheduleCharge(trx, deps, sub, retryAt);
     return undefined;
   }
   await updateCharge(trx, charge.id, { status: 'skipped', last_error: failure.reason, updated_at: now });

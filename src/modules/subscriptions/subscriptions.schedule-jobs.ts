@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Deps } from '../../http/context.ts';
-import { enqueue } from '../../jobs/queue.ts';
+import { enqueue, realTimeOf } from '../../jobs/queue.ts';
 import { clockOffset } from '../../jobs/worker.ts';
 import { shiftedClock, type Clock } from '../../shared/time.ts';
 import type { Database } from '../../store/tables.ts';
@@ -20,14 +20,15 @@ export async function clockOfSubscription(deps: Deps, db: Kysely<Database>, sub:
 }
 
 /**
- * Schedules the subscription's charge job at `at` on its clock (`clockNow` is that clock's time
- * now), in the caller's transaction. The job row keeps real time: clock time minus the offset.
+ * Schedules the subscription's charge job at `at` on its clock, in the caller's transaction. The
+ * job row keeps real time: clock time minus the clock's stored offset.
  */
-export async function scheduleCharge(trx: Kysely<Database>, deps: Deps, sub: Owned, at: number, clockNow: number): Promise<void> {
+export async function scheduleCharge(trx: Kysely<Database>, deps: Deps, sub: Owned, at: number): Promise<void> {
   const realNow = deps.clock.now();
+  const offset = sub.mode === 'test' ? await clockOffset(trx, sub.user_id) : 0;
   await enqueue(trx, {
     kind: CHARGE_SUBSCRIPTION_JOB,
-    runAt: realNow + (at - clockNow),
+    runAt: realTimeOf(at, offset),
     clockId: sub.mode === 'test' ? sub.user_id : null,
     payload: { subscription_id: sub.id },
     dedupeKey: dedupeKeyOf(sub.id),

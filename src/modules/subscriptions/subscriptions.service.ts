@@ -90,7 +90,7 @@ export async function createSubscription(trx: Db, deps: Deps, input: Authorisati
   await emitEvent(trx, scopeOf(row), 'subscription.created', row.id, {
     id: row.id, request_id: row.request_id, user_id: row.user_id, merchant_identifier: row.merchant_identifier, created_at: iso(authorisedAt),
   }, authorisedAt);
-  if (first.kind === 'charge') await scheduleCharge(trx, deps, row, first.at, authorisedAt);
+  if (first.kind === 'charge') await scheduleCharge(trx, deps, row, first.at);
   return row;
 }
 
@@ -140,7 +140,7 @@ function resumeWork(deps: Deps) {
     };
     await updateSubscription(trx, row.id, changes);
     await emitEvent(trx, scopeOf(row), 'subscription.resumed', row.id, lifecycleData(row, now), now);
-    if (first.kind === 'charge') await scheduleCharge(trx, deps, row, first.at, now);
+    if (first.kind === 'charge') await scheduleCharge(trx, deps, row, first.at);
     else await emitEvent(trx, scopeOf(row), 'subscription.completed', row.id, lifecycleData(row, now), now);
     return { row: { ...row, ...changes }, revoke: false };
   };
