@@ -26,9 +26,8 @@ export async function freshDb(): Promise<TestDb> {
     return {
       db,
       schema,
-      // The schema is left in place: dropping it while another test file's migrator scans the
-      // catalogue fails that scan ("schema … does not exist"). scripts/test.ts drops them all
-      // before the next PostgreSQL pass.
+      // The schema is left in place, as a service process a test started may still be closing
+      // its connections to it; scripts/test.ts drops them all before the next PostgreSQL pass.
       async drop() {
         await db.destroy().catch(() => {});
         await admin.destroy();

@@ -1,6 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { Kysely, PostgresAdapter, PostgresDialect, sql, type SelectQueryBuilder } from 'kysely';
+import {
+  Kysely, PostgresAdapter, PostgresDialect, PostgresIntrospector, sql,
+  type DatabaseIntrospector, type SelectQueryBuilder, type TableMetadata,
+} from 'kysely';
 import pg from 'pg';
 import type { Database } from './tables.ts';
 import { nodeSqliteDialect, openSqlite, RELAXED_DURABILITY_MARKER } from './sqlite-dialect.ts';
@@ -28,7 +31,34 @@ export function openDb(options: StoreOptions): Db {
     max: options.poolSize ?? 10,
     options: options.schema ? `-c search_path=${options.schema}` : undefined,
   });
-  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return new Kysely<Database>({ dialect: new CurrentSchemaPostgresDialect({ pool }) });
+}
+
+/**
+ * Kysely's own PostgreSQL introspector reads every column of every schema in the database and
+ * resolves each by name, so any DROP COLUMN or DROP SCHEMA committed meanwhile elsewhere in the
+ * database (another application, another test's schema) fails our migrator's "does the migration
+ * table exist" check. The migrator only needs our schema's table names, so that is all this lists.
+ */
+class CurrentSchemaPostgresDialect extends PostgresDialect {
+  override createIntrospector(db: Kysely<any>): DatabaseIntrospector {
+    const schemas = new PostgresIntrospector(db);
+    return {
+      getSchemas: () => schemas.getSchemas(),
+      async getTables(): Promise<TableMetadata[]> {
+        const { rows } = await sql<{ schema: string; name: string; kind: string }>`
+          select n.nspname as schema, c.relname as name, c.relkind as kind
+          from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace
+          where n.nspname = current_schema() and c.relkind in ('r', 'v', 'p')
+          order by c.relname`.execute(db);
+        // Columns are not described: nothing of ours reads them.
+        return rows.map((row) => ({ schema: row.schema, name: row.name, isView: row.kind === 'v', columns: [] }));
+      },
+      async getMetadata(options) {
+        return { tables: await this.getTables(options) };
+      },
+    };
+  }
 }
 
 export function engineOf(db: Kysely<any>): Engine {
