@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import { newId } from '../shared/ids.ts';
 import type { Database } from '../store/tables.ts';
+import { insertRow } from '../store/prepared.ts';
 import { afterCommit } from '../store/tx.ts';
 import type { Clock } from '../shared/time.ts';
 
@@ -29,7 +30,7 @@ export function onJobEnqueued(waker: Waker): () => void {
 
 /** Inserts a job in the caller's transaction, so the job exists exactly when the change does. */
 export async function enqueue(db: Kysely<Database>, job: NewJob, now = Date.now()): Promise<void> {
-  const insert = db.insertInto('jobs').values({
+  await insertRow(db, 'jobs', {
     id: newId('job'),
     kind: job.kind,
     run_at: job.runAt,
@@ -41,8 +42,7 @@ export async function enqueue(db: Kysely<Database>, job: NewJob, now = Date.now(
     last_error: null,
     failed_at: null,
     created_at: now,
-  });
-  await (job.dedupeKey ? insert.onConflict((oc) => oc.column('dedupe_key').doNothing()) : insert).execute();
+  }, job.dedupeKey ? 'dedupe_key' : undefined);
   if (job.runAt <= now + 50) afterCommit(db, wakeWorkers);
 }
 

@@ -2,11 +2,16 @@ import { randomUUID } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
 import type { Logger } from 'pino';
 import { lockSkipLocked, relaxDurability, type Db } from '../store/db.ts';
+import { prepared } from '../store/prepared.ts';
 import type { Database, JobsTable } from '../store/tables.ts';
 import { shiftedClock, systemClock, type Clock } from '../shared/time.ts';
 import { onJobEnqueued } from './queue.ts';
 
-export type ClaimedJob = Omit<JobsTable, 'attempts'> & { attempts: number };
+export type ClaimedJob = Omit<JobsTable, 'attempts'> & {
+  attempts: number;
+  /** The offset of the job's test clock when it was claimed (0 without one). */
+  clock_offset_ms: number;
+};
 
 export type JobContext = {
   job: ClaimedJob;
@@ -35,10 +40,17 @@ export type WorkerOptions = {
   excludeKinds?: string[];
 };
 
+const clockOffsetQuery = prepared<{ userId: string }, { test_clock_offset_ms: number }>((db, arg) =>
+  db.selectFrom('users').select('test_clock_offset_ms').where('id', '=', arg('userId')));
+
 export async function clockOffset(db: Kysely<Database>, userId: string): Promise<number> {
-  const row = await db.selectFrom('users').select('test_clock_offset_ms').where('id', '=', userId).executeTakeFirst();
+  const row = await clockOffsetQuery.first(db, { userId });
   return row ? Number(row.test_clock_offset_ms) : 0;
 }
+
+/** Deletes a job this worker still holds the lease of. */
+const finishJobQuery = prepared<{ id: string; lockedBy: string }>((db, arg) =>
+  db.deleteFrom('jobs').where('id', '=', arg('id')).where('locked_by', '=', arg('lockedBy')));
 
 export class Worker {
   readonly id = randomUUID();
@@ -143,7 +155,16 @@ export class Worker {
         .where('id', 'in', ids)
         .returningAll()
         .execute();
-      return rows.sort((a, b) => a.run_at - b.run_at) as ClaimedJob[];
+      // The test clocks' offsets, read once for the batch rather than once per job.
+      const clockIds = [...new Set(rows.map((row) => row.clock_id).filter((id): id is string => id !== null))];
+      const offsets = new Map<string, number>();
+      if (clockIds.length > 0) {
+        const users = await trx.selectFrom('users').select(['id', 'test_clock_offset_ms']).where('id', 'in', clockIds).execute();
+        for (const user of users) offsets.set(user.id, Number(user.test_clock_offset_ms));
+      }
+      return rows
+        .map((row) => ({ ...row, clock_offset_ms: row.clock_id ? (offsets.get(row.clock_id) ?? 0) : 0 }))
+        .sort((a, b) => a.run_at - b.run_at) as ClaimedJob[];
     });
   }
 
@@ -154,13 +175,11 @@ export class Worker {
     let finished = false;
     const mine = (trx: Kysely<Database>) => {
       finished = true;
-      return trx.deleteFrom('jobs').where('id', '=', job.id).where('locked_by', '=', this.id).execute().then(() => undefined);
+      return finishJobQuery.run(trx, { id: job.id, lockedBy: this.id }).then(() => undefined);
     };
     try {
       if (!handler) throw new Error(`no handler for job kind ${job.kind}`);
-      const clock = job.clock_id
-        ? shiftedClock(this.options.realClock, await clockOffset(db, job.clock_id))
-        : this.options.realClock;
+      const clock = job.clock_id ? shiftedClock(this.options.realClock, job.clock_offset_ms) : this.options.realClock;
       const result = await handler(JSON.parse(job.payload), { job, clock, db, log: jobLog, finishIn: mine });
       if (result && 'retryAt' in result) {
         await db

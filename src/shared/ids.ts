@@ -15,7 +15,8 @@ function cryptoRandom(): number {
   poolOffset += 2;
   return value / 65536;
 }
-const ulid = () => makeUlid(undefined, cryptoRandom);
+/** A bare ULID (no prefix), for ids whose shape another system defines (the sandbox bank's). */
+export const ulid = (): string => makeUlid(undefined, cryptoRandom);
 
 export const IdPrefix = {
   request: 'request',

@@ -1,6 +1,7 @@
 import type { Kysely, Selectable } from 'kysely';
 import { notFound } from '../../shared/errors.ts';
 import { lockForUpdate } from '../../store/db.ts';
+import { insertRow } from '../../store/prepared.ts';
 import type { CustInfosTable, CustomersTable, Database, Mode } from '../../store/tables.ts';
 
 export type CustomerRow = Selectable<CustomersTable>;
@@ -9,7 +10,7 @@ export type Owner = { userId: string; mode: Mode };
 type Db = Kysely<Database>;
 
 export async function insertCustInfo(db: Db, row: CustInfoRow): Promise<void> {
-  await db.insertInto('cust_infos').values(row).execute();
+  await insertRow(db, 'cust_infos', row);
 }
 
 export async function findCustInfoOfPayment(db: Db, paymentId: string): Promise<CustInfoRow | undefined> {

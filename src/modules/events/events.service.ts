@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import { newId } from '../../shared/ids.ts';
+import { insertRow } from '../../store/prepared.ts';
 import { iso } from '../../shared/time.ts';
 import type { Database, Mode } from '../../store/tables.ts';
 import type { Ctx } from '../../http/context.ts';
@@ -35,10 +36,7 @@ export async function emitEvent<T extends EventType>(
   const envelope: EventEnvelope<T> = { id: newId('event'), type, version: versionOf(type), created_at: iso(now), data: buildEventData[type](data as any) as EventData[T] };
   if (envelope.version === undefined) delete envelope.version;
   const body = JSON.stringify(envelope);
-  await db
-    .insertInto('events')
-    .values({ id: envelope.id, user_id: scope.userId, mode: scope.mode, type, object_id: objectId, body, created_at: now })
-    .execute();
+  await insertRow(db, 'events', { id: envelope.id, user_id: scope.userId, mode: scope.mode, type, object_id: objectId, body, created_at: now });
   await fanOut(db, { id: envelope.id, userId: scope.userId, mode: scope.mode, type, body }, now);
   return envelope;
 }

@@ -5,6 +5,7 @@ import { newId } from '../../shared/ids.ts';
 import type { Clock } from '../../shared/time.ts';
 import { transact } from '../../store/tx.ts';
 import type { Database, Mode } from '../../store/tables.ts';
+import { prepared } from '../../store/prepared.ts';
 import {
   BANK_ACCOUNT_FORM,
   formatBankAccountNumber,
@@ -82,16 +83,19 @@ export async function createMerchant(db: Db, clock: Clock, input: NewMerchant): 
 
 export type Authenticated = { keyId: string; mode: Mode; merchant: { id: string; name: string }; clockOffsetMs: number };
 
+// Every API call runs this: prepared once rather than rebuilt per request.
+const keyByHashQuery = prepared<{ keyHash: string }, { key_id: string; mode: Mode; revoked_at: number | null; user_id: string; name: string; test_clock_offset_ms: number }>((db, arg) =>
+  db
+    .selectFrom('api_keys')
+    .innerJoin('users', 'users.id', 'api_keys.user_id')
+    .select(['api_keys.id as key_id', 'api_keys.mode', 'api_keys.revoked_at', 'users.id as user_id', 'users.name', 'users.test_clock_offset_ms'])
+    .where('api_keys.key_hash', '=', arg('keyHash')));
+
 /** Resolves a bearer key to its merchant and mode; null when unknown, malformed or revoked. */
 export async function authenticateKey(db: Db, key: string): Promise<Authenticated | null> {
   const match = KEY_PATTERN.exec(key);
   if (!match) return null;
-  const row = await db
-    .selectFrom('api_keys')
-    .innerJoin('users', 'users.id', 'api_keys.user_id')
-    .select(['api_keys.id as key_id', 'api_keys.mode', 'api_keys.revoked_at', 'users.id as user_id', 'users.name', 'users.test_clock_offset_ms'])
-    .where('api_keys.key_hash', '=', sha256Hex(key))
-    .executeTakeFirst();
+  const row = await keyByHashQuery.first(db, { keyHash: sha256Hex(key) });
   if (!row || row.revoked_at != null || row.mode !== match[1]) return null;
   return {
     keyId: row.key_id,

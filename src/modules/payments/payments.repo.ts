@@ -1,18 +1,16 @@
 import type { Kysely, Selectable } from 'kysely';
 import { notFound } from '../../shared/errors.ts';
 import { lockForUpdate } from '../../store/db.ts';
+import { inserted, insertRow, prepared, updateById } from '../../store/prepared.ts';
 import type { Database, Mode, PaymentsTable } from '../../store/tables.ts';
 
 export type PaymentRow = Selectable<PaymentsTable>;
 export type Owner = { userId: string; mode: Mode };
 type Db = Kysely<Database>;
 
-export async function insertPayment(db: Db, row: PaymentRow): Promise<void> {
-  await db.insertInto('payments').values(row).execute();
-}
-
-export async function particularsTaken(db: Db, particulars: string): Promise<boolean> {
-  return (await db.selectFrom('payments').select('id').where('particulars', '=', particulars).executeTakeFirst()) !== undefined;
+/** Inserts the payment unless its particulars are taken already (then false, and nothing written). */
+export async function insertPaymentIfParticularsFree(db: Db, row: PaymentRow): Promise<boolean> {
+  return inserted(await insertRow(db, 'payments', row, 'particulars'));
 }
 
 export async function findPayment(db: Db, owner: Owner, id: string): Promise<PaymentRow | undefined> {
@@ -25,20 +23,24 @@ export async function getPayment(db: Db, owner: Owner, id: string): Promise<Paym
   return row;
 }
 
+const findPaymentByIdQuery = prepared<{ id: string }, PaymentRow>((db, arg) => db.selectFrom('payments').selectAll().where('id', '=', arg('id')));
+
 export async function findPaymentById(db: Db, id: string): Promise<PaymentRow | undefined> {
-  return db.selectFrom('payments').selectAll().where('id', '=', id).executeTakeFirst();
+  return findPaymentByIdQuery.first(db, { id });
 }
 
 export async function findPaymentByState(db: Db, state: string): Promise<PaymentRow | undefined> {
   return db.selectFrom('payments').selectAll().where('auth_state', '=', state).executeTakeFirst();
 }
 
+const lockPaymentQuery = prepared<{ id: string }, PaymentRow>((db, arg) => lockForUpdate(db, db.selectFrom('payments').selectAll().where('id', '=', arg('id'))));
+
 export async function lockPayment(db: Db, id: string): Promise<PaymentRow | undefined> {
-  return lockForUpdate(db, db.selectFrom('payments').selectAll().where('id', '=', id)).executeTakeFirst();
+  return lockPaymentQuery.first(db, { id });
 }
 
 export async function updatePayment(db: Db, id: string, changes: Partial<PaymentRow>): Promise<void> {
-  await db.updateTable('payments').set(changes).where('id', '=', id).execute();
+  await updateById(db, 'payments', id, changes);
 }
 
 /**

@@ -11,7 +11,7 @@ import { emitEvent } from '../events/events.service.ts';
 import { getRequest } from '../requests/requests.repo.ts';
 import type { RequestRow } from '../requests/requests.repo.ts';
 import { presentPayment } from './payments.present.ts';
-import { getPayment, insertPayment, listPayments, particularsTaken, updatePayment, type PaymentRow } from './payments.repo.ts';
+import { getPayment, insertPaymentIfParticularsFree, listPayments, updatePayment, type PaymentRow } from './payments.repo.ts';
 import { isFinal, newParticulars, PCR_CODE, settledCents, type FinalStatus } from './payments.rules.ts';
 import type { ListPaymentsQuery, ListRequestPaymentsQuery } from './payments.schemas.ts';
 
@@ -43,8 +43,6 @@ export type NewPayment = {
 
 /** A payment `awaiting-consent` with unique particulars V-XXXXXX, code TONO, and its payment.created. */
 export async function createPaymentRow(trx: Db, input: NewPayment, now: number): Promise<PaymentRow> {
-  let particulars = newParticulars();
-  while (await particularsTaken(trx, particulars)) particulars = newParticulars();
   const row: PaymentRow = {
     id: newId('payment'),
     user_id: input.request.user_id,
@@ -54,7 +52,7 @@ export async function createPaymentRow(trx: Db, input: NewPayment, now: number):
     amount_cents: input.amountCents,
     settled_cents: settledCents(input.request.mode as Mode, input.amountCents),
     bank_id: input.bankId,
-    particulars,
+    particulars: newParticulars(),
     code: PCR_CODE,
     reference: input.reference !== undefined ? input.reference : input.request.reference,
     merchant_identifier: input.merchantIdentifier !== undefined ? input.merchantIdentifier : input.request.merchant_identifier,
@@ -72,7 +70,8 @@ export async function createPaymentRow(trx: Db, input: NewPayment, now: number):
     submitted_at: null,
     channel: input.channel,
   };
-  await insertPayment(trx, row);
+  // Particulars are random; on the rare clash, draw again (the unique index decides, no lookup first).
+  while (!(await insertPaymentIfParticularsFree(trx, row))) row.particulars = newParticulars();
   await emitEvent(trx, { userId: row.user_id, mode: row.mode }, 'payment.created', row.id, {
     id: row.id, request_id: row.request_id, user_id: row.user_id, merchant_identifier: row.merchant_identifier, status: 'awaiting-consent', updated_at: iso(now),
   }, now);

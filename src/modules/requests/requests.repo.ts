@@ -1,6 +1,7 @@
 import type { Kysely, Selectable } from 'kysely';
 import { notFound } from '../../shared/errors.ts';
 import { lockForUpdate } from '../../store/db.ts';
+import { insertRow, prepared } from '../../store/prepared.ts';
 import type { Database, Mode, RequestsTable } from '../../store/tables.ts';
 
 export type RequestRow = Selectable<RequestsTable>;
@@ -8,11 +9,14 @@ export type Owner = { userId: string; mode: Mode };
 type Db = Kysely<Database>;
 
 export async function insertRequest(db: Db, row: RequestRow): Promise<void> {
-  await db.insertInto('requests').values(row).execute();
+  await insertRow(db, 'requests', row);
 }
 
+const findRequestQuery = prepared<{ id: string; userId: string; mode: Mode }, RequestRow>((db, arg) =>
+  db.selectFrom('requests').selectAll().where('id', '=', arg('id')).where('user_id', '=', arg('userId')).where('mode', '=', arg('mode')));
+
 export async function findRequest(db: Db, owner: Owner, id: string): Promise<RequestRow | undefined> {
-  return db.selectFrom('requests').selectAll().where('id', '=', id).where('user_id', '=', owner.userId).where('mode', '=', owner.mode).executeTakeFirst();
+  return findRequestQuery.first(db, { id, userId: owner.userId, mode: owner.mode });
 }
 
 export async function getRequest(db: Db, owner: Owner, id: string): Promise<RequestRow> {
@@ -22,8 +26,10 @@ export async function getRequest(db: Db, owner: Owner, id: string): Promise<Requ
 }
 
 /** By id alone, for the public payment page (the id is the unguessable capability). */
+const findRequestByIdQuery = prepared<{ id: string }, RequestRow>((db, arg) => db.selectFrom('requests').selectAll().where('id', '=', arg('id')));
+
 export async function findRequestById(db: Db, id: string): Promise<RequestRow | undefined> {
-  return db.selectFrom('requests').selectAll().where('id', '=', id).executeTakeFirst();
+  return findRequestByIdQuery.first(db, { id });
 }
 
 export async function lockRequest(db: Db, id: string): Promise<RequestRow | undefined> {

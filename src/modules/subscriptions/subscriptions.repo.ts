@@ -1,6 +1,7 @@
 import type { Kysely, Selectable, Updateable } from 'kysely';
 import { notFound } from '../../shared/errors.ts';
 import { lockForUpdate } from '../../store/db.ts';
+import { inserted, insertRow, prepared, updateById } from '../../store/prepared.ts';
 import type { Database, Mode } from '../../store/tables.ts';
 import type { SubscriptionChargesTable, SubscriptionsTable } from './subscriptions.tables.ts';
 
@@ -29,12 +30,15 @@ export async function findSubscriptionByRequest(db: Db, requestId: string): Prom
   return db.selectFrom('subscriptions').selectAll().where('request_id', '=', requestId).executeTakeFirst();
 }
 
+const lockSubscriptionQuery = prepared<{ id: string }, SubscriptionRow>((db, arg) =>
+  lockForUpdate(db, db.selectFrom('subscriptions').selectAll().where('id', '=', arg('id'))));
+
 export async function lockSubscription(db: Db, id: string): Promise<SubscriptionRow | undefined> {
-  return lockForUpdate(db, db.selectFrom('subscriptions').selectAll().where('id', '=', id)).executeTakeFirst();
+  return lockSubscriptionQuery.first(db, { id });
 }
 
 export async function updateSubscription(db: Db, id: string, changes: Updateable<SubscriptionsTable>): Promise<void> {
-  await db.updateTable('subscriptions').set(changes).where('id', '=', id).execute();
+  await updateById(db, 'subscriptions', id, changes);
 }
 
 export type SubscriptionFilters = { status?: string; merchant_identifier?: string; email?: string; request_id?: string; limit: number; starting_after?: string };
@@ -49,20 +53,20 @@ export async function listSubscriptions(db: Db, owner: Owner, filters: Subscript
   return query.orderBy('id', 'desc').limit(filters.limit + 1).execute();
 }
 
+const findChargeQuery = prepared<{ subscriptionId: string; slotDate: string }, ChargeRow>((db, arg) =>
+  db.selectFrom('subscription_charges').selectAll().where('subscription_id', '=', arg('subscriptionId')).where('slot_date', '=', arg('slotDate')));
+
 export async function findCharge(db: Db, subscriptionId: string, slotDate: string): Promise<ChargeRow | undefined> {
-  return db.selectFrom('subscription_charges').selectAll().where('subscription_id', '=', subscriptionId).where('slot_date', '=', slotDate).executeTakeFirst();
+  return findChargeQuery.first(db, { subscriptionId, slotDate });
 }
 
 /** Inserts the slot's charge row unless the slot already has one; returns whether it did. */
 export async function insertChargeIfNew(db: Db, row: ChargeRow): Promise<boolean> {
-  const inserted = await db.insertInto('subscription_charges').values(row)
-    .onConflict((oc) => oc.columns(['subscription_id', 'slot_date']).doNothing())
-    .returning('id').executeTakeFirst();
-  return inserted !== undefined;
+  return inserted(await insertRow(db, 'subscription_charges', row, ['subscription_id', 'slot_date']));
 }
 
 export async function updateCharge(db: Db, id: string, changes: Updateable<SubscriptionChargesTable>): Promise<void> {
-  await db.updateTable('subscription_charges').set(changes).where('id', '=', id).execute();
+  await updateById(db, 'subscription_charges', id, changes);
 }
 
 /** The slot whose retries are pending, if any (at most one per subscription). */

@@ -2,9 +2,13 @@ import type { Kysely } from 'kysely';
 import { setEventFanOut } from '../events/events.service.ts';
 import type { EventType } from '../events/events.builders.ts';
 import { systemClock, type Clock } from '../../shared/time.ts';
+import { prepared } from '../../store/prepared.ts';
 import type { Database, Mode } from '../../store/tables.ts';
 import { queueDelivery } from './deliveries.repo.ts';
 import { endpointTakes } from './event-filter.ts';
+
+const liveEndpointsQuery = prepared<{ userId: string; mode: Mode }, { id: string; events: string | null }>((db, arg) =>
+  db.selectFrom('webhook_endpoints').select(['id', 'events']).where('user_id', '=', arg('userId')).where('mode', '=', arg('mode')).where('deleted_at', 'is', null));
 
 /**
  * Runs inside emitEvent's transaction: one delivery and one job per matching endpoint of the
@@ -15,13 +19,7 @@ export async function fanOutToWebhooks(
   event: { id: string; userId: string; mode: Mode; type: EventType },
   realClock: Clock = systemClock,
 ): Promise<void> {
-  const endpoints = await db
-    .selectFrom('webhook_endpoints')
-    .select(['id', 'events'])
-    .where('user_id', '=', event.userId)
-    .where('mode', '=', event.mode)
-    .where('deleted_at', 'is', null)
-    .execute();
+  const endpoints = await liveEndpointsQuery.all(db, { userId: event.userId, mode: event.mode });
   if (endpoints.length === 0) return;
   const now = realClock.now();
   for (const endpoint of endpoints) {

@@ -1,0 +1,66 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { freshDb } from '../../test/helpers.ts';
+import { migrateToLatest } from './migrate.ts';
+import { inserted, insertRow, prepared, updateById } from './prepared.ts';
+import { transact } from './tx.ts';
+
+// Prepared queries against the real engines (SQLite here, PostgreSQL with TEST_ENGINE=postgres):
+// each call binds its own values into SQL compiled once.
+
+const jobById = prepared<{ id: string }, { id: string; kind: string; dedupe_key: string | null }>((db, arg) =>
+  db.selectFrom('jobs').select(['id', 'kind', 'dedupe_key']).where('id', '=', arg('id')));
+
+const jobsOfKindDue = prepared<{ kind: string; before: number }, { id: string }>((db, arg) =>
+  db.selectFrom('jobs').select('id').where('kind', '=', arg('kind')).where('run_at', '<', arg('before')).orderBy('id'));
+
+const job = (id: string, extra: Record<string, unknown> = {}) => ({
+  id, kind: 'k', run_at: 100, clock_id: null, payload: '{}', dedupe_key: null, locked_by: null, locked_until: null, last_error: null, failed_at: null, created_at: 1, ...extra,
+});
+
+test('a prepared query binds each call its own values, inside transactions too', async (t) => {
+  const { db, drop } = await freshDb();
+  t.after(drop);
+  await migrateToLatest(db);
+  await insertRow(db, 'jobs', job('a', { run_at: 10 }));
+  await insertRow(db, 'jobs', job('b', { run_at: 20, kind: 'other' }));
+  await insertRow(db, 'jobs', job('c', { run_at: 30 }));
+
+  assert.equal((await jobById.first(db, { id: 'b' }))?.kind, 'other');
+  assert.equal(await jobById.first(db, { id: 'nope' }), undefined);
+  assert.deepEqual((await jobsOfKindDue.all(db, { kind: 'k', before: 31 })).map((r) => r.id), ['a', 'c']);
+  assert.deepEqual((await jobsOfKindDue.all(db, { kind: 'k', before: 30 })).map((r) => r.id), ['a']);
+  await transact(db, async (trx) => {
+    assert.equal((await jobById.first(trx, { id: 'c' }))?.id, 'c');
+  });
+  await assert.rejects(jobById.first(db, {} as { id: string }), /no value for argument id/);
+});
+
+test('insertRow: one plan per set of columns, undefined columns left out, and a clash ignored on request', async (t) => {
+  const { db, drop } = await freshDb();
+  t.after(drop);
+  await migrateToLatest(db);
+  await insertRow(db, 'jobs', job('a', { dedupe_key: 'x' }));
+  // last_error undefined: left out, so the column takes its default (null).
+  await insertRow(db, 'jobs', { ...job('b'), last_error: undefined } as any);
+  assert.equal((await db.selectFrom('jobs').select('last_error').where('id', '=', 'b').executeTakeFirstOrThrow()).last_error, null);
+
+  assert.equal(inserted(await insertRow(db, 'jobs', job('c', { dedupe_key: 'x' }), 'dedupe_key')), false);
+  assert.equal(inserted(await insertRow(db, 'jobs', job('d', { dedupe_key: 'y' }), 'dedupe_key')), true);
+  assert.deepEqual((await db.selectFrom('jobs').select('id').orderBy('id').execute()).map((r) => r.id), ['a', 'b', 'd']);
+  // Only the named conflict is ignored: a duplicate id still fails.
+  await assert.rejects(insertRow(db, 'jobs', job('a', { dedupe_key: 'z' }), 'dedupe_key'));
+});
+
+test('updateById sets exactly the given columns of that row', async (t) => {
+  const { db, drop } = await freshDb();
+  t.after(drop);
+  await migrateToLatest(db);
+  await insertRow(db, 'jobs', job('a'));
+  await insertRow(db, 'jobs', job('b'));
+  await updateById(db, 'jobs', 'a', { last_error: 'boom', run_at: 5 });
+  await updateById(db, 'jobs', 'b', { run_at: 7 });
+  await updateById(db, 'jobs', 'b', {});
+  const rows = await db.selectFrom('jobs').select(['id', 'last_error', 'run_at']).orderBy('id').execute();
+  assert.deepEqual(rows.map((r) => [r.id, r.last_error, Number(r.run_at)]), [['a', 'boom', 5], ['b', null, 7]]);
+});
