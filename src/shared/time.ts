@@ -28,3 +28,22 @@ export function isoOrNull(ms: number | null | undefined): string | null {
 export const MINUTE_MS = 60_000;
 export const HOUR_MS = 60 * MINUTE_MS;
 export const DAY_MS = 24 * HOUR_MS;
+
+export type TimeWindow = { start: number; end: number };
+
+/**
+ * Remembers the last window found per key and answers from it while `at` lies inside: a calendar
+ * window is the same for every instant in it, and payments come in runs within one window, so
+ * the time-zone arithmetic (luxon) runs once a window instead of once a payment.
+ */
+export function lastWindowCache(): (key: string, at: number, find: () => TimeWindow) => TimeWindow {
+  const recent = new Map<string, TimeWindow>();
+  return (key, at, find) => {
+    const known = recent.get(key);
+    if (known && at >= known.start && at < known.end) return { ...known };
+    const found = find();
+    if (recent.size >= 1000) recent.clear();
+    recent.set(key, found);
+    return { ...found };
+  };
+}

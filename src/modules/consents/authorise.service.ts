@@ -16,7 +16,7 @@ import { markRequestPaid } from '../requests/requests.service.ts';
 import {
   closeAuthorisation, findAuthorisation, findConsentOfRequest, insertAuthorisation, insertConsent, setAuthorisationBankConsent, type ConsentRow,
 } from './consents.repo.ts';
-import { enduringPeriodOf, hashConsentToken, newConsentToken } from './consents.rules.ts';
+import { enduringPeriodOf, hashConsentToken, newConsentToken, NO_USAGE } from './consents.rules.ts';
 import { scheduleExpiry } from './consents.service.ts';
 import { describeLimits, type RecurringLimits } from './limits.ts';
 
@@ -141,6 +141,7 @@ export async function completeAuthorisation(deps: Deps, input: ReturnInput): Pro
       updated_at: now,
       revoked_at: null,
       expired_at: null,
+      ...NO_USAGE,
     };
     await insertConsent(trx, consent);
     await markRequestPaid(trx, locked, now);

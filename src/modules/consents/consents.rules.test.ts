@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { effectiveConsentStatus, enduringPeriodOf, executionFingerprint, hashConsentToken, limitRefusalError, newConsentToken } from './consents.rules.ts';
+import {
+  COUNTED_STATUSES, countedChange, effectiveConsentStatus, enduringPeriodOf, executionFingerprint, hashConsentToken, limitRefusalError, newConsentToken, NO_USAGE, periodUsageOf,
+} from './consents.rules.ts';
 import { checkLimits } from './limits.ts';
 
 test('tokens carry 256 random bits, are never repeated, and only their SHA-256 is kept', () => {
@@ -66,4 +68,27 @@ test('every refusal becomes a 422 payment_rejected.<limit> whose params never sh
       if (typeof remaining === 'string') assert.ok(!remaining.startsWith('-'));
       if (typeof remaining === 'number') assert.ok(remaining >= 0);
     }));
+});
+
+test('a status change moves the counted payments by -1 when a payment stops counting, +1 when it starts, else 0', () => {
+  const statuses = [...COUNTED_STATUSES, 'failed', 'cancelled'];
+  for (const from of statuses) {
+    for (const to of statuses) {
+      const counts = (s: string) => (COUNTED_STATUSES as readonly string[]).includes(s);
+      assert.equal(countedChange(from, to), Number(counts(to)) - Number(counts(from)), `${from} → ${to}`);
+    }
+  }
+  assert.equal(countedChange('awaiting-consent', 'failed'), -1);
+  assert.equal(countedChange('unconfirmed', 'failed'), -1);
+  assert.equal(countedChange('unconfirmed', 'successful'), 0);
+});
+
+test('the period counters answer only for the exact window they hold', () => {
+  const window = { start: 1_000, end: 2_000 };
+  const held = { ...NO_USAGE, period_start: 1_000, period_end: 2_000, period_count: 3, period_cents: 450 };
+  assert.deepEqual(periodUsageOf(held, window), { amount_cents: 450, count: 3 });
+  assert.equal(periodUsageOf(NO_USAGE, window), null, 'no window held yet');
+  assert.equal(periodUsageOf(held, { start: 2_000, end: 3_000 }), null, 'the next window');
+  assert.equal(periodUsageOf(held, { start: 0, end: 1_000 }), null, 'an earlier window');
+  assert.equal(periodUsageOf({ ...held, period_end: 2_001 }, window), null);
 });

@@ -5,10 +5,10 @@ import { amountValue } from '../../shared/money.ts';
 import { iso } from '../../shared/time.ts';
 import type { EnduringPeriod } from '../banks/bank-connector.ts';
 import type { RecurringConsentsTable } from './consents.tables.ts';
-import type { LimitPeriod, LimitRefusal, RecurringLimits } from './limits.ts';
+import type { LimitPeriod, LimitRefusal, RecurringLimits, UsageTotals, Window } from './limits.ts';
 
 // The rules of recurring consents that need no I/O: the token, the execution fingerprint, the
-// consent's limits and effective status, and how a refusal reads in an error.
+// consent's limits, usage counters and effective status, and how a refusal reads in an error.
 
 export const ConsentStatus = ['active', 'revoked', 'expired'] as const;
 export type ConsentStatus = (typeof ConsentStatus)[number];
@@ -45,6 +45,41 @@ export function limitsOf(row: ConsentLimitsRow): RecurringLimits {
     total_amount_cents: row.total_amount_cents === null ? null : Number(row.total_amount_cents),
     end_at: row.end_at === null ? null : Number(row.end_at),
   };
+}
+
+/** Payments that count towards a consent's limits: done, maybe done, or being executed now. */
+export const COUNTED_STATUSES = ['successful', 'unconfirmed', 'awaiting-consent'] as const;
+
+export function countsTowardLimits(status: string): boolean {
+  return (COUNTED_STATUSES as readonly string[]).includes(status);
+}
+
+/**
+ * How a payment's move from one status to another changes the payments that count: -1 when it
+ * stops counting (failed, cancelled), +1 when it starts, 0 otherwise.
+ */
+export function countedChange(from: string, to: string): -1 | 0 | 1 {
+  return ((countsTowardLimits(to) ? 1 : 0) - (countsTowardLimits(from) ? 1 : 0)) as -1 | 0 | 1;
+}
+
+/**
+ * The usage counters kept on the consent row. Totals cover every counted payment; the period
+ * counters cover the payments created in one calendar window, [period_start, period_end), and
+ * a null window means none is held (after the migration, say).
+ */
+export type UsageCounters = Pick<RecurringConsentsTable, 'used_count' | 'used_cents' | 'period_start' | 'period_end' | 'period_count' | 'period_cents'>;
+
+export const NO_USAGE: UsageCounters = { used_count: 0, used_cents: 0, period_start: null, period_end: null, period_count: 0, period_cents: 0 };
+
+export function totalUsageOf(row: UsageCounters): UsageTotals {
+  return { amount_cents: Number(row.used_cents), count: Number(row.used_count) };
+}
+
+/** The period counters when they hold exactly `window`; null when that window's payments must be summed. */
+export function periodUsageOf(row: UsageCounters, window: Window): UsageTotals | null {
+  if (row.period_start === null || row.period_end === null) return null;
+  if (Number(row.period_start) !== window.start || Number(row.period_end) !== window.end) return null;
+  return { amount_cents: Number(row.period_cents), count: Number(row.period_count) };
 }
 
 /** The standard's enduring-consent period for our calendar period. */

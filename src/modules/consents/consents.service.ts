@@ -10,12 +10,13 @@ import { transact } from '../../store/tx.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { connectorFor } from '../payments/payments.banks.ts';
 import { clockIdOf, clockOf } from '../payments/payments.service.ts';
-import { findConsentById, getConsent, listConsents, lockConsent, updateConsent, usageOf, type ConsentRow, type Owner } from './consents.repo.ts';
+import { findConsentById, getConsent, listConsents, lockConsent, updateConsent, type ConsentRow, type Owner } from './consents.repo.ts';
 import { presentConsent, type ConsentObject } from './consents.present.ts';
 import { effectiveConsentStatus, limitsOf } from './consents.rules.ts';
 import type { ListConsentsQuery } from './consents.schemas.ts';
 import { periodWindow } from './limits.ts';
 import { SETTLE_EXECUTION_JOB, settleExecutionJob } from './execute.service.ts';
+import { usageOf } from './usage.service.ts';
 
 // Reading, revoking and expiring recurring consents. Executions are in execute.service.ts and
 // authorisation at checkout in authorise.service.ts.
@@ -25,9 +26,12 @@ export const REVOKE_AT_BANK_JOB = 'recurring_consent.revoke_at_bank';
 
 const ownerOf = (ctx: Ctx): Owner => ({ userId: ctx.merchant.id, mode: ctx.mode });
 
-/** The consent as the API shows it, with its usage as of the consent's clock. */
+/**
+ * The consent as the API shows it, with its usage as of the consent's clock. A read stores
+ * nothing: a window the counters do not hold yet is summed here and stored by the next execution.
+ */
 export async function consentObject(db: Kysely<Database>, row: ConsentRow, now: number, zone: string): Promise<ConsentObject> {
-  const usage = await usageOf(db, row.id, periodWindow(limitsOf(row).period, now, zone));
+  const usage = await usageOf(db, row, periodWindow(limitsOf(row).period, now, zone));
   return presentConsent(row, usage, now, zone);
 }
 

@@ -32,6 +32,15 @@ export interface RecurringConsentsTable {
   updated_at: number;
   revoked_at: number | null;
   expired_at: number | null;
+  /** Counted payments (successful, unconfirmed, in flight) in total: how many and their sum. */
+  used_count: number;
+  used_cents: number;
+  /** The calendar window the period counters hold, [start, end); null when no window is held yet. */
+  period_start: number | null;
+  period_end: number | null;
+  /** Counted payments created inside [period_start, period_end). */
+  period_count: number;
+  period_cents: number;
 }
 
 /** A payer sent to the bank to approve a recurring consent; `state` comes back on the redirect. */

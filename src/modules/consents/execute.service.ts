@@ -3,18 +3,20 @@ import { AppError, invalidParam, notFound } from '../../shared/errors.ts';
 import { AMOUNT_FORM, parseAmount } from '../../shared/money.ts';
 import { enqueue } from '../../jobs/queue.ts';
 import type { JobHandler } from '../../jobs/worker.ts';
+import type { Clock } from '../../shared/time.ts';
 import { transact } from '../../store/tx.ts';
 import type { BankConnector, BankResult, BankPaymentOutcome } from '../banks/bank-connector.ts';
 import { connectorFor, creditorOf, remittanceOf } from '../payments/payments.banks.ts';
-import { clockIdOf, clockOf, createPaymentRow, findPaymentById, lockPayment, presentPayment, setPaymentStatus, type PaymentRow } from '../payments/payments.service.ts';
+import { clockIdOf, createPaymentRow, findPaymentById, lockPayment, presentPayment, setPaymentStatus, type PaymentRow } from '../payments/payments.service.ts';
 import {
-  cancelJob, findConsentByTokenHash, findPaymentByIdempotencyKey, lockConsent, updateConsent, usageOf, type ConsentRow, type Owner,
+  cancelJob, findPaymentByIdempotencyKey, lockConsent, lockConsentByTokenHash, updateConsent, type ConsentRow, type Owner,
 } from './consents.repo.ts';
 import {
   consentNotActiveError, consentRevokedError, effectiveConsentStatus, executionFingerprint, hashConsentToken, limitRefusalError, limitsOf,
 } from './consents.rules.ts';
 import type { ExecutePaymentBody } from './consents.schemas.ts';
 import { checkLimits, periodWindow } from './limits.ts';
+import { countReservation, followStatusChange, usageOf } from './usage.service.ts';
 
 // POST /v1/payments: a merchant-initiated payment under a recurring consent, synchronous.
 //
@@ -22,11 +24,13 @@ import { checkLimits, periodWindow } from './limits.ts';
 //    bound to a fingerprint of the parameters. Same key and parameters: the first payment (200),
 //    waiting for it if it is still being executed; other parameters: 409.
 // 2. Reserve, in one transaction with the consent row locked: status, usage in the current calendar
-//    period and in total (successful, unconfirmed and in-flight payments count), checkLimits, and
-//    the in-flight payment row. Concurrent executions queue on the lock, so no limit is overrun.
+//    period and in total (successful, unconfirmed and in-flight payments count; read from the
+//    consent's counters, usage.service.ts), checkLimits, the in-flight payment row, and the
+//    counters moved by it. Concurrent executions queue on the lock, so no limit is overrun.
 // 3. Commit, then call the bank (never inside a transaction), with the payment id as the bank's
 //    x-idempotency-key: a retry after a crash cannot charge twice.
-// 4. Record the outcome and payment.status_updated in one transaction.
+// 4. Record the outcome and payment.status_updated in one transaction; a failed payment stops
+//    counting in the same transaction.
 
 export const SETTLE_EXECUTION_JOB = 'recurring_payment.settle';
 /** A payment still in flight this long after it was reserved is settled by the job (a crash, a lost reply). */
@@ -47,16 +51,9 @@ export async function executePayment(ctx: Ctx, body: ExecutePaymentBody): Promis
     tokenHash, amountCents, reference: body.reference ?? null, merchantIdentifier: body.merchant_identifier ?? null,
   });
 
-  const earlier = await findPaymentByIdempotencyKey(ctx.db, owner, body.idempotency_key);
-  if (earlier) return replay(ctx.deps, earlier, fingerprint);
-
-  const consent = await findConsentByTokenHash(ctx.db, owner, tokenHash);
-  // The same answer for an unknown token and another merchant's: tokens are never confirmed.
-  if (!consent) throw notFound('recurring_consent');
-
-  let reserved: { kind: 'new'; payment: PaymentRow } | { kind: 'earlier'; payment: PaymentRow };
+  let reserved: Reservation;
   try {
-    reserved = await reserve(ctx, consent.id, { amountCents, fingerprint, body });
+    reserved = await reserve(ctx, tokenHash, { amountCents, fingerprint, body });
   } catch (error) {
     // The same key raced in through another consent: the unique index decided; answer as the winner did.
     if (!(error instanceof AppError) && isUniqueViolation(error)) {
@@ -66,20 +63,33 @@ export async function executePayment(ctx: Ctx, body: ExecutePaymentBody): Promis
     throw error;
   }
   if (reserved.kind === 'earlier') return replay(ctx.deps, reserved.payment, fingerprint);
+  if (reserved.kind === 'unknown-token') {
+    // The key may still name an earlier execution (then 200, or 409 for other parameters). Else the
+    // same answer for an unknown token and another merchant's: tokens are never confirmed.
+    const earlier = await findPaymentByIdempotencyKey(ctx.db, owner, body.idempotency_key);
+    if (earlier) return replay(ctx.deps, earlier, fingerprint);
+    throw notFound('recurring_consent');
+  }
 
-  const settled = await submitAndRecord(ctx.deps, consent, reserved.payment, ctx.clock.now());
+  const settled = await submitAndRecord(ctx.deps, reserved.consent, reserved.payment, ctx.clock.now(), ctx.clock);
   return { status: 201, payment: presentPayment(settled) };
 }
 
+type Reservation =
+  | { kind: 'new'; consent: ConsentRow; payment: PaymentRow }
+  | { kind: 'earlier'; payment: PaymentRow }
+  | { kind: 'unknown-token' };
+
 async function reserve(
   ctx: Ctx,
-  consentId: string,
+  tokenHash: string,
   input: { amountCents: number; fingerprint: string; body: ExecutePaymentBody },
-): Promise<{ kind: 'new'; payment: PaymentRow } | { kind: 'earlier'; payment: PaymentRow }> {
+): Promise<Reservation> {
   const zone = ctx.deps.config.serviceTimeZone;
   return transact(ctx.db, async (trx) => {
-    const consent = (await lockConsent(trx, consentId))!;
-    // Checked again under the lock: a concurrent duplicate may have committed while this one waited.
+    const consent = await lockConsentByTokenHash(trx, ownerOf(ctx), tokenHash);
+    if (!consent) return { kind: 'unknown-token' };
+    // Under the lock: a concurrent duplicate has committed by the time this one gets the consent.
     const earlier = await findPaymentByIdempotencyKey(trx, ownerOf(ctx), input.body.idempotency_key);
     if (earlier) return { kind: 'earlier', payment: earlier };
 
@@ -88,7 +98,8 @@ async function reserve(
     if (status === 'revoked') throw consentRevokedError();
     const limits = limitsOf(consent);
     if (status !== 'active' && status !== 'expired') throw consentNotActiveError(status);
-    const usage = await usageOf(trx, consent.id, periodWindow(limits.period, now, zone));
+    const window = periodWindow(limits.period, now, zone);
+    const usage = await usageOf(trx, consent, window);
     const check = checkLimits(limits, usage, input.amountCents, now, zone);
     if (!check.ok) throw limitRefusalError(check, limits.period, input.amountCents);
 
@@ -103,6 +114,7 @@ async function reserve(
       idempotencyKey: input.body.idempotency_key,
       fingerprint: input.fingerprint,
     }, now);
+    await countReservation(trx, consent.id, input.amountCents, window, usage.period);
     await enqueue(trx, {
       kind: SETTLE_EXECUTION_JOB,
       runAt: ctx.deps.clock.now() + SETTLE_AFTER_MS,
@@ -110,7 +122,7 @@ async function reserve(
       payload: { payment_id: payment.id },
       dedupeKey: `${SETTLE_EXECUTION_JOB}:${payment.id}`,
     }, ctx.deps.clock.now());
-    return { kind: 'new', payment: { ...payment, bank_consent_id: consent.bank_consent_id } };
+    return { kind: 'new', consent, payment: { ...payment, bank_consent_id: consent.bank_consent_id } };
   });
 }
 
@@ -154,20 +166,22 @@ export function failureReasonOf(failure: { reason: string; limit?: string }): st
   return failure.reason === 'limit_exceeded' && failure.limit ? `limit_exceeded.${failure.limit}` : failure.reason;
 }
 
-/** Calls the bank for a reserved payment and records what it said; returns the payment as recorded. */
-export async function submitAndRecord(deps: Deps, consent: ConsentRow, payment: PaymentRow, at: number): Promise<PaymentRow> {
+/**
+ * Calls the bank for a reserved payment and records what it said, at `clock` (the consent owner's:
+ * real time, or the merchant's test clock); returns the payment as recorded.
+ */
+export async function submitAndRecord(deps: Deps, consent: ConsentRow, payment: PaymentRow, at: number, clock: Clock): Promise<PaymentRow> {
+  const settle = (outcome: Outcome, consentEnded: 'revoked' | 'expired' | null = null) => record(deps, payment.id, outcome, consentEnded, clock);
   const connector = connectorFor(deps, consent.bank_id, consent.mode);
-  if (!connector) return record(deps, payment.id, { status: 'failed', failure_reason: 'bank_unavailable' });
+  if (!connector) return settle({ status: 'failed', failure_reason: 'bank_unavailable' });
   const result = await submit(deps, connector, consent, payment, at);
   if (result.ok) {
-    if (result.outcome === 'successful') return record(deps, payment.id, { status: 'successful', bank_payment_id: result.paymentId });
-    if (result.outcome === 'failed') {
-      return record(deps, payment.id, { status: 'failed', bank_payment_id: result.paymentId, failure_reason: result.failureReason ?? 'declined' });
-    }
-    return record(deps, payment.id, { status: 'unconfirmed', bank_payment_id: result.paymentId });
+    if (result.outcome === 'successful') return settle({ status: 'successful', bank_payment_id: result.paymentId });
+    if (result.outcome === 'failed') return settle({ status: 'failed', bank_payment_id: result.paymentId, failure_reason: result.failureReason ?? 'declined' });
+    return settle({ status: 'unconfirmed', bank_payment_id: result.paymentId });
   }
-  if (result.unknown) return record(deps, payment.id, { status: 'unconfirmed' });
-  return record(deps, payment.id, { status: 'failed', failure_reason: failureReasonOf(result) }, consentEndedBy(result.reason));
+  if (result.unknown) return settle({ status: 'unconfirmed' });
+  return settle({ status: 'failed', failure_reason: failureReasonOf(result) }, consentEndedBy(result.reason));
 }
 
 /** A refusal that tells us the consent is over at the bank: the payer revoked it there, or it ran out. */
@@ -183,9 +197,7 @@ type Outcome = {
   failure_reason?: string;
 };
 
-async function record(deps: Deps, paymentId: string, outcome: Outcome, consentEnded: 'revoked' | 'expired' | null = null): Promise<PaymentRow> {
-  const current = (await findPaymentById(deps.db, paymentId))!;
-  const clock = await clockOf(deps, current);
+async function record(deps: Deps, paymentId: string, outcome: Outcome, consentEnded: 'revoked' | 'expired' | null, clock: Clock): Promise<PaymentRow> {
   return transact(deps.db, async (trx) => {
     // Locked: the settle job may record the same payment's outcome at the same time.
     const payment = (await lockPayment(trx, paymentId))!;
@@ -206,6 +218,7 @@ async function record(deps: Deps, paymentId: string, outcome: Outcome, consentEn
     if (outcome.failure_reason !== undefined) extra.failure_reason = outcome.failure_reason;
     // Settled: the safety-net job has nothing left to do.
     if (outcome.status !== 'unconfirmed') await cancelJob(trx, `${SETTLE_EXECUTION_JOB}:${payment.id}`);
+    await followStatusChange(trx, payment, outcome.status);
     return setPaymentStatus(trx, payment, outcome.status, now, extra);
   });
 }
@@ -222,7 +235,7 @@ export function settleExecutionJob(deps: Deps): JobHandler {
     const payment = await findPaymentById(deps.db, payload.payment_id);
     if (!payment || !payment.recurring_consent_id || !['awaiting-consent', 'unconfirmed'].includes(payment.status)) return;
     const consent = await deps.db.selectFrom('recurring_consents').selectAll().where('id', '=', payment.recurring_consent_id).executeTakeFirstOrThrow();
-    const recorded = await submitAndRecord(deps, consent, payment, clock.now());
+    const recorded = await submitAndRecord(deps, consent, payment, clock.now(), clock);
     if (recorded.status === 'unconfirmed' || recorded.status === 'awaiting-consent') {
       return { retryAt: deps.clock.now() + Math.min(10_000 * 2 ** job.attempts, SETTLE_RETRY_MAX_MS), error: 'not settled at the bank yet' };
     }

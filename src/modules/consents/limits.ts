@@ -1,5 +1,6 @@
 import { DateTime } from 'luxon';
 import { displayAmount } from '../../shared/money.ts';
+import { lastWindowCache } from '../../shared/time.ts';
 
 /**
  * Recurring consent limits (spec 2.6, DESIGN.md section 4): pure arithmetic, no I/O.
@@ -83,6 +84,12 @@ const periodWords = { daily: 'a day', weekly: 'a week', monthly: 'a month' } as 
 
 /** The calendar period of `period` in `zone` that contains `at`: `start` inclusive, `end` exclusive. */
 export function periodWindow(period: LimitPeriod, at: number, zone: string = DEFAULT_ZONE): Window {
+  return recentWindows(`${period} ${zone}`, at, () => calendarWindow(period, at, zone));
+}
+
+const recentWindows = lastWindowCache();
+
+function calendarWindow(period: LimitPeriod, at: number, zone: string): Window {
   const local = DateTime.fromMillis(at, { zone });
   if (!local.isValid) throw new RangeError(`periodWindow: invalid time ${at} or zone ${zone}`);
   const unit = luxonUnit[period];

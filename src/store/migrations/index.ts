@@ -6,6 +6,9 @@ import * as sandboxBank from './0004-sandbox-bank.ts';
 import * as checkout from './0005-checkout.ts';
 import * as consents from './0006-consents.ts';
 import * as subscriptions from './0007-subscriptions.ts';
+import * as consentUsage from './0008-consent-usage.ts';
+import * as sandboxUsage from './0009-sandbox-usage.ts';
+import * as partialPaymentIndexes from './0010-partial-payment-indexes.ts';
 
 // Every migration, in order. Each module appends its own file here; names never change once shipped.
 export const migrations: Record<string, Migration> = {
@@ -16,4 +19,7 @@ export const migrations: Record<string, Migration> = {
   '0005-checkout': checkout,
   '0006-consents': consents,
   '0007-subscriptions': subscriptions,
+  '0008-consent-usage': consentUsage,
+  '0009-sandbox-usage': sandboxUsage,
+  '0010-partial-payment-indexes': partialPaymentIndexes,
 };
