@@ -1,4 +1,4 @@
-import { ulid } from 'ulid';
+import { ulid } from '../../../shared/ids.ts';
 import { parseAmount } from '../../../shared/money.ts';
 import type { ConsentStatus, DomesticConsentRequest, EnduringConsentRequest } from '../open-banking.wire.ts';
 import type { BankTime, SandboxDeps } from './sandbox.context.ts';
@@ -104,6 +104,12 @@ function blankConsent(id: string, kind: ConsentKind, clientId: string, now: numb
     decline_reason: null,
     hold_seconds: null,
     hold_status: null,
+    used_count: 0,
+    used_cents: 0,
+    period_start: null,
+    period_end: null,
+    period_count: 0,
+    period_cents: 0,
     created_at: now,
     updated_at: now,
     status_updated_at: now,

@@ -1,15 +1,16 @@
-import { ulid } from 'ulid';
+import { ulid } from '../../../shared/ids.ts';
 import type { DomesticInitiation, DomesticPaymentRequest } from '../open-banking.wire.ts';
 import type { BankTime, SandboxDeps, SandboxDb } from './sandbox.context.ts';
 import { BankApiError, unknownId } from './sandbox.errors.ts';
 import { fingerprintOf, holdIdempotencyKey } from './sandbox.idempotency.ts';
-import { checkLimitTotals, periodWindow, type Period } from './sandbox.limits.ts';
+import { checkLimitTotals, periodWindow, type Period, type UsageTotals } from './sandbox.limits.ts';
 import { centsOf, effectiveStatus } from './consents.service.ts';
 import {
   adjustBalance,
-  usageTotals,
+  uncountPayment,
+  windowUsage,
   findConsent,
-  findPayer,
+  debitIfFunded,
   findPayment,
   insertPayment,
   updateConsent,
@@ -47,13 +48,14 @@ export async function submitDomesticPayment(
     const amountCents = centsOf(initiation.InstructedAmount.Amount, 'Data.Initiation.InstructedAmount.Amount');
     refuseUnlessExecutable(consent, bankNow);
     refuseMismatch(consent, initiation, amountCents);
-    if (consent.kind === 'enduring') await refuseOverLimits(deps, trx, consent, amountCents, bankNow);
+    const usage = consent.kind === 'enduring' ? await refuseOverLimits(deps, trx, consent, amountCents, bankNow) : null;
 
     const payment = await decide(trx, consent, { id, amountCents, body, now, bankNow });
     await insertPayment(trx, payment);
     const consentChanges: Partial<ConsentRow> = { updated_at: now };
     if (consent.kind === 'domestic') Object.assign(consentChanges, { status: 'Consumed', status_updated_at: now });
     if (consent.decline_next > 0) consentChanges.decline_next = consent.decline_next - 1;
+    if (usage) Object.assign(consentChanges, countedUsage(usage, payment));
     await updateConsent(trx, consent.id, consentChanges);
     return { payment, replayed: false };
   });
@@ -91,7 +93,30 @@ const breachMessages = {
   Frequency: 'The payment would go over the consent limit for this period',
 } as const;
 
-async function refuseOverLimits(deps: SandboxDeps, trx: SandboxDb, consent: ConsentRow, amountCents: number, bankNow: BankTime): Promise<void> {
+type WindowedUsage = { used: UsageTotals; window: { start: number; end: number } };
+
+/** The consent's usage, its period counters read from the row when they hold the current window. */
+async function usageOf(trx: SandboxDb, consent: ConsentRow, window: { start: number; end: number }): Promise<UsageTotals> {
+  const period = consent.period_start === window.start && consent.period_end === window.end
+    ? { count: consent.period_count, amountCents: consent.period_cents }
+    : await windowUsage(trx, consent.id, window);
+  return { count: consent.used_count, amountCents: consent.used_cents, periodCount: period.count, periodAmountCents: period.amountCents };
+}
+
+/** The consent's counters once this payment is made (a rejected one counts for nothing). */
+function countedUsage({ used, window }: WindowedUsage, payment: PaymentRow): Partial<ConsentRow> {
+  const counts = payment.status === 'Rejected' ? 0 : 1;
+  return {
+    used_count: used.count + counts,
+    used_cents: used.amountCents + counts * payment.amount_cents,
+    period_start: window.start,
+    period_end: window.end,
+    period_count: used.periodCount + counts,
+    period_cents: used.periodAmountCents + counts * payment.amount_cents,
+  };
+}
+
+async function refuseOverLimits(deps: SandboxDeps, trx: SandboxDb, consent: ConsentRow, amountCents: number, bankNow: BankTime): Promise<WindowedUsage> {
   const limits = {
     fromAt: consent.from_at!,
     toAt: consent.to_at,
@@ -102,9 +127,11 @@ async function refuseOverLimits(deps: SandboxDeps, trx: SandboxDb, consent: Cons
     totalCount: consent.total_count,
     totalAmountCents: consent.total_amount_cents,
   };
-  const used = await usageTotals(trx, consent.id, periodWindow(limits.period, bankNow, deps.zone, limits.fromAt));
+  const window = periodWindow(limits.period, bankNow, deps.zone, limits.fromAt);
+  const used = await usageOf(trx, consent, window);
   const breach = checkLimitTotals(limits, used, amountCents, bankNow);
   if (breach) throw new BankApiError(400, `Resource.Consent.Exceed.${breach}`, breachMessages[breach], 'Data.Initiation.InstructedAmount');
+  return { used, window };
 }
 
 /** The bank's decision on the money: a scripted decline, insufficient funds, or a debit. */
@@ -113,7 +140,6 @@ async function decide(
   consent: ConsentRow,
   input: { id: string; amountCents: number; body: DomesticPaymentRequest; now: number; bankNow: number },
 ): Promise<PaymentRow> {
-  const payer = await findPayer(trx, consent.payer_id!, { forUpdate: true });
   const base: PaymentRow = {
     id: input.id,
     consent_id: consent.id,
@@ -131,8 +157,9 @@ async function decide(
     updated_at: input.now,
   };
   if (consent.decline_next > 0) return { ...base, status: 'Rejected', status_reason: consent.decline_reason ?? 'declined' };
-  if (!payer || payer.balance_cents < input.amountCents) return { ...base, status: 'Rejected', status_reason: 'insufficient_funds' };
-  await adjustBalance(trx, payer.id, -input.amountCents);
+  if (!consent.payer_id || !(await debitIfFunded(trx, consent.payer_id, input.amountCents))) {
+    return { ...base, status: 'Rejected', status_reason: 'insufficient_funds' };
+  }
   if (consent.hold_seconds === null) return { ...base, debited: 1 };
   return {
     ...base,
@@ -169,6 +196,7 @@ export async function releasePayment(
         ? { status: 'AcceptedSettlementCompleted', held: 0, updated_at: now }
         : { status: 'Rejected', status_reason: decision.reason ?? 'declined', held: 0, debited: 0, updated_at: now };
     if (decision.outcome === 'rejected' && row.debited) await adjustBalance(trx, row.payer_id, row.amount_cents);
+    if (decision.outcome === 'rejected') await uncountPayment(trx, row);
     await updatePayment(trx, id, changes);
     return { ...row, ...changes };
   });

@@ -5,6 +5,7 @@ import { engineOf } from '../../../store/db.ts';
 import type { Logger } from 'pino';
 import { validatorCompiler } from '../../../http/validation.ts';
 import * as sandboxMigration from '../../../store/migrations/0004-sandbox-bank.ts';
+import * as sandboxUsageMigration from '../../../store/migrations/0009-sandbox-usage.ts';
 import { systemClock, type Clock } from '../../../shared/time.ts';
 import { registerApiRoutes } from './api.routes.ts';
 import { registerAuthRoutes } from './auth.routes.ts';
@@ -74,7 +75,7 @@ export async function migrateSandboxBank(db: Kysely<any>): Promise<void> {
   const schema = engineOf(db) === 'postgres' ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema : undefined;
   const migrator = new Migrator({
     db,
-    provider: { getMigrations: async () => ({ '0004-sandbox-bank': sandboxMigration }) },
+    provider: { getMigrations: async () => ({ '0004-sandbox-bank': sandboxMigration, '0009-sandbox-usage': sandboxUsageMigration }) },
     ...(schema && { migrationTableSchema: schema }),
   });
   const { error } = await migrator.migrateToLatest();

@@ -444,3 +444,29 @@ test('concurrent executions: the limit holds, and one key makes one payment', as
   assert.equal(new Set(same.map((r) => r.body.Data.DomesticPaymentId)).size, 1);
   assert.equal((before - Number(await balance(b))).toFixed(2), '7.00');
 });
+
+test('usage is kept per consent: a rejected held payment frees its amount, a new period starts empty, an earlier period still counts', async (t) => {
+  const b = await bank(t);
+  const { consentId, token } = await enduring(b, {
+    FromDateTime: '2026-01-01T00:00:00Z',
+    Frequency: { Period: 'Month', TotalAmount: nzd('10.00') },
+    TotalAmount: nzd('25.00'),
+  });
+  const june = '2027-06-15T00:00:00+12:00';
+  assert.equal((await pay(b, token, consentId, '6.00', { at: june })).status, 201);
+  await call('POST', `${b.url}/test/consents/${consentId}/delay`, { body: { status: 'Pending' } });
+  const held = await pay(b, token, consentId, '4.00', { at: june });
+  assert.equal(held.body.Data.Status, 'Pending');
+  await call('POST', `${b.url}/test/consents/${consentId}/delay`, { body: { off: true } });
+  await expectRefused(await pay(b, token, consentId, '0.01', { at: june }), 'Resource.Consent.Exceed.Frequency');
+  await call('POST', `${b.url}/test/payments/${held.body.Data.DomesticPaymentId}/release`, { body: { outcome: 'rejected' } });
+  assert.equal((await pay(b, token, consentId, '4.00', { at: june })).status, 201, 'the rejected 4.00 no longer counts');
+  await expectRefused(await pay(b, token, consentId, '0.01', { at: june }), 'Resource.Consent.Exceed.Frequency');
+
+  // July starts empty; June, asked about again, still holds its 10.00.
+  assert.equal((await pay(b, token, consentId, '10.00', { at: '2027-07-01T00:00:00+12:00' })).status, 201);
+  await expectRefused(await pay(b, token, consentId, '0.01', { at: '2027-06-30T23:59:00+12:00' }), 'Resource.Consent.Exceed.Frequency');
+  // 6 + 4 + 10 = 20 of the 25.00 in total: 5.00 more fits in August, 5.01 does not.
+  await expectRefused(await pay(b, token, consentId, '5.01', { at: '2027-08-02T00:00:00+12:00' }), 'Resource.Consent.Exceed.TotalAmount');
+  assert.equal((await pay(b, token, consentId, '5.00', { at: '2027-08-02T00:00:00+12:00' })).status, 201);
+});

@@ -1,4 +1,5 @@
 import { DateTime } from 'luxon';
+import { lastWindowCache } from '../../../shared/time.ts';
 
 // The sandbox bank's own check of an enduring consent's limits. Pure: the caller loads the
 // consent's earlier payments (all but rejected ones) and says what time it is at the bank.
@@ -28,6 +29,14 @@ export type LimitBreach = 'Dates' | 'MaximumAmount' | 'TotalCount' | 'TotalAmoun
  * pairs of such weeks counted from the week containing the consent's start (`anchorAt`).
  */
 export function periodWindow(period: Period, at: number, zone: string, anchorAt: number): { start: number; end: number } {
+  // A fortnight's window also depends on the consent's start.
+  const key = period === 'Fortnight' ? `${period} ${zone} ${anchorAt}` : `${period} ${zone}`;
+  return recentWindows(key, at, () => calendarWindow(period, at, zone, anchorAt));
+}
+
+const recentWindows = lastWindowCache();
+
+function calendarWindow(period: Period, at: number, zone: string, anchorAt: number): { start: number; end: number } {
   const local = DateTime.fromMillis(at, { zone });
   switch (period) {
     case 'Day':

@@ -1,5 +1,6 @@
 import type { ExpressionBuilder } from 'kysely';
 import { lockForUpdate } from '../../../store/db.ts';
+import { inserted, insertRow, prepared, updateById } from '../../../store/prepared.ts';
 import type { SandboxDb } from './sandbox.context.ts';
 import type { SandboxConsentsTable, SandboxPaymentsTable, SandboxPayersTable, SandboxTables } from './sandbox.tables.ts';
 
@@ -13,17 +14,19 @@ export async function insertConsent(db: SandboxDb, row: ConsentRow): Promise<voi
   await db.insertInto('sandbox_consents').values(row).execute();
 }
 
+const findConsentQuery = prepared<{ id: string }, ConsentRow>((db, arg) => db.selectFrom('sandbox_consents').selectAll().where('id', '=', arg('id')));
+const lockConsentQuery = prepared<{ id: string }, ConsentRow>((db, arg) => lockForUpdate(db, db.selectFrom('sandbox_consents').selectAll().where('id', '=', arg('id'))));
+
 export async function findConsent(db: SandboxDb, id: string, options: { forUpdate?: boolean } = {}): Promise<ConsentRow | undefined> {
-  const query = db.selectFrom('sandbox_consents').selectAll().where('id', '=', id);
-  return (options.forUpdate ? lockForUpdate(db, query) : query).executeTakeFirst();
+  return (options.forUpdate ? lockConsentQuery : findConsentQuery).first(db, { id });
 }
 
 export async function updateConsent(db: SandboxDb, id: string, changes: Partial<ConsentRow>): Promise<void> {
-  await db.updateTable('sandbox_consents').set(changes).where('id', '=', id).execute();
+  await updateById(db, 'sandbox_consents', id, changes);
 }
 
 export async function insertPayment(db: SandboxDb, row: PaymentRow): Promise<void> {
-  await db.insertInto('sandbox_payments').values(row).execute();
+  await insertRow(db, 'sandbox_payments', row);
 }
 
 export async function findPayment(db: SandboxDb, id: string, options: { forUpdate?: boolean } = {}): Promise<PaymentRow | undefined> {
@@ -32,31 +35,41 @@ export async function findPayment(db: SandboxDb, id: string, options: { forUpdat
 }
 
 export async function updatePayment(db: SandboxDb, id: string, changes: Partial<PaymentRow>): Promise<void> {
-  await db.updateTable('sandbox_payments').set(changes).where('id', '=', id).execute();
+  await updateById(db, 'sandbox_payments', id, changes);
 }
 
-/** Payments that count towards a consent's limits: every one not rejected. */
-/** Count and sum of a consent's payments that were not rejected: in total and within a window. */
-export async function usageTotals(db: SandboxDb, consentId: string, window: { start: number; end: number }) {
-  const inWindow = (eb: ExpressionBuilder<SandboxTables, 'sandbox_payments'>) =>
-    eb.and([eb('executed_at', '>=', window.start), eb('executed_at', '<', window.end)]);
+/**
+ * Count and sum of a consent's payments that were not rejected, executed within a window: read
+ * when the consent's own period counters hold another window (the first payment of a period).
+ */
+export async function windowUsage(db: SandboxDb, consentId: string, window: { start: number; end: number }) {
   const row = await db
     .selectFrom('sandbox_payments')
-    .select((eb) => [
-      eb.fn.countAll<number>().as('count'),
-      eb.fn.coalesce(eb.fn.sum<number>('amount_cents'), eb.lit(0)).as('amount'),
-      eb.fn.sum<number>(eb.case().when(inWindow(eb)).then(1).else(0).end()).as('period_count'),
-      eb.fn.sum<number>(eb.case().when(inWindow(eb)).then(eb.ref('amount_cents')).else(0).end()).as('period_amount'),
-    ])
+    .select((eb) => [eb.fn.countAll<number>().as('count'), eb.fn.coalesce(eb.fn.sum<number>('amount_cents'), eb.lit(0)).as('amount')])
     .where('consent_id', '=', consentId)
+    .where('executed_at', '>=', window.start)
+    .where('executed_at', '<', window.end)
     .where('status', '!=', 'Rejected')
     .executeTakeFirstOrThrow();
-  return {
-    count: Number(row.count),
-    amountCents: Number(row.amount ?? 0),
-    periodCount: Number(row.period_count ?? 0),
-    periodAmountCents: Number(row.period_amount ?? 0),
-  };
+  return { count: Number(row.count), amountCents: Number(row.amount ?? 0) };
+}
+
+/** A rejected payment stops counting: out of the totals, and out of the period counters if they hold its window. */
+export async function uncountPayment(db: SandboxDb, payment: { consent_id: string; amount_cents: number; executed_at: number }): Promise<void> {
+  await db
+    .updateTable('sandbox_consents')
+    .set((eb) => {
+      const inWindow = eb.and([eb('period_start', '<=', payment.executed_at), eb('period_end', '>', payment.executed_at)]);
+      return {
+        used_count: eb('used_count', '-', 1),
+        used_cents: eb('used_cents', '-', payment.amount_cents),
+        period_count: eb.case().when(inWindow).then(eb('period_count', '-', 1)).else(eb.ref('period_count')).end(),
+        period_cents: eb.case().when(inWindow).then(eb('period_cents', '-', payment.amount_cents)).else(eb.ref('period_cents')).end(),
+      };
+    })
+    .where('id', '=', payment.consent_id)
+    .where('kind', '=', 'enduring')
+    .execute();
 }
 
 export async function findPayerByUsername(db: SandboxDb, username: string, options: { forUpdate?: boolean } = {}): Promise<PayerRow | undefined> {
@@ -64,14 +77,20 @@ export async function findPayerByUsername(db: SandboxDb, username: string, optio
   return (options.forUpdate ? lockForUpdate(db, query) : query).executeTakeFirst();
 }
 
-export async function findPayer(db: SandboxDb, id: string, options: { forUpdate?: boolean } = {}): Promise<PayerRow | undefined> {
-  const query = db.selectFrom('sandbox_payers').selectAll().where('id', '=', id);
-  return (options.forUpdate ? lockForUpdate(db, query) : query).executeTakeFirst();
-}
-
 export async function insertPayerIfAbsent(db: SandboxDb, row: PayerRow): Promise<boolean> {
   const result = await db.insertInto('sandbox_payers').values(row).onConflict((c) => c.column('username').doNothing()).executeTakeFirst();
   return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
+}
+
+/** Takes the amount from the payer's balance if it is there; false (and nothing taken) if not. */
+const debitIfFundedQuery = prepared<{ payerId: string; amountCents: number }>((db, arg) =>
+  db.updateTable('sandbox_payers')
+    .set((eb) => ({ balance_cents: eb('balance_cents', '-', arg('amountCents')) }))
+    .where('id', '=', arg('payerId'))
+    .where('balance_cents', '>=', arg('amountCents')));
+
+export async function debitIfFunded(db: SandboxDb, payerId: string, amountCents: number): Promise<boolean> {
+  return Number((await debitIfFundedQuery.run(db, { payerId, amountCents })).numAffectedRows ?? 0) === 1;
 }
 
 export async function adjustBalance(db: SandboxDb, payerId: string, deltaCents: number): Promise<void> {
@@ -101,12 +120,7 @@ export async function claimIdempotency(
   db: SandboxDb,
   row: { client_id: string; endpoint: string; key: string; fingerprint: string; resource_id: string; created_at: number },
 ): Promise<boolean> {
-  const result = await db
-    .insertInto('sandbox_idempotency')
-    .values(row)
-    .onConflict((c) => c.columns(['client_id', 'endpoint', 'key']).doNothing())
-    .executeTakeFirst();
-  return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
+  return inserted(await insertRow(db, 'sandbox_idempotency', row, ['client_id', 'endpoint', 'key']));
 }
 
 export async function insertAuthorisation(db: SandboxDb, row: import('./sandbox.tables.ts').SandboxAuthorisationsTable): Promise<void> {
@@ -140,6 +154,9 @@ export async function insertToken(db: SandboxDb, row: import('./sandbox.tables.t
   await db.insertInto('sandbox_tokens').values(row).execute();
 }
 
+const findTokenQuery = prepared<{ tokenHash: string }, import('./sandbox.tables.ts').SandboxTokensTable>((db, arg) =>
+  db.selectFrom('sandbox_tokens').selectAll().where('token_hash', '=', arg('tokenHash')));
+
 export async function findToken(db: SandboxDb, tokenHash: string) {
-  return db.selectFrom('sandbox_tokens').selectAll().where('token_hash', '=', tokenHash).executeTakeFirst();
+  return findTokenQuery.first(db, { tokenHash });
 }

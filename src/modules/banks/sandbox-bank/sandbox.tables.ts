@@ -41,6 +41,14 @@ export interface SandboxConsentsTable {
   hold_seconds: number | null;
   /** The status held payments report: Pending or AcceptedSettlementInProcess. */
   hold_status: string | null;
+  /** Payments under this consent that were not rejected: how many, and their sum. */
+  used_count: number;
+  used_cents: number;
+  /** The calendar window the period counters hold, [start, end); null before the first payment. */
+  period_start: number | null;
+  period_end: number | null;
+  period_count: number;
+  period_cents: number;
   created_at: number;
   updated_at: number;
   status_updated_at: number;
