@@ -3,17 +3,36 @@ import os from 'node:os';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { load, type BenchContext, type BenchResult } from './lib.ts';
-import { spawnServer } from './process.ts';
+import { freePort } from '../test/process.ts';
+import { serviceHeapFlags, spawnServer } from './process.ts';
 
 /**
  * execute_payment: POST /v1/payments on one recurring consent with limits high enough, distinct
- * idempotency keys, the sandbox bank over HTTP (mounted in the service). The consent is authorised
- * through the pay test helper; the token, which only the authorisation event carries, is read from
- * the service's events table (the bench owns the data directory).
+ * idempotency keys, the sandbox bank over HTTP: once as its own process (`npm run sandbox-bank`, as
+ * a bank is another system) and once mounted inside the service, sharing its event loop. The consent
+ * is authorised through the pay test helper; the token, which only the authorisation event carries,
+ * is read from the service's events table (the bench owns the data directory).
  */
 export default async function benchExecutePayment(ctx: BenchContext): Promise<BenchResult[]> {
+  const [servicePort, bankPort] = [await freePort(), await freePort()];
+  const bankDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-bench-bank-'));
+  const bank = await spawnServer('src/modules/banks/sandbox-bank/main.ts', {
+    PORT: String(bankPort), HOST: '127.0.0.1', DATA_DIR: bankDir, LOG_LEVEL: 'warn',
+    SANDBOX_REDIRECT_URI: `http://127.0.0.1:${servicePort}/pay/return`,
+  }, (line) => ({ line }));
+  try {
+    const separate = await measure(ctx, 'execute_payment (sandbox bank in its own process)', { PORT: String(servicePort), SANDBOX_BANK_URL: `http://127.0.0.1:${bankPort}` });
+    const mounted = await measure(ctx, 'execute_payment (sandbox bank mounted in the service)', {});
+    return [separate, mounted];
+  } finally {
+    await bank.stop();
+    fs.rmSync(bankDir, { recursive: true, force: true });
+  }
+}
+
+async function measure(ctx: BenchContext, name: string, env: Record<string, string>): Promise<BenchResult> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-bench-execute-'));
-  const service = await spawnServer('bench/servers/service.ts', { BENCH_ENV: JSON.stringify({ DATA_DIR: dataDir }) });
+  const service = await spawnServer('bench/servers/service.ts', { BENCH_ENV: JSON.stringify({ DATA_DIR: dataDir, ...env }) }, undefined, serviceHeapFlags());
   try {
     const { url, testKey, bankAccountId } = service.info as { url: string; testKey: string; bankAccountId: string };
     const headers = { authorization: `Bearer ${testKey}`, 'content-type': 'application/json' };
@@ -47,13 +66,13 @@ export default async function benchExecutePayment(ctx: BenchContext): Promise<Be
       connections: ctx.connections,
       durationSec: ctx.durationSec,
     });
-    return [{
-      name: 'execute_payment',
+    return {
+      name,
       rps: result.rps,
       p99_ms: result.p99_ms,
       ratio: result.rps / ctx.baseline.post_rps,
       note: `errors ${result.errors + result.non2xx}`,
-    }];
+    };
   } finally {
     await service.stop();
     fs.rmSync(dataDir, { recursive: true, force: true });

@@ -35,7 +35,7 @@ export async function startService(env: Record<string, string> = {}): Promise<Be
   // The per-key rate limit stays on, set above what one key sends here, so its cost is measured.
   const config = loadConfig({ PORT: '0', LOG_LEVEL: 'warn', DEMO_MERCHANT: 'false', DATA_DIR: dataDir, RATE_LIMIT_PER_SECOND: '1000000', ...env });
   const runtime = await createRuntime(config, { log: pino({ level: 'warn' }) });
-  const address = await runtime.app.listen({ port: 0, host: '127.0.0.1' });
+  const address = await runtime.app.listen({ port: config.port, host: '127.0.0.1' });
   const url = address.replace('localhost', '127.0.0.1');
   runtime.deps.config.publicBaseUrl = url;
   const merchant = await createMerchant(runtime.deps.db, systemClock, {

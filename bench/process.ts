@@ -4,13 +4,30 @@ import readline from 'node:readline';
 
 export type SpawnedServer = { pid: number; info: Record<string, unknown>; stop(): Promise<void> };
 
-/** Runs a bench server in its own process (so the load generator does not share its CPU) and reads its first JSON line. */
-export async function spawnServer(script: string, env: Record<string, string> = {}): Promise<SpawnedServer> {
-  const child: ChildProcess = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
+/**
+ * The V8 heap settings `npm start` gives the service (package.json), so the bench measures the
+ * service as it runs.
+ */
+export function serviceHeapFlags(): string[] {
+  const scripts = JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')).scripts as Record<string, string>;
+  return scripts.start.match(/--max-[a-z-]+-size=\d+/g) ?? [];
+}
+
+/**
+ * Runs a bench server in its own process (so the load generator does not share its CPU) and reads
+ * its first line of output: JSON by default, or whatever `readyLine` makes of it.
+ */
+export async function spawnServer(
+  script: string,
+  env: Record<string, string> = {},
+  readyLine: (line: string) => Record<string, unknown> = (line) => JSON.parse(line),
+  nodeFlags: string[] = [],
+): Promise<SpawnedServer> {
+  const child: ChildProcess = spawn(process.execPath, [...nodeFlags, script], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
   const lines = readline.createInterface({ input: child.stdout! });
   const info = await new Promise<Record<string, unknown>>((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
-    lines.once('line', (line) => resolve(JSON.parse(line)));
+    lines.once('line', (line) => resolve(readyLine(line)));
   });
   return {
     pid: child.pid!,

@@ -1,9 +1,9 @@
 import { load, type BenchContext, type BenchResult } from './lib.ts';
-import { spawnServer, sampleRss } from './process.ts';
+import { serviceHeapFlags, spawnServer, sampleRss } from './process.ts';
 
 /** create_request (single, fixed amount, QR) at 50 connections, get_request, and RSS under the create load. */
 export default async function benchRequests(ctx: BenchContext): Promise<BenchResult[]> {
-  const service = await spawnServer('bench/servers/service.ts');
+  const service = await spawnServer('bench/servers/service.ts', {}, undefined, serviceHeapFlags());
   try {
     const { url, testKey, bankAccountId } = service.info as { url: string; testKey: string; bankAccountId: string };
     const headers = { authorization: `Bearer ${testKey}`, 'content-type': 'application/json' };

@@ -1,8 +1,15 @@
-// Scheduler throughput: 100,000 test-mode subscriptions due at the same moment, charged through
-// the sandbox bank mounted in-process (over loopback HTTP), each exactly once.
+// Scheduler throughput: 100,000 test-mode subscriptions due at the same moment, each charged
+// exactly once through the sandbox bank in this process over loopback HTTP: first with the bank on
+// a worker thread of its own, then with it mounted in the service, sharing the service's event loop.
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+import { Worker as WorkerThread } from 'node:worker_threads';
 import type { BenchContext, BenchResult } from './lib.ts';
 import { startService } from './lib.ts';
+import { freePort } from '../test/process.ts';
 import { DISPATCHED_JOB_KINDS, jobHandlers } from '../src/jobs/registry.ts';
 import { Worker } from '../src/jobs/worker.ts';
 import type { BankConnector, BankRegistry } from '../src/modules/banks/bank-connector.ts';
@@ -40,8 +47,76 @@ async function authorisedConsent(bank: BankConnector, bankUrl: string, redirectU
   return { consentId: token.consentId, accessToken: token.accessToken };
 }
 
+/**
+ * BENCH_CPU_PROFILE=<prefix> writes a V8 CPU profile of the charging phase alone (not the set-up)
+ * of this thread, one file per variant: <prefix>-thread.cpuprofile and <prefix>-mounted.cpuprofile.
+ */
+async function startProfiler(variant: string): Promise<{ stop(): Promise<void> } | null> {
+  if (!process.env.BENCH_CPU_PROFILE) return null;
+  const file = `${process.env.BENCH_CPU_PROFILE}-${variant}.cpuprofile`;
+  const { Session } = await import('node:inspector/promises');
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  return {
+    async stop() {
+      const { profile } = await session.post('Profiler.stop');
+      fs.writeFileSync(file, JSON.stringify(profile));
+      session.disconnect();
+    },
+  };
+}
+
+/**
+ * The sandbox bank as its standalone app (`npm run sandbox-bank`) on a worker thread of this
+ * process: its own event loop and SQLite file, as a real bank is another system.
+ */
+async function sandboxBankThread(servicePort: number): Promise<{ url: string; stop(): Promise<void> }> {
+  const port = await freePort();
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-bench-bank-'));
+  const thread = new WorkerThread(new URL('../src/modules/banks/sandbox-bank/main.ts', import.meta.url), {
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'warn', SANDBOX_REDIRECT_URI: `http://127.0.0.1:${servicePort}/pay/return` },
+    stdout: true,
+  });
+  await new Promise<void>((resolve, reject) => {
+    thread.once('error', reject);
+    thread.once('exit', (code) => reject(new Error(`sandbox bank thread exited with ${code}`)));
+    readline.createInterface({ input: thread.stdout }).once('line', () => resolve());
+  });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    async stop() {
+      await thread.terminate();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
 export default async function benchSubscriptions(_ctx: BenchContext): Promise<BenchResult[]> {
-  const service = await startService({ WORKERS: 'false' });
+  // BENCH_SUBSCRIPTION_VARIANTS=thread or =mounted runs one of the two.
+  const variants = (process.env.BENCH_SUBSCRIPTION_VARIANTS ?? 'thread,mounted').split(',');
+  const results: BenchResult[] = [];
+  if (variants.includes('thread')) {
+    const servicePort = await freePort();
+    const bank = await sandboxBankThread(servicePort);
+    try {
+      results.push(await chargeAllDue('thread', { PORT: String(servicePort), SANDBOX_BANK_URL: bank.url }));
+    } finally {
+      await bank.stop();
+    }
+  }
+  if (variants.includes('mounted')) results.push(await chargeAllDue('mounted', {}));
+  return results;
+}
+
+const variantNames = {
+  thread: 'subscription_charges (sandbox bank on its own thread)',
+  mounted: 'subscription_charges (sandbox bank mounted in the service)',
+};
+
+async function chargeAllDue(variant: keyof typeof variantNames, env: Record<string, string>): Promise<BenchResult> {
+  const service = await startService({ WORKERS: 'false', ...env });
   try {
     const { deps } = service.runtime;
     const banks = (deps as typeof deps & { banks: BankRegistry }).banks;
@@ -82,6 +157,8 @@ export default async function benchSubscriptions(_ctx: BenchContext): Promise<Be
 
     // All due now. Charge them with a worker that claims in batches and runs many at once.
     const worker = new Worker({ db: deps.db, log: deps.log, handlers: jobHandlers(deps), concurrency: 256, pollMs: 20, excludeKinds: DISPATCHED_JOB_KINDS });
+    const profiler = await startProfiler(variant);
+    const cpuBefore = process.cpuUsage();
     const started = performance.now();
     worker.start();
     let charged = 0;
@@ -92,17 +169,22 @@ export default async function benchSubscriptions(_ctx: BenchContext): Promise<Be
       if (performance.now() - started > 15 * 60_000) break;
     }
     const seconds = (performance.now() - started) / 1000;
+    const cpu = process.cpuUsage(cpuBefore);
+    const cpuSeconds = (cpu.user + cpu.system) / 1e6;
     await worker.stop();
+    await profiler?.stop();
 
     const charges = Number((await deps.db.selectFrom('subscription_charges').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
     const paid = Number((await deps.db.selectFrom('payments').select((eb) => eb.fn.count('subscription_id').distinct().as('n')).where('status', '=', 'successful').executeTakeFirstOrThrow()).n);
     const payments = Number((await deps.db.selectFrom('payments').select((eb) => eb.fn.countAll().as('n')).where('subscription_id', 'is not', null).executeTakeFirstOrThrow()).n);
     const exactlyOnce = charged === SUBSCRIPTIONS && charges === SUBSCRIPTIONS && paid === SUBSCRIPTIONS && payments === SUBSCRIPTIONS;
-    return [{
-      name: 'subscription_charges',
+    return {
+      name: variantNames[variant],
       per_second: charged / seconds,
-      note: exactlyOnce ? `${charged} charged exactly once in ${seconds.toFixed(1)} s (set up in ${setupSeconds.toFixed(0)} s)` : `NOT exactly once: ${charged} charged, ${charges} charge rows, ${payments} payments, ${paid} subscriptions paid`,
-    }];
+      note: exactlyOnce
+        ? `${charged} charged exactly once in ${seconds.toFixed(1)} s, ${(charged / cpuSeconds).toFixed(0)} per CPU-second of the process (set up in ${setupSeconds.toFixed(0)} s)`
+        : `NOT exactly once: ${charged} charged, ${charges} charge rows, ${payments} payments, ${paid} subscriptions paid`,
+    };
   } finally {
     await service.close();
   }
