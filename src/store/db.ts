@@ -24,7 +24,7 @@ export type StoreOptions =
 export function openDb(options: StoreOptions): Db {
   if (options.engine === 'sqlite') {
     fs.mkdirSync(path.dirname(options.file), { recursive: true });
-    return new Kysely<Database>({ dialect: nodeSqliteDialect(openSqlite(options.file)) });
+    return new Kysely<Database>({ dialect: nodeSqliteDialect(openSqlite(options.file), options.file) });
   }
   const pool = new pg.Pool({
     connectionString: options.url,

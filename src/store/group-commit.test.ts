@@ -5,8 +5,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { sql } from 'kysely';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { Kysely, sql } from 'kysely';
 import { openDb, relaxDurability } from './db.ts';
+import { nodeSqliteDialect, openSqlite, type FileSync } from './sqlite-dialect.ts';
 import { transact } from './tx.ts';
 
 function tempFile() {
@@ -75,4 +77,100 @@ test('a relaxed unit (a job lease) still commits with its batch', async (t) => {
   const check = new DatabaseSync(file);
   assert.deepEqual((check.prepare('select id from leases order by id').all() as Array<{ id: number }>).map((r) => r.id), [1, 2]);
   check.close();
+});
+
+/** An fsync the test holds until it lets it finish (or fail), to watch who waits for it. */
+function heldFsync() {
+  const calls: Array<{ fd: number; finished: boolean; finish(error?: Error): void }> = [];
+  const fsync: FileSync = (fd, done) => {
+    const call = {
+      fd,
+      finished: false,
+      finish: (error?: Error) => {
+        call.finished = true;
+        fs.fsync(fd, (e) => done(error ?? e));
+      },
+    };
+    calls.push(call);
+  };
+  /** Lets every fsync still held go, so the database can close after a failed assertion. */
+  const release = () => calls.filter((call) => !call.finished).forEach((call) => call.finish());
+  return { fsync, calls, release };
+}
+
+function settledFlag(promise: Promise<unknown>) {
+  const state = { settled: false, error: undefined as unknown };
+  promise.then(() => (state.settled = true), (error) => ((state.settled = true), (state.error = error)));
+  return state;
+}
+
+async function turns(n = 5) {
+  for (let i = 0; i < n; i++) await nextTurn();
+}
+
+/** Waits for the real fsync a test let go of to come back from the thread pool. */
+async function until(condition: () => boolean) {
+  const deadline = Date.now() + 10_000;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('gave up waiting');
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
+}
+
+test('no caller is released before the WAL fsync covering what it wrote or read; batches sync one at a time, in order', async (t) => {
+  const { file, cleanup } = tempFile();
+  t.after(cleanup);
+  const held = heldFsync();
+  const db = new Kysely<any>({ dialect: nodeSqliteDialect(openSqlite(file), file, held.fsync) });
+  t.after(async () => {
+    const closing = db.destroy();
+    held.release();
+    await turns();
+    held.release();
+    await closing;
+  });
+  const create = sql`create table items (id integer primary key)`.execute(db);
+  await until(() => held.calls.length === 1);
+  held.calls[0]!.finish();
+  await create;
+  assert.equal(fs.fstatSync(held.calls[0]!.fd).ino, fs.statSync(`${file}-wal`).ino, 'the fsync is of the WAL file');
+
+  const first = settledFlag(transact(db, (trx: any) => trx.insertInto('items').values({ id: 1 }).execute()));
+  await turns();
+  assert.equal(held.calls.length, 2, 'the batch committed and asked for its fsync');
+  assert.equal(first.settled, false, 'a writer waits for its fsync');
+
+  // A reader sees the committed row at once, but is not answered until that row is durable.
+  let seen: unknown[] = [];
+  const reader = settledFlag(db.selectFrom('items').selectAll().execute().then((rows) => (seen = rows)));
+  // The next writer's statements and COMMIT run while the first fsync is still under way.
+  const second = settledFlag(transact(db, (trx: any) => trx.insertInto('items').values({ id: 2 }).execute()));
+  await turns();
+  assert.equal(reader.settled, false, 'a reader waits for the fsync of what it saw');
+  assert.equal(second.settled, false);
+  assert.equal(held.calls.length, 2, 'one fsync at a time');
+  const other = new DatabaseSync(file);
+  assert.equal((other.prepare('select count(*) as n from items').get() as { n: number }).n, 2, 'the second batch has committed');
+  other.close();
+
+  held.calls[1]!.finish();
+  await until(() => first.settled && reader.settled);
+  await turns();
+  assert.deepEqual([first.settled, reader.settled, second.settled], [true, true, false]);
+  assert.deepEqual(seen.map((row: any) => row.id), [1], "the reader saw the first batch only");
+  assert.equal(held.calls.length, 3, 'the next fsync starts as soon as the last one ends');
+  held.calls[2]!.finish();
+  await until(() => second.settled);
+  assert.equal(second.error, undefined);
+
+  // A failed fsync fails the writers of the batches it covered.
+  const failing = settledFlag(transact(db, (trx: any) => trx.insertInto('items').values({ id: 3 }).execute()));
+  await turns();
+  held.calls[3]!.finish(new Error('EIO: i/o error, fsync'));
+  await until(() => failing.settled);
+  assert.match(String(failing.error), /EIO/);
+
+  // With nothing left to sync, a read is answered at once.
+  assert.equal((await db.selectFrom('items').select('id').where('id', '=', 1).execute()).length, 1);
+  assert.equal(held.calls.length, 4);
 });
