@@ -173,4 +173,16 @@ test('no caller is released before the WAL fsync covering what it wrote or read;
   // With nothing left to sync, a read is answered at once.
   assert.equal((await db.selectFrom('items').select('id').where('id', '=', 1).execute()).length, 1);
   assert.equal(held.calls.length, 4);
+
+  // A reader queued behind a writer sees its row before the batch has even committed: it is
+  // answered only once that batch is durable.
+  const writer = settledFlag(transact(db, (trx: any) => trx.insertInto('items').values({ id: 4 }).execute()));
+  let early: unknown[] = [];
+  const earlyReader = settledFlag(db.selectFrom('items').select('id').where('id', '=', 4).execute().then((rows) => (early = rows)));
+  await until(() => held.calls.length === 5);
+  await turns();
+  assert.equal(earlyReader.settled, false, 'a reader of the open batch waits for its fsync');
+  held.calls[4]!.finish();
+  await until(() => writer.settled && earlyReader.settled);
+  assert.equal(early.length, 1);
 });

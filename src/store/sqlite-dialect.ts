@@ -270,8 +270,10 @@ class GroupCommitDriver implements Driver {
   async releaseConnection(connection: DatabaseConnection): Promise<void> {
     const unit = connection as UnitConnection;
     const batch = unit.dirty ? this.batch : null;
-    // What this unit read may include commits whose fsync has not finished yet.
-    const seen = batch ? null : this.syncer.settled();
+    // What this unit read may include the open batch (written by units that have finished, not yet
+    // committed) or commits whose fsync has not finished: it is answered once those are durable.
+    const seen = batch ? null : this.outerOpen && this.batch ? this.batch.promise : this.syncer.settled();
+    if (seen && this.outerOpen) this.scheduleCommit();
     this.unlock();
     if (unit.relaxed) {
       if (batch) this.scheduleCommit();
