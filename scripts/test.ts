@@ -1,6 +1,7 @@
 // npm test: every test on SQLite, then, when TEST_DATABASE_URL is set, every test that touches the
 // database again on PostgreSQL. Pass file paths or globs to run fewer.
 import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
@@ -18,13 +19,15 @@ const requested = process.argv.slice(2);
 const files = (requested.length > 0 ? requested : [...findTests('src'), ...findTests('test')]).sort();
 const usesDatabase = (file: string) => /buildTestApp|freshDb|TEST_ENGINE/.test(fs.readFileSync(file, 'utf8'));
 const concurrency = process.env.TEST_CONCURRENCY ?? '3';
+// Services the tests spawn on PostgreSQL need the service key (SQLite ones make a key file).
+const secretKey = process.env.SECRET_KEY ?? randomBytes(32).toString('base64');
 
 function run(engine: 'sqlite' | 'postgres', list: string[]): number {
   if (list.length === 0) return 0;
   process.stdout.write(`\n# ${list.length} test files on ${engine}\n`);
   const result = spawnSync(process.execPath, ['--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...list], {
     stdio: 'inherit',
-    env: { ...process.env, TEST_ENGINE: engine },
+    env: { ...process.env, TEST_ENGINE: engine, SECRET_KEY: secretKey },
   });
   return result.status ?? 1;
 }

@@ -24,6 +24,7 @@ test('defaults', () => {
     banksFile: null,
     webhookAllowPrivate: false,
     rateLimitPerSecond: 100,
+    secretKey: null,
   });
 });
 
@@ -34,11 +35,12 @@ test('every variable is read', () => {
     PORT: '8080', HOST: '0.0.0.0', PUBLIC_BASE_URL: 'https://pay.example.nz/', DATA_DIR: '/var/lib/tono', DATABASE_URL: 'postgres://u@db:5432/tono',
     SMTP_URL: 'smtp://mail:25', SANDBOX_BANK_URL: 'http://sandbox:4000', LOG_LEVEL: 'debug', SERVICE_TIME_ZONE: 'Australia/Sydney',
     WORKERS: 'false', DEMO_MERCHANT: 'no', BANKS_FILE: banksFile, WEBHOOK_ALLOW_PRIVATE: 'yes', RATE_LIMIT_PER_SECOND: '0',
+    SECRET_KEY: Buffer.alloc(32, 7).toString('base64'),
   });
   assert.deepEqual(config, {
     port: 8080, host: '0.0.0.0', publicBaseUrl: 'https://pay.example.nz', dataDir: '/var/lib/tono', databaseUrl: 'postgres://u@db:5432/tono',
     smtpUrl: 'smtp://mail:25', sandboxBankUrl: 'http://sandbox:4000', sandboxBankUrlSet: true, logLevel: 'debug', serviceTimeZone: 'Australia/Sydney',
-    workers: false, demoMerchant: false, banksFile, webhookAllowPrivate: true, rateLimitPerSecond: 0,
+    workers: false, demoMerchant: false, banksFile, webhookAllowPrivate: true, rateLimitPerSecond: 0, secretKey: Buffer.alloc(32, 7),
   });
   assert.equal(loadConfig({ HOST: '::1', PORT: '9' }).publicBaseUrl, 'http://[::1]:9');
   assert.equal(loadConfig({ PORT: '' }).port, 3000, 'empty means unset');
@@ -66,7 +68,17 @@ const bad: Array<[name: string, value: string, message: string]> = [
   ['DEMO_MERCHANT', '2', 'DEMO_MERCHANT must be true or false, got "2"'],
   ['WEBHOOK_ALLOW_PRIVATE', 'sometimes', 'WEBHOOK_ALLOW_PRIVATE must be true or false, got "sometimes"'],
   ['RATE_LIMIT_PER_SECOND', 'fast', 'RATE_LIMIT_PER_SECOND must be a whole number of calls per second (0 turns it off), got "fast"'],
+  ['SECRET_KEY', 'hunter2', 'SECRET_KEY must be the base64 of 32 random bytes (openssl rand -base64 32)'],
+  ['SECRET_KEY', Buffer.alloc(16, 1).toString('base64'), 'SECRET_KEY must be the base64 of 32 random bytes (openssl rand -base64 32)'],
 ];
+
+test('PostgreSQL needs SECRET_KEY, which no error message repeats', () => {
+  assert.throws(() => loadConfig({ DATABASE_URL: 'postgres://u@db/tono' }), (error: unknown) => error instanceof ConfigError
+    && error.message === 'SECRET_KEY is required with DATABASE_URL: set it to the base64 of 32 random bytes (openssl rand -base64 32), the same in every process');
+  const almost = Buffer.alloc(31, 9).toString('base64');
+  assert.throws(() => loadConfig({ SECRET_KEY: almost }), (error: unknown) => error instanceof ConfigError && !error.message.includes(almost));
+  assert.deepEqual(loadConfig({ SECRET_KEY: ` ${Buffer.alloc(32, 3).toString('base64')}\n` }).secretKey, Buffer.alloc(32, 3), 'surrounding space is ignored');
+});
 
 test('loadConfig refuses each bad value with a message naming the variable', () => {
   for (const [name, value, message] of bad) {

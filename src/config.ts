@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { IANAZone } from 'luxon';
 import { BanksFileError, readBanksFile } from './modules/banks/banks-file.ts';
+import { decodeSecretKey } from './store/secret-key.ts';
 
 export type Config = {
   port: number;
@@ -21,6 +22,8 @@ export type Config = {
   webhookAllowPrivate: boolean;
   /** API calls a key may make per second (burst twice that); 0 turns the limit off. */
   rateLimitPerSecond: number;
+  /** SECRET_KEY decoded; null means the key file under DATA_DIR (SQLite only). */
+  secretKey: Buffer | null;
 };
 
 /** A bad setting; main prints its one-line message and exits without a stack trace. */
@@ -84,6 +87,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       throw error;
     }
   }
+  let secretKey: Buffer | null = null;
+  if (env.SECRET_KEY) {
+    secretKey = decodeSecretKey(env.SECRET_KEY);
+    // The value itself is never echoed: it is the key to every stored secret.
+    if (!secretKey) throw new ConfigError('SECRET_KEY must be the base64 of 32 random bytes (openssl rand -base64 32)');
+  } else if (databaseUrl) {
+    throw new ConfigError('SECRET_KEY is required with DATABASE_URL: set it to the base64 of 32 random bytes (openssl rand -base64 32), the same in every process');
+  }
   return {
     port,
     host,
@@ -100,5 +111,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     banksFile,
     webhookAllowPrivate: bool(env, 'WEBHOOK_ALLOW_PRIVATE', false),
     rateLimitPerSecond: rateLimit(env.RATE_LIMIT_PER_SECOND),
+    secretKey,
   };
 }

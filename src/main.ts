@@ -1,5 +1,6 @@
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { createRuntime } from './runtime.ts';
+import { SecretKeyError } from './store/secret-key.ts';
 import { ensureDemoMerchant, DEMO_EMAIL } from './modules/merchants/demo.ts';
 
 let config: Config;
@@ -14,7 +15,7 @@ try {
 }
 
 const runtime = await createRuntime(config).catch((error: Error) => {
-  process.stderr.write(`tono: could not open the database: ${error.message}\n`);
+  process.stderr.write(error instanceof SecretKeyError ? `tono: ${error.message}\n` : `tono: could not open the database: ${error.message}\n`);
   process.exit(1);
 });
 const { app, deps } = runtime;

@@ -11,6 +11,8 @@ import { migrateToLatest } from './store/migrate.ts';
 import { WebhookDispatcher } from './modules/webhooks/webhooks.dispatcher.ts';
 import { installWebhookFanOut } from './modules/webhooks/webhooks.fanout.ts';
 import { OpenBankingRegistry } from './modules/banks/registry.ts';
+import { createSecretBox } from './shared/secret-box.ts';
+import { loadOrCreateKeyFile } from './store/secret-key.ts';
 
 export type Runtime = { deps: Deps; app: App; close(): Promise<void> };
 
@@ -27,6 +29,7 @@ export function makeLogger(config: Pick<Config, 'logLevel'>): Logger {
 /** Everything one process runs: store (migrated), deps, HTTP app and worker (started if WORKERS). */
 export async function createRuntime(config: Config, options: { db?: Db; log?: Logger; clock?: Clock } = {}): Promise<Runtime> {
   const log = options.log ?? makeLogger(config);
+  const secrets = createSecretBox(config.secretKey ?? loadOrCreateKeyFile(config.dataDir));
   const db = options.db ?? openDb(storeOptionsFor(config));
   await migrateToLatest(db);
   const clock = options.clock ?? systemClock;
@@ -34,7 +37,7 @@ export async function createRuntime(config: Config, options: { db?: Db; log?: Lo
   const worker = new Worker({ db, log: log.child({ component: 'worker' }), handlers: {}, realClock: clock, excludeKinds: DISPATCHED_JOB_KINDS });
   const webhooks = new WebhookDispatcher({ db, log: log.child({ component: 'webhooks' }), allowPrivate: config.webhookAllowPrivate });
   const banks = new OpenBankingRegistry({ config, now: () => clock.now() });
-  const deps: Deps = { config, db, log, clock, worker, banks };
+  const deps: Deps = { config, db, log, clock, worker, banks, secrets };
   worker.setHandlers(jobHandlers(deps));
   const app = await buildApp(deps);
   if (config.workers) {

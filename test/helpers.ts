@@ -47,8 +47,11 @@ export async function freshDb(): Promise<TestDb> {
   };
 }
 
+/** One service key per test process, so tests never write a key file into the working directory. */
+export const TEST_SECRET_KEY = process.env.SECRET_KEY ?? randomBytes(32).toString('base64');
+
 export function testConfig(overrides: Partial<Config> = {}): Config {
-  return { ...loadConfig({ PORT: '0', LOG_LEVEL: 'silent', DEMO_MERCHANT: 'false', RATE_LIMIT_PER_SECOND: '0' }), ...overrides };
+  return { ...loadConfig({ PORT: '0', LOG_LEVEL: 'silent', DEMO_MERCHANT: 'false', RATE_LIMIT_PER_SECOND: '0', SECRET_KEY: TEST_SECRET_KEY }), ...overrides };
 }
 
 export type TestApp = Runtime & { testDb: TestDb };

@@ -4,7 +4,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { TestContext } from 'node:test';
-import { engine, freshDb, pgUrl } from './helpers.ts';
+import { engine, freshDb, pgUrl, TEST_SECRET_KEY } from './helpers.ts';
 
 // Real processes for tests of start-up, configuration, the CLI and crash durability.
 
@@ -33,6 +33,7 @@ export async function processStore(t: TestContext): Promise<Store> {
     await testDb.db.destroy();
     const separator = pgUrl.includes('?') ? '&' : '?';
     env.DATABASE_URL = `${pgUrl}${separator}options=${encodeURIComponent(`-c search_path=${testDb.schema}`)}`;
+    env.SECRET_KEY = TEST_SECRET_KEY;
     t.after(() => testDb.drop());
   }
   t.after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
@@ -41,8 +42,10 @@ export async function processStore(t: TestContext): Promise<Store> {
 
 /** Environment for child processes: nothing inherited that could point them at another database. */
 export function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const { DATABASE_URL: _db, DATA_DIR: _dir, PORT: _port, PUBLIC_BASE_URL: _url, TEST_ENGINE: _engine, ...rest } = process.env;
-  return { ...rest, LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '0', ...extra };
+  const { DATABASE_URL: _db, DATA_DIR: _dir, PORT: _port, PUBLIC_BASE_URL: _url, TEST_ENGINE: _engine, SECRET_KEY: _key, ...rest } = process.env;
+  // On SQLite the service makes its own key file under DATA_DIR; PostgreSQL needs SECRET_KEY.
+  const key = extra.DATABASE_URL ? { SECRET_KEY: TEST_SECRET_KEY } : {};
+  return { ...rest, LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '0', ...key, ...extra };
 }
 
 /**

@@ -3,6 +3,7 @@ import type { Config } from '../config.ts';
 import type { Worker } from '../jobs/worker.ts';
 import type { Clock } from '../shared/time.ts';
 import type { Db } from '../store/db.ts';
+import type { SecretBox } from '../shared/secret-box.ts';
 import type { Mode } from '../store/tables.ts';
 import type { BankRegistry } from '../modules/banks/bank-connector.ts';
 
@@ -16,6 +17,8 @@ export type Deps = {
   worker: Worker;
   /** The payer's banks: `deps.banks.connectorFor(bankId, mode)`. */
   banks: BankRegistry;
+  /** Seals and opens secrets stored at rest (docs/security.md). */
+  secrets: SecretBox;
 };
 
 export type Merchant = { id: string; name: string };
