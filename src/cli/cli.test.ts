@@ -20,6 +20,17 @@ async function serviceOn(t: Parameters<typeof processStore>[0], store: Store) {
 
 test('merchant create, keys create|revoke, bank-accounts add, migrate', async (t) => {
   const store = await processStore(t);
+  // before `migrate`, no command creates or touches a database
+  const early = await runCli(store, ['merchant', 'create', '--name', 'Too Early', '--email', 'early@kiwi.example']);
+  assert.equal(early.status, 1);
+  assert.equal(early.stdout, '');
+  if (store.engine === 'sqlite') {
+    const file = path.join(store.dataDir, 'tono.db');
+    assert.equal(early.stderr, `error: the SQLite database ${file} (DATA_DIR=${store.dataDir}) does not exist: set DATA_DIR (or DATABASE_URL) to the service's, or create it with \`npm run --silent cli -- migrate\`\n`);
+    assert.equal(fs.existsSync(file), false);
+  } else {
+    assert.match(early.stderr, /^error: the PostgreSQL database of DATABASE_URL is not migrated \(\d+ pending, from 0001-core\): start the service once, or run `npm run --silent cli -- migrate`\n$/);
+  }
   const migrated = await runCli(store, ['migrate', '--json']);
   assert.deepEqual([migrated.status, migrated.stdout, migrated.stderr], [0, '{"migrated":true}\n', '']);
 
@@ -35,7 +46,13 @@ test('merchant create, keys create|revoke, bank-accounts add, migrate', async (t
 
   const withPassword = await runCli(store, ['merchant', 'create', '--name', 'Two', '--email', 'two@kiwi.example', '--password', 'long enough pass', '--json']);
   assert.equal(withPassword.status, 0, withPassword.stderr);
-  assert.equal(JSON.parse(withPassword.stdout).dashboard_password, 'long enough pass');
+  // the operator's own password is never printed back
+  assert.equal(withPassword.stdout.includes('long enough pass'), false);
+  assert.equal('dashboard_password' in JSON.parse(withPassword.stdout), false);
+  const withPasswordText = await runCli(store, ['merchant', 'create', '--name', 'Three', '--email', 'three@kiwi.example', '--password', 'long enough pass']);
+  assert.equal(withPasswordText.status, 0, withPasswordText.stderr);
+  assert.equal(withPasswordText.stdout.includes('long enough pass'), false);
+  assert.match(withPasswordText.stdout, /dashboard {5}three@kiwi\.example \/ \(the password you gave\)/);
   assert.equal(JSON.parse(withPassword.stdout).bank_account_id, null);
 
   const refusals: Array<[string[], string]> = [
@@ -91,8 +108,11 @@ test('merchant create, keys create|revoke, bank-accounts add, migrate', async (t
 
 test('backup --to FILE writes an openable SQLite copy with the data', async (t) => {
   const store = await processStore(t);
+  assert.equal((await runCli(store, ['migrate'])).status, 0);
   const merchant = JSON.parse((await runCli(store, ['merchant', 'create', '--name', 'Backed Up', '--email', 'backup@example.com', '--bank-account', VALID_ACCOUNT, '--json'])).stdout);
   const target = path.join(store.dataDir, 'copy', 'backup.db');
+  const missingFolder = await runCli(store, ['backup', '--to', target]);
+  assert.deepEqual([missingFolder.status, missingFolder.stderr], [1, `error: the folder ${path.dirname(target)} does not exist; create it first\n`]);
   fs.mkdirSync(path.dirname(target));
   const result = await runCli(store, ['backup', '--to', target, '--json']);
   if (store.engine === 'postgres') {

@@ -17,9 +17,19 @@ async function migrationSchema(db: Db): Promise<string | undefined> {
   return schema;
 }
 
+async function migratorFor(db: Db): Promise<Migrator> {
+  return new Migrator({ db, provider, migrationTableSchema: await migrationSchema(db) });
+}
+
 export async function migrateToLatest(db: Db): Promise<string[]> {
-  const migrator = new Migrator({ db, provider, migrationTableSchema: await migrationSchema(db) });
+  const migrator = await migratorFor(db);
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error(String(error));
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+/** Names of the migrations this code has that the database has not applied (all of them when it was never migrated). */
+export async function pendingMigrations(db: Db): Promise<string[]> {
+  const migrator = await migratorFor(db);
+  return (await migrator.getMigrations()).filter((m) => !m.executedAt).map((m) => m.name);
 }

@@ -15,6 +15,7 @@ function storeDb(store: Store) {
 
 test('SIGKILL right after a 201 loses nothing: the request and its event are there after restart', async (t) => {
   const store = await processStore(t);
+  assert.equal((await runCli(store, ['migrate'])).status, 0);
   const created = await runCli(store, ['merchant', 'create', '--name', 'Durable Ltd', '--email', 'durable@example.com', '--bank-account', VALID_ACCOUNT, '--json']);
   assert.equal(created.status, 0, created.stderr);
   const merchant = JSON.parse(created.stdout);

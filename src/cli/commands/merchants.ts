@@ -17,12 +17,14 @@ export const merchantCommands: Record<string, CliCommand> = {
     async run(config, o) {
       if (!o.name || !o.email) throw new Error('merchant create needs --name and --email');
       const created = await withDb(config, (db) => createMerchant(db, systemClock, { name: o.name, email: o.email, password: o.password, bankAccount: o['bank-account'] }));
-      print(created, o.json, [
+      // The operator's own password is never echoed; a generated one is shown this once.
+      const { dashboard_password: generated, ...shown } = created;
+      print(o.password ? shown : created, o.json, [
         `merchant      ${created.user_id}`,
         `live key      ${created.live_key}`,
         `test key      ${created.test_key}`,
         `bank account  ${created.bank_account_id ?? '(none: add one with bank-accounts add)'}`,
-        `dashboard     ${o.email} / ${created.dashboard_password}`,
+        `dashboard     ${o.email} / ${o.password ? '(the password you gave)' : `${generated} (generated; shown once)`}`,
       ].join('\n'));
       return 0;
     },

@@ -1,13 +1,36 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import type { Config } from '../../config.ts';
-import { openDb, type Db } from '../../store/db.ts';
-import { migrateToLatest } from '../../store/migrate.ts';
+import { openDb, type Db, type StoreOptions } from '../../store/db.ts';
+import { migrateToLatest, pendingMigrations } from '../../store/migrate.ts';
 import { storeOptionsFor } from '../../runtime.ts';
 
-/** Opens (and migrates) the service's database for one command, closing it afterwards. */
-export async function withDb<T>(config: Config, work: (db: Db) => Promise<T>): Promise<T> {
-  const db = openDb(storeOptionsFor(config));
+function describe(store: StoreOptions): string {
+  return store.engine === 'sqlite'
+    ? `the SQLite database ${store.file} (DATA_DIR=${path.dirname(store.file)})`
+    : 'the PostgreSQL database of DATABASE_URL';
+}
+
+/**
+ * Opens the service's database for one command, closing it afterwards. Only `migrate` creates or
+ * migrates it: any other command against a database the service never ran on (a wrong DATA_DIR or
+ * DATABASE_URL) would write keys and merchants that the running service never sees.
+ */
+export async function withDb<T>(config: Config, work: (db: Db) => Promise<T>, options: { migrate?: boolean } = {}): Promise<T> {
+  const store = storeOptionsFor(config);
+  if (!options.migrate && store.engine === 'sqlite' && !fs.existsSync(store.file)) {
+    throw new Error(`${describe(store)} does not exist: set DATA_DIR (or DATABASE_URL) to the service's, or create it with \`npm run --silent cli -- migrate\``);
+  }
+  const db = openDb(store);
   try {
-    await migrateToLatest(db);
+    if (options.migrate) {
+      await migrateToLatest(db);
+    } else {
+      const pending = await pendingMigrations(db);
+      if (pending.length > 0) {
+        throw new Error(`${describe(store)} is not migrated (${pending.length} pending, from ${pending[0]}): start the service once, or run \`npm run --silent cli -- migrate\``);
+      }
+    }
     return await work(db);
   } finally {
     await db.destroy();

@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import { backupSqlite } from '../../store/db.ts';
 import type { CliCommand } from './index.ts';
@@ -8,7 +9,7 @@ export const storeCommands: Record<string, CliCommand> = {
     usage: '  apply pending migrations',
     options: { json: { type: 'boolean' } },
     async run(config, o) {
-      await withDb(config, async () => {});
+      await withDb(config, async () => {}, { migrate: true });
       print({ migrated: true }, o.json, 'database is up to date');
       return 0;
     },
@@ -19,6 +20,8 @@ export const storeCommands: Record<string, CliCommand> = {
     async run(config, o) {
       if (!o.to) throw new Error('backup needs --to FILE');
       const target = path.resolve(o.to);
+      const folder = path.dirname(target);
+      if (!fs.existsSync(folder) || !fs.statSync(folder).isDirectory()) throw new Error(`the folder ${folder} does not exist; create it first`);
       await withDb(config, (db) => backupSqlite(db, target));
       print({ backup: target }, o.json, `backup written to ${target}`);
       return 0;
