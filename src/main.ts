@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { createRuntime } from './runtime.ts';
 import { SecretKeyError } from './store/secret-key.ts';
@@ -14,6 +15,26 @@ try {
   throw error;
 }
 
+/** Binds and releases the port, so a busy one fails the start before anything is created or printed. */
+function portProblem(host: string, port: number): Promise<string | null> {
+  return new Promise((resolve) => {
+    const probe = net.createServer();
+    probe.once('error', (error: NodeJS.ErrnoException) =>
+      resolve(error.code === 'EADDRINUSE'
+        ? `port ${port} on ${host} is already in use: stop what is using it, or start on another port with PORT (e.g. PORT=${port + 1} npm start)`
+        : `cannot listen on ${host}:${port} (${error.code ?? error.message}): set PORT and HOST`));
+    probe.listen({ port, host, exclusive: true }, () => probe.close(() => resolve(null)));
+  });
+}
+
+if (config.port !== 0) {
+  const problem = await portProblem(config.host, config.port);
+  if (problem) {
+    process.stderr.write(`tono: ${problem}\n`);
+    process.exit(1);
+  }
+}
+
 const runtime = await createRuntime(config).catch((error: Error) => {
   process.stderr.write(error instanceof SecretKeyError ? `tono: ${error.message}\n` : `tono: could not open the database: ${error.message}\n`);
   process.exit(1);
@@ -22,7 +43,11 @@ const { app, deps } = runtime;
 
 if (config.demoMerchant) {
   const demo = await ensureDemoMerchant(deps);
-  if (demo) {
+  if (demo === 'exists') {
+    process.stdout.write(
+      `Demo merchant ${DEMO_EMAIL} (its keys were shown on the first start). New keys: npm run --silent cli -- keys create --merchant ${DEMO_EMAIL} --mode test\n`,
+    );
+  } else if (demo) {
     process.stdout.write(
       [
         '',

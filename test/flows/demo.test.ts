@@ -1,7 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { processStore, startService, stop } from '../process.ts';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { childEnv, processStore, runMain, startService, stop } from '../process.ts';
 
 // First start on an empty database (SQLite, or PostgreSQL when TEST_ENGINE=postgres).
 
@@ -37,7 +40,13 @@ test('first start prints the demo merchant once, and its curl example works', as
   assert.equal(await stop(first), 0);
 
   const second = await startService(t, store);
-  assert.doesNotMatch(second.stdout(), /Demo merchant|sk_live_|sk_test_/);
+  assert.doesNotMatch(second.stdout(), /sk_live_|sk_test_/);
+  // and says how to get new keys, with a command that works as printed
+  const again = /New keys: (npm run --silent cli -- keys create --merchant demo@tono\.example --mode test)\n/.exec(second.stdout());
+  assert.ok(again, second.stdout());
+  const keys = spawnSync('sh', ['-c', `${again[1]} --json`], { encoding: 'utf8', timeout: 60_000, env: childEnv(store.env) });
+  assert.equal(keys.status, 0, keys.stderr);
+  assert.match(JSON.parse(keys.stdout).key, /^sk_test_/);
   assert.match(second.stdout(), /Tono is running at/);
   assert.equal(await stop(second), 0);
 });
@@ -47,4 +56,18 @@ test('DEMO_MERCHANT=false prints no demo merchant', async (t) => {
   const service = await startService(t, store, { DEMO_MERCHANT: 'false' });
   assert.doesNotMatch(service.stdout(), /Demo merchant|sk_/);
   assert.equal(await stop(service), 0);
+});
+
+test('a busy port fails the start at once, naming PORT, and creates nothing', async (t) => {
+  const store = await processStore(t);
+  const squatter = net.createServer();
+  await new Promise<void>((resolve) => squatter.listen(0, '127.0.0.1', resolve));
+  t.after(() => squatter.close());
+  const port = (squatter.address() as net.AddressInfo).port;
+  const result = runMain({ ...store.env, PORT: String(port), HOST: '127.0.0.1' });
+  assert.equal(result.status, 1);
+  assert.equal(result.stdout, '');
+  assert.equal(result.stderr, `tono: port ${port} on 127.0.0.1 is already in use: stop what is using it, or start on another port with PORT (e.g. PORT=${port + 1} npm start)\n`);
+  assert.deepEqual(fs.readdirSync(store.dataDir), []);
+  if (store.engine === 'sqlite') assert.equal(fs.existsSync(path.join(store.dataDir, 'tono.db')), false);
 });

@@ -1,12 +1,15 @@
 import type { Deps } from '../../http/context.ts';
-import { createMerchant, type CreatedMerchant } from './merchants.service.ts';
+import { createMerchant, findMerchantByEmail, type CreatedMerchant } from './merchants.service.ts';
 
 export const DEMO_EMAIL = 'demo@tono.example';
 export const DEMO_BANK_ACCOUNT = '12-3456-7890138-00';
 
-/** On the first start against an empty database, a merchant to try everything with. */
-export async function ensureDemoMerchant(deps: Deps): Promise<CreatedMerchant | null> {
+/**
+ * On the first start against an empty database, a merchant to try everything with. Later starts
+ * get 'exists' while the demo merchant is there, and null once the database has only real merchants.
+ */
+export async function ensureDemoMerchant(deps: Deps): Promise<CreatedMerchant | 'exists' | null> {
   const anyone = await deps.db.selectFrom('users').select('id').limit(1).executeTakeFirst();
-  if (anyone) return null;
+  if (anyone) return (await findMerchantByEmail(deps.db, DEMO_EMAIL)) ? 'exists' : null;
   return createMerchant(deps.db, deps.clock, { name: 'Demo Store', email: DEMO_EMAIL, bankAccount: DEMO_BANK_ACCOUNT });
 }
