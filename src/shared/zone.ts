@@ -43,3 +43,9 @@ export function parseEndInput(value: string, zone: string): number | null {
   }
   return parseInstant(value);
 }
+
+/** A moment as the payer reads it, for example "Monday 7 December 2026 at 10:00am". */
+export function describeMoment(ms: number, zone: string): string {
+  const local = DateTime.fromMillis(ms, { zone }).setLocale('en-US');
+  return `${local.toFormat('cccc d LLLL yyyy')} at ${local.toFormat('h:mm')}${local.toFormat('a').toLowerCase()}`;
+}

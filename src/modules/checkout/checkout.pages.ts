@@ -5,7 +5,7 @@ import { banksFor } from '../payments/payments.banks.ts';
 import { boundsOf } from '../payments/payments.rules.ts';
 import type { RequestRow } from '../requests/requests.repo.ts';
 import { boundsText, detailFieldsOf, collectsDetails, suggestionsOf, type FieldError, type FormValues } from './checkout.form.ts';
-import { strategyFor } from './checkout.strategies.ts';
+import { strategyFor, type SetUpView } from './checkout.strategies.ts';
 import { render } from './checkout.views.ts';
 
 // View models for each page, rendered through the templates. Nothing here touches the database.
@@ -76,9 +76,10 @@ export function statusPage(ctx: PageContext, title: string, view: StatusView, ex
   return render('status', { ...base(ctx, extra.page ?? 'status', title), ...extra, links: [], pending: false, ...view });
 }
 
-/** The page for a request that cannot take payments (paid, expired, deleted). */
-export function closedRequestPage(ctx: PageContext, status: string): string {
+/** The page for a request that cannot take payments (paid, expired, deleted); `setUp` when it set up a consent or subscription. */
+export function closedRequestPage(ctx: PageContext, status: string, setUp: SetUpView | null = null): string {
   const merchant = ctx.merchantName;
+  if (status === 'paid' && setUp) return statusPage(ctx, setUp.heading, { tone: 'good', heading: setUp.heading, paragraphs: setUp.paragraphs });
   if (status === 'paid') {
     return statusPage(ctx, 'Already paid', { tone: 'good', heading: 'This request has been paid', paragraphs: [`${merchant} has already received this payment. There is nothing more to pay.`] });
   }

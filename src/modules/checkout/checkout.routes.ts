@@ -6,7 +6,7 @@ import type { App } from '../../app.ts';
 import type { Deps } from '../../http/context.ts';
 import { merchantImage } from './checkout.images.ts';
 import { bankErrorPage, closedRequestPage, merchantRedirect, payPage, resultPage, statusPage, withEmbed, type PageContext } from './checkout.pages.ts';
-import { loadRequest, paymentOfRequest, returnFromBank, submitCheckout } from './checkout.service.ts';
+import { loadRequest, paymentOfRequest, returnFromBank, setUpViewOf, submitCheckout } from './checkout.service.ts';
 import { parseEmbedOrigin, render, sendPage } from './checkout.views.ts';
 
 const assetsDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'assets');
@@ -69,7 +69,7 @@ export async function registerCheckoutRoutes(app: App, deps: Deps): Promise<void
     const found = await contextOf(request);
     if (!found) return notFoundPage(reply);
     const { loaded, ctx } = found;
-    if (loaded.status !== 'active') return sendPage(reply, loaded.status === 'paid' ? 200 : 410, closedRequestPage(ctx, loaded.status), ctx.embedOrigin);
+    if (loaded.status !== 'active') return sendPage(reply, loaded.status === 'paid' ? 200 : 410, closedRequestPage(ctx, loaded.status, await setUpViewOf(deps, loaded)), ctx.embedOrigin);
     return sendPage(reply, 200, payPage(deps, ctx), ctx.embedOrigin);
   });
 
@@ -89,7 +89,7 @@ export async function registerCheckoutRoutes(app: App, deps: Deps): Promise<void
       case 'invalid':
         return sendPage(reply, 400, payPage(deps, ctx, values, outcome.errors), ctx.embedOrigin);
       case 'closed':
-        return sendPage(reply, 409, closedRequestPage(ctx, outcome.status), ctx.embedOrigin);
+        return sendPage(reply, 409, closedRequestPage(ctx, outcome.status, await setUpViewOf(deps, loaded)), ctx.embedOrigin);
       case 'bank_error':
         return sendPage(reply, 502, bankErrorPage(ctx, outcome.message), ctx.embedOrigin);
     }

@@ -6,7 +6,7 @@ import { effectiveStatus } from '../payments/payments.rules.ts';
 import { clockOf } from '../payments/payments.service.ts';
 import { findRequestById, type RequestRow } from '../requests/requests.repo.ts';
 import { parseCheckoutForm, type FieldError, type FormValues } from './checkout.form.ts';
-import { completeReturn, strategyFor, type ReturnInput, type ReturnOutcome } from './checkout.strategies.ts';
+import { completeReturn, strategyFor, type ReturnInput, type ReturnOutcome, type SetUpView } from './checkout.strategies.ts';
 
 // The public side of a request: what the payer's browser can see and do with only the request id
 // (an unguessable capability) and, on return from the bank, the state the bank hands back.
@@ -63,4 +63,11 @@ export async function paymentOfRequest(deps: Deps, requestId: string, paymentId:
   if (typeof paymentId !== 'string' || !/^payment_[0-9A-Z]{26}$/.test(paymentId)) return null;
   const payment = await findPaymentById(deps.db, paymentId);
   return payment && payment.request_id === requestId ? payment : null;
+}
+
+/** What a paid recurring or subscription request set up, in the payer's words; null for one-off payments. */
+export async function setUpViewOf(deps: Deps, loaded: LoadedRequest): Promise<SetUpView | null> {
+  if (loaded.status !== 'paid') return null;
+  const strategy = strategyFor(loaded.request);
+  return strategy.setUpView ? strategy.setUpView(deps, loaded.request, loaded.merchantName) : null;
 }

@@ -27,6 +27,9 @@ export type ReturnInput = { state: string; code?: string | null; error?: string 
 /** Where the payer's return ended: the request, the payment (if one was made) and its status. */
 export type ReturnOutcome = { requestId: string; paymentId: string | null; status: string; channel: string | null };
 
+/** What the payer reads on the page of a request that set something up (a consent, a subscription). */
+export type SetUpView = { heading: string; paragraphs: string[] };
+
 export type CheckoutStrategy = {
   summary(request: RequestRow): Summary;
   /** Null when the page can take this request; otherwise a plain message for the payer. */
@@ -34,6 +37,11 @@ export type CheckoutStrategy = {
   start(deps: Deps, request: RequestRow, input: StartInput): Promise<StartOutcome>;
   /** Completes a return whose state this strategy issued; null when the state is not its own. */
   completeReturn(deps: Deps, input: ReturnInput): Promise<ReturnOutcome | null>;
+  /**
+   * For kinds whose approval moves no money: what was set up, for the page of the request once it
+   * is done (right after approval and on every later visit). Absent for one-off payments.
+   */
+  setUpView?(deps: Deps, request: RequestRow, merchantName: string): Promise<SetUpView | null>;
 };
 
 const oneOff: CheckoutStrategy = {

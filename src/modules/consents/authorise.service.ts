@@ -2,7 +2,7 @@ import type { Deps } from '../../http/context.ts';
 import { invalidParam } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
 import { transact } from '../../store/tx.ts';
-import type { CheckoutStrategy, ReturnInput, ReturnOutcome, StartInput, StartOutcome } from '../checkout/checkout.strategies.ts';
+import type { CheckoutStrategy, ReturnInput, ReturnOutcome, SetUpView, StartInput, StartOutcome } from '../checkout/checkout.strategies.ts';
 import { summaryOfEnduring } from '../checkout/checkout.strategies.ts';
 import { EMPTY_DETAILS, upsertCustomer, type PayerDetails } from '../customers/customers.service.ts';
 import { emitEvent } from '../events/events.service.ts';
@@ -16,7 +16,7 @@ import { markRequestPaid } from '../requests/requests.service.ts';
 import {
   closeAuthorisation, findAuthorisation, findConsentOfRequest, insertAuthorisation, insertConsent, setAuthorisationBankConsent, type ConsentRow,
 } from './consents.repo.ts';
-import { enduringPeriodOf, hashConsentToken, newConsentToken, NO_USAGE } from './consents.rules.ts';
+import { enduringPeriodOf, hashConsentToken, limitsOf, newConsentToken, NO_USAGE } from './consents.rules.ts';
 import { scheduleExpiry } from './consents.service.ts';
 import { describeLimits, type RecurringLimits } from './limits.ts';
 
@@ -178,5 +178,23 @@ export const recurringCheckout = (zone: string): CheckoutStrategy => ({
     const result = await completeAuthorisation(deps, input);
     if (!result) return null;
     return { requestId: result.request.id, paymentId: null, status: statusAfter(result), channel: null };
+  },
+  async setUpView(deps, request, merchant): Promise<SetUpView | null> {
+    const consent = await findConsentOfRequest(deps.db, request.id);
+    if (!consent) return null;
+    if (consent.status === 'revoked') {
+      return { heading: 'Payment authority revoked', paragraphs: [`You had authorised regular payments to ${merchant}. This authority has been revoked, so no more payments can be taken with it.`] };
+    }
+    if (consent.status === 'expired') {
+      return { heading: 'Payment authority ended', paragraphs: [`You had authorised regular payments to ${merchant}. This authority has ended, so no more payments can be taken with it.`] };
+    }
+    return {
+      heading: 'Regular payments authorised',
+      paragraphs: [
+        `You have authorised ${merchant} to take payments from your account, ${describeLimits(limitsOf(consent), zone)}.`,
+        `No money has moved yet. Each payment ${merchant} takes shows on your bank statement, and none can go over these limits.`,
+        `To stop future payments, revoke this authority at your bank, or ask ${merchant}.`,
+      ],
+    };
   },
 });

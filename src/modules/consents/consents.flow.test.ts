@@ -9,6 +9,8 @@ import { advanceTo, authorise, consentHarness, createRecurringRequest, execute, 
 
 const weekly = { period: 'weekly', max_per_period: '100.00 NZD', max_per_payment: '50.00 NZD' } as const;
 
+const pageText = (html: string) => html.replace(/<[^>]+>/g, ' ').replace(/&#39;/g, "'").replace(/\s+/g, ' ');
+
 async function paymentsOf(h: ConsentHarness, consentId: string) {
   return h.runtime.deps.db.selectFrom('payments').selectAll().where('recurring_consent_id', '=', consentId).execute();
 }
@@ -33,6 +35,13 @@ test('authorising a recurring request creates the consent, the customer and a pa
 
   const again = await h.api.get(`/v1/requests/${request.id}`);
   assert.equal(again.body.request.status, 'paid');
+  // the request's page says what the payer set up, not that a payment was received
+  const page = pageText(await fetch(`${h.baseUrl}/pay/${request.id}`).then((r) => r.text()));
+  assert.match(page, /Regular payments authorised/);
+  assert.match(page, /You have authorised Test Merchant to take payments from your account, up to \$50\.00 a payment, \$100\.00 a week, until 31 Dec 2027\./);
+  assert.match(page, /No money has moved yet\./);
+  assert.match(page, /To stop future payments, revoke this authority at your bank, or ask Test Merchant\./);
+  assert.doesNotMatch(page, /has been paid|already received/);
   const customer = await h.api.get(`/v1/customers/${consent.customer_id}`);
   assert.equal(customer.status, 200);
   assert.equal(customer.body.customer.email, 'payer@example.com');
@@ -266,6 +275,8 @@ test('the merchant revokes: here and at the bank; executions are then refused', 
     params: {},
   });
   assert.equal((await h.api.put(`/v1/recurring-consents/${consent.id}/revoke`)).status, 200, 'revoking again changes nothing');
+  const page = pageText(await fetch(`${h.baseUrl}/pay/${consent.request_id}`).then((r) => r.text()));
+  assert.match(page, /Payment authority revoked.*no more payments can be taken with it/);
   const stored = await h.runtime.deps.db.selectFrom('recurring_consents').selectAll().where('id', '=', consent.id).executeTakeFirstOrThrow();
   const atBank = await h.runtime.deps.banks.connectorFor('sandbox', 'test')!.getConsent({ consentId: stored.bank_consent_id, kind: 'enduring' });
   assert.ok(atBank.ok && atBank.status === 'Revoked');

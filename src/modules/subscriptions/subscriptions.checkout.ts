@@ -3,17 +3,18 @@ import type { Deps } from '../../http/context.ts';
 import { randomSecret } from '../../shared/crypto.ts';
 import type { Database, Mode } from '../../store/tables.ts';
 import { transact } from '../../store/tx.ts';
-import type { CheckoutStrategy, ReturnInput, ReturnOutcome, StartInput, StartOutcome, Summary } from '../checkout/checkout.strategies.ts';
+import type { CheckoutStrategy, ReturnInput, ReturnOutcome, SetUpView, StartInput, StartOutcome, Summary } from '../checkout/checkout.strategies.ts';
 import { EMPTY_DETAILS, upsertCustomer, type PayerDetails } from '../customers/customers.service.ts';
 import { bankReturnUrl, connectorFor, creditorOf } from '../payments/payments.banks.ts';
 import { clockOf } from '../payments/payments.service.ts';
 import { lockRequest, type RequestRow } from '../requests/requests.repo.ts';
 import { subscriptionOptionsOf } from '../requests/requests.present.ts';
 import { markRequestPaid } from '../requests/requests.service.ts';
-import { describeSchedule } from './schedule.ts';
+import { describeSchedule, type SubscriptionPeriod } from './schedule.ts';
+import { describeMoment } from '../../shared/zone.ts';
 import { consentPlan } from './subscriptions.rules.ts';
 import { createSubscription } from './subscriptions.service.ts';
-import type { SubscriptionRow } from './subscriptions.repo.ts';
+import { findSubscriptionByRequest, type SubscriptionRow } from './subscriptions.repo.ts';
 
 // The hosted page's subscription kind: the plan in plain words, an enduring consent at the bank
 // that fits it, and on the payer's approval the subscription, the customer and the paid request,
@@ -140,5 +141,36 @@ export function subscriptionCheckout(deps: Deps): CheckoutStrategy {
     unavailable: () => null,
     start,
     completeReturn: completeSubscriptionReturn,
+    setUpView: subscriptionSetUpView,
   };
+}
+
+async function subscriptionSetUpView(deps: Deps, request: RequestRow, merchant: string): Promise<SetUpView | null> {
+  const subscription = await findSubscriptionByRequest(deps.db, request.id);
+  if (!subscription) return null;
+  const zone = subscription.zone;
+  const plan = describeSchedule({ ...subscription, start_at: subscription.start_at ?? subscription.first_charge_at, period: subscription.period as SubscriptionPeriod }, zone);
+  const planLine = `Your subscription to ${merchant}: ${plan}.`;
+  switch (subscription.status) {
+    case 'cancelled':
+      return { heading: 'Subscription cancelled', paragraphs: [planLine, `It was cancelled${subscription.cancelled_at ? ` on ${describeMoment(subscription.cancelled_at, zone)}` : ''}; nothing more will be charged.`] };
+    case 'completed':
+      return { heading: 'Subscription completed', paragraphs: [planLine, 'Every payment has been made; nothing more will be charged.'] };
+    default: {
+      const charged = subscription.successful_count + subscription.failed_count + subscription.skipped_count > 0;
+      const next = subscription.status === 'paused'
+        ? `${merchant} has paused it; nothing is charged until they resume it.`
+        : subscription.next_charge_at === null
+          ? 'No further charge is scheduled.'
+          : `${charged ? 'Next charge' : 'First charge'}: ${describeMoment(subscription.next_charge_at, zone)}.`;
+      return {
+        heading: 'Subscription set up',
+        paragraphs: [
+          planLine,
+          next,
+          `${charged ? '' : 'No money has moved yet. '}Each charge shows on your bank statement. To cancel, cancel the authority at your bank, or ask ${merchant}.`,
+        ],
+      };
+    }
+  }
 }

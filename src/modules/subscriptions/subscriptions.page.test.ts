@@ -15,7 +15,16 @@ test('the hosted page states the plan; approval creates the subscription, the cu
   const page = await fetch(`${world.baseUrl}/pay/${request.id}`).then((r) => r.text());
   assert.match(page, /\$15\.00 every fortnight from 3 March 2027, 6 payments/);
 
-  await payViaPage(world, request.id, {});
+  const landed = await payViaPage(world, request.id, {});
+  assert.equal(landed, `/pay/${request.id}`);
+  // the payer reads what was set up, not that a payment was received (no money has moved)
+  const textOf = (html: string) => html.replace(/<[^>]+>/g, ' ').replace(/&#39;/g, "'").replace(/\s+/g, ' ');
+  const setUp = textOf(await fetch(`${world.baseUrl}${landed}`).then((r) => r.text()));
+  assert.match(setUp, /Subscription set up/);
+  assert.match(setUp, /Your subscription to Kōwhai Coffee: \$15\.00 every fortnight from 3 March 2027, 6 payments\./);
+  assert.match(setUp, /First charge: Wednesday 3 March 2027 at 10:00am\./);
+  assert.match(setUp, /No money has moved yet\./);
+  assert.doesNotMatch(setUp, /has been paid|already received/);
   const listed = await world.api.get('/v1/subscriptions', { query: { request_id: request.id } });
   assert.equal(listed.status, 200, listed.text);
   const [sub] = listed.body.subscriptions;
@@ -41,4 +50,6 @@ test('the hosted page states the plan; approval creates the subscription, the cu
     '3 Mar, 10:00', '17 Mar, 10:00', '31 Mar, 10:00', '14 Apr, 10:00', '28 Apr, 10:00', '12 May, 10:00',
   ]);
   assert.deepEqual((await eventsOf(world, sub.id)).map((e) => e.type), ['subscription.created', 'subscription.completed']);
+  const later = textOf(await fetch(`${world.baseUrl}/pay/${request.id}`).then((r) => r.text()));
+  assert.match(later, /Subscription completed.*Every payment has been made; nothing more will be charged\./);
 });
