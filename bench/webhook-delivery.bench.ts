@@ -5,7 +5,7 @@ import { transact } from '../src/store/tx.ts';
 import { startService, type BenchContext, type BenchResult } from './lib.ts';
 import { spawnServer } from './process.ts';
 
-// Offered at the budget's rate (DESIGN section 10): can delivery keep up, and how fast does the first attempt follow the commit?
+// Offered at the budget's rate (docs/performance.md): can delivery keep up, and how fast does the first attempt follow the commit?
 const TARGET_PER_SECOND = Number(process.env.WEBHOOK_BENCH_RATE ?? 3000);
 const BATCH = 50;
 

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { amountValue, displayAmount, formatAmount, MAX_PAYMENT_CENTS, parseAmount } from './money.ts';
 
-// The model: the exact wire form of DESIGN section 3, written independently of money.ts.
+// The model: the exact wire form of docs/api-conventions.md, written independently of money.ts.
 const wireForm = /^(0|[1-9][0-9]*)\.[0-9][0-9] NZD$/;
 const cents = fc.oneof(fc.integer({ min: 0, max: MAX_PAYMENT_CENTS }), fc.integer({ min: 0, max: 10 ** 15 }));
 

@@ -30,7 +30,7 @@ export function formatAmount(cents: number): Amount {
   return { value: amountValue(cents), formatted: `$${centsToDecimal(cents)}` };
 }
 
-/** "$1,234.50" for people reading a page (the API's `formatted` keeps the spec's plain form). */
+/** "$1,234.50" for people reading a page (the API's `formatted` keeps the plain form). */
 export function displayAmount(cents: number): string {
   const [whole, fraction] = centsToDecimal(cents).split('.');
   return `$${whole.replace(/\B(?=(\d{3})+(?!\d))/g, ',')}.${fraction}`;

@@ -83,7 +83,7 @@ test('max_per_payment: exactly at the limit passes, one cent over is refused and
   assert.equal((await paymentsOf(h, consent.id)).length, 1);
 });
 
-test('a payment has the fields of spec 4.5; test mode moves 0.01 NZD while limits use the amount asked for', async (t) => {
+test('a payment has every field of the payment object; test mode moves 0.01 NZD while limits use the amount asked for', async (t) => {
   const h = await consentHarness(t);
   const { consent, request, token } = await authorise(h, weekly);
   const before = await sandboxBalance(h);

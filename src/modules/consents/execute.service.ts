@@ -20,7 +20,7 @@ import { countReservation, followStatusChange, usageOf } from './usage.service.t
 
 // POST /v1/payments: a merchant-initiated payment under a recurring consent, synchronous.
 //
-// 1. Idempotency (DESIGN section 3): the key is unique per merchant and mode in the payments table,
+// 1. Idempotency (docs/api-conventions.md): the key is unique per merchant and mode in the payments table,
 //    bound to a fingerprint of the parameters. Same key and parameters: the first payment (200),
 //    waiting for it if it is still being executed; other parameters: 409.
 // 2. Reserve, in one transaction with the consent row locked: status, usage in the current calendar

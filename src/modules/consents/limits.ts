@@ -3,7 +3,7 @@ import { displayAmount } from '../../shared/money.ts';
 import { lastWindowCache } from '../../shared/time.ts';
 
 /**
- * Recurring consent limits (spec 2.6, DESIGN.md section 4): pure arithmetic, no I/O.
+ * Recurring consent limits (docs/limits-and-schedule.md): pure arithmetic, no I/O.
  *
  * Rules
  * - Money is integer cents, times are epoch ms. Calendar maths is done by luxon in the service

@@ -5,7 +5,7 @@ export function addressOf(row: Pick<CustomerRow, 'address1' | 'address2' | 'addr
   return { address1: row.address1, address2: row.address2, address3: row.address3, address4: row.address4, city: row.city, postcode: row.postcode };
 }
 
-/** The CustInfo object of spec 2.5. */
+/** The CustInfo object of the API (docs/openapi.json). */
 export function presentCustInfo(row: CustInfoRow) {
   return {
     id: row.id,
@@ -27,7 +27,7 @@ export function presentCustInfo(row: CustInfoRow) {
 }
 export type CustInfoObject = ReturnType<typeof presentCustInfo>;
 
-/** The Customer object of spec 2.8. */
+/** The Customer object of the API (docs/openapi.json). */
 export function presentCustomer(row: CustomerRow) {
   return {
     id: row.id,

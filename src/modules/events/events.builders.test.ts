@@ -26,7 +26,7 @@ const SPEC_FIELDS: Record<EventType, string[]> = {
 };
 
 const address = { address1: '1 Queen St', address2: '', address3: '', address4: '', city: 'Auckland', postcode: '1010' };
-// A superset of every type's fields plus strays, so the builders must pick exactly the spec's.
+// A superset of every type's fields plus strays, so the builders must pick exactly the documented ones.
 const everything = {
   id: 'x_1', merchant_identifier: 'order-1', user_id: 'user_1', request_id: 'request_1', created_at: '2026-11-21T10:00:00.000Z',
   updated_at: '2026-11-21T10:00:00.000Z', expires_at: null, status: 'active', token: 'tok', last_payment_id: 'payment_1', last_error: 'insufficient_funds',
@@ -35,7 +35,7 @@ const everything = {
   secret_internal: 'must not leak', amount_cents: 1000,
 };
 
-test('every event type carries exactly the spec fields, in the documented envelope', async (t) => {
+test('every event type carries exactly the documented fields, in the documented envelope', async (t) => {
   const app = await buildTestApp(t);
   const merchant = await createTestMerchant(app);
   assert.deepEqual([...EVENT_TYPES].sort(), Object.keys(SPEC_FIELDS).sort());

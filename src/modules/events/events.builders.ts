@@ -1,4 +1,4 @@
-// One builder per event type of spec 6.2: each takes exactly the fields that type's `data` carries,
+// One builder per event type of docs/webhooks.md ("The event"): each takes exactly the fields that type's `data` carries,
 // so no call site assembles an event payload by hand.
 
 export type AddressData = { address1: string; address2: string; address3: string; address4: string; city: string; postcode: string };
@@ -78,7 +78,7 @@ export const EVENT_TYPES = [
   'customer.updated',
 ] as const satisfies readonly EventType[];
 
-/** The spec shows `request.status_updated` without `version`; every other type carries version 1. */
+/** `request.status_updated` carries no `version` (docs/webhooks.md); every other type carries version 1. */
 export function versionOf(type: EventType): 1 | undefined {
   return type === 'request.status_updated' ? undefined : 1;
 }
@@ -91,7 +91,7 @@ export type EventEnvelope<T extends EventType = EventType> = {
   data: EventData[T];
 };
 
-// The builders pick exactly the spec's keys, in the spec's order, from whatever object they are given.
+// The builders pick exactly the documented keys, in the documented order, from whatever object they are given.
 function pick<T extends EventType>(keys: ReadonlyArray<keyof EventData[T]>) {
   return (source: EventData[T]): EventData[T] => {
     const data: Record<string, unknown> = {};

@@ -8,9 +8,9 @@ export const EventObject = Type.Object(
   {
     id: Type.String({ examples: ['event_01JD2Q8Z7M3V4K5N6P7R8S9T0V'] }),
     type: Type.Enum(EVENT_TYPES),
-    version: Type.Optional(Type.Literal(1, { description: 'Absent on request.status_updated, as in the spec' })),
+    version: Type.Optional(Type.Literal(1, { description: 'Absent on request.status_updated' })),
     created_at: Timestamp,
-    data: Type.Record(Type.String(), Type.Unknown(), { description: 'Exactly the fields of spec 6.2 for the type' }),
+    data: Type.Record(Type.String(), Type.Unknown(), { description: 'Exactly the fields documented for the type (docs/webhooks.md)' }),
   },
   { description: 'The event exactly as POSTed to webhook endpoints' },
 );

@@ -6,8 +6,8 @@ import type { PaymentRow } from './payments.repo.ts';
 import type { PaymentStatus } from './payments.rules.ts';
 
 /**
- * The payment object of spec 2.4. `amount` is what moved at the bank (0.01 in test mode, as the
- * spec says); `requested_amount` is what the payer was asked for, which limits and caps use.
+ * The payment object of the API. `amount` is what moved at the bank (0.01 in test mode, see the
+ * README's Decisions); `requested_amount` is what the payer was asked for, which limits and caps use.
  */
 export function presentPayment(row: PaymentRow, custInfo?: CustInfoRow | null) {
   const custInfoObject: CustInfoObject | undefined = custInfo ? presentCustInfo(custInfo) : undefined;

@@ -2,7 +2,7 @@ import { randomInt } from 'node:crypto';
 import { MAX_PAYMENT_CENTS, displayAmount } from '../../shared/money.ts';
 import type { Mode } from '../../store/tables.ts';
 
-// The rules of one-off payments (spec 2.2, 2.4, 3.2, 8; DESIGN section 4) as plain functions.
+// The rules of one-off payments (docs/checkout.md) as plain functions.
 
 export const PaymentStatus = ['awaiting-consent', 'successful', 'failed', 'cancelled', 'unconfirmed'] as const;
 export type PaymentStatus = (typeof PaymentStatus)[number];
@@ -14,7 +14,7 @@ export const PCR_CODE = 'TONO';
 export const TEST_ACCOUNT = { name: 'Tono test account', accountNumber: '38-9000-0000001-00' } as const;
 /** Test mode moves this much, whatever was asked for. */
 export const TEST_SETTLED_CENTS = 1;
-/** In test mode a payment of this amount fails at the callback (spec 3.2). */
+/** In test mode a payment of this amount fails at the callback (README, Test mode). */
 export const TEST_FAILING_CENTS = 6780;
 /** awaiting-consent for longer than this is abandoned. */
 export const ABANDON_AFTER_MS = 30 * 60_000;

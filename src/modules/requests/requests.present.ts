@@ -36,7 +36,7 @@ function presentSubscription(options: SubscriptionOptions) {
   };
 }
 
-/** The request object of spec 2.3; the only code that knows its JSON shape. */
+/** The request object of the API (docs/openapi.json); the only code that knows its JSON shape. */
 export function presentRequest(row: RequestRow, publicBaseUrl: string) {
   const recurring = recurringOptionsOf(row);
   const subscription = subscriptionOptionsOf(row);

@@ -4,7 +4,7 @@ import { DAY_MS, MINUTE_MS, HOUR_MS } from '../../shared/time.ts';
 import { atLocalTime, localDateOf, parseEndInput } from '../../shared/zone.ts';
 import type { CreateRequestBody } from './requests.schemas.ts';
 
-// The creation rules of spec 2.3, 2.6, 2.7, 4.1 and DESIGN section 4, as one pure function:
+// The creation rules of requests (docs/api-conventions.md, docs/recurring.md, docs/subscriptions.md), as one pure function:
 // body + now + zone in, normalised request or the first rule broken out.
 
 export type RequestKind = 'payment' | 'recurring' | 'subscription';

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { apiClient, buildTestApp, createTestMerchant } from '../../../test/helpers.ts';
 import { assertError, footprint } from '../../../test/assertions.ts';
 
-// Every creation rule of POST /v1/requests (spec 2.3, 2.6, 2.7, 4.1, 7, 8; DESIGN sections 3-4):
+// Every creation rule of POST /v1/requests (docs/api-conventions.md, docs/recurring.md, docs/subscriptions.md):
 // each bad input gets its exact error and leaves no request, event, job or idempotency key behind.
 
 const AMOUNT_FORM = 'must be <decimal> NZD with two decimals, for example "10.00 NZD"';
@@ -99,7 +99,7 @@ const cases: Case[] = [
     [`${field} empty`, set({ [field]: '' }), invalid(field), `${field} ${URL_FORM}`, { field }],
     [`${field} too long`, set({ [field]: `https://example.com/${'a'.repeat(2040)}` }), invalid(field), `${field} ${URL_FORM}`, { field }],
   ]),
-  // recurring options (spec 2.6)
+  // recurring options
   ['recurring without cust_info', recurring(okRecurring, { cust_info: undefined }), 'bad_request.missing_param.cust_info.email', 'cust_info.email is required', { field: 'cust_info.email' }],
   ['recurring with empty cust_info', recurring(okRecurring, { cust_info: {} }), 'bad_request.missing_param.cust_info.email', 'cust_info.email is required', { field: 'cust_info.email' }],
   ['recurring with a bad email', recurring(okRecurring, { cust_info: { email: 'not-an-email' } }), invalid('cust_info.email'), EMAIL, { field: 'cust_info.email' }],
@@ -129,7 +129,7 @@ const cases: Case[] = [
   ['recurring end_date not a date', recurring({ ...okRecurring, end_date: 'next week' }), invalid('recurring_options.end_date'), `recurring_options.end_date ${DATE_FORM}`, { field: 'recurring_options.end_date' }],
   ['recurring unknown option', recurring({ ...okRecurring, max_per_day: '1.00 NZD' }), 'bad_request.unknown_param.recurring_options.max_per_day',
     'recurring_options.max_per_day is not a parameter of this endpoint', { field: 'recurring_options.max_per_day' }],
-  // subscription options (spec 2.7)
+  // subscription options
   ['subscription without cust_info', subscription(okSubscription, { cust_info: undefined }), 'bad_request.missing_param.cust_info.email', 'cust_info.email is required', { field: 'cust_info.email' }],
   ['subscription with a bad email', subscription(okSubscription, { cust_info: { email: 'a@' } }), invalid('cust_info.email'), EMAIL, { field: 'cust_info.email' }],
   ['subscription with an amount', (b) => ({ ...subscription(okSubscription)(b), amount: '10.00 NZD' }), invalid('amount'), 'amount is not taken with subscription_options, which sets the amounts', { field: 'amount' }],

@@ -2,7 +2,7 @@ import { DateTime, FixedOffsetZone } from 'luxon';
 import { displayAmount } from '../../shared/money.ts';
 
 /**
- * The subscription schedule (spec section 8, DESIGN.md section 4): pure functions from
+ * The subscription schedule (docs/limits-and-schedule.md): pure functions from
  * (options, authorisation time, time zone) to charge times. No I/O.
  *
  * The anchor
@@ -41,13 +41,13 @@ import { displayAmount } from '../../shared/money.ts';
  * - The schedule is complete when the successful count reaches `total_count`, or the next slot
  *   is beyond `end_at`, whichever comes first.
  *
- * Retries (spec section 8)
+ * Retries
  * - A failed charge is retried at the same local time of day: weekly and fortnightly 1, 2 and 3
  *   calendar days after the charge, monthly, quarterly and annually 1, 3 and 5 days after.
  *   For a slot, retries after `end_at` or at/after the next slot's time are dropped.
  *   A successful retry keeps the anchor: the next charge is still the next slot.
  *
- * Resume (DESIGN.md section 4)
+ * Resume
  * - On resume the anchor becomes the resume date (its weekday or day of month) at the original
  *   charge time of day, and the next charge is slot 1 of that anchor: one period after resuming.
  *

@@ -1,4 +1,4 @@
-// When to try a webhook delivery again (DESIGN.md section 5, spec 6.1). Pure, so the caps can be
+// When to try a webhook delivery again (docs/webhooks.md, "Delivery and retries"). Pure, so the caps can be
 // checked with any clock and any randomness.
 
 export const DELIVERY_POLICY = {

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 
-// Recurring consents (spec 2.9, 3.4; DESIGN section 4) and the authorisations in progress that
+// Recurring consents (docs/recurring.md) and the authorisations in progress that
 // lead to them (the bank's redirect comes back with a state that names one).
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema
