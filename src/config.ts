@@ -11,6 +11,8 @@ export type Config = {
   dataDir: string;
   databaseUrl: string | null;
   smtpUrl: string | null;
+  /** The From of every message Tono sends. */
+  mailFrom: string;
   sandboxBankUrl: string;
   /** SANDBOX_BANK_URL was given; otherwise the sandbox bank is the one mounted under PUBLIC_BASE_URL. */
   sandboxBankUrlSet?: boolean;
@@ -73,6 +75,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`DATA_DIR must be a directory, got ${JSON.stringify(env.DATA_DIR)} which is a file`);
   }
   const smtpUrl = env.SMTP_URL ? url('SMTP_URL', env.SMTP_URL, ['smtp:', 'smtps:']) : null;
+  const mailFrom = env.MAIL_FROM || `Tono <no-reply@${new URL(publicBaseUrl).hostname}>`;
+  if (!/^[^\r\n<>]*<[^\s@<>]+@[^\s@<>]+>$|^[^\s@<>]+@[^\s@<>]+$/.test(mailFrom)) {
+    throw new ConfigError(`MAIL_FROM must be an address, or a name and <address>, got ${JSON.stringify(mailFrom)}`);
+  }
   const sandboxBankUrl = url('SANDBOX_BANK_URL', env.SANDBOX_BANK_URL || `${publicBaseUrl}/sandbox-bank`, ['http:', 'https:']);
   const logLevel = env.LOG_LEVEL || 'info';
   if (!logLevels.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${logLevels.join(', ')}, got ${JSON.stringify(logLevel)}`);
@@ -102,6 +108,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir,
     databaseUrl,
     smtpUrl,
+    mailFrom,
     sandboxBankUrl,
     sandboxBankUrlSet: Boolean(env.SANDBOX_BANK_URL),
     logLevel,

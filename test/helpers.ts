@@ -50,8 +50,22 @@ export async function freshDb(): Promise<TestDb> {
 /** One service key per test process, so tests never write a key file into the working directory. */
 export const TEST_SECRET_KEY = process.env.SECRET_KEY ?? randomBytes(32).toString('base64');
 
+/** This test process's DATA_DIR (outgoing mail without SMTP lands here), removed when it exits. */
+let testDataDir: string | null = null;
+function dataDirOfThisProcess(): string {
+  if (!testDataDir) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-test-data-'));
+    process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
+    testDataDir = dir;
+  }
+  return testDataDir;
+}
+
 export function testConfig(overrides: Partial<Config> = {}): Config {
-  return { ...loadConfig({ PORT: '0', LOG_LEVEL: 'silent', DEMO_MERCHANT: 'false', RATE_LIMIT_PER_SECOND: '0', SECRET_KEY: TEST_SECRET_KEY }), ...overrides };
+  return {
+    ...loadConfig({ PORT: '0', LOG_LEVEL: 'silent', DEMO_MERCHANT: 'false', RATE_LIMIT_PER_SECOND: '0', SECRET_KEY: TEST_SECRET_KEY, DATA_DIR: dataDirOfThisProcess() }),
+    ...overrides,
+  };
 }
 
 export type TestApp = Runtime & { testDb: TestDb };

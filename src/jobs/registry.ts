@@ -6,6 +6,7 @@ import { chargeSubscriptionJob } from '../modules/subscriptions/subscriptions.ch
 import { CHARGE_SUBSCRIPTION_JOB } from '../modules/subscriptions/subscriptions.schedule-jobs.ts';
 import { WEBHOOK_DELIVERY_JOB } from '../modules/webhooks/deliveries.repo.ts';
 import { consentJobHandlers } from '../modules/consents/consents.service.ts';
+import { createMailSender, SEND_MAIL_JOB, sendMailJob } from '../modules/mail/mail.service.ts';
 
 /** Every job kind and the module handler that runs it; handlers that need services close over deps. */
 export function jobHandlers(deps: Deps): Record<string, JobHandler> {
@@ -14,6 +15,7 @@ export function jobHandlers(deps: Deps): Record<string, JobHandler> {
     ...paymentJobHandlers(deps),
     ...consentJobHandlers(deps),
     [CHARGE_SUBSCRIPTION_JOB]: chargeSubscriptionJob(deps),
+    [SEND_MAIL_JOB]: sendMailJob(deps, createMailSender(deps.config, deps.log.child({ component: 'mail' }))),
   };
 }
 

@@ -28,6 +28,8 @@ export const IdPrefix = {
   subscription: 'subscription',
   recurring: 'recurring',
   event: 'event',
+  mail: 'mail',
+  payerCode: 'payercode',
   webhook: 'webhook',
   key: 'key',
   job: 'job',

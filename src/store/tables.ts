@@ -5,6 +5,8 @@ import type { SubscriptionTables } from '../modules/subscriptions/subscriptions.
 import type { WebhookTables } from '../modules/webhooks/webhooks.tables.ts';
 import type { SandboxTables } from '../modules/banks/sandbox-bank/sandbox.tables.ts';
 import type { ConsentTables } from '../modules/consents/consents.tables.ts';
+import type { MailTables } from '../modules/mail/mail.tables.ts';
+import type { PayerTables } from '../modules/payer/payer.tables.ts';
 
 export type Mode = 'live' | 'test';
 export type Flag = number;
@@ -196,4 +198,4 @@ export interface CoreTables {
   customers: CustomersTable;
 }
 
-export interface Database extends CoreTables, WebhookTables, SandboxTables, ConsentTables, SubscriptionTables {}
+export interface Database extends CoreTables, WebhookTables, SandboxTables, ConsentTables, SubscriptionTables, MailTables, PayerTables {}

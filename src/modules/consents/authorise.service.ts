@@ -17,6 +17,7 @@ import {
   closeAuthorisation, findAuthorisation, findConsentOfRequest, insertAuthorisation, insertConsent, setAuthorisationBankConsent, type ConsentRow,
 } from './consents.repo.ts';
 import { enduringPeriodOf, hashConsentToken, limitsOf, newConsentToken, NO_USAGE } from './consents.rules.ts';
+import { noticeConsentAuthorised } from './consents.notices.ts';
 import { scheduleExpiry } from './consents.service.ts';
 import { describeLimits, type RecurringLimits } from './limits.ts';
 
@@ -149,6 +150,7 @@ export async function completeAuthorisation(deps: Deps, input: ReturnInput): Pro
       id: consent.id, merchant_identifier: consent.merchant_identifier, status: 'active', token: secret,
     }, now);
     await scheduleExpiry(trx, deps, consent);
+    await noticeConsentAuthorised(trx, consent, deps.config.serviceTimeZone, now);
     return { consent, request: { ...locked, status: 'paid', updated_at: now } };
   });
   if (created === null) return repeated();

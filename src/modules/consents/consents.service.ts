@@ -13,6 +13,7 @@ import { clockIdOf, clockOf } from '../payments/payments.service.ts';
 import { findConsentById, getConsent, listConsents, lockConsent, updateConsent, type ConsentRow, type Owner } from './consents.repo.ts';
 import { presentConsent, type ConsentObject } from './consents.present.ts';
 import { effectiveConsentStatus, limitsOf } from './consents.rules.ts';
+import { noticeConsentRevoked } from './consents.notices.ts';
 import type { ListConsentsQuery } from './consents.schemas.ts';
 import { periodWindow } from './limits.ts';
 import { SETTLE_EXECUTION_JOB, settleExecutionJob } from './execute.service.ts';
@@ -72,6 +73,7 @@ async function revoke(deps: Deps, consentId: string, by: RevokedBy, clock: Clock
         id: consent.id, merchant_identifier: consent.merchant_identifier, status: 'revoked',
       }, now);
     }
+    await noticeConsentRevoked(trx, revoked, by, now);
     await enqueue(trx, {
       kind: REVOKE_AT_BANK_JOB,
       runAt: deps.clock.now() + 60_000,

@@ -16,6 +16,7 @@ import {
 } from './consents.rules.ts';
 import type { ExecutePaymentBody } from './consents.schemas.ts';
 import { checkLimits, periodWindow } from './limits.ts';
+import { noticeConsentRevoked } from './consents.notices.ts';
 import { countReservation, followStatusChange, usageOf } from './usage.service.ts';
 
 // POST /v1/payments: a merchant-initiated payment under a recurring consent, synchronous.
@@ -209,6 +210,7 @@ async function record(deps: Deps, paymentId: string, outcome: Outcome, consentEn
         await updateConsent(trx, consent.id, consentEnded === 'revoked'
           ? { status: 'revoked', revoked_by: 'bank', revoked_at: now, updated_at: now }
           : { status: 'expired', expired_at: now, updated_at: now });
+        if (consentEnded === 'revoked') await noticeConsentRevoked(trx, consent, 'bank', now);
       }
     }
     const settledAlready = payment.status === outcome.status || payment.status === 'successful' || payment.status === 'failed';

@@ -108,3 +108,8 @@ export async function authenticateKey(db: Db, key: string): Promise<Authenticate
 export async function findMerchantByEmail(db: Db, email: string) {
   return db.selectFrom('users').selectAll().where('email', '=', email.trim().toLowerCase()).executeTakeFirst();
 }
+
+/** The merchant's name and email, for what Tono writes to payers and to the merchant. */
+export async function merchantContact(db: Db, userId: string): Promise<{ name: string; email: string }> {
+  return db.selectFrom('users').select(['name', 'email']).where('id', '=', userId).executeTakeFirstOrThrow();
+}

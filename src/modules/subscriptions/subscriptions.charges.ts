@@ -15,6 +15,7 @@ import { bankOf } from './subscriptions.bank.ts';
 import type { SubscriptionsTable } from './subscriptions.tables.ts';
 import { findCharge, insertChargeIfNew, lockSubscription, updateCharge, updateSubscription, type ChargeRow, type SubscriptionRow } from './subscriptions.repo.ts';
 import { isConsentGone, nextAfterSlot, retryAfterFailure, scheduleOf } from './subscriptions.rules.ts';
+import { noticeChargeFailed, noticeChargeReceipt, noticeSubscriptionEnded } from './subscriptions.notices.ts';
 import { cancelInTransaction } from './subscriptions.service.ts';
 import { scheduleCharge } from './subscriptions.schedule-jobs.ts';
 
@@ -115,6 +116,7 @@ async function advance(deps: Deps, trx: Db, sub: SubscriptionRow, slot: number, 
     await emitEvent(trx, scopeOf(sub), 'subscription.completed', sub.id, {
       id: sub.id, user_id: sub.user_id, merchant_identifier: sub.merchant_identifier, updated_at: iso(now),
     }, now);
+    await noticeSubscriptionEnded(trx, sub, 'completed', null, now);
     return null;
   }
   await updateSubscription(trx, sub.id, { ...counts, next_slot: next.slot, next_charge_at: next.at, updated_at: now });
@@ -143,6 +145,7 @@ async function record(deps: Deps, trx: Trx, claimed: Attempt, result: Submission
   if (result.ok && result.outcome === 'successful') {
     await setPaymentStatus(trx, payment, 'successful', now, { bank_payment_id: result.paymentId });
     await updateCharge(trx, charge.id, { status: 'successful', last_error: null, updated_at: now });
+    await noticeChargeReceipt(trx, sub, payment, now);
     const counts = { successful_count: sub.successful_count + 1 };
     if (active) await advance(deps, trx, { ...sub, ...counts }, charge.slot, now, counts);
     else await updateSubscription(trx, sub.id, { ...counts, updated_at: now });
@@ -180,11 +183,13 @@ async function record(deps: Deps, trx: Trx, claimed: Attempt, result: Submission
     await updateCharge(trx, charge.id, { status: 'retrying', last_error: failure.reason, next_attempt_at: retryAt, updated_at: now });
     await updateSubscription(trx, sub.id, { failed_count: failedSub.failed_count, next_charge_at: retryAt, updated_at: now });
     await emitEvent(trx, scopeOf(sub), 'subscription.charge_failed', sub.id, { ...failed, next_attempt_at: iso(retryAt) }, now);
+    await noticeChargeFailed(trx, sub, payment, charge.charge_at, retryAt, now);
     await scheduleCharge(trx, deps, sub, retryAt);
     return undefined;
   }
   await updateCharge(trx, charge.id, { status: 'skipped', last_error: failure.reason, updated_at: now });
   await emitEvent(trx, scopeOf(sub), 'subscription.charge_failed', sub.id, failed, now);
+  await noticeChargeFailed(trx, sub, payment, charge.charge_at, null, now);
   const nextAt = await advance(deps, trx, failedSub, charge.slot, now, { failed_count: failedSub.failed_count, skipped_count: sub.skipped_count + 1 });
   await emitEvent(trx, scopeOf(sub), 'subscription.charge_skipped', sub.id, {
     id: sub.id, user_id: sub.user_id, merchant_identifier: sub.merchant_identifier, attempts: charge.attempts,

@@ -18,6 +18,7 @@ import {
   type SubscriptionRow,
 } from './subscriptions.repo.ts';
 import { allows, firstCharge, scheduleOf, storedParts, type CancelledBy } from './subscriptions.rules.ts';
+import { noticeSubscriptionEnded, noticeSubscriptionSetUp } from './subscriptions.notices.ts';
 import { clockOfSubscription, scheduleCharge, unscheduleCharge } from './subscriptions.schedule-jobs.ts';
 
 // Subscription use cases: authorisation, pause, resume, cancellation (by merchant, payer or bank)
@@ -91,6 +92,7 @@ export async function createSubscription(trx: Db, deps: Deps, input: Authorisati
     id: row.id, request_id: row.request_id, user_id: row.user_id, merchant_identifier: row.merchant_identifier, created_at: iso(authorisedAt),
   }, authorisedAt);
   if (first.kind === 'charge') await scheduleCharge(trx, deps, row, first.at);
+  await noticeSubscriptionSetUp(trx, row, authorisedAt);
   return row;
 }
 
@@ -141,7 +143,10 @@ function resumeWork(deps: Deps) {
     await updateSubscription(trx, row.id, changes);
     await emitEvent(trx, scopeOf(row), 'subscription.resumed', row.id, lifecycleData(row, now), now);
     if (first.kind === 'charge') await scheduleCharge(trx, deps, row, first.at);
-    else await emitEvent(trx, scopeOf(row), 'subscription.completed', row.id, lifecycleData(row, now), now);
+    else {
+      await emitEvent(trx, scopeOf(row), 'subscription.completed', row.id, lifecycleData(row, now), now);
+      await noticeSubscriptionEnded(trx, { ...row, ...changes }, 'completed', null, now);
+    }
     return { row: { ...row, ...changes }, revoke: false };
   };
 }
@@ -155,6 +160,7 @@ export async function cancelInTransaction(trx: Db, row: SubscriptionRow, by: Can
   const changes = { status: 'cancelled', cancelled_by: by, cancelled_at: now, next_charge_at: null, updated_at: now };
   await updateSubscription(trx, row.id, changes);
   await emitEvent(trx, scopeOf(row), 'subscription.cancelled', row.id, lifecycleData(row, now), now);
+  await noticeSubscriptionEnded(trx, { ...row, ...changes }, 'cancelled', by, now);
   return { ...row, ...changes };
 }
 

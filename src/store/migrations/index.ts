@@ -9,6 +9,7 @@ import * as subscriptions from './0007-subscriptions.ts';
 import * as consentUsage from './0008-consent-usage.ts';
 import * as sandboxUsage from './0009-sandbox-usage.ts';
 import * as partialPaymentIndexes from './0010-partial-payment-indexes.ts';
+import * as mailAndPayer from './0014-mail-and-payer.ts';
 
 // Every migration, in order. Each module appends its own file here; names never change once shipped.
 export const migrations: Record<string, Migration> = {
@@ -22,4 +23,5 @@ export const migrations: Record<string, Migration> = {
   '0008-consent-usage': consentUsage,
   '0009-sandbox-usage': sandboxUsage,
   '0010-partial-payment-indexes': partialPaymentIndexes,
+  '0014-mail-and-payer': mailAndPayer,
 };

@@ -1,0 +1,30 @@
+import type { Mode } from '../../store/tables.ts';
+
+// Row types of the mail module, merged into the store's Database in src/store/tables.ts.
+
+export interface MailMessagesTable {
+  id: string;
+  to_address: string;
+  /** A template name of mail.templates.ts. */
+  template: string;
+  /** The template's data (JSON), sealed when it holds a secret (a one-time code). */
+  data: string;
+  /** What the message is about: a subscription, a recurring consent, a payment, a webhook endpoint… */
+  related_type: string | null;
+  related_id: string | null;
+  /** The merchant it concerns, when one does. */
+  user_id: string | null;
+  mode: Mode | null;
+  /** queued | sent | failed */
+  status: string;
+  attempts: number;
+  last_error: string | null;
+  /** At most one message per key: the same notice is never queued twice. */
+  dedupe_key: string | null;
+  created_at: number;
+  sent_at: number | null;
+}
+
+export interface MailTables {
+  mail_messages: MailMessagesTable;
+}

@@ -1,0 +1,51 @@
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Eta } from 'eta';
+
+// Every message Tono sends, as a template pair (templates/<name>.text.eta and .html.eta) and a
+// subject. The data is what the caller knew when it queued the message; `link` (the payer
+// dashboard, or the merchant's webhooks) is added when it is rendered.
+
+export type TemplateData = {
+  payer_code: { code: string; minutes: number };
+  consent_authorised: { merchant: string; limits: string; test: boolean };
+  subscription_set_up: { merchant: string; plan: string; first_charge: string; test: boolean };
+  charge_receipt: { merchant: string; amount: string; date: string; particulars: string; code: string; reference: string; test: boolean };
+  charge_failed: { merchant: string; amount: string; date: string; retry: string | null; test: boolean };
+  subscription_ended: { merchant: string; plan: string; how: 'cancelled' | 'completed'; by: string | null; test: boolean };
+  consent_revoked: { merchant: string; by: string; test: boolean };
+  webhook_failing: { url: string; endpoint_id: string; since: string; test: boolean };
+};
+export type TemplateName = keyof TemplateData;
+export const TEMPLATE_NAMES = [
+  'payer_code', 'consent_authorised', 'subscription_set_up', 'charge_receipt', 'charge_failed', 'subscription_ended', 'consent_revoked', 'webhook_failing',
+] as const satisfies readonly TemplateName[];
+
+const subjects: { [K in TemplateName]: (data: TemplateData[K]) => string } = {
+  payer_code: (d) => `Your Tono sign-in code: ${d.code}`,
+  consent_authorised: (d) => `You authorised payments to ${d.merchant}`,
+  subscription_set_up: (d) => `Your subscription to ${d.merchant} is set up`,
+  charge_receipt: (d) => `Receipt: ${d.amount} to ${d.merchant}`,
+  charge_failed: (d) => `A payment to ${d.merchant} did not go through`,
+  subscription_ended: (d) => `Your subscription to ${d.merchant} has ${d.how === 'cancelled' ? 'been cancelled' : 'ended'}`,
+  consent_revoked: (d) => `Your payment authority for ${d.merchant} has been revoked`,
+  webhook_failing: (d) => `Webhook deliveries to ${d.url} have failed for 24 hours`,
+};
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const views = path.join(here, 'templates');
+const html = new Eta({ views, autoEscape: true, cache: true, autoTrim: [false, 'nl'] });
+const text = new Eta({ views, autoEscape: false, cache: true, autoTrim: false });
+
+export type RenderedMail = { subject: string; text: string; html: string };
+
+export function renderMail<K extends TemplateName>(template: K, data: TemplateData[K], link: string): RenderedMail {
+  const test = 'test' in data && data.test;
+  const subject = `${test ? '[Test] ' : ''}${subjects[template](data as any)}`;
+  const it = { ...data, link, subject, test, payer: template !== 'webhook_failing' };
+  return {
+    subject,
+    text: text.render(`./${template}.text.eta`, it).trim() + '\n',
+    html: html.render(`./${template}.html.eta`, it),
+  };
+}

@@ -1,0 +1,101 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { buildTestApp, freshDb, testConfig } from '../../../test/helpers.ts';
+import { smtpReceiver } from '../../../test/smtp.ts';
+import { createRuntime } from '../../runtime.ts';
+import { transact } from '../../store/tx.ts';
+import { queueMail } from './mail.service.ts';
+import { renderMail, TEMPLATE_NAMES, type TemplateData } from './mail.templates.ts';
+
+const samples: TemplateData = {
+  payer_code: { code: '123456', minutes: 10 },
+  consent_authorised: { merchant: 'Kōwhai <Coffee>', limits: 'up to $50.00 a payment, $100.00 a week', test: false },
+  subscription_set_up: { merchant: 'Kōwhai Coffee', plan: '$15.00 every fortnight from 3 March 2027', first_charge: 'Wednesday 3 March 2027 at 10:00am', test: true },
+  charge_receipt: { merchant: 'Kōwhai Coffee', amount: '$15.00', date: 'Wednesday 3 March 2027 at 10:00am', particulars: 'SUB-1', code: 'TONO', reference: 'INV-1', test: false },
+  charge_failed: { merchant: 'Kōwhai Coffee', amount: '$15.00', date: 'Wednesday 3 March 2027 at 10:00am', retry: 'Thursday 4 March 2027 at 10:00am', test: false },
+  subscription_ended: { merchant: 'Kōwhai Coffee', plan: '$15.00 every fortnight', how: 'cancelled', by: 'you', test: false },
+  consent_revoked: { merchant: 'Kōwhai Coffee', by: 'your bank', test: false },
+  webhook_failing: { url: 'https://example.com/hooks', endpoint_id: 'webhook_1', since: '2027-03-03T00:00:00.000Z', test: false },
+};
+
+test('every template renders a subject, a plain-text part and an escaped HTML part carrying the link', () => {
+  for (const name of TEMPLATE_NAMES) {
+    const mail = renderMail(name, samples[name] as never, 'https://pay.example/customer');
+    assert.ok(mail.subject.length > 5, name);
+    assert.ok(mail.text.includes('https://pay.example/customer'), `${name} text has the link`);
+    assert.ok(mail.html.includes('https://pay.example/customer'), `${name} html has the link`);
+    assert.doesNotMatch(mail.html, /<Coffee>/, `${name} escapes`);
+  }
+  assert.match(renderMail('consent_authorised', samples.consent_authorised, 'x').html, /Kōwhai &lt;Coffee&gt;/);
+  assert.match(renderMail('subscription_set_up', samples.subscription_set_up, 'x').subject, /^\[Test\] /);
+  const receipt = renderMail('charge_receipt', samples.charge_receipt, 'x').text;
+  assert.match(receipt, /Particulars {2}SUB-1\n {2}Code {9}TONO\n {2}Reference {4}INV-1/);
+  assert.match(renderMail('charge_failed', samples.charge_failed, 'x').text, /tried again on Thursday 4 March 2027 at 10:00am/);
+});
+
+test('a queued message is sent over SMTP once, with a stable Message-ID, after a refused first try, and recorded', async (t) => {
+  const smtp = await smtpReceiver(t);
+  const app = await buildTestApp(t, { smtpUrl: smtp.url, workers: true, publicBaseUrl: 'https://pay.example' });
+  smtp.refuseNext(1);
+  const id = await transact(app.deps.db, (trx) => queueMail(trx, {
+    to: 'Payer@Example.com', template: 'consent_revoked', data: samples.consent_revoked, related: { type: 'recurring_consent', id: 'recurring_x' }, dedupeKey: 'k1',
+  }, app.deps.clock.now()));
+  assert.ok(id);
+  // the same notice queued again (a retried transaction) is not a second message
+  assert.equal(await transact(app.deps.db, (trx) => queueMail(trx, { to: 'payer@example.com', template: 'consent_revoked', data: samples.consent_revoked, dedupeKey: 'k1' }, 0)), null);
+
+  const mail = await smtp.waitFor((m) => m.to === 'payer@example.com');
+  assert.equal(mail.messageId, `<${id}@pay.example>`);
+  assert.match(mail.subject, /Your payment authority for Kōwhai Coffee has been revoked/);
+  assert.match(mail.text, /revoked by your bank/);
+  assert.match(mail.html, /<strong>Kōwhai Coffee<\/strong>/);
+  assert.match(mail.raw, /multipart\/alternative/);
+
+  const row = await waitForRow(app.deps.db, id, (r) => r.status === 'sent');
+  assert.equal(row.attempts, 2, 'one refused try, then sent');
+  assert.equal(row.to_address, 'payer@example.com');
+  assert.deepEqual([row.template, row.related_type, row.related_id], ['consent_revoked', 'recurring_consent', 'recurring_x']);
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  assert.equal(smtp.messages.length, 1);
+});
+
+test('a one-time code is sealed at rest', async (t) => {
+  const app = await buildTestApp(t);
+  const id = await transact(app.deps.db, (trx) => queueMail(trx, { to: 'p@example.com', template: 'payer_code', data: { code: '987654', minutes: 10 } }, 0, app.deps.secrets));
+  const row = await app.deps.db.selectFrom('mail_messages').selectAll().where('id', '=', id!).executeTakeFirstOrThrow();
+  assert.doesNotMatch(row.data, /987654/);
+});
+
+test('without SMTP_URL a message is written to DATA_DIR/mail as .eml and its subject logged', async (t) => {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-mail-'));
+  t.after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+  const lines: string[] = [];
+  const log = pino({ level: 'info' }, new Writable({ write(chunk, _e, done) { lines.push(String(chunk)); done(); } }));
+  const testDb = await freshDb();
+  const runtime = await createRuntime(testConfig({ dataDir, smtpUrl: null, workers: true }), { db: testDb.db, log });
+  t.after(async () => {
+    await runtime.close();
+    await testDb.drop();
+  });
+  const id = await transact(runtime.deps.db, (trx) => queueMail(trx, { to: 'p@example.com', template: 'payer_code', data: { code: '246810', minutes: 10 } }, 0, runtime.deps.secrets));
+  await waitForRow(runtime.deps.db, id!, (r) => r.status === 'sent');
+  const eml = fs.readFileSync(path.join(dataDir, 'mail', `${id}.eml`), 'utf8');
+  assert.match(eml, /Subject: Your Tono sign-in code: 246810/);
+  assert.match(eml, /Message-ID: <mail_[0-9A-Z]{26}@127\.0\.0\.1>/i);
+  const logged = lines.map((l) => JSON.parse(l)).find((l) => l.mail_id === id);
+  assert.match(logged.msg, /mail written \(no SMTP_URL\): "Your Tono sign-in code: 246810" code 246810/);
+});
+
+async function waitForRow(db: Awaited<ReturnType<typeof buildTestApp>>['deps']['db'], id: string, done: (row: any) => boolean) {
+  for (let i = 0; i < 300; i++) {
+    const row = await db.selectFrom('mail_messages').selectAll().where('id', '=', id).executeTakeFirst();
+    if (row && done(row)) return row;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`mail ${id} did not reach the expected state`);
+}

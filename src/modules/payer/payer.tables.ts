@@ -1,0 +1,29 @@
+// Row types of the payer dashboard, merged into the store's Database in src/store/tables.ts.
+
+export interface PayerCodesTable {
+  id: string;
+  email: string;
+  code_sealed: string;
+  tries_left: number;
+  expires_at: number;
+  used_at: number | null;
+  /** Set when five wrong tries, or a newer code, killed it. */
+  dead_at: number | null;
+  created_at: number;
+}
+
+export interface PayerSessionsTable {
+  /** SHA-256 (hex) of the session cookie's value; the value itself is stored nowhere. */
+  id_hash: string;
+  email: string;
+  csrf_token: string;
+  created_at: number;
+  last_seen_at: number;
+  expires_at: number;
+  ended_at: number | null;
+}
+
+export interface PayerTables {
+  payer_codes: PayerCodesTable;
+  payer_sessions: PayerSessionsTable;
+}
