@@ -4,6 +4,7 @@ import { Migrator, sql, type Kysely } from 'kysely';
 import { engineOf } from '../../../store/db.ts';
 import type { Logger } from 'pino';
 import { validatorCompiler } from '../../../http/validation.ts';
+import { refuseNulCharacters } from '../../../http/text-guard.ts';
 import * as sandboxMigration from '../../../store/migrations/0004-sandbox-bank.ts';
 import * as sandboxUsageMigration from '../../../store/migrations/0009-sandbox-usage.ts';
 import { systemClock, type Clock } from '../../../shared/time.ts';
@@ -55,6 +56,8 @@ export async function sandboxBank(app: FastifyInstance, options: SandboxBankOpti
   app.setValidatorCompiler(validatorCompiler);
   app.setErrorHandler(bankErrorHandler);
   app.setNotFoundHandler(bankNotFoundHandler);
+  // The same input checks as the service's (nesting depth, NUL), for the bank running alone too.
+  app.addHook('preValidation', refuseNulCharacters);
   app.get('/', async () => ({ name: 'Sandbox Bank', standard: 'NZ payment initiation', login: 'username sandbox, any password' }));
   await registerAuthRoutes(app, deps);
   await registerHookRoutes(app, deps, latency);

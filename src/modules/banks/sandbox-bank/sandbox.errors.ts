@@ -1,5 +1,6 @@
 import type { ErrorObject } from 'ajv';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { AppError } from '../../../shared/errors.ts';
 
 // The standard's error body: { Code, Id, Message, Errors: [{ ErrorCode, Message, Path }] }.
 // Every refusal of the sandbox bank's API goes through BankApiError and the handler below.
@@ -64,6 +65,11 @@ function pathOf(error: ErrorObject, part: string, extra?: string): string {
 
 export function toBankApiError(error: FastifyError | Error): BankApiError {
   if (error instanceof BankApiError) return error;
+  // The host service's own input checks (nesting, NUL) run before the bank's, in its error shape.
+  if (error instanceof AppError && error.status < 500) {
+    const field = typeof error.params.field === 'string' ? error.params.field : 'Body';
+    return new BankApiError(400, 'Field.Invalid', error.message, field);
+  }
   const fastifyError = error as FastifyError & { validationContext?: string };
   if (fastifyError.validation) {
     const first = fastifyError.validation[0] as unknown as ErrorObject;
