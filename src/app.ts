@@ -7,6 +7,7 @@ import formbody from '@fastify/formbody';
 import { errorHandler, notFoundHandler, requireJsonBody } from './http/errors.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { refuseNulCharacters } from './http/text-guard.ts';
+import { clientErrorHandler } from './http/client-errors.ts';
 import type { Deps } from './http/context.ts';
 import { checkDb } from './store/db.ts';
 import { createMetrics } from './http/metrics.ts';
@@ -49,6 +50,7 @@ export async function buildApp(deps: Deps): Promise<App> {
     },
     routerOptions: { ignoreTrailingSlash: true },
     trustProxy: false,
+    clientErrorHandler,
     // Errors Fastify raises before routing (a path with broken percent-encoding) get the API's shape too.
     frameworkErrors: (_error, _request, reply) => {
       void (reply as FastifyReply).status(400).send({ code: 'bad_request.invalid_url', message: 'The URL is not valid: check its percent-encoding', params: {} });

@@ -27,10 +27,12 @@ const statusByFamily: Record<string, number> = {
   unauthorized: 401,
   not_found: 404,
   conflict: 409,
+  request_timeout: 408,
   payload_too_large: 413,
   unsupported_media_type: 415,
   payment_rejected: 422,
   rate_limited: 429,
+  headers_too_large: 431,
   internal_error: 500,
   service_unavailable: 503,
 };
