@@ -8,6 +8,7 @@ import { errorHandler, notFoundHandler, requireJsonBody } from './http/errors.ts
 import { validatorCompiler } from './http/validation.ts';
 import { refuseNulCharacters } from './http/text-guard.ts';
 import { clientErrorHandler } from './http/client-errors.ts';
+import { strictApiRoute } from './http/strict-routes.ts';
 import type { Deps } from './http/context.ts';
 import { checkDb } from './store/db.ts';
 import { createMetrics } from './http/metrics.ts';
@@ -61,6 +62,7 @@ export async function buildApp(deps: Deps): Promise<App> {
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);
   const metrics = createMetrics(deps);
+  app.addHook('onRoute', strictApiRoute);
   app.addHook('preValidation', requireJsonBody);
   app.addHook('preValidation', refuseNulCharacters);
   app.addHook('onSend', async (request, reply, payload) => {

@@ -13,6 +13,8 @@ export type Config = {
   smtpUrl: string | null;
   /** The From of every message Tono sends. */
   mailFrom: string;
+  /** The most jobs one test clock advance runs (POST /v1/test-helpers/clock/advance). */
+  testClockMaxJobs: number;
   sandboxBankUrl: string;
   /** SANDBOX_BANK_URL was given; otherwise the sandbox bank is the one mounted under PUBLIC_BASE_URL. */
   sandboxBankUrlSet?: boolean;
@@ -60,6 +62,12 @@ function rateLimit(raw: string | undefined): number {
   return Number(raw);
 }
 
+function wholeNumber(name: string, raw: string | undefined, fallback: number): number {
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^[1-9][0-9]{0,8}$/.test(raw)) throw new ConfigError(`${name} must be a whole number from 1, got ${JSON.stringify(raw)}`);
+  return Number(raw);
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const portRaw = env.PORT || '3000';
   const port = Number(portRaw);
@@ -79,6 +87,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!/^[^\r\n<>]*<[^\s@<>]+@[^\s@<>]+>$|^[^\s@<>]+@[^\s@<>]+$/.test(mailFrom)) {
     throw new ConfigError(`MAIL_FROM must be an address, or a name and <address>, got ${JSON.stringify(mailFrom)}`);
   }
+  const testClockMaxJobs = wholeNumber('TEST_CLOCK_MAX_JOBS', env.TEST_CLOCK_MAX_JOBS, 100_000);
   const sandboxBankUrl = url('SANDBOX_BANK_URL', env.SANDBOX_BANK_URL || `${publicBaseUrl}/sandbox-bank`, ['http:', 'https:']);
   const logLevel = env.LOG_LEVEL || 'info';
   if (!logLevels.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${logLevels.join(', ')}, got ${JSON.stringify(logLevel)}`);
@@ -109,6 +118,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseUrl,
     smtpUrl,
     mailFrom,
+    testClockMaxJobs,
     sandboxBankUrl,
     sandboxBankUrlSet: Boolean(env.SANDBOX_BANK_URL),
     logLevel,

@@ -22,9 +22,39 @@ function makeAjv(coerce: boolean): Ajv {
 const bodyAjv = makeAjv(false);
 const paramsAjv = makeAjv(true);
 
+// Coercion would read "1e3", "0x10", "+5" and "5 " as numbers; a query-string or path number must
+// be written as plain decimal digits, so those are refused before ajv coerces.
+const integerText = /^-?(0|[1-9][0-9]*)$/;
+const numberText = /^-?(0|[1-9][0-9]*)(\.[0-9]+)?$/;
+
+function numericFields(schema: Record<string, any>): Array<[string, 'integer' | 'number', Record<string, unknown>]> {
+  const properties = (schema?.properties ?? {}) as Record<string, Record<string, unknown>>;
+  return Object.entries(properties)
+    .filter(([, property]) => property.type === 'integer' || property.type === 'number')
+    .map(([name, property]) => [name, property.type as 'integer' | 'number', property]);
+}
+
 export const validatorCompiler: FastifySchemaCompiler<any> = ({ schema, httpPart }) => {
-  const ajv = httpPart === 'body' ? bodyAjv : paramsAjv;
-  return ajv.compile(schema as object) as any;
+  if (httpPart === 'body') return bodyAjv.compile(schema as object) as any;
+  const validate = paramsAjv.compile(schema as object);
+  const numeric = numericFields(schema as Record<string, any>);
+  if (numeric.length === 0) return validate as any;
+  const strict = (data: unknown) => {
+    if (data && typeof data === 'object') {
+      for (const [name, type, property] of numeric) {
+        const raw = (data as Record<string, unknown>)[name];
+        if (typeof raw === 'string' && !(type === 'integer' ? integerText : numberText).test(raw)) {
+          strict.errors = [{ keyword: 'type', instancePath: `/${name}`, schemaPath: '', params: { type }, parentSchema: property, message: `must be ${type}` }] as ErrorObject[];
+          return false;
+        }
+      }
+    }
+    const ok = validate(data);
+    strict.errors = validate.errors;
+    return ok;
+  };
+  strict.errors = null as ErrorObject[] | null | undefined;
+  return strict as any;
 };
 
 function fieldOf(error: ErrorObject, extra?: string): string {

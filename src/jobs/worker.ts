@@ -215,13 +215,17 @@ export class Worker {
 
   /**
    * Runs, in due order, every job of one clock that is due now, including jobs those jobs create,
-   * and waits for ones another worker holds. Used when a test clock moves.
+   * and waits for ones another worker holds. Used when a test clock moves. Stops after `budget`
+   * jobs; returns how many ran.
    */
-  async drain(clockId: string): Promise<void> {
+  async drain(clockId: string, budget = Number.POSITIVE_INFINITY): Promise<number> {
+    let ran = 0;
     for (;;) {
-      const jobs = await this.claim(16, clockId);
+      if (ran >= budget) return ran;
+      const jobs = await this.claim(Math.min(16, budget - ran), clockId);
       if (jobs.length > 0) {
         for (const job of jobs) await this.run(job);
+        ran += jobs.length;
         continue;
       }
       const now = this.options.realClock.now();
@@ -233,7 +237,7 @@ export class Worker {
         .where('run_at', '<=', now)
         .limit(1)
         .executeTakeFirst();
-      if (!held) return;
+      if (!held) return ran;
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
   }

@@ -60,7 +60,7 @@ export const ConsentList = Type.Object({ recurring_consents: Type.Array(ConsentO
 
 export const ListConsentsQuery = Type.Object(
   {
-    ...listQueryFields,
+    ...listQueryFields('recurring'),
     status: Type.Optional(Type.Enum(ConsentStatus)),
     email: Type.Optional(Type.String({ maxLength: 254, description: "The payer's email" })),
     request_id: Type.Optional(Type.String({ maxLength: 64 })),

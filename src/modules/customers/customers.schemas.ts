@@ -38,7 +38,7 @@ export const CustInfoObject = Type.Object({
 });
 
 export const ListCustomersQuery = Type.Object(
-  { ...listQueryFields, email: Type.Optional(Type.String({ maxLength: 254, description: 'Only the customer with this email' })) },
+  { ...listQueryFields('customer'), email: Type.Optional(Type.String({ maxLength: 254, description: 'Only the customer with this email' })) },
   { additionalProperties: false },
 );
 export type ListCustomersQuery = Static<typeof ListCustomersQuery>;

@@ -94,6 +94,11 @@ test('resend to every endpoint that takes the event, to one endpoint, and from t
   assert.equal(again.status, 200, again.text);
   assert.deepEqual(again.body.deliveries.map((d: any) => [d.webhook_id, d.status]), [[hookA.id, 'pending']]);
   await a.waitFor(2);
+  // no body at all means the same: every endpoint that takes the event
+  const bare = await app.app.inject({ method: 'POST', url: `/v1/events/${eventId}/resend`, headers: { authorization: `Bearer ${merchant.testKey}` } });
+  assert.equal(bare.statusCode, 200, bare.body);
+  assert.deepEqual(bare.json().deliveries.map((d: any) => [d.webhook_id, d.status]), [[hookA.id, 'pending']]);
+  await a.waitFor(3);
   const toB = await api.post(`/v1/events/${eventId}/resend`, { webhook_id: (await api.get('/v1/webhooks')).body.webhooks[0].id });
   assert.equal(toB.body.deliveries.length, 1);
   await b.waitFor(1);
@@ -107,12 +112,12 @@ test('resend to every endpoint that takes the event, to one endpoint, and from t
 
   const fromCli = await cli(app, ['events', 'resend', eventId, '--json']);
   assert.deepEqual(fromCli.deliveries.map((d: any) => d.webhook_id), [hookA.id]);
-  await a.waitFor(3);
+  await a.waitFor(4);
   const detail = await until(async () => {
     const body = (await api.get(`/v1/events/${eventId}`)).body;
     return body.deliveries.every((d: any) => d.status === 'succeeded') ? body : undefined;
   });
-  assert.equal(detail.deliveries.length, 4);
+  assert.equal(detail.deliveries.length, 5);
   assert.ok(a.received.every((r) => r.body.id === eventId));
 });
 

@@ -23,6 +23,10 @@ export async function registerEventRoutes(app: App, deps: Deps): Promise<void> {
 
   app.post('/v1/events/:id/resend', {
     onRequest: auth,
+    // No body is the same as {}: every endpoint that takes the event.
+    preValidation: async (request) => {
+      if (request.body === undefined) request.body = {};
+    },
     schema: {
       tags,
       summary: 'Send an event again',

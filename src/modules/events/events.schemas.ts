@@ -17,7 +17,7 @@ export const EventObject = Type.Object(
 
 export const ListEventsQuery = Type.Object(
   {
-    ...listQueryFields,
+    ...listQueryFields('event'),
     type: Type.Optional(Type.Enum(EVENT_TYPES, { description: 'Only events of this type' })),
     object_id: Type.Optional(Type.String({ maxLength: 64, description: 'Only events about this object (request_…, payment_…, …)' })),
   },

@@ -19,7 +19,7 @@ export async function registerMerchantRoutes(app: App, deps: Deps): Promise<void
     schema: {
       tags: ['Bank accounts'],
       summary: 'List your bank accounts (payments are made into one of them)',
-      querystring: ListQuery,
+      querystring: ListQuery('bankaccount'),
       response: { 200: Type.Object({ bank_accounts: Type.Array(BankAccountObject), has_more: Type.Boolean() }), ...errorResponses },
     },
   }, async (request) => {

@@ -27,7 +27,7 @@ export const PaymentList = Type.Object({ payments: Type.Array(PaymentObject), ha
 
 export const ListPaymentsQuery = Type.Object(
   {
-    ...listQueryFields,
+    ...listQueryFields('payment'),
     status: Type.Optional(Type.Enum(PaymentStatus)),
     request_id: Type.Optional(Type.String({ maxLength: 64 })),
     merchant_identifier: Type.Optional(Type.String({ maxLength: 255 })),
@@ -37,7 +37,7 @@ export const ListPaymentsQuery = Type.Object(
 export type ListPaymentsQuery = Static<typeof ListPaymentsQuery>;
 
 export const ListRequestPaymentsQuery = Type.Object(
-  { ...listQueryFields, status: Type.Optional(Type.Enum(PaymentStatus)) },
+  { ...listQueryFields('payment'), status: Type.Optional(Type.Enum(PaymentStatus)) },
   { additionalProperties: false },
 );
 export type ListRequestPaymentsQuery = Static<typeof ListRequestPaymentsQuery>;

@@ -183,9 +183,9 @@ test('GET /v1/requests: newest first, limit, starting_after, has_more and filter
   const byMid = await api.get('/v1/requests', { query: { merchant_identifier: 'batch-a', status: 'active' } });
   assert.deepEqual(byMid.body.requests.map((r: any) => r.id), [ids[2], ids[1]]);
 
-  assertError(await api.get('/v1/requests', { query: { limit: '0' } }), 400, 'bad_request.invalid_param.limit', 'limit must be at least 1', { field: 'limit' });
-  assertError(await api.get('/v1/requests', { query: { limit: '1001' } }), 400, 'bad_request.invalid_param.limit', 'limit must be at most 1000', { field: 'limit' });
-  assertError(await api.get('/v1/requests', { query: { limit: 'ten' } }), 400, 'bad_request.invalid_param.limit', 'limit must be an integer', { field: 'limit' });
+  assertError(await api.get('/v1/requests', { query: { limit: '0' } }), 400, 'bad_request.invalid_param.limit', 'limit must be a whole number from 1 to 1000', { field: 'limit' });
+  assertError(await api.get('/v1/requests', { query: { limit: '1001' } }), 400, 'bad_request.invalid_param.limit', 'limit must be a whole number from 1 to 1000', { field: 'limit' });
+  assertError(await api.get('/v1/requests', { query: { limit: 'ten' } }), 400, 'bad_request.invalid_param.limit', 'limit must be a whole number from 1 to 1000', { field: 'limit' });
   assertError(await api.get('/v1/requests', { query: { status: 'new' } }), 400, 'bad_request.invalid_param.status',
     'status must be one of "active", "paid", "expired", "deleted"', { field: 'status' });
   assertError(await api.get('/v1/requests', { query: { colour: 'red' } }), 400, 'bad_request.unknown_param.colour', 'colour is not a parameter of this endpoint', { field: 'colour' });

@@ -150,7 +150,7 @@ export const RequestEnvelope = Type.Object({ request: RequestObject });
 
 export const ListRequestsQuery = Type.Object(
   {
-    ...listQueryFields,
+    ...listQueryFields('request'),
     status: Type.Optional(Type.Enum(RequestStatus)),
     type: Type.Optional(Type.Enum(['single', 'multi'])),
     merchant_identifier: Type.Optional(Type.String({ maxLength: 255 })),

@@ -59,7 +59,7 @@ export async function registerSubscriptionRoutes(app: App, deps: Deps): Promise<
       tags,
       summary: "A subscription's payments, newest first, each with cust_info (all of them unless limit is given)",
       params,
-      querystring: Type.Object(listQueryFields, { additionalProperties: false }),
+      querystring: Type.Object(listQueryFields('payment'), { additionalProperties: false }),
       response: { 200: Type.Object({ payments: Type.Array(PaymentObject), has_more: Type.Boolean() }), ...errorResponses },
     },
   };

@@ -37,7 +37,7 @@ export const SubscriptionEnvelope = Type.Object({ subscription: SubscriptionObje
 
 export const ListSubscriptionsQuery = Type.Object(
   {
-    ...listQueryFields,
+    ...listQueryFields('subscription'),
     status: Type.Optional(Type.Enum(SubscriptionStatus)),
     merchant_identifier: Type.Optional(Type.String({ maxLength: 255 })),
     email: Type.Optional(Type.String({ maxLength: 320 })),

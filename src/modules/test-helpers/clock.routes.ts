@@ -3,7 +3,7 @@ import type { App } from '../../app.ts';
 import { apiKeyAuth } from '../../http/auth.ts';
 import type { Deps } from '../../http/context.ts';
 import { errorResponses, Timestamp } from '../../http/schemas.ts';
-import { advanceClock, getClock, testKeysOnly } from './clock.service.ts';
+import { advanceClock, getClock, MAX_ADVANCE_SECONDS, testKeysOnly } from './clock.service.ts';
 
 const ClockEnvelope = Type.Object({
   clock: Type.Object({ now: Timestamp, offset_seconds: Type.Integer({ description: 'How far the test clock is ahead of real time' }) }),
@@ -21,11 +21,19 @@ export async function registerTestClockRoutes(app: App, deps: Deps): Promise<voi
     schema: {
       tags,
       summary: 'Move the test clock forward; returns once all work due up to then has run',
+      description: 'At most 20 years at a time, and at most TEST_CLOCK_MAX_JOBS jobs (100,000 by default) per call: when that many ran first, ' +
+        'the clock stops where the work stopped and work_remaining is true; advance again to go on.',
       body: Type.Object({
         to: Type.Optional(Type.String({ format: 'date-time', description: 'New clock time', 'x-expected': 'an ISO 8601 date-time' })),
-        seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 20 * 366 * 86400, description: 'Seconds to move forward' })),
+        seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_ADVANCE_SECONDS, description: 'Seconds to move forward' })),
       }, { additionalProperties: false }),
-      response: { 200: ClockEnvelope, ...errorResponses },
+      response: {
+        200: Type.Object({
+          ...ClockEnvelope.properties,
+          work_remaining: Type.Boolean({ description: 'True when the job cap stopped this advance before the target: advance again to go on' }),
+        }),
+        ...errorResponses,
+      },
     },
   }, async (request) => advanceClock(request.ctx, request.body));
 }

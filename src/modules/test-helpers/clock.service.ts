@@ -36,12 +36,20 @@ export async function clockNow(deps: Deps, userId: string): Promise<number> {
   return deps.clock.now() + (await clockOffset(deps.db, userId));
 }
 
+/** The furthest one advance may move a test clock, whether given as `seconds` or `to`. */
+export const MAX_ADVANCE_SECONDS = 20 * 366 * 86_400;
+
+export type Advanced = { now: number; workRemaining: boolean };
+
 /**
  * Moves a merchant's test clock to `target`, stopping at each job due on the way so that charges,
- * retries, expiries and sweeps run in order with the clock at their own time.
+ * retries, expiries and sweeps run in order with the clock at their own time. Runs at most
+ * `maxJobs` jobs: past that, the clock stays where the work stopped and `workRemaining` says so
+ * (advance again to go on), so one call cannot keep the service busy without end.
  */
-export async function advanceTestClock(deps: Deps, userId: string, target: number): Promise<number> {
+export async function advanceTestClock(deps: Deps, userId: string, target: number, maxJobs = Number.POSITIVE_INFINITY): Promise<Advanced> {
   return serialised(userId, async () => {
+    let budget = maxJobs;
     for (;;) {
       const offset = await clockOffset(deps.db, userId);
       const now = deps.clock.now() + offset;
@@ -50,8 +58,14 @@ export async function advanceTestClock(deps: Deps, userId: string, target: numbe
       const nextAt = next ? Number(next.run_at) + offset : null;
       const stepTo = nextAt !== null && nextAt < target ? nextAt : target;
       if (stepTo > now) await shiftClock(deps, userId, stepTo - now);
-      await deps.worker.drain(userId);
-      if (stepTo >= target) return clockNow(deps, userId);
+      budget -= await deps.worker.drain(userId, budget);
+      if (budget <= 0) {
+        const left = await deps.db.selectFrom('jobs').select('run_at').where('clock_id', '=', userId).where('failed_at', 'is', null)
+          .orderBy('run_at').limit(1).executeTakeFirst();
+        const reached = await clockNow(deps, userId);
+        return { now: reached, workRemaining: reached < target || (left !== undefined && Number(left.run_at) + (await clockOffset(deps.db, userId)) <= target) };
+      }
+      if (stepTo >= target) return { now: await clockNow(deps, userId), workRemaining: false };
     }
   });
 }
@@ -73,9 +87,12 @@ export async function advanceClock(ctx: Ctx, input: { to?: string; seconds?: num
     target = Date.parse(input.to);
     if (!Number.isFinite(target)) throw invalidParam('to', 'to must be an ISO 8601 date-time');
     if (target <= now) throw invalidParam('to', 'to must be later than the clock\'s current time; test clocks only move forward', { now: iso(now) });
+    if (target - now > MAX_ADVANCE_SECONDS * 1000) {
+      throw invalidParam('to', `to must be at most ${MAX_ADVANCE_SECONDS} seconds (20 years) after the clock's current time`, { now: iso(now), maximum: iso(now + MAX_ADVANCE_SECONDS * 1000) });
+    }
   } else {
     target = now + input.seconds! * 1000;
   }
-  const reached = await advanceTestClock(ctx.deps, ctx.merchant.id, target);
-  return { clock: { now: iso(reached), offset_seconds: Math.round((reached - ctx.deps.clock.now()) / 1000) } };
+  const reached = await advanceTestClock(ctx.deps, ctx.merchant.id, target, ctx.deps.config.testClockMaxJobs);
+  return { clock: { now: iso(reached.now), offset_seconds: Math.round((reached.now - ctx.deps.clock.now()) / 1000) }, work_remaining: reached.workRemaining };
 }

@@ -126,3 +126,59 @@ test('advancing runs due work in order, each at its own time, and not before', a
   assert.equal(await statusOf(ids['1d']), 'deleted');
   assert.equal((await expiredEvents(app, merchant.userId)).length, 3);
 });
+
+async function listeningApp(t: Parameters<typeof buildTestApp>[0], overrides: Parameters<typeof buildTestApp>[1] = {}) {
+  const app = await buildTestApp(t, overrides);
+  // The pay test helper reaches the sandbox bank over HTTP at the service's own address.
+  app.deps.config.publicBaseUrl = (await app.app.listen({ port: 0, host: '127.0.0.1' })).replace('localhost', '127.0.0.1');
+  const merchant = await createTestMerchant(app);
+  const api = apiClient(app, merchant.testKey);
+  const request = (await api.post('/v1/requests', {
+    bank_account_id: merchant.bankAccountId, message: 'Weekly beans', subscription_options: { amount: '4.00 NZD', period: 'weekly' }, cust_info: { email: 'pat@example.com' },
+  })).body.request;
+  const subscription = (await api.post(`/v1/test-helpers/requests/${request.id}/pay`, {})).body.subscription;
+  return { app, api, subscription };
+}
+
+test('`to` has the same 20-year bound as `seconds`, and one advance runs at most TEST_CLOCK_MAX_JOBS jobs, saying when work remains', async (t) => {
+  const { app, api, subscription } = await listeningApp(t, { testClockMaxJobs: 5 });
+  const now = Date.parse((await api.get('/v1/test-helpers/clock')).body.clock.now);
+  const tooFar = await api.post('/v1/test-helpers/clock/advance', { to: '9999-12-31T00:00:00Z' });
+  assert.equal(tooFar.status, 400);
+  assert.equal(tooFar.body.code, 'bad_request.invalid_param.to');
+  assert.equal(tooFar.body.message, "to must be at most 632448000 seconds (20 years) after the clock's current time");
+  assert.equal((await api.get('/v1/test-helpers/clock')).body.clock.offset_seconds, 0, 'refused: the clock did not move');
+
+  const target = new Date(now + 365 * DAY).toISOString();
+  const first = await api.post('/v1/test-helpers/clock/advance', { to: target });
+  assert.equal(first.status, 200, first.text);
+  assert.equal(first.body.work_remaining, true);
+  assert.ok(Date.parse(first.body.clock.now) < Date.parse(target), 'the clock stopped where the work stopped');
+  const chargedFirst = (await api.get(`/v1/subscriptions/${subscription.id}`)).body.subscription.successful_charges;
+  assert.ok(chargedFirst >= 1 && chargedFirst <= 5, `${chargedFirst} charges after 5 jobs`);
+
+  let calls = 1;
+  let last = first;
+  while (last.body.work_remaining) {
+    last = await api.post('/v1/test-helpers/clock/advance', { to: target });
+    calls++;
+    assert.ok(calls < 200, 'advancing converges');
+  }
+  assert.ok(Date.parse(last.body.clock.now) >= Date.parse(target));
+  const done = (await api.get(`/v1/subscriptions/${subscription.id}`)).body.subscription;
+  assert.equal(done.successful_charges, 53, 'a year of weekly charges, each once, the first at approval');
+  void app;
+});
+
+test('GET /subscriptions/{id}/payments lists every payment without limit (more than a page), and pages with one', async (t) => {
+  const { api, subscription } = await listeningApp(t);
+  const now = Date.parse((await api.get('/v1/test-helpers/clock')).body.clock.now);
+  const advanced = await api.post('/v1/test-helpers/clock/advance', { to: new Date(now + 2 * 366 * DAY).toISOString() });
+  assert.equal(advanced.body.work_remaining, false);
+  const all = await api.get(`/subscriptions/${subscription.id}/payments`);
+  assert.equal(all.status, 200, all.text);
+  assert.ok(all.body.payments.length > 100, `${all.body.payments.length} payments`);
+  assert.equal(all.body.has_more, false);
+  const page = await api.get(`/v1/subscriptions/${subscription.id}/payments`, { query: { limit: '10' } });
+  assert.deepEqual([page.body.payments.length, page.body.has_more], [10, true]);
+});

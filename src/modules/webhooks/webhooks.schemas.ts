@@ -35,7 +35,7 @@ export const WebhookObject = Type.Object({
 export type WebhookObject = Static<typeof WebhookObject>;
 
 export const WebhookEnvelope = Type.Object({ webhook: WebhookObject });
-export const ListWebhooksQuery = Type.Object(listQueryFields, { additionalProperties: false });
+export const ListWebhooksQuery = Type.Object(listQueryFields('webhook'), { additionalProperties: false });
 export type ListWebhooksQuery = Static<typeof ListWebhooksQuery>;
 
 export const RecoverBody = Type.Object(

@@ -1,0 +1,44 @@
+import type { FastifyRequest, RouteOptions } from 'fastify';
+import { Type } from 'typebox';
+import { AppError, unknownParam } from '../shared/errors.ts';
+
+// The API refuses what it does not take, on every operation: a query parameter no route declares
+// (a misspelt filter silently ignored looks like an empty result), and a body sent to an action
+// that takes none (PUT …/revoke, DELETE …).
+
+const NoQuery = Type.Object({}, { additionalProperties: false });
+
+/** Checked before the body is validated, so a misspelt parameter is named even when the body is also wrong. */
+function refuseUnknownQuery(allowed: Set<string>) {
+  return async (request: FastifyRequest): Promise<void> => {
+    for (const name of Object.keys((request.query ?? {}) as object)) if (!allowed.has(name)) throw unknownParam(name);
+  };
+}
+
+/** API routes: /v1/… and the unversioned read aliases; pages and the sandbox bank have their own rules. */
+function isApiRoute(url: string): boolean {
+  return url.startsWith('/v1/') || /^\/(requests|customers|subscriptions)\//.test(url);
+}
+
+async function refuseBody(request: FastifyRequest): Promise<void> {
+  const body = request.body;
+  if (body === undefined || body === null) return;
+  if (typeof body === 'object' && !Array.isArray(body)) {
+    const [first] = Object.keys(body);
+    if (first !== undefined) throw unknownParam(first);
+    return;
+  }
+  throw new AppError('bad_request.invalid_json', 'This action takes no body: send none, or {}', {});
+}
+
+/** An onRoute hook: fills in the strict defaults a route did not declare. */
+export function strictApiRoute(route: RouteOptions): void {
+  if (!isApiRoute(route.url)) return;
+  const schema = (route.schema ??= {});
+  if (!schema.querystring) schema.querystring = NoQuery;
+  const allowed = new Set(Object.keys(((schema.querystring as { properties?: object }).properties ?? {})));
+  const methods = Array.isArray(route.method) ? route.method : [route.method];
+  const takesBody = methods.some((method) => method === 'POST' || method === 'PUT' || method === 'PATCH' || method === 'DELETE');
+  const existing = route.preValidation ? (Array.isArray(route.preValidation) ? route.preValidation : [route.preValidation]) : [];
+  route.preValidation = [refuseUnknownQuery(allowed), ...existing, ...(takesBody && !schema.body ? [refuseBody] : [])] as RouteOptions['preValidation'];
+}
