@@ -9,6 +9,7 @@ import { validatorCompiler } from './http/validation.ts';
 import { refuseNulCharacters } from './http/text-guard.ts';
 import { clientErrorHandler } from './http/client-errors.ts';
 import { strictApiRoute } from './http/strict-routes.ts';
+import { pageSecurityHeaders } from './http/page-headers.ts';
 import type { Deps } from './http/context.ts';
 import { checkDb } from './store/db.ts';
 import { createMetrics } from './http/metrics.ts';
@@ -69,6 +70,7 @@ export async function buildApp(deps: Deps): Promise<App> {
     reply.header('x-request-id', request.id);
     return payload;
   });
+  app.addHook('onSend', pageSecurityHeaders);
   app.addHook('onResponse', async (request, reply) => {
     const route = request.routeOptions.url ?? 'unmatched';
     metrics.httpDuration.observe({ method: request.method, route, status: String(reply.statusCode) }, reply.elapsedTime / 1000);

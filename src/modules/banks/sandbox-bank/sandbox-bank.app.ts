@@ -5,6 +5,7 @@ import { engineOf } from '../../../store/db.ts';
 import type { Logger } from 'pino';
 import { validatorCompiler } from '../../../http/validation.ts';
 import { refuseNulCharacters } from '../../../http/text-guard.ts';
+import { pageSecurityHeaders } from '../../../http/page-headers.ts';
 import * as sandboxMigration from '../../../store/migrations/0004-sandbox-bank.ts';
 import * as sandboxUsageMigration from '../../../store/migrations/0009-sandbox-usage.ts';
 import { systemClock, type Clock } from '../../../shared/time.ts';
@@ -68,6 +69,7 @@ export async function sandboxBank(app: FastifyInstance, options: SandboxBankOpti
 export async function buildSandboxBankApp(options: SandboxBankOptions & { log?: Logger }): Promise<FastifyInstance> {
   const app: FastifyInstance = Fastify({ loggerInstance: options.log as FastifyBaseLogger | undefined, routerOptions: { ignoreTrailingSlash: true }, bodyLimit: 102_400 });
   await app.register(formbody);
+  app.addHook('onSend', pageSecurityHeaders);
   await app.register(sandboxBank, options);
   return app;
 }

@@ -1,0 +1,18 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+
+// Every HTML page the service sends (the hosted page and its error pages, the payer dashboard,
+// the sandbox bank's pages) carries the same security headers, set here once. A page that needs a
+// different Content-Security-Policy (the embed, framed by one merchant origin) sets its own; the
+// default refuses everything but our own styles, scripts and images, and any framing.
+
+export const DEFAULT_PAGE_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+
+export async function pageSecurityHeaders(_request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
+  const type = reply.getHeader('content-type');
+  if (typeof type !== 'string' || !type.startsWith('text/html')) return payload;
+  reply.header('x-content-type-options', 'nosniff');
+  reply.header('referrer-policy', 'no-referrer');
+  if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
+  if (!reply.hasHeader('content-security-policy')) reply.header('content-security-policy', DEFAULT_PAGE_CSP);
+  return payload;
+}
