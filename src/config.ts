@@ -15,6 +15,8 @@ export type Config = {
   mailFrom: string;
   /** The most jobs one test clock advance runs (POST /v1/test-helpers/clock/advance). */
   testClockMaxJobs: number;
+  /** Failed authentications (API keys, logins) one client address may make a minute; 0 turns the limit off. */
+  authFailuresPerMinute: number;
   sandboxBankUrl: string;
   /** SANDBOX_BANK_URL was given; otherwise the sandbox bank is the one mounted under PUBLIC_BASE_URL. */
   sandboxBankUrlSet?: boolean;
@@ -88,6 +90,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`MAIL_FROM must be an address, or a name and <address>, got ${JSON.stringify(mailFrom)}`);
   }
   const testClockMaxJobs = wholeNumber('TEST_CLOCK_MAX_JOBS', env.TEST_CLOCK_MAX_JOBS, 100_000);
+  const authFailuresPerMinute = env.AUTH_FAILURES_PER_MINUTE === '0' ? 0 : wholeNumber('AUTH_FAILURES_PER_MINUTE', env.AUTH_FAILURES_PER_MINUTE, 30);
   const sandboxBankUrl = url('SANDBOX_BANK_URL', env.SANDBOX_BANK_URL || `${publicBaseUrl}/sandbox-bank`, ['http:', 'https:']);
   const logLevel = env.LOG_LEVEL || 'info';
   if (!logLevels.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${logLevels.join(', ')}, got ${JSON.stringify(logLevel)}`);
@@ -119,6 +122,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     smtpUrl,
     mailFrom,
     testClockMaxJobs,
+    authFailuresPerMinute,
     sandboxBankUrl,
     sandboxBankUrlSet: Boolean(env.SANDBOX_BANK_URL),
     logLevel,

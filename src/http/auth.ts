@@ -4,6 +4,7 @@ import { shiftedClock } from '../shared/time.ts';
 import { authenticateKey } from '../modules/merchants/merchants.service.ts';
 import type { Ctx, Deps } from './context.ts';
 import { TokenBuckets } from './rate-limit.ts';
+import { FailureLimiter, retryAfterSeconds } from './failure-limiter.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -26,16 +27,40 @@ function limiterFor(deps: Deps): TokenBuckets | null {
   return limiters.get(deps)!;
 }
 
+const failedAuth = new WeakMap<Deps, FailureLimiter>();
+
+/** Failed authentications per client address, shared by every route of one app. */
+function failuresFor(deps: Deps): FailureLimiter {
+  let limiter = failedAuth.get(deps);
+  if (!limiter) {
+    limiter = new FailureLimiter({ max: deps.config.authFailuresPerMinute, windowMs: 60_000 });
+    failedAuth.set(deps, limiter);
+  }
+  return limiter;
+}
+
 export function apiKeyAuth(deps: Deps) {
+  const failures = failuresFor(deps);
   return async function requireApiKey(request: FastifyRequest, _reply: FastifyReply): Promise<void> {
+    const now = deps.clock.now();
+    const allowed = failures.check(request.ip, now);
+    if (!allowed.ok) {
+      const seconds = retryAfterSeconds(allowed.retryAfterMs);
+      throw new AppError('rate_limited', `Too many failed authentications from this address; retry after ${seconds} s`,
+        { retry_after_seconds: seconds }, { 'retry-after': String(seconds) });
+    }
+    const refuse = (message: string) => {
+      failures.fail(request.ip, now);
+      return unauthorized(message);
+    };
     const header = request.headers.authorization;
-    if (!header) throw unauthorized('Missing Authorization header: send Authorization: Bearer <API key>');
+    if (!header) throw refuse('Missing Authorization header: send Authorization: Bearer <API key>');
     const [scheme, key, extra] = header.split(' ');
     if (scheme?.toLowerCase() !== 'bearer' || !key || extra !== undefined) {
-      throw unauthorized('Malformed Authorization header: send Authorization: Bearer <API key>');
+      throw refuse('Malformed Authorization header: send Authorization: Bearer <API key>');
     }
     const found = await authenticateKey(deps.db, key);
-    if (!found) throw unauthorized('Unknown or revoked API key');
+    if (!found) throw refuse('Unknown or revoked API key');
     const limited = limiterFor(deps)?.take(found.keyId, deps.clock.now());
     if (limited && !limited.ok) {
       const seconds = Math.max(1, Math.ceil(limited.retryAfterMs / 1000));
