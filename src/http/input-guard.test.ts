@@ -4,6 +4,7 @@ import fc from 'fast-check';
 import { apiClient, buildTestApp, createTestMerchant, freshDb } from '../../test/helpers.ts';
 import { buildSandboxBankApp, migrateSandboxBank } from '../modules/banks/sandbox-bank/sandbox-bank.app.ts';
 import { inspectInput, MAX_JSON_DEPTH } from './text-guard.ts';
+import { SERVICE_BASIC } from '../modules/banks/banks.testing.ts';
 
 // Deeply nested JSON and NUL characters, on the API, the pages and the sandbox bank (mounted and alone).
 
@@ -42,7 +43,7 @@ test('20,000-deep arrays and objects get 400 on the API, the pages and the mount
       assert.equal(page.statusCode, 400);
       assert.deepEqual(page.json(), tooDeep);
       for (const url of ['/sandbox-bank/token', '/sandbox-bank/domestic-payment-consents', '/sandbox-bank/test/latency']) {
-        const bank = await app.app.inject({ method: 'POST', url, headers: json, payload: body });
+        const bank = await app.app.inject({ method: 'POST', url, headers: { ...json, authorization: SERVICE_BASIC }, payload: body });
         assert.equal(bank.statusCode, 400, url);
         assert.equal(bank.json().Errors[0].ErrorCode, 'Field.Invalid', url);
       }

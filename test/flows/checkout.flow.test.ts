@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { authoriseAtBank } from '../../src/modules/test-helpers/pay.bank-driver.ts';
 import { checkoutWorld, createRequest, eventsOf, payViaPage, returnToService, submitPage, type CheckoutWorld } from './checkout.fixtures.ts';
+import { SERVICE_BASIC } from '../../src/modules/banks/banks.testing.ts';
 
 const PARTICULARS = /^V-[A-Z0-9]{6}$/;
 
@@ -184,7 +185,7 @@ test('the reconciler polls an unconfirmed payment until the bank confirms it', a
   const submitted = await submitPage(world.baseUrl, request.id, { bank: 'sandbox' });
   const row = await world.app.deps.db.selectFrom('payments').select(['id', 'bank_consent_id']).where('request_id', '=', request.id).executeTakeFirstOrThrow();
   const hook = await fetch(`${world.baseUrl}/sandbox-bank/test/consents/${row.bank_consent_id}/delay`, {
-    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ seconds: 120 }),
+    method: 'POST', headers: { 'content-type': 'application/json', authorization: SERVICE_BASIC }, body: JSON.stringify({ seconds: 120 }),
   });
   assert.equal(hook.status, 200, await hook.text());
   const back = await authoriseAtBank(submitted.location!, 'approve', `${world.baseUrl}/pay/return`);
@@ -256,7 +257,7 @@ test('expired and deleted requests take no new payments', async (t) => {
 });
 
 async function bankHook(world: CheckoutWorld, path: string, body: unknown) {
-  const response = await fetch(`${world.baseUrl}/sandbox-bank/test/${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const response = await fetch(`${world.baseUrl}/sandbox-bank/test/${path}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: SERVICE_BASIC }, body: JSON.stringify(body) });
   assert.equal(response.status, 200, await response.text());
 }
 

@@ -93,4 +93,9 @@ export interface BankConnector {
 export interface BankRegistry {
   list(mode: 'live' | 'test'): Array<{ id: string; name: string }>;
   connectorFor(bankId: string, mode: 'live' | 'test'): BankConnector | null;
+  /**
+   * Calls one of the sandbox bank's test hooks (`/test/…`) as the service's client, for the test
+   * helpers; throws with the bank's answer when it refuses.
+   */
+  sandboxTestHook(path: string, body: unknown): Promise<void>;
 }

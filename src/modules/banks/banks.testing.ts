@@ -39,6 +39,14 @@ export async function call(method: string, url: string, options: { token?: strin
   return { status: response.status, body: json, text, headers: response.headers };
 }
 
+/** Authorization for the sandbox bank's test hooks: the service's client credentials, as HTTP Basic. */
+export const SERVICE_BASIC = `Basic ${Buffer.from(`${SERVICE_CLIENT_ID}:${SERVICE_CLIENT_SECRET}`).toString('base64')}`;
+
+/** A sandbox bank test hook, called as the service's client. */
+export function hook(method: 'GET' | 'POST', url: string, body?: unknown): Promise<Reply> {
+  return call(method, url, { headers: { authorization: SERVICE_BASIC }, ...(body !== undefined && { body }) });
+}
+
 export async function clientToken(bankUrl: string): Promise<string> {
   const reply = await call('POST', `${bankUrl}/token`, {
     form: { grant_type: 'client_credentials', client_id: SERVICE_CLIENT_ID, client_secret: SERVICE_CLIENT_SECRET },

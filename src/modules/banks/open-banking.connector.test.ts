@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { BankConnector } from './bank-connector.ts';
-import { call, listeningApp, payerDecides, type Listening } from './banks.testing.ts';
+import { call, hook, listeningApp, payerDecides, type Listening } from './banks.testing.ts';
 import { BankHttp } from './open-banking.http.ts';
 import { OpenBankingConnector } from './open-banking.connector.ts';
 import { OpenBankingRegistry } from './registry.ts';
@@ -104,7 +104,7 @@ test('enduring consent: limits by the caller clock, bank declines mapped to reas
   const nextWeek = await submit(3_001, '2027-02-08T00:30:00+13:00');
   assert.ok(nextWeek.ok && nextWeek.outcome === 'successful');
 
-  await call('POST', `${app.bankUrl}/test/consents/${consentId}/decline-next`, { body: { count: 1, reason: 'insufficient_funds' } });
+  await hook('POST', `${app.bankUrl}/test/consents/${consentId}/decline-next`, { count: 1, reason: 'insufficient_funds' });
   const declined = await submit(100, '2027-02-09T10:00:00+13:00');
   assert.ok(declined.ok);
   assert.equal(declined.outcome, 'failed');
@@ -123,7 +123,7 @@ test('delayed confirmation is pending until the bank settles it', async (t) => {
   const app = await listeningApp(t);
   const connector = app.deps.banks.connectorFor('bnz', 'test')!;
   const { consentId, accessToken } = await enduringConsent(app, connector);
-  await call('POST', `${app.bankUrl}/test/consents/${consentId}/delay`, { body: { seconds: 30 } });
+  await hook('POST', `${app.bankUrl}/test/consents/${consentId}/delay`, { seconds: 30 });
   const at = Date.parse('2027-03-01T09:00:00+13:00');
   const submitted = await connector.submitPayment({ consentId, accessToken, amountCents: 700, creditor, remittance: remittance(), idempotencyKey: key(), at });
   assert.ok(submitted.ok);
@@ -139,7 +139,7 @@ test('a bank slower than the timeout is an unknown outcome; the same idempotency
   try {
     const connector = registry.connectorFor('asb', 'test')!;
     const { consentId, accessToken } = await enduringConsent(app, connector);
-    await call('POST', `${app.bankUrl}/test/latency`, { body: { ms: 1_000, count: 1 } });
+    await hook('POST', `${app.bankUrl}/test/latency`, { consent_id: consentId, ms: 1_000, count: 1 });
     const submission = { consentId, accessToken, amountCents: 900, creditor, remittance: remittance(), idempotencyKey: key(), at: Date.parse('2027-03-02T09:00:00+13:00') };
     const slow = await connector.submitPayment(submission);
     assert.deepEqual(slow, { ok: false, reason: 'timeout', message: 'No answer from the bank within 200 ms', unknown: true });

@@ -60,6 +60,19 @@ export class OpenBankingRegistry implements BankRegistry {
     return this.connector(`live:${bankId}`, bankId, bank.baseUrl, { clientId: bank.clientId, clientSecret: bank.clientSecret }, false);
   }
 
+  async sandboxTestHook(path: string, body: unknown): Promise<void> {
+    const response = await fetch(`${this.sandboxUrl()}/test${path}`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        authorization: `Basic ${Buffer.from(`${encodeURIComponent(SERVICE_CLIENT_ID)}:${encodeURIComponent(SERVICE_CLIENT_SECRET)}`).toString('base64')}`,
+      },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(15_000),
+    });
+    if (!response.ok) throw new Error(`the sandbox bank refused the test hook (${response.status}): ${(await response.text()).slice(0, 200)}`);
+  }
+
   /**
    * SANDBOX_BANK_URL, or the mounted sandbox bank under PUBLIC_BASE_URL. Read per call: tests
    * listen on a free port and set the public URL afterwards.

@@ -31,20 +31,10 @@ async function payRecurring(ctx: Ctx, request: RequestRow, body: PayBody): Promi
   return { recurring_consent: consent ? await consentObject(ctx.db, consent, ctx.clock.now(), deps.config.serviceTimeZone) : null };
 }
 
-/** The sandbox bank's base URL as the connector reaches it (it follows PUBLIC_BASE_URL when mounted). */
-function sandboxBankUrl(deps: Deps): string {
-  const registry = deps.banks as unknown as { sandboxUrl?: () => string };
-  return registry.sandboxUrl?.() ?? deps.config.sandboxBankUrl;
-}
-
 async function sandboxHook(deps: Deps, path: string, body: unknown): Promise<void> {
-  const response = await fetch(`${sandboxBankUrl(deps)}${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-    signal: AbortSignal.timeout(15_000),
+  await deps.banks.sandboxTestHook(path.replace(/^\/test/, ''), body).catch((error: Error) => {
+    throw new AppError('service_unavailable', `The sandbox bank did not take the test hook: ${error.message}`, {});
   });
-  if (!response.ok) throw new AppError('service_unavailable', `The sandbox bank refused the test hook (${response.status}): ${(await response.text()).slice(0, 200)}`, {});
 }
 
 async function testConsent(ctx: Ctx, id: string) {

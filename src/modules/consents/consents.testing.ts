@@ -7,6 +7,7 @@ import pino from 'pino';
 import { apiClient, createTestMerchant, freshDb, testConfig, type ApiClient, type TestMerchant } from '../../../test/helpers.ts';
 import { loggerRedactPaths } from '../../app.ts';
 import { createRuntime, type Runtime } from '../../runtime.ts';
+import { SERVICE_BASIC } from '../banks/banks.testing.ts';
 
 export type ConsentHarness = {
   runtime: Runtime;
@@ -87,7 +88,7 @@ export async function advanceTo(h: ConsentHarness, to: string) {
 
 /** The sandbox payer's balance in cents. */
 export async function sandboxBalance(h: ConsentHarness): Promise<number> {
-  const reply = await fetch(`${h.baseUrl}/sandbox-bank/test/payers/sandbox`).then((r) => r.json() as Promise<any>);
+  const reply = await fetch(`${h.baseUrl}/sandbox-bank/test/payers/sandbox`, { headers: { authorization: SERVICE_BASIC } }).then((r) => r.json() as Promise<any>);
   const [whole, fraction] = String(reply.Data.Balance.Amount).split('.');
   return Number(whole) * 100 + Number((fraction ?? '0').padEnd(2, '0'));
 }

@@ -10,6 +10,7 @@ import { COUNTED_STATUSES, NO_USAGE } from './consents.rules.ts';
 import { periodWindow, type LimitPeriod, type UsageTotals, type Window } from './limits.ts';
 import { countReservation, followStatusChange, usageOf } from './usage.service.ts';
 import { advanceTo, authorise, consentHarness, execute, type ConsentHarness } from './consents.testing.ts';
+import { SERVICE_BASIC } from '../banks/banks.testing.ts';
 
 // The usage counters on the consent row against the payments they summarise. Every test here
 // would fail if the counters drifted from the sums the limit check used to compute: a failure
@@ -54,7 +55,7 @@ async function assertUsageExact(h: ConsentHarness, consentId: string, context = 
 
 async function bankHook(h: ConsentHarness, path: string, body: unknown = {}): Promise<void> {
   const response = await fetch(`${h.baseUrl}/sandbox-bank/test/${path}`, {
-    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
+    method: 'POST', headers: { 'content-type': 'application/json', authorization: SERVICE_BASIC }, body: JSON.stringify(body),
   });
   assert.equal(response.status, 200, await response.text());
 }

@@ -15,20 +15,10 @@ import type { DeclineNextBody } from './subscriptions.schemas.ts';
 
 const owner = (ctx: Ctx) => ({ userId: ctx.merchant.id, mode: ctx.mode });
 
-/** The sandbox bank's base URL as the connector reaches it (it follows PUBLIC_BASE_URL when mounted). */
-function sandboxBankUrl(ctx: Ctx): string {
-  const registry = ctx.deps.banks as unknown as { sandboxUrl?: () => string };
-  return registry.sandboxUrl?.() ?? ctx.deps.config.sandboxBankUrl;
-}
-
 async function sandboxHook(ctx: Ctx, path: string, body: unknown): Promise<void> {
-  const response = await fetch(`${sandboxBankUrl(ctx)}/test${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-    signal: AbortSignal.timeout(15_000),
+  await ctx.deps.banks.sandboxTestHook(path, body).catch((error: Error) => {
+    throw new AppError('service_unavailable', `The sandbox bank did not take the test hook: ${error.message}`, {});
   });
-  if (!response.ok) throw new AppError('service_unavailable', `The sandbox bank refused the test hook (${response.status}): ${(await response.text()).slice(0, 200)}`, {});
 }
 
 async function testSubscription(ctx: Ctx, id: string) {

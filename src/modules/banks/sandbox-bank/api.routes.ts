@@ -32,6 +32,14 @@ export function bankTimeOf(request: FastifyRequest, deps: SandboxDeps): BankTime
   return parsed;
 }
 
+/** The consent a request is about, for per-consent latency: named in the path, or in the body of a payment. */
+function consentOf(request: FastifyRequest): string | null {
+  const params = request.params as { ConsentId?: string } | undefined;
+  const body = request.body as { Data?: { ConsentId?: unknown } } | undefined;
+  const fromBody = body?.Data?.ConsentId;
+  return params?.ConsentId ?? (typeof fromBody === 'string' ? fromBody : null);
+}
+
 /** The standard's resource endpoints, each behind a bearer token from POST /token. */
 export async function registerApiRoutes(app: FastifyInstance, deps: SandboxDeps, latency: Latency): Promise<void> {
   const prefix = app.prefix;
@@ -40,8 +48,8 @@ export async function registerApiRoutes(app: FastifyInstance, deps: SandboxDeps,
   app.addHook('preValidation', async (request) => {
     request.bankCaller = await authenticateBearer(deps, request.headers.authorization);
   });
-  app.addHook('onSend', async (_request, _reply, payload) => {
-    const ms = latency.take();
+  app.addHook('onSend', async (request, _reply, payload) => {
+    const ms = latency.take(consentOf(request));
     if (ms > 0) await new Promise((resolve) => setTimeout(resolve, ms));
     return payload;
   });

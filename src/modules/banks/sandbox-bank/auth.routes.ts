@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { SandboxDeps } from './sandbox.context.ts';
-import { AuthorisePageError, LoginRefused, OAuthError, authenticateClient, consentToAuthorise, decide, exchangeCode, issueClientToken, logIn, sessionConsent } from './auth.service.ts';
+import { AuthorisePageError, LoginRefused, OAuthError, authenticateClient, basicCredentials, consentToAuthorise, decide, exchangeCode, issueClientToken, logIn, sessionConsent } from './auth.service.ts';
 import { consentRows, sendPage } from './pages.ts';
 
 const text = (maxLength: number) => Type.String({ maxLength });
@@ -80,13 +80,4 @@ export async function registerAuthRoutes(app: FastifyInstance, deps: SandboxDeps
       throw error;
     }
   });
-}
-
-function basicCredentials(header: string | undefined): [string | undefined, string | undefined] {
-  const match = /^Basic ([A-Za-z0-9+/=]+)$/.exec(header ?? '');
-  if (!match) return [undefined, undefined];
-  const decoded = Buffer.from(match[1], 'base64').toString('utf8');
-  const colon = decoded.indexOf(':');
-  if (colon < 0) return [undefined, undefined];
-  return [decodeURIComponent(decoded.slice(0, colon)), decodeURIComponent(decoded.slice(colon + 1))];
 }

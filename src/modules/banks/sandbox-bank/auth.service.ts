@@ -174,3 +174,21 @@ export async function exchangeCode(deps: SandboxDeps, client: SandboxClient, cod
     consent_id: consent.id,
   };
 }
+
+/** The client id and secret of an `Authorization: Basic` header (RFC 6749 2.3.1); none when absent or not Basic. */
+export function basicCredentials(header: string | undefined): [string | undefined, string | undefined] {
+  const match = /^Basic ([A-Za-z0-9+/=]+)$/.exec(header ?? '');
+  if (!match) return [undefined, undefined];
+  const decoded = Buffer.from(match[1], 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon < 0) return [undefined, undefined];
+  // RFC 6749 2.3.1: the id and secret are form-url-encoded before Basic encoding.
+  const unescape = (part: string) => {
+    try {
+      return decodeURIComponent(part.replace(/\+/g, ' '));
+    } catch {
+      throw new OAuthError(401, 'invalid_client', 'The client credentials in Authorization: Basic are not validly encoded');
+    }
+  };
+  return [unescape(decoded.slice(0, colon)), unescape(decoded.slice(colon + 1))];
+}

@@ -3,13 +3,16 @@ import type { FastifyInstance } from 'fastify';
 import { parseAmount } from '../../../shared/money.ts';
 import { AmountPattern } from '../open-banking.wire.ts';
 import type { SandboxDeps } from './sandbox.context.ts';
-import { fieldInvalid } from './sandbox.errors.ts';
-import { authoriseDirectly, createPayer, declineNext, delayConfirmation, getPayer, revokeAtBank, type Latency } from './hooks.service.ts';
+import { fieldInvalid, unauthorised } from './sandbox.errors.ts';
+import { authoriseDirectly, clientConsent, clientPayment, createPayer, declineNext, delayConfirmation, getPayer, revokeAtBank, type Latency } from './hooks.service.ts';
+import { authenticateClient, basicCredentials } from './auth.service.ts';
 import { releasePayment } from './payments.service.ts';
 import { presentPayment, money } from './sandbox.present.ts';
 import type { PayerRow } from './sandbox.repo.ts';
 
-// Test hooks under /test/… (no authentication: this is a sandbox). Documented in docs/banks.md.
+// Test hooks under /test/…, for the client's own tests: each call authenticates with the client's
+// credentials (HTTP Basic, as at POST /token) and acts only on that client's consent or payment,
+// so no one without credentials, and no other client, can disturb a payment. Documented in docs/banks.md.
 
 const Reason = Type.String({ pattern: '^(?=.{2,40}$)[a-z]{2,}(_[a-z]{2,})*$', description: 'snake_case words of 2+ letters, e.g. insufficient_funds, fraud_check, declined' });
 const ConsentIdParams = Type.Object({ ConsentId: Type.String({ maxLength: 128 }) });
@@ -18,7 +21,27 @@ function presentPayer(row: PayerRow) {
   return { Data: { Username: row.username, Name: row.name, AccountNumber: row.account_number, Balance: money(row.balance_cents) } };
 }
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    hookClient: string;
+  }
+}
+
 export async function registerHookRoutes(app: FastifyInstance, deps: SandboxDeps, latency: Latency): Promise<void> {
+  app.addHook('onRequest', async (request) => {
+    const [id, secret] = (() => {
+      try {
+        return basicCredentials(request.headers.authorization);
+      } catch {
+        return [undefined, undefined];
+      }
+    })();
+    try {
+      request.hookClient = authenticateClient(deps, id, secret).clientId;
+    } catch {
+      throw unauthorised('Test hooks need the client credentials: Authorization: Basic base64(client_id:client_secret)');
+    }
+  });
   app.post('/test/payers', {
     schema: {
       body: Type.Object({
@@ -42,7 +65,7 @@ export async function registerHookRoutes(app: FastifyInstance, deps: SandboxDeps
   }, async (request) => {
     const { ConsentId } = request.params as { ConsentId: string };
     const body = request.body as { count?: number; reason?: string };
-    await declineNext(deps, ConsentId, body.count ?? 1, body.reason ?? 'declined');
+    await declineNext(deps, request.hookClient, ConsentId, body.count ?? 1, body.reason ?? 'declined');
     return { Data: { ConsentId, DeclineNext: body.count ?? 1, Reason: body.reason ?? 'declined' } };
   });
 
@@ -58,12 +81,12 @@ export async function registerHookRoutes(app: FastifyInstance, deps: SandboxDeps
   }, async (request) => {
     const { ConsentId } = request.params as { ConsentId: string };
     const body = request.body as { seconds?: number; status?: 'Pending' | 'AcceptedSettlementInProcess'; off?: boolean };
-    await delayConfirmation(deps, ConsentId, { off: body.off ?? false, seconds: body.seconds ?? null, status: body.status ?? 'AcceptedSettlementInProcess' });
+    await delayConfirmation(deps, request.hookClient, ConsentId, { off: body.off ?? false, seconds: body.seconds ?? null, status: body.status ?? 'AcceptedSettlementInProcess' });
     return { Data: { ConsentId, Delay: body.off ? null : { Seconds: body.seconds ?? null, Status: body.status ?? 'AcceptedSettlementInProcess' } } };
   });
 
   app.post('/test/consents/:ConsentId/revoke', { schema: { params: ConsentIdParams } }, async (request) => {
-    const consent = await revokeAtBank(deps, (request.params as { ConsentId: string }).ConsentId);
+    const consent = await revokeAtBank(deps, request.hookClient, (request.params as { ConsentId: string }).ConsentId);
     return { Data: { ConsentId: consent.id, Status: consent.status } };
   });
 
@@ -75,6 +98,7 @@ export async function registerHookRoutes(app: FastifyInstance, deps: SandboxDeps
   }, async (request) => {
     const body = request.body as { outcome?: 'completed' | 'rejected'; reason?: string };
     const id = (request.params as { DomesticPaymentId: string }).DomesticPaymentId;
+    await clientPayment(deps, request.hookClient, id);
     const payment = await releasePayment(deps, id, { outcome: body.outcome ?? 'completed', reason: body.reason });
     return presentPayment(payment, `${request.protocol}://${request.host}${app.prefix}/domestic-payments/${payment.id}`);
   });
@@ -91,7 +115,7 @@ export async function registerHookRoutes(app: FastifyInstance, deps: SandboxDeps
     },
   }, async (request) => {
     const body = request.body as { consent_id: string; redirect_uri: string; state: string; username?: string; decision?: 'approve' | 'decline' };
-    const redirect = await authoriseDirectly(deps, {
+    const redirect = await authoriseDirectly(deps, request.hookClient, {
       consentId: body.consent_id,
       redirectUri: body.redirect_uri,
       state: body.state,
@@ -102,10 +126,17 @@ export async function registerHookRoutes(app: FastifyInstance, deps: SandboxDeps
   });
 
   app.post('/test/latency', {
-    schema: { body: Type.Object({ ms: Type.Integer({ minimum: 0, maximum: 120_000 }), count: Type.Optional(Type.Integer({ minimum: 0, maximum: 1000 })) }) },
+    schema: {
+      body: Type.Object({
+        consent_id: Type.String({ maxLength: 128 }),
+        ms: Type.Integer({ minimum: 0, maximum: 120_000 }),
+        count: Type.Optional(Type.Integer({ minimum: 0, maximum: 1000 })),
+      }),
+    },
   }, async (request) => {
-    const body = request.body as { ms: number; count?: number };
-    latency.set(body.ms, body.count ?? 1);
-    return { Data: { Ms: body.ms, Count: body.count ?? 1 } };
+    const body = request.body as { consent_id: string; ms: number; count?: number };
+    await clientConsent(deps, request.hookClient, body.consent_id);
+    latency.set(body.consent_id, body.ms, body.count ?? 1);
+    return { Data: { ConsentId: body.consent_id, Ms: body.ms, Count: body.count ?? 1 } };
   });
 }

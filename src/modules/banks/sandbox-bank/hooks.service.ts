@@ -4,7 +4,7 @@ import type { SandboxDeps } from './sandbox.context.ts';
 import { fieldInvalid, unknownId } from './sandbox.errors.ts';
 import { AuthorisePageError, LoginRefused, decide, logIn } from './auth.service.ts';
 import { revokeEnduringConsent } from './consents.service.ts';
-import { findConsent, findPayerByUsername, insertPayerIfAbsent, updateConsent, type PayerRow } from './sandbox.repo.ts';
+import { findConsent, findPayerByUsername, findPayment, insertPayerIfAbsent, updateConsent, type PayerRow } from './sandbox.repo.ts';
 
 // Scenarios for tests, behind /sandbox-bank/test/…: payers with balances, scripted declines,
 // delayed confirmation, revocation by the payer, and a shortcut through the approval pages.
@@ -47,24 +47,33 @@ export async function getPayer(deps: SandboxDeps, username: string): Promise<Pay
   return row;
 }
 
-async function consentOrUnknown(deps: SandboxDeps, id: string) {
+/** A consent of the calling client: a hook acts on nothing else, so one client cannot disturb another's payers. */
+export async function clientConsent(deps: SandboxDeps, clientId: string, id: string) {
   const row = await findConsent(deps.db, id);
-  if (!row) throw unknownId('ConsentId', id);
+  if (!row || row.client_id !== clientId) throw unknownId('ConsentId', id);
   return row;
 }
 
-export async function declineNext(deps: SandboxDeps, consentId: string, count: number, reason: string): Promise<void> {
-  await consentOrUnknown(deps, consentId);
+/** A payment of the calling client. */
+export async function clientPayment(deps: SandboxDeps, clientId: string, id: string) {
+  const row = await findPayment(deps.db, id);
+  if (!row || row.client_id !== clientId) throw unknownId('DomesticPaymentId', id);
+  return row;
+}
+
+export async function declineNext(deps: SandboxDeps, clientId: string, consentId: string, count: number, reason: string): Promise<void> {
+  await clientConsent(deps, clientId, consentId);
   await updateConsent(deps.db, consentId, { decline_next: count, decline_reason: reason, updated_at: deps.clock.now() });
 }
 
 /** Hold new payments unconfirmed: for `seconds` of bank time, or until released (seconds null). */
 export async function delayConfirmation(
   deps: SandboxDeps,
+  clientId: string,
   consentId: string,
   input: { off: boolean; seconds: number | null; status: 'Pending' | 'AcceptedSettlementInProcess' },
 ): Promise<void> {
-  await consentOrUnknown(deps, consentId);
+  await clientConsent(deps, clientId, consentId);
   await updateConsent(deps.db, consentId, {
     hold_seconds: input.off ? null : (input.seconds ?? -1),
     hold_status: input.off ? null : input.status,
@@ -73,15 +82,20 @@ export async function delayConfirmation(
 }
 
 /** As the payer would in their banking app: later executions fail with InvalidStatus. */
-export async function revokeAtBank(deps: SandboxDeps, consentId: string) {
+/** The payer revokes at their bank (not the client's DELETE): a consent of the calling client only. */
+export async function revokeAtBank(deps: SandboxDeps, clientId: string, consentId: string) {
+  await clientConsent(deps, clientId, consentId);
   return revokeEnduringConsent(deps, consentId, null);
 }
 
 /** The approval pages without a browser: the same login and decision, returning the redirect. */
 export async function authoriseDirectly(
   deps: SandboxDeps,
+  clientId: string,
   input: { consentId: string; redirectUri: string; state: string; username: string; decision: 'approve' | 'decline' },
 ): Promise<string> {
+  const consent = await findConsent(deps.db, input.consentId);
+  if (!consent || consent.client_id !== clientId) throw unknownId('consent_id', input.consentId);
   try {
     const { sessionId } = await logIn(deps, { ...input, password: 'test-hook' });
     return await decide(deps, sessionId, input.decision);
@@ -92,17 +106,21 @@ export async function authoriseDirectly(
   }
 }
 
-/** Slow answers for timeout tests: the next `count` API responses wait `ms` after processing. */
+/**
+ * Slow answers for timeout tests: the next `count` API responses about one consent (its own
+ * reads and revocation, and payments made under it) wait `ms` after processing. Nothing else slows.
+ */
 export class Latency {
-  private remaining = 0;
-  private ms = 0;
-  set(ms: number, count: number): void {
-    this.ms = ms;
-    this.remaining = count;
+  private readonly byConsent = new Map<string, { ms: number; remaining: number }>();
+  set(consentId: string, ms: number, count: number): void {
+    if (count <= 0 || ms <= 0) this.byConsent.delete(consentId);
+    else this.byConsent.set(consentId, { ms, remaining: count });
   }
-  take(): number {
-    if (this.remaining <= 0) return 0;
-    this.remaining -= 1;
-    return this.ms;
+  take(consentId: string | null): number {
+    const entry = consentId === null ? undefined : this.byConsent.get(consentId);
+    if (!entry) return 0;
+    entry.remaining -= 1;
+    if (entry.remaining <= 0) this.byConsent.delete(consentId!);
+    return entry.ms;
   }
 }

@@ -61,7 +61,7 @@ export async function sandboxBank(app: FastifyInstance, options: SandboxBankOpti
   app.addHook('preValidation', refuseNulCharacters);
   app.get('/', async () => ({ name: 'Sandbox Bank', standard: 'NZ payment initiation', login: 'username sandbox, any password' }));
   await registerAuthRoutes(app, deps);
-  await registerHookRoutes(app, deps, latency);
+  await app.register(async (hooks) => registerHookRoutes(hooks, deps, latency));
   await app.register(async (api) => registerApiRoutes(api, deps, latency));
 }
 

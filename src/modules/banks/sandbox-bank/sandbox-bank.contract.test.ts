@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { call, clientToken, creditor, listeningApp, payerDecides, remittance, type Listening } from '../banks.testing.ts';
+import { call, clientToken, hook, creditor, listeningApp, payerDecides, remittance, type Listening } from '../banks.testing.ts';
 
 // The sandbox bank driven over real HTTP with the standard's shapes, as a payment service would.
 // Both engines: listeningApp is buildTestApp (SQLite, or PostgreSQL with TEST_ENGINE) on a real port.
@@ -52,7 +52,7 @@ async function pay(b: Bank, consentToken: string, consentId: string, amount: str
 }
 
 async function balance(b: Bank, username = 'sandbox'): Promise<string> {
-  return (await call('GET', `${b.url}/test/payers/${username}`)).body.Data.Balance.Amount;
+  return (await hook('GET', `${b.url}/test/payers/${username}`)).body.Data.Balance.Amount;
 }
 
 test('one-off payment: consent, approval through the login page, code exchange, execution', async (t) => {
@@ -337,7 +337,7 @@ test('revocation by the service (DELETE) and by the payer at the bank', async (t
   assert.equal(refused.body.Errors[0].Message, 'Consent status is Revoked; payments need an Authorised consent');
 
   const second = await enduring(b, limits);
-  const revoked = await call('POST', `${b.url}/test/consents/${second.consentId}/revoke`);
+  const revoked = await hook('POST', `${b.url}/test/consents/${second.consentId}/revoke`);
   assert.deepEqual(revoked.body, { Data: { ConsentId: second.consentId, Status: 'Revoked' } });
   await expectRefused(await pay(b, second.token, second.consentId, '1.00'), 'Resource.Consent.InvalidStatus');
   const unknown = await call('DELETE', `${b.url}/enduring-payment-consents/epc-unknown`, { token: b.token });
@@ -347,8 +347,8 @@ test('revocation by the service (DELETE) and by the payer at the bank', async (t
 test('decline-next makes the bank reject executions with a reason; rejected payments do not use the limits', async (t) => {
   const b = await bank(t);
   const { consentId, token } = await enduring(b, { FromDateTime: '2026-01-01T00:00:00Z', Frequency: { Period: 'Year', TotalAmount: nzd('10.00') } });
-  const hook = await call('POST', `${b.url}/test/consents/${consentId}/decline-next`, { body: { count: 2, reason: 'fraud_check' } });
-  assert.equal(hook.status, 200);
+  const declined = await hook('POST', `${b.url}/test/consents/${consentId}/decline-next`, { count: 2, reason: 'fraud_check' });
+  assert.equal(declined.status, 200);
   const before = await balance(b);
   for (let i = 0; i < 2; i++) {
     const rejected = await pay(b, token, consentId, '10.00');
@@ -362,10 +362,10 @@ test('decline-next makes the bank reject executions with a reason; rejected paym
 
 test('insufficient funds: a payer made by a test hook with a small balance', async (t) => {
   const b = await bank(t);
-  const made = await call('POST', `${b.url}/test/payers`, { body: { username: 'skint', balance: '5.00' } });
+  const made = await hook('POST', `${b.url}/test/payers`, { username: 'skint', balance: '5.00' });
   assert.equal(made.status, 201);
   assert.deepEqual(made.body.Data.Balance, nzd('5.00'));
-  const duplicate = await call('POST', `${b.url}/test/payers`, { body: { username: 'skint', balance: '5.00' } });
+  const duplicate = await hook('POST', `${b.url}/test/payers`, { username: 'skint', balance: '5.00' });
   assert.equal(duplicate.status, 400);
   const { consentId, token } = await enduringAs(b, 'skint');
   const rejected = await pay(b, token, consentId, '10.00');
@@ -373,7 +373,7 @@ test('insufficient funds: a payer made by a test hook with a small balance', asy
   assert.equal(rejected.body.Data.StatusReason[0].StatusReasonCode, 'InsufficientFunds');
   assert.equal((await pay(b, token, consentId, '5.00')).body.Data.Status, 'AcceptedSettlementCompleted');
   assert.equal(await balance(b, 'skint'), '0.00');
-  const unknown = await call('GET', `${b.url}/test/payers/nobody`);
+  const unknown = await hook('GET', `${b.url}/test/payers/nobody`);
   assert.equal(unknown.status, 400);
 });
 
@@ -390,16 +390,16 @@ async function enduringAs(b: Bank, username: string) {
 test('delayed confirmation: held until released, or for a number of seconds of bank time', async (t) => {
   const b = await bank(t);
   const { consentId, token } = await enduring(b, { FromDateTime: '2026-01-01T00:00:00Z', Frequency: { Period: 'Month', TotalAmount: nzd('100.00') } });
-  await call('POST', `${b.url}/test/consents/${consentId}/delay`, { body: { status: 'Pending' } });
+  await hook('POST', `${b.url}/test/consents/${consentId}/delay`, { status: 'Pending' });
   const held = await pay(b, token, consentId, '1.00');
   assert.equal(held.body.Data.Status, 'Pending');
   const id = held.body.Data.DomesticPaymentId;
   assert.equal((await call('GET', `${b.url}/domestic-payments/${id}`, { token: b.token })).body.Data.Status, 'Pending');
-  const released = await call('POST', `${b.url}/test/payments/${id}/release`, { body: {} });
+  const released = await hook('POST', `${b.url}/test/payments/${id}/release`, {});
   assert.equal(released.body.Data.Status, 'AcceptedSettlementCompleted');
   assert.equal((await call('GET', `${b.url}/domestic-payments/${id}`, { token: b.token })).body.Data.Status, 'AcceptedSettlementCompleted');
 
-  await call('POST', `${b.url}/test/consents/${consentId}/delay`, { body: { seconds: 60 } });
+  await hook('POST', `${b.url}/test/consents/${consentId}/delay`, { seconds: 60 });
   const timed = await pay(b, token, consentId, '2.00', { at: '2026-11-21T10:00:00Z' });
   assert.equal(timed.body.Data.Status, 'AcceptedSettlementInProcess');
   const url = `${b.url}/domestic-payments/${timed.body.Data.DomesticPaymentId}`;
@@ -408,11 +408,11 @@ test('delayed confirmation: held until released, or for a number of seconds of b
 
   const rejectedLater = await pay(b, token, consentId, '3.00');
   const before = await balance(b);
-  const refunded = await call('POST', `${b.url}/test/payments/${rejectedLater.body.Data.DomesticPaymentId}/release`, { body: { outcome: 'rejected', reason: 'insufficient_funds' } });
+  const refunded = await hook('POST', `${b.url}/test/payments/${rejectedLater.body.Data.DomesticPaymentId}/release`, { outcome: 'rejected', reason: 'insufficient_funds' });
   assert.equal(refunded.body.Data.Status, 'Rejected');
   assert.equal((Number(await balance(b)) - Number(before)).toFixed(2), '3.00');
 
-  await call('POST', `${b.url}/test/consents/${consentId}/delay`, { body: { off: true } });
+  await hook('POST', `${b.url}/test/consents/${consentId}/delay`, { off: true });
   assert.equal((await pay(b, token, consentId, '1.00')).body.Data.Status, 'AcceptedSettlementCompleted');
 });
 
@@ -454,12 +454,12 @@ test('usage is kept per consent: a rejected held payment frees its amount, a new
   });
   const june = '2027-06-15T00:00:00+12:00';
   assert.equal((await pay(b, token, consentId, '6.00', { at: june })).status, 201);
-  await call('POST', `${b.url}/test/consents/${consentId}/delay`, { body: { status: 'Pending' } });
+  await hook('POST', `${b.url}/test/consents/${consentId}/delay`, { status: 'Pending' });
   const held = await pay(b, token, consentId, '4.00', { at: june });
   assert.equal(held.body.Data.Status, 'Pending');
-  await call('POST', `${b.url}/test/consents/${consentId}/delay`, { body: { off: true } });
+  await hook('POST', `${b.url}/test/consents/${consentId}/delay`, { off: true });
   await expectRefused(await pay(b, token, consentId, '0.01', { at: june }), 'Resource.Consent.Exceed.Frequency');
-  await call('POST', `${b.url}/test/payments/${held.body.Data.DomesticPaymentId}/release`, { body: { outcome: 'rejected' } });
+  await hook('POST', `${b.url}/test/payments/${held.body.Data.DomesticPaymentId}/release`, { outcome: 'rejected' });
   assert.equal((await pay(b, token, consentId, '4.00', { at: june })).status, 201, 'the rejected 4.00 no longer counts');
   await expectRefused(await pay(b, token, consentId, '0.01', { at: june }), 'Resource.Consent.Exceed.Frequency');
 
