@@ -15,6 +15,9 @@ test('defaults', () => {
     dataDir: path.resolve('./data'),
     databaseUrl: null,
     smtpUrl: null,
+    mailFrom: 'Tono <no-reply@127.0.0.1>',
+    testClockMaxJobs: 100_000,
+    authFailuresPerMinute: 30,
     sandboxBankUrl: 'http://127.0.0.1:3000/sandbox-bank',
     sandboxBankUrlSet: false,
     logLevel: 'info',
@@ -22,7 +25,7 @@ test('defaults', () => {
     workers: true,
     demoMerchant: true,
     banksFile: null,
-    webhookAllowPrivate: false,
+    allowPrivateTargets: true,
     rateLimitPerSecond: 100,
     secretKey: null,
   });
@@ -35,13 +38,22 @@ test('every variable is read', () => {
     PORT: '8080', HOST: '0.0.0.0', PUBLIC_BASE_URL: 'https://pay.example.nz/', DATA_DIR: '/var/lib/tono', DATABASE_URL: 'postgres://u@db:5432/tono',
     SMTP_URL: 'smtp://mail:25', SANDBOX_BANK_URL: 'http://sandbox:4000', LOG_LEVEL: 'debug', SERVICE_TIME_ZONE: 'Australia/Sydney',
     WORKERS: 'false', DEMO_MERCHANT: 'no', BANKS_FILE: banksFile, WEBHOOK_ALLOW_PRIVATE: 'yes', RATE_LIMIT_PER_SECOND: '0',
-    SECRET_KEY: Buffer.alloc(32, 7).toString('base64'),
+    SECRET_KEY: Buffer.alloc(32, 7).toString('base64'), MAIL_FROM: 'Kōwhai Pay <pay@kowhai.example>', TEST_CLOCK_MAX_JOBS: '500', AUTH_FAILURES_PER_MINUTE: '0',
   });
   assert.deepEqual(config, {
     port: 8080, host: '0.0.0.0', publicBaseUrl: 'https://pay.example.nz', dataDir: '/var/lib/tono', databaseUrl: 'postgres://u@db:5432/tono',
-    smtpUrl: 'smtp://mail:25', sandboxBankUrl: 'http://sandbox:4000', sandboxBankUrlSet: true, logLevel: 'debug', serviceTimeZone: 'Australia/Sydney',
-    workers: false, demoMerchant: false, banksFile, webhookAllowPrivate: true, rateLimitPerSecond: 0, secretKey: Buffer.alloc(32, 7),
+    smtpUrl: 'smtp://mail:25', mailFrom: 'Kōwhai Pay <pay@kowhai.example>', testClockMaxJobs: 500, authFailuresPerMinute: 0,
+    sandboxBankUrl: 'http://sandbox:4000', sandboxBankUrlSet: true, logLevel: 'debug', serviceTimeZone: 'Australia/Sydney',
+    workers: false, demoMerchant: false, banksFile, allowPrivateTargets: true, rateLimitPerSecond: 0, secretKey: Buffer.alloc(32, 7),
   });
+  // Non-global targets: allowed by default only when listening on loopback alone; an explicit value wins, either name.
+  assert.equal(loadConfig({}).allowPrivateTargets, true);
+  assert.equal(loadConfig({ HOST: '::1' }).allowPrivateTargets, true);
+  assert.equal(loadConfig({ HOST: '0.0.0.0' }).allowPrivateTargets, false);
+  assert.equal(loadConfig({ HOST: '10.1.2.3' }).allowPrivateTargets, false);
+  assert.equal(loadConfig({ HOST: '0.0.0.0', ALLOW_PRIVATE_TARGETS: 'true' }).allowPrivateTargets, true);
+  assert.equal(loadConfig({ ALLOW_PRIVATE_TARGETS: 'false' }).allowPrivateTargets, false);
+  assert.equal(loadConfig({ WEBHOOK_ALLOW_PRIVATE: 'false' }).allowPrivateTargets, false);
   assert.equal(loadConfig({ HOST: '::1', PORT: '9' }).publicBaseUrl, 'http://[::1]:9');
   assert.equal(loadConfig({ PORT: '' }).port, 3000, 'empty means unset');
   assert.equal(loadConfig({ WORKERS: 'ON' }).workers, true);
@@ -67,6 +79,10 @@ const bad: Array<[name: string, value: string, message: string]> = [
   ['WORKERS', 'maybe', 'WORKERS must be true or false, got "maybe"'],
   ['DEMO_MERCHANT', '2', 'DEMO_MERCHANT must be true or false, got "2"'],
   ['WEBHOOK_ALLOW_PRIVATE', 'sometimes', 'WEBHOOK_ALLOW_PRIVATE must be true or false, got "sometimes"'],
+  ['ALLOW_PRIVATE_TARGETS', 'sometimes', 'ALLOW_PRIVATE_TARGETS must be true or false, got "sometimes"'],
+  ['MAIL_FROM', 'not an address', 'MAIL_FROM must be an address, or a name and <address>, got "not an address"'],
+  ['TEST_CLOCK_MAX_JOBS', '0', 'TEST_CLOCK_MAX_JOBS must be a whole number from 1, got "0"'],
+  ['AUTH_FAILURES_PER_MINUTE', 'many', 'AUTH_FAILURES_PER_MINUTE must be a whole number from 1, got "many"'],
   ['RATE_LIMIT_PER_SECOND', 'fast', 'RATE_LIMIT_PER_SECOND must be a whole number of calls per second (0 turns it off), got "fast"'],
   ['SECRET_KEY', 'hunter2', 'SECRET_KEY must be the base64 of 32 random bytes (openssl rand -base64 32)'],
   ['SECRET_KEY', Buffer.alloc(16, 1).toString('base64'), 'SECRET_KEY must be the base64 of 32 random bytes (openssl rand -base64 32)'],

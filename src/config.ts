@@ -3,6 +3,7 @@ import path from 'node:path';
 import { IANAZone } from 'luxon';
 import { BanksFileError, readBanksFile } from './modules/banks/banks-file.ts';
 import { decodeSecretKey } from './store/secret-key.ts';
+import { isLoopbackHost } from './shared/network.ts';
 
 export type Config = {
   port: number;
@@ -25,7 +26,12 @@ export type Config = {
   workers: boolean;
   demoMerchant: boolean;
   banksFile: string | null;
-  webhookAllowPrivate: boolean;
+  /**
+   * Whether the service may connect to non-global addresses for merchants (webhooks, images):
+   * ALLOW_PRIVATE_TARGETS (alias WEBHOOK_ALLOW_PRIVATE), by default true only when it listens on
+   * loopback alone (the laptop start). See docs/security.md.
+   */
+  allowPrivateTargets: boolean;
   /** API calls a key may make per second (burst twice that); 0 turns the limit off. */
   rateLimitPerSecond: number;
   /** SECRET_KEY decoded; null means the key file under DATA_DIR (SQLite only). */
@@ -89,6 +95,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!/^[^\r\n<>]*<[^\s@<>]+@[^\s@<>]+>$|^[^\s@<>]+@[^\s@<>]+$/.test(mailFrom)) {
     throw new ConfigError(`MAIL_FROM must be an address, or a name and <address>, got ${JSON.stringify(mailFrom)}`);
   }
+  // An explicit value wins, either name; otherwise only a service reachable from this machine alone may.
+  const explicitPrivate = env.ALLOW_PRIVATE_TARGETS ? 'ALLOW_PRIVATE_TARGETS' : env.WEBHOOK_ALLOW_PRIVATE ? 'WEBHOOK_ALLOW_PRIVATE' : null;
+  const allowPrivateTargets = explicitPrivate ? bool(env, explicitPrivate, false) : isLoopbackHost(host);
   const testClockMaxJobs = wholeNumber('TEST_CLOCK_MAX_JOBS', env.TEST_CLOCK_MAX_JOBS, 100_000);
   const authFailuresPerMinute = env.AUTH_FAILURES_PER_MINUTE === '0' ? 0 : wholeNumber('AUTH_FAILURES_PER_MINUTE', env.AUTH_FAILURES_PER_MINUTE, 30);
   const sandboxBankUrl = url('SANDBOX_BANK_URL', env.SANDBOX_BANK_URL || `${publicBaseUrl}/sandbox-bank`, ['http:', 'https:']);
@@ -130,7 +139,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     workers: bool(env, 'WORKERS', true),
     demoMerchant: bool(env, 'DEMO_MERCHANT', true),
     banksFile,
-    webhookAllowPrivate: bool(env, 'WEBHOOK_ALLOW_PRIVATE', false),
+    allowPrivateTargets,
     rateLimitPerSecond: rateLimit(env.RATE_LIMIT_PER_SECOND),
     secretKey,
   };

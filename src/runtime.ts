@@ -35,7 +35,7 @@ export async function createRuntime(config: Config, options: { db?: Db; log?: Lo
   const clock = options.clock ?? systemClock;
   installWebhookFanOut();
   const worker = new Worker({ db, log: log.child({ component: 'worker' }), handlers: {}, realClock: clock, excludeKinds: DISPATCHED_JOB_KINDS });
-  const webhooks = new WebhookDispatcher({ db, log: log.child({ component: 'webhooks' }), allowPrivate: config.webhookAllowPrivate });
+  const webhooks = new WebhookDispatcher({ db, log: log.child({ component: 'webhooks' }), allowPrivate: config.allowPrivateTargets });
   const banks = new OpenBankingRegistry({ config, now: () => clock.now() });
   const deps: Deps = { config, db, log, clock, worker, banks, secrets };
   worker.setHandlers(jobHandlers(deps));

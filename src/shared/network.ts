@@ -1,31 +1,32 @@
-import { BlockList, isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
 
-// Addresses the service must not reach on a merchant's behalf in live mode (SSRF): private,
-// loopback, link-local and other non-public ranges. Used for webhook targets and merchant images.
+// Which addresses the service may reach on a merchant's behalf (webhooks, logo and banner
+// fetches): globally routable unicast only, from ipaddr.js's table of the IANA special-purpose
+// registries. Everything else (loopback, private, link-local, carrier-grade NAT, documentation
+// and benchmarking ranges, multicast, and every IPv6 form that embeds an IPv4 address: mapped,
+// compatible, NAT64, 6to4, Teredo) is refused, unless the operator allows non-global targets
+// (docs/security.md). IPv6 must also be inside 2000::/3, the only block allocated for global unicast.
 
-const nonPublic = new BlockList();
-for (const [net, prefix] of [
-  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['224.0.0.0', 4], ['240.0.0.0', 4],
-] as const) nonPublic.addSubnet(net, prefix, 'ipv4');
-for (const [net, prefix] of [
-  ['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['64:ff9b:1::', 48],
-] as const) nonPublic.addSubnet(net, prefix, 'ipv6');
+const globalUnicastV6 = ipaddr.parseCIDR('2000::/3') as [ipaddr.IPv6, number];
 
-/** True for addresses a public webhook target never has (private, loopback, link-local, …). */
-export function isNonPublicAddress(address: string): boolean {
-  const family = isIP(address);
-  if (family === 0) return false;
-  if (family === 6) {
-    const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-    if (mapped) return nonPublic.check(mapped[1], 'ipv4');
-    return nonPublic.check(address, 'ipv6');
-  }
-  return nonPublic.check(address, 'ipv4');
+/** True only for a globally routable unicast address; false for anything else, including non-addresses. */
+export function isGlobalUnicast(address: string): boolean {
+  const text = ipLiteral(address);
+  if (text === null) return false;
+  const parsed = ipaddr.parse(text);
+  if (parsed.kind() === 'ipv4') return parsed.range() === 'unicast';
+  const v6 = parsed as ipaddr.IPv6;
+  return v6.range() === 'unicast' && v6.match(globalUnicastV6);
+}
+
+/** An IP literal host (with or without brackets; IPv4 only as four decimal parts), or null for anything else. */
+export function ipLiteral(hostname: string): string | null {
+  const host = hostname.replace(/^\[|\]$/g, '');
+  return ipaddr.isValid(host) && (ipaddr.IPv4.isValidFourPartDecimal(host) || host.includes(':')) ? host : null;
 }
 
 export function isLoopbackHost(hostname: string): boolean {
   const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
-  return host === 'localhost' || host.endsWith('.localhost') || host === '::1' || (isIP(host) === 4 && host.startsWith('127.'));
+  if (host === 'localhost' || host.endsWith('.localhost')) return true;
+  return ipaddr.isValid(host) && ipaddr.process(host).range() === 'loopback';
 }
-

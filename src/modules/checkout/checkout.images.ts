@@ -1,13 +1,12 @@
-import { lookup } from 'node:dns/promises';
-import { isIP } from 'node:net';
-import { isLoopbackHost, isNonPublicAddress } from '../../shared/network.ts';
+import { fetch, type Agent } from 'undici';
+import { outboundAgent, refuseNonGlobalLiteral } from '../../shared/outbound.ts';
 import { isAllowedUrl } from '../requests/requests.rules.ts';
 
 // Merchant logos and banners are fetched by the service and served from its own origin, so the
 // page keeps a strict img-src 'self' and the payer's browser never contacts a third party. Only
-// real raster images are relayed (checked by their first bytes), at most 2 MB, no redirects. For
-// live-mode requests the image host must resolve to public addresses only, so a merchant cannot
-// make the service fetch from its own network.
+// real raster images are relayed (checked by their first bytes), at most 2 MB, no redirects. Unless
+// non-global targets are allowed, the address connected to must be globally routable (checked at
+// connect time, docs/security.md), so a merchant cannot make the service fetch from its own network.
 
 const MAX_BYTES = 2 * 1024 * 1024;
 const TTL_MS = 10 * 60_000;
@@ -24,18 +23,20 @@ export function sniffImageType(bytes: Buffer): string | null {
   return null;
 }
 
-async function reachesOnlyPublicAddresses(url: string): Promise<boolean> {
-  const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
-  if (isLoopbackHost(host)) return false;
-  const addresses = isIP(host) ? [host] : (await lookup(host, { all: true, verbatim: true })).map((entry) => entry.address);
-  return addresses.length > 0 && !addresses.some(isNonPublicAddress);
+const agents = new Map<boolean, Agent>();
+function agentFor(allowNonGlobal: boolean): Agent {
+  let agent = agents.get(allowNonGlobal);
+  if (!agent) agents.set(allowNonGlobal, (agent = outboundAgent({ allowNonGlobal }, { connections: 4 })));
+  return agent;
 }
 
-async function fetchImage(url: string, publicOnly: boolean): Promise<Image | null> {
+async function fetchImage(url: string, allowNonGlobal: boolean): Promise<Image | null> {
   if (!isAllowedUrl(url)) return null;
   try {
-    if (publicOnly && !(await reachesOnlyPublicAddresses(url))) return null;
-    const response = await fetch(url, { redirect: 'error', signal: AbortSignal.timeout(5000), headers: { accept: 'image/png,image/jpeg,image/gif,image/webp' } });
+    if (!allowNonGlobal) refuseNonGlobalLiteral(url);
+    const response = await fetch(url, {
+      redirect: 'error', signal: AbortSignal.timeout(5000), headers: { accept: 'image/png,image/jpeg,image/gif,image/webp' }, dispatcher: agentFor(allowNonGlobal),
+    });
     if (!response.ok || !response.body) return null;
     const chunks: Buffer[] = [];
     let size = 0;
@@ -52,12 +53,12 @@ async function fetchImage(url: string, publicOnly: boolean): Promise<Image | nul
   }
 }
 
-/** The image at `url`, cached for ten minutes; `publicOnly` (live mode) refuses non-public hosts. */
-export async function merchantImage(url: string, options: { publicOnly: boolean }, now = Date.now()): Promise<Image | null> {
-  const key = `${options.publicOnly ? 'public' : 'any'} ${url}`;
+/** The image at `url`, cached for ten minutes; without `allowNonGlobal` only global addresses are reached. */
+export async function merchantImage(url: string, options: { allowNonGlobal: boolean }, now = Date.now()): Promise<Image | null> {
+  const key = `${options.allowNonGlobal ? 'any' : 'global'} ${url}`;
   const hit = cache.get(key);
   if (hit && now - hit.at < TTL_MS) return hit.image;
-  const image = await fetchImage(url, options.publicOnly);
+  const image = await fetchImage(url, options.allowNonGlobal);
   if (cache.size >= MAX_ENTRIES) cache.delete(cache.keys().next().value!);
   cache.set(key, { at: now, image });
   return image;

@@ -131,7 +131,16 @@ test('merchant logos are fetched by the service and served from its own origin, 
   const liveId = (await live.post('/v1/requests', {
     bank_account_id: merchant.bankAccountId, amount: '5.00 NZD', message: 'Thing', logo_image_url: `${base}/logo.png`,
   })).body.request.id;
-  assert.equal((await page(app, `/pay/${liveId}/logo`)).statusCode, 404, 'a live request never makes the service fetch from a private address');
+  assert.equal((await page(app, `/pay/${liveId}/logo`)).statusCode, 200, 'a service listening on loopback alone may fetch from this machine, in both modes');
+
+  // Where non-global targets are not allowed (a service others can reach), neither mode fetches from a private address.
+  app.deps.config.allowPrivateTargets = false;
+  for (const client of [api, live]) {
+    const strictId = (await client.post('/v1/requests', {
+      bank_account_id: merchant.bankAccountId, amount: '5.00 NZD', message: 'Thing', logo_image_url: `${base}/logo.png?strict`,
+    })).body.request.id;
+    assert.equal((await page(app, `/pay/${strictId}/logo`)).statusCode, 404, 'no fetch from a private address');
+  }
 });
 
 test('recurring and subscription requests state what the payer agrees to, in plain words, before the bank', async (t) => {

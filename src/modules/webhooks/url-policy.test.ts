@@ -1,41 +1,81 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { isNonPublicAddress, validateWebhookUrl } from './url-policy.ts';
+import http from 'node:http';
+import fc from 'fast-check';
+import { isGlobalUnicast } from '../../shared/network.ts';
+import { globalOnlyLookup } from '../../shared/outbound.ts';
+import { validateWebhookUrl } from './url-policy.ts';
+import { createUndiciSender } from './webhooks.sender.ts';
 
 const publicResolver = async () => ['93.184.216.34'];
 const privateResolver = async () => ['93.184.216.34', '10.1.2.3'];
 
-test('non-public address ranges', () => {
-  for (const address of ['127.0.0.1', '10.0.0.5', '172.20.1.1', '192.168.1.1', '169.254.169.254', '0.0.0.0', '100.64.1.1', '::1', 'fe80::1', 'fd00::1', '::ffff:127.0.0.1', '::']) {
-    assert.equal(isNonPublicAddress(address), true, address);
+test('only globally routable unicast addresses pass, whatever form they are written in', () => {
+  const refused = [
+    '127.0.0.1', '10.0.0.5', '172.20.1.1', '192.168.1.1', '169.254.169.254', '0.0.0.0', '100.64.1.1', '255.255.255.255', '224.0.0.1',
+    '192.0.2.1', '198.51.100.7', '203.0.113.9', '198.18.0.1', '192.0.0.8', '240.0.0.1',
+    '::1', '::', 'fe80::1', 'fd00::1', 'fc00::1', 'ff02::1', '::ffff:127.0.0.1', '::ffff:8.8.8.8', '::7f00:1', '::a00:1',
+    '64:ff9b::7f00:1', '64:ff9b::808:808', '64:ff9b:1::1', '2002:7f00:1::', '2002:808:808::1', '2001::1', '2001:db8::1', '2001:2::1',
+    '100::1', 'fec0::1', '3fff::1', '5f00::1', 'not-an-ip', '', '1.2.3', '[::1]',
+  ];
+  for (const address of refused) assert.equal(isGlobalUnicast(address), false, address);
+  for (const address of ['93.184.216.34', '8.8.8.8', '1.1.1.1', '2606:4700::1111', '2404:6800:4006:80b::200e', '[2606:4700::1111]']) {
+    assert.equal(isGlobalUnicast(address), true, address);
   }
-  for (const address of ['93.184.216.34', '8.8.8.8', '2606:4700::1111', '::ffff:8.8.8.8']) assert.equal(isNonPublicAddress(address), false, address);
+  // Any IPv4 address in an IPv6 wrapping (mapped, compatible, NAT64, 6to4) is refused, whatever the IPv4 address.
+  fc.assert(fc.property(fc.ipV4(), (v4) => {
+    const [a, b, c, d] = v4.split('.').map(Number);
+    const hex = (x: number, y: number) => ((x << 8) | y).toString(16);
+    return [`::ffff:${v4}`, `::${hex(a, b)}:${hex(c, d)}`, `64:ff9b::${hex(a, b)}:${hex(c, d)}`, `2002:${hex(a, b)}:${hex(c, d)}::1`].every((v6) => !isGlobalUnicast(v6));
+  }));
 });
 
-test('test mode: https anywhere, http only on loopback', async () => {
-  const options = { allowPrivate: false, resolve: publicResolver };
-  assert.equal(await validateWebhookUrl('https://example.com/hook', 'test', options), 'https://example.com/hook');
-  assert.equal(await validateWebhookUrl('http://127.0.0.1:4000/hook', 'test', options), 'http://127.0.0.1:4000/hook');
-  assert.equal(await validateWebhookUrl('http://localhost:4000/hook', 'test', options), 'http://localhost:4000/hook');
-  assert.equal(await validateWebhookUrl('http://[::1]:4000/hook', 'test', options), 'http://[::1]:4000/hook');
-  await assert.rejects(validateWebhookUrl('http://example.com/hook', 'test', options), { code: 'bad_request.invalid_param.url' });
-  await assert.rejects(validateWebhookUrl('ftp://example.com/hook', 'test', options), { code: 'bad_request.invalid_param.url' });
-  await assert.rejects(validateWebhookUrl('not a url', 'test', options), { code: 'bad_request.invalid_param.url' });
-  await assert.rejects(validateWebhookUrl('https://user:pw@example.com/', 'test', options), { code: 'bad_request.invalid_param.url' });
-});
-
-test('live mode: https to public addresses only, unless private targets are allowed', async () => {
-  assert.equal(await validateWebhookUrl('https://example.com/hook', 'live', { allowPrivate: false, resolve: publicResolver }), 'https://example.com/hook');
-  await assert.rejects(validateWebhookUrl('http://localhost:4000/hook', 'live', { allowPrivate: false }), { code: 'bad_request.invalid_param.url' });
-  await assert.rejects(validateWebhookUrl('https://internal.example/hook', 'live', { allowPrivate: false, resolve: privateResolver }), {
-    code: 'bad_request.invalid_param.url',
-    params: { field: 'url', host: 'internal.example' },
-  });
-  await assert.rejects(validateWebhookUrl('https://169.254.169.254/latest', 'live', { allowPrivate: false }), { code: 'bad_request.invalid_param.url' });
-  await assert.rejects(validateWebhookUrl('https://localhost/hook', 'live', { allowPrivate: false, resolve: publicResolver }), { code: 'bad_request.invalid_param.url' });
-  await assert.rejects(
-    validateWebhookUrl('https://nowhere.invalid/hook', 'live', { allowPrivate: false, resolve: async () => { throw new Error('ENOTFOUND'); } }),
-    { code: 'bad_request.invalid_param.url', message: "url's host nowhere.invalid does not resolve" },
-  );
+test('webhook URLs: https anywhere public; http only to this machine with a test key, and only where non-global targets are allowed', async () => {
+  const strict = { allowPrivate: false, resolve: publicResolver };
+  const laptop = { allowPrivate: true, resolve: publicResolver };
+  for (const mode of ['test', 'live'] as const) {
+    assert.equal(await validateWebhookUrl('https://example.com/hook', mode, strict), 'https://example.com/hook');
+    await assert.rejects(validateWebhookUrl('https://internal.example/hook', mode, { allowPrivate: false, resolve: privateResolver }), {
+      code: 'bad_request.invalid_param.url', params: { field: 'url', host: 'internal.example' },
+    });
+    for (const url of ['https://169.254.169.254/latest', 'https://127.0.0.1/x', 'https://[fd00::1]/x', 'https://[::ffff:127.0.0.1]/x', 'https://[::7f00:1]/x', 'https://192.0.2.1/x', 'https://localhost/x']) {
+      await assert.rejects(validateWebhookUrl(url, mode, strict), { code: 'bad_request.invalid_param.url' }, `${mode} ${url}`);
+    }
+    await assert.rejects(validateWebhookUrl('ftp://example.com/hook', mode, strict), { code: 'bad_request.invalid_param.url' });
+    await assert.rejects(validateWebhookUrl('not a url', mode, strict), { code: 'bad_request.invalid_param.url' });
+    await assert.rejects(validateWebhookUrl('https://user:pw@example.com/', mode, strict), { code: 'bad_request.invalid_param.url' });
+    await assert.rejects(
+      validateWebhookUrl('https://nowhere.invalid/hook', mode, { allowPrivate: false, resolve: async () => { throw new Error('ENOTFOUND'); } }),
+      { code: 'bad_request.invalid_param.url', message: "url's host nowhere.invalid does not resolve" },
+    );
+  }
+  assert.equal(await validateWebhookUrl('http://127.0.0.1:4000/hook', 'test', laptop), 'http://127.0.0.1:4000/hook');
+  assert.equal(await validateWebhookUrl('http://localhost:4000/hook', 'test', laptop), 'http://localhost:4000/hook');
+  assert.equal(await validateWebhookUrl('http://[::1]:4000/hook', 'test', laptop), 'http://[::1]:4000/hook');
+  await assert.rejects(validateWebhookUrl('http://127.0.0.1:4000/hook', 'test', strict), { code: 'bad_request.invalid_param.url' });
+  await assert.rejects(validateWebhookUrl('http://example.com/hook', 'test', laptop), { code: 'bad_request.invalid_param.url' });
+  await assert.rejects(validateWebhookUrl('http://localhost:4000/hook', 'live', laptop), { code: 'bad_request.invalid_param.url' });
   assert.equal(await validateWebhookUrl('https://internal.example/hook', 'live', { allowPrivate: true, resolve: privateResolver }), 'https://internal.example/hook');
+});
+
+test('the address actually connected to is checked: a name that resolves to this machine, and an IP literal, are refused at send time', async (t) => {
+  let hits = 0;
+  const server = http.createServer((_req, res) => { hits++; res.end('ok'); });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => server.close());
+  const port = (server.address() as { port: number }).port;
+  const sender = createUndiciSender({ allowPrivate: false, connectionsPerOrigin: 2 });
+  t.after(() => sender.close());
+  for (const url of [`http://localhost:${port}/hook`, `http://127.0.0.1:${port}/hook`, `http://[::ffff:127.0.0.1]:${port}/hook`]) {
+    for (const live of [true, false]) {
+      const result = await sender.send({ url, live }, '{}', { 'content-type': 'application/json' }, 2_000);
+      assert.equal(result.statusCode, null, url);
+      assert.match(result.error ?? '', /not a globally routable address/, url);
+    }
+  }
+  assert.equal(hits, 0, 'nothing reached the private server');
+  const open = createUndiciSender({ allowPrivate: true, connectionsPerOrigin: 2 });
+  t.after(() => open.close());
+  assert.equal((await open.send({ url: `http://localhost:${port}/hook`, live: false }, '{}', {}, 2_000)).statusCode, 200);
+  await new Promise<void>((resolve, reject) => globalOnlyLookup('localhost', {}, (err) => (err && /not a globally routable/.test(err.message) ? resolve() : reject(new Error('lookup passed')))));
 });

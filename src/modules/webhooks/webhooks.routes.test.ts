@@ -52,11 +52,6 @@ test('bad input gets a clear error and creates nothing', async (t) => {
     [api, { url: 'http://example.com/hook' }, { code: 'bad_request.invalid_param.url', message: urlForm, params: { field: 'url' } }],
     [api, { url: 'nonsense' }, { code: 'bad_request.invalid_param.url', message: urlForm, params: { field: 'url' } }],
     [live, { url: 'http://localhost:4000/hook' }, { code: 'bad_request.invalid_param.url', message: urlForm, params: { field: 'url' } }],
-    [live, { url: 'https://127.0.0.1/hook' }, {
-      code: 'bad_request.invalid_param.url',
-      message: "url's host 127.0.0.1 is a private, loopback or link-local address; live webhooks must reach a public address",
-      params: { field: 'url', host: '127.0.0.1' },
-    }],
     [api, { url: 'https://example.com', events: ['payment.teleported'] }, {
       code: 'bad_request.invalid_param.events',
       message: 'events contains "payment.teleported", which is not an event type; known types: request.created, request.expired, request.status_updated, payment.created, payment.status_updated, recurring_payment.authorised, recurring_payment.revoked, subscription.created, subscription.charge_failed, subscription.charge_skipped, subscription.completed, subscription.cancelled, subscription.paused, subscription.resumed, customer.created, customer.updated',
@@ -75,8 +70,27 @@ test('bad input gets a clear error and creates nothing', async (t) => {
   assert.equal(noKey.statusCode, 401);
 });
 
-test('WEBHOOK_ALLOW_PRIVATE lets live endpoints reach private addresses', async (t) => {
-  const app = await buildTestApp(t, { webhookAllowPrivate: true });
+test('where non-global targets are not allowed, no endpoint of either mode may point at one', async (t) => {
+  const app = await buildTestApp(t, { allowPrivateTargets: false });
+  const merchant = await createTestMerchant(app);
+  for (const key of [merchant.testKey, merchant.liveKey]) {
+    for (const url of ['https://127.0.0.1/hook', 'https://169.254.169.254/hook', 'https://[::ffff:127.0.0.1]/hook', 'https://192.0.2.1/hook']) {
+      const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
+      const response = await apiClient(app, key).post('/v1/webhooks', { url });
+      assert.deepEqual([response.status, response.body], [400, {
+        code: 'bad_request.invalid_param.url',
+        message: `url's host ${host} is not a globally routable address (private, loopback, link-local or another special-purpose range); `
+          + 'webhooks must reach a public address unless the operator sets ALLOW_PRIVATE_TARGETS=true',
+        params: { field: 'url', host },
+      }], url);
+    }
+  }
+  assert.equal((await apiClient(app, merchant.testKey).post('/v1/webhooks', { url: 'http://localhost:4000/hook' })).status, 400);
+  assert.equal((await app.deps.db.selectFrom('webhook_endpoints').select('id').execute()).length, 0);
+});
+
+test('ALLOW_PRIVATE_TARGETS lets live endpoints reach private addresses', async (t) => {
+  const app = await buildTestApp(t, { allowPrivateTargets: true });
   const merchant = await createTestMerchant(app);
   const created = await apiClient(app, merchant.liveKey).post('/v1/webhooks', { url: 'https://127.0.0.1:8443/hook' });
   assert.equal(created.status, 201, created.text);

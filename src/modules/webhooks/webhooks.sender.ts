@@ -1,6 +1,5 @@
-import dns from 'node:dns';
-import { Agent, request } from 'undici';
-import { isNonPublicAddress } from './url-policy.ts';
+import { request } from 'undici';
+import { outboundAgent, refuseNonGlobalLiteral } from '../../shared/outbound.ts';
 
 // The HTTP side of a delivery attempt: one POST, never throws, reports what happened.
 
@@ -21,21 +20,6 @@ export type Sender = {
 const REPLY_KEEP_BYTES = 1024;
 const REPLY_READ_BYTES = 64 * 1024;
 
-type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | dns.LookupAddress[], family?: number) => void;
-
-/** A lookup that refuses non-public addresses, so a live endpoint cannot be re-pointed at our network by DNS. */
-function publicOnlyLookup(hostname: string, options: dns.LookupOptions, callback: LookupCallback): void {
-  dns.lookup(hostname, options as dns.LookupAllOptions, (err, address: any, family?: number) => {
-    if (err) return callback(err, address, family);
-    const addresses: string[] = Array.isArray(address) ? address.map((a: dns.LookupAddress) => a.address) : [address];
-    if (addresses.some(isNonPublicAddress)) {
-      const refused = Object.assign(new Error(`${hostname} resolves to a non-public address`), { code: 'EADDRNOTPUBLIC' });
-      return callback(refused, address, family);
-    }
-    callback(null, address, family);
-  });
-}
-
 function describeError(error: unknown, timeoutMs: number): string {
   const err = error as { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
   if (err?.name === 'TimeoutError' || err?.name === 'AbortError' || err?.code === 'UND_ERR_HEADERS_TIMEOUT' || err?.code === 'UND_ERR_BODY_TIMEOUT') {
@@ -46,20 +30,22 @@ function describeError(error: unknown, timeoutMs: number): string {
   return (code && !message.includes(code) ? `${code}: ${message}` : message).slice(0, 1000);
 }
 
-/** undici with keep-alive; per-origin connections bounded so one endpoint cannot take every socket. */
+/**
+ * undici with keep-alive; per-origin connections bounded so one endpoint cannot take every socket.
+ * Unless non-global targets are allowed, each connection's address is checked (docs/security.md).
+ */
 export function createUndiciSender(options: { allowPrivate: boolean; connectionsPerOrigin: number }): Sender {
-  const agentOptions = { keepAliveTimeout: 30_000, keepAliveMaxTimeout: 60_000, connections: options.connectionsPerOrigin, pipelining: 1 };
-  const agent = new Agent(agentOptions);
-  const liveAgent = options.allowPrivate ? agent : new Agent({ ...agentOptions, connect: { lookup: publicOnlyLookup as any } });
+  const agent = outboundAgent({ allowNonGlobal: options.allowPrivate }, { keepAliveTimeout: 30_000, keepAliveMaxTimeout: 60_000, connections: options.connectionsPerOrigin, pipelining: 1 });
   return {
     async send(target, body, headers, timeoutMs) {
       const started = performance.now();
       try {
+        if (!options.allowPrivate) refuseNonGlobalLiteral(target.url);
         const reply = await request(target.url, {
           method: 'POST',
           headers,
           body,
-          dispatcher: target.live ? liveAgent : agent,
+          dispatcher: agent,
           signal: AbortSignal.timeout(timeoutMs),
           headersTimeout: timeoutMs,
           bodyTimeout: timeoutMs,
@@ -82,7 +68,6 @@ export function createUndiciSender(options: { allowPrivate: boolean; connections
     },
     async close() {
       await agent.close();
-      if (liveAgent !== agent) await liveAgent.close();
     },
   };
 }

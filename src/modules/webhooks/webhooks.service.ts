@@ -22,7 +22,7 @@ export async function createWebhook(ctx: Ctx, body: CreateWebhookBody, idempoten
     const problem = eventFilterProblem(body.events);
     if (problem) throw invalidParam('events', problem);
   }
-  const url = await validateWebhookUrl(body.url, ctx.mode, { allowPrivate: ctx.deps.config.webhookAllowPrivate });
+  const url = await validateWebhookUrl(body.url, ctx.mode, { allowPrivate: ctx.deps.config.allowPrivateTargets });
   const row: EndpointRow = {
     id: newId('webhook'),
     user_id: ctx.merchant.id,
