@@ -1,8 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
-import { load, type BenchContext, type BenchResult } from './lib.ts';
+import { load, recurringToken, type BenchContext, type BenchResult } from './lib.ts';
 import { freePort } from '../test/process.ts';
 import { serviceHeapFlags, spawnServer } from './process.ts';
 
@@ -10,8 +9,8 @@ import { serviceHeapFlags, spawnServer } from './process.ts';
  * execute_payment: POST /v1/payments on one recurring consent with limits high enough, distinct
  * idempotency keys, the sandbox bank over HTTP: once as its own process (`npm run sandbox-bank`, as
  * a bank is another system) and once mounted inside the service, sharing its event loop. The consent
- * is authorised through the pay test helper; the token, which only the authorisation event carries,
- * is read from the service's events table (the bench owns the data directory).
+ * is authorised through the pay test helper; the token arrives, as a merchant gets it, in the
+ * recurring_payment.authorised webhook.
  */
 export default async function benchExecutePayment(ctx: BenchContext): Promise<BenchResult[]> {
   const [servicePort, bankPort] = [await freePort(), await freePort()];
@@ -36,25 +35,7 @@ async function measure(ctx: BenchContext, name: string, env: Record<string, stri
   try {
     const { url, testKey, bankAccountId } = service.info as { url: string; testKey: string; bankAccountId: string };
     const headers = { authorization: `Bearer ${testKey}`, 'content-type': 'application/json' };
-    const post = async (pathname: string, body: unknown) => {
-      const response = await fetch(`${url}${pathname}`, { method: 'POST', headers, body: JSON.stringify(body) });
-      const json = (await response.json()) as any;
-      if (!response.ok) throw new Error(`${pathname}: ${response.status} ${JSON.stringify(json)}`);
-      return json;
-    };
-    const created = await post('/v1/requests', {
-      bank_account_id: bankAccountId,
-      message: 'Bench recurring',
-      recurring_options: { period: 'daily', max_per_period: '100000000.00 NZD' },
-      cust_info: { email: 'bench-payer@example.com' },
-    });
-    const paid = await post(`/v1/test-helpers/requests/${created.request.id}/pay`, {});
-    const consentId = paid.recurring_consent.id as string;
-
-    const db = new DatabaseSync(path.join(dataDir, 'tono.db'), { readOnly: true });
-    const event = db.prepare("select body from events where type = 'recurring_payment.authorised' and object_id = ?").get(consentId) as { body: string };
-    db.close();
-    const token = JSON.parse(event.body).data.token as string;
+    const { token } = await recurringToken(url, testKey, bankAccountId);
 
     let counter = 0;
     const run = `${process.pid}-${Date.now()}`;

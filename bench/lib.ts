@@ -2,6 +2,7 @@
 // receives a BenchContext and returns one or more results; bench/run.ts measures the bare Fastify
 // baseline in the same run and prints the table (or JSON with --json).
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
@@ -81,4 +82,43 @@ export async function load(options: LoadOptions): Promise<{ rps: number; p99_ms:
       : undefined,
   });
   return { rps: result.requests.average, p99_ms: result.latency.p99, errors: result.errors, non2xx: result.non2xx };
+}
+
+/**
+ * Authorises a recurring consent on a running service (limits high enough for any bench) and
+ * returns its token as a merchant gets it: in the recurring_payment.authorised webhook, received
+ * here on a loopback port.
+ */
+export async function recurringToken(url: string, testKey: string, bankAccountId: string, email = 'bench-payer@example.com'): Promise<{ token: string; consentId: string }> {
+  const headers = { authorization: `Bearer ${testKey}`, 'content-type': 'application/json' };
+  const post = async (pathname: string, body: unknown) => {
+    const response = await fetch(`${url}${pathname}`, { method: 'POST', headers, body: JSON.stringify(body) });
+    const json = (await response.json()) as any;
+    if (!response.ok) throw new Error(`${pathname}: ${response.status} ${JSON.stringify(json)}`);
+    return json;
+  };
+  let received: (token: string) => void;
+  const arrived = new Promise<string>((resolve) => (received = resolve));
+  const receiver = http.createServer((request, response) => {
+    let body = '';
+    request.setEncoding('utf8').on('data', (chunk) => (body += chunk)).on('end', () => {
+      const event = JSON.parse(body) as { type: string; data: { token?: string } };
+      if (event.type === 'recurring_payment.authorised' && event.data.token) received(event.data.token);
+      response.end();
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  try {
+    const hook = await post('/v1/webhooks', { url: `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hooks`, events: ['recurring_payment.authorised'] });
+    const created = await post('/v1/requests', {
+      bank_account_id: bankAccountId, message: 'Bench recurring', recurring_options: { period: 'daily', max_per_period: '100000000.00 NZD' }, cust_info: { email },
+    });
+    const paid = await post(`/v1/test-helpers/requests/${created.request.id}/pay`, {});
+    const token = await arrived;
+    await fetch(`${url}/v1/webhooks/${hook.webhook.id}`, { method: 'DELETE', headers: { authorization: headers.authorization } });
+    return { token, consentId: paid.recurring_consent.id };
+  } finally {
+    receiver.closeAllConnections();
+    receiver.close();
+  }
 }

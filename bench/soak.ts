@@ -2,10 +2,10 @@
 // heap settings) under a mixed load of creates, reads, one-off payments and recurring executions,
 // with its resident memory sampled throughout, to tell a leak from a heap that levels off.
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { recurringToken } from './lib.ts';
 import { serviceHeapFlags, spawnServer } from './process.ts';
 
 const { values } = parseArgs({ options: { minutes: { type: 'string', default: '10' }, clients: { type: 'string', default: '16' }, json: { type: 'boolean' } } });
@@ -16,21 +16,6 @@ function rssMb(pid: number): number {
   const match = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
   return match ? Number(match[1]) / 1024 : 0;
 }
-
-// The recurring token reaches the merchant only in the recurring_payment.authorised delivery, so
-// the soak receives its webhooks like a merchant does.
-let resolveToken: (token: string) => void;
-const tokenArrived = new Promise<string>((resolve) => (resolveToken = resolve));
-const receiver = http.createServer((request, response) => {
-  let body = '';
-  request.setEncoding('utf8').on('data', (chunk) => (body += chunk)).on('end', () => {
-    const event = JSON.parse(body) as { type: string; data: { token?: string } };
-    if (event.type === 'recurring_payment.authorised' && event.data.token) resolveToken(event.data.token);
-    response.end('ok');
-  });
-});
-await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-const receiverUrl = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hooks`;
 
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-soak-'));
 const service = await spawnServer('bench/servers/service.ts', { BENCH_ENV: JSON.stringify({ DATA_DIR: dataDir }) }, undefined, serviceHeapFlags());
@@ -46,13 +31,7 @@ async function call(method: string, pathname: string, body?: unknown): Promise<a
 }
 
 try {
-  await call('POST', '/v1/webhooks', { url: receiverUrl, events: ['recurring_payment.authorised'] });
-  const recurring = await call('POST', '/v1/requests', {
-    bank_account_id: bankAccountId, message: 'Soak recurring',
-    recurring_options: { period: 'daily', max_per_period: '100000000.00 NZD' }, cust_info: { email: 'soak@example.com' },
-  });
-  await call('POST', `/v1/test-helpers/requests/${recurring.request.id}/pay`, {});
-  const token = await tokenArrived;
+  const { token } = await recurringToken(url, testKey, bankAccountId, 'soak@example.com');
 
   const ids: string[] = [];
   const endAt = Date.now() + minutes * 60_000;
@@ -112,6 +91,5 @@ try {
   }
 } finally {
   await service.stop();
-  receiver.close();
   fs.rmSync(dataDir, { recursive: true, force: true });
 }

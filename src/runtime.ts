@@ -13,6 +13,7 @@ import { installWebhookFanOut } from './modules/webhooks/webhooks.fanout.ts';
 import { OpenBankingRegistry } from './modules/banks/registry.ts';
 import { createSecretBox } from './shared/secret-box.ts';
 import { loadOrCreateKeyFile } from './store/secret-key.ts';
+import { sealStoredSecrets } from './store/seal-at-rest.ts';
 
 export type Runtime = { deps: Deps; app: App; close(): Promise<void> };
 
@@ -33,9 +34,10 @@ export async function createRuntime(config: Config, options: { db?: Db; log?: Lo
   const db = options.db ?? openDb(storeOptionsFor(config));
   await migrateToLatest(db);
   const clock = options.clock ?? systemClock;
+  await sealStoredSecrets(db, secrets, clock.now());
   installWebhookFanOut();
   const worker = new Worker({ db, log: log.child({ component: 'worker' }), handlers: {}, realClock: clock, excludeKinds: DISPATCHED_JOB_KINDS });
-  const webhooks = new WebhookDispatcher({ db, log: log.child({ component: 'webhooks' }), allowPrivate: config.allowPrivateTargets });
+  const webhooks = new WebhookDispatcher({ db, log: log.child({ component: 'webhooks' }), allowPrivate: config.allowPrivateTargets, secrets });
   const banks = new OpenBankingRegistry({ config, now: () => clock.now() });
   const deps: Deps = { config, db, log, clock, worker, banks, secrets };
   worker.setHandlers(jobHandlers(deps));

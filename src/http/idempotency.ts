@@ -5,6 +5,7 @@ import { DAY_MS } from '../shared/time.ts';
 import type { Database } from '../store/tables.ts';
 import { transact } from '../store/tx.ts';
 import type { Ctx } from './context.ts';
+import { openStored } from '../shared/secret-box.ts';
 
 export type Reply<T> = { status: number; body: T; replayed: boolean };
 
@@ -40,10 +41,11 @@ export async function idempotent<T>(
       if (existing.endpoint !== endpoint || existing.fingerprint !== fingerprint) {
         throw new AppError('conflict.idempotency_key_reused', 'This Idempotency-Key was used with a different request', { idempotency_key: key });
       }
-      return { status: 200, body: JSON.parse(existing.response ?? 'null') as T, replayed: true };
+      return { status: 200, body: JSON.parse(existing.response === null ? 'null' : openStored(ctx.deps.secrets, existing.response)) as T, replayed: true };
     }
     const body = await work(trx);
-    await trx.updateTable('idempotency_keys').set({ status_code: status, response: JSON.stringify(body) })
+    // Sealed: a stored reply may hold a secret shown once (a new webhook endpoint's).
+    await trx.updateTable('idempotency_keys').set({ status_code: status, response: ctx.deps.secrets.seal(JSON.stringify(body)) })
       .where('user_id', '=', scope.user_id).where('mode', '=', scope.mode).where('key', '=', key).execute();
     return { status, body, replayed: false };
   });

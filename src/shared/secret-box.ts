@@ -22,6 +22,11 @@ export function isSealed(value: string): boolean {
   return value.startsWith(PREFIX);
 }
 
+/** A stored secret in clear: opened when sealed; a value from before sealing is used as it is until sealed at start. */
+export function openStored(box: SecretBox, value: string): string {
+  return isSealed(value) ? box.open(value) : value;
+}
+
 export function createSecretBox(key: Buffer): SecretBox {
   if (key.length !== SECRET_KEY_BYTES) throw new Error(`the secret key must be ${SECRET_KEY_BYTES} bytes, got ${key.length}`);
   const secretKey = Buffer.from(key);

@@ -84,8 +84,17 @@ export interface EventsTable {
   mode: Mode;
   type: string;
   object_id: string;
+  /** The envelope as the events API shows it; a secret in it (the recurring token) is masked. */
   body: string;
+  /** That secret, sealed; only a delivery allowed to carry it puts it back in clear. */
+  secret_sealed: Generated<string | null>;
   created_at: number;
+}
+
+/** One-off data tasks already done in this database (store/seal-at-rest.ts). */
+export interface StoreTasksTable {
+  name: string;
+  done_at: number;
 }
 
 export interface JobsTable {
@@ -191,6 +200,7 @@ export interface CoreTables {
   api_keys: ApiKeysTable;
   requests: RequestsTable;
   events: EventsTable;
+  store_tasks: StoreTasksTable;
   jobs: JobsTable;
   idempotency_keys: IdempotencyKeysTable;
   payments: PaymentsTable;

@@ -16,7 +16,7 @@ import { markRequestPaid } from '../requests/requests.service.ts';
 import {
   closeAuthorisation, findAuthorisation, findConsentOfRequest, insertAuthorisation, insertConsent, setAuthorisationBankConsent, type ConsentRow,
 } from './consents.repo.ts';
-import { enduringPeriodOf, hashConsentToken, limitsOf, newConsentToken, NO_USAGE } from './consents.rules.ts';
+import { enduringPeriodOf, hashConsentToken, limitsOf, maskConsentToken, newConsentToken, NO_USAGE } from './consents.rules.ts';
 import { noticeConsentAuthorised } from './consents.notices.ts';
 import { scheduleExpiry } from './consents.service.ts';
 import { describeLimits, type RecurringLimits } from './limits.ts';
@@ -130,7 +130,7 @@ export async function completeAuthorisation(deps: Deps, input: ReturnInput): Pro
       token_hash: hashConsentToken(secret),
       bank_id: pending.bank_id,
       bank_consent_id: token.consentId,
-      bank_access_token: token.accessToken,
+      bank_access_token: deps.secrets.seal(token.accessToken),
       period: limits.period,
       max_per_period_cents: limits.max_per_period_cents,
       max_per_payment_cents: limits.max_per_payment_cents,
@@ -146,9 +146,10 @@ export async function completeAuthorisation(deps: Deps, input: ReturnInput): Pro
     };
     await insertConsent(trx, consent);
     await markRequestPaid(trx, locked, now);
+    // The token is in clear only in deliveries of this event to the endpoints that exist now.
     await emitEvent(trx, scope, 'recurring_payment.authorised', consent.id, {
-      id: consent.id, merchant_identifier: consent.merchant_identifier, status: 'active', token: secret,
-    }, now);
+      id: consent.id, merchant_identifier: consent.merchant_identifier, status: 'active', token: maskConsentToken(secret),
+    }, now, deps.secrets.seal(secret));
     await scheduleExpiry(trx, deps, consent);
     await noticeConsentAuthorised(trx, consent, deps.config.serviceTimeZone, now);
     return { consent, request: { ...locked, status: 'paid', updated_at: now } };

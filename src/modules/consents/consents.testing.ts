@@ -71,10 +71,11 @@ export async function authorise(h: ConsentHarness, options: RecurringOptions, ex
   return { request, consent, token: await tokenOf(h, consent.id), payResponse: paid.text };
 }
 
+/** The consent's token, as the merchant's endpoint received it: the authorisation event's sealed secret, opened. */
 export async function tokenOf(h: ConsentHarness, consentId: string): Promise<string> {
-  const event = await h.runtime.deps.db.selectFrom('events').select('body').where('type', '=', 'recurring_payment.authorised')
+  const event = await h.runtime.deps.db.selectFrom('events').select('secret_sealed').where('type', '=', 'recurring_payment.authorised')
     .where('object_id', '=', consentId).executeTakeFirstOrThrow();
-  return JSON.parse(event.body).data.token;
+  return h.runtime.deps.secrets.open(event.secret_sealed!);
 }
 
 export function execute(h: ConsentHarness, token: string, amount: string, key: string, extra: Record<string, unknown> = {}) {

@@ -18,6 +18,7 @@ import type { ExecutePaymentBody } from './consents.schemas.ts';
 import { checkLimits, periodWindow } from './limits.ts';
 import { noticeConsentRevoked } from './consents.notices.ts';
 import { countReservation, followStatusChange, usageOf } from './usage.service.ts';
+import { openStored } from '../../shared/secret-box.ts';
 
 // POST /v1/payments: a merchant-initiated payment under a recurring consent, synchronous.
 //
@@ -153,7 +154,7 @@ type Submitted = BankResult<{ paymentId: string; outcome: BankPaymentOutcome; fa
 async function submit(deps: Deps, connector: BankConnector, consent: ConsentRow, payment: PaymentRow, at: number): Promise<Submitted> {
   return connector.submitPayment({
     consentId: consent.bank_consent_id,
-    accessToken: consent.bank_access_token,
+    accessToken: openStored(deps.secrets, consent.bank_access_token),
     amountCents: payment.settled_cents,
     creditor: await creditorOf(deps.db, { mode: consent.mode, user_id: consent.user_id, bank_account_id: consent.bank_account_id }),
     remittance: remittanceOf(payment),

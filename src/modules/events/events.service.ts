@@ -13,7 +13,7 @@ import type { ListEventsQuery, ResendBody } from './events.schemas.ts';
 
 export type EventScope = { userId: string; mode: Mode };
 
-type FanOut = (db: Kysely<Database>, event: { id: string; userId: string; mode: Mode; type: EventType; body: string }, now: number) => Promise<void>;
+type FanOut = (db: Kysely<Database>, event: { id: string; userId: string; mode: Mode; type: EventType; body: string; hasSecret: boolean }, now: number) => Promise<void>;
 let fanOut: FanOut = async () => {};
 
 /** The webhooks module plugs in here to create deliveries in the same transaction as the event. */
@@ -23,7 +23,9 @@ export function setEventFanOut(next: FanOut): void {
 
 /**
  * Writes an event in the caller's transaction (the outbox): it exists exactly when the change that
- * caused it does, and delivery picks it up from there.
+ * caused it does, and delivery picks it up from there. `sealedSecret` is a secret the data carries
+ * masked (the recurring token): stored sealed beside it, and put back in clear only in deliveries to
+ * the endpoints this event is fanned out to now (docs/security.md).
  */
 export async function emitEvent<T extends EventType>(
   db: Kysely<Database>,
@@ -32,12 +34,13 @@ export async function emitEvent<T extends EventType>(
   objectId: string,
   data: EventData[T],
   now: number,
+  sealedSecret: string | null = null,
 ): Promise<EventEnvelope<T>> {
   const envelope: EventEnvelope<T> = { id: newId('event'), type, version: versionOf(type), created_at: iso(now), data: buildEventData[type](data as any) as EventData[T] };
   if (envelope.version === undefined) delete envelope.version;
   const body = JSON.stringify(envelope);
-  await insertRow(db, 'events', { id: envelope.id, user_id: scope.userId, mode: scope.mode, type, object_id: objectId, body, created_at: now });
-  await fanOut(db, { id: envelope.id, userId: scope.userId, mode: scope.mode, type, body }, now);
+  await insertRow(db, 'events', { id: envelope.id, user_id: scope.userId, mode: scope.mode, type, object_id: objectId, body, created_at: now, ...(sealedSecret !== null && { secret_sealed: sealedSecret }) });
+  await fanOut(db, { id: envelope.id, userId: scope.userId, mode: scope.mode, type, body, hasSecret: sealedSecret !== null }, now);
   return envelope;
 }
 

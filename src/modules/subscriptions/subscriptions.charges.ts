@@ -18,6 +18,7 @@ import { isConsentGone, nextAfterSlot, retryAfterFailure, scheduleOf } from './s
 import { noticeChargeFailed, noticeChargeReceipt, noticeSubscriptionEnded } from './subscriptions.notices.ts';
 import { cancelInTransaction } from './subscriptions.service.ts';
 import { scheduleCharge } from './subscriptions.schedule-jobs.ts';
+import { openStored } from '../../shared/secret-box.ts';
 
 // Charging a due slot, exactly once:
 // 1. claim: under the subscription's row lock, the slot's charge row (UNIQUE subscription + date)
@@ -96,7 +97,7 @@ async function submit(deps: Deps, db: Db, attempt: Attempt, now: number): Promis
   try {
     return await bank.submitPayment({
       consentId: attempt.sub.bank_consent_id,
-      accessToken: attempt.sub.bank_access_token,
+      accessToken: openStored(deps.secrets, attempt.sub.bank_access_token),
       amountCents: attempt.payment.settled_cents,
       creditor: await creditorOf(db, { mode: attempt.sub.mode, user_id: attempt.sub.user_id, bank_account_id: attempt.sub.bank_account_id }),
       remittance: remittanceOf(attempt.payment),

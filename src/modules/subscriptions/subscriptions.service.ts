@@ -78,7 +78,7 @@ export async function createSubscription(trx: Db, deps: Deps, input: Authorisati
     skipped_count: 0,
     bank_id: input.bankId,
     bank_consent_id: input.bankConsentId,
-    bank_access_token: input.bankAccessToken,
+    bank_access_token: deps.secrets.seal(input.bankAccessToken),
     cancelled_by: null,
     paused_at: null,
     resumed_at: null,

@@ -17,7 +17,7 @@ export type DeliveryJobPayload = { delivery_id: string; endpoint_id: string };
  */
 export async function queueDelivery(
   db: Db,
-  target: { eventId: string; endpointId: string; userId: string; mode: Mode },
+  target: { eventId: string; endpointId: string; userId: string; mode: Mode; withSecret?: boolean },
   realNow: number,
 ): Promise<DeliveryRow> {
   const row: DeliveryRow = {
@@ -34,6 +34,7 @@ export async function queueDelivery(
     failed_at: null,
     succeeded_at: null,
     superseded_by: null,
+    with_secret: target.withSecret ? 1 : 0,
     created_at: realNow,
   };
   await db.insertInto('webhook_deliveries').values(row).execute();
@@ -62,6 +63,13 @@ export async function unrecoveredFailures(db: Db, endpointId: string, since: num
     .where('superseded_by', 'is', null)
     .orderBy('id')
     .execute();
+}
+
+/** Whether this endpoint was sent the event's secret when the event happened (so its resends may carry it too). */
+export async function endpointHadSecret(db: Db, eventId: string, endpointId: string): Promise<boolean> {
+  const row = await db.selectFrom('webhook_deliveries').select('id').where('event_id', '=', eventId).where('endpoint_id', '=', endpointId)
+    .where('with_secret', '=', 1).limit(1).executeTakeFirst();
+  return row !== undefined;
 }
 
 export async function markSuperseded(db: Db, deliveryId: string, by: string): Promise<void> {

@@ -10,6 +10,7 @@ import { DELIVERY_POLICY, isAcknowledged, nextAttemptAt, type DeliveryPolicy } f
 import { createUndiciSender, type SendResult, type Sender } from './webhooks.sender.ts';
 import { signWebhookBody } from './verify.js';
 import type { WebhookAttemptsTable } from './webhooks.tables.ts';
+import { openStored, type SecretBox } from '../../shared/secret-box.ts';
 
 // Webhook delivery has its own dispatcher rather than the generic Worker, for throughput and
 // fairness: jobs are claimed in batches (FOR UPDATE SKIP LOCKED on PostgreSQL), sent concurrently
@@ -25,6 +26,8 @@ export type DispatcherOptions = {
   clock?: Clock;
   random?: () => number;
   sender?: Sender;
+  /** Opens endpoint secrets and the event secrets some deliveries carry (docs/security.md). */
+  secrets: SecretBox;
   allowPrivate?: boolean;
   timeoutMs?: number;
   policy?: DeliveryPolicy;
@@ -53,6 +56,14 @@ type Work = {
   sendable: boolean;
 };
 
+/** The body a delivery sends: the stored envelope, with the event's secret (the recurring token) in clear when it may carry it. */
+export function deliveredBody(stored: string, secret: string | null): string {
+  if (secret === null) return stored;
+  const envelope = JSON.parse(stored) as { data: Record<string, unknown> };
+  envelope.data.token = secret;
+  return JSON.stringify(envelope);
+}
+
 type Outcome =
   | { work: Work; kind: 'cancelled' }
   | { work: Work; kind: 'exhausted'; at: number }
@@ -65,6 +76,7 @@ export class WebhookDispatcher {
   private readonly clock: Clock;
   private readonly random: () => number;
   private readonly sender: Sender;
+  private readonly secrets: SecretBox;
   private readonly timeoutMs: number;
   private readonly policy: DeliveryPolicy;
   private readonly maxInFlight: number;
@@ -98,6 +110,7 @@ export class WebhookDispatcher {
     this.perEndpoint = options.perEndpoint ?? 256;
     this.pollMs = options.pollMs ?? 100;
     this.leaseMs = options.leaseMs ?? 10_000;
+    this.secrets = options.secrets;
     this.sender = options.sender ?? createUndiciSender({ allowPrivate: options.allowPrivate ?? false, connectionsPerOrigin: this.perEndpoint });
   }
 
@@ -210,7 +223,7 @@ export class WebhookDispatcher {
         .selectFrom('webhook_deliveries as d')
         .innerJoin('events as e', 'e.id', 'd.event_id')
         .innerJoin('webhook_endpoints as w', 'w.id', 'd.endpoint_id')
-        .select(['d.id as delivery_id', 'd.status', 'd.first_attempt_at', 'd.mode', 'e.id as event_id', 'e.body', 'w.url', 'w.secret', 'w.deleted_at'])
+        .select(['d.id as delivery_id', 'd.status', 'd.first_attempt_at', 'd.mode', 'd.with_secret', 'e.id as event_id', 'e.body', 'e.secret_sealed', 'w.url', 'w.secret', 'w.deleted_at'])
         .where('d.id', 'in', take.map((t) => t.payload.delivery_id))
         .execute();
       const byDelivery = new Map(rows.map((row) => [row.delivery_id, row]));
@@ -225,9 +238,9 @@ export class WebhookDispatcher {
           firstAttemptAt: row?.first_attempt_at == null ? null : Number(row.first_attempt_at),
           live: row?.mode === 'live',
           url: row?.url ?? null,
-          secret: row?.secret ?? null,
+          secret: row?.secret ? openStored(this.secrets, row.secret) : null,
           eventId: row?.event_id ?? '',
-          body: row?.body ?? '',
+          body: row ? deliveredBody(row.body, row.with_secret === 1 && row.secret_sealed ? this.secrets.open(row.secret_sealed) : null) : '',
           sendable: !!row && row.status === 'pending' && row.deleted_at === null,
         });
       }

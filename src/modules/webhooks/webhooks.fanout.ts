@@ -16,7 +16,7 @@ const liveEndpointsQuery = prepared<{ userId: string; mode: Mode }, { id: string
  */
 export async function fanOutToWebhooks(
   db: Kysely<Database>,
-  event: { id: string; userId: string; mode: Mode; type: EventType },
+  event: { id: string; userId: string; mode: Mode; type: EventType; hasSecret?: boolean },
   realClock: Clock = systemClock,
 ): Promise<void> {
   const endpoints = await liveEndpointsQuery.all(db, { userId: event.userId, mode: event.mode });
@@ -24,7 +24,7 @@ export async function fanOutToWebhooks(
   const now = realClock.now();
   for (const endpoint of endpoints) {
     if (!endpointTakes(endpoint.events, event.type)) continue;
-    await queueDelivery(db, { eventId: event.id, endpointId: endpoint.id, userId: event.userId, mode: event.mode }, now);
+    await queueDelivery(db, { eventId: event.id, endpointId: endpoint.id, userId: event.userId, mode: event.mode, withSecret: event.hasSecret ?? false }, now);
   }
 }
 

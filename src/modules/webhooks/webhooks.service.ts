@@ -7,7 +7,7 @@ import { newId } from '../../shared/ids.ts';
 import { pageOf } from '../../shared/pagination.ts';
 import type { Database } from '../../store/tables.ts';
 import { transact } from '../../store/tx.ts';
-import { attemptsOfDeliveries, deliveriesOfEvent, markSuperseded, queueDelivery, unrecoveredFailures } from './deliveries.repo.ts';
+import { attemptsOfDeliveries, deliveriesOfEvent, endpointHadSecret, markSuperseded, queueDelivery, unrecoveredFailures } from './deliveries.repo.ts';
 import { validateWebhookUrl } from './url-policy.ts';
 import { endpointTakes, eventFilterProblem } from './event-filter.ts';
 import { presentDelivery, presentWebhook } from './webhooks.present.ts';
@@ -23,19 +23,21 @@ export async function createWebhook(ctx: Ctx, body: CreateWebhookBody, idempoten
     if (problem) throw invalidParam('events', problem);
   }
   const url = await validateWebhookUrl(body.url, ctx.mode, { allowPrivate: ctx.deps.config.allowPrivateTargets });
+  const secret = randomBytes(32).toString('base64');
   const row: EndpointRow = {
     id: newId('webhook'),
     user_id: ctx.merchant.id,
     mode: ctx.mode,
     url,
-    secret: randomBytes(32).toString('base64'),
+    // Stored sealed; shown in clear this once.
+    secret: ctx.deps.secrets.seal(secret),
     events: body.events ? JSON.stringify(body.events) : null,
     created_at: ctx.clock.now(),
     deleted_at: null,
   };
   return idempotent(ctx, idempotencyKey, 'POST /v1/webhooks', body, 201, async (trx) => {
     await insertEndpoint(trx, row);
-    return { webhook: presentWebhook(row, { withSecret: true }) };
+    return { webhook: presentWebhook({ ...row, secret }, { withSecret: true }) };
   });
 }
 
@@ -71,7 +73,9 @@ export async function recoverDeliveries(db: Db, scope: Owner | null, webhookId: 
     const failed = await unrecoveredFailures(trx, endpoint.id, since);
     const deliveries: DeliveryObject[] = [];
     for (const old of failed) {
-      const fresh = await queueDelivery(trx, { eventId: old.event_id, endpointId: endpoint.id, userId: endpoint.user_id, mode: endpoint.mode }, realNow);
+      const fresh = await queueDelivery(trx, {
+        eventId: old.event_id, endpointId: endpoint.id, userId: endpoint.user_id, mode: endpoint.mode, withSecret: old.with_secret === 1,
+      }, realNow);
       await markSuperseded(trx, old.id, fresh.id);
       deliveries.push(presentDelivery(fresh));
     }
@@ -102,7 +106,9 @@ export async function resendToWebhooks(
       : (await liveEndpointsOf(trx, scope)).filter((endpoint) => endpointTakes(endpoint.events, event.type));
     const deliveries: DeliveryObject[] = [];
     for (const endpoint of targets) {
-      const row = await queueDelivery(trx, { eventId: event.id, endpointId: endpoint.id, userId: event.userId, mode: event.mode }, realNow);
+      // The event's secret goes only to endpoints that were sent it when the event happened.
+      const withSecret = await endpointHadSecret(trx, event.id, endpoint.id);
+      const row = await queueDelivery(trx, { eventId: event.id, endpointId: endpoint.id, userId: event.userId, mode: event.mode, withSecret }, realNow);
       deliveries.push(presentDelivery(row));
     }
     return { deliveries };

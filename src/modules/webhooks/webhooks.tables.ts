@@ -1,11 +1,13 @@
 // Row types of the webhooks module, merged into the store's Database type.
 
+import type { Generated } from 'kysely';
+
 export interface WebhookEndpointsTable {
   id: string;
   user_id: string;
   mode: 'live' | 'test';
   url: string;
-  /** base64 of 32 random bytes; kept so deliveries can be signed, returned only at creation. */
+  /** base64 of 32 random bytes, sealed (docs/security.md); kept so deliveries can be signed, returned only at creation. */
   secret: string;
   /** JSON array of event types, or null for every type. */
   events: string | null;
@@ -33,6 +35,11 @@ export interface WebhookDeliveriesTable {
   succeeded_at: number | null;
   /** The delivery that re-sent this one after it failed (recover), so it is recovered once. */
   superseded_by: string | null;
+  /**
+   * 1 when the body goes out with the event's secret (the recurring token) in clear: deliveries to
+   * endpoints that existed when the event happened, their retries, resends and recoveries.
+   */
+  with_secret: Generated<number>;
   created_at: number;
 }
 

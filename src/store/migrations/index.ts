@@ -10,6 +10,7 @@ import * as consentUsage from './0008-consent-usage.ts';
 import * as sandboxUsage from './0009-sandbox-usage.ts';
 import * as partialPaymentIndexes from './0010-partial-payment-indexes.ts';
 import * as mailAndPayer from './0014-mail-and-payer.ts';
+import * as secretsAtRest from './0015-secrets-at-rest.ts';
 
 // Every migration, in order. Each module appends its own file here; names never change once shipped.
 export const migrations: Record<string, Migration> = {
@@ -24,4 +25,5 @@ export const migrations: Record<string, Migration> = {
   '0009-sandbox-usage': sandboxUsage,
   '0010-partial-payment-indexes': partialPaymentIndexes,
   '0014-mail-and-payer': mailAndPayer,
+  '0015-secrets-at-rest': secretsAtRest,
 };
