@@ -25,6 +25,7 @@ import { registerCustomerRoutes } from './modules/customers/customers.routes.ts'
 import { registerCheckoutRoutes } from './modules/checkout/checkout.routes.ts';
 import { registerPayTestHelperRoutes } from './modules/test-helpers/pay.routes.ts';
 import { registerConsentRoutes } from './modules/consents/consents.routes.ts';
+import { registerPayerRoutes } from './modules/payer/payer.routes.ts';
 
 export type App = FastifyInstance<any, any, any, any, TypeBoxTypeProvider>;
 
@@ -126,5 +127,6 @@ export async function buildApp(deps: Deps): Promise<App> {
   await registerCheckoutRoutes(app, deps);
   await registerPayTestHelperRoutes(app, deps);
   await registerConsentRoutes(app, deps);
+  await registerPayerRoutes(app, deps);
   return app;
 }

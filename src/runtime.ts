@@ -14,6 +14,7 @@ import { OpenBankingRegistry } from './modules/banks/registry.ts';
 import { createSecretBox } from './shared/secret-box.ts';
 import { loadOrCreateKeyFile } from './store/secret-key.ts';
 import { sealStoredSecrets } from './store/seal-at-rest.ts';
+import { scheduleWebhookHealth } from './modules/webhooks/webhooks.health.ts';
 
 export type Runtime = { deps: Deps; app: App; close(): Promise<void> };
 
@@ -43,6 +44,7 @@ export async function createRuntime(config: Config, options: { db?: Db; log?: Lo
   worker.setHandlers(jobHandlers(deps));
   const app = await buildApp(deps);
   if (config.workers) {
+    await scheduleWebhookHealth(deps);
     worker.start();
     webhooks.start();
   }

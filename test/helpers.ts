@@ -63,7 +63,7 @@ function dataDirOfThisProcess(): string {
 
 export function testConfig(overrides: Partial<Config> = {}): Config {
   return {
-    ...loadConfig({ PORT: '0', LOG_LEVEL: 'silent', DEMO_MERCHANT: 'false', RATE_LIMIT_PER_SECOND: '0', SECRET_KEY: TEST_SECRET_KEY, DATA_DIR: dataDirOfThisProcess() }),
+    ...loadConfig({ PORT: '0', LOG_LEVEL: 'silent', DEMO_MERCHANT: 'false', RATE_LIMIT_PER_SECOND: '0', AUTH_FAILURES_PER_MINUTE: '0', SECRET_KEY: TEST_SECRET_KEY, DATA_DIR: dataDirOfThisProcess() }),
     ...overrides,
   };
 }

@@ -28,7 +28,7 @@ test('FailureLimiter: at most max failures per window, then refused until the wi
 });
 
 test('guessing API keys: after 30 failures a minute from one address, 429 with Retry-After; a minute later it may try again', async (t) => {
-  const app = await buildTestApp(t);
+  const app = await buildTestApp(t, { authFailuresPerMinute: 30 });
   const merchant = await createTestMerchant(app);
   for (let i = 0; i < 30; i++) {
     const guess = await apiClient(app, `sk_test_${randomBytes(24).toString('base64url')}`).get('/v1/requests');

@@ -16,6 +16,7 @@ test('every page, including the 404 link page and the 400 bank-return page, has 
     ['/pay/return?state=nothing&code=x', 400],
     [`/pay/${request.id}/result?payment_id=payment_01JD2Q8Z7M3V4K5N6P7R8S9T0V`, 404],
     ['/embed-demo', 200],
+    ['/customer', 200],
     ['/sandbox-bank/authorize?consent_id=nope&redirect_uri=https%3A%2F%2Fx.example&state=s', 400],
   ];
   for (const [url, status] of pages) {

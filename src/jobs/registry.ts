@@ -7,6 +7,7 @@ import { CHARGE_SUBSCRIPTION_JOB } from '../modules/subscriptions/subscriptions.
 import { WEBHOOK_DELIVERY_JOB } from '../modules/webhooks/deliveries.repo.ts';
 import { consentJobHandlers } from '../modules/consents/consents.service.ts';
 import { createMailSender, SEND_MAIL_JOB, sendMailJob } from '../modules/mail/mail.service.ts';
+import { WEBHOOK_HEALTH_JOB, webhookHealthJob } from '../modules/webhooks/webhooks.health.ts';
 
 /** Every job kind and the module handler that runs it; handlers that need services close over deps. */
 export function jobHandlers(deps: Deps): Record<string, JobHandler> {
@@ -15,6 +16,7 @@ export function jobHandlers(deps: Deps): Record<string, JobHandler> {
     ...paymentJobHandlers(deps),
     ...consentJobHandlers(deps),
     [CHARGE_SUBSCRIPTION_JOB]: chargeSubscriptionJob(deps),
+    [WEBHOOK_HEALTH_JOB]: webhookHealthJob(deps),
     [SEND_MAIL_JOB]: sendMailJob(deps, createMailSender(deps.config, deps.log.child({ component: 'mail' }))),
   };
 }

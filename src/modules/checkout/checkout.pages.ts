@@ -79,7 +79,12 @@ export function statusPage(ctx: PageContext, title: string, view: StatusView, ex
 /** The page for a request that cannot take payments (paid, expired, deleted); `setUp` when it set up a consent or subscription. */
 export function closedRequestPage(ctx: PageContext, status: string, setUp: SetUpView | null = null): string {
   const merchant = ctx.merchantName;
-  if (status === 'paid' && setUp) return statusPage(ctx, setUp.heading, { tone: 'good', heading: setUp.heading, paragraphs: setUp.paragraphs });
+  if (status === 'paid' && setUp) {
+    return statusPage(ctx, setUp.heading, {
+      tone: 'good', heading: setUp.heading, paragraphs: setUp.paragraphs,
+      links: [{ href: '/customer', label: 'Manage what you agreed to', primary: true, top: ctx.embedOrigin !== null }],
+    });
+  }
   if (status === 'paid') {
     return statusPage(ctx, 'Already paid', { tone: 'good', heading: 'This request has been paid', paragraphs: [`${merchant} has already received this payment. There is nothing more to pay.`] });
   }

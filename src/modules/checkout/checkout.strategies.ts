@@ -93,7 +93,7 @@ export function summaryOfEnduring(request: RequestRow): Summary {
   return {
     headline: recurring ? `Up to ${displayAmount(recurring.max_per_period_cents)} per ${recurring.period.replace(/ly$/, '').replace('dai', 'day')}` : null,
     lines: recurring?.max_per_payment_cents != null ? [{ label: 'Most per payment', value: displayAmount(recurring.max_per_payment_cents) }] : [],
-    consentText: 'You will authorise future payments within these limits in your bank. You can revoke this at any time.',
+    consentText: 'You will authorise future payments within these limits in your bank. You can revoke this at any time, on your Tono payer page or at your bank.',
     action: 'Continue to your bank',
   };
 }

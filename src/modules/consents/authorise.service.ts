@@ -196,7 +196,7 @@ export const recurringCheckout = (zone: string): CheckoutStrategy => ({
       paragraphs: [
         `You have authorised ${merchant} to take payments from your account, ${describeLimits(limitsOf(consent), zone)}.`,
         `No money has moved yet. Each payment ${merchant} takes shows on your bank statement, and none can go over these limits.`,
-        `To stop future payments, revoke this authority at your bank, or ask ${merchant}.`,
+        `To stop future payments, revoke this authority on your Tono payer page (sign in with your email) or at your bank.`,
       ],
     };
   },

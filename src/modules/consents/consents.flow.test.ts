@@ -40,7 +40,8 @@ test('authorising a recurring request creates the consent, the customer and a pa
   assert.match(page, /Regular payments authorised/);
   assert.match(page, /You have authorised Test Merchant to take payments from your account, up to \$50\.00 a payment, \$100\.00 a week, until 31 Dec 2027\./);
   assert.match(page, /No money has moved yet\./);
-  assert.match(page, /To stop future payments, revoke this authority at your bank, or ask Test Merchant\./);
+  assert.match(page, /To stop future payments, revoke this authority on your Tono payer page \(sign in with your email\) or at your bank\./);
+  assert.match(await fetch(`${h.baseUrl}/pay/${request.id}`).then((r) => r.text()), /href="\/customer"/);
   assert.doesNotMatch(page, /has been paid|already received/);
   const customer = await h.api.get(`/v1/customers/${consent.customer_id}`);
   assert.equal(customer.status, 200);

@@ -136,3 +136,10 @@ export async function listRequestPayments(ctx: Ctx, requestId: string, query: Li
   return presentPage(ctx, await listPayments(ctx.db, ownerOf(ctx), { ...query, request_id: requestId, limit }), limit);
 }
 
+
+/** The newest payments taken under a recurring consent or a subscription, newest first. */
+export async function paymentsUnder(db: Db, under: { recurringConsentId: string } | { subscriptionId: string }, limit = 50): Promise<PaymentRow[]> {
+  const query = db.selectFrom('payments').selectAll();
+  const filtered = 'recurringConsentId' in under ? query.where('recurring_consent_id', '=', under.recurringConsentId) : query.where('subscription_id', '=', under.subscriptionId);
+  return filtered.orderBy('id', 'desc').limit(limit).execute();
+}

@@ -36,7 +36,7 @@ export function subscriptionSummary(request: RequestRow, zone: string): Summary 
   return {
     headline: describeSchedule(options, zone),
     lines: [],
-    consentText: 'You will authorise these regular payments in your bank. You can cancel at any time, here or at your bank.',
+    consentText: 'You will authorise these regular payments in your bank. You can cancel at any time, on your Tono payer page or at your bank.',
     action: 'Continue to your bank',
   };
 }
@@ -168,7 +168,7 @@ async function subscriptionSetUpView(deps: Deps, request: RequestRow, merchant: 
         paragraphs: [
           planLine,
           next,
-          `${charged ? '' : 'No money has moved yet. '}Each charge shows on your bank statement. To cancel, cancel the authority at your bank, or ask ${merchant}.`,
+          `${charged ? '' : 'No money has moved yet. '}Each charge shows on your bank statement. To cancel, use your Tono payer page (sign in with your email) or your bank.`,
         ],
       };
     }

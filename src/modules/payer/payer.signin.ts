@@ -1,0 +1,120 @@
+import { randomInt } from 'node:crypto';
+import type { Deps } from '../../http/context.ts';
+import { FailureLimiter } from '../../http/failure-limiter.ts';
+import { constantTimeEqual, randomSecret, sha256Hex } from '../../shared/crypto.ts';
+import { newId } from '../../shared/ids.ts';
+import { transact } from '../../store/tx.ts';
+import { payerHasConsents } from '../consents/consents.payer.ts';
+import { queueMail } from '../mail/mail.service.ts';
+import { payerHasSubscriptions } from '../subscriptions/subscriptions.payer.ts';
+
+// Payer sign-in by a one-time code sent to the email registered on their consents and
+// subscriptions (docs/payer.md). A code lasts 10 minutes and allows 5 tries; a new code kills the
+// old one; codes are limited per email and per client address. The replies never say whether an
+// email is known. Sessions are server-side, found by the SHA-256 of the cookie's value.
+
+export const CODE_TTL_MS = 10 * 60_000;
+export const CODE_TRIES = 5;
+/** Codes one email may be sent per hour. */
+export const CODES_PER_EMAIL_PER_HOUR = 5;
+export const SESSION_IDLE_MS = 30 * 60_000;
+export const SESSION_MAX_MS = 12 * 60 * 60_000;
+
+export type PayerSession = { email: string; csrfToken: string };
+
+/** In-memory limits per client address, per app: sending codes, and wrong codes. */
+export type SignInLimits = { sends: FailureLimiter; wrongCodes: FailureLimiter };
+
+export function signInLimits(): SignInLimits {
+  return {
+    sends: new FailureLimiter({ max: 20, windowMs: 60 * 60_000 }),
+    wrongCodes: new FailureLimiter({ max: 30, windowMs: 60 * 60_000 }),
+  };
+}
+
+export function normaliseEmail(raw: unknown): string | null {
+  if (typeof raw !== 'string') return null;
+  const email = raw.trim().toLowerCase();
+  return email.length <= 254 && /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) ? email : null;
+}
+
+export type SendOutcome = { kind: 'sent' } | { kind: 'limited'; retryAfterMs: number };
+
+/**
+ * Sends a code when the email has anything to manage. Whether it did is never told: the page says
+ * the same either way, and the work done is the same up to the mail queue.
+ */
+export async function sendCode(deps: Deps, limits: SignInLimits, email: string, clientAddress: string): Promise<SendOutcome> {
+  const now = deps.clock.now();
+  const byAddress = limits.sends.check(clientAddress, now);
+  if (!byAddress.ok) return { kind: 'limited', retryAfterMs: byAddress.retryAfterMs };
+  limits.sends.fail(clientAddress, now);
+  const known = (await payerHasSubscriptions(deps, email)) || (await payerHasConsents(deps, email));
+  return transact(deps.db, async (trx) => {
+    const recent = await trx.selectFrom('payer_codes').select(({ fn }) => fn.countAll<number>().as('n'))
+      .where('email', '=', email).where('created_at', '>', now - 60 * 60_000).executeTakeFirstOrThrow();
+    if (Number(recent.n) >= CODES_PER_EMAIL_PER_HOUR) {
+      const oldest = await trx.selectFrom('payer_codes').select('created_at').where('email', '=', email)
+        .where('created_at', '>', now - 60 * 60_000).orderBy('created_at').limit(1).executeTakeFirstOrThrow();
+      return { kind: 'limited', retryAfterMs: Number(oldest.created_at) + 60 * 60_000 - now } as const;
+    }
+    // One live code per email: a new one kills the rest. An unknown email gets a row too (never
+    // a message), so the per-email limit reads the same whether the email is known or not.
+    await trx.updateTable('payer_codes').set({ dead_at: now }).where('email', '=', email).where('dead_at', 'is', null).where('used_at', 'is', null).execute();
+    const code = String(randomInt(0, 1_000_000)).padStart(6, '0');
+    await trx.insertInto('payer_codes').values({
+      id: newId('payerCode'), email, code_sealed: deps.secrets.seal(code), tries_left: known ? CODE_TRIES : 0,
+      expires_at: now + CODE_TTL_MS, used_at: null, dead_at: known ? null : now, created_at: now,
+    }).execute();
+    if (known) {
+      await queueMail(trx, { to: email, template: 'payer_code', data: { code, minutes: CODE_TTL_MS / 60_000 }, related: { type: 'payer', id: email } }, now, deps.secrets);
+    }
+    return { kind: 'sent' } as const;
+  });
+}
+
+export type VerifyOutcome = { kind: 'signed_in'; sessionId: string } | { kind: 'wrong'; triesLeft: number } | { kind: 'dead' } | { kind: 'limited'; retryAfterMs: number };
+
+/** Checks a code: 5 tries, 10 minutes, once. On success, a new server-side session. */
+export async function verifyCode(deps: Deps, limits: SignInLimits, email: string, code: string, clientAddress: string): Promise<VerifyOutcome> {
+  const now = deps.clock.now();
+  const byAddress = limits.wrongCodes.check(clientAddress, now);
+  if (!byAddress.ok) return { kind: 'limited', retryAfterMs: byAddress.retryAfterMs };
+  const outcome = await transact(deps.db, async (trx) => {
+    const live = await trx.selectFrom('payer_codes').selectAll().where('email', '=', email).where('dead_at', 'is', null)
+      .where('used_at', 'is', null).where('expires_at', '>', now).orderBy('created_at', 'desc').limit(1).executeTakeFirst();
+    if (!live || live.tries_left <= 0) return { kind: 'dead' } as const;
+    // Spend a try first, atomically: concurrent guesses cannot share one.
+    const spent = await trx.updateTable('payer_codes').set((eb) => ({ tries_left: eb('tries_left', '-', 1) }))
+      .where('id', '=', live.id).where('tries_left', '>', 0).where('used_at', 'is', null).executeTakeFirst();
+    if (Number(spent.numUpdatedRows) === 0) return { kind: 'dead' } as const;
+    const left = live.tries_left - 1;
+    if (!/^\d{6}$/.test(code) || !constantTimeEqual(deps.secrets.open(live.code_sealed), code)) {
+      if (left === 0) await trx.updateTable('payer_codes').set({ dead_at: now }).where('id', '=', live.id).execute();
+      return left === 0 ? ({ kind: 'dead' } as const) : ({ kind: 'wrong', triesLeft: left } as const);
+    }
+    await trx.updateTable('payer_codes').set({ used_at: now }).where('id', '=', live.id).execute();
+    const sessionId = randomSecret(32);
+    await trx.insertInto('payer_sessions').values({
+      id_hash: sha256Hex(sessionId), email, csrf_token: randomSecret(24), created_at: now, last_seen_at: now, expires_at: now + SESSION_MAX_MS, ended_at: null,
+    }).execute();
+    return { kind: 'signed_in', sessionId } as const;
+  });
+  if (outcome.kind !== 'signed_in') limits.wrongCodes.fail(clientAddress, now);
+  return outcome;
+}
+
+/** The session a cookie names, if it is live; seeing it keeps it alive (30 minutes idle, 12 hours at most). */
+export async function sessionOf(deps: Deps, sessionId: string | undefined): Promise<PayerSession | null> {
+  if (!sessionId || sessionId.length > 100) return null;
+  const now = deps.clock.now();
+  const row = await deps.db.selectFrom('payer_sessions').selectAll().where('id_hash', '=', sha256Hex(sessionId)).executeTakeFirst();
+  if (!row || row.ended_at !== null || row.expires_at <= now || row.last_seen_at + SESSION_IDLE_MS <= now) return null;
+  if (now - row.last_seen_at > 60_000) await deps.db.updateTable('payer_sessions').set({ last_seen_at: now }).where('id_hash', '=', row.id_hash).execute();
+  return { email: row.email, csrfToken: row.csrf_token };
+}
+
+export async function endSession(deps: Deps, sessionId: string | undefined): Promise<void> {
+  if (!sessionId) return;
+  await deps.db.updateTable('payer_sessions').set({ ended_at: deps.clock.now() }).where('id_hash', '=', sha256Hex(sessionId)).where('ended_at', 'is', null).execute();
+}

@@ -1,0 +1,71 @@
+import type { Deps } from '../../http/context.ts';
+import { notFound } from '../../shared/errors.ts';
+import { paymentLine, type PaymentLine } from '../../shared/payer-words.ts';
+import { describeMoment } from '../../shared/zone.ts';
+import { merchantContact } from '../merchants/merchants.service.ts';
+import { paymentsUnder } from '../payments/payments.service.ts';
+import { planWords } from './subscriptions.notices.ts';
+import type { SubscriptionRow } from './subscriptions.repo.ts';
+import { cancelSubscriptionByPayer } from './subscriptions.service.ts';
+
+// Subscriptions as their payer sees them in the payer dashboard: every one registered to their
+// email, across merchants and modes. Another payer's subscription is unknown (404).
+
+export type PayerSubscription = {
+  id: string;
+  merchant: string;
+  test: boolean;
+  status: string;
+  agreed: string;
+  next: string | null;
+  created: string;
+  ended: string | null;
+  payments: PaymentLine[];
+};
+
+const byWords: Record<string, string> = { payer: 'you', merchant: 'the merchant', bank: 'your bank' };
+
+async function view(deps: Deps, row: SubscriptionRow, withPayments: boolean): Promise<PayerSubscription> {
+  const merchant = (await merchantContact(deps.db, row.user_id)).name;
+  return {
+    id: row.id,
+    merchant,
+    test: row.mode === 'test',
+    status: row.status,
+    agreed: planWords(row),
+    next: row.status === 'active' && row.next_charge_at !== null ? describeMoment(row.next_charge_at, row.zone) : null,
+    created: describeMoment(row.created_at, row.zone),
+    ended: row.status === 'cancelled' && row.cancelled_at !== null
+      ? `Cancelled by ${byWords[row.cancelled_by ?? ''] ?? 'the bank'} on ${describeMoment(row.cancelled_at, row.zone)}`
+      : row.status === 'completed' ? 'Completed: every payment has been made' : row.status === 'paused' ? `Paused by ${merchant}` : null,
+    payments: withPayments ? (await paymentsUnder(deps.db, { subscriptionId: row.id })).map((p) => paymentLine(p, row.zone)) : [],
+  };
+}
+
+export async function subscriptionsOfPayer(deps: Deps, email: string): Promise<PayerSubscription[]> {
+  const rows = await deps.db.selectFrom('subscriptions').selectAll().where('email', '=', email).orderBy('id', 'desc').limit(200).execute();
+  return Promise.all(rows.map((row) => view(deps, row, false)));
+}
+
+async function ownSubscription(deps: Deps, email: string, id: string): Promise<SubscriptionRow> {
+  const row = /^subscription_[0-9A-Z]{26}$/.test(id)
+    ? await deps.db.selectFrom('subscriptions').selectAll().where('id', '=', id).executeTakeFirst()
+    : undefined;
+  if (!row || row.email !== email) throw notFound('subscription', id);
+  return row;
+}
+
+export async function subscriptionOfPayer(deps: Deps, email: string, id: string): Promise<PayerSubscription> {
+  return view(deps, await ownSubscription(deps, email, id), true);
+}
+
+/** The payer cancels: the same operation as the payer test helper (subscription.cancelled at once, revoked at the bank). */
+export async function cancelSubscriptionForPayer(deps: Deps, email: string, id: string): Promise<void> {
+  await ownSubscription(deps, email, id);
+  await cancelSubscriptionByPayer(deps, id, email);
+}
+
+/** Whether any consent or subscription is registered to this email (a sign-in code is only worth sending then). */
+export async function payerHasSubscriptions(deps: Deps, email: string): Promise<boolean> {
+  return (await deps.db.selectFrom('subscriptions').select('id').where('email', '=', email).limit(1).executeTakeFirst()) !== undefined;
+}

@@ -1,0 +1,66 @@
+import type { Deps } from '../../http/context.ts';
+import { enqueue } from '../../jobs/queue.ts';
+import type { JobHandler } from '../../jobs/worker.ts';
+import { iso } from '../../shared/time.ts';
+import { transact } from '../../store/tx.ts';
+import { queueMail } from '../mail/mail.service.ts';
+import { merchantContact } from '../merchants/merchants.service.ts';
+
+// Tells a merchant by email when every delivery to one of their webhook endpoints has failed for
+// 24 hours (docs/webhooks.md): once per failing streak, checked every hour by a job that
+// reschedules itself.
+
+export const WEBHOOK_HEALTH_JOB = 'webhooks.health';
+const DAY_MS = 24 * 60 * 60_000;
+const CHECK_EVERY_MS = 60 * 60_000;
+
+export type FailingEndpoint = { id: string; userId: string; mode: 'live' | 'test'; url: string; failingSince: number };
+
+/** Endpoints whose attempts have all failed since a time at least 24 hours ago. */
+export async function failingEndpoints(deps: Deps, now: number): Promise<FailingEndpoint[]> {
+  const endpoints = await deps.db.selectFrom('webhook_endpoints').select(['id', 'user_id', 'mode', 'url']).where('deleted_at', 'is', null).execute();
+  const failing: FailingEndpoint[] = [];
+  for (const endpoint of endpoints) {
+    const attempts = deps.db.selectFrom('webhook_attempts as a').innerJoin('webhook_deliveries as d', 'd.id', 'a.delivery_id').where('d.endpoint_id', '=', endpoint.id);
+    const success = await attempts.select(({ fn }) => fn.max('a.started_at').as('at')).where('a.status_code', '>=', 200).where('a.status_code', '<', 300).executeTakeFirst();
+    const lastSuccess = success?.at == null ? 0 : Number(success.at);
+    const failure = await attempts.select(({ fn }) => fn.min('a.started_at').as('at')).where('a.started_at', '>', lastSuccess).executeTakeFirst();
+    if (failure?.at == null) continue;
+    const since = Number(failure.at);
+    if (since <= now - DAY_MS) failing.push({ id: endpoint.id, userId: endpoint.user_id, mode: endpoint.mode, url: endpoint.url, failingSince: since });
+  }
+  return failing;
+}
+
+/** Queues the merchant's notice for each endpoint failing for 24 hours, once per streak. */
+export async function noticeFailingEndpoints(deps: Deps, now: number): Promise<number> {
+  let queued = 0;
+  for (const endpoint of await failingEndpoints(deps, now)) {
+    const merchant = await merchantContact(deps.db, endpoint.userId);
+    const id = await transact(deps.db, (trx) => queueMail(trx, {
+      to: merchant.email,
+      template: 'webhook_failing',
+      data: { url: endpoint.url, endpoint_id: endpoint.id, since: iso(endpoint.failingSince), test: endpoint.mode === 'test' },
+      related: { type: 'webhook', id: endpoint.id },
+      owner: { userId: endpoint.userId, mode: endpoint.mode },
+      dedupeKey: `webhook_failing:${endpoint.id}:${endpoint.failingSince}`,
+    }, now));
+    if (id) queued++;
+  }
+  return queued;
+}
+
+/** The hourly check: runs, then asks to run again in an hour (the same job, so there is always one). */
+export function webhookHealthJob(deps: Deps): JobHandler {
+  return async () => {
+    const now = deps.clock.now();
+    await noticeFailingEndpoints(deps, now);
+    return { retryAt: now + CHECK_EVERY_MS };
+  };
+}
+
+/** Makes sure the hourly check exists (at start; a no-op when it does). */
+export async function scheduleWebhookHealth(deps: Deps): Promise<void> {
+  const now = deps.clock.now();
+  await transact(deps.db, (trx) => enqueue(trx, { kind: WEBHOOK_HEALTH_JOB, runAt: now + CHECK_EVERY_MS, payload: {}, dedupeKey: WEBHOOK_HEALTH_JOB }, now));
+}
