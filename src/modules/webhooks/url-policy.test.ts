@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { LookupAddress } from 'node:dns';
 import fc from 'fast-check';
+import ipaddr from 'ipaddr.js';
 import { fetch } from 'undici';
 import { isGlobalUnicast } from '../../shared/network.ts';
 import { globalOnlyLookup, outboundAgent, type Lookup } from '../../shared/outbound.ts';
@@ -30,6 +31,17 @@ test('only globally routable unicast addresses pass, whatever form they are writ
     const hex = (x: number, y: number) => ((x << 8) | y).toString(16);
     return [`::ffff:${v4}`, `::${hex(a, b)}:${hex(c, d)}`, `64:ff9b::${hex(a, b)}:${hex(c, d)}`, `2002:${hex(a, b)}:${hex(c, d)}::1`].every((v6) => !isGlobalUnicast(v6));
   }));
+  // Any IPv6 address that passes is ordinary unicast inside 2000::/3, never one of the special ranges within it.
+  const inGlobalBlock = fc.tuple(
+    fc.oneof(fc.integer({ min: 0x2000, max: 0x3fff }), fc.constantFrom(0x2001, 0x2002)),
+    fc.oneof(fc.integer({ min: 0, max: 0xffff }), fc.constantFrom(0, 0x2, 0xdb8, 0x20)),
+    fc.array(fc.integer({ min: 0, max: 0xffff }), { minLength: 6, maxLength: 6 }),
+  ).map(([first, second, rest]) => [first, second, ...rest].map((part) => part.toString(16)).join(':'));
+  fc.assert(fc.property(fc.oneof(fc.ipV6(), inGlobalBlock), (v6) => {
+    if (!isGlobalUnicast(v6)) return true;
+    const parsed = ipaddr.IPv6.parse(v6);
+    return parsed.range() === 'unicast' && parsed.match(ipaddr.IPv6.parse('2000::'), 3) && !parsed.match(ipaddr.IPv6.parse('2002::'), 16) && !parsed.match(ipaddr.IPv6.parse('2001::'), 23);
+  }), { numRuns: 2000 });
 });
 
 test('webhook URLs: https anywhere public; http only to this machine with a test key, and only where non-global targets are allowed', async () => {
