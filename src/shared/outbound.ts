@@ -10,22 +10,31 @@ import { ipLiteral, isGlobalUnicast } from './network.ts';
 export class NonGlobalTargetError extends Error {
   readonly code = 'ENONGLOBAL';
   constructor(host: string, address: string) {
-    super(`${host} is ${address}, which is not a globally routable address`);
+    super(`${host === address ? address : `${host} is ${address}, which`} is not a globally routable address`);
   }
 }
 
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | dns.LookupAddress[], family?: number) => void;
+/** The shape of dns.lookup as net.connect calls it (with `all: true` when it tries several addresses). */
+export type Lookup = (hostname: string, options: dns.LookupOptions, callback: LookupCallback) => void;
+
+const systemLookup: Lookup = (hostname, options, callback) => dns.lookup(hostname, options as dns.LookupAllOptions, callback as any);
+
+/** `base`, failing for a name when any address it resolves to is not global. */
+export function globalOnly(base: Lookup): Lookup {
+  return (hostname, options, callback) => {
+    base(hostname, options, (err, address, family) => {
+      if (err) return callback(err, address, family);
+      const addresses = Array.isArray(address) ? address.map((entry) => entry.address) : [address];
+      const bad = addresses.find((candidate) => !isGlobalUnicast(candidate));
+      if (bad !== undefined) return callback(new NonGlobalTargetError(hostname, bad), address, family);
+      callback(null, address, family);
+    });
+  };
+}
 
 /** dns.lookup that fails for any non-global address. */
-export function globalOnlyLookup(hostname: string, options: dns.LookupOptions, callback: LookupCallback): void {
-  dns.lookup(hostname, options as dns.LookupAllOptions, (err, address: any, family?: number) => {
-    if (err) return callback(err, address, family);
-    const addresses: string[] = Array.isArray(address) ? address.map((entry: dns.LookupAddress) => entry.address) : [address];
-    const bad = addresses.find((candidate) => !isGlobalUnicast(candidate));
-    if (bad !== undefined) return callback(new NonGlobalTargetError(hostname, bad), address, family);
-    callback(null, address, family);
-  });
-}
+export const globalOnlyLookup: Lookup = globalOnly(systemLookup);
 
 /** Throws NonGlobalTargetError for a URL whose host is a non-global IP literal (no lookup happens for those). */
 export function refuseNonGlobalLiteral(url: string): void {
@@ -34,9 +43,12 @@ export function refuseNonGlobalLiteral(url: string): void {
   if (literal !== null && !isGlobalUnicast(literal)) throw new NonGlobalTargetError(host, literal);
 }
 
-export type OutboundPolicy = { allowNonGlobal: boolean };
+/** `lookup` replaces the system resolver (tests resolve made-up names with it); the check wraps it all the same. */
+export type OutboundPolicy = { allowNonGlobal: boolean; lookup?: Lookup };
 
 /** An undici Agent whose connections follow the policy. */
 export function outboundAgent(policy: OutboundPolicy, options: Agent.Options = {}): Agent {
-  return policy.allowNonGlobal ? new Agent(options) : new Agent({ ...options, connect: { ...(options.connect as object), lookup: globalOnlyLookup as any } });
+  const base = policy.lookup ?? systemLookup;
+  const lookup = policy.allowNonGlobal ? base : globalOnly(base);
+  return new Agent({ ...options, connect: { ...(options.connect as object), lookup: lookup as any } });
 }

@@ -116,40 +116,81 @@ test('no secret is stored in clear, and the token goes in clear only to the endp
     assert.ok(rows.length > 10);
     for (const { name } of rows) dump += JSON.stringify((await sql`select * from ${sql.table(name)}`.execute(db)).rows);
   }
+  const assertNoneInFiles = (when: string) => {
+    const files = filesUnder(dataDir);
+    for (const [name, value] of Object.entries(secrets)) {
+      for (const file of files) assert.equal(fs.readFileSync(file).includes(Buffer.from(value)), false, `${name} in clear in ${path.relative(dataDir, file)} ${when}`);
+    }
+    return files;
+  };
+  // While running, the SQLite write-ahead log and its index hold the latest writes.
+  const running = assertNoneInFiles('while running');
+  if (engine === 'sqlite') assert.ok(running.some((file) => file.endsWith('tono.db-wal')), running.join(' '));
   await close();
-  const files = filesUnder(dataDir);
-  if (engine === 'sqlite') assert.ok(files.some((file) => file.endsWith('tono.db')), files.join(' '));
-  for (const [name, value] of Object.entries(secrets)) {
-    for (const file of files) assert.equal(fs.readFileSync(file).includes(Buffer.from(value)), false, `${name} in clear in ${path.relative(dataDir, file)}`);
-    assert.equal(dump.includes(value), false, `${name} in clear in the PostgreSQL tables`);
-  }
+  const afterwards = assertNoneInFiles('after closing');
+  if (engine === 'sqlite') assert.ok(afterwards.some((file) => file.endsWith('tono.db')), afterwards.join(' '));
+  for (const [name, value] of Object.entries(secrets)) assert.equal(dump.includes(value), false, `${name} in clear in the PostgreSQL tables`);
 });
 
 test('secrets stored in clear before sealing are sealed once at start, and keep working', async (t) => {
   const testDb = await freshDb();
   t.after(() => testDb.drop());
   const first = await createRuntime(testConfig({ workers: false }), { db: testDb.db, log: pino({ level: 'silent' }) });
+  let closed = false;
+  t.after(() => (closed ? undefined : first.close()));
+  first.deps.config.publicBaseUrl = (await first.app.listen({ port: 0, host: '127.0.0.1' })).replace('localhost', '127.0.0.1');
   const merchant = await createTestMerchant(first);
   const api = apiClient(first, merchant.testKey);
-  const hook = (await api.post('/v1/webhooks', { url: 'http://localhost:9/hooks' })).body.webhook;
+  const hook = (await api.post('/v1/webhooks', { url: 'http://localhost:9/hooks' }, { headers: { 'idempotency-key': 'legacy-hook' } })).body.webhook;
+  const request = (await api.post('/v1/requests', {
+    bank_account_id: merchant.bankAccountId, message: 'Weekly box', recurring_options: { period: 'weekly', max_per_period: '100.00 NZD' }, cust_info: { email: 'pat@example.com' },
+  })).body.request;
+  const consent = (await api.post(`/v1/test-helpers/requests/${request.id}/pay`, {})).body.recurring_consent;
   const db = first.deps.db;
-  // As an older Tono stored them:
+  const secrets = first.deps.secrets;
+  const stored = await db.selectFrom('events').select(['id', 'body', 'secret_sealed']).where('type', '=', 'recurring_payment.authorised').executeTakeFirstOrThrow();
+  const token = secrets.open(stored.secret_sealed!);
+  const bankToken = secrets.open((await db.selectFrom('recurring_consents').select('bank_access_token').where('id', '=', consent.id).executeTakeFirstOrThrow()).bank_access_token);
+  const reply = await db.selectFrom('idempotency_keys').select('response').where('key', '=', 'legacy-hook').executeTakeFirstOrThrow();
+
+  // As an older Tono stored them: all in clear, the token inside the event's body.
+  const clearBody = JSON.parse(stored.body);
+  clearBody.data.token = token;
+  await db.updateTable('events').set({ body: JSON.stringify(clearBody), secret_sealed: null }).where('id', '=', stored.id).execute();
+  await db.updateTable('webhook_deliveries').set({ with_secret: 0 }).execute();
   await db.updateTable('webhook_endpoints').set({ secret: hook.secret }).where('id', '=', hook.id).execute();
-  const body = JSON.stringify({ id: 'event_01JD2Q8Z7M3V4K5N6P7R8S9T0V', type: 'recurring_payment.authorised', version: 1, created_at: '2026-01-01T00:00:00.000Z', data: { id: 'recurring_x', merchant_identifier: null, status: 'active', token: 'rct_legacyTokenValue0123456789abcdefghijklmnopq' } });
-  await db.insertInto('events').values({ id: 'event_01JD2Q8Z7M3V4K5N6P7R8S9T0V', user_id: merchant.userId, mode: 'test', type: 'recurring_payment.authorised', object_id: 'recurring_x', body, created_at: 0 }).execute();
+  await db.updateTable('recurring_consents').set({ bank_access_token: bankToken }).where('id', '=', consent.id).execute();
+  await db.updateTable('idempotency_keys').set({ response: secrets.open(reply.response!) }).where('key', '=', 'legacy-hook').execute();
   await db.deleteFrom('store_tasks').execute();
 
-  assert.equal(await sealStoredSecrets(db, first.deps.secrets, 1), true);
-  assert.equal(await sealStoredSecrets(db, first.deps.secrets, 2), false, 'once');
+  assert.equal(await sealStoredSecrets(db, secrets, 1), true);
+  assert.equal(await sealStoredSecrets(db, secrets, 2), false, 'once');
   const endpoint = await db.selectFrom('webhook_endpoints').select('secret').where('id', '=', hook.id).executeTakeFirstOrThrow();
   assert.match(endpoint.secret, /^sealed:v1:/);
-  assert.equal(first.deps.secrets.open(endpoint.secret), hook.secret);
-  const event = await db.selectFrom('events').select(['body', 'secret_sealed']).where('id', '=', 'event_01JD2Q8Z7M3V4K5N6P7R8S9T0V').executeTakeFirstOrThrow();
-  assert.equal(JSON.parse(event.body).data.token, 'rct_…nopq');
-  assert.equal(first.deps.secrets.open(event.secret_sealed!), 'rct_legacyTokenValue0123456789abcdefghijklmnopq');
+  assert.equal(secrets.open(endpoint.secret), hook.secret);
+  const event = await db.selectFrom('events').select(['body', 'secret_sealed']).where('id', '=', stored.id).executeTakeFirstOrThrow();
+  assert.equal(JSON.parse(event.body).data.token, `rct_…${token.slice(-4)}`);
+  assert.equal(secrets.open(event.secret_sealed!), token);
+  const sealedBank = (await db.selectFrom('recurring_consents').select('bank_access_token').where('id', '=', consent.id).executeTakeFirstOrThrow()).bank_access_token;
+  assert.match(sealedBank, /^sealed:v1:/);
+  assert.equal(secrets.open(sealedBank), bankToken);
+  // They keep working: the consent charges at the bank, the idempotent reply replays the secret.
+  const replayed = await api.post('/v1/webhooks', { url: 'http://localhost:9/hooks' }, { headers: { 'idempotency-key': 'legacy-hook' } });
+  assert.equal(replayed.body.webhook.secret, hook.secret);
+  assert.equal((await api.post('/v1/payments', { token, amount: '5.00 NZD', idempotency_key: 'after-sealing' })).status, 201);
+  closed = true;
   await first.close();
   // a store opened again (as at the next start) is left as it is
   const again = openDb(engine === 'postgres' ? { engine: 'postgres', url: process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test', schema: testDb.schema } : { engine: 'sqlite', file: testDb.file! });
-  t.after(() => again.destroy());
   assert.equal((await again.selectFrom('store_tasks').selectAll().execute()).length, 1);
+  const dump = engine === 'postgres'
+    ? JSON.stringify(await Promise.all(['events', 'webhook_endpoints', 'recurring_consents', 'idempotency_keys'].map(async (name) => (await sql`select * from ${sql.table(name)}`.execute(again)).rows)))
+    : '';
+  await again.destroy();
+  // Nothing of the clear values is left behind: not in the SQLite file (its WAL checkpointed at close), not in the tables.
+  const files = testDb.file ? filesUnder(path.dirname(testDb.file)) : [];
+  for (const value of [hook.secret as string, token, bankToken]) {
+    assert.equal(dump.includes(value), false, 'in the PostgreSQL tables');
+    for (const file of files) assert.equal(fs.readFileSync(file).includes(Buffer.from(value)), false, `left in ${file}`);
+  }
 });

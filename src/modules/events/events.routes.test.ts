@@ -7,6 +7,9 @@ import { apiClient, buildTestApp, createTestMerchant, engine, pgUrl, type ApiCli
 import { DELIVERY_POLICY, type DeliveryPolicy } from '../webhooks/retry-policy.ts';
 import { startReceiver } from '../webhooks/receiver.test-support.ts';
 import { WebhookDispatcher } from '../webhooks/webhooks.dispatcher.ts';
+import { transact } from '../../store/tx.ts';
+import { maskConsentToken, newConsentToken } from '../consents/consents.rules.ts';
+import { emitEvent } from './events.service.ts';
 
 async function setup(t: TestContext, policy: DeliveryPolicy = DELIVERY_POLICY) {
   const app = await buildTestApp(t);
@@ -151,4 +154,38 @@ test('recover re-sends what failed since a time, once', async (t) => {
   const [failed, resent] = detail.deliveries;
   assert.equal(failed.status, 'failed');
   assert.equal(failed.resent_by, resent.id);
+});
+
+test('the recurring token: in clear in a recovered delivery to an endpoint that existed at authorisation; masked in the API and to a later endpoint', async (t) => {
+  const { merchant, api, app } = await setup(t, { ...DELIVERY_POLICY, maxAttempts: 1 });
+  let up = false;
+  const old = await startReceiver(() => (up ? { status: 200 } : { status: 503 }));
+  const later = await startReceiver();
+  t.after(() => Promise.all([old.close(), later.close()]));
+  const oldHook = (await api.post('/v1/webhooks', { url: old.url })).body.webhook;
+  const since = new Date(Date.now() - 1000).toISOString();
+  const token = newConsentToken();
+  const masked = maskConsentToken(token);
+  assert.equal(masked, `rct_…${token.slice(-4)}`);
+  const event = await transact(app.deps.db, (trx) => emitEvent(trx, { userId: merchant.userId, mode: 'test' }, 'recurring_payment.authorised', 'recurring_x', {
+    id: 'recurring_x', merchant_identifier: null, status: 'active', token: masked,
+  }, Date.now(), app.deps.secrets.seal(token)));
+  const [first] = await old.waitFor(1);
+  assert.equal(first.body.data.token, token, 'the first try carries it');
+  await until(async () => ((await api.get(`/v1/events/${event.id}`)).body.deliveries[0]?.status === 'failed' ? true : undefined));
+
+  const laterHook = (await api.post('/v1/webhooks', { url: later.url })).body.webhook;
+  up = true;
+  assert.equal((await api.post(`/v1/webhooks/${oldHook.id}/recover`, { since })).body.deliveries.length, 1);
+  const [, recovered] = await old.waitFor(2);
+  assert.equal(recovered.body.data.token, token, 'the recovery carries it');
+  assert.equal((await api.post(`/v1/events/${event.id}/resend`, { webhook_id: laterHook.id })).status, 200);
+  const [toLater] = await later.waitFor(1);
+  assert.equal(toLater.body.data.token, masked);
+  assert.ok(!toLater.raw.toString('utf8').includes(token));
+
+  for (const shown of [(await api.get('/v1/events')).text, (await api.get(`/v1/events/${event.id}`)).text]) {
+    assert.ok(shown.includes(masked));
+    assert.ok(!shown.includes(token), 'the events API never shows it');
+  }
 });

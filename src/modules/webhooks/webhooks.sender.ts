@@ -1,5 +1,5 @@
 import { request } from 'undici';
-import { outboundAgent, refuseNonGlobalLiteral } from '../../shared/outbound.ts';
+import { outboundAgent, refuseNonGlobalLiteral, type Lookup } from '../../shared/outbound.ts';
 
 // The HTTP side of a delivery attempt: one POST, never throws, reports what happened.
 
@@ -34,8 +34,8 @@ function describeError(error: unknown, timeoutMs: number): string {
  * undici with keep-alive; per-origin connections bounded so one endpoint cannot take every socket.
  * Unless non-global targets are allowed, each connection's address is checked (docs/security.md).
  */
-export function createUndiciSender(options: { allowPrivate: boolean; connectionsPerOrigin: number }): Sender {
-  const agent = outboundAgent({ allowNonGlobal: options.allowPrivate }, { keepAliveTimeout: 30_000, keepAliveMaxTimeout: 60_000, connections: options.connectionsPerOrigin, pipelining: 1 });
+export function createUndiciSender(options: { allowPrivate: boolean; connectionsPerOrigin: number; lookup?: Lookup }): Sender {
+  const agent = outboundAgent({ allowNonGlobal: options.allowPrivate, lookup: options.lookup }, { keepAliveTimeout: 30_000, keepAliveMaxTimeout: 60_000, connections: options.connectionsPerOrigin, pipelining: 1 });
   return {
     async send(target, body, headers, timeoutMs) {
       const started = performance.now();
