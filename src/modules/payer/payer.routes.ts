@@ -50,10 +50,16 @@ export async function registerPayerRoutes(app: App, deps: Deps): Promise<void> {
   const message = (reply: FastifyReply, status: number, heading: string, text: string, session: PayerSession | null = null) =>
     page(reply, status, 'message', { title: heading, heading, text, session });
 
-  /** A cross-site form post is refused before anything else: the Origin (or Referer) must be ours. */
+  /**
+   * A cross-site form post is refused before anything else. Browsers say where a post comes from in
+   * Sec-Fetch-Site; without it, the Origin (or Referer) must be ours. Chromium sends `Origin: null`
+   * from pages with Referrer-Policy: no-referrer, so Sec-Fetch-Site is read first.
+   */
   const sameOrigin = (request: FastifyRequest): boolean => {
+    const site = request.headers['sec-fetch-site'];
+    if (typeof site === 'string') return site === 'same-origin';
     const from = request.headers.origin ?? request.headers.referer;
-    if (typeof from !== 'string') return request.headers['sec-fetch-site'] !== 'cross-site';
+    if (typeof from !== 'string') return true;
     try {
       return new URL(from).origin === origin();
     } catch {

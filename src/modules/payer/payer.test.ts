@@ -124,6 +124,7 @@ test('forms refuse a missing CSRF token and a cross-site origin, changing nothin
   const csrf = Browser.csrfOf(start.text);
   assert.equal((await browser.request('/customer/code', { form: { email: 'pat@example.com' } })).status, 403);
   assert.equal((await browser.request('/customer/code', { form: { email: 'pat@example.com', csrf }, headers: { origin: 'https://evil.example' } })).status, 403);
+  assert.equal((await browser.request('/customer/code', { form: { email: 'pat@example.com', csrf }, headers: { 'sec-fetch-site': 'cross-site', origin: 'null' } })).status, 403);
   assert.equal((await world.app.deps.db.selectFrom('payer_codes').select('id').execute()).length, 0);
 
   const signedIn = await signIn(world, 'pat@example.com');
