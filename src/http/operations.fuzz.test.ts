@@ -106,6 +106,10 @@ test('every operation refuses an unknown query parameter, naming it; lists refus
       assert.equal(loose.body.message, 'limit must be a whole number from 1 to 1000');
     }
     assert.equal((await call({ limit: '5' })).status, 200, operation.path);
+    if (operation.method === 'GET') {
+      const twice = await api.get(`${url}?limit=5&limit=5`);
+      assert.deepEqual([twice.status, twice.body.code], [400, 'bad_request.invalid_param.limit'], `${operation.path}: ${twice.text}`);
+    }
   }
 });
 
