@@ -8,7 +8,7 @@ import { errorHandler, notFoundHandler, requireJsonBody } from './http/errors.ts
 import { validatorCompiler } from './http/validation.ts';
 import { refuseNulCharacters } from './http/text-guard.ts';
 import { clientErrorHandler } from './http/client-errors.ts';
-import { strictApiRoute } from './http/strict-routes.ts';
+import { emptyJsonIsNoBody, strictApiRoute } from './http/strict-routes.ts';
 import { pageSecurityHeaders } from './http/page-headers.ts';
 import type { Deps } from './http/context.ts';
 import { checkDb } from './store/db.ts';
@@ -60,6 +60,8 @@ export async function buildApp(deps: Deps): Promise<App> {
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, emptyJsonIsNoBody(app.getDefaultJsonParser('error', 'error')));
   app.setValidatorCompiler(validatorCompiler);
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);

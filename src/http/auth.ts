@@ -4,7 +4,7 @@ import { shiftedClock } from '../shared/time.ts';
 import { authenticateKey } from '../modules/merchants/merchants.service.ts';
 import type { Ctx, Deps } from './context.ts';
 import { TokenBuckets } from './rate-limit.ts';
-import { FailureLimiter, retryAfterSeconds } from './failure-limiter.ts';
+import { clientKey, FailureLimiter, retryAfterSeconds } from './failure-limiter.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -43,14 +43,15 @@ export function apiKeyAuth(deps: Deps) {
   const failures = failuresFor(deps);
   return async function requireApiKey(request: FastifyRequest, _reply: FastifyReply): Promise<void> {
     const now = deps.clock.now();
-    const allowed = failures.check(request.ip, now);
+    const client = clientKey(request.ip);
+    const allowed = failures.check(client, now);
     if (!allowed.ok) {
       const seconds = retryAfterSeconds(allowed.retryAfterMs);
       throw new AppError('rate_limited', `Too many failed authentications from this address; retry after ${seconds} s`,
         { retry_after_seconds: seconds }, { 'retry-after': String(seconds) });
     }
     const refuse = (message: string) => {
-      failures.fail(request.ip, now);
+      failures.fail(client, now);
       return unauthorized(message);
     };
     const header = request.headers.authorization;

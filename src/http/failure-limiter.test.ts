@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { randomBytes } from 'node:crypto';
 import { apiClient, buildTestApp, createTestMerchant } from '../../test/helpers.ts';
 import { shiftedClock, systemClock } from '../shared/time.ts';
-import { FailureLimiter } from './failure-limiter.ts';
+import { clientKey, FailureLimiter } from './failure-limiter.ts';
 
 test('FailureLimiter: at most max failures per window, then refused until the window ends; keys are independent', () => {
   fc.assert(fc.property(fc.integer({ min: 1, max: 20 }), fc.array(fc.integer({ min: 0, max: 5_000 }), { maxLength: 60 }), (max, gaps) => {
@@ -25,6 +25,45 @@ test('FailureLimiter: at most max failures per window, then refused until the wi
   const off = new FailureLimiter({ max: 0, windowMs: 1_000 });
   for (let i = 0; i < 100; i++) off.fail('ip', 0);
   assert.equal(off.check('ip', 0).ok, true);
+});
+
+test('FailureLimiter: memory stays bounded, expired windows are dropped, the newest windows are kept', () => {
+  const limiter = new FailureLimiter({ max: 1, windowMs: 1_000, maxKeys: 1_000 });
+  for (let i = 0; i < 5_000; i++) limiter.fail(`ip${i}`, i % 500);
+  assert.equal(limiter.size, 1_000);
+  assert.equal(limiter.check('ip4999', 500).ok, false, 'the newest are still limited');
+  limiter.fail('late', 1_600);
+  assert.equal(limiter.size, 1, 'every window that began a second ago or more is gone');
+  // a key whose window ended starts a new one at the back, so the order stays the order of start
+  const reopened = new FailureLimiter({ max: 1, windowMs: 1_000, maxKeys: 2 });
+  reopened.fail('a', 0);
+  reopened.fail('b', 500);
+  reopened.fail('a', 1_200);
+  reopened.fail('c', 1_300);
+  assert.deepEqual(['a', 'b', 'c'].map((key) => reopened.check(key, 1_300).ok), [false, true, false]);
+});
+
+test('clientKey: IPv4 as itself (also when IPv4-mapped), IPv6 by its /64', () => {
+  assert.equal(clientKey('203.0.113.9'), '203.0.113.9');
+  assert.equal(clientKey('::ffff:203.0.113.9'), '203.0.113.9');
+  assert.equal(clientKey('2001:db8:1:2::1'), '2001:db8:1:2::/64');
+  assert.equal(clientKey('2001:db8:1:2:ffff:ffff:ffff:ffff'), '2001:db8:1:2::/64');
+  assert.equal(clientKey('2001:0db8:0001:0002:0:0:0:7'), '2001:db8:1:2::/64');
+  assert.notEqual(clientKey('2001:db8:1:3::1'), clientKey('2001:db8:1:2::1'));
+  assert.equal(clientKey('not an address'), 'not an address');
+});
+
+test('guessing API keys from a fresh IPv6 address each time, within one /64, is limited as one client', async (t) => {
+  const app = await buildTestApp(t);
+  const merchant = await createTestMerchant(app);
+  const guess = (remoteAddress: string) =>
+    app.app.inject({ method: 'GET', url: '/v1/requests', remoteAddress, headers: { authorization: `Bearer sk_test_${randomBytes(24).toString('base64url')}` } });
+  for (let i = 1; i <= 30; i++) assert.equal((await guess(`2001:db8:1:2::${i.toString(16)}`)).statusCode, 401);
+  const blocked = await guess('2001:db8:1:2:aaaa:bbbb:cccc:dddd');
+  assert.equal(blocked.statusCode, 429);
+  assert.equal(blocked.json().code, 'rate_limited');
+  const neighbour = await app.app.inject({ method: 'GET', url: '/v1/requests', remoteAddress: '2001:db8:1:3::1', headers: { authorization: `Bearer ${merchant.testKey}` } });
+  assert.equal(neighbour.statusCode, 200, 'another /64 is not affected');
 });
 
 test('guessing API keys: after 30 failures a minute from one address, 429 with Retry-After; a minute later it may try again', async (t) => {

@@ -106,6 +106,10 @@ test('every operation refuses an unknown query parameter, naming it; lists refus
       assert.equal(loose.body.message, 'limit must be a whole number from 1 to 1000');
     }
     assert.equal((await call({ limit: '5' })).status, 200, operation.path);
+    if (operation.method === 'GET') {
+      const twice = await api.get(`${url}?limit=5&limit=5`);
+      assert.deepEqual([twice.status, twice.body.code], [400, 'bad_request.invalid_param.limit'], `${operation.path}: ${twice.text}`);
+    }
   }
 });
 
@@ -115,7 +119,7 @@ test('actions that take no body accept none or {}, and refuse anything else', as
   assert.ok(actions.length >= 8, actions.map((a) => a.path).join(' '));
   for (const action of actions) {
     const url = action.path.replace('{id}', 'x');
-    for (const [payload, code] of [['[[[]]]', 'bad_request.invalid_json'], ['{"a":1}', 'bad_request.unknown_param.a'], ['"text"', 'bad_request.invalid_json']] as const) {
+    for (const [payload, code] of [['[[[]]]', 'bad_request.invalid_json'], ['{"a":1}', 'bad_request.unknown_param.a'], ['"text"', 'bad_request.invalid_json'], ['null', 'bad_request.invalid_json'], ['0', 'bad_request.invalid_json']] as const) {
       const response = await app.app.inject({ method: action.method, url, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, payload });
       assert.deepEqual([response.statusCode, response.json().code], [400, code], `${action.method} ${action.path} ${payload}`);
     }
@@ -125,4 +129,12 @@ test('actions that take no body accept none or {}, and refuse anything else', as
   assert.equal(revoke.statusCode, 200, revoke.body);
   const again = await app.app.inject({ method: 'PUT', url: `/v1/recurring-consents/${ids.recurring}/revoke`, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, payload: '{}' });
   assert.equal(again.statusCode, 200, again.body);
+  // an empty body sent with a JSON content type is no body, as many clients send that header on every call
+  const empty = await app.app.inject({ method: 'DELETE', url: `/v1/webhooks/${ids.webhook}`, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, payload: '' });
+  assert.equal(empty.statusCode, 200, empty.body);
+  const resend = await app.app.inject({ method: 'POST', url: `/v1/events/${ids.event}/resend`, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, payload: '' });
+  assert.equal(resend.statusCode, 200, resend.body);
+  // where a body is required, an empty one is still not JSON
+  const create = await app.app.inject({ method: 'POST', url: '/v1/requests', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, payload: '' });
+  assert.deepEqual([create.statusCode, create.json().code], [400, 'bad_request.invalid_json']);
 });

@@ -31,3 +31,15 @@ test('every page, including the 404 link page and the 400 bank-return page, has 
     assert.match(csp, url.includes('embed_origin') ? /frame-ancestors https:\/\/shop\.example/ : url === '/embed-demo' ? /frame-ancestors/ : /frame-ancestors 'none'/, url);
   }
 });
+
+test('every other response, JSON, scripts, styles and errors, is nosniff too', async (t) => {
+  const app = await buildTestApp(t);
+  const merchant = await createTestMerchant(app);
+  const urls = ['/embed.js', '/checkout/assets/checkout.css', '/healthz', '/v1/requests', '/v1/nothing', '/sandbox-bank/', '/sandbox-bank/nothing'];
+  for (const url of urls) {
+    const response = await app.app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${merchant.testKey}` } });
+    assert.ok(response.statusCode < 500, url);
+    assert.equal(response.headers['x-content-type-options'], 'nosniff', url);
+  }
+});
+

@@ -4,13 +4,15 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 // the sandbox bank's pages) carries the same security headers, set here once. A page that needs a
 // different Content-Security-Policy (the embed, framed by one merchant origin) sets its own; the
 // default refuses everything but our own styles, scripts and images, and any framing.
+// Every other response (JSON, the widget's script, styles) gets nosniff too, so a browser never
+// reads one as a type it was not sent as.
 
 export const DEFAULT_PAGE_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
 export async function pageSecurityHeaders(_request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
+  reply.header('x-content-type-options', 'nosniff');
   const type = reply.getHeader('content-type');
   if (typeof type !== 'string' || !type.startsWith('text/html')) return payload;
-  reply.header('x-content-type-options', 'nosniff');
   reply.header('referrer-policy', 'no-referrer');
   if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
   if (!reply.hasHeader('content-security-policy')) reply.header('content-security-policy', DEFAULT_PAGE_CSP);

@@ -1,4 +1,4 @@
-import type { FastifyRequest, RouteOptions } from 'fastify';
+import type { FastifyBodyParser, FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
 import { Type } from 'typebox';
 import { AppError, unknownParam } from '../shared/errors.ts';
 
@@ -20,10 +20,17 @@ function isApiRoute(url: string): boolean {
   return url.startsWith('/v1/') || /^\/(requests|customers|subscriptions)\//.test(url);
 }
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route has a body schema, yet no body at all is taken too (its handler supplies the default). */
+    bodyOptional?: boolean;
+  }
+}
+
 async function refuseBody(request: FastifyRequest): Promise<void> {
   const body = request.body;
-  if (body === undefined || body === null) return;
-  if (typeof body === 'object' && !Array.isArray(body)) {
+  if (body === undefined) return;
+  if (body !== null && typeof body === 'object' && !Array.isArray(body)) {
     const [first] = Object.keys(body);
     if (first !== undefined) throw unknownParam(first);
     return;
@@ -41,4 +48,20 @@ export function strictApiRoute(route: RouteOptions): void {
   const takesBody = methods.some((method) => method === 'POST' || method === 'PUT' || method === 'PATCH' || method === 'DELETE');
   const existing = route.preValidation ? (Array.isArray(route.preValidation) ? route.preValidation : [route.preValidation]) : [];
   route.preValidation = [refuseUnknownQuery(allowed), ...existing, ...(takesBody && !schema.body ? [refuseBody] : [])] as RouteOptions['preValidation'];
+}
+
+/**
+ * Wraps Fastify's JSON parser (prototype poisoning refused as before): an empty body sent with
+ * `Content-Type: application/json` is no body at all on a route that takes none, or takes none
+ * optionally, as many HTTP clients send that header on every call. Elsewhere it stays invalid JSON.
+ */
+export function emptyJsonIsNoBody(parse: FastifyBodyParser<string>): FastifyBodyParser<string> {
+  return function parseJson(this: FastifyInstance, request, body, done) {
+    const route = request.routeOptions;
+    if (body.length === 0 && (!route.schema?.body || route.config?.bodyOptional === true)) {
+      done(null, undefined);
+      return;
+    }
+    return parse.call(this, request, body, done);
+  };
 }

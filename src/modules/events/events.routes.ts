@@ -24,6 +24,7 @@ export async function registerEventRoutes(app: App, deps: Deps): Promise<void> {
   app.post('/v1/events/:id/resend', {
     onRequest: auth,
     // No body is the same as {}: every endpoint that takes the event.
+    config: { bodyOptional: true },
     preValidation: async (request) => {
       if (request.body === undefined) request.body = {};
     },
