@@ -54,7 +54,7 @@ test('clientKey: IPv4 as itself (also when IPv4-mapped), IPv6 by its /64', () =>
 });
 
 test('guessing API keys from a fresh IPv6 address each time, within one /64, is limited as one client', async (t) => {
-  const app = await buildTestApp(t);
+  const app = await buildTestApp(t, { authFailuresPerMinute: 30 });
   const merchant = await createTestMerchant(app);
   const guess = (remoteAddress: string) =>
     app.app.inject({ method: 'GET', url: '/v1/requests', remoteAddress, headers: { authorization: `Bearer sk_test_${randomBytes(24).toString('base64url')}` } });
