@@ -58,13 +58,14 @@ export async function sendCode(deps: Deps, limits: SignInLimits, email: string, 
         .where('created_at', '>', now - 60 * 60_000).orderBy('created_at').limit(1).executeTakeFirstOrThrow();
       return { kind: 'limited', retryAfterMs: Number(oldest.created_at) + 60 * 60_000 - now } as const;
     }
-    // One live code per email: a new one kills the rest. An unknown email gets a row too (never
-    // a message), so the per-email limit reads the same whether the email is known or not.
+    // One live code per email: a new one kills the rest. An unknown email gets a live code too,
+    // never sent, so limits, wrong tries and expiry all answer the same whether it is known or not
+    // (guessing it would only open an empty page).
     await trx.updateTable('payer_codes').set({ dead_at: now }).where('email', '=', email).where('dead_at', 'is', null).where('used_at', 'is', null).execute();
     const code = String(randomInt(0, 1_000_000)).padStart(6, '0');
     await trx.insertInto('payer_codes').values({
-      id: newId('payerCode'), email, code_sealed: deps.secrets.seal(code), tries_left: known ? CODE_TRIES : 0,
-      expires_at: now + CODE_TTL_MS, used_at: null, dead_at: known ? null : now, created_at: now,
+      id: newId('payerCode'), email, code_sealed: deps.secrets.seal(code), tries_left: CODE_TRIES,
+      expires_at: now + CODE_TTL_MS, used_at: null, dead_at: null, created_at: now,
     }).execute();
     if (known) {
       await queueMail(trx, { to: email, template: 'payer_code', data: { code, minutes: CODE_TTL_MS / 60_000 }, related: { type: 'payer', id: email } }, now, deps.secrets);
