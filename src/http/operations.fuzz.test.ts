@@ -138,3 +138,17 @@ test('actions that take no body accept none or {}, and refuse anything else', as
   const create = await app.app.inject({ method: 'POST', url: '/v1/requests', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, payload: '' });
   assert.deepEqual([create.statusCode, create.json().code], [400, 'bad_request.invalid_json']);
 });
+
+test('without a key every operation is a 401, whatever the body: authentication comes before parsing and validation', async (t) => {
+  const { app, operations, idFor } = await world(t);
+  for (const operation of operations) {
+    const url = operation.path.replace('{id}', idFor(operation.path));
+    for (const payload of [undefined, '{"not":"valid"', '{"amount":"x"}']) {
+      const response = await app.app.inject({
+        method: operation.method, url, ...(payload !== undefined && { payload, headers: { 'content-type': 'application/json' } }),
+      });
+      assert.equal(response.statusCode, 401, `${operation.method} ${operation.path} ${payload}: ${response.body}`);
+      assert.equal(response.json().code, 'unauthorized');
+    }
+  }
+});

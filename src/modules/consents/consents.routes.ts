@@ -16,7 +16,7 @@ export async function registerConsentRoutes(app: App, deps: Deps): Promise<void>
   const params = IdParams('Recurring consent id (recurring_…)');
 
   app.post('/v1/payments', {
-    preHandler: auth,
+    onRequest: auth,
     schema: {
       tags: ['Payments'],
       summary: 'Execute a payment under a recurring consent',
@@ -35,19 +35,19 @@ export async function registerConsentRoutes(app: App, deps: Deps): Promise<void>
 
   const tags = ['Recurring consents'];
   const getOne = {
-    preHandler: auth,
+    onRequest: auth,
     schema: { tags, summary: 'Get a recurring consent: status, limits and usage (never the token)', params, response: { 200: ConsentEnvelope, ...errorResponses } },
   };
   app.get('/v1/recurring-consents/:id', getOne, async (request) => retrieveConsent(request.ctx, request.params.id));
   app.get('/recurring-consents/:id', { ...getOne, schema: { ...getOne.schema, hide: true } }, async (request) => retrieveConsent(request.ctx, request.params.id));
 
   app.get('/v1/recurring-consents', {
-    preHandler: auth,
+    onRequest: auth,
     schema: { tags, summary: 'List recurring consents, newest first', querystring: ListConsentsQuery, response: { 200: ConsentList, ...errorResponses } },
   }, async (request) => listConsentsFor(request.ctx, request.query));
 
   app.put('/v1/recurring-consents/:id/revoke', {
-    preHandler: auth,
+    onRequest: auth,
     schema: {
       tags,
       summary: 'Revoke a recurring consent, here and at the bank; no further payments can be executed',

@@ -55,7 +55,7 @@ export async function registerConsentTestHelperRoutes(app: App, deps: Deps): Pro
   const response = { 200: ConsentEnvelope, ...errorResponses, 503: errorResponses[400] };
 
   app.post('/v1/test-helpers/recurring-consents/:id/revoke-at-bank', {
-    preHandler: auth,
+    onRequest: auth,
     schema: { tags, summary: 'The payer revokes the consent at their bank: no webhook; the next execution finds out', params, response },
   }, async (request) => {
     const consent = await testConsent(request.ctx, request.params.id);
@@ -64,7 +64,7 @@ export async function registerConsentTestHelperRoutes(app: App, deps: Deps): Pro
   });
 
   app.post('/v1/test-helpers/recurring-consents/:id/revoke-by-payer', {
-    preHandler: auth,
+    onRequest: auth,
     schema: { tags, summary: 'The payer revokes the consent in the payer dashboard: recurring_payment.revoked', params, response },
   }, async (request) => {
     const consent = await testConsent(request.ctx, request.params.id);
@@ -73,7 +73,7 @@ export async function registerConsentTestHelperRoutes(app: App, deps: Deps): Pro
   });
 
   app.post('/v1/test-helpers/recurring-consents/:id/decline-next', {
-    preHandler: auth,
+    onRequest: auth,
     schema: { tags, summary: 'The bank refuses the next `count` executions under this consent', params, body: DeclineNextBody, response },
   }, async (request) => {
     const consent = await testConsent(request.ctx, request.params.id);

@@ -10,13 +10,13 @@ export async function registerCustomerRoutes(app: App, deps: Deps): Promise<void
   const auth = apiKeyAuth(deps);
   const tags = ['Customers'];
   const getOne = {
-    preHandler: auth,
+    onRequest: auth,
     schema: { tags, summary: 'Get a customer', params: IdParams('Customer id (customer_…)'), response: { 200: CustomerEnvelope, ...errorResponses } },
   };
   app.get('/v1/customers/:id', getOne, async (request) => retrieveCustomer(request.ctx, request.params.id));
   app.get('/customers/:id', { ...getOne, schema: { ...getOne.schema, hide: true } }, async (request) => retrieveCustomer(request.ctx, request.params.id));
   app.get('/v1/customers', {
-    preHandler: auth,
+    onRequest: auth,
     schema: {
       tags,
       summary: 'List customers, newest first',

@@ -9,19 +9,19 @@ export async function registerPaymentRoutes(app: App, deps: Deps): Promise<void>
   const auth = apiKeyAuth(deps);
   const tags = ['Payments'];
   const getOne = {
-    preHandler: auth,
+    onRequest: auth,
     schema: { tags, summary: 'Get a payment', params: IdParams('Payment id (payment_…)'), response: { 200: PaymentEnvelope, ...errorResponses } },
   };
   app.get('/v1/payments/:id', getOne, async (request) => retrievePayment(request.ctx, request.params.id));
   app.get('/payments/:id', { ...getOne, schema: { ...getOne.schema, hide: true } }, async (request) => retrievePayment(request.ctx, request.params.id));
 
   app.get('/v1/payments', {
-    preHandler: auth,
+    onRequest: auth,
     schema: { tags, summary: 'List payments, newest first', querystring: ListPaymentsQuery, response: { 200: PaymentList, ...errorResponses } },
   }, async (request) => listPaymentsFor(request.ctx, request.query));
 
   const requestPayments = {
-    preHandler: auth,
+    onRequest: auth,
     schema: {
       tags,
       summary: "List a request's payments, newest first",

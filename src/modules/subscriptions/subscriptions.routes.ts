@@ -23,12 +23,12 @@ export async function registerSubscriptionRoutes(app: App, deps: Deps): Promise<
   const params = IdParams('Subscription id (subscription_…)');
 
   app.get('/v1/subscriptions/:id', {
-    preHandler: auth,
+    onRequest: auth,
     schema: { tags, summary: 'Get a subscription', params, response: { 200: SubscriptionEnvelope, ...errorResponses } },
   }, async (request) => retrieveSubscription(request.ctx, request.params.id));
 
   app.get('/v1/subscriptions', {
-    preHandler: auth,
+    onRequest: auth,
     schema: {
       tags,
       summary: 'List subscriptions, newest first',
@@ -44,7 +44,7 @@ export async function registerSubscriptionRoutes(app: App, deps: Deps): Promise<
   ] as const;
   for (const { method, action, run, summary } of actions) {
     app[method](`/v1/subscriptions/:id/${action}`, {
-      preHandler: auth,
+      onRequest: auth,
       schema: { tags, summary, params, headers: IdempotencyHeaders, response: { 200: SubscriptionEnvelope, ...errorResponses } },
     }, async (request, reply) => {
       const result = await run(request.ctx, request.params.id, request.headers['idempotency-key']);
@@ -54,7 +54,7 @@ export async function registerSubscriptionRoutes(app: App, deps: Deps): Promise<
   }
 
   const paymentsRoute = {
-    preHandler: auth,
+    onRequest: auth,
     schema: {
       tags,
       summary: "A subscription's payments, newest first, each with cust_info (all of them unless limit is given)",
@@ -69,15 +69,15 @@ export async function registerSubscriptionRoutes(app: App, deps: Deps): Promise<
 
   const helperTags = ['Test helpers'];
   app.post('/v1/test-helpers/subscriptions/:id/decline-next', {
-    preHandler: auth,
+    onRequest: auth,
     schema: { tags: helperTags, summary: 'Make the bank refuse the next charge attempts (test keys only)', params, body: DeclineNextBody, response: { 200: SubscriptionEnvelope, ...errorResponses } },
   }, async (request) => declineNextCharges(request.ctx, request.params.id, request.body));
   app.post('/v1/test-helpers/subscriptions/:id/cancel-at-bank', {
-    preHandler: auth,
+    onRequest: auth,
     schema: { tags: helperTags, summary: 'The payer revokes the consent at their bank; the next charge finds out (test keys only)', params, response: { 200: SubscriptionEnvelope, ...errorResponses } },
   }, async (request) => cancelAtBank(request.ctx, request.params.id));
   app.post('/v1/test-helpers/subscriptions/:id/cancel-by-payer', {
-    preHandler: auth,
+    onRequest: auth,
     schema: { tags: helperTags, summary: 'The payer cancels in the customer dashboard (test keys only)', params, response: { 200: SubscriptionEnvelope, ...errorResponses } },
   }, async (request) => cancelByPayer(request.ctx, request.params.id));
 }

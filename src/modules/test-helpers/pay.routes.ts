@@ -9,7 +9,7 @@ import { payRequestAsPayer } from './pay.service.ts';
 
 export async function registerPayTestHelperRoutes(app: App, deps: Deps): Promise<void> {
   app.post('/v1/test-helpers/requests/:id/pay', {
-    preHandler: apiKeyAuth(deps),
+    onRequest: apiKeyAuth(deps),
     schema: {
       tags: ['Test helpers'],
       summary: 'Pay a test-mode request as a payer would, through the sandbox bank (test keys only)',
