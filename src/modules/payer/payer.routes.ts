@@ -6,6 +6,7 @@ import { Eta } from 'eta';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { App } from '../../app.ts';
 import type { Deps } from '../../http/context.ts';
+import { clientKey } from '../../http/failure-limiter.ts';
 import { randomSecret, constantTimeEqual } from '../../shared/crypto.ts';
 import { AppError } from '../../shared/errors.ts';
 import { consentOfPayer, consentsOfPayer, revokeConsentForPayer } from '../consents/consents.payer.ts';
@@ -109,7 +110,7 @@ export async function registerPayerRoutes(app: App, deps: Deps): Promise<void> {
       if (!email) {
         return page(reply, 400, 'signin', { title: 'Sign in', csrf, email: field(request.body, 'email').slice(0, 254), error: 'Enter the email address you gave, like name@example.com' });
       }
-      const sent = await sendCode(deps, limits, email, request.ip);
+      const sent = await sendCode(deps, limits, email, clientKey(request.ip));
       if (sent.kind === 'limited') {
         reply.header('retry-after', String(Math.ceil(sent.retryAfterMs / 1000)));
         return page(reply, 429, 'signin', { title: 'Sign in', csrf, email, error: `Too many codes have been asked for. Try again in ${minutes(sent.retryAfterMs)} minutes.` });
@@ -123,7 +124,7 @@ export async function registerPayerRoutes(app: App, deps: Deps): Promise<void> {
       const email = normaliseEmail(field(request.body, 'email'));
       if (!email) return page(reply, 400, 'signin', { title: 'Sign in', csrf, error: 'Enter the email address you gave, like name@example.com' });
       const code = field(request.body, 'code').replace(/\s+/g, '');
-      const outcome = await verifyCode(deps, limits, email, code, request.ip);
+      const outcome = await verifyCode(deps, limits, email, code, clientKey(request.ip));
       switch (outcome.kind) {
         case 'signed_in':
           // A new session id at every sign-in; the pre-session token is done with.
