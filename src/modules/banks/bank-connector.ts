@@ -31,7 +31,8 @@ export type Creditor = { name: string; accountNumber: string };
 /** The statement text block on both sides: particulars V-XXXXXX, code TONO, merchant reference. */
 export type Remittance = { particulars: string; code: string; reference: string };
 
-export type EnduringPeriod = 'Day' | 'Week' | 'Fortnight' | 'Month' | 'Quarter' | 'Year';
+/** The standard's Frequency.Period; it has no quarter (docs/banks.md says how quarterly plans map). */
+export type EnduringPeriod = 'Daily' | 'Weekly' | 'Fortnightly' | 'Monthly' | 'Annual';
 
 export type SingleConsentInput = {
   amountCents: number;
@@ -44,6 +45,7 @@ export type SingleConsentInput = {
 export type EnduringConsentInput = {
   fromAt: number;
   toAt: number | null;
+  /** Sent as the standard's required MaximumAmount; without one, the per-period cap is the most one payment can be. */
   maxPerPaymentCents: number | null;
   period: EnduringPeriod;
   maxPerPeriodCents: number;
@@ -52,13 +54,17 @@ export type EnduringConsentInput = {
   totalCount: number | null;
   totalAmountCents: number | null;
   creditor: Creditor;
+  /** Not part of the standard's enduring consent: each payment carries its own statement block. */
   remittance: Remittance;
   idempotencyKey: string;
   at?: number;
 };
 
-/** A consent at the bank and the status the bank reports for it. */
-export type BankConsentStatus = 'AwaitingAuthorisation' | 'Authorised' | 'Rejected' | 'Consumed' | 'Revoked' | 'Expired';
+/** The payer's account as the bank released it for a payment (kept for refunds). */
+export type DebtorAccount = { schemeName: string; identification: string; name: string | null };
+
+/** A consent at the bank and the status the bank reports for it (the standard has no Expired: an ended consent stays Authorised). */
+export type BankConsentStatus = 'AwaitingAuthorisation' | 'Authorised' | 'Rejected' | 'Consumed' | 'Revoked';
 /** Payment outcome mapped from the standard's statuses. */
 export type BankPaymentOutcome = 'successful' | 'failed' | 'pending';
 
@@ -86,6 +92,8 @@ export interface BankConnector {
   /** `at` as elsewhere: the sandbox bank settles delayed payments by it. */
   getPaymentStatus(input: { paymentId: string; at?: number }): Promise<BankResult<{ outcome: BankPaymentOutcome; failureReason?: string }>>;
   getConsent(input: { consentId: string; kind: 'single' | 'enduring'; at?: number }): Promise<BankResult<{ status: BankConsentStatus }>>;
+  /** The account a payment was made from, when the consent asked for its release. */
+  getDebtorAccount(input: { paymentId: string }): Promise<BankResult<{ account: DebtorAccount }>>;
   revokeConsent(input: { consentId: string }): Promise<BankResult<{}>>;
 }
 

@@ -26,7 +26,7 @@ async function enduringConsent(app: Listening, connector: BankConnector, overrid
     fromAt: Date.parse('2027-01-01T00:00:00+13:00'),
     toAt: null,
     maxPerPaymentCents: 5_000,
-    period: 'Week',
+    period: 'Weekly',
     maxPerPeriodCents: 8_000,
     maxCountPerPeriod: null,
     totalCount: null,
@@ -72,6 +72,11 @@ test('one-off payment through the connector: consent, authorise redirect, code e
   assert.equal(submitted.outcome, 'successful');
   assert.deepEqual(await connector.getPaymentStatus({ paymentId: submitted.paymentId }), { ok: true, outcome: 'successful' });
   assert.deepEqual(await connector.getConsent({ consentId: consent.consentId, kind: 'single' }), { ok: true, status: 'Consumed' });
+  // The consent asked for the payer's account (DebtorAccountRelease): the bank gives it for this payment.
+  const payer = (await hook('GET', `${app.bankUrl}/test/payers/sandbox`)).body.Data;
+  assert.deepEqual(await connector.getDebtorAccount({ paymentId: submitted.paymentId }), {
+    ok: true, account: { schemeName: 'BECSElectronicCredit', identification: payer.AccountNumber, name: payer.Name },
+  });
   const unknown = await connector.getPaymentStatus({ paymentId: 'dp-missing' });
   assert.deepEqual(unknown, { ok: false, reason: 'invalid_request', message: 'No such resource: dp-missing', bankCode: 'Field.Invalid', unknown: false });
 });

@@ -60,7 +60,7 @@ export type Caller = { clientId: string; consentId: string | null };
 /** The client (and consent, for a consent-bound token) behind an Authorization header. */
 export async function authenticateBearer(deps: SandboxDeps, header: string | undefined): Promise<Caller> {
   const match = /^Bearer ([A-Za-z0-9_-]{16,128})$/.exec(header ?? '');
-  if (!match) throw unauthorised('Send Authorization: Bearer <access token> from POST /token');
+  if (!match) throw unauthorised('Send Authorization: Bearer <access token> from POST /token', !header);
   const row = await findToken(deps.db, sha256Hex(match[1]));
   if (!row || (row.expires_at !== null && row.expires_at <= deps.clock.now())) throw unauthorised('The access token is unknown or expired');
   return { clientId: row.client_id, consentId: row.consent_id };

@@ -39,7 +39,7 @@ export async function registerHookRoutes(app: FastifyInstance, deps: SandboxDeps
     try {
       request.hookClient = authenticateClient(deps, id, secret).clientId;
     } catch {
-      throw unauthorised('Test hooks need the client credentials: Authorization: Basic base64(client_id:client_secret)');
+      throw unauthorised('Test hooks need the client credentials: Authorization: Basic base64(client_id:client_secret)', !request.headers.authorization);
     }
   });
   app.post('/test/payers', {

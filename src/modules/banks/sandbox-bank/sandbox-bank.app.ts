@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import formbody from '@fastify/formbody';
 import { Migrator, sql, type Kysely } from 'kysely';
@@ -9,6 +10,7 @@ import { pageSecurityHeaders } from '../../../http/page-headers.ts';
 import * as sandboxMigration from '../../../store/migrations/0004-sandbox-bank.ts';
 import * as sandboxUsageMigration from '../../../store/migrations/0009-sandbox-usage.ts';
 import { systemClock, type Clock } from '../../../shared/time.ts';
+import { INTERACTION_ID_HEADER } from '../open-banking.wire.ts';
 import { registerApiRoutes } from './api.routes.ts';
 import { registerAuthRoutes } from './auth.routes.ts';
 import { bankErrorHandler, bankNotFoundHandler } from './sandbox.errors.ts';
@@ -57,6 +59,11 @@ export async function sandboxBank(app: FastifyInstance, options: SandboxBankOpti
   app.setValidatorCompiler(validatorCompiler);
   app.setErrorHandler(bankErrorHandler);
   app.setNotFoundHandler(bankNotFoundHandler);
+  // x-fapi-interaction-id on every answer: the caller's, echoed, or a new one to quote to the bank.
+  app.addHook('onRequest', async (request, reply) => {
+    const sent = request.headers[INTERACTION_ID_HEADER];
+    reply.header(INTERACTION_ID_HEADER, typeof sent === 'string' && /^[\x21-\x7e]{1,128}$/.test(sent) ? sent : randomUUID());
+  });
   // The same input checks as the service's (nesting depth, NUL), for the bank running alone too.
   app.addHook('preValidation', refuseNulCharacters);
   app.get('/', async () => ({ name: 'Sandbox Bank', standard: 'NZ payment initiation', login: 'username sandbox, any password' }));
