@@ -34,7 +34,11 @@ export type Remittance = { particulars: string; code: string; reference: string 
 /** The standard's Frequency.Period; it has no quarter (docs/banks.md says how quarterly plans map). */
 export type EnduringPeriod = 'Daily' | 'Weekly' | 'Fortnightly' | 'Monthly' | 'Annual';
 
+/** Ids that go into the log line of each bank call with its x-fapi-interaction-id, e.g. { payment_id }. */
+export type Trace = Record<string, string>;
+
 export type SingleConsentInput = {
+  trace?: Trace;
   amountCents: number;
   creditor: Creditor;
   remittance: Remittance;
@@ -43,6 +47,7 @@ export type SingleConsentInput = {
 };
 
 export type EnduringConsentInput = {
+  trace?: Trace;
   fromAt: number;
   toAt: number | null;
   /** Sent as the standard's required MaximumAmount; without one, the per-period cap is the most one payment can be. */
@@ -69,6 +74,7 @@ export type BankConsentStatus = 'AwaitingAuthorisation' | 'Authorised' | 'Reject
 export type BankPaymentOutcome = 'successful' | 'failed' | 'pending';
 
 export type PaymentSubmission = {
+  trace?: Trace;
   consentId: string;
   /** The consent-bound access token from exchangeCode. */
   accessToken: string;
@@ -90,11 +96,11 @@ export interface BankConnector {
   exchangeCode(input: { code: string; redirectUri: string }): Promise<BankResult<{ accessToken: string; consentId: string }>>;
   submitPayment(input: PaymentSubmission): Promise<BankResult<{ paymentId: string; outcome: BankPaymentOutcome; failureReason?: string }>>;
   /** `at` as elsewhere: the sandbox bank settles delayed payments by it. */
-  getPaymentStatus(input: { paymentId: string; at?: number }): Promise<BankResult<{ outcome: BankPaymentOutcome; failureReason?: string }>>;
-  getConsent(input: { consentId: string; kind: 'single' | 'enduring'; at?: number }): Promise<BankResult<{ status: BankConsentStatus }>>;
+  getPaymentStatus(input: { paymentId: string; at?: number; trace?: Trace }): Promise<BankResult<{ outcome: BankPaymentOutcome; failureReason?: string }>>;
+  getConsent(input: { consentId: string; kind: 'single' | 'enduring'; at?: number; trace?: Trace }): Promise<BankResult<{ status: BankConsentStatus }>>;
   /** The account a payment was made from, when the consent asked for its release. */
-  getDebtorAccount(input: { paymentId: string }): Promise<BankResult<{ account: DebtorAccount }>>;
-  revokeConsent(input: { consentId: string }): Promise<BankResult<{}>>;
+  getDebtorAccount(input: { paymentId: string; trace?: Trace }): Promise<BankResult<{ account: DebtorAccount }>>;
+  revokeConsent(input: { consentId: string; trace?: Trace }): Promise<BankResult<{}>>;
 }
 
 /** The banks a payer can choose, and the connector for each in a mode. */

@@ -8,6 +8,7 @@ import type {
   EnduringConsentInput,
   PaymentSubmission,
   SingleConsentInput,
+  Trace,
 } from './bank-connector.ts';
 import type { BankCall, BankHttp, BankReply } from './open-banking.http.ts';
 import { unknownFailure } from './open-banking.http.ts';
@@ -51,6 +52,7 @@ export class OpenBankingConnector implements BankConnector {
       // DebtorAccountRelease: the payer's account is kept for refunds (getDebtorAccount).
       json: { Data: { Consent: { ...initiation(input), DebtorAccountRelease: true } }, Risk: {} },
       retryable: true,
+      trace: input.trace,
     });
     return consentCreated(reply);
   }
@@ -77,6 +79,7 @@ export class OpenBankingConnector implements BankConnector {
       headers: { 'x-idempotency-key': bankIdempotencyKey(input.idempotencyKey), ...this.timeHeader(input.at) },
       json: { Data: { Consent: consent }, Risk: {} },
       retryable: true,
+      trace: input.trace,
     });
     return consentCreated(reply);
   }
@@ -96,6 +99,7 @@ export class OpenBankingConnector implements BankConnector {
       headers: { ...this.security.consentHeaders(input.accessToken), 'x-idempotency-key': bankIdempotencyKey(input.idempotencyKey), ...this.timeHeader(input.at) },
       json: { Data: { ConsentId: input.consentId, Initiation: initiation(input) }, Risk: {} },
       retryable: true,
+      trace: input.trace,
     });
     if (!reply.ok) return reply;
     if (reply.status !== 201 && reply.status !== 200) return refusalOf(reply.status, reply.body);
@@ -105,12 +109,13 @@ export class OpenBankingConnector implements BankConnector {
     return { ok: true, paymentId: data.DomesticPaymentId, ...mapped };
   }
 
-  async getPaymentStatus(input: { paymentId: string; at?: number }): Promise<BankResult<{ outcome: BankPaymentOutcome; failureReason?: string }>> {
+  async getPaymentStatus(input: { paymentId: string; at?: number; trace?: Trace }): Promise<BankResult<{ outcome: BankPaymentOutcome; failureReason?: string }>> {
     const reply = await this.asClient({
       method: 'GET',
       url: `${this.baseUrl}/domestic-payments/${encodeURIComponent(input.paymentId)}`,
       headers: this.timeHeader(input.at),
       retryable: true,
+      trace: input.trace,
     });
     if (!reply.ok) return reply;
     if (reply.status !== 200) return refusalOf(reply.status, reply.body);
@@ -119,13 +124,14 @@ export class OpenBankingConnector implements BankConnector {
     return { ok: true, ...mapped };
   }
 
-  async getConsent(input: { consentId: string; kind: 'single' | 'enduring'; at?: number }): Promise<BankResult<{ status: BankConsentStatus }>> {
+  async getConsent(input: { consentId: string; kind: 'single' | 'enduring'; at?: number; trace?: Trace }): Promise<BankResult<{ status: BankConsentStatus }>> {
     const resource = input.kind === 'single' ? 'domestic-payment-consents' : 'enduring-payment-consents';
     const reply = await this.asClient({
       method: 'GET',
       url: `${this.baseUrl}/${resource}/${encodeURIComponent(input.consentId)}`,
       headers: this.timeHeader(input.at),
       retryable: true,
+      trace: input.trace,
     });
     if (!reply.ok) return reply;
     if (reply.status !== 200) return refusalOf(reply.status, reply.body);
@@ -134,11 +140,12 @@ export class OpenBankingConnector implements BankConnector {
     return { ok: true, status };
   }
 
-  async getDebtorAccount(input: { paymentId: string }): Promise<BankResult<{ account: DebtorAccount }>> {
+  async getDebtorAccount(input: { paymentId: string; trace?: Trace }): Promise<BankResult<{ account: DebtorAccount }>> {
     const reply = await this.asClient({
       method: 'GET',
       url: `${this.baseUrl}/domestic-payments/${encodeURIComponent(input.paymentId)}/debtor-account`,
       retryable: true,
+      trace: input.trace,
     });
     if (!reply.ok) return reply;
     if (reply.status !== 200) return refusalOf(reply.status, reply.body);
@@ -150,11 +157,12 @@ export class OpenBankingConnector implements BankConnector {
     };
   }
 
-  async revokeConsent(input: { consentId: string }): Promise<BankResult<{}>> {
+  async revokeConsent(input: { consentId: string; trace?: Trace }): Promise<BankResult<{}>> {
     const reply = await this.asClient({
       method: 'DELETE',
       url: `${this.baseUrl}/enduring-payment-consents/${encodeURIComponent(input.consentId)}`,
       retryable: true,
+      trace: input.trace,
     });
     if (!reply.ok) return reply;
     if (reply.status !== 204 && reply.status !== 200) return refusalOf(reply.status, reply.body);

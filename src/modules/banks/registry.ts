@@ -1,7 +1,7 @@
 import type { Config } from '../../config.ts';
 import type { BankConnector, BankRegistry } from './bank-connector.ts';
 import { readBanksFile, type LiveBank } from './banks-file.ts';
-import { BankHttp, type BankHttpOptions } from './open-banking.http.ts';
+import { BankHttp, type BankHttpOptions, type BankLog } from './open-banking.http.ts';
 import { OpenBankingConnector } from './open-banking.connector.ts';
 import { SERVICE_CLIENT_ID, SERVICE_CLIENT_SECRET } from './sandbox-bank/sandbox-bank.app.ts';
 import { ClientSecretSecurity } from './security.ts';
@@ -27,6 +27,8 @@ export type OpenBankingRegistryOptions = {
   liveBanks?: LiveBank[];
   http?: BankHttpOptions;
   now?: () => number;
+  /** Each bank call is logged here with its x-fapi-interaction-id and the ids it was made for. */
+  log?: BankLog;
 };
 
 export class OpenBankingRegistry implements BankRegistry {
@@ -40,7 +42,7 @@ export class OpenBankingRegistry implements BankRegistry {
   constructor(options: OpenBankingRegistryOptions) {
     this.config = options.config;
     this.liveBanks = options.liveBanks ?? (options.config.banksFile ? readBanksFile(options.config.banksFile) : []);
-    this.http = new BankHttp(options.http);
+    this.http = new BankHttp({ ...options.http, log: options.log });
     this.now = options.now ?? Date.now;
     this.startSandboxUrl = options.config.sandboxBankUrl;
   }

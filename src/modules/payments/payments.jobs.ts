@@ -55,14 +55,14 @@ export function reconcilePaymentJob(deps: Deps): JobHandler {
       // The submission's answer was lost before the bank named the payment: an unused consent
       // means nothing was executed.
       if (!payment.bank_consent_id) return retry('no bank consent recorded');
-      const consent = await connector.getConsent({ consentId: payment.bank_consent_id, kind: 'single', at: clock.now() });
+      const consent = await connector.getConsent({ consentId: payment.bank_consent_id, kind: 'single', at: clock.now(), trace: { payment_id: payment.id } });
       if (!consent.ok) return retry(consent.message);
       if (consent.status === 'Consumed') return retry('consent consumed; payment id unknown');
       await finishPayment(deps, payment.id, 'failed', clock.now(), { failure_reason: 'not_executed: the bank did not take the payment' });
       return;
     }
     // `at`: the sandbox bank settles delayed payments by the caller's (test) clock.
-    const status = await connector.getPaymentStatus({ paymentId: payment.bank_payment_id, at: clock.now() });
+    const status = await connector.getPaymentStatus({ paymentId: payment.bank_payment_id, at: clock.now(), trace: { payment_id: payment.id } });
     if (!status.ok) return retry(status.message);
     if (status.outcome === 'pending') return retry('still pending at the bank');
     await finishPayment(deps, payment.id, status.outcome, clock.now(),
