@@ -18,6 +18,8 @@ export type BankHttpOptions = {
   retries?: number;
   /** First backoff; doubles per retry. */
   backoffMs?: number;
+  /** Mutual TLS: the client certificate and key (PEM), and the CA to trust when the bank's is private. */
+  tls?: { cert?: string | Buffer; key?: string | Buffer; ca?: string | Buffer };
 };
 
 export type BankCall = {
@@ -71,7 +73,13 @@ export class BankHttp {
 
   constructor(options: BankHttpOptions & { log?: BankLog } = {}) {
     this.log = options.log;
-    this.agent = new Agent({ keepAliveTimeout: 10_000, keepAliveMaxTimeout: 60_000, connections: 128 });
+    const tls = options.tls;
+    this.agent = new Agent({
+      keepAliveTimeout: 10_000,
+      keepAliveMaxTimeout: 60_000,
+      connections: 128,
+      ...(tls && { connect: { ...(tls.cert && { cert: tls.cert }), ...(tls.key && { key: tls.key }), ...(tls.ca && { ca: tls.ca }) } }),
+    });
     this.timeoutMs = options.timeoutMs ?? 10_000;
     this.retries = options.retries ?? 2;
     this.backoffMs = options.backoffMs ?? 100;

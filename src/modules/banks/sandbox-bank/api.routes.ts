@@ -8,8 +8,8 @@ import {
   SANDBOX_TIME_HEADER,
   reasonToCode,
 } from '../open-banking.wire.ts';
-import type { BankTime, SandboxDeps } from './sandbox.context.ts';
-import { BankApiError, fieldInvalid } from './sandbox.errors.ts';
+import { hasTrustedClientCertificate, type BankTime, type SandboxDeps } from './sandbox.context.ts';
+import { BankApiError, fieldInvalid, unauthorised } from './sandbox.errors.ts';
 import { authenticateBearer, type Caller } from './auth.service.ts';
 import { createDomesticConsent, createEnduringConsent, effectiveStatus, getConsentOf, revokeEnduringConsent } from './consents.service.ts';
 import { debtorAccountOf, getDomesticPayment, submitDomesticPayment } from './payments.service.ts';
@@ -56,6 +56,9 @@ export async function registerApiRoutes(app: FastifyInstance, deps: SandboxDeps,
   const self = (request: FastifyRequest, path: string) => `${request.protocol}://${request.host}${prefix}${path}`;
 
   app.addHook('preValidation', async (request) => {
+    if (deps.requireClientCertificate && !hasTrustedClientCertificate(request.raw.socket)) {
+      throw unauthorised('This bank needs mutual TLS: connect with a client certificate it trusts');
+    }
     request.bankCaller = await authenticateBearer(deps, request.headers.authorization);
   });
   app.addHook('onSend', async (request, _reply, payload) => {

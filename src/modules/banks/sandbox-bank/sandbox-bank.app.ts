@@ -29,6 +29,7 @@ export type SandboxBankOptions = {
   zone: string;
   /** The registered clients; a function so redirect URIs can follow a base URL set after start. */
   clients: () => SandboxClient[];
+  requireClientCertificate?: boolean;
 };
 
 /** The client the service uses at its own sandbox bank. */
@@ -49,6 +50,7 @@ export async function sandboxBank(app: FastifyInstance, options: SandboxBankOpti
     clock: options.clock ?? systemClock,
     zone: options.zone,
     clients: options.clients,
+    requireClientCertificate: options.requireClientCertificate ?? false,
   };
   await ensureDefaultPayer(deps);
   const latency = new Latency();
@@ -73,11 +75,19 @@ export async function sandboxBank(app: FastifyInstance, options: SandboxBankOpti
 }
 
 /** The sandbox bank alone, as its own server (npm run sandbox-bank). */
-export async function buildSandboxBankApp(options: SandboxBankOptions & { log?: Logger }): Promise<FastifyInstance> {
-  const app: FastifyInstance = Fastify({ loggerInstance: options.log as FastifyBaseLogger | undefined, routerOptions: { ignoreTrailingSlash: true }, bodyLimit: 102_400 });
+export async function buildSandboxBankApp(options: SandboxBankOptions & { log?: Logger; https?: { cert: string; key: string; clientCa?: string } }): Promise<FastifyInstance> {
+  const https = options.https;
+  // With a client CA, certificates are asked for on every connection but checked only where the
+  // API needs them: the payer's browser reaches the sign-in pages without one.
+  const app = Fastify({
+    loggerInstance: options.log as FastifyBaseLogger | undefined,
+    routerOptions: { ignoreTrailingSlash: true },
+    bodyLimit: 102_400,
+    ...(https && { https: { cert: https.cert, key: https.key, ...(https.clientCa && { ca: https.clientCa, requestCert: true, rejectUnauthorized: false }) } }),
+  }) as unknown as FastifyInstance;
   await app.register(formbody);
   app.addHook('onSend', pageSecurityHeaders);
-  await app.register(sandboxBank, options);
+  await app.register(sandboxBank, { ...options, requireClientCertificate: options.requireClientCertificate ?? Boolean(https?.clientCa) });
   return app;
 }
 
