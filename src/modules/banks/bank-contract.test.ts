@@ -8,7 +8,8 @@ import { StandardChecker } from './standard.testing.ts';
 // revocations, subscriptions over the test clock, reconciliation of unconfirmed payments) is
 // recorded and checked against the official Payments NZ Payment Initiation v3.0.2 document:
 // parameters, required headers, security, request and answer bodies per operation and status,
-// error codes from the standard's list, and x-fapi-interaction-id sent and echoed.
+// error codes from the standard's list, and x-fapi-interaction-id sent and echoed. The flows run on
+// both engines (SQLite, and PostgreSQL with TEST_ENGINE=postgres), so the check does too.
 
 const recorded: BankExchange[] = [];
 observeBankExchanges((exchange) => recorded.push(exchange));

@@ -5,7 +5,8 @@ import { hook } from '../banks/banks.testing.ts';
 import { PAYER_ACCOUNT_JOB } from './payments.service.ts';
 
 // After a successful payment, the payer's account is read from the bank (debtor-account) and kept
-// sealed for refunds; it never appears in clear in the store or in the API.
+// sealed for refunds; it never appears in clear in the store or in the API. On both engines
+// (TEST_ENGINE=postgres for PostgreSQL).
 
 async function runPayerAccountJobs(world: Awaited<ReturnType<typeof checkoutWorld>>): Promise<number> {
   const worker = world.app.deps.worker;
