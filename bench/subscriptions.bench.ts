@@ -30,7 +30,7 @@ const CREATE_BATCH = 1000;
 
 async function authorisedConsent(bank: BankConnector, bankUrl: string, redirectUri: string, now: number) {
   const consent = await bank.createEnduringConsent({
-    fromAt: now, toAt: null, maxPerPaymentCents: 1500, period: 'Month', maxPerPeriodCents: 1500 * PER_CONSENT * 2,
+    fromAt: now, toAt: null, maxPerPaymentCents: 1500, period: 'Monthly', maxPerPeriodCents: 1500 * PER_CONSENT * 2,
     maxCountPerPeriod: null, totalCount: null, totalAmountCents: null,
     creditor: { name: 'Bench', accountNumber: '38-9000-0000001-00' }, remittance: { particulars: 'BENCH', code: 'TONO', reference: '' },
     idempotencyKey: randomBytes(12).toString('hex'), at: now,

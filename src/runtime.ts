@@ -39,7 +39,7 @@ export async function createRuntime(config: Config, options: { db?: Db; log?: Lo
   installWebhookFanOut();
   const worker = new Worker({ db, log: log.child({ component: 'worker' }), handlers: {}, realClock: clock, excludeKinds: DISPATCHED_JOB_KINDS });
   const webhooks = new WebhookDispatcher({ db, log: log.child({ component: 'webhooks' }), allowPrivate: config.allowPrivateTargets, secrets });
-  const banks = new OpenBankingRegistry({ config, now: () => clock.now() });
+  const banks = new OpenBankingRegistry({ config, now: () => clock.now(), log: log.child({ component: 'banks' }) });
   const deps: Deps = { config, db, log, clock, worker, banks, secrets };
   worker.setHandlers(jobHandlers(deps));
   const app = await buildApp(deps);

@@ -31,9 +31,14 @@ export type Creditor = { name: string; accountNumber: string };
 /** The statement text block on both sides: particulars V-XXXXXX, code TONO, merchant reference. */
 export type Remittance = { particulars: string; code: string; reference: string };
 
-export type EnduringPeriod = 'Day' | 'Week' | 'Fortnight' | 'Month' | 'Quarter' | 'Year';
+/** The standard's Frequency.Period; it has no quarter (docs/banks.md says how quarterly plans map). */
+export type EnduringPeriod = 'Daily' | 'Weekly' | 'Fortnightly' | 'Monthly' | 'Annual';
+
+/** Ids that go into the log line of each bank call with its x-fapi-interaction-id, e.g. { payment_id }. */
+export type Trace = Record<string, string>;
 
 export type SingleConsentInput = {
+  trace?: Trace;
   amountCents: number;
   creditor: Creditor;
   remittance: Remittance;
@@ -42,8 +47,10 @@ export type SingleConsentInput = {
 };
 
 export type EnduringConsentInput = {
+  trace?: Trace;
   fromAt: number;
   toAt: number | null;
+  /** Sent as the standard's required MaximumAmount; without one, the per-period cap is the most one payment can be. */
   maxPerPaymentCents: number | null;
   period: EnduringPeriod;
   maxPerPeriodCents: number;
@@ -52,17 +59,22 @@ export type EnduringConsentInput = {
   totalCount: number | null;
   totalAmountCents: number | null;
   creditor: Creditor;
+  /** Not part of the standard's enduring consent: each payment carries its own statement block. */
   remittance: Remittance;
   idempotencyKey: string;
   at?: number;
 };
 
-/** A consent at the bank and the status the bank reports for it. */
-export type BankConsentStatus = 'AwaitingAuthorisation' | 'Authorised' | 'Rejected' | 'Consumed' | 'Revoked' | 'Expired';
+/** The payer's account as the bank released it for a payment (kept for refunds). */
+export type DebtorAccount = { schemeName: string; identification: string; name: string | null };
+
+/** A consent at the bank and the status the bank reports for it (the standard has no Expired: an ended consent stays Authorised). */
+export type BankConsentStatus = 'AwaitingAuthorisation' | 'Authorised' | 'Rejected' | 'Consumed' | 'Revoked';
 /** Payment outcome mapped from the standard's statuses. */
 export type BankPaymentOutcome = 'successful' | 'failed' | 'pending';
 
 export type PaymentSubmission = {
+  trace?: Trace;
   consentId: string;
   /** The consent-bound access token from exchangeCode. */
   accessToken: string;
@@ -84,9 +96,11 @@ export interface BankConnector {
   exchangeCode(input: { code: string; redirectUri: string }): Promise<BankResult<{ accessToken: string; consentId: string }>>;
   submitPayment(input: PaymentSubmission): Promise<BankResult<{ paymentId: string; outcome: BankPaymentOutcome; failureReason?: string }>>;
   /** `at` as elsewhere: the sandbox bank settles delayed payments by it. */
-  getPaymentStatus(input: { paymentId: string; at?: number }): Promise<BankResult<{ outcome: BankPaymentOutcome; failureReason?: string }>>;
-  getConsent(input: { consentId: string; kind: 'single' | 'enduring'; at?: number }): Promise<BankResult<{ status: BankConsentStatus }>>;
-  revokeConsent(input: { consentId: string }): Promise<BankResult<{}>>;
+  getPaymentStatus(input: { paymentId: string; at?: number; trace?: Trace }): Promise<BankResult<{ outcome: BankPaymentOutcome; failureReason?: string }>>;
+  getConsent(input: { consentId: string; kind: 'single' | 'enduring'; at?: number; trace?: Trace }): Promise<BankResult<{ status: BankConsentStatus }>>;
+  /** The account a payment was made from, when the consent asked for its release. */
+  getDebtorAccount(input: { paymentId: string; trace?: Trace }): Promise<BankResult<{ account: DebtorAccount }>>;
+  revokeConsent(input: { consentId: string; trace?: Trace }): Promise<BankResult<{}>>;
 }
 
 /** The banks a payer can choose, and the connector for each in a mode. */

@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { BankConnector } from './bank-connector.ts';
 import { call, hook, listeningApp, payerDecides, type Listening } from './banks.testing.ts';
-import { BankHttp } from './open-banking.http.ts';
+import { BankHttp, observeBankExchanges, type BankExchange } from './open-banking.http.ts';
+import { SERVICE_CLIENT_ID, SERVICE_CLIENT_SECRET } from './sandbox-bank/sandbox-bank.app.ts';
 import { OpenBankingConnector } from './open-banking.connector.ts';
 import { OpenBankingRegistry } from './registry.ts';
 import { ClientSecretSecurity } from './security.ts';
@@ -26,7 +27,7 @@ async function enduringConsent(app: Listening, connector: BankConnector, overrid
     fromAt: Date.parse('2027-01-01T00:00:00+13:00'),
     toAt: null,
     maxPerPaymentCents: 5_000,
-    period: 'Week',
+    period: 'Weekly',
     maxPerPeriodCents: 8_000,
     maxCountPerPeriod: null,
     totalCount: null,
@@ -72,6 +73,11 @@ test('one-off payment through the connector: consent, authorise redirect, code e
   assert.equal(submitted.outcome, 'successful');
   assert.deepEqual(await connector.getPaymentStatus({ paymentId: submitted.paymentId }), { ok: true, outcome: 'successful' });
   assert.deepEqual(await connector.getConsent({ consentId: consent.consentId, kind: 'single' }), { ok: true, status: 'Consumed' });
+  // The consent asked for the payer's account (DebtorAccountRelease): the bank gives it for this payment.
+  const payer = (await hook('GET', `${app.bankUrl}/test/payers/sandbox`)).body.Data;
+  assert.deepEqual(await connector.getDebtorAccount({ paymentId: submitted.paymentId }), {
+    ok: true, account: { schemeName: 'BECSElectronicCredit', identification: payer.AccountNumber, name: payer.Name },
+  });
   const unknown = await connector.getPaymentStatus({ paymentId: 'dp-missing' });
   assert.deepEqual(unknown, { ok: false, reason: 'invalid_request', message: 'No such resource: dp-missing', bankCode: 'Field.Invalid', unknown: false });
 });
@@ -184,4 +190,35 @@ test('network errors and 5xx are unknown outcomes, retried only where repeating 
   assert.ok(!unreachable.ok);
   assert.equal(unreachable.reason, 'network_error');
   assert.equal(unreachable.unknown, true);
+});
+
+test('tracing: each call sends a new x-fapi-interaction-id, the bank echoes it, and the log line has it with the payment id', async (t) => {
+  const app = await listeningApp(t);
+  const lines: Array<Record<string, unknown>> = [];
+  const log = { info: (object: object) => lines.push(object as Record<string, unknown>), warn: (object: object) => lines.push(object as Record<string, unknown>) };
+  const httpClient = new BankHttp({ log });
+  t.after(() => httpClient.close());
+  const connector = new OpenBankingConnector({
+    bankId: 'sandbox', baseUrl: app.bankUrl, http: httpClient,
+    security: new ClientSecretSecurity({ baseUrl: app.bankUrl, credentials: { clientId: SERVICE_CLIENT_ID, clientSecret: SERVICE_CLIENT_SECRET }, http: httpClient }),
+  });
+  const exchanges: BankExchange[] = [];
+  const stop = observeBankExchanges((exchange) => exchanges.push(exchange));
+  t.after(stop);
+  const first = await connector.createSingleConsent({ amountCents: 500, creditor, remittance: remittance(), idempotencyKey: key(), trace: { payment_id: 'payment_T1' } });
+  assert.ok(first.ok);
+  await connector.getConsent({ consentId: first.consentId, kind: 'single', trace: { payment_id: 'payment_T1' } });
+  const calls = exchanges.filter((exchange) => !exchange.url.endsWith('/token'));
+  assert.equal(calls.length, 2);
+  const ids = calls.map((exchange) => exchange.requestHeaders['x-fapi-interaction-id']);
+  for (const [i, exchange] of calls.entries()) {
+    assert.match(ids[i], /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    assert.equal(exchange.responseHeaders['x-fapi-interaction-id'], ids[i]);
+  }
+  assert.notEqual(ids[0], ids[1]);
+  const logged = lines.filter((line) => line.payment_id === 'payment_T1');
+  assert.deepEqual(logged.map((line) => [line.interaction_id, line.bank_call, line.status]), [
+    [ids[0], 'POST /sandbox-bank/domestic-payment-consents', 201],
+    [ids[1], `GET /sandbox-bank/domestic-payment-consents/${first.consentId}`, 200],
+  ]);
 });

@@ -4,14 +4,16 @@ import type {
   BankConsentStatus,
   BankPaymentOutcome,
   BankResult,
+  DebtorAccount,
   EnduringConsentInput,
   PaymentSubmission,
   SingleConsentInput,
+  Trace,
 } from './bank-connector.ts';
 import type { BankCall, BankHttp, BankReply } from './open-banking.http.ts';
 import { unknownFailure } from './open-banking.http.ts';
-import { amountOf, bankIdempotencyKey, consentStatusOf, creditorAccount, initiation, outcomeOf, refusalOf, remittanceInformation } from './open-banking.mapping.ts';
-import { SANDBOX_TIME_HEADER } from './open-banking.wire.ts';
+import { amountOf, bankIdempotencyKey, consentStatusOf, creditorAccount, initiation, outcomeOf, refusalOf } from './open-banking.mapping.ts';
+import { SANDBOX_REASON_HEADER, SANDBOX_TIME_HEADER } from './open-banking.wire.ts';
 import type { BankSecurity } from './security.ts';
 
 // BankConnector for banks that follow the NZ payment-initiation standard, over HTTP. The
@@ -47,32 +49,37 @@ export class OpenBankingConnector implements BankConnector {
       method: 'POST',
       url: `${this.baseUrl}/domestic-payment-consents`,
       headers: { 'x-idempotency-key': bankIdempotencyKey(input.idempotencyKey), ...this.timeHeader(input.at) },
-      json: { Data: { Initiation: initiation(input) }, Risk: {} },
+      // DebtorAccountRelease: the payer's account is kept for refunds (getDebtorAccount).
+      json: { Data: { Consent: { ...initiation(input), DebtorAccountRelease: true } }, Risk: {} },
       retryable: true,
+      trace: input.trace,
     });
     return consentCreated(reply);
   }
 
   async createEnduringConsent(input: EnduringConsentInput): Promise<BankResult<{ consentId: string }>> {
-    const data = {
+    const consent = {
       FromDateTime: iso(input.fromAt),
       ...(input.toAt !== null && { ToDateTime: iso(input.toAt) }),
-      ...(input.maxPerPaymentCents !== null && { MaximumAmount: amountOf(input.maxPerPaymentCents) }),
+      ...(input.totalCount !== null && { TotalCount: input.totalCount }),
+      DebtorAccountRelease: true,
+      ...(input.totalAmountCents !== null && { TotalAmount: amountOf(input.totalAmountCents) }),
+      // Required by the standard: without a per-payment maximum, one payment can be at most the period's cap.
+      MaximumAmount: amountOf(input.maxPerPaymentCents ?? input.maxPerPeriodCents),
       Frequency: {
         Period: input.period,
-        TotalAmount: amountOf(input.maxPerPeriodCents),
         ...(input.maxCountPerPeriod !== null && { TotalCount: input.maxCountPerPeriod }),
+        TotalAmount: amountOf(input.maxPerPeriodCents),
       },
-      ...(input.totalCount !== null && { TotalCount: input.totalCount }),
-      ...(input.totalAmountCents !== null && { TotalAmount: amountOf(input.totalAmountCents) }),
-      Initiation: { CreditorAccount: creditorAccount(input.creditor), RemittanceInformation: remittanceInformation(input.creditor, input.remittance) },
+      CreditorAccount: [creditorAccount(input.creditor)],
     };
     const reply = await this.asClient({
       method: 'POST',
       url: `${this.baseUrl}/enduring-payment-consents`,
       headers: { 'x-idempotency-key': bankIdempotencyKey(input.idempotencyKey), ...this.timeHeader(input.at) },
-      json: { Data: data, Risk: {} },
+      json: { Data: { Consent: consent }, Risk: {} },
       retryable: true,
+      trace: input.trace,
     });
     return consentCreated(reply);
   }
@@ -92,36 +99,39 @@ export class OpenBankingConnector implements BankConnector {
       headers: { ...this.security.consentHeaders(input.accessToken), 'x-idempotency-key': bankIdempotencyKey(input.idempotencyKey), ...this.timeHeader(input.at) },
       json: { Data: { ConsentId: input.consentId, Initiation: initiation(input) }, Risk: {} },
       retryable: true,
+      trace: input.trace,
     });
     if (!reply.ok) return reply;
     if (reply.status !== 201 && reply.status !== 200) return refusalOf(reply.status, reply.body);
     const data = reply.body?.Data;
-    const mapped = outcomeOf(data?.Status, data?.StatusReason);
+    const mapped = outcomeOf(data?.Status, reply.headers[SANDBOX_REASON_HEADER]);
     if (!mapped || typeof data?.DomesticPaymentId !== 'string') return unknownFailure('bank_unavailable', 'The bank answered without a payment status');
     return { ok: true, paymentId: data.DomesticPaymentId, ...mapped };
   }
 
-  async getPaymentStatus(input: { paymentId: string; at?: number }): Promise<BankResult<{ outcome: BankPaymentOutcome; failureReason?: string }>> {
+  async getPaymentStatus(input: { paymentId: string; at?: number; trace?: Trace }): Promise<BankResult<{ outcome: BankPaymentOutcome; failureReason?: string }>> {
     const reply = await this.asClient({
       method: 'GET',
       url: `${this.baseUrl}/domestic-payments/${encodeURIComponent(input.paymentId)}`,
       headers: this.timeHeader(input.at),
       retryable: true,
+      trace: input.trace,
     });
     if (!reply.ok) return reply;
     if (reply.status !== 200) return refusalOf(reply.status, reply.body);
-    const mapped = outcomeOf(reply.body?.Data?.Status, reply.body?.Data?.StatusReason);
+    const mapped = outcomeOf(reply.body?.Data?.Status, reply.headers[SANDBOX_REASON_HEADER]);
     if (!mapped) return unknownFailure('bank_unavailable', 'The bank answered without a payment status');
     return { ok: true, ...mapped };
   }
 
-  async getConsent(input: { consentId: string; kind: 'single' | 'enduring'; at?: number }): Promise<BankResult<{ status: BankConsentStatus }>> {
+  async getConsent(input: { consentId: string; kind: 'single' | 'enduring'; at?: number; trace?: Trace }): Promise<BankResult<{ status: BankConsentStatus }>> {
     const resource = input.kind === 'single' ? 'domestic-payment-consents' : 'enduring-payment-consents';
     const reply = await this.asClient({
       method: 'GET',
       url: `${this.baseUrl}/${resource}/${encodeURIComponent(input.consentId)}`,
       headers: this.timeHeader(input.at),
       retryable: true,
+      trace: input.trace,
     });
     if (!reply.ok) return reply;
     if (reply.status !== 200) return refusalOf(reply.status, reply.body);
@@ -130,11 +140,29 @@ export class OpenBankingConnector implements BankConnector {
     return { ok: true, status };
   }
 
-  async revokeConsent(input: { consentId: string }): Promise<BankResult<{}>> {
+  async getDebtorAccount(input: { paymentId: string; trace?: Trace }): Promise<BankResult<{ account: DebtorAccount }>> {
+    const reply = await this.asClient({
+      method: 'GET',
+      url: `${this.baseUrl}/domestic-payments/${encodeURIComponent(input.paymentId)}/debtor-account`,
+      retryable: true,
+      trace: input.trace,
+    });
+    if (!reply.ok) return reply;
+    if (reply.status !== 200) return refusalOf(reply.status, reply.body);
+    const account = reply.body?.Data?.DebtorAccount;
+    if (typeof account?.Identification !== 'string') return unknownFailure('bank_unavailable', 'The bank answered without a DebtorAccount');
+    return {
+      ok: true,
+      account: { schemeName: String(account.SchemeName ?? 'BECSElectronicCredit'), identification: account.Identification, name: typeof account.Name === 'string' ? account.Name : null },
+    };
+  }
+
+  async revokeConsent(input: { consentId: string; trace?: Trace }): Promise<BankResult<{}>> {
     const reply = await this.asClient({
       method: 'DELETE',
       url: `${this.baseUrl}/enduring-payment-consents/${encodeURIComponent(input.consentId)}`,
       retryable: true,
+      trace: input.trace,
     });
     if (!reply.ok) return reply;
     if (reply.status !== 204 && reply.status !== 200) return refusalOf(reply.status, reply.body);

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { bankIdempotencyKey, outcomeOf, refusalOf } from './open-banking.mapping.ts';
+import { bankIdempotencyKey, outcomeOf, refusalOf, statementName } from './open-banking.mapping.ts';
 import { codeToReason, reasonToCode } from './open-banking.wire.ts';
 
 test('idempotency keys fit the standard: at most 40 printable characters, same key same result', () => {
@@ -27,7 +27,9 @@ test('failure reasons (words of two letters or more) survive the trip through St
 
 test('statuses map to outcomes, and refusals to reasons', () => {
   assert.deepEqual(outcomeOf('AcceptedSettlementCompleted', undefined), { outcome: 'successful' });
-  assert.deepEqual(outcomeOf('Rejected', [{ StatusReasonCode: 'FraudCheck', StatusReasonDescription: '' }]), { outcome: 'failed', failureReason: 'fraud_check' });
+  // The standard has no reason: only the sandbox bank's own header names one.
+  assert.deepEqual(outcomeOf('Rejected', 'FraudCheck'), { outcome: 'failed', failureReason: 'fraud_check' });
+  assert.deepEqual(outcomeOf('Rejected', 'not a code'), { outcome: 'failed', failureReason: 'declined' });
   assert.deepEqual(outcomeOf('Rejected', undefined), { outcome: 'failed', failureReason: 'declined' });
   assert.deepEqual(outcomeOf('Pending', undefined), { outcome: 'pending' });
   assert.deepEqual(outcomeOf('AcceptedSettlementInProcess', undefined), { outcome: 'pending' });
@@ -37,5 +39,7 @@ test('statuses map to outcomes, and refusals to reasons', () => {
   assert.equal(refusalOf(400, error('Resource.Consent.Exceed.Dates')).limit, 'end_date');
   assert.equal(refusalOf(400, error('Resource.Consent.InvalidStatus', 'Consent status is Rejected; …')).reason, 'consent_not_active');
   assert.equal(refusalOf(400, error('Resource.Consent.InvalidStatus', 'Consent status is Revoked; …')).reason, 'consent_revoked');
+  assert.equal(statementName('The Very Long Merchant Name Limited'), 'The Very Long Mercha');
+  assert.equal(statementName('Acme Coffee'), 'Acme Coffee');
   assert.deepEqual(refusalOf(418, undefined), { ok: false, reason: 'bank_refused', message: 'The bank refused the request (418)', bankCode: 'http_418', unknown: false });
 });

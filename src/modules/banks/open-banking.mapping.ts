@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { centsToDecimal } from '../../shared/money.ts';
 import type { BankConsentStatus, BankFailure, BankPaymentOutcome, Creditor, Remittance } from './bank-connector.ts';
-import { codeToReason, type BankErrorBody, type DomesticInitiation, type RemittanceInformation, type StatusReason } from './open-banking.wire.ts';
+import { codeToReason, STATEMENT_NAME_MAX, type BankErrorBody, type DomesticInitiation, type RemittanceInformation } from './open-banking.wire.ts';
 
 // Pure translation between the connector's inputs and outcomes and the standard's bodies.
 
@@ -13,14 +13,22 @@ export function creditorAccount(creditor: Creditor) {
   return { SchemeName: 'BECSElectronicCredit' as const, Identification: creditor.accountNumber, Name: creditor.name };
 }
 
+/**
+ * The name on the payer's statement: the standard allows 20 characters where merchant names may
+ * have 70, so longer names are cut at 20 (docs/banks.md). The creditor account keeps the full name.
+ */
+export function statementName(name: string): string {
+  return [...name.trim()].slice(0, STATEMENT_NAME_MAX).join('').trim();
+}
+
 /** The NZ statement block goes in the creditor reference fields (and the debtor's, for the payer's statement). */
 export function remittanceInformation(creditor: Creditor, remittance: Remittance): RemittanceInformation {
   const block = { Particulars: remittance.particulars, Code: remittance.code, Reference: remittance.reference };
-  return { Reference: { CreditorName: creditor.name, CreditorReference: block, DebtorReference: block } };
+  return { Reference: { CreditorName: statementName(creditor.name), CreditorReference: block, DebtorReference: block } };
 }
 
 export function initiation(input: { amountCents: number; creditor: Creditor; remittance: Remittance; idempotencyKey: string }): DomesticInitiation {
-  const id = (input.remittance.particulars || input.idempotencyKey).slice(0, 35);
+  const id = (input.remittance.particulars || input.idempotencyKey).slice(0, 36);
   return {
     InstructionIdentification: id,
     EndToEndIdentification: id,
@@ -30,13 +38,16 @@ export function initiation(input: { amountCents: number; creditor: Creditor; rem
   };
 }
 
-/** AcceptedSettlementCompleted -> successful, Rejected -> failed, anything else still pending. */
-export function outcomeOf(status: unknown, reasons: StatusReason[] | undefined): { outcome: BankPaymentOutcome; failureReason?: string } | null {
+/**
+ * AcceptedSettlementCompleted -> successful, Rejected -> failed, anything else still pending. The
+ * standard gives no reason for a rejection: 'declined', unless the sandbox bank named one.
+ */
+export function outcomeOf(status: unknown, sandboxReason?: string): { outcome: BankPaymentOutcome; failureReason?: string } | null {
   switch (status) {
     case 'AcceptedSettlementCompleted':
       return { outcome: 'successful' };
     case 'Rejected': {
-      const code = reasons?.[0]?.StatusReasonCode;
+      const code = sandboxReason && /^[A-Z][A-Za-z]{1,60}$/.test(sandboxReason) ? sandboxReason : null;
       return { outcome: 'failed', failureReason: code ? codeToReason(code) : 'declined' };
     }
     case 'Pending':
@@ -47,7 +58,7 @@ export function outcomeOf(status: unknown, reasons: StatusReason[] | undefined):
   }
 }
 
-const consentStatuses: BankConsentStatus[] = ['AwaitingAuthorisation', 'Authorised', 'Rejected', 'Consumed', 'Revoked', 'Expired'];
+const consentStatuses: BankConsentStatus[] = ['AwaitingAuthorisation', 'Authorised', 'Rejected', 'Consumed', 'Revoked'];
 export function consentStatusOf(value: unknown): BankConsentStatus | null {
   return consentStatuses.includes(value as BankConsentStatus) ? (value as BankConsentStatus) : null;
 }

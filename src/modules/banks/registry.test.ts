@@ -60,6 +60,10 @@ test('a bad BANKS_FILE stops start-up with one line naming BANKS_FILE', (t) => {
     ['{"banks": {}}', /^BANKS_FILE must hold a JSON array of banks/],
     ['[{"id":"anz","name":"ANZ","base_url":"http://bank.example","client_id":"a","client_secret":"b"}]', /^BANKS_FILE entry 1 .*"base_url" must use https/],
     ['[{"id":"anz","name":"ANZ","base_url":"https://bank.example"}]', /^BANKS_FILE entry 1 .*needs "client_id"/],
+    ['[{"id":"anz","name":"ANZ","base_url":"https://bank.example","client_id":"a","token_endpoint_auth_method":"private_key_jwt"}]', /^BANKS_FILE entry 1 .*private_key_jwt needs "private_key_file"/],
+    ['[{"id":"anz","name":"ANZ","base_url":"https://bank.example","client_id":"a","token_endpoint_auth_method":"tls_client_auth"}]', /^BANKS_FILE entry 1 .*"token_endpoint_auth_method" must be client_secret_basic or private_key_jwt/],
+    ['[{"id":"anz","name":"ANZ","base_url":"https://bank.example","client_id":"a","client_secret":"b","tls_cert_file":"banks.json"}]', /^BANKS_FILE entry 1 .*needs both "tls_cert_file" and "tls_key_file"/],
+    ['[{"id":"anz","name":"ANZ","base_url":"https://bank.example","client_id":"a","client_secret":"b","ca_file":"missing.pem"}]', /^BANKS_FILE entry 1 .*"ca_file" cannot be read \(.*missing\.pem\): ENOENT/],
   ];
   for (const [content, expected] of cases) {
     const file = banksFile(t, content);

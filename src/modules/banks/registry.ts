@@ -1,10 +1,10 @@
 import type { Config } from '../../config.ts';
 import type { BankConnector, BankRegistry } from './bank-connector.ts';
 import { readBanksFile, type LiveBank } from './banks-file.ts';
-import { BankHttp, type BankHttpOptions } from './open-banking.http.ts';
+import { BankHttp, type BankHttpOptions, type BankLog } from './open-banking.http.ts';
 import { OpenBankingConnector } from './open-banking.connector.ts';
 import { SERVICE_CLIENT_ID, SERVICE_CLIENT_SECRET } from './sandbox-bank/sandbox-bank.app.ts';
-import { ClientSecretSecurity } from './security.ts';
+import { ClientSecretSecurity, type ClientAuth } from './security.ts';
 
 // The banks a payer can choose. Test mode lists the sandbox bank and the major NZ banks, and
 // routes every one of them to the sandbox bank; live mode lists only the banks in BANKS_FILE.
@@ -27,12 +27,16 @@ export type OpenBankingRegistryOptions = {
   liveBanks?: LiveBank[];
   http?: BankHttpOptions;
   now?: () => number;
+  /** Each bank call is logged here with its x-fapi-interaction-id and the ids it was made for. */
+  log?: BankLog;
 };
 
 export class OpenBankingRegistry implements BankRegistry {
   private readonly config: Config;
   private readonly liveBanks: LiveBank[];
   private readonly http: BankHttp;
+  private readonly httpOptions: BankHttpOptions & { log?: BankLog };
+  private readonly ownHttp: BankHttp[] = [];
   private readonly now: () => number;
   private readonly startSandboxUrl: string;
   private readonly connectors = new Map<string, BankConnector>();
@@ -40,7 +44,8 @@ export class OpenBankingRegistry implements BankRegistry {
   constructor(options: OpenBankingRegistryOptions) {
     this.config = options.config;
     this.liveBanks = options.liveBanks ?? (options.config.banksFile ? readBanksFile(options.config.banksFile) : []);
-    this.http = new BankHttp(options.http);
+    this.httpOptions = { ...options.http, log: options.log };
+    this.http = new BankHttp(this.httpOptions);
     this.now = options.now ?? Date.now;
     this.startSandboxUrl = options.config.sandboxBankUrl;
   }
@@ -57,7 +62,27 @@ export class OpenBankingRegistry implements BankRegistry {
     }
     const bank = this.liveBanks.find((candidate) => candidate.id === bankId);
     if (!bank) return null;
-    return this.connector(`live:${bankId}`, bankId, bank.baseUrl, { clientId: bank.clientId, clientSecret: bank.clientSecret }, false);
+    const key = `live:${bankId}`;
+    let connector = this.connectors.get(key);
+    if (!connector) {
+      // A bank with mutual TLS or a private CA gets its own connection pool with those credentials.
+      let http = this.http;
+      if (bank.tls) {
+        http = new BankHttp({ ...this.httpOptions, tls: bank.tls });
+        this.ownHttp.push(http);
+      }
+      const clientAuth: ClientAuth = bank.auth.method === 'client_secret_basic'
+        ? { method: 'client_secret_basic', clientId: bank.clientId, clientSecret: bank.auth.clientSecret }
+        : { method: 'private_key_jwt', clientId: bank.clientId, privateKey: bank.auth.privateKey, ...(bank.auth.keyId && { keyId: bank.auth.keyId }) };
+      connector = new OpenBankingConnector({
+        bankId,
+        baseUrl: bank.baseUrl,
+        http,
+        security: new ClientSecretSecurity({ baseUrl: bank.baseUrl, tokenUrl: bank.tokenUrl, authorizeUrl: bank.authorizeUrl, clientAuth, http, now: this.now }),
+      });
+      this.connectors.set(key, connector);
+    }
+    return connector;
   }
 
   async sandboxTestHook(path: string, body: unknown): Promise<void> {
@@ -99,6 +124,6 @@ export class OpenBankingRegistry implements BankRegistry {
   }
 
   async close(): Promise<void> {
-    await this.http.close();
+    await Promise.all([this.http, ...this.ownHttp].map((http) => http.close()));
   }
 }

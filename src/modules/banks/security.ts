@@ -1,3 +1,5 @@
+import { createPrivateKey, randomUUID, type KeyObject } from 'node:crypto';
+import { SignJWT } from 'jose';
 import type { BankResult } from './bank-connector.ts';
 import type { BankHttp } from './open-banking.http.ts';
 
@@ -21,23 +23,83 @@ export interface BankSecurity {
 export type ClientCredentials = { clientId: string; clientSecret: string };
 
 /**
- * OAuth client credentials with a client secret (the sandbox bank's profile): POST /token
- * grant_type=client_credentials for API calls, authorization_code after approval, and a plain
- * GET /authorize redirect.
+ * How the client proves itself at the token endpoint: client_secret_basic (HTTP Basic with the
+ * form-encoded id and secret, RFC 6749 2.3.1), or private_key_jwt (a short-lived JWT signed with
+ * the client's private key, RFC 7523), as FAPI banks ask.
+ */
+export type ClientAuth =
+  | { method: 'client_secret_basic'; clientId: string; clientSecret: string }
+  | { method: 'private_key_jwt'; clientId: string; privateKey: KeyObject; keyId?: string };
+
+/** The JWS algorithm for a private key: PS256 for RSA, ES256 for P-256 EC keys. */
+export function signingAlgorithm(key: KeyObject): 'PS256' | 'ES256' {
+  if (key.asymmetricKeyType === 'rsa' || key.asymmetricKeyType === 'rsa-pss') return 'PS256';
+  if (key.asymmetricKeyType === 'ec' && key.asymmetricKeyDetails?.namedCurve === 'prime256v1') return 'ES256';
+  throw new Error(`a private_key_jwt key must be RSA or EC P-256, not ${key.asymmetricKeyType}`);
+}
+
+export function loadPrivateKey(pem: string | Buffer): KeyObject {
+  const key = createPrivateKey(pem);
+  signingAlgorithm(key);
+  return key;
+}
+
+export type OAuthSecurityOptions = {
+  baseUrl: string;
+  http: BankHttp;
+  now?: () => number;
+  /** Either credentials (client_secret_basic) or clientAuth. */
+  credentials?: ClientCredentials;
+  clientAuth?: ClientAuth;
+  /** Defaults: `${baseUrl}/token` and `${baseUrl}/authorize`. */
+  tokenUrl?: string;
+  authorizeUrl?: string;
+};
+
+/**
+ * OAuth 2 for a bank of the standard: POST token grant_type=client_credentials for API calls,
+ * authorization_code after approval, and a GET authorize redirect for the payer.
  */
 export class ClientSecretSecurity implements BankSecurity {
-  private readonly baseUrl: string;
-  private readonly credentials: ClientCredentials;
+  private readonly auth: ClientAuth;
+  private readonly tokenUrl: string;
+  private readonly authorizeEndpoint: string;
   private readonly http: BankHttp;
   private readonly now: () => number;
   private cached: { token: string; expiresAt: number } | null = null;
   private pending: Promise<BankResult<{ headers: Record<string, string> }>> | null = null;
 
-  constructor(options: { baseUrl: string; credentials: ClientCredentials; http: BankHttp; now?: () => number }) {
-    this.baseUrl = options.baseUrl;
-    this.credentials = options.credentials;
+  constructor(options: OAuthSecurityOptions) {
+    const auth = options.clientAuth ?? (options.credentials && { method: 'client_secret_basic' as const, ...options.credentials });
+    if (!auth) throw new Error('a bank connection needs credentials or clientAuth');
+    this.auth = auth;
+    this.tokenUrl = options.tokenUrl ?? `${options.baseUrl}/token`;
+    this.authorizeEndpoint = options.authorizeUrl ?? `${options.baseUrl}/authorize`;
     this.http = options.http;
     this.now = options.now ?? Date.now;
+  }
+
+  /** The client's proof for one token request: a header (Basic) or form fields (client assertion). */
+  private async clientProof(): Promise<{ headers: Record<string, string>; form: Record<string, string> }> {
+    if (this.auth.method === 'client_secret_basic') {
+      const encode = (value: string) => encodeURIComponent(value).replace(/%20/g, '+');
+      const basic = Buffer.from(`${encode(this.auth.clientId)}:${encode(this.auth.clientSecret)}`).toString('base64');
+      return { headers: { authorization: `Basic ${basic}` }, form: {} };
+    }
+    const nowSeconds = Math.floor(this.now() / 1000);
+    const assertion = await new SignJWT({})
+      .setProtectedHeader({ alg: signingAlgorithm(this.auth.privateKey), typ: 'JWT', ...(this.auth.keyId && { kid: this.auth.keyId }) })
+      .setIssuer(this.auth.clientId)
+      .setSubject(this.auth.clientId)
+      .setAudience(this.tokenUrl)
+      .setJti(randomUUID())
+      .setIssuedAt(nowSeconds)
+      .setExpirationTime(nowSeconds + 60)
+      .sign(this.auth.privateKey);
+    return {
+      headers: {},
+      form: { client_id: this.auth.clientId, client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer', client_assertion: assertion },
+    };
   }
 
   async clientHeaders(): Promise<BankResult<{ headers: Record<string, string> }>> {
@@ -52,10 +114,12 @@ export class ClientSecretSecurity implements BankSecurity {
   }
 
   private async fetchClientToken(): Promise<BankResult<{ headers: Record<string, string> }>> {
+    const proof = await this.clientProof();
     const reply = await this.http.send({
       method: 'POST',
-      url: `${this.baseUrl}/token`,
-      form: { grant_type: 'client_credentials', client_id: this.credentials.clientId, client_secret: this.credentials.clientSecret, scope: 'payments' },
+      url: this.tokenUrl,
+      headers: proof.headers,
+      form: { grant_type: 'client_credentials', scope: 'payments', ...proof.form },
       retryable: true,
     });
     if (!reply.ok) return reply;
@@ -74,22 +138,18 @@ export class ClientSecretSecurity implements BankSecurity {
   }
 
   authoriseUrl(input: { consentId: string; redirectUri: string; state: string }): string {
-    const query = new URLSearchParams({ consent_id: input.consentId, redirect_uri: input.redirectUri, state: input.state, client_id: this.credentials.clientId });
-    return `${this.baseUrl}/authorize?${query}`;
+    const query = new URLSearchParams({ consent_id: input.consentId, redirect_uri: input.redirectUri, state: input.state, client_id: this.auth.clientId });
+    return `${this.authorizeEndpoint}?${query}`;
   }
 
   async exchangeCode(input: { code: string; redirectUri: string }): Promise<BankResult<{ accessToken: string; consentId: string }>> {
     // Not retried: a code works once, so a repeat after a lost answer could only fail.
+    const proof = await this.clientProof();
     const reply = await this.http.send({
       method: 'POST',
-      url: `${this.baseUrl}/token`,
-      form: {
-        grant_type: 'authorization_code',
-        code: input.code,
-        redirect_uri: input.redirectUri,
-        client_id: this.credentials.clientId,
-        client_secret: this.credentials.clientSecret,
-      },
+      url: this.tokenUrl,
+      headers: proof.headers,
+      form: { grant_type: 'authorization_code', code: input.code, redirect_uri: input.redirectUri, ...proof.form },
       retryable: false,
     });
     if (!reply.ok) return reply;

@@ -326,11 +326,16 @@ test('unknown tokens, other merchants\' tokens and the other mode are all 404, w
   assert.equal(foreign.status, 404);
   assert.deepEqual(foreign.body, notFound);
   assert.equal((await otherApi.get(`/v1/recurring-consents/${consent.id}`)).status, 404);
+  // Another merchant's test helpers cannot reach this consent at the sandbox bank either.
+  assert.equal((await otherApi.post(`/v1/test-helpers/recurring-consents/${consent.id}/decline-next`, { count: 5 })).status, 404);
+  assert.equal((await otherApi.post(`/v1/test-helpers/recurring-consents/${consent.id}/revoke-by-payer`, {})).status, 404);
   const live = apiClient(h.runtime, h.merchant.liveKey);
   assert.deepEqual((await live.post('/v1/payments', { token, amount: '1.00 NZD', idempotency_key: 'a' })).body, notFound);
   assert.equal((await live.get(`/v1/recurring-consents/${consent.id}`)).status, 404);
   assert.equal((await live.post(`/v1/test-helpers/recurring-consents/${consent.id}/revoke-by-payer`, {})).status, 404);
   assert.equal((await paymentsOf(h, consent.id)).length, 0);
+  const own = await execute(h, token, '1.00 NZD', 'after-foreign-hooks');
+  assert.equal(own.body.payment?.status, 'successful', own.text);
 });
 
 test('bad execution input gets a clear error and changes nothing', async (t) => {

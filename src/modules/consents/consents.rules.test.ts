@@ -44,7 +44,7 @@ test('a consent past its end reads as expired before the job has run; revoked st
 });
 
 test('periods map to the standard\'s enduring-consent periods', () => {
-  assert.deepEqual((['daily', 'weekly', 'monthly'] as const).map(enduringPeriodOf), ['Day', 'Week', 'Month']);
+  assert.deepEqual((['daily', 'weekly', 'monthly'] as const).map(enduringPeriodOf), ['Daily', 'Weekly', 'Monthly']);
 });
 
 test('every refusal becomes a 422 payment_rejected.<limit> whose params never show a negative remainder', () => {

@@ -89,7 +89,7 @@ export function periodUsageOf(row: UsageCounters, window: Window): UsageTotals |
 
 /** The standard's enduring-consent period for our calendar period. */
 export function enduringPeriodOf(period: LimitPeriod): EnduringPeriod {
-  return ({ daily: 'Day', weekly: 'Week', monthly: 'Month' } as const)[period];
+  return ({ daily: 'Daily', weekly: 'Weekly', monthly: 'Monthly' } as const)[period];
 }
 
 /** The status as of `now`: an active consent past its end is expired before the expiry job has run. */

@@ -153,6 +153,7 @@ type Submitted = BankResult<{ paymentId: string; outcome: BankPaymentOutcome; fa
 
 async function submit(deps: Deps, connector: BankConnector, consent: ConsentRow, payment: PaymentRow, at: number): Promise<Submitted> {
   return connector.submitPayment({
+    trace: { payment_id: payment.id, recurring_consent_id: consent.id },
     consentId: consent.bank_consent_id,
     accessToken: openStored(deps.secrets, consent.bank_access_token),
     amountCents: payment.settled_cents,

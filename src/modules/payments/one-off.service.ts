@@ -65,6 +65,7 @@ export async function startOneOffPayment(deps: Deps, request: RequestRow, input:
   });
 
   const consent = await connector.createSingleConsent({
+    trace: { payment_id: payment.id },
     amountCents: payment.settled_cents,
     creditor: await creditorOf(deps.db, request),
     remittance: remittanceOf(payment),
@@ -112,6 +113,7 @@ export async function completeOneOffReturn(deps: Deps, input: ReturnInput): Prom
 
   const request = claim.request;
   const submitted = await connector.submitPayment({
+    trace: { payment_id: payment.id },
     consentId: token.consentId,
     accessToken: token.accessToken,
     amountCents: payment.settled_cents,

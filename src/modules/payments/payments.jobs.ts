@@ -2,10 +2,10 @@ import type { Deps } from '../../http/context.ts';
 import type { JobHandler } from '../../jobs/worker.ts';
 import { transact } from '../../store/tx.ts';
 import { connectorFor } from './payments.banks.ts';
-import { findPaymentById, lockPayment } from './payments.repo.ts';
+import { findPaymentById, lockPayment, updatePayment } from './payments.repo.ts';
 import { ABANDON_AFTER_MS } from './payments.rules.ts';
 import { finishPayment, RECONCILE_PAYMENT_JOB, SWEEP_PAYMENT_JOB } from './one-off.service.ts';
-import { setPaymentStatus } from './payments.service.ts';
+import { PAYER_ACCOUNT_JOB, setPaymentStatus } from './payments.service.ts';
 import { enqueue } from '../../jobs/queue.ts';
 
 const RECONCILE_MAX_DELAY_MS = 10 * 60_000;
@@ -55,14 +55,14 @@ export function reconcilePaymentJob(deps: Deps): JobHandler {
       // The submission's answer was lost before the bank named the payment: an unused consent
       // means nothing was executed.
       if (!payment.bank_consent_id) return retry('no bank consent recorded');
-      const consent = await connector.getConsent({ consentId: payment.bank_consent_id, kind: 'single', at: clock.now() });
+      const consent = await connector.getConsent({ consentId: payment.bank_consent_id, kind: 'single', at: clock.now(), trace: { payment_id: payment.id } });
       if (!consent.ok) return retry(consent.message);
       if (consent.status === 'Consumed') return retry('consent consumed; payment id unknown');
       await finishPayment(deps, payment.id, 'failed', clock.now(), { failure_reason: 'not_executed: the bank did not take the payment' });
       return;
     }
     // `at`: the sandbox bank settles delayed payments by the caller's (test) clock.
-    const status = await connector.getPaymentStatus({ paymentId: payment.bank_payment_id, at: clock.now() });
+    const status = await connector.getPaymentStatus({ paymentId: payment.bank_payment_id, at: clock.now(), trace: { payment_id: payment.id } });
     if (!status.ok) return retry(status.message);
     if (status.outcome === 'pending') return retry('still pending at the bank');
     await finishPayment(deps, payment.id, status.outcome, clock.now(),
@@ -70,7 +70,30 @@ export function reconcilePaymentJob(deps: Deps): JobHandler {
   };
 }
 
+/**
+ * The payer's account of a successful payment, as the bank releases it (GET debtor-account), kept
+ * sealed for refunds: scheme, account number and name, nothing else. A bank that refuses is left
+ * alone; one that cannot be reached is asked again.
+ */
+export function payerAccountJob(deps: Deps): JobHandler {
+  return async (payload: { payment_id: string }, { job }) => {
+    const payment = await findPaymentById(deps.db, payload.payment_id);
+    if (!payment || payment.status !== 'successful' || !payment.bank_payment_id || payment.payer_account_sealed) return;
+    const retry = (error: string) => ({ retryAt: deps.clock.now() + reconcileDelay(job.attempts), error });
+    const connector = connectorFor(deps, payment.bank_id, payment.mode);
+    if (!connector) return retry('bank not connected');
+    const result = await connector.getDebtorAccount({ paymentId: payment.bank_payment_id, trace: { payment_id: payment.id } });
+    if (!result.ok) {
+      if (result.unknown) return retry(result.message);
+      deps.log.warn({ payment_id: payment.id, reason: result.reason, bank_code: result.bankCode }, 'the bank did not release the payer account');
+      return;
+    }
+    const account = { scheme_name: result.account.schemeName, identification: result.account.identification, name: result.account.name };
+    await updatePayment(deps.db, payment.id, { payer_account_sealed: deps.secrets.seal(JSON.stringify(account)) });
+  };
+}
+
 /** The payment jobs; they need Deps for the bank registry. */
 export function paymentJobHandlers(deps: Deps): Record<string, JobHandler> {
-  return { [SWEEP_PAYMENT_JOB]: sweepPaymentJob(deps), [RECONCILE_PAYMENT_JOB]: reconcilePaymentJob(deps) };
+  return { [SWEEP_PAYMENT_JOB]: sweepPaymentJob(deps), [RECONCILE_PAYMENT_JOB]: reconcilePaymentJob(deps), [PAYER_ACCOUNT_JOB]: payerAccountJob(deps) };
 }

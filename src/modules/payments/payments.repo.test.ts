@@ -16,7 +16,7 @@ test('a payment whose particulars are taken is not written; other constraints st
     id, user_id: merchant.userId, mode: 'test', request_id: created.body.request.id, status: 'awaiting-consent', amount_cents: 500, settled_cents: 1,
     bank_id: null, particulars, code: 'TONO', reference: null, merchant_identifier: null, bank_consent_id: null, bank_payment_id: null,
     auth_state: null, recurring_consent_id: null, subscription_id: null, idempotency_key: null, fingerprint: null, failure_reason: null,
-    created_at: 1, updated_at: 1, completed_at: null, submitted_at: null, channel: null,
+    created_at: 1, updated_at: 1, completed_at: null, submitted_at: null, channel: null, payer_account_sealed: null,
   });
 
   assert.equal(await insertPaymentIfParticularsFree(db, row('payment_a', 'V-AAAAAA')), true);

@@ -5,6 +5,7 @@ import { newId } from '../../shared/ids.ts';
 import { pageOf } from '../../shared/pagination.ts';
 import { iso, shiftedClock, type Clock } from '../../shared/time.ts';
 import { clockOffset } from '../../jobs/worker.ts';
+import { enqueue } from '../../jobs/queue.ts';
 import type { Database, Mode } from '../../store/tables.ts';
 import { custInfosOfPayments, findCustInfoOfPayment } from '../customers/customers.service.ts';
 import { emitEvent } from '../events/events.service.ts';
@@ -69,6 +70,7 @@ export async function createPaymentRow(trx: Db, input: NewPayment, now: number):
     completed_at: null,
     submitted_at: null,
     channel: input.channel,
+    payer_account_sealed: null,
   };
   // Particulars are random; on the rare clash, draw again (the unique index decides, no lookup first).
   while (!(await insertPaymentIfParticularsFree(trx, row))) row.particulars = newParticulars();
@@ -77,6 +79,9 @@ export async function createPaymentRow(trx: Db, input: NewPayment, now: number):
   }, now);
   return row;
 }
+
+/** Job: reads the payer's account of a successful payment from the bank and keeps it sealed. */
+export const PAYER_ACCOUNT_JOB = 'payment.payer_account';
 
 export function newAuthState(): string {
   return randomSecret(24);
@@ -96,6 +101,11 @@ export async function setPaymentStatus(
   const changes: Partial<PaymentRow> = { status, updated_at: now, ...extra };
   if (isFinal(status)) changes.completed_at = now;
   await updatePayment(trx, payment.id, changes);
+  const bankPaymentId = changes.bank_payment_id ?? payment.bank_payment_id;
+  if (status === 'successful' && bankPaymentId) {
+    // The payer's account, for refunds: read from the bank after the fact, never in the payment's way.
+    await enqueue(trx, { kind: PAYER_ACCOUNT_JOB, runAt: now, clockId: null, payload: { payment_id: payment.id }, dedupeKey: `${PAYER_ACCOUNT_JOB}:${payment.id}` }, now);
+  }
   await emitEvent(trx, { userId: payment.user_id, mode: payment.mode }, 'payment.status_updated', payment.id, {
     id: payment.id, request_id: payment.request_id, user_id: payment.user_id, merchant_identifier: payment.merchant_identifier, status, updated_at: iso(now),
   }, now);

@@ -96,6 +96,7 @@ async function submit(deps: Deps, db: Db, attempt: Attempt, now: number): Promis
   if (!bank) return { ok: false, reason: 'bank_unavailable', message: `bank ${attempt.sub.bank_id} is not connected`, unknown: true };
   try {
     return await bank.submitPayment({
+      trace: { payment_id: attempt.payment.id, subscription_id: attempt.sub.id },
       consentId: attempt.sub.bank_consent_id,
       accessToken: openStored(deps.secrets, attempt.sub.bank_access_token),
       amountCents: attempt.payment.settled_cents,

@@ -81,12 +81,15 @@ export function retryAfterFailure(schedule: Schedule, slot: number, attempts: nu
   return retries[attempts - 1] ?? null;
 }
 
+// The standard has no quarter. A quarterly plan asks for a monthly limit of the same size: the bank
+// never lets more than it through in any month, and the schedule here charges once a quarter
+// (docs/banks.md).
 const bankPeriod: Record<SubscriptionPeriod, EnduringPeriod> = {
-  weekly: 'Week',
-  fortnightly: 'Fortnight',
-  monthly: 'Month',
-  quarterly: 'Quarter',
-  annually: 'Year',
+  weekly: 'Weekly',
+  fortnightly: 'Fortnightly',
+  monthly: 'Monthly',
+  quarterly: 'Monthly',
+  annually: 'Annual',
 };
 
 export type ConsentPlan = {

@@ -1,17 +1,20 @@
 import { Type } from 'typebox';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
   DomesticConsentRequest,
   DomesticPaymentRequest,
   EnduringConsentRequest,
+  SANDBOX_REASON_HEADER,
   SANDBOX_TIME_HEADER,
+  reasonToCode,
 } from '../open-banking.wire.ts';
-import type { BankTime, SandboxDeps } from './sandbox.context.ts';
-import { BankApiError, fieldInvalid } from './sandbox.errors.ts';
+import { hasTrustedClientCertificate, type BankTime, type SandboxDeps } from './sandbox.context.ts';
+import { BankApiError, fieldInvalid, unauthorised } from './sandbox.errors.ts';
 import { authenticateBearer, type Caller } from './auth.service.ts';
 import { createDomesticConsent, createEnduringConsent, effectiveStatus, getConsentOf, revokeEnduringConsent } from './consents.service.ts';
-import { getDomesticPayment, submitDomesticPayment } from './payments.service.ts';
-import { presentConsent, presentPayment } from './sandbox.present.ts';
+import { debtorAccountOf, getDomesticPayment, submitDomesticPayment } from './payments.service.ts';
+import { presentConsent, presentDebtorAccount, presentPayment } from './sandbox.present.ts';
+import type { PaymentRow } from './sandbox.repo.ts';
 import type { Latency } from './hooks.service.ts';
 
 declare module 'fastify' {
@@ -20,7 +23,14 @@ declare module 'fastify' {
   }
 }
 
-const IdempotencyHeaders = Type.Object({ 'x-idempotency-key': Type.String({ minLength: 1, maxLength: 40 }) });
+const IdempotencyHeaders = Type.Object({ 'x-idempotency-key': Type.String({ minLength: 1, maxLength: 40, pattern: '^(?!\\s)(.*)(\\S)$' }) });
+const PaymentIdParams = Type.Object({ DomesticPaymentId: Type.String({ maxLength: 128 }) });
+
+/** The standard gives no reason for a rejection: the sandbox names the one its hooks chose in a header of its own. */
+function sendPayment(reply: FastifyReply, status: number, payment: PaymentRow, self: string) {
+  if (payment.status === 'Rejected' && payment.status_reason) reply.header(SANDBOX_REASON_HEADER, reasonToCode(payment.status_reason));
+  return reply.status(status).send(presentPayment(payment, self));
+}
 const ConsentIdParams = Type.Object({ ConsentId: Type.String({ maxLength: 128 }) });
 
 /** x-sandbox-time, when the caller sends it, is "now" for consent validity and limit periods. */
@@ -46,6 +56,9 @@ export async function registerApiRoutes(app: FastifyInstance, deps: SandboxDeps,
   const self = (request: FastifyRequest, path: string) => `${request.protocol}://${request.host}${prefix}${path}`;
 
   app.addHook('preValidation', async (request) => {
+    if (deps.requireClientCertificate && !hasTrustedClientCertificate(request.raw.socket)) {
+      throw unauthorised('This bank needs mutual TLS: connect with a client certificate it trusts');
+    }
     request.bankCaller = await authenticateBearer(deps, request.headers.authorization);
   });
   app.addHook('onSend', async (request, _reply, payload) => {
@@ -97,12 +110,18 @@ export async function registerApiRoutes(app: FastifyInstance, deps: SandboxDeps,
       request.headers['x-idempotency-key'] as string,
       bankTimeOf(request, deps),
     );
-    return reply.status(201).send(presentPayment(payment, self(request, `/domestic-payments/${payment.id}`)));
+    return sendPayment(reply, 201, payment, self(request, `/domestic-payments/${payment.id}`));
   });
 
-  app.get('/domestic-payments/:DomesticPaymentId', { schema: { params: Type.Object({ DomesticPaymentId: Type.String({ maxLength: 128 }) }) } }, async (request) => {
+  app.get('/domestic-payments/:DomesticPaymentId', { schema: { params: PaymentIdParams } }, async (request, reply) => {
     const { DomesticPaymentId } = request.params as { DomesticPaymentId: string };
     const payment = await getDomesticPayment(deps, request.bankCaller.clientId, DomesticPaymentId, bankTimeOf(request, deps));
-    return presentPayment(payment, self(request, `/domestic-payments/${payment.id}`));
+    return sendPayment(reply, 200, payment, self(request, `/domestic-payments/${payment.id}`));
+  });
+
+  app.get('/domestic-payments/:DomesticPaymentId/debtor-account', { schema: { params: PaymentIdParams } }, async (request) => {
+    const { DomesticPaymentId } = request.params as { DomesticPaymentId: string };
+    const payer = await debtorAccountOf(deps, request.bankCaller.clientId, DomesticPaymentId);
+    return presentDebtorAccount(payer, self(request, `/domestic-payments/${DomesticPaymentId}/debtor-account`));
   });
 }

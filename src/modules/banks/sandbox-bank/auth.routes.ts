@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import type { SandboxDeps } from './sandbox.context.ts';
-import { AuthorisePageError, LoginRefused, OAuthError, authenticateClient, basicCredentials, consentToAuthorise, decide, exchangeCode, issueClientToken, logIn, sessionConsent } from './auth.service.ts';
+import { hasTrustedClientCertificate, type SandboxDeps } from './sandbox.context.ts';
+import { AuthorisePageError, JWT_BEARER, LoginRefused, OAuthError, authenticateAssertion, authenticateClient, basicCredentials, consentToAuthorise, decide, exchangeCode, issueClientToken, logIn, sessionConsent } from './auth.service.ts';
 import { consentRows, sendPage } from './pages.ts';
 
 const text = (maxLength: number) => Type.String({ maxLength });
@@ -69,8 +69,16 @@ export async function registerAuthRoutes(app: FastifyInstance, deps: SandboxDeps
   app.post('/token', async (request, reply) => {
     const body = (request.body ?? {}) as Record<string, string | undefined>;
     try {
-      const [basicId, basicSecret] = basicCredentials(request.headers.authorization);
-      const client = authenticateClient(deps, basicId ?? body.client_id, basicSecret ?? body.client_secret);
+      if (deps.requireClientCertificate && !hasTrustedClientCertificate(request.raw.socket)) {
+        throw new OAuthError(401, 'invalid_client', 'This bank needs mutual TLS: connect with a client certificate it trusts');
+      }
+      let client;
+      if (body.client_assertion_type === JWT_BEARER) {
+        client = await authenticateAssertion(deps, body.client_id, body.client_assertion, `${request.protocol}://${request.host}${prefix}/token`);
+      } else {
+        const [basicId, basicSecret] = basicCredentials(request.headers.authorization);
+        client = authenticateClient(deps, basicId ?? body.client_id, basicSecret ?? body.client_secret);
+      }
       reply.header('cache-control', 'no-store');
       if (body.grant_type === 'client_credentials') return await issueClientToken(deps, client);
       if (body.grant_type === 'authorization_code') return await exchangeCode(deps, client, body.code, body.redirect_uri);

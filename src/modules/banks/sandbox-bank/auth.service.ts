@@ -1,3 +1,4 @@
+import { decodeJwt, jwtVerify } from 'jose';
 import { constantTimeEqual, randomSecret, sha256Hex } from '../../../shared/crypto.ts';
 import { DAY_MS, HOUR_MS, MINUTE_MS } from '../../../shared/time.ts';
 import type { SandboxClient, SandboxDeps } from './sandbox.context.ts';
@@ -40,8 +41,39 @@ export class OAuthError extends Error {
 
 export function authenticateClient(deps: SandboxDeps, clientId: string | undefined, secret: string | undefined): SandboxClient {
   const client = deps.clients().find((c) => c.clientId === clientId);
-  if (!client || secret === undefined || !constantTimeEqual(client.clientSecret, secret)) {
+  if (!client || client.publicKey || secret === undefined || !constantTimeEqual(client.clientSecret, secret)) {
     throw new OAuthError(401, 'invalid_client', 'Unknown client or wrong client secret');
+  }
+  return client;
+}
+
+export const JWT_BEARER = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
+
+/** private_key_jwt (RFC 7523): a JWT from the client, signed with its key, for this token endpoint, short-lived. */
+export async function authenticateAssertion(deps: SandboxDeps, clientId: string | undefined, assertion: string | undefined, tokenUrl: string): Promise<SandboxClient> {
+  const refused = new OAuthError(401, 'invalid_client', 'The client assertion is not valid for this client and token endpoint');
+  if (!assertion) throw refused;
+  let issuer: string | undefined;
+  try {
+    issuer = decodeJwt(assertion).iss;
+  } catch {
+    throw refused;
+  }
+  const id = clientId ?? issuer;
+  const client = deps.clients().find((c) => c.clientId === id);
+  if (!client?.publicKey) throw refused;
+  try {
+    await jwtVerify(assertion, client.publicKey, {
+      issuer: client.clientId,
+      subject: client.clientId,
+      audience: tokenUrl,
+      algorithms: ['PS256', 'ES256', 'RS256'],
+      maxTokenAge: '5m',
+      currentDate: new Date(deps.clock.now()),
+      requiredClaims: ['exp', 'iat', 'jti'],
+    });
+  } catch {
+    throw refused;
   }
   return client;
 }
@@ -60,7 +92,7 @@ export type Caller = { clientId: string; consentId: string | null };
 /** The client (and consent, for a consent-bound token) behind an Authorization header. */
 export async function authenticateBearer(deps: SandboxDeps, header: string | undefined): Promise<Caller> {
   const match = /^Bearer ([A-Za-z0-9_-]{16,128})$/.exec(header ?? '');
-  if (!match) throw unauthorised('Send Authorization: Bearer <access token> from POST /token');
+  if (!match) throw unauthorised('Send Authorization: Bearer <access token> from POST /token', !header);
   const row = await findToken(deps.db, sha256Hex(match[1]));
   if (!row || (row.expires_at !== null && row.expires_at <= deps.clock.now())) throw unauthorised('The access token is unknown or expired');
   return { clientId: row.client_id, consentId: row.consent_id };

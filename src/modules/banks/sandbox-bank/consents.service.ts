@@ -16,10 +16,33 @@ export function centsOf(amount: string, path: string): number {
   return cents;
 }
 
-/** The status the bank reports: an authorised enduring consent past its ToDateTime has expired. */
-export function effectiveStatus(row: ConsentRow, now: BankTime): ConsentStatus {
-  if (row.kind === 'enduring' && row.status === 'Authorised' && row.to_at !== null && now > row.to_at) return 'Expired';
+/**
+ * The status the bank reports. The standard has no Expired: an enduring consent past its
+ * ToDateTime stays Authorised, and payments under it are refused with Resource.Consent.Exceed.Dates.
+ */
+export function effectiveStatus(row: ConsentRow, _now: BankTime): ConsentStatus {
   return row.status as ConsentStatus;
+}
+
+/** An enduring consent past its ToDateTime. */
+export function hasEnded(row: ConsentRow, now: BankTime): boolean {
+  return row.kind === 'enduring' && row.to_at !== null && now > row.to_at;
+}
+
+/** The standard's Frequency.Period to the bank's calendar period. */
+const periodOf: Record<EnduringConsentRequest['Data']['Consent']['Frequency']['Period'], Period> = {
+  Daily: 'Day',
+  Weekly: 'Week',
+  Fortnightly: 'Fortnight',
+  Monthly: 'Month',
+  Annual: 'Year',
+};
+
+/** The creditor accounts an enduring consent allows payments to. */
+export function consentCreditorAccounts(row: ConsentRow): string[] {
+  if (row.kind !== 'enduring') return [row.creditor_account];
+  const sent = JSON.parse(row.request_body) as { Consent?: { CreditorAccount?: Array<{ Identification: string }> } };
+  return sent.Consent?.CreditorAccount?.map((account) => account.Identification) ?? [row.creditor_account];
 }
 
 type Created = { consent: ConsentRow; replayed: boolean };
@@ -30,18 +53,18 @@ export async function createDomesticConsent(
   body: DomesticConsentRequest,
   key: string,
 ): Promise<Created> {
-  const initiation = body.Data.Initiation;
-  const amountCents = centsOf(initiation.InstructedAmount.Amount, 'Data.Initiation.InstructedAmount.Amount');
-  const block = initiation.RemittanceInformation.Reference.CreditorReference;
+  const initiation = body.Data.Consent;
+  const amountCents = centsOf(initiation.InstructedAmount.Amount, 'Data.Consent.InstructedAmount.Amount');
+  const block = initiation.RemittanceInformation.Reference?.CreditorReference ?? {};
   return createConsent(deps, clientId, 'domestic-payment-consents', key, body, (id, now) => ({
     ...blankConsent(id, 'domestic', clientId, now),
     request_body: JSON.stringify(body.Data),
     amount_cents: amountCents,
     creditor_name: initiation.CreditorAccount.Name,
     creditor_account: initiation.CreditorAccount.Identification,
-    particulars: block.Particulars,
-    code: block.Code,
-    reference: block.Reference,
+    particulars: block.Particulars ?? '',
+    code: block.Code ?? '',
+    reference: block.Reference ?? '',
   }));
 }
 
@@ -51,26 +74,23 @@ export async function createEnduringConsent(
   body: EnduringConsentRequest,
   key: string,
 ): Promise<Created> {
-  const data = body.Data;
+  const data = body.Data.Consent;
   const fromAt = Date.parse(data.FromDateTime);
   const toAt = data.ToDateTime ? Date.parse(data.ToDateTime) : null;
-  if (toAt !== null && toAt <= fromAt) throw fieldInvalid('Data.ToDateTime', 'Data.ToDateTime must be after Data.FromDateTime');
-  const maxPerPeriod = centsOf(data.Frequency.TotalAmount.Amount, 'Data.Frequency.TotalAmount.Amount');
-  const maxPerPayment = data.MaximumAmount ? centsOf(data.MaximumAmount.Amount, 'Data.MaximumAmount.Amount') : null;
-  const totalAmount = data.TotalAmount ? centsOf(data.TotalAmount.Amount, 'Data.TotalAmount.Amount') : null;
-  const block = data.Initiation.RemittanceInformation.Reference.CreditorReference;
+  if (toAt !== null && toAt <= fromAt) throw fieldInvalid('Data.Consent.ToDateTime', 'Data.Consent.ToDateTime must be after Data.Consent.FromDateTime');
+  const maxPerPeriod = centsOf(data.Frequency.TotalAmount.Amount, 'Data.Consent.Frequency.TotalAmount.Amount');
+  const maxPerPayment = centsOf(data.MaximumAmount.Amount, 'Data.Consent.MaximumAmount.Amount');
+  const totalAmount = data.TotalAmount ? centsOf(data.TotalAmount.Amount, 'Data.Consent.TotalAmount.Amount') : null;
+  const [creditor] = data.CreditorAccount;
   return createConsent(deps, clientId, 'enduring-payment-consents', key, body, (id, now) => ({
     ...blankConsent(id, 'enduring', clientId, now),
-    request_body: JSON.stringify(data),
-    creditor_name: data.Initiation.CreditorAccount.Name,
-    creditor_account: data.Initiation.CreditorAccount.Identification,
-    particulars: block.Particulars,
-    code: block.Code,
-    reference: block.Reference,
+    request_body: JSON.stringify(body.Data),
+    creditor_name: creditor.Name,
+    creditor_account: creditor.Identification,
     from_at: fromAt,
     to_at: toAt,
     max_per_payment_cents: maxPerPayment,
-    period: data.Frequency.Period satisfies Period,
+    period: periodOf[data.Frequency.Period],
     max_per_period_cents: maxPerPeriod,
     max_count_per_period: data.Frequency.TotalCount ?? null,
     total_count: data.TotalCount ?? null,
@@ -147,7 +167,10 @@ export async function revokeEnduringConsent(deps: SandboxDeps, id: string, clien
   return deps.db.transaction().execute(async (trx) => {
     const row = await findConsent(trx, id, { forUpdate: true });
     if (!row || (clientId !== null && row.client_id !== clientId)) throw unknownId('ConsentId', id);
-    if (clientId !== null && row.kind !== 'enduring') throw unknownId('ConsentId', id);
+    if (row.kind !== 'enduring') {
+      if (clientId !== null) throw unknownId('ConsentId', id);
+      throw new BankApiError(400, 'Resource.Consent.InvalidStatus', 'Only enduring consents can be revoked', 'ConsentId');
+    }
     if (row.status === 'Revoked') return row;
     if (row.status !== 'Authorised' && row.status !== 'AwaitingAuthorisation') {
       throw new BankApiError(400, 'Resource.Consent.InvalidStatus', `Consent status is ${row.status}; it cannot be revoked`, 'ConsentId');

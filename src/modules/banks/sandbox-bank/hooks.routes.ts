@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import type { FastifyInstance } from 'fastify';
 import { parseAmount } from '../../../shared/money.ts';
 import { AmountPattern } from '../open-banking.wire.ts';
-import type { SandboxDeps } from './sandbox.context.ts';
+import { hasTrustedClientCertificate, type SandboxDeps } from './sandbox.context.ts';
 import { fieldInvalid, unauthorised } from './sandbox.errors.ts';
 import { authoriseDirectly, clientConsent, clientPayment, createPayer, declineNext, delayConfirmation, getPayer, revokeAtBank, type Latency } from './hooks.service.ts';
 import { authenticateClient, basicCredentials } from './auth.service.ts';
@@ -29,6 +29,9 @@ declare module 'fastify' {
 
 export async function registerHookRoutes(app: FastifyInstance, deps: SandboxDeps, latency: Latency): Promise<void> {
   app.addHook('onRequest', async (request) => {
+    if (deps.requireClientCertificate && !hasTrustedClientCertificate(request.raw.socket)) {
+      throw unauthorised('This bank needs mutual TLS: connect with a client certificate it trusts');
+    }
     const [id, secret] = (() => {
       try {
         return basicCredentials(request.headers.authorization);
@@ -39,7 +42,7 @@ export async function registerHookRoutes(app: FastifyInstance, deps: SandboxDeps
     try {
       request.hookClient = authenticateClient(deps, id, secret).clientId;
     } catch {
-      throw unauthorised('Test hooks need the client credentials: Authorization: Basic base64(client_id:client_secret)');
+      throw unauthorised('Test hooks need the client credentials: Authorization: Basic base64(client_id:client_secret)', !request.headers.authorization);
     }
   });
   app.post('/test/payers', {

@@ -1,4 +1,6 @@
+import fs from 'node:fs';
 import path from 'node:path';
+import { createPublicKey, type KeyObject } from 'node:crypto';
 import pino from 'pino';
 import { ConfigError, loadConfig } from '../../../config.ts';
 import { openDb } from '../../../store/db.ts';
@@ -8,6 +10,10 @@ import { buildSandboxBankApp, migrateSandboxBank, SERVICE_CLIENT_ID, SERVICE_CLI
 // PORT (default 3001), HOST, DATA_DIR, SERVICE_TIME_ZONE as for the service; the client it
 // accepts is SANDBOX_CLIENT_ID / SANDBOX_CLIENT_SECRET with redirect SANDBOX_REDIRECT_URI
 // (default: the service on http://127.0.0.1:3000, i.e. http://127.0.0.1:3000/pay/return).
+// As a bank with a FAPI-like profile (docs/banks.md, onboarding a bank):
+//   SANDBOX_TLS_CERT_FILE, SANDBOX_TLS_KEY_FILE   serve HTTPS with this certificate
+//   SANDBOX_CLIENT_CA_FILE                        mutual TLS: the API and token endpoint need a client certificate from this CA
+//   SANDBOX_CLIENT_PUBLIC_KEY_FILE                the client authenticates with private_key_jwt, signed by the matching key
 
 let config;
 try {
@@ -27,6 +33,32 @@ try {
   process.exit(1);
 }
 
+function readSetting(name: string): string | undefined {
+  const file = process.env[name];
+  if (!file) return undefined;
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch (error) {
+    process.stderr.write(`sandbox-bank: ${name} cannot be read (${file}): ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}\n`);
+    process.exit(1);
+  }
+}
+const tlsCert = readSetting('SANDBOX_TLS_CERT_FILE');
+const tlsKey = readSetting('SANDBOX_TLS_KEY_FILE');
+const clientCa = readSetting('SANDBOX_CLIENT_CA_FILE');
+const clientPublicKeyPem = readSetting('SANDBOX_CLIENT_PUBLIC_KEY_FILE');
+if (Boolean(tlsCert) !== Boolean(tlsKey) || (clientCa && !tlsCert)) {
+  process.stderr.write('sandbox-bank: HTTPS needs both SANDBOX_TLS_CERT_FILE and SANDBOX_TLS_KEY_FILE (and SANDBOX_CLIENT_CA_FILE needs HTTPS)\n');
+  process.exit(1);
+}
+let clientPublicKey: KeyObject | undefined;
+try {
+  clientPublicKey = clientPublicKeyPem ? createPublicKey(clientPublicKeyPem) : undefined;
+} catch (error) {
+  process.stderr.write(`sandbox-bank: SANDBOX_CLIENT_PUBLIC_KEY_FILE is not a public key: ${(error as Error).message}\n`);
+  process.exit(1);
+}
+
 const db = openDb({ engine: 'sqlite', file: path.join(config.dataDir, 'sandbox-bank.db') });
 try {
   await migrateSandboxBank(db);
@@ -39,11 +71,13 @@ const app = await buildSandboxBankApp({
   db,
   zone: config.serviceTimeZone,
   log: pino({ level: config.logLevel }),
+  ...(tlsCert && tlsKey && { https: { cert: tlsCert, key: tlsKey, ...(clientCa && { clientCa }) } }),
   clients: () => [
     {
       clientId: process.env.SANDBOX_CLIENT_ID || SERVICE_CLIENT_ID,
       clientSecret: process.env.SANDBOX_CLIENT_SECRET || SERVICE_CLIENT_SECRET,
       redirectUris: [redirectUri],
+      ...(clientPublicKey && { publicKey: clientPublicKey }),
     },
   ],
 });
@@ -53,7 +87,7 @@ try {
   process.stderr.write(`sandbox-bank: cannot listen on ${config.host}:${config.port}: ${(error as Error).message}\n`);
   process.exit(1);
 }
-process.stdout.write(`Sandbox Bank is running at http://${config.host}:${config.port} (sign in as "sandbox", any password)\n`);
+process.stdout.write(`Sandbox Bank is running at ${tlsCert ? 'https' : 'http'}://${config.host}:${config.port} (sign in as "sandbox", any password)\n`);
 
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.on(signal, () => {

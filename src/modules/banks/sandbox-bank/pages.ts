@@ -38,7 +38,6 @@ const periodLabels: Record<string, string> = {
   Week: 'week (Monday to Sunday)',
   Fortnight: 'fortnight',
   Month: 'calendar month',
-  Quarter: 'quarter',
   Year: 'year',
 };
 
@@ -62,8 +61,11 @@ export function consentRows(consent: ConsentRow, zone: string): Array<[string, s
   }
   rows.push(['Pay to', consent.creditor_name]);
   rows.push(['Account', consent.creditor_account]);
-  rows.push(['Particulars', consent.particulars]);
-  rows.push(['Code', consent.code]);
-  rows.push(['Reference', consent.reference || '(none)']);
+  // An enduring consent has no statement block: each payment brings its own.
+  if (consent.kind === 'domestic') {
+    rows.push(['Particulars', consent.particulars]);
+    rows.push(['Code', consent.code]);
+    rows.push(['Reference', consent.reference || '(none)']);
+  }
   return rows;
 }

@@ -4,18 +4,20 @@ import type { BankTime, SandboxDeps, SandboxDb } from './sandbox.context.ts';
 import { BankApiError, unknownId } from './sandbox.errors.ts';
 import { fingerprintOf, holdIdempotencyKey } from './sandbox.idempotency.ts';
 import { checkLimitTotals, periodWindow, type Period, type UsageTotals } from './sandbox.limits.ts';
-import { centsOf, effectiveStatus } from './consents.service.ts';
+import { centsOf, consentCreditorAccounts, effectiveStatus, hasEnded } from './consents.service.ts';
 import {
   adjustBalance,
   uncountPayment,
   windowUsage,
   findConsent,
   debitIfFunded,
+  findPayerById,
   findPayment,
   insertPayment,
   updateConsent,
   updatePayment,
   type ConsentRow,
+  type PayerRow,
   type PaymentRow,
 } from './sandbox.repo.ts';
 
@@ -63,7 +65,7 @@ export async function submitDomesticPayment(
 
 function refuseUnlessExecutable(consent: ConsentRow, bankNow: BankTime): void {
   const status = effectiveStatus(consent, bankNow);
-  if (status === 'Expired') {
+  if (status === 'Authorised' && hasEnded(consent, bankNow)) {
     throw new BankApiError(400, 'Resource.Consent.Exceed.Dates', 'The consent ended at its ToDateTime', 'Data.ConsentId');
   }
   if (status !== 'Authorised') {
@@ -74,13 +76,13 @@ function refuseUnlessExecutable(consent: ConsentRow, bankNow: BankTime): void {
 function refuseMismatch(consent: ConsentRow, initiation: DomesticInitiation, amountCents: number): void {
   const mismatch = (path: string, what: string) =>
     new BankApiError(400, 'Resource.Consent.Mismatch', `${what} differs from the consent`, path);
-  if (initiation.CreditorAccount.Identification !== consent.creditor_account) {
+  if (!consentCreditorAccounts(consent).includes(initiation.CreditorAccount.Identification)) {
     throw mismatch('Data.Initiation.CreditorAccount.Identification', 'The creditor account');
   }
   if (consent.kind !== 'domestic') return;
   if (amountCents !== consent.amount_cents) throw mismatch('Data.Initiation.InstructedAmount.Amount', 'The amount');
-  const block = initiation.RemittanceInformation.Reference.CreditorReference;
-  if (block.Particulars !== consent.particulars || block.Code !== consent.code || block.Reference !== consent.reference) {
+  const block = initiation.RemittanceInformation.Reference?.CreditorReference ?? {};
+  if ((block.Particulars ?? '') !== consent.particulars || (block.Code ?? '') !== consent.code || (block.Reference ?? '') !== consent.reference) {
     throw mismatch('Data.Initiation.RemittanceInformation.Reference.CreditorReference', 'The statement reference');
   }
 }
@@ -178,6 +180,24 @@ export async function getDomesticPayment(deps: SandboxDeps, clientId: string, id
     return releasePayment(deps, id, { outcome: 'completed' });
   }
   return row;
+}
+
+/**
+ * The account a payment of this client came from, released only when its consent asked for it
+ * (DebtorAccountRelease) and the payment was not rejected.
+ */
+export async function debtorAccountOf(deps: SandboxDeps, clientId: string, id: string): Promise<PayerRow> {
+  const payment = await findPayment(deps.db, id);
+  if (!payment || payment.client_id !== clientId) throw unknownId('DomesticPaymentId', id);
+  const consent = await findConsent(deps.db, payment.consent_id);
+  const sent = consent ? (JSON.parse(consent.request_body) as { Consent?: { DebtorAccountRelease?: boolean } }) : {};
+  if (!sent.Consent?.DebtorAccountRelease) {
+    throw new BankApiError(403, 'Resource.Consent.DebtorAccount', 'The consent did not ask for the debtor account (DebtorAccountRelease)', 'DomesticPaymentId');
+  }
+  if (payment.status === 'Rejected') throw new BankApiError(400, 'Resource.Invalid', 'The payment was rejected: no account was debited', 'DomesticPaymentId');
+  const payer = await findPayerById(deps.db, payment.payer_id);
+  if (!payer) throw unknownId('DomesticPaymentId', id);
+  return payer;
 }
 
 /** Ends a hold: settles the payment, or rejects it and gives the money back. */

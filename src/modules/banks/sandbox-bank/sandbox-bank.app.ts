@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import formbody from '@fastify/formbody';
 import { Migrator, sql, type Kysely } from 'kysely';
@@ -9,6 +10,7 @@ import { pageSecurityHeaders } from '../../../http/page-headers.ts';
 import * as sandboxMigration from '../../../store/migrations/0004-sandbox-bank.ts';
 import * as sandboxUsageMigration from '../../../store/migrations/0009-sandbox-usage.ts';
 import { systemClock, type Clock } from '../../../shared/time.ts';
+import { INTERACTION_ID_HEADER } from '../open-banking.wire.ts';
 import { registerApiRoutes } from './api.routes.ts';
 import { registerAuthRoutes } from './auth.routes.ts';
 import { bankErrorHandler, bankNotFoundHandler } from './sandbox.errors.ts';
@@ -27,6 +29,7 @@ export type SandboxBankOptions = {
   zone: string;
   /** The registered clients; a function so redirect URIs can follow a base URL set after start. */
   clients: () => SandboxClient[];
+  requireClientCertificate?: boolean;
 };
 
 /** The client the service uses at its own sandbox bank. */
@@ -47,6 +50,7 @@ export async function sandboxBank(app: FastifyInstance, options: SandboxBankOpti
     clock: options.clock ?? systemClock,
     zone: options.zone,
     clients: options.clients,
+    requireClientCertificate: options.requireClientCertificate ?? false,
   };
   await ensureDefaultPayer(deps);
   const latency = new Latency();
@@ -57,6 +61,11 @@ export async function sandboxBank(app: FastifyInstance, options: SandboxBankOpti
   app.setValidatorCompiler(validatorCompiler);
   app.setErrorHandler(bankErrorHandler);
   app.setNotFoundHandler(bankNotFoundHandler);
+  // x-fapi-interaction-id on every answer: the caller's, echoed, or a new one to quote to the bank.
+  app.addHook('onRequest', async (request, reply) => {
+    const sent = request.headers[INTERACTION_ID_HEADER];
+    reply.header(INTERACTION_ID_HEADER, typeof sent === 'string' && /^[\x21-\x7e]{1,128}$/.test(sent) ? sent : randomUUID());
+  });
   // The same input checks as the service's (nesting depth, NUL), for the bank running alone too.
   app.addHook('preValidation', refuseNulCharacters);
   app.get('/', async () => ({ name: 'Sandbox Bank', standard: 'NZ payment initiation', login: 'username sandbox, any password' }));
@@ -66,11 +75,19 @@ export async function sandboxBank(app: FastifyInstance, options: SandboxBankOpti
 }
 
 /** The sandbox bank alone, as its own server (npm run sandbox-bank). */
-export async function buildSandboxBankApp(options: SandboxBankOptions & { log?: Logger }): Promise<FastifyInstance> {
-  const app: FastifyInstance = Fastify({ loggerInstance: options.log as FastifyBaseLogger | undefined, routerOptions: { ignoreTrailingSlash: true }, bodyLimit: 102_400 });
+export async function buildSandboxBankApp(options: SandboxBankOptions & { log?: Logger; https?: { cert: string; key: string; clientCa?: string } }): Promise<FastifyInstance> {
+  const https = options.https;
+  // With a client CA, certificates are asked for on every connection but checked only where the
+  // API needs them: the payer's browser reaches the sign-in pages without one.
+  const app = Fastify({
+    loggerInstance: options.log as FastifyBaseLogger | undefined,
+    routerOptions: { ignoreTrailingSlash: true },
+    bodyLimit: 102_400,
+    ...(https && { https: { cert: https.cert, key: https.key, ...(https.clientCa && { ca: https.clientCa, requestCert: true, rejectUnauthorized: false }) } }),
+  }) as unknown as FastifyInstance;
   await app.register(formbody);
   app.addHook('onSend', pageSecurityHeaders);
-  await app.register(sandboxBank, options);
+  await app.register(sandboxBank, { ...options, requireClientCertificate: options.requireClientCertificate ?? Boolean(https?.clientCa) });
   return app;
 }
 

@@ -31,7 +31,7 @@ test('runs alone with its own tables and a configured client', async (t) => {
     headers: { 'x-idempotency-key': 'one' },
     body: {
       Data: {
-        Initiation: {
+        Consent: {
           InstructionIdentification: 'V-ZZZ999', EndToEndIdentification: 'V-ZZZ999',
           InstructedAmount: { Amount: '3.00', Currency: 'NZD' }, CreditorAccount: creditor, RemittanceInformation: remittance('V-ZZZ999'),
         },

@@ -1,11 +1,15 @@
+import type { KeyObject } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../../../shared/time.ts';
 import type { SandboxTables } from './sandbox.tables.ts';
 
 export type SandboxDb = Kysely<SandboxTables>;
 
-/** A client (a payment service) registered at the bank, with the redirect URIs it may use. */
-export type SandboxClient = { clientId: string; clientSecret: string; redirectUris: string[] };
+/**
+ * A client (a payment service) registered at the bank, with the redirect URIs it may use. With a
+ * public key it must authenticate with private_key_jwt, and its secret is not accepted.
+ */
+export type SandboxClient = { clientId: string; clientSecret: string; redirectUris: string[]; publicKey?: KeyObject };
 
 export type SandboxDeps = {
   db: SandboxDb;
@@ -15,7 +19,14 @@ export type SandboxDeps = {
   zone: string;
   /** Read on every use, so a test can change the service's public URL after listening. */
   clients: () => SandboxClient[];
+  /** Mutual TLS: the token endpoint, the API and the test hooks need a client certificate the bank trusts. */
+  requireClientCertificate: boolean;
 };
+
+/** Whether a request came over TLS with a client certificate signed by a CA the bank trusts. */
+export function hasTrustedClientCertificate(socket: unknown): boolean {
+  return Boolean((socket as { authorized?: boolean; encrypted?: boolean }).encrypted && (socket as { authorized?: boolean }).authorized);
+}
 
 /** The time a request is about: x-sandbox-time when given, else the bank's clock. */
 export type BankTime = number;

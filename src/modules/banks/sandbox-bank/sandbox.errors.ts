@@ -5,19 +5,34 @@ import { AppError } from '../../../shared/errors.ts';
 // The standard's error body: { Code, Id, Message, Errors: [{ ErrorCode, Message, Path }] }.
 // Every refusal of the sandbox bank's API goes through BankApiError and the handler below.
 
+/** The standard's ErrorCode list (v3.0.2): the bank answers no other code. */
 export const BankErrorCodes = [
+  'Field.Expected',
+  'Field.Invalid',
+  'Field.Missing',
+  'Field.Unexpected',
+  'Header.Invalid',
+  'Header.Missing',
+  'QueryParam.Invalid',
+  'Reauthenticate',
+  'Reauthorise',
+  'Resource.Consent.CreditorAccount',
+  'Resource.Consent.DebtorAccount',
+  'Resource.Consent.Exceed.DataPermissions',
+  'Resource.Consent.Exceed.Dates',
+  'Resource.Consent.Exceed.Frequency',
   'Resource.Consent.Exceed.MaximumAmount',
   'Resource.Consent.Exceed.TotalAmount',
   'Resource.Consent.Exceed.TotalCount',
-  'Resource.Consent.Exceed.Frequency',
-  'Resource.Consent.Exceed.Dates',
+  'Resource.Consent.Exceed.TransactionDates',
   'Resource.Consent.InvalidStatus',
   'Resource.Consent.Mismatch',
-  'Field.Invalid',
-  'Field.Missing',
-  'Header.Unauthorized',
-  'Resource.NotFound',
-  'Server.Error',
+  'Resource.Invalid',
+  'UnexpectedError',
+  'Unsupported.AccountIdentifier',
+  'Unsupported.AccountSecondaryIdentifier',
+  'Unsupported.Currency',
+  'Unsupported.Scheme',
 ] as const;
 export type BankErrorCode = (typeof BankErrorCodes)[number];
 
@@ -26,7 +41,12 @@ const statusNames: Record<number, string> = {
   401: 'Unauthorized',
   403: 'Forbidden',
   404: 'NotFound',
+  405: 'MethodNotAllowed',
+  406: 'NotAcceptable',
+  415: 'UnsupportedMediaType',
+  429: 'TooManyRequests',
   500: 'InternalServerError',
+  501: 'NotImplemented',
 };
 
 export class BankApiError extends Error {
@@ -53,7 +73,8 @@ export const fieldInvalid = (path: string, message: string) => new BankApiError(
 export const fieldMissing = (path: string) => new BankApiError(400, 'Field.Missing', `${path} is required`, path);
 /** Unknown ids are 400 in the standard, not 404. */
 export const unknownId = (path: string, id: string) => new BankApiError(400, 'Field.Invalid', `No such resource: ${id}`, path);
-export const unauthorised = (message: string) => new BankApiError(401, 'Header.Unauthorized', message, 'Authorization');
+/** 401: no credentials is Header.Missing, wrong or expired ones Header.Invalid. */
+export const unauthorised = (message: string, missing = false) => new BankApiError(401, missing ? 'Header.Missing' : 'Header.Invalid', message, 'Authorization');
 
 function pathOf(error: ErrorObject, part: string, extra?: string): string {
   const segments = error.instancePath.split('/').slice(1);
@@ -75,13 +96,17 @@ export function toBankApiError(error: FastifyError | Error): BankApiError {
     const first = fastifyError.validation[0] as unknown as ErrorObject;
     const part = fastifyError.validationContext ?? 'body';
     if (first?.keyword === 'required') return fieldMissing(pathOf(first, part, String(first.params.missingProperty)));
+    if (first?.keyword === 'additionalProperties') {
+      const path = pathOf(first, part, String(first.params.additionalProperty));
+      return new BankApiError(400, 'Field.Unexpected', `${path} is not a field of the standard`, path);
+    }
     const path = first ? pathOf(first, part) : 'Body';
     return fieldInvalid(path, `${path} is not valid${first?.message ? `: ${first.message}` : ''}`);
   }
   if (fastifyError.statusCode && fastifyError.statusCode >= 400 && fastifyError.statusCode < 500) {
     return new BankApiError(400, 'Field.Invalid', error.message, 'Body');
   }
-  return new BankApiError(500, 'Server.Error', 'The bank could not process the request');
+  return new BankApiError(500, 'UnexpectedError', 'The bank could not process the request');
 }
 
 export function bankErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
@@ -91,6 +116,7 @@ export function bankErrorHandler(error: FastifyError, request: FastifyRequest, r
 }
 
 export function bankNotFoundHandler(request: FastifyRequest, reply: FastifyReply) {
-  const error = new BankApiError(404, 'Resource.NotFound', `No route ${request.method} ${request.url.split('?')[0]}`);
+  // Outside the standard's operations, so no declared status applies; the code is from its list.
+  const error = new BankApiError(404, 'Resource.Invalid', `No route ${request.method} ${request.url.split('?')[0]}`);
   return reply.status(404).send(error.body(request.id));
 }

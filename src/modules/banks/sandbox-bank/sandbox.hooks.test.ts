@@ -30,7 +30,7 @@ async function twoClientBank(t: import('node:test').TestContext) {
     token,
     headers: { 'x-idempotency-key': 'c1' },
     body: {
-      Data: { Initiation: { InstructionIdentification: 'V-1', EndToEndIdentification: 'V-1', InstructedAmount: { Amount: '3.00', Currency: 'NZD' }, CreditorAccount: creditor, RemittanceInformation: remittance('V-1') } },
+      Data: { Consent: { InstructionIdentification: 'V-1', EndToEndIdentification: 'V-1', InstructedAmount: { Amount: '3.00', Currency: 'NZD' }, CreditorAccount: creditor, RemittanceInformation: remittance('V-1') } },
       Risk: {},
     },
   });
@@ -44,7 +44,7 @@ test('test hooks refuse callers without the client credentials, and another clie
   for (const authorization of [undefined, basic('shop', 'wrong'), basic('nobody', 'x'), 'Bearer abc', 'Basic JTp4']) {
     const refused = await call('POST', path, { body: { count: 5 }, headers: authorization ? { authorization } : {} });
     assert.equal(refused.status, 401, `${authorization}: ${refused.text}`);
-    assert.equal(refused.body.Errors[0].ErrorCode, 'Header.Unauthorized');
+    assert.equal(refused.body.Errors[0].ErrorCode, authorization ? 'Header.Invalid' : 'Header.Missing');
   }
   for (const [hookPath, body] of [
     [`/test/consents/${consentId}/decline-next`, { count: 5 }],

@@ -1,7 +1,7 @@
 import { centsToDecimal } from '../../../shared/money.ts';
 import { iso } from '../../../shared/time.ts';
-import { reasonToCode, type ActiveOrHistoricCurrencyAndAmount, type ConsentResponse, type ConsentStatus, type DomesticPaymentResponse, type PaymentStatus } from '../open-banking.wire.ts';
-import type { ConsentRow, PaymentRow } from './sandbox.repo.ts';
+import type { ActiveOrHistoricCurrencyAndAmount, ConsentResponse, ConsentStatus, DebtorAccountResponse, DomesticPaymentResponse, PaymentStatus } from '../open-banking.wire.ts';
+import type { ConsentRow, PayerRow, PaymentRow } from './sandbox.repo.ts';
 
 // Rows to the standard's bodies: the only code of the sandbox bank that knows the wire shape.
 
@@ -10,27 +10,20 @@ export function money(cents: number): ActiveOrHistoricCurrencyAndAmount {
 }
 
 export function presentConsent(row: ConsentRow, status: ConsentStatus, self: string): ConsentResponse {
-  const sent = JSON.parse(row.request_body) as Record<string, unknown>;
+  const sent = JSON.parse(row.request_body) as { Consent: unknown };
   return {
     Data: {
       ConsentId: row.id,
-      CreationDateTime: iso(row.created_at),
       Status: status,
+      CreationDateTime: iso(row.created_at),
       StatusUpdateDateTime: iso(row.status_updated_at),
-      ...sent,
+      Consent: sent.Consent,
     },
     Risk: {},
     Links: { Self: self },
     Meta: {},
   };
 }
-
-const descriptions: Record<string, string> = {
-  insufficient_funds: 'The payer account has insufficient funds',
-  fraud_check: 'The payment was stopped by a fraud check',
-  consent_revoked: 'The payer revoked the consent',
-  declined: 'The bank declined the payment',
-};
 
 export function presentPayment(row: PaymentRow, self: string): DomesticPaymentResponse {
   const sent = JSON.parse(row.request_body) as { Data: { Initiation: DomesticPaymentResponse['Data']['Initiation'] } };
@@ -41,11 +34,17 @@ export function presentPayment(row: PaymentRow, self: string): DomesticPaymentRe
       CreationDateTime: iso(row.created_at),
       Status: row.status as PaymentStatus,
       StatusUpdateDateTime: iso(row.updated_at),
-      ...(row.status_reason && {
-        StatusReason: [{ StatusReasonCode: reasonToCode(row.status_reason), StatusReasonDescription: descriptions[row.status_reason] ?? row.status_reason.replace(/_/g, ' ') }],
-      }),
       Initiation: sent.Data.Initiation,
     },
+    Risk: {},
+    Links: { Self: self },
+    Meta: {},
+  };
+}
+
+export function presentDebtorAccount(payer: PayerRow, self: string): DebtorAccountResponse {
+  return {
+    Data: { DebtorAccount: { SchemeName: 'BECSElectronicCredit', Identification: payer.account_number, Name: payer.name.slice(0, 70) } },
     Links: { Self: self },
     Meta: {},
   };

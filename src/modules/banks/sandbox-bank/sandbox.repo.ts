@@ -77,6 +77,10 @@ export async function findPayerByUsername(db: SandboxDb, username: string, optio
   return (options.forUpdate ? lockForUpdate(db, query) : query).executeTakeFirst();
 }
 
+export async function findPayerById(db: SandboxDb, id: string): Promise<PayerRow | undefined> {
+  return db.selectFrom('sandbox_payers').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
 export async function insertPayerIfAbsent(db: SandboxDb, row: PayerRow): Promise<boolean> {
   const result = await db.insertInto('sandbox_payers').values(row).onConflict((c) => c.column('username').doNothing()).executeTakeFirst();
   return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;

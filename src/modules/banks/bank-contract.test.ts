@@ -1,0 +1,80 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { observeBankExchanges, type BankExchange } from './open-banking.http.ts';
+import { StandardChecker } from './standard.testing.ts';
+
+// The contract with real banks: every exchange between the connector and the sandbox bank during
+// the flow tests (one-off approved and declined, recurring with a bank refusal and both
+// revocations, subscriptions over the test clock, reconciliation of unconfirmed payments) is
+// recorded and checked against the official Payments NZ Payment Initiation v3.0.2 document:
+// parameters, required headers, security, request and answer bodies per operation and status,
+// error codes from the standard's list, and x-fapi-interaction-id sent and echoed. The flows run on
+// both engines (SQLite, and PostgreSQL with TEST_ENGINE=postgres), so the check does too.
+
+const recorded: BankExchange[] = [];
+observeBankExchanges((exchange) => recorded.push(exchange));
+
+// The flows register their tests here, and run before the check below.
+await import('../../../test/flows/checkout.flow.test.ts');
+await import('../consents/consents.flow.test.ts');
+await import('../subscriptions/subscriptions.flow.test.ts');
+// Every call of the connector, debtor-account included.
+await import('./open-banking.connector.test.ts');
+
+/** The sandbox bank's base URL in an exchange: everything before the standard's resource path. */
+function baseOf(url: string): string {
+  const parsed = new URL(url);
+  const at = parsed.pathname.search(/\/(domestic-payment-consents|enduring-payment-consents|domestic-payments|token)(\/|$)/);
+  return `${parsed.origin}${at < 0 ? parsed.pathname : parsed.pathname.slice(0, at)}`;
+}
+
+test('every exchange of the flows conforms to the Payment Initiation standard v3.0.2', () => {
+  const checker = new StandardChecker();
+  // The sandbox bank's answers (the connector test's deliberately broken fake banks aside).
+  const apiCalls = recorded.filter((exchange) => /\/sandbox-bank\//.test(exchange.url) && !/\/token$/.test(new URL(exchange.url).pathname));
+  assert.ok(apiCalls.length > 50, `only ${apiCalls.length} exchanges were recorded`);
+  const seen = new Set<string>();
+  const distinct = new Map<string, number>();
+  for (const exchange of apiCalls) {
+    const base = baseOf(exchange.url);
+    const operation = checker.operationOf(exchange, base);
+    if (operation) seen.add(operation.id);
+    for (const problem of checker.violations(exchange, base)) {
+      const key = `${operation?.id ?? exchange.url} ${exchange.status}: ${problem}`;
+      distinct.set(key, (distinct.get(key) ?? 0) + 1);
+    }
+  }
+  const report = [...distinct].map(([problem, count]) => `${count}× ${problem}`).join('\n');
+  assert.equal(distinct.size, 0, `${distinct.size} distinct violations in ${apiCalls.length} exchanges:\n${report}`);
+  // Every operation of the standard was exercised.
+  const missing = checker.operationIds().filter((id) => !seen.has(id));
+  assert.deepEqual(missing, [], `operations the flows never called: ${missing.join(', ')}`);
+});
+
+test('the checker refuses the shapes the connector and the sandbox bank used before v3.0.2', () => {
+  const checker = new StandardChecker();
+  const base = 'http://bank.example/sandbox-bank';
+  const account = { SchemeName: 'BECSElectronicCredit', Identification: '12-3456-7890123-00', Name: 'Acme Coffee' };
+  const old: BankExchange = {
+    method: 'POST',
+    url: `${base}/enduring-payment-consents`,
+    requestHeaders: { authorization: 'Bearer abc', 'x-idempotency-key': 'k1', 'content-type': 'application/json' },
+    requestBody: {
+      Data: {
+        FromDateTime: '2026-11-23T00:00:00Z',
+        Frequency: { Period: 'Week', TotalAmount: { Amount: '20.00', Currency: 'NZD' } },
+        Initiation: { CreditorAccount: account },
+      },
+      Risk: {},
+    },
+    status: 404,
+    responseHeaders: {},
+    responseBody: { Code: '404 NotFound', Message: 'x', Errors: [{ ErrorCode: 'Resource.NotFound', Message: 'x' }] },
+  };
+  const problems = checker.violations(old, base).join('\n');
+  assert.match(problems, /request header x-fapi-interaction-id is not sent/);
+  assert.match(problems, /request body\/Data must NOT have additional properties/);
+  assert.match(problems, /response status 404 is not declared/);
+  const refusal = checker.violations({ ...old, requestBody: undefined, method: 'GET', url: `${base}/enduring-payment-consents/epc-1`, status: 401, requestHeaders: { 'x-fapi-interaction-id': 'i-1', authorization: 'Bearer abc' }, responseHeaders: { 'x-fapi-interaction-id': 'i-1' }, responseBody: { Code: '401 Unauthorized', Message: 'x', Errors: [{ ErrorCode: 'Header.Unauthorized', Message: 'x' }] } }, base);
+  assert.match(refusal.join('\n'), /Errors\/0\/ErrorCode must be equal to one of the allowed values/);
+});
