@@ -156,7 +156,7 @@ export interface PaymentsTable {
   submitted_at: number | null;
   /** 'page' | 'embed' | 'api' (migration 0005). */
   channel: string | null;
-  /** The payer's account from the bank, sealed JSON { scheme_name, identification, name } (migration 0012); null until read. */
+  /** The payer's account from the bank, sealed JSON { scheme_name, identification, name } (migration 0016); null until read. */
   payer_account_sealed: string | null;
 }
 

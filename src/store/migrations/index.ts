@@ -9,9 +9,9 @@ import * as subscriptions from './0007-subscriptions.ts';
 import * as consentUsage from './0008-consent-usage.ts';
 import * as sandboxUsage from './0009-sandbox-usage.ts';
 import * as partialPaymentIndexes from './0010-partial-payment-indexes.ts';
-import * as payerAccounts from './0012-payer-accounts.ts';
 import * as mailAndPayer from './0014-mail-and-payer.ts';
 import * as secretsAtRest from './0015-secrets-at-rest.ts';
+import * as payerAccounts from './0016-payer-accounts.ts';
 
 // Every migration, in order. Each module appends its own file here; names never change once shipped.
 export const migrations: Record<string, Migration> = {
@@ -25,7 +25,7 @@ export const migrations: Record<string, Migration> = {
   '0008-consent-usage': consentUsage,
   '0009-sandbox-usage': sandboxUsage,
   '0010-partial-payment-indexes': partialPaymentIndexes,
-  '0012-payer-accounts': payerAccounts,
   '0014-mail-and-payer': mailAndPayer,
   '0015-secrets-at-rest': secretsAtRest,
+  '0016-payer-accounts': payerAccounts,
 };
