@@ -4,6 +4,7 @@ import { IANAZone } from 'luxon';
 import { BanksFileError, readBanksFile } from './modules/banks/banks-file.ts';
 import { decodeSecretKey } from './store/secret-key.ts';
 import { isLoopbackHost } from './shared/network.ts';
+import { DEFAULT_ZONE } from './shared/zone.ts';
 
 export type Config = {
   port: number;
@@ -103,7 +104,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const sandboxBankUrl = url('SANDBOX_BANK_URL', env.SANDBOX_BANK_URL || `${publicBaseUrl}/sandbox-bank`, ['http:', 'https:']);
   const logLevel = env.LOG_LEVEL || 'info';
   if (!logLevels.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${logLevels.join(', ')}, got ${JSON.stringify(logLevel)}`);
-  const serviceTimeZone = env.SERVICE_TIME_ZONE || 'Pacific/Auckland';
+  const serviceTimeZone = env.SERVICE_TIME_ZONE || DEFAULT_ZONE;
   if (!IANAZone.isValidZone(serviceTimeZone)) throw new ConfigError(`SERVICE_TIME_ZONE must be an IANA time zone such as Pacific/Auckland, got ${JSON.stringify(serviceTimeZone)}`);
   const banksFile = env.BANKS_FILE ? path.resolve(env.BANKS_FILE) : null;
   if (banksFile) {

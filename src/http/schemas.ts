@@ -11,6 +11,10 @@ export const AmountObject = Type.Object(
   { description: 'Amount: normalised value and display string' },
 );
 
+/** A statement reference as banks carry it: up to 12 letters, digits or hyphens. */
+export const ReferenceInput = (description: string) =>
+  Type.String({ pattern: '^[a-zA-Z0-9-]{0,12}$', description, 'x-expected': 'up to 12 letters, digits or hyphens' });
+
 export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 UTC with milliseconds' });
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 

@@ -43,6 +43,19 @@ export function newId(kind: IdKind): string {
   return `${IdPrefix[kind]}_${ulid()}`;
 }
 
+/** The shape of an id of one kind (prefix and 26 ULID characters), for input checked before any lookup. */
+export function idPattern(kind: IdKind): string {
+  return `^${IdPrefix[kind]}_[0-9A-Z]{26}$`;
+}
+
+const idShapes = new Map<IdKind, RegExp>();
+/** Whether `value` has the shape of an id of this kind. */
+export function isIdOf(kind: IdKind, value: unknown): value is string {
+  let shape = idShapes.get(kind);
+  if (!shape) idShapes.set(kind, (shape = new RegExp(idPattern(kind))));
+  return typeof value === 'string' && shape.test(value);
+}
+
 const idShape = /^[a-z]+_[0-9A-HJKMNP-TV-Z]{26}$/;
 export function looksLikeId(kind: IdKind, value: string): boolean {
   return value.startsWith(IdPrefix[kind] + '_') && idShape.test(value);

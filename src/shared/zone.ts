@@ -3,6 +3,9 @@ import { DateTime } from 'luxon';
 // Calendar arithmetic in a named time zone (the service's, Pacific/Auckland by default).
 // Luxon does the DST work; nothing here adds hours by hand.
 
+/** The service's time zone unless SERVICE_TIME_ZONE says otherwise. */
+export const DEFAULT_ZONE = 'Pacific/Auckland';
+
 const dateOnly = /^\d{4}-\d{2}-\d{2}$/;
 
 export function isDateOnly(value: string): boolean {

@@ -8,6 +8,7 @@ import { merchantImage } from './checkout.images.ts';
 import { bankErrorPage, closedRequestPage, merchantRedirect, payPage, resultPage, statusPage, withEmbed, type PageContext } from './checkout.pages.ts';
 import { loadRequest, paymentOfRequest, returnFromBank, setUpViewOf, submitCheckout } from './checkout.service.ts';
 import { parseEmbedOrigin, render, sendPage } from './checkout.views.ts';
+import { isIdOf } from '../../shared/ids.ts';
 
 const assetsDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'assets');
 const assetTypes: Record<string, string> = { '.css': 'text/css; charset=utf-8', '.js': 'text/javascript; charset=utf-8' };
@@ -50,7 +51,7 @@ export async function registerCheckoutRoutes(app: App, deps: Deps): Promise<void
       .header('access-control-allow-origin', '*').header('cross-origin-resource-policy', 'cross-origin').send(embedScript()));
 
   app.get<{ Querystring: Query }>('/embed-demo', hidden, async (request, reply) => {
-    const requestId = typeof request.query.request_id === 'string' && /^request_[0-9A-Z]{26}$/.test(request.query.request_id) ? request.query.request_id : null;
+    const requestId = isIdOf('request', request.query.request_id) ? request.query.request_id : null;
     return sendPage(reply, 200, render('embed-demo', { requestId, base: deps.config.publicBaseUrl }), null, serviceOrigin());
   });
 

@@ -7,6 +7,7 @@ import { clockOf } from '../payments/payments.service.ts';
 import { findRequestById, type RequestRow } from '../requests/requests.repo.ts';
 import { parseCheckoutForm, type FieldError, type FormValues } from './checkout.form.ts';
 import { completeReturn, strategyFor, type ReturnInput, type ReturnOutcome, type SetUpView } from './checkout.strategies.ts';
+import { isIdOf } from '../../shared/ids.ts';
 
 // The public side of a request: what the payer's browser can see and do with only the request id
 // (an unguessable capability) and, on return from the bank, the state the bank hands back.
@@ -14,7 +15,7 @@ import { completeReturn, strategyFor, type ReturnInput, type ReturnOutcome, type
 export type LoadedRequest = { request: RequestRow; merchantName: string; status: string };
 
 export async function loadRequest(deps: Deps, id: string): Promise<LoadedRequest | null> {
-  if (!/^request_[0-9A-Z]{26}$/.test(id)) return null;
+  if (!isIdOf('request', id)) return null;
   const request = await findRequestById(deps.db, id);
   if (!request) return null;
   const merchant = await deps.db.selectFrom('users').select('name').where('id', '=', request.user_id).executeTakeFirstOrThrow();
@@ -60,7 +61,7 @@ export async function returnFromBank(deps: Deps, input: ReturnInput): Promise<Re
 
 /** A payment of this request, for the result page and the status endpoint. */
 export async function paymentOfRequest(deps: Deps, requestId: string, paymentId: unknown): Promise<PaymentRow | null> {
-  if (typeof paymentId !== 'string' || !/^payment_[0-9A-Z]{26}$/.test(paymentId)) return null;
+  if (!isIdOf('payment', paymentId)) return null;
   const payment = await findPaymentById(deps.db, paymentId);
   return payment && payment.request_id === requestId ? payment : null;
 }

@@ -8,6 +8,7 @@ import { findConsentById, type ConsentRow } from './consents.repo.ts';
 import { limitsOf } from './consents.rules.ts';
 import { consentObject, revokeConsentByPayer } from './consents.service.ts';
 import { describeLimits } from './limits.ts';
+import { isIdOf } from '../../shared/ids.ts';
 
 // Recurring consents as their payer sees them in the payer dashboard: every one registered to
 // their email, across merchants and modes. Another payer's consent is unknown (404).
@@ -54,7 +55,7 @@ export async function consentsOfPayer(deps: Deps, email: string): Promise<PayerC
 }
 
 async function ownConsent(deps: Deps, email: string, id: string): Promise<ConsentRow> {
-  const row = /^recurring_[0-9A-Z]{26}$/.test(id) ? await findConsentById(deps.db, id) : undefined;
+  const row = isIdOf('recurring', id) ? await findConsentById(deps.db, id) : undefined;
   if (!row || row.email !== email) throw notFound('recurring_consent', id);
   return row;
 }

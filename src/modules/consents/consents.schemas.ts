@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { AmountInput, AmountObject, Nullable, Timestamp } from '../../http/schemas.ts';
+import { AmountInput, AmountObject, Nullable, ReferenceInput, Timestamp } from '../../http/schemas.ts';
 import { listQueryFields } from '../../shared/pagination.ts';
 import { ConsentStatus } from './consents.rules.ts';
 
@@ -12,7 +12,7 @@ export const ExecutePaymentBody = Type.Object(
       maxLength: 255,
       description: 'Derive it from your own records (an invoice id, say): the same key and parameters return the first payment, kept forever',
     }),
-    reference: Type.Optional(Type.String({ pattern: '^[a-zA-Z0-9-]{0,12}$', description: 'Statement reference; default: the request\'s', 'x-expected': 'up to 12 letters, digits or hyphens' })),
+    reference: Type.Optional(ReferenceInput('Statement reference; default: the request\'s')),
     merchant_identifier: Type.Optional(Type.String({ maxLength: 255, description: "Your own id for this payment; default: the consent's" })),
   },
   { additionalProperties: false },

@@ -76,7 +76,8 @@ export type LimitRefusal = {
 
 export type LimitCheck = { ok: true } | LimitRefusal;
 
-export const DEFAULT_ZONE = 'Pacific/Auckland';
+export { DEFAULT_ZONE } from '../../shared/zone.ts';
+import { DEFAULT_ZONE } from '../../shared/zone.ts';
 
 const luxonUnit = { daily: 'day', weekly: 'week', monthly: 'month' } as const;
 const oneStep = { daily: { days: 1 }, weekly: { weeks: 1 }, monthly: { months: 1 } } as const;

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { AmountInput, AmountObject, Nullable, Timestamp } from '../../http/schemas.ts';
+import { AmountInput, AmountObject, Nullable, ReferenceInput, Timestamp } from '../../http/schemas.ts';
 import { listQueryFields } from '../../shared/pagination.ts';
 
 const DATE_FORM = 'a date YYYY-MM-DD or an ISO 8601 date-time';
@@ -61,7 +61,7 @@ export const CreateRequestBody = Type.Object(
     amount: Type.Optional(AmountInput('Fixed amount, at most 5000.00 NZD; not with dynamic amounts, recurring or subscription options')),
     message: Type.String({ minLength: 1, maxLength: 60, description: 'Shown to the payer, 1 to 60 characters' }),
     type: Type.Optional(Type.Enum(['single', 'multi'], { default: 'single', description: 'single: one payment; multi: reusable' })),
-    reference: Type.Optional(Type.String({ pattern: '^[a-zA-Z0-9-]{0,12}$', description: 'Statement reference', 'x-expected': 'up to 12 letters, digits or hyphens' })),
+    reference: Type.Optional(ReferenceInput('Statement reference')),
     merchant_identifier: Type.Optional(Type.String({ maxLength: 255, description: 'Your own id for this request' })),
     expires_in: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,6}[mhd]$', description: 'Lifetime: <n>m, <n>h or <n>d, from 1 minute to 365 days', 'x-expected': '<n>m, <n>h or <n>d, from 1 minute to 365 days' })),
     allow_dynamic_amount: flag('The payer chooses the amount'),

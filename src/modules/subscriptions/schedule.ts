@@ -95,7 +95,8 @@ export type Schedule = {
   total_count: number | null;
 };
 
-export const DEFAULT_ZONE = 'Pacific/Auckland';
+export { DEFAULT_ZONE } from '../../shared/zone.ts';
+import { DEFAULT_ZONE } from '../../shared/zone.ts';
 
 /** Wall times are compared and stored in these forms (`localTime` is always TIME_FORMAT). */
 const WALL_FORMAT = "yyyy-MM-dd'T'HH:mm:ss.SSS";

@@ -7,6 +7,7 @@ import { paymentsUnder } from '../payments/payments.service.ts';
 import { planWords } from './subscriptions.notices.ts';
 import type { SubscriptionRow } from './subscriptions.repo.ts';
 import { cancelSubscriptionByPayer } from './subscriptions.service.ts';
+import { isIdOf } from '../../shared/ids.ts';
 
 // Subscriptions as their payer sees them in the payer dashboard: every one registered to their
 // email, across merchants and modes. Another payer's subscription is unknown (404).
@@ -48,7 +49,7 @@ export async function subscriptionsOfPayer(deps: Deps, email: string): Promise<P
 }
 
 async function ownSubscription(deps: Deps, email: string, id: string): Promise<SubscriptionRow> {
-  const row = /^subscription_[0-9A-Z]{26}$/.test(id)
+  const row = isIdOf('subscription', id)
     ? await deps.db.selectFrom('subscriptions').selectAll().where('id', '=', id).executeTakeFirst()
     : undefined;
   if (!row || row.email !== email) throw notFound('subscription', id);
