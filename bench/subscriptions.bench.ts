@@ -13,7 +13,6 @@ import { freePort } from '../test/process.ts';
 import { DISPATCHED_JOB_KINDS, jobHandlers } from '../src/jobs/registry.ts';
 import { Worker } from '../src/jobs/worker.ts';
 import type { BankConnector, BankRegistry } from '../src/modules/banks/bank-connector.ts';
-import type { Ctx } from '../src/http/context.ts';
 import { authenticateKey } from '../src/modules/merchants/merchants.service.ts';
 import { findRequestById } from '../src/modules/requests/requests.repo.ts';
 import type { CreateRequestBody } from '../src/modules/requests/requests.schemas.ts';
@@ -21,6 +20,7 @@ import { createRequest } from '../src/modules/requests/requests.service.ts';
 import { subscriptionOptionsOf } from '../src/modules/requests/requests.present.ts';
 import { createSubscription } from '../src/modules/subscriptions/subscriptions.service.ts';
 import { transact } from '../src/store/tx.ts';
+import type { Ctx } from '../src/modules/context.ts';
 
 /** BENCH_SUBSCRIPTIONS makes a shorter run possible; the budget is stated for 100,000. */
 const SUBSCRIPTIONS = Number(process.env.BENCH_SUBSCRIPTIONS ?? 100_000);

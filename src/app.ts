@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import Fastify, { type FastifyReply } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { App } from './http/app-type.ts';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import formbody from '@fastify/formbody';
@@ -10,7 +11,6 @@ import { refuseNulCharacters } from './http/text-guard.ts';
 import { clientErrorHandler } from './http/client-errors.ts';
 import { emptyJsonIsNoBody, strictApiRoute } from './http/strict-routes.ts';
 import { pageSecurityHeaders } from './http/page-headers.ts';
-import type { Deps } from './http/context.ts';
 import { checkDb } from './store/db.ts';
 import { createMetrics } from './http/metrics.ts';
 import { registerMerchantRoutes } from './modules/merchants/merchants.routes.ts';
@@ -26,8 +26,7 @@ import { registerCheckoutRoutes } from './modules/checkout/checkout.routes.ts';
 import { registerPayTestHelperRoutes } from './modules/test-helpers/pay.routes.ts';
 import { registerConsentRoutes } from './modules/consents/consents.routes.ts';
 import { registerPayerRoutes } from './modules/payer/payer.routes.ts';
-
-export type App = FastifyInstance<any, any, any, any, TypeBoxTypeProvider>;
+import type { Deps } from './modules/context.ts';
 
 const requestIdShape = /^[A-Za-z0-9._-]{1,64}$/;
 

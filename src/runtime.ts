@@ -1,8 +1,7 @@
 import path from 'node:path';
 import pino, { type Logger } from 'pino';
-import { buildApp, loggerRedactPaths, type App } from './app.ts';
+import { buildApp, loggerRedactPaths } from './app.ts';
 import type { Config } from './config.ts';
-import type { Deps } from './http/context.ts';
 import { DISPATCHED_JOB_KINDS, jobHandlers } from './jobs/registry.ts';
 import { Worker } from './jobs/worker.ts';
 import { systemClock, type Clock } from './shared/time.ts';
@@ -15,6 +14,8 @@ import { createSecretBox } from './shared/secret-box.ts';
 import { loadOrCreateKeyFile } from './store/secret-key.ts';
 import { sealStoredSecrets } from './store/seal-at-rest.ts';
 import { scheduleWebhookHealth } from './modules/webhooks/webhooks.health.ts';
+import type { Deps } from './modules/context.ts';
+import { type App } from './http/app-type.ts';
 
 export type Runtime = { deps: Deps; app: App; close(): Promise<void> };
 

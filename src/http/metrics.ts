@@ -1,8 +1,8 @@
 import { Histogram, Registry, collectDefaultMetrics, Gauge } from 'prom-client';
-import type { Deps } from './context.ts';
+import type { Db } from '../store/db.ts';
 
 /** Prometheus metrics for /metrics: process defaults, HTTP by route and status, job backlog. */
-export function createMetrics(deps: Pick<Deps, 'db'>) {
+export function createMetrics(deps: { db: Db }) {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const httpDuration = new Histogram({

@@ -1,4 +1,3 @@
-import type { Deps } from '../http/context.ts';
 import type { JobHandler } from './worker.ts';
 import { EXPIRE_REQUEST_JOB, expireRequestJob } from '../modules/requests/requests.service.ts';
 import { paymentJobHandlers } from '../modules/payments/payments.jobs.ts';
@@ -8,6 +7,7 @@ import { WEBHOOK_DELIVERY_JOB } from '../modules/webhooks/deliveries.repo.ts';
 import { consentJobHandlers } from '../modules/consents/consents.service.ts';
 import { createMailSender, SEND_MAIL_JOB, sendMailJob } from '../modules/mail/mail.service.ts';
 import { WEBHOOK_HEALTH_JOB, webhookHealthJob } from '../modules/webhooks/webhooks.health.ts';
+import type { Deps } from '../modules/context.ts';
 
 /** Every job kind and the module handler that runs it; handlers that need services close over deps. */
 export function jobHandlers(deps: Deps): Record<string, JobHandler> {

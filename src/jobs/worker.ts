@@ -3,9 +3,10 @@ import type { Kysely, Transaction } from 'kysely';
 import type { Logger } from 'pino';
 import { lockSkipLocked, relaxDurability, type Db } from '../store/db.ts';
 import { prepared } from '../store/prepared.ts';
-import type { Database, JobsTable } from '../store/tables.ts';
+import type { Database } from '../store/tables.ts';
 import { shiftedClock, systemClock, type Clock } from '../shared/time.ts';
 import { onJobEnqueued } from './queue.ts';
+import type { JobsTable } from './jobs.tables.ts';
 
 export type ClaimedJob = Omit<JobsTable, 'attempts'> & {
   attempts: number;

@@ -2,7 +2,7 @@ import { systemClock } from '../../shared/time.ts';
 import { resendEvent } from '../../modules/events/events.service.ts';
 import { installWebhookFanOut } from '../../modules/webhooks/webhooks.fanout.ts';
 import { recoverDeliveries } from '../../modules/webhooks/webhooks.service.ts';
-import type { CliCommand } from './index.ts';
+import type { CliCommand } from '../command.ts';
 import { print, withDb } from './open.ts';
 
 // Operator commands for webhook delivery; a running service picks the queued deliveries up.

@@ -1,4 +1,3 @@
-import type { Deps } from '../../http/context.ts';
 import { displayAmount } from '../../shared/money.ts';
 import type { PaymentRow } from '../payments/payments.repo.ts';
 import { banksFor } from '../payments/payments.banks.ts';
@@ -7,6 +6,7 @@ import type { RequestRow } from '../requests/requests.repo.ts';
 import { boundsText, detailFieldsOf, collectsDetails, suggestionsOf, type FieldError, type FormValues } from './checkout.form.ts';
 import { strategyFor, type SetUpView } from './checkout.strategies.ts';
 import { render } from './checkout.views.ts';
+import type { Deps } from '../context.ts';
 
 // View models for each page, rendered through the templates. Nothing here touches the database.
 

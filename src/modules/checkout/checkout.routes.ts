@@ -2,13 +2,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { App } from '../../app.ts';
-import type { Deps } from '../../http/context.ts';
 import { merchantImage } from './checkout.images.ts';
 import { bankErrorPage, closedRequestPage, merchantRedirect, payPage, resultPage, statusPage, withEmbed, type PageContext } from './checkout.pages.ts';
 import { loadRequest, paymentOfRequest, returnFromBank, setUpViewOf, submitCheckout } from './checkout.service.ts';
 import { parseEmbedOrigin, render, sendPage } from './checkout.views.ts';
 import { isIdOf } from '../../shared/ids.ts';
+import type { Deps } from '../context.ts';
+import type { App } from '../../http/app-type.ts';
 
 const assetsDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'assets');
 const assetTypes: Record<string, string> = { '.css': 'text/css; charset=utf-8', '.js': 'text/javascript; charset=utf-8' };

@@ -1,4 +1,3 @@
-import type { Deps } from '../../http/context.ts';
 import { AppError } from '../../shared/errors.ts';
 import { findPaymentById, type PaymentRow } from '../payments/payments.repo.ts';
 import { banksFor } from '../payments/payments.banks.ts';
@@ -8,6 +7,7 @@ import { findRequestById, type RequestRow } from '../requests/requests.repo.ts';
 import { parseCheckoutForm, type FieldError, type FormValues } from './checkout.form.ts';
 import { completeReturn, strategyFor, type ReturnInput, type ReturnOutcome, type SetUpView } from './checkout.strategies.ts';
 import { isIdOf } from '../../shared/ids.ts';
+import type { Deps } from '../context.ts';
 
 // The public side of a request: what the payer's browser can see and do with only the request id
 // (an unguessable capability) and, on return from the bank, the state the bank hands back.

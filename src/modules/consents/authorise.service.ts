@@ -1,4 +1,3 @@
-import type { Deps } from '../../http/context.ts';
 import { invalidParam } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
 import { transact } from '../../store/tx.ts';
@@ -20,6 +19,7 @@ import { enduringPeriodOf, hashConsentToken, limitsOf, maskConsentToken, newCons
 import { noticeConsentAuthorised } from './consents.notices.ts';
 import { scheduleExpiry } from './consents.service.ts';
 import { describeLimits, type RecurringLimits } from './limits.ts';
+import type { Deps } from '../context.ts';
 
 // The recurring request at checkout: the page states the limits in plain words; the payer's bank
 // gets an enduring consent with the same limits; when the payer comes back approved, the service

@@ -1,4 +1,3 @@
-import type { Deps } from '../../http/context.ts';
 import { notFound } from '../../shared/errors.ts';
 import { paymentLine, type PaymentLine } from '../../shared/payer-words.ts';
 import { describeMoment } from '../../shared/zone.ts';
@@ -9,6 +8,7 @@ import { limitsOf } from './consents.rules.ts';
 import { consentObject, revokeConsentByPayer } from './consents.service.ts';
 import { describeLimits } from './limits.ts';
 import { isIdOf } from '../../shared/ids.ts';
+import type { Deps } from '../context.ts';
 
 // Recurring consents as their payer sees them in the payer dashboard: every one registered to
 // their email, across merchants and modes. Another payer's consent is unknown (404).

@@ -2,10 +2,12 @@ import { sql, type Kysely, type Selectable } from 'kysely';
 import { notFound } from '../../shared/errors.ts';
 import { lockForUpdate } from '../../store/db.ts';
 import { prepared } from '../../store/prepared.ts';
-import type { Database, Mode, PaymentsTable } from '../../store/tables.ts';
+import type { Database } from '../../store/tables.ts';
 import type { ConsentAuthorisationsTable, RecurringConsentsTable } from './consents.tables.ts';
 import { COUNTED_STATUSES } from './consents.rules.ts';
 import type { UsageTotals, Window } from './limits.ts';
+import type { Mode } from '../../shared/mode.ts';
+import type { PaymentsTable } from '../payments/payments.tables.ts';
 
 // SQL of the consents module, no rules. Executions are payments rows tagged with the consent; the
 // period sums and the idempotency lookup read them here because they are this module's questions,

@@ -1,6 +1,4 @@
-import type { App } from '../../app.ts';
-import { apiKeyAuth } from '../../http/auth.ts';
-import type { Deps } from '../../http/context.ts';
+import { apiKeyAuth } from '../merchants/merchants.auth.ts';
 import { errorResponses, IdParams } from '../../http/schemas.ts';
 import { registerCheckoutStrategy } from '../checkout/checkout.strategies.ts';
 import { PaymentEnvelope } from '../payments/payments.schemas.ts';
@@ -9,6 +7,8 @@ import { ConsentEnvelope, ConsentList, ExecutePaymentBody, ListConsentsQuery } f
 import { listConsentsFor, retrieveConsent, revokeConsentByMerchant } from './consents.service.ts';
 import { executePayment } from './execute.service.ts';
 import { registerConsentTestHelperRoutes } from './consents.test-helpers.ts';
+import type { Deps } from '../context.ts';
+import type { App } from '../../http/app-type.ts';
 
 export async function registerConsentRoutes(app: App, deps: Deps): Promise<void> {
   registerCheckoutStrategy('recurring', recurringCheckout(deps.config.serviceTimeZone));

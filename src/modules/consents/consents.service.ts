@@ -1,5 +1,4 @@
 import type { Kysely } from 'kysely';
-import type { Ctx, Deps } from '../../http/context.ts';
 import { invalidState } from '../../shared/errors.ts';
 import { pageOf } from '../../shared/pagination.ts';
 import type { Clock } from '../../shared/time.ts';
@@ -18,6 +17,7 @@ import type { ListConsentsQuery } from './consents.schemas.ts';
 import { periodWindow } from './limits.ts';
 import { SETTLE_EXECUTION_JOB, settleExecutionJob } from './execute.service.ts';
 import { usageOf } from './usage.service.ts';
+import type { Ctx, Deps } from '../context.ts';
 
 // Reading, revoking and expiring recurring consents. Executions are in execute.service.ts and
 // authorisation at checkout in authorise.service.ts.

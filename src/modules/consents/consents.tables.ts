@@ -61,3 +61,7 @@ export interface ConsentTables {
   recurring_consents: RecurringConsentsTable;
   consent_authorisations: ConsentAuthorisationsTable;
 }
+
+declare module '../../store/tables.ts' {
+  interface Database extends ConsentTables {}
+}

@@ -1,6 +1,4 @@
-import type { App } from '../../app.ts';
-import { apiKeyAuth } from '../../http/auth.ts';
-import type { Ctx, Deps } from '../../http/context.ts';
+import { apiKeyAuth } from '../merchants/merchants.auth.ts';
 import { errorResponses, IdParams } from '../../http/schemas.ts';
 import { AppError } from '../../shared/errors.ts';
 import { bankReturnUrl, banksFor } from '../payments/payments.banks.ts';
@@ -13,6 +11,8 @@ import { recurringCheckout } from './authorise.service.ts';
 import { getConsent } from './consents.repo.ts';
 import { ConsentEnvelope, DeclineNextBody } from './consents.schemas.ts';
 import { consentObject, revokeConsentByPayer } from './consents.service.ts';
+import type { Ctx, Deps } from '../context.ts';
+import type { App } from '../../http/app-type.ts';
 
 // Test helpers for recurring consents (test keys only). They drive the same code and the same
 // sandbox bank over HTTP that a payer at the hosted page, the payer dashboard and the bank drive.

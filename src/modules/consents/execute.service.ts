@@ -1,4 +1,3 @@
-import type { Ctx, Deps } from '../../http/context.ts';
 import { AppError, invalidParam, notFound } from '../../shared/errors.ts';
 import { AMOUNT_FORM, parseAmount } from '../../shared/money.ts';
 import { enqueue } from '../../jobs/queue.ts';
@@ -19,6 +18,7 @@ import { checkLimits, periodWindow } from './limits.ts';
 import { noticeConsentRevoked } from './consents.notices.ts';
 import { countReservation, followStatusChange, usageOf } from './usage.service.ts';
 import { openStored } from '../../shared/secret-box.ts';
+import type { Ctx, Deps } from '../context.ts';
 
 // POST /v1/payments: a merchant-initiated payment under a recurring consent, synchronous.
 //

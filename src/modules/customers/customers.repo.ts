@@ -2,7 +2,9 @@ import type { Kysely, Selectable } from 'kysely';
 import { notFound } from '../../shared/errors.ts';
 import { lockForUpdate } from '../../store/db.ts';
 import { insertRow } from '../../store/prepared.ts';
-import type { CustInfosTable, CustomersTable, Database, Mode } from '../../store/tables.ts';
+import type { Database } from '../../store/tables.ts';
+import type { Mode } from '../../shared/mode.ts';
+import type { CustInfosTable, CustomersTable } from './customers.tables.ts';
 
 export type CustomerRow = Selectable<CustomersTable>;
 export type CustInfoRow = Selectable<CustInfosTable>;

@@ -1,5 +1,7 @@
 import type { Kysely, Selectable } from 'kysely';
-import type { Database, EventsTable, Mode } from '../../store/tables.ts';
+import type { Database } from '../../store/tables.ts';
+import type { Mode } from '../../shared/mode.ts';
+import type { EventsTable } from './events.tables.ts';
 
 export type EventRow = Selectable<EventsTable>;
 export type Owner = { userId: string; mode: Mode };

@@ -2,14 +2,15 @@ import type { Kysely } from 'kysely';
 import { newId } from '../../shared/ids.ts';
 import { insertRow } from '../../store/prepared.ts';
 import { iso } from '../../shared/time.ts';
-import type { Database, Mode } from '../../store/tables.ts';
-import type { Ctx } from '../../http/context.ts';
+import type { Database } from '../../store/tables.ts';
 import { notFound } from '../../shared/errors.ts';
 import { pageOf } from '../../shared/pagination.ts';
 import { deliveriesWithAttempts, resendToWebhooks } from '../webhooks/webhooks.service.ts';
 import { buildEventData, versionOf, type EventData, type EventEnvelope, type EventType } from './events.builders.ts';
 import { findEvent, listEvents, type EventRow } from './events.repo.ts';
 import type { ListEventsQuery, ResendBody } from './events.schemas.ts';
+import type { Mode } from '../../shared/mode.ts';
+import type { Ctx } from '../context.ts';
 
 export type EventScope = { userId: string; mode: Mode };
 

@@ -4,14 +4,15 @@ import type { Kysely } from 'kysely';
 import nodemailer, { type Transporter } from 'nodemailer';
 import type { Logger } from 'pino';
 import type { Config } from '../../config.ts';
-import type { Deps } from '../../http/context.ts';
 import { enqueue } from '../../jobs/queue.ts';
 import type { JobHandler } from '../../jobs/worker.ts';
 import { newId } from '../../shared/ids.ts';
 import { isSealed, type SecretBox } from '../../shared/secret-box.ts';
-import type { Database, Mode } from '../../store/tables.ts';
+import type { Database } from '../../store/tables.ts';
 import { transact } from '../../store/tx.ts';
 import { renderMail, type TemplateData, type TemplateName } from './mail.templates.ts';
+import type { Mode } from '../../shared/mode.ts';
+import type { Deps } from '../context.ts';
 
 // Email: a message is a row written in the caller's transaction with a job to send it, so a
 // crash between the change and the send loses nothing. The job sends with a Message-ID made from

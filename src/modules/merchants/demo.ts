@@ -1,5 +1,5 @@
-import type { Deps } from '../../http/context.ts';
 import { createMerchant, findMerchantByEmail, type CreatedMerchant } from './merchants.service.ts';
+import type { Deps } from '../context.ts';
 
 export const DEMO_EMAIL = 'demo@tono.example';
 export const DEMO_BANK_ACCOUNT = '12-3456-7890138-00';

@@ -1,10 +1,10 @@
 import { Type } from 'typebox';
-import type { App } from '../../app.ts';
-import { apiKeyAuth } from '../../http/auth.ts';
-import type { Deps } from '../../http/context.ts';
+import { apiKeyAuth } from './merchants.auth.ts';
 import { errorResponses, Timestamp } from '../../http/schemas.ts';
 import { iso } from '../../shared/time.ts';
 import { ListQuery } from '../../shared/pagination.ts';
+import type { Deps } from '../context.ts';
+import type { App } from '../../http/app-type.ts';
 
 const BankAccountObject = Type.Object({
   id: Type.String(),

@@ -4,7 +4,7 @@ import { hashPassword, randomSecret, sha256Hex } from '../../shared/crypto.ts';
 import { newId } from '../../shared/ids.ts';
 import type { Clock } from '../../shared/time.ts';
 import { transact } from '../../store/tx.ts';
-import type { Database, Mode } from '../../store/tables.ts';
+import type { Database } from '../../store/tables.ts';
 import { prepared } from '../../store/prepared.ts';
 import {
   BANK_ACCOUNT_FORM,
@@ -12,6 +12,7 @@ import {
   isValidBankAccountNumber,
   parseBankAccountNumber,
 } from './bank-account-number.ts';
+import type { Mode } from '../../shared/mode.ts';
 
 type Db = Kysely<Database>;
 

@@ -1,5 +1,4 @@
 import { randomInt } from 'node:crypto';
-import type { Deps } from '../../http/context.ts';
 import { FailureLimiter } from '../../http/failure-limiter.ts';
 import { constantTimeEqual, randomSecret, sha256Hex } from '../../shared/crypto.ts';
 import { newId } from '../../shared/ids.ts';
@@ -7,6 +6,7 @@ import { transact } from '../../store/tx.ts';
 import { payerHasConsents } from '../consents/consents.payer.ts';
 import { queueMail } from '../mail/mail.service.ts';
 import { payerHasSubscriptions } from '../subscriptions/subscriptions.payer.ts';
+import type { Deps } from '../context.ts';
 
 // Payer sign-in by a one-time code sent to the email registered on their consents and
 // subscriptions (docs/payer.md). A code lasts 10 minutes and allows 5 tries; a new code kills the

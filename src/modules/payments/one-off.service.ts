@@ -1,4 +1,3 @@
-import type { Deps } from '../../http/context.ts';
 import { AppError, invalidParam, invalidState } from '../../shared/errors.ts';
 import { enqueue } from '../../jobs/queue.ts';
 import { transact } from '../../store/tx.ts';
@@ -9,6 +8,7 @@ import { bankReturnUrl, connectorFor, creditorOf, remittanceOf } from './payment
 import { findBlockingPayment, findPaymentByState, lockPayment, updatePayment, type PaymentRow } from './payments.repo.ts';
 import { ABANDON_AFTER_MS, effectiveStatus, failsAtCallback, isFinal, missingDetails, paymentAmount, type FinalStatus } from './payments.rules.ts';
 import { clockIdOf, clockOf, createPaymentRow, newAuthState, setPaymentStatus } from './payments.service.ts';
+import type { Deps } from '../context.ts';
 
 // One-off payments at the hosted page (and the test helper, which walks the same path):
 // pick a bank → payment awaiting-consent + single consent at the bank → payer authorises there →

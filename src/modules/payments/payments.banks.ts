@@ -1,9 +1,9 @@
 import type { Kysely } from 'kysely';
-import type { Deps } from '../../http/context.ts';
 import type { Database } from '../../store/tables.ts';
 import type { BankConnector, Creditor, Remittance } from '../banks/bank-connector.ts';
 import { TEST_ACCOUNT } from './payments.rules.ts';
 import type { PaymentRow } from './payments.repo.ts';
+import type { Deps } from '../context.ts';
 
 /** The banks a payer can choose in this mode (none in live mode until BANKS_FILE names some). */
 export function banksFor(deps: Deps, mode: 'live' | 'test'): Array<{ id: string; name: string }> {

@@ -1,4 +1,3 @@
-import type { Deps } from '../../http/context.ts';
 import type { JobHandler } from '../../jobs/worker.ts';
 import { transact } from '../../store/tx.ts';
 import { connectorFor } from './payments.banks.ts';
@@ -7,6 +6,7 @@ import { ABANDON_AFTER_MS } from './payments.rules.ts';
 import { finishPayment, RECONCILE_PAYMENT_JOB, SWEEP_PAYMENT_JOB } from './one-off.service.ts';
 import { PAYER_ACCOUNT_JOB, setPaymentStatus } from './payments.service.ts';
 import { enqueue } from '../../jobs/queue.ts';
+import type { Deps } from '../context.ts';
 
 const RECONCILE_MAX_DELAY_MS = 10 * 60_000;
 

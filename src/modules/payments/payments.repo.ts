@@ -2,7 +2,9 @@ import type { Kysely, Selectable } from 'kysely';
 import { notFound } from '../../shared/errors.ts';
 import { lockForUpdate } from '../../store/db.ts';
 import { inserted, insertRow, prepared, updateById } from '../../store/prepared.ts';
-import type { Database, Mode, PaymentsTable } from '../../store/tables.ts';
+import type { Database } from '../../store/tables.ts';
+import type { Mode } from '../../shared/mode.ts';
+import type { PaymentsTable } from './payments.tables.ts';
 
 export type PaymentRow = Selectable<PaymentsTable>;
 export type Owner = { userId: string; mode: Mode };

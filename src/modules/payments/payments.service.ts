@@ -1,12 +1,11 @@
 import type { Kysely } from 'kysely';
-import type { Ctx, Deps } from '../../http/context.ts';
 import { randomSecret } from '../../shared/crypto.ts';
 import { newId } from '../../shared/ids.ts';
 import { pageOf } from '../../shared/pagination.ts';
 import { iso, shiftedClock, type Clock } from '../../shared/time.ts';
 import { clockOffset } from '../../jobs/worker.ts';
 import { enqueue } from '../../jobs/queue.ts';
-import type { Database, Mode } from '../../store/tables.ts';
+import type { Database } from '../../store/tables.ts';
 import { custInfosOfPayments, findCustInfoOfPayment } from '../customers/customers.service.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { getRequest } from '../requests/requests.repo.ts';
@@ -15,6 +14,8 @@ import { presentPayment } from './payments.present.ts';
 import { getPayment, insertPaymentIfParticularsFree, listPayments, updatePayment, type PaymentRow } from './payments.repo.ts';
 import { isFinal, newParticulars, PCR_CODE, settledCents, type FinalStatus } from './payments.rules.ts';
 import type { ListPaymentsQuery, ListRequestPaymentsQuery } from './payments.schemas.ts';
+import type { Mode } from '../../shared/mode.ts';
+import type { Ctx, Deps } from '../context.ts';
 
 // Building blocks every way of paying shares (one-off checkout here; recurring executions and
 // subscription charges in their modules): a payment row with its particulars and payment.created,
@@ -47,11 +48,11 @@ export async function createPaymentRow(trx: Db, input: NewPayment, now: number):
   const row: PaymentRow = {
     id: newId('payment'),
     user_id: input.request.user_id,
-    mode: input.request.mode as Mode,
+    mode: input.request.mode,
     request_id: input.request.id,
     status: 'awaiting-consent',
     amount_cents: input.amountCents,
-    settled_cents: settledCents(input.request.mode as Mode, input.amountCents),
+    settled_cents: settledCents(input.request.mode, input.amountCents),
     bank_id: input.bankId,
     particulars: newParticulars(),
     code: PCR_CODE,

@@ -1,5 +1,4 @@
 import type { Kysely } from 'kysely';
-import { clockScope, type Ctx } from '../../http/context.ts';
 import { idempotent, type Reply } from '../../http/idempotency.ts';
 import { invalidParam, invalidState } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
@@ -15,6 +14,7 @@ import { getRequest, insertRequest, listRequests, lockRequest, setRequestStatus,
 import { presentRequest, requestUrl, type RequestObject } from './requests.present.ts';
 import { normaliseCreateRequest } from './requests.rules.ts';
 import type { CreateRequestBody, ListRequestsQuery } from './requests.schemas.ts';
+import { clockScope, type Ctx } from '../context.ts';
 
 export const EXPIRE_REQUEST_JOB = 'request.expire';
 

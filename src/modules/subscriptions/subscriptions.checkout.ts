@@ -1,7 +1,6 @@
 import type { Kysely } from 'kysely';
-import type { Deps } from '../../http/context.ts';
 import { randomSecret } from '../../shared/crypto.ts';
-import type { Database, Mode } from '../../store/tables.ts';
+import type { Database } from '../../store/tables.ts';
 import { transact } from '../../store/tx.ts';
 import type { CheckoutStrategy, ReturnInput, ReturnOutcome, SetUpView, StartInput, StartOutcome, Summary } from '../checkout/checkout.strategies.ts';
 import { EMPTY_DETAILS, upsertCustomer, type PayerDetails } from '../customers/customers.service.ts';
@@ -15,6 +14,8 @@ import { describeMoment } from '../../shared/zone.ts';
 import { consentPlan } from './subscriptions.rules.ts';
 import { createSubscription } from './subscriptions.service.ts';
 import { findSubscriptionByRequest, type SubscriptionRow } from './subscriptions.repo.ts';
+import type { Mode } from '../../shared/mode.ts';
+import type { Deps } from '../context.ts';
 
 // The hosted page's subscription kind: the plan in plain words, an enduring consent at the bank
 // that fits it, and on the payer's approval the subscription, the customer and the paid request,
@@ -110,7 +111,7 @@ export async function completeSubscriptionReturn(deps: Deps, input: ReturnInput)
       return null;
     }
     const details = JSON.parse(pending.payer_details ?? '{}') as PayerDetails & { email: string };
-    const scope = { userId: request.user_id, mode: request.mode as Mode };
+    const scope = { userId: request.user_id, mode: request.mode };
     const { customer } = await upsertCustomer(trx, scope, details, now);
     const subscription = await createSubscription(trx, deps, {
       request,

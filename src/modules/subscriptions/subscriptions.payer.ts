@@ -1,4 +1,3 @@
-import type { Deps } from '../../http/context.ts';
 import { notFound } from '../../shared/errors.ts';
 import { paymentLine, type PaymentLine } from '../../shared/payer-words.ts';
 import { describeMoment } from '../../shared/zone.ts';
@@ -8,6 +7,7 @@ import { planWords } from './subscriptions.notices.ts';
 import type { SubscriptionRow } from './subscriptions.repo.ts';
 import { cancelSubscriptionByPayer } from './subscriptions.service.ts';
 import { isIdOf } from '../../shared/ids.ts';
+import type { Deps } from '../context.ts';
 
 // Subscriptions as their payer sees them in the payer dashboard: every one registered to their
 // email, across merchants and modes. Another payer's subscription is unknown (404).

@@ -1,8 +1,8 @@
-import type { Ctx } from '../../http/context.ts';
 import { pageOf } from '../../shared/pagination.ts';
 import { custInfosOfPayments } from '../customers/customers.service.ts';
 import { presentPayment } from '../payments/payments.service.ts';
 import { getSubscription, listSubscriptionPaymentRows } from './subscriptions.repo.ts';
+import type { Ctx } from '../context.ts';
 
 /** GET /subscriptions/{id}/payments: every charge's payment with its cust_info; all of them unless `limit` is given. */
 export async function listSubscriptionPayments(ctx: Ctx, id: string, query: { limit?: number; starting_after?: string }) {

@@ -2,8 +2,9 @@ import type { Kysely, Selectable, Updateable } from 'kysely';
 import { notFound } from '../../shared/errors.ts';
 import { lockForUpdate } from '../../store/db.ts';
 import { inserted, insertRow, prepared, updateById } from '../../store/prepared.ts';
-import type { Database, Mode } from '../../store/tables.ts';
+import type { Database } from '../../store/tables.ts';
 import type { SubscriptionChargesTable, SubscriptionsTable } from './subscriptions.tables.ts';
+import type { Mode } from '../../shared/mode.ts';
 
 // SQL for subscriptions and their charge slots; no rules.
 

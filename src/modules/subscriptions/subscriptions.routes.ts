@@ -1,7 +1,5 @@
 import { Type } from 'typebox';
-import type { App } from '../../app.ts';
-import { apiKeyAuth } from '../../http/auth.ts';
-import type { Deps } from '../../http/context.ts';
+import { apiKeyAuth } from '../merchants/merchants.auth.ts';
 import { errorResponses, IdempotencyHeaders, IdParams } from '../../http/schemas.ts';
 import { listQueryFields } from '../../shared/pagination.ts';
 import { registerCheckoutStrategy } from '../checkout/checkout.strategies.ts';
@@ -14,6 +12,8 @@ import { cancelAtBank, cancelByPayer, declineNextCharges, paySubscriptionRequest
 import {
   cancelSubscription, listSubscriptionsFor, pauseSubscription, resumeSubscription, retrieveSubscription,
 } from './subscriptions.service.ts';
+import type { Deps } from '../context.ts';
+import type { App } from '../../http/app-type.ts';
 
 export async function registerSubscriptionRoutes(app: App, deps: Deps): Promise<void> {
   registerCheckoutStrategy('subscription', subscriptionCheckout(deps));

@@ -1,9 +1,9 @@
 import type { Kysely } from 'kysely';
-import type { Deps } from '../../http/context.ts';
 import { enqueue, realTimeOf } from '../../jobs/queue.ts';
 import { clockOffset } from '../../jobs/worker.ts';
 import { shiftedClock, type Clock } from '../../shared/time.ts';
 import type { Database } from '../../store/tables.ts';
+import type { Deps } from '../context.ts';
 
 // The one job that drives a subscription: "charge whatever is due", at most one per subscription
 // (dedupe key), on the merchant's test clock in test mode and on real time in live mode.

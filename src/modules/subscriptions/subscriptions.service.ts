@@ -1,11 +1,10 @@
 import type { Kysely } from 'kysely';
-import type { Ctx, Deps } from '../../http/context.ts';
 import { idempotent, type Reply } from '../../http/idempotency.ts';
 import { invalidState, notFound } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
 import { pageOf } from '../../shared/pagination.ts';
 import { iso } from '../../shared/time.ts';
-import type { Database, Mode } from '../../store/tables.ts';
+import type { Database } from '../../store/tables.ts';
 import { transact } from '../../store/tx.ts';
 import { emitEvent } from '../events/events.service.ts';
 import type { RequestRow } from '../requests/requests.repo.ts';
@@ -20,13 +19,15 @@ import {
 import { allows, firstCharge, scheduleOf, storedParts, type CancelledBy } from './subscriptions.rules.ts';
 import { noticeSubscriptionEnded, noticeSubscriptionSetUp } from './subscriptions.notices.ts';
 import { clockOfSubscription, scheduleCharge, unscheduleCharge } from './subscriptions.schedule-jobs.ts';
+import type { Mode } from '../../shared/mode.ts';
+import type { Ctx, Deps } from '../context.ts';
 
 // Subscription use cases: authorisation, pause, resume, cancellation (by merchant, payer or bank)
 // and reading. Each state change and its event share one transaction.
 
 type Db = Kysely<Database>;
 const owner = (ctx: Ctx) => ({ userId: ctx.merchant.id, mode: ctx.mode });
-const scopeOf = (row: { user_id: string; mode: string }) => ({ userId: row.user_id, mode: row.mode as Mode });
+const scopeOf = (row: { user_id: string; mode: Mode }) => ({ userId: row.user_id, mode: row.mode });
 const lifecycleData = (row: SubscriptionRow, now: number) => ({
   id: row.id, user_id: row.user_id, merchant_identifier: row.merchant_identifier, updated_at: iso(now),
 });

@@ -1,4 +1,4 @@
-import type { Mode } from '../../store/tables.ts';
+import type { Mode } from '../../shared/mode.ts';
 
 // Subscription rows (merged into `Database` in src/store/tables.ts). Times are epoch ms on the
 // subscription's clock (the merchant's test clock in test mode), money integer cents.
@@ -93,4 +93,8 @@ export interface SubscriptionTables {
   subscription_authorisations: SubscriptionAuthorisationsTable;
   subscriptions: SubscriptionsTable;
   subscription_charges: SubscriptionChargesTable;
+}
+
+declare module '../../store/tables.ts' {
+  interface Database extends SubscriptionTables {}
 }

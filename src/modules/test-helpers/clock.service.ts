@@ -1,9 +1,9 @@
 import type { FastifyRequest } from 'fastify';
-import type { Ctx, Deps } from '../../http/context.ts';
 import { AppError, invalidParam } from '../../shared/errors.ts';
 import { iso } from '../../shared/time.ts';
 import { clockOffset } from '../../jobs/worker.ts';
 import { transact } from '../../store/tx.ts';
+import type { Ctx, Deps } from '../context.ts';
 
 export function requireTestMode(ctx: Ctx): void {
   if (ctx.mode !== 'test') throw new AppError('not_found.route', 'Test helpers exist only for test keys (sk_test_…)', {});

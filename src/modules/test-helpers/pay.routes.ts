@@ -1,11 +1,11 @@
 import { Type } from 'typebox';
-import type { App } from '../../app.ts';
-import { apiKeyAuth } from '../../http/auth.ts';
-import type { Deps } from '../../http/context.ts';
+import { apiKeyAuth } from '../merchants/merchants.auth.ts';
 import { errorResponses, IdParams } from '../../http/schemas.ts';
 import { PaymentObject } from '../payments/payments.schemas.ts';
 import { PayBody } from './pay.schemas.ts';
 import { payRequestAsPayer } from './pay.service.ts';
+import type { Deps } from '../context.ts';
+import type { App } from '../../http/app-type.ts';
 
 export async function registerPayTestHelperRoutes(app: App, deps: Deps): Promise<void> {
   app.post('/v1/test-helpers/requests/:id/pay', {

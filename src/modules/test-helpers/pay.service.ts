@@ -1,4 +1,3 @@
-import type { Ctx } from '../../http/context.ts';
 import { AppError, invalidParam } from '../../shared/errors.ts';
 import { AMOUNT_FORM, parseAmount } from '../../shared/money.ts';
 import { EMPTY_DETAILS, findCustInfoOfPayment, type PayerDetails } from '../customers/customers.service.ts';
@@ -9,6 +8,7 @@ import { getRequest, type RequestRow } from '../requests/requests.repo.ts';
 import { requireTestMode } from './clock.service.ts';
 import { authoriseAtBank } from './pay.bank-driver.ts';
 import type { PayBody } from './pay.schemas.ts';
+import type { Ctx } from '../context.ts';
 
 // POST /v1/test-helpers/requests/{id}/pay: pays a test-mode request the way a payer does, through
 // the same service functions, connector and sandbox bank (over HTTP), and returns the outcome.

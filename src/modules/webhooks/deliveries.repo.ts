@@ -1,8 +1,9 @@
 import type { Kysely, Selectable } from 'kysely';
 import { newId } from '../../shared/ids.ts';
 import { enqueue } from '../../jobs/queue.ts';
-import type { Database, Mode } from '../../store/tables.ts';
+import type { Database } from '../../store/tables.ts';
 import type { WebhookAttemptsTable, WebhookDeliveriesTable } from './webhooks.tables.ts';
+import type { Mode } from '../../shared/mode.ts';
 
 export type DeliveryRow = Selectable<WebhookDeliveriesTable>;
 export type AttemptRow = Selectable<WebhookAttemptsTable>;

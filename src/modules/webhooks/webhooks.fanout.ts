@@ -3,9 +3,10 @@ import { setEventFanOut } from '../events/events.service.ts';
 import type { EventType } from '../events/events.builders.ts';
 import { systemClock, type Clock } from '../../shared/time.ts';
 import { prepared } from '../../store/prepared.ts';
-import type { Database, Mode } from '../../store/tables.ts';
+import type { Database } from '../../store/tables.ts';
 import { queueDelivery } from './deliveries.repo.ts';
 import { endpointTakes } from './event-filter.ts';
+import type { Mode } from '../../shared/mode.ts';
 
 const liveEndpointsQuery = prepared<{ userId: string; mode: Mode }, { id: string; events: string | null }>((db, arg) =>
   db.selectFrom('webhook_endpoints').select(['id', 'events']).where('user_id', '=', arg('userId')).where('mode', '=', arg('mode')).where('deleted_at', 'is', null));

@@ -1,10 +1,10 @@
-import type { Deps } from '../../http/context.ts';
 import { enqueue } from '../../jobs/queue.ts';
 import type { JobHandler } from '../../jobs/worker.ts';
 import { iso } from '../../shared/time.ts';
 import { transact } from '../../store/tx.ts';
 import { queueMail } from '../mail/mail.service.ts';
 import { merchantContact } from '../merchants/merchants.service.ts';
+import type { Deps } from '../context.ts';
 
 // Tells a merchant by email when every delivery to one of their webhook endpoints has failed for
 // 24 hours (docs/webhooks.md): once per failing streak, checked every hour by a job that

@@ -1,7 +1,8 @@
 import type { Kysely, Selectable } from 'kysely';
 import { notFound } from '../../shared/errors.ts';
-import type { Database, Mode } from '../../store/tables.ts';
+import type { Database } from '../../store/tables.ts';
 import type { WebhookEndpointsTable } from './webhooks.tables.ts';
+import type { Mode } from '../../shared/mode.ts';
 
 export type EndpointRow = Selectable<WebhookEndpointsTable>;
 export type Owner = { userId: string; mode: Mode };

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import type { Ctx } from '../../http/context.ts';
 import { idempotent } from '../../http/idempotency.ts';
 import { invalidParam, notFound } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
@@ -13,6 +12,7 @@ import { endpointTakes, eventFilterProblem } from './event-filter.ts';
 import { presentDelivery, presentWebhook } from './webhooks.present.ts';
 import { findEndpointById, getEndpoint, insertEndpoint, listEndpoints, liveEndpointsOf, softDeleteEndpoint, type EndpointRow, type Owner } from './webhooks.repo.ts';
 import type { CreateWebhookBody, DeliveryObject, ListWebhooksQuery } from './webhooks.schemas.ts';
+import type { Ctx } from '../context.ts';
 
 type Db = Kysely<Database>;
 const owner = (ctx: Ctx): Owner => ({ userId: ctx.merchant.id, mode: ctx.mode });
