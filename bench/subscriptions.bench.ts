@@ -10,7 +10,7 @@ import { Worker as WorkerThread } from 'node:worker_threads';
 import type { BenchContext, BenchResult } from './lib.ts';
 import { startService } from './lib.ts';
 import { freePort } from '../test/process.ts';
-import { DISPATCHED_JOB_KINDS, jobHandlers } from '../src/jobs/registry.ts';
+import { batchedJobKinds, jobKindsOf } from '../src/modules/index.ts';
 import { Worker } from '../src/jobs/worker.ts';
 import type { BankConnector, BankRegistry } from '../src/modules/banks/bank-connector.ts';
 import { authenticateKey } from '../src/modules/merchants/merchants.service.ts';
@@ -156,7 +156,7 @@ async function chargeAllDue(variant: keyof typeof variantNames, env: Record<stri
     const setupSeconds = (performance.now() - setupStarted) / 1000;
 
     // All due now. Charge them with a worker that claims in batches and runs many at once.
-    const worker = new Worker({ db: deps.db, log: deps.log, handlers: jobHandlers(deps), concurrency: 256, pollMs: 20, excludeKinds: DISPATCHED_JOB_KINDS });
+    const worker = new Worker({ db: deps.db, log: deps.log, kinds: jobKindsOf(deps), concurrency: 256, pollMs: 20, excludeKinds: batchedJobKinds() });
     const profiler = await startProfiler(variant);
     const cpuBefore = process.cpuUsage();
     const started = performance.now();

@@ -13,19 +13,7 @@ import { emptyJsonIsNoBody, strictApiRoute } from './http/strict-routes.ts';
 import { pageSecurityHeaders } from './http/page-headers.ts';
 import { checkDb } from './store/db.ts';
 import { createMetrics } from './http/metrics.ts';
-import { registerMerchantRoutes } from './modules/merchants/merchants.routes.ts';
-import { registerRequestRoutes } from './modules/requests/requests.routes.ts';
-import { registerSubscriptionRoutes } from './modules/subscriptions/subscriptions.routes.ts';
-import { registerTestClockRoutes } from './modules/test-helpers/clock.routes.ts';
-import { registerEventRoutes } from './modules/events/events.routes.ts';
-import { registerWebhookRoutes } from './modules/webhooks/webhooks.routes.ts';
-import { sandboxBank, serviceClient } from './modules/banks/sandbox-bank/sandbox-bank.app.ts';
-import { registerPaymentRoutes } from './modules/payments/payments.routes.ts';
-import { registerCustomerRoutes } from './modules/customers/customers.routes.ts';
-import { registerCheckoutRoutes } from './modules/checkout/checkout.routes.ts';
-import { registerPayTestHelperRoutes } from './modules/test-helpers/pay.routes.ts';
-import { registerConsentRoutes } from './modules/consents/consents.routes.ts';
-import { registerPayerRoutes } from './modules/payer/payer.routes.ts';
+import { registerModuleRoutes } from './modules/index.ts';
 import type { Deps } from './modules/context.ts';
 
 const requestIdShape = /^[A-Za-z0-9._-]{1,64}$/;
@@ -110,24 +98,6 @@ export async function buildApp(deps: Deps): Promise<App> {
     }
   });
 
-  await registerMerchantRoutes(app, deps);
-  await registerRequestRoutes(app, deps);
-  await registerSubscriptionRoutes(app, deps);
-  await registerTestClockRoutes(app, deps);
-  await registerEventRoutes(app, deps);
-  await registerWebhookRoutes(app, deps);
-  await app.register(sandboxBank, {
-    prefix: '/sandbox-bank',
-    db: deps.db,
-    clock: deps.clock,
-    zone: deps.config.serviceTimeZone,
-    clients: serviceClient(() => deps.config.publicBaseUrl),
-  });
-  await registerPaymentRoutes(app, deps);
-  await registerCustomerRoutes(app, deps);
-  await registerCheckoutRoutes(app, deps);
-  await registerPayTestHelperRoutes(app, deps);
-  await registerConsentRoutes(app, deps);
-  await registerPayerRoutes(app, deps);
+  await registerModuleRoutes(app, deps);
   return app;
 }

@@ -6,6 +6,7 @@ import { prepared } from '../store/prepared.ts';
 import type { Database } from '../store/tables.ts';
 import { shiftedClock, systemClock, type Clock } from '../shared/time.ts';
 import { onJobEnqueued } from './queue.ts';
+import { backoffDelayMs, DEFAULT_BACKOFF, DEFAULT_MAX_ATTEMPTS, type Backoff } from './backoff.ts';
 import type { JobsTable } from './jobs.tables.ts';
 
 export type ClaimedJob = Omit<JobsTable, 'attempts'> & {
@@ -28,14 +29,16 @@ export type JobContext = {
 export type JobResult = void | { retryAt: number; error?: string };
 export type JobHandler = (payload: any, context: JobContext) => Promise<JobResult>;
 
+/** How the worker runs one kind of job: its handler, and how it retries when the handler throws. */
+export type RunnableKind = { handler: JobHandler; backoff?: Backoff; maxAttempts?: number };
+
 export type WorkerOptions = {
   db: Db;
   log: Logger;
-  handlers: Record<string, JobHandler>;
+  kinds: ReadonlyMap<string, RunnableKind>;
   concurrency?: number;
   pollMs?: number;
   leaseMs?: number;
-  maxAttempts?: number;
   realClock?: Clock;
   /** Kinds another dispatcher runs (webhook delivery); this worker never claims them. */
   excludeKinds?: string[];
@@ -63,13 +66,13 @@ export class Worker {
   private pollAgain = false;
   private unregister: (() => void) | null = null;
 
-  /** Handlers are set once the service's dependencies exist (they may close over them). */
-  setHandlers(handlers: Record<string, JobHandler>): void {
-    this.options.handlers = handlers;
+  /** Kinds are set once the service's dependencies exist (their handlers may close over them). */
+  setKinds(kinds: ReadonlyMap<string, RunnableKind>): void {
+    this.options.kinds = kinds;
   }
 
   constructor(options: WorkerOptions) {
-    this.options = { concurrency: 32, pollMs: 100, leaseMs: 60_000, maxAttempts: 12, realClock: systemClock, excludeKinds: [], ...options };
+    this.options = { concurrency: 32, pollMs: 100, leaseMs: 60_000, realClock: systemClock, excludeKinds: [], ...options };
   }
 
   start(): void {
@@ -170,8 +173,9 @@ export class Worker {
   }
 
   async run(job: ClaimedJob): Promise<void> {
-    const { db, log, handlers, maxAttempts } = this.options;
-    const handler = handlers[job.kind];
+    const { db, log, kinds } = this.options;
+    const kind = kinds.get(job.kind);
+    const handler = kind?.handler;
     const jobLog = log.child({ job_id: job.id, job_kind: job.kind });
     let finished = false;
     const mine = (trx: Kysely<Database>) => {
@@ -195,13 +199,13 @@ export class Worker {
       }
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      const giveUp = job.attempts >= maxAttempts;
+      const giveUp = job.attempts >= (kind?.maxAttempts ?? DEFAULT_MAX_ATTEMPTS);
       jobLog.error({ err: error, attempts: job.attempts, gave_up: giveUp }, 'job failed');
       const now = this.options.realClock.now();
       await db
         .updateTable('jobs')
         .set({
-          run_at: now + Math.min(2 ** job.attempts * 1000, 3_600_000),
+          run_at: now + backoffDelayMs(job.attempts, kind?.backoff ?? DEFAULT_BACKOFF),
           locked_by: null,
           locked_until: null,
           last_error: message.slice(0, 1000),

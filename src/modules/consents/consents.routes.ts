@@ -1,8 +1,6 @@
 import { apiKeyAuth } from '../merchants/merchants.auth.ts';
 import { errorResponses, IdParams } from '../../http/schemas.ts';
-import { registerCheckoutStrategy } from '../checkout/checkout.strategies.ts';
 import { PaymentEnvelope } from '../payments/payments.schemas.ts';
-import { recurringCheckout } from './authorise.service.ts';
 import { ConsentEnvelope, ConsentList, ExecutePaymentBody, ListConsentsQuery } from './consents.schemas.ts';
 import { listConsentsFor, retrieveConsent, revokeConsentByMerchant } from './consents.service.ts';
 import { executePayment } from './execute.service.ts';
@@ -11,7 +9,6 @@ import type { Deps } from '../context.ts';
 import type { App } from '../../http/app-type.ts';
 
 export async function registerConsentRoutes(app: App, deps: Deps): Promise<void> {
-  registerCheckoutStrategy('recurring', recurringCheckout(deps.config.serviceTimeZone));
   const auth = apiKeyAuth(deps);
   const params = IdParams('Recurring consent id (recurring_…)');
 

@@ -18,6 +18,7 @@ import { checkLimits, periodWindow } from './limits.ts';
 import { noticeConsentRevoked } from './consents.notices.ts';
 import { countReservation, followStatusChange, usageOf } from './usage.service.ts';
 import { openStored } from '../../shared/secret-box.ts';
+import { backoffDelayMs, type Backoff } from '../../jobs/backoff.ts';
 import type { Ctx, Deps } from '../context.ts';
 
 // POST /v1/payments: a merchant-initiated payment under a recurring consent, synchronous.
@@ -227,7 +228,8 @@ async function record(deps: Deps, paymentId: string, outcome: Outcome, consentEn
   });
 }
 
-const SETTLE_RETRY_MAX_MS = 10 * 60_000;
+/** 20 s doubling to 10 minutes: a bank that has not settled is asked again, less and less often. */
+const SETTLE_BACKOFF: Backoff = { baseMs: 20_000, maxMs: 10 * 60_000, jitter: false };
 
 /**
  * Job: a payment still in flight or unconfirmed after the execution returned (a crash between
@@ -241,7 +243,7 @@ export function settleExecutionJob(deps: Deps): JobHandler {
     const consent = await deps.db.selectFrom('recurring_consents').selectAll().where('id', '=', payment.recurring_consent_id).executeTakeFirstOrThrow();
     const recorded = await submitAndRecord(deps, consent, payment, clock.now(), clock);
     if (recorded.status === 'unconfirmed' || recorded.status === 'awaiting-consent') {
-      return { retryAt: deps.clock.now() + Math.min(10_000 * 2 ** job.attempts, SETTLE_RETRY_MAX_MS), error: 'not settled at the bank yet' };
+      return { retryAt: deps.clock.now() + backoffDelayMs(job.attempts, SETTLE_BACKOFF), error: 'not settled at the bank yet' };
     }
   };
 }

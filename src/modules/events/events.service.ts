@@ -6,6 +6,7 @@ import type { Database } from '../../store/tables.ts';
 import { notFound } from '../../shared/errors.ts';
 import { pageOf } from '../../shared/pagination.ts';
 import { deliveriesWithAttempts, resendToWebhooks } from '../webhooks/webhooks.service.ts';
+import { fanOutToWebhooks } from '../webhooks/webhooks.fanout.ts';
 import { buildEventData, versionOf, type EventData, type EventEnvelope, type EventType } from './events.builders.ts';
 import { findEvent, listEvents, type EventRow } from './events.repo.ts';
 import type { ListEventsQuery, ResendBody } from './events.schemas.ts';
@@ -13,14 +14,6 @@ import type { Mode } from '../../shared/mode.ts';
 import type { Ctx } from '../context.ts';
 
 export type EventScope = { userId: string; mode: Mode };
-
-type FanOut = (db: Kysely<Database>, event: { id: string; userId: string; mode: Mode; type: EventType; body: string; hasSecret: boolean }, now: number) => Promise<void>;
-let fanOut: FanOut = async () => {};
-
-/** The webhooks module plugs in here to create deliveries in the same transaction as the event. */
-export function setEventFanOut(next: FanOut): void {
-  fanOut = next;
-}
 
 /**
  * Writes an event in the caller's transaction (the outbox): it exists exactly when the change that
@@ -41,7 +34,8 @@ export async function emitEvent<T extends EventType>(
   if (envelope.version === undefined) delete envelope.version;
   const body = JSON.stringify(envelope);
   await insertRow(db, 'events', { id: envelope.id, user_id: scope.userId, mode: scope.mode, type, object_id: objectId, body, created_at: now, ...(sealedSecret !== null && { secret_sealed: sealedSecret }) });
-  await fanOut(db, { id: envelope.id, userId: scope.userId, mode: scope.mode, type, body, hasSecret: sealedSecret !== null }, now);
+  // Deliveries are created in the same transaction, so an event and its deliveries commit (or vanish) together.
+  await fanOutToWebhooks(db, { id: envelope.id, userId: scope.userId, mode: scope.mode, type, hasSecret: sealedSecret !== null });
   return envelope;
 }
 

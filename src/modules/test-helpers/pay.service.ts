@@ -13,13 +13,8 @@ import type { Ctx } from '../context.ts';
 // POST /v1/test-helpers/requests/{id}/pay: pays a test-mode request the way a payer does, through
 // the same service functions, connector and sandbox bank (over HTTP), and returns the outcome.
 
-/** Recurring consents and subscriptions add their own pay helpers for their kinds of request. */
+/** Recurring consents and subscriptions provide pay helpers for their kinds of request, in their manifests. */
 export type PayHelper = (ctx: Ctx, request: RequestRow, body: PayBody) => Promise<Record<string, unknown>>;
-const helpers = new Map<string, PayHelper>();
-
-export function registerPayHelper(kind: string, helper: PayHelper): void {
-  helpers.set(kind, helper);
-}
 
 export function detailsFromBody(body: PayBody): PayerDetails | null {
   if (!body.cust_info && body.marketing_opt_in === undefined) return null;
@@ -67,7 +62,7 @@ async function payOneOff(ctx: Ctx, request: RequestRow, body: PayBody) {
   return { payment: presentPayment(payment, await findCustInfoOfPayment(deps.db, payment.id)) };
 }
 
-export async function payRequestAsPayer(ctx: Ctx, requestId: string, body: PayBody) {
+export async function payRequestAsPayer(ctx: Ctx, helpers: ReadonlyMap<string, PayHelper>, requestId: string, body: PayBody) {
   requireTestMode(ctx);
   const request = await getRequest(ctx.db, { userId: ctx.merchant.id, mode: ctx.mode }, requestId);
   const problem = notPayable(request, ctx.clock.now());

@@ -1,5 +1,4 @@
 import type { Kysely } from 'kysely';
-import { setEventFanOut } from '../events/events.service.ts';
 import type { EventType } from '../events/events.builders.ts';
 import { systemClock, type Clock } from '../../shared/time.ts';
 import { prepared } from '../../store/prepared.ts';
@@ -27,12 +26,4 @@ export async function fanOutToWebhooks(
     if (!endpointTakes(endpoint.events, event.type)) continue;
     await queueDelivery(db, { eventId: event.id, endpointId: endpoint.id, userId: event.userId, mode: event.mode, withSecret: event.hasSecret ?? false }, now);
   }
-}
-
-let installed = false;
-/** Plugs webhook fan-out into emitEvent; every process that emits events calls this once. */
-export function installWebhookFanOut(): void {
-  if (installed) return;
-  installed = true;
-  setEventFanOut((db, event) => fanOutToWebhooks(db, event));
 }
