@@ -11,6 +11,7 @@ import type { BenchContext, BenchResult } from './lib.ts';
 import { startService } from './lib.ts';
 import { freePort } from '../test/process.ts';
 import { batchedJobKinds, jobKindsOf } from '../src/modules/index.ts';
+import { testClockOffsetsOf } from '../src/modules/merchants/merchants.service.ts';
 import { Worker } from '../src/jobs/worker.ts';
 import type { BankConnector, BankRegistry } from '../src/modules/banks/bank-connector.ts';
 import { authenticateKey } from '../src/modules/merchants/merchants.service.ts';
@@ -156,7 +157,7 @@ async function chargeAllDue(variant: keyof typeof variantNames, env: Record<stri
     const setupSeconds = (performance.now() - setupStarted) / 1000;
 
     // All due now. Charge them with a worker that claims in batches and runs many at once.
-    const worker = new Worker({ db: deps.db, log: deps.log, kinds: jobKindsOf(deps), concurrency: 256, pollMs: 20, excludeKinds: batchedJobKinds() });
+    const worker = new Worker({ db: deps.db, log: deps.log, kinds: jobKindsOf(deps), concurrency: 256, pollMs: 20, excludeKinds: batchedJobKinds(), clockOffsets: testClockOffsetsOf });
     const profiler = await startProfiler(variant);
     const cpuBefore = process.cpuUsage();
     const started = performance.now();

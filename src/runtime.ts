@@ -6,6 +6,7 @@ import { Worker } from './jobs/worker.ts';
 import { systemClock, type Clock } from './shared/time.ts';
 import { openDb, type Db, type StoreOptions } from './store/db.ts';
 import { migrateToLatest } from './store/migrate.ts';
+import { testClockOffsetsOf } from './modules/merchants/merchants.service.ts';
 import { batchedJobKinds, jobKindsOf, runnersOf, startModules } from './modules/index.ts';
 import { OpenBankingRegistry } from './modules/banks/registry.ts';
 import { createSecretBox } from './shared/secret-box.ts';
@@ -34,7 +35,7 @@ export async function createRuntime(config: Config, options: { db?: Db; log?: Lo
   await migrateToLatest(db);
   const clock = options.clock ?? systemClock;
   await sealStoredSecrets(db, secrets, clock.now());
-  const worker = new Worker({ db, log: log.child({ component: 'worker' }), kinds: new Map(), realClock: clock, excludeKinds: batchedJobKinds() });
+  const worker = new Worker({ db, log: log.child({ component: 'worker' }), kinds: new Map(), realClock: clock, excludeKinds: batchedJobKinds(), clockOffsets: testClockOffsetsOf });
   const banks = new OpenBankingRegistry({ config, now: () => clock.now(), log: log.child({ component: 'banks' }) });
   const deps: Deps = { config, db, log, clock, worker, banks, secrets };
   worker.setKinds(jobKindsOf(deps));

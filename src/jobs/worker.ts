@@ -42,15 +42,9 @@ export type WorkerOptions = {
   realClock?: Clock;
   /** Kinds another dispatcher runs (webhook delivery); this worker never claims them. */
   excludeKinds?: string[];
+  /** How far each test clock runs ahead of real time, by clock id (the merchants module keeps them). */
+  clockOffsets?: (db: Kysely<Database>, clockIds: string[]) => Promise<Map<string, number>>;
 };
-
-const clockOffsetQuery = prepared<{ userId: string }, { test_clock_offset_ms: number }>((db, arg) =>
-  db.selectFrom('users').select('test_clock_offset_ms').where('id', '=', arg('userId')));
-
-export async function clockOffset(db: Kysely<Database>, userId: string): Promise<number> {
-  const row = await clockOffsetQuery.first(db, { userId });
-  return row ? Number(row.test_clock_offset_ms) : 0;
-}
 
 /** Deletes a job this worker still holds the lease of. */
 const finishJobQuery = prepared<{ id: string; lockedBy: string }>((db, arg) =>
@@ -72,7 +66,7 @@ export class Worker {
   }
 
   constructor(options: WorkerOptions) {
-    this.options = { concurrency: 32, pollMs: 100, leaseMs: 60_000, realClock: systemClock, excludeKinds: [], ...options };
+    this.options = { concurrency: 32, pollMs: 100, leaseMs: 60_000, realClock: systemClock, excludeKinds: [], clockOffsets: async () => new Map(), ...options };
   }
 
   start(): void {
@@ -161,11 +155,7 @@ export class Worker {
         .execute();
       // The test clocks' offsets, read once for the batch rather than once per job.
       const clockIds = [...new Set(rows.map((row) => row.clock_id).filter((id): id is string => id !== null))];
-      const offsets = new Map<string, number>();
-      if (clockIds.length > 0) {
-        const users = await trx.selectFrom('users').select(['id', 'test_clock_offset_ms']).where('id', 'in', clockIds).execute();
-        for (const user of users) offsets.set(user.id, Number(user.test_clock_offset_ms));
-      }
+      const offsets = clockIds.length > 0 ? await this.options.clockOffsets(trx, clockIds) : new Map<string, number>();
       return rows
         .map((row) => ({ ...row, clock_offset_ms: row.clock_id ? (offsets.get(row.clock_id) ?? 0) : 0 }))
         .sort((a, b) => a.run_at - b.run_at) as ClaimedJob[];

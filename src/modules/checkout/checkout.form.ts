@@ -1,7 +1,7 @@
 import { displayAmount } from '../../shared/money.ts';
 import type { PayerDetails } from '../customers/customers.service.ts';
 import { boundsOf, paymentAmount, parsePayerAmount } from '../payments/payments.rules.ts';
-import type { RequestRow } from '../requests/requests.repo.ts';
+import type { RequestRow } from '../requests/requests.tables.ts';
 
 // The payment page's form: which fields a request shows, and the posted form read into a payment
 // start or a list of errors tied to fields. Pure, so every rule is tested without a browser.

@@ -1,12 +1,12 @@
 import { displayAmount } from '../../shared/money.ts';
-import type { PaymentRow } from '../payments/payments.repo.ts';
 import { banksFor } from '../payments/payments.banks.ts';
 import { boundsOf } from '../payments/payments.rules.ts';
-import type { RequestRow } from '../requests/requests.repo.ts';
 import { boundsText, detailFieldsOf, collectsDetails, suggestionsOf, type FieldError, type FormValues } from './checkout.form.ts';
 import { strategyFor, type CheckoutStrategies, type SetUpView } from './checkout.strategies.ts';
 import { render } from './checkout.views.ts';
 import type { Deps } from '../context.ts';
+import type { RequestRow } from '../requests/requests.tables.ts';
+import type { PaymentRow } from '../payments/payments.tables.ts';
 
 // View models for each page, rendered through the templates. Nothing here touches the database.
 

@@ -1,13 +1,16 @@
 import { AppError } from '../../shared/errors.ts';
-import { findPaymentById, type PaymentRow } from '../payments/payments.repo.ts';
+import { findPaymentById } from '../payments/payments.service.ts';
 import { banksFor } from '../payments/payments.banks.ts';
 import { effectiveStatus } from '../payments/payments.rules.ts';
 import { clockOf } from '../payments/payments.service.ts';
-import { findRequestById, type RequestRow } from '../requests/requests.repo.ts';
+import { findRequestById } from '../requests/requests.service.ts';
 import { parseCheckoutForm, type FieldError, type FormValues } from './checkout.form.ts';
 import { completeReturn, strategyFor, type CheckoutStrategies, type ReturnInput, type ReturnOutcome, type SetUpView } from './checkout.strategies.ts';
 import { isIdOf } from '../../shared/ids.ts';
 import type { Deps } from '../context.ts';
+import { type RequestRow } from '../requests/requests.tables.ts';
+import { type PaymentRow } from '../payments/payments.tables.ts';
+import { merchantContact } from '../merchants/merchants.service.ts';
 
 // The public side of a request: what the payer's browser can see and do with only the request id
 // (an unguessable capability) and, on return from the bank, the state the bank hands back.
@@ -18,7 +21,7 @@ export async function loadRequest(deps: Deps, id: string): Promise<LoadedRequest
   if (!isIdOf('request', id)) return null;
   const request = await findRequestById(deps.db, id);
   if (!request) return null;
-  const merchant = await deps.db.selectFrom('users').select('name').where('id', '=', request.user_id).executeTakeFirstOrThrow();
+  const merchant = await merchantContact(deps.db, request.user_id);
   const clock = await clockOf(deps, request);
   return { request, merchantName: merchant.name, status: effectiveStatus(request, clock.now()) };
 }

@@ -1,9 +1,9 @@
 import { amountValue, displayAmount } from '../../shared/money.ts';
 import type { PayerDetails } from '../customers/customers.service.ts';
 import { completeOneOffReturn, startOneOffPayment } from '../payments/one-off.service.ts';
-import type { RequestRow } from '../requests/requests.repo.ts';
 import { recurringOptionsOf, subscriptionOptionsOf } from '../requests/requests.present.ts';
 import type { Deps } from '../context.ts';
+import type { RequestRow } from '../requests/requests.tables.ts';
 
 // What differs between kinds of request at checkout: the summary the payer reads, the consent to
 // create at the bank and what happens when the payer comes back. One-off payments are built here;

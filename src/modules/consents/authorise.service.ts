@@ -8,7 +8,7 @@ import { emitEvent } from '../events/events.service.ts';
 import { bankReturnUrl, connectorFor, creditorOf } from '../payments/payments.banks.ts';
 import { effectiveStatus, PCR_CODE } from '../payments/payments.rules.ts';
 import { clockOf, newAuthState } from '../payments/payments.service.ts';
-import { findRequestById, lockRequest, type RequestRow } from '../requests/requests.repo.ts';
+import { findRequestById, lockRequest } from '../requests/requests.service.ts';
 import { recurringOptionsOf } from '../requests/requests.present.ts';
 import type { CustInfo } from '../requests/requests.rules.ts';
 import { markRequestPaid } from '../requests/requests.service.ts';
@@ -20,6 +20,7 @@ import { noticeConsentAuthorised } from './consents.notices.ts';
 import { scheduleExpiry } from './consents.service.ts';
 import { describeLimits, type RecurringLimits } from './limits.ts';
 import type { Deps } from '../context.ts';
+import { type RequestRow } from '../requests/requests.tables.ts';
 
 // The recurring request at checkout: the page states the limits in plain words; the payer's bank
 // gets an enduring consent with the same limits; when the payer comes back approved, the service

@@ -2,7 +2,6 @@ import { apiKeyAuth } from '../merchants/merchants.auth.ts';
 import { errorResponses, IdParams } from '../../http/schemas.ts';
 import { AppError } from '../../shared/errors.ts';
 import { bankReturnUrl, banksFor } from '../payments/payments.banks.ts';
-import type { RequestRow } from '../requests/requests.repo.ts';
 import { requireTestMode } from '../test-helpers/clock.service.ts';
 import { authoriseAtBank } from '../test-helpers/pay.bank-driver.ts';
 import { detailsFromBody } from '../test-helpers/pay.service.ts';
@@ -13,6 +12,7 @@ import { ConsentEnvelope, DeclineNextBody } from './consents.schemas.ts';
 import { consentObject, revokeConsentByPayer } from './consents.service.ts';
 import type { Ctx, Deps } from '../context.ts';
 import type { App } from '../../http/app-type.ts';
+import type { RequestRow } from '../requests/requests.tables.ts';
 
 // Test helpers for recurring consents (test keys only). They drive the same code and the same
 // sandbox bank over HTTP that a payer at the hosted page, the payer dashboard and the bank drive.

@@ -6,9 +6,9 @@ import type { Clock } from '../../shared/time.ts';
 import { transact } from '../../store/tx.ts';
 import type { BankConnector, BankResult, BankPaymentOutcome } from '../banks/bank-connector.ts';
 import { connectorFor, creditorOf, remittanceOf } from '../payments/payments.banks.ts';
-import { clockIdOf, createPaymentRow, findPaymentById, lockPayment, presentPayment, setPaymentStatus, type PaymentRow } from '../payments/payments.service.ts';
+import { clockIdOf, createPaymentRow, findPaymentById, findPaymentByIdempotencyKey, lockPayment, presentPayment, setPaymentStatus, type PaymentRow } from '../payments/payments.service.ts';
 import {
-  cancelJob, findPaymentByIdempotencyKey, lockConsent, lockConsentByTokenHash, updateConsent, type ConsentRow, type Owner,
+  lockConsent, lockConsentByTokenHash, updateConsent, type ConsentRow, type Owner,
 } from './consents.repo.ts';
 import {
   consentNotActiveError, consentRevokedError, effectiveConsentStatus, executionFingerprint, hashConsentToken, limitRefusalError, limitsOf,
@@ -19,6 +19,7 @@ import { noticeConsentRevoked } from './consents.notices.ts';
 import { countReservation, followStatusChange, usageOf } from './usage.service.ts';
 import { openStored } from '../../shared/secret-box.ts';
 import { backoffDelayMs, type Backoff } from '../../jobs/backoff.ts';
+import { cancelQueuedJob } from '../../jobs/queue.ts';
 import type { Ctx, Deps } from '../context.ts';
 
 // POST /v1/payments: a merchant-initiated payment under a recurring consent, synchronous.
@@ -222,7 +223,7 @@ async function record(deps: Deps, paymentId: string, outcome: Outcome, consentEn
     if (outcome.bank_payment_id !== undefined) extra.bank_payment_id = outcome.bank_payment_id;
     if (outcome.failure_reason !== undefined) extra.failure_reason = outcome.failure_reason;
     // Settled: the safety-net job has nothing left to do.
-    if (outcome.status !== 'unconfirmed') await cancelJob(trx, `${SETTLE_EXECUTION_JOB}:${payment.id}`);
+    if (outcome.status !== 'unconfirmed') await cancelQueuedJob(trx, `${SETTLE_EXECUTION_JOB}:${payment.id}`);
     await followStatusChange(trx, payment, outcome.status);
     return setPaymentStatus(trx, payment, outcome.status, now, extra);
   });

@@ -1,5 +1,6 @@
 import { iso } from '../../shared/time.ts';
-import type { CustInfoRow, CustomerRow } from './customers.repo.ts';
+import type { CustomerRow } from './customers.repo.ts';
+import type { CustInfoRow } from './customers.tables.ts';
 
 export function addressOf(row: Pick<CustomerRow, 'address1' | 'address2' | 'address3' | 'address4' | 'city' | 'postcode'>) {
   return { address1: row.address1, address2: row.address2, address3: row.address3, address4: row.address4, city: row.city, postcode: row.postcode };

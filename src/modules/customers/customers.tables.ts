@@ -1,3 +1,4 @@
+import type { Selectable } from 'kysely';
 import type { Mode } from '../../shared/mode.ts';
 import type { Flag } from '../../store/tables.ts';
 
@@ -45,3 +46,5 @@ export interface CustomerTables {
 declare module '../../store/tables.ts' {
   interface Database extends CustomerTables {}
 }
+
+export type CustInfoRow = Selectable<CustInfosTable>;

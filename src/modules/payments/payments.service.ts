@@ -3,19 +3,19 @@ import { randomSecret } from '../../shared/crypto.ts';
 import { newId } from '../../shared/ids.ts';
 import { pageOf } from '../../shared/pagination.ts';
 import { iso, shiftedClock, type Clock } from '../../shared/time.ts';
-import { clockOffset } from '../../jobs/worker.ts';
+import { testClockOffsetOf as clockOffset } from '../merchants/merchants.service.ts';
 import { enqueue } from '../../jobs/queue.ts';
 import type { Database } from '../../store/tables.ts';
 import { custInfosOfPayments, findCustInfoOfPayment } from '../customers/customers.service.ts';
 import { emitEvent } from '../events/events.service.ts';
-import { getRequest } from '../requests/requests.repo.ts';
-import type { RequestRow } from '../requests/requests.repo.ts';
+import { getRequest } from '../requests/requests.service.ts';
 import { presentPayment } from './payments.present.ts';
-import { getPayment, insertPaymentIfParticularsFree, listPayments, updatePayment, type PaymentRow } from './payments.repo.ts';
+import { getPayment, insertPaymentIfParticularsFree, listPayments, updatePayment } from './payments.repo.ts';
 import { isFinal, newParticulars, PCR_CODE, settledCents, type FinalStatus } from './payments.rules.ts';
 import type { ListPaymentsQuery, ListRequestPaymentsQuery } from './payments.schemas.ts';
-import type { Mode } from '../../shared/mode.ts';
 import type { Ctx, Deps } from '../context.ts';
+import type { RequestRow } from '../requests/requests.tables.ts';
+import { type PaymentRow } from './payments.tables.ts';
 
 // Building blocks every way of paying shares (one-off checkout here; recurring executions and
 // subscription charges in their modules): a payment row with its particulars and payment.created,
@@ -24,9 +24,9 @@ import type { Ctx, Deps } from '../context.ts';
 type Db = Kysely<Database>;
 
 export { presentPayment, type PaymentObject } from './payments.present.ts';
-export type { PaymentRow } from './payments.repo.ts';
+export type { PaymentRow } from './payments.tables.ts';
 // Reads other modules need (recurring executions, subscription charges) without reaching into the repo.
-export { findPaymentById, lockPayment } from './payments.repo.ts';
+export { findPaymentById, findPaymentByIdempotencyKey, listPaymentsOfSubscription, lockPayment, sumPaymentsOfConsent } from './payments.repo.ts';
 
 export type NewPayment = {
   request: Pick<RequestRow, 'id' | 'user_id' | 'mode' | 'merchant_identifier' | 'reference'>;

@@ -1,3 +1,4 @@
+import type { Selectable } from 'kysely';
 import type { Mode } from '../../shared/mode.ts';
 
 export interface PaymentsTable {
@@ -43,3 +44,5 @@ export interface PaymentTables {
 declare module '../../store/tables.ts' {
   interface Database extends PaymentTables {}
 }
+
+export type PaymentRow = Selectable<PaymentsTable>;

@@ -1,3 +1,4 @@
+import type { Selectable } from 'kysely';
 import type { Mode } from '../../shared/mode.ts';
 import type { Flag } from '../../store/tables.ts';
 
@@ -47,3 +48,5 @@ export interface RequestTables {
 declare module '../../store/tables.ts' {
   interface Database extends RequestTables {}
 }
+
+export type RequestRow = Selectable<RequestsTable>;

@@ -6,7 +6,7 @@ import type { CheckoutStrategy, ReturnInput, ReturnOutcome, SetUpView, StartInpu
 import { EMPTY_DETAILS, upsertCustomer, type PayerDetails } from '../customers/customers.service.ts';
 import { bankReturnUrl, connectorFor, creditorOf } from '../payments/payments.banks.ts';
 import { clockOf } from '../payments/payments.service.ts';
-import { lockRequest, type RequestRow } from '../requests/requests.repo.ts';
+import { findRequestById, lockRequest } from '../requests/requests.service.ts';
 import { subscriptionOptionsOf } from '../requests/requests.present.ts';
 import { markRequestPaid } from '../requests/requests.service.ts';
 import { describeSchedule, type SubscriptionPeriod } from './schedule.ts';
@@ -14,8 +14,8 @@ import { describeMoment } from '../../shared/zone.ts';
 import { consentPlan } from './subscriptions.rules.ts';
 import { createSubscription } from './subscriptions.service.ts';
 import { findSubscriptionByRequest, type SubscriptionRow } from './subscriptions.repo.ts';
-import type { Mode } from '../../shared/mode.ts';
 import type { Deps } from '../context.ts';
+import { type RequestRow } from '../requests/requests.tables.ts';
 
 // The hosted page's subscription kind: the plan in plain words, an enduring consent at the bank
 // that fits it, and on the payer's approval the subscription, the customer and the paid request,
@@ -91,8 +91,9 @@ export async function completeSubscriptionReturn(deps: Deps, input: ReturnInput)
     ? (await deps.db.selectFrom('subscriptions').selectAll().where('id', '=', pending.subscription_id).executeTakeFirst()) ?? null
     : null;
   if (pending.outcome !== 'pending') return { ...base, status: pending.outcome, subscription: await existing() };
-  const bank = connectorFor(deps, pending.bank_id, (await deps.db.selectFrom('requests').select('mode').where('id', '=', pending.request_id).executeTakeFirstOrThrow()).mode);
-  const owner = await deps.db.selectFrom('requests').select(['user_id', 'mode']).where('id', '=', pending.request_id).executeTakeFirstOrThrow();
+  const owner = await findRequestById(deps.db, pending.request_id);
+  if (!owner) throw new Error(`request ${pending.request_id} of a subscription authorisation is missing`);
+  const bank = connectorFor(deps, pending.bank_id, owner.mode);
   const clock = await clockOf(deps, owner);
   if (input.error || !input.code || !bank) {
     await settle(deps.db, input.state, 'declined', clock.now());

@@ -80,11 +80,3 @@ export async function listCharges(db: Db, subscriptionId: string): Promise<Charg
   return db.selectFrom('subscription_charges').selectAll().where('subscription_id', '=', subscriptionId).orderBy('slot_date').execute();
 }
 
-/** A subscription's charge payments, newest first (the payments table's subscription_id index). */
-export async function listSubscriptionPaymentRows(db: Db, owner: Owner, subscriptionId: string, page: { limit?: number; starting_after?: string }) {
-  let query = db.selectFrom('payments').selectAll().where('subscription_id', '=', subscriptionId)
-    .where('user_id', '=', owner.userId).where('mode', '=', owner.mode);
-  if (page.starting_after) query = query.where('id', '<', page.starting_after);
-  query = query.orderBy('id', 'desc');
-  return page.limit === undefined ? query.execute() : query.limit(page.limit + 1).execute();
-}

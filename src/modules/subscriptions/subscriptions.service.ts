@@ -7,7 +7,6 @@ import { iso } from '../../shared/time.ts';
 import type { Database } from '../../store/tables.ts';
 import { transact } from '../../store/tx.ts';
 import { emitEvent } from '../events/events.service.ts';
-import type { RequestRow } from '../requests/requests.repo.ts';
 import type { SubscriptionOptions } from '../requests/requests.rules.ts';
 import { buildSchedule, resumeSchedule } from './schedule.ts';
 import { revokeAtBank } from './subscriptions.bank.ts';
@@ -21,6 +20,7 @@ import { noticeSubscriptionEnded, noticeSubscriptionSetUp } from './subscription
 import { clockOfSubscription, scheduleCharge, unscheduleCharge } from './subscriptions.schedule-jobs.ts';
 import type { Mode } from '../../shared/mode.ts';
 import type { Ctx, Deps } from '../context.ts';
+import type { RequestRow } from '../requests/requests.tables.ts';
 
 // Subscription use cases: authorisation, pause, resume, cancellation (by merchant, payer or bank)
 // and reading. Each state change and its event share one transaction.

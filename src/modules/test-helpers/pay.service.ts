@@ -4,11 +4,12 @@ import { EMPTY_DETAILS, findCustInfoOfPayment, type PayerDetails } from '../cust
 import { completeOneOffReturn, notPayable, startOneOffPayment } from '../payments/one-off.service.ts';
 import { bankReturnUrl, banksFor } from '../payments/payments.banks.ts';
 import { presentPayment } from '../payments/payments.service.ts';
-import { getRequest, type RequestRow } from '../requests/requests.repo.ts';
+import { getRequest } from '../requests/requests.service.ts';
 import { requireTestMode } from './clock.service.ts';
 import { authoriseAtBank } from './pay.bank-driver.ts';
 import type { PayBody } from './pay.schemas.ts';
 import type { Ctx } from '../context.ts';
+import { type RequestRow } from '../requests/requests.tables.ts';
 
 // POST /v1/test-helpers/requests/{id}/pay: pays a test-mode request the way a payer does, through
 // the same service functions, connector and sandbox bank (over HTTP), and returns the outcome.
