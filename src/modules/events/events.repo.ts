@@ -22,3 +22,13 @@ export async function listEvents(db: Db, owner: Owner, filters: EventFilters): P
   if (filters.starting_after) query = query.where('id', '<', filters.starting_after);
   return query.orderBy('id', 'desc').limit(filters.limit + 1).execute();
 }
+
+/** The stored envelopes (and sealed secrets) of these events, for their deliveries. */
+export async function eventBodies(db: Db, ids: string[]): Promise<Map<string, { body: string; secret_sealed: string | null }>> {
+  const bodies = new Map<string, { body: string; secret_sealed: string | null }>();
+  for (let i = 0; i < ids.length; i += 500) {
+    const rows = await db.selectFrom('events').select(['id', 'body', 'secret_sealed']).where('id', 'in', ids.slice(i, i + 500)).execute();
+    for (const row of rows) bodies.set(row.id, { body: row.body, secret_sealed: row.secret_sealed });
+  }
+  return bodies;
+}

@@ -9,6 +9,8 @@ import { deliveriesWithAttempts, resendToWebhooks } from '../webhooks/webhooks.s
 import { fanOutToWebhooks } from '../webhooks/webhooks.fanout.ts';
 import { buildEventData, versionOf, type EventData, type EventEnvelope, type EventType } from './events.builders.ts';
 import { findEvent, listEvents, type EventRow } from './events.repo.ts';
+
+export { eventBodies } from './events.repo.ts';
 import type { ListEventsQuery, ResendBody } from './events.schemas.ts';
 import type { Mode } from '../../shared/mode.ts';
 import type { Ctx } from '../context.ts';
