@@ -7,11 +7,10 @@ import { systemClock, type Clock } from './shared/time.ts';
 import { openDb, type Db, type StoreOptions } from './store/db.ts';
 import { migrateToLatest } from './store/migrate.ts';
 import { testClockOffsetsOf } from './modules/merchants/merchants.service.ts';
-import { batchedJobKinds, jobKindsOf, runnersOf, startModules } from './modules/index.ts';
+import { batchedJobKinds, jobKindsOf, runnersOf, sealStoredSecrets, startModules } from './modules/index.ts';
 import { OpenBankingRegistry } from './modules/banks/registry.ts';
 import { createSecretBox } from './shared/secret-box.ts';
 import { loadOrCreateKeyFile } from './store/secret-key.ts';
-import { sealStoredSecrets } from './store/seal-at-rest.ts';
 import type { Deps } from './modules/context.ts';
 import { type App } from './http/app-type.ts';
 

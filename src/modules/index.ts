@@ -1,4 +1,7 @@
 import type { App } from '../http/app-type.ts';
+import type { SecretBox } from '../shared/secret-box.ts';
+import type { Db } from '../store/db.ts';
+import { sealStoredSecrets as sealAllStoredSecrets } from '../store/seal-at-rest.ts';
 import type { Deps } from './context.ts';
 import type { CheckoutStrategy } from './checkout/checkout.strategies.ts';
 import type { RunnableKind } from '../jobs/worker.ts';
@@ -77,6 +80,11 @@ export function batchedJobKinds(list: readonly ModuleManifest[] = manifests): st
 
 export function runnersOf(deps: Deps, list: readonly ModuleManifest[] = manifests): Runner[] {
   return list.flatMap((manifest) => manifest.runners?.(deps) ?? []);
+}
+
+/** Seals, once per database, the secrets every module stored in clear before sealing at rest. */
+export async function sealStoredSecrets(db: Db, secrets: SecretBox, now: number, list: readonly ModuleManifest[] = manifests): Promise<boolean> {
+  return sealAllStoredSecrets(db, secrets, now, list.flatMap((manifest) => (manifest.sealSecrets ? [manifest.sealSecrets] : [])));
 }
 
 /** Work each module sets going once in a process that runs workers. */

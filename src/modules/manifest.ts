@@ -1,6 +1,7 @@
 import type { App } from '../http/app-type.ts';
 import type { Backoff } from '../jobs/backoff.ts';
 import type { JobHandler } from '../jobs/worker.ts';
+import type { SealSecrets } from '../store/seal-at-rest.ts';
 import type { CheckoutStrategy } from './checkout/checkout.strategies.ts';
 import type { Deps } from './context.ts';
 import type { PayHelper } from './test-helpers/pay.service.ts';
@@ -41,6 +42,8 @@ export type ModuleManifest = {
   checkout?: Record<string, (deps: Deps) => CheckoutStrategy>;
   /** Pay test helpers this module provides, by request kind. */
   payHelpers?: Record<string, PayHelper>;
+  /** Seals this module's secrets stored in clear before secrets were sealed at rest (once per database). */
+  sealSecrets?: SealSecrets;
   /** Work to set going once in a process that runs workers (scheduling a recurring job). */
   start?(deps: Deps): Promise<void>;
 };

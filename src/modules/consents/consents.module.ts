@@ -1,6 +1,7 @@
 import type { ModuleManifest } from '../manifest.ts';
 import { recurringCheckout } from './authorise.service.ts';
 import { registerConsentRoutes } from './consents.routes.ts';
+import { sealConsentAccessTokens } from './consents.service.ts';
 import { EXPIRE_CONSENT_JOB, expireConsentJob, REVOKE_AT_BANK_JOB, revokeAtBankJob } from './consents.service.ts';
 import { payRecurring } from './consents.test-helpers.ts';
 import { SETTLE_EXECUTION_JOB, settleExecutionJob } from './execute.service.ts';
@@ -16,4 +17,5 @@ export const consentsModule: ModuleManifest = {
   ],
   checkout: { recurring: (deps) => recurringCheckout(deps.config.serviceTimeZone) },
   payHelpers: { recurring: payRecurring },
+  sealSecrets: (trx, secrets) => sealConsentAccessTokens(trx, (secret) => secrets.seal(secret)),
 };

@@ -3,6 +3,7 @@ import { notFound } from '../../shared/errors.ts';
 import { lockForUpdate } from '../../store/db.ts';
 import { prepared } from '../../store/prepared.ts';
 import type { Database } from '../../store/tables.ts';
+import { notSealed } from '../../store/seal-at-rest.ts';
 import type { ConsentAuthorisationsTable, RecurringConsentsTable } from './consents.tables.ts';
 import type { UsageTotals, Window } from './limits.ts';
 import type { Mode } from '../../shared/mode.ts';
@@ -130,4 +131,10 @@ export async function closeAuthorisation(db: Db, state: string, outcome: string,
 
 export async function setAuthorisationBankConsent(db: Db, state: string, bankConsentId: string): Promise<void> {
   await db.updateTable('consent_authorisations').set({ bank_consent_id: bankConsentId }).where('state', '=', state).execute();
+}
+
+/** Bank access tokens stored in clear before secrets were sealed at rest. */
+export async function sealConsentAccessTokens(db: Db, seal: (secret: string) => string): Promise<void> {
+  const rows = await db.selectFrom('recurring_consents').select(['id', 'bank_access_token']).where(notSealed('bank_access_token')).execute();
+  for (const row of rows) await db.updateTable('recurring_consents').set({ bank_access_token: seal(row.bank_access_token) }).where('id', '=', row.id).execute();
 }

@@ -32,3 +32,27 @@ export async function eventBodies(db: Db, ids: string[]): Promise<Map<string, { 
   }
   return bodies;
 }
+
+/** The recurring token as the events API shows it: its prefix, an ellipsis and its last 4 characters. */
+function masked(token: string): string {
+  return `${token.slice(0, 4)}…${token.slice(-4)}`;
+}
+
+/**
+ * Seals recurring tokens stored in clear before secrets were sealed at rest, masking them in the
+ * envelope; returns the ids of the events changed.
+ */
+export async function sealEventTokens(db: Db, seal: (secret: string) => string): Promise<string[]> {
+  const events = await db.selectFrom('events').select(['id', 'body'])
+    .where('type', '=', 'recurring_payment.authorised').where('secret_sealed', 'is', null).execute();
+  const sealed: string[] = [];
+  for (const event of events) {
+    const envelope = JSON.parse(event.body) as { data: { token?: unknown } };
+    const token = envelope.data.token;
+    if (typeof token !== 'string' || token.includes('…')) continue;
+    envelope.data.token = masked(token);
+    await db.updateTable('events').set({ body: JSON.stringify(envelope), secret_sealed: seal(token) }).where('id', '=', event.id).execute();
+    sealed.push(event.id);
+  }
+  return sealed;
+}

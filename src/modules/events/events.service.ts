@@ -5,10 +5,11 @@ import { iso } from '../../shared/time.ts';
 import type { Database } from '../../store/tables.ts';
 import { notFound } from '../../shared/errors.ts';
 import { pageOf } from '../../shared/pagination.ts';
-import { deliveriesWithAttempts, resendToWebhooks } from '../webhooks/webhooks.service.ts';
+import { deliveriesWithAttempts, letDeliveriesCarrySecret, resendToWebhooks } from '../webhooks/webhooks.service.ts';
 import { fanOutToWebhooks } from '../webhooks/webhooks.fanout.ts';
 import { buildEventData, versionOf, type EventData, type EventEnvelope, type EventType } from './events.builders.ts';
-import { findEvent, listEvents, type EventRow } from './events.repo.ts';
+import { findEvent, listEvents, sealEventTokens, type EventRow } from './events.repo.ts';
+import type { SecretBox } from '../../shared/secret-box.ts';
 
 export { eventBodies } from './events.repo.ts';
 import type { ListEventsQuery, ResendBody } from './events.schemas.ts';
@@ -39,6 +40,12 @@ export async function emitEvent<T extends EventType>(
   // Deliveries are created in the same transaction, so an event and its deliveries commit (or vanish) together.
   await fanOutToWebhooks(db, { id: envelope.id, userId: scope.userId, mode: scope.mode, type, hasSecret: sealedSecret !== null });
   return envelope;
+}
+
+/** Recurring tokens in events stored before sealing at rest: sealed, masked, and still carried by the event's own deliveries. */
+export async function sealEventSecrets(trx: Kysely<Database>, secrets: SecretBox): Promise<void> {
+  const sealed = await sealEventTokens(trx, (token) => secrets.seal(token));
+  await letDeliveriesCarrySecret(trx, sealed);
 }
 
 // The event log: what was sent, to whom, and how each attempt went; and re-sending.

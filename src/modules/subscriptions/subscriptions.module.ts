@@ -2,6 +2,7 @@ import type { ModuleManifest } from '../manifest.ts';
 import { chargeSubscriptionJob } from './subscriptions.charges.ts';
 import { subscriptionCheckout } from './subscriptions.checkout.ts';
 import { registerSubscriptionRoutes } from './subscriptions.routes.ts';
+import { sealSubscriptionAccessTokens } from './subscriptions.service.ts';
 import { CHARGE_SUBSCRIPTION_JOB } from './subscriptions.schedule-jobs.ts';
 import { paySubscriptionRequest } from './subscriptions.test-helpers.ts';
 
@@ -12,4 +13,5 @@ export const subscriptionsModule: ModuleManifest = {
   jobs: [{ name: CHARGE_SUBSCRIPTION_JOB, handler: chargeSubscriptionJob }],
   checkout: { subscription: (deps) => subscriptionCheckout(deps) },
   payHelpers: { subscription: paySubscriptionRequest },
+  sealSecrets: (trx, secrets) => sealSubscriptionAccessTokens(trx, (secret) => secrets.seal(secret)),
 };

@@ -3,6 +3,7 @@ import { notFound } from '../../shared/errors.ts';
 import { lockForUpdate } from '../../store/db.ts';
 import { inserted, insertRow, prepared, updateById } from '../../store/prepared.ts';
 import type { Database } from '../../store/tables.ts';
+import { notSealed } from '../../store/seal-at-rest.ts';
 import type { SubscriptionChargesTable, SubscriptionsTable } from './subscriptions.tables.ts';
 import type { Mode } from '../../shared/mode.ts';
 
@@ -80,3 +81,9 @@ export async function listCharges(db: Db, subscriptionId: string): Promise<Charg
   return db.selectFrom('subscription_charges').selectAll().where('subscription_id', '=', subscriptionId).orderBy('slot_date').execute();
 }
 
+
+/** Bank access tokens stored in clear before secrets were sealed at rest. */
+export async function sealSubscriptionAccessTokens(db: Db, seal: (secret: string) => string): Promise<void> {
+  const rows = await db.selectFrom('subscriptions').select(['id', 'bank_access_token']).where(notSealed('bank_access_token')).execute();
+  for (const row of rows) await db.updateTable('subscriptions').set({ bank_access_token: seal(row.bank_access_token) }).where('id', '=', row.id).execute();
+}

@@ -101,3 +101,10 @@ export async function endDelivery(db: Db, deliveryId: string, end: { status: 'ca
 export async function recordAttemptOn(db: Db, deliveryId: string, changes: Partial<DeliveryRow>): Promise<void> {
   await db.updateTable('webhook_deliveries').set(changes).where('id', '=', deliveryId).execute();
 }
+
+/** Deliveries made of these events so far were the events' own, so their retries may carry the secret. */
+export async function letDeliveriesCarrySecret(db: Db, eventIds: string[]): Promise<void> {
+  for (let i = 0; i < eventIds.length; i += 500) {
+    await db.updateTable('webhook_deliveries').set({ with_secret: 1 }).where('event_id', 'in', eventIds.slice(i, i + 500)).execute();
+  }
+}

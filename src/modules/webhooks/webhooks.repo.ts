@@ -1,6 +1,7 @@
 import type { Kysely, Selectable } from 'kysely';
 import { notFound } from '../../shared/errors.ts';
 import type { Database } from '../../store/tables.ts';
+import { notSealed } from '../../store/seal-at-rest.ts';
 import type { WebhookEndpointsTable } from './webhooks.tables.ts';
 import type { Mode } from '../../shared/mode.ts';
 
@@ -52,4 +53,10 @@ export async function liveEndpointsOf(db: Db, owner: Owner): Promise<EndpointRow
 
 export async function softDeleteEndpoint(db: Db, id: string, now: number): Promise<void> {
   await db.updateTable('webhook_endpoints').set({ deleted_at: now }).where('id', '=', id).execute();
+}
+
+/** Endpoint secrets stored in clear before secrets were sealed at rest. */
+export async function sealEndpointSecrets(db: Db, seal: (secret: string) => string): Promise<void> {
+  const rows = await db.selectFrom('webhook_endpoints').select(['id', 'secret']).where('secret', '!=', '').where(notSealed('secret')).execute();
+  for (const row of rows) await db.updateTable('webhook_endpoints').set({ secret: seal(row.secret) }).where('id', '=', row.id).execute();
 }

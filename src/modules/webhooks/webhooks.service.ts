@@ -14,6 +14,9 @@ import { findEndpointById, getEndpoint, insertEndpoint, listEndpoints, liveEndpo
 import type { CreateWebhookBody, DeliveryObject, ListWebhooksQuery } from './webhooks.schemas.ts';
 import type { Ctx } from '../context.ts';
 
+export { letDeliveriesCarrySecret } from './deliveries.repo.ts';
+export { sealEndpointSecrets } from './webhooks.repo.ts';
+
 type Db = Kysely<Database>;
 const owner = (ctx: Ctx): Owner => ({ userId: ctx.merchant.id, mode: ctx.mode });
 /** Creates an endpoint; with an Idempotency-Key a retried call returns the same endpoint (and secret). */
