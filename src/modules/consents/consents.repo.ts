@@ -138,3 +138,12 @@ export async function sealConsentAccessTokens(db: Db, seal: (secret: string) => 
   const rows = await db.selectFrom('recurring_consents').select(['id', 'bank_access_token']).where(notSealed('bank_access_token')).execute();
   for (const row of rows) await db.updateTable('recurring_consents').set({ bank_access_token: seal(row.bank_access_token) }).where('id', '=', row.id).execute();
 }
+
+/** The consents registered to a payer's email, newest first (at most 200). */
+export async function consentsOfEmail(db: Db, email: string): Promise<ConsentRow[]> {
+  return db.selectFrom('recurring_consents').selectAll().where('email', '=', email).orderBy('id', 'desc').limit(200).execute();
+}
+
+export async function anyConsentOfEmail(db: Db, email: string): Promise<boolean> {
+  return (await db.selectFrom('recurring_consents').select('id').where('email', '=', email).limit(1).executeTakeFirst()) !== undefined;
+}

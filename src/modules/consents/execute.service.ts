@@ -8,7 +8,7 @@ import type { BankConnector, BankResult, BankPaymentOutcome } from '../banks/ban
 import { connectorFor, creditorOf, remittanceOf } from '../payments/payments.banks.ts';
 import { clockIdOf, createPaymentRow, findPaymentById, findPaymentByIdempotencyKey, lockPayment, presentPayment, setPaymentStatus, type PaymentRow } from '../payments/payments.service.ts';
 import {
-  lockConsent, lockConsentByTokenHash, updateConsent, type ConsentRow, type Owner,
+  findConsentById, lockConsent, lockConsentByTokenHash, updateConsent, type ConsentRow, type Owner,
 } from './consents.repo.ts';
 import {
   consentNotActiveError, consentRevokedError, effectiveConsentStatus, executionFingerprint, hashConsentToken, limitRefusalError, limitsOf,
@@ -241,7 +241,8 @@ export function settleExecutionJob(deps: Deps): JobHandler {
   return async (payload: { payment_id: string }, { job, clock }) => {
     const payment = await findPaymentById(deps.db, payload.payment_id);
     if (!payment || !payment.recurring_consent_id || !['awaiting-consent', 'unconfirmed'].includes(payment.status)) return;
-    const consent = await deps.db.selectFrom('recurring_consents').selectAll().where('id', '=', payment.recurring_consent_id).executeTakeFirstOrThrow();
+    const consent = await findConsentById(deps.db, payment.recurring_consent_id);
+    if (!consent) return;
     const recorded = await submitAndRecord(deps, consent, payment, clock.now(), clock);
     if (recorded.status === 'unconfirmed' || recorded.status === 'awaiting-consent') {
       return { retryAt: deps.clock.now() + backoffDelayMs(job.attempts, SETTLE_BACKOFF), error: 'not settled at the bank yet' };

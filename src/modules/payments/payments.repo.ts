@@ -100,3 +100,10 @@ export async function listPaymentsOfSubscription(db: Db, owner: { userId: string
   query = query.orderBy('id', 'desc');
   return page.limit === undefined ? query.execute() : query.limit(page.limit + 1).execute();
 }
+
+/** The newest payments taken under a recurring consent or a subscription, newest first. */
+export async function paymentsUnder(db: Db, under: { recurringConsentId: string } | { subscriptionId: string }, limit = 50): Promise<PaymentRow[]> {
+  const query = db.selectFrom('payments').selectAll();
+  const filtered = 'recurringConsentId' in under ? query.where('recurring_consent_id', '=', under.recurringConsentId) : query.where('subscription_id', '=', under.subscriptionId);
+  return filtered.orderBy('id', 'desc').limit(limit).execute();
+}

@@ -26,7 +26,7 @@ type Db = Kysely<Database>;
 export { presentPayment, type PaymentObject } from './payments.present.ts';
 export type { PaymentRow } from './payments.tables.ts';
 // Reads other modules need (recurring executions, subscription charges) without reaching into the repo.
-export { findPaymentById, findPaymentByIdempotencyKey, listPaymentsOfSubscription, lockPayment, sumPaymentsOfConsent } from './payments.repo.ts';
+export { findPaymentById, findPaymentByIdempotencyKey, listPaymentsOfSubscription, lockPayment, paymentsUnder, sumPaymentsOfConsent } from './payments.repo.ts';
 
 export type NewPayment = {
   request: Pick<RequestRow, 'id' | 'user_id' | 'mode' | 'merchant_identifier' | 'reference'>;
@@ -148,9 +148,3 @@ export async function listRequestPayments(ctx: Ctx, requestId: string, query: Li
 }
 
 
-/** The newest payments taken under a recurring consent or a subscription, newest first. */
-export async function paymentsUnder(db: Db, under: { recurringConsentId: string } | { subscriptionId: string }, limit = 50): Promise<PaymentRow[]> {
-  const query = db.selectFrom('payments').selectAll();
-  const filtered = 'recurringConsentId' in under ? query.where('recurring_consent_id', '=', under.recurringConsentId) : query.where('subscription_id', '=', under.subscriptionId);
-  return filtered.orderBy('id', 'desc').limit(limit).execute();
-}

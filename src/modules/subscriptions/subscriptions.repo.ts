@@ -87,3 +87,16 @@ export async function sealSubscriptionAccessTokens(db: Db, seal: (secret: string
   const rows = await db.selectFrom('subscriptions').select(['id', 'bank_access_token']).where(notSealed('bank_access_token')).execute();
   for (const row of rows) await db.updateTable('subscriptions').set({ bank_access_token: seal(row.bank_access_token) }).where('id', '=', row.id).execute();
 }
+
+/** The subscriptions registered to a payer's email, newest first (at most 200). */
+export async function subscriptionsOfEmail(db: Db, email: string): Promise<SubscriptionRow[]> {
+  return db.selectFrom('subscriptions').selectAll().where('email', '=', email).orderBy('id', 'desc').limit(200).execute();
+}
+
+export async function anySubscriptionOfEmail(db: Db, email: string): Promise<boolean> {
+  return (await db.selectFrom('subscriptions').select('id').where('email', '=', email).limit(1).executeTakeFirst()) !== undefined;
+}
+
+export async function findSubscriptionById(db: Db, id: string): Promise<SubscriptionRow | undefined> {
+  return db.selectFrom('subscriptions').selectAll().where('id', '=', id).executeTakeFirst();
+}

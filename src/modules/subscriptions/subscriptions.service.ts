@@ -12,7 +12,7 @@ import { buildSchedule, resumeSchedule } from './schedule.ts';
 import { revokeAtBank } from './subscriptions.bank.ts';
 import { presentSubscription, type SubscriptionObject } from './subscriptions.present.ts';
 import {
-  findOpenCharge, getSubscription, insertSubscription, listSubscriptions, lockSubscription, updateCharge, updateSubscription,
+  findOpenCharge, findSubscriptionById, getSubscription, insertSubscription, listSubscriptions, lockSubscription, updateCharge, updateSubscription,
   type SubscriptionRow,
 } from './subscriptions.repo.ts';
 import { allows, firstCharge, scheduleOf, storedParts, type CancelledBy } from './subscriptions.rules.ts';
@@ -198,7 +198,7 @@ export const cancelSubscription = (ctx: Ctx, id: string, key?: string) => act(ct
  * the consent revoked at the bank. `payerEmail` must be the subscription's.
  */
 export async function cancelSubscriptionByPayer(deps: Deps, id: string, payerEmail: string): Promise<SubscriptionRow> {
-  const row = await deps.db.selectFrom('subscriptions').select(['id', 'email']).where('id', '=', id).executeTakeFirst();
+  const row = await findSubscriptionById(deps.db, id);
   // Another payer's subscription is as unknown as a missing one.
   if (!row || row.email !== payerEmail.trim().toLowerCase()) throw notFound('subscription', id);
   return transition(deps, deps.db, id, cancelWork('payer'));

@@ -1,14 +1,11 @@
 import type { Kysely } from 'kysely';
 import type { EventType } from '../events/events.builders.ts';
 import { systemClock, type Clock } from '../../shared/time.ts';
-import { prepared } from '../../store/prepared.ts';
 import type { Database } from '../../store/tables.ts';
 import { queueDelivery } from './deliveries.repo.ts';
 import { endpointTakes } from './event-filter.ts';
+import { endpointFiltersOf } from './webhooks.repo.ts';
 import type { Mode } from '../../shared/mode.ts';
-
-const liveEndpointsQuery = prepared<{ userId: string; mode: Mode }, { id: string; events: string | null }>((db, arg) =>
-  db.selectFrom('webhook_endpoints').select(['id', 'events']).where('user_id', '=', arg('userId')).where('mode', '=', arg('mode')).where('deleted_at', 'is', null));
 
 /**
  * Runs inside emitEvent's transaction: one delivery and one job per matching endpoint of the
@@ -19,7 +16,7 @@ export async function fanOutToWebhooks(
   event: { id: string; userId: string; mode: Mode; type: EventType; hasSecret?: boolean },
   realClock: Clock = systemClock,
 ): Promise<void> {
-  const endpoints = await liveEndpointsQuery.all(db, { userId: event.userId, mode: event.mode });
+  const endpoints = await endpointFiltersOf(db, { userId: event.userId, mode: event.mode });
   if (endpoints.length === 0) return;
   const now = realClock.now();
   for (const endpoint of endpoints) {

@@ -10,7 +10,7 @@ import { attemptsOfDeliveries, deliveriesOfEvent, endpointHadSecret, markSuperse
 import { validateWebhookUrl } from './url-policy.ts';
 import { endpointTakes, eventFilterProblem } from './event-filter.ts';
 import { presentDelivery, presentWebhook } from './webhooks.present.ts';
-import { findEndpointById, getEndpoint, insertEndpoint, listEndpoints, liveEndpointsOf, softDeleteEndpoint, type EndpointRow, type Owner } from './webhooks.repo.ts';
+import { findEndpointById, forgetEndpointSecret, getEndpoint, insertEndpoint, listEndpoints, liveEndpointsOf, softDeleteEndpoint, type EndpointRow, type Owner } from './webhooks.repo.ts';
 import type { CreateWebhookBody, DeliveryObject, ListWebhooksQuery } from './webhooks.schemas.ts';
 import type { Ctx } from '../context.ts';
 
@@ -59,7 +59,7 @@ export async function deleteWebhook(ctx: Ctx, id: string) {
   return transact(ctx.db, async (trx) => {
     const row = await getEndpoint(trx, owner(ctx), id);
     await softDeleteEndpoint(trx, id, ctx.clock.now());
-    await trx.updateTable('webhook_endpoints').set({ secret: '' }).where('id', '=', id).execute();
+    await forgetEndpointSecret(trx, id);
     return { webhook: presentWebhook(row), deleted: true };
   });
 }
