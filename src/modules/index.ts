@@ -7,6 +7,7 @@ import type { CheckoutStrategy } from './checkout/checkout.strategies.ts';
 import type { RunnableKind } from '../jobs/worker.ts';
 import type { Contributions, ModuleManifest, Runner } from './manifest.ts';
 import type { PayHelper } from './test-helpers/pay.service.ts';
+import { authorisationsModule } from './authorisations/authorisations.module.ts';
 import { banksModule } from './banks/banks.module.ts';
 import { checkoutModule } from './checkout/checkout.module.ts';
 import { consentsModule } from './consents/consents.module.ts';
@@ -27,6 +28,7 @@ export const manifests: readonly ModuleManifest[] = [
   requestsModule,
   paymentsModule,
   customersModule,
+  authorisationsModule,
   consentsModule,
   subscriptionsModule,
   checkoutModule,

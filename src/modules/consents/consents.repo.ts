@@ -4,7 +4,7 @@ import { lockForUpdate } from '../../store/db.ts';
 import { prepared } from '../../store/prepared.ts';
 import type { Database } from '../../store/tables.ts';
 import { notSealed } from '../../store/seal-at-rest.ts';
-import type { ConsentAuthorisationsTable, RecurringConsentsTable } from './consents.tables.ts';
+import type { RecurringConsentsTable } from './consents.tables.ts';
 import type { UsageTotals, Window } from './limits.ts';
 import type { Mode } from '../../shared/mode.ts';
 
@@ -13,7 +13,6 @@ import type { Mode } from '../../shared/mode.ts';
 // and the usage counters on the consent row are written here.
 
 export type ConsentRow = Selectable<RecurringConsentsTable>;
-export type AuthorisationRow = Selectable<ConsentAuthorisationsTable>;
 export type Owner = { userId: string; mode: Mode };
 type Db = Kysely<Database>;
 
@@ -114,24 +113,6 @@ export async function listConsents(db: Db, owner: Owner, filters: ConsentFilters
   return query.orderBy('id', 'desc').limit(filters.limit + 1).execute();
 }
 
-export async function insertAuthorisation(db: Db, row: AuthorisationRow): Promise<void> {
-  await db.insertInto('consent_authorisations').values(row).execute();
-}
-
-export async function findAuthorisation(db: Db, state: string): Promise<AuthorisationRow | undefined> {
-  return db.selectFrom('consent_authorisations').selectAll().where('state', '=', state).executeTakeFirst();
-}
-
-/** Marks a pending authorisation done; false when another return already did (or it never existed). */
-export async function closeAuthorisation(db: Db, state: string, outcome: string, now: number): Promise<boolean> {
-  const result = await db.updateTable('consent_authorisations').set({ outcome, completed_at: now })
-    .where('state', '=', state).where('outcome', 'is', null).executeTakeFirst();
-  return Number(result.numUpdatedRows) === 1;
-}
-
-export async function setAuthorisationBankConsent(db: Db, state: string, bankConsentId: string): Promise<void> {
-  await db.updateTable('consent_authorisations').set({ bank_consent_id: bankConsentId }).where('state', '=', state).execute();
-}
 
 /** Bank access tokens stored in clear before secrets were sealed at rest. */
 export async function sealConsentAccessTokens(db: Db, seal: (secret: string) => string): Promise<void> {
