@@ -20,20 +20,8 @@ export type PayHelper = (ctx: Ctx, request: RequestRow, body: PayBody) => Promis
 export function detailsFromBody(body: PayBody): PayerDetails | null {
   if (!body.cust_info && body.marketing_opt_in === undefined) return null;
   const info = body.cust_info ?? {};
-  return {
-    ...EMPTY_DETAILS,
-    email: info.email ?? null,
-    first_name: info.first_name ?? null,
-    last_name: info.last_name ?? null,
-    phone: info.phone ?? null,
-    address1: info.address1 ?? '',
-    address2: info.address2 ?? '',
-    address3: info.address3 ?? '',
-    address4: info.address4 ?? '',
-    city: info.city ?? '',
-    postcode: info.postcode ?? '',
-    marketing_opt_in: body.marketing_opt_in === true,
-  };
+  const given = Object.fromEntries(Object.entries(info).filter(([, value]) => value !== undefined));
+  return { ...EMPTY_DETAILS, ...given, marketing_opt_in: body.marketing_opt_in === true };
 }
 
 async function payOneOff(ctx: Ctx, request: RequestRow, body: PayBody) {
