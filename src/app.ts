@@ -26,6 +26,7 @@ import { registerCheckoutRoutes } from './modules/checkout/checkout.routes.ts';
 import { registerPayTestHelperRoutes } from './modules/test-helpers/pay.routes.ts';
 import { registerConsentRoutes } from './modules/consents/consents.routes.ts';
 import { registerPayerRoutes } from './modules/payer/payer.routes.ts';
+import { registerDashboardRoutes } from './modules/dashboard/dashboard.routes.ts';
 
 export type App = FastifyInstance<any, any, any, any, TypeBoxTypeProvider>;
 
@@ -130,5 +131,6 @@ export async function buildApp(deps: Deps): Promise<App> {
   await registerPayTestHelperRoutes(app, deps);
   await registerConsentRoutes(app, deps);
   await registerPayerRoutes(app, deps);
+  await registerDashboardRoutes(app, deps);
   return app;
 }

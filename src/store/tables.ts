@@ -7,6 +7,7 @@ import type { SandboxTables } from '../modules/banks/sandbox-bank/sandbox.tables
 import type { ConsentTables } from '../modules/consents/consents.tables.ts';
 import type { MailTables } from '../modules/mail/mail.tables.ts';
 import type { PayerTables } from '../modules/payer/payer.tables.ts';
+import type { DashboardTables } from '../modules/dashboard/dashboard.tables.ts';
 
 export type Mode = 'live' | 'test';
 export type Flag = number;
@@ -37,6 +38,8 @@ export interface ApiKeysTable {
   hint: string;
   created_at: number;
   revoked_at: number | null;
+  /** Real time of the last call with the key, kept to the minute (migration 0017). */
+  last_used_at: number | null;
 }
 
 export interface RequestsTable {
@@ -210,4 +213,4 @@ export interface CoreTables {
   customers: CustomersTable;
 }
 
-export interface Database extends CoreTables, WebhookTables, SandboxTables, ConsentTables, SubscriptionTables, MailTables, PayerTables {}
+export interface Database extends CoreTables, WebhookTables, SandboxTables, ConsentTables, SubscriptionTables, MailTables, PayerTables, DashboardTables {}

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import { AppError, invalidParam, notFound } from '../../shared/errors.ts';
-import { hashPassword, randomSecret, sha256Hex } from '../../shared/crypto.ts';
+import { hashPassword, randomSecret, sha256Hex, verifyPassword } from '../../shared/crypto.ts';
 import { newId } from '../../shared/ids.ts';
 import type { Clock } from '../../shared/time.ts';
 import { transact } from '../../store/tx.ts';
@@ -24,7 +24,7 @@ export async function createApiKey(db: Db, clock: Clock, userId: string, mode: M
   const id = newId('key');
   await db
     .insertInto('api_keys')
-    .values({ id, user_id: userId, mode, key_hash: sha256Hex(key), hint: `sk_${mode}_…${key.slice(-4)}`, created_at: clock.now(), revoked_at: null })
+    .values({ id, user_id: userId, mode, key_hash: sha256Hex(key), hint: `sk_${mode}_…${key.slice(-4)}`, created_at: clock.now(), revoked_at: null, last_used_at: null })
     .execute();
   return { id, key, mode };
 }
@@ -81,14 +81,16 @@ export async function createMerchant(db: Db, clock: Clock, input: NewMerchant): 
   });
 }
 
+const LAST_USED_PRECISION_MS = 60_000;
+
 export type Authenticated = { keyId: string; mode: Mode; merchant: { id: string; name: string }; clockOffsetMs: number };
 
 // Every API call runs this: prepared once rather than rebuilt per request.
-const keyByHashQuery = prepared<{ keyHash: string }, { key_id: string; mode: Mode; revoked_at: number | null; user_id: string; name: string; test_clock_offset_ms: number }>((db, arg) =>
+const keyByHashQuery = prepared<{ keyHash: string }, { key_id: string; mode: Mode; revoked_at: number | null; last_used_at: number | null; user_id: string; name: string; test_clock_offset_ms: number }>((db, arg) =>
   db
     .selectFrom('api_keys')
     .innerJoin('users', 'users.id', 'api_keys.user_id')
-    .select(['api_keys.id as key_id', 'api_keys.mode', 'api_keys.revoked_at', 'users.id as user_id', 'users.name', 'users.test_clock_offset_ms'])
+    .select(['api_keys.id as key_id', 'api_keys.mode', 'api_keys.revoked_at', 'api_keys.last_used_at', 'users.id as user_id', 'users.name', 'users.test_clock_offset_ms'])
     .where('api_keys.key_hash', '=', arg('keyHash')));
 
 /** Resolves a bearer key to its merchant and mode; null when unknown, malformed or revoked. */
@@ -97,6 +99,11 @@ export async function authenticateKey(db: Db, key: string): Promise<Authenticate
   if (!match) return null;
   const row = await keyByHashQuery.first(db, { keyHash: sha256Hex(key) });
   if (!row || row.revoked_at != null || row.mode !== match[1]) return null;
+  // Kept to the minute, so a busy key costs one write a minute rather than one a call.
+  const now = Date.now();
+  if (row.last_used_at == null || now - Number(row.last_used_at) >= LAST_USED_PRECISION_MS) {
+    await db.updateTable('api_keys').set({ last_used_at: now }).where('id', '=', row.key_id).execute();
+  }
   return {
     keyId: row.key_id,
     mode: row.mode,
@@ -112,4 +119,57 @@ export async function findMerchantByEmail(db: Db, email: string) {
 /** The merchant's name and email, for what Tono writes to payers and to the merchant. */
 export async function merchantContact(db: Db, userId: string): Promise<{ name: string; email: string }> {
   return db.selectFrom('users').select(['name', 'email']).where('id', '=', userId).executeTakeFirstOrThrow();
+}
+
+// What the merchant dashboard needs of merchants, keys and bank accounts (docs/dashboard.md).
+
+export type DashboardMerchant = { id: string; name: string; email: string; clockOffsetMs: number };
+
+export async function merchantById(db: Db, userId: string): Promise<DashboardMerchant | null> {
+  const row = await db.selectFrom('users').select(['id', 'name', 'email', 'test_clock_offset_ms']).where('id', '=', userId).executeTakeFirst();
+  return row ? { id: row.id, name: row.name, email: row.email, clockOffsetMs: Number(row.test_clock_offset_ms) } : null;
+}
+
+// Checked against when the email is unknown, so a wrong email costs the same scrypt as a wrong password.
+let decoyHash: Promise<string> | null = null;
+
+/** The merchant whose email and password these are; null otherwise, after the same work either way. */
+export async function checkMerchantPassword(db: Db, email: string, password: string): Promise<DashboardMerchant | null> {
+  const row = await findMerchantByEmail(db, email);
+  decoyHash ??= hashPassword(randomSecret(12));
+  const ok = await verifyPassword(password, row?.password_hash ?? (await decoyHash));
+  return row && ok ? { id: row.id, name: row.name, email: row.email, clockOffsetMs: Number(row.test_clock_offset_ms) } : null;
+}
+
+export const MIN_PASSWORD_LENGTH = 12;
+
+/** Sets a merchant's dashboard password (scrypt), by id or email. */
+export async function setMerchantPassword(db: Db, clock: Clock, who: string, password: string): Promise<{ id: string }> {
+  if (password.length < MIN_PASSWORD_LENGTH) throw invalidParam('password', `password must be at least ${MIN_PASSWORD_LENGTH} characters`);
+  if (password.length > 200) throw invalidParam('password', 'password must be at most 200 characters');
+  const row = who.startsWith('user_')
+    ? await db.selectFrom('users').select('id').where('id', '=', who).executeTakeFirst()
+    : await findMerchantByEmail(db, who);
+  if (!row) throw notFound('merchant', who);
+  await db.updateTable('users').set({ password_hash: await hashPassword(password), updated_at: clock.now() }).where('id', '=', row.id).execute();
+  return { id: row.id };
+}
+
+export type ApiKeySummary = { id: string; mode: Mode; hint: string; created_at: number; last_used_at: number | null; revoked_at: number | null };
+
+export async function listApiKeysOf(db: Db, userId: string, mode: Mode): Promise<ApiKeySummary[]> {
+  const rows = await db.selectFrom('api_keys').select(['id', 'mode', 'hint', 'created_at', 'last_used_at', 'revoked_at'])
+    .where('user_id', '=', userId).where('mode', '=', mode).orderBy('id', 'desc').execute();
+  return rows.map((row) => ({ ...row, created_at: Number(row.created_at), last_used_at: row.last_used_at == null ? null : Number(row.last_used_at), revoked_at: row.revoked_at == null ? null : Number(row.revoked_at) }));
+}
+
+/** Revokes one of this merchant's keys in this mode; another merchant's key, or the other mode's, is not found. */
+export async function revokeApiKeyOf(db: Db, clock: Clock, userId: string, mode: Mode, keyId: string): Promise<{ id: string }> {
+  const row = await db.selectFrom('api_keys').select('id').where('id', '=', keyId).where('user_id', '=', userId).where('mode', '=', mode).executeTakeFirst();
+  if (!row) throw notFound('api_key', keyId);
+  return revokeApiKey(db, clock, row.id);
+}
+
+export async function listBankAccountsOf(db: Db, userId: string) {
+  return db.selectFrom('bank_accounts').selectAll().where('user_id', '=', userId).orderBy('id', 'desc').execute();
 }

@@ -1,8 +1,9 @@
-import type { Kysely, Selectable } from 'kysely';
+import { sql, type Kysely, type Selectable } from 'kysely';
 import { notFound } from '../../shared/errors.ts';
 import { lockForUpdate } from '../../store/db.ts';
 import { inserted, insertRow, prepared, updateById } from '../../store/prepared.ts';
 import type { Database, Mode, PaymentsTable } from '../../store/tables.ts';
+import { containsText } from '../../store/search.ts';
 
 export type PaymentRow = Selectable<PaymentsTable>;
 export type Owner = { userId: string; mode: Mode };
@@ -65,4 +66,47 @@ export async function listPayments(db: Db, owner: Owner, filters: PaymentFilters
   if (filters.merchant_identifier) query = query.where('merchant_identifier', '=', filters.merchant_identifier);
   if (filters.starting_after) query = query.where('id', '<', filters.starting_after);
   return query.orderBy('id', 'desc').limit(filters.limit + 1).execute();
+}
+
+export type PaymentSearch = {
+  status?: string; search?: string; createdFrom?: number | null; createdBefore?: number | null; limit: number; starting_after?: string;
+  /** Payments the search also matches by something another module holds (the payer's email). */
+  alsoIds?: string[];
+  /** Only these payments (a customer's). */
+  onlyIds?: string[];
+};
+
+/**
+ * The dashboard's list: status, a date range, and a search of id, particulars, code, reference,
+ * request id, merchant_identifier and the payer's email. `limit` 0 means every match, for the CSV
+ * export.
+ */
+export async function searchPayments(db: Db, owner: Owner, filters: PaymentSearch): Promise<PaymentRow[]> {
+  let query = db.selectFrom('payments').selectAll().where('user_id', '=', owner.userId).where('mode', '=', owner.mode);
+  if (filters.status) query = query.where('status', '=', filters.status);
+  if (filters.createdFrom != null) query = query.where('created_at', '>=', filters.createdFrom);
+  if (filters.createdBefore != null) query = query.where('created_at', '<', filters.createdBefore);
+  const search = filters.search?.trim();
+  if (search) {
+    query = query.where((eb) => eb.or([
+      eb('id', '=', search),
+      eb('request_id', '=', search),
+      containsText('particulars', search),
+      containsText('code', search),
+      containsText('reference', search),
+      containsText('merchant_identifier', search),
+      ...(filters.alsoIds?.length ? [eb('id', 'in', filters.alsoIds)] : []),
+    ]));
+  }
+  if (filters.onlyIds) query = filters.onlyIds.length ? query.where('id', 'in', filters.onlyIds) : query.where(sql<boolean>`1 = 0`);
+  if (filters.starting_after) query = query.where('id', '<', filters.starting_after);
+  const ordered = query.orderBy('id', 'desc');
+  return filters.limit > 0 ? ordered.limit(filters.limit + 1).execute() : ordered.execute();
+}
+
+/** Ids of this owner's requests that have a payment whose particulars contain the text. */
+export async function requestIdsByParticulars(db: Db, owner: Owner, search: string): Promise<string[]> {
+  const rows = await db.selectFrom('payments').select('request_id').distinct().where('user_id', '=', owner.userId).where('mode', '=', owner.mode)
+    .where(containsText('particulars', search)).limit(200).execute();
+  return rows.map((row) => row.request_id);
 }

@@ -7,12 +7,14 @@ import { iso, shiftedClock, type Clock } from '../../shared/time.ts';
 import { clockOffset } from '../../jobs/worker.ts';
 import { enqueue } from '../../jobs/queue.ts';
 import type { Database, Mode } from '../../store/tables.ts';
-import { custInfosOfPayments, findCustInfoOfPayment } from '../customers/customers.service.ts';
+import { custInfosOfPayments, findCustInfoOfPayment, paymentIdsByPayerEmail } from '../customers/customers.service.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { getRequest } from '../requests/requests.repo.ts';
 import type { RequestRow } from '../requests/requests.repo.ts';
 import { presentPayment } from './payments.present.ts';
-import { getPayment, insertPaymentIfParticularsFree, listPayments, updatePayment, type PaymentRow } from './payments.repo.ts';
+import {
+  getPayment, insertPaymentIfParticularsFree, listPayments, requestIdsByParticulars, searchPayments, updatePayment, type PaymentRow, type PaymentSearch,
+} from './payments.repo.ts';
 import { isFinal, newParticulars, PCR_CODE, settledCents, type FinalStatus } from './payments.rules.ts';
 import type { ListPaymentsQuery, ListRequestPaymentsQuery } from './payments.schemas.ts';
 
@@ -152,4 +154,22 @@ export async function paymentsUnder(db: Db, under: { recurringConsentId: string 
   const query = db.selectFrom('payments').selectAll();
   const filtered = 'recurringConsentId' in under ? query.where('recurring_consent_id', '=', under.recurringConsentId) : query.where('subscription_id', '=', under.subscriptionId);
   return filtered.orderBy('id', 'desc').limit(limit).execute();
+}
+
+/**
+ * The dashboard's list of payments: status, a date range and a search that also finds the payer's
+ * email; `limit` 0 returns every match (the CSV export). `payerEmail` keeps a customer's payments.
+ */
+export async function searchPaymentsFor(ctx: Ctx, query: Omit<PaymentSearch, 'limit' | 'alsoIds' | 'onlyIds'> & { limit?: number; payerEmail?: string }) {
+  const limit = query.limit ?? 25;
+  const search = query.search?.trim();
+  const alsoIds = search ? await paymentIdsByPayerEmail(ctx.db, search, false) : undefined;
+  const onlyIds = query.payerEmail ? await paymentIdsByPayerEmail(ctx.db, query.payerEmail, true) : undefined;
+  const rows = await searchPayments(ctx.db, ownerOf(ctx), { ...query, limit, alsoIds, onlyIds });
+  return limit > 0 ? presentPage(ctx, rows, limit) : presentPage(ctx, rows, rows.length);
+}
+
+/** Requests of this owner with a payment whose particulars contain the text (the request search). */
+export async function requestIdsWithParticulars(ctx: Ctx, search: string): Promise<string[]> {
+  return requestIdsByParticulars(ctx.db, ownerOf(ctx), search);
 }
