@@ -97,7 +97,7 @@ export function dashboardKit(deps: Deps) {
     log: request.log as unknown as Ctx['log'],
   });
 
-  type Handler = (request: FastifyRequest<any>, reply: FastifyReply, signed: Signed) => Promise<unknown>;
+  type Handler = (request: PageRequest, reply: FastifyReply, signed: Signed) => Promise<unknown>;
 
   /**
    * A signed-in page under /dashboard/{mode}/…: signed out leads to the login page; a mode other
@@ -124,6 +124,9 @@ export function dashboardKit(deps: Deps) {
 
   return { deps, zone, cookieOptions, render, message, layoutOf, guard, sameOrigin, formCsrfMatches, forbidden, helpers };
 }
+
+/** A page request: path parameters and query values as text. */
+export type PageRequest = FastifyRequest<{ Params: Record<string, string>; Querystring: Record<string, unknown>; Body: unknown }>;
 
 export type Scope = FastifyInstance<any, any, any, any, any>;
 
