@@ -127,3 +127,49 @@ test('delete asks first, then deletes through the service with its event; a paid
   assert.equal(again.status, 409);
   assert.match(textOf(again.text), /Nothing was changed/);
 });
+
+test('payments: filters, search by particulars, reference, request and payer email; detail with statement lines and history; CSV export equal to the API', async (t) => {
+  const world = await dashWorld(t, { workers: true });
+  const [kowhai] = world.merchants;
+  const payments: any[] = [];
+  for (let i = 0; i < 4; i++) {
+    const request = (await kowhai.test.post('/v1/requests', { bank_account_id: kowhai.bankAccountId, message: `Cup ${i}`, amount: `${i + 1}.50 NZD`, reference: `R-${i}`, merchant_identifier: i === 2 ? '=HYPERLINK("x")' : `m${i}` })).body.request;
+    const paid = await kowhai.test.post(`/v1/test-helpers/requests/${request.id}/pay`, { outcome: i === 3 ? 'decline' : 'approve', cust_info: { email: `payer${i}@example.com`, first_name: 'Pat' } });
+    assert.equal(paid.status, 200, paid.text);
+    payments.push(paid.body.payment);
+  }
+  const browser = await logIn(world, kowhai);
+  const ids = (html: string) => [...new Set([...html.matchAll(/payments\/(payment_[0-9A-Z]{26})"/g)].map((m) => m[1]))];
+  const list = await browser.request('/dashboard/test/payments');
+  assert.equal(ids(list.text).length, 4);
+  assert.deepEqual(ids((await browser.request('/dashboard/test/payments?q=payer2%40example')).text), [payments[2].id]);
+  assert.deepEqual(ids((await browser.request(`/dashboard/test/payments?q=${payments[1].pcr.particulars}`)).text), [payments[1].id]);
+  assert.deepEqual(ids((await browser.request(`/dashboard/test/payments?q=${payments[0].request_id}`)).text), [payments[0].id]);
+  assert.deepEqual(ids((await browser.request('/dashboard/test/payments?q=R-1')).text), [payments[1].id]);
+  const failedByApi = (await kowhai.test.get('/v1/payments', { query: { status: 'failed' } })).body.payments.map((p: any) => p.id);
+  assert.deepEqual(ids((await browser.request('/dashboard/test/payments?status=failed')).text), failedByApi);
+  assert.equal(ids((await browser.request('/dashboard/live/payments')).text).length, 0, 'live is apart');
+
+  const detail = await browser.request(`/dashboard/test/payments/${payments[0].id}`);
+  assert.equal(detail.status, 200);
+  const page = textOf(detail.text);
+  assert.ok(page.includes(`${payments[0].pcr.particulars} ${payments[0].pcr.code} R-0`), 'statement line');
+  assert.match(page, /Status history .*awaiting-consent .*successful/);
+  assert.match(page, /payment\.created/);
+
+  // the export: every filtered payment, the API's values, formulas defused
+  const csv = await browser.request('/dashboard/test/payments/export.csv?status=successful');
+  assert.equal(csv.status, 200);
+  assert.match(csv.headers.get('content-type')!, /^text\/csv/);
+  assert.match(csv.headers.get('content-disposition')!, /^attachment; filename="tono-test-payments-\d{4}-\d{2}-\d{2}\.csv"$/);
+  const { parse } = await import('csv-parse/sync');
+  const rows: string[][] = parse(csv.text);
+  assert.deepEqual(rows[0], ['id', 'date', 'amount', 'requested_amount', 'status', 'particulars', 'code', 'reference', 'request', 'merchant_identifier', 'payer_email']);
+  const api = (await kowhai.test.get('/v1/payments', { query: { status: 'successful' } })).body.payments;
+  assert.deepEqual(rows.slice(1), api.map((p: any) => [
+    p.id, p.created_at, p.amount.value.replace(' NZD', ''), p.requested_amount.value.replace(' NZD', ''), p.status, p.pcr.particulars, p.pcr.code,
+    p.pcr.reference, p.request_id, p.merchant_identifier?.startsWith('=') ? `'${p.merchant_identifier}` : p.merchant_identifier ?? '', p.cust_info?.email ?? '',
+  ]));
+  assert.equal(rows.length - 1, 3);
+  assert.ok(rows.some((row) => row[9] === `'=HYPERLINK("x")`), 'a formula is written as text');
+});
