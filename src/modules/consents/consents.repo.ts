@@ -162,3 +162,10 @@ const cancelJobQuery = prepared<{ dedupeKey: string }>((db, arg) =>
 export async function cancelJob(db: Db, dedupeKey: string): Promise<void> {
   await cancelJobQuery.run(db, { dedupeKey });
 }
+
+/** How many of an owner's recurring consents have each status (the dashboard's home). */
+export async function countConsentsByStatus(db: Db, owner: Owner): Promise<Record<string, number>> {
+  const rows = await db.selectFrom('recurring_consents').select(['status', (eb) => eb.fn.countAll<number>().as('n')])
+    .where('user_id', '=', owner.userId).where('mode', '=', owner.mode).groupBy('status').execute();
+  return Object.fromEntries(rows.map((row) => [row.status, Number(row.n)]));
+}

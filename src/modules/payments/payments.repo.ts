@@ -110,3 +110,9 @@ export async function requestIdsByParticulars(db: Db, owner: Owner, search: stri
     .where(containsText('particulars', search)).limit(200).execute();
   return rows.map((row) => row.request_id);
 }
+
+/** Status, amount and times of an owner's payments created since a time (the dashboard's home). */
+export async function paymentActivitySince(db: Db, owner: Owner, since: number) {
+  return db.selectFrom('payments').select(['status', 'amount_cents', 'created_at', 'completed_at'])
+    .where('user_id', '=', owner.userId).where('mode', '=', owner.mode).where('created_at', '>=', since).execute();
+}

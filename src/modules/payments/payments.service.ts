@@ -13,7 +13,7 @@ import { getRequest } from '../requests/requests.repo.ts';
 import type { RequestRow } from '../requests/requests.repo.ts';
 import { presentPayment } from './payments.present.ts';
 import {
-  getPayment, insertPaymentIfParticularsFree, listPayments, requestIdsByParticulars, searchPayments, updatePayment, type PaymentRow, type PaymentSearch,
+  getPayment, insertPaymentIfParticularsFree, listPayments, paymentActivitySince, requestIdsByParticulars, searchPayments, updatePayment, type PaymentRow, type PaymentSearch,
 } from './payments.repo.ts';
 import { isFinal, newParticulars, PCR_CODE, settledCents, type FinalStatus } from './payments.rules.ts';
 import type { ListPaymentsQuery, ListRequestPaymentsQuery } from './payments.schemas.ts';
@@ -172,4 +172,10 @@ export async function searchPaymentsFor(ctx: Ctx, query: Omit<PaymentSearch, 'li
 /** Requests of this owner with a payment whose particulars contain the text (the request search). */
 export async function requestIdsWithParticulars(ctx: Ctx, search: string): Promise<string[]> {
   return requestIdsByParticulars(ctx.db, ownerOf(ctx), search);
+}
+
+/** The caller's payments created since a time: status, asked amount, times (for the dashboard's charts). */
+export async function paymentActivityFor(ctx: Ctx, since: number) {
+  const rows = await paymentActivitySince(ctx.db, ownerOf(ctx), since);
+  return rows.map((row) => ({ status: row.status, cents: Number(row.amount_cents), createdAt: Number(row.created_at), completedAt: row.completed_at == null ? null : Number(row.completed_at) }));
 }

@@ -87,3 +87,10 @@ export async function listSubscriptionPaymentRows(db: Db, owner: Owner, subscrip
   query = query.orderBy('id', 'desc');
   return page.limit === undefined ? query.execute() : query.limit(page.limit + 1).execute();
 }
+
+/** How many of an owner's subscriptions have each status (the dashboard's home). */
+export async function countSubscriptionsByStatus(db: Db, owner: Owner): Promise<Record<string, number>> {
+  const rows = await db.selectFrom('subscriptions').select(['status', (eb) => eb.fn.countAll<number>().as('n')])
+    .where('user_id', '=', owner.userId).where('mode', '=', owner.mode).groupBy('status').execute();
+  return Object.fromEntries(rows.map((row) => [row.status, Number(row.n)]));
+}

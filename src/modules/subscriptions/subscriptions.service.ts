@@ -14,7 +14,7 @@ import { buildSchedule, resumeSchedule } from './schedule.ts';
 import { revokeAtBank } from './subscriptions.bank.ts';
 import { presentSubscription, type SubscriptionObject } from './subscriptions.present.ts';
 import {
-  findOpenCharge, getSubscription, insertSubscription, listSubscriptions, lockSubscription, updateCharge, updateSubscription,
+  countSubscriptionsByStatus, findOpenCharge, getSubscription, insertSubscription, listSubscriptions, lockSubscription, updateCharge, updateSubscription,
   type SubscriptionRow,
 } from './subscriptions.repo.ts';
 import { allows, firstCharge, scheduleOf, storedParts, type CancelledBy } from './subscriptions.rules.ts';
@@ -210,4 +210,9 @@ export async function listSubscriptionsFor(ctx: Ctx, query: { status?: string; m
   const email = query.email?.trim().toLowerCase();
   const { items, hasMore } = pageOf(await listSubscriptions(ctx.db, owner(ctx), { ...query, email, limit }), limit);
   return { subscriptions: items.map(presentSubscription), has_more: hasMore };
+}
+
+/** How many of the caller's subscriptions have each status. */
+export async function subscriptionCountsFor(ctx: Ctx): Promise<Record<string, number>> {
+  return countSubscriptionsByStatus(ctx.db, { userId: ctx.merchant.id, mode: ctx.mode });
 }
