@@ -131,7 +131,7 @@ test('every page passes axe with no serious violations, at desktop and phone siz
       assert.equal(response!.status(), 200, url);
       assert.deepEqual(await accessibilityProblems(page), [], `${url} at ${size}`);
       const name = url.replace('/dashboard/', '').replace(/\/(request|payment|customer|subscription|recurring|webhook|event|key)_[0-9A-Z]{26}/, '-detail').replace(/\//g, '-');
-      if (sections.some((s) => url === `/dashboard/test${s}`) || /-detail$/.test(name)) await shot(page, `dashboard-${name || 'home'}-${size}.png`);
+      if (sections.some((s) => url === `/dashboard/test${s}`) || /-detail$/.test(name)) await shot(page, `dashboard-${name === 'test' ? 'test-home' : name}-${size}.png`);
     }
     assert.deepEqual(errors, [], `no script errors or CSP violations at ${size}`);
   }
