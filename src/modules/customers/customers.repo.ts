@@ -66,7 +66,7 @@ export async function searchCustomers(db: Db, owner: Owner, filters: { search?: 
 }
 
 /** Payments whose payer gave an email containing the text (or exactly it); the caller scopes them to its owner. */
-export async function paymentIdsByPayerEmail(db: Db, email: string, exact: boolean, limit = 500): Promise<string[]> {
+export async function paymentIdsByPayerEmail(db: Db, email: string, exact: boolean, limit = 2000): Promise<string[]> {
   const query = db.selectFrom('cust_infos').select('payment_id');
   const rows = await (exact ? query.where('email', '=', email.trim().toLowerCase()) : query.where(containsText('email', email))).orderBy('payment_id', 'desc').limit(limit).execute();
   return rows.map((row) => row.payment_id);

@@ -78,8 +78,7 @@ export type PaymentSearch = {
 
 /**
  * The dashboard's list: status, a date range, and a search of id, particulars, code, reference,
- * request id, merchant_identifier and the payer's email. `limit` 0 means every match, for the CSV
- * export.
+ * request id, merchant_identifier and the payer's email (found by the customers module: `alsoIds`).
  */
 export async function searchPayments(db: Db, owner: Owner, filters: PaymentSearch): Promise<PaymentRow[]> {
   let query = db.selectFrom('payments').selectAll().where('user_id', '=', owner.userId).where('mode', '=', owner.mode);
@@ -100,8 +99,7 @@ export async function searchPayments(db: Db, owner: Owner, filters: PaymentSearc
   }
   if (filters.onlyIds) query = filters.onlyIds.length ? query.where('id', 'in', filters.onlyIds) : query.where(sql<boolean>`1 = 0`);
   if (filters.starting_after) query = query.where('id', '<', filters.starting_after);
-  const ordered = query.orderBy('id', 'desc');
-  return filters.limit > 0 ? ordered.limit(filters.limit + 1).execute() : ordered.execute();
+  return query.orderBy('id', 'desc').limit(filters.limit + 1).execute();
 }
 
 /** Ids of this owner's requests that have a payment whose particulars contain the text. */

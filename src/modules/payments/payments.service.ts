@@ -158,7 +158,7 @@ export async function paymentsUnder(db: Db, under: { recurringConsentId: string 
 
 /**
  * The dashboard's list of payments: status, a date range and a search that also finds the payer's
- * email; `limit` 0 returns every match (the CSV export). `payerEmail` keeps a customer's payments.
+ * email. `payerEmail` keeps a customer's payments.
  */
 export async function searchPaymentsFor(ctx: Ctx, query: Omit<PaymentSearch, 'limit' | 'alsoIds' | 'onlyIds'> & { limit?: number; payerEmail?: string }) {
   const limit = query.limit ?? 25;
@@ -166,7 +166,7 @@ export async function searchPaymentsFor(ctx: Ctx, query: Omit<PaymentSearch, 'li
   const alsoIds = search ? await paymentIdsByPayerEmail(ctx.db, search, false) : undefined;
   const onlyIds = query.payerEmail ? await paymentIdsByPayerEmail(ctx.db, query.payerEmail, true) : undefined;
   const rows = await searchPayments(ctx.db, ownerOf(ctx), { ...query, limit, alsoIds, onlyIds });
-  return limit > 0 ? presentPage(ctx, rows, limit) : presentPage(ctx, rows, rows.length);
+  return presentPage(ctx, rows, limit);
 }
 
 /** Requests of this owner with a payment whose particulars contain the text (the request search). */

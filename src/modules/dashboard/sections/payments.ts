@@ -38,9 +38,9 @@ export function registerPaymentPages(scope: Scope, kit: Kit): void {
 
   scope.get('/dashboard/:mode/payments/export.csv', hidden, kit.guard(async (request, reply, signed) => {
     const filters = filtersOf(request.query);
-    const page = await searchPaymentsFor(signed.ctx, { ...searchOf(filters), limit: 0 });
-    if (page.payments.length > CSV_MAX_ROWS) {
-      return kit.message(reply, 413, 'Too many payments for one file', `The filters match ${page.payments.length} payments; one file holds ${CSV_MAX_ROWS}. Narrow the dates and export in parts.`, signed, 'payments');
+    const page = await searchPaymentsFor(signed.ctx, { ...searchOf(filters), limit: CSV_MAX_ROWS });
+    if (page.has_more) {
+      return kit.message(reply, 413, 'Too many payments for one file', `The filters match more than ${CSV_MAX_ROWS} payments, the most one file holds. Narrow the dates and export in parts.`, signed, 'payments');
     }
     const csv = stringify([CSV_HEADER, ...csvRowsOfPayments(page.payments)], { record_delimiter: 'windows' });
     const day = new Date(signed.ctx.clock.now()).toISOString().slice(0, 10);
