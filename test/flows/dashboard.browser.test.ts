@@ -87,7 +87,7 @@ test('log in right, wrong and locked out; a cross-site form post is refused and 
   await page.getByText('That email and password do not match').waitFor();
   assert.equal(await page.getByLabel('Password').getAttribute('aria-invalid'), 'true');
   assert.deepEqual(await accessibilityProblems(page), []);
-  await shot(page, 'dashboard-login-phone.png');
+  await shot(page, 'dashboard-login-error-phone.png');
   for (let i = 0; i < 5; i++) await logInAt(page, world, tui, 'wrong again');
   await logInAt(page, world, tui);
   await page.getByText(/Too many wrong passwords\. Logging in is locked for \d+ minutes/).waitFor();
@@ -124,6 +124,9 @@ test('every page passes axe with no serious violations, at desktop and phone siz
   const pages = [...sections.map((s) => `/dashboard/test${s}`), '/dashboard/live', ...detailPaths(objects).map((p) => `/dashboard/test/${p}`), '/dashboard/account'];
   for (const [size, viewport] of [['desktop', DESKTOP], ['phone', PHONE]] as const) {
     const { page, errors } = await newContext(t, viewport);
+    await page.goto(`${world.baseUrl}/dashboard/login`);
+    assert.deepEqual(await accessibilityProblems(page), [], `login at ${size}`);
+    await shot(page, `dashboard-login-${size}.png`);
     await logInAt(page, world, kowhai);
     await page.getByRole('heading', { name: 'The last 30 days' }).waitFor();
     for (const url of pages) {
