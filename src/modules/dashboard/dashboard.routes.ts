@@ -158,12 +158,15 @@ function registerSignIn(scope: Scope, kit: Kit, limits: ReturnType<typeof signIn
   const deadLink = (reply: FastifyReply) =>
     kit.message(reply, 400, 'This link no longer works', 'Reset links work once, for 30 minutes. Ask for a new one from the log-in page.');
 
-  scope.get<{ Params: { token: string } }>('/dashboard/reset/:token', hidden, async (request, reply) => {
+  // The reset token is in these URLs: their request lines are kept out of the info-level request log.
+  const quiet = { ...hidden, logLevel: 'warn' as const };
+
+  scope.get<{ Params: { token: string } }>('/dashboard/reset/:token', quiet, async (request, reply) => {
     if (!(await resetIsLive(deps, request.params.token))) return deadLink(reply);
     return kit.render(reply, 200, 'reset', { title: 'Choose a new password', csrf: preSessionToken(request, reply), token: request.params.token });
   });
 
-  scope.post<{ Params: { token: string } }>('/dashboard/reset/:token', hidden, async (request, reply) => {
+  scope.post<{ Params: { token: string } }>('/dashboard/reset/:token', quiet, async (request, reply) => {
     if (!preSessionValid(request)) return kit.forbidden(reply);
     const password = formOf(request).password;
     const outcome = await resetPassword(deps, request.params.token, typeof password === 'string' ? password : '');

@@ -5,6 +5,9 @@ import { dashWorld, logIn, PASSWORD, textOf } from '../../../test/dashboard.ts';
 import { processStore, runCli, type Store } from '../../../test/process.ts';
 import { shiftedClock, systemClock } from '../../shared/time.ts';
 import { SESSION_IDLE_MS, SESSION_MAX_MS } from './dashboard.sessions.ts';
+import pino from 'pino';
+import { createRuntime } from '../../runtime.ts';
+import { createTestMerchant, freshDb, testConfig } from '../../../test/helpers.ts';
 
 // Dashboard sign-in over HTTP on SQLite and PostgreSQL: sessions, cookie flags, lockouts, CSRF and
 // origin checks, password reset by mailed link.
@@ -201,4 +204,26 @@ test('cli merchant set-password sets a new scrypt password, read from stdin or g
   assert.match(short.stderr, /password must be at least 12 characters/);
   const unknown = await runCli(store, ['merchant', 'set-password', 'nobody@kiwi.example']);
   assert.equal(unknown.status, 1);
+});
+
+test('the reset link never reaches the request log', async (t) => {
+  const lines: string[] = [];
+  const testDb = await freshDb();
+  const runtime = await createRuntime(testConfig({ workers: false }), { db: testDb.db, log: pino({ level: 'info' }, { write: (line: string) => void lines.push(line) }) });
+  t.after(async () => {
+    await runtime.close();
+    await testDb.drop();
+  });
+  const merchant = await createTestMerchant(runtime, 'Kōwhai Coffee');
+  const { email } = await runtime.deps.db.selectFrom('users').select('email').where('id', '=', merchant.userId).executeTakeFirstOrThrow();
+  const page = await runtime.app.inject({ method: 'GET', url: '/dashboard/forgot' });
+  const cookie = page.cookies.map((c) => `${c.name}=${c.value}`).join('; ');
+  const asked = await runtime.app.inject({ method: 'POST', url: '/dashboard/forgot', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, payload: new URLSearchParams({ email, csrf: Browser.csrfOf(page.body) }).toString() });
+  assert.equal(asked.statusCode, 200);
+  const mail = await runtime.deps.db.selectFrom('mail_messages').select('data').where('template', '=', 'merchant_password_reset').executeTakeFirstOrThrow();
+  const { token } = JSON.parse(runtime.deps.secrets.open(mail.data));
+  assert.ok(!mail.data.includes(token), 'sealed at rest');
+  assert.equal((await runtime.app.inject({ method: 'GET', url: `/dashboard/reset/${token}` })).statusCode, 200);
+  assert.ok(lines.some((line) => line.includes('/dashboard/forgot')), 'requests are logged');
+  assert.ok(!lines.some((line) => line.includes(token)), 'the token is not');
 });
