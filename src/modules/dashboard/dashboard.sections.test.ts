@@ -64,7 +64,7 @@ test('live and test are kept apart: lists, home numbers and the test-mode markin
   assert.ok(home.includes(`Received $${(received / 100).toFixed(2)}`), `received ${received}`);
   assert.match(home, /Active subscriptions 1/);
   assert.match(home, /Active recurring consents 1/);
-  assert.match(test.text, /<svg viewBox="0 0 600 180" role="img"/);
+  assert.match(test.text, /<svg viewBox="0 0 360 140" role="img"/);
   assert.match(home, /successful 2/, 'the table beside the chart: the one-off payment and the first subscription charge');
   assert.match(textOf(live.text), /Received \$0\.00/);
 });

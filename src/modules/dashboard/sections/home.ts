@@ -10,7 +10,7 @@ import type { Kit, Scope } from '../dashboard.kit.ts';
 // Home: the last 30 days at a glance, charts drawn on the server with the numbers in tables too.
 
 export const HOME_DAYS = 30;
-export const CHART = { width: 600, height: 160, rowHeight: 28, rowWidth: 360 };
+export const CHART = { width: 360, height: 120, rowHeight: 28, rowWidth: 190 };
 
 export function registerHome(scope: Scope, kit: Kit): void {
   scope.get('/dashboard/:mode', { schema: { hide: true } }, kit.guard(async (_request, reply, signed) => {
