@@ -1,5 +1,5 @@
 import { createApiKey, listApiKeysOf, revokeApiKeyOf } from '../../merchants/merchants.service.ts';
-import type { Kit, Scope } from '../dashboard.kit.ts';
+import type { Kit, Scope, Signed } from '../dashboard.kit.ts';
 import { text } from '../dashboard.format.ts';
 
 // API keys of the mode in the URL: prefix, created, last used; a new key is shown once; revoking
@@ -22,7 +22,7 @@ export function registerKeyPages(scope: Scope, kit: Kit): void {
     return kit.render(reply, 201, 'api-key-created', { title: 'API key created', ...kit.layoutOf(signed, 'api-keys'), key });
   }, { post: true }));
 
-  const findKey = async (signed: Parameters<Parameters<Kit['guard']>[0]>[2], id: string) =>
+  const findKey = async (signed: Signed, id: string) =>
     (await listApiKeysOf(deps.db, signed.session.merchant.id, signed.mode)).find((key) => key.id === id);
 
   scope.get('/dashboard/:mode/api-keys/:id/revoke', hidden, kit.guard(async (request, reply, signed) => {

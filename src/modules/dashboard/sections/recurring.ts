@@ -85,9 +85,9 @@ export function registerRecurringPages(scope: Scope, kit: Kit): void {
   }
 
   scope.get('/dashboard/:mode/recurring-consents', hidden, kit.guard(async (request, reply, signed) => {
-    const status = (ConsentStatus as readonly string[]).includes(text(request.query.status)) ? text(request.query.status) : '';
+    const status = ConsentStatus.find((s) => s === text(request.query.status)) ?? '';
     const after = isIdOf('recurring', text(request.query.after)) ? text(request.query.after) : '';
-    const page = await listConsentsFor(signed.ctx, { status: (status || undefined) as any, starting_after: after || undefined, limit: 25 });
+    const page = await listConsentsFor(signed.ctx, { status: status || undefined, starting_after: after || undefined, limit: 25 });
     const next = page.has_more ? page.recurring_consents[page.recurring_consents.length - 1].id : null;
     return kit.render(reply, 200, 'consents', { title: 'Recurring consents', ...kit.layoutOf(signed, 'recurring-consents'), consents: page.recurring_consents, filters: { status, after }, statuses: ConsentStatus, next });
   }));

@@ -90,10 +90,10 @@ export function registerWebhookPages(scope: Scope, kit: Kit): void {
   // Events
 
   scope.get('/dashboard/:mode/events', hidden, kit.guard(async (request, reply, signed) => {
-    const type = (EVENT_TYPES as readonly string[]).includes(text(request.query.type)) ? text(request.query.type) : '';
+    const type = EVENT_TYPES.find((t) => t === text(request.query.type)) ?? '';
     const objectId = text(request.query.object_id, 64);
     const after = isIdOf('event', text(request.query.after)) ? text(request.query.after) : '';
-    const page = await listEventsFor(signed.ctx, { type: (type || undefined) as any, object_id: objectId || undefined, starting_after: after || undefined, limit: 25 });
+    const page = await listEventsFor(signed.ctx, { type: type || undefined, object_id: objectId || undefined, starting_after: after || undefined, limit: 25 });
     const filters = { type, object_id: objectId, after };
     const next = page.has_more ? page.events[page.events.length - 1].id : null;
     return kit.render(reply, 200, 'events', { title: 'Events', ...kit.layoutOf(signed, 'events'), events: page.events, eventTypes: EVENT_TYPES, filters, next });
