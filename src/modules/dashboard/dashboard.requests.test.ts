@@ -5,6 +5,8 @@ import { dashWorld, logIn, textOf } from '../../../test/dashboard.ts';
 
 // Requests and payments in the dashboard over HTTP, on SQLite and PostgreSQL: the same service
 // calls and events as the API, filters and search, CSV export equal to the API's list.
+// Each world is a buildTestApp service on a fresh database (test/dashboard.ts), so scripts/test.ts
+// runs this file on PostgreSQL too.
 
 const form = (page: string) => Browser.csrfOf(page);
 

@@ -7,6 +7,8 @@ import { VALID_ACCOUNT } from '../../../test/helpers.ts';
 
 // Home, customers, subscriptions, recurring consents, bank accounts and the test clock over HTTP,
 // on SQLite and PostgreSQL; and every detail route is 404 for another merchant and the other mode.
+// Each world is a buildTestApp service on a fresh database (test/dashboard.ts), so scripts/test.ts
+// runs this file on PostgreSQL too.
 
 test('every detail route is 404 for another merchant and in the other mode; posts to them change nothing', async (t) => {
   const world = await dashWorld(t);

@@ -6,6 +6,8 @@ import { startReceiver } from '../webhooks/receiver.test-support.ts';
 import { verifyWebhookSignature } from '../webhooks/verify.js';
 
 // Webhooks, events and API keys in the dashboard over HTTP, on SQLite and PostgreSQL.
+// Each world is a buildTestApp service on a fresh database (test/dashboard.ts), so scripts/test.ts
+// runs this file on PostgreSQL too.
 
 test('a webhook endpoint made in the dashboard: the secret is shown once and signs its deliveries; deliveries with attempts, resend, recover, delete', async (t) => {
   const world = await dashWorld(t);
