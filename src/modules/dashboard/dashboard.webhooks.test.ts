@@ -58,9 +58,13 @@ test('a webhook endpoint made in the dashboard: the secret is shown once and sig
   // recover: fail the resent delivery for good, then recover since an hour ago
   await world.app.deps.db.updateTable('webhook_deliveries').set({ status: 'failed', failed_at: Date.now(), next_attempt_at: null }).where('status', '=', 'pending').execute();
   failing = false;
+  const home = await browser.request('/dashboard/test');
+  assert.match(textOf(home.text), /Webhook deliveries that need attention 1 delivery failed for good and was not recovered/);
+  assert.ok(home.text.includes(`/dashboard/test/webhooks/${endpoint.id}`));
   const recovered = await browser.request(`/dashboard/test/webhooks/${endpoint.id}/recover`, { form: { csrf: Browser.csrfOf(page), since: '2000-01-01T00:00' } });
   assert.equal(recovered.status, 303, recovered.text);
   assert.match(recovered.headers.get('location')!, /done=recovered&count=1$/);
+  assert.match(textOf((await browser.request('/dashboard/test')).text), /need attention None/, 'recovered deliveries need no more attention');
   const badSince = await browser.request(`/dashboard/test/webhooks/${endpoint.id}/recover`, { form: { csrf: Browser.csrfOf(page), since: 'yesterday' } });
   assert.equal(badSince.status, 400);
 
