@@ -14,10 +14,10 @@ import { batchedJobKinds, jobKindsOf } from '../src/modules/index.ts';
 import { testClockOffsetsOf } from '../src/modules/merchants/merchants.service.ts';
 import { Worker } from '../src/jobs/worker.ts';
 import type { BankConnector, BankRegistry } from '../src/modules/banks/bank-connector.ts';
+import { SERVICE_CLIENT_ID, SERVICE_CLIENT_SECRET } from '../src/modules/banks/sandbox-bank/sandbox-bank.app.ts';
 import { authenticateKey } from '../src/modules/merchants/merchants.service.ts';
-import { findRequestById } from '../src/modules/requests/requests.repo.ts';
 import type { CreateRequestBody } from '../src/modules/requests/requests.schemas.ts';
-import { createRequest } from '../src/modules/requests/requests.service.ts';
+import { createRequest, findRequestById } from '../src/modules/requests/requests.service.ts';
 import { subscriptionOptionsOf } from '../src/modules/requests/requests.present.ts';
 import { createSubscription } from '../src/modules/subscriptions/subscriptions.service.ts';
 import { transact } from '../src/store/tx.ts';
@@ -39,7 +39,9 @@ async function authorisedConsent(bank: BankConnector, bankUrl: string, redirectU
   if (!consent.ok) throw new Error(`consent: ${consent.message}`);
   const state = randomBytes(12).toString('hex');
   const reply = await fetch(`${bankUrl}/test/authorise`, {
-    method: 'POST', headers: { 'content-type': 'application/json' },
+    method: 'POST',
+    // The sandbox bank's test hooks take the service's own client credentials.
+    headers: { 'content-type': 'application/json', authorization: `Basic ${Buffer.from(`${SERVICE_CLIENT_ID}:${SERVICE_CLIENT_SECRET}`).toString('base64')}` },
     body: JSON.stringify({ consent_id: consent.consentId, redirect_uri: redirectUri, state }),
   }).then((r) => r.json() as Promise<any>);
   const code = new URL(reply.Data.RedirectUri).searchParams.get('code')!;
