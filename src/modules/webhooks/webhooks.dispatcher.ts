@@ -111,7 +111,7 @@ export class WebhookDispatcher {
     this.pollMs = options.pollMs ?? 100;
     this.leaseMs = options.leaseMs ?? 10_000;
     this.secrets = options.secrets;
-    this.sender = options.sender ?? createUndiciSender({ allowPrivate: options.allowPrivate ?? false, connectionsPerOrigin: this.perEndpoint });
+    this.sender = options.sender ?? createUndiciSender({ allowPrivate: options.allowPrivate ?? false, connectionsPerOrigin: this.perEndpoint, log: this.log });
   }
 
   start(): void {
