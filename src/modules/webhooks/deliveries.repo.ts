@@ -75,3 +75,10 @@ export async function endpointHadSecret(db: Db, eventId: string, endpointId: str
 export async function markSuperseded(db: Db, deliveryId: string, by: string): Promise<void> {
   await db.updateTable('webhook_deliveries').set({ superseded_by: by }).where('id', '=', deliveryId).execute();
 }
+
+/** Cancels an endpoint's deliveries still waiting to be sent; their jobs then end without sending. */
+export async function cancelPendingDeliveries(db: Db, endpointId: string): Promise<number> {
+  const result = await db.updateTable('webhook_deliveries').set({ status: 'cancelled', next_attempt_at: null })
+    .where('endpoint_id', '=', endpointId).where('status', '=', 'pending').executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}

@@ -8,7 +8,7 @@ import { transact } from '../../store/tx.ts';
 import { WEBHOOK_DELIVERY_JOB, type DeliveryJobPayload } from './deliveries.repo.ts';
 import { DELIVERY_POLICY, isAcknowledged, nextAttemptAt, type DeliveryPolicy } from './retry-policy.ts';
 import { createUndiciSender, type SendResult, type Sender } from './webhooks.sender.ts';
-import { signWebhookBody } from './verify.js';
+import { deliverySignatureHeaders } from './signing.ts';
 import type { WebhookAttemptsTable } from './webhooks.tables.ts';
 import { openStored, type SecretBox } from '../../shared/secret-box.ts';
 
@@ -271,7 +271,7 @@ export class WebhookDispatcher {
       {
         'content-type': 'application/json',
         'user-agent': 'Tono-Webhooks/1',
-        'x-service-signature': signWebhookBody(work.body, work.secret),
+        ...deliverySignatureHeaders(work.body, work.secret, work.eventId, this.clock.now()),
         'x-service-event-id': work.eventId,
         'x-service-delivery-attempt': String(work.attempt),
       },

@@ -8,7 +8,8 @@ import { queueDelivery } from './deliveries.repo.ts';
 import { endpointTakes } from './event-filter.ts';
 
 const liveEndpointsQuery = prepared<{ userId: string; mode: Mode }, { id: string; events: string | null }>((db, arg) =>
-  db.selectFrom('webhook_endpoints').select(['id', 'events']).where('user_id', '=', arg('userId')).where('mode', '=', arg('mode')).where('deleted_at', 'is', null));
+  db.selectFrom('webhook_endpoints').select(['id', 'events']).where('user_id', '=', arg('userId')).where('mode', '=', arg('mode')).where('deleted_at', 'is', null)
+    .where('disabled_at', 'is', null));
 
 /**
  * Runs inside emitEvent's transaction: one delivery and one job per matching endpoint of the

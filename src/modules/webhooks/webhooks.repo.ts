@@ -46,9 +46,16 @@ export async function listEndpoints(db: Db, owner: Owner, page: { limit: number;
 
 export async function liveEndpointsOf(db: Db, owner: Owner): Promise<EndpointRow[]> {
   return db.selectFrom('webhook_endpoints').selectAll().where('user_id', '=', owner.userId).where('mode', '=', owner.mode)
-    .where('deleted_at', 'is', null).orderBy('id').execute();
+    .where('deleted_at', 'is', null).where('disabled_at', 'is', null).orderBy('id').execute();
 }
 
 export async function softDeleteEndpoint(db: Db, id: string, now: number): Promise<void> {
   await db.updateTable('webhook_endpoints').set({ deleted_at: now }).where('id', '=', id).execute();
+}
+
+export type EndpointChanges = Partial<Pick<EndpointRow, 'url' | 'events' | 'disabled_at' | 'secret'>>;
+
+export async function updateEndpoint(db: Db, id: string, changes: EndpointChanges): Promise<void> {
+  if (Object.keys(changes).length === 0) return;
+  await db.updateTable('webhook_endpoints').set(changes).where('id', '=', id).execute();
 }

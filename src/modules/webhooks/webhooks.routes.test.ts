@@ -11,7 +11,7 @@ test('create shows the secret once; get, list and delete', async (t) => {
   const webhook = first.body.webhook;
   assert.match(webhook.id, /^webhook_/);
   assert.equal(Buffer.from(webhook.secret, 'base64').length, 32);
-  assert.deepEqual({ ...webhook, id: undefined, secret: undefined, created_at: undefined }, { id: undefined, secret: undefined, created_at: undefined, url: 'http://localhost:4000/hooks', events: null, is_test_mode: true });
+  assert.deepEqual({ ...webhook, id: undefined, secret: undefined, created_at: undefined }, { id: undefined, secret: undefined, created_at: undefined, url: 'http://localhost:4000/hooks', events: null, is_test_mode: true, disabled: false });
   const second = await api.post('/v1/webhooks', { url: 'https://example.com/hooks', events: ['payment.status_updated', 'request.expired'] });
   assert.equal(second.status, 201);
   assert.deepEqual(second.body.webhook.events, ['payment.status_updated', 'request.expired']);
