@@ -12,7 +12,7 @@ export const EventObject = Type.Object(
     created_at: Timestamp,
     data: Type.Record(Type.String(), Type.Unknown(), { description: 'Exactly the fields documented for the type (docs/webhooks.md)' }),
   },
-  { description: 'The event exactly as POSTed to webhook endpoints' },
+  { title: 'Event', description: 'The event exactly as POSTed to webhook endpoints' },
 );
 
 export const ListEventsQuery = Type.Object(

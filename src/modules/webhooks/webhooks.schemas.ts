@@ -19,7 +19,7 @@ const EventFilter = (description: string) =>
 
 export const CreateWebhookBody = Type.Object(
   { url: WebhookUrl, events: Type.Optional(EventFilter('Event types to send; omit for every type.')) },
-  { additionalProperties: false },
+  { additionalProperties: false, title: 'CreateWebhook' },
 );
 export type CreateWebhookBody = Static<typeof CreateWebhookBody>;
 
@@ -29,7 +29,7 @@ export const UpdateWebhookBody = Type.Object(
     events: Type.Optional(Type.Union([EventFilter('Event types to send; null for every type.'), Type.Null()])),
     disabled: Type.Optional(Type.Boolean({ description: 'true: no new deliveries (and those waiting are cancelled) until set back to false' })),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, title: 'UpdateWebhook' },
 );
 export type UpdateWebhookBody = Static<typeof UpdateWebhookBody>;
 
@@ -42,7 +42,7 @@ export const WebhookObject = Type.Object({
   created_at: Timestamp,
   secret: Type.Optional(Type.String({ description: 'base64 of 32 random bytes; returned only when the endpoint is created and when its secret is rotated' })),
   previous_secret_expires_at: Type.Optional(Timestamp),
-});
+}, { title: 'WebhookEndpoint' });
 export type WebhookObject = Static<typeof WebhookObject>;
 
 export const WebhookEnvelope = Type.Object({ webhook: WebhookObject });
@@ -68,7 +68,7 @@ export const AttemptObject = Type.Object({
   status_code: Nullable(Type.Integer()),
   response_body: Nullable(Type.String({ description: 'First 1 kB of the reply' })),
   error: Nullable(Type.String({ description: 'Timeout or network error when there was no reply' })),
-});
+}, { title: 'DeliveryAttempt' });
 
 export const DeliveryObject = Type.Object({
   id: Type.String(),
@@ -84,6 +84,6 @@ export const DeliveryObject = Type.Object({
   failed_at: Nullable(Timestamp),
   resent_by: Nullable(Type.String({ description: 'The delivery that re-sent this failed one (recover)' })),
   attempts: Type.Optional(Type.Array(AttemptObject)),
-});
+}, { title: 'Delivery' });
 export type DeliveryObject = Static<typeof DeliveryObject>;
 export const DeliveryList = Type.Object({ deliveries: Type.Array(DeliveryObject) });
