@@ -312,6 +312,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/events/feed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow new events (long polling)
+         * @description Events newer than `after`, oldest first. While there is none the call waits up to `wait` seconds for one, then answers with no events and the same cursor: call again with `after` set to the returned `cursor`. This is what `npm run cli -- listen` uses to forward test events to a local URL.
+         */
+        get: operations["getEventsFeed"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/events/{id}": {
         parameters: {
             query?: never;
@@ -1292,6 +1312,12 @@ export interface components {
             data: {
                 [key: string]: unknown;
             };
+        };
+        /** EventFeed */
+        EventFeed: {
+            /** @description Oldest first, at most 100 */
+            events: components["schemas"]["Event"][];
+            cursor: string | null;
         };
         /** ExecutePayment */
         ExecutePayment: {
@@ -3174,6 +3200,56 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"] & {
                         code?: ("bad_request.invalid_param.limit" | "bad_request.invalid_param.object_id" | "bad_request.invalid_param.starting_after" | "bad_request.invalid_param.type") | string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+        };
+    };
+    getEventsFeed: {
+        parameters: {
+            query?: {
+                /** @description Return events newer than this one (an event id, or any id of the form: ids sort by time); default: the newest event now, so only events from now on */
+                after?: string;
+                /** @description Comma-separated event types to return; default every type */
+                types?: string;
+                /** @description Seconds to hold the call open while there is no new event (long polling); default 0, an immediate answer */
+                wait?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventFeed"];
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        code?: ("bad_request.invalid_param.after" | "bad_request.invalid_param.types" | "bad_request.invalid_param.wait") | string;
                     };
                 };
             };

@@ -3,6 +3,7 @@ import type { Config } from '../../config.ts';
 import { merchantCommands } from './merchants.ts';
 import { storeCommands } from './store.ts';
 import { eventCommands } from './events.ts';
+import { devCommands } from './listen.ts';
 
 export type CliCommand = {
   usage: string;
@@ -14,4 +15,5 @@ export const commands: Record<string, CliCommand> = {
   ...merchantCommands,
   ...storeCommands,
   ...eventCommands,
+  ...devCommands,
 };
