@@ -122,6 +122,7 @@ test('every envelope the builders make is valid against its schema, and one with
       id: 'x_1', merchant_identifier: null, user_id: 'user_1', request_id: 'request_1', created_at: at, updated_at: at, expires_at: null,
       status: status[type] ?? 'active', token: 'rct_1', last_payment_id: 'payment_1', last_error: 'insufficient_funds', attempts: 2, charge_at: at,
       next_attempt_at: at, skipped_charge_at: at, next_charge_at: null, email: 'payer@example.com', first_name: null, last_name: 'Ngata', phone: null, address,
+      url: 'https://example.com/hooks', disabled_at: at, failing_since: at,
     };
     const data = (buildEventData[type] as (s: unknown) => object)(source);
     const envelope = { id: 'event_1', type, ...(versionOf(type) && { version: 1 }), created_at: at, data };

@@ -1030,6 +1030,26 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "webhook_endpoint.disabled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Tono disabled a webhook endpoint whose deliveries had all failed for 3 days
+         * @description Sent to every endpoint of the merchant and mode whose `events` filter takes `webhook_endpoint.disabled`. Verify the signature on the raw body before parsing (docs/webhooks.md); any 2xx acknowledges, anything else is retried.
+         */
+        post: operations["onWebhookEndpointDisabledEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface components {
     schemas: {
@@ -1112,7 +1132,7 @@ export interface components {
         CreateWebhook: {
             /** @description Where events are POSTed: https (http only to localhost with a test key) */
             url: string;
-            /** @description Event types to send; omit for every type. Known types: request.created, request.expired, request.status_updated, payment.created, payment.status_updated, recurring_payment.authorised, recurring_payment.revoked, subscription.created, subscription.charge_failed, subscription.charge_skipped, subscription.completed, subscription.cancelled, subscription.paused, subscription.resumed, customer.created, customer.updated */
+            /** @description Event types to send; omit for every type. Known types: request.created, request.expired, request.status_updated, payment.created, payment.status_updated, recurring_payment.authorised, recurring_payment.revoked, subscription.created, subscription.charge_failed, subscription.charge_skipped, subscription.completed, subscription.cancelled, subscription.paused, subscription.resumed, customer.created, customer.updated, webhook_endpoint.disabled */
             events?: string[];
         };
         /** CustInfo */
@@ -1297,7 +1317,7 @@ export interface components {
             /** @example event_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
             id: string;
             /** @enum {unknown} */
-            type: "request.created" | "request.expired" | "request.status_updated" | "payment.created" | "payment.status_updated" | "recurring_payment.authorised" | "recurring_payment.revoked" | "subscription.created" | "subscription.charge_failed" | "subscription.charge_skipped" | "subscription.completed" | "subscription.cancelled" | "subscription.paused" | "subscription.resumed" | "customer.created" | "customer.updated";
+            type: "request.created" | "request.expired" | "request.status_updated" | "payment.created" | "payment.status_updated" | "recurring_payment.authorised" | "recurring_payment.revoked" | "subscription.created" | "subscription.charge_failed" | "subscription.charge_skipped" | "subscription.completed" | "subscription.cancelled" | "subscription.paused" | "subscription.resumed" | "customer.created" | "customer.updated" | "webhook_endpoint.disabled";
             /**
              * @description Absent on request.status_updated
              * @enum {number}
@@ -2054,6 +2074,38 @@ export interface components {
              * @description ISO 8601 UTC with milliseconds
              */
             previous_secret_expires_at?: string;
+        };
+        /**
+         * WebhookEndpointDisabledEvent
+         * @description Tono disabled a webhook endpoint whose deliveries had all failed for 3 days
+         */
+        WebhookEndpointDisabledEvent: {
+            /** @example event_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
+            id: string;
+            /** @constant */
+            type: "webhook_endpoint.disabled";
+            /** @constant */
+            version: 1;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            created_at: string;
+            data: {
+                /** @example webhook_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
+                id: string;
+                url: string;
+                /**
+                 * Format: date-time
+                 * @description ISO 8601 UTC with milliseconds
+                 */
+                disabled_at: string;
+                /**
+                 * Format: date-time
+                 * @description ISO 8601 UTC with milliseconds
+                 */
+                failing_since: string;
+            };
         };
     };
     responses: never;
@@ -3170,7 +3222,7 @@ export interface operations {
                 /** @description Return objects older than this id (the last id of the previous page), a event_… id */
                 starting_after?: string;
                 /** @description Only events of this type */
-                type?: "request.created" | "request.expired" | "request.status_updated" | "payment.created" | "payment.status_updated" | "recurring_payment.authorised" | "recurring_payment.revoked" | "subscription.created" | "subscription.charge_failed" | "subscription.charge_skipped" | "subscription.completed" | "subscription.cancelled" | "subscription.paused" | "subscription.resumed" | "customer.created" | "customer.updated";
+                type?: "request.created" | "request.expired" | "request.status_updated" | "payment.created" | "payment.status_updated" | "recurring_payment.authorised" | "recurring_payment.revoked" | "subscription.created" | "subscription.charge_failed" | "subscription.charge_skipped" | "subscription.completed" | "subscription.cancelled" | "subscription.paused" | "subscription.resumed" | "customer.created" | "customer.updated" | "webhook_endpoint.disabled";
                 /** @description Only events about this object (request_…, payment_…, …) */
                 object_id?: string;
             };
@@ -5331,6 +5383,41 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["CustomerUpdatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onWebhookEndpointDisabledEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `sha256=<hex HMAC-SHA256 of the raw body>` keyed with the base64-decoded endpoint secret; two, comma-separated, for 24 hours after a rotation */
+                "X-Service-Signature": string;
+                /** @description The event id: deduplicate on it */
+                "X-Service-Event-Id": string;
+                /** @description This attempt's number, from 1 */
+                "X-Service-Delivery-Attempt": string;
+                /** @description Standard Webhooks: the event id */
+                "webhook-id": string;
+                /** @description Standard Webhooks: seconds since the epoch when this attempt was signed */
+                "webhook-timestamp": string;
+                /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, space-separated when two secrets sign */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEndpointDisabledEvent"];
             };
         };
         responses: {

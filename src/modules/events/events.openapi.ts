@@ -70,6 +70,7 @@ export const EVENT_DATA_SCHEMAS = {
   'subscription.resumed': subscriptionChange,
   'customer.created': data({ id: CustomerId, user_id: UserId, created_at: Timestamp, ...customerDetails }),
   'customer.updated': data({ id: CustomerId, user_id: UserId, updated_at: Timestamp, ...customerDetails }),
+  'webhook_endpoint.disabled': data({ id: Id('webhook_01JD2Q8Z7M3V4K5N6P7R8S9T0V'), url: Type.String(), disabled_at: Timestamp, failing_since: Timestamp }),
 } satisfies Record<EventType, TSchema>;
 
 // A compile-time check that the schemas and the builders' types say the same.
@@ -78,7 +79,7 @@ const schemasMatchTypes: { [T in EventType]: Same<Static<(typeof EVENT_DATA_SCHE
   'request.created': true, 'request.expired': true, 'request.status_updated': true, 'payment.created': true, 'payment.status_updated': true,
   'recurring_payment.authorised': true, 'recurring_payment.revoked': true, 'subscription.created': true, 'subscription.charge_failed': true,
   'subscription.charge_skipped': true, 'subscription.completed': true, 'subscription.cancelled': true, 'subscription.paused': true,
-  'subscription.resumed': true, 'customer.created': true, 'customer.updated': true,
+  'subscription.resumed': true, 'customer.created': true, 'customer.updated': true, 'webhook_endpoint.disabled': true,
 };
 void schemasMatchTypes;
 
@@ -104,6 +105,7 @@ const summaries: Record<EventType, string> = {
   'subscription.resumed': 'A subscription was resumed',
   'customer.created': 'A customer was created from a payer\'s details',
   'customer.updated': 'A customer\'s details changed',
+  'webhook_endpoint.disabled': 'Tono disabled a webhook endpoint whose deliveries had all failed for 3 days',
 };
 
 /** The envelope of one event type, exactly as POSTed: named `<Type>Event` in the API description. */

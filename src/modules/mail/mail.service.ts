@@ -108,7 +108,7 @@ export function createMailSender(config: Pick<Config, 'smtpUrl' | 'dataDir' | 'm
 }
 
 function linkFor(template: TemplateName, baseUrl: string): string {
-  return template === 'webhook_failing' ? `${baseUrl}/docs` : `${baseUrl}/customer`;
+  return template === 'webhook_failing' || template === 'webhook_disabled' ? `${baseUrl}/docs` : `${baseUrl}/customer`;
 }
 
 /** The job that sends one queued message, recording each attempt on its row. */
