@@ -193,6 +193,19 @@ export function hoistNamedSchemas(document: Json): Json {
   return { ...walked, components: { ...components, schemas: sorted } };
 }
 
+/** For operations whose route gives no description: the summary and the conventions that apply to it. */
+function describedByKind(operation: Json): string {
+  const sentence = `${String(operation.summary ?? '').replace(/\.?$/, '.')}`;
+  const query = new Set((operation.parameters ?? []).filter((p: Json) => p.in === 'query').map((p: Json) => p.name));
+  if (query.has('starting_after')) {
+    return `${sentence} Page with \`limit\` (1–1000) and \`starting_after\` (the last id of the page before). A test key sees test objects only, a live key live ones.`;
+  }
+  if ((operation.parameters ?? []).some((p: Json) => p.in === 'path')) {
+    return `${sentence} An object of another merchant, or of the other mode, is a 404, never a 403.`;
+  }
+  return sentence;
+}
+
 /** The whole post-processing, in order. */
 export function finishOpenApiDocument(generated: Json, extras: OpenApiExtras): Json {
   const document = structuredClone(generated);
@@ -201,7 +214,7 @@ export function finishOpenApiDocument(generated: Json, extras: OpenApiExtras): J
       const operation = item[method];
       if (!operation) continue;
       operation.operationId ??= operationIdFor(method, path);
-      operation.description ??= operation.summary;
+      operation.description ??= describedByKind(operation);
       const byStatus = errorCodesOf(operation.operationId, path, operation);
       const responses: Json = {};
       for (const [status, response] of Object.entries(operation.responses ?? {})) {

@@ -13,7 +13,7 @@ export interface paths {
         };
         /**
          * List your bank accounts (payments are made into one of them)
-         * @description List your bank accounts (payments are made into one of them)
+         * @description List your bank accounts (payments are made into one of them). Page with `limit` (1–1000) and `starting_after` (the last id of the page before). A test key sees test objects only, a live key live ones.
          */
         get: operations["listBankAccounts"];
         put?: never;
@@ -33,7 +33,7 @@ export interface paths {
         };
         /**
          * List payment requests, newest first
-         * @description List payment requests, newest first
+         * @description List payment requests, newest first. Page with `limit` (1–1000) and `starting_after` (the last id of the page before). A test key sees test objects only, a live key live ones.
          */
         get: operations["listRequests"];
         put?: never;
@@ -57,14 +57,14 @@ export interface paths {
         };
         /**
          * Get a payment request
-         * @description Get a payment request
+         * @description Get a payment request. An object of another merchant, or of the other mode, is a 404, never a 403.
          */
         get: operations["getRequest"];
         put?: never;
         post?: never;
         /**
          * Delete a payment request (no new payments)
-         * @description Delete a payment request (no new payments)
+         * @description Delete a payment request (no new payments). An object of another merchant, or of the other mode, is a 404, never a 403.
          */
         delete: operations["deleteRequest"];
         options?: never;
@@ -81,7 +81,7 @@ export interface paths {
         };
         /**
          * Get a subscription
-         * @description Get a subscription
+         * @description Get a subscription. An object of another merchant, or of the other mode, is a 404, never a 403.
          */
         get: operations["getSubscription"];
         put?: never;
@@ -101,7 +101,7 @@ export interface paths {
         };
         /**
          * List subscriptions, newest first
-         * @description List subscriptions, newest first
+         * @description List subscriptions, newest first. Page with `limit` (1–1000) and `starting_after` (the last id of the page before). A test key sees test objects only, a live key live ones.
          */
         get: operations["listSubscriptions"];
         put?: never;
@@ -123,7 +123,7 @@ export interface paths {
         put?: never;
         /**
          * Pause a subscription: no charges (pending retries dropped) until resumed
-         * @description Pause a subscription: no charges (pending retries dropped) until resumed
+         * @description Pause a subscription: no charges (pending retries dropped) until resumed. An object of another merchant, or of the other mode, is a 404, never a 403.
          */
         post: operations["pauseSubscription"];
         delete?: never;
@@ -143,7 +143,7 @@ export interface paths {
         put?: never;
         /**
          * Resume a paused subscription: the next charge is one period from today, at the charge time
-         * @description Resume a paused subscription: the next charge is one period from today, at the charge time
+         * @description Resume a paused subscription: the next charge is one period from today, at the charge time. An object of another merchant, or of the other mode, is a 404, never a 403.
          */
         post: operations["resumeSubscription"];
         delete?: never;
@@ -162,7 +162,7 @@ export interface paths {
         get?: never;
         /**
          * Cancel a subscription: no further charges; the consent is revoked at the bank
-         * @description Cancel a subscription: no further charges; the consent is revoked at the bank
+         * @description Cancel a subscription: no further charges; the consent is revoked at the bank. An object of another merchant, or of the other mode, is a 404, never a 403.
          */
         put: operations["cancelSubscription"];
         post?: never;
@@ -181,7 +181,7 @@ export interface paths {
         };
         /**
          * A subscription's payments, newest first, each with cust_info (all of them unless limit is given)
-         * @description A subscription's payments, newest first, each with cust_info (all of them unless limit is given)
+         * @description A subscription's payments, newest first, each with cust_info (all of them unless limit is given). Page with `limit` (1–1000) and `starting_after` (the last id of the page before). A test key sees test objects only, a live key live ones.
          */
         get: operations["listSubscriptionPayments"];
         put?: never;
@@ -203,7 +203,7 @@ export interface paths {
         put?: never;
         /**
          * Make the bank refuse the next charge attempts (test keys only)
-         * @description Make the bank refuse the next charge attempts (test keys only)
+         * @description Make the bank refuse the next charge attempts (test keys only). An object of another merchant, or of the other mode, is a 404, never a 403.
          */
         post: operations["declineNextSubscriptionCharges"];
         delete?: never;
@@ -223,7 +223,7 @@ export interface paths {
         put?: never;
         /**
          * The payer revokes the consent at their bank; the next charge finds out (test keys only)
-         * @description The payer revokes the consent at their bank; the next charge finds out (test keys only)
+         * @description The payer revokes the consent at their bank; the next charge finds out (test keys only). An object of another merchant, or of the other mode, is a 404, never a 403.
          */
         post: operations["cancelSubscriptionAtBank"];
         delete?: never;
@@ -243,7 +243,7 @@ export interface paths {
         put?: never;
         /**
          * The payer cancels in the customer dashboard (test keys only)
-         * @description The payer cancels in the customer dashboard (test keys only)
+         * @description The payer cancels in the customer dashboard (test keys only). An object of another merchant, or of the other mode, is a 404, never a 403.
          */
         post: operations["cancelSubscriptionByPayer"];
         delete?: never;
@@ -261,7 +261,7 @@ export interface paths {
         };
         /**
          * The merchant's test clock (test keys only)
-         * @description The merchant's test clock (test keys only)
+         * @description The merchant's test clock (test keys only).
          */
         get: operations["getTestClock"];
         put?: never;
@@ -301,7 +301,7 @@ export interface paths {
         };
         /**
          * List events, newest first
-         * @description List events, newest first
+         * @description List events, newest first. Page with `limit` (1–1000) and `starting_after` (the last id of the page before). A test key sees test objects only, a live key live ones.
          */
         get: operations["listEvents"];
         put?: never;
@@ -341,7 +341,7 @@ export interface paths {
         };
         /**
          * Get an event with its webhook deliveries and every attempt
-         * @description Get an event with its webhook deliveries and every attempt
+         * @description Get an event with its webhook deliveries and every attempt. An object of another merchant, or of the other mode, is a 404, never a 403.
          */
         get: operations["getEvent"];
         put?: never;
@@ -381,7 +381,7 @@ export interface paths {
         };
         /**
          * List webhook endpoints, newest first
-         * @description List webhook endpoints, newest first
+         * @description List webhook endpoints, newest first. Page with `limit` (1–1000) and `starting_after` (the last id of the page before). A test key sees test objects only, a live key live ones.
          */
         get: operations["listWebhooks"];
         put?: never;
@@ -405,14 +405,14 @@ export interface paths {
         };
         /**
          * Get a webhook endpoint
-         * @description Get a webhook endpoint
+         * @description Get a webhook endpoint. An object of another merchant, or of the other mode, is a 404, never a 403.
          */
         get: operations["getWebhook"];
         put?: never;
         post?: never;
         /**
          * Delete a webhook endpoint (nothing more is sent to it)
-         * @description Delete a webhook endpoint (nothing more is sent to it)
+         * @description Delete a webhook endpoint (nothing more is sent to it). An object of another merchant, or of the other mode, is a 404, never a 403.
          */
         delete: operations["deleteWebhook"];
         options?: never;
@@ -473,7 +473,7 @@ export interface paths {
         };
         /**
          * Get a payment
-         * @description Get a payment
+         * @description Get a payment. An object of another merchant, or of the other mode, is a 404, never a 403.
          */
         get: operations["getPayment"];
         put?: never;
@@ -493,7 +493,7 @@ export interface paths {
         };
         /**
          * List payments, newest first
-         * @description List payments, newest first
+         * @description List payments, newest first. Page with `limit` (1–1000) and `starting_after` (the last id of the page before). A test key sees test objects only, a live key live ones.
          */
         get: operations["listPayments"];
         put?: never;
@@ -517,7 +517,7 @@ export interface paths {
         };
         /**
          * List a request's payments, newest first
-         * @description List a request's payments, newest first
+         * @description List a request's payments, newest first. Page with `limit` (1–1000) and `starting_after` (the last id of the page before). A test key sees test objects only, a live key live ones.
          */
         get: operations["listRequestPayments"];
         put?: never;
@@ -537,7 +537,7 @@ export interface paths {
         };
         /**
          * Get a customer
-         * @description Get a customer
+         * @description Get a customer. An object of another merchant, or of the other mode, is a 404, never a 403.
          */
         get: operations["getCustomer"];
         put?: never;
@@ -557,7 +557,7 @@ export interface paths {
         };
         /**
          * List customers, newest first
-         * @description List customers, newest first
+         * @description List customers, newest first. Page with `limit` (1–1000) and `starting_after` (the last id of the page before). A test key sees test objects only, a live key live ones.
          */
         get: operations["listCustomers"];
         put?: never;
@@ -597,7 +597,7 @@ export interface paths {
         };
         /**
          * Get a recurring consent: status, limits and usage (never the token)
-         * @description Get a recurring consent: status, limits and usage (never the token)
+         * @description Get a recurring consent: status, limits and usage (never the token). An object of another merchant, or of the other mode, is a 404, never a 403.
          */
         get: operations["getRecurringConsent"];
         put?: never;
@@ -617,7 +617,7 @@ export interface paths {
         };
         /**
          * List recurring consents, newest first
-         * @description List recurring consents, newest first
+         * @description List recurring consents, newest first. Page with `limit` (1–1000) and `starting_after` (the last id of the page before). A test key sees test objects only, a live key live ones.
          */
         get: operations["listRecurringConsents"];
         put?: never;
@@ -638,7 +638,7 @@ export interface paths {
         get?: never;
         /**
          * Revoke a recurring consent, here and at the bank; no further payments can be executed
-         * @description Revoke a recurring consent, here and at the bank; no further payments can be executed
+         * @description Revoke a recurring consent, here and at the bank; no further payments can be executed. An object of another merchant, or of the other mode, is a 404, never a 403.
          */
         put: operations["revokeRecurringConsent"];
         post?: never;
@@ -659,7 +659,7 @@ export interface paths {
         put?: never;
         /**
          * The payer revokes the consent at their bank: no webhook; the next execution finds out
-         * @description The payer revokes the consent at their bank: no webhook; the next execution finds out
+         * @description The payer revokes the consent at their bank: no webhook; the next execution finds out. An object of another merchant, or of the other mode, is a 404, never a 403.
          */
         post: operations["revokeRecurringConsentAtBank"];
         delete?: never;
@@ -679,7 +679,7 @@ export interface paths {
         put?: never;
         /**
          * The payer revokes the consent in the payer dashboard: recurring_payment.revoked
-         * @description The payer revokes the consent in the payer dashboard: recurring_payment.revoked
+         * @description The payer revokes the consent in the payer dashboard: recurring_payment.revoked. An object of another merchant, or of the other mode, is a 404, never a 403.
          */
         post: operations["revokeRecurringConsentByPayer"];
         delete?: never;
@@ -699,7 +699,7 @@ export interface paths {
         put?: never;
         /**
          * The bank refuses the next `count` executions under this consent
-         * @description The bank refuses the next `count` executions under this consent
+         * @description The bank refuses the next `count` executions under this consent. An object of another merchant, or of the other mode, is a 404, never a 403.
          */
         post: operations["declineNextRecurringPayments"];
         delete?: never;
