@@ -16,9 +16,10 @@ export async function registerEventRoutes(app: App, deps: Deps): Promise<void> {
     schema: { tags, summary: 'List events, newest first', querystring: ListEventsQuery, response: { 200: EventList, ...errorResponses } },
   }, async (request) => listEventsFor(request.ctx, request.query));
 
-  // Long-polling calls in progress, ended at once when the service closes.
+  // Long-polling calls in progress, answered at once when the service starts closing (before the
+  // server waits for calls in progress to end).
   const waiting = new Set<AbortController>();
-  app.addHook('onClose', async () => {
+  app.addHook('preClose', async () => {
     for (const controller of waiting) controller.abort();
   });
   app.get('/v1/events/feed', {
