@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createTonoClient, type TonoClient } from '@tono/client';
+import { decodeTime, encodeTime } from 'ulid';
 import type { Config } from '../../config.ts';
 import { EVENT_TYPES } from '../../modules/events/events.builders.ts';
 import { deliverySignatureHeaders } from '../../modules/webhooks/signing.ts';
@@ -16,16 +17,12 @@ export const LOOKBACK_MS = 5_000;
 
 /** The smallest event id of a moment: ids are `event_` + a ULID, whose first 10 characters are its time. */
 export function eventIdFloor(at: number): string {
-  const alphabet = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
-  let time = '';
-  for (let rest = Math.max(0, Math.floor(at)), i = 0; i < 10; i++, rest = Math.floor(rest / 32)) time = alphabet[rest % 32] + time;
-  return `event_${time}${'0'.repeat(16)}`;
+  return `event_${encodeTime(Math.max(0, Math.floor(at)), 10)}${'0'.repeat(16)}`;
 }
 
-/** The time an event id was made (its ULID's first 10 characters). */
+/** The time an event id was made. */
 export function eventIdTime(id: string): number {
-  const alphabet = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
-  return [...id.slice(6, 16)].reduce((time, char) => time * 32 + alphabet.indexOf(char), 0);
+  return decodeTime(id.slice('event_'.length));
 }
 
 /** Remembers what was forwarded, for as long as a later poll may return it again. */
