@@ -10,10 +10,10 @@ import { Worker as WorkerThread } from 'node:worker_threads';
 import type { BenchContext, BenchResult } from './lib.ts';
 import { startService } from './lib.ts';
 import { freePort } from '../test/process.ts';
-import { DISPATCHED_JOB_KINDS, jobHandlers } from '../src/jobs/registry.ts';
+import { batchedJobKinds, jobKindsOf } from '../src/modules/index.ts';
+import { testClockOffsetsOf } from '../src/modules/merchants/merchants.service.ts';
 import { Worker } from '../src/jobs/worker.ts';
 import type { BankConnector, BankRegistry } from '../src/modules/banks/bank-connector.ts';
-import type { Ctx } from '../src/http/context.ts';
 import { authenticateKey } from '../src/modules/merchants/merchants.service.ts';
 import { findRequestById } from '../src/modules/requests/requests.repo.ts';
 import type { CreateRequestBody } from '../src/modules/requests/requests.schemas.ts';
@@ -21,6 +21,7 @@ import { createRequest } from '../src/modules/requests/requests.service.ts';
 import { subscriptionOptionsOf } from '../src/modules/requests/requests.present.ts';
 import { createSubscription } from '../src/modules/subscriptions/subscriptions.service.ts';
 import { transact } from '../src/store/tx.ts';
+import type { Ctx } from '../src/modules/context.ts';
 
 /** BENCH_SUBSCRIPTIONS makes a shorter run possible; the budget is stated for 100,000. */
 const SUBSCRIPTIONS = Number(process.env.BENCH_SUBSCRIPTIONS ?? 100_000);
@@ -156,7 +157,7 @@ async function chargeAllDue(variant: keyof typeof variantNames, env: Record<stri
     const setupSeconds = (performance.now() - setupStarted) / 1000;
 
     // All due now. Charge them with a worker that claims in batches and runs many at once.
-    const worker = new Worker({ db: deps.db, log: deps.log, handlers: jobHandlers(deps), concurrency: 256, pollMs: 20, excludeKinds: DISPATCHED_JOB_KINDS });
+    const worker = new Worker({ db: deps.db, log: deps.log, kinds: jobKindsOf(deps), concurrency: 256, pollMs: 20, excludeKinds: batchedJobKinds(), clockOffsets: testClockOffsetsOf });
     const profiler = await startProfiler(variant);
     const cpuBefore = process.cpuUsage();
     const started = performance.now();

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import Fastify, { type FastifyReply } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { App } from './http/app-type.ts';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import formbody from '@fastify/formbody';
@@ -10,26 +11,12 @@ import { refuseNulCharacters } from './http/text-guard.ts';
 import { clientErrorHandler } from './http/client-errors.ts';
 import { emptyJsonIsNoBody, strictApiRoute } from './http/strict-routes.ts';
 import { pageSecurityHeaders } from './http/page-headers.ts';
-import type { Deps } from './http/context.ts';
 import { checkDb } from './store/db.ts';
 import { createMetrics } from './http/metrics.ts';
 import { docsUiOptions, swaggerOptions } from './http/openapi.ts';
 import { eventWebhooks } from './modules/events/events.openapi.ts';
-import { registerMerchantRoutes } from './modules/merchants/merchants.routes.ts';
-import { registerRequestRoutes } from './modules/requests/requests.routes.ts';
-import { registerSubscriptionRoutes } from './modules/subscriptions/subscriptions.routes.ts';
-import { registerTestClockRoutes } from './modules/test-helpers/clock.routes.ts';
-import { registerEventRoutes } from './modules/events/events.routes.ts';
-import { registerWebhookRoutes } from './modules/webhooks/webhooks.routes.ts';
-import { sandboxBank, serviceClient } from './modules/banks/sandbox-bank/sandbox-bank.app.ts';
-import { registerPaymentRoutes } from './modules/payments/payments.routes.ts';
-import { registerCustomerRoutes } from './modules/customers/customers.routes.ts';
-import { registerCheckoutRoutes } from './modules/checkout/checkout.routes.ts';
-import { registerPayTestHelperRoutes } from './modules/test-helpers/pay.routes.ts';
-import { registerConsentRoutes } from './modules/consents/consents.routes.ts';
-import { registerPayerRoutes } from './modules/payer/payer.routes.ts';
-
-export type App = FastifyInstance<any, any, any, any, TypeBoxTypeProvider>;
+import { registerModuleRoutes } from './modules/index.ts';
+import type { Deps } from './modules/context.ts';
 
 const requestIdShape = /^[A-Za-z0-9._-]{1,64}$/;
 
@@ -100,24 +87,6 @@ export async function buildApp(deps: Deps): Promise<App> {
     }
   });
 
-  await registerMerchantRoutes(app, deps);
-  await registerRequestRoutes(app, deps);
-  await registerSubscriptionRoutes(app, deps);
-  await registerTestClockRoutes(app, deps);
-  await registerEventRoutes(app, deps);
-  await registerWebhookRoutes(app, deps);
-  await app.register(sandboxBank, {
-    prefix: '/sandbox-bank',
-    db: deps.db,
-    clock: deps.clock,
-    zone: deps.config.serviceTimeZone,
-    clients: serviceClient(() => deps.config.publicBaseUrl),
-  });
-  await registerPaymentRoutes(app, deps);
-  await registerCustomerRoutes(app, deps);
-  await registerCheckoutRoutes(app, deps);
-  await registerPayTestHelperRoutes(app, deps);
-  await registerConsentRoutes(app, deps);
-  await registerPayerRoutes(app, deps);
+  await registerModuleRoutes(app, deps);
   return app;
 }

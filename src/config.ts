@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { IANAZone } from 'luxon';
+import { isValidZone } from './shared/zone.ts';
 import { BanksFileError, readBanksFile } from './modules/banks/banks-file.ts';
 import { decodeSecretKey } from './store/secret-key.ts';
 import { isLoopbackHost } from './shared/network.ts';
@@ -105,7 +105,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const logLevel = env.LOG_LEVEL || 'info';
   if (!logLevels.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${logLevels.join(', ')}, got ${JSON.stringify(logLevel)}`);
   const serviceTimeZone = env.SERVICE_TIME_ZONE || DEFAULT_ZONE;
-  if (!IANAZone.isValidZone(serviceTimeZone)) throw new ConfigError(`SERVICE_TIME_ZONE must be an IANA time zone such as Pacific/Auckland, got ${JSON.stringify(serviceTimeZone)}`);
+  if (!isValidZone(serviceTimeZone)) throw new ConfigError(`SERVICE_TIME_ZONE must be an IANA time zone such as Pacific/Auckland, got ${JSON.stringify(serviceTimeZone)}`);
   const banksFile = env.BANKS_FILE ? path.resolve(env.BANKS_FILE) : null;
   if (banksFile) {
     try {

@@ -1,21 +1,19 @@
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { buildApp, loggerRedactPaths, type App } from './app.ts';
+import { buildApp, loggerRedactPaths } from './app.ts';
 import { createLogger } from './logger.ts';
 import type { Config } from './config.ts';
-import type { Deps } from './http/context.ts';
-import { DISPATCHED_JOB_KINDS, jobHandlers } from './jobs/registry.ts';
 import { Worker } from './jobs/worker.ts';
 import { systemClock, type Clock } from './shared/time.ts';
 import { openDb, type Db, type StoreOptions } from './store/db.ts';
 import { migrateToLatest } from './store/migrate.ts';
-import { WebhookDispatcher } from './modules/webhooks/webhooks.dispatcher.ts';
-import { installWebhookFanOut } from './modules/webhooks/webhooks.fanout.ts';
+import { testClockOffsetsOf } from './modules/merchants/merchants.service.ts';
+import { batchedJobKinds, jobKindsOf, runnersOf, sealStoredSecrets, startModules } from './modules/index.ts';
 import { OpenBankingRegistry } from './modules/banks/registry.ts';
 import { createSecretBox } from './shared/secret-box.ts';
 import { loadOrCreateKeyFile } from './store/secret-key.ts';
-import { sealStoredSecrets } from './store/seal-at-rest.ts';
-import { scheduleWebhookHealth } from './modules/webhooks/webhooks.health.ts';
+import type { Deps } from './modules/context.ts';
+import { type App } from './http/app-type.ts';
 
 export type Runtime = { deps: Deps; app: App; close(): Promise<void> };
 
@@ -37,24 +35,23 @@ export async function createRuntime(config: Config, options: { db?: Db; log?: Lo
   await migrateToLatest(db);
   const clock = options.clock ?? systemClock;
   await sealStoredSecrets(db, secrets, clock.now());
-  installWebhookFanOut();
-  const worker = new Worker({ db, log: log.child({ component: 'worker' }), handlers: {}, realClock: clock, excludeKinds: DISPATCHED_JOB_KINDS });
-  const webhooks = new WebhookDispatcher({ db, log: log.child({ component: 'webhooks' }), allowPrivate: config.allowPrivateTargets, secrets });
+  const worker = new Worker({ db, log: log.child({ component: 'worker' }), kinds: new Map(), realClock: clock, excludeKinds: batchedJobKinds(), clockOffsets: testClockOffsetsOf });
   const banks = new OpenBankingRegistry({ config, now: () => clock.now(), log: log.child({ component: 'banks' }) });
   const deps: Deps = { config, db, log, clock, worker, banks, secrets };
-  worker.setHandlers(jobHandlers(deps));
+  worker.setKinds(jobKindsOf(deps));
+  const runners = runnersOf(deps);
   const app = await buildApp(deps);
   if (config.workers) {
-    await scheduleWebhookHealth(deps);
+    await startModules(deps);
     worker.start();
-    webhooks.start();
+    for (const runner of runners) runner.start();
   }
   return {
     deps,
     app,
     async close() {
       await worker.stop();
-      await webhooks.stop();
+      for (const runner of runners) await runner.stop();
       await banks.close();
       await app.close();
       await db.destroy();

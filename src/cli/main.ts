@@ -3,7 +3,8 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config.ts';
 import { AppError } from '../shared/errors.ts';
-import { commands, type CliCommand } from './commands/index.ts';
+import { commands } from './commands/index.ts';
+import type { CliCommand } from './command.ts';
 
 function usage(): string {
   const lines = Object.entries(commands).map(([name, command]) => `  ${name.padEnd(18)} ${command.usage}`);

@@ -4,8 +4,13 @@ import { sha256Hex } from '../shared/crypto.ts';
 import { DAY_MS } from '../shared/time.ts';
 import type { Database } from '../store/tables.ts';
 import { transact } from '../store/tx.ts';
-import type { Ctx } from './context.ts';
-import { openStored } from '../shared/secret-box.ts';
+import { openStored, type SecretBox } from '../shared/secret-box.ts';
+import type { Clock } from '../shared/time.ts';
+import type { Mode } from '../shared/mode.ts';
+import type { Db } from '../store/db.ts';
+
+/** Who is asking: the fields of a service context that idempotency needs. */
+export type IdempotencyScope = { db: Db; clock: Clock; merchant: { id: string }; mode: Mode; deps: { secrets: SecretBox } };
 
 export type Reply<T> = { status: number; body: T; replayed: boolean };
 
@@ -15,7 +20,7 @@ export type Reply<T> = { status: number; body: T; replayed: boolean };
  * reads the stored result; the same key with a different body is a 409.
  */
 export async function idempotent<T>(
-  ctx: Ctx,
+  ctx: IdempotencyScope,
   key: string | undefined,
   endpoint: string,
   input: unknown,

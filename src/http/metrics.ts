@@ -1,8 +1,9 @@
 import { Histogram, Registry, collectDefaultMetrics, Gauge } from 'prom-client';
-import type { Deps } from './context.ts';
+import type { Db } from '../store/db.ts';
+import { jobCounts } from '../jobs/queue.ts';
 
 /** Prometheus metrics for /metrics: process defaults, HTTP by route and status, job backlog. */
-export function createMetrics(deps: Pick<Deps, 'db'>) {
+export function createMetrics(deps: { db: Db }) {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const httpDuration = new Histogram({
@@ -19,14 +20,8 @@ export function createMetrics(deps: Pick<Deps, 'db'>) {
     registers: [registry],
     async collect() {
       this.reset();
-      const rows = await deps.db
-        .selectFrom('jobs')
-        .select(['kind', (eb) => eb.fn.countAll<number>().as('n')])
-        .where('failed_at', 'is', null)
-        .where('run_at', '<=', Date.now())
-        .groupBy('kind')
-        .execute();
-      for (const row of rows) this.set({ kind: row.kind }, Number(row.n));
+      const { dueByKind } = await jobCounts(deps.db, Date.now());
+      for (const [kind, n] of dueByKind) this.set({ kind }, n);
     },
   });
   new Gauge({
@@ -34,8 +29,7 @@ export function createMetrics(deps: Pick<Deps, 'db'>) {
     help: 'Jobs that exhausted their attempts',
     registers: [registry],
     async collect() {
-      const row = await deps.db.selectFrom('jobs').select((eb) => eb.fn.countAll<number>().as('n')).where('failed_at', 'is not', null).executeTakeFirst();
-      this.set(Number(row?.n ?? 0));
+      this.set((await jobCounts(deps.db, Date.now())).failed);
     },
   });
   return { registry, httpDuration };

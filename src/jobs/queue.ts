@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import { newId } from '../shared/ids.ts';
 import type { Database } from '../store/tables.ts';
-import { insertRow } from '../store/prepared.ts';
+import { insertRow, prepared } from '../store/prepared.ts';
 import { afterCommit } from '../store/tx.ts';
 import type { Clock } from '../shared/time.ts';
 
@@ -53,4 +53,38 @@ export async function enqueue(db: Kysely<Database>, job: NewJob, now = Date.now(
  */
 export function realTimeOf(clockTime: number, clock: number | Pick<Clock, 'offsetMs'>): number {
   return clockTime - (typeof clock === 'number' ? clock : (clock.offsetMs ?? 0));
+}
+
+const cancelQueuedQuery = prepared<{ dedupeKey: string }>((db, arg) =>
+  db.deleteFrom('jobs').where('dedupe_key', '=', arg('dedupeKey')).where('locked_by', 'is', null));
+
+/**
+ * Removes the queued job with this dedupe key, unless a worker holds it (a running job finds the
+ * new state of its object and stops there). In the caller's transaction.
+ */
+export async function cancelQueuedJob(db: Kysely<Database>, dedupeKey: string): Promise<void> {
+  await cancelQueuedQuery.run(db, { dedupeKey });
+}
+
+/**
+ * A test clock moved `deltaMs` ahead: its jobs keep their time on that clock, so their real due
+ * time moves earlier by as much. In the caller's transaction, with the clock's own change.
+ */
+export async function shiftJobsOfClock(db: Kysely<Database>, clockId: string, deltaMs: number): Promise<void> {
+  await db.updateTable('jobs').set((eb) => ({ run_at: eb('run_at', '-', deltaMs) })).where('clock_id', '=', clockId).execute();
+}
+
+/** The real time the clock's next unfinished job is due, or null when it has none. */
+export async function nextJobOfClock(db: Kysely<Database>, clockId: string): Promise<number | null> {
+  const next = await db.selectFrom('jobs').select('run_at').where('clock_id', '=', clockId).where('failed_at', 'is', null)
+    .orderBy('run_at').limit(1).executeTakeFirst();
+  return next ? Number(next.run_at) : null;
+}
+
+/** For the metrics: jobs due now by kind, and jobs kept as failed. */
+export async function jobCounts(db: Kysely<Database>, now: number): Promise<{ dueByKind: Map<string, number>; failed: number }> {
+  const due = await db.selectFrom('jobs').select(['kind', (eb) => eb.fn.countAll<number>().as('n')])
+    .where('failed_at', 'is', null).where('run_at', '<=', now).groupBy('kind').execute();
+  const failed = await db.selectFrom('jobs').select((eb) => eb.fn.countAll<number>().as('n')).where('failed_at', 'is not', null).executeTakeFirst();
+  return { dueByKind: new Map(due.map((row) => [row.kind, Number(row.n)])), failed: Number(failed?.n ?? 0) };
 }

@@ -3,9 +3,11 @@ import type { Kysely, Transaction } from 'kysely';
 import type { Logger } from 'pino';
 import { lockSkipLocked, relaxDurability, type Db } from '../store/db.ts';
 import { prepared } from '../store/prepared.ts';
-import type { Database, JobsTable } from '../store/tables.ts';
+import type { Database } from '../store/tables.ts';
 import { shiftedClock, systemClock, type Clock } from '../shared/time.ts';
 import { onJobEnqueued } from './queue.ts';
+import { backoffDelayMs, DEFAULT_BACKOFF, DEFAULT_MAX_ATTEMPTS, type Backoff } from './backoff.ts';
+import type { JobsTable } from './jobs.tables.ts';
 
 export type ClaimedJob = Omit<JobsTable, 'attempts'> & {
   attempts: number;
@@ -27,26 +29,22 @@ export type JobContext = {
 export type JobResult = void | { retryAt: number; error?: string };
 export type JobHandler = (payload: any, context: JobContext) => Promise<JobResult>;
 
+/** How the worker runs one kind of job: its handler, and how it retries when the handler throws. */
+export type RunnableKind = { handler: JobHandler; backoff?: Backoff; maxAttempts?: number };
+
 export type WorkerOptions = {
   db: Db;
   log: Logger;
-  handlers: Record<string, JobHandler>;
+  kinds: ReadonlyMap<string, RunnableKind>;
   concurrency?: number;
   pollMs?: number;
   leaseMs?: number;
-  maxAttempts?: number;
   realClock?: Clock;
   /** Kinds another dispatcher runs (webhook delivery); this worker never claims them. */
   excludeKinds?: string[];
+  /** How far each test clock runs ahead of real time, by clock id (the merchants module keeps them). */
+  clockOffsets?: (db: Kysely<Database>, clockIds: string[]) => Promise<Map<string, number>>;
 };
-
-const clockOffsetQuery = prepared<{ userId: string }, { test_clock_offset_ms: number }>((db, arg) =>
-  db.selectFrom('users').select('test_clock_offset_ms').where('id', '=', arg('userId')));
-
-export async function clockOffset(db: Kysely<Database>, userId: string): Promise<number> {
-  const row = await clockOffsetQuery.first(db, { userId });
-  return row ? Number(row.test_clock_offset_ms) : 0;
-}
 
 /** Deletes a job this worker still holds the lease of. */
 const finishJobQuery = prepared<{ id: string; lockedBy: string }>((db, arg) =>
@@ -62,13 +60,13 @@ export class Worker {
   private pollAgain = false;
   private unregister: (() => void) | null = null;
 
-  /** Handlers are set once the service's dependencies exist (they may close over them). */
-  setHandlers(handlers: Record<string, JobHandler>): void {
-    this.options.handlers = handlers;
+  /** Kinds are set once the service's dependencies exist (their handlers may close over them). */
+  setKinds(kinds: ReadonlyMap<string, RunnableKind>): void {
+    this.options.kinds = kinds;
   }
 
   constructor(options: WorkerOptions) {
-    this.options = { concurrency: 32, pollMs: 100, leaseMs: 60_000, maxAttempts: 12, realClock: systemClock, excludeKinds: [], ...options };
+    this.options = { concurrency: 32, pollMs: 100, leaseMs: 60_000, realClock: systemClock, excludeKinds: [], clockOffsets: async () => new Map(), ...options };
   }
 
   start(): void {
@@ -157,11 +155,7 @@ export class Worker {
         .execute();
       // The test clocks' offsets, read once for the batch rather than once per job.
       const clockIds = [...new Set(rows.map((row) => row.clock_id).filter((id): id is string => id !== null))];
-      const offsets = new Map<string, number>();
-      if (clockIds.length > 0) {
-        const users = await trx.selectFrom('users').select(['id', 'test_clock_offset_ms']).where('id', 'in', clockIds).execute();
-        for (const user of users) offsets.set(user.id, Number(user.test_clock_offset_ms));
-      }
+      const offsets = clockIds.length > 0 ? await this.options.clockOffsets(trx, clockIds) : new Map<string, number>();
       return rows
         .map((row) => ({ ...row, clock_offset_ms: row.clock_id ? (offsets.get(row.clock_id) ?? 0) : 0 }))
         .sort((a, b) => a.run_at - b.run_at) as ClaimedJob[];
@@ -169,8 +163,9 @@ export class Worker {
   }
 
   async run(job: ClaimedJob): Promise<void> {
-    const { db, log, handlers, maxAttempts } = this.options;
-    const handler = handlers[job.kind];
+    const { db, log, kinds } = this.options;
+    const kind = kinds.get(job.kind);
+    const handler = kind?.handler;
     const jobLog = log.child({ job_id: job.id, job_kind: job.kind });
     let finished = false;
     const mine = (trx: Kysely<Database>) => {
@@ -195,13 +190,13 @@ export class Worker {
       }
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      const giveUp = job.attempts >= maxAttempts;
+      const giveUp = job.attempts >= (kind?.maxAttempts ?? DEFAULT_MAX_ATTEMPTS);
       jobLog[giveUp ? 'error' : 'warn']({ err: error, attempts: job.attempts, gave_up: giveUp }, 'job failed');
       const now = this.options.realClock.now();
       await db
         .updateTable('jobs')
         .set({
-          run_at: now + Math.min(2 ** job.attempts * 1000, 3_600_000),
+          run_at: now + backoffDelayMs(job.attempts, kind?.backoff ?? DEFAULT_BACKOFF),
           locked_by: null,
           locked_until: null,
           last_error: message.slice(0, 1000),

@@ -1,7 +1,30 @@
-import { DateTime } from 'luxon';
+import { DateTime, FixedOffsetZone, IANAZone } from 'luxon';
 
 // Calendar arithmetic in a named time zone (the service's, Pacific/Auckland by default).
-// Luxon does the DST work; nothing here adds hours by hand.
+// Luxon does the DST work; nothing here adds hours by hand. This is the one file that imports it:
+// the rest of Tono reaches local time through the functions below.
+
+/** A moment read in a time zone: its local date, time, week and month. */
+export type LocalDateTime = DateTime;
+
+/** The moment `ms` as read in `zone`. */
+export function inZone(ms: number, zone: string): LocalDateTime {
+  return DateTime.fromMillis(ms, { zone });
+}
+
+/** A local date or date-time (ISO 8601 without offset) in `zone`; check `isValid`. */
+export function localAt(iso: string, zone: string): LocalDateTime {
+  return DateTime.fromISO(iso, { zone });
+}
+
+/** A local date-time at a fixed UTC offset, in minutes (the offset in force before a DST change). */
+export function atFixedOffset(iso: string, offsetMinutes: number): LocalDateTime {
+  return DateTime.fromISO(iso, { zone: FixedOffsetZone.instance(offsetMinutes) });
+}
+
+export function isValidZone(zone: string): boolean {
+  return IANAZone.isValidZone(zone);
+}
 
 /** The service's time zone unless SERVICE_TIME_ZONE says otherwise. */
 export const DEFAULT_ZONE = 'Pacific/Auckland';

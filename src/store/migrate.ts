@@ -33,3 +33,10 @@ export async function pendingMigrations(db: Db): Promise<string[]> {
   const migrator = await migratorFor(db);
   return (await migrator.getMigrations()).filter((m) => !m.executedAt).map((m) => m.name);
 }
+
+/** Migrates up (or down) to the named migration: for tests of a migration's data changes. */
+export async function migrateTo(db: Db, name: string): Promise<void> {
+  const migrator = await migratorFor(db);
+  const { error } = await migrator.migrateTo(name);
+  if (error) throw error instanceof Error ? error : new Error(String(error));
+}

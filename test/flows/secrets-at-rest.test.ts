@@ -7,7 +7,7 @@ import pino from 'pino';
 import { sql } from 'kysely';
 import { createRuntime } from '../../src/runtime.ts';
 import { openDb } from '../../src/store/db.ts';
-import { sealStoredSecrets } from '../../src/store/seal-at-rest.ts';
+import { sealStoredSecrets } from '../../src/modules/index.ts';
 import { verifyWebhookSignature } from '../../src/modules/webhooks/verify.js';
 import { startReceiver } from '../../src/modules/webhooks/receiver.test-support.ts';
 import { apiClient, createTestMerchant, engine, freshDb, testConfig } from '../helpers.ts';

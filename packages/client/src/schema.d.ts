@@ -72,6 +72,230 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/payments/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a payment
+         * @description Get a payment. An object of another merchant, or of the other mode, is a 404, never a 403.
+         */
+        get: operations["getPayment"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/payments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List payments, newest first
+         * @description List payments, newest first. Page with `limit` (1–1000) and `starting_after` (the last id of the page before). A test key sees test objects only, a live key live ones.
+         */
+        get: operations["listPayments"];
+        put?: never;
+        /**
+         * Execute a payment under a recurring consent
+         * @description Synchronous. Every limit of the consent is checked first (422 payment_rejected.<limit>, no payment created); then the bank executes. A bank refusal is a 201 with status failed and failure_reason. The same idempotency_key with the same parameters returns the first payment with 200; with other parameters, 409.
+         */
+        post: operations["createPayment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/requests/{id}/payments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a request's payments, newest first
+         * @description List a request's payments, newest first. Page with `limit` (1–1000) and `starting_after` (the last id of the page before). A test key sees test objects only, a live key live ones.
+         */
+        get: operations["listRequestPayments"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/customers/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a customer
+         * @description Get a customer. An object of another merchant, or of the other mode, is a 404, never a 403.
+         */
+        get: operations["getCustomer"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/customers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List customers, newest first
+         * @description List customers, newest first. Page with `limit` (1–1000) and `starting_after` (the last id of the page before). A test key sees test objects only, a live key live ones.
+         */
+        get: operations["listCustomers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/recurring-consents/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a recurring consent: status, limits and usage (never the token)
+         * @description Get a recurring consent: status, limits and usage (never the token). An object of another merchant, or of the other mode, is a 404, never a 403.
+         */
+        get: operations["getRecurringConsent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/recurring-consents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List recurring consents, newest first
+         * @description List recurring consents, newest first. Page with `limit` (1–1000) and `starting_after` (the last id of the page before). A test key sees test objects only, a live key live ones.
+         */
+        get: operations["listRecurringConsents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/recurring-consents/{id}/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Revoke a recurring consent, here and at the bank; no further payments can be executed
+         * @description Revoke a recurring consent, here and at the bank; no further payments can be executed. An object of another merchant, or of the other mode, is a 404, never a 403.
+         */
+        put: operations["revokeRecurringConsent"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/test-helpers/recurring-consents/{id}/revoke-at-bank": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The payer revokes the consent at their bank: no webhook; the next execution finds out
+         * @description The payer revokes the consent at their bank: no webhook; the next execution finds out. An object of another merchant, or of the other mode, is a 404, never a 403.
+         */
+        post: operations["revokeRecurringConsentAtBank"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/test-helpers/recurring-consents/{id}/revoke-by-payer": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The payer revokes the consent in the payer dashboard: recurring_payment.revoked
+         * @description The payer revokes the consent in the payer dashboard: recurring_payment.revoked. An object of another merchant, or of the other mode, is a 404, never a 403.
+         */
+        post: operations["revokeRecurringConsentByPayer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/test-helpers/recurring-consents/{id}/decline-next": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The bank refuses the next `count` executions under this consent
+         * @description The bank refuses the next `count` executions under this consent. An object of another merchant, or of the other mode, is a 404, never a 403.
+         */
+        post: operations["declineNextRecurringPayments"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/subscriptions/{id}": {
         parameters: {
             query?: never;
@@ -252,46 +476,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/test-helpers/clock": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * The merchant's test clock (test keys only)
-         * @description The merchant's test clock (test keys only).
-         */
-        get: operations["getTestClock"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/test-helpers/clock/advance": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Move the test clock forward; returns once all work due up to then has run
-         * @description At most 20 years at a time, and at most TEST_CLOCK_MAX_JOBS jobs (100,000 by default) per call: when that many ran first, the clock stops where the work stopped and work_remaining is true; advance again to go on.
-         */
-        post: operations["advanceTestClock"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/v1/events": {
         parameters: {
             query?: never;
@@ -464,7 +648,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/payments/{id}": {
+    "/v1/test-helpers/clock": {
         parameters: {
             query?: never;
             header?: never;
@@ -472,10 +656,10 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Get a payment
-         * @description Get a payment. An object of another merchant, or of the other mode, is a 404, never a 403.
+         * The merchant's test clock (test keys only)
+         * @description The merchant's test clock (test keys only).
          */
-        get: operations["getPayment"];
+        get: operations["getTestClock"];
         put?: never;
         post?: never;
         delete?: never;
@@ -484,84 +668,20 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/payments": {
+    "/v1/test-helpers/clock/advance": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /**
-         * List payments, newest first
-         * @description List payments, newest first. Page with `limit` (1–1000) and `starting_after` (the last id of the page before). A test key sees test objects only, a live key live ones.
-         */
-        get: operations["listPayments"];
+        get?: never;
         put?: never;
         /**
-         * Execute a payment under a recurring consent
-         * @description Synchronous. Every limit of the consent is checked first (422 payment_rejected.<limit>, no payment created); then the bank executes. A bank refusal is a 201 with status failed and failure_reason. The same idempotency_key with the same parameters returns the first payment with 200; with other parameters, 409.
+         * Move the test clock forward; returns once all work due up to then has run
+         * @description At most 20 years at a time, and at most TEST_CLOCK_MAX_JOBS jobs (100,000 by default) per call: when that many ran first, the clock stops where the work stopped and work_remaining is true; advance again to go on.
          */
-        post: operations["createPayment"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/requests/{id}/payments": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * List a request's payments, newest first
-         * @description List a request's payments, newest first. Page with `limit` (1–1000) and `starting_after` (the last id of the page before). A test key sees test objects only, a live key live ones.
-         */
-        get: operations["listRequestPayments"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/customers/{id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Get a customer
-         * @description Get a customer. An object of another merchant, or of the other mode, is a 404, never a 403.
-         */
-        get: operations["getCustomer"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/customers": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * List customers, newest first
-         * @description List customers, newest first. Page with `limit` (1–1000) and `starting_after` (the last id of the page before). A test key sees test objects only, a live key live ones.
-         */
-        get: operations["listCustomers"];
-        put?: never;
-        post?: never;
+        post: operations["advanceTestClock"];
         delete?: never;
         options?: never;
         head?: never;
@@ -582,126 +702,6 @@ export interface paths {
          * @description One-off requests return { payment } in its final state; recurring and subscription requests return their own object.
          */
         post: operations["payTestRequest"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/recurring-consents/{id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Get a recurring consent: status, limits and usage (never the token)
-         * @description Get a recurring consent: status, limits and usage (never the token). An object of another merchant, or of the other mode, is a 404, never a 403.
-         */
-        get: operations["getRecurringConsent"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/recurring-consents": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * List recurring consents, newest first
-         * @description List recurring consents, newest first. Page with `limit` (1–1000) and `starting_after` (the last id of the page before). A test key sees test objects only, a live key live ones.
-         */
-        get: operations["listRecurringConsents"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/recurring-consents/{id}/revoke": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        /**
-         * Revoke a recurring consent, here and at the bank; no further payments can be executed
-         * @description Revoke a recurring consent, here and at the bank; no further payments can be executed. An object of another merchant, or of the other mode, is a 404, never a 403.
-         */
-        put: operations["revokeRecurringConsent"];
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/test-helpers/recurring-consents/{id}/revoke-at-bank": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * The payer revokes the consent at their bank: no webhook; the next execution finds out
-         * @description The payer revokes the consent at their bank: no webhook; the next execution finds out. An object of another merchant, or of the other mode, is a 404, never a 403.
-         */
-        post: operations["revokeRecurringConsentAtBank"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/test-helpers/recurring-consents/{id}/revoke-by-payer": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * The payer revokes the consent in the payer dashboard: recurring_payment.revoked
-         * @description The payer revokes the consent in the payer dashboard: recurring_payment.revoked. An object of another merchant, or of the other mode, is a 404, never a 403.
-         */
-        post: operations["revokeRecurringConsentByPayer"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/test-helpers/recurring-consents/{id}/decline-next": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * The bank refuses the next `count` executions under this consent
-         * @description The bank refuses the next `count` executions under this consent. An object of another merchant, or of the other mode, is a 404, never a 403.
-         */
-        post: operations["declineNextRecurringPayments"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2438,6 +2438,800 @@ export interface operations {
             };
         };
     };
+    getPayment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Payment id (payment_…) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        payment: components["schemas"]["Payment"];
+                    };
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        code?: "bad_request.invalid_param.id" | string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description No such object for this key's merchant and mode */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_found.payment";
+                    };
+                };
+            };
+        };
+    };
+    listPayments: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 1000 (default 100) */
+                limit?: number;
+                /** @description Return objects older than this id (the last id of the previous page), a payment_… id */
+                starting_after?: string;
+                status?: "awaiting-consent" | "successful" | "failed" | "cancelled" | "unconfirmed";
+                request_id?: string;
+                merchant_identifier?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        payments: components["schemas"]["Payment"][];
+                        has_more: boolean;
+                    };
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        code?: ("bad_request.invalid_param.limit" | "bad_request.invalid_param.merchant_identifier" | "bad_request.invalid_param.request_id" | "bad_request.invalid_param.starting_after" | "bad_request.invalid_param.status") | string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+        };
+    };
+    createPayment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ExecutePayment"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        payment: components["schemas"]["Payment"];
+                    };
+                };
+            };
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        payment: components["schemas"]["Payment"];
+                    };
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.amount" | "bad_request.invalid_param.idempotency_key" | "bad_request.invalid_param.merchant_identifier" | "bad_request.invalid_param.reference" | "bad_request.invalid_param.token" | "bad_request.missing_param.amount" | "bad_request.missing_param.idempotency_key" | "bad_request.missing_param.token") | string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description Not allowed in the object's current state, or an Idempotency-Key reused with another body */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "conflict.idempotency_key_reused";
+                    };
+                };
+            };
+            /** @description The payment was refused before any money moved; `params` says what remains */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "payment_rejected.consent_not_active" | "payment_rejected.consent_revoked" | "payment_rejected.end_date" | "payment_rejected.max_per_payment" | "payment_rejected.max_per_period" | "payment_rejected.total_amount" | "payment_rejected.total_count";
+                    };
+                };
+            };
+        };
+    };
+    listRequestPayments: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 1000 (default 100) */
+                limit?: number;
+                /** @description Return objects older than this id (the last id of the previous page), a payment_… id */
+                starting_after?: string;
+                status?: "awaiting-consent" | "successful" | "failed" | "cancelled" | "unconfirmed";
+            };
+            header?: never;
+            path: {
+                /** @description Request id (request_…) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        payments: components["schemas"]["Payment"][];
+                        has_more: boolean;
+                    };
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        code?: ("bad_request.invalid_param.id" | "bad_request.invalid_param.limit" | "bad_request.invalid_param.starting_after" | "bad_request.invalid_param.status") | string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description No such object for this key's merchant and mode */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_found.request";
+                    };
+                };
+            };
+        };
+    };
+    getCustomer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Customer id (customer_…) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        customer: components["schemas"]["Customer"];
+                    };
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        code?: "bad_request.invalid_param.id" | string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description No such object for this key's merchant and mode */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_found.customer";
+                    };
+                };
+            };
+        };
+    };
+    listCustomers: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 1000 (default 100) */
+                limit?: number;
+                /** @description Return objects older than this id (the last id of the previous page), a customer_… id */
+                starting_after?: string;
+                /** @description Only the customer with this email */
+                email?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        customers: components["schemas"]["Customer"][];
+                        has_more: boolean;
+                    };
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        code?: ("bad_request.invalid_param.email" | "bad_request.invalid_param.limit" | "bad_request.invalid_param.starting_after") | string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+        };
+    };
+    getRecurringConsent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Recurring consent id (recurring_…) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        recurring_consent: components["schemas"]["RecurringConsent"];
+                    };
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        code?: "bad_request.invalid_param.id" | string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description No such object for this key's merchant and mode */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_found.recurring_consent";
+                    };
+                };
+            };
+        };
+    };
+    listRecurringConsents: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 1000 (default 100) */
+                limit?: number;
+                /** @description Return objects older than this id (the last id of the previous page), a recurring_… id */
+                starting_after?: string;
+                status?: "active" | "revoked" | "expired";
+                /** @description The payer's email */
+                email?: string;
+                request_id?: string;
+                merchant_identifier?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        recurring_consents: components["schemas"]["RecurringConsent"][];
+                        has_more: boolean;
+                    };
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        code?: ("bad_request.invalid_param.email" | "bad_request.invalid_param.limit" | "bad_request.invalid_param.merchant_identifier" | "bad_request.invalid_param.request_id" | "bad_request.invalid_param.starting_after" | "bad_request.invalid_param.status") | string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+        };
+    };
+    revokeRecurringConsent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Recurring consent id (recurring_…) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        recurring_consent: components["schemas"]["RecurringConsent"];
+                    };
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        code?: "bad_request.invalid_param.id" | string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description No such object for this key's merchant and mode */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_found.recurring_consent";
+                    };
+                };
+            };
+            /** @description Not allowed in the object's current state, or an Idempotency-Key reused with another body */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "conflict.invalid_state";
+                    };
+                };
+            };
+        };
+    };
+    revokeRecurringConsentAtBank: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Recurring consent id (recurring_…) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        recurring_consent: components["schemas"]["RecurringConsent"];
+                    };
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        code?: "bad_request.invalid_param.id" | string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description No such object for this key's merchant and mode */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_found.recurring_consent" | "not_found.route";
+                    };
+                };
+            };
+            /** @description The bank could not be reached */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "service_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    revokeRecurringConsentByPayer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Recurring consent id (recurring_…) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        recurring_consent: components["schemas"]["RecurringConsent"];
+                    };
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        code?: "bad_request.invalid_param.id" | string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description No such object for this key's merchant and mode */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_found.recurring_consent" | "not_found.route";
+                    };
+                };
+            };
+            /** @description The bank could not be reached */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "service_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    declineNextRecurringPayments: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Recurring consent id (recurring_…) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description How many executions the bank refuses
+                     * @default 1
+                     */
+                    count?: number;
+                    /** @description e.g. insufficient_funds, fraud_check */
+                    reason?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        recurring_consent: components["schemas"]["RecurringConsent"];
+                    };
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.count" | "bad_request.invalid_param.id" | "bad_request.invalid_param.reason") | string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description No such object for this key's merchant and mode */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_found.recurring_consent" | "not_found.route";
+                    };
+                };
+            };
+            /** @description The bank could not be reached */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "service_unavailable";
+                    };
+                };
+            };
+        };
+    };
     getSubscription: {
         parameters: {
             query?: never;
@@ -3064,151 +3858,6 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "service_unavailable";
-                    };
-                };
-            };
-        };
-    };
-    getTestClock: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        clock: {
-                            /**
-                             * Format: date-time
-                             * @description ISO 8601 UTC with milliseconds
-                             */
-                            now: string;
-                            /** @description How far the test clock is ahead of real time */
-                            offset_seconds: number;
-                        };
-                    };
-                };
-            };
-            /** @description The request is not valid; `params.field` names the field */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"] & {
-                        /** @description bad_request.unknown_param.<field>: the field's name */
-                        code?: string;
-                    };
-                };
-            };
-            /** @description No valid API key */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"] & {
-                        /** @enum {string} */
-                        code?: "unauthorized";
-                    };
-                };
-            };
-            /** @description No such object for this key's merchant and mode */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"] & {
-                        /** @enum {string} */
-                        code?: "not_found.route";
-                    };
-                };
-            };
-        };
-    };
-    advanceTestClock: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    /**
-                     * Format: date-time
-                     * @description New clock time
-                     */
-                    to?: string;
-                    /** @description Seconds to move forward */
-                    seconds?: number;
-                };
-            };
-        };
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        clock: {
-                            /**
-                             * Format: date-time
-                             * @description ISO 8601 UTC with milliseconds
-                             */
-                            now: string;
-                            /** @description How far the test clock is ahead of real time */
-                            offset_seconds: number;
-                        };
-                        /** @description True when the job cap stopped this advance before the target: advance again to go on */
-                        work_remaining: boolean;
-                    };
-                };
-            };
-            /** @description The request is not valid; `params.field` names the field */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"] & {
-                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.seconds" | "bad_request.invalid_param.to") | string;
-                    };
-                };
-            };
-            /** @description No valid API key */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"] & {
-                        /** @enum {string} */
-                        code?: "unauthorized";
-                    };
-                };
-            };
-            /** @description No such object for this key's merchant and mode */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"] & {
-                        /** @enum {string} */
-                        code?: "not_found.route";
                     };
                 };
             };
@@ -3927,14 +4576,11 @@ export interface operations {
             };
         };
     };
-    getPayment: {
+    getTestClock: {
         parameters: {
             query?: never;
             header?: never;
-            path: {
-                /** @description Payment id (payment_…) */
-                id: string;
-            };
+            path?: never;
             cookie?: never;
         };
         requestBody?: never;
@@ -3946,7 +4592,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        payment: components["schemas"]["Payment"];
+                        clock: {
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601 UTC with milliseconds
+                             */
+                            now: string;
+                            /** @description How far the test clock is ahead of real time */
+                            offset_seconds: number;
+                        };
                     };
                 };
             };
@@ -3957,7 +4611,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: "bad_request.invalid_param.id" | string;
+                        /** @description bad_request.unknown_param.<field>: the field's name */
+                        code?: string;
                     };
                 };
             };
@@ -3981,67 +4636,13 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
-                        code?: "not_found.payment";
+                        code?: "not_found.route";
                     };
                 };
             };
         };
     };
-    listPayments: {
-        parameters: {
-            query?: {
-                /** @description Page size, 1 to 1000 (default 100) */
-                limit?: number;
-                /** @description Return objects older than this id (the last id of the previous page), a payment_… id */
-                starting_after?: string;
-                status?: "awaiting-consent" | "successful" | "failed" | "cancelled" | "unconfirmed";
-                request_id?: string;
-                merchant_identifier?: string;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        payments: components["schemas"]["Payment"][];
-                        has_more: boolean;
-                    };
-                };
-            };
-            /** @description The request is not valid; `params.field` names the field */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"] & {
-                        code?: ("bad_request.invalid_param.limit" | "bad_request.invalid_param.merchant_identifier" | "bad_request.invalid_param.request_id" | "bad_request.invalid_param.starting_after" | "bad_request.invalid_param.status") | string;
-                    };
-                };
-            };
-            /** @description No valid API key */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"] & {
-                        /** @enum {string} */
-                        code?: "unauthorized";
-                    };
-                };
-            };
-        };
-    };
-    createPayment: {
+    advanceTestClock: {
         parameters: {
             query?: never;
             header?: never;
@@ -4050,7 +4651,15 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ExecutePayment"];
+                "application/json": {
+                    /**
+                     * Format: date-time
+                     * @description New clock time
+                     */
+                    to?: string;
+                    /** @description Seconds to move forward */
+                    seconds?: number;
+                };
             };
         };
         responses: {
@@ -4061,97 +4670,17 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        payment: components["schemas"]["Payment"];
-                    };
-                };
-            };
-            /** @description Default Response */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        payment: components["schemas"]["Payment"];
-                    };
-                };
-            };
-            /** @description The request is not valid; `params.field` names the field */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"] & {
-                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.amount" | "bad_request.invalid_param.idempotency_key" | "bad_request.invalid_param.merchant_identifier" | "bad_request.invalid_param.reference" | "bad_request.invalid_param.token" | "bad_request.missing_param.amount" | "bad_request.missing_param.idempotency_key" | "bad_request.missing_param.token") | string;
-                    };
-                };
-            };
-            /** @description No valid API key */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"] & {
-                        /** @enum {string} */
-                        code?: "unauthorized";
-                    };
-                };
-            };
-            /** @description Not allowed in the object's current state, or an Idempotency-Key reused with another body */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"] & {
-                        /** @enum {string} */
-                        code?: "conflict.idempotency_key_reused";
-                    };
-                };
-            };
-            /** @description The payment was refused before any money moved; `params` says what remains */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"] & {
-                        /** @enum {string} */
-                        code?: "payment_rejected.consent_not_active" | "payment_rejected.consent_revoked" | "payment_rejected.end_date" | "payment_rejected.max_per_payment" | "payment_rejected.max_per_period" | "payment_rejected.total_amount" | "payment_rejected.total_count";
-                    };
-                };
-            };
-        };
-    };
-    listRequestPayments: {
-        parameters: {
-            query?: {
-                /** @description Page size, 1 to 1000 (default 100) */
-                limit?: number;
-                /** @description Return objects older than this id (the last id of the previous page), a payment_… id */
-                starting_after?: string;
-                status?: "awaiting-consent" | "successful" | "failed" | "cancelled" | "unconfirmed";
-            };
-            header?: never;
-            path: {
-                /** @description Request id (request_…) */
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        payments: components["schemas"]["Payment"][];
-                        has_more: boolean;
+                        clock: {
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601 UTC with milliseconds
+                             */
+                            now: string;
+                            /** @description How far the test clock is ahead of real time */
+                            offset_seconds: number;
+                        };
+                        /** @description True when the job cap stopped this advance before the target: advance again to go on */
+                        work_remaining: boolean;
                     };
                 };
             };
@@ -4162,7 +4691,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: ("bad_request.invalid_param.id" | "bad_request.invalid_param.limit" | "bad_request.invalid_param.starting_after" | "bad_request.invalid_param.status") | string;
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.seconds" | "bad_request.invalid_param.to") | string;
                     };
                 };
             };
@@ -4186,120 +4715,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
-                        code?: "not_found.request";
-                    };
-                };
-            };
-        };
-    };
-    getCustomer: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description Customer id (customer_…) */
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        customer: components["schemas"]["Customer"];
-                    };
-                };
-            };
-            /** @description The request is not valid; `params.field` names the field */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"] & {
-                        code?: "bad_request.invalid_param.id" | string;
-                    };
-                };
-            };
-            /** @description No valid API key */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"] & {
-                        /** @enum {string} */
-                        code?: "unauthorized";
-                    };
-                };
-            };
-            /** @description No such object for this key's merchant and mode */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"] & {
-                        /** @enum {string} */
-                        code?: "not_found.customer";
-                    };
-                };
-            };
-        };
-    };
-    listCustomers: {
-        parameters: {
-            query?: {
-                /** @description Page size, 1 to 1000 (default 100) */
-                limit?: number;
-                /** @description Return objects older than this id (the last id of the previous page), a customer_… id */
-                starting_after?: string;
-                /** @description Only the customer with this email */
-                email?: string;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        customers: components["schemas"]["Customer"][];
-                        has_more: boolean;
-                    };
-                };
-            };
-            /** @description The request is not valid; `params.field` names the field */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"] & {
-                        code?: ("bad_request.invalid_param.email" | "bad_request.invalid_param.limit" | "bad_request.invalid_param.starting_after") | string;
-                    };
-                };
-            };
-            /** @description No valid API key */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"] & {
-                        /** @enum {string} */
-                        code?: "unauthorized";
+                        code?: "not_found.route";
                     };
                 };
             };
@@ -4402,422 +4818,6 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "conflict.invalid_state";
-                    };
-                };
-            };
-            /** @description The bank could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"] & {
-                        /** @enum {string} */
-                        code?: "service_unavailable";
-                    };
-                };
-            };
-        };
-    };
-    getRecurringConsent: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description Recurring consent id (recurring_…) */
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        recurring_consent: components["schemas"]["RecurringConsent"];
-                    };
-                };
-            };
-            /** @description The request is not valid; `params.field` names the field */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"] & {
-                        code?: "bad_request.invalid_param.id" | string;
-                    };
-                };
-            };
-            /** @description No valid API key */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"] & {
-                        /** @enum {string} */
-                        code?: "unauthorized";
-                    };
-                };
-            };
-            /** @description No such object for this key's merchant and mode */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"] & {
-                        /** @enum {string} */
-                        code?: "not_found.recurring_consent";
-                    };
-                };
-            };
-        };
-    };
-    listRecurringConsents: {
-        parameters: {
-            query?: {
-                /** @description Page size, 1 to 1000 (default 100) */
-                limit?: number;
-                /** @description Return objects older than this id (the last id of the previous page), a recurring_… id */
-                starting_after?: string;
-                status?: "active" | "revoked" | "expired";
-                /** @description The payer's email */
-                email?: string;
-                request_id?: string;
-                merchant_identifier?: string;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        recurring_consents: components["schemas"]["RecurringConsent"][];
-                        has_more: boolean;
-                    };
-                };
-            };
-            /** @description The request is not valid; `params.field` names the field */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"] & {
-                        code?: ("bad_request.invalid_param.email" | "bad_request.invalid_param.limit" | "bad_request.invalid_param.merchant_identifier" | "bad_request.invalid_param.request_id" | "bad_request.invalid_param.starting_after" | "bad_request.invalid_param.status") | string;
-                    };
-                };
-            };
-            /** @description No valid API key */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"] & {
-                        /** @enum {string} */
-                        code?: "unauthorized";
-                    };
-                };
-            };
-        };
-    };
-    revokeRecurringConsent: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description Recurring consent id (recurring_…) */
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        recurring_consent: components["schemas"]["RecurringConsent"];
-                    };
-                };
-            };
-            /** @description The request is not valid; `params.field` names the field */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"] & {
-                        code?: "bad_request.invalid_param.id" | string;
-                    };
-                };
-            };
-            /** @description No valid API key */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"] & {
-                        /** @enum {string} */
-                        code?: "unauthorized";
-                    };
-                };
-            };
-            /** @description No such object for this key's merchant and mode */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"] & {
-                        /** @enum {string} */
-                        code?: "not_found.recurring_consent";
-                    };
-                };
-            };
-            /** @description Not allowed in the object's current state, or an Idempotency-Key reused with another body */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"] & {
-                        /** @enum {string} */
-                        code?: "conflict.invalid_state";
-                    };
-                };
-            };
-        };
-    };
-    revokeRecurringConsentAtBank: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description Recurring consent id (recurring_…) */
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        recurring_consent: components["schemas"]["RecurringConsent"];
-                    };
-                };
-            };
-            /** @description The request is not valid; `params.field` names the field */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"] & {
-                        code?: "bad_request.invalid_param.id" | string;
-                    };
-                };
-            };
-            /** @description No valid API key */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"] & {
-                        /** @enum {string} */
-                        code?: "unauthorized";
-                    };
-                };
-            };
-            /** @description No such object for this key's merchant and mode */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"] & {
-                        /** @enum {string} */
-                        code?: "not_found.recurring_consent" | "not_found.route";
-                    };
-                };
-            };
-            /** @description The bank could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"] & {
-                        /** @enum {string} */
-                        code?: "service_unavailable";
-                    };
-                };
-            };
-        };
-    };
-    revokeRecurringConsentByPayer: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description Recurring consent id (recurring_…) */
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        recurring_consent: components["schemas"]["RecurringConsent"];
-                    };
-                };
-            };
-            /** @description The request is not valid; `params.field` names the field */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"] & {
-                        code?: "bad_request.invalid_param.id" | string;
-                    };
-                };
-            };
-            /** @description No valid API key */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"] & {
-                        /** @enum {string} */
-                        code?: "unauthorized";
-                    };
-                };
-            };
-            /** @description No such object for this key's merchant and mode */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"] & {
-                        /** @enum {string} */
-                        code?: "not_found.recurring_consent" | "not_found.route";
-                    };
-                };
-            };
-            /** @description The bank could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"] & {
-                        /** @enum {string} */
-                        code?: "service_unavailable";
-                    };
-                };
-            };
-        };
-    };
-    declineNextRecurringPayments: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description Recurring consent id (recurring_…) */
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    /**
-                     * @description How many executions the bank refuses
-                     * @default 1
-                     */
-                    count?: number;
-                    /** @description e.g. insufficient_funds, fraud_check */
-                    reason?: string;
-                };
-            };
-        };
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        recurring_consent: components["schemas"]["RecurringConsent"];
-                    };
-                };
-            };
-            /** @description The request is not valid; `params.field` names the field */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"] & {
-                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.count" | "bad_request.invalid_param.id" | "bad_request.invalid_param.reason") | string;
-                    };
-                };
-            };
-            /** @description No valid API key */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"] & {
-                        /** @enum {string} */
-                        code?: "unauthorized";
-                    };
-                };
-            };
-            /** @description No such object for this key's merchant and mode */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"] & {
-                        /** @enum {string} */
-                        code?: "not_found.recurring_consent" | "not_found.route";
                     };
                 };
             };

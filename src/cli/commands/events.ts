@@ -1,8 +1,7 @@
 import { systemClock } from '../../shared/time.ts';
 import { resendEvent } from '../../modules/events/events.service.ts';
-import { installWebhookFanOut } from '../../modules/webhooks/webhooks.fanout.ts';
 import { recoverDeliveries } from '../../modules/webhooks/webhooks.service.ts';
-import type { CliCommand } from './index.ts';
+import type { CliCommand } from '../command.ts';
 import { print, withDb } from './open.ts';
 
 // Operator commands for webhook delivery; a running service picks the queued deliveries up.
@@ -13,7 +12,6 @@ export const eventCommands: Record<string, CliCommand> = {
     options: { webhook: { type: 'string' }, json: { type: 'boolean' } },
     async run(config, o, positionals) {
       if (!positionals[0]) throw new Error('events resend needs an event id (event_…)');
-      installWebhookFanOut();
       const result = await withDb(config, (db) => resendEvent(db, null, positionals[0], o.webhook, systemClock.now()));
       const lines = result.deliveries.map((d) => `queued ${d.id} to ${d.webhook_id}`);
       print(result, o.json, lines.length > 0 ? lines.join('\n') : 'no endpoint takes this event; nothing queued');

@@ -1,15 +1,9 @@
-import type { ParseArgsConfig } from 'node:util';
-import type { Config } from '../../config.ts';
+import type { CliCommand } from '../command.ts';
 import { merchantCommands } from './merchants.ts';
 import { storeCommands } from './store.ts';
 import { eventCommands } from './events.ts';
 import { devCommands } from './listen.ts';
 
-export type CliCommand = {
-  usage: string;
-  options: NonNullable<ParseArgsConfig['options']>;
-  run(config: Config, options: Record<string, any>, positionals: string[]): Promise<number>;
-};
 
 export const commands: Record<string, CliCommand> = {
   ...merchantCommands,

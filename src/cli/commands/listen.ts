@@ -4,7 +4,7 @@ import { decodeTime, encodeTime } from 'ulid';
 import type { Config } from '../../config.ts';
 import { EVENT_TYPES } from '../../modules/events/events.builders.ts';
 import { deliverySignatureHeaders } from '../../modules/webhooks/signing.ts';
-import type { CliCommand } from './index.ts';
+import type { CliCommand } from '../command.ts';
 import { triggerEvent, TRIGGERABLE } from './trigger.ts';
 
 // Developer commands that talk to a Tono over HTTP with a test key, like a merchant's code would:

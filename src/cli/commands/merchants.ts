@@ -1,6 +1,6 @@
 import { systemClock } from '../../shared/time.ts';
 import { addBankAccount, createApiKey, createMerchant, findMerchantByEmail, revokeApiKey } from '../../modules/merchants/merchants.service.ts';
-import type { CliCommand } from './index.ts';
+import type { CliCommand } from '../command.ts';
 import { print, withDb } from './open.ts';
 
 async function merchantId(db: Parameters<Parameters<typeof withDb>[1]>[0], who: string): Promise<string> {

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { backupSqlite } from '../../store/db.ts';
-import type { CliCommand } from './index.ts';
+import type { CliCommand } from '../command.ts';
 import { print, withDb } from './open.ts';
 
 export const storeCommands: Record<string, CliCommand> = {

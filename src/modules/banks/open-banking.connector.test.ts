@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { BankConnector } from './bank-connector.ts';
-import { call, hook, listeningApp, payerDecides, type Listening } from './banks.testing.ts';
+import { hook, listeningApp, payerDecides, type Listening } from './banks.testing.ts';
 import { BankHttp, observeBankExchanges, type BankExchange } from './open-banking.http.ts';
 import { SERVICE_CLIENT_ID, SERVICE_CLIENT_SECRET } from './sandbox-bank/sandbox-bank.app.ts';
 import { OpenBankingConnector } from './open-banking.connector.ts';

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { RequestRow } from '../requests/requests.repo.ts';
 import { detailFieldsOf, parseCheckoutForm } from './checkout.form.ts';
+import type { RequestRow } from '../requests/requests.tables.ts';
 
 const base = {
   id: 'request_01JD2Q8Z7M3V4K5N6P7R8S9T0V', amount_cents: null, min_payment_cents: 500, max_payment_cents: 10_000, suggested_amounts: '10.00,25.00',

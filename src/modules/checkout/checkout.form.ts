@@ -1,7 +1,8 @@
 import { displayAmount } from '../../shared/money.ts';
 import type { PayerDetails } from '../customers/customers.service.ts';
+import { EMPTY_ADDRESS } from '../customers/customers.rules.ts';
 import { boundsOf, paymentAmount, parsePayerAmount } from '../payments/payments.rules.ts';
-import type { RequestRow } from '../requests/requests.repo.ts';
+import type { RequestRow } from '../requests/requests.tables.ts';
 
 // The payment page's form: which fields a request shows, and the posted form read into a payment
 // start or a list of errors tied to fields. Pure, so every rule is tested without a browser.
@@ -92,7 +93,7 @@ export function parseCheckoutForm(request: RequestRow, values: FormValues, bankI
       first_name: firstName || null,
       last_name: lastName || null,
       phone: phone || null,
-      address1, address2, address3: '', address4: '', city, postcode,
+      ...EMPTY_ADDRESS, address1, address2, city, postcode,
       marketing_opt_in: fields.marketingOptIn && ['on', 'yes', 'true'].includes(text(values, 'marketing_opt_in')),
     };
   }

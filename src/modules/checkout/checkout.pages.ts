@@ -1,12 +1,12 @@
-import type { Deps } from '../../http/context.ts';
 import { displayAmount } from '../../shared/money.ts';
-import type { PaymentRow } from '../payments/payments.repo.ts';
 import { banksFor } from '../payments/payments.banks.ts';
 import { boundsOf } from '../payments/payments.rules.ts';
-import type { RequestRow } from '../requests/requests.repo.ts';
 import { boundsText, detailFieldsOf, collectsDetails, suggestionsOf, type FieldError, type FormValues } from './checkout.form.ts';
-import { strategyFor, type SetUpView } from './checkout.strategies.ts';
+import { strategyFor, type CheckoutStrategies, type SetUpView } from './checkout.strategies.ts';
 import { render } from './checkout.views.ts';
+import type { Deps } from '../context.ts';
+import type { RequestRow } from '../requests/requests.tables.ts';
+import type { PaymentRow } from '../payments/payments.tables.ts';
 
 // View models for each page, rendered through the templates. Nothing here touches the database.
 
@@ -33,9 +33,9 @@ export function withEmbed(path: string, embedOrigin: string | null): string {
   return `${path}${path.includes('?') ? '&' : '?'}embed_origin=${encodeURIComponent(embedOrigin)}`;
 }
 
-export function payPage(deps: Deps, ctx: PageContext, values: FormValues = {}, errors: FieldError[] = []): string {
+export function payPage(deps: Deps, strategies: CheckoutStrategies, ctx: PageContext, values: FormValues = {}, errors: FieldError[] = []): string {
   const { request } = ctx;
-  const strategy = strategyFor(request);
+  const strategy = strategyFor(strategies, request);
   const errorOf = (field: string) => errors.find((e) => e.field === field)?.message ?? null;
   const dynamic = request.kind === 'payment' && request.amount_cents === null ? (() => {
     const { min, max } = boundsOf({ fixedCents: null, minCents: request.min_payment_cents, maxCents: request.max_payment_cents });

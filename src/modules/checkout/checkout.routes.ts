@@ -2,13 +2,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { App } from '../../app.ts';
-import type { Deps } from '../../http/context.ts';
 import { merchantImage } from './checkout.images.ts';
 import { bankErrorPage, closedRequestPage, merchantRedirect, payPage, resultPage, statusPage, withEmbed, type PageContext } from './checkout.pages.ts';
 import { loadRequest, paymentOfRequest, returnFromBank, setUpViewOf, submitCheckout } from './checkout.service.ts';
 import { parseEmbedOrigin, render, sendPage } from './checkout.views.ts';
 import { isIdOf } from '../../shared/ids.ts';
+import type { Deps } from '../context.ts';
+import type { CheckoutStrategies } from './checkout.strategies.ts';
+import type { App } from '../../http/app-type.ts';
 
 const assetsDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'assets');
 const assetTypes: Record<string, string> = { '.css': 'text/css; charset=utf-8', '.js': 'text/javascript; charset=utf-8' };
@@ -29,7 +30,7 @@ function formValues(body: unknown): Record<string, string> {
 
 const wantsJson = (request: FastifyRequest) => (request.headers.accept ?? '').includes('application/json');
 
-export async function registerCheckoutRoutes(app: App, deps: Deps): Promise<void> {
+export async function registerCheckoutRoutes(app: App, deps: Deps, strategies: CheckoutStrategies): Promise<void> {
   const assets = new Map<string, { type: string; body: string }>();
   for (const name of fs.readdirSync(assetsDir)) {
     const type = assetTypes[path.extname(name)];
@@ -70,8 +71,8 @@ export async function registerCheckoutRoutes(app: App, deps: Deps): Promise<void
     const found = await contextOf(request);
     if (!found) return notFoundPage(reply);
     const { loaded, ctx } = found;
-    if (loaded.status !== 'active') return sendPage(reply, loaded.status === 'paid' ? 200 : 410, closedRequestPage(ctx, loaded.status, await setUpViewOf(deps, loaded)), ctx.embedOrigin);
-    return sendPage(reply, 200, payPage(deps, ctx), ctx.embedOrigin);
+    if (loaded.status !== 'active') return sendPage(reply, loaded.status === 'paid' ? 200 : 410, closedRequestPage(ctx, loaded.status, await setUpViewOf(deps, strategies, loaded)), ctx.embedOrigin);
+    return sendPage(reply, 200, payPage(deps, strategies, ctx), ctx.embedOrigin);
   });
 
   app.post<{ Params: Params; Querystring: Query }>('/pay/:id', hidden, async (request, reply) => {
@@ -79,7 +80,7 @@ export async function registerCheckoutRoutes(app: App, deps: Deps): Promise<void
     if (!found) return notFoundPage(reply);
     const { loaded, ctx } = found;
     const values = formValues(request.body);
-    const outcome = await submitCheckout(deps, loaded, values, ctx.embedOrigin ? 'embed' : 'page');
+    const outcome = await submitCheckout(deps, strategies, loaded, values, ctx.embedOrigin ? 'embed' : 'page');
     if (wantsJson(request)) {
       if (outcome.kind === 'redirect') return reply.send({ redirect_url: outcome.url, payment_id: outcome.paymentId });
       return reply.status(outcome.kind === 'invalid' ? 400 : 409).send({ outcome: outcome.kind });
@@ -88,9 +89,9 @@ export async function registerCheckoutRoutes(app: App, deps: Deps): Promise<void
       case 'redirect':
         return reply.redirect(outcome.url, 303);
       case 'invalid':
-        return sendPage(reply, 400, payPage(deps, ctx, values, outcome.errors), ctx.embedOrigin);
+        return sendPage(reply, 400, payPage(deps, strategies, ctx, values, outcome.errors), ctx.embedOrigin);
       case 'closed':
-        return sendPage(reply, 409, closedRequestPage(ctx, outcome.status, await setUpViewOf(deps, loaded)), ctx.embedOrigin);
+        return sendPage(reply, 409, closedRequestPage(ctx, outcome.status, await setUpViewOf(deps, strategies, loaded)), ctx.embedOrigin);
       case 'bank_error':
         return sendPage(reply, 502, bankErrorPage(ctx, outcome.message), ctx.embedOrigin);
     }
@@ -98,7 +99,7 @@ export async function registerCheckoutRoutes(app: App, deps: Deps): Promise<void
 
   app.get<{ Querystring: Query }>('/pay/return', hidden, async (request, reply) => {
     const { state, code, error } = request.query;
-    const outcome = await returnFromBank(deps, { state: state ?? '', code: code ?? null, error: error ?? null });
+    const outcome = await returnFromBank(deps, strategies, { state: state ?? '', code: code ?? null, error: error ?? null });
     const loaded = outcome && (await loadRequest(deps, outcome.requestId));
     if (!outcome || !loaded) {
       return reply.status(400).header('content-type', 'text/html; charset=utf-8').header('content-security-policy', "default-src 'none'; style-src 'self'; frame-ancestors 'none'")

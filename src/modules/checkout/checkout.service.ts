@@ -1,13 +1,16 @@
-import type { Deps } from '../../http/context.ts';
 import { AppError } from '../../shared/errors.ts';
-import { findPaymentById, type PaymentRow } from '../payments/payments.repo.ts';
+import { findPaymentById } from '../payments/payments.service.ts';
 import { banksFor } from '../payments/payments.banks.ts';
 import { effectiveStatus } from '../payments/payments.rules.ts';
 import { clockOf } from '../payments/payments.service.ts';
-import { findRequestById, type RequestRow } from '../requests/requests.repo.ts';
+import { findRequestById } from '../requests/requests.service.ts';
 import { parseCheckoutForm, type FieldError, type FormValues } from './checkout.form.ts';
-import { completeReturn, strategyFor, type ReturnInput, type ReturnOutcome, type SetUpView } from './checkout.strategies.ts';
+import { completeReturn, strategyFor, type CheckoutStrategies, type ReturnInput, type ReturnOutcome, type SetUpView } from './checkout.strategies.ts';
 import { isIdOf } from '../../shared/ids.ts';
+import type { Deps } from '../context.ts';
+import { type RequestRow } from '../requests/requests.tables.ts';
+import { type PaymentRow } from '../payments/payments.tables.ts';
+import { merchantContact } from '../merchants/merchants.service.ts';
 
 // The public side of a request: what the payer's browser can see and do with only the request id
 // (an unguessable capability) and, on return from the bank, the state the bank hands back.
@@ -18,7 +21,7 @@ export async function loadRequest(deps: Deps, id: string): Promise<LoadedRequest
   if (!isIdOf('request', id)) return null;
   const request = await findRequestById(deps.db, id);
   if (!request) return null;
-  const merchant = await deps.db.selectFrom('users').select('name').where('id', '=', request.user_id).executeTakeFirstOrThrow();
+  const merchant = await merchantContact(deps.db, request.user_id);
   const clock = await clockOf(deps, request);
   return { request, merchantName: merchant.name, status: effectiveStatus(request, clock.now()) };
 }
@@ -30,10 +33,10 @@ export type SubmitOutcome =
   | { kind: 'bank_error'; message: string; paymentId: string | null };
 
 /** The payer submitted the page: start the payment (or say what to fix). */
-export async function submitCheckout(deps: Deps, loaded: LoadedRequest, values: FormValues, channel: 'page' | 'embed'): Promise<SubmitOutcome> {
+export async function submitCheckout(deps: Deps, strategies: CheckoutStrategies, loaded: LoadedRequest, values: FormValues, channel: 'page' | 'embed'): Promise<SubmitOutcome> {
   const { request } = loaded;
   if (loaded.status !== 'active') return { kind: 'closed', status: loaded.status };
-  const strategy = strategyFor(request);
+  const strategy = strategyFor(strategies, request);
   const unavailable = strategy.unavailable(request);
   if (unavailable) return { kind: 'bank_error', message: unavailable, paymentId: null };
   const banks = banksFor(deps, request.mode as 'live' | 'test').map((bank) => bank.id);
@@ -54,9 +57,9 @@ export async function submitCheckout(deps: Deps, loaded: LoadedRequest, values: 
   }
 }
 
-export async function returnFromBank(deps: Deps, input: ReturnInput): Promise<ReturnOutcome | null> {
+export async function returnFromBank(deps: Deps, strategies: CheckoutStrategies, input: ReturnInput): Promise<ReturnOutcome | null> {
   if (typeof input.state !== 'string' || input.state === '' || input.state.length > 200) return null;
-  return completeReturn(deps, input);
+  return completeReturn(strategies, deps, input);
 }
 
 /** A payment of this request, for the result page and the status endpoint. */
@@ -67,8 +70,8 @@ export async function paymentOfRequest(deps: Deps, requestId: string, paymentId:
 }
 
 /** What a paid recurring or subscription request set up, in the payer's words; null for one-off payments. */
-export async function setUpViewOf(deps: Deps, loaded: LoadedRequest): Promise<SetUpView | null> {
+export async function setUpViewOf(deps: Deps, strategies: CheckoutStrategies, loaded: LoadedRequest): Promise<SetUpView | null> {
   if (loaded.status !== 'paid') return null;
-  const strategy = strategyFor(loaded.request);
+  const strategy = strategyFor(strategies, loaded.request);
   return strategy.setUpView ? strategy.setUpView(deps, loaded.request, loaded.merchantName) : null;
 }

@@ -1,14 +1,13 @@
-import type { Deps } from '../../http/context.ts';
 import { amountValue, displayAmount } from '../../shared/money.ts';
 import type { PayerDetails } from '../customers/customers.service.ts';
 import { completeOneOffReturn, startOneOffPayment } from '../payments/one-off.service.ts';
-import type { RequestRow } from '../requests/requests.repo.ts';
 import { recurringOptionsOf, subscriptionOptionsOf } from '../requests/requests.present.ts';
-import type { RequestKind } from '../requests/requests.rules.ts';
+import type { Deps } from '../context.ts';
+import type { RequestRow } from '../requests/requests.tables.ts';
 
 // What differs between kinds of request at checkout: the summary the payer reads, the consent to
 // create at the bank and what happens when the payer comes back. One-off payments are built here;
-// recurring consents and subscriptions register their own strategy (registerCheckoutStrategy).
+// recurring consents and subscriptions provide their own strategy in their module's manifest.
 
 export type SummaryLine = { label: string; value: string };
 export type Summary = {
@@ -44,7 +43,7 @@ export type CheckoutStrategy = {
   setUpView?(deps: Deps, request: RequestRow, merchantName: string): Promise<SetUpView | null>;
 };
 
-const oneOff: CheckoutStrategy = {
+export const oneOffCheckout: CheckoutStrategy = {
   summary(request) {
     const fixed = request.amount_cents;
     return {
@@ -98,23 +97,17 @@ export function summaryOfEnduring(request: RequestRow): Summary {
   };
 }
 
-const strategies = new Map<RequestKind, CheckoutStrategy>([
-  ['payment', oneOff],
-  ['recurring', notYet('A recurring payment authority')],
-  ['subscription', notYet('A subscription')],
-]);
+/** The strategy of each kind of request, from the modules' manifests. */
+export type CheckoutStrategies = ReadonlyMap<string, CheckoutStrategy>;
 
-/** Recurring consents and subscriptions plug their checkout in here. */
-export function registerCheckoutStrategy(kind: RequestKind, strategy: CheckoutStrategy): void {
-  strategies.set(kind, strategy);
-}
+const unknownKind = notYet('This kind of request');
 
-export function strategyFor(request: Pick<RequestRow, 'kind'>): CheckoutStrategy {
-  return strategies.get(request.kind as RequestKind) ?? notYet('This kind of request');
+export function strategyFor(strategies: CheckoutStrategies, request: Pick<RequestRow, 'kind'>): CheckoutStrategy {
+  return strategies.get(request.kind) ?? unknownKind;
 }
 
 /** Asks each strategy whether the returning state is its own. */
-export async function completeReturn(deps: Deps, input: ReturnInput): Promise<ReturnOutcome | null> {
+export async function completeReturn(strategies: CheckoutStrategies, deps: Deps, input: ReturnInput): Promise<ReturnOutcome | null> {
   for (const strategy of new Set(strategies.values())) {
     const outcome = await strategy.completeReturn(deps, input);
     if (outcome) return outcome;

@@ -1,14 +1,14 @@
-import type { Deps } from '../../http/context.ts';
 import { notFound } from '../../shared/errors.ts';
 import { paymentLine, type PaymentLine } from '../../shared/payer-words.ts';
 import { describeMoment } from '../../shared/zone.ts';
 import { merchantContact } from '../merchants/merchants.service.ts';
 import { clockOf, paymentsUnder } from '../payments/payments.service.ts';
-import { findConsentById, type ConsentRow } from './consents.repo.ts';
+import { anyConsentOfEmail, consentsOfEmail, findConsentById, type ConsentRow } from './consents.repo.ts';
 import { limitsOf } from './consents.rules.ts';
 import { consentObject, revokeConsentByPayer } from './consents.service.ts';
 import { describeLimits } from './limits.ts';
 import { isIdOf } from '../../shared/ids.ts';
+import type { Deps } from '../context.ts';
 
 // Recurring consents as their payer sees them in the payer dashboard: every one registered to
 // their email, across merchants and modes. Another payer's consent is unknown (404).
@@ -50,7 +50,7 @@ async function view(deps: Deps, row: ConsentRow, withPayments: boolean): Promise
 }
 
 export async function consentsOfPayer(deps: Deps, email: string): Promise<PayerConsent[]> {
-  const rows = await deps.db.selectFrom('recurring_consents').selectAll().where('email', '=', email).orderBy('id', 'desc').limit(200).execute();
+  const rows = await consentsOfEmail(deps.db, email);
   return Promise.all(rows.map((row) => view(deps, row, false)));
 }
 
@@ -72,5 +72,5 @@ export async function revokeConsentForPayer(deps: Deps, email: string, id: strin
 
 /** Whether any recurring consent is registered to this email (a sign-in code is only worth sending then). */
 export async function payerHasConsents(deps: Deps, email: string): Promise<boolean> {
-  return (await deps.db.selectFrom('recurring_consents').select('id').where('email', '=', email).limit(1).executeTakeFirst()) !== undefined;
+  return anyConsentOfEmail(deps.db, email);
 }

@@ -2,18 +2,17 @@ import { sql, type Kysely, type Selectable } from 'kysely';
 import { notFound } from '../../shared/errors.ts';
 import { lockForUpdate } from '../../store/db.ts';
 import { prepared } from '../../store/prepared.ts';
-import type { Database, Mode, PaymentsTable } from '../../store/tables.ts';
-import type { ConsentAuthorisationsTable, RecurringConsentsTable } from './consents.tables.ts';
-import { COUNTED_STATUSES } from './consents.rules.ts';
+import type { Database } from '../../store/tables.ts';
+import { notSealed } from '../../store/seal-at-rest.ts';
+import type { RecurringConsentsTable } from './consents.tables.ts';
 import type { UsageTotals, Window } from './limits.ts';
+import type { Mode } from '../../shared/mode.ts';
 
 // SQL of the consents module, no rules. Executions are payments rows tagged with the consent; the
 // period sums and the idempotency lookup read them here because they are this module's questions,
 // and the usage counters on the consent row are written here.
 
 export type ConsentRow = Selectable<RecurringConsentsTable>;
-export type AuthorisationRow = Selectable<ConsentAuthorisationsTable>;
-type PaymentRow = Selectable<PaymentsTable>;
 export type Owner = { userId: string; mode: Mode };
 type Db = Kysely<Database>;
 
@@ -60,22 +59,6 @@ export async function updateConsent(db: Db, id: string, changes: Partial<Consent
 }
 
 /**
- * Counted payments of a consent created inside `window`. The index on (recurring_consent_id,
- * created_at) limits the scan to that window's payments, however old the consent.
- */
-export async function sumPeriodUsage(db: Db, consentId: string, window: Window): Promise<UsageTotals> {
-  const row = await db
-    .selectFrom('payments')
-    .where('recurring_consent_id', '=', consentId)
-    .where('created_at', '>=', window.start)
-    .where('created_at', '<', window.end)
-    .where('status', 'in', COUNTED_STATUSES)
-    .select([sql<number>`coalesce(sum(amount_cents), 0)`.as('cents'), sql<number>`count(*)`.as('count')])
-    .executeTakeFirstOrThrow();
-  return { amount_cents: Number(row.cents), count: Number(row.count) };
-}
-
-/**
  * Counts a payment just reserved (the caller holds the consent lock): the totals go up by it and
  * the period counters now hold `window`, at `periodBefore` (its usage without the payment) plus it.
  */
@@ -117,12 +100,6 @@ export async function shiftUsage(db: Db, consentId: string, payment: { amount_ce
     .execute();
 }
 
-const paymentByIdempotencyKeyQuery = prepared<{ userId: string; mode: Mode; key: string }, PaymentRow>((db, arg) =>
-  db.selectFrom('payments').selectAll().where('user_id', '=', arg('userId')).where('mode', '=', arg('mode')).where('idempotency_key', '=', arg('key')));
-
-export async function findPaymentByIdempotencyKey(db: Db, owner: Owner, key: string): Promise<PaymentRow | undefined> {
-  return paymentByIdempotencyKeyQuery.first(db, { userId: owner.userId, mode: owner.mode, key });
-}
 
 export type ConsentFilters = { status?: string; email?: string; request_id?: string; merchant_identifier?: string; limit: number; starting_after?: string };
 
@@ -136,29 +113,18 @@ export async function listConsents(db: Db, owner: Owner, filters: ConsentFilters
   return query.orderBy('id', 'desc').limit(filters.limit + 1).execute();
 }
 
-export async function insertAuthorisation(db: Db, row: AuthorisationRow): Promise<void> {
-  await db.insertInto('consent_authorisations').values(row).execute();
+
+/** Bank access tokens stored in clear before secrets were sealed at rest. */
+export async function sealConsentAccessTokens(db: Db, seal: (secret: string) => string): Promise<void> {
+  const rows = await db.selectFrom('recurring_consents').select(['id', 'bank_access_token']).where(notSealed('bank_access_token')).execute();
+  for (const row of rows) await db.updateTable('recurring_consents').set({ bank_access_token: seal(row.bank_access_token) }).where('id', '=', row.id).execute();
 }
 
-export async function findAuthorisation(db: Db, state: string): Promise<AuthorisationRow | undefined> {
-  return db.selectFrom('consent_authorisations').selectAll().where('state', '=', state).executeTakeFirst();
+/** The consents registered to a payer's email, newest first (at most 200). */
+export async function consentsOfEmail(db: Db, email: string): Promise<ConsentRow[]> {
+  return db.selectFrom('recurring_consents').selectAll().where('email', '=', email).orderBy('id', 'desc').limit(200).execute();
 }
 
-/** Marks a pending authorisation done; false when another return already did (or it never existed). */
-export async function closeAuthorisation(db: Db, state: string, outcome: string, now: number): Promise<boolean> {
-  const result = await db.updateTable('consent_authorisations').set({ outcome, completed_at: now })
-    .where('state', '=', state).where('outcome', 'is', null).executeTakeFirst();
-  return Number(result.numUpdatedRows) === 1;
-}
-
-export async function setAuthorisationBankConsent(db: Db, state: string, bankConsentId: string): Promise<void> {
-  await db.updateTable('consent_authorisations').set({ bank_consent_id: bankConsentId }).where('state', '=', state).execute();
-}
-
-/** Removes this module's pending job with that dedupe key (its work is done another way). */
-const cancelJobQuery = prepared<{ dedupeKey: string }>((db, arg) =>
-  db.deleteFrom('jobs').where('dedupe_key', '=', arg('dedupeKey')).where('locked_by', 'is', null));
-
-export async function cancelJob(db: Db, dedupeKey: string): Promise<void> {
-  await cancelJobQuery.run(db, { dedupeKey });
+export async function anyConsentOfEmail(db: Db, email: string): Promise<boolean> {
+  return (await db.selectFrom('recurring_consents').select('id').where('email', '=', email).limit(1).executeTakeFirst()) !== undefined;
 }

@@ -1,17 +1,14 @@
-import type { App } from '../../app.ts';
-import { apiKeyAuth } from '../../http/auth.ts';
-import type { Deps } from '../../http/context.ts';
+import { apiKeyAuth } from '../merchants/merchants.auth.ts';
 import { errorResponses, IdParams } from '../../http/schemas.ts';
-import { registerCheckoutStrategy } from '../checkout/checkout.strategies.ts';
 import { PaymentEnvelope } from '../payments/payments.schemas.ts';
-import { recurringCheckout } from './authorise.service.ts';
 import { ConsentEnvelope, ConsentList, ExecutePaymentBody, ListConsentsQuery } from './consents.schemas.ts';
 import { listConsentsFor, retrieveConsent, revokeConsentByMerchant } from './consents.service.ts';
 import { executePayment } from './execute.service.ts';
 import { registerConsentTestHelperRoutes } from './consents.test-helpers.ts';
+import type { Deps } from '../context.ts';
+import type { App } from '../../http/app-type.ts';
 
 export async function registerConsentRoutes(app: App, deps: Deps): Promise<void> {
-  registerCheckoutStrategy('recurring', recurringCheckout(deps.config.serviceTimeZone));
   const auth = apiKeyAuth(deps);
   const params = IdParams('Recurring consent id (recurring_…)');
 

@@ -1,10 +1,10 @@
 import type { Kysely } from 'kysely';
-import type { Ctx, Deps } from '../../http/context.ts';
 import { invalidState } from '../../shared/errors.ts';
 import { pageOf } from '../../shared/pagination.ts';
 import type { Clock } from '../../shared/time.ts';
 import { enqueue, realTimeOf } from '../../jobs/queue.ts';
-import { clockOffset, type JobHandler } from '../../jobs/worker.ts';
+import type { JobHandler } from '../../jobs/worker.ts';
+import { testClockOffsetOf as clockOffset } from '../merchants/merchants.service.ts';
 import type { Database } from '../../store/tables.ts';
 import { transact } from '../../store/tx.ts';
 import { emitEvent } from '../events/events.service.ts';
@@ -18,6 +18,9 @@ import type { ListConsentsQuery } from './consents.schemas.ts';
 import { periodWindow } from './limits.ts';
 import { SETTLE_EXECUTION_JOB, settleExecutionJob } from './execute.service.ts';
 import { usageOf } from './usage.service.ts';
+import type { Ctx, Deps } from '../context.ts';
+
+export { sealConsentAccessTokens } from './consents.repo.ts';
 
 // Reading, revoking and expiring recurring consents. Executions are in execute.service.ts and
 // authorisation at checkout in authorise.service.ts.

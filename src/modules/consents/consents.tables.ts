@@ -43,21 +43,10 @@ export interface RecurringConsentsTable {
   period_cents: number;
 }
 
-/** A payer sent to the bank to approve a recurring consent; `state` comes back on the redirect. */
-export interface ConsentAuthorisationsTable {
-  state: string;
-  request_id: string;
-  bank_id: string;
-  bank_consent_id: string | null;
-  /** The payer's details from the page (JSON), merged over the request's cust_info. */
-  details: string | null;
-  /** null while pending; authorised | declined | failed once back. */
-  outcome: string | null;
-  created_at: number;
-  completed_at: number | null;
-}
-
 export interface ConsentTables {
   recurring_consents: RecurringConsentsTable;
-  consent_authorisations: ConsentAuthorisationsTable;
+}
+
+declare module '../../store/tables.ts' {
+  interface Database extends ConsentTables {}
 }

@@ -1,24 +1,24 @@
-import type { App } from '../../app.ts';
-import { apiKeyAuth } from '../../http/auth.ts';
-import type { Ctx, Deps } from '../../http/context.ts';
+import { apiKeyAuth } from '../merchants/merchants.auth.ts';
 import { errorResponses, IdParams } from '../../http/schemas.ts';
 import { AppError } from '../../shared/errors.ts';
 import { bankReturnUrl, banksFor } from '../payments/payments.banks.ts';
-import type { RequestRow } from '../requests/requests.repo.ts';
 import { requireTestMode } from '../test-helpers/clock.service.ts';
 import { authoriseAtBank } from '../test-helpers/pay.bank-driver.ts';
-import { detailsFromBody, registerPayHelper } from '../test-helpers/pay.service.ts';
+import { detailsFromBody } from '../test-helpers/pay.service.ts';
 import type { PayBody } from '../test-helpers/pay.schemas.ts';
 import { recurringCheckout } from './authorise.service.ts';
 import { getConsent } from './consents.repo.ts';
 import { ConsentEnvelope, DeclineNextBody } from './consents.schemas.ts';
 import { consentObject, revokeConsentByPayer } from './consents.service.ts';
+import type { Ctx, Deps } from '../context.ts';
+import type { App } from '../../http/app-type.ts';
+import type { RequestRow } from '../requests/requests.tables.ts';
 
 // Test helpers for recurring consents (test keys only). They drive the same code and the same
 // sandbox bank over HTTP that a payer at the hosted page, the payer dashboard and the bank drive.
 
 /** POST /v1/test-helpers/requests/{id}/pay on a recurring request: the payer authorises at the sandbox bank. */
-async function payRecurring(ctx: Ctx, request: RequestRow, body: PayBody): Promise<Record<string, unknown>> {
+export async function payRecurring(ctx: Ctx, request: RequestRow, body: PayBody): Promise<Record<string, unknown>> {
   const deps = ctx.deps;
   const bank = banksFor(deps, 'test')[0];
   if (!bank) throw new AppError('service_unavailable', 'No bank is connected, so the sandbox bank cannot be used', {});
@@ -48,7 +48,6 @@ const present = async (ctx: Ctx, id: string) => {
 };
 
 export async function registerConsentTestHelperRoutes(app: App, deps: Deps): Promise<void> {
-  registerPayHelper('recurring', payRecurring);
   const auth = apiKeyAuth(deps);
   const tags = ['Test helpers'];
   const params = IdParams('Recurring consent id (recurring_…)');

@@ -1,4 +1,3 @@
-import type { Ctx, Deps } from '../../http/context.ts';
 import { AppError, invalidParam, notFound } from '../../shared/errors.ts';
 import { AMOUNT_FORM, parseAmount } from '../../shared/money.ts';
 import { enqueue } from '../../jobs/queue.ts';
@@ -7,9 +6,9 @@ import type { Clock } from '../../shared/time.ts';
 import { transact } from '../../store/tx.ts';
 import type { BankConnector, BankResult, BankPaymentOutcome } from '../banks/bank-connector.ts';
 import { connectorFor, creditorOf, remittanceOf } from '../payments/payments.banks.ts';
-import { clockIdOf, createPaymentRow, findPaymentById, lockPayment, presentPayment, setPaymentStatus, type PaymentRow } from '../payments/payments.service.ts';
+import { clockIdOf, createPaymentRow, findPaymentById, findPaymentByIdempotencyKey, lockPayment, presentPayment, setPaymentStatus, type PaymentRow } from '../payments/payments.service.ts';
 import {
-  cancelJob, findPaymentByIdempotencyKey, lockConsent, lockConsentByTokenHash, updateConsent, type ConsentRow, type Owner,
+  findConsentById, lockConsent, lockConsentByTokenHash, updateConsent, type ConsentRow, type Owner,
 } from './consents.repo.ts';
 import {
   consentNotActiveError, consentRevokedError, effectiveConsentStatus, executionFingerprint, hashConsentToken, limitRefusalError, limitsOf,
@@ -19,6 +18,9 @@ import { checkLimits, periodWindow } from './limits.ts';
 import { noticeConsentRevoked } from './consents.notices.ts';
 import { countReservation, followStatusChange, usageOf } from './usage.service.ts';
 import { openStored } from '../../shared/secret-box.ts';
+import { backoffDelayMs, type Backoff } from '../../jobs/backoff.ts';
+import { cancelQueuedJob } from '../../jobs/queue.ts';
+import type { Ctx, Deps } from '../context.ts';
 
 // POST /v1/payments: a merchant-initiated payment under a recurring consent, synchronous.
 //
@@ -221,13 +223,14 @@ async function record(deps: Deps, paymentId: string, outcome: Outcome, consentEn
     if (outcome.bank_payment_id !== undefined) extra.bank_payment_id = outcome.bank_payment_id;
     if (outcome.failure_reason !== undefined) extra.failure_reason = outcome.failure_reason;
     // Settled: the safety-net job has nothing left to do.
-    if (outcome.status !== 'unconfirmed') await cancelJob(trx, `${SETTLE_EXECUTION_JOB}:${payment.id}`);
+    if (outcome.status !== 'unconfirmed') await cancelQueuedJob(trx, `${SETTLE_EXECUTION_JOB}:${payment.id}`);
     await followStatusChange(trx, payment, outcome.status);
     return setPaymentStatus(trx, payment, outcome.status, now, extra);
   });
 }
 
-const SETTLE_RETRY_MAX_MS = 10 * 60_000;
+/** 20 s doubling to 10 minutes: a bank that has not settled is asked again, less and less often. */
+const SETTLE_BACKOFF: Backoff = { baseMs: 20_000, maxMs: 10 * 60_000, jitter: false };
 
 /**
  * Job: a payment still in flight or unconfirmed after the execution returned (a crash between
@@ -238,10 +241,11 @@ export function settleExecutionJob(deps: Deps): JobHandler {
   return async (payload: { payment_id: string }, { job, clock }) => {
     const payment = await findPaymentById(deps.db, payload.payment_id);
     if (!payment || !payment.recurring_consent_id || !['awaiting-consent', 'unconfirmed'].includes(payment.status)) return;
-    const consent = await deps.db.selectFrom('recurring_consents').selectAll().where('id', '=', payment.recurring_consent_id).executeTakeFirstOrThrow();
+    const consent = await findConsentById(deps.db, payment.recurring_consent_id);
+    if (!consent) return;
     const recorded = await submitAndRecord(deps, consent, payment, clock.now(), clock);
     if (recorded.status === 'unconfirmed' || recorded.status === 'awaiting-consent') {
-      return { retryAt: deps.clock.now() + Math.min(10_000 * 2 ** job.attempts, SETTLE_RETRY_MAX_MS), error: 'not settled at the bank yet' };
+      return { retryAt: deps.clock.now() + backoffDelayMs(job.attempts, SETTLE_BACKOFF), error: 'not settled at the bank yet' };
     }
   };
 }

@@ -1,7 +1,7 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { DateTime } from 'luxon';
+import { localAt } from '../../shared/zone.ts';
 import {
   aggregateUsage,
   checkLimits,
@@ -25,7 +25,7 @@ const DAY = 24 * HOUR;
 
 /** An instant from a local wall time, for writing cases readably. */
 function local(iso: string, zone = NZ): number {
-  const parsed = DateTime.fromISO(iso, { zone });
+  const parsed = localAt(iso, zone);
   assert.ok(parsed.isValid, iso);
   return parsed.toMillis();
 }
@@ -324,7 +324,7 @@ describe('describeLimits', () => {
   const base: RecurringLimits = { period: 'weekly', max_per_period_cents: 10_000, max_per_payment_cents: null, total_count: null, total_amount_cents: null, end_at: null };
 
   test('the issue example', () => {
-    const endAt = DateTime.fromISO('2027-12-31', { zone: NZ }).endOf('day').toMillis();
+    const endAt = localAt('2027-12-31', NZ).endOf('day').toMillis();
     assert.equal(describeLimits({ ...base, max_per_payment_cents: 5_000, end_at: endAt }, NZ), 'up to $50.00 a payment, $100.00 a week, until 31 Dec 2027');
   });
 

@@ -1,4 +1,4 @@
-import { DateTime } from 'luxon';
+import { inZone } from '../../shared/zone.ts';
 import { displayAmount } from '../../shared/money.ts';
 import { lastWindowCache } from '../../shared/time.ts';
 
@@ -91,7 +91,7 @@ export function periodWindow(period: LimitPeriod, at: number, zone: string = DEF
 const recentWindows = lastWindowCache();
 
 function calendarWindow(period: LimitPeriod, at: number, zone: string): Window {
-  const local = DateTime.fromMillis(at, { zone });
+  const local = inZone(at, zone);
   if (!local.isValid) throw new RangeError(`periodWindow: invalid time ${at} or zone ${zone}`);
   const unit = luxonUnit[period];
   // Luxon's weeks are ISO weeks: they start on Monday.
@@ -181,7 +181,7 @@ export function usageSummary(limits: RecurringLimits, usage: Usage, at: number, 
 }
 
 function describeEnd(endAt: number, zone: string): string {
-  const local = DateTime.fromMillis(endAt, { zone }).setLocale('en-US');
+  const local = inZone(endAt, zone).setLocale('en-US');
   // An end given as a date is stored as the last millisecond of that local day: show the date only.
   const endOfDay = local.endOf('day').toMillis() === endAt;
   return endOfDay ? local.toFormat('d LLL yyyy') : `${local.toFormat('h:mm')}${local.toFormat('a').toLowerCase()} on ${local.toFormat('d LLL yyyy')}`;

@@ -1,7 +1,9 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../store/tables.ts';
 import type { PaymentRow } from '../payments/payments.service.ts';
-import { countReservedPayment, shiftUsage, sumPeriodUsage, type ConsentRow } from './consents.repo.ts';
+import { countReservedPayment, shiftUsage, type ConsentRow } from './consents.repo.ts';
+import { sumPaymentsOfConsent } from '../payments/payments.service.ts';
+import { COUNTED_STATUSES } from './consents.rules.ts';
 import { countedChange, periodUsageOf, totalUsageOf } from './consents.rules.ts';
 import type { UsageAggregate, UsageTotals, Window } from './limits.ts';
 
@@ -22,7 +24,7 @@ type Db = Kysely<Database>;
  */
 export async function usageOf(db: Db, consent: ConsentRow, window: Window): Promise<UsageAggregate> {
   const total = totalUsageOf(consent);
-  const period = periodUsageOf(consent, window) ?? (await sumPeriodUsage(db, consent.id, window));
+  const period = periodUsageOf(consent, window) ?? (await sumPaymentsOfConsent(db, consent.id, window, COUNTED_STATUSES));
   return { total, period };
 }
 

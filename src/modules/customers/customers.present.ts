@@ -1,9 +1,9 @@
 import { iso } from '../../shared/time.ts';
-import type { CustInfoRow, CustomerRow } from './customers.repo.ts';
+import type { CustomerRow } from './customers.repo.ts';
+import type { CustInfoRow } from './customers.tables.ts';
+import { addressOf } from './customers.rules.ts';
 
-export function addressOf(row: Pick<CustomerRow, 'address1' | 'address2' | 'address3' | 'address4' | 'city' | 'postcode'>) {
-  return { address1: row.address1, address2: row.address2, address3: row.address3, address4: row.address4, city: row.city, postcode: row.postcode };
-}
+export { addressOf };
 
 /** The CustInfo object of the API (docs/openapi.json). */
 export function presentCustInfo(row: CustInfoRow) {
@@ -14,12 +14,7 @@ export function presentCustInfo(row: CustInfoRow) {
     phone: row.phone ?? '',
     first_name: row.first_name ?? '',
     last_name: row.last_name ?? '',
-    address1: row.address1,
-    address2: row.address2,
-    address3: row.address3,
-    address4: row.address4,
-    city: row.city,
-    postcode: row.postcode,
+    ...addressOf(row),
     marketing_opt_in: row.marketing_opt_in === 1,
     created_at: iso(row.created_at),
     updated_at: iso(row.updated_at),

@@ -1,10 +1,10 @@
 import { Type } from 'typebox';
-import type { App } from '../../app.ts';
-import { apiKeyAuth } from '../../http/auth.ts';
-import type { Deps } from '../../http/context.ts';
+import { apiKeyAuth } from '../merchants/merchants.auth.ts';
 import { errorResponses, IdParams } from '../../http/schemas.ts';
 import { CustomerEnvelope, CustomerObject, ListCustomersQuery } from './customers.schemas.ts';
 import { listCustomersFor, retrieveCustomer } from './customers.service.ts';
+import type { Deps } from '../context.ts';
+import type { App } from '../../http/app-type.ts';
 
 export async function registerCustomerRoutes(app: App, deps: Deps): Promise<void> {
   const auth = apiKeyAuth(deps);

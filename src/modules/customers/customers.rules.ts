@@ -1,35 +1,33 @@
 // Payer details and how they update the merchant's customer record, as plain functions.
 
-export type PayerDetails = {
-  email: string | null;
-  first_name: string | null;
-  last_name: string | null;
-  phone: string | null;
-  address1: string;
-  address2: string;
-  address3: string;
-  address4: string;
-  city: string;
-  postcode: string;
-  marketing_opt_in: boolean;
-};
+// The one list of a payer's details: every type, schema, form and copy of them is built from these.
+
+/** Who the payer is: absent rather than empty when not given. */
+export const PERSON_FIELDS = ['first_name', 'last_name', 'phone'] as const;
+/** Where the payer lives: the lines belong together, and are empty strings when not given. */
+export const ADDRESS_FIELDS = ['address1', 'address2', 'address3', 'address4', 'city', 'postcode'] as const;
+
+export type PersonFields = { [K in (typeof PERSON_FIELDS)[number]]: string | null };
+export type AddressFields = { [K in (typeof ADDRESS_FIELDS)[number]]: string };
+
+export type PayerDetails = { email: string | null } & PersonFields & AddressFields & { marketing_opt_in: boolean };
+
+export const EMPTY_ADDRESS = Object.fromEntries(ADDRESS_FIELDS.map((field) => [field, ''])) as AddressFields;
 
 export const EMPTY_DETAILS: PayerDetails = {
-  email: null, first_name: null, last_name: null, phone: null,
-  address1: '', address2: '', address3: '', address4: '', city: '', postcode: '', marketing_opt_in: false,
+  email: null,
+  ...(Object.fromEntries(PERSON_FIELDS.map((field) => [field, null])) as PersonFields),
+  ...EMPTY_ADDRESS,
+  marketing_opt_in: false,
 };
 
-export type CustomerFields = {
-  phone: string | null;
-  first_name: string | null;
-  last_name: string | null;
-  address1: string;
-  address2: string;
-  address3: string;
-  address4: string;
-  city: string;
-  postcode: string;
-};
+/** The fields of a customer record that payer details update. */
+export type CustomerFields = PersonFields & AddressFields;
+
+/** The address lines of anything that has them. */
+export function addressOf(row: AddressFields): AddressFields {
+  return Object.fromEntries(ADDRESS_FIELDS.map((field) => [field, row[field]])) as AddressFields;
+}
 
 export function normaliseEmail(email: string): string {
   return email.trim().toLowerCase();
@@ -43,12 +41,12 @@ const hasAddress = (d: PayerDetails) => [d.address1, d.city, d.postcode].some((v
  */
 export function customerChanges(current: CustomerFields, details: PayerDetails): Partial<CustomerFields> {
   const changes: Partial<CustomerFields> = {};
-  for (const field of ['phone', 'first_name', 'last_name'] as const) {
+  for (const field of PERSON_FIELDS) {
     const next = details[field];
     if (next !== null && next !== '' && next !== current[field]) changes[field] = next;
   }
   if (hasAddress(details)) {
-    for (const field of ['address1', 'address2', 'address3', 'address4', 'city', 'postcode'] as const) {
+    for (const field of ADDRESS_FIELDS) {
       if (details[field] !== current[field]) changes[field] = details[field];
     }
   }

@@ -1,10 +1,15 @@
-import { Type, type Static } from 'typebox';
+import { Type, type Static, type TSchema } from 'typebox';
+import { ADDRESS_FIELDS } from './customers.rules.ts';
+
+type AddressField = (typeof ADDRESS_FIELDS)[number];
 import { Timestamp } from '../../http/schemas.ts';
 import { listQueryFields } from '../../shared/pagination.ts';
 
-export const AddressObject = Type.Object({
-  address1: Type.String(), address2: Type.String(), address3: Type.String(), address4: Type.String(), city: Type.String(), postcode: Type.String(),
-}, { title: 'Address' });
+/** One string field per address line (customers.rules.ts keeps the list). */
+export const addressSchemaFields = <S extends TSchema>(schemaOf: (field: AddressField) => S) =>
+  Object.fromEntries(ADDRESS_FIELDS.map((field) => [field, schemaOf(field)])) as { [K in AddressField]: S };
+
+export const AddressObject = Type.Object(addressSchemaFields(() => Type.String()), { title: 'Address' });
 
 export const CustomerObject = Type.Object({
   id: Type.String({ examples: ['customer_01JD2Q8Z7M3V4K5N6P7R8S9T0V'] }),
@@ -26,12 +31,7 @@ export const CustInfoObject = Type.Object({
   phone: Type.String(),
   first_name: Type.String(),
   last_name: Type.String(),
-  address1: Type.String(),
-  address2: Type.String(),
-  address3: Type.String(),
-  address4: Type.String(),
-  city: Type.String(),
-  postcode: Type.String(),
+  ...addressSchemaFields(() => Type.String()),
   marketing_opt_in: Type.Boolean(),
   created_at: Timestamp,
   updated_at: Timestamp,

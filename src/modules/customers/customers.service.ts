@@ -1,16 +1,15 @@
 import type { Kysely } from 'kysely';
-import type { Ctx } from '../../http/context.ts';
 import { newId } from '../../shared/ids.ts';
 import { pageOf } from '../../shared/pagination.ts';
 import { iso } from '../../shared/time.ts';
-import type { Database, Mode } from '../../store/tables.ts';
+import type { Database } from '../../store/tables.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { addressOf, presentCustomer } from './customers.present.ts';
-import {
-  findCustInfoOfPayment, getCustomer, insertCustInfo, insertCustomerIfNew, listCustomers,
-  lockCustomerByEmail, updateCustomer, type CustInfoRow, type CustomerRow,
-} from './customers.repo.ts';
+import { findCustInfoOfPayment, getCustomer, insertCustInfo, insertCustomerIfNew, listCustomers, lockCustomerByEmail, updateCustomer, type CustomerRow } from './customers.repo.ts';
 import { customerChanges, normaliseEmail, type PayerDetails } from './customers.rules.ts';
+import type { Mode } from '../../shared/mode.ts';
+import type { Ctx } from '../context.ts';
+import { type CustInfoRow } from './customers.tables.ts';
 
 export type { PayerDetails } from './customers.rules.ts';
 export { EMPTY_DETAILS } from './customers.rules.ts';

@@ -1,7 +1,8 @@
 // One builder per event type of docs/webhooks.md ("The event"): each takes exactly the fields that type's `data` carries,
 // so no call site assembles an event payload by hand.
+import type { AddressFields } from '../customers/customers.rules.ts';
 
-export type AddressData = { address1: string; address2: string; address3: string; address4: string; city: string; postcode: string };
+export type AddressData = AddressFields;
 
 export type EventData = {
   'request.created': { id: string; merchant_identifier: string | null; user_id: string; created_at: string; expires_at: string | null };

@@ -1,5 +1,7 @@
 import type { Kysely, Selectable } from 'kysely';
-import type { Database, EventsTable, Mode } from '../../store/tables.ts';
+import type { Database } from '../../store/tables.ts';
+import type { Mode } from '../../shared/mode.ts';
+import type { EventsTable } from './events.tables.ts';
 
 export type EventRow = Selectable<EventsTable>;
 export type Owner = { userId: string; mode: Mode };
@@ -31,4 +33,38 @@ export async function eventsAfter(db: Db, owner: Owner, after: string, types: st
 export async function newestEventId(db: Db, owner: Owner): Promise<string | null> {
   const row = await db.selectFrom('events').select('id').where('user_id', '=', owner.userId).where('mode', '=', owner.mode).orderBy('id', 'desc').limit(1).executeTakeFirst();
   return row?.id ?? null;
+}
+
+/** The stored envelopes (and sealed secrets) of these events, for their deliveries. */
+export async function eventBodies(db: Db, ids: string[]): Promise<Map<string, { body: string; secret_sealed: string | null }>> {
+  const bodies = new Map<string, { body: string; secret_sealed: string | null }>();
+  for (let i = 0; i < ids.length; i += 500) {
+    const rows = await db.selectFrom('events').select(['id', 'body', 'secret_sealed']).where('id', 'in', ids.slice(i, i + 500)).execute();
+    for (const row of rows) bodies.set(row.id, { body: row.body, secret_sealed: row.secret_sealed });
+  }
+  return bodies;
+}
+
+/** The recurring token as the events API shows it: its prefix, an ellipsis and its last 4 characters. */
+function masked(token: string): string {
+  return `${token.slice(0, 4)}…${token.slice(-4)}`;
+}
+
+/**
+ * Seals recurring tokens stored in clear before secrets were sealed at rest, masking them in the
+ * envelope; returns the ids of the events changed.
+ */
+export async function sealEventTokens(db: Db, seal: (secret: string) => string): Promise<string[]> {
+  const events = await db.selectFrom('events').select(['id', 'body'])
+    .where('type', '=', 'recurring_payment.authorised').where('secret_sealed', 'is', null).execute();
+  const sealed: string[] = [];
+  for (const event of events) {
+    const envelope = JSON.parse(event.body) as { data: { token?: unknown } };
+    const token = envelope.data.token;
+    if (typeof token !== 'string' || token.includes('…')) continue;
+    envelope.data.token = masked(token);
+    await db.updateTable('events').set({ body: JSON.stringify(envelope), secret_sealed: seal(token) }).where('id', '=', event.id).execute();
+    sealed.push(event.id);
+  }
+  return sealed;
 }

@@ -1,10 +1,10 @@
-import type { App } from '../../app.ts';
-import { apiKeyAuth } from '../../http/auth.ts';
-import type { Deps } from '../../http/context.ts';
+import { apiKeyAuth } from '../merchants/merchants.auth.ts';
 import { errorResponses, IdParams } from '../../http/schemas.ts';
 import { DeliveryList } from '../webhooks/webhooks.schemas.ts';
 import { EventDetail, EventFeed, EventFeedQuery, EventList, ListEventsQuery, ResendBody } from './events.schemas.ts';
 import { eventFeedFor, listEventsFor, resendEventFor, retrieveEvent } from './events.service.ts';
+import type { Deps } from '../context.ts';
+import type { App } from '../../http/app-type.ts';
 
 export async function registerEventRoutes(app: App, deps: Deps): Promise<void> {
   const auth = apiKeyAuth(deps);

@@ -2,24 +2,21 @@ import type { Kysely } from 'kysely';
 import { newId } from '../../shared/ids.ts';
 import { insertRow } from '../../store/prepared.ts';
 import { iso } from '../../shared/time.ts';
-import type { Database, Mode } from '../../store/tables.ts';
-import type { Ctx } from '../../http/context.ts';
+import type { Database } from '../../store/tables.ts';
 import { invalidParam, notFound } from '../../shared/errors.ts';
 import { pageOf } from '../../shared/pagination.ts';
-import { deliveriesWithAttempts, resendToWebhooks } from '../webhooks/webhooks.service.ts';
+import { deliveriesWithAttempts, letDeliveriesCarrySecret, resendToWebhooks } from '../webhooks/webhooks.service.ts';
+import { fanOutToWebhooks } from '../webhooks/webhooks.fanout.ts';
 import { buildEventData, EVENT_TYPES, versionOf, type EventData, type EventEnvelope, type EventType } from './events.builders.ts';
-import { eventsAfter, findEvent, listEvents, newestEventId, type EventRow } from './events.repo.ts';
-import { type EventFeedQuery, type ListEventsQuery, type ResendBody } from './events.schemas.ts';
+import { eventsAfter, findEvent, listEvents, newestEventId, sealEventTokens, type EventRow } from './events.repo.ts';
+import type { SecretBox } from '../../shared/secret-box.ts';
+
+export { eventBodies } from './events.repo.ts';
+import type { EventFeedQuery, ListEventsQuery, ResendBody } from './events.schemas.ts';
+import type { Mode } from '../../shared/mode.ts';
+import type { Ctx } from '../context.ts';
 
 export type EventScope = { userId: string; mode: Mode };
-
-type FanOut = (db: Kysely<Database>, event: { id: string; userId: string; mode: Mode; type: EventType; body: string; hasSecret: boolean }, now: number) => Promise<void>;
-let fanOut: FanOut = async () => {};
-
-/** The webhooks module plugs in here to create deliveries in the same transaction as the event. */
-export function setEventFanOut(next: FanOut): void {
-  fanOut = next;
-}
 
 /**
  * Writes an event in the caller's transaction (the outbox): it exists exactly when the change that
@@ -40,8 +37,15 @@ export async function emitEvent<T extends EventType>(
   if (envelope.version === undefined) delete envelope.version;
   const body = JSON.stringify(envelope);
   await insertRow(db, 'events', { id: envelope.id, user_id: scope.userId, mode: scope.mode, type, object_id: objectId, body, created_at: now, ...(sealedSecret !== null && { secret_sealed: sealedSecret }) });
-  await fanOut(db, { id: envelope.id, userId: scope.userId, mode: scope.mode, type, body, hasSecret: sealedSecret !== null }, now);
+  // Deliveries are created in the same transaction, so an event and its deliveries commit (or vanish) together.
+  await fanOutToWebhooks(db, { id: envelope.id, userId: scope.userId, mode: scope.mode, type, hasSecret: sealedSecret !== null });
   return envelope;
+}
+
+/** Recurring tokens in events stored before sealing at rest: sealed, masked, and still carried by the event's own deliveries. */
+export async function sealEventSecrets(trx: Kysely<Database>, secrets: SecretBox): Promise<void> {
+  const sealed = await sealEventTokens(trx, (token) => secrets.seal(token));
+  await letDeliveriesCarrySecret(trx, sealed);
 }
 
 // The event log: what was sent, to whom, and how each attempt went; and re-sending.

@@ -4,14 +4,16 @@ import type { Kysely } from 'kysely';
 import nodemailer, { type Transporter } from 'nodemailer';
 import type { Logger } from 'pino';
 import type { Config } from '../../config.ts';
-import type { Deps } from '../../http/context.ts';
 import { enqueue } from '../../jobs/queue.ts';
 import type { JobHandler } from '../../jobs/worker.ts';
 import { newId } from '../../shared/ids.ts';
 import { isSealed, type SecretBox } from '../../shared/secret-box.ts';
-import type { Database, Mode } from '../../store/tables.ts';
+import type { Database } from '../../store/tables.ts';
 import { transact } from '../../store/tx.ts';
 import { renderMail, type TemplateData, type TemplateName } from './mail.templates.ts';
+import type { Mode } from '../../shared/mode.ts';
+import type { Deps } from '../context.ts';
+import { findMessage, insertMessage, updateMessage } from './mail.repo.ts';
 
 // Email: a message is a row written in the caller's transaction with a job to send it, so a
 // crash between the change and the send loses nothing. The job sends with a Message-ID made from
@@ -40,27 +42,23 @@ export type QueueMail<K extends TemplateName = TemplateName> = {
  */
 export async function queueMail<K extends TemplateName>(db: Kysely<Database>, mail: QueueMail<K>, now: number, sealWith?: SecretBox): Promise<string | null> {
   const id = newId('mail');
-  const inserted = await db
-    .insertInto('mail_messages')
-    .values({
-      id,
-      to_address: mail.to.trim().toLowerCase(),
-      template: mail.template,
-      data: sealWith ? sealWith.seal(JSON.stringify(mail.data)) : JSON.stringify(mail.data),
-      related_type: mail.related?.type ?? null,
-      related_id: mail.related?.id ?? null,
-      user_id: mail.owner?.userId ?? null,
-      mode: mail.owner?.mode ?? null,
-      status: 'queued',
-      attempts: 0,
-      last_error: null,
-      dedupe_key: mail.dedupeKey ?? null,
-      created_at: now,
-      sent_at: null,
-    })
-    .onConflict((c) => c.column('dedupe_key').doNothing())
-    .executeTakeFirst();
-  if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 0) return null;
+  const inserted = await insertMessage(db, {
+    id,
+    to_address: mail.to.trim().toLowerCase(),
+    template: mail.template,
+    data: sealWith ? sealWith.seal(JSON.stringify(mail.data)) : JSON.stringify(mail.data),
+    related_type: mail.related?.type ?? null,
+    related_id: mail.related?.id ?? null,
+    user_id: mail.owner?.userId ?? null,
+    mode: mail.owner?.mode ?? null,
+    status: 'queued',
+    attempts: 0,
+    last_error: null,
+    dedupe_key: mail.dedupeKey ?? null,
+    created_at: now,
+    sent_at: null,
+  });
+  if (!inserted) return null;
   // Due at once in real time: `now` may be a merchant's test clock, which the job runner does not follow for mail.
   await enqueue(db, { kind: SEND_MAIL_JOB, runAt: 0, payload: { id } }, Date.now());
   return id;
@@ -114,7 +112,7 @@ function linkFor(template: TemplateName, baseUrl: string): string {
 /** The job that sends one queued message, recording each attempt on its row. */
 export function sendMailJob(deps: Deps, sender: MailSender): JobHandler {
   return async (payload: { id: string }, context) => {
-    const row = await deps.db.selectFrom('mail_messages').selectAll().where('id', '=', payload.id).executeTakeFirst();
+    const row = await findMessage(deps.db, payload.id);
     if (!row || row.status !== 'queued') return;
     const template = row.template as TemplateName;
     const data = JSON.parse(isSealed(row.data) ? deps.secrets.open(row.data) : row.data) as TemplateData[TemplateName];
@@ -126,16 +124,12 @@ export function sendMailJob(deps: Deps, sender: MailSender): JobHandler {
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       const giveUp = context.job.attempts >= MAX_ATTEMPTS;
-      await deps.db.updateTable('mail_messages')
-        .set({ attempts: row.attempts + 1, last_error: message.slice(0, 500), status: giveUp ? 'failed' : 'queued' })
-        .where('id', '=', row.id).execute();
+      await updateMessage(deps.db, row.id, { attempts: row.attempts + 1, last_error: message.slice(0, 500), status: giveUp ? 'failed' : 'queued' });
       if (giveUp) return;
       throw error;
     }
     await transact(deps.db, async (trx) => {
-      await trx.updateTable('mail_messages')
-        .set({ attempts: row.attempts + 1, last_error: null, status: 'sent', sent_at: deps.clock.now() })
-        .where('id', '=', row.id).execute();
+      await updateMessage(trx, row.id, { attempts: row.attempts + 1, last_error: null, status: 'sent', sent_at: deps.clock.now() });
       await context.finishIn(trx);
     });
   };

@@ -1,4 +1,4 @@
-import type { Mode } from '../../store/tables.ts';
+import type { Mode } from '../../shared/mode.ts';
 
 // Row types of the mail module, merged into the store's Database in src/store/tables.ts.
 
@@ -27,4 +27,8 @@ export interface MailMessagesTable {
 
 export interface MailTables {
   mail_messages: MailMessagesTable;
+}
+
+declare module '../../store/tables.ts' {
+  interface Database extends MailTables {}
 }

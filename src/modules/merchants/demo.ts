@@ -1,5 +1,5 @@
-import type { Deps } from '../../http/context.ts';
-import { createMerchant, findMerchantByEmail, type CreatedMerchant } from './merchants.service.ts';
+import { anyMerchant, createMerchant, findMerchantByEmail, type CreatedMerchant } from './merchants.service.ts';
+import type { Deps } from '../context.ts';
 
 export const DEMO_EMAIL = 'demo@tono.example';
 export const DEMO_BANK_ACCOUNT = '12-3456-7890138-00';
@@ -9,7 +9,6 @@ export const DEMO_BANK_ACCOUNT = '12-3456-7890138-00';
  * get 'exists' while the demo merchant is there, and null once the database has only real merchants.
  */
 export async function ensureDemoMerchant(deps: Deps): Promise<CreatedMerchant | 'exists' | null> {
-  const anyone = await deps.db.selectFrom('users').select('id').limit(1).executeTakeFirst();
-  if (anyone) return (await findMerchantByEmail(deps.db, DEMO_EMAIL)) ? 'exists' : null;
+  if (await anyMerchant(deps.db)) return (await findMerchantByEmail(deps.db, DEMO_EMAIL)) ? 'exists' : null;
   return createMerchant(deps.db, deps.clock, { name: 'Demo Store', email: DEMO_EMAIL, bankAccount: DEMO_BANK_ACCOUNT });
 }

@@ -1,10 +1,11 @@
 import { Type } from 'typebox';
-import type { App } from '../../app.ts';
-import { apiKeyAuth } from '../../http/auth.ts';
-import type { Deps } from '../../http/context.ts';
+import { apiKeyAuth } from './merchants.auth.ts';
+import { listBankAccounts } from './merchants.service.ts';
 import { errorResponses, Timestamp } from '../../http/schemas.ts';
 import { iso } from '../../shared/time.ts';
 import { ListQuery } from '../../shared/pagination.ts';
+import type { Deps } from '../context.ts';
+import type { App } from '../../http/app-type.ts';
 
 const BankAccountObject = Type.Object({
   id: Type.String(),
@@ -24,9 +25,7 @@ export async function registerMerchantRoutes(app: App, deps: Deps): Promise<void
     },
   }, async (request) => {
     const limit = request.query.limit ?? 100;
-    let query = deps.db.selectFrom('bank_accounts').selectAll().where('user_id', '=', request.ctx.merchant.id);
-    if (request.query.starting_after) query = query.where('id', '<', request.query.starting_after);
-    const rows = await query.orderBy('id', 'desc').limit(limit + 1).execute();
+    const rows = await listBankAccounts(deps.db, request.ctx.merchant.id, { limit, startingAfter: request.query.starting_after });
     return {
       bank_accounts: rows.slice(0, limit).map((row) => ({ id: row.id, account_number: row.account_number, name: row.name, created_at: iso(row.created_at) })),
       has_more: rows.length > limit,

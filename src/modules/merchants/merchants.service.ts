@@ -4,14 +4,17 @@ import { hashPassword, randomSecret, sha256Hex } from '../../shared/crypto.ts';
 import { newId } from '../../shared/ids.ts';
 import type { Clock } from '../../shared/time.ts';
 import { transact } from '../../store/tx.ts';
-import type { Database, Mode } from '../../store/tables.ts';
-import { prepared } from '../../store/prepared.ts';
+import type { Database } from '../../store/tables.ts';
+import {
+  anyUser, findApiKey, findBankAccountOf, findUserByEmail, findUserById, insertApiKey, insertBankAccount, insertUser, keyByHashQuery, setApiKeyRevoked,
+} from './merchants.repo.ts';
 import {
   BANK_ACCOUNT_FORM,
   formatBankAccountNumber,
   isValidBankAccountNumber,
   parseBankAccountNumber,
 } from './bank-account-number.ts';
+import type { Mode } from '../../shared/mode.ts';
 
 type Db = Kysely<Database>;
 
@@ -22,22 +25,15 @@ export type CreatedKey = { id: string; key: string; mode: Mode };
 export async function createApiKey(db: Db, clock: Clock, userId: string, mode: Mode): Promise<CreatedKey> {
   const key = `sk_${mode}_${randomSecret(24)}`;
   const id = newId('key');
-  await db
-    .insertInto('api_keys')
-    .values({ id, user_id: userId, mode, key_hash: sha256Hex(key), hint: `sk_${mode}_…${key.slice(-4)}`, created_at: clock.now(), revoked_at: null })
-    .execute();
+  await insertApiKey(db, { id, user_id: userId, mode, key_hash: sha256Hex(key), hint: `sk_${mode}_…${key.slice(-4)}`, created_at: clock.now(), revoked_at: null });
   return { id, key, mode };
 }
 
 export async function revokeApiKey(db: Db, clock: Clock, keyIdOrKey: string): Promise<{ id: string }> {
   const byKey = KEY_PATTERN.test(keyIdOrKey);
-  const row = await db
-    .selectFrom('api_keys')
-    .select(['id', 'revoked_at'])
-    .where(byKey ? 'key_hash' : 'id', '=', byKey ? sha256Hex(keyIdOrKey) : keyIdOrKey)
-    .executeTakeFirst();
+  const row = await findApiKey(db, byKey ? { keyHash: sha256Hex(keyIdOrKey) } : { id: keyIdOrKey });
   if (!row) throw notFound('api_key', byKey ? undefined : keyIdOrKey);
-  if (row.revoked_at == null) await db.updateTable('api_keys').set({ revoked_at: clock.now() }).where('id', '=', row.id).execute();
+  if (row.revoked_at == null) await setApiKeyRevoked(db, row.id, clock.now());
   return { id: row.id };
 }
 
@@ -45,7 +41,7 @@ export async function addBankAccount(db: Db, clock: Clock, userId: string, numbe
   const parts = parseBankAccountNumber(number);
   if (!parts || !isValidBankAccountNumber(number)) throw invalidParam('account_number', `account_number must be ${BANK_ACCOUNT_FORM}`);
   const row = { id: newId('bankAccount'), user_id: userId, account_number: formatBankAccountNumber(parts), name: name ?? null, created_at: clock.now() };
-  await db.insertInto('bank_accounts').values(row).execute();
+  await insertBankAccount(db, row);
   return row;
 }
 
@@ -66,14 +62,11 @@ export async function createMerchant(db: Db, clock: Clock, input: NewMerchant): 
   if (password.length < 8) throw invalidParam('password', 'password must be at least 8 characters');
   const passwordHash = await hashPassword(password);
   return transact(db, async (trx) => {
-    const taken = await trx.selectFrom('users').select('id').where('email', '=', email).executeTakeFirst();
+    const taken = await findUserByEmail(trx, email);
     if (taken) throw new AppError('conflict.email_taken', `A merchant with email ${email} already exists`, { email });
     const now = clock.now();
     const userId = newId('user');
-    await trx
-      .insertInto('users')
-      .values({ id: userId, name: input.name.trim(), email, password_hash: passwordHash, created_at: now, updated_at: now })
-      .execute();
+    await insertUser(trx, { id: userId, name: input.name.trim(), email, password_hash: passwordHash, created_at: now, updated_at: now });
     const bankAccount = input.bankAccount ? await addBankAccount(trx, clock, userId, input.bankAccount) : null;
     const live = await createApiKey(trx, clock, userId, 'live');
     const test = await createApiKey(trx, clock, userId, 'test');
@@ -82,14 +75,6 @@ export async function createMerchant(db: Db, clock: Clock, input: NewMerchant): 
 }
 
 export type Authenticated = { keyId: string; mode: Mode; merchant: { id: string; name: string }; clockOffsetMs: number };
-
-// Every API call runs this: prepared once rather than rebuilt per request.
-const keyByHashQuery = prepared<{ keyHash: string }, { key_id: string; mode: Mode; revoked_at: number | null; user_id: string; name: string; test_clock_offset_ms: number }>((db, arg) =>
-  db
-    .selectFrom('api_keys')
-    .innerJoin('users', 'users.id', 'api_keys.user_id')
-    .select(['api_keys.id as key_id', 'api_keys.mode', 'api_keys.revoked_at', 'users.id as user_id', 'users.name', 'users.test_clock_offset_ms'])
-    .where('api_keys.key_hash', '=', arg('keyHash')));
 
 /** Resolves a bearer key to its merchant and mode; null when unknown, malformed or revoked. */
 export async function authenticateKey(db: Db, key: string): Promise<Authenticated | null> {
@@ -106,10 +91,22 @@ export async function authenticateKey(db: Db, key: string): Promise<Authenticate
 }
 
 export async function findMerchantByEmail(db: Db, email: string) {
-  return db.selectFrom('users').selectAll().where('email', '=', email.trim().toLowerCase()).executeTakeFirst();
+  return findUserByEmail(db, email.trim().toLowerCase());
 }
 
 /** The merchant's name and email, for what Tono writes to payers and to the merchant. */
 export async function merchantContact(db: Db, userId: string): Promise<{ name: string; email: string }> {
-  return db.selectFrom('users').select(['name', 'email']).where('id', '=', userId).executeTakeFirstOrThrow();
+  const user = await findUserById(db, userId);
+  if (!user) throw new Error(`no merchant ${userId}`);
+  return { name: user.name, email: user.email };
 }
+
+/** Whether any merchant exists yet (the first start creates a demo merchant). */
+export const anyMerchant = anyUser;
+
+/** One of the merchant's bank accounts, or undefined when the id is not theirs. */
+export const bankAccountOf = findBankAccountOf;
+export { bankAccountWithOwner, listBankAccounts, type BankAccountRow } from './merchants.repo.ts';
+
+// A merchant's test clock runs this far ahead of real time (test mode; docs/api-conventions.md).
+export { testClockOffsetOf, testClockOffsetsOf, addToTestClockOffset } from './merchants.repo.ts';

@@ -4,8 +4,6 @@ import { fileURLToPath } from 'node:url';
 import cookie from '@fastify/cookie';
 import { Eta } from 'eta';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { App } from '../../app.ts';
-import type { Deps } from '../../http/context.ts';
 import { clientKey } from '../../http/failure-limiter.ts';
 import { randomSecret, constantTimeEqual } from '../../shared/crypto.ts';
 import { AppError } from '../../shared/errors.ts';
@@ -14,6 +12,8 @@ import { cancelSubscriptionForPayer, subscriptionOfPayer, subscriptionsOfPayer }
 import {
   endSession, normaliseEmail, sendCode, sessionOf, signInLimits, verifyCode, SESSION_MAX_MS, type PayerSession,
 } from './payer.signin.ts';
+import type { Deps } from '../context.ts';
+import type { App } from '../../http/app-type.ts';
 
 // The payer dashboard at /customer (docs/payer.md): sign in with a code sent to the email on the
 // consents and subscriptions, see them all across merchants, cancel or revoke with a confirmation

@@ -1,5 +1,4 @@
 import { randomInt } from 'node:crypto';
-import type { Deps } from '../../http/context.ts';
 import { FailureLimiter } from '../../http/failure-limiter.ts';
 import { constantTimeEqual, randomSecret, sha256Hex } from '../../shared/crypto.ts';
 import { newId } from '../../shared/ids.ts';
@@ -7,6 +6,10 @@ import { transact } from '../../store/tx.ts';
 import { payerHasConsents } from '../consents/consents.payer.ts';
 import { queueMail } from '../mail/mail.service.ts';
 import { payerHasSubscriptions } from '../subscriptions/subscriptions.payer.ts';
+import type { Deps } from '../context.ts';
+import {
+  codesSince, endSessionRow, findSession, insertCode, insertSession, killLiveCodes, liveCodeOf, markCode, spendTry, touchSession,
+} from './payer.repo.ts';
 
 // Payer sign-in by a one-time code sent to the email registered on their consents and
 // subscriptions (docs/payer.md). A code lasts 10 minutes and allows 5 tries; a new code kills the
@@ -51,22 +54,19 @@ export async function sendCode(deps: Deps, limits: SignInLimits, email: string, 
   limits.sends.fail(clientAddress, now);
   const known = (await payerHasSubscriptions(deps, email)) || (await payerHasConsents(deps, email));
   return transact(deps.db, async (trx) => {
-    const recent = await trx.selectFrom('payer_codes').select(({ fn }) => fn.countAll<number>().as('n'))
-      .where('email', '=', email).where('created_at', '>', now - 60 * 60_000).executeTakeFirstOrThrow();
-    if (Number(recent.n) >= CODES_PER_EMAIL_PER_HOUR) {
-      const oldest = await trx.selectFrom('payer_codes').select('created_at').where('email', '=', email)
-        .where('created_at', '>', now - 60 * 60_000).orderBy('created_at').limit(1).executeTakeFirstOrThrow();
-      return { kind: 'limited', retryAfterMs: Number(oldest.created_at) + 60 * 60_000 - now } as const;
+    const recent = await codesSince(trx, email, now - 60 * 60_000);
+    if (recent.count >= CODES_PER_EMAIL_PER_HOUR) {
+      return { kind: 'limited', retryAfterMs: (recent.oldestAt ?? now) + 60 * 60_000 - now } as const;
     }
     // One live code per email: a new one kills the rest. An unknown email gets a live code too,
     // never sent, so limits, wrong tries and expiry all answer the same whether it is known or not
     // (guessing it would only open an empty page).
-    await trx.updateTable('payer_codes').set({ dead_at: now }).where('email', '=', email).where('dead_at', 'is', null).where('used_at', 'is', null).execute();
+    await killLiveCodes(trx, email, now);
     const code = String(randomInt(0, 1_000_000)).padStart(6, '0');
-    await trx.insertInto('payer_codes').values({
+    await insertCode(trx, {
       id: newId('payerCode'), email, code_sealed: deps.secrets.seal(code), tries_left: CODE_TRIES,
       expires_at: now + CODE_TTL_MS, used_at: null, dead_at: null, created_at: now,
-    }).execute();
+    });
     if (known) {
       await queueMail(trx, { to: email, template: 'payer_code', data: { code, minutes: CODE_TTL_MS / 60_000 }, related: { type: 'payer', id: email } }, now, deps.secrets);
     }
@@ -82,23 +82,20 @@ export async function verifyCode(deps: Deps, limits: SignInLimits, email: string
   const byAddress = limits.wrongCodes.check(clientAddress, now);
   if (!byAddress.ok) return { kind: 'limited', retryAfterMs: byAddress.retryAfterMs };
   const outcome = await transact(deps.db, async (trx) => {
-    const live = await trx.selectFrom('payer_codes').selectAll().where('email', '=', email).where('dead_at', 'is', null)
-      .where('used_at', 'is', null).where('expires_at', '>', now).orderBy('created_at', 'desc').limit(1).executeTakeFirst();
+    const live = await liveCodeOf(trx, email, now);
     if (!live || live.tries_left <= 0) return { kind: 'dead' } as const;
     // Spend a try first, atomically: concurrent guesses cannot share one.
-    const spent = await trx.updateTable('payer_codes').set((eb) => ({ tries_left: eb('tries_left', '-', 1) }))
-      .where('id', '=', live.id).where('tries_left', '>', 0).where('used_at', 'is', null).executeTakeFirst();
-    if (Number(spent.numUpdatedRows) === 0) return { kind: 'dead' } as const;
+    if (!(await spendTry(trx, live.id))) return { kind: 'dead' } as const;
     const left = live.tries_left - 1;
     if (!/^\d{6}$/.test(code) || !constantTimeEqual(deps.secrets.open(live.code_sealed), code)) {
-      if (left === 0) await trx.updateTable('payer_codes').set({ dead_at: now }).where('id', '=', live.id).execute();
+      if (left === 0) await markCode(trx, live.id, { dead_at: now });
       return left === 0 ? ({ kind: 'dead' } as const) : ({ kind: 'wrong', triesLeft: left } as const);
     }
-    await trx.updateTable('payer_codes').set({ used_at: now }).where('id', '=', live.id).execute();
+    await markCode(trx, live.id, { used_at: now });
     const sessionId = randomSecret(32);
-    await trx.insertInto('payer_sessions').values({
+    await insertSession(trx, {
       id_hash: sha256Hex(sessionId), email, csrf_token: randomSecret(24), created_at: now, last_seen_at: now, expires_at: now + SESSION_MAX_MS, ended_at: null,
-    }).execute();
+    });
     return { kind: 'signed_in', sessionId } as const;
   });
   if (outcome.kind !== 'signed_in') limits.wrongCodes.fail(clientAddress, now);
@@ -109,13 +106,13 @@ export async function verifyCode(deps: Deps, limits: SignInLimits, email: string
 export async function sessionOf(deps: Deps, sessionId: string | undefined): Promise<PayerSession | null> {
   if (!sessionId || sessionId.length > 100) return null;
   const now = deps.clock.now();
-  const row = await deps.db.selectFrom('payer_sessions').selectAll().where('id_hash', '=', sha256Hex(sessionId)).executeTakeFirst();
+  const row = await findSession(deps.db, sha256Hex(sessionId));
   if (!row || row.ended_at !== null || row.expires_at <= now || row.last_seen_at + SESSION_IDLE_MS <= now) return null;
-  if (now - row.last_seen_at > 60_000) await deps.db.updateTable('payer_sessions').set({ last_seen_at: now }).where('id_hash', '=', row.id_hash).execute();
+  if (now - row.last_seen_at > 60_000) await touchSession(deps.db, row.id_hash, now);
   return { email: row.email, csrfToken: row.csrf_token };
 }
 
 export async function endSession(deps: Deps, sessionId: string | undefined): Promise<void> {
   if (!sessionId) return;
-  await deps.db.updateTable('payer_sessions').set({ ended_at: deps.clock.now() }).where('id_hash', '=', sha256Hex(sessionId)).where('ended_at', 'is', null).execute();
+  await endSessionRow(deps.db, sha256Hex(sessionId), deps.clock.now());
 }

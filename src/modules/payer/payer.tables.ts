@@ -27,3 +27,7 @@ export interface PayerTables {
   payer_codes: PayerCodesTable;
   payer_sessions: PayerSessionsTable;
 }
+
+declare module '../../store/tables.ts' {
+  interface Database extends PayerTables {}
+}

@@ -1,14 +1,16 @@
-import type { Deps } from '../../http/context.ts';
 import { AppError, invalidParam, invalidState } from '../../shared/errors.ts';
 import { enqueue } from '../../jobs/queue.ts';
 import { transact } from '../../store/tx.ts';
 import { recordCustInfo, recordCustomerOfPayment, type PayerDetails } from '../customers/customers.service.ts';
-import { lockRequest, type RequestRow } from '../requests/requests.repo.ts';
+import { lockRequest } from '../requests/requests.service.ts';
 import { markRequestPaid } from '../requests/requests.service.ts';
 import { bankReturnUrl, connectorFor, creditorOf, remittanceOf } from './payments.banks.ts';
-import { findBlockingPayment, findPaymentByState, lockPayment, updatePayment, type PaymentRow } from './payments.repo.ts';
+import { findBlockingPayment, findPaymentByState, lockPayment, updatePayment } from './payments.repo.ts';
 import { ABANDON_AFTER_MS, effectiveStatus, failsAtCallback, isFinal, missingDetails, paymentAmount, type FinalStatus } from './payments.rules.ts';
 import { clockIdOf, clockOf, createPaymentRow, newAuthState, setPaymentStatus } from './payments.service.ts';
+import type { Deps } from '../context.ts';
+import { type RequestRow } from '../requests/requests.tables.ts';
+import { type PaymentRow } from './payments.tables.ts';
 
 // One-off payments at the hosted page (and the test helper, which walks the same path):
 // pick a bank → payment awaiting-consent + single consent at the bank → payer authorises there →

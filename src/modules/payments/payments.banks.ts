@@ -1,9 +1,10 @@
 import type { Kysely } from 'kysely';
-import type { Deps } from '../../http/context.ts';
 import type { Database } from '../../store/tables.ts';
 import type { BankConnector, Creditor, Remittance } from '../banks/bank-connector.ts';
 import { TEST_ACCOUNT } from './payments.rules.ts';
-import type { PaymentRow } from './payments.repo.ts';
+import type { Deps } from '../context.ts';
+import type { PaymentRow } from './payments.tables.ts';
+import { bankAccountWithOwner } from '../merchants/merchants.service.ts';
 
 /** The banks a payer can choose in this mode (none in live mode until BANKS_FILE names some). */
 export function banksFor(deps: Deps, mode: 'live' | 'test'): Array<{ id: string; name: string }> {
@@ -23,9 +24,7 @@ export function bankReturnUrl(deps: Deps): string {
 /** Who is paid: the merchant's account live; the service's test account in test mode. */
 export async function creditorOf(db: Kysely<Database>, request: { mode: string; user_id: string; bank_account_id: string }): Promise<Creditor> {
   if (request.mode === 'test') return { ...TEST_ACCOUNT };
-  const row = await db.selectFrom('bank_accounts').innerJoin('users', 'users.id', 'bank_accounts.user_id')
-    .select(['bank_accounts.account_number', 'bank_accounts.name', 'users.name as merchant_name'])
-    .where('bank_accounts.id', '=', request.bank_account_id).executeTakeFirstOrThrow();
+  const row = await bankAccountWithOwner(db, request.bank_account_id);
   return { name: row.name ?? row.merchant_name, accountNumber: row.account_number };
 }
 

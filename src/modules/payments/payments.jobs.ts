@@ -1,4 +1,4 @@
-import type { Deps } from '../../http/context.ts';
+import { backoffDelayMs, type Backoff } from '../../jobs/backoff.ts';
 import type { JobHandler } from '../../jobs/worker.ts';
 import { transact } from '../../store/tx.ts';
 import { connectorFor } from './payments.banks.ts';
@@ -7,12 +7,13 @@ import { ABANDON_AFTER_MS } from './payments.rules.ts';
 import { finishPayment, RECONCILE_PAYMENT_JOB, SWEEP_PAYMENT_JOB } from './one-off.service.ts';
 import { PAYER_ACCOUNT_JOB, setPaymentStatus } from './payments.service.ts';
 import { enqueue } from '../../jobs/queue.ts';
+import type { Deps } from '../context.ts';
 
-const RECONCILE_MAX_DELAY_MS = 10 * 60_000;
+const RECONCILE_BACKOFF: Backoff = { baseMs: 10_000, maxMs: 10 * 60_000, jitter: false };
 
 /** Retry delays: 10 s, 20 s, 40 s … capped at 10 minutes. */
 export function reconcileDelay(attempts: number): number {
-  return Math.min(10_000 * 2 ** Math.max(0, attempts - 1), RECONCILE_MAX_DELAY_MS);
+  return backoffDelayMs(attempts, RECONCILE_BACKOFF);
 }
 
 /**

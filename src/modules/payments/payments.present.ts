@@ -1,9 +1,9 @@
 import { formatAmount } from '../../shared/money.ts';
 import { iso, isoOrNull } from '../../shared/time.ts';
 import { presentCustInfo, type CustInfoObject } from '../customers/customers.service.ts';
-import type { CustInfoRow } from '../customers/customers.repo.ts';
-import type { PaymentRow } from './payments.repo.ts';
 import type { PaymentStatus } from './payments.rules.ts';
+import type { PaymentRow } from './payments.tables.ts';
+import type { CustInfoRow } from '../customers/customers.tables.ts';
 
 /**
  * The payment object of the API. `amount` is what moved at the bank (0.01 in test mode, see the

@@ -1,10 +1,11 @@
-import type { Kysely, Selectable } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { notFound } from '../../shared/errors.ts';
 import { lockForUpdate } from '../../store/db.ts';
 import { inserted, insertRow, prepared, updateById } from '../../store/prepared.ts';
-import type { Database, Mode, PaymentsTable } from '../../store/tables.ts';
+import type { Database } from '../../store/tables.ts';
+import type { Mode } from '../../shared/mode.ts';
+import type { PaymentRow } from './payments.tables.ts';
 
-export type PaymentRow = Selectable<PaymentsTable>;
 export type Owner = { userId: string; mode: Mode };
 type Db = Kysely<Database>;
 
@@ -65,4 +66,44 @@ export async function listPayments(db: Db, owner: Owner, filters: PaymentFilters
   if (filters.merchant_identifier) query = query.where('merchant_identifier', '=', filters.merchant_identifier);
   if (filters.starting_after) query = query.where('id', '<', filters.starting_after);
   return query.orderBy('id', 'desc').limit(filters.limit + 1).execute();
+}
+
+/**
+ * Amount and count of a recurring consent's payments with one of `statuses`, created inside
+ * [start, end). The index on (recurring_consent_id, created_at) limits the scan to that window.
+ */
+export async function sumPaymentsOfConsent(db: Db, consentId: string, window: { start: number; end: number }, statuses: readonly string[]) {
+  const row = await db
+    .selectFrom('payments')
+    .where('recurring_consent_id', '=', consentId)
+    .where('created_at', '>=', window.start)
+    .where('created_at', '<', window.end)
+    .where('status', 'in', statuses)
+    .select([sql<number>`coalesce(sum(amount_cents), 0)`.as('cents'), sql<number>`count(*)`.as('count')])
+    .executeTakeFirstOrThrow();
+  return { amount_cents: Number(row.cents), count: Number(row.count) };
+}
+
+const paymentByIdempotencyKeyQuery = prepared<{ userId: string; mode: Mode; key: string }, PaymentRow>((db, arg) =>
+  db.selectFrom('payments').selectAll().where('user_id', '=', arg('userId')).where('mode', '=', arg('mode')).where('idempotency_key', '=', arg('key')));
+
+/** The payment a merchant's execution with this idempotency key created, if any. */
+export async function findPaymentByIdempotencyKey(db: Db, owner: { userId: string; mode: Mode }, key: string): Promise<PaymentRow | undefined> {
+  return paymentByIdempotencyKeyQuery.first(db, { userId: owner.userId, mode: owner.mode, key });
+}
+
+/** A subscription's charge payments, newest first (the payments table's subscription_id index). */
+export async function listPaymentsOfSubscription(db: Db, owner: { userId: string; mode: Mode }, subscriptionId: string, page: { limit?: number; starting_after?: string }) {
+  let query = db.selectFrom('payments').selectAll().where('subscription_id', '=', subscriptionId)
+    .where('user_id', '=', owner.userId).where('mode', '=', owner.mode);
+  if (page.starting_after) query = query.where('id', '<', page.starting_after);
+  query = query.orderBy('id', 'desc');
+  return page.limit === undefined ? query.execute() : query.limit(page.limit + 1).execute();
+}
+
+/** The newest payments taken under a recurring consent or a subscription, newest first. */
+export async function paymentsUnder(db: Db, under: { recurringConsentId: string } | { subscriptionId: string }, limit = 50): Promise<PaymentRow[]> {
+  const query = db.selectFrom('payments').selectAll();
+  const filtered = 'recurringConsentId' in under ? query.where('recurring_consent_id', '=', under.recurringConsentId) : query.where('subscription_id', '=', under.subscriptionId);
+  return filtered.orderBy('id', 'desc').limit(limit).execute();
 }

@@ -1,9 +1,9 @@
-import type { App } from '../../app.ts';
-import { apiKeyAuth } from '../../http/auth.ts';
-import type { Deps } from '../../http/context.ts';
+import { apiKeyAuth } from '../merchants/merchants.auth.ts';
 import { errorResponses, IdParams } from '../../http/schemas.ts';
 import { ListPaymentsQuery, ListRequestPaymentsQuery, PaymentEnvelope, PaymentList } from './payments.schemas.ts';
 import { listPaymentsFor, listRequestPayments, retrievePayment } from './payments.service.ts';
+import type { Deps } from '../context.ts';
+import type { App } from '../../http/app-type.ts';
 
 export async function registerPaymentRoutes(app: App, deps: Deps): Promise<void> {
   const auth = apiKeyAuth(deps);

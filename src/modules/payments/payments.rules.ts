@@ -1,6 +1,6 @@
 import { randomInt } from 'node:crypto';
 import { MAX_PAYMENT_CENTS, displayAmount } from '../../shared/money.ts';
-import type { Mode } from '../../store/tables.ts';
+import type { Mode } from '../../shared/mode.ts';
 
 // The rules of one-off payments (docs/checkout.md) as plain functions.
 

@@ -1,20 +1,21 @@
 import type { Kysely } from 'kysely';
-import type { Ctx, Deps } from '../../http/context.ts';
 import { randomSecret } from '../../shared/crypto.ts';
 import { newId } from '../../shared/ids.ts';
 import { pageOf } from '../../shared/pagination.ts';
 import { iso, shiftedClock, type Clock } from '../../shared/time.ts';
-import { clockOffset } from '../../jobs/worker.ts';
+import { testClockOffsetOf as clockOffset } from '../merchants/merchants.service.ts';
 import { enqueue } from '../../jobs/queue.ts';
-import type { Database, Mode } from '../../store/tables.ts';
+import type { Database } from '../../store/tables.ts';
 import { custInfosOfPayments, findCustInfoOfPayment } from '../customers/customers.service.ts';
 import { emitEvent } from '../events/events.service.ts';
-import { getRequest } from '../requests/requests.repo.ts';
-import type { RequestRow } from '../requests/requests.repo.ts';
+import { getRequest } from '../requests/requests.service.ts';
 import { presentPayment } from './payments.present.ts';
-import { getPayment, insertPaymentIfParticularsFree, listPayments, updatePayment, type PaymentRow } from './payments.repo.ts';
+import { getPayment, insertPaymentIfParticularsFree, listPayments, updatePayment } from './payments.repo.ts';
 import { isFinal, newParticulars, PCR_CODE, settledCents, type FinalStatus } from './payments.rules.ts';
 import type { ListPaymentsQuery, ListRequestPaymentsQuery } from './payments.schemas.ts';
+import type { Ctx, Deps } from '../context.ts';
+import type { RequestRow } from '../requests/requests.tables.ts';
+import { type PaymentRow } from './payments.tables.ts';
 
 // Building blocks every way of paying shares (one-off checkout here; recurring executions and
 // subscription charges in their modules): a payment row with its particulars and payment.created,
@@ -23,9 +24,9 @@ import type { ListPaymentsQuery, ListRequestPaymentsQuery } from './payments.sch
 type Db = Kysely<Database>;
 
 export { presentPayment, type PaymentObject } from './payments.present.ts';
-export type { PaymentRow } from './payments.repo.ts';
+export type { PaymentRow } from './payments.tables.ts';
 // Reads other modules need (recurring executions, subscription charges) without reaching into the repo.
-export { findPaymentById, lockPayment } from './payments.repo.ts';
+export { findPaymentById, findPaymentByIdempotencyKey, listPaymentsOfSubscription, lockPayment, paymentsUnder, sumPaymentsOfConsent } from './payments.repo.ts';
 
 export type NewPayment = {
   request: Pick<RequestRow, 'id' | 'user_id' | 'mode' | 'merchant_identifier' | 'reference'>;
@@ -47,11 +48,11 @@ export async function createPaymentRow(trx: Db, input: NewPayment, now: number):
   const row: PaymentRow = {
     id: newId('payment'),
     user_id: input.request.user_id,
-    mode: input.request.mode as Mode,
+    mode: input.request.mode,
     request_id: input.request.id,
     status: 'awaiting-consent',
     amount_cents: input.amountCents,
-    settled_cents: settledCents(input.request.mode as Mode, input.amountCents),
+    settled_cents: settledCents(input.request.mode, input.amountCents),
     bank_id: input.bankId,
     particulars: newParticulars(),
     code: PCR_CODE,
@@ -147,9 +148,3 @@ export async function listRequestPayments(ctx: Ctx, requestId: string, query: Li
 }
 
 
-/** The newest payments taken under a recurring consent or a subscription, newest first. */
-export async function paymentsUnder(db: Db, under: { recurringConsentId: string } | { subscriptionId: string }, limit = 50): Promise<PaymentRow[]> {
-  const query = db.selectFrom('payments').selectAll();
-  const filtered = 'recurringConsentId' in under ? query.where('recurring_consent_id', '=', under.recurringConsentId) : query.where('subscription_id', '=', under.subscriptionId);
-  return filtered.orderBy('id', 'desc').limit(limit).execute();
-}

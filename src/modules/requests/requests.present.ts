@@ -1,7 +1,7 @@
 import { amountValue, formatAmount } from '../../shared/money.ts';
 import { iso, isoOrNull } from '../../shared/time.ts';
-import type { RequestRow } from './requests.repo.ts';
 import type { RecurringOptions, SubscriptionOptions } from './requests.rules.ts';
+import type { RequestRow } from './requests.tables.ts';
 
 export function requestUrl(publicBaseUrl: string, id: string): string {
   return `${publicBaseUrl}/pay/${id}`;

@@ -1,10 +1,11 @@
-import type { Kysely, Selectable } from 'kysely';
+import type { Kysely } from 'kysely';
 import { notFound } from '../../shared/errors.ts';
 import { lockForUpdate } from '../../store/db.ts';
 import { insertRow, prepared } from '../../store/prepared.ts';
-import type { Database, Mode, RequestsTable } from '../../store/tables.ts';
+import type { Database } from '../../store/tables.ts';
+import type { Mode } from '../../shared/mode.ts';
+import type { RequestRow } from './requests.tables.ts';
 
-export type RequestRow = Selectable<RequestsTable>;
 export type Owner = { userId: string; mode: Mode };
 type Db = Kysely<Database>;
 

@@ -1,5 +1,4 @@
 import type { Kysely } from 'kysely';
-import { clockScope, type Ctx } from '../../http/context.ts';
 import { idempotent, type Reply } from '../../http/idempotency.ts';
 import { invalidParam, invalidState } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
@@ -11,10 +10,16 @@ import type { Database } from '../../store/tables.ts';
 import { transact } from '../../store/tx.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { qrDataUri } from './qr.ts';
-import { getRequest, insertRequest, listRequests, lockRequest, setRequestStatus, type RequestRow } from './requests.repo.ts';
+import { getRequest, insertRequest, listRequests, lockRequest, setRequestStatus } from './requests.repo.ts';
+
+// Reads other modules need (checkout, payments, consents, subscriptions) without reaching into the repo.
+export { findRequestById, getRequest, lockRequest } from './requests.repo.ts';
 import { presentRequest, requestUrl, type RequestObject } from './requests.present.ts';
 import { normaliseCreateRequest } from './requests.rules.ts';
 import type { CreateRequestBody, ListRequestsQuery } from './requests.schemas.ts';
+import { clockScope, type Ctx } from '../context.ts';
+import { type RequestRow } from './requests.tables.ts';
+import { bankAccountOf } from '../merchants/merchants.service.ts';
 
 export const EXPIRE_REQUEST_JOB = 'request.expire';
 
@@ -24,8 +29,7 @@ const bool = (value: boolean | undefined) => (value ? 1 : 0);
 export async function createRequest(ctx: Ctx, body: CreateRequestBody, idempotencyKey?: string): Promise<Reply<{ request: RequestObject }>> {
   const now = ctx.clock.now();
   const normalised = normaliseCreateRequest(body, now, ctx.deps.config.serviceTimeZone);
-  const account = await ctx.db.selectFrom('bank_accounts').select('id').where('id', '=', body.bank_account_id)
-    .where('user_id', '=', ctx.merchant.id).executeTakeFirst();
+  const account = await bankAccountOf(ctx.db, ctx.merchant.id, body.bank_account_id);
   if (!account) throw invalidParam('bank_account_id', 'bank_account_id must be one of your bank accounts (GET /v1/bank-accounts)');
 
   const id = newId('request');

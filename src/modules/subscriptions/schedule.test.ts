@@ -1,7 +1,7 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { DateTime } from 'luxon';
+import { inZone, localAt } from '../../shared/zone.ts';
 import {
   anchorAt,
   buildSchedule,
@@ -27,14 +27,14 @@ const DAY = 86_400_000;
 
 /** An instant from a local wall time, for writing cases readably. */
 function local(iso: string, zone = NZ): number {
-  const parsed = DateTime.fromISO(iso, { zone });
+  const parsed = localAt(iso, zone);
   assert.ok(parsed.isValid, iso);
   return parsed.toMillis();
 }
 
 /** The local wall time of an instant, for reading results: "2027-02-28T10:00:00.000+13:00". */
 function wall(at: number, zone = NZ): string {
-  return DateTime.fromMillis(at, { zone }).toISO()!;
+  return inZone(at, zone).toISO()!;
 }
 
 // ---- An independent model: calendar dates by integer arithmetic on years, months and days,
@@ -333,7 +333,7 @@ describe('schedule fixed cases', () => {
     assert.equal(upcomingCharges(byCount, 0, 100).length, 6);
 
     // end_date 2027-05-31 means the end of that local day: the 31 May slot is charged, 30 June is not.
-    const end_at = DateTime.fromISO('2027-05-31', { zone: NZ }).endOf('day').toMillis();
+    const end_at = localAt('2027-05-31', NZ).endOf('day').toMillis();
     const byDate = buildSchedule({ period: 'monthly', start_at: local('2027-01-31T10:00'), end_at, total_count: null }, local('2027-01-01T12:00'), NZ);
     assert.deepEqual(upcomingCharges(byDate, 0, 100).map((c) => wall(c.at).slice(0, 10)), ['2027-01-31', '2027-02-28', '2027-03-31', '2027-04-30', '2027-05-31']);
     assert.equal(isBeyondEnd(byDate, 4), false);
@@ -389,7 +389,7 @@ describe('describeSchedule', () => {
   });
 
   test('each period, open-ended, by date, and month-end anchors', () => {
-    const endOf = (date: string) => DateTime.fromISO(date, { zone: NZ }).endOf('day').toMillis();
+    const endOf = (date: string) => localAt(date, NZ).endOf('day').toMillis();
     assert.equal(describeSchedule({ amount_cents: 999, period: 'weekly', start_at: null, end_at: null, total_count: null }, NZ), '$9.99 every week starting when you approve');
     assert.equal(
       describeSchedule({ amount_cents: 120_000, period: 'monthly', start_at: local('2027-01-31T10:00'), end_at: endOf('2027-12-31'), total_count: null }, NZ),

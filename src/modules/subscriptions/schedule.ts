@@ -1,4 +1,4 @@
-import { DateTime, FixedOffsetZone } from 'luxon';
+import { atFixedOffset, inZone, localAt, type LocalDateTime } from '../../shared/zone.ts';
 import { displayAmount } from '../../shared/money.ts';
 
 /**
@@ -145,8 +145,8 @@ export function makeAnchor(period: SubscriptionPeriod, localDate: string, localT
 
 const anchorOf = memo((key: string): Anchor => {
   const [period, localDate, localTime] = key.split('|') as [SubscriptionPeriod, string, string];
-  const date = DateTime.fromISO(localDate, { zone: 'utc' });
-  const time = DateTime.fromISO(`1970-01-01T${localTime}`, { zone: 'utc' });
+  const date = localAt(localDate, 'utc');
+  const time = localAt(`1970-01-01T${localTime}`, 'utc');
   if (!localDatePattern.test(localDate) || !date.isValid) throw new RangeError(`makeAnchor: invalid local date ${localDate}`);
   if (!localTimePattern.test(localTime) || !time.isValid) throw new RangeError(`makeAnchor: invalid local time ${localTime}`);
   return { period, localDate, localTime: time.toFormat(TIME_FORMAT), dayOfMonth: date.day, weekday: date.weekday };
@@ -154,7 +154,7 @@ const anchorOf = memo((key: string): Anchor => {
 
 /** The anchor whose slot 0 is the local date and time of day of `at` in `zone`. */
 export function anchorAt(period: SubscriptionPeriod, at: number, zone: string = DEFAULT_ZONE): Anchor {
-  const local = DateTime.fromMillis(at, { zone });
+  const local = inZone(at, zone);
   if (!local.isValid) throw new RangeError(`anchorAt: invalid time ${at} or zone ${zone}`);
   return makeAnchor(period, local.toISODate()!, local.toFormat(TIME_FORMAT));
 }
@@ -168,7 +168,7 @@ export function slotDate(anchor: Anchor, n: number): string {
 const slotDateOf = memo((key: string): string => {
   const [period, localDate, n] = key.split('|') as [SubscriptionPeriod, string, string];
   // Pure calendar arithmetic on a zone-less date; luxon clamps a missing day to the month's last day.
-  return DateTime.fromISO(localDate, { zone: 'utc' }).plus(step[period](Number(n))).toISODate()!;
+  return localAt(localDate, 'utc').plus(step[period](Number(n))).toISODate()!;
 });
 
 /**
@@ -185,11 +185,11 @@ function localInstant(localDate: string, localTime: string, zone: string): numbe
 const minuteInstant = memo((key: string): number => {
   const [zone, localDate, minute] = key.split('|') as [string, string, string];
   const wallTime = `${localDate}T${minute}:00.000`;
-  const chosen = DateTime.fromISO(wallTime, { zone });
+  const chosen = localAt(wallTime, zone);
   if (!chosen.isValid) throw new RangeError(`invalid local time ${wallTime} or zone ${zone}`);
   const offsetBefore = chosen.minus({ days: 1 }).offset;
   if (offsetBefore === chosen.offset) return chosen.toMillis();
-  const earlier = DateTime.fromISO(wallTime, { zone: FixedOffsetZone.instance(offsetBefore) }).setZone(zone);
+  const earlier = atFixedOffset(wallTime, offsetBefore).setZone(zone);
   return earlier.toFormat(WALL_FORMAT) === wallTime && earlier.toMillis() < chosen.toMillis() ? earlier.toMillis() : chosen.toMillis();
 });
 
@@ -255,9 +255,9 @@ export function isComplete(schedule: Schedule, successfulCount: number, nextSlot
 
 /** Retry times after a failed charge at `chargeAt`: +1, +2, +3 days (weekly, fortnightly) or +1, +3, +5 days, same local time. */
 export function retryTimes(period: SubscriptionPeriod, chargeTime: number, zone: string = DEFAULT_ZONE): number[] {
-  const local = DateTime.fromMillis(chargeTime, { zone });
+  const local = inZone(chargeTime, zone);
   if (!local.isValid) throw new RangeError(`retryTimes: invalid time ${chargeTime} or zone ${zone}`);
-  const date = DateTime.fromISO(local.toISODate()!, { zone: 'utc' });
+  const date = localAt(local.toISODate()!, 'utc');
   return retryDays[period].map((days) => localInstant(date.plus({ days }).toISODate()!, local.toFormat(TIME_FORMAT), zone));
 }
 
@@ -271,7 +271,7 @@ export function retriesForSlot(schedule: Schedule, n: number): number[] {
 
 /** The anchor after a resume at `resumedAt`: the resume date, the original charge time of day. */
 export function resumeAnchor(anchor: Anchor, resumedAt: number, zone: string = DEFAULT_ZONE): Anchor {
-  const resumeDate = DateTime.fromMillis(resumedAt, { zone }).toISODate();
+  const resumeDate = inZone(resumedAt, zone).toISODate();
   if (resumeDate === null) throw new RangeError(`resumeAnchor: invalid time ${resumedAt} or zone ${zone}`);
   return makeAnchor(anchor.period, resumeDate, anchor.localTime);
 }
@@ -301,13 +301,13 @@ const everyWords: Record<SubscriptionPeriod, string> = {
 };
 
 function describeEnd(endAt: number, zone: string): string {
-  const local = DateTime.fromMillis(endAt, { zone }).setLocale('en-US');
+  const local = inZone(endAt, zone).setLocale('en-US');
   // An end given as a date is stored as the last millisecond of that local day: show the date only.
   if (local.endOf('day').toMillis() === endAt) return local.toFormat('d LLLL yyyy');
   return `${local.toFormat('h:mm')}${local.toFormat('a').toLowerCase()} on ${local.toFormat('d LLLL yyyy')}`;
 }
 
-function clampNote(period: SubscriptionPeriod, start: DateTime): string | null {
+function clampNote(period: SubscriptionPeriod, start: LocalDateTime): string | null {
   if (period === 'weekly' || period === 'fortnightly') return null;
   if (period === 'annually') return start.month === 2 && start.day === 29 ? 'on 28 February when there is no 29th' : null;
   return start.day > 28 ? 'on the last day of shorter months' : null;
@@ -323,7 +323,7 @@ export function describeSchedule(options: ScheduleOptions & { amount_cents: numb
   if (options.start_at === null) {
     lead += ' starting when you approve';
   } else {
-    const start = DateTime.fromMillis(options.start_at, { zone }).setLocale('en-US');
+    const start = inZone(options.start_at, zone).setLocale('en-US');
     lead += ` from ${start.toFormat('d LLLL yyyy')}`;
     const note = clampNote(options.period, start);
     if (note) lead += ` (${note})`;

@@ -1,6 +1,6 @@
-import type { Deps } from '../../http/context.ts';
 import type { BankConnector } from '../banks/bank-connector.ts';
 import type { SubscriptionRow } from './subscriptions.repo.ts';
+import type { Deps } from '../context.ts';
 
 // How a subscription reaches its bank: the connector for the bank the payer chose, in the
 // subscription's mode (test mode always routes to the sandbox bank).

@@ -1,9 +1,8 @@
 import type { Kysely, Transaction, Updateable } from 'kysely';
-import type { Deps } from '../../http/context.ts';
 import type { JobContext, JobHandler, JobResult } from '../../jobs/worker.ts';
 import { newId } from '../../shared/ids.ts';
 import { iso } from '../../shared/time.ts';
-import type { Database, Mode } from '../../store/tables.ts';
+import type { Database } from '../../store/tables.ts';
 import { transact } from '../../store/tx.ts';
 import type { BankFailure, BankPaymentOutcome, BankResult } from '../banks/bank-connector.ts';
 import { EMPTY_DETAILS, recordCustInfo, type PayerDetails } from '../customers/customers.service.ts';
@@ -19,6 +18,8 @@ import { noticeChargeFailed, noticeChargeReceipt, noticeSubscriptionEnded } from
 import { cancelInTransaction } from './subscriptions.service.ts';
 import { scheduleCharge } from './subscriptions.schedule-jobs.ts';
 import { openStored } from '../../shared/secret-box.ts';
+import type { Mode } from '../../shared/mode.ts';
+import type { Deps } from '../context.ts';
 
 // Charging a due slot, exactly once:
 // 1. claim: under the subscription's row lock, the slot's charge row (UNIQUE subscription + date)
@@ -39,7 +40,7 @@ type Submission = BankResult<{ paymentId: string; outcome: BankPaymentOutcome; f
 const UNKNOWN_RETRY_MS = 30_000;
 const PENDING_RETRY_MS = 60_000;
 
-const scopeOf = (row: { user_id: string; mode: string }) => ({ userId: row.user_id, mode: row.mode as Mode });
+const scopeOf = (row: { user_id: string; mode: Mode }) => ({ userId: row.user_id, mode: row.mode });
 
 function payerDetailsOf(sub: SubscriptionRow): PayerDetails {
   const given = sub.payer_details ? (JSON.parse(sub.payer_details) as Partial<PayerDetails>) : {};

@@ -2,7 +2,7 @@
 // domain (as the checkout strategy does after the bank's approval), for tests and the bench.
 import type { Runtime } from '../../runtime.ts';
 import { transact } from '../../store/tx.ts';
-import { findRequestById } from '../requests/requests.repo.ts';
+import { findRequestById } from '../requests/requests.service.ts';
 import { subscriptionOptionsOf } from '../requests/requests.present.ts';
 import { clockOfSubscription } from './subscriptions.schedule-jobs.ts';
 import { createSubscription } from './subscriptions.service.ts';

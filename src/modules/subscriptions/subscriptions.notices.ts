@@ -3,10 +3,10 @@ import { describeMoment } from '../../shared/zone.ts';
 import type { Db } from '../../store/db.ts';
 import { queueMail } from '../mail/mail.service.ts';
 import { merchantContact } from '../merchants/merchants.service.ts';
-import type { PaymentRow } from '../payments/payments.repo.ts';
 import { describeSchedule, type SubscriptionPeriod } from './schedule.ts';
 import type { SubscriptionRow } from './subscriptions.repo.ts';
 import type { CancelledBy } from './subscriptions.rules.ts';
+import type { PaymentRow } from '../payments/payments.tables.ts';
 
 // What the payer hears about a subscription, queued in the transaction of the change.
 

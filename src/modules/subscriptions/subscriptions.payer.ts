@@ -1,13 +1,13 @@
-import type { Deps } from '../../http/context.ts';
 import { notFound } from '../../shared/errors.ts';
 import { paymentLine, type PaymentLine } from '../../shared/payer-words.ts';
 import { describeMoment } from '../../shared/zone.ts';
 import { merchantContact } from '../merchants/merchants.service.ts';
 import { paymentsUnder } from '../payments/payments.service.ts';
 import { planWords } from './subscriptions.notices.ts';
-import type { SubscriptionRow } from './subscriptions.repo.ts';
+import { anySubscriptionOfEmail, findSubscriptionById, subscriptionsOfEmail, type SubscriptionRow } from './subscriptions.repo.ts';
 import { cancelSubscriptionByPayer } from './subscriptions.service.ts';
 import { isIdOf } from '../../shared/ids.ts';
+import type { Deps } from '../context.ts';
 
 // Subscriptions as their payer sees them in the payer dashboard: every one registered to their
 // email, across merchants and modes. Another payer's subscription is unknown (404).
@@ -44,14 +44,12 @@ async function view(deps: Deps, row: SubscriptionRow, withPayments: boolean): Pr
 }
 
 export async function subscriptionsOfPayer(deps: Deps, email: string): Promise<PayerSubscription[]> {
-  const rows = await deps.db.selectFrom('subscriptions').selectAll().where('email', '=', email).orderBy('id', 'desc').limit(200).execute();
+  const rows = await subscriptionsOfEmail(deps.db, email);
   return Promise.all(rows.map((row) => view(deps, row, false)));
 }
 
 async function ownSubscription(deps: Deps, email: string, id: string): Promise<SubscriptionRow> {
-  const row = isIdOf('subscription', id)
-    ? await deps.db.selectFrom('subscriptions').selectAll().where('id', '=', id).executeTakeFirst()
-    : undefined;
+  const row = isIdOf('subscription', id) ? await findSubscriptionById(deps.db, id) : undefined;
   if (!row || row.email !== email) throw notFound('subscription', id);
   return row;
 }
@@ -68,5 +66,5 @@ export async function cancelSubscriptionForPayer(deps: Deps, email: string, id: 
 
 /** Whether any consent or subscription is registered to this email (a sign-in code is only worth sending then). */
 export async function payerHasSubscriptions(deps: Deps, email: string): Promise<boolean> {
-  return (await deps.db.selectFrom('subscriptions').select('id').where('email', '=', email).limit(1).executeTakeFirst()) !== undefined;
+  return anySubscriptionOfEmail(deps.db, email);
 }

@@ -2,8 +2,10 @@ import type { Kysely, Selectable, Updateable } from 'kysely';
 import { notFound } from '../../shared/errors.ts';
 import { lockForUpdate } from '../../store/db.ts';
 import { inserted, insertRow, prepared, updateById } from '../../store/prepared.ts';
-import type { Database, Mode } from '../../store/tables.ts';
+import type { Database } from '../../store/tables.ts';
+import { notSealed } from '../../store/seal-at-rest.ts';
 import type { SubscriptionChargesTable, SubscriptionsTable } from './subscriptions.tables.ts';
+import type { Mode } from '../../shared/mode.ts';
 
 // SQL for subscriptions and their charge slots; no rules.
 
@@ -79,11 +81,22 @@ export async function listCharges(db: Db, subscriptionId: string): Promise<Charg
   return db.selectFrom('subscription_charges').selectAll().where('subscription_id', '=', subscriptionId).orderBy('slot_date').execute();
 }
 
-/** A subscription's charge payments, newest first (the payments table's subscription_id index). */
-export async function listSubscriptionPaymentRows(db: Db, owner: Owner, subscriptionId: string, page: { limit?: number; starting_after?: string }) {
-  let query = db.selectFrom('payments').selectAll().where('subscription_id', '=', subscriptionId)
-    .where('user_id', '=', owner.userId).where('mode', '=', owner.mode);
-  if (page.starting_after) query = query.where('id', '<', page.starting_after);
-  query = query.orderBy('id', 'desc');
-  return page.limit === undefined ? query.execute() : query.limit(page.limit + 1).execute();
+
+/** Bank access tokens stored in clear before secrets were sealed at rest. */
+export async function sealSubscriptionAccessTokens(db: Db, seal: (secret: string) => string): Promise<void> {
+  const rows = await db.selectFrom('subscriptions').select(['id', 'bank_access_token']).where(notSealed('bank_access_token')).execute();
+  for (const row of rows) await db.updateTable('subscriptions').set({ bank_access_token: seal(row.bank_access_token) }).where('id', '=', row.id).execute();
+}
+
+/** The subscriptions registered to a payer's email, newest first (at most 200). */
+export async function subscriptionsOfEmail(db: Db, email: string): Promise<SubscriptionRow[]> {
+  return db.selectFrom('subscriptions').selectAll().where('email', '=', email).orderBy('id', 'desc').limit(200).execute();
+}
+
+export async function anySubscriptionOfEmail(db: Db, email: string): Promise<boolean> {
+  return (await db.selectFrom('subscriptions').select('id').where('email', '=', email).limit(1).executeTakeFirst()) !== undefined;
+}
+
+export async function findSubscriptionById(db: Db, id: string): Promise<SubscriptionRow | undefined> {
+  return db.selectFrom('subscriptions').selectAll().where('id', '=', id).executeTakeFirst();
 }

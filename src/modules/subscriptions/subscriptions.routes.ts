@@ -1,23 +1,18 @@
 import { Type } from 'typebox';
-import type { App } from '../../app.ts';
-import { apiKeyAuth } from '../../http/auth.ts';
-import type { Deps } from '../../http/context.ts';
+import { apiKeyAuth } from '../merchants/merchants.auth.ts';
 import { errorResponses, IdempotencyHeaders, IdParams } from '../../http/schemas.ts';
 import { listQueryFields } from '../../shared/pagination.ts';
-import { registerCheckoutStrategy } from '../checkout/checkout.strategies.ts';
 import { PaymentObject } from '../payments/payments.schemas.ts';
-import { registerPayHelper } from '../test-helpers/pay.service.ts';
-import { subscriptionCheckout } from './subscriptions.checkout.ts';
 import { listSubscriptionPayments } from './subscriptions.payments.ts';
 import { DeclineNextBody, ListSubscriptionsQuery, SubscriptionEnvelope, SubscriptionObject } from './subscriptions.schemas.ts';
-import { cancelAtBank, cancelByPayer, declineNextCharges, paySubscriptionRequest } from './subscriptions.test-helpers.ts';
+import { cancelAtBank, cancelByPayer, declineNextCharges } from './subscriptions.test-helpers.ts';
 import {
   cancelSubscription, listSubscriptionsFor, pauseSubscription, resumeSubscription, retrieveSubscription,
 } from './subscriptions.service.ts';
+import type { Deps } from '../context.ts';
+import type { App } from '../../http/app-type.ts';
 
 export async function registerSubscriptionRoutes(app: App, deps: Deps): Promise<void> {
-  registerCheckoutStrategy('subscription', subscriptionCheckout(deps));
-  registerPayHelper('subscription', paySubscriptionRequest);
   const auth = apiKeyAuth(deps);
   const tags = ['Subscriptions'];
   const params = IdParams('Subscription id (subscription_…)');

@@ -1,9 +1,9 @@
 import type { Kysely } from 'kysely';
-import type { Deps } from '../../http/context.ts';
-import { enqueue, realTimeOf } from '../../jobs/queue.ts';
-import { clockOffset } from '../../jobs/worker.ts';
+import { cancelQueuedJob, enqueue, realTimeOf } from '../../jobs/queue.ts';
+import { testClockOffsetOf as clockOffset } from '../merchants/merchants.service.ts';
 import { shiftedClock, type Clock } from '../../shared/time.ts';
 import type { Database } from '../../store/tables.ts';
+import type { Deps } from '../context.ts';
 
 // The one job that drives a subscription: "charge whatever is due", at most one per subscription
 // (dedupe key), on the merchant's test clock in test mode and on real time in live mode.
@@ -37,5 +37,5 @@ export async function scheduleCharge(trx: Kysely<Database>, deps: Deps, sub: Own
 
 /** Drops the subscription's pending charge job (pause, cancel). A running one finds the new status. */
 export async function unscheduleCharge(trx: Kysely<Database>, subscriptionId: string): Promise<void> {
-  await trx.deleteFrom('jobs').where('dedupe_key', '=', dedupeKeyOf(subscriptionId)).where('locked_by', 'is', null).execute();
+  await cancelQueuedJob(trx, dedupeKeyOf(subscriptionId));
 }

@@ -1,32 +1,35 @@
 import type { Kysely } from 'kysely';
-import type { Ctx, Deps } from '../../http/context.ts';
 import { idempotent, type Reply } from '../../http/idempotency.ts';
 import { invalidState, notFound } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
 import { pageOf } from '../../shared/pagination.ts';
 import { iso } from '../../shared/time.ts';
-import type { Database, Mode } from '../../store/tables.ts';
+import type { Database } from '../../store/tables.ts';
 import { transact } from '../../store/tx.ts';
 import { emitEvent } from '../events/events.service.ts';
-import type { RequestRow } from '../requests/requests.repo.ts';
 import type { SubscriptionOptions } from '../requests/requests.rules.ts';
 import { buildSchedule, resumeSchedule } from './schedule.ts';
 import { revokeAtBank } from './subscriptions.bank.ts';
 import { presentSubscription, type SubscriptionObject } from './subscriptions.present.ts';
 import {
-  findOpenCharge, getSubscription, insertSubscription, listSubscriptions, lockSubscription, updateCharge, updateSubscription,
+  findOpenCharge, findSubscriptionById, getSubscription, insertSubscription, listSubscriptions, lockSubscription, updateCharge, updateSubscription,
   type SubscriptionRow,
 } from './subscriptions.repo.ts';
 import { allows, firstCharge, scheduleOf, storedParts, type CancelledBy } from './subscriptions.rules.ts';
 import { noticeSubscriptionEnded, noticeSubscriptionSetUp } from './subscriptions.notices.ts';
 import { clockOfSubscription, scheduleCharge, unscheduleCharge } from './subscriptions.schedule-jobs.ts';
+import type { Mode } from '../../shared/mode.ts';
+import type { Ctx, Deps } from '../context.ts';
+import type { RequestRow } from '../requests/requests.tables.ts';
+
+export { sealSubscriptionAccessTokens } from './subscriptions.repo.ts';
 
 // Subscription use cases: authorisation, pause, resume, cancellation (by merchant, payer or bank)
 // and reading. Each state change and its event share one transaction.
 
 type Db = Kysely<Database>;
 const owner = (ctx: Ctx) => ({ userId: ctx.merchant.id, mode: ctx.mode });
-const scopeOf = (row: { user_id: string; mode: string }) => ({ userId: row.user_id, mode: row.mode as Mode });
+const scopeOf = (row: { user_id: string; mode: Mode }) => ({ userId: row.user_id, mode: row.mode });
 const lifecycleData = (row: SubscriptionRow, now: number) => ({
   id: row.id, user_id: row.user_id, merchant_identifier: row.merchant_identifier, updated_at: iso(now),
 });
@@ -195,7 +198,7 @@ export const cancelSubscription = (ctx: Ctx, id: string, key?: string) => act(ct
  * the consent revoked at the bank. `payerEmail` must be the subscription's.
  */
 export async function cancelSubscriptionByPayer(deps: Deps, id: string, payerEmail: string): Promise<SubscriptionRow> {
-  const row = await deps.db.selectFrom('subscriptions').select(['id', 'email']).where('id', '=', id).executeTakeFirst();
+  const row = await findSubscriptionById(deps.db, id);
   // Another payer's subscription is as unknown as a missing one.
   if (!row || row.email !== payerEmail.trim().toLowerCase()) throw notFound('subscription', id);
   return transition(deps, deps.db, id, cancelWork('payer'));

@@ -1,4 +1,4 @@
-import type { Mode } from '../../store/tables.ts';
+import type { Mode } from '../../shared/mode.ts';
 
 // Subscription rows (merged into `Database` in src/store/tables.ts). Times are epoch ms on the
 // subscription's clock (the merchant's test clock in test mode), money integer cents.
@@ -74,23 +74,11 @@ export interface SubscriptionChargesTable {
   updated_at: number;
 }
 
-/** A payer sent to the bank to approve a subscription: the state the bank hands back, and what came of it. */
-export interface SubscriptionAuthorisationsTable {
-  state: string;
-  request_id: string;
-  bank_id: string;
-  bank_consent_id: string;
-  payer_details: string | null;
-  channel: string | null;
-  /** pending | active (subscription created) | declined | failed */
-  outcome: string;
-  subscription_id: string | null;
-  created_at: number;
-  updated_at: number;
-}
-
 export interface SubscriptionTables {
-  subscription_authorisations: SubscriptionAuthorisationsTable;
   subscriptions: SubscriptionsTable;
   subscription_charges: SubscriptionChargesTable;
+}
+
+declare module '../../store/tables.ts' {
+  interface Database extends SubscriptionTables {}
 }

@@ -1,4 +1,3 @@
-import type { Ctx } from '../../http/context.ts';
 import { AppError } from '../../shared/errors.ts';
 import { authoriseAtBank } from '../test-helpers/pay.bank-driver.ts';
 import { detailsFromBody, type PayHelper } from '../test-helpers/pay.service.ts';
@@ -9,6 +8,7 @@ import { presentSubscription } from './subscriptions.present.ts';
 import { getSubscription } from './subscriptions.repo.ts';
 import { cancelSubscriptionByPayer } from './subscriptions.service.ts';
 import type { DeclineNextBody } from './subscriptions.schemas.ts';
+import type { Ctx } from '../context.ts';
 
 // Test helpers for subscriptions (test keys only). They act where a payer or their bank would:
 // the sandbox bank's own test hooks over HTTP, and the payer's cancellation in the service.

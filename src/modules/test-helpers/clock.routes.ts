@@ -1,9 +1,9 @@
 import { Type } from 'typebox';
-import type { App } from '../../app.ts';
-import { apiKeyAuth } from '../../http/auth.ts';
-import type { Deps } from '../../http/context.ts';
+import { apiKeyAuth } from '../merchants/merchants.auth.ts';
 import { errorResponses, Timestamp } from '../../http/schemas.ts';
 import { advanceClock, getClock, MAX_ADVANCE_SECONDS, testKeysOnly } from './clock.service.ts';
+import type { Deps } from '../context.ts';
+import type { App } from '../../http/app-type.ts';
 
 const ClockEnvelope = Type.Object({
   clock: Type.Object({ now: Timestamp, offset_seconds: Type.Integer({ description: 'How far the test clock is ahead of real time' }) }),

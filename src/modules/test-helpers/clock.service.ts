@@ -1,9 +1,10 @@
 import type { FastifyRequest } from 'fastify';
-import type { Ctx, Deps } from '../../http/context.ts';
 import { AppError, invalidParam } from '../../shared/errors.ts';
 import { iso } from '../../shared/time.ts';
-import { clockOffset } from '../../jobs/worker.ts';
+import { addToTestClockOffset, testClockOffsetOf as clockOffset } from '../merchants/merchants.service.ts';
+import { nextJobOfClock, shiftJobsOfClock } from '../../jobs/queue.ts';
 import { transact } from '../../store/tx.ts';
+import type { Ctx, Deps } from '../context.ts';
 
 export function requireTestMode(ctx: Ctx): void {
   if (ctx.mode !== 'test') throw new AppError('not_found.route', 'Test helpers exist only for test keys (sk_test_…)', {});
@@ -26,9 +27,8 @@ function serialised<T>(key: string, work: () => Promise<T>): Promise<T> {
 
 async function shiftClock(deps: Deps, userId: string, deltaMs: number): Promise<void> {
   await transact(deps.db, async (trx) => {
-    await trx.updateTable('users').set((eb) => ({ test_clock_offset_ms: eb('test_clock_offset_ms', '+', deltaMs) })).where('id', '=', userId).execute();
-    // Jobs on this clock keep their clock time, so their real due time moves earlier.
-    await trx.updateTable('jobs').set((eb) => ({ run_at: eb('run_at', '-', deltaMs) })).where('clock_id', '=', userId).execute();
+    await addToTestClockOffset(trx, userId, deltaMs);
+    await shiftJobsOfClock(trx, userId, deltaMs);
   });
 }
 
@@ -53,17 +53,15 @@ export async function advanceTestClock(deps: Deps, userId: string, target: numbe
     for (;;) {
       const offset = await clockOffset(deps.db, userId);
       const now = deps.clock.now() + offset;
-      const next = await deps.db.selectFrom('jobs').select('run_at').where('clock_id', '=', userId).where('failed_at', 'is', null)
-        .orderBy('run_at').limit(1).executeTakeFirst();
-      const nextAt = next ? Number(next.run_at) + offset : null;
+      const next = await nextJobOfClock(deps.db, userId);
+      const nextAt = next !== null ? next + offset : null;
       const stepTo = nextAt !== null && nextAt < target ? nextAt : target;
       if (stepTo > now) await shiftClock(deps, userId, stepTo - now);
       budget -= await deps.worker.drain(userId, budget);
       if (budget <= 0) {
-        const left = await deps.db.selectFrom('jobs').select('run_at').where('clock_id', '=', userId).where('failed_at', 'is', null)
-          .orderBy('run_at').limit(1).executeTakeFirst();
+        const left = await nextJobOfClock(deps.db, userId);
         const reached = await clockNow(deps, userId);
-        return { now: reached, workRemaining: reached < target || (left !== undefined && Number(left.run_at) + (await clockOffset(deps.db, userId)) <= target) };
+        return { now: reached, workRemaining: reached < target || (left !== null && left + (await clockOffset(deps.db, userId)) <= target) };
       }
       if (stepTo >= target) return { now: await clockNow(deps, userId), workRemaining: false };
     }

@@ -1,13 +1,13 @@
 import { Type } from 'typebox';
-import type { App } from '../../app.ts';
-import { apiKeyAuth } from '../../http/auth.ts';
-import type { Deps } from '../../http/context.ts';
+import { apiKeyAuth } from '../merchants/merchants.auth.ts';
 import { errorResponses, IdParams } from '../../http/schemas.ts';
 import { PaymentObject } from '../payments/payments.schemas.ts';
 import { PayBody } from './pay.schemas.ts';
-import { payRequestAsPayer } from './pay.service.ts';
+import { payRequestAsPayer, type PayHelper } from './pay.service.ts';
+import type { Deps } from '../context.ts';
+import type { App } from '../../http/app-type.ts';
 
-export async function registerPayTestHelperRoutes(app: App, deps: Deps): Promise<void> {
+export async function registerPayTestHelperRoutes(app: App, deps: Deps, helpers: ReadonlyMap<string, PayHelper>): Promise<void> {
   app.post('/v1/test-helpers/requests/:id/pay', {
     onRequest: apiKeyAuth(deps),
     schema: {
@@ -18,5 +18,5 @@ export async function registerPayTestHelperRoutes(app: App, deps: Deps): Promise
       body: PayBody,
       response: { 200: Type.Object({ payment: Type.Optional(PaymentObject) }, { additionalProperties: true }), ...errorResponses, 503: errorResponses[400] },
     },
-  }, async (request) => payRequestAsPayer(request.ctx, request.params.id, request.body));
+  }, async (request) => payRequestAsPayer(request.ctx, helpers, request.params.id, request.body));
 }

@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { AmountInput } from '../../http/schemas.ts';
+import { addressSchemaFields } from '../customers/customers.schemas.ts';
 
 const text = (max: number) => Type.Optional(Type.String({ maxLength: max }));
 
@@ -12,12 +13,7 @@ export const PayBody = Type.Object(
       first_name: text(100),
       last_name: text(100),
       phone: Type.Optional(Type.String({ maxLength: 32, pattern: '^\\+?[0-9 ()-]{5,31}$', 'x-expected': 'a phone number of digits, spaces, ()- and an optional leading +' })),
-      address1: text(100),
-      address2: text(100),
-      address3: text(100),
-      address4: text(100),
-      city: text(100),
-      postcode: text(10),
+      ...addressSchemaFields((field) => text(field === 'postcode' ? 10 : 100)),
     }, { additionalProperties: false, description: 'Payer details, as the payment page collects them' })),
     marketing_opt_in: Type.Optional(Type.Boolean()),
   },

@@ -1,43 +1,27 @@
-import type { Ctx } from '../../http/context.ts';
 import { AppError, invalidParam } from '../../shared/errors.ts';
 import { AMOUNT_FORM, parseAmount } from '../../shared/money.ts';
 import { EMPTY_DETAILS, findCustInfoOfPayment, type PayerDetails } from '../customers/customers.service.ts';
 import { completeOneOffReturn, notPayable, startOneOffPayment } from '../payments/one-off.service.ts';
 import { bankReturnUrl, banksFor } from '../payments/payments.banks.ts';
 import { presentPayment } from '../payments/payments.service.ts';
-import { getRequest, type RequestRow } from '../requests/requests.repo.ts';
+import { getRequest } from '../requests/requests.service.ts';
 import { requireTestMode } from './clock.service.ts';
 import { authoriseAtBank } from './pay.bank-driver.ts';
 import type { PayBody } from './pay.schemas.ts';
+import type { Ctx } from '../context.ts';
+import { type RequestRow } from '../requests/requests.tables.ts';
 
 // POST /v1/test-helpers/requests/{id}/pay: pays a test-mode request the way a payer does, through
 // the same service functions, connector and sandbox bank (over HTTP), and returns the outcome.
 
-/** Recurring consents and subscriptions add their own pay helpers for their kinds of request. */
+/** Recurring consents and subscriptions provide pay helpers for their kinds of request, in their manifests. */
 export type PayHelper = (ctx: Ctx, request: RequestRow, body: PayBody) => Promise<Record<string, unknown>>;
-const helpers = new Map<string, PayHelper>();
-
-export function registerPayHelper(kind: string, helper: PayHelper): void {
-  helpers.set(kind, helper);
-}
 
 export function detailsFromBody(body: PayBody): PayerDetails | null {
   if (!body.cust_info && body.marketing_opt_in === undefined) return null;
   const info = body.cust_info ?? {};
-  return {
-    ...EMPTY_DETAILS,
-    email: info.email ?? null,
-    first_name: info.first_name ?? null,
-    last_name: info.last_name ?? null,
-    phone: info.phone ?? null,
-    address1: info.address1 ?? '',
-    address2: info.address2 ?? '',
-    address3: info.address3 ?? '',
-    address4: info.address4 ?? '',
-    city: info.city ?? '',
-    postcode: info.postcode ?? '',
-    marketing_opt_in: body.marketing_opt_in === true,
-  };
+  const given = Object.fromEntries(Object.entries(info).filter(([, value]) => value !== undefined));
+  return { ...EMPTY_DETAILS, ...given, marketing_opt_in: body.marketing_opt_in === true };
 }
 
 async function payOneOff(ctx: Ctx, request: RequestRow, body: PayBody) {
@@ -67,7 +51,7 @@ async function payOneOff(ctx: Ctx, request: RequestRow, body: PayBody) {
   return { payment: presentPayment(payment, await findCustInfoOfPayment(deps.db, payment.id)) };
 }
 
-export async function payRequestAsPayer(ctx: Ctx, requestId: string, body: PayBody) {
+export async function payRequestAsPayer(ctx: Ctx, helpers: ReadonlyMap<string, PayHelper>, requestId: string, body: PayBody) {
   requireTestMode(ctx);
   const request = await getRequest(ctx.db, { userId: ctx.merchant.id, mode: ctx.mode }, requestId);
   const problem = notPayable(request, ctx.clock.now());

@@ -1,8 +1,9 @@
 import type { Kysely, Selectable } from 'kysely';
 import { newId } from '../../shared/ids.ts';
 import { enqueue } from '../../jobs/queue.ts';
-import type { Database, Mode } from '../../store/tables.ts';
+import type { Database } from '../../store/tables.ts';
 import type { WebhookAttemptsTable, WebhookDeliveriesTable } from './webhooks.tables.ts';
+import type { Mode } from '../../shared/mode.ts';
 
 export type DeliveryRow = Selectable<WebhookDeliveriesTable>;
 export type AttemptRow = Selectable<WebhookAttemptsTable>;
@@ -81,4 +82,36 @@ export async function cancelPendingDeliveries(db: Db, endpointId: string): Promi
   const result = await db.updateTable('webhook_deliveries').set({ status: 'cancelled', next_attempt_at: null })
     .where('endpoint_id', '=', endpointId).where('status', '=', 'pending').executeTakeFirst();
   return Number(result.numUpdatedRows);
+}
+
+/** Deliveries with their endpoint's url and sealed secret, for the attempts about to be made. */
+export async function deliveriesToSend(db: Db, deliveryIds: string[]) {
+  if (deliveryIds.length === 0) return [];
+  return db
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('webhook_endpoints as w', 'w.id', 'd.endpoint_id')
+    .select(['d.id as delivery_id', 'd.status', 'd.first_attempt_at', 'd.mode', 'd.with_secret', 'd.event_id', 'w.url', 'w.secret', 'w.deleted_at'])
+    .where('d.id', 'in', deliveryIds)
+    .execute();
+}
+
+export async function insertAttempts(db: Db, attempts: AttemptRow[]): Promise<void> {
+  for (let i = 0; i < attempts.length; i += 500) await db.insertInto('webhook_attempts').values(attempts.slice(i, i + 500)).execute();
+}
+
+export async function endDelivery(db: Db, deliveryId: string, end: { status: 'cancelled' } | { status: 'failed'; at: number }): Promise<void> {
+  await db.updateTable('webhook_deliveries')
+    .set(end.status === 'cancelled' ? { status: 'cancelled', next_attempt_at: null } : { status: 'failed', next_attempt_at: null, failed_at: end.at })
+    .where('id', '=', deliveryId).where('status', '=', 'pending').execute();
+}
+
+export async function recordAttemptOn(db: Db, deliveryId: string, changes: Partial<DeliveryRow>): Promise<void> {
+  await db.updateTable('webhook_deliveries').set(changes).where('id', '=', deliveryId).execute();
+}
+
+/** Deliveries made of these events so far were the events' own, so their retries may carry the secret. */
+export async function letDeliveriesCarrySecret(db: Db, eventIds: string[]): Promise<void> {
+  for (let i = 0; i < eventIds.length; i += 500) {
+    await db.updateTable('webhook_deliveries').set({ with_secret: 1 }).where('event_id', 'in', eventIds.slice(i, i + 500)).execute();
+  }
 }

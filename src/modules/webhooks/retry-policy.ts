@@ -1,5 +1,7 @@
 // When to try a webhook delivery again (docs/webhooks.md, "Delivery and retries"). Pure, so the caps can be
-// checked with any clock and any randomness.
+// checked with any clock and any randomness. The backoff formula is the one every job uses (src/jobs/backoff.ts).
+
+import { backoffCeilingMs as jobBackoffCeilingMs, backoffDelayMs as jobBackoffDelayMs, type Backoff } from '../../jobs/backoff.ts';
 
 export const DELIVERY_POLICY = {
   maxAttempts: 20,
@@ -12,10 +14,11 @@ export const DELIVERY_POLICY = {
 
 export type DeliveryPolicy = { maxAttempts: number; maxDurationMs: number; baseDelayMs: number; maxDelayMs: number };
 
+const asBackoff = (policy: DeliveryPolicy): Backoff => ({ baseMs: policy.baseDelayMs, maxMs: policy.maxDelayMs, jitter: true });
+
 /** The ceiling of the wait after attempt `attempt` (1-based): 0.25 s doubling, capped at 10 s. */
 export function backoffCeilingMs(attempt: number, policy: DeliveryPolicy = DELIVERY_POLICY): number {
-  const exponent = Math.min(Math.max(attempt - 1, 0), 30);
-  return Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** exponent);
+  return jobBackoffCeilingMs(attempt, asBackoff(policy));
 }
 
 /**
@@ -23,8 +26,7 @@ export function backoffCeilingMs(attempt: number, policy: DeliveryPolicy = DELIV
  * so retries from many endpoints spread out instead of arriving in waves.
  */
 export function backoffDelayMs(attempt: number, random: number, policy: DeliveryPolicy = DELIVERY_POLICY): number {
-  const ceiling = backoffCeilingMs(attempt, policy);
-  return Math.round(policy.baseDelayMs + random * (ceiling - policy.baseDelayMs));
+  return jobBackoffDelayMs(attempt, asBackoff(policy), random);
 }
 
 /**

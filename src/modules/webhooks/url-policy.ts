@@ -1,7 +1,7 @@
 import { lookup } from 'node:dns/promises';
 import { invalidParam } from '../../shared/errors.ts';
 import { ipLiteral, isGlobalUnicast, isLoopbackHost } from '../../shared/network.ts';
-import type { Mode } from '../../store/tables.ts';
+import type { Mode } from '../../shared/mode.ts';
 
 // Where webhooks may be sent. Live endpoints must be https; test endpoints may also use http on
 // this machine. In both modes every address of the host must be globally routable unicast unless

@@ -1,4 +1,3 @@
-import type { Deps } from '../../http/context.ts';
 import { enqueue } from '../../jobs/queue.ts';
 import type { JobHandler } from '../../jobs/worker.ts';
 import { iso } from '../../shared/time.ts';
@@ -6,7 +5,8 @@ import { transact } from '../../store/tx.ts';
 import { queueMail } from '../mail/mail.service.ts';
 import { merchantContact } from '../merchants/merchants.service.ts';
 import { emitEvent } from '../events/events.service.ts';
-import { updateEndpoint } from './webhooks.repo.ts';
+import type { Deps } from '../context.ts';
+import { allLiveEndpoints, failingSinceOf, updateEndpoint } from './webhooks.repo.ts';
 
 // Tells a merchant by email when every delivery to one of their webhook endpoints has failed for
 // 24 hours, and after 3 days disables the endpoint, with an event and a mail (docs/webhooks.md):
@@ -21,17 +21,10 @@ export type FailingEndpoint = { id: string; userId: string; mode: 'live' | 'test
 
 /** Endpoints whose attempts have all failed since a time at least 24 hours ago. */
 export async function failingEndpoints(deps: Deps, now: number): Promise<FailingEndpoint[]> {
-  const endpoints = await deps.db.selectFrom('webhook_endpoints').select(['id', 'user_id', 'mode', 'url']).where('deleted_at', 'is', null)
-    .where('disabled_at', 'is', null).execute();
   const failing: FailingEndpoint[] = [];
-  for (const endpoint of endpoints) {
-    const attempts = deps.db.selectFrom('webhook_attempts as a').innerJoin('webhook_deliveries as d', 'd.id', 'a.delivery_id').where('d.endpoint_id', '=', endpoint.id);
-    const success = await attempts.select(({ fn }) => fn.max('a.started_at').as('at')).where('a.status_code', '>=', 200).where('a.status_code', '<', 300).executeTakeFirst();
-    const lastSuccess = success?.at == null ? 0 : Number(success.at);
-    const failure = await attempts.select(({ fn }) => fn.min('a.started_at').as('at')).where('a.started_at', '>', lastSuccess).executeTakeFirst();
-    if (failure?.at == null) continue;
-    const since = Number(failure.at);
-    if (since <= now - DAY_MS) failing.push({ id: endpoint.id, userId: endpoint.user_id, mode: endpoint.mode, url: endpoint.url, failingSince: since });
+  for (const endpoint of await allLiveEndpoints(deps.db)) {
+    const since = await failingSinceOf(deps.db, endpoint.id);
+    if (since !== null && since <= now - DAY_MS) failing.push({ id: endpoint.id, userId: endpoint.user_id, mode: endpoint.mode, url: endpoint.url, failingSince: since });
   }
   return failing;
 }

@@ -1,7 +1,10 @@
 import type { Kysely, Selectable } from 'kysely';
 import { notFound } from '../../shared/errors.ts';
-import type { Database, Mode } from '../../store/tables.ts';
+import type { Database } from '../../store/tables.ts';
+import { prepared } from '../../store/prepared.ts';
+import { notSealed } from '../../store/seal-at-rest.ts';
 import type { WebhookEndpointsTable } from './webhooks.tables.ts';
+import type { Mode } from '../../shared/mode.ts';
 
 export type EndpointRow = Selectable<WebhookEndpointsTable>;
 export type Owner = { userId: string; mode: Mode };
@@ -58,4 +61,39 @@ export type EndpointChanges = Partial<Pick<EndpointRow, 'url' | 'events' | 'disa
 export async function updateEndpoint(db: Db, id: string, changes: EndpointChanges): Promise<void> {
   if (Object.keys(changes).length === 0) return;
   await db.updateTable('webhook_endpoints').set(changes).where('id', '=', id).execute();
+}
+
+/** Endpoint secrets stored in clear before secrets were sealed at rest. */
+export async function sealEndpointSecrets(db: Db, seal: (secret: string) => string): Promise<void> {
+  const rows = await db.selectFrom('webhook_endpoints').select(['id', 'secret']).where('secret', '!=', '').where(notSealed('secret')).execute();
+  for (const row of rows) await db.updateTable('webhook_endpoints').set({ secret: seal(row.secret) }).where('id', '=', row.id).execute();
+}
+
+/** Every endpoint neither deleted nor disabled, of every merchant (the health check). */
+export async function allLiveEndpoints(db: Db): Promise<Array<Pick<EndpointRow, 'id' | 'user_id' | 'mode' | 'url'>>> {
+  return db.selectFrom('webhook_endpoints').select(['id', 'user_id', 'mode', 'url']).where('deleted_at', 'is', null)
+    .where('disabled_at', 'is', null).execute();
+}
+
+/** When the endpoint's current run of failed attempts began (after its last 2xx), or null when its last attempt succeeded. */
+export async function failingSinceOf(db: Db, endpointId: string): Promise<number | null> {
+  const attempts = db.selectFrom('webhook_attempts as a').innerJoin('webhook_deliveries as d', 'd.id', 'a.delivery_id').where('d.endpoint_id', '=', endpointId);
+  const success = await attempts.select(({ fn }) => fn.max('a.started_at').as('at')).where('a.status_code', '>=', 200).where('a.status_code', '<', 300).executeTakeFirst();
+  const lastSuccess = success?.at == null ? 0 : Number(success.at);
+  const failure = await attempts.select(({ fn }) => fn.min('a.started_at').as('at')).where('a.started_at', '>', lastSuccess).executeTakeFirst();
+  return failure?.at == null ? null : Number(failure.at);
+}
+
+export async function forgetEndpointSecret(db: Db, id: string): Promise<void> {
+  await db.updateTable('webhook_endpoints').set({ secret: '' }).where('id', '=', id).execute();
+}
+
+// Every event runs this, inside its transaction: prepared once rather than rebuilt per event.
+const endpointFiltersQuery = prepared<{ userId: string; mode: Mode }, { id: string; events: string | null }>((db, arg) =>
+  db.selectFrom('webhook_endpoints').select(['id', 'events']).where('user_id', '=', arg('userId')).where('mode', '=', arg('mode')).where('deleted_at', 'is', null)
+    .where('disabled_at', 'is', null));
+
+/** The merchant's endpoints in a mode, with the event types each takes. */
+export async function endpointFiltersOf(db: Db, owner: Owner): Promise<Array<{ id: string; events: string | null }>> {
+  return endpointFiltersQuery.all(db, { userId: owner.userId, mode: owner.mode });
 }

@@ -1,10 +1,10 @@
 import { Type } from 'typebox';
-import type { App } from '../../app.ts';
-import { apiKeyAuth } from '../../http/auth.ts';
-import type { Deps } from '../../http/context.ts';
+import { apiKeyAuth } from '../merchants/merchants.auth.ts';
 import { errorResponses, IdempotencyHeaders, IdParams } from '../../http/schemas.ts';
 import { CreateWebhookBody, DeliveryList, ListWebhooksQuery, RecoverBody, UpdateWebhookBody, WebhookEnvelope, WebhookObject } from './webhooks.schemas.ts';
 import { createWebhook, deleteWebhook, listWebhooksFor, recoverWebhook, retrieveWebhook, rotateWebhookSecret, updateWebhook } from './webhooks.service.ts';
+import type { Deps } from '../context.ts';
+import type { App } from '../../http/app-type.ts';
 
 export async function registerWebhookRoutes(app: App, deps: Deps): Promise<void> {
   const auth = apiKeyAuth(deps);

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import type { Ctx } from '../../http/context.ts';
 import { idempotent } from '../../http/idempotency.ts';
 import { AppError, invalidParam, notFound } from '../../shared/errors.ts';
 import { openStored } from '../../shared/secret-box.ts';
@@ -13,8 +12,12 @@ import { decodeKeyring, encodeKeyring, rotated } from './signing.ts';
 import { validateWebhookUrl } from './url-policy.ts';
 import { endpointTakes, eventFilterProblem } from './event-filter.ts';
 import { presentDelivery, presentWebhook } from './webhooks.present.ts';
-import { findEndpointById, getEndpoint, insertEndpoint, listEndpoints, liveEndpointsOf, softDeleteEndpoint, updateEndpoint, type EndpointChanges, type EndpointRow, type Owner } from './webhooks.repo.ts';
+import { findEndpointById, forgetEndpointSecret, getEndpoint, insertEndpoint, listEndpoints, liveEndpointsOf, softDeleteEndpoint, updateEndpoint, type EndpointChanges, type EndpointRow, type Owner } from './webhooks.repo.ts';
 import type { CreateWebhookBody, DeliveryObject, ListWebhooksQuery, UpdateWebhookBody } from './webhooks.schemas.ts';
+import type { Ctx } from '../context.ts';
+
+export { letDeliveriesCarrySecret } from './deliveries.repo.ts';
+export { sealEndpointSecrets } from './webhooks.repo.ts';
 
 type Db = Kysely<Database>;
 const owner = (ctx: Ctx): Owner => ({ userId: ctx.merchant.id, mode: ctx.mode });
@@ -107,7 +110,7 @@ export async function deleteWebhook(ctx: Ctx, id: string) {
   return transact(ctx.db, async (trx) => {
     const row = await getEndpoint(trx, owner(ctx), id);
     await softDeleteEndpoint(trx, id, ctx.clock.now());
-    await trx.updateTable('webhook_endpoints').set({ secret: '' }).where('id', '=', id).execute();
+    await forgetEndpointSecret(trx, id);
     return { webhook: presentWebhook(row), deleted: true };
   });
 }

@@ -67,3 +67,7 @@ export interface WebhookTables {
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
 }
+
+declare module '../../store/tables.ts' {
+  interface Database extends WebhookTables {}
+}

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { Eta } from 'eta';
 import type { FastifyReply } from 'fastify';
-import { DateTime } from 'luxon';
+import { inZone } from '../../../shared/zone.ts';
 import { displayAmount } from '../../../shared/money.ts';
 import type { ConsentRow } from './sandbox.repo.ts';
 
@@ -42,7 +42,7 @@ const periodLabels: Record<string, string> = {
 };
 
 function localDate(ms: number, zone: string): string {
-  return DateTime.fromMillis(ms, { zone }).toFormat('d LLLL yyyy, h:mm a');
+  return inZone(ms, zone).toFormat('d LLLL yyyy, h:mm a');
 }
 
 /** What the payer is approving, as label/value rows. */

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { DateTime } from 'luxon';
+import { inZone } from '../../../shared/zone.ts';
 import { checkLimits, periodWindow, Periods, type ConsentLimits, type Period } from './sandbox.limits.ts';
 
 const zone = 'Pacific/Auckland';
@@ -24,10 +24,10 @@ test('days start at local midnight and last 23, 24 or 25 hours; weeks start on M
   fc.assert(
     fc.property(instant, (at) => {
       const day = periodWindow('Day', at, zone, at);
-      const start = DateTime.fromMillis(day.start, { zone });
+      const start = inZone(day.start, zone);
       assert.equal(start.toFormat('HH:mm'), '00:00');
       assert.ok([23, 24, 25].includes((day.end - day.start) / 3_600_000));
-      const week = DateTime.fromMillis(periodWindow('Week', at, zone, at).start, { zone });
+      const week = inZone(periodWindow('Week', at, zone, at).start, zone);
       assert.equal(week.weekday, 1);
       assert.equal(week.toFormat('HH:mm'), '00:00');
     }),
@@ -36,14 +36,14 @@ test('days start at local midnight and last 23, 24 or 25 hours; weeks start on M
 
 /** An independent statement of "the same period": the same local calendar label. */
 function label(p: Period, at: number, anchor: number): string {
-  const local = DateTime.fromMillis(at, { zone });
+  const local = inZone(at, zone);
   switch (p) {
     case 'Day':
       return local.toISODate()!;
     case 'Week':
       return local.toFormat("kkkk-'W'WW");
     case 'Fortnight': {
-      const weeks = Math.round(local.startOf('week').diff(DateTime.fromMillis(anchor, { zone }).startOf('week'), 'days').days / 7);
+      const weeks = Math.round(local.startOf('week').diff(inZone(anchor, zone).startOf('week'), 'days').days / 7);
       return String(Math.floor(weeks / 2));
     }
     case 'Month':

@@ -1,4 +1,4 @@
-import { DateTime } from 'luxon';
+import { inZone, type LocalDateTime } from '../../../shared/zone.ts';
 import { lastWindowCache } from '../../../shared/time.ts';
 
 // The sandbox bank's own check of an enduring consent's limits. Pure: the caller loads the
@@ -37,14 +37,14 @@ export function periodWindow(period: Period, at: number, zone: string, anchorAt:
 const recentWindows = lastWindowCache();
 
 function calendarWindow(period: Period, at: number, zone: string, anchorAt: number): { start: number; end: number } {
-  const local = DateTime.fromMillis(at, { zone });
+  const local = inZone(at, zone);
   switch (period) {
     case 'Day':
       return span(local.startOf('day'), { days: 1 });
     case 'Week':
       return span(local.startOf('week'), { weeks: 1 });
     case 'Fortnight': {
-      const anchorWeek = DateTime.fromMillis(anchorAt, { zone }).startOf('week');
+      const anchorWeek = inZone(anchorAt, zone).startOf('week');
       const weeks = Math.floor(local.startOf('week').diff(anchorWeek, 'weeks').weeks + 1e-9);
       const offset = weeks - (((weeks % 2) + 2) % 2);
       return span(anchorWeek.plus({ weeks: offset }), { weeks: 2 });
@@ -58,7 +58,7 @@ function calendarWindow(period: Period, at: number, zone: string, anchorAt: numb
   }
 }
 
-function span(start: DateTime, length: Record<string, number>): { start: number; end: number } {
+function span(start: LocalDateTime, length: Record<string, number>): { start: number; end: number } {
   return { start: start.toMillis(), end: start.plus(length).toMillis() };
 }
 

@@ -1,8 +1,7 @@
-import type { ExpressionBuilder } from 'kysely';
 import { lockForUpdate } from '../../../store/db.ts';
 import { inserted, insertRow, prepared, updateById } from '../../../store/prepared.ts';
 import type { SandboxDb } from './sandbox.context.ts';
-import type { SandboxConsentsTable, SandboxPaymentsTable, SandboxPayersTable, SandboxTables } from './sandbox.tables.ts';
+import type { SandboxConsentsTable, SandboxPaymentsTable, SandboxPayersTable } from './sandbox.tables.ts';
 
 // SQL of the sandbox bank, and no rules.
 

@@ -116,3 +116,7 @@ export interface SandboxTables {
   sandbox_payments: SandboxPaymentsTable;
   sandbox_idempotency: SandboxIdempotencyTable;
 }
+
+declare module '../../../store/tables.ts' {
+  interface Database extends SandboxTables {}
+}

@@ -4,8 +4,8 @@ import type { Worker } from '../jobs/worker.ts';
 import type { Clock } from '../shared/time.ts';
 import type { Db } from '../store/db.ts';
 import type { SecretBox } from '../shared/secret-box.ts';
-import type { Mode } from '../store/tables.ts';
-import type { BankRegistry } from '../modules/banks/bank-connector.ts';
+import type { BankRegistry } from './banks/bank-connector.ts';
+import type { Mode } from '../shared/mode.ts';
 
 /** Long-lived dependencies, built once in main (or by the test harness). */
 export type Deps = {

@@ -1,10 +1,10 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { AppError, unauthorized } from '../shared/errors.ts';
-import { shiftedClock } from '../shared/time.ts';
-import { authenticateKey } from '../modules/merchants/merchants.service.ts';
-import type { Ctx, Deps } from './context.ts';
-import { TokenBuckets } from './rate-limit.ts';
-import { clientKey, FailureLimiter, retryAfterSeconds } from './failure-limiter.ts';
+import { AppError, unauthorized } from '../../shared/errors.ts';
+import { shiftedClock } from '../../shared/time.ts';
+import { authenticateKey } from './merchants.service.ts';
+import { TokenBuckets } from '../../http/rate-limit.ts';
+import { clientKey, FailureLimiter, retryAfterSeconds } from '../../http/failure-limiter.ts';
+import type { Ctx, Deps } from '../context.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {

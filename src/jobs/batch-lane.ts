@@ -1,0 +1,320 @@
+import { randomUUID } from 'node:crypto';
+import type { Kysely, Transaction } from 'kysely';
+import type { Logger } from 'pino';
+import { lockSkipLocked, relaxDurability, type Db } from '../store/db.ts';
+import type { Database } from '../store/tables.ts';
+import { transact } from '../store/tx.ts';
+import { systemClock, type Clock } from '../shared/time.ts';
+import { onJobEnqueued } from './queue.ts';
+
+// A lane for one kind of job that must run many at once (webhook delivery): jobs are claimed in
+// batches (FOR UPDATE SKIP LOCKED on PostgreSQL), run concurrently with a cap per key and overall,
+// and their results are written back in batches (one transaction for every result that arrived
+// while the previous one committed). The jobs table stays the durable source of truth: a claimed
+// job holds a lease that the lane renews while the job runs, so after a crash another process (or
+// this one, restarted) runs it again. The job kind's module says what to load, how to run one job
+// and what to record; every statement on the jobs table is here.
+
+/** One claimed job: `attempt` counts its claims so far, so a crash mid-run still counts. */
+export type LaneJob<P> = { jobId: string; key: string; attempt: number; payload: P };
+
+/** What became of one job: done (deleted), or to run again at `retryAt`. */
+export type Settlement = { retryAt: null } | { retryAt: number; error: string };
+
+export type BatchLaneKind<P, W, O> = {
+  kind: string;
+  /** Jobs with the same key share the per-key cap (a webhook endpoint). */
+  keyOf(payload: P): string;
+  /** Reads what the claimed jobs need, in the claiming transaction. Returns one work item per job, in order. */
+  load(trx: Transaction<Database>, jobs: LaneJob<P>[]): Promise<W[]>;
+  run(work: W, job: LaneJob<P>): Promise<O>;
+  settlement(outcome: O): Settlement;
+  /** Writes the outcomes of jobs this lane still held, in the transaction that settles them. */
+  record(trx: Transaction<Database>, outcomes: Array<{ job: LaneJob<P>; outcome: O }>): Promise<void>;
+};
+
+export type BatchLaneOptions = {
+  db: Db;
+  log: Logger;
+  clock?: Clock;
+  random?: () => number;
+  maxInFlight?: number;
+  perKey?: number;
+  pollMs?: number;
+  leaseMs?: number;
+};
+
+const FLUSH_BATCH = 256;
+const FLUSH_GATHER_MS = 5;
+const CHUNK = 500;
+
+type Running<P, O> = { job: LaneJob<P>; outcome: O };
+
+export class BatchLane<P, W, O> {
+  readonly id: string;
+  private readonly db: Db;
+  private readonly log: Logger;
+  private readonly clock: Clock;
+  private readonly random: () => number;
+  private readonly maxInFlight: number;
+  private readonly perKey: number;
+  private readonly pollMs: number;
+  private readonly leaseMs: number;
+
+  private running = false;
+  private readonly inFlight = new Map<string, LaneJob<P>>();
+  private readonly perKeyCount = new Map<string, number>();
+  private readonly runs = new Set<Promise<void>>();
+  private finished: Array<Running<P, O>> = [];
+  private flushing: Promise<void> | null = null;
+  private claiming = false;
+  private claimAgain = false;
+  private pollTimer: NodeJS.Timeout | null = null;
+  private retryTimer: NodeJS.Timeout | null = null;
+  private flushTimer: NodeJS.Timeout | null = null;
+  private retryTimerAt = Infinity;
+  private heartbeat: NodeJS.Timeout | null = null;
+  private unregister: (() => void) | null = null;
+
+  private readonly spec: BatchLaneKind<P, W, O>;
+
+  constructor(spec: BatchLaneKind<P, W, O>, options: BatchLaneOptions) {
+    this.spec = spec;
+    this.id = `${spec.kind}-${randomUUID()}`;
+    this.db = options.db;
+    this.log = options.log;
+    this.clock = options.clock ?? systemClock;
+    this.random = options.random ?? Math.random;
+    this.maxInFlight = options.maxInFlight ?? 1024;
+    this.perKey = options.perKey ?? 256;
+    this.pollMs = options.pollMs ?? 100;
+    this.leaseMs = options.leaseMs ?? 10_000;
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.unregister = onJobEnqueued(() => this.poke());
+    this.heartbeat = setInterval(() => void this.renewLeases(), Math.max(50, Math.floor(this.leaseMs / 3)));
+    this.heartbeat.unref?.();
+    this.poke();
+  }
+
+  /** Stops claiming, lets jobs under way finish and records them (SIGTERM). */
+  async stop(): Promise<void> {
+    this.running = false;
+    this.unregister?.();
+    for (const timer of [this.pollTimer, this.retryTimer]) if (timer) clearTimeout(timer);
+    while (this.runs.size > 0 || this.flushing || this.finished.length > 0) {
+      await Promise.allSettled([...this.runs]);
+      await (this.flushing ?? this.flush());
+    }
+    if (this.heartbeat) clearInterval(this.heartbeat);
+  }
+
+  /** Claim what is due now (called after a commit that queued a job, and on a timer). */
+  poke(): void {
+    if (!this.running) return;
+    if (this.claiming) {
+      this.claimAgain = true;
+      return;
+    }
+    void this.claimAndRun();
+  }
+
+  private async claimAndRun(): Promise<void> {
+    this.claiming = true;
+    let full = false;
+    try {
+      const room = this.maxInFlight - this.inFlight.size;
+      if (room > 0) {
+        const claimed = await this.claim(room);
+        full = claimed.scanned >= room;
+        for (const { job, work } of claimed.work) this.launch(job, work);
+      }
+    } catch (error) {
+      this.log.error({ err: error, job_kind: this.spec.kind }, 'job claim failed');
+    } finally {
+      this.claiming = false;
+    }
+    if (!this.running) return;
+    if (full || this.claimAgain) {
+      this.claimAgain = false;
+      setImmediate(() => this.poke());
+    } else {
+      if (this.pollTimer) clearTimeout(this.pollTimer);
+      this.pollTimer = setTimeout(() => this.poke(), this.pollMs);
+      this.pollTimer.unref?.();
+    }
+  }
+
+  /**
+   * Locks due jobs. A job whose key already has its share in flight is put back a little later
+   * instead, so a slow key (endpoint) waits on itself and not on others.
+   */
+  private async claim(room: number): Promise<{ scanned: number; work: Array<{ job: LaneJob<P>; work: W }> }> {
+    const now = this.clock.now();
+    return transact(this.db, async (trx) => {
+      const due = await lockSkipLocked(
+        trx,
+        trx
+          .selectFrom('jobs')
+          .select(['id', 'payload'])
+          .where('kind', '=', this.spec.kind)
+          .where('failed_at', 'is', null)
+          .where('run_at', '<=', now)
+          .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', now)]))
+          .orderBy('run_at')
+          .limit(room),
+      ).execute();
+      if (due.length === 0) return { scanned: 0, work: [] };
+      // A lease lost in a crash only lets the job be claimed again (at least once).
+      await relaxDurability(trx);
+
+      const take: Array<{ jobId: string; key: string; payload: P }> = [];
+      const later: string[] = [];
+      const counts = new Map(this.perKeyCount);
+      for (const row of due) {
+        const payload = JSON.parse(row.payload) as P;
+        const key = this.spec.keyOf(payload);
+        const busy = counts.get(key) ?? 0;
+        if (busy >= this.perKey) later.push(row.id);
+        else {
+          counts.set(key, busy + 1);
+          take.push({ jobId: row.id, key, payload });
+        }
+      }
+      if (later.length > 0) {
+        await trx.updateTable('jobs').set({ run_at: now + 10 + Math.floor(this.random() * 30) }).where('id', 'in', later).execute();
+      }
+      if (take.length === 0) return { scanned: due.length, work: [] };
+
+      const claimed = await trx
+        .updateTable('jobs')
+        .set((eb) => ({ locked_by: this.id, locked_until: now + this.leaseMs, attempts: eb('attempts', '+', 1) }))
+        .where('id', 'in', take.map((t) => t.jobId))
+        .returning(['id', 'attempts'])
+        .execute();
+      const attempts = new Map(claimed.map((row) => [row.id, Number(row.attempts)]));
+      const jobs: LaneJob<P>[] = take.map((t) => ({ ...t, attempt: attempts.get(t.jobId) ?? 1 }));
+      const loaded = await this.spec.load(trx, jobs);
+      return { scanned: due.length, work: jobs.map((job, i) => ({ job, work: loaded[i] })) };
+    });
+  }
+
+  private launch(job: LaneJob<P>, work: W): void {
+    this.inFlight.set(job.jobId, job);
+    this.perKeyCount.set(job.key, (this.perKeyCount.get(job.key) ?? 0) + 1);
+    const run = this.spec.run(work, job).then((outcome) => {
+      this.finished.push({ job, outcome });
+      this.scheduleFlush();
+    });
+    this.runs.add(run);
+    void run.finally(() => this.runs.delete(run));
+  }
+
+  /**
+   * Results are written in batches: SQLite commits synchronously, so without a short gathering
+   * delay every result would cost a commit of its own.
+   */
+  private scheduleFlush(): void {
+    if (this.flushing) return;
+    if (this.finished.length < FLUSH_BATCH) {
+      if (this.flushTimer) return;
+      this.flushTimer = setTimeout(() => {
+        this.flushTimer = null;
+        this.startFlush();
+      }, FLUSH_GATHER_MS);
+      return;
+    }
+    this.startFlush();
+  }
+
+  private startFlush(): void {
+    if (this.flushing) return;
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.flushTimer = null;
+    this.flushing = this.flush().finally(() => {
+      this.flushing = null;
+      if (this.finished.length > 0) this.scheduleFlush();
+    });
+  }
+
+  /** Settles every finished job in one transaction, then frees their slots. */
+  private async flush(): Promise<void> {
+    const batch = this.finished;
+    this.finished = [];
+    if (batch.length === 0) return;
+    try {
+      await transact(this.db, (trx) => this.settle(trx, batch));
+    } catch (error) {
+      // The jobs keep their leases; once those lapse they run again (at least once).
+      this.log.error({ err: error, count: batch.length, job_kind: this.spec.kind }, 'could not record finished jobs');
+    }
+    let soonest = Infinity;
+    for (const { job, outcome } of batch) {
+      this.inFlight.delete(job.jobId);
+      const left = (this.perKeyCount.get(job.key) ?? 1) - 1;
+      if (left > 0) this.perKeyCount.set(job.key, left);
+      else this.perKeyCount.delete(job.key);
+      const settlement = this.spec.settlement(outcome);
+      if (settlement.retryAt !== null) soonest = Math.min(soonest, settlement.retryAt);
+    }
+    if (soonest < Infinity) this.wakeAt(soonest);
+    this.poke();
+  }
+
+  /**
+   * Only jobs this lane still holds are settled and recorded; a job whose lease lapsed belongs to
+   * whoever claimed it since, and that claimant records its own run.
+   */
+  private async settle(trx: Transaction<Database>, batch: Array<Running<P, O>>): Promise<void> {
+    const owned = new Set<string>();
+    const done = batch.filter((r) => this.spec.settlement(r.outcome).retryAt === null).map((r) => r.job.jobId);
+    for (let i = 0; i < done.length; i += CHUNK) {
+      const deleted = await trx.deleteFrom('jobs').where('id', 'in', done.slice(i, i + CHUNK)).where('locked_by', '=', this.id).returning('id').execute();
+      for (const row of deleted) owned.add(row.id);
+    }
+    for (const { job, outcome } of batch) {
+      const settlement = this.spec.settlement(outcome);
+      if (settlement.retryAt === null) continue;
+      const updated = await trx
+        .updateTable('jobs')
+        .set({ run_at: settlement.retryAt, locked_by: null, locked_until: null, last_error: settlement.error.slice(0, 1000) })
+        .where('id', '=', job.jobId)
+        .where('locked_by', '=', this.id)
+        .returning('id')
+        .executeTakeFirst();
+      if (updated) owned.add(updated.id);
+    }
+    await this.spec.record(trx, batch.filter((r) => owned.has(r.job.jobId)));
+  }
+
+  /** Keeps the leases of jobs under way, so only a dead process's jobs are taken over. */
+  private async renewLeases(): Promise<void> {
+    const ids = [...this.inFlight.keys()];
+    if (ids.length === 0) return;
+    const until = this.clock.now() + this.leaseMs;
+    try {
+      for (let i = 0; i < ids.length; i += CHUNK) await renewJobLeases(this.db, this.id, ids.slice(i, i + CHUNK), until);
+    } catch (error) {
+      this.log.warn({ err: error, job_kind: this.spec.kind }, 'could not renew job leases');
+    }
+  }
+
+  private wakeAt(at: number): void {
+    if (!this.running || at >= this.retryTimerAt) return;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimerAt = at;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null;
+      this.retryTimerAt = Infinity;
+      this.poke();
+    }, Math.max(0, at - this.clock.now()));
+    this.retryTimer.unref?.();
+  }
+}
+
+async function renewJobLeases(db: Kysely<Database>, owner: string, ids: string[], until: number): Promise<void> {
+  await db.updateTable('jobs').set({ locked_until: until }).where('id', 'in', ids).where('locked_by', '=', owner).execute();
+}

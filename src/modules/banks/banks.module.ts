@@ -1,0 +1,16 @@
+import type { ModuleManifest } from '../manifest.ts';
+import { sandboxBank, serviceClient } from './sandbox-bank/sandbox-bank.app.ts';
+
+/** Banks: the connectors (deps.banks), and the sandbox bank served at /sandbox-bank. */
+export const banksModule: ModuleManifest = {
+  name: 'banks',
+  async routes(app, deps) {
+    await app.register(sandboxBank, {
+      prefix: '/sandbox-bank',
+      db: deps.db,
+      clock: deps.clock,
+      zone: deps.config.serviceTimeZone,
+      clients: serviceClient(() => deps.config.publicBaseUrl),
+    });
+  },
+};

@@ -1,0 +1,87 @@
+import type { Kysely, Selectable } from 'kysely';
+import { prepared } from '../../store/prepared.ts';
+import type { Database } from '../../store/tables.ts';
+import type { Mode } from '../../shared/mode.ts';
+import type { ApiKeysTable, BankAccountsTable, UsersTable } from './merchants.tables.ts';
+
+type Db = Kysely<Database>;
+export type UserRow = Selectable<UsersTable>;
+export type BankAccountRow = Selectable<BankAccountsTable>;
+
+export async function insertApiKey(db: Db, row: Selectable<ApiKeysTable>): Promise<void> {
+  await db.insertInto('api_keys').values(row).execute();
+}
+
+export async function findApiKey(db: Db, by: { id: string } | { keyHash: string }) {
+  return db.selectFrom('api_keys').select(['id', 'revoked_at'])
+    .where('id' in by ? 'id' : 'key_hash', '=', 'id' in by ? by.id : by.keyHash).executeTakeFirst();
+}
+
+export async function setApiKeyRevoked(db: Db, id: string, at: number): Promise<void> {
+  await db.updateTable('api_keys').set({ revoked_at: at }).where('id', '=', id).where('revoked_at', 'is', null).execute();
+}
+
+export async function insertBankAccount(db: Db, row: BankAccountRow): Promise<void> {
+  await db.insertInto('bank_accounts').values(row).execute();
+}
+
+export async function findBankAccountOf(db: Db, userId: string, id: string): Promise<BankAccountRow | undefined> {
+  return db.selectFrom('bank_accounts').selectAll().where('id', '=', id).where('user_id', '=', userId).executeTakeFirst();
+}
+
+/** A bank account with the name of the merchant it belongs to. */
+export async function bankAccountWithOwner(db: Db, id: string) {
+  return db.selectFrom('bank_accounts').innerJoin('users', 'users.id', 'bank_accounts.user_id')
+    .select(['bank_accounts.account_number', 'bank_accounts.name', 'users.name as merchant_name'])
+    .where('bank_accounts.id', '=', id).executeTakeFirstOrThrow();
+}
+
+export async function listBankAccounts(db: Db, userId: string, page: { limit: number; startingAfter?: string }): Promise<BankAccountRow[]> {
+  let query = db.selectFrom('bank_accounts').selectAll().where('user_id', '=', userId);
+  if (page.startingAfter) query = query.where('id', '<', page.startingAfter);
+  return query.orderBy('id', 'desc').limit(page.limit + 1).execute();
+}
+
+export async function insertUser(db: Db, row: Omit<UserRow, 'test_clock_offset_ms'>): Promise<void> {
+  await db.insertInto('users').values(row).execute();
+}
+
+export async function findUserByEmail(db: Db, email: string): Promise<UserRow | undefined> {
+  return db.selectFrom('users').selectAll().where('email', '=', email).executeTakeFirst();
+}
+
+export async function findUserById(db: Db, id: string): Promise<UserRow | undefined> {
+  return db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export async function anyUser(db: Db): Promise<boolean> {
+  return (await db.selectFrom('users').select('id').limit(1).executeTakeFirst()) !== undefined;
+}
+
+// Every API call runs this: prepared once rather than rebuilt per request.
+export const keyByHashQuery = prepared<{ keyHash: string }, { key_id: string; mode: Mode; revoked_at: number | null; user_id: string; name: string; test_clock_offset_ms: number }>((db, arg) =>
+  db
+    .selectFrom('api_keys')
+    .innerJoin('users', 'users.id', 'api_keys.user_id')
+    .select(['api_keys.id as key_id', 'api_keys.mode', 'api_keys.revoked_at', 'users.id as user_id', 'users.name', 'users.test_clock_offset_ms'])
+    .where('api_keys.key_hash', '=', arg('keyHash')));
+
+const clockOffsetQuery = prepared<{ userId: string }, { test_clock_offset_ms: number }>((db, arg) =>
+  db.selectFrom('users').select('test_clock_offset_ms').where('id', '=', arg('userId')));
+
+export async function testClockOffsetOf(db: Db, userId: string): Promise<number> {
+  const row = await clockOffsetQuery.first(db, { userId });
+  return row ? Number(row.test_clock_offset_ms) : 0;
+}
+
+export async function testClockOffsetsOf(db: Db, userIds: string[]): Promise<Map<string, number>> {
+  const offsets = new Map<string, number>();
+  if (userIds.length === 0) return offsets;
+  const rows = await db.selectFrom('users').select(['id', 'test_clock_offset_ms']).where('id', 'in', userIds).execute();
+  for (const row of rows) offsets.set(row.id, Number(row.test_clock_offset_ms));
+  return offsets;
+}
+
+export async function addToTestClockOffset(db: Db, userId: string, deltaMs: number): Promise<void> {
+  await db.updateTable('users').set((eb) => ({ test_clock_offset_ms: eb('test_clock_offset_ms', '+', deltaMs) })).where('id', '=', userId).execute();
+}

@@ -1,0 +1,55 @@
+import type { Kysely, Selectable } from 'kysely';
+import type { Database } from '../../store/tables.ts';
+import type { PayerCodesTable, PayerSessionsTable } from './payer.tables.ts';
+
+type Db = Kysely<Database>;
+export type PayerCodeRow = Selectable<PayerCodesTable>;
+export type PayerSessionRow = Selectable<PayerSessionsTable>;
+
+/** Codes made for this email since `since`: how many, and when the oldest of them was made. */
+export async function codesSince(db: Db, email: string, since: number): Promise<{ count: number; oldestAt: number | null }> {
+  const row = await db.selectFrom('payer_codes').select(({ fn }) => [fn.countAll<number>().as('n'), fn.min<number>('created_at').as('oldest')])
+    .where('email', '=', email).where('created_at', '>', since).executeTakeFirstOrThrow();
+  return { count: Number(row.n), oldestAt: row.oldest === null ? null : Number(row.oldest) };
+}
+
+/** Kills the email's codes not yet used, so only the next one is live. */
+export async function killLiveCodes(db: Db, email: string, now: number): Promise<void> {
+  await db.updateTable('payer_codes').set({ dead_at: now }).where('email', '=', email).where('dead_at', 'is', null).where('used_at', 'is', null).execute();
+}
+
+export async function insertCode(db: Db, row: PayerCodeRow): Promise<void> {
+  await db.insertInto('payer_codes').values(row).execute();
+}
+
+export async function liveCodeOf(db: Db, email: string, now: number): Promise<PayerCodeRow | undefined> {
+  return db.selectFrom('payer_codes').selectAll().where('email', '=', email).where('dead_at', 'is', null)
+    .where('used_at', 'is', null).where('expires_at', '>', now).orderBy('created_at', 'desc').limit(1).executeTakeFirst();
+}
+
+/** Spends one try of an unused code, atomically; false when none was left. */
+export async function spendTry(db: Db, codeId: string): Promise<boolean> {
+  const spent = await db.updateTable('payer_codes').set((eb) => ({ tries_left: eb('tries_left', '-', 1) }))
+    .where('id', '=', codeId).where('tries_left', '>', 0).where('used_at', 'is', null).executeTakeFirst();
+  return Number(spent.numUpdatedRows) > 0;
+}
+
+export async function markCode(db: Db, codeId: string, change: { dead_at: number } | { used_at: number }): Promise<void> {
+  await db.updateTable('payer_codes').set(change).where('id', '=', codeId).execute();
+}
+
+export async function insertSession(db: Db, row: PayerSessionRow): Promise<void> {
+  await db.insertInto('payer_sessions').values(row).execute();
+}
+
+export async function findSession(db: Db, idHash: string): Promise<PayerSessionRow | undefined> {
+  return db.selectFrom('payer_sessions').selectAll().where('id_hash', '=', idHash).executeTakeFirst();
+}
+
+export async function touchSession(db: Db, idHash: string, now: number): Promise<void> {
+  await db.updateTable('payer_sessions').set({ last_seen_at: now }).where('id_hash', '=', idHash).execute();
+}
+
+export async function endSessionRow(db: Db, idHash: string, now: number): Promise<void> {
+  await db.updateTable('payer_sessions').set({ ended_at: now }).where('id_hash', '=', idHash).where('ended_at', 'is', null).execute();
+}

@@ -1,0 +1,48 @@
+import type { Selectable } from 'kysely';
+import type { Mode } from '../../shared/mode.ts';
+
+export interface PaymentsTable {
+  id: string;
+  user_id: string;
+  mode: Mode;
+  request_id: string;
+  /** awaiting-consent | successful | failed | cancelled | unconfirmed */
+  status: string;
+  /** What was asked for; limits and caps use this. */
+  amount_cents: number;
+  /** What moves at the bank: the same, except 1 cent in test mode. */
+  settled_cents: number;
+  bank_id: string | null;
+  particulars: string;
+  code: string;
+  reference: string | null;
+  merchant_identifier: string | null;
+  bank_consent_id: string | null;
+  bank_payment_id: string | null;
+  /** OAuth-style state tying the bank's redirect back to this payment. */
+  auth_state: string | null;
+  recurring_consent_id: string | null;
+  subscription_id: string | null;
+  idempotency_key: string | null;
+  fingerprint: string | null;
+  failure_reason: string | null;
+  created_at: number;
+  updated_at: number;
+  completed_at: number | null;
+  /** When execution at the bank was claimed (migration 0005); null until then. */
+  submitted_at: number | null;
+  /** 'page' | 'embed' | 'api' (migration 0005). */
+  channel: string | null;
+  /** The payer's account from the bank, sealed JSON { scheme_name, identification, name } (migration 0016); null until read. */
+  payer_account_sealed: string | null;
+}
+
+export interface PaymentTables {
+  payments: PaymentsTable;
+}
+
+declare module '../../store/tables.ts' {
+  interface Database extends PaymentTables {}
+}
+
+export type PaymentRow = Selectable<PaymentsTable>;

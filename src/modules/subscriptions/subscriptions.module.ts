@@ -1,0 +1,17 @@
+import type { ModuleManifest } from '../manifest.ts';
+import { chargeSubscriptionJob } from './subscriptions.charges.ts';
+import { subscriptionCheckout } from './subscriptions.checkout.ts';
+import { registerSubscriptionRoutes } from './subscriptions.routes.ts';
+import { sealSubscriptionAccessTokens } from './subscriptions.service.ts';
+import { CHARGE_SUBSCRIPTION_JOB } from './subscriptions.schedule-jobs.ts';
+import { paySubscriptionRequest } from './subscriptions.test-helpers.ts';
+
+/** Subscriptions: charged by Tono on a schedule, with retries; paused, resumed, cancelled. */
+export const subscriptionsModule: ModuleManifest = {
+  name: 'subscriptions',
+  routes: (app, deps) => registerSubscriptionRoutes(app, deps),
+  jobs: [{ name: CHARGE_SUBSCRIPTION_JOB, handler: chargeSubscriptionJob }],
+  checkout: { subscription: (deps) => subscriptionCheckout(deps) },
+  payHelpers: { subscription: paySubscriptionRequest },
+  sealSecrets: (trx, secrets) => sealSubscriptionAccessTokens(trx, (secret) => secrets.seal(secret)),
+};

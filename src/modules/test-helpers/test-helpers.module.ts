@@ -1,0 +1,12 @@
+import type { ModuleManifest } from '../manifest.ts';
+import { registerTestClockRoutes } from './clock.routes.ts';
+import { registerPayTestHelperRoutes } from './pay.routes.ts';
+
+/** Test mode's helpers: the test clock, and paying a request as a payer would. */
+export const testHelpersModule: ModuleManifest = {
+  name: 'test-helpers',
+  async routes(app, deps, contributions) {
+    await registerTestClockRoutes(app, deps);
+    await registerPayTestHelperRoutes(app, deps, contributions.payHelpers);
+  },
+};
