@@ -17,7 +17,20 @@ function findTests(dir: string): string[] {
 
 const requested = process.argv.slice(2);
 const files = (requested.length > 0 ? requested : [...findTests('src'), ...findTests('test')]).sort();
-const usesDatabase = (file: string) => /buildTestApp|freshDb|TEST_ENGINE/.test(fs.readFileSync(file, 'utf8'));
+const databaseMarker = /buildTestApp|freshDb|TEST_ENGINE/;
+/**
+ * A test file touches the database when it builds a service or a store, itself or through a
+ * helper of its own (test/helpers.ts, which every test imports, is looked at only in the file).
+ */
+function usesDatabase(file: string): boolean {
+  const text = fs.readFileSync(file, 'utf8');
+  if (databaseMarker.test(text)) return true;
+  for (const [, spec] of text.matchAll(/from '(\.[^']+\.ts)'/g)) {
+    const helper = path.resolve(path.dirname(file), spec);
+    if (!helper.endsWith('.test.ts') && path.basename(helper) !== 'helpers.ts' && fs.existsSync(helper) && databaseMarker.test(fs.readFileSync(helper, 'utf8'))) return true;
+  }
+  return false;
+}
 const concurrency = process.env.TEST_CONCURRENCY ?? '3';
 // Services the tests spawn on PostgreSQL need the service key (SQLite ones make a key file).
 const secretKey = process.env.SECRET_KEY ?? randomBytes(32).toString('base64');

@@ -52,7 +52,7 @@ if (config.demoMerchant) {
       [
         '',
         'Demo merchant created (shown once; keep these):',
-        `  login       email ${DEMO_EMAIL}  password ${demo.dashboard_password}  (for the merchant dashboard, which is not built yet)`,
+        `  login       email ${DEMO_EMAIL}  password ${demo.dashboard_password}  (for the merchant dashboard at /dashboard)`,
         `  live key    ${demo.live_key}`,
         `  test key    ${demo.test_key}`,
         `  bank account ${demo.bank_account_id}`,

@@ -52,7 +52,7 @@ export function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
  * Runs the admin CLI. Asynchronous on purpose: a service running in the test's own process must
  * keep its event loop turning (and so commit its pending writes) while the CLI waits for the database.
  */
-export function runCli(store: Store, args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
+export function runCli(store: Store, args: string[], input = ''): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(nodeBin, ['src/cli/main.ts', ...args], { cwd: root, env: childEnv(store.env), timeout: 60_000 });
     let stdout = '';
@@ -60,6 +60,7 @@ export function runCli(store: Store, args: string[]): Promise<{ status: number |
     child.stdout!.setEncoding('utf8').on('data', (chunk) => (stdout += chunk));
     child.stderr!.setEncoding('utf8').on('data', (chunk) => (stderr += chunk));
     child.on('close', (status) => resolve({ status, stdout, stderr }));
+    child.stdin!.end(input);
   });
 }
 

@@ -12,6 +12,7 @@ import { banksModule } from './banks/banks.module.ts';
 import { checkoutModule } from './checkout/checkout.module.ts';
 import { consentsModule } from './consents/consents.module.ts';
 import { customersModule } from './customers/customers.module.ts';
+import { dashboardModule } from './dashboard/dashboard.module.ts';
 import { eventsModule } from './events/events.module.ts';
 import { mailModule } from './mail/mail.module.ts';
 import { merchantsModule } from './merchants/merchants.module.ts';
@@ -36,6 +37,7 @@ export const manifests: readonly ModuleManifest[] = [
   webhooksModule,
   mailModule,
   payerModule,
+  dashboardModule,
   banksModule,
   testHelpersModule,
 ];

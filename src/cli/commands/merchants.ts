@@ -1,5 +1,7 @@
 import { systemClock } from '../../shared/time.ts';
-import { addBankAccount, createApiKey, createMerchant, findMerchantByEmail, revokeApiKey } from '../../modules/merchants/merchants.service.ts';
+import { addBankAccount, createApiKey, createMerchant, findMerchantByEmail, revokeApiKey, setMerchantPassword } from '../../modules/merchants/merchants.service.ts';
+import { endSessionsOfMerchant } from '../../modules/dashboard/dashboard.sessions.ts';
+import { randomSecret } from '../../shared/crypto.ts';
 import type { CliCommand } from '../command.ts';
 import { print, withDb } from './open.ts';
 
@@ -26,6 +28,25 @@ export const merchantCommands: Record<string, CliCommand> = {
         `bank account  ${created.bank_account_id ?? '(none: add one with bank-accounts add)'}`,
         `dashboard     ${o.email} / ${o.password ? '(the password you gave)' : `${generated} (generated; shown once)`}`,
       ].join('\n'));
+      return 0;
+    },
+  },
+  'merchant set-password': {
+    usage: 'user_…|EMAIL [--password-stdin] [--json]',
+    options: { 'password-stdin': { type: 'boolean' }, json: { type: 'boolean' } },
+    async run(config, o, positionals) {
+      if (!positionals[0]) throw new Error('merchant set-password needs the merchant (user_… or email)');
+      // Read from stdin rather than an argument, which other users of the machine can see in the process list.
+      const given = o['password-stdin'] ? (await readStdin()).replace(/\r?\n$/, '') : null;
+      const password = given ?? randomSecret(12);
+      const done = await withDb(config, async (db) => {
+        const user = await setMerchantPassword(db, systemClock, positionals[0], password);
+        // A new password signs every dashboard session out, as a reset does.
+        await endSessionsOfMerchant(db, systemClock.now(), user.id);
+        return user;
+      });
+      const shown = given ? { id: done.id, password_set: true } : { id: done.id, password_set: true, password };
+      print(shown, o.json, given ? `password set for ${done.id}; its dashboard sessions are ended` : `password set for ${done.id}: ${password} (generated; shown once); its dashboard sessions are ended`);
       return 0;
     },
   },
@@ -60,3 +81,9 @@ export const merchantCommands: Record<string, CliCommand> = {
     },
   },
 };
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}

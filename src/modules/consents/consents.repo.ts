@@ -128,3 +128,10 @@ export async function consentsOfEmail(db: Db, email: string): Promise<ConsentRow
 export async function anyConsentOfEmail(db: Db, email: string): Promise<boolean> {
   return (await db.selectFrom('recurring_consents').select('id').where('email', '=', email).limit(1).executeTakeFirst()) !== undefined;
 }
+
+/** How many of an owner's recurring consents have each status (the dashboard's home). */
+export async function countConsentsByStatus(db: Db, owner: Owner): Promise<Record<string, number>> {
+  const rows = await db.selectFrom('recurring_consents').select(['status', (eb) => eb.fn.countAll<number>().as('n')])
+    .where('user_id', '=', owner.userId).where('mode', '=', owner.mode).groupBy('status').execute();
+  return Object.fromEntries(rows.map((row) => [row.status, Number(row.n)]));
+}

@@ -10,7 +10,7 @@ import { transact } from '../../store/tx.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { connectorFor } from '../payments/payments.banks.ts';
 import { clockIdOf, clockOf } from '../payments/payments.service.ts';
-import { findConsentById, getConsent, listConsents, lockConsent, updateConsent, type ConsentRow, type Owner } from './consents.repo.ts';
+import { countConsentsByStatus, findConsentById, getConsent, listConsents, lockConsent, updateConsent, type ConsentRow, type Owner } from './consents.repo.ts';
 import { presentConsent, type ConsentObject } from './consents.present.ts';
 import { effectiveConsentStatus, limitsOf } from './consents.rules.ts';
 import { noticeConsentRevoked } from './consents.notices.ts';
@@ -160,4 +160,9 @@ export function consentJobHandlers(deps: Deps): Record<string, JobHandler> {
     [REVOKE_AT_BANK_JOB]: revokeAtBankJob(deps),
     [SETTLE_EXECUTION_JOB]: settleExecutionJob(deps),
   };
+}
+
+/** How many of the caller's recurring consents have each status. */
+export async function consentCountsFor(ctx: Ctx): Promise<Record<string, number>> {
+  return countConsentsByStatus(ctx.db, { userId: ctx.merchant.id, mode: ctx.mode });
 }

@@ -5,6 +5,7 @@ import { insertRow } from '../../store/prepared.ts';
 import type { Database } from '../../store/tables.ts';
 import type { Mode } from '../../shared/mode.ts';
 import type { CustInfoRow, CustomersTable } from './customers.tables.ts';
+import { containsText } from '../../store/search.ts';
 
 export type CustomerRow = Selectable<CustomersTable>;
 export type Owner = { userId: string; mode: Mode };
@@ -54,4 +55,20 @@ export async function listCustomers(db: Db, owner: Owner, filters: CustomerFilte
   if (filters.email) query = query.where('email', '=', filters.email.trim().toLowerCase());
   if (filters.starting_after) query = query.where('id', '<', filters.starting_after);
   return query.orderBy('id', 'desc').limit(filters.limit + 1).execute();
+}
+
+/** The dashboard's customer search: email or name containing the text. */
+export async function searchCustomers(db: Db, owner: Owner, filters: { search?: string; limit: number; starting_after?: string }): Promise<CustomerRow[]> {
+  let query = db.selectFrom('customers').selectAll().where('user_id', '=', owner.userId).where('mode', '=', owner.mode);
+  const search = filters.search?.trim();
+  if (search) query = query.where((eb) => eb.or([eb('id', '=', search), containsText('email', search), containsText('first_name', search), containsText('last_name', search)]));
+  if (filters.starting_after) query = query.where('id', '<', filters.starting_after);
+  return query.orderBy('id', 'desc').limit(filters.limit + 1).execute();
+}
+
+/** Payments whose payer gave an email containing the text (or exactly it); the caller scopes them to its owner. */
+export async function paymentIdsByPayerEmail(db: Db, email: string, exact: boolean, limit = 2000): Promise<string[]> {
+  const query = db.selectFrom('cust_infos').select('payment_id');
+  const rows = await (exact ? query.where('email', '=', email.trim().toLowerCase()) : query.where(containsText('email', email))).orderBy('payment_id', 'desc').limit(limit).execute();
+  return rows.map((row) => row.payment_id);
 }

@@ -5,7 +5,10 @@ import { iso } from '../../shared/time.ts';
 import type { Database } from '../../store/tables.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { addressOf, presentCustomer } from './customers.present.ts';
-import { findCustInfoOfPayment, getCustomer, insertCustInfo, insertCustomerIfNew, listCustomers, lockCustomerByEmail, updateCustomer, type CustomerRow } from './customers.repo.ts';
+import {
+  findCustInfoOfPayment, getCustomer, insertCustInfo, insertCustomerIfNew, listCustomers,
+  lockCustomerByEmail, searchCustomers, updateCustomer, type CustomerRow,
+} from './customers.repo.ts';
 import { customerChanges, normaliseEmail, type PayerDetails } from './customers.rules.ts';
 import type { Mode } from '../../shared/mode.ts';
 import type { Ctx } from '../context.ts';
@@ -14,7 +17,7 @@ import { type CustInfoRow } from './customers.tables.ts';
 export type { PayerDetails } from './customers.rules.ts';
 export { EMPTY_DETAILS } from './customers.rules.ts';
 export { presentCustInfo, presentCustomer, type CustInfoObject, type CustomerObject } from './customers.present.ts';
-export { findCustInfoOfPayment, custInfosOfPayments } from './customers.repo.ts';
+export { findCustInfoOfPayment, custInfosOfPayments, paymentIdsByPayerEmail } from './customers.repo.ts';
 
 type Db = Kysely<Database>;
 export type CustomerScope = { userId: string; mode: Mode };
@@ -92,5 +95,12 @@ export async function retrieveCustomer(ctx: Ctx, id: string) {
 export async function listCustomersFor(ctx: Ctx, query: { email?: string; limit?: number; starting_after?: string }) {
   const limit = query.limit ?? 100;
   const { items, hasMore } = pageOf(await listCustomers(ctx.db, owner(ctx), { ...query, limit }), limit);
+  return { customers: items.map(presentCustomer), has_more: hasMore };
+}
+
+/** The dashboard's customer list with a search of email and name. */
+export async function searchCustomersFor(ctx: Ctx, query: { search?: string; limit?: number; starting_after?: string }) {
+  const limit = query.limit ?? 25;
+  const { items, hasMore } = pageOf(await searchCustomers(ctx.db, owner(ctx), { ...query, limit }), limit);
   return { customers: items.map(presentCustomer), has_more: hasMore };
 }

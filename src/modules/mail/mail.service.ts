@@ -105,7 +105,8 @@ export function createMailSender(config: Pick<Config, 'smtpUrl' | 'dataDir' | 'm
   };
 }
 
-function linkFor(template: TemplateName, baseUrl: string): string {
+function linkFor(template: TemplateName, data: TemplateData[TemplateName], baseUrl: string): string {
+  if (template === 'merchant_password_reset') return `${baseUrl}/dashboard/reset/${(data as TemplateData['merchant_password_reset']).token}`;
   return template === 'webhook_failing' || template === 'webhook_disabled' ? `${baseUrl}/docs` : `${baseUrl}/customer`;
 }
 
@@ -116,7 +117,7 @@ export function sendMailJob(deps: Deps, sender: MailSender): JobHandler {
     if (!row || row.status !== 'queued') return;
     const template = row.template as TemplateName;
     const data = JSON.parse(isSealed(row.data) ? deps.secrets.open(row.data) : row.data) as TemplateData[TemplateName];
-    const link = linkFor(template, deps.config.publicBaseUrl);
+    const link = linkFor(template, data, deps.config.publicBaseUrl);
     const rendered = renderMail(template, data, link);
     const linkOrCode = template === 'payer_code' ? `code ${(data as TemplateData['payer_code']).code}` : link;
     try {

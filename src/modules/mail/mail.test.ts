@@ -22,6 +22,7 @@ const samples: TemplateData = {
   consent_revoked: { merchant: 'Kōwhai Coffee', by: 'your bank', test: false },
   webhook_failing: { url: 'https://example.com/hooks', endpoint_id: 'webhook_1', since: '2027-03-03T00:00:00.000Z', test: false },
   webhook_disabled: { url: 'https://example.com/hooks', endpoint_id: 'webhook_1', since: '2027-03-03T00:00:00.000Z', test: true },
+  merchant_password_reset: { token: 'tok', minutes: 30 },
 };
 
 test('every template renders a subject, a plain-text part and an escaped HTML part carrying the link', () => {

@@ -59,11 +59,11 @@ export async function anyUser(db: Db): Promise<boolean> {
 }
 
 // Every API call runs this: prepared once rather than rebuilt per request.
-export const keyByHashQuery = prepared<{ keyHash: string }, { key_id: string; mode: Mode; revoked_at: number | null; user_id: string; name: string; test_clock_offset_ms: number }>((db, arg) =>
+export const keyByHashQuery = prepared<{ keyHash: string }, { key_id: string; mode: Mode; revoked_at: number | null; last_used_at: number | null; user_id: string; name: string; test_clock_offset_ms: number }>((db, arg) =>
   db
     .selectFrom('api_keys')
     .innerJoin('users', 'users.id', 'api_keys.user_id')
-    .select(['api_keys.id as key_id', 'api_keys.mode', 'api_keys.revoked_at', 'users.id as user_id', 'users.name', 'users.test_clock_offset_ms'])
+    .select(['api_keys.id as key_id', 'api_keys.mode', 'api_keys.revoked_at', 'api_keys.last_used_at', 'users.id as user_id', 'users.name', 'users.test_clock_offset_ms'])
     .where('api_keys.key_hash', '=', arg('keyHash')));
 
 const clockOffsetQuery = prepared<{ userId: string }, { test_clock_offset_ms: number }>((db, arg) =>
@@ -84,4 +84,25 @@ export async function testClockOffsetsOf(db: Db, userIds: string[]): Promise<Map
 
 export async function addToTestClockOffset(db: Db, userId: string, deltaMs: number): Promise<void> {
   await db.updateTable('users').set((eb) => ({ test_clock_offset_ms: eb('test_clock_offset_ms', '+', deltaMs) })).where('id', '=', userId).execute();
+}
+
+export async function setApiKeyLastUsed(db: Db, id: string, at: number): Promise<void> {
+  await db.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', id).execute();
+}
+
+export async function apiKeysOf(db: Db, userId: string, mode: Mode) {
+  return db.selectFrom('api_keys').select(['id', 'mode', 'hint', 'created_at', 'last_used_at', 'revoked_at'])
+    .where('user_id', '=', userId).where('mode', '=', mode).orderBy('id', 'desc').execute();
+}
+
+export async function findApiKeyOf(db: Db, userId: string, mode: Mode, id: string) {
+  return db.selectFrom('api_keys').select('id').where('id', '=', id).where('user_id', '=', userId).where('mode', '=', mode).executeTakeFirst();
+}
+
+export async function allBankAccountsOf(db: Db, userId: string): Promise<BankAccountRow[]> {
+  return db.selectFrom('bank_accounts').selectAll().where('user_id', '=', userId).orderBy('id', 'desc').execute();
+}
+
+export async function setUserPasswordHash(db: Db, id: string, passwordHash: string, at: number): Promise<void> {
+  await db.updateTable('users').set({ password_hash: passwordHash, updated_at: at }).where('id', '=', id).execute();
 }

@@ -1,12 +1,13 @@
 import type { Kysely } from 'kysely';
 import { AppError, invalidParam, notFound } from '../../shared/errors.ts';
-import { hashPassword, randomSecret, sha256Hex } from '../../shared/crypto.ts';
+import { hashPassword, randomSecret, sha256Hex, verifyPassword } from '../../shared/crypto.ts';
 import { newId } from '../../shared/ids.ts';
 import type { Clock } from '../../shared/time.ts';
 import { transact } from '../../store/tx.ts';
 import type { Database } from '../../store/tables.ts';
 import {
-  anyUser, findApiKey, findBankAccountOf, findUserByEmail, findUserById, insertApiKey, insertBankAccount, insertUser, keyByHashQuery, setApiKeyRevoked,
+  allBankAccountsOf, anyUser, apiKeysOf, findApiKey, findApiKeyOf, findBankAccountOf, findUserByEmail, findUserById, insertApiKey, insertBankAccount, insertUser,
+  keyByHashQuery, setApiKeyLastUsed, setApiKeyRevoked, setUserPasswordHash,
 } from './merchants.repo.ts';
 import {
   BANK_ACCOUNT_FORM,
@@ -25,7 +26,7 @@ export type CreatedKey = { id: string; key: string; mode: Mode };
 export async function createApiKey(db: Db, clock: Clock, userId: string, mode: Mode): Promise<CreatedKey> {
   const key = `sk_${mode}_${randomSecret(24)}`;
   const id = newId('key');
-  await insertApiKey(db, { id, user_id: userId, mode, key_hash: sha256Hex(key), hint: `sk_${mode}_…${key.slice(-4)}`, created_at: clock.now(), revoked_at: null });
+  await insertApiKey(db, { id, user_id: userId, mode, key_hash: sha256Hex(key), hint: `sk_${mode}_…${key.slice(-4)}`, created_at: clock.now(), revoked_at: null, last_used_at: null });
   return { id, key, mode };
 }
 
@@ -74,6 +75,8 @@ export async function createMerchant(db: Db, clock: Clock, input: NewMerchant): 
   });
 }
 
+const LAST_USED_PRECISION_MS = 60_000;
+
 export type Authenticated = { keyId: string; mode: Mode; merchant: { id: string; name: string }; clockOffsetMs: number };
 
 /** Resolves a bearer key to its merchant and mode; null when unknown, malformed or revoked. */
@@ -82,6 +85,11 @@ export async function authenticateKey(db: Db, key: string): Promise<Authenticate
   if (!match) return null;
   const row = await keyByHashQuery.first(db, { keyHash: sha256Hex(key) });
   if (!row || row.revoked_at != null || row.mode !== match[1]) return null;
+  // Kept to the minute, so a busy key costs one write a minute rather than one a call.
+  const now = Date.now();
+  if (row.last_used_at == null || now - Number(row.last_used_at) >= LAST_USED_PRECISION_MS) {
+    await setApiKeyLastUsed(db, row.key_id, now);
+  }
   return {
     keyId: row.key_id,
     mode: row.mode,
@@ -110,3 +118,64 @@ export { bankAccountWithOwner, listBankAccounts, type BankAccountRow } from './m
 
 // A merchant's test clock runs this far ahead of real time (test mode; docs/api-conventions.md).
 export { testClockOffsetOf, testClockOffsetsOf, addToTestClockOffset } from './merchants.repo.ts';
+
+// What the merchant dashboard needs of merchants, keys and bank accounts (docs/dashboard.md).
+
+export type DashboardMerchant = { id: string; name: string; email: string; clockOffsetMs: number };
+
+export async function merchantById(db: Db, userId: string): Promise<DashboardMerchant | null> {
+  const row = await findUserById(db, userId);
+  return row ? { id: row.id, name: row.name, email: row.email, clockOffsetMs: Number(row.test_clock_offset_ms) } : null;
+}
+
+// Checked against when the email is unknown, so a wrong email costs the same scrypt as a wrong password.
+let decoyHash: Promise<string> | null = null;
+
+/** The merchant whose email and password these are; null otherwise, after the same work either way. */
+export async function checkMerchantPassword(db: Db, email: string, password: string): Promise<DashboardMerchant | null> {
+  const row = await findMerchantByEmail(db, email);
+  decoyHash ??= hashPassword(randomSecret(12));
+  const ok = await verifyPassword(password, row?.password_hash ?? (await decoyHash));
+  return row && ok ? { id: row.id, name: row.name, email: row.email, clockOffsetMs: Number(row.test_clock_offset_ms) } : null;
+}
+
+export const MIN_PASSWORD_LENGTH = 12;
+
+/** Checks a new dashboard password and returns its scrypt hash, to store with setMerchantPasswordHash. */
+export async function hashNewPassword(password: string): Promise<string> {
+  if (password.length < MIN_PASSWORD_LENGTH) throw invalidParam('password', `password must be at least ${MIN_PASSWORD_LENGTH} characters`);
+  if (password.length > 200) throw invalidParam('password', 'password must be at most 200 characters');
+  return hashPassword(password);
+}
+
+/** Stores a hash from hashNewPassword as the merchant's password (in the caller's transaction). */
+export async function setMerchantPasswordHash(db: Db, clock: Clock, userId: string, passwordHash: string): Promise<void> {
+  await setUserPasswordHash(db, userId, passwordHash, clock.now());
+}
+
+/** Sets a merchant's dashboard password (scrypt), by id or email. */
+export async function setMerchantPassword(db: Db, clock: Clock, who: string, password: string): Promise<{ id: string }> {
+  const passwordHash = await hashNewPassword(password);
+  const row = who.startsWith('user_') ? await findUserById(db, who) : await findMerchantByEmail(db, who);
+  if (!row) throw notFound('merchant', who);
+  await setMerchantPasswordHash(db, clock, row.id, passwordHash);
+  return { id: row.id };
+}
+
+export type ApiKeySummary = { id: string; mode: Mode; hint: string; created_at: number; last_used_at: number | null; revoked_at: number | null };
+
+export async function listApiKeysOf(db: Db, userId: string, mode: Mode): Promise<ApiKeySummary[]> {
+  const rows = await apiKeysOf(db, userId, mode);
+  return rows.map((row) => ({ ...row, created_at: Number(row.created_at), last_used_at: row.last_used_at == null ? null : Number(row.last_used_at), revoked_at: row.revoked_at == null ? null : Number(row.revoked_at) }));
+}
+
+/** Revokes one of this merchant's keys in this mode; another merchant's key, or the other mode's, is not found. */
+export async function revokeApiKeyOf(db: Db, clock: Clock, userId: string, mode: Mode, keyId: string): Promise<{ id: string }> {
+  const row = await findApiKeyOf(db, userId, mode, keyId);
+  if (!row) throw notFound('api_key', keyId);
+  return revokeApiKey(db, clock, row.id);
+}
+
+export async function listBankAccountsOf(db: Db, userId: string) {
+  return allBankAccountsOf(db, userId);
+}

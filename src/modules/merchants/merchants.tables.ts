@@ -27,6 +27,8 @@ export interface ApiKeysTable {
   hint: string;
   created_at: number;
   revoked_at: number | null;
+  /** Real time of the last call with the key, kept to the minute (migration 0018). */
+  last_used_at: number | null;
 }
 
 export interface MerchantTables {

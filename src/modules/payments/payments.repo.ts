@@ -5,6 +5,7 @@ import { inserted, insertRow, prepared, updateById } from '../../store/prepared.
 import type { Database } from '../../store/tables.ts';
 import type { Mode } from '../../shared/mode.ts';
 import type { PaymentRow } from './payments.tables.ts';
+import { containsText } from '../../store/search.ts';
 
 export type Owner = { userId: string; mode: Mode };
 type Db = Kysely<Database>;
@@ -106,4 +107,51 @@ export async function paymentsUnder(db: Db, under: { recurringConsentId: string 
   const query = db.selectFrom('payments').selectAll();
   const filtered = 'recurringConsentId' in under ? query.where('recurring_consent_id', '=', under.recurringConsentId) : query.where('subscription_id', '=', under.subscriptionId);
   return filtered.orderBy('id', 'desc').limit(limit).execute();
+}
+
+export type PaymentSearch = {
+  status?: string; search?: string; createdFrom?: number | null; createdBefore?: number | null; limit: number; starting_after?: string;
+  /** Payments the search also matches by something another module holds (the payer's email). */
+  alsoIds?: string[];
+  /** Only these payments (a customer's). */
+  onlyIds?: string[];
+};
+
+/**
+ * The dashboard's list: status, a date range, and a search of id, particulars, code, reference,
+ * request id, merchant_identifier and the payer's email (found by the customers module: `alsoIds`).
+ */
+export async function searchPayments(db: Db, owner: Owner, filters: PaymentSearch): Promise<PaymentRow[]> {
+  let query = db.selectFrom('payments').selectAll().where('user_id', '=', owner.userId).where('mode', '=', owner.mode);
+  if (filters.status) query = query.where('status', '=', filters.status);
+  if (filters.createdFrom != null) query = query.where('created_at', '>=', filters.createdFrom);
+  if (filters.createdBefore != null) query = query.where('created_at', '<', filters.createdBefore);
+  const search = filters.search?.trim();
+  if (search) {
+    query = query.where((eb) => eb.or([
+      eb('id', '=', search),
+      eb('request_id', '=', search),
+      containsText('particulars', search),
+      containsText('code', search),
+      containsText('reference', search),
+      containsText('merchant_identifier', search),
+      ...(filters.alsoIds?.length ? [eb('id', 'in', filters.alsoIds)] : []),
+    ]));
+  }
+  if (filters.onlyIds) query = filters.onlyIds.length ? query.where('id', 'in', filters.onlyIds) : query.where(sql<boolean>`1 = 0`);
+  if (filters.starting_after) query = query.where('id', '<', filters.starting_after);
+  return query.orderBy('id', 'desc').limit(filters.limit + 1).execute();
+}
+
+/** Ids of this owner's requests that have a payment whose particulars contain the text. */
+export async function requestIdsByParticulars(db: Db, owner: Owner, search: string): Promise<string[]> {
+  const rows = await db.selectFrom('payments').select('request_id').distinct().where('user_id', '=', owner.userId).where('mode', '=', owner.mode)
+    .where(containsText('particulars', search)).limit(200).execute();
+  return rows.map((row) => row.request_id);
+}
+
+/** Status, amount and times of an owner's payments created since a time (the dashboard's home). */
+export async function paymentActivitySince(db: Db, owner: Owner, since: number) {
+  return db.selectFrom('payments').select(['status', 'amount_cents', 'created_at', 'completed_at'])
+    .where('user_id', '=', owner.userId).where('mode', '=', owner.mode).where('created_at', '>=', since).execute();
 }

@@ -6,11 +6,11 @@ import { iso, shiftedClock, type Clock } from '../../shared/time.ts';
 import { testClockOffsetOf as clockOffset } from '../merchants/merchants.service.ts';
 import { enqueue } from '../../jobs/queue.ts';
 import type { Database } from '../../store/tables.ts';
-import { custInfosOfPayments, findCustInfoOfPayment } from '../customers/customers.service.ts';
+import { custInfosOfPayments, findCustInfoOfPayment, paymentIdsByPayerEmail } from '../customers/customers.service.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { getRequest } from '../requests/requests.service.ts';
 import { presentPayment } from './payments.present.ts';
-import { getPayment, insertPaymentIfParticularsFree, listPayments, updatePayment } from './payments.repo.ts';
+import { getPayment, insertPaymentIfParticularsFree, listPayments, paymentActivitySince, requestIdsByParticulars, searchPayments, updatePayment, type PaymentSearch } from './payments.repo.ts';
 import { isFinal, newParticulars, PCR_CODE, settledCents, type FinalStatus } from './payments.rules.ts';
 import type { ListPaymentsQuery, ListRequestPaymentsQuery } from './payments.schemas.ts';
 import type { Ctx, Deps } from '../context.ts';
@@ -148,3 +148,26 @@ export async function listRequestPayments(ctx: Ctx, requestId: string, query: Li
 }
 
 
+/**
+ * The dashboard's list of payments: status, a date range and a search that also finds the payer's
+ * email. `payerEmail` keeps a customer's payments.
+ */
+export async function searchPaymentsFor(ctx: Ctx, query: Omit<PaymentSearch, 'limit' | 'alsoIds' | 'onlyIds'> & { limit?: number; payerEmail?: string }) {
+  const limit = query.limit ?? 25;
+  const search = query.search?.trim();
+  const alsoIds = search ? await paymentIdsByPayerEmail(ctx.db, search, false) : undefined;
+  const onlyIds = query.payerEmail ? await paymentIdsByPayerEmail(ctx.db, query.payerEmail, true) : undefined;
+  const rows = await searchPayments(ctx.db, ownerOf(ctx), { ...query, limit, alsoIds, onlyIds });
+  return presentPage(ctx, rows, limit);
+}
+
+/** Requests of this owner with a payment whose particulars contain the text (the request search). */
+export async function requestIdsWithParticulars(ctx: Ctx, search: string): Promise<string[]> {
+  return requestIdsByParticulars(ctx.db, ownerOf(ctx), search);
+}
+
+/** The caller's payments created since a time: status, asked amount, times (for the dashboard's charts). */
+export async function paymentActivityFor(ctx: Ctx, since: number) {
+  const rows = await paymentActivitySince(ctx.db, ownerOf(ctx), since);
+  return rows.map((row) => ({ status: row.status, cents: Number(row.amount_cents), createdAt: Number(row.created_at), completedAt: row.completed_at == null ? null : Number(row.completed_at) }));
+}

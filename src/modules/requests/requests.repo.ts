@@ -5,6 +5,7 @@ import { insertRow, prepared } from '../../store/prepared.ts';
 import type { Database } from '../../store/tables.ts';
 import type { Mode } from '../../shared/mode.ts';
 import type { RequestRow } from './requests.tables.ts';
+import { containsText } from '../../store/search.ts';
 
 export type Owner = { userId: string; mode: Mode };
 type Db = Kysely<Database>;
@@ -50,4 +51,31 @@ export async function listRequests(db: Db, owner: Owner, filters: RequestFilters
 
 export async function setRequestStatus(db: Db, id: string, status: string, now: number, extra: Partial<RequestRow> = {}): Promise<void> {
   await db.updateTable('requests').set({ status, updated_at: now, ...extra }).where('id', '=', id).execute();
+}
+
+export type RequestSearch = {
+  status?: string; type?: string; search?: string; createdFrom?: number | null; createdBefore?: number | null; limit: number; starting_after?: string;
+  /** Requests the search also matches by something another module holds (the particulars of their payments). */
+  alsoIds?: string[];
+};
+
+/** The dashboard's list: the API's filters plus a date range and a search of id, reference, merchant_identifier and message. */
+export async function searchRequests(db: Db, owner: Owner, filters: RequestSearch): Promise<RequestRow[]> {
+  let query = db.selectFrom('requests').selectAll().where('user_id', '=', owner.userId).where('mode', '=', owner.mode);
+  if (filters.status) query = query.where('status', '=', filters.status);
+  if (filters.type) query = query.where('type', '=', filters.type);
+  if (filters.createdFrom != null) query = query.where('created_at', '>=', filters.createdFrom);
+  if (filters.createdBefore != null) query = query.where('created_at', '<', filters.createdBefore);
+  const search = filters.search?.trim();
+  if (search) {
+    query = query.where((eb) => eb.or([
+      eb('id', '=', search),
+      containsText('reference', search),
+      containsText('merchant_identifier', search),
+      containsText('message', search),
+      ...(filters.alsoIds?.length ? [eb('id', 'in', filters.alsoIds)] : []),
+    ]));
+  }
+  if (filters.starting_after) query = query.where('id', '<', filters.starting_after);
+  return query.orderBy('id', 'desc').limit(filters.limit + 1).execute();
 }

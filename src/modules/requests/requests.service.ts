@@ -10,7 +10,7 @@ import type { Database } from '../../store/tables.ts';
 import { transact } from '../../store/tx.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { qrDataUri } from './qr.ts';
-import { getRequest, insertRequest, listRequests, lockRequest, setRequestStatus } from './requests.repo.ts';
+import { getRequest, insertRequest, listRequests, lockRequest, searchRequests, setRequestStatus, type RequestSearch } from './requests.repo.ts';
 
 // Reads other modules need (checkout, payments, consents, subscriptions) without reaching into the repo.
 export { findRequestById, getRequest, lockRequest } from './requests.repo.ts';
@@ -142,3 +142,10 @@ export const expireRequestJob: JobHandler = async (payload: { request_id: string
     await finishIn(trx);
   });
 };
+
+/** The dashboard's list of requests: filters, a date range and a search (docs/dashboard.md). */
+export async function searchRequestsFor(ctx: Ctx, query: Omit<RequestSearch, 'limit'> & { limit?: number }) {
+  const limit = query.limit ?? 25;
+  const { items, hasMore } = pageOf(await searchRequests(ctx.db, owner(ctx), { ...query, limit }), limit);
+  return { requests: items.map((row) => presentRequest(row, ctx.deps.config.publicBaseUrl)), has_more: hasMore };
+}

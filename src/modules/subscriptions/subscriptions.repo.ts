@@ -100,3 +100,10 @@ export async function anySubscriptionOfEmail(db: Db, email: string): Promise<boo
 export async function findSubscriptionById(db: Db, id: string): Promise<SubscriptionRow | undefined> {
   return db.selectFrom('subscriptions').selectAll().where('id', '=', id).executeTakeFirst();
 }
+
+/** How many of an owner's subscriptions have each status (the dashboard's home). */
+export async function countSubscriptionsByStatus(db: Db, owner: Owner): Promise<Record<string, number>> {
+  const rows = await db.selectFrom('subscriptions').select(['status', (eb) => eb.fn.countAll<number>().as('n')])
+    .where('user_id', '=', owner.userId).where('mode', '=', owner.mode).groupBy('status').execute();
+  return Object.fromEntries(rows.map((row) => [row.status, Number(row.n)]));
+}

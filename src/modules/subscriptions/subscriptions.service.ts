@@ -3,7 +3,7 @@ import { idempotent, type Reply } from '../../http/idempotency.ts';
 import { invalidState, notFound } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
 import { pageOf } from '../../shared/pagination.ts';
-import { iso } from '../../shared/time.ts';
+import { iso, isoOrNull } from '../../shared/time.ts';
 import type { Database } from '../../store/tables.ts';
 import { transact } from '../../store/tx.ts';
 import { emitEvent } from '../events/events.service.ts';
@@ -12,7 +12,7 @@ import { buildSchedule, resumeSchedule } from './schedule.ts';
 import { revokeAtBank } from './subscriptions.bank.ts';
 import { presentSubscription, type SubscriptionObject } from './subscriptions.present.ts';
 import {
-  findOpenCharge, findSubscriptionById, getSubscription, insertSubscription, listSubscriptions, lockSubscription, updateCharge, updateSubscription,
+  countSubscriptionsByStatus, findOpenCharge, findSubscriptionById, getSubscription, insertSubscription, listCharges, listSubscriptions, lockSubscription, updateCharge, updateSubscription,
   type SubscriptionRow,
 } from './subscriptions.repo.ts';
 import { allows, firstCharge, scheduleOf, storedParts, type CancelledBy } from './subscriptions.rules.ts';
@@ -213,4 +213,19 @@ export async function listSubscriptionsFor(ctx: Ctx, query: { status?: string; m
   const email = query.email?.trim().toLowerCase();
   const { items, hasMore } = pageOf(await listSubscriptions(ctx.db, owner(ctx), { ...query, email, limit }), limit);
   return { subscriptions: items.map(presentSubscription), has_more: hasMore };
+}
+
+/** How many of the caller's subscriptions have each status. */
+export async function subscriptionCountsFor(ctx: Ctx): Promise<Record<string, number>> {
+  return countSubscriptionsByStatus(ctx.db, { userId: ctx.merchant.id, mode: ctx.mode });
+}
+
+/** A subscription's charges, each slot with its attempts and retry (the dashboard's detail page). */
+export async function subscriptionChargesFor(ctx: Ctx, id: string) {
+  const row = await getSubscription(ctx.db, owner(ctx), id);
+  const charges = await listCharges(ctx.db, row.id);
+  return charges.map((charge) => ({
+    slot: charge.slot, date: charge.slot_date, charge_at: iso(Number(charge.charge_at)), status: charge.status, attempts: charge.attempts,
+    last_payment_id: charge.last_payment_id, last_error: charge.last_error, next_attempt_at: isoOrNull(charge.next_attempt_at == null ? null : Number(charge.next_attempt_at)),
+  }));
 }

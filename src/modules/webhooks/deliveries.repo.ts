@@ -115,3 +115,17 @@ export async function letDeliveriesCarrySecret(db: Db, eventIds: string[]): Prom
     await db.updateTable('webhook_deliveries').set({ with_secret: 1 }).where('event_id', 'in', eventIds.slice(i, i + 500)).execute();
   }
 }
+
+/** The newest deliveries to an endpoint, for the dashboard. */
+export async function recentDeliveriesOfEndpoint(db: Db, endpointId: string, limit: number): Promise<DeliveryRow[]> {
+  return db.selectFrom('webhook_deliveries').selectAll().where('endpoint_id', '=', endpointId).orderBy('id', 'desc').limit(limit).execute();
+}
+
+/** Failed deliveries of an owner since a time that were not re-sent: what needs the merchant's attention. */
+export async function unrecoveredFailuresOf(db: Db, owner: { userId: string; mode: string }, since: number): Promise<Array<DeliveryRow & { url: string }>> {
+  return db.selectFrom('webhook_deliveries').innerJoin('webhook_endpoints', 'webhook_endpoints.id', 'webhook_deliveries.endpoint_id')
+    .selectAll('webhook_deliveries').select('webhook_endpoints.url')
+    .where('webhook_deliveries.user_id', '=', owner.userId).where('webhook_deliveries.mode', '=', owner.mode as 'live' | 'test')
+    .where('webhook_deliveries.status', '=', 'failed').where('webhook_deliveries.failed_at', '>=', since).where('webhook_deliveries.superseded_by', 'is', null)
+    .orderBy('webhook_deliveries.id', 'desc').limit(200).execute();
+}

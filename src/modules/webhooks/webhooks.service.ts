@@ -7,7 +7,9 @@ import { newId } from '../../shared/ids.ts';
 import { pageOf } from '../../shared/pagination.ts';
 import type { Database } from '../../store/tables.ts';
 import { transact } from '../../store/tx.ts';
-import { attemptsOfDeliveries, cancelPendingDeliveries, deliveriesOfEvent, endpointHadSecret, markSuperseded, queueDelivery, unrecoveredFailures } from './deliveries.repo.ts';
+import {
+  attemptsOfDeliveries, deliveriesOfEvent, endpointHadSecret, cancelPendingDeliveries, markSuperseded, queueDelivery, recentDeliveriesOfEndpoint, unrecoveredFailures, unrecoveredFailuresOf,
+} from './deliveries.repo.ts';
 import { decodeKeyring, encodeKeyring, rotated } from './signing.ts';
 import { validateWebhookUrl } from './url-policy.ts';
 import { endpointTakes, eventFilterProblem } from './event-filter.ts';
@@ -176,4 +178,18 @@ export async function deliveriesWithAttempts(db: Db, eventId: string): Promise<D
   const deliveries = await deliveriesOfEvent(db, eventId);
   const attempts = await attemptsOfDeliveries(db, deliveries.map((d) => d.id));
   return deliveries.map((delivery) => presentDelivery(delivery, attempts.filter((a) => a.delivery_id === delivery.id)));
+}
+
+/** An endpoint's newest deliveries with every attempt, newest first (the dashboard). */
+export async function recentDeliveriesFor(ctx: Ctx, webhookId: string, limit = 25): Promise<DeliveryObject[]> {
+  const endpoint = await getEndpoint(ctx.db, owner(ctx), webhookId);
+  const deliveries = await recentDeliveriesOfEndpoint(ctx.db, endpoint.id, limit);
+  const attempts = await attemptsOfDeliveries(ctx.db, deliveries.map((d) => d.id));
+  return deliveries.map((delivery) => presentDelivery(delivery, attempts.filter((a) => a.delivery_id === delivery.id)));
+}
+
+/** Failed deliveries since a time that were not recovered, with the endpoint's URL (the dashboard's home). */
+export async function failuresNeedingAttention(ctx: Ctx, since: number): Promise<Array<DeliveryObject & { url: string }>> {
+  const rows = await unrecoveredFailuresOf(ctx.db, owner(ctx), since);
+  return rows.map((row) => ({ ...presentDelivery(row), url: row.url }));
 }

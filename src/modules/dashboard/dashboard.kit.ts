@@ -1,0 +1,144 @@
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Eta } from 'eta';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { constantTimeEqual } from '../../shared/crypto.ts';
+import { AppError } from '../../shared/errors.ts';
+import { shiftedClock } from '../../shared/time.ts';
+import { money, queryOf, text, when } from './dashboard.format.ts';
+import { sessionOf, type DashboardSession } from './dashboard.sessions.ts';
+import type { Ctx, Deps } from '../context.ts';
+import type { Mode } from '../../shared/mode.ts';
+
+// What every dashboard page shares: rendering with the layout, the signed-in guard, the CSRF and
+// same-origin check on every post, the mode in the URL, and the Ctx the module services take.
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const eta = new Eta({ views: path.join(here, 'templates'), autoEscape: true, cache: true, autoTrim: [false, 'nl'] });
+
+export const SESSION_COOKIE = 'tono_dash';
+export const PRE_SESSION_COOKIE = 'tono_dash_csrf';
+export const DASHBOARD_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+
+export const SECTIONS = [
+  { path: '', label: 'Home' },
+  { path: 'requests', label: 'Requests' },
+  { path: 'payments', label: 'Payments' },
+  { path: 'customers', label: 'Customers' },
+  { path: 'subscriptions', label: 'Subscriptions' },
+  { path: 'recurring-consents', label: 'Recurring consents' },
+  { path: 'webhooks', label: 'Webhooks' },
+  { path: 'events', label: 'Events' },
+  { path: 'api-keys', label: 'API keys' },
+  { path: 'bank-accounts', label: 'Bank accounts' },
+  { path: 'clock', label: 'Test clock', testOnly: true },
+] as const;
+
+export type Section = (typeof SECTIONS)[number]['path'];
+
+/** What a signed-in page handler gets. */
+export type Signed = { session: DashboardSession; mode: Mode; ctx: Ctx; base: string };
+
+export type Kit = ReturnType<typeof dashboardKit>;
+
+export function dashboardKit(deps: Deps) {
+  const zone = () => deps.config.serviceTimeZone;
+  const origin = () => new URL(deps.config.publicBaseUrl).origin;
+  const cookieOptions = () => ({ path: '/dashboard', httpOnly: true, sameSite: 'lax' as const, secure: deps.config.publicBaseUrl.startsWith('https:') });
+
+  const helpers = {
+    when: (ms: number | string | null | undefined) => when(ms, zone()),
+    money,
+    queryOf,
+    json: (value: unknown) => JSON.stringify(value, null, 2),
+  };
+
+  const render = (reply: FastifyReply, status: number, template: string, data: Record<string, unknown>) =>
+    reply.status(status).header('content-type', 'text/html; charset=utf-8').header('content-security-policy', DASHBOARD_CSP)
+      .send(eta.render(`./${template}`, { session: null, mode: null, section: null, flash: null, error: null, sections: SECTIONS, h: helpers, ...data }));
+
+  const message = (reply: FastifyReply, status: number, heading: string, body: string, signed?: Signed | null, section: string | null = null) =>
+    render(reply, status, 'message', { title: heading, heading, body, ...(signed ? layoutOf(signed, section) : {}) });
+
+  const layoutOf = (signed: Signed, section: string | null) => ({
+    session: signed.session, mode: signed.mode, base: signed.base, section, csrf: signed.session.csrfToken,
+  });
+
+  /**
+   * A cross-site post is refused before anything else: Sec-Fetch-Site when the browser sends it
+   * (Chromium sends `Origin: null` from no-referrer pages), else the Origin or Referer must be ours.
+   */
+  const sameOrigin = (request: FastifyRequest): boolean => {
+    const site = request.headers['sec-fetch-site'];
+    if (typeof site === 'string') return site === 'same-origin';
+    const from = request.headers.origin ?? request.headers.referer;
+    if (typeof from !== 'string') return true;
+    try {
+      return new URL(from).origin === origin();
+    } catch {
+      return false;
+    }
+  };
+
+  const formCsrfMatches = (request: FastifyRequest, expected: string | undefined): boolean => {
+    const sent = text((request.body as Record<string, unknown> | undefined)?.csrf, 200);
+    return sameOrigin(request) && !!expected && sent.length > 0 && constantTimeEqual(sent, expected);
+  };
+
+  const forbidden = (reply: FastifyReply) =>
+    message(reply, 403, 'This form has expired', 'Nothing was changed. Go back, reload the page and try again.');
+
+  const ctxOf = (request: FastifyRequest, session: DashboardSession, mode: Mode): Ctx => ({
+    deps,
+    db: deps.db,
+    merchant: { id: session.merchant.id, name: session.merchant.name },
+    mode,
+    clock: mode === 'test' ? shiftedClock(deps.clock, session.merchant.clockOffsetMs) : deps.clock,
+    log: request.log as unknown as Ctx['log'],
+  });
+
+  type Handler = (request: PageRequest, reply: FastifyReply, signed: Signed) => Promise<unknown>;
+
+  /**
+   * A signed-in page under /dashboard/{mode}/…: signed out leads to the login page; a mode other
+   * than live or test is 404; a post without this session's CSRF token, or from another site, is
+   * 403 and runs nothing.
+   */
+  const guard = (handler: Handler, options: { post?: boolean; testOnly?: boolean } = {}) =>
+    async (request: FastifyRequest<any>, reply: FastifyReply) => {
+      const session = await sessionOf(deps, request.cookies[SESSION_COOKIE]);
+      if (options.post && !formCsrfMatches(request, session?.csrfToken)) return forbidden(reply);
+      if (!session) return reply.redirect(`/dashboard/login${queryOf({ next: request.method === 'GET' ? request.url : undefined })}`, 303);
+      const mode = (request.params as { mode?: string }).mode;
+      const signedShell = (m: Mode): Signed => ({ session, mode: m, ctx: ctxOf(request, session, m), base: `/dashboard/${m}` });
+      if (mode !== 'live' && mode !== 'test') return message(reply, 404, 'Not found', 'There is no page at this address.', signedShell('live'));
+      const signed = signedShell(mode);
+      if (options.testOnly && mode !== 'test') return message(reply, 404, 'Not found', 'The test clock is in test mode only.', signed);
+      try {
+        return await handler(request, reply, signed);
+      } catch (error) {
+        if (error instanceof AppError && error.status === 404) return message(reply, 404, 'Not found', `There is nothing with that address in ${mode} mode.`, signed);
+        throw error;
+      }
+    };
+
+  return { deps, zone, cookieOptions, render, message, layoutOf, guard, sameOrigin, formCsrfMatches, forbidden, helpers };
+}
+
+/** A page request: path parameters and query values as text. */
+export type PageRequest = FastifyRequest<{ Params: Record<string, string>; Querystring: Record<string, unknown>; Body: unknown }>;
+
+export type Scope = FastifyInstance<any, any, any, any, any>;
+
+/** The body of a form post as a plain record (formbody gives one; anything else reads as empty). */
+export function formOf(request: FastifyRequest): Record<string, unknown> {
+  const body = request.body;
+  return body && typeof body === 'object' ? (body as Record<string, unknown>) : {};
+}
+
+/** A user-facing sentence for a service error: the API's message, which names the field. */
+export function problemOf(error: unknown): { code: string; message: string; field: string | null } | null {
+  if (!(error instanceof AppError) || error.status >= 500 || error.status === 404) return null;
+  const field = typeof error.params.field === 'string' ? error.params.field : null;
+  return { code: error.code, message: error.message, field };
+}

@@ -1,0 +1,175 @@
+import type { Kysely } from 'kysely';
+import { FailureLimiter } from '../../http/failure-limiter.ts';
+import { randomSecret, sha256Hex } from '../../shared/crypto.ts';
+import type { Database } from '../../store/tables.ts';
+import { transact } from '../../store/tx.ts';
+import { queueMail } from '../mail/mail.service.ts';
+import {
+  checkMerchantPassword, findMerchantByEmail, hashNewPassword, merchantById, MIN_PASSWORD_LENGTH, setMerchantPasswordHash, type DashboardMerchant,
+} from '../merchants/merchants.service.ts';
+import type { Deps } from '../context.ts';
+import {
+  endSessionByRef, endSessionRow, endSessionRowsOf, findReset, findSession, insertReset, insertSession, liveSessionRowsOf, resetsSince, spendReset, touchSession,
+} from './dashboard.repo.ts';
+
+// Merchant sign-in to the dashboard (docs/dashboard.md): email and the scrypt password that
+// `merchant create` sets; server-side sessions found by the SHA-256 of the cookie's value, 12 hours
+// idle and 7 days at most, a new id at every sign-in, ended at logout, at a password change, or
+// from the sessions list. Failed sign-ins are limited per email and per client address; a password
+// is reset by a link emailed to the merchant, which works once for 30 minutes.
+
+export const SESSION_IDLE_MS = 12 * 60 * 60_000;
+export const SESSION_MAX_MS = 7 * 24 * 60 * 60_000;
+export const RESET_TTL_MS = 30 * 60_000;
+export const RESETS_PER_EMAIL_PER_HOUR = 3;
+/** Wrong passwords one email may get in LOCKOUT_WINDOW_MS before sign-in to it is refused. */
+export const FAILURES_PER_EMAIL = 5;
+/** Wrong passwords one client address may send in LOCKOUT_WINDOW_MS. */
+export const FAILURES_PER_CLIENT = 20;
+export const LOCKOUT_WINDOW_MS = 15 * 60_000;
+
+type Db = Kysely<Database>;
+
+export type DashboardSession = { idHash: string; csrfToken: string; merchant: DashboardMerchant; createdAt: number };
+
+/** In-memory limits, per app: wrong passwords per email and per client, reset requests per client. */
+export type SignInLimits = { byEmail: FailureLimiter; byClient: FailureLimiter; resetsByClient: FailureLimiter };
+
+export function signInLimits(): SignInLimits {
+  return {
+    byEmail: new FailureLimiter({ max: FAILURES_PER_EMAIL, windowMs: LOCKOUT_WINDOW_MS }),
+    byClient: new FailureLimiter({ max: FAILURES_PER_CLIENT, windowMs: LOCKOUT_WINDOW_MS }),
+    resetsByClient: new FailureLimiter({ max: 10, windowMs: 60 * 60_000 }),
+  };
+}
+
+export function normaliseEmail(raw: unknown): string | null {
+  if (typeof raw !== 'string') return null;
+  const email = raw.trim().toLowerCase();
+  return email.length <= 254 && /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) ? email : null;
+}
+
+export type SignInOutcome = { kind: 'signed_in'; sessionId: string } | { kind: 'wrong' } | { kind: 'limited'; retryAfterMs: number };
+
+/**
+ * Checks the password and opens a new session. A locked email or client is refused before the
+ * password is looked at, so guessing on stops teaching anything; the reply for an unknown email is
+ * the same as for a wrong password.
+ */
+export async function signIn(
+  deps: Deps, limits: SignInLimits, input: { email: string; password: string; client: string; userAgent: string | undefined; previousSessionId: string | undefined },
+): Promise<SignInOutcome> {
+  const now = deps.clock.now();
+  for (const [limiter, key] of [[limits.byClient, input.client], [limits.byEmail, input.email]] as const) {
+    const allowed = limiter.check(key, now);
+    if (!allowed.ok) return { kind: 'limited', retryAfterMs: allowed.retryAfterMs };
+  }
+  const merchant = input.password.length > 0 && input.password.length <= 200 ? await checkMerchantPassword(deps.db, input.email, input.password) : null;
+  if (!merchant) {
+    limits.byClient.fail(input.client, now);
+    limits.byEmail.fail(input.email, now);
+    return { kind: 'wrong' };
+  }
+  // A new id at every sign-in: a session id planted in the browser before sign-in never becomes a signed-in one.
+  if (input.previousSessionId) await endSession(deps, input.previousSessionId);
+  const sessionId = randomSecret(32);
+  await insertSession(deps.db, {
+    id_hash: sha256Hex(sessionId), user_id: merchant.id, csrf_token: randomSecret(24), created_at: now, last_seen_at: now,
+    expires_at: now + SESSION_MAX_MS, ended_at: null, user_agent: input.userAgent ? input.userAgent.slice(0, 120) : null,
+  });
+  return { kind: 'signed_in', sessionId };
+}
+
+/** The live session a cookie names; seeing it keeps it alive (12 hours idle, 7 days at most). */
+export async function sessionOf(deps: Deps, sessionId: string | undefined): Promise<DashboardSession | null> {
+  if (!sessionId || sessionId.length > 100) return null;
+  const now = deps.clock.now();
+  const idHash = sha256Hex(sessionId);
+  const row = await findSession(deps.db, idHash);
+  if (!row || row.ended_at !== null || Number(row.expires_at) <= now || Number(row.last_seen_at) + SESSION_IDLE_MS <= now) return null;
+  const merchant = await merchantById(deps.db, row.user_id);
+  if (!merchant) return null;
+  if (now - Number(row.last_seen_at) > 60_000) await touchSession(deps.db, idHash, now);
+  return { idHash, csrfToken: row.csrf_token, merchant, createdAt: Number(row.created_at) };
+}
+
+export async function endSession(deps: Deps, sessionId: string | undefined): Promise<void> {
+  if (!sessionId || sessionId.length > 100) return;
+  await endSessionRow(deps.db, sha256Hex(sessionId), deps.clock.now());
+}
+
+export async function endSessionsOfMerchant(db: Db, now: number, userId: string): Promise<void> {
+  await endSessionRowsOf(db, userId, now);
+}
+
+export type SessionSummary = { ref: string; createdAt: number; lastSeenAt: number; userAgent: string | null; current: boolean };
+
+/**
+ * The merchant's live sessions. Each is named by a short prefix of its hash, enough to tell them
+ * apart and to revoke one, and useless for taking one over.
+ */
+export async function liveSessions(deps: Deps, session: DashboardSession): Promise<SessionSummary[]> {
+  const now = deps.clock.now();
+  const rows = await liveSessionRowsOf(deps.db, session.merchant.id, now, SESSION_IDLE_MS);
+  return rows.map((row) => ({
+    ref: row.id_hash.slice(0, 16), createdAt: Number(row.created_at), lastSeenAt: Number(row.last_seen_at), userAgent: row.user_agent, current: row.id_hash === session.idHash,
+  }));
+}
+
+export async function revokeSession(deps: Deps, session: DashboardSession, ref: string): Promise<boolean> {
+  if (!/^[0-9a-f]{16}$/.test(ref)) return false;
+  return endSessionByRef(deps.db, session.merchant.id, ref, deps.clock.now());
+}
+
+export type ResetAsk = { kind: 'asked' } | { kind: 'limited'; retryAfterMs: number };
+
+/**
+ * Emails a reset link when the email is a merchant's. The reply is the same either way, so the
+ * form does not tell who has an account.
+ */
+export async function askForReset(deps: Deps, limits: SignInLimits, email: string, client: string): Promise<ResetAsk> {
+  const now = deps.clock.now();
+  const allowed = limits.resetsByClient.check(client, now);
+  if (!allowed.ok) return { kind: 'limited', retryAfterMs: allowed.retryAfterMs };
+  limits.resetsByClient.fail(client, now);
+  const merchant = await findMerchantByEmail(deps.db, email);
+  if (!merchant) return { kind: 'asked' };
+  return transact(deps.db, async (trx) => {
+    // Past the hourly limit the reply stays the same; only the email is not sent again.
+    if ((await resetsSince(trx, merchant.id, now - 60 * 60_000)) >= RESETS_PER_EMAIL_PER_HOUR) return { kind: 'asked' } as const;
+    const token = randomSecret(32);
+    await insertReset(trx, { token_hash: sha256Hex(token), user_id: merchant.id, created_at: now, expires_at: now + RESET_TTL_MS, used_at: null });
+    await queueMail(trx, {
+      to: merchant.email, template: 'merchant_password_reset', data: { token, minutes: RESET_TTL_MS / 60_000 }, related: { type: 'user', id: merchant.id },
+    }, now, deps.secrets);
+    return { kind: 'asked' } as const;
+  });
+}
+
+/** Whether a reset token can still be used. */
+export async function resetIsLive(deps: Deps, token: string): Promise<boolean> {
+  if (!/^[A-Za-z0-9_-]{20,100}$/.test(token)) return false;
+  const row = await findReset(deps.db, sha256Hex(token));
+  return !!row && row.used_at === null && Number(row.expires_at) > deps.clock.now();
+}
+
+export type ResetOutcome = { kind: 'done' } | { kind: 'dead' } | { kind: 'weak' };
+
+/** Sets the new password with a live token, once; every session of the merchant ends. */
+export async function resetPassword(deps: Deps, token: string, password: string): Promise<ResetOutcome> {
+  if (!(await resetIsLive(deps, token))) return { kind: 'dead' };
+  if (password.length < MIN_PASSWORD_LENGTH || password.length > 200) return { kind: 'weak' };
+  const passwordHash = await hashNewPassword(password);
+  const hash = sha256Hex(token);
+  // One transaction: the token is spent (atomically, so two submissions of one link cannot both
+  // set a password), the password set and every session ended, or none of it.
+  return transact(deps.db, async (trx) => {
+    const now = deps.clock.now();
+    if (!(await spendReset(trx, hash, now))) return { kind: 'dead' } as const;
+    const row = await findReset(trx, hash);
+    if (!row) return { kind: 'dead' } as const;
+    await setMerchantPasswordHash(trx, deps.clock, row.user_id, passwordHash);
+    await endSessionRowsOf(trx, row.user_id, now);
+    return { kind: 'done' } as const;
+  });
+}

@@ -1,0 +1,33 @@
+// Row types of the merchant dashboard, merged into the store's Database in src/store/tables.ts.
+
+export interface DashboardSessionsTable {
+  /** SHA-256 (hex) of the session cookie's value; the value itself is stored nowhere. */
+  id_hash: string;
+  user_id: string;
+  csrf_token: string;
+  created_at: number;
+  last_seen_at: number;
+  expires_at: number;
+  /** Set at logout, at a password change, or when revoked from the sessions list. */
+  ended_at: number | null;
+  /** The browser's User-Agent at sign-in, cut short, so the merchant can tell sessions apart. */
+  user_agent: string | null;
+}
+
+export interface DashboardResetsTable {
+  /** SHA-256 (hex) of the emailed token. */
+  token_hash: string;
+  user_id: string;
+  created_at: number;
+  expires_at: number;
+  used_at: number | null;
+}
+
+export interface DashboardTables {
+  dashboard_sessions: DashboardSessionsTable;
+  dashboard_resets: DashboardResetsTable;
+}
+
+declare module '../../store/tables.ts' {
+  interface Database extends DashboardTables {}
+}

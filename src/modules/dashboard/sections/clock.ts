@@ -1,0 +1,53 @@
+import { localAt } from '../../../shared/zone.ts';
+import { advanceClock, getClock } from '../../test-helpers/clock.service.ts';
+import { listEventsFor } from '../../events/events.service.ts';
+import { formOf, problemOf, type Kit, type Scope, type Signed } from '../dashboard.kit.ts';
+import { text } from '../dashboard.format.ts';
+
+// The test clock (test mode only): show it, advance it by a period or to a date, and show what ran
+// on the way (the events sent while it moved).
+
+const hidden = { schema: { hide: true } };
+export const CLOCK_STEPS: Array<[string, string, number]> = [
+  ['hour', '1 hour', 3_600], ['day', '1 day', 86_400], ['week', '1 week', 7 * 86_400], ['fortnight', '2 weeks', 14 * 86_400],
+  ['month', '30 days', 30 * 86_400], ['quarter', '90 days', 90 * 86_400], ['year', '365 days', 365 * 86_400],
+];
+
+export function registerClockPages(scope: Scope, kit: Kit): void {
+  const page = async (signed: Signed, from: number | null, error: string | null, status = 200) => {
+    const { clock } = await getClock(signed.ctx);
+    let ran: unknown[] = [];
+    if (from !== null) {
+      const events = await listEventsFor(signed.ctx, { limit: 200 });
+      ran = events.events.filter((e) => Date.parse(e.created_at) >= from).reverse();
+    }
+    return { status, data: { title: 'Test clock', ...kit.layoutOf(signed, 'clock'), clock, steps: CLOCK_STEPS, ran, from, error, zoneNow: localAt(clock.now, kit.zone()).toFormat("yyyy-LL-dd'T'HH:mm") } };
+  };
+
+  scope.get('/dashboard/:mode/clock', hidden, kit.guard(async (request, reply, signed) => {
+    const from = Number(text(request.query.from, 20));
+    const shown = await page(signed, Number.isSafeInteger(from) && from > 0 ? from : null, null);
+    return kit.render(reply, shown.status, 'clock', shown.data);
+  }, { testOnly: true }));
+
+  scope.post('/dashboard/:mode/clock', hidden, kit.guard(async (request, reply, signed) => {
+    const form = formOf(request);
+    const before = Date.parse((await getClock(signed.ctx)).clock.now);
+    const step = CLOCK_STEPS.find(([name]) => name === text(form.step));
+    const to = text(form.to, 20);
+    try {
+      if (step && !to) {
+        await advanceClock(signed.ctx, { seconds: step[2] });
+      } else {
+        const target = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}$/.test(to) ? localAt(to, kit.zone()) : null;
+        await advanceClock(signed.ctx, { to: target?.isValid ? target.toUTC().toISO()! : 'not a time' });
+      }
+    } catch (error) {
+      const problem = problemOf(error);
+      if (!problem) throw error;
+      const shown = await page(signed, null, problem.message.replace(/^to must be an ISO 8601 date-time$/, 'Enter the date and time to move the clock to'), 400);
+      return kit.render(reply, shown.status, 'clock', shown.data);
+    }
+    return reply.redirect(`${signed.base}/clock?from=${before}`, 303);
+  }, { post: true, testOnly: true }));
+}

@@ -1,0 +1,58 @@
+import { stringify } from 'csv-stringify/sync';
+import { retrievePayment, searchPaymentsFor } from '../../payments/payments.service.ts';
+import { PaymentStatus } from '../../payments/payments.rules.ts';
+import { listEventsFor } from '../../events/events.service.ts';
+import { isIdOf } from '../../../shared/ids.ts';
+import { dayBound, text } from '../dashboard.format.ts';
+import { csvRowsOfPayments, statusHistory, CSV_HEADER } from '../dashboard.present.ts';
+import type { Kit, Scope } from '../dashboard.kit.ts';
+
+// Payments: a list with filters and search, a detail page with the statement lines, the status
+// history and the events sent, and a CSV export of the filtered list for reconciliation.
+
+const hidden = { schema: { hide: true } };
+const PAGE = 25;
+/** The most rows one export holds; past it the page says to narrow the dates. */
+export const CSV_MAX_ROWS = 50_000;
+
+
+export function registerPaymentPages(scope: Scope, kit: Kit): void {
+  const filtersOf = (query: Record<string, unknown>) => ({
+    status: (PaymentStatus as readonly string[]).includes(text(query.status)) ? text(query.status) : '',
+    q: text(query.q, 200),
+    from: text(query.from, 10),
+    to: text(query.to, 10),
+    after: isIdOf('payment', text(query.after)) ? text(query.after) : '',
+  });
+  const searchOf = (filters: ReturnType<typeof filtersOf>) => ({
+    status: filters.status || undefined, search: filters.q || undefined,
+    createdFrom: dayBound(filters.from, kit.zone(), false), createdBefore: dayBound(filters.to, kit.zone(), true),
+  });
+
+  scope.get('/dashboard/:mode/payments', hidden, kit.guard(async (request, reply, signed) => {
+    const filters = filtersOf(request.query);
+    const page = await searchPaymentsFor(signed.ctx, { ...searchOf(filters), starting_after: filters.after || undefined, limit: PAGE });
+    const next = page.has_more ? page.payments[page.payments.length - 1].id : null;
+    return kit.render(reply, 200, 'payments', { title: 'Payments', ...kit.layoutOf(signed, 'payments'), filters, payments: page.payments, next, statuses: PaymentStatus });
+  }));
+
+  scope.get('/dashboard/:mode/payments/export.csv', hidden, kit.guard(async (request, reply, signed) => {
+    const filters = filtersOf(request.query);
+    const page = await searchPaymentsFor(signed.ctx, { ...searchOf(filters), limit: CSV_MAX_ROWS });
+    if (page.has_more) {
+      return kit.message(reply, 413, 'Too many payments for one file', `The filters match more than ${CSV_MAX_ROWS} payments, the most one file holds. Narrow the dates and export in parts.`, signed, 'payments');
+    }
+    const csv = stringify([CSV_HEADER, ...csvRowsOfPayments(page.payments)], { record_delimiter: 'windows' });
+    const day = new Date(signed.ctx.clock.now()).toISOString().slice(0, 10);
+    return reply.header('content-type', 'text/csv; charset=utf-8').header('content-disposition', `attachment; filename="tono-${signed.mode}-payments-${day}.csv"`)
+      .header('cache-control', 'no-store').send(csv);
+  }));
+
+  scope.get('/dashboard/:mode/payments/:id', hidden, kit.guard(async (request, reply, signed) => {
+    const { payment } = await retrievePayment(signed.ctx, request.params.id);
+    const events = (await listEventsFor(signed.ctx, { object_id: payment.id, limit: 100 })).events;
+    return kit.render(reply, 200, 'payment', {
+      title: `Payment ${payment.id}`, ...kit.layoutOf(signed, 'payments'), item: payment, events, history: statusHistory(events),
+    });
+  }));
+}

@@ -1,0 +1,230 @@
+// The merchant dashboard in a real browser (Debian's Chromium through playwright-core): sign-in
+// right, wrong and locked out; a cross-site form post refused; every page checked with axe-core
+// (no serious or critical violations) at desktop and phone sizes; the actions of each section.
+// SQLite only; skipped when Chromium is absent. UPDATE_SCREENSHOTS=1 writes docs/screenshots.
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import { test, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { parse } from 'csv-parse/sync';
+import { dashWorld, detailPaths, objectsOf, PASSWORD, type DashMerchant, type DashWorld } from '../dashboard.ts';
+import { startReceiver } from '../../src/modules/webhooks/receiver.test-support.ts';
+import { verifyWebhookSignature } from '../../src/modules/webhooks/verify.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const skipReason = !fs.existsSync(CHROMIUM) ? `${CHROMIUM} is not installed` : process.env.TEST_ENGINE === 'postgres' ? 'browser tests run on SQLite only' : null;
+const SCREENSHOTS = process.env.UPDATE_SCREENSHOTS === '1' ? path.resolve('docs/screenshots') : null;
+const AXE_SOURCE = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+const PHONE = { width: 390, height: 844 };
+const DESKTOP = { width: 1280, height: 900 };
+
+let browser: Browser | null = null;
+async function launch(): Promise<Browser> {
+  browser ??= await chromium.launch({
+    executablePath: CHROMIUM, headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'],
+  });
+  return browser;
+}
+test.after(async () => {
+  await browser?.close();
+});
+
+async function newContext(t: TestContext, viewport = DESKTOP): Promise<{ context: BrowserContext; page: Page; errors: string[] }> {
+  const context = await (await launch()).newContext({ viewport });
+  t.after(() => context.close());
+  const page = await context.newPage();
+  page.setDefaultTimeout(15_000);
+  const errors: string[] = [];
+  page.on('pageerror', (error) => errors.push(error.message));
+  page.on('console', (message) => {
+    const where = message.location().url;
+    if (message.type() === 'error' && !where.endsWith('/favicon.ico') && !/the server responded with a status of 4\d\d/.test(message.text())) errors.push(`${message.text()} (${where})`);
+  });
+  return { context, page, errors };
+}
+
+async function logInAt(page: Page, world: DashWorld, merchant: DashMerchant, password = PASSWORD): Promise<void> {
+  await page.goto(`${world.baseUrl}/dashboard`);
+  await page.getByLabel('Email').fill(merchant.email);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Log in' }).click();
+}
+
+/** axe-core, evaluated through the debugging protocol (the page's CSP allows no inline script): the serious and critical violations. */
+async function accessibilityProblems(page: Page): Promise<string[]> {
+  await page.evaluate(AXE_SOURCE);
+  const violations = await page.evaluate(async () => {
+    const result = await (globalThis as any).axe.run((globalThis as any).document, { resultTypes: ['violations'] });
+    return result.violations.map((v: any) => ({ id: v.id, impact: v.impact, nodes: v.nodes.slice(0, 3).map((n: any) => n.target.join(' ')) }));
+  });
+  return violations.filter((v: any) => v.impact === 'serious' || v.impact === 'critical').map((v: any) => `${v.id} (${v.impact}): ${v.nodes.join(', ')}`);
+}
+
+async function shot(page: Page, name: string): Promise<void> {
+  if (!SCREENSHOTS) return;
+  fs.mkdirSync(SCREENSHOTS, { recursive: true });
+  await page.screenshot({ path: path.join(SCREENSHOTS, name), fullPage: true });
+}
+
+async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 20_000): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (done(value) || Date.now() > until) return value;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+test('log in right, wrong and locked out; a cross-site form post is refused and changes nothing', { skip: skipReason ?? false }, async (t) => {
+  const world = await dashWorld(t, { workers: false });
+  const [kowhai, tui] = world.merchants;
+  const { page, errors } = await newContext(t, PHONE);
+  await logInAt(page, world, kowhai, 'not the password');
+  await page.getByText('That email and password do not match').waitFor();
+  assert.equal(await page.getByLabel('Password').getAttribute('aria-invalid'), 'true');
+  assert.deepEqual(await accessibilityProblems(page), []);
+  await shot(page, 'dashboard-login-error-phone.png');
+  for (let i = 0; i < 5; i++) await logInAt(page, world, tui, 'wrong again');
+  await logInAt(page, world, tui);
+  await page.getByText(/Too many wrong passwords\. Logging in is locked for \d+ minutes/).waitFor();
+
+  await logInAt(page, world, kowhai);
+  await page.getByRole('heading', { name: 'The last 30 days' }).waitFor();
+  const keysBefore = await world.app.deps.db.selectFrom('api_keys').select('id').execute();
+  const csrf = await page.locator('input[name="csrf"]').first().inputValue();
+  // another site (localhost is another site than 127.0.0.1) posts a form to the dashboard, even with the right token
+  const evil = http.createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/html' }).end(`<!doctype html><title>evil</title><form id="f" method="post" action="${world.baseUrl}/dashboard/live/api-keys"><input name="csrf" value="${csrf}"></form><script>document.getElementById('f').submit()</script>`);
+  });
+  await new Promise<void>((resolve) => evil.listen(0, '127.0.0.1', resolve));
+  t.after(() => new Promise<void>((resolve) => evil.close(() => resolve())));
+  const evilPort = (evil.address() as { port: number }).port;
+  const [response] = await Promise.all([page.waitForResponse((r) => r.url().endsWith('/dashboard/live/api-keys')), page.goto(`http://localhost:${evilPort}/`)]);
+  assert.equal(response.status(), 403);
+  assert.match(await response.text(), /This form has expired/);
+  assert.deepEqual(await world.app.deps.db.selectFrom('api_keys').select('id').execute(), keysBefore, 'no key was created');
+
+  await page.goto(`${world.baseUrl}/dashboard/live`);
+  await page.getByRole('button', { name: 'Log out' }).click();
+  await page.getByRole('button', { name: 'Log in' }).waitFor();
+  assert.deepEqual(errors, [], 'no script errors and no CSP violations');
+});
+
+test('every page passes axe with no serious violations, at desktop and phone sizes, and none is reachable by another merchant', { skip: skipReason ?? false }, async (t) => {
+  const world = await dashWorld(t);
+  const [kowhai, tui] = world.merchants;
+  const objects = await objectsOf(world, kowhai);
+  await kowhai.test.post(`/v1/test-helpers/subscriptions/${objects.subscription.id}/decline-next`, { count: 1 });
+  await kowhai.test.post('/v1/test-helpers/clock/advance', { seconds: 15 * 86_400 });
+  const sections = ['', '/requests', '/requests/new', '/payments', '/customers', '/subscriptions', '/recurring-consents', '/webhooks', '/events', '/api-keys', '/bank-accounts', '/clock'];
+  const pages = [...sections.map((s) => `/dashboard/test${s}`), '/dashboard/live', ...detailPaths(objects).map((p) => `/dashboard/test/${p}`), '/dashboard/account'];
+  for (const [size, viewport] of [['desktop', DESKTOP], ['phone', PHONE]] as const) {
+    const { page, errors } = await newContext(t, viewport);
+    await page.goto(`${world.baseUrl}/dashboard/login`);
+    assert.deepEqual(await accessibilityProblems(page), [], `login at ${size}`);
+    await shot(page, `dashboard-login-${size}.png`);
+    await logInAt(page, world, kowhai);
+    await page.getByRole('heading', { name: 'The last 30 days' }).waitFor();
+    for (const url of pages) {
+      const response = await page.goto(`${world.baseUrl}${url}`);
+      assert.equal(response!.status(), 200, url);
+      assert.deepEqual(await accessibilityProblems(page), [], `${url} at ${size}`);
+      const name = url.replace('/dashboard/', '').replace(/\/(request|payment|customer|subscription|recurring|webhook|event|key)_[0-9A-Z]{26}/, '-detail').replace(/\//g, '-');
+      if (sections.some((s) => url === `/dashboard/test${s}`) || /-detail$/.test(name)) await shot(page, `dashboard-${name === 'test' ? 'test-home' : name}-${size}.png`);
+    }
+    assert.deepEqual(errors, [], `no script errors or CSP violations at ${size}`);
+  }
+  const { page } = await newContext(t, PHONE);
+  await logInAt(page, world, tui);
+  await page.getByRole('heading', { name: 'The last 30 days' }).waitFor();
+  for (const detail of detailPaths(objects)) {
+    const response = await page.goto(`${world.baseUrl}/dashboard/test/${detail}`);
+    assert.equal(response!.status(), 404, detail);
+  }
+});
+
+test('a request created in the dashboard is paid at the sandbox bank; the CSV export matches the API; a key made there works and, revoked there, gets 401', { skip: skipReason ?? false }, async (t) => {
+  const world = await dashWorld(t);
+  const [kowhai] = world.merchants;
+  const { context, page, errors } = await newContext(t);
+  await logInAt(page, world, kowhai);
+  await page.getByRole('link', { name: 'Test', exact: true }).click();
+  await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Requests' }).click();
+  await page.getByRole('link', { name: 'New request' }).click();
+  await page.getByLabel('Message to the payer').fill('Two flat whites');
+  await page.getByLabel('Amount (NZD)', { exact: true }).fill('9.50');
+  await page.getByLabel('Statement reference').fill('TABLE-7');
+  await page.getByRole('button', { name: 'Create request' }).click();
+  await page.getByText('The request is created').waitFor();
+  const link = await page.getByLabel('Payment link').inputValue();
+  assert.match(link, /\/pay\/request_[0-9A-Z]{26}$/);
+  assert.equal(await page.getByRole('button', { name: 'Copy link' }).isVisible(), true, 'the copy button shows with script on');
+  await page.getByAltText('QR code of the payment link').waitFor();
+
+  const payer = await context.newPage();
+  await payer.goto(link);
+  await payer.getByRole('radio', { name: 'Sandbox Bank' }).check();
+  await payer.getByRole('button', { name: 'Continue to your bank' }).click();
+  await payer.getByLabel(/user ?name/i).fill('sandbox');
+  await payer.getByLabel(/password/i).fill('any password');
+  await payer.getByRole('button', { name: /sign in/i }).click();
+  await payer.getByRole('button', { name: 'Approve' }).click();
+  await payer.getByRole('heading', { name: 'Payment successful' }).waitFor();
+  await payer.close();
+  const requestId = link.split('/').pop()!;
+  const status = await eventually(async () => (await kowhai.test.get(`/v1/requests/${requestId}`)).body.request.status, (s) => s === 'paid');
+  assert.equal(status, 'paid');
+  await page.reload();
+  await page.locator('table').getByText('successful').waitFor();
+
+  // the CSV export of the page's filter, as the browser downloads it
+  await page.goto(`${world.baseUrl}/dashboard/test/payments?status=successful`);
+  const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: 'Export these payments as CSV' }).click()]);
+  const rows: string[][] = parse(fs.readFileSync((await download.path())!, 'utf8'));
+  const api = (await kowhai.test.get('/v1/payments', { query: { status: 'successful' } })).body.payments;
+  assert.deepEqual(rows.slice(1).map((r) => [r[0], r[2], r[5], r[7]]), api.map((p: any) => [p.id, p.amount.value.replace(' NZD', ''), p.pcr.particulars, p.pcr.reference]));
+  assert.equal(rows[1][7], 'TABLE-7');
+
+  // an API key, shown once, works; revoked after confirming, 401 at once
+  await page.goto(`${world.baseUrl}/dashboard/live/api-keys`);
+  await page.getByRole('button', { name: 'Create a live key' }).click();
+  const key = await page.getByLabel('API key').inputValue();
+  const call = () => world.app.app.inject({ method: 'GET', url: '/v1/requests', headers: { authorization: `Bearer ${key}` } });
+  assert.equal((await call()).statusCode, 200);
+  await page.getByRole('link', { name: 'I have copied it' }).click();
+  await page.getByRole('link', { name: `Revoke sk_live_…${key.slice(-4)}` }).click();
+  await page.getByRole('button', { name: 'Yes, revoke it' }).click();
+  await page.getByText('The key is revoked').waitFor();
+  assert.equal((await call()).statusCode, 401);
+  assert.deepEqual(errors, [], 'no script errors and no CSP violations');
+});
+
+test('a webhook endpoint created in the browser: the secret is shown once and signs the deliveries', { skip: skipReason ?? false }, async (t) => {
+  const world = await dashWorld(t);
+  const [kowhai] = world.merchants;
+  const receiver = await startReceiver();
+  t.after(() => receiver.close());
+  const { page, errors } = await newContext(t, PHONE);
+  await logInAt(page, world, kowhai);
+  await page.goto(`${world.baseUrl}/dashboard/test/webhooks`);
+  await page.getByLabel('URL').fill(receiver.url);
+  await page.getByLabel('request.created').check();
+  await page.getByRole('button', { name: 'Add endpoint' }).click();
+  const secret = await page.getByLabel('Signing secret').inputValue();
+  assert.equal(Buffer.from(secret, 'base64').length, 32);
+  await shot(page, 'dashboard-webhook-secret-phone.png');
+  await page.getByRole('link', { name: 'I have copied it' }).click();
+  assert.equal((await page.content()).includes(secret), false, 'never shown again');
+  await kowhai.test.post('/v1/requests', { bank_account_id: kowhai.bankAccountId, message: 'Tea', amount: '3.00 NZD' });
+  const [got] = await receiver.waitFor(1);
+  assert.equal(verifyWebhookSignature(got.raw, got.headers['x-service-signature'] as string, secret), true);
+  await eventually(async () => {
+    await page.reload();
+    return page.getByText('succeeded').count();
+  }, (n) => n > 0);
+  assert.deepEqual(errors, []);
+});
