@@ -13,6 +13,8 @@ import { emptyJsonIsNoBody, strictApiRoute } from './http/strict-routes.ts';
 import { pageSecurityHeaders } from './http/page-headers.ts';
 import { checkDb } from './store/db.ts';
 import { createMetrics } from './http/metrics.ts';
+import { docsUiOptions, swaggerOptions } from './http/openapi.ts';
+import { eventWebhooks } from './modules/events/events.openapi.ts';
 import { registerModuleRoutes } from './modules/index.ts';
 import type { Deps } from './modules/context.ts';
 
@@ -67,21 +69,8 @@ export async function buildApp(deps: Deps): Promise<App> {
   });
   await app.register(formbody);
 
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'Tono API',
-        version: '1',
-        description:
-          'Payment requests, payments, recurring consents, subscriptions, customers and webhooks for New Zealand bank payments. ' +
-          'Authenticate with `Authorization: Bearer sk_live_…` or `sk_test_…`; errors are `{ code, message, params }`.',
-      },
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'sk_live_… or sk_test_…' } } },
-      security: [{ bearer: [] }],
-    },
-  });
-  await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true, uiConfig: { deepLinking: true } });
+  await app.register(swagger, swaggerOptions({ webhooks: eventWebhooks() }));
+  await app.register(swaggerUi, docsUiOptions(deps.config.publicBaseUrl));
 
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {

@@ -1,6 +1,7 @@
 import path from 'node:path';
-import pino, { type Logger } from 'pino';
+import type { Logger } from 'pino';
 import { buildApp, loggerRedactPaths } from './app.ts';
+import { createLogger } from './logger.ts';
 import type { Config } from './config.ts';
 import { Worker } from './jobs/worker.ts';
 import { systemClock, type Clock } from './shared/time.ts';
@@ -23,7 +24,7 @@ export function storeOptionsFor(config: Config): StoreOptions {
 }
 
 export function makeLogger(config: Pick<Config, 'logLevel'>): Logger {
-  return pino({ level: config.logLevel, redact: { paths: loggerRedactPaths, censor: '[redacted]' } });
+  return createLogger({ level: config.logLevel, redact: { paths: loggerRedactPaths, censor: '[redacted]' } });
 }
 
 /** Everything one process runs: store (migrated), deps, HTTP app and worker (started if WORKERS). */

@@ -100,7 +100,7 @@ type InjectOptions = { headers?: Record<string, string>; query?: Record<string, 
 
 /** A small API client over app.inject for one key. */
 export function apiClient(runtime: Runtime, key: string) {
-  const call = async (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, body?: unknown, options: InjectOptions = {}) => {
+  const call = async (method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', url: string, body?: unknown, options: InjectOptions = {}) => {
     const response = await runtime.app.inject({
       method,
       url,
@@ -121,6 +121,7 @@ export function apiClient(runtime: Runtime, key: string) {
     get: (url: string, options?: InjectOptions) => call('GET', url, undefined, options),
     post: (url: string, body?: unknown, options?: InjectOptions) => call('POST', url, body ?? {}, options),
     put: (url: string, body?: unknown, options?: InjectOptions) => call('PUT', url, body, options),
+    patch: (url: string, body?: unknown, options?: InjectOptions) => call('PATCH', url, body, options),
     delete: (url: string, options?: InjectOptions) => call('DELETE', url, undefined, options),
   };
 }

@@ -8,7 +8,7 @@ import { assertErrorShape } from '../../test/assertions.ts';
 // malformed query parameters, bodies of any shape. Never a 5xx, always the error shape; and the
 // rules every operation shares are checked one by one.
 
-type Operation = { method: 'GET' | 'POST' | 'PUT' | 'DELETE'; path: string; query: string[]; body: boolean };
+type Operation = { method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'; path: string; query: string[]; body: boolean };
 
 const collections: Record<string, string> = {
   requests: 'request', payments: 'payment', customers: 'customer', 'recurring-consents': 'recurring',
@@ -94,7 +94,7 @@ test('every operation refuses an unknown query parameter, naming it; lists refus
   for (const operation of operations) {
     const url = operation.path.replace('{id}', idFor(operation.path));
     const call = (query: Record<string, string>) =>
-      operation.method === 'GET' ? api.get(url, { query }) : operation.method === 'DELETE' ? api.delete(url, { query }) : operation.method === 'PUT' ? api.put(url, undefined, { query }) : api.post(url, undefined, { query });
+      operation.method === 'GET' ? api.get(url, { query }) : operation.method === 'DELETE' ? api.delete(url, { query }) : operation.method === 'PUT' ? api.put(url, undefined, { query }) : operation.method === 'PATCH' ? api.patch(url, undefined, { query }) : api.post(url, undefined, { query });
     const unknown = await call({ colour: 'blue' });
     assert.deepEqual([unknown.status, unknown.body?.code], [400, 'bad_request.unknown_param.colour'], `${operation.method} ${operation.path}: ${unknown.text}`);
     if (!operation.query.includes('limit')) continue;

@@ -8,7 +8,7 @@ export const AmountInput = (description = 'Amount in NZD') =>
 
 export const AmountObject = Type.Object(
   { value: Type.String({ examples: ['10.00 NZD'] }), formatted: Type.String({ examples: ['$10.00'] }) },
-  { description: 'Amount: normalised value and display string' },
+  { title: 'Amount', description: 'Amount: normalised value and display string' },
 );
 
 /** A statement reference as banks carry it: up to 12 letters, digits or hyphens. */
@@ -24,7 +24,7 @@ export const ErrorBody = Type.Object(
     message: Type.String(),
     params: Type.Record(Type.String(), Type.Unknown()),
   },
-  { description: 'Every error has this shape' },
+  { title: 'Error', description: 'Every error has this shape. The HTTP status follows from the first segment of code: bad_request 400, unauthorized 401, not_found 404, conflict 409, payment_rejected 422, rate_limited 429, service_unavailable 503' },
 );
 
 export const errorResponses = {

@@ -176,6 +176,7 @@ export class Worker {
       if (!handler) throw new Error(`no handler for job kind ${job.kind}`);
       const clock = job.clock_id ? shiftedClock(this.options.realClock, job.clock_offset_ms) : this.options.realClock;
       const result = await handler(JSON.parse(job.payload), { job, clock, db, log: jobLog, finishIn: mine });
+      jobLog.debug({ attempts: job.attempts, outcome: result && 'retryAt' in result ? 'again later' : 'done' }, 'job ran');
       if (result && 'retryAt' in result) {
         await db
           .updateTable('jobs')
@@ -190,7 +191,7 @@ export class Worker {
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       const giveUp = job.attempts >= (kind?.maxAttempts ?? DEFAULT_MAX_ATTEMPTS);
-      jobLog.error({ err: error, attempts: job.attempts, gave_up: giveUp }, 'job failed');
+      jobLog[giveUp ? 'error' : 'warn']({ err: error, attempts: job.attempts, gave_up: giveUp }, 'job failed');
       const now = this.options.realClock.now();
       await db
         .updateTable('jobs')

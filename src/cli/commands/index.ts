@@ -2,10 +2,12 @@ import type { CliCommand } from '../command.ts';
 import { merchantCommands } from './merchants.ts';
 import { storeCommands } from './store.ts';
 import { eventCommands } from './events.ts';
+import { devCommands } from './listen.ts';
 
 
 export const commands: Record<string, CliCommand> = {
   ...merchantCommands,
   ...storeCommands,
   ...eventCommands,
+  ...devCommands,
 };

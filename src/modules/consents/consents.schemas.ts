@@ -15,7 +15,7 @@ export const ExecutePaymentBody = Type.Object(
     reference: Type.Optional(ReferenceInput('Statement reference; default: the request\'s')),
     merchant_identifier: Type.Optional(Type.String({ maxLength: 255, description: "Your own id for this payment; default: the consent's" })),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, title: 'ExecutePayment' },
 );
 export type ExecutePaymentBody = Static<typeof ExecutePaymentBody>;
 
@@ -54,7 +54,7 @@ export const ConsentObject = Type.Object({
   created_at: Timestamp,
   updated_at: Timestamp,
   revoked_at: Nullable(Timestamp),
-});
+}, { title: 'RecurringConsent' });
 export const ConsentEnvelope = Type.Object({ recurring_consent: ConsentObject });
 export const ConsentList = Type.Object({ recurring_consents: Type.Array(ConsentObject), has_more: Type.Boolean() });
 

@@ -23,6 +23,7 @@ const SPEC_FIELDS: Record<EventType, string[]> = {
   'subscription.resumed': ['id', 'user_id', 'merchant_identifier', 'updated_at'],
   'customer.created': ['id', 'user_id', 'created_at', 'email', 'first_name', 'last_name', 'phone', 'address'],
   'customer.updated': ['id', 'user_id', 'updated_at', 'email', 'first_name', 'last_name', 'phone', 'address'],
+  'webhook_endpoint.disabled': ['id', 'url', 'disabled_at', 'failing_since'],
 };
 
 const address = { address1: '1 Queen St', address2: '', address3: '', address4: '', city: 'Auckland', postcode: '1010' };
@@ -32,6 +33,7 @@ const everything = {
   updated_at: '2026-11-21T10:00:00.000Z', expires_at: null, status: 'active', token: 'tok', last_payment_id: 'payment_1', last_error: 'insufficient_funds',
   attempts: 2, charge_at: '2026-11-21T10:00:00.000Z', next_attempt_at: '2026-11-22T10:00:00.000Z', skipped_charge_at: '2026-11-21T10:00:00.000Z',
   next_charge_at: '2026-12-21T10:00:00.000Z', email: 'payer@example.com', first_name: 'Ana', last_name: 'Ngata', phone: '+64 21 000 000', address,
+  url: 'https://example.com/hooks', disabled_at: '2026-11-21T10:00:00.000Z', failing_since: '2026-11-18T10:00:00.000Z',
   secret_internal: 'must not leak', amount_cents: 1000,
 };
 

@@ -57,6 +57,7 @@ export type EventData = {
     phone: string | null;
     address: AddressData;
   };
+  'webhook_endpoint.disabled': { id: string; url: string; disabled_at: string; failing_since: string };
 };
 
 export type EventType = keyof EventData;
@@ -77,6 +78,7 @@ export const EVENT_TYPES = [
   'subscription.resumed',
   'customer.created',
   'customer.updated',
+  'webhook_endpoint.disabled',
 ] as const satisfies readonly EventType[];
 
 /** `request.status_updated` carries no `version` (docs/webhooks.md); every other type carries version 1. */
@@ -122,4 +124,5 @@ export const buildEventData = {
   'subscription.resumed': pick<'subscription.resumed'>(['id', 'user_id', 'merchant_identifier', 'updated_at']),
   'customer.created': pick<'customer.created'>(['id', 'user_id', 'created_at', 'email', 'first_name', 'last_name', 'phone', 'address']),
   'customer.updated': pick<'customer.updated'>(['id', 'user_id', 'updated_at', 'email', 'first_name', 'last_name', 'phone', 'address']),
+  'webhook_endpoint.disabled': pick<'webhook_endpoint.disabled'>(['id', 'url', 'disabled_at', 'failing_since']),
 } satisfies { [T in EventType]: (source: EventData[T]) => EventData[T] };

@@ -23,6 +23,18 @@ export async function listEvents(db: Db, owner: Owner, filters: EventFilters): P
   return query.orderBy('id', 'desc').limit(filters.limit + 1).execute();
 }
 
+/** Events newer than `after` (ids sort by time), oldest first: the feed `listen` follows. */
+export async function eventsAfter(db: Db, owner: Owner, after: string, types: string[] | undefined, limit: number): Promise<EventRow[]> {
+  let query = db.selectFrom('events').selectAll().where('user_id', '=', owner.userId).where('mode', '=', owner.mode).where('id', '>', after);
+  if (types) query = query.where('type', 'in', types);
+  return query.orderBy('id', 'asc').limit(limit).execute();
+}
+
+export async function newestEventId(db: Db, owner: Owner): Promise<string | null> {
+  const row = await db.selectFrom('events').select('id').where('user_id', '=', owner.userId).where('mode', '=', owner.mode).orderBy('id', 'desc').limit(1).executeTakeFirst();
+  return row?.id ?? null;
+}
+
 /** The stored envelopes (and sealed secrets) of these events, for their deliveries. */
 export async function eventBodies(db: Db, ids: string[]): Promise<Map<string, { body: string; secret_sealed: string | null }>> {
   const bodies = new Map<string, { body: string; secret_sealed: string | null }>();

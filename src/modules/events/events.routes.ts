@@ -1,8 +1,8 @@
 import { apiKeyAuth } from '../merchants/merchants.auth.ts';
 import { errorResponses, IdParams } from '../../http/schemas.ts';
 import { DeliveryList } from '../webhooks/webhooks.schemas.ts';
-import { EventDetail, EventList, ListEventsQuery, ResendBody } from './events.schemas.ts';
-import { listEventsFor, resendEventFor, retrieveEvent } from './events.service.ts';
+import { EventDetail, EventFeed, EventFeedQuery, EventList, ListEventsQuery, ResendBody } from './events.schemas.ts';
+import { eventFeedFor, listEventsFor, resendEventFor, retrieveEvent } from './events.service.ts';
 import type { Deps } from '../context.ts';
 import type { App } from '../../http/app-type.ts';
 
@@ -15,6 +15,35 @@ export async function registerEventRoutes(app: App, deps: Deps): Promise<void> {
     onRequest: auth,
     schema: { tags, summary: 'List events, newest first', querystring: ListEventsQuery, response: { 200: EventList, ...errorResponses } },
   }, async (request) => listEventsFor(request.ctx, request.query));
+
+  // Long-polling calls in progress, answered at once when the service starts closing (before the
+  // server waits for calls in progress to end).
+  const waiting = new Set<AbortController>();
+  app.addHook('preClose', async () => {
+    for (const controller of waiting) controller.abort();
+  });
+  app.get('/v1/events/feed', {
+    onRequest: auth,
+    schema: {
+      tags,
+      summary: 'Follow new events (long polling)',
+      description: 'Events newer than `after`, oldest first. While there is none the call waits up to `wait` seconds for one, then answers with no events and the same cursor: call again with `after` set to the returned `cursor`. This is what `npm run cli -- listen` uses to forward test events to a local URL.',
+      querystring: EventFeedQuery,
+      response: { 200: EventFeed, ...errorResponses },
+    },
+  }, async (request, reply) => {
+    const controller = new AbortController();
+    waiting.add(controller);
+    const gone = () => controller.abort();
+    // the response closes before it is sent when the caller hangs up
+    reply.raw.once('close', gone);
+    try {
+      return await eventFeedFor(request.ctx, request.query, controller.signal);
+    } finally {
+      reply.raw.off('close', gone);
+      waiting.delete(controller);
+    }
+  });
 
   app.get('/v1/events/:id', {
     onRequest: auth,

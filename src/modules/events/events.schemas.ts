@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { Timestamp } from '../../http/schemas.ts';
+import { Nullable, Timestamp } from '../../http/schemas.ts';
 import { listQueryFields } from '../../shared/pagination.ts';
 import { DeliveryObject } from '../webhooks/webhooks.schemas.ts';
 import { EVENT_TYPES } from './events.builders.ts';
@@ -12,7 +12,7 @@ export const EventObject = Type.Object(
     created_at: Timestamp,
     data: Type.Record(Type.String(), Type.Unknown(), { description: 'Exactly the fields documented for the type (docs/webhooks.md)' }),
   },
-  { description: 'The event exactly as POSTed to webhook endpoints' },
+  { title: 'Event', description: 'The event exactly as POSTed to webhook endpoints' },
 );
 
 export const ListEventsQuery = Type.Object(
@@ -33,3 +33,25 @@ export const ResendBody = Type.Object(
   { additionalProperties: false },
 );
 export type ResendBody = Static<typeof ResendBody>;
+
+export const EventFeedQuery = Type.Object(
+  {
+    after: Type.Optional(Type.String({
+      pattern: '^event_[0-9A-HJKMNP-TV-Z]{26}$',
+      description: 'Return events newer than this one (an event id, or any id of the form: ids sort by time); default: the newest event now, so only events from now on',
+      'x-expected': 'an event id (event_…)',
+    })),
+    types: Type.Optional(Type.String({ maxLength: 1100, description: 'Comma-separated event types to return; default every type', 'x-expected': 'comma-separated event types' })),
+    wait: Type.Optional(Type.Integer({ minimum: 0, maximum: 30, description: 'Seconds to hold the call open while there is no new event (long polling); default 0, an immediate answer', 'x-expected': 'a whole number of seconds from 0 to 30' })),
+  },
+  { additionalProperties: false },
+);
+export type EventFeedQuery = Static<typeof EventFeedQuery>;
+
+export const EventFeed = Type.Object(
+  {
+    events: Type.Array(EventObject, { description: 'Oldest first, at most 100' }),
+    cursor: Nullable(Type.String({ description: 'Pass as `after` to get what comes next; null while the merchant has no event' })),
+  },
+  { title: 'EventFeed' },
+);

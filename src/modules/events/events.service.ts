@@ -3,16 +3,16 @@ import { newId } from '../../shared/ids.ts';
 import { insertRow } from '../../store/prepared.ts';
 import { iso } from '../../shared/time.ts';
 import type { Database } from '../../store/tables.ts';
-import { notFound } from '../../shared/errors.ts';
+import { invalidParam, notFound } from '../../shared/errors.ts';
 import { pageOf } from '../../shared/pagination.ts';
 import { deliveriesWithAttempts, letDeliveriesCarrySecret, resendToWebhooks } from '../webhooks/webhooks.service.ts';
 import { fanOutToWebhooks } from '../webhooks/webhooks.fanout.ts';
-import { buildEventData, versionOf, type EventData, type EventEnvelope, type EventType } from './events.builders.ts';
-import { findEvent, listEvents, sealEventTokens, type EventRow } from './events.repo.ts';
+import { buildEventData, EVENT_TYPES, versionOf, type EventData, type EventEnvelope, type EventType } from './events.builders.ts';
+import { eventsAfter, findEvent, listEvents, newestEventId, sealEventTokens, type EventRow } from './events.repo.ts';
 import type { SecretBox } from '../../shared/secret-box.ts';
 
 export { eventBodies } from './events.repo.ts';
-import type { ListEventsQuery, ResendBody } from './events.schemas.ts';
+import type { EventFeedQuery, ListEventsQuery, ResendBody } from './events.schemas.ts';
 import type { Mode } from '../../shared/mode.ts';
 import type { Ctx } from '../context.ts';
 
@@ -78,4 +78,46 @@ export async function resendEvent(db: Kysely<Database>, scope: EventScope | null
 
 export async function resendEventFor(ctx: Ctx, id: string, body: ResendBody) {
   return resendEvent(ctx.db, ownerOf(ctx), id, body.webhook_id, ctx.deps.clock.now());
+}
+
+const FEED_POLL_MS = 250;
+const FEED_PAGE = 100;
+const knownTypes = new Set<string>(EVENT_TYPES);
+
+/** `types` of the feed: comma-separated known event types, or undefined for every type. */
+export function parseEventTypes(types: string | undefined): string[] | undefined {
+  if (types === undefined) return undefined;
+  const list = types.split(',').map((type) => type.trim()).filter(Boolean);
+  const unknown = list.find((type) => !knownTypes.has(type));
+  if (list.length === 0 || unknown !== undefined) {
+    throw invalidParam('types', `types must be comma-separated event types${unknown ? `; ${JSON.stringify(unknown)} is not one` : ''}; known types: ${EVENT_TYPES.join(', ')}`);
+  }
+  return [...new Set(list)];
+}
+
+/**
+ * The events after a cursor, oldest first, waiting up to `wait` seconds for one to arrive (long
+ * polling; the database is looked at every quarter second, so events written by any process
+ * count). `stop` ends the wait early: the caller went away, or the service is closing.
+ */
+export async function eventFeedFor(ctx: Ctx, query: EventFeedQuery, stop: AbortSignal) {
+  const types = parseEventTypes(query.types);
+  const owner = ownerOf(ctx);
+  const after = query.after ?? (await newestEventId(ctx.db, owner));
+  const until = Date.now() + (query.wait ?? 0) * 1000;
+  for (;;) {
+    const rows = await eventsAfter(ctx.db, owner, after ?? 'event_', types, FEED_PAGE);
+    if (rows.length > 0 || Date.now() >= until || stop.aborted) {
+      return { events: rows.map(presentEvent), cursor: rows.at(-1)?.id ?? after };
+    }
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, Math.min(FEED_POLL_MS, Math.max(0, until - Date.now())));
+      function done() {
+        clearTimeout(timer);
+        stop.removeEventListener('abort', done);
+        resolve();
+      }
+      stop.addEventListener('abort', done, { once: true });
+    });
+  }
 }

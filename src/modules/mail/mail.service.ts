@@ -107,7 +107,7 @@ export function createMailSender(config: Pick<Config, 'smtpUrl' | 'dataDir' | 'm
 
 function linkFor(template: TemplateName, data: TemplateData[TemplateName], baseUrl: string): string {
   if (template === 'merchant_password_reset') return `${baseUrl}/dashboard/reset/${(data as TemplateData['merchant_password_reset']).token}`;
-  return template === 'webhook_failing' ? `${baseUrl}/docs` : `${baseUrl}/customer`;
+  return template === 'webhook_failing' || template === 'webhook_disabled' ? `${baseUrl}/docs` : `${baseUrl}/customer`;
 }
 
 /** The job that sends one queued message, recording each attempt on its row. */

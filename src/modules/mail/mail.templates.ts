@@ -15,11 +15,13 @@ export type TemplateData = {
   subscription_ended: { merchant: string; plan: string; how: 'cancelled' | 'completed'; by: string | null; test: boolean };
   consent_revoked: { merchant: string; by: string; test: boolean };
   webhook_failing: { url: string; endpoint_id: string; since: string; test: boolean };
+  webhook_disabled: { url: string; endpoint_id: string; since: string; test: boolean };
   merchant_password_reset: { token: string; minutes: number };
 };
 export type TemplateName = keyof TemplateData;
 export const TEMPLATE_NAMES = [
   'payer_code', 'consent_authorised', 'subscription_set_up', 'charge_receipt', 'charge_failed', 'subscription_ended', 'consent_revoked', 'webhook_failing', 'merchant_password_reset',
+  'webhook_disabled',
 ] as const satisfies readonly TemplateName[];
 
 const subjects: { [K in TemplateName]: (data: TemplateData[K]) => string } = {
@@ -31,6 +33,7 @@ const subjects: { [K in TemplateName]: (data: TemplateData[K]) => string } = {
   subscription_ended: (d) => `Your subscription to ${d.merchant} has ${d.how === 'cancelled' ? 'been cancelled' : 'ended'}`,
   consent_revoked: (d) => `Your payment authority for ${d.merchant} has been revoked`,
   webhook_failing: (d) => `Webhook deliveries to ${d.url} have failed for 24 hours`,
+  webhook_disabled: (d) => `Webhook endpoint ${d.url} was disabled after 3 days of failed deliveries`,
   merchant_password_reset: () => 'Reset your Tono dashboard password',
 };
 
@@ -44,7 +47,7 @@ export type RenderedMail = { subject: string; text: string; html: string };
 export function renderMail<K extends TemplateName>(template: K, data: TemplateData[K], link: string): RenderedMail {
   const test = 'test' in data && data.test;
   const subject = `${test ? '[Test] ' : ''}${subjects[template](data as any)}`;
-  const it = { ...data, link, subject, test, payer: template !== 'webhook_failing' && template !== 'merchant_password_reset' };
+  const it = { ...data, link, subject, test, payer: template !== 'webhook_failing' && template !== 'webhook_disabled' && template !== 'merchant_password_reset' };
   return {
     subject,
     text: text.render(`./${template}.text.eta`, it).trim() + '\n',

@@ -21,6 +21,7 @@ const samples: TemplateData = {
   subscription_ended: { merchant: 'Kōwhai Coffee', plan: '$15.00 every fortnight', how: 'cancelled', by: 'you', test: false },
   consent_revoked: { merchant: 'Kōwhai Coffee', by: 'your bank', test: false },
   webhook_failing: { url: 'https://example.com/hooks', endpoint_id: 'webhook_1', since: '2027-03-03T00:00:00.000Z', test: false },
+  webhook_disabled: { url: 'https://example.com/hooks', endpoint_id: 'webhook_1', since: '2027-03-03T00:00:00.000Z', test: true },
   merchant_password_reset: { token: 'tok', minutes: 30 },
 };
 

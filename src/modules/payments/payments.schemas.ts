@@ -21,7 +21,7 @@ export const PaymentObject = Type.Object({
   created_at: Timestamp,
   updated_at: Timestamp,
   completed_at: Nullable(Timestamp),
-});
+}, { title: 'Payment' });
 export const PaymentEnvelope = Type.Object({ payment: PaymentObject });
 export const PaymentList = Type.Object({ payments: Type.Array(PaymentObject), has_more: Type.Boolean() });
 

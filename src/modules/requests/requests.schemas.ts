@@ -26,7 +26,7 @@ export const RecurringOptionsInput = Type.Object(
     total_amount: Type.Optional(AmountInput('Cap on the total of all payments')),
     end_date: Type.Optional(DateInput('No payments after this; a date means the end of that day in the service time zone')),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, title: 'RecurringOptionsInput' },
 );
 export type RecurringOptionsInput = Static<typeof RecurringOptionsInput>;
 
@@ -38,7 +38,7 @@ export const SubscriptionOptionsInput = Type.Object(
     end_date: Type.Optional(DateInput('No charges after this; a date means the end of that day in the service time zone')),
     total_count: Type.Optional(Type.Integer({ minimum: 1, maximum: 10000, description: 'Number of successful charges after which it completes' })),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, title: 'SubscriptionOptionsInput' },
 );
 export type SubscriptionOptionsInput = Static<typeof SubscriptionOptionsInput>;
 
@@ -49,7 +49,7 @@ export const CustInfoInput = Type.Object(
     last_name: Type.Optional(Type.String({ maxLength: 100 })),
     phone: Type.Optional(Type.String({ maxLength: 32, pattern: '^\\+?[0-9 ()-]{5,31}$', 'x-expected': 'a phone number of digits, spaces, ()- and an optional leading +' })),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, title: 'CustInfoInput' },
 );
 export type CustInfoInput = Static<typeof CustInfoInput>;
 
@@ -84,7 +84,7 @@ export const CreateRequestBody = Type.Object(
     subscription_options: Type.Optional(SubscriptionOptionsInput),
     cust_info: Type.Optional(CustInfoInput),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, title: 'CreateRequest' },
 );
 export type CreateRequestBody = Static<typeof CreateRequestBody>;
 
@@ -144,7 +144,7 @@ export const RequestObject = Type.Object({
   updated_at: Timestamp,
   expires_at: Type.Optional(Timestamp),
   deleted_at: Nullable(Timestamp),
-});
+}, { title: 'Request' });
 
 export const RequestEnvelope = Type.Object({ request: RequestObject });
 

@@ -31,7 +31,7 @@ export const SubscriptionObject = Type.Object({
   resumed_at: Nullable(Timestamp),
   cancelled_at: Nullable(Timestamp),
   completed_at: Nullable(Timestamp),
-});
+}, { title: 'Subscription' });
 
 export const SubscriptionEnvelope = Type.Object({ subscription: SubscriptionObject });
 

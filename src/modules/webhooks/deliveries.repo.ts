@@ -77,6 +77,13 @@ export async function markSuperseded(db: Db, deliveryId: string, by: string): Pr
   await db.updateTable('webhook_deliveries').set({ superseded_by: by }).where('id', '=', deliveryId).execute();
 }
 
+/** Cancels an endpoint's deliveries still waiting to be sent; their jobs then end without sending. */
+export async function cancelPendingDeliveries(db: Db, endpointId: string): Promise<number> {
+  const result = await db.updateTable('webhook_deliveries').set({ status: 'cancelled', next_attempt_at: null })
+    .where('endpoint_id', '=', endpointId).where('status', '=', 'pending').executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
 /** Deliveries with their endpoint's url and sealed secret, for the attempts about to be made. */
 export async function deliveriesToSend(db: Db, deliveryIds: string[]) {
   if (deliveryIds.length === 0) return [];

@@ -10,7 +10,7 @@ import {
 } from './deliveries.repo.ts';
 import { DELIVERY_POLICY, isAcknowledged, nextAttemptAt, type DeliveryPolicy } from './retry-policy.ts';
 import { createUndiciSender, type SendResult, type Sender } from './webhooks.sender.ts';
-import { signWebhookBody } from './verify.js';
+import { deliverySignatureHeaders } from './signing.ts';
 
 // Webhook delivery is a job kind of the batched lane (src/jobs/batch-lane.ts), for throughput and
 // fairness: deliveries are claimed in batches, sent concurrently with a cap per endpoint and
@@ -104,7 +104,7 @@ export function deliveryLaneKind(options: DispatcherOptions & { sender: Sender }
         {
           'content-type': 'application/json',
           'user-agent': 'Tono-Webhooks/1',
-          'x-service-signature': signWebhookBody(work.body, work.secret),
+          ...deliverySignatureHeaders(work.body, work.secret, work.eventId, startedAt),
           'x-service-event-id': work.eventId,
           'x-service-delivery-attempt': String(job.attempt),
         },
@@ -164,7 +164,7 @@ export class WebhookDispatcher {
 
   constructor(options: DispatcherOptions) {
     const perEndpoint = options.perEndpoint ?? 256;
-    this.sender = options.sender ?? createUndiciSender({ allowPrivate: options.allowPrivate ?? false, connectionsPerOrigin: perEndpoint });
+    this.sender = options.sender ?? createUndiciSender({ allowPrivate: options.allowPrivate ?? false, connectionsPerOrigin: perEndpoint, log: options.log });
     this.lane = new BatchLane(deliveryLaneKind({ ...options, sender: this.sender }), {
       db: options.db,
       log: options.log,

@@ -5,7 +5,7 @@ import { apiClient, buildTestApp, createTestMerchant } from '../../../test/helpe
 import { DELIVERY_POLICY } from './retry-policy.ts';
 import { startReceiver } from './receiver.test-support.ts';
 import { WebhookDispatcher } from './webhooks.dispatcher.ts';
-import { failingEndpoints, noticeFailingEndpoints } from './webhooks.health.ts';
+import { disableLongFailingEndpoints, failingEndpoints, noticeFailingEndpoints } from './webhooks.health.ts';
 
 const HOUR = 60 * 60_000;
 
@@ -41,4 +41,42 @@ test('an endpoint whose deliveries have all failed for 24 hours is mailed to its
   await receiver.waitFor(2);
   await new Promise((resolve) => setTimeout(resolve, 200));
   assert.deepEqual(await failingEndpoints(app.deps, Date.now() + 25 * HOUR), []);
+});
+
+test('an endpoint whose deliveries have all failed for 3 days is disabled, with an event to the other endpoints and a mail', async (t) => {
+  const app = await buildTestApp(t);
+  const merchant = await createTestMerchant(app);
+  const api = apiClient(app, merchant.testKey);
+  const broken = await startReceiver(() => ({ status: 500 }));
+  t.after(() => broken.close());
+  const dispatcher = new WebhookDispatcher({ db: app.deps.db, log: pino({ level: 'silent' }), pollMs: 20, allowPrivate: true, secrets: app.deps.secrets, policy: { ...DELIVERY_POLICY, maxAttempts: 1 } });
+  dispatcher.start();
+  t.after(() => dispatcher.stop());
+  const hook = (await api.post('/v1/webhooks', { url: broken.url })).body.webhook;
+  await api.post('/v1/requests', { bank_account_id: merchant.bankAccountId, amount: '5.00 NZD', message: 'One' });
+  await broken.waitFor(1);
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  // another endpoint, added later (so it has no failures of its own), hears about it
+  const other = (await api.post('/v1/webhooks', { url: 'http://localhost:9/other', events: ['webhook_endpoint.disabled'] })).body.webhook;
+
+  const now = Date.now();
+  assert.equal(await disableLongFailingEndpoints(app.deps, now + 71 * HOUR), 0, 'not yet 3 days');
+  assert.equal((await api.get(`/v1/webhooks/${hook.id}`)).body.webhook.disabled, false);
+  assert.equal(await disableLongFailingEndpoints(app.deps, now + 73 * HOUR), 1);
+  assert.equal(await disableLongFailingEndpoints(app.deps, now + 74 * HOUR), 0, 'once');
+  assert.equal((await api.get(`/v1/webhooks/${hook.id}`)).body.webhook.disabled, true);
+
+  const [event] = (await api.get('/v1/events', { query: { type: 'webhook_endpoint.disabled' } })).body.events;
+  assert.deepEqual(Object.keys(event.data), ['id', 'url', 'disabled_at', 'failing_since']);
+  assert.deepEqual([event.data.id, event.data.url], [hook.id, broken.url]);
+  const deliveries = (await api.get(`/v1/events/${event.id}`)).body.deliveries;
+  assert.deepEqual(deliveries.map((d: any) => d.webhook_id), [other.id], 'the disabled endpoint is not sent its own notice');
+  const mail = await app.deps.db.selectFrom('mail_messages').selectAll().where('template', '=', 'webhook_disabled').execute();
+  assert.deepEqual(mail.map((m) => m.related_id), [hook.id]);
+
+  // nothing new goes to it, and it is no longer reported as failing
+  const request = await api.post('/v1/requests', { bank_account_id: merchant.bankAccountId, amount: '5.00 NZD', message: 'Two' });
+  const created = (await api.get('/v1/events', { query: { object_id: request.body.request.id, type: 'request.created' } })).body.events[0];
+  assert.deepEqual((await api.get(`/v1/events/${created.id}`)).body.deliveries, [], 'the disabled endpoint gets nothing, the other does not take request.created');
+  assert.equal((await failingEndpoints(app.deps, now + 80 * HOUR)).some((f) => f.id === hook.id), false, 'a disabled endpoint is not reported as failing');
 });

@@ -4,15 +4,17 @@ import { iso } from '../../shared/time.ts';
 import { transact } from '../../store/tx.ts';
 import { queueMail } from '../mail/mail.service.ts';
 import { merchantContact } from '../merchants/merchants.service.ts';
+import { emitEvent } from '../events/events.service.ts';
 import type { Deps } from '../context.ts';
-import { allLiveEndpoints, failingSinceOf } from './webhooks.repo.ts';
+import { allLiveEndpoints, failingSinceOf, updateEndpoint } from './webhooks.repo.ts';
 
 // Tells a merchant by email when every delivery to one of their webhook endpoints has failed for
-// 24 hours (docs/webhooks.md): once per failing streak, checked every hour by a job that
-// reschedules itself.
+// 24 hours, and after 3 days disables the endpoint, with an event and a mail (docs/webhooks.md):
+// once per failing streak, checked every hour by a job that reschedules itself.
 
 export const WEBHOOK_HEALTH_JOB = 'webhooks.health';
 const DAY_MS = 24 * 60 * 60_000;
+export const DISABLE_AFTER_MS = 3 * DAY_MS;
 const CHECK_EVERY_MS = 60 * 60_000;
 
 export type FailingEndpoint = { id: string; userId: string; mode: 'live' | 'test'; url: string; failingSince: number };
@@ -45,10 +47,40 @@ export async function noticeFailingEndpoints(deps: Deps, now: number): Promise<n
   return queued;
 }
 
+/**
+ * Disables each endpoint whose deliveries have all failed for 3 days: no new deliveries (those
+ * under way run out their retries, so `recover` can replay them), a webhook_endpoint.disabled event
+ * to the merchant's other endpoints, and a mail. Returns how many it disabled.
+ */
+export async function disableLongFailingEndpoints(deps: Deps, now: number): Promise<number> {
+  let disabled = 0;
+  for (const endpoint of await failingEndpoints(deps, now)) {
+    if (endpoint.failingSince > now - DISABLE_AFTER_MS) continue;
+    const merchant = await merchantContact(deps.db, endpoint.userId);
+    const owner = { userId: endpoint.userId, mode: endpoint.mode };
+    await transact(deps.db, async (trx) => {
+      // disabled before the event, so the event is not queued to the endpoint that cannot take it
+      await updateEndpoint(trx, endpoint.id, { disabled_at: now });
+      await emitEvent(trx, owner, 'webhook_endpoint.disabled', endpoint.id, { id: endpoint.id, url: endpoint.url, disabled_at: iso(now), failing_since: iso(endpoint.failingSince) }, now);
+      await queueMail(trx, {
+        to: merchant.email,
+        template: 'webhook_disabled',
+        data: { url: endpoint.url, endpoint_id: endpoint.id, since: iso(endpoint.failingSince), test: endpoint.mode === 'test' },
+        related: { type: 'webhook', id: endpoint.id },
+        owner,
+        dedupeKey: `webhook_disabled:${endpoint.id}:${endpoint.failingSince}`,
+      }, now);
+    });
+    disabled++;
+  }
+  return disabled;
+}
+
 /** The hourly check: runs, then asks to run again in an hour (the same job, so there is always one). */
 export function webhookHealthJob(deps: Deps): JobHandler {
   return async () => {
     const now = deps.clock.now();
+    await disableLongFailingEndpoints(deps, now);
     await noticeFailingEndpoints(deps, now);
     return { retryAt: now + CHECK_EVERY_MS };
   };

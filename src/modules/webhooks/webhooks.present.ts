@@ -3,14 +3,16 @@ import type { AttemptRow, DeliveryRow } from './deliveries.repo.ts';
 import type { EndpointRow } from './webhooks.repo.ts';
 import type { DeliveryObject, WebhookObject } from './webhooks.schemas.ts';
 
-export function presentWebhook(row: EndpointRow, options: { withSecret?: boolean } = {}): WebhookObject {
+export function presentWebhook(row: EndpointRow, options: { withSecret?: boolean; previousSecretUntil?: number } = {}): WebhookObject {
   return {
     id: row.id,
     url: row.url,
     events: row.events === null ? null : (JSON.parse(row.events) as string[]),
     is_test_mode: row.mode === 'test',
+    disabled: row.disabled_at !== null,
     created_at: iso(Number(row.created_at)),
     ...(options.withSecret && { secret: row.secret }),
+    ...(options.previousSecretUntil !== undefined && { previous_secret_expires_at: iso(options.previousSecretUntil) }),
   };
 }
 

@@ -49,11 +49,18 @@ export async function listEndpoints(db: Db, owner: Owner, page: { limit: number;
 
 export async function liveEndpointsOf(db: Db, owner: Owner): Promise<EndpointRow[]> {
   return db.selectFrom('webhook_endpoints').selectAll().where('user_id', '=', owner.userId).where('mode', '=', owner.mode)
-    .where('deleted_at', 'is', null).orderBy('id').execute();
+    .where('deleted_at', 'is', null).where('disabled_at', 'is', null).orderBy('id').execute();
 }
 
 export async function softDeleteEndpoint(db: Db, id: string, now: number): Promise<void> {
   await db.updateTable('webhook_endpoints').set({ deleted_at: now }).where('id', '=', id).execute();
+}
+
+export type EndpointChanges = Partial<Pick<EndpointRow, 'url' | 'events' | 'disabled_at' | 'secret'>>;
+
+export async function updateEndpoint(db: Db, id: string, changes: EndpointChanges): Promise<void> {
+  if (Object.keys(changes).length === 0) return;
+  await db.updateTable('webhook_endpoints').set(changes).where('id', '=', id).execute();
 }
 
 /** Endpoint secrets stored in clear before secrets were sealed at rest. */
@@ -62,9 +69,10 @@ export async function sealEndpointSecrets(db: Db, seal: (secret: string) => stri
   for (const row of rows) await db.updateTable('webhook_endpoints').set({ secret: seal(row.secret) }).where('id', '=', row.id).execute();
 }
 
-/** Every endpoint not deleted, of every merchant (the health check). */
+/** Every endpoint neither deleted nor disabled, of every merchant (the health check). */
 export async function allLiveEndpoints(db: Db): Promise<Array<Pick<EndpointRow, 'id' | 'user_id' | 'mode' | 'url'>>> {
-  return db.selectFrom('webhook_endpoints').select(['id', 'user_id', 'mode', 'url']).where('deleted_at', 'is', null).execute();
+  return db.selectFrom('webhook_endpoints').select(['id', 'user_id', 'mode', 'url']).where('deleted_at', 'is', null)
+    .where('disabled_at', 'is', null).execute();
 }
 
 /** When the endpoint's current run of failed attempts began (after its last 2xx), or null when its last attempt succeeded. */
@@ -82,7 +90,8 @@ export async function forgetEndpointSecret(db: Db, id: string): Promise<void> {
 
 // Every event runs this, inside its transaction: prepared once rather than rebuilt per event.
 const endpointFiltersQuery = prepared<{ userId: string; mode: Mode }, { id: string; events: string | null }>((db, arg) =>
-  db.selectFrom('webhook_endpoints').select(['id', 'events']).where('user_id', '=', arg('userId')).where('mode', '=', arg('mode')).where('deleted_at', 'is', null));
+  db.selectFrom('webhook_endpoints').select(['id', 'events']).where('user_id', '=', arg('userId')).where('mode', '=', arg('mode')).where('deleted_at', 'is', null)
+    .where('disabled_at', 'is', null));
 
 /** The merchant's endpoints in a mode, with the event types each takes. */
 export async function endpointFiltersOf(db: Db, owner: Owner): Promise<Array<{ id: string; events: string | null }>> {

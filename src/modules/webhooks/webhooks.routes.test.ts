@@ -11,7 +11,7 @@ test('create shows the secret once; get, list and delete', async (t) => {
   const webhook = first.body.webhook;
   assert.match(webhook.id, /^webhook_/);
   assert.equal(Buffer.from(webhook.secret, 'base64').length, 32);
-  assert.deepEqual({ ...webhook, id: undefined, secret: undefined, created_at: undefined }, { id: undefined, secret: undefined, created_at: undefined, url: 'http://localhost:4000/hooks', events: null, is_test_mode: true });
+  assert.deepEqual({ ...webhook, id: undefined, secret: undefined, created_at: undefined }, { id: undefined, secret: undefined, created_at: undefined, url: 'http://localhost:4000/hooks', events: null, is_test_mode: true, disabled: false });
   const second = await api.post('/v1/webhooks', { url: 'https://example.com/hooks', events: ['payment.status_updated', 'request.expired'] });
   assert.equal(second.status, 201);
   assert.deepEqual(second.body.webhook.events, ['payment.status_updated', 'request.expired']);
@@ -54,7 +54,7 @@ test('bad input gets a clear error and creates nothing', async (t) => {
     [live, { url: 'http://localhost:4000/hook' }, { code: 'bad_request.invalid_param.url', message: urlForm, params: { field: 'url' } }],
     [api, { url: 'https://example.com', events: ['payment.teleported'] }, {
       code: 'bad_request.invalid_param.events',
-      message: 'events contains "payment.teleported", which is not an event type; known types: request.created, request.expired, request.status_updated, payment.created, payment.status_updated, recurring_payment.authorised, recurring_payment.revoked, subscription.created, subscription.charge_failed, subscription.charge_skipped, subscription.completed, subscription.cancelled, subscription.paused, subscription.resumed, customer.created, customer.updated',
+      message: 'events contains "payment.teleported", which is not an event type; known types: request.created, request.expired, request.status_updated, payment.created, payment.status_updated, recurring_payment.authorised, recurring_payment.revoked, subscription.created, subscription.charge_failed, subscription.charge_skipped, subscription.completed, subscription.cancelled, subscription.paused, subscription.resumed, customer.created, customer.updated, webhook_endpoint.disabled',
       params: { field: 'events' },
     }],
     [api, { url: 'https://example.com', events: ['request.created', 'request.created'] }, { code: 'bad_request.invalid_param.events', message: 'events lists "request.created" twice', params: { field: 'events' } }],

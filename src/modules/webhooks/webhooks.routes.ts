@@ -1,8 +1,8 @@
 import { Type } from 'typebox';
 import { apiKeyAuth } from '../merchants/merchants.auth.ts';
 import { errorResponses, IdempotencyHeaders, IdParams } from '../../http/schemas.ts';
-import { CreateWebhookBody, DeliveryList, ListWebhooksQuery, RecoverBody, WebhookEnvelope, WebhookObject } from './webhooks.schemas.ts';
-import { createWebhook, deleteWebhook, listWebhooksFor, recoverWebhook, retrieveWebhook } from './webhooks.service.ts';
+import { CreateWebhookBody, DeliveryList, ListWebhooksQuery, RecoverBody, UpdateWebhookBody, WebhookEnvelope, WebhookObject } from './webhooks.schemas.ts';
+import { createWebhook, deleteWebhook, listWebhooksFor, recoverWebhook, retrieveWebhook, rotateWebhookSecret, updateWebhook } from './webhooks.service.ts';
 import type { Deps } from '../context.ts';
 import type { App } from '../../http/app-type.ts';
 
@@ -41,6 +41,34 @@ export async function registerWebhookRoutes(app: App, deps: Deps): Promise<void>
     onRequest: auth,
     schema: { tags, summary: 'Get a webhook endpoint', params, response: { 200: WebhookEnvelope, ...errorResponses } },
   }, async (request) => retrieveWebhook(request.ctx, request.params.id));
+
+  app.patch('/v1/webhooks/:id', {
+    onRequest: auth,
+    schema: {
+      tags,
+      summary: 'Update a webhook endpoint',
+      description: 'Changes the url, the event filter (null: every type) or `disabled`. A disabled endpoint gets no new deliveries, and the deliveries still waiting to be sent to it are cancelled; resend them after enabling it again.',
+      params,
+      body: UpdateWebhookBody,
+      response: { 200: WebhookEnvelope, ...errorResponses },
+    },
+  }, async (request) => updateWebhook(request.ctx, request.params.id, request.body));
+
+  app.post('/v1/webhooks/:id/rotate-secret', {
+    onRequest: auth,
+    schema: {
+      tags,
+      summary: 'Rotate the signing secret of a webhook endpoint',
+      description: 'Returns the new `secret`, shown this once. For 24 hours (until `previous_secret_expires_at`) the old secret keeps signing too: each delivery carries both signatures, and either verifies.',
+      headers: IdempotencyHeaders,
+      params,
+      response: { 200: WebhookEnvelope, ...errorResponses },
+    },
+  }, async (request, reply) => {
+    const result = await rotateWebhookSecret(request.ctx, request.params.id, request.headers['idempotency-key']);
+    if (result.replayed) reply.header('idempotent-replayed', 'true');
+    return reply.status(200).send(result.body);
+  });
 
   app.delete('/v1/webhooks/:id', {
     onRequest: auth,

@@ -3,35 +3,46 @@ import { Nullable, Timestamp } from '../../http/schemas.ts';
 import { listQueryFields } from '../../shared/pagination.ts';
 import { EVENT_TYPES } from '../events/events.builders.ts';
 
+const WebhookUrl = Type.String({
+  minLength: 1,
+  maxLength: 2048,
+  description: 'Where events are POSTed: https (http only to localhost with a test key)',
+  'x-expected': 'an https URL (http only to localhost with a test key), at most 2048 characters',
+});
+const EventFilter = (description: string) =>
+  Type.Array(Type.String({ maxLength: 64 }), {
+    minItems: 1,
+    maxItems: 64,
+    description: `${description} Known types: ${EVENT_TYPES.join(', ')}`,
+    'x-expected': 'a non-empty list of event types',
+  });
+
 export const CreateWebhookBody = Type.Object(
-  {
-    url: Type.String({
-      minLength: 1,
-      maxLength: 2048,
-      description: 'Where events are POSTed: https (http only to localhost with a test key)',
-      'x-expected': 'an https URL (http only to localhost with a test key), at most 2048 characters',
-    }),
-    events: Type.Optional(
-      Type.Array(Type.String({ maxLength: 64 }), {
-        minItems: 1,
-        maxItems: 64,
-        description: `Event types to send; omit for every type. Known types: ${EVENT_TYPES.join(', ')}`,
-        'x-expected': 'a non-empty list of event types',
-      }),
-    ),
-  },
-  { additionalProperties: false },
+  { url: WebhookUrl, events: Type.Optional(EventFilter('Event types to send; omit for every type.')) },
+  { additionalProperties: false, title: 'CreateWebhook' },
 );
 export type CreateWebhookBody = Static<typeof CreateWebhookBody>;
+
+export const UpdateWebhookBody = Type.Object(
+  {
+    url: Type.Optional(WebhookUrl),
+    events: Type.Optional(Type.Union([EventFilter('Event types to send; null for every type.'), Type.Null()])),
+    disabled: Type.Optional(Type.Boolean({ description: 'true: no new deliveries (and those waiting are cancelled) until set back to false' })),
+  },
+  { additionalProperties: false, title: 'UpdateWebhook' },
+);
+export type UpdateWebhookBody = Static<typeof UpdateWebhookBody>;
 
 export const WebhookObject = Type.Object({
   id: Type.String({ examples: ['webhook_01JD2Q8Z7M3V4K5N6P7R8S9T0V'] }),
   url: Type.String(),
   events: Type.Union([Type.Array(Type.String()), Type.Null()], { description: 'Event types sent to this endpoint; null means every type' }),
   is_test_mode: Type.Boolean(),
+  disabled: Type.Boolean({ description: 'A disabled endpoint gets no new deliveries' }),
   created_at: Timestamp,
-  secret: Type.Optional(Type.String({ description: 'base64 of 32 random bytes; returned only when the endpoint is created' })),
-});
+  secret: Type.Optional(Type.String({ description: 'base64 of 32 random bytes; returned only when the endpoint is created and when its secret is rotated' })),
+  previous_secret_expires_at: Type.Optional(Timestamp),
+}, { title: 'WebhookEndpoint' });
 export type WebhookObject = Static<typeof WebhookObject>;
 
 export const WebhookEnvelope = Type.Object({ webhook: WebhookObject });
@@ -57,7 +68,7 @@ export const AttemptObject = Type.Object({
   status_code: Nullable(Type.Integer()),
   response_body: Nullable(Type.String({ description: 'First 1 kB of the reply' })),
   error: Nullable(Type.String({ description: 'Timeout or network error when there was no reply' })),
-});
+}, { title: 'DeliveryAttempt' });
 
 export const DeliveryObject = Type.Object({
   id: Type.String(),
@@ -73,6 +84,6 @@ export const DeliveryObject = Type.Object({
   failed_at: Nullable(Timestamp),
   resent_by: Nullable(Type.String({ description: 'The delivery that re-sent this failed one (recover)' })),
   attempts: Type.Optional(Type.Array(AttemptObject)),
-});
+}, { title: 'Delivery' });
 export type DeliveryObject = Static<typeof DeliveryObject>;
 export const DeliveryList = Type.Object({ deliveries: Type.Array(DeliveryObject) });

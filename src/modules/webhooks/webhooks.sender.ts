@@ -1,3 +1,4 @@
+import type { Logger } from 'pino';
 import { request } from 'undici';
 import { outboundAgent, refuseNonGlobalLiteral, type Lookup } from '../../shared/outbound.ts';
 
@@ -34,9 +35,9 @@ function describeError(error: unknown, timeoutMs: number): string {
  * undici with keep-alive; per-origin connections bounded so one endpoint cannot take every socket.
  * Unless non-global targets are allowed, each connection's address is checked (docs/security.md).
  */
-export function createUndiciSender(options: { allowPrivate: boolean; connectionsPerOrigin: number; lookup?: Lookup }): Sender {
+export function createUndiciSender(options: { allowPrivate: boolean; connectionsPerOrigin: number; lookup?: Lookup; log?: Logger }): Sender {
   const agent = outboundAgent({ allowNonGlobal: options.allowPrivate, lookup: options.lookup }, { keepAliveTimeout: 30_000, keepAliveMaxTimeout: 60_000, connections: options.connectionsPerOrigin, pipelining: 1 });
-  return {
+  const sender: Sender = {
     async send(target, body, headers, timeoutMs) {
       const started = performance.now();
       try {
@@ -70,4 +71,32 @@ export function createUndiciSender(options: { allowPrivate: boolean; connections
       await agent.close();
     },
   };
+  return options.log ? loggingAttempts(sender, options.log) : sender;
+}
+
+/** One debug line per attempt: where it went (origin only: a path may carry a merchant's token), and what came back. */
+export function loggingAttempts(sender: Sender, log: Logger): Sender {
+  return {
+    async send(target, body, headers, timeoutMs) {
+      const result = await sender.send(target, body, headers, timeoutMs);
+      log.debug({
+        event_id: headers['x-service-event-id'],
+        attempt: Number(headers['x-service-delivery-attempt']),
+        origin: originOf(target.url),
+        status_code: result.statusCode,
+        error: result.error,
+        latency_ms: result.latencyMs,
+      }, 'webhook attempt');
+      return result;
+    },
+    close: () => sender.close(),
+  };
+}
+
+function originOf(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return 'invalid url';
+  }
 }

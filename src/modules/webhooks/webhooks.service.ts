@@ -1,19 +1,21 @@
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { idempotent } from '../../http/idempotency.ts';
-import { invalidParam, notFound } from '../../shared/errors.ts';
+import { AppError, invalidParam, notFound } from '../../shared/errors.ts';
+import { openStored } from '../../shared/secret-box.ts';
 import { newId } from '../../shared/ids.ts';
 import { pageOf } from '../../shared/pagination.ts';
 import type { Database } from '../../store/tables.ts';
 import { transact } from '../../store/tx.ts';
 import {
-  attemptsOfDeliveries, deliveriesOfEvent, endpointHadSecret, markSuperseded, queueDelivery, recentDeliveriesOfEndpoint, unrecoveredFailures, unrecoveredFailuresOf,
+  attemptsOfDeliveries, deliveriesOfEvent, endpointHadSecret, cancelPendingDeliveries, markSuperseded, queueDelivery, recentDeliveriesOfEndpoint, unrecoveredFailures, unrecoveredFailuresOf,
 } from './deliveries.repo.ts';
+import { decodeKeyring, encodeKeyring, rotated } from './signing.ts';
 import { validateWebhookUrl } from './url-policy.ts';
 import { endpointTakes, eventFilterProblem } from './event-filter.ts';
 import { presentDelivery, presentWebhook } from './webhooks.present.ts';
-import { findEndpointById, forgetEndpointSecret, getEndpoint, insertEndpoint, listEndpoints, liveEndpointsOf, softDeleteEndpoint, type EndpointRow, type Owner } from './webhooks.repo.ts';
-import type { CreateWebhookBody, DeliveryObject, ListWebhooksQuery } from './webhooks.schemas.ts';
+import { findEndpointById, forgetEndpointSecret, getEndpoint, insertEndpoint, listEndpoints, liveEndpointsOf, softDeleteEndpoint, updateEndpoint, type EndpointChanges, type EndpointRow, type Owner } from './webhooks.repo.ts';
+import type { CreateWebhookBody, DeliveryObject, ListWebhooksQuery, UpdateWebhookBody } from './webhooks.schemas.ts';
 import type { Ctx } from '../context.ts';
 
 export { letDeliveriesCarrySecret } from './deliveries.repo.ts';
@@ -39,6 +41,7 @@ export async function createWebhook(ctx: Ctx, body: CreateWebhookBody, idempoten
     events: body.events ? JSON.stringify(body.events) : null,
     created_at: ctx.clock.now(),
     deleted_at: null,
+    disabled_at: null,
   };
   return idempotent(ctx, idempotencyKey, 'POST /v1/webhooks', body, 201, async (trx) => {
     await insertEndpoint(trx, row);
@@ -54,6 +57,54 @@ export async function listWebhooksFor(ctx: Ctx, query: ListWebhooksQuery) {
   const limit = query.limit ?? 100;
   const { items, hasMore } = pageOf(await listEndpoints(ctx.db, owner(ctx), { ...query, limit }), limit);
   return { webhooks: items.map((row) => presentWebhook(row)), has_more: hasMore };
+}
+
+/**
+ * Changes an endpoint's url, event filter or disabled flag. Disabling cancels the deliveries still
+ * waiting to be sent, and no new ones are queued until it is enabled again.
+ */
+export async function updateWebhook(ctx: Ctx, id: string, body: UpdateWebhookBody) {
+  if (body.url === undefined && body.events === undefined && body.disabled === undefined) {
+    throw new AppError('bad_request.empty_update', 'Give at least one of url, events and disabled', {});
+  }
+  if (body.events) {
+    const problem = eventFilterProblem(body.events);
+    if (problem) throw invalidParam('events', problem);
+  }
+  const url = body.url === undefined ? undefined : await validateWebhookUrl(body.url, ctx.mode, { allowPrivate: ctx.deps.config.allowPrivateTargets });
+  return transact(ctx.db, async (trx) => {
+    const row = await getEndpoint(trx, owner(ctx), id);
+    const changes: EndpointChanges = {};
+    if (url !== undefined) changes.url = url;
+    if (body.events !== undefined) changes.events = body.events === null ? null : JSON.stringify(body.events);
+    if (body.disabled === true && row.disabled_at === null) changes.disabled_at = ctx.deps.clock.now();
+    if (body.disabled === false) changes.disabled_at = null;
+    await updateEndpoint(trx, id, changes);
+    if (changes.disabled_at) await cancelPendingDeliveries(trx, id);
+    return { webhook: presentWebhook({ ...row, ...changes }) };
+  });
+}
+
+/**
+ * Gives an endpoint a new secret, shown in this reply only. The secret it replaces keeps signing
+ * beside the new one for 24 hours (a second signature in each header), so receivers can switch at
+ * their pace; a secret older than that is dropped. With an Idempotency-Key a retried call returns
+ * the same new secret instead of rotating again.
+ */
+export async function rotateWebhookSecret(ctx: Ctx, id: string, idempotencyKey?: string) {
+  const fresh = randomBytes(32).toString('base64');
+  return idempotent(ctx, idempotencyKey, `POST /v1/webhooks/${id}/rotate-secret`, {}, 200, async (trx) => {
+    const row = await getEndpoint(trx, owner(ctx), id);
+    const keyring = rotated(decodeKeyring(openStored(ctx.deps.secrets, row.secret)), fresh, ctx.deps.clock.now());
+    await updateEndpoint(trx, id, { secret: ctx.deps.secrets.seal(encodeKeyring(keyring)) });
+    return { webhook: presentWebhook({ ...row, secret: fresh }, { withSecret: true, previousSecretUntil: keyring.previous!.until }) };
+  });
+}
+
+function refuseDisabled(endpoint: EndpointRow): void {
+  if (endpoint.disabled_at !== null) {
+    throw new AppError('conflict.webhook_disabled', `Webhook endpoint ${endpoint.id} is disabled: enable it first (PATCH /v1/webhooks/${endpoint.id} {"disabled": false})`, { id: endpoint.id });
+  }
 }
 
 /** Removes an endpoint: nothing more is sent to it and its secret is forgotten. */
@@ -75,6 +126,7 @@ export async function recoverDeliveries(db: Db, scope: Owner | null, webhookId: 
   return transact(db, async (trx) => {
     const endpoint = scope ? await getEndpoint(trx, scope, webhookId) : await findEndpointById(trx, webhookId);
     if (!endpoint) throw notFound('webhook', webhookId);
+    refuseDisabled(endpoint);
     const failed = await unrecoveredFailures(trx, endpoint.id, since);
     const deliveries: DeliveryObject[] = [];
     for (const old of failed) {
@@ -109,6 +161,7 @@ export async function resendToWebhooks(
     const targets = webhookId
       ? [await getEndpoint(trx, scope, webhookId)]
       : (await liveEndpointsOf(trx, scope)).filter((endpoint) => endpointTakes(endpoint.events, event.type));
+    targets.forEach(refuseDisabled);
     const deliveries: DeliveryObject[] = [];
     for (const endpoint of targets) {
       // The event's secret goes only to endpoints that were sent it when the event happened.

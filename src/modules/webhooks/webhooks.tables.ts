@@ -7,12 +7,17 @@ export interface WebhookEndpointsTable {
   user_id: string;
   mode: 'live' | 'test';
   url: string;
-  /** base64 of 32 random bytes, sealed (docs/security.md); kept so deliveries can be signed, returned only at creation. */
+  /**
+   * base64 of 32 random bytes, sealed (docs/security.md); kept so deliveries can be signed, returned only at creation
+   * and rotation. After a rotation, the keyring of src/modules/webhooks/signing.ts (the new secret and, for 24 hours, the old).
+   */
   secret: string;
   /** JSON array of event types, or null for every type. */
   events: string | null;
   created_at: number;
   deleted_at: number | null;
+  /** Set while the merchant has the endpoint disabled: no new deliveries. */
+  disabled_at: number | null;
 }
 
 /** pending | succeeded | failed | cancelled (endpoint deleted before delivery). */

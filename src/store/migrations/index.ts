@@ -14,6 +14,7 @@ import * as secretsAtRest from './0015-secrets-at-rest.ts';
 import * as payerAccounts from './0016-payer-accounts.ts';
 import * as enduringAuthorisations from './0017-enduring-authorisations.ts';
 import * as dashboard from './0018-dashboard.ts';
+import * as webhookEndpointControls from './0019-webhook-endpoint-controls.ts';
 
 // Every migration, in order. Each module appends its own file here; names never change once shipped.
 export const migrations: Record<string, Migration> = {
@@ -32,4 +33,5 @@ export const migrations: Record<string, Migration> = {
   '0016-payer-accounts': payerAccounts,
   '0017-enduring-authorisations': enduringAuthorisations,
   '0018-dashboard': dashboard,
+  '0019-webhook-endpoint-controls': webhookEndpointControls,
 };

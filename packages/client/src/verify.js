@@ -1,0 +1,64 @@
+// Receiver's side, published as `tono/webhooks` (and inside @tono/client). Plain JavaScript with
+// node:crypto only, so a merchant's server can import it from node_modules without the rest of the
+// service and without TypeScript (Node does not strip types inside node_modules). Types: verify.d.ts.
+import { createHmac, timingSafeEqual } from 'node:crypto';
+
+const SIGNATURE_SHAPE = /^sha256=([0-9a-f]{64})$/;
+const STANDARD_SHAPE = /^v1,([A-Za-z0-9+/]{43}=)$/;
+/** How far webhook-timestamp may be from now, either way, before a delivery counts as a replay. */
+export const DEFAULT_TOLERANCE_SECONDS = 5 * 60;
+
+/** `sha256=<lowercase hex HMAC-SHA256 of the raw body>`, keyed with the base64-decoded secret. */
+export function signWebhookBody(rawBody, secret) {
+  return `sha256=${createHmac('sha256', Buffer.from(secret, 'base64')).update(rawBody).digest('hex')}`;
+}
+
+function sameBytes(a, b) {
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/**
+ * True when `header` (the X-Service-Signature value) holds a signature of exactly these body
+ * bytes. During a secret rotation the header carries two, comma-separated; either may match.
+ * Pass the body as received, before any JSON parsing: re-serialised JSON does not verify.
+ * Each comparison takes the same time wherever the first difference is.
+ */
+export function verifyWebhookSignature(rawBody, header, secret) {
+  if (typeof header !== 'string' || !secret) return false;
+  const expected = createHmac('sha256', Buffer.from(secret, 'base64')).update(rawBody).digest();
+  let valid = false;
+  for (const part of header.split(',')) {
+    const match = SIGNATURE_SHAPE.exec(part.trim());
+    if (match && sameBytes(expected, Buffer.from(match[1], 'hex'))) valid = true;
+  }
+  return valid;
+}
+
+function headerOf(headers, name) {
+  const value = typeof headers.get === 'function' ? headers.get(name) : headers[name] ?? headers[name.toLowerCase()];
+  return Array.isArray(value) ? value[0] : value ?? undefined;
+}
+
+/**
+ * True when the Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature) sign
+ * these body bytes with `secret` (base64, with or without a `whsec_` prefix) and the timestamp is
+ * within `toleranceSeconds` of `now` (a replayed delivery is refused). `headers` is Node's
+ * IncomingHttpHeaders, a plain object, or a fetch Headers.
+ */
+export function verifyStandardWebhook(rawBody, headers, secret, options = {}) {
+  if (!headers || !secret) return false;
+  const id = headerOf(headers, 'webhook-id');
+  const timestamp = headerOf(headers, 'webhook-timestamp');
+  const signatures = headerOf(headers, 'webhook-signature');
+  if (typeof id !== 'string' || typeof timestamp !== 'string' || typeof signatures !== 'string' || !/^\d{1,12}$/.test(timestamp)) return false;
+  const now = Math.floor((options.now ?? Date.now()) / 1000);
+  if (Math.abs(now - Number(timestamp)) > (options.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS)) return false;
+  const key = Buffer.from(secret.startsWith('whsec_') ? secret.slice(6) : secret, 'base64');
+  const expected = createHmac('sha256', key).update(`${id}.${timestamp}.`).update(rawBody).digest();
+  let valid = false;
+  for (const part of signatures.split(' ')) {
+    const match = STANDARD_SHAPE.exec(part.trim());
+    if (match && sameBytes(expected, Buffer.from(match[1], 'base64'))) valid = true;
+  }
+  return valid;
+}

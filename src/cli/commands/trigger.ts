@@ -1,0 +1,135 @@
+import { randomBytes } from 'node:crypto';
+import { unwrap, type components, type TonoClient } from '@tono/client';
+
+// What `trigger` does for each event type: the API calls, through the test helpers, that a
+// merchant would make to cause that event in test mode. Each returns one line per step.
+
+export const TRIGGERABLE = [
+  'request.created',
+  'request.expired',
+  'request.status_updated',
+  'payment.created',
+  'payment.status_updated',
+  'customer.created',
+  'customer.updated',
+  'recurring_payment.authorised',
+  'recurring_payment.revoked',
+  'subscription.created',
+  'subscription.paused',
+  'subscription.resumed',
+  'subscription.cancelled',
+] as const;
+export type Triggerable = (typeof TRIGGERABLE)[number];
+
+const MESSAGE = 'Triggered from the CLI';
+/** A payer of this trigger alone, so customer.created is a new customer every time. */
+const payerEmail = () => `payer-${randomBytes(4).toString('hex')}@trigger.example`;
+
+async function bankAccount(tono: TonoClient): Promise<string> {
+  const { bank_accounts: accounts } = await unwrap(tono.GET('/v1/bank-accounts'));
+  if (accounts.length === 0) throw new Error('this merchant has no bank account: add one with `npm run --silent cli -- bank-accounts add`');
+  return accounts[0]!.id;
+}
+
+async function createRequest(tono: TonoClient, extra: Partial<components['schemas']['CreateRequest']> = {}) {
+  const body = { bank_account_id: await bankAccount(tono), message: MESSAGE, ...extra };
+  const { request } = await unwrap(tono.POST('/v1/requests', { body }));
+  return request;
+}
+
+async function pay(tono: TonoClient, requestId: string, custInfo?: Record<string, string>) {
+  return unwrap(tono.POST('/v1/test-helpers/requests/{id}/pay', { params: { path: { id: requestId } }, body: { ...(custInfo && { cust_info: custInfo }) } }));
+}
+
+async function approvedConsent(tono: TonoClient, steps: string[]): Promise<string> {
+  const request = await createRequest(tono, { recurring_options: { period: 'weekly', max_per_period: '50.00 NZD' }, cust_info: { email: payerEmail() } });
+  steps.push(`created recurring request ${request.id}`);
+  await pay(tono, request.id);
+  const { recurring_consents: consents } = await unwrap(tono.GET('/v1/recurring-consents', { params: { query: { limit: 1 } } }));
+  const consent = consents[0];
+  if (!consent) throw new Error('the payer approved, but no recurring consent appeared');
+  steps.push(`payer approved at the sandbox bank: recurring consent ${consent.id}`);
+  return consent.id;
+}
+
+async function activeSubscription(tono: TonoClient, steps: string[]): Promise<string> {
+  const request = await createRequest(tono, { subscription_options: { amount: '5.00 NZD', period: 'weekly' }, cust_info: { email: payerEmail() } });
+  steps.push(`created subscription request ${request.id}`);
+  await pay(tono, request.id);
+  const { subscriptions } = await unwrap(tono.GET('/v1/subscriptions', { params: { query: { limit: 1 } } }));
+  const subscription = subscriptions[0];
+  if (!subscription) throw new Error('the payer approved, but no subscription appeared');
+  steps.push(`payer approved at the sandbox bank: subscription ${subscription.id}`);
+  return subscription.id;
+}
+
+export async function triggerEvent(tono: TonoClient, type: Triggerable): Promise<string[]> {
+  const steps: string[] = [];
+  switch (type) {
+    case 'request.created': {
+      const request = await createRequest(tono, { amount: '1.00 NZD' });
+      steps.push(`created request ${request.id}`);
+      break;
+    }
+    case 'request.expired': {
+      const request = await createRequest(tono, { amount: '1.00 NZD', expires_in: '1m' });
+      steps.push(`created request ${request.id}, expiring in a minute`);
+      await unwrap(tono.POST('/v1/test-helpers/clock/advance', { body: { seconds: 120 } }));
+      steps.push('moved the test clock 2 minutes on');
+      break;
+    }
+    case 'request.status_updated':
+    case 'payment.created':
+    case 'payment.status_updated': {
+      const request = await createRequest(tono, { amount: '1.00 NZD' });
+      steps.push(`created request ${request.id}`);
+      const { payment } = await pay(tono, request.id);
+      steps.push(`paid it at the sandbox bank: payment ${payment?.id} ${payment?.status}`);
+      break;
+    }
+    case 'customer.created':
+    case 'customer.updated': {
+      const email = payerEmail();
+      const request = await createRequest(tono, { amount: '1.00 NZD', type: 'multi' });
+      steps.push(`created reusable request ${request.id}`);
+      await pay(tono, request.id, { email, first_name: 'Aroha' });
+      steps.push(`paid it as ${email}`);
+      if (type === 'customer.updated') {
+        await pay(tono, request.id, { email, first_name: 'Aroha', last_name: 'Ngata' });
+        steps.push(`paid it again as ${email}, now with a last name`);
+      }
+      break;
+    }
+    case 'recurring_payment.authorised':
+      await approvedConsent(tono, steps);
+      break;
+    case 'recurring_payment.revoked': {
+      const id = await approvedConsent(tono, steps);
+      // the merchant's own revoke sends no event (they made it); the payer's does
+      await unwrap(tono.POST('/v1/test-helpers/recurring-consents/{id}/revoke-by-payer', { params: { path: { id } } }));
+      steps.push(`the payer revoked ${id} in the payer dashboard`);
+      break;
+    }
+    case 'subscription.created':
+      await activeSubscription(tono, steps);
+      break;
+    case 'subscription.paused':
+    case 'subscription.resumed':
+    case 'subscription.cancelled': {
+      const id = await activeSubscription(tono, steps);
+      if (type === 'subscription.cancelled') {
+        await unwrap(tono.PUT('/v1/subscriptions/{id}/cancel', { params: { path: { id } } }));
+        steps.push(`cancelled ${id}`);
+        break;
+      }
+      await unwrap(tono.POST('/v1/subscriptions/{id}/pause', { params: { path: { id } } }));
+      steps.push(`paused ${id}`);
+      if (type === 'subscription.resumed') {
+        await unwrap(tono.POST('/v1/subscriptions/{id}/resume', { params: { path: { id } } }));
+        steps.push(`resumed ${id}`);
+      }
+      break;
+    }
+  }
+  return steps;
+}

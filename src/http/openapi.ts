@@ -1,0 +1,275 @@
+import type { FastifyDynamicSwaggerOptions } from '@fastify/swagger';
+import { ErrorBody } from './schemas.ts';
+
+// Turns what @fastify/swagger generates from the route schemas into the published API
+// description (docs/openapi.json, /v1/openapi.json, /docs): an operationId on every operation,
+// named schemas under components (every schema with a PascalCase `title`), error responses whose
+// `code` lists what the operation can answer, tags, servers, license and the `webhooks` section.
+// Pure functions over the document, so `npm run openapi` and the running service agree.
+
+type Json = any;
+export type OpenApiExtras = {
+  /** The OpenAPI 3.1 `webhooks` section (one POST per event type). */
+  webhooks: Record<string, Json>;
+};
+
+const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;
+
+export const TAGS = [
+  { name: 'Requests', description: 'Payment requests: what a payer is asked to pay, with the hosted page URL and QR code.' },
+  { name: 'Payments', description: 'Payments made against requests, and payments executed under recurring consents.' },
+  { name: 'Recurring consents', description: 'Payers\' approvals for the merchant to charge within limits.' },
+  { name: 'Subscriptions', description: 'Charges the service makes on a schedule, with retries.' },
+  { name: 'Customers', description: 'Payers who gave their details.' },
+  { name: 'Events', description: 'Everything that happened, as sent to webhook endpoints; see also the webhooks section.' },
+  { name: 'Webhooks', description: 'Endpoints that receive events, signed with their secret.' },
+  { name: 'Bank accounts', description: 'The merchant\'s accounts that payments go into.' },
+  { name: 'Test helpers', description: 'Test keys only: a test clock, and payers and banks acting on test objects.' },
+];
+
+const ID_OVERRIDES: Record<string, string> = {
+  'POST /v1/webhooks/{id}/rotate-secret': 'rotateWebhookSecret',
+  'GET /v1/test-helpers/clock': 'getTestClock',
+  'POST /v1/test-helpers/clock/advance': 'advanceTestClock',
+  'POST /v1/test-helpers/requests/{id}/pay': 'payTestRequest',
+  'POST /v1/test-helpers/subscriptions/{id}/decline-next': 'declineNextSubscriptionCharges',
+  'POST /v1/test-helpers/subscriptions/{id}/cancel-at-bank': 'cancelSubscriptionAtBank',
+  'POST /v1/test-helpers/subscriptions/{id}/cancel-by-payer': 'cancelSubscriptionByPayer',
+  'POST /v1/test-helpers/recurring-consents/{id}/revoke-at-bank': 'revokeRecurringConsentAtBank',
+  'POST /v1/test-helpers/recurring-consents/{id}/revoke-by-payer': 'revokeRecurringConsentByPayer',
+  'POST /v1/test-helpers/recurring-consents/{id}/decline-next': 'declineNextRecurringPayments',
+};
+
+const pascal = (words: string) => words.split(/[-_]/).filter(Boolean).map((word) => word[0]!.toUpperCase() + word.slice(1)).join('');
+const singular = (resource: string) => resource.replace(/s$/, '');
+
+/**
+ * `GET /v1/requests` → listRequests, `GET /v1/requests/{id}` → getRequest, `POST /v1/requests` →
+ * createRequest, `POST /v1/subscriptions/{id}/pause` → pauseSubscription,
+ * `GET /v1/requests/{id}/payments` → listRequestPayments; the few that read badly are named above.
+ */
+export function operationIdFor(method: string, path: string): string {
+  const key = `${method.toUpperCase()} ${path}`;
+  if (ID_OVERRIDES[key]) return ID_OVERRIDES[key];
+  const segments = path.replace(/^\/v1\//, '').split('/');
+  const [resource = '', id, action, ...rest] = segments;
+  const verb = method.toLowerCase();
+  if (rest.length === 0 && id === undefined) return `${verb === 'get' ? 'list' : verb === 'post' ? 'create' : verb}${pascal(verb === 'get' ? resource : singular(resource))}`;
+  if (rest.length === 0 && id === '{id}' && action === undefined) {
+    const verbs: Record<string, string> = { get: 'get', delete: 'delete', patch: 'update', put: 'replace', post: 'create' };
+    return `${verbs[verb]}${pascal(singular(resource))}`;
+  }
+  if (rest.length === 0 && id === '{id}' && action) {
+    return verb === 'get' ? `list${pascal(singular(resource))}${pascal(action)}` : `${pascal(action).replace(/^./, (c) => c.toLowerCase())}${pascal(singular(resource))}`;
+  }
+  return `${verb}${pascal(segments.filter((s) => !s.startsWith('{')).join('-'))}`;
+}
+
+/**
+ * Codes an operation answers that its schema does not show: refusals of the service's own rules.
+ * Add a code here when a service starts throwing it for an operation.
+ */
+export const RULE_ERRORS: Record<string, string[]> = {
+  deleteRequest: ['conflict.invalid_state'],
+  pauseSubscription: ['conflict.invalid_state'],
+  resumeSubscription: ['conflict.invalid_state'],
+  cancelSubscription: ['conflict.invalid_state'],
+  revokeRecurringConsent: ['conflict.invalid_state'],
+  payTestRequest: ['conflict.invalid_state', 'service_unavailable'],
+  createPayment: [
+    'payment_rejected.end_date',
+    'payment_rejected.max_per_payment',
+    'payment_rejected.total_count',
+    'payment_rejected.total_amount',
+    'payment_rejected.max_per_period',
+    'payment_rejected.consent_revoked',
+    'payment_rejected.consent_not_active',
+  ],
+  resendEvent: ['conflict.webhook_disabled'],
+  recoverWebhook: ['conflict.webhook_disabled'],
+  updateWebhook: ['bad_request.empty_update'],
+  declineNextSubscriptionCharges: ['service_unavailable'],
+  cancelSubscriptionAtBank: ['service_unavailable'],
+  cancelSubscriptionByPayer: ['service_unavailable'],
+  revokeRecurringConsentAtBank: ['service_unavailable'],
+  revokeRecurringConsentByPayer: ['service_unavailable'],
+  declineNextRecurringPayments: ['service_unavailable'],
+};
+
+const STATUS_OF_FAMILY: Record<string, string> = {
+  bad_request: '400', unauthorized: '401', not_found: '404', conflict: '409', payment_rejected: '422', service_unavailable: '503',
+};
+const statusOf = (code: string) => STATUS_OF_FAMILY[code.split('.')[0]!]!;
+
+/** Field paths of a body schema, nested objects joined with dots, as the validator names them. */
+function fieldsOf(schema: Json, prefix = ''): Array<{ field: string; required: boolean }> {
+  if (!schema || schema.type !== 'object' || !schema.properties) return [];
+  const required = new Set<string>(schema.required ?? []);
+  return Object.entries(schema.properties as Record<string, Json>).flatMap(([name, child]) => [
+    { field: `${prefix}${name}`, required: required.has(name) },
+    ...fieldsOf(child, `${prefix}${name}.`),
+  ]);
+}
+
+const RESOURCE_TYPES: Record<string, string> = {
+  requests: 'request', payments: 'payment', customers: 'customer', subscriptions: 'subscription', events: 'event',
+  webhooks: 'webhook', 'recurring-consents': 'recurring_consent', 'bank-accounts': 'bank_account',
+};
+
+/** Every error code an operation can answer, by HTTP status. */
+export function errorCodesOf(operationId: string, path: string, operation: Json): Record<string, string[]> {
+  const codes = new Set<string>();
+  const body = operation.requestBody?.content?.['application/json']?.schema;
+  if (body) codes.add('bad_request.invalid_json');
+  const fields = [
+    ...fieldsOf(body),
+    // a path parameter is never missing: without it the path is another route
+    ...(operation.parameters ?? []).filter((p: Json) => p.in === 'query' || p.in === 'path').map((p: Json) => ({ field: p.name as string, required: p.in === 'query' && p.required === true })),
+  ];
+  for (const { field, required } of fields) {
+    codes.add(`bad_request.invalid_param.${field}`);
+    if (required) codes.add(`bad_request.missing_param.${field}`);
+  }
+  if (fields.some((f) => f.field === 'idempotency_key') || (operation.parameters ?? []).some((p: Json) => p.in === 'header' && p.name === 'idempotency-key')) {
+    codes.add('conflict.idempotency_key_reused');
+  }
+  if (operation.security === undefined || operation.security.length > 0) codes.add('unauthorized');
+  const segments = path.replace(/^\/v1\//, '').split('/');
+  const helper = segments[0] === 'test-helpers';
+  if (helper) codes.add('not_found.route');
+  const resource = helper ? segments[1] : segments[0];
+  if (segments.includes('{id}') && resource && RESOURCE_TYPES[resource]) codes.add(`not_found.${RESOURCE_TYPES[resource]}`);
+  for (const code of RULE_ERRORS[operationId] ?? []) codes.add(code);
+  const byStatus: Record<string, string[]> = {};
+  for (const code of [...codes].sort()) (byStatus[statusOf(code)] ??= []).push(code);
+  // a misspelt or extra field can be any name, so every operation can answer this one
+  (byStatus['400'] ??= []).push('bad_request.unknown_param.<field>');
+  return byStatus;
+}
+
+const ERROR_DESCRIPTIONS: Record<string, string> = {
+  '400': 'The request is not valid; `params.field` names the field',
+  '401': 'No valid API key',
+  '404': 'No such object for this key\'s merchant and mode',
+  '409': 'Not allowed in the object\'s current state, or an Idempotency-Key reused with another body',
+  '422': 'The payment was refused before any money moved; `params` says what remains',
+  '503': 'The bank could not be reached',
+};
+
+function errorResponse(status: string, codes: string[]): Json {
+  const fixed = codes.filter((code) => !code.includes('<'));
+  const open = codes.filter((code) => code.includes('<'));
+  const branches = [
+    ...(fixed.length > 0 ? [{ type: 'string', enum: fixed }] : []),
+    ...open.map((pattern) => ({ type: 'string', pattern: `^${pattern.split('<')[0]!.replace(/\./g, '\\.')}[a-z0-9_.-]+$`, description: `${pattern}: the field's name` })),
+  ];
+  const code = branches.length === 1 ? branches[0] : { anyOf: branches };
+  return {
+    description: ERROR_DESCRIPTIONS[status] ?? 'Error',
+    content: { 'application/json': { schema: { allOf: [{ $ref: '#/components/schemas/Error' }, { type: 'object', properties: { code } }] } } },
+  };
+}
+
+/** Moves every schema with a PascalCase `title` into components.schemas and refers to it there. */
+export function hoistNamedSchemas(document: Json): Json {
+  const schemas: Record<string, Json> = { ...(document.components?.schemas ?? {}) };
+  const named = (value: Json): value is Json =>
+    value && typeof value === 'object' && !Array.isArray(value) && typeof value.title === 'string' && /^[A-Z][A-Za-z0-9]*$/.test(value.title) && (value.type !== undefined || value.anyOf || value.oneOf || value.allOf);
+  const walk = (value: Json): Json => {
+    if (Array.isArray(value)) return value.map(walk);
+    if (!value || typeof value !== 'object') return value;
+    const copy: Json = {};
+    for (const [key, child] of Object.entries(value)) copy[key] = walk(child);
+    if (!named(copy)) return copy;
+    const name = copy.title as string;
+    const existing = schemas[name];
+    if (existing && JSON.stringify(existing) !== JSON.stringify(copy)) throw new Error(`two different schemas are both named ${name}`);
+    schemas[name] = copy;
+    return { $ref: `#/components/schemas/${name}` };
+  };
+  const { components, ...rest } = document;
+  const walked = walk(rest);
+  const sorted = Object.fromEntries(Object.entries(schemas).sort(([a], [b]) => a.localeCompare(b)));
+  return { ...walked, components: { ...components, schemas: sorted } };
+}
+
+/** For operations whose route gives no description: the summary and the conventions that apply to it. */
+function describedByKind(operation: Json): string {
+  const sentence = `${String(operation.summary ?? '').replace(/\.?$/, '.')}`;
+  const query = new Set((operation.parameters ?? []).filter((p: Json) => p.in === 'query').map((p: Json) => p.name));
+  if (query.has('starting_after')) {
+    return `${sentence} Page with \`limit\` (1–1000) and \`starting_after\` (the last id of the page before). A test key sees test objects only, a live key live ones.`;
+  }
+  if ((operation.parameters ?? []).some((p: Json) => p.in === 'path')) {
+    return `${sentence} An object of another merchant, or of the other mode, is a 404, never a 403.`;
+  }
+  return sentence;
+}
+
+/** The whole post-processing, in order. */
+export function finishOpenApiDocument(generated: Json, extras: OpenApiExtras): Json {
+  const document = structuredClone(generated);
+  for (const [path, item] of Object.entries(document.paths ?? {}) as Array<[string, Json]>) {
+    for (const method of HTTP_METHODS) {
+      const operation = item[method];
+      if (!operation) continue;
+      operation.operationId ??= operationIdFor(method, path);
+      operation.description ??= describedByKind(operation);
+      const byStatus = errorCodesOf(operation.operationId, path, operation);
+      const responses: Json = {};
+      for (const [status, response] of Object.entries(operation.responses ?? {})) {
+        if (!/^[45]\d\d$/.test(status)) responses[status] = response;
+      }
+      for (const [status, codes] of Object.entries(byStatus)) responses[status] = errorResponse(status, codes);
+      operation.responses = responses;
+    }
+  }
+  document.webhooks = extras.webhooks;
+  document.components = { ...document.components, schemas: { ...document.components?.schemas, Error: JSON.parse(JSON.stringify(ErrorBody)) } };
+  document.tags = TAGS;
+  return hoistNamedSchemas(document);
+}
+
+/** The @fastify/swagger options: the document's fixed parts and the post-processing above. */
+export function swaggerOptions(extras: OpenApiExtras): FastifyDynamicSwaggerOptions {
+  return {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Tono API',
+        version: '1',
+        description:
+          'Payment requests, payments, recurring consents, subscriptions, customers and webhooks for New Zealand bank payments. ' +
+          'Authenticate with `Authorization: Bearer sk_live_…` or `sk_test_…`; test keys see test objects only, and another merchant\'s object is a 404. ' +
+          'Errors are `{ code, message, params }`, with the status fixed by the code\'s first segment; each operation lists the codes it answers. ' +
+          'Events are POSTed to your webhook endpoints, signed (see the webhooks section).',
+        license: { name: 'MIT', identifier: 'MIT' },
+      },
+      servers: [{ url: '{base}', description: 'Your Tono service (its PUBLIC_BASE_URL)', variables: { base: { default: 'http://127.0.0.1:3000', description: 'PUBLIC_BASE_URL of the service' } } }],
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'sk_live_… or sk_test_…' } } },
+      security: [{ bearer: [] }],
+    },
+    transformObject: (documents) => finishOpenApiDocument((documents as { openapiObject: Json }).openapiObject, extras),
+  };
+}
+
+const TONO_LOGO = `<svg xmlns="http://www.w3.org/2000/svg" width="120" height="32" viewBox="0 0 120 32" role="img" aria-label="Tono">
+<rect width="32" height="32" rx="8" fill="#0b6e4f"/><path d="M9 10h14v3h-5.5v11h-3V13H9z" fill="#fff"/>
+<text x="40" y="23" font-family="system-ui, sans-serif" font-size="20" font-weight="700" fill="#fff">Tono</text></svg>`;
+
+/** /docs: the reference under Tono's name, every asset served by this service (no CDN, no validator badge). */
+export function docsUiOptions(publicBaseUrl: string) {
+  return {
+    routePrefix: '/docs',
+    // Try it out calls this service, wherever it runs.
+    transformSpecification: (spec: Readonly<Record<string, Json>>) => ({ ...spec, servers: [{ url: publicBaseUrl, description: 'This service' }] }),
+    staticCSP: true,
+    // The plugin's policy allows fonts and styles from any https origin and images from the public
+    // validator; the page loads none of them, so they are taken out.
+    transformStaticCSP: (header: string) =>
+      header.replace(/ validator\.swagger\.io/g, '').replace(/ https:/g, '').replace("frame-ancestors 'self'", "frame-ancestors 'none'"),
+    theme: { title: 'Tono API reference' },
+    logo: { type: 'image/svg+xml', content: TONO_LOGO, href: '/docs', target: '_self' as const },
+    uiConfig: { deepLinking: true, validatorUrl: null, docExpansion: 'list' as const, defaultModelsExpandDepth: 0 },
+  };
+}

@@ -1,0 +1,106 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { buildTestApp } from '../test/helpers.ts';
+import { enqueue } from './jobs/queue.ts';
+import { Worker } from './jobs/worker.ts';
+import { logFormatFor } from './logger.ts';
+import { startReceiver } from './modules/webhooks/receiver.test-support.ts';
+import { createUndiciSender } from './modules/webhooks/webhooks.sender.ts';
+
+function captured() {
+  const lines: Array<Record<string, any>> = [];
+  const stream = new Writable({
+    write(chunk, _encoding, done) {
+      for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
+      done();
+    },
+  });
+  return { lines, log: pino({ level: 'debug' }, stream) };
+}
+
+async function until(check: () => boolean, what: string) {
+  const deadline = Date.now() + 20_000;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+test('pretty only when stdout is a terminal, unless LOG_FORMAT says otherwise', () => {
+  assert.equal(logFormatFor(true), 'pretty');
+  assert.equal(logFormatFor(false), 'json');
+  assert.equal(logFormatFor(true, 'json'), 'json');
+  assert.equal(logFormatFor(false, 'pretty'), 'pretty');
+  assert.equal(logFormatFor(false, 'yaml'), 'json');
+});
+
+test('a process whose stdout is a pipe logs JSON lines; LOG_FORMAT=pretty gives readable lines', () => {
+  const script = "import { createLogger } from './src/logger.ts'; createLogger({ level: 'info' }).info({ job_id: 'job_1' }, 'hello there');";
+  const run = (env: Record<string, string>) =>
+    spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', env: { PATH: process.env.PATH, ...env } });
+  const json = run({});
+  assert.equal(json.status, 0, json.stderr);
+  const line = JSON.parse(json.stdout.trim());
+  assert.deepEqual([line.msg, line.job_id, line.level], ['hello there', 'job_1', 30]);
+
+  const pretty = run({ LOG_FORMAT: 'pretty' });
+  assert.equal(pretty.status, 0, pretty.stderr);
+  assert.match(pretty.stdout, /INFO.*hello there/);
+  assert.match(pretty.stdout, /job_id: "job_1"/);
+  assert.throws(() => JSON.parse(pretty.stdout.trim()));
+});
+
+test('a job run logs a debug line, a failed attempt a warning, and one that gives up an error', async (t) => {
+  const app = await buildTestApp(t);
+  const { lines, log } = captured();
+  const worker = new Worker({
+    db: app.deps.db,
+    log,
+    pollMs: 20,
+    kinds: new Map([
+      ['test.fine', { handler: async () => {} }],
+      ['test.broken', {
+        handler: async () => {
+          throw new Error('the bank is down');
+        },
+        maxAttempts: 2,
+        backoff: { baseMs: 50, maxMs: 50, jitter: false },
+      }],
+    ]),
+  });
+  const now = Date.now();
+  await enqueue(app.deps.db, { kind: 'test.fine', runAt: now, payload: {} }, now);
+  await enqueue(app.deps.db, { kind: 'test.broken', runAt: now, payload: {} }, now);
+  worker.start();
+  t.after(() => worker.stop());
+  // the broken job is retried once, then gives up
+  await until(() => lines.some((l) => l.msg === 'job failed' && l.gave_up === true), 'the broken job to give up');
+  const ran = lines.filter((l) => l.msg === 'job ran');
+  assert.deepEqual(ran.map((l) => [l.level, l.job_kind, l.outcome]), [[20, 'test.fine', 'done']]);
+  const failed = lines.filter((l) => l.msg === 'job failed');
+  assert.deepEqual(failed.map((l) => [l.level, l.job_kind, l.attempts, l.gave_up, l.err.message]), [
+    [40, 'test.broken', 1, false, 'the bank is down'],
+    [50, 'test.broken', 2, true, 'the bank is down'],
+  ]);
+});
+
+test('each webhook attempt logs a debug line with the event, attempt, origin and reply, never the path or body', async (t) => {
+  const receiver = await startReceiver((_request, index) => ({ status: index === 0 ? 503 : 204 }));
+  t.after(() => receiver.close());
+  const { lines, log } = captured();
+  const sender = createUndiciSender({ allowPrivate: true, connectionsPerOrigin: 2, log });
+  t.after(() => sender.close());
+  const url = `${receiver.url}/secret-path-token`;
+  for (const attempt of [1, 2]) {
+    await sender.send({ url, live: false }, '{"id":"event_1"}', { 'x-service-event-id': 'event_1', 'x-service-delivery-attempt': String(attempt) }, 5_000);
+  }
+  const attempts = lines.filter((l) => l.msg === 'webhook attempt');
+  assert.deepEqual(attempts.map((l) => [l.level, l.event_id, l.attempt, l.origin, l.status_code, l.error]), [
+    [20, 'event_1', 1, new URL(receiver.url).origin, 503, null],
+    [20, 'event_1', 2, new URL(receiver.url).origin, 204, null],
+  ]);
+  assert.equal(JSON.stringify(lines).includes('secret-path-token'), false);
+});
