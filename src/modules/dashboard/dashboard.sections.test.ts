@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Browser } from '../../../test/payer.ts';
 import { dashWorld, detailPaths, logIn, objectsOf, textOf } from '../../../test/dashboard.ts';
-import { DateTime } from 'luxon';
+import { localAt } from '../../shared/zone.ts';
 import { VALID_ACCOUNT } from '../../../test/helpers.ts';
 
 // Home, customers, subscriptions, recurring consents, bank accounts and the test clock over HTTP,
@@ -144,7 +144,7 @@ test('bank accounts are added with the check-digit validator; the test clock adv
   const backwards = await browser.request('/dashboard/test/clock', { form: { csrf: Browser.csrfOf(clock.text), to: '2001-01-01T10:00' } });
   assert.equal(backwards.status, 400);
   assert.match(textOf(backwards.text), /later than the clock's current time/);
-  const target = DateTime.fromISO(after, { zone: 'Pacific/Auckland' }).plus({ days: 40 }).set({ hour: 10, minute: 0, second: 0, millisecond: 0 });
+  const target = localAt(after, 'Pacific/Auckland').plus({ days: 40 }).set({ hour: 10, minute: 0, second: 0, millisecond: 0 });
   const toDate = await browser.request('/dashboard/test/clock', { form: { csrf: Browser.csrfOf(clock.text), to: target.toFormat("yyyy-LL-dd'T'HH:mm") } });
   assert.equal(toDate.status, 303, toDate.text);
   // the clock keeps running from where it was set, so it reads that time plus the moments since
