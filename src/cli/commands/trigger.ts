@@ -18,6 +18,9 @@ export const TRIGGERABLE = [
   'subscription.paused',
   'subscription.resumed',
   'subscription.cancelled',
+  'subscription.completed',
+  'subscription.charge_failed',
+  'subscription.charge_skipped',
 ] as const;
 export type Triggerable = (typeof TRIGGERABLE)[number];
 
@@ -52,8 +55,8 @@ async function approvedConsent(tono: TonoClient, steps: string[]): Promise<strin
   return consent.id;
 }
 
-async function activeSubscription(tono: TonoClient, steps: string[]): Promise<string> {
-  const request = await createRequest(tono, { subscription_options: { amount: '5.00 NZD', period: 'weekly' }, cust_info: { email: payerEmail() } });
+async function activeSubscription(tono: TonoClient, steps: string[], options: Partial<components['schemas']['CreateRequest']['subscription_options']> = {}): Promise<string> {
+  const request = await createRequest(tono, { subscription_options: { amount: '5.00 NZD', period: 'weekly', ...options }, cust_info: { email: payerEmail() } });
   steps.push(`created subscription request ${request.id}`);
   await pay(tono, request.id);
   const { subscriptions } = await unwrap(tono.GET('/v1/subscriptions', { params: { query: { limit: 1 } } }));
@@ -61,6 +64,23 @@ async function activeSubscription(tono: TonoClient, steps: string[]): Promise<st
   if (!subscription) throw new Error('the payer approved, but no subscription appeared');
   steps.push(`payer approved at the sandbox bank: subscription ${subscription.id}`);
   return subscription.id;
+}
+
+const DAY_SECONDS = 86_400;
+
+/** The merchant's test clock, moved on by whole days; the charges due on the way run in order. */
+async function advanceDays(tono: TonoClient, days: number, steps: string[]): Promise<void> {
+  await unwrap(tono.POST('/v1/test-helpers/clock/advance', { body: { seconds: days * DAY_SECONDS } }));
+  steps.push(`moved the test clock ${days} day${days === 1 ? '' : 's'} on`);
+}
+
+/** A subscription whose first charge is a week from the test clock's today, and the bank refusing the next `declines` attempts. */
+async function subscriptionDeclining(tono: TonoClient, steps: string[], declines: number): Promise<void> {
+  const { clock } = await unwrap(tono.GET('/v1/test-helpers/clock'));
+  const start = new Date(Date.parse(clock.now) + 7 * DAY_SECONDS * 1000).toISOString().slice(0, 10);
+  const id = await activeSubscription(tono, steps, { start_date: start });
+  await unwrap(tono.POST('/v1/test-helpers/subscriptions/{id}/decline-next', { params: { path: { id } }, body: { count: declines, reason: 'insufficient_funds' } }));
+  steps.push(`the bank will refuse the next ${declines === 1 ? 'charge' : `${declines} charges`} of ${id} (insufficient funds)`);
 }
 
 export async function triggerEvent(tono: TonoClient, type: Triggerable): Promise<string[]> {
@@ -130,6 +150,21 @@ export async function triggerEvent(tono: TonoClient, type: Triggerable): Promise
       }
       break;
     }
+    case 'subscription.completed': {
+      // One payment in all: the first charge, due at approval, completes it.
+      await activeSubscription(tono, steps, { total_count: 1 });
+      await advanceDays(tono, 1, steps);
+      break;
+    }
+    case 'subscription.charge_failed':
+      await subscriptionDeclining(tono, steps, 1);
+      await advanceDays(tono, 9, steps);
+      break;
+    case 'subscription.charge_skipped':
+      // The first attempt and its retries 1, 3 and 5 days later all refused: the slot is skipped.
+      await subscriptionDeclining(tono, steps, 4);
+      await advanceDays(tono, 18, steps);
+      break;
   }
   return steps;
 }
