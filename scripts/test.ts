@@ -38,7 +38,7 @@ const secretKey = process.env.SECRET_KEY ?? randomBytes(32).toString('base64');
 function run(engine: 'sqlite' | 'postgres', list: string[]): number {
   if (list.length === 0) return 0;
   process.stdout.write(`\n# ${list.length} test files on ${engine}\n`);
-  const result = spawnSync(process.execPath, ['--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...list], {
+  const result = spawnSync(process.execPath, ['--test', `--test-concurrency=${concurrency}`, '--test-timeout=600000', '--test-reporter=spec', ...list], {
     stdio: 'inherit',
     env: { ...process.env, TEST_ENGINE: engine, SECRET_KEY: secretKey },
   });
