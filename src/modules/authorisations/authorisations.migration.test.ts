@@ -1,15 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
-import pino from 'pino';
 import { sql } from 'kysely';
-import { freshDb, testConfig } from '../../../test/helpers.ts';
-import { createSecretBox } from '../../shared/secret-box.ts';
-import { systemClock } from '../../shared/time.ts';
+import { engine, freshDb } from '../../../test/helpers.ts';
 import { migrateTo, migrateToLatest } from '../../store/migrate.ts';
-import { createMerchant } from '../merchants/merchants.service.ts';
-import type { Ctx, Deps } from '../context.ts';
-import { createRequest } from '../requests/requests.service.ts';
 
 // Migration 0017 moves the authorisations of recurring consents and of subscriptions into one
 // table, with one vocabulary of outcomes, and keeps which consent or subscription each created.
@@ -18,10 +11,26 @@ test('0017 moves both kinds of authorisation into enduring_authorisations', asyn
   const { db, drop } = await freshDb();
   t.after(drop);
   await migrateTo(db, '0016-payer-accounts');
-  const merchant = await createMerchant(db, systemClock, { name: 'Shop', email: 'shop@example.com', bankAccount: '12-3456-7890138-00' });
-  const deps = { config: testConfig(), secrets: createSecretBox(randomBytes(32)), db, clock: systemClock } as unknown as Deps;
-  const ctx = { deps, db, merchant: { id: merchant.user_id, name: 'Shop' }, mode: 'test', clock: systemClock, log: pino({ level: 'silent' }) } as Ctx;
-  const request = async () => (await createRequest(ctx, { bank_account_id: merchant.bank_account_id!, message: 'Box', amount: '10.00 NZD' } as never)).body.request.id;
+  // Rows as they were at 0016, written by hand: today's code writes columns later migrations add.
+  const merchant = { user_id: 'user_migration', bank_account_id: 'bankaccount_migration' };
+  await sql`insert into users (id, name, email, password_hash, created_at, updated_at) values (${merchant.user_id}, 'Shop', 'shop@example.com', 'x', 1, 1)`.execute(db);
+  await sql`insert into bank_accounts (id, user_id, account_number, name, created_at) values (${merchant.bank_account_id}, ${merchant.user_id}, '12-3456-7890138-00', null, 1)`.execute(db);
+  // A request row with every column that needs a value filled, whatever columns 0016 had.
+  const { rows: requestColumns } = engine === 'postgres'
+    ? await sql<{ name: string; type: string; required: boolean }>`select column_name as name, data_type as type, (is_nullable = 'NO' and column_default is null) as required
+        from information_schema.columns where table_schema = current_schema() and table_name = 'requests'`.execute(db)
+    : await sql<{ name: string; type: string; required: number }>`select name, type, ("notnull" = 1 and dflt_value is null) as required from pragma_table_info('requests')`.execute(db);
+  let made = 0;
+  const request = async () => {
+    const id = `request_migration${(made += 1)}`;
+    const row: Record<string, unknown> = { id, user_id: merchant.user_id, mode: 'test', bank_account_id: merchant.bank_account_id, status: 'active', kind: 'recurring' };
+    for (const column of requestColumns) {
+      if (column.name in row || !column.required) continue;
+      row[column.name] = /int|numeric/i.test(column.type) ? 0 : 'x';
+    }
+    await db.insertInto('requests').values(row as never).execute();
+    return id;
+  };
   const [r1, r2, r3, r4, r5] = [await request(), await request(), await request(), await request(), await request()];
 
   await sql`insert into consent_authorisations (state, request_id, bank_id, bank_consent_id, details, outcome, created_at, completed_at)
