@@ -9,6 +9,7 @@ import { money, queryOf, text, when } from './dashboard.format.ts';
 import { sessionOf, type DashboardSession } from './dashboard.sessions.ts';
 import type { Ctx, Deps } from '../context.ts';
 import type { Mode } from '../../shared/mode.ts';
+import { isSameOriginPost } from '../../http/same-origin.ts';
 
 // What every dashboard page shares: rendering with the layout, the signed-in guard, the CSRF and
 // same-origin check on every post, the mode in the URL, and the Ctx the module services take.
@@ -64,21 +65,7 @@ export function dashboardKit(deps: Deps) {
     session: signed.session, mode: signed.mode, base: signed.base, section, csrf: signed.session.csrfToken,
   });
 
-  /**
-   * A cross-site post is refused before anything else: Sec-Fetch-Site when the browser sends it
-   * (Chromium sends `Origin: null` from no-referrer pages), else the Origin or Referer must be ours.
-   */
-  const sameOrigin = (request: FastifyRequest): boolean => {
-    const site = request.headers['sec-fetch-site'];
-    if (typeof site === 'string') return site === 'same-origin';
-    const from = request.headers.origin ?? request.headers.referer;
-    if (typeof from !== 'string') return true;
-    try {
-      return new URL(from).origin === origin();
-    } catch {
-      return false;
-    }
-  };
+  const sameOrigin = (request: FastifyRequest): boolean => isSameOriginPost(request, origin());
 
   const formCsrfMatches = (request: FastifyRequest, expected: string | undefined): boolean => {
     const sent = text((request.body as Record<string, unknown> | undefined)?.csrf, 200);

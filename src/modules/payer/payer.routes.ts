@@ -14,6 +14,7 @@ import {
 } from './payer.signin.ts';
 import type { Deps } from '../context.ts';
 import type { App } from '../../http/app-type.ts';
+import { isSameOriginPost } from '../../http/same-origin.ts';
 
 // The payer dashboard at /customer (docs/payer.md): sign in with a code sent to the email on the
 // consents and subscriptions, see them all across merchants, cancel or revoke with a confirmation
@@ -51,22 +52,7 @@ export async function registerPayerRoutes(app: App, deps: Deps): Promise<void> {
   const message = (reply: FastifyReply, status: number, heading: string, text: string, session: PayerSession | null = null) =>
     page(reply, status, 'message', { title: heading, heading, text, session });
 
-  /**
-   * A cross-site form post is refused before anything else. Browsers say where a post comes from in
-   * Sec-Fetch-Site; without it, the Origin (or Referer) must be ours. Chromium sends `Origin: null`
-   * from pages with Referrer-Policy: no-referrer, so Sec-Fetch-Site is read first.
-   */
-  const sameOrigin = (request: FastifyRequest): boolean => {
-    const site = request.headers['sec-fetch-site'];
-    if (typeof site === 'string') return site === 'same-origin';
-    const from = request.headers.origin ?? request.headers.referer;
-    if (typeof from !== 'string') return true;
-    try {
-      return new URL(from).origin === origin();
-    } catch {
-      return false;
-    }
-  };
+  const sameOrigin = (request: FastifyRequest): boolean => isSameOriginPost(request, origin());
   const preSessionToken = (request: FastifyRequest, reply: FastifyReply): string => {
     const existing = request.cookies[CSRF_COOKIE];
     if (existing && /^[A-Za-z0-9_-]{32}$/.test(existing)) return existing;
