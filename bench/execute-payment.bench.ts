@@ -51,8 +51,8 @@ async function measure(ctx: BenchContext, name: string, env: Record<string, stri
       name,
       rps: result.rps,
       p99_ms: result.p99_ms,
-      ratio: result.rps / ctx.baseline.post_rps,
-      note: `errors ${result.errors + result.non2xx}`,
+      ratio: result.rps / ctx.baseline.bank_call_rps,
+      note: `× bank_call_baseline; errors ${result.errors + result.non2xx}`,
     };
   } finally {
     await service.stop();

@@ -17,8 +17,8 @@ export type BenchResult = { name: string; rps?: number; p99_ms?: number; ratio?:
 export type BenchContext = {
   durationSec: number;
   connections: number;
-  /** Requests per second of the bare Fastify routes measured in this run. */
-  baseline: { get_rps: number; post_rps: number };
+  /** Requests per second of the baselines measured in this run (bench/servers/bare.ts). */
+  baseline: { get_rps: number; post_rps: number; stack_limit_get_rps: number; bank_call_rps: number };
 };
 
 export type BenchService = {

@@ -14,8 +14,8 @@ export default async function benchRequests(ctx: BenchContext): Promise<BenchRes
     const created = await fetch(`${url}/v1/requests`, { method: 'POST', headers, body }).then((r) => r.json() as Promise<any>);
     const get = await load({ url: `${url}/v1/requests/${created.request.id}`, headers, connections: ctx.connections, durationSec: ctx.durationSec });
     return [
-      { name: 'create_request', rps: create.rps, p99_ms: create.p99_ms, ratio: create.rps / ctx.baseline.post_rps, note: `errors ${create.errors + create.non2xx}` },
-      { name: 'get_request', rps: get.rps, p99_ms: get.p99_ms, ratio: get.rps / ctx.baseline.get_rps, note: `errors ${get.errors + get.non2xx}` },
+      { name: 'create_request', rps: create.rps, p99_ms: create.p99_ms, ratio: create.rps / ctx.baseline.post_rps, note: `× echo POST; errors ${create.errors + create.non2xx}` },
+      { name: 'get_request', rps: get.rps, p99_ms: get.p99_ms, ratio: get.rps / ctx.baseline.stack_limit_get_rps, note: `× stack_limit_get; errors ${get.errors + get.non2xx}` },
       { name: "rss_under_create_load", note: `${peakRssMb.toFixed(0)} MB peak resident memory` },
     ];
   } finally {

@@ -13,17 +13,36 @@ const { values } = parseArgs({
 const durationSec = Number(values.duration);
 const connections = 50;
 
-const bare = await spawnServer('bench/servers/bare.ts');
-const bareUrl = (bare.info as { url: string }).url;
+// The bank stand-in of bank_call_baseline runs in its own process, as the sandbox bank does in execute_payment.
+const bankStub = await spawnServer('bench/servers/bank-stub.ts');
+const bare = await spawnServer('bench/servers/bare.ts', { BANK_URL: (bankStub.info as { url: string }).url });
+const { url: bareUrl, stackLimitPath, stackLimitKey } = bare.info as { url: string; stackLimitPath: string; stackLimitKey: string };
 const baseGet = await load({ url: `${bareUrl}/get`, connections, durationSec });
 const baseBody = JSON.stringify({ bank_account_id: 'bankaccount_x', amount: '12.50 NZD', message: 'Bench coffee', reference: 'BENCH-1' });
 const basePost = await load({ url: `${bareUrl}/echo`, method: 'POST', headers: { 'content-type': 'application/json' }, body: baseBody, connections, durationSec });
+const stackLimitGet = await load({ url: `${bareUrl}${stackLimitPath}`, headers: { authorization: `Bearer ${stackLimitKey}` }, connections, durationSec });
+let bankCallCounter = 0;
+const bankCall = await load({
+  url: `${bareUrl}/bank-call`, method: 'POST', headers: { 'content-type': 'application/json' },
+  bodyFor: () => JSON.stringify({ idempotency_key: `baseline-${bankCallCounter++}`, amount_cents: 100 }),
+  connections, durationSec,
+});
 await bare.stop();
+await bankStub.stop();
+for (const [name, figure] of Object.entries({ stack_limit_get: stackLimitGet, bank_call_baseline: bankCall })) {
+  if (figure.errors + figure.non2xx > 0) throw new Error(`${name}: ${figure.errors} errors, ${figure.non2xx} non-2xx replies`);
+}
 
-const ctx: BenchContext = { durationSec, connections, baseline: { get_rps: baseGet.rps, post_rps: basePost.rps } };
+const ctx: BenchContext = {
+  durationSec,
+  connections,
+  baseline: { get_rps: baseGet.rps, post_rps: basePost.rps, stack_limit_get_rps: stackLimitGet.rps, bank_call_rps: bankCall.rps },
+};
 const results: BenchResult[] = [
   { name: 'fastify_get (baseline)', rps: baseGet.rps, p99_ms: baseGet.p99_ms, ratio: 1 },
   { name: 'fastify_echo_post (baseline)', rps: basePost.rps, p99_ms: basePost.p99_ms, ratio: 1 },
+  { name: 'stack_limit_get', rps: stackLimitGet.rps, p99_ms: stackLimitGet.p99_ms, ratio: 1, note: 'baseline: two primary-key reads in node:sqlite, the 1.5 kB reply' },
+  { name: 'bank_call_baseline', rps: bankCall.rps, p99_ms: bankCall.p99_ms, ratio: 1, note: 'baseline: one keep-alive HTTP call, one durable SQLite insert' },
 ];
 
 const benchDir = path.dirname(new URL(import.meta.url).pathname);

@@ -91,5 +91,5 @@ export default async function webhookDelivery(ctx: BenchContext): Promise<BenchR
 }
 
 if (import.meta.main) {
-  console.log(await webhookDelivery({ durationSec: Number(process.env.BENCH_DURATION ?? 10), connections: 50, baseline: { get_rps: 0, post_rps: 0 } }));
+  console.log(await webhookDelivery({ durationSec: Number(process.env.BENCH_DURATION ?? 10), connections: 50, baseline: { get_rps: 0, post_rps: 0, stack_limit_get_rps: 0, bank_call_rps: 0 } }));
 }
