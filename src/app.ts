@@ -56,16 +56,26 @@ export async function buildApp(deps: Deps): Promise<App> {
   app.setNotFoundHandler(notFoundHandler);
   const metrics = createMetrics(deps);
   app.addHook('onRoute', strictApiRoute);
-  app.addHook('preValidation', requireJsonBody);
-  app.addHook('preValidation', refuseNulCharacters);
-  app.addHook('onSend', async (request, reply, payload) => {
-    reply.header('x-request-id', request.id);
-    return payload;
+  app.addHook('preValidation', (request, _reply, done) => {
+    try {
+      requireJsonBody(request);
+      refuseNulCharacters(request);
+    } catch (error) {
+      return done(error as Error);
+    }
+    done();
   });
-  app.addHook('onSend', pageSecurityHeaders);
-  app.addHook('onResponse', async (request, reply) => {
+  // Hooks on every call take a callback rather than returning a promise: one fewer turn of the
+  // microtask queue each, on a read that does little else.
+  app.addHook('onSend', (request, reply, payload, done) => {
+    reply.header('x-request-id', request.id);
+    pageSecurityHeaders(reply);
+    done(null, payload);
+  });
+  app.addHook('onResponse', (request, reply, done) => {
     const route = request.routeOptions.url ?? 'unmatched';
     metrics.httpDuration.observe({ method: request.method, route, status: String(reply.statusCode) }, reply.elapsedTime / 1000);
+    done();
   });
   await app.register(formbody);
 

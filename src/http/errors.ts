@@ -8,7 +8,8 @@ export const JSON_ONLY = 'Send the body as JSON with Content-Type: application/j
  * API bodies are JSON only. Other parsers exist for the HTML forms of the pages, so a form or
  * text body sent to /v1 would otherwise be parsed and reach validation with a misleading error.
  */
-export async function requireJsonBody(request: FastifyRequest): Promise<void> {
+/** Throws unless a body sent to the API is JSON. */
+export function requireJsonBody(request: FastifyRequest): void {
   if (request.body === undefined || !request.url.startsWith('/v1/')) return;
   const type = request.headers['content-type'] ?? '';
   if (!/^application\/([a-z0-9.+-]+\+)?json\s*(;|$)/i.test(type)) throw new AppError('unsupported_media_type', JSON_ONLY, {});

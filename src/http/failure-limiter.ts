@@ -65,6 +65,20 @@ export class FailureLimiter {
  * otherwise take a fresh address for every guess.
  */
 export function clientKey(address: string): string {
+  // Parsed once per address: every API call asks, and parsing cost more than the key lookup.
+  let key = clientKeys.get(address);
+  if (key === undefined) {
+    if (clientKeys.size >= CLIENT_KEY_CACHE) clientKeys.clear();
+    key = parseClientKey(address);
+    clientKeys.set(address, key);
+  }
+  return key;
+}
+
+const CLIENT_KEY_CACHE = 10_000;
+const clientKeys = new Map<string, string>();
+
+function parseClientKey(address: string): string {
   if (!ipaddr.isValid(address)) return address;
   const parsed = ipaddr.process(address);
   if (parsed.kind() === 'ipv4') return parsed.toString();

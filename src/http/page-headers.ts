@@ -1,4 +1,4 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply } from 'fastify';
 
 // Every HTML page the service sends (the hosted page and its error pages, the payer dashboard,
 // the sandbox bank's pages) carries the same security headers, set here once. A page that needs a
@@ -9,12 +9,12 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 
 export const DEFAULT_PAGE_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
-export async function pageSecurityHeaders(_request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
+/** Sets the headers on a reply about to be sent (from an onSend hook). */
+export function pageSecurityHeaders(reply: FastifyReply): void {
   reply.header('x-content-type-options', 'nosniff');
   const type = reply.getHeader('content-type');
-  if (typeof type !== 'string' || !type.startsWith('text/html')) return payload;
+  if (typeof type !== 'string' || !type.startsWith('text/html')) return;
   reply.header('referrer-policy', 'no-referrer');
   if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
   if (!reply.hasHeader('content-security-policy')) reply.header('content-security-policy', DEFAULT_PAGE_CSP);
-  return payload;
 }

@@ -47,7 +47,7 @@ export function inspectInput(input: unknown, maxDepth = MAX_JSON_DEPTH): InputPr
 
 export const TOO_DEEP_MESSAGE = `The body is nested too deeply: at most ${MAX_JSON_DEPTH} levels of objects and arrays`;
 
-export async function refuseNulCharacters(request: FastifyRequest): Promise<void> {
+export function refuseNulCharacters(request: FastifyRequest): void {
   for (const part of [request.params, request.query, request.body]) {
     const problem = inspectInput(part);
     if (!problem) continue;
@@ -55,4 +55,14 @@ export async function refuseNulCharacters(request: FastifyRequest): Promise<void
     const field = problem.field || 'body';
     throw invalidParam(field, `${field} must not contain NUL (\\u0000) characters`);
   }
+}
+
+/** refuseNulCharacters as a preValidation hook. */
+export function refuseNulCharactersHook(request: FastifyRequest, _reply: unknown, done: (error?: Error) => void): void {
+  try {
+    refuseNulCharacters(request);
+  } catch (error) {
+    return done(error as Error);
+  }
+  done();
 }
