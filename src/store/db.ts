@@ -6,7 +6,7 @@ import {
 } from 'kysely';
 import pg from 'pg';
 import type { Database } from './tables.ts';
-import { nodeSqliteDialect, openSqlite, RELAXED_DURABILITY_MARKER } from './sqlite-dialect.ts';
+import { nodeSqliteDialect, openSqlite, RELAXED_DURABILITY_MARKER, type DirectReader } from './sqlite-dialect.ts';
 
 // Dialect differences live in this file and nowhere else.
 
@@ -21,10 +21,23 @@ export type StoreOptions =
   | { engine: 'sqlite'; file: string }
   | { engine: 'postgres'; url: string; schema?: string; poolSize?: number };
 
+const directReaders = new WeakMap<object, DirectReader>();
+
+/**
+ * The direct read of a SQLite database opened by openDb, or undefined (PostgreSQL, a transaction,
+ * another Kysely instance): prepared reads use it when it answers.
+ */
+export function directReaderOf(db: object): DirectReader | undefined {
+  return directReaders.get(db);
+}
+
 export function openDb(options: StoreOptions): Db {
   if (options.engine === 'sqlite') {
     fs.mkdirSync(path.dirname(options.file), { recursive: true });
-    return new Kysely<Database>({ dialect: nodeSqliteDialect(openSqlite(options.file), options.file) });
+    let reader: DirectReader | undefined;
+    const db = new Kysely<Database>({ dialect: nodeSqliteDialect(openSqlite(options.file), options.file, undefined, (read) => (reader = read)) });
+    directReaders.set(db, (sql, parameters) => reader?.(sql, parameters) ?? null);
+    return db;
   }
   const pool = new pg.Pool({
     connectionString: options.url,

@@ -7,8 +7,9 @@ import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { Kysely, sql } from 'kysely';
-import { openDb, relaxDurability } from './db.ts';
-import { nodeSqliteDialect, openSqlite, type FileSync } from './sqlite-dialect.ts';
+import { directReaderOf, openDb, relaxDurability } from './db.ts';
+import { nodeSqliteDialect, openSqlite, type DirectReader, type FileSync } from './sqlite-dialect.ts';
+import { prepared } from './prepared.ts';
 import { transact } from './tx.ts';
 
 function tempFile() {
@@ -185,4 +186,72 @@ test('no caller is released before the WAL fsync covering what it wrote or read;
   held.calls[4]!.finish();
   await until(() => writer.settled && earlyReader.settled);
   assert.equal(early.length, 1);
+});
+
+test('a direct read waits for the fsync of what it saw, and is refused while a unit holds the connection or for a write', async (t) => {
+  const { file, cleanup } = tempFile();
+  t.after(cleanup);
+  const held = heldFsync();
+  let read!: DirectReader;
+  const db = new Kysely<any>({ dialect: nodeSqliteDialect(openSqlite(file), file, held.fsync, (reader) => (read = reader)) });
+  t.after(async () => {
+    const closing = db.destroy();
+    held.release();
+    await turns();
+    held.release();
+    await closing;
+  });
+  const create = sql`create table items (id integer primary key)`.execute(db);
+  await until(() => held.calls.length === 1);
+  held.calls[0]!.finish();
+  await create;
+
+  // With nothing pending, the rows come back at once, without a promise.
+  assert.deepEqual(read('select id from items', []), []);
+
+  // A committed row whose fsync is held: seen, but not answered until it is durable.
+  const writer = settledFlag(transact(db, (trx: any) => trx.insertInto('items').values({ id: 1 }).execute()));
+  await turns();
+  assert.equal(held.calls.length, 2);
+  const pending = read('select id from items', []);
+  assert.ok(pending instanceof Promise, 'the read waits');
+  const reader = settledFlag(pending);
+  await turns();
+  assert.equal(reader.settled, false, 'not answered before the fsync');
+  held.calls[1]!.finish();
+  await until(() => reader.settled && writer.settled);
+  assert.deepEqual(await pending, [{ id: 1 }]);
+
+  // While a unit of work holds the connection, its writes are not to be seen: the direct read steps aside.
+  let inside: unknown = 'not run';
+  const unit = transact(db, async (trx: any) => {
+    await trx.insertInto('items').values({ id: 2 }).execute();
+    inside = read('select id from items', []);
+  });
+  await until(() => held.calls.length === 3);
+  held.calls[2]!.finish();
+  await unit;
+  assert.equal(inside, null);
+  // A write that returns rows is not a read.
+  assert.equal(read('insert into items (id) values (3) returning id', []), null);
+  assert.deepEqual(await db.selectFrom('items').select('id').orderBy('id').execute(), [{ id: 1 }, { id: 2 }]);
+});
+
+test('prepared reads of a database opened by openDb take the direct read, and only outside transactions', async (t) => {
+  const { file, cleanup } = tempFile();
+  t.after(cleanup);
+  const db = openDb({ engine: 'sqlite', file }) as any;
+  t.after(() => db.destroy());
+  await sql`create table items (id integer primary key, label text not null)`.execute(db);
+  await db.insertInto('items').values({ id: 1, label: 'one' }).execute();
+  const direct = directReaderOf(db)!;
+  assert.ok(direct, 'openDb registers the direct read');
+  const byId = prepared<{ id: number }, { id: number; label: string }>((base: any, arg) => base.selectFrom('items').selectAll().where('id', '=', arg('id')));
+  assert.deepEqual(await byId.first(db, { id: 1 }), { id: 1, label: 'one' });
+  await transact(db, async (trx: any) => {
+    assert.equal(directReaderOf(trx), undefined, 'a transaction reads through its own connection');
+    await trx.updateTable('items').set({ label: 'uno' }).where('id', '=', 1).execute();
+    assert.deepEqual(await byId.first(trx, { id: 1 }), { id: 1, label: 'uno' }, 'and sees its own writes');
+  });
+  assert.deepEqual(await byId.first(db, { id: 1 }), { id: 1, label: 'uno' });
 });

@@ -36,6 +36,8 @@ import {
 
 type Params = ReadonlyArray<unknown>;
 
+const SELECT = /^\s*select\s/i;
+
 /**
  * Sent as a query inside a unit of work, tells the driver that the unit's caller need not wait for
  * its COMMIT to reach the disk (it still commits with its batch). For writes that are safe to lose
@@ -348,6 +350,24 @@ class GroupCommitDriver implements Driver {
     this.database.exec(sql);
   }
 
+  /**
+   * A read outside any unit of work, run at once when nothing holds the connection: the same rows,
+   * and the same wait for the durability of what it saw, as the read through Kysely, without the
+   * lock and the connection's promises around it. Null when the connection is taken (a unit is
+   * between its statements, and its writes must not be seen), or the statement is not a read.
+   */
+  readNow(sql: string, parameters: Params): Promise<unknown[]> | unknown[] | null {
+    // Only a SELECT: a write with RETURNING also has columns, and must go through a unit of work.
+    if (this.locked || !SELECT.test(sql)) return null;
+    const { statement, reader, columns } = this.prepare(sql);
+    if (!reader) return null;
+    const rows = rowsOf(statement.all(...bindable(parameters)) as unknown as unknown[][], columns);
+    const seen = this.outerOpen && this.batch ? this.batch.promise : this.syncer.settled();
+    if (!seen) return rows;
+    if (this.outerOpen) this.scheduleCommit();
+    return seen.then(() => rows);
+  }
+
   nextSavepoint(): string {
     this.savepointCounter = (this.savepointCounter + 1) % 1_000_000;
     return `unit_${this.savepointCounter}`;
@@ -484,11 +504,22 @@ class UnitConnection implements DatabaseConnection {
   }
 }
 
-/** `fsync` is the call that makes the WAL durable (fs.fsync); a test may watch it. */
-export function nodeSqliteDialect(database: DatabaseSync, file: string, fsync: FileSync = fs.fsync): Dialect {
+/** Reads that skip Kysely's connection handling (see GroupCommitDriver.readNow). */
+export type DirectReader = (sql: string, parameters: Params) => Promise<unknown[]> | unknown[] | null;
+
+/**
+ * `fsync` is the call that makes the WAL durable (fs.fsync); a test may watch it. `onDirectReader`
+ * receives the driver's direct read, for the Kysely instance built on this dialect (not its
+ * transactions).
+ */
+export function nodeSqliteDialect(database: DatabaseSync, file: string, fsync: FileSync = fs.fsync, onDirectReader?: (read: DirectReader) => void): Dialect {
   return {
     createAdapter: () => new SqliteAdapter(),
-    createDriver: () => new GroupCommitDriver(database, file, fsync),
+    createDriver: () => {
+      const driver = new GroupCommitDriver(database, file, fsync);
+      onDirectReader?.((sql, parameters) => driver.readNow(sql, parameters));
+      return driver;
+    },
     createIntrospector: (db: Kysely<any>) => new SqliteIntrospector(db),
     createQueryCompiler: () => new SqliteQueryCompiler(),
   };
