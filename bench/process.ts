@@ -2,7 +2,13 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import readline from 'node:readline';
 
-export type SpawnedServer = { pid: number; info: Record<string, unknown>; stop(): Promise<void> };
+export type SpawnedServer = {
+  pid: number;
+  info: Record<string, unknown>;
+  /** The next line the server prints after its first. */
+  nextLine(): Promise<string>;
+  stop(): Promise<void>;
+};
 
 /**
  * The V8 heap settings `npm start` gives the service (package.json), so the bench measures the
@@ -29,9 +35,17 @@ export async function spawnServer(
     child.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
     lines.once('line', (line) => resolve(readyLine(line)));
   });
+  const later: string[] = [];
+  const waiting: Array<(line: string) => void> = [];
+  lines.on('line', (line) => {
+    const reader = waiting.shift();
+    if (reader) reader(line);
+    else later.push(line);
+  });
   return {
     pid: child.pid!,
     info,
+    nextLine: () => (later.length > 0 ? Promise.resolve(later.shift()!) : new Promise((resolve) => waiting.push(resolve))),
     stop: () =>
       new Promise((resolve) => {
         if (child.exitCode !== null) return resolve();

@@ -167,7 +167,7 @@ const CHECKPOINT_EVERY_MS = 250;
  * SQLite checkpoints automatically inside a COMMIT once the WAL passes 1,000 pages: on the event
  * loop, where it took 4 to 16 ms under a create load, several times a second, and every reply
  * waiting on the loop waited with it. A database that has seen some writes gets a worker thread
- * (checkpoint.worker.ts) with its own connection that checkpoints, PASSIVE, at most every 250 ms
+ * (checkpoint.worker.js) with its own connection that checkpoints, PASSIVE, at most every 250 ms
  * while commits come; only once that thread is ready is the automatic checkpoint turned off, and
  * it is turned back on if the thread fails. PASSIVE never waits for readers or the writer, so the
  * thread never blocks the service; SQLite syncs the WAL before it copies and the database file
@@ -220,7 +220,11 @@ export class Checkpointer {
   }
 
   private start(): void {
-    const thread = new WorkerThread(new URL('./checkpoint.worker.ts', import.meta.url), { workerData: { file: this.file } });
+    const thread = new WorkerThread(new URL('./checkpoint.worker.js', import.meta.url), {
+      workerData: { file: this.file },
+      // It runs one prepared statement: a small heap is plenty.
+      resourceLimits: { maxOldGenerationSizeMb: 8, maxYoungGenerationSizeMb: 2 },
+    });
     this.thread = thread;
     // The thread must not keep a process alive that has nothing else to do.
     thread.unref();
