@@ -12,7 +12,6 @@ new PerformanceObserver((list) => {
   for (const entry of list.getEntries()) pauses.push(entry.duration);
 }).observe({ entryTypes: ['gc'] });
 
-process.stdout.write(`${JSON.stringify({ url: service.url, testKey: service.testKey, liveKey: service.liveKey, bankAccountId: service.bankAccountId })}\n`);
 process.on('SIGUSR2', () => {
   const sorted = pauses.sort((a, b) => a - b);
   const ms = (ns: number) => Math.round(ns / 1e4) / 100;
@@ -23,6 +22,8 @@ process.on('SIGUSR2', () => {
   loopDelay.reset();
   pauses = [];
 });
+// Printed last, once the signal handlers are in place.
 process.on('SIGTERM', () => {
   service.close().then(() => process.exit(0));
 });
+process.stdout.write(`${JSON.stringify({ url: service.url, testKey: service.testKey, liveKey: service.liveKey, bankAccountId: service.bankAccountId })}\n`);
