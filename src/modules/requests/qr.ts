@@ -5,17 +5,22 @@ import QRCode from 'qrcode';
 // takes ~3 ms a code, which capped request creation near 300/s; the image here is written as a
 // 1-bit greyscale PNG straight from the matrix (~10x faster, a quarter of the bytes). A fixed
 // mask pattern skips the library's search over all eight masks: still a valid QR code.
+// Every buffer here is small enough to come from Node's shared pool: a zero-filled Buffer.alloc
+// or a 16 kB zlib output chunk is an ArrayBuffer of its own, and making thousands a second pushed
+// V8 into a full collection every second or so (from 7 to 2 in 22,000 codes).
 
 const SCALE = 4;
+/** The compressed image is a few hundred bytes: output chunks this small come from Node's shared buffer pool. */
+const DEFLATE_CHUNK = 1024;
 const MARGIN = 2;
 
 function chunk(type: string, data: Buffer): Buffer {
-  const head = Buffer.alloc(8);
-  head.writeUInt32BE(data.length, 0);
-  head.write(type, 4, 'latin1');
-  const crc = Buffer.alloc(4);
-  crc.writeUInt32BE(crc32(Buffer.concat([head.subarray(4), data])), 0);
-  return Buffer.concat([head, data, crc]);
+  const out = Buffer.allocUnsafe(12 + data.length);
+  out.writeUInt32BE(data.length, 0);
+  out.write(type, 4, 'latin1');
+  data.copy(out, 8);
+  out.writeUInt32BE(crc32(out.subarray(4, 8 + data.length)), 8 + data.length);
+  return out;
 }
 
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
@@ -28,8 +33,8 @@ export function qrPng(text: string): Buffer {
   const size = modules.size;
   const pixels = (size + 2 * MARGIN) * SCALE;
   const rowBytes = Math.ceil(pixels / 8);
-  const raw = Buffer.alloc((rowBytes + 1) * pixels, 0xff);
-  const row = Buffer.alloc(rowBytes + 1, 0xff);
+  const raw = Buffer.allocUnsafe((rowBytes + 1) * pixels).fill(0xff);
+  const row = Buffer.allocUnsafe(rowBytes + 1).fill(0xff);
   row[0] = 0; // filter: none
   for (let y = 0; y < pixels; y++) raw[y * (rowBytes + 1)] = 0;
   for (let my = 0; my < size; my++) {
@@ -41,12 +46,12 @@ export function qrPng(text: string): Buffer {
     }
     for (let repeat = 0, y = (my + MARGIN) * SCALE; repeat < SCALE; repeat++, y++) row.copy(raw, y * (rowBytes + 1));
   }
-  const header = Buffer.alloc(13);
+  const header = Buffer.allocUnsafe(13).fill(0);
   header.writeUInt32BE(pixels, 0);
   header.writeUInt32BE(pixels, 4);
   header[8] = 1; // bit depth
   header[9] = 0; // greyscale
-  return Buffer.concat([PNG_SIGNATURE, chunk('IHDR', header), chunk('IDAT', deflateSync(raw, { level: 6, windowBits: 10, memLevel: 2 })), IEND]);
+  return Buffer.concat([PNG_SIGNATURE, chunk('IHDR', header), chunk('IDAT', deflateSync(raw, { level: 6, windowBits: 10, memLevel: 2, chunkSize: DEFLATE_CHUNK })), IEND]);
 }
 
 export async function qrDataUri(text: string): Promise<string> {
