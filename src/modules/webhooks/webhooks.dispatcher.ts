@@ -76,6 +76,13 @@ export function deliveryLaneKind(options: DispatcherOptions & { sender: Sender }
       const rows = await deliveriesToSend(trx, jobs.map((job) => job.payload.delivery_id));
       const bodies = await eventBodies(trx, [...new Set(rows.map((row) => row.event_id))]);
       const byDelivery = new Map(rows.map((row) => [row.delivery_id, row]));
+      // A batch is mostly one endpoint's deliveries: its secret is opened once per batch, not per delivery.
+      const opened = new Map<string, string>();
+      const secretOf = (stored: string) => {
+        let secret = opened.get(stored);
+        if (secret === undefined) opened.set(stored, (secret = openStored(secrets, stored)));
+        return secret;
+      };
       return jobs.map((job) => {
         const row = byDelivery.get(job.payload.delivery_id);
         const event = row ? bodies.get(row.event_id) : undefined;
@@ -84,7 +91,7 @@ export function deliveryLaneKind(options: DispatcherOptions & { sender: Sender }
           firstAttemptAt: row?.first_attempt_at == null ? null : Number(row.first_attempt_at),
           live: row?.mode === 'live',
           url: row?.url ?? null,
-          secret: row?.secret ? openStored(secrets, row.secret) : null,
+          secret: row?.secret ? secretOf(row.secret) : null,
           eventId: row?.event_id ?? '',
           body: event ? deliveredBody(event.body, row!.with_secret === 1 && event.secret_sealed ? secrets.open(event.secret_sealed) : null) : '',
           sendable: !!row && !!event && row.status === 'pending' && row.deleted_at === null,
