@@ -11,6 +11,7 @@ const P99_LIMIT_MS = 250;
 /** WEBHOOK_BENCH_RATES overrides the steps (events per second, comma-separated). */
 const RATES = (process.env.WEBHOOK_BENCH_RATES ?? '1000,2000,3000,4000,5000,6000,7000,8000,10000,12000').split(',').map(Number);
 const BATCH = 50;
+const MAX_BATCHES_IN_FLIGHT = 8;
 
 type Step = { offered: number; committed: number; delivered: number; p50_ms: number; p99_ms: number; passed: boolean; why?: string };
 
@@ -70,14 +71,9 @@ async function offer(service: BenchService, receiverBase: string, rate: number, 
   const durationMs = seconds * 1000;
   let produced = 0;
   let late = false;
-  while (clock() - started < durationMs) {
-    const due = Math.floor(((clock() - started) / 1000) * rate);
-    if (produced >= due) {
-      await new Promise((resolve) => setTimeout(resolve, 2));
-      continue;
-    }
-    // More than half a second behind the offered rate: the service cannot commit events this fast.
-    if (due - produced > rate / 2) late = true;
+  // Producers in the service are API calls, many at once: several batches may wait for their commit together.
+  const inFlight = new Set<Promise<void>>();
+  const commitBatch = async () => {
     const ids = await transact(db, async (trx) => {
       const batch: string[] = [];
       for (let i = 0; i < BATCH; i += 1) {
@@ -92,10 +88,22 @@ async function offer(service: BenchService, receiverBase: string, rate: number, 
     });
     const at = clock();
     for (const id of ids) committed.set(id, at);
-    produced += ids.length;
-    // Producers in the service are API requests; let the dispatcher at the connection between them.
+  };
+  while (clock() - started < durationMs) {
+    const due = Math.floor(((clock() - started) / 1000) * rate);
+    if (produced >= due || inFlight.size >= MAX_BATCHES_IN_FLIGHT) {
+      await (inFlight.size >= MAX_BATCHES_IN_FLIGHT ? Promise.race(inFlight) : new Promise((resolve) => setTimeout(resolve, 2)));
+      continue;
+    }
+    // More than half a second behind the offered rate: the service cannot commit events this fast.
+    if (due - produced > rate / 2) late = true;
+    produced += BATCH;
+    const batch = commitBatch().finally(() => inFlight.delete(batch));
+    inFlight.add(batch);
+    // Let the dispatcher at the connection between batches.
     await new Promise((resolve) => setImmediate(resolve));
   }
+  await Promise.all(inFlight);
   // A step is judged on events it offered: those still missing 5 s after the last commit count as late.
   const deadline = clock() + 5_000;
   let arrivals = new Map<string, number>();
