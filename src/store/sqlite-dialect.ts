@@ -163,6 +163,13 @@ const CHECKPOINT_THREAD_AFTER_COMMITS = 200;
 /** At most one checkpoint this often, while commits keep coming. */
 const CHECKPOINT_EVERY_MS = 250;
 
+const checkpointers = new WeakMap<DatabaseSync, Checkpointer>();
+
+/** The checkpointer of a database opened through nodeSqliteDialect (for tests). */
+export function checkpointerOf(database: DatabaseSync): Checkpointer | undefined {
+  return checkpointers.get(database);
+}
+
 /**
  * SQLite checkpoints automatically inside a COMMIT once the WAL passes 1,000 pages: on the event
  * loop, where it took 4 to 16 ms under a create load, several times a second, and every reply
@@ -174,13 +181,6 @@ const CHECKPOINT_EVERY_MS = 250;
  * after, so durability is SQLite's own, as before. A quiet database (a test's, the CLI's) never
  * starts the thread.
  */
-const checkpointers = new WeakMap<DatabaseSync, Checkpointer>();
-
-/** The checkpointer of a database opened through nodeSqliteDialect (for tests). */
-export function checkpointerOf(database: DatabaseSync): Checkpointer | undefined {
-  return checkpointers.get(database);
-}
-
 export class Checkpointer {
   private readonly database: DatabaseSync;
   private readonly file: string;
