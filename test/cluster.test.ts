@@ -3,28 +3,11 @@
 // service's own JSON log lines (pino's pid), so nothing about the processes shows in replies.
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import http from 'node:http';
 import { engine } from './helpers.ts';
-import { processStore, startService, stop, type Service } from './process.ts';
+import { childrenOf, processStore, startService, stop, type Service } from './process.ts';
 
 const postgresOnly = { skip: engine !== 'postgres' ? 'several processes need PostgreSQL (TEST_ENGINE=postgres)' : false };
-
-/** The processes whose parent is `pid`, from /proc. */
-function childrenOf(pid: number): number[] {
-  const children: number[] = [];
-  for (const entry of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      // The parent pid is the second field after the command name, which is in parentheses.
-      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
-      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) children.push(Number(entry));
-    } catch {
-      // the process ended meanwhile
-    }
-  }
-  return children.sort((a, b) => a - b);
-}
 
 function isAlive(pid: number): boolean {
   try {
