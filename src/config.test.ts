@@ -15,6 +15,7 @@ test('defaults', () => {
     dataDir: path.resolve('./data'),
     databaseUrl: null,
     databasePoolSize: 10,
+    databasePreparedStatements: true,
     webConcurrency: 1,
     smtpUrl: null,
     mailFrom: 'Tono <no-reply@127.0.0.1>',
@@ -41,11 +42,11 @@ test('every variable is read', () => {
     SMTP_URL: 'smtp://mail:25', SANDBOX_BANK_URL: 'http://sandbox:4000', LOG_LEVEL: 'debug', SERVICE_TIME_ZONE: 'Australia/Sydney',
     WORKERS: 'false', DEMO_MERCHANT: 'no', BANKS_FILE: banksFile, WEBHOOK_ALLOW_PRIVATE: 'yes', RATE_LIMIT_PER_SECOND: '0',
     SECRET_KEY: Buffer.alloc(32, 7).toString('base64'), MAIL_FROM: 'Kōwhai Pay <pay@kowhai.example>', TEST_CLOCK_MAX_JOBS: '500', AUTH_FAILURES_PER_MINUTE: '0',
-    WEB_CONCURRENCY: '4', DATABASE_POOL_SIZE: '6',
+    WEB_CONCURRENCY: '4', DATABASE_POOL_SIZE: '6', DATABASE_PREPARED_STATEMENTS: 'false',
   });
   assert.deepEqual(config, {
     port: 8080, host: '0.0.0.0', publicBaseUrl: 'https://pay.example.nz', dataDir: '/var/lib/tono', databaseUrl: 'postgres://u@db:5432/tono',
-    databasePoolSize: 6, webConcurrency: 4, smtpUrl: 'smtp://mail:25', mailFrom: 'Kōwhai Pay <pay@kowhai.example>', testClockMaxJobs: 500, authFailuresPerMinute: 0,
+    databasePoolSize: 6, databasePreparedStatements: false, webConcurrency: 4, smtpUrl: 'smtp://mail:25', mailFrom: 'Kōwhai Pay <pay@kowhai.example>', testClockMaxJobs: 500, authFailuresPerMinute: 0,
     sandboxBankUrl: 'http://sandbox:4000', sandboxBankUrlSet: true, logLevel: 'debug', serviceTimeZone: 'Australia/Sydney',
     workers: false, demoMerchant: false, banksFile, allowPrivateTargets: true, rateLimitPerSecond: 0, secretKey: Buffer.alloc(32, 7),
   });
@@ -89,6 +90,7 @@ const bad: Array<[name: string, value: string, message: string]> = [
   ['WEB_CONCURRENCY', '1.5', 'WEB_CONCURRENCY must be a whole number from 1, got "1.5"'],
   ['WEB_CONCURRENCY', '-2', 'WEB_CONCURRENCY must be a whole number from 1, got "-2"'],
   ['DATABASE_POOL_SIZE', '0', 'DATABASE_POOL_SIZE must be a whole number from 1, got "0"'],
+  ['DATABASE_PREPARED_STATEMENTS', 'sometimes', 'DATABASE_PREPARED_STATEMENTS must be true or false, got "sometimes"'],
   ['TEST_CLOCK_MAX_JOBS', '0', 'TEST_CLOCK_MAX_JOBS must be a whole number from 1, got "0"'],
   ['AUTH_FAILURES_PER_MINUTE', 'many', 'AUTH_FAILURES_PER_MINUTE must be a whole number from 1, got "many"'],
   ['RATE_LIMIT_PER_SECOND', 'fast', 'RATE_LIMIT_PER_SECOND must be a whole number of calls per second (0 turns it off), got "fast"'],

@@ -14,6 +14,8 @@ export type Config = {
   databaseUrl: string | null;
   /** PostgreSQL connections each process may open (DATABASE_POOL_SIZE). */
   databasePoolSize: number;
+  /** Whether hot statements are prepared on the PostgreSQL server (DATABASE_PREPARED_STATEMENTS; off behind a pooler that cannot keep them). */
+  databasePreparedStatements: boolean;
   /** Processes `npm start` runs (WEB_CONCURRENCY); more than one only with PostgreSQL. */
   webConcurrency: number;
   smtpUrl: string | null;
@@ -139,6 +141,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir,
     databaseUrl,
     databasePoolSize,
+    databasePreparedStatements: bool(env, 'DATABASE_PREPARED_STATEMENTS', true),
     webConcurrency,
     smtpUrl,
     mailFrom,

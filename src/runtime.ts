@@ -19,7 +19,7 @@ export type Runtime = { deps: Deps; app: App; close(): Promise<void> };
 
 export function storeOptionsFor(config: Config): StoreOptions {
   return config.databaseUrl
-    ? { engine: 'postgres', url: config.databaseUrl, poolSize: config.databasePoolSize }
+    ? { engine: 'postgres', url: config.databaseUrl, poolSize: config.databasePoolSize, preparedStatements: config.databasePreparedStatements }
     : { engine: 'sqlite', file: path.join(config.dataDir, 'tono.db') };
 }
 
