@@ -137,6 +137,13 @@ test('a service process that dies is replaced, and the service goes on', postgre
   assert.deepEqual(replaced.filter(isAlive), []);
 });
 
+test('service processes whose primary is killed stop themselves', postgresOnly, async (t) => {
+  const { service, processes } = await twoProcesses(t, { LOG_LEVEL: 'warn' });
+  process.kill(service.child.pid!, 'SIGKILL');
+  await service.exited;
+  await until('the service processes to stop', () => processes.filter(isAlive).length === 0);
+});
+
 test('processes that keep dying as they start make the primary give up, exit 1, and leave none behind', postgresOnly, async (t) => {
   const { service, processes } = await twoProcesses(t, { LOG_LEVEL: 'warn' });
   const seen = new Set(processes);
