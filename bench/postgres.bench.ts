@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { sql } from 'kysely';
 import pino from 'pino';
 import { loadConfig } from '../src/config.ts';
 import { createRuntime } from '../src/runtime.ts';
@@ -42,6 +43,16 @@ async function freshSchema(): Promise<Schema> {
       await admin.end();
     },
   };
+}
+
+/**
+ * Statistics for the planner, as autovacuum gathers them within a minute on a database in use: a
+ * table filled moments before has none, and PostgreSQL may then read a request by the wrong index
+ * (every request of the merchant, instead of the one).
+ */
+async function analyze(db: Db): Promise<void> {
+  const { rows } = await sql<{ name: string }>`select tablename as name from pg_tables where schemaname = current_schema()`.execute(db);
+  for (const { name } of rows) await sql`analyze ${sql.id(name)}`.execute(db);
 }
 
 async function unreachable(): Promise<string | null> {
@@ -98,6 +109,7 @@ async function requests(ctx: BenchContext, processes: number): Promise<BenchResu
     const create = await load({ url: `${service.url}/v1/requests`, method: 'POST', headers, body, connections: 50, durationSec: ctx.durationSec });
     const peakMb = rss.stop();
     const created = await fetch(`${service.url}/v1/requests`, { method: 'POST', headers, body }).then((r) => r.json() as Promise<any>);
+    await analyze(schema.db);
     const get = await load({ url: `${service.url}/v1/requests/${created.request.id}`, headers, connections: ctx.connections, durationSec: ctx.durationSec });
     const each = processes > 1 ? ' each' : '';
     return [
@@ -124,6 +136,7 @@ async function executePayment(ctx: BenchContext, processes: number): Promise<Ben
     service = await startService(schema, processes, { PORT: String(servicePort), SANDBOX_BANK_URL: `http://127.0.0.1:${bankPort}` });
     const { testKey, bankAccountId } = await merchantOn(schema.db);
     const { token } = await recurringToken(service.url, testKey, bankAccountId);
+    await analyze(schema.db);
     let counter = 0;
     const run = `${process.pid}-${Date.now()}`;
     const result = await load({
@@ -181,6 +194,7 @@ async function subscriptionCharges(): Promise<BenchResult> {
     const HOLD = 1e12;
     const jobs = () => schema.db.updateTable('jobs').where('kind', '=', 'subscription.charge');
     await jobs().set((eb) => ({ run_at: eb('run_at', '+', HOLD) })).execute();
+    await analyze(schema.db);
     service = await startService(schema, 2, env);
     const pids = service.processes();
     const cpuBefore = pids.reduce((sum, pid) => sum + cpuSecondsOf(pid), 0);
