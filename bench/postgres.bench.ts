@@ -55,6 +55,16 @@ async function analyze(db: Db): Promise<void> {
   for (const { name } of rows) await sql`analyze ${sql.id(name)}`.execute(db);
 }
 
+function withoutPassword(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '…';
+    return parsed.toString();
+  } catch {
+    return 'BENCH_DATABASE_URL';
+  }
+}
+
 async function unreachable(): Promise<string | null> {
   const client = new pg.Client({ connectionString: DATABASE_URL, connectionTimeoutMillis: 3000 });
   try {
@@ -226,7 +236,7 @@ async function subscriptionCharges(): Promise<BenchResult> {
 
 export default async function benchPostgres(ctx: BenchContext): Promise<BenchResult[]> {
   const problem = await unreachable();
-  if (problem) return NAMES.map((name) => ({ name, note: `skipped: PostgreSQL at BENCH_DATABASE_URL (default ${DATABASE_URL}) is unreachable: ${problem}` }));
+  if (problem) return NAMES.map((name) => ({ name, note: `skipped: no PostgreSQL at ${withoutPassword(DATABASE_URL)} (BENCH_DATABASE_URL): ${problem}` }));
   // BENCH_POSTGRES=create,execute,subscriptions runs some of the three groups.
   const groups = (process.env.BENCH_POSTGRES ?? 'create,execute,subscriptions').split(',');
   const results: BenchResult[] = [];
