@@ -58,7 +58,7 @@ async function analyze(db: Db): Promise<void> {
 function withoutPassword(url: string): string {
   try {
     const parsed = new URL(url);
-    if (parsed.password) parsed.password = '…';
+    if (parsed.password) parsed.password = '***';
     return parsed.toString();
   } catch {
     return 'BENCH_DATABASE_URL';
