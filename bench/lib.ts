@@ -1,6 +1,7 @@
 // Shared pieces of `npm run bench`. Each bench/<name>.bench.ts exports a default function that
 // receives a BenchContext and returns one or more results; bench/run.ts measures the bare Fastify
 // baseline in the same run and prints the table (or JSON with --json).
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -9,8 +10,17 @@ import autocannon from 'autocannon';
 import pino from 'pino';
 import { loadConfig } from '../src/config.ts';
 import { createRuntime, type Runtime } from '../src/runtime.ts';
-import { createMerchant } from '../src/modules/merchants/merchants.service.ts';
+import { authenticateKey, createMerchant } from '../src/modules/merchants/merchants.service.ts';
 import { systemClock } from '../src/shared/time.ts';
+import type { BankConnector, BankRegistry } from '../src/modules/banks/bank-connector.ts';
+import { SERVICE_CLIENT_ID, SERVICE_CLIENT_SECRET } from '../src/modules/banks/sandbox-bank/sandbox-bank.app.ts';
+import type { CreateRequestBody } from '../src/modules/requests/requests.schemas.ts';
+import { createRequest, findRequestById } from '../src/modules/requests/requests.service.ts';
+import { subscriptionOptionsOf } from '../src/modules/requests/requests.present.ts';
+import { createSubscription } from '../src/modules/subscriptions/subscriptions.service.ts';
+import { transact } from '../src/store/tx.ts';
+import type { Db } from '../src/store/db.ts';
+import type { Ctx, Deps } from '../src/modules/context.ts';
 
 export type BenchResult = { name: string; rps?: number; p99_ms?: number; ratio?: number; per_second?: number; note?: string };
 
@@ -121,4 +131,88 @@ export async function recurringToken(url: string, testKey: string, bankAccountId
     receiver.closeAllConnections();
     receiver.close();
   }
+}
+
+/** Subscriptions share consents in groups, so setting up the scheduler benches does not dominate them. */
+const PER_CONSENT = Number(process.env.BENCH_PER_CONSENT ?? 100);
+const CREATE_BATCH = 1000;
+
+async function authorisedConsent(bank: BankConnector, bankUrl: string, redirectUri: string, now: number) {
+  const consent = await bank.createEnduringConsent({
+    fromAt: now, toAt: null, maxPerPaymentCents: 1500, period: 'Monthly', maxPerPeriodCents: 1500 * PER_CONSENT * 2,
+    maxCountPerPeriod: null, totalCount: null, totalAmountCents: null,
+    creditor: { name: 'Bench', accountNumber: '38-9000-0000001-00' }, remittance: { particulars: 'BENCH', code: 'TONO', reference: '' },
+    idempotencyKey: randomBytes(12).toString('hex'), at: now,
+  });
+  if (!consent.ok) throw new Error(`consent: ${consent.message}`);
+  const state = randomBytes(12).toString('hex');
+  const reply = await fetch(`${bankUrl}/test/authorise`, {
+    method: 'POST',
+    // The sandbox bank's test hooks take the service's own client credentials.
+    headers: { 'content-type': 'application/json', authorization: `Basic ${Buffer.from(`${SERVICE_CLIENT_ID}:${SERVICE_CLIENT_SECRET}`).toString('base64')}` },
+    body: JSON.stringify({ consent_id: consent.consentId, redirect_uri: redirectUri, state }),
+  }).then((r) => r.json() as Promise<any>);
+  const code = new URL(reply.Data.RedirectUri).searchParams.get('code')!;
+  const token = await bank.exchangeCode({ code, redirectUri });
+  if (!token.ok) throw new Error(`token: ${token.message}`);
+  return { consentId: token.consentId, accessToken: token.accessToken };
+}
+
+/**
+ * `count` monthly test-mode subscriptions of the merchant whose test key is given, each with its
+ * first charge due now, authorised at the sandbox bank the runtime's registry points at. Returns
+ * the seconds spent creating the requests and subscriptions (after the consents).
+ */
+export async function setUpDueSubscriptions(deps: Deps, options: { count: number; testKey: string; bankAccountId: string; redirectUri: string }): Promise<number> {
+  const { count: total, redirectUri } = options;
+  const banks = (deps as typeof deps & { banks: BankRegistry }).banks;
+  const bankId = banks.list('test')[0].id;
+  const bank = banks.connectorFor(bankId, 'test')!;
+  const now = deps.clock.now();
+
+  const consents: Array<{ consentId: string; accessToken: string }> = [];
+  for (let i = 0; i < Math.ceil(total / PER_CONSENT); i += 50) {
+    const count = Math.min(50, Math.ceil(total / PER_CONSENT) - i);
+    consents.push(...(await Promise.all(Array.from({ length: count }, () => authorisedConsent(bank, (banks as BankRegistry & { sandboxUrl(): string }).sandboxUrl(), redirectUri, now)))));
+  }
+
+  // One request per subscription (a subscription owns its request) and the subscription, both
+  // straight through the domain functions the API and checkout use, without browser flows.
+  const { merchant } = (await authenticateKey(deps.db, options.testKey))!;
+  const ctx: Ctx = { deps, db: deps.db, merchant, mode: 'test', clock: deps.clock, log: deps.log };
+  const body = { bank_account_id: options.bankAccountId, message: 'Bench plan', subscription_options: { amount: '15.00 NZD', period: 'monthly' }, cust_info: { email: 'bench@example.com' } } as CreateRequestBody;
+  const setupStarted = performance.now();
+  let created = 0;
+  while (created < total) {
+    const batch = Math.min(CREATE_BATCH, total - created);
+    const requests = await Promise.all(Array.from({ length: batch }, () => createRequest(ctx, body)));
+    const rows = await Promise.all(requests.map((r) => findRequestById(deps.db, r.body.request.id)));
+    await transact(deps.db, async (trx) => {
+      for (const [i, request] of rows.entries()) {
+        const consent = consents[Math.floor((created + i) / PER_CONSENT)];
+        await createSubscription(trx, deps, {
+          request: request!, options: subscriptionOptionsOf(request!)!, email: 'bench@example.com', customerId: null, payerDetails: { email: 'bench@example.com' },
+          bankId, bankConsentId: consent.consentId, bankAccessToken: consent.accessToken, authorisedAt: deps.clock.now(),
+        });
+      }
+    });
+    created += batch;
+  }
+  return (performance.now() - setupStarted) / 1000;
+}
+
+export async function countSuccessfulCharges(db: Db): Promise<number> {
+  return Number((await db.selectFrom('subscription_charges').select((eb) => eb.fn.countAll().as('n')).where('status', '=', 'successful').executeTakeFirstOrThrow()).n);
+}
+
+/** Whether each of `expected` subscriptions was charged exactly once: one charge row, one payment, all successful. */
+export async function countCharges(db: Db, expected: number): Promise<{ exactlyOnce: boolean; summary: string }> {
+  const charged = await countSuccessfulCharges(db);
+  const charges = Number((await db.selectFrom('subscription_charges').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+  const paid = Number((await db.selectFrom('payments').select((eb) => eb.fn.count('subscription_id').distinct().as('n')).where('status', '=', 'successful').executeTakeFirstOrThrow()).n);
+  const payments = Number((await db.selectFrom('payments').select((eb) => eb.fn.countAll().as('n')).where('subscription_id', 'is not', null).executeTakeFirstOrThrow()).n);
+  return {
+    exactlyOnce: charged === expected && charges === expected && paid === expected && payments === expected,
+    summary: `${charged} charged, ${charges} charge rows, ${payments} payments, ${paid} subscriptions paid`,
+  };
 }

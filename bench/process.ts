@@ -20,20 +20,27 @@ export function serviceHeapFlags(): string[] {
 }
 
 /**
- * Runs a bench server in its own process (so the load generator does not share its CPU) and reads
- * its first line of output: JSON by default, or whatever `readyLine` makes of it.
+ * Runs a bench server in its own process (so the load generator does not share its CPU) and waits
+ * for its ready line: by default the first line, as JSON; `readyLine` returns null for a line
+ * that is not the one (the rest of the output is read and dropped).
  */
 export async function spawnServer(
   script: string,
   env: Record<string, string> = {},
-  readyLine: (line: string) => Record<string, unknown> = (line) => JSON.parse(line),
+  readyLine: (line: string) => Record<string, unknown> | null = (line) => JSON.parse(line),
   nodeFlags: string[] = [],
 ): Promise<SpawnedServer> {
   const child: ChildProcess = spawn(process.execPath, [...nodeFlags, script], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
   const lines = readline.createInterface({ input: child.stdout! });
   const info = await new Promise<Record<string, unknown>>((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
-    lines.once('line', (line) => resolve(readyLine(line)));
+    const onLine = (line: string) => {
+      const ready = readyLine(line);
+      if (ready === null) return;
+      lines.off('line', onLine);
+      resolve(ready);
+    };
+    lines.on('line', onLine);
   });
   const later: string[] = [];
   const waiting: Array<(line: string) => void> = [];
@@ -76,4 +83,16 @@ export function sampleRss(pid: number): { stop(): number } {
       return peakKb / 1024;
     },
   };
+}
+
+/** CPU seconds (user and system) a process has used so far; 0 once it has ended. */
+export function cpuSecondsOf(pid: number): number {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // utime and stime are fields 14 and 15, counted from the pid; the command name may hold spaces.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return 0;
+  }
 }

@@ -1,55 +1,20 @@
 // Scheduler throughput: 100,000 test-mode subscriptions due at the same moment, each charged
 // exactly once through the sandbox bank in this process over loopback HTTP: first with the bank on
 // a worker thread of its own, then with it mounted in the service, sharing the service's event loop.
-import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import { Worker as WorkerThread } from 'node:worker_threads';
 import type { BenchContext, BenchResult } from './lib.ts';
-import { startService } from './lib.ts';
+import { countCharges, countSuccessfulCharges, setUpDueSubscriptions, startService } from './lib.ts';
 import { freePort } from '../test/process.ts';
 import { batchedJobKinds, jobKindsOf } from '../src/modules/index.ts';
 import { testClockOffsetsOf } from '../src/modules/merchants/merchants.service.ts';
 import { Worker } from '../src/jobs/worker.ts';
-import type { BankConnector, BankRegistry } from '../src/modules/banks/bank-connector.ts';
-import { SERVICE_CLIENT_ID, SERVICE_CLIENT_SECRET } from '../src/modules/banks/sandbox-bank/sandbox-bank.app.ts';
-import { authenticateKey } from '../src/modules/merchants/merchants.service.ts';
-import type { CreateRequestBody } from '../src/modules/requests/requests.schemas.ts';
-import { createRequest, findRequestById } from '../src/modules/requests/requests.service.ts';
-import { subscriptionOptionsOf } from '../src/modules/requests/requests.present.ts';
-import { createSubscription } from '../src/modules/subscriptions/subscriptions.service.ts';
-import { transact } from '../src/store/tx.ts';
-import type { Ctx } from '../src/modules/context.ts';
 
 /** BENCH_SUBSCRIPTIONS makes a shorter run possible; the budget is stated for 100,000. */
 const SUBSCRIPTIONS = Number(process.env.BENCH_SUBSCRIPTIONS ?? 100_000);
-/** Subscriptions share consents in groups, so setting up the bench does not dominate it. */
-const PER_CONSENT = Number(process.env.BENCH_PER_CONSENT ?? 100);
-const CREATE_BATCH = 1000;
-
-async function authorisedConsent(bank: BankConnector, bankUrl: string, redirectUri: string, now: number) {
-  const consent = await bank.createEnduringConsent({
-    fromAt: now, toAt: null, maxPerPaymentCents: 1500, period: 'Monthly', maxPerPeriodCents: 1500 * PER_CONSENT * 2,
-    maxCountPerPeriod: null, totalCount: null, totalAmountCents: null,
-    creditor: { name: 'Bench', accountNumber: '38-9000-0000001-00' }, remittance: { particulars: 'BENCH', code: 'TONO', reference: '' },
-    idempotencyKey: randomBytes(12).toString('hex'), at: now,
-  });
-  if (!consent.ok) throw new Error(`consent: ${consent.message}`);
-  const state = randomBytes(12).toString('hex');
-  const reply = await fetch(`${bankUrl}/test/authorise`, {
-    method: 'POST',
-    // The sandbox bank's test hooks take the service's own client credentials.
-    headers: { 'content-type': 'application/json', authorization: `Basic ${Buffer.from(`${SERVICE_CLIENT_ID}:${SERVICE_CLIENT_SECRET}`).toString('base64')}` },
-    body: JSON.stringify({ consent_id: consent.consentId, redirect_uri: redirectUri, state }),
-  }).then((r) => r.json() as Promise<any>);
-  const code = new URL(reply.Data.RedirectUri).searchParams.get('code')!;
-  const token = await bank.exchangeCode({ code, redirectUri });
-  if (!token.ok) throw new Error(`token: ${token.message}`);
-  return { consentId: token.consentId, accessToken: token.accessToken };
-}
-
 /**
  * BENCH_CPU_PROFILE=<prefix> writes a V8 CPU profile of the charging phase alone (not the set-up)
  * of this thread, one file per variant: <prefix>-thread.cpuprofile and <prefix>-mounted.cpuprofile.
@@ -122,41 +87,7 @@ async function chargeAllDue(variant: keyof typeof variantNames, env: Record<stri
   const service = await startService({ WORKERS: 'false', ...env });
   try {
     const { deps } = service.runtime;
-    const banks = (deps as typeof deps & { banks: BankRegistry }).banks;
-    const bankId = banks.list('test')[0].id;
-    const bank = banks.connectorFor(bankId, 'test')!;
-    const redirectUri = `${service.url}/pay/return`;
-    const now = deps.clock.now();
-
-    const consents: Array<{ consentId: string; accessToken: string }> = [];
-    for (let i = 0; i < Math.ceil(SUBSCRIPTIONS / PER_CONSENT); i += 50) {
-      const count = Math.min(50, Math.ceil(SUBSCRIPTIONS / PER_CONSENT) - i);
-      consents.push(...(await Promise.all(Array.from({ length: count }, () => authorisedConsent(bank, (banks as BankRegistry & { sandboxUrl(): string }).sandboxUrl(), redirectUri, now)))));
-    }
-
-    // One request per subscription (a subscription owns its request) and the subscription, both
-    // straight through the domain functions the API and checkout use, without browser flows.
-    const { merchant } = (await authenticateKey(deps.db, service.testKey))!;
-    const ctx: Ctx = { deps, db: deps.db, merchant, mode: 'test', clock: deps.clock, log: deps.log };
-    const body = { bank_account_id: service.bankAccountId, message: 'Bench plan', subscription_options: { amount: '15.00 NZD', period: 'monthly' }, cust_info: { email: 'bench@example.com' } } as CreateRequestBody;
-    const setupStarted = performance.now();
-    let created = 0;
-    while (created < SUBSCRIPTIONS) {
-      const batch = Math.min(CREATE_BATCH, SUBSCRIPTIONS - created);
-      const requests = await Promise.all(Array.from({ length: batch }, () => createRequest(ctx, body)));
-      const rows = await Promise.all(requests.map((r) => findRequestById(deps.db, r.body.request.id)));
-      await transact(deps.db, async (trx) => {
-        for (const [i, request] of rows.entries()) {
-          const consent = consents[Math.floor((created + i) / PER_CONSENT)];
-          await createSubscription(trx, deps, {
-            request: request!, options: subscriptionOptionsOf(request!)!, email: 'bench@example.com', customerId: null, payerDetails: { email: 'bench@example.com' },
-            bankId, bankConsentId: consent.consentId, bankAccessToken: consent.accessToken, authorisedAt: deps.clock.now(),
-          });
-        }
-      });
-      created += batch;
-    }
-    const setupSeconds = (performance.now() - setupStarted) / 1000;
+    const setupSeconds = await setUpDueSubscriptions(deps, { count: SUBSCRIPTIONS, testKey: service.testKey, bankAccountId: service.bankAccountId, redirectUri: `${service.url}/pay/return` });
 
     // All due now. Charge them with a worker that claims in batches and runs many at once.
     const worker = new Worker({ db: deps.db, log: deps.log, kinds: jobKindsOf(deps), concurrency: 256, pollMs: 20, excludeKinds: batchedJobKinds(), clockOffsets: testClockOffsetsOf });
@@ -168,7 +99,7 @@ async function chargeAllDue(variant: keyof typeof variantNames, env: Record<stri
     while (charged < SUBSCRIPTIONS) {
       // The count scans the charges table, so it is taken seldom enough not to weigh on the run.
       await new Promise((resolve) => setTimeout(resolve, SUBSCRIPTIONS > 10_000 ? 1000 : 250));
-      charged = Number((await deps.db.selectFrom('subscription_charges').select((eb) => eb.fn.countAll().as('n')).where('status', '=', 'successful').executeTakeFirstOrThrow()).n);
+      charged = await countSuccessfulCharges(deps.db);
       if (performance.now() - started > 15 * 60_000) break;
     }
     const seconds = (performance.now() - started) / 1000;
@@ -177,16 +108,13 @@ async function chargeAllDue(variant: keyof typeof variantNames, env: Record<stri
     await worker.stop();
     await profiler?.stop();
 
-    const charges = Number((await deps.db.selectFrom('subscription_charges').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
-    const paid = Number((await deps.db.selectFrom('payments').select((eb) => eb.fn.count('subscription_id').distinct().as('n')).where('status', '=', 'successful').executeTakeFirstOrThrow()).n);
-    const payments = Number((await deps.db.selectFrom('payments').select((eb) => eb.fn.countAll().as('n')).where('subscription_id', 'is not', null).executeTakeFirstOrThrow()).n);
-    const exactlyOnce = charged === SUBSCRIPTIONS && charges === SUBSCRIPTIONS && paid === SUBSCRIPTIONS && payments === SUBSCRIPTIONS;
+    const counted = await countCharges(deps.db, SUBSCRIPTIONS);
     return {
       name: variantNames[variant],
       per_second: charged / seconds,
-      note: exactlyOnce
+      note: counted.exactlyOnce
         ? `${charged} charged exactly once in ${seconds.toFixed(1)} s, ${(charged / cpuSeconds).toFixed(0)} per CPU-second of the process (set up in ${setupSeconds.toFixed(0)} s)`
-        : `NOT exactly once: ${charged} charged, ${charges} charge rows, ${payments} payments, ${paid} subscriptions paid`,
+        : `NOT exactly once: ${counted.summary}`,
     };
   } finally {
     await service.close();

@@ -12,6 +12,12 @@ export type Config = {
   publicBaseUrl: string;
   dataDir: string;
   databaseUrl: string | null;
+  /** PostgreSQL connections each process may open (DATABASE_POOL_SIZE). */
+  databasePoolSize: number;
+  /** Whether hot statements are prepared on the PostgreSQL server (DATABASE_PREPARED_STATEMENTS; off behind a pooler that cannot keep them). */
+  databasePreparedStatements: boolean;
+  /** Processes `npm start` runs (WEB_CONCURRENCY); more than one only with PostgreSQL. */
+  webConcurrency: number;
   smtpUrl: string | null;
   /** The From of every message Tono sends. */
   mailFrom: string;
@@ -41,6 +47,9 @@ export type Config = {
 
 /** A bad setting; main prints its one-line message and exits without a stack trace. */
 export class ConfigError extends Error {}
+
+/** See docs/performance.md, "Several processes on PostgreSQL", for how this was chosen. */
+export const DEFAULT_POOL_SIZE = 10;
 
 const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
@@ -87,6 +96,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const publicBaseUrl = url('PUBLIC_BASE_URL', env.PUBLIC_BASE_URL || `http://${urlHost}:${port}`, ['http:', 'https:']);
   const dataDir = path.resolve(env.DATA_DIR || './data');
   const databaseUrl = env.DATABASE_URL ? url('DATABASE_URL', env.DATABASE_URL, ['postgres:', 'postgresql:']) : null;
+  const databasePoolSize = wholeNumber('DATABASE_POOL_SIZE', env.DATABASE_POOL_SIZE, DEFAULT_POOL_SIZE);
+  const webConcurrency = wholeNumber('WEB_CONCURRENCY', env.WEB_CONCURRENCY, 1);
   // DATA_DIR holds the SQLite file (and outgoing mail); it is created on start when missing.
   if (fs.existsSync(dataDir) && !fs.statSync(dataDir).isDirectory()) {
     throw new ConfigError(`DATA_DIR must be a directory, got ${JSON.stringify(env.DATA_DIR)} which is a file`);
@@ -129,6 +140,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicBaseUrl,
     dataDir,
     databaseUrl,
+    databasePoolSize,
+    databasePreparedStatements: bool(env, 'DATABASE_PREPARED_STATEMENTS', true),
+    webConcurrency,
     smtpUrl,
     mailFrom,
     testClockMaxJobs,

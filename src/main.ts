@@ -1,8 +1,13 @@
+import cluster from 'node:cluster';
 import net from 'node:net';
 import { ConfigError, loadConfig, type Config } from './config.ts';
-import { createRuntime } from './runtime.ts';
-import { SecretKeyError } from './store/secret-key.ts';
+import { LISTENING_MESSAGE, runCluster } from './cluster.ts';
+import { makeLogger, prepareStore, secretBoxFor } from './runtime.ts';
+import { closeOnStop, exitOnStartFailure, listenOrExit, openRuntime } from './serve.ts';
+import { systemClock } from './shared/time.ts';
+import { openDb } from './store/db.ts';
 import { ensureDemoMerchant, DEMO_EMAIL } from './modules/merchants/demo.ts';
+import type { CreatedMerchant } from './modules/merchants/merchants.service.ts';
 
 let config: Config;
 try {
@@ -27,22 +32,7 @@ function portProblem(host: string, port: number): Promise<string | null> {
   });
 }
 
-if (config.port !== 0) {
-  const problem = await portProblem(config.host, config.port);
-  if (problem) {
-    process.stderr.write(`tono: ${problem}\n`);
-    process.exit(1);
-  }
-}
-
-const runtime = await createRuntime(config).catch((error: Error) => {
-  process.stderr.write(error instanceof SecretKeyError ? `tono: ${error.message}\n` : `tono: could not open the database: ${error.message}\n`);
-  process.exit(1);
-});
-const { app, deps } = runtime;
-
-if (config.demoMerchant) {
-  const demo = await ensureDemoMerchant(deps);
+function printDemo(demo: CreatedMerchant | 'exists' | null): void {
   if (demo === 'exists') {
     process.stdout.write(
       `Demo merchant ${DEMO_EMAIL} (its keys were shown on the first start). New keys: npm run --silent cli -- keys create --merchant ${DEMO_EMAIL} --mode test\n`,
@@ -69,22 +59,50 @@ if (config.demoMerchant) {
   }
 }
 
-// Installed before listening, so a stop signal at any point after start-up closes cleanly.
-let stopping = false;
-for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-  process.on(signal, () => {
-    if (stopping) return;
-    stopping = true;
-    app.log.info({ signal }, 'stopping');
-    runtime.close().then(() => process.exit(0), () => process.exit(1));
-  });
-}
+const running = (processes: number) =>
+  `Tono is running at ${config.publicBaseUrl} (API reference ${config.publicBaseUrl}/docs)${processes > 1 ? ` (${processes} processes)` : ''}\n`;
 
-try {
-  await app.listen({ port: config.port, host: config.host });
-} catch (error) {
-  process.stderr.write(`tono: cannot listen on ${config.host}:${config.port}: ${(error as Error).message}\n`);
-  await runtime.close().catch(() => {});
-  process.exit(1);
+if (cluster.isWorker) {
+  // One process of a cluster: the primary checked the port, migrated, made the demo merchant and
+  // prints the banner once every process listens.
+  const stopper = closeOnStop({ inCluster: true });
+  const runtime = await openRuntime(config, { prepareStore: false });
+  stopper.attach(runtime);
+  await listenOrExit(runtime, config);
+  process.send!(LISTENING_MESSAGE);
+} else {
+  // SQLite allows one writing process; PostgreSQL is what several processes share.
+  const processes = config.databaseUrl ? config.webConcurrency : 1;
+  if (config.webConcurrency > 1 && !config.databaseUrl) {
+    process.stderr.write(`tono: WEB_CONCURRENCY=${config.webConcurrency} is ignored: SQLite runs in a single process; set DATABASE_URL (PostgreSQL) to run several\n`);
+  }
+
+  if (config.port !== 0) {
+    const problem = await portProblem(config.host, config.port);
+    if (problem) {
+      process.stderr.write(`tono: ${problem}\n`);
+      process.exit(1);
+    }
+  }
+
+  if (processes === 1) {
+    const stopper = closeOnStop({ inCluster: false });
+    const runtime = await openRuntime(config, { prepareStore: true });
+    stopper.attach(runtime);
+    if (config.demoMerchant) printDemo(await ensureDemoMerchant(runtime.deps));
+    await listenOrExit(runtime, config);
+    process.stdout.write(running(1));
+  } else {
+    // Migrations and the demo merchant happen here, once, before any process that could race them exists.
+    const db = openDb({ engine: 'postgres', url: config.databaseUrl!, poolSize: 1 });
+    try {
+      await prepareStore(db, secretBoxFor(config), systemClock.now());
+      if (config.demoMerchant) printDemo(await ensureDemoMerchant({ db, clock: systemClock }));
+    } catch (error) {
+      exitOnStartFailure(error as Error);
+    } finally {
+      await db.destroy();
+    }
+    runCluster({ processes, log: makeLogger(config), onListening: () => process.stdout.write(running(processes)) });
+  }
 }
-process.stdout.write(`Tono is running at ${config.publicBaseUrl} (API reference ${config.publicBaseUrl}/docs)\n`);

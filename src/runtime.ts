@@ -10,7 +10,7 @@ import { migrateToLatest } from './store/migrate.ts';
 import { testClockOffsetsOf } from './modules/merchants/merchants.service.ts';
 import { batchedJobKinds, jobKindsOf, runnersOf, sealStoredSecrets, startModules } from './modules/index.ts';
 import { OpenBankingRegistry } from './modules/banks/registry.ts';
-import { createSecretBox } from './shared/secret-box.ts';
+import { createSecretBox, type SecretBox } from './shared/secret-box.ts';
 import { loadOrCreateKeyFile } from './store/secret-key.ts';
 import type { Deps } from './modules/context.ts';
 import { type App } from './http/app-type.ts';
@@ -19,7 +19,7 @@ export type Runtime = { deps: Deps; app: App; close(): Promise<void> };
 
 export function storeOptionsFor(config: Config): StoreOptions {
   return config.databaseUrl
-    ? { engine: 'postgres', url: config.databaseUrl }
+    ? { engine: 'postgres', url: config.databaseUrl, poolSize: config.databasePoolSize, preparedStatements: config.databasePreparedStatements }
     : { engine: 'sqlite', file: path.join(config.dataDir, 'tono.db') };
 }
 
@@ -27,14 +27,34 @@ export function makeLogger(config: Pick<Config, 'logLevel'>): Logger {
   return createLogger({ level: config.logLevel, redact: { paths: loggerRedactPaths, censor: '[redacted]' } });
 }
 
-/** Everything one process runs: store (migrated), deps, HTTP app and worker (started if WORKERS). */
-export async function createRuntime(config: Config, options: { db?: Db; log?: Logger; clock?: Clock } = {}): Promise<Runtime> {
-  const log = options.log ?? makeLogger(config);
-  const secrets = createSecretBox(config.secretKey ?? loadOrCreateKeyFile(config.dataDir));
-  const db = options.db ?? openDb(storeOptionsFor(config));
+export type RuntimeOptions = {
+  db?: Db;
+  log?: Logger;
+  clock?: Clock;
+  /**
+   * False in the processes of a cluster: the primary migrated the store and sealed its secrets
+   * before it started them, so they do not queue behind each other on the migration lock.
+   */
+  prepareStore?: boolean;
+};
+
+/** Brings the store up to date: migrations, then secrets stored before sealing at rest. Once per start. */
+export async function prepareStore(db: Db, secrets: SecretBox, now: number): Promise<void> {
   await migrateToLatest(db);
+  await sealStoredSecrets(db, secrets, now);
+}
+
+export function secretBoxFor(config: Config): SecretBox {
+  return createSecretBox(config.secretKey ?? loadOrCreateKeyFile(config.dataDir));
+}
+
+/** Everything one process runs: store (migrated), deps, HTTP app and worker (started if WORKERS). */
+export async function createRuntime(config: Config, options: RuntimeOptions = {}): Promise<Runtime> {
+  const log = options.log ?? makeLogger(config);
+  const secrets = secretBoxFor(config);
+  const db = options.db ?? openDb(storeOptionsFor(config));
   const clock = options.clock ?? systemClock;
-  await sealStoredSecrets(db, secrets, clock.now());
+  if (options.prepareStore !== false) await prepareStore(db, secrets, clock.now());
   const worker = new Worker({ db, log: log.child({ component: 'worker' }), kinds: new Map(), realClock: clock, excludeKinds: batchedJobKinds(), clockOffsets: testClockOffsetsOf });
   const banks = new OpenBankingRegistry({ config, now: () => clock.now(), log: log.child({ component: 'banks' }) });
   const deps: Deps = { config, db, log, clock, worker, banks, secrets };

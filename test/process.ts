@@ -22,6 +22,22 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/** The processes whose parent is `pid`, from /proc (Linux). */
+export function childrenOf(pid: number): number[] {
+  const children: number[] = [];
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      // The parent pid is the second field after the command name, which is in parentheses.
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) children.push(Number(entry));
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return children.sort((a, b) => a - b);
+}
+
 export type Store = { env: Record<string, string>; dataDir: string; engine: 'sqlite' | 'postgres' };
 
 /** An empty database for processes: a temporary DATA_DIR, plus a fresh PostgreSQL schema when TEST_ENGINE=postgres. */

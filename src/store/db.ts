@@ -19,7 +19,7 @@ pg.types.setTypeParser(1700, (value) => Number(value));
 
 export type StoreOptions =
   | { engine: 'sqlite'; file: string }
-  | { engine: 'postgres'; url: string; schema?: string; poolSize?: number };
+  | { engine: 'postgres'; url: string; schema?: string; poolSize?: number; preparedStatements?: boolean };
 
 const directReaders = new WeakMap<object, DirectReader>();
 
@@ -44,7 +44,52 @@ export function openDb(options: StoreOptions): Db {
     max: options.poolSize ?? 10,
     options: options.schema ? `-c search_path=${options.schema}` : undefined,
   });
+  if (options.preparedStatements !== false) pool.on('connect', useServerPrepared);
   return new Kysely<Database>({ dialect: new CurrentSchemaPostgresDialect({ pool }) });
+}
+
+/** SQL text of the statements PostgreSQL should keep parsed and planned, by the name they run under. */
+const serverPrepared = new Map<string, string>();
+let statementNames = 0;
+const nextStatementName = () => `tono_${statementNames++}`;
+
+/**
+ * Marks a statement's SQL, built once and run many times (src/store/prepared.ts), to be prepared
+ * on each PostgreSQL connection the first time it runs there and only bound and executed after:
+ * PostgreSQL then skips parsing and planning it on every call. Text of other dialects is never
+ * sent to PostgreSQL, so marking it is harmless.
+ */
+export function prepareOnServer(text: string): void {
+  if (!serverPrepared.has(text)) serverPrepared.set(text, nextStatementName());
+}
+
+/** PostgreSQL refuses a prepared statement whose result columns a migration changed (`select *` after ADD COLUMN). */
+function isStalePlan(error: unknown): boolean {
+  const e = error as { code?: string; message?: string } | null;
+  return e?.code === '0A000' && /cached plan must not change result type/.test(e.message ?? '');
+}
+
+/**
+ * Sends marked statements as named ones on this connection; everything else as given. A statement
+ * whose prepared form a migration made stale (one run while an older version of the service still
+ * runs: `npm run cli -- migrate`, another machine) gets a new name, so every connection prepares
+ * it again; the call that found it is run again at once when it was on its own, and fails (its
+ * transaction rolled back) when it was inside a transaction, which PostgreSQL has aborted.
+ */
+function useServerPrepared(client: pg.PoolClient): void {
+  const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
+  const transactionStatus = () => (client as pg.PoolClient & { getTransactionStatus(): string | null }).getTransactionStatus();
+  client.query = ((...args: unknown[]) => {
+    const [text, values] = args;
+    const name = typeof text === 'string' && args.length === 2 ? serverPrepared.get(text) : undefined;
+    if (name === undefined) return query(...args);
+    return query({ name, text, values }).catch((error: unknown) => {
+      if (!isStalePlan(error)) throw error;
+      if (serverPrepared.get(text as string) === name) serverPrepared.set(text as string, nextStatementName());
+      if (transactionStatus() !== 'I') throw error;
+      return query({ name: serverPrepared.get(text as string), text, values });
+    });
+  }) as typeof client.query;
 }
 
 /**

@@ -1,6 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { freshDb } from '../../test/helpers.ts';
+import { sql } from 'kysely';
+import { engine, freshDb, pgUrl } from '../../test/helpers.ts';
+import { openDb } from './db.ts';
 import { migrateToLatest } from './migrate.ts';
 import { inserted, insertRow, prepared, updateById } from './prepared.ts';
 import { transact } from './tx.ts';
@@ -63,4 +65,40 @@ test('updateById sets exactly the given columns of that row', async (t) => {
   await updateById(db, 'jobs', 'b', {});
   const rows = await db.selectFrom('jobs').select(['id', 'last_error', 'run_at']).orderBy('id').execute();
   assert.deepEqual(rows.map((r) => [r.id, r.last_error, Number(r.run_at)]), [['a', 'boom', 5], ['b', null, 7]]);
+});
+
+const wholeJob = prepared<{ id: string }, Record<string, unknown>>((db, arg) => db.selectFrom('jobs').selectAll().where('id', '=', arg('id')));
+const wholeJobOfKind = prepared<{ kind: string }, Record<string, unknown>>((db, arg) => db.selectFrom('jobs').selectAll().where('kind', '=', arg('kind')));
+
+test('PostgreSQL keeps prepared queries parsed; one a migration made stale is prepared again', { skip: engine !== 'postgres' ? 'server-side statements are PostgreSQL\'s' : false }, async (t) => {
+  const { schema, drop } = await freshDb();
+  t.after(drop);
+  // One connection, so every statement below runs where the earlier ones were prepared.
+  const db = openDb({ engine: 'postgres', url: pgUrl, schema, poolSize: 1 });
+  t.after(() => db.destroy());
+  await migrateToLatest(db);
+  await insertRow(db, 'jobs', job('a'));
+  assert.equal((await wholeJob.first(db, { id: 'a' }))?.id, 'a');
+  assert.equal((await wholeJobOfKind.first(db, { kind: 'k' }))?.id, 'a');
+  const onServer = await sql<{ statement: string }>`select statement from pg_prepared_statements`.execute(db);
+  assert.ok(onServer.rows.some((row) => row.statement.startsWith('select * from "jobs" where "id" = $1')), JSON.stringify(onServer.rows));
+
+  // What an older process sees when a newer version's migration adds a column meanwhile.
+  await sql`alter table jobs add column later text`.execute(db);
+  assert.equal((await wholeJob.first(db, { id: 'a' }))?.later, null, 'on its own, the call is prepared again and run');
+  await assert.rejects(transact(db, (trx) => wholeJobOfKind.first(trx, { kind: 'k' })), /cached plan must not change result type/);
+  assert.equal((await transact(db, (trx) => wholeJobOfKind.first(trx, { kind: 'k' })))?.later, null, 'in a transaction, the next one is prepared again');
+});
+
+test('DATABASE_PREPARED_STATEMENTS=false: nothing is prepared on the server', { skip: engine !== 'postgres' ? 'server-side statements are PostgreSQL\'s' : false }, async (t) => {
+  const { schema, drop } = await freshDb();
+  t.after(drop);
+  const db = openDb({ engine: 'postgres', url: pgUrl, schema, poolSize: 1, preparedStatements: false });
+  t.after(() => db.destroy());
+  await migrateToLatest(db);
+  await insertRow(db, 'jobs', job('a'));
+  assert.equal((await wholeJob.first(db, { id: 'a' }))?.id, 'a');
+  assert.deepEqual((await sql`select name from pg_prepared_statements`.execute(db)).rows, []);
+  await sql`alter table jobs add column later text`.execute(db);
+  assert.equal((await transact(db, (trx) => wholeJob.first(trx, { id: 'a' })))?.later, null);
 });

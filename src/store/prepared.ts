@@ -1,6 +1,6 @@
 import type { Compilable, CompiledQuery, Insertable, Kysely, QueryResult } from 'kysely';
 import type { Database } from './tables.ts';
-import { directReaderOf } from './db.ts';
+import { directReaderOf, prepareOnServer } from './db.ts';
 
 // Queries built and compiled once, then run with new values.
 //
@@ -11,6 +11,9 @@ import { directReaderOf } from './db.ts';
 //
 // An argument is a whole value in a comparison, a SET or an inserted column, never a list (the SQL
 // of `in (...)` depends on the list's length) and never SQL text.
+//
+// On PostgreSQL the same statements are also prepared on the server (db.ts, prepareOnServer):
+// each connection parses and plans one once, and afterwards only binds and executes it.
 
 type Db = Kysely<Database>;
 /** Where a prepared query runs: the service's database, a transaction, or the sandbox bank's. */
@@ -31,6 +34,7 @@ function planFor(db: Runner, plans: WeakMap<object, Plan>, build: (db: Db, arg: 
     const slots = query.parameters.map((value) => (typeof value === 'string' && value.startsWith(PLACEHOLDER) ? value.slice(PLACEHOLDER.length) : null));
     plan = { query, slots };
     plans.set(adapter, plan);
+    prepareOnServer(query.sql);
   }
   return plan;
 }

@@ -15,6 +15,7 @@ import * as payerAccounts from './0016-payer-accounts.ts';
 import * as enduringAuthorisations from './0017-enduring-authorisations.ts';
 import * as dashboard from './0018-dashboard.ts';
 import * as webhookEndpointControls from './0019-webhook-endpoint-controls.ts';
+import * as jobClaimIndexes from './0020-job-claim-indexes.ts';
 
 // Every migration, in order. Each module appends its own file here; names never change once shipped.
 export const migrations: Record<string, Migration> = {
@@ -34,4 +35,5 @@ export const migrations: Record<string, Migration> = {
   '0017-enduring-authorisations': enduringAuthorisations,
   '0018-dashboard': dashboard,
   '0019-webhook-endpoint-controls': webhookEndpointControls,
+  '0020-job-claim-indexes': jobClaimIndexes,
 };
