@@ -65,7 +65,7 @@ export function prepared<Args extends Record<string, unknown>, Row = unknown>(
   const plans = new WeakMap<object, Plan>();
   const run = (db: Runner, args: Args) => db.executeQuery<Row>(bind(planFor(db, plans, build as any), args));
   // On SQLite, a read outside a transaction skips Kysely's connection handling when the
-  // connection is free (store/sqlite-dialect.ts, readNow): a third of the cost of a key lookup.
+  // connection is free (store/sqlite-dialect.ts, readNow): half the cost of a key lookup.
   const all = async (db: Runner, args: Args): Promise<Row[]> => {
     const direct = directReaderOf(db);
     if (direct) {
