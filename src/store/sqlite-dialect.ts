@@ -1,6 +1,5 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { Worker as WorkerThread } from 'node:worker_threads';
 import { DatabaseSync, type StatementSync, type SQLInputValue } from 'node:sqlite';
 import {
   CompiledQuery,
@@ -30,9 +29,6 @@ import {
 // for its own batch's fsync, a reader for the fsync of the last commit it could have seen. So, as
 // with synchronous=FULL, nothing is acknowledged, or shown to anyone, before it is durable; but
 // HTTP, JSON and bank calls run while the disk syncs, and the next batch's statements too.
-//
-// Checkpoints (copying the WAL back into the database file, then fsyncing that file) leave the
-// event loop too, once a database is busy: see Checkpointer.
 
 type Params = ReadonlyArray<unknown>;
 
@@ -158,117 +154,9 @@ class WalSyncer {
   }
 }
 
-/** Commits after which a database counts as busy enough to checkpoint on a thread of its own. */
-const CHECKPOINT_THREAD_AFTER_COMMITS = 200;
-/** At most one checkpoint this often, while commits keep coming. */
-const CHECKPOINT_EVERY_MS = 250;
-
-const checkpointers = new WeakMap<DatabaseSync, Checkpointer>();
-
-/** The checkpointer of a database opened through nodeSqliteDialect (for tests). */
-export function checkpointerOf(database: DatabaseSync): Checkpointer | undefined {
-  return checkpointers.get(database);
-}
-
-/**
- * SQLite checkpoints automatically inside a COMMIT once the WAL passes 1,000 pages: on the event
- * loop, where it took 4 to 16 ms under a create load, several times a second, and every reply
- * waiting on the loop waited with it. A database that has seen some writes gets a worker thread
- * (checkpoint.worker.js) with its own connection that checkpoints, PASSIVE, at most every 250 ms
- * while commits come; only once that thread is ready is the automatic checkpoint turned off, and
- * it is turned back on if the thread fails. PASSIVE never waits for readers or the writer, so the
- * thread never blocks the service; SQLite syncs the WAL before it copies and the database file
- * after, so durability is SQLite's own, as before. A quiet database (a test's, the CLI's) never
- * starts the thread.
- */
-export class Checkpointer {
-  private readonly database: DatabaseSync;
-  private readonly file: string;
-  private commits = 0;
-  private thread: WorkerThread | null = null;
-  private ready = false;
-  private inFlight = false;
-  private lastAt = 0;
-  private failed = false;
-  /** Checkpoints the thread has finished, and the frames they copied (for tests). */
-  readonly stats = { checkpoints: 0, framesCopied: 0 };
-
-  constructor(database: DatabaseSync, file: string) {
-    this.database = database;
-    this.file = file;
-    checkpointers.set(database, this);
-  }
-
-  /** The thread, while it runs (for tests). */
-  get running(): WorkerThread | null {
-    return this.ready ? this.thread : null;
-  }
-
-  committed(): void {
-    if (this.failed) return;
-    this.commits += 1;
-    if (!this.thread) {
-      if (this.commits >= CHECKPOINT_THREAD_AFTER_COMMITS) this.start();
-      return;
-    }
-    if (!this.ready || this.inFlight) return;
-    const now = Date.now();
-    if (now - this.lastAt < CHECKPOINT_EVERY_MS) return;
-    this.lastAt = now;
-    this.inFlight = true;
-    this.thread.postMessage('checkpoint');
-  }
-
-  private start(): void {
-    const thread = new WorkerThread(new URL('./checkpoint.worker.js', import.meta.url), {
-      workerData: { file: this.file },
-      // It runs one prepared statement: a small heap is plenty.
-      resourceLimits: { maxOldGenerationSizeMb: 8, maxYoungGenerationSizeMb: 2 },
-    });
-    this.thread = thread;
-    // The thread must not keep a process alive that has nothing else to do.
-    thread.unref();
-    thread.on('message', (message: { ready?: true; result?: number[]; error?: string }) => {
-      if (message.ready) {
-        this.ready = true;
-        this.database.exec('PRAGMA wal_autocheckpoint = 0');
-        return;
-      }
-      this.inFlight = false;
-      if (message.result) {
-        this.stats.checkpoints += 1;
-        this.stats.framesCopied += Number(message.result[2] ?? 0);
-      }
-    });
-    thread.on('error', () => this.fallBack());
-    thread.on('exit', () => this.fallBack());
-  }
-
-  /** Back to SQLite's automatic checkpoints, for good. */
-  private fallBack(): void {
-    if (this.failed) return;
-    this.failed = true;
-    this.thread = null;
-    this.ready = false;
-    try {
-      this.database.exec('PRAGMA wal_autocheckpoint = 1000');
-    } catch {
-      // the database is already closed
-    }
-  }
-
-  async close(): Promise<void> {
-    const thread = this.thread;
-    this.failed = true;
-    this.thread = null;
-    if (thread) await thread.terminate();
-  }
-}
-
 class GroupCommitDriver implements Driver {
   private readonly database: DatabaseSync;
   private readonly syncer: WalSyncer;
-  readonly checkpointer: Checkpointer;
   private readonly statements = new Map<string, Statement>();
   private locked = false;
   private readonly waiting: Array<() => void> = [];
@@ -280,7 +168,6 @@ class GroupCommitDriver implements Driver {
   constructor(database: DatabaseSync, file: string, fsync: FileSync) {
     this.database = database;
     this.syncer = new WalSyncer(file, fsync);
-    this.checkpointer = new Checkpointer(database, file);
   }
 
   async init(): Promise<void> {}
@@ -467,7 +354,6 @@ class GroupCommitDriver implements Driver {
     try {
       this.database.exec('COMMIT');
       if (batch) this.syncer.committed(batch);
-      this.checkpointer.committed();
     } catch (error) {
       try {
         this.database.exec('ROLLBACK');
@@ -482,7 +368,6 @@ class GroupCommitDriver implements Driver {
     await this.lock();
     this.commitNow();
     await this.syncer.settled()?.catch(() => {});
-    await this.checkpointer.close();
     this.statements.clear();
     this.database.close();
     this.syncer.close();
