@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { load, recurringToken, type BenchContext, type BenchResult } from './lib.ts';
 import { freePort } from '../test/process.ts';
-import { serviceHeapFlags, spawnServer } from './process.ts';
+import { serviceHeapFlags, spawnSandboxBank, spawnServer } from './process.ts';
 
 /**
  * execute_payment: POST /v1/payments on one recurring consent with limits high enough, distinct
@@ -14,18 +14,13 @@ import { serviceHeapFlags, spawnServer } from './process.ts';
  */
 export default async function benchExecutePayment(ctx: BenchContext): Promise<BenchResult[]> {
   const [servicePort, bankPort] = [await freePort(), await freePort()];
-  const bankDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-bench-bank-'));
-  const bank = await spawnServer('src/modules/banks/sandbox-bank/main.ts', {
-    PORT: String(bankPort), HOST: '127.0.0.1', DATA_DIR: bankDir, LOG_LEVEL: 'warn',
-    SANDBOX_REDIRECT_URI: `http://127.0.0.1:${servicePort}/pay/return`,
-  }, (line) => ({ line }));
+  const bank = await spawnSandboxBank(servicePort, bankPort);
   try {
-    const separate = await measure(ctx, 'execute_payment (sandbox bank in its own process)', { PORT: String(servicePort), SANDBOX_BANK_URL: `http://127.0.0.1:${bankPort}` });
+    const separate = await measure(ctx, 'execute_payment (sandbox bank in its own process)', bank.env);
     const mounted = await measure(ctx, 'execute_payment (sandbox bank mounted in the service)', {});
     return [separate, mounted];
   } finally {
     await bank.stop();
-    fs.rmSync(bankDir, { recursive: true, force: true });
   }
 }
 

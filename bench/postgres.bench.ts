@@ -16,7 +16,7 @@ import { systemClock } from '../src/shared/time.ts';
 import { openDb, type Db } from '../src/store/db.ts';
 import { childrenOf, freePort } from '../test/process.ts';
 import { countCharges, countSuccessfulCharges, load, recurringToken, setUpDueSubscriptions, type BenchContext, type BenchResult } from './lib.ts';
-import { cpuSecondsOf, sampleRss, serviceHeapFlags, spawnServer, type SpawnedServer } from './process.ts';
+import { cpuSecondsOf, sampleRss, serviceHeapFlags, spawnSandboxBank, spawnServer, type SpawnedServer } from './process.ts';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 /** Fewer than the SQLite scheduler bench's 100,000: every charge here costs PostgreSQL commits too. */
@@ -123,8 +123,8 @@ async function requests(ctx: BenchContext, processes: number): Promise<BenchResu
     const get = await load({ url: `${service.url}/v1/requests/${created.request.id}`, headers, connections: ctx.connections, durationSec: ctx.durationSec });
     const each = processes > 1 ? ' each' : '';
     return [
-      { name: `create_request_postgres${suffix}`, rps: create.rps, p99_ms: create.p99_ms, ratio: create.rps / ctx.baseline.post_rps, note: `errors ${create.errors + create.non2xx}; ${peakMb.toFixed(0)} MB peak resident${each}` },
-      { name: `get_request_postgres${suffix}`, rps: get.rps, p99_ms: get.p99_ms, ratio: get.rps / ctx.baseline.get_rps, note: `errors ${get.errors + get.non2xx}` },
+      { name: `create_request_postgres${suffix}`, rps: create.rps, p99_ms: create.p99_ms, ratio: create.rps / ctx.baseline.post_rps, note: `× echo POST; errors ${create.errors + create.non2xx}; ${peakMb.toFixed(0)} MB peak resident${each}` },
+      { name: `get_request_postgres${suffix}`, rps: get.rps, p99_ms: get.p99_ms, ratio: get.rps / ctx.baseline.stack_limit_get_rps, note: `× stack_limit_get (SQLite); errors ${get.errors + get.non2xx}` },
     ];
   } finally {
     await service.stop();
@@ -135,15 +135,11 @@ async function requests(ctx: BenchContext, processes: number): Promise<BenchResu
 /** execute_payment (as bench/execute-payment.bench.ts: one consent, the sandbox bank in its own process) on `processes` processes. */
 async function executePayment(ctx: BenchContext, processes: number): Promise<BenchResult> {
   const [servicePort, bankPort] = [await freePort(), await freePort()];
-  const bankDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-bench-bank-'));
-  const bank = await spawnServer('src/modules/banks/sandbox-bank/main.ts', {
-    PORT: String(bankPort), HOST: '127.0.0.1', DATA_DIR: bankDir, LOG_LEVEL: 'warn',
-    SANDBOX_REDIRECT_URI: `http://127.0.0.1:${servicePort}/pay/return`,
-  }, (line) => ({ line }));
+  const bank = await spawnSandboxBank(servicePort, bankPort);
   const schema = await freshSchema();
   let service: Service | null = null;
   try {
-    service = await startService(schema, processes, { PORT: String(servicePort), SANDBOX_BANK_URL: `http://127.0.0.1:${bankPort}` });
+    service = await startService(schema, processes, bank.env);
     const { testKey, bankAccountId } = await merchantOn(schema.db);
     const { token } = await recurringToken(service.url, testKey, bankAccountId);
     await analyze(schema.db);
@@ -161,14 +157,13 @@ async function executePayment(ctx: BenchContext, processes: number): Promise<Ben
       name: `execute_payment_postgres${processes > 1 ? `_x${processes}` : ''}`,
       rps: result.rps,
       p99_ms: result.p99_ms,
-      ratio: result.rps / ctx.baseline.post_rps,
-      note: `errors ${result.errors + result.non2xx}`,
+      ratio: result.rps / ctx.baseline.bank_call_rps,
+      note: `× bank_call_baseline (SQLite); errors ${result.errors + result.non2xx}`,
     };
   } finally {
     await service?.stop();
     await schema.drop();
     await bank.stop();
-    fs.rmSync(bankDir, { recursive: true, force: true });
   }
 }
 
@@ -181,14 +176,10 @@ async function executePayment(ctx: BenchContext, processes: number): Promise<Ben
  */
 async function subscriptionCharges(): Promise<BenchResult> {
   const [servicePort, bankPort] = [await freePort(), await freePort()];
-  const bankDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-bench-bank-'));
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-bench-setup-'));
-  const bank = await spawnServer('src/modules/banks/sandbox-bank/main.ts', {
-    PORT: String(bankPort), HOST: '127.0.0.1', DATA_DIR: bankDir, LOG_LEVEL: 'warn',
-    SANDBOX_REDIRECT_URI: `http://127.0.0.1:${servicePort}/pay/return`,
-  }, (line) => ({ line }));
+  const bank = await spawnSandboxBank(servicePort, bankPort);
   const schema = await freshSchema();
-  const env = { PORT: String(servicePort), SANDBOX_BANK_URL: `http://127.0.0.1:${bankPort}` };
+  const env = bank.env;
   let service: Service | null = null;
   try {
     const config = loadConfig({ ...env, DATABASE_URL: schema.url, SECRET_KEY, DATA_DIR: dataDir, WORKERS: 'false', DEMO_MERCHANT: 'false', LOG_LEVEL: 'warn' });
@@ -229,7 +220,6 @@ async function subscriptionCharges(): Promise<BenchResult> {
     await service?.stop();
     await schema.drop();
     await bank.stop();
-    fs.rmSync(bankDir, { recursive: true, force: true });
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
 }

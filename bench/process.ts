@@ -1,5 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import readline from 'node:readline';
 
 export type SpawnedServer = {
@@ -95,4 +97,24 @@ export function cpuSecondsOf(pid: number): number {
   } catch {
     return 0;
   }
+}
+
+/**
+ * The sandbox bank as its own process (`npm run sandbox-bank`), as a bank is another system, on a
+ * temporary database, sending payers back to a service on `servicePort`. `env` is what the service
+ * needs to use it (PORT and SANDBOX_BANK_URL).
+ */
+export async function spawnSandboxBank(servicePort: number, bankPort: number): Promise<{ env: Record<string, string>; stop(): Promise<void> }> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-bench-bank-'));
+  const bank = await spawnServer('src/modules/banks/sandbox-bank/main.ts', {
+    PORT: String(bankPort), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'warn',
+    SANDBOX_REDIRECT_URI: `http://127.0.0.1:${servicePort}/pay/return`,
+  }, (line) => ({ line }));
+  return {
+    env: { PORT: String(servicePort), SANDBOX_BANK_URL: `http://127.0.0.1:${bankPort}` },
+    async stop() {
+      await bank.stop();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
 }
