@@ -1,4 +1,4 @@
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -118,11 +118,16 @@ async function until(condition: () => boolean) {
   }
 }
 
-test('no caller is released before the WAL fsync covering what it wrote or read; batches sync one at a time, in order', async (t) => {
+/**
+ * A database whose WAL fsyncs the test holds (closed after the test, letting any held fsync go),
+ * with one table `items` created; `read` is its direct read.
+ */
+async function heldDatabase(t: TestContext) {
   const { file, cleanup } = tempFile();
   t.after(cleanup);
   const held = heldFsync();
-  const db = new Kysely<any>({ dialect: nodeSqliteDialect(openSqlite(file), file, held.fsync) });
+  let read!: DirectReader;
+  const db = new Kysely<any>({ dialect: nodeSqliteDialect(openSqlite(file), file, held.fsync, (reader) => (read = reader)) });
   t.after(async () => {
     const closing = db.destroy();
     held.release();
@@ -134,6 +139,11 @@ test('no caller is released before the WAL fsync covering what it wrote or read;
   await until(() => held.calls.length === 1);
   held.calls[0]!.finish();
   await create;
+  return { db, held, file, read };
+}
+
+test('no caller is released before the WAL fsync covering what it wrote or read; batches sync one at a time, in order', async (t) => {
+  const { db, held, file } = await heldDatabase(t);
   assert.equal(fs.fstatSync(held.calls[0]!.fd).ino, fs.statSync(`${file}-wal`).ino, 'the fsync is of the WAL file');
 
   const first = settledFlag(transact(db, (trx: any) => trx.insertInto('items').values({ id: 1 }).execute()));
@@ -189,22 +199,7 @@ test('no caller is released before the WAL fsync covering what it wrote or read;
 });
 
 test('a direct read waits for the fsync of what it saw, and is refused while a unit holds the connection or for a write', async (t) => {
-  const { file, cleanup } = tempFile();
-  t.after(cleanup);
-  const held = heldFsync();
-  let read!: DirectReader;
-  const db = new Kysely<any>({ dialect: nodeSqliteDialect(openSqlite(file), file, held.fsync, (reader) => (read = reader)) });
-  t.after(async () => {
-    const closing = db.destroy();
-    held.release();
-    await turns();
-    held.release();
-    await closing;
-  });
-  const create = sql`create table items (id integer primary key)`.execute(db);
-  await until(() => held.calls.length === 1);
-  held.calls[0]!.finish();
-  await create;
+  const { db, held, read } = await heldDatabase(t);
 
   // With nothing pending, the rows come back at once, without a promise.
   assert.deepEqual(read('select id from items', []), []);
