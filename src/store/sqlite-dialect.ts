@@ -72,8 +72,11 @@ export function openSqlite(file: string): DatabaseSync {
   return database;
 }
 
-/** A prepared statement; a reader's rows come back as arrays and are named here (see `rowsOf`). */
-type Statement = { statement: StatementSync; reader: boolean; columns: string[] };
+/**
+ * A prepared statement; a reader's rows come back as arrays and are named here (see `rowsOf`).
+ * `select` is a plain read: a write with RETURNING also has columns, and must go through a unit of work.
+ */
+type Statement = { statement: StatementSync; reader: boolean; select: boolean; columns: string[] };
 type Batch = { promise: Promise<void>; resolve(): void; reject(error: unknown): void };
 export type FileSync = (fd: number, done: (error: Error | null) => void) => void;
 
@@ -192,7 +195,7 @@ class GroupCommitDriver implements Driver {
       const statement = this.database.prepare(sql);
       const columns = statement.columns().map((column) => column.name);
       if (columns.length > 0) statement.setReturnArrays(true);
-      entry = { statement, reader: columns.length > 0, columns };
+      entry = { statement, reader: columns.length > 0, select: columns.length > 0 && SELECT.test(sql), columns };
       if (this.statements.size > 1000) this.statements.clear();
       this.statements.set(sql, entry);
     }
@@ -248,10 +251,9 @@ class GroupCommitDriver implements Driver {
    * between its statements, and its writes must not be seen), or the statement is not a read.
    */
   readNow(sql: string, parameters: Params): Promise<unknown[]> | unknown[] | null {
-    // Only a SELECT: a write with RETURNING also has columns, and must go through a unit of work.
-    if (this.locked || !SELECT.test(sql)) return null;
-    const { statement, reader, columns } = this.prepare(sql);
-    if (!reader) return null;
+    if (this.locked) return null;
+    const { statement, select, columns } = this.prepare(sql);
+    if (!select) return null;
     const rows = rowsOf(statement.all(...bindable(parameters)) as unknown as unknown[][], columns);
     const seen = this.outerOpen && this.batch ? this.batch.promise : this.syncer.settled();
     if (!seen) return rows;

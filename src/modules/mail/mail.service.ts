@@ -93,12 +93,15 @@ export function createMailSender(config: Pick<Config, 'smtpUrl' | 'dataDir' | 'm
   return {
     async send(mail) {
       const info = await transport.sendMail(message(mail));
-      await fs.promises.mkdir(folder, { recursive: true });
       const file = path.join(folder, `${mail.id}.eml`);
       // Written whole then renamed: a crash never leaves half a message behind. On the thread pool:
       // creating a file in a folder of thousands held the event loop for a sixth of a charge's time,
-      // and API calls waited behind it.
-      await fs.promises.writeFile(`${file}.tmp`, info.message as Buffer);
+      // and API calls waited behind it. The folder is made when it is missing, not before every message.
+      await fs.promises.writeFile(`${file}.tmp`, info.message as Buffer).catch(async (error: NodeJS.ErrnoException) => {
+        if (error.code !== 'ENOENT') throw error;
+        await fs.promises.mkdir(folder, { recursive: true });
+        await fs.promises.writeFile(`${file}.tmp`, info.message as Buffer);
+      });
       await fs.promises.rename(`${file}.tmp`, file);
       // No SMTP server: the laptop start logs what a person needs from the message to go on.
       log.info({ mail_id: mail.id, to: mail.to, file }, `mail written (no SMTP_URL): "${mail.subject}" ${mail.linkOrCode}`);
