@@ -6,6 +6,8 @@ export interface JobsTable {
   run_at: number;
   clock_id: string | null;
   payload: string;
+  /** The batched lane that claims this job (its kind), or null for the generic worker. */
+  lane: string | null;
   dedupe_key: string | null;
   attempts: Generated<number>;
   locked_by: string | null;

@@ -14,6 +14,8 @@ export type NewJob = {
   clockId?: string | null;
   /** At most one job per key exists at a time; enqueueing a duplicate is a no-op. */
   dedupeKey?: string | null;
+  /** Claimed by the batched lane of its kind (src/jobs/batch-lane.ts), not by the generic worker. */
+  batched?: boolean;
 };
 
 type Waker = () => void;
@@ -36,6 +38,7 @@ export async function enqueue(db: Kysely<Database>, job: NewJob, now = Date.now(
     run_at: job.runAt,
     clock_id: job.clockId ?? null,
     payload: JSON.stringify(job.payload ?? {}),
+    lane: job.batched ? job.kind : null,
     dedupe_key: job.dedupeKey ?? null,
     locked_by: null,
     locked_until: null,

@@ -137,6 +137,7 @@ export class Worker {
         .selectFrom('jobs')
         .select('id')
         .where('failed_at', 'is', null)
+        .where('lane', 'is', null)
         .where('run_at', '<=', now)
         .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', now)]))
         .orderBy('run_at')

@@ -1,8 +1,10 @@
 import type { ModuleManifest } from '../manifest.ts';
-import { createMailSender, SEND_MAIL_JOB, sendMailJob } from './mail.service.ts';
+import { MailDispatcher } from './mail.dispatcher.ts';
+import { SEND_MAIL_JOB } from './mail.service.ts';
 
-/** Email: every message is a job, sent once over SMTP (or written to DATA_DIR/mail). */
+/** Email: every message is a job, sent once over SMTP (or written to DATA_DIR/mail) by a batched lane. */
 export const mailModule: ModuleManifest = {
   name: 'mail',
-  jobs: [{ name: SEND_MAIL_JOB, handler: (deps) => sendMailJob(deps, createMailSender(deps.config, deps.log.child({ component: 'mail' }))) }],
+  batchedJobs: [SEND_MAIL_JOB],
+  runners: (deps) => [new MailDispatcher(deps)],
 };

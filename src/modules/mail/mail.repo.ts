@@ -1,4 +1,4 @@
-import type { Kysely, Selectable, Updateable } from 'kysely';
+import type { Kysely, Selectable } from 'kysely';
 import type { Database } from '../../store/tables.ts';
 import type { MailMessagesTable } from './mail.tables.ts';
 
@@ -11,10 +11,18 @@ export async function insertMessage(db: Db, row: MailRow): Promise<boolean> {
   return Number(inserted.numInsertedOrUpdatedRows ?? 0) > 0;
 }
 
-export async function findMessage(db: Db, id: string): Promise<MailRow | undefined> {
-  return db.selectFrom('mail_messages').selectAll().where('id', '=', id).executeTakeFirst();
+export async function messagesByIds(db: Db, ids: string[]): Promise<MailRow[]> {
+  if (ids.length === 0) return [];
+  return db.selectFrom('mail_messages').selectAll().where('id', 'in', ids).execute();
 }
 
-export async function updateMessage(db: Db, id: string, changes: Updateable<MailMessagesTable>): Promise<void> {
-  await db.updateTable('mail_messages').set(changes).where('id', '=', id).execute();
+/** Records one more try of each message, sent at `at`. */
+export async function recordSent(db: Db, ids: string[], at: number): Promise<void> {
+  if (ids.length === 0) return;
+  await db.updateTable('mail_messages').set((eb) => ({ attempts: eb('attempts', '+', 1), last_error: null, status: 'sent', sent_at: at })).where('id', 'in', ids).execute();
+}
+
+/** Records one more try that failed: still queued for another, or failed for good. */
+export async function recordFailedTry(db: Db, id: string, error: string, gaveUp: boolean): Promise<void> {
+  await db.updateTable('mail_messages').set((eb) => ({ attempts: eb('attempts', '+', 1), last_error: error, status: gaveUp ? 'failed' : 'queued' })).where('id', '=', id).execute();
 }

@@ -9,7 +9,9 @@ import { buildTestApp, freshDb, testConfig } from '../../../test/helpers.ts';
 import { smtpReceiver } from '../../../test/smtp.ts';
 import { createRuntime } from '../../runtime.ts';
 import { transact } from '../../store/tx.ts';
-import { queueMail } from './mail.service.ts';
+import { queueMail, type MailSender } from './mail.service.ts';
+import { MailDispatcher } from './mail.dispatcher.ts';
+import type { Clock } from '../../shared/time.ts';
 import { renderMail, TEMPLATE_NAMES, type TemplateData } from './mail.templates.ts';
 
 const samples: TemplateData = {
@@ -91,6 +93,64 @@ test('without SMTP_URL a message is written to DATA_DIR/mail as .eml and its sub
   assert.match(eml, /Message-ID: <mail_[0-9A-Z]{26}@127\.0\.0\.1>/i);
   const logged = lines.map((l) => JSON.parse(l)).find((l) => l.mail_id === id);
   assert.match(logged.msg, /mail written \(no SMTP_URL\): "Your Tono sign-in code: 246810" code 246810/);
+});
+
+test('a run of messages larger than a batch is sent once each, and their jobs are gone', async (t) => {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-mail-'));
+  t.after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+  const app = await buildTestApp(t, { dataDir, smtpUrl: null, workers: true });
+  const count = 600;
+  const ids = await transact(app.deps.db, async (trx) => {
+    const queued: string[] = [];
+    for (let i = 0; i < count; i++) queued.push((await queueMail(trx, { to: `p${i}@example.com`, template: 'consent_revoked', data: samples.consent_revoked, dedupeKey: `run:${i}` }, 0))!);
+    return queued;
+  });
+  for (let i = 0; i < 400; i++) {
+    const sent = await app.deps.db.selectFrom('mail_messages').select((eb) => eb.fn.countAll().as('n')).where('status', '=', 'sent').executeTakeFirstOrThrow();
+    if (Number(sent.n) === count) break;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  const rows = await app.deps.db.selectFrom('mail_messages').select(['id', 'status', 'attempts']).execute();
+  assert.equal(rows.length, count);
+  assert.ok(rows.every((row) => row.status === 'sent' && Number(row.attempts) === 1), 'every message sent on its first try');
+  assert.deepEqual(fs.readdirSync(path.join(dataDir, 'mail')).sort(), ids.map((id) => `${id}.eml`).sort(), 'one file per message, none half-written');
+  const left = await app.deps.db.selectFrom('jobs').select('id').where('kind', '=', 'mail.send').execute();
+  assert.equal(left.length, 0);
+});
+
+test('a message that cannot be sent is tried 12 times with growing gaps, then marked failed', async (t) => {
+  const app = await buildTestApp(t);
+  let offset = 0;
+  const clock: Clock = { now: () => Date.now() + offset };
+  const tries: number[] = [];
+  const refusing: MailSender = {
+    async send() {
+      tries.push(clock.now());
+      throw new Error('550 mailbox unavailable');
+    },
+    async close() {},
+  };
+  const dispatcher = new MailDispatcher({ ...app.deps, clock }, refusing);
+  dispatcher.start();
+  t.after(() => dispatcher.stop());
+  const id = (await transact(app.deps.db, (trx) => queueMail(trx, { to: 'gone@example.com', template: 'consent_revoked', data: samples.consent_revoked }, 0)))!;
+
+  let row;
+  for (let i = 0; i < 600; i++) {
+    row = await app.deps.db.selectFrom('mail_messages').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+    if (row.status === 'failed') break;
+    const job = await app.deps.db.selectFrom('jobs').select(['run_at', 'locked_by']).where('kind', '=', 'mail.send').executeTakeFirst();
+    // Each retry waits its turn on the lane's clock; move that clock to it rather than wait.
+    if (job && job.locked_by === null && job.run_at > clock.now()) offset += job.run_at - clock.now();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  assert.equal(row!.status, 'failed');
+  assert.equal(Number(row!.attempts), 12);
+  assert.equal(row!.last_error, '550 mailbox unavailable');
+  assert.equal(tries.length, 12);
+  const gaps = tries.slice(1).map((at, i) => at - tries[i]);
+  assert.ok(gaps[0] >= 2_000 && gaps.every((gap, i) => i === 0 || gap >= gaps[i - 1]), `growing gaps from 2 s: ${gaps.join(', ')}`);
+  assert.equal((await app.deps.db.selectFrom('jobs').select('id').where('kind', '=', 'mail.send').execute()).length, 0, 'no job left to try again');
 });
 
 async function waitForRow(db: Awaited<ReturnType<typeof buildTestApp>>['deps']['db'], id: string, done: (row: any) => boolean) {

@@ -40,7 +40,7 @@ export async function queueDelivery(
   };
   await db.insertInto('webhook_deliveries').values(row).execute();
   const payload: DeliveryJobPayload = { delivery_id: row.id, endpoint_id: target.endpointId };
-  await enqueue(db, { kind: WEBHOOK_DELIVERY_JOB, runAt: realNow, clockId: null, payload }, realNow);
+  await enqueue(db, { kind: WEBHOOK_DELIVERY_JOB, runAt: realNow, clockId: null, payload, batched: true }, realNow);
   return row;
 }
 

@@ -1,0 +1,30 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import pino from 'pino';
+import { freshDb } from '../../test/helpers.ts';
+import { migrateToLatest } from '../store/migrate.ts';
+import { transact } from '../store/tx.ts';
+import { enqueue } from './queue.ts';
+import { Worker } from './worker.ts';
+
+// The generic worker and the batched lanes share the jobs table. A lane's jobs carry their lane and
+// sit outside the worker's claim index, so a backlog of them (a run's receipts, a burst of webhook
+// deliveries) costs the worker's claims nothing. On both engines.
+
+test('the generic worker claims its own jobs and never a lane\'s, however many of those are due first', async (t) => {
+  const testDb = await freshDb();
+  t.after(() => testDb.drop());
+  const { db } = testDb;
+  await migrateToLatest(db);
+  const worker = new Worker({ db, log: pino({ level: 'silent' }), kinds: new Map([['plain', { handler: async () => {} }], ['laned', { handler: async () => {} }]]) });
+  await transact(db, async (trx) => {
+    for (let i = 0; i < 300; i++) await enqueue(trx, { kind: 'laned', runAt: i, payload: { i }, batched: true });
+    await enqueue(trx, { kind: 'plain', runAt: 1_000, payload: {} });
+  });
+  const claimed = await worker.claim(50);
+  assert.deepEqual(claimed.map((job) => job.kind), ['plain'], 'the lane\'s jobs are left to the lane, though due earlier and of a kind this worker knows');
+  const laned = await db.selectFrom('jobs').select(['lane', 'locked_by']).where('kind', '=', 'laned').execute();
+  assert.equal(laned.length, 300);
+  assert.ok(laned.every((row) => row.lane === 'laned' && row.locked_by === null));
+  assert.equal((await db.selectFrom('jobs').select('lane').where('kind', '=', 'plain').executeTakeFirstOrThrow()).lane, null);
+});

@@ -1,0 +1,88 @@
+import type { Logger } from 'pino';
+import { backoffDelayMs, DEFAULT_BACKOFF, DEFAULT_MAX_ATTEMPTS } from '../../jobs/backoff.ts';
+import { BatchLane, type BatchLaneKind } from '../../jobs/batch-lane.ts';
+import { isSealed } from '../../shared/secret-box.ts';
+import type { Deps } from '../context.ts';
+import { messagesByIds, recordFailedTry, recordSent, type MailRow } from './mail.repo.ts';
+import { createMailSender, linkFor, SEND_MAIL_JOB, type MailSender } from './mail.service.ts';
+import { renderMail, type TemplateData, type TemplateName } from './mail.templates.ts';
+
+// Sending mail is a job kind of the batched lane (src/jobs/batch-lane.ts): a run of subscription
+// charges queues a receipt per charge, and one job at a time through the generic worker (a claim,
+// a read, a send and a commit each) cost twice what the charges did. The lane claims due messages
+// in batches, reads them in one query, sends them concurrently and records them in batches. What a
+// message is and how it is sent stay in mail.service.ts.
+
+/** Messages being sent at once by one process; the SMTP pool queues what its connections cannot take yet. */
+const IN_FLIGHT = 256;
+
+type Work = { row: MailRow | undefined };
+
+type Outcome =
+  | { kind: 'skipped' }
+  | { kind: 'sent'; id: string }
+  | { kind: 'failed'; id: string; error: string; retryAt: number | null };
+
+export function mailLaneKind(deps: Pick<Deps, 'config' | 'secrets' | 'clock'>, sender: MailSender): BatchLaneKind<{ id: string }, Work, Outcome> {
+  return {
+    kind: SEND_MAIL_JOB,
+    keyOf: () => 'mail',
+
+    async load(trx, jobs) {
+      const rows = await messagesByIds(trx, jobs.map((job) => job.payload.id));
+      const byId = new Map(rows.map((row) => [row.id, row]));
+      return jobs.map((job) => ({ row: byId.get(job.payload.id) }));
+    },
+
+    async run({ row }, job): Promise<Outcome> {
+      if (!row || row.status !== 'queued') return { kind: 'skipped' };
+      try {
+        const template = row.template as TemplateName;
+        const data = JSON.parse(isSealed(row.data) ? deps.secrets.open(row.data) : row.data) as TemplateData[TemplateName];
+        const link = linkFor(template, data, deps.config.publicBaseUrl);
+        const rendered = renderMail(template, data, link);
+        const linkOrCode = template === 'payer_code' ? `code ${(data as TemplateData['payer_code']).code}` : link;
+        await sender.send({ id: row.id, to: row.to_address, ...rendered, linkOrCode });
+        return { kind: 'sent', id: row.id };
+      } catch (error) {
+        const message = (error instanceof Error ? error.message : String(error)).slice(0, 500);
+        const gaveUp = job.attempt >= DEFAULT_MAX_ATTEMPTS;
+        return { kind: 'failed', id: row.id, error: message, retryAt: gaveUp ? null : deps.clock.now() + backoffDelayMs(job.attempt, DEFAULT_BACKOFF) };
+      }
+    },
+
+    settlement: (outcome) => (outcome.kind === 'failed' && outcome.retryAt !== null ? { retryAt: outcome.retryAt, error: outcome.error } : { retryAt: null }),
+
+    async record(trx, finished) {
+      const sent: string[] = [];
+      for (const { outcome } of finished) {
+        if (outcome.kind === 'sent') sent.push(outcome.id);
+        else if (outcome.kind === 'failed') await recordFailedTry(trx, outcome.id, outcome.error, outcome.retryAt === null);
+      }
+      await recordSent(trx, sent, deps.clock.now());
+    },
+  };
+}
+
+/** Sends queued mail: the mail job kind on a batched lane, with the sender the settings choose. */
+export class MailDispatcher {
+  private readonly lane: BatchLane<{ id: string }, Work, Outcome>;
+  private readonly sender: MailSender;
+  private readonly log: Logger;
+
+  constructor(deps: Deps, sender?: MailSender) {
+    this.log = deps.log.child({ component: 'mail' });
+    this.sender = sender ?? createMailSender(deps.config, this.log);
+    this.lane = new BatchLane(mailLaneKind(deps, this.sender), { db: deps.db, log: this.log, clock: deps.clock, maxInFlight: IN_FLIGHT, perKey: IN_FLIGHT });
+  }
+
+  start(): void {
+    this.lane.start();
+  }
+
+  /** Stops claiming, lets messages under way finish and records them (SIGTERM). */
+  async stop(): Promise<void> {
+    await this.lane.stop();
+    await this.sender.close();
+  }
+}
