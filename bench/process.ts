@@ -14,11 +14,13 @@ export type SpawnedServer = {
 
 /**
  * The V8 heap settings `npm start` gives the service (package.json), so the bench measures the
- * service as it runs.
+ * service as it runs, and any flags in BENCH_SERVICE_FLAGS (`--cpu-prof --cpu-prof-dir=/tmp/prof`
+ * profiles each service the bench starts; Node refuses those in NODE_OPTIONS).
  */
 export function serviceHeapFlags(): string[] {
   const scripts = JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')).scripts as Record<string, string>;
-  return scripts.start.match(/--max-[a-z-]+-size=\d+/g) ?? [];
+  const extra = process.env.BENCH_SERVICE_FLAGS?.split(' ').filter(Boolean) ?? [];
+  return [...(scripts.start.match(/--max-[a-z-]+-size=\d+/g) ?? []), ...extra];
 }
 
 /**
