@@ -8,10 +8,10 @@ import { createMailSender, linkFor, SEND_MAIL_JOB, type MailSender } from './mai
 import { renderMail, type TemplateData, type TemplateName } from './mail.templates.ts';
 
 // Sending mail is a job kind of the batched lane (src/jobs/batch-lane.ts): a run of subscription
-// charges queues a receipt per charge, and one job at a time through the generic worker (a claim,
-// a read, a send and a commit each) cost twice what the charges did. The lane claims due messages
-// in batches, reads them in one query, sends them concurrently and records them in batches. What a
-// message is and how it is sent stay in mail.service.ts.
+// charges queues a receipt per charge, and as jobs of the generic worker (a claim, a read, a send
+// and a commit each) they took turns with the charges and held them up. The lane claims due
+// messages in batches, reads them in one query, sends them concurrently and records them in
+// batches. What a message is and how it is sent stay in mail.service.ts and mail.delivery.ts.
 
 /** Messages being sent at once by one process; the SMTP pool queues what its connections cannot take yet. */
 const IN_FLIGHT = 256;

@@ -2,8 +2,8 @@ import { sql, type Kysely } from 'kysely';
 
 // A job a batched lane claims (webhook delivery, mail) carries its lane, and the generic worker's
 // claim index leaves those jobs out. The worker used to skip them with `kind not in (…)` while
-// walking the run_at index, so every poll stepped over every due delivery and message: with a
-// charging run's 10,000 receipts queued, the worker's claims took a third of the process's CPU.
+// walking the run_at index, so every poll stepped over every due delivery and message: with
+// 10,000 receipts waiting for the mail lane, the worker's claims took a third of the process's CPU.
 // Jobs queued before this migration get their lane from their kind.
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema.alterTable('jobs').addColumn('lane', 'text').execute();
