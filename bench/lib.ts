@@ -206,10 +206,10 @@ export async function countSuccessfulCharges(db: Db): Promise<number> {
 }
 
 /** Receipts for charges: queued, and sent (written to DATA_DIR/mail without SMTP). */
-export async function countReceipts(db: Db): Promise<{ queued: number; sent: number }> {
+export async function countReceipts(db: Db): Promise<{ total: number; sent: number }> {
   const rows = await db.selectFrom('mail_messages').select(['status', (eb) => eb.fn.countAll().as('n')]).where('template', '=', 'charge_receipt').groupBy('status').execute();
   const of = (status: string) => Number(rows.find((row) => row.status === status)?.n ?? 0);
-  return { queued: of('queued') + of('sent') + of('failed'), sent: of('sent') };
+  return { total: of('queued') + of('sent') + of('failed'), sent: of('sent') };
 }
 
 /** Whether each of `expected` subscriptions was charged exactly once: one charge row, one payment, all successful. */

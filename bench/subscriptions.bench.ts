@@ -100,7 +100,7 @@ async function chargeAllDue(variant: keyof typeof variantNames, env: Record<stri
     for (const runner of runners) runner.start();
     let charged = 0;
     let chargedIn = 0;
-    let receipts = { queued: 0, sent: 0 };
+    let receipts = { total: 0, sent: 0 };
     // The run ends when every charge is made and every receipt sent: a receipt left queued is work not done.
     while (receipts.sent < SUBSCRIPTIONS) {
       // The counts scan their tables, so they are taken seldom enough not to weigh on the run.
@@ -125,8 +125,8 @@ async function chargeAllDue(variant: keyof typeof variantNames, env: Record<stri
       per_second: charged / seconds,
       note: !counted.exactlyOnce
         ? `NOT exactly once: ${counted.summary}`
-        : receipts.queued !== SUBSCRIPTIONS || receipts.sent !== SUBSCRIPTIONS
-          ? `receipts: ${receipts.queued} queued and ${receipts.sent} sent for ${SUBSCRIPTIONS} charges`
+        : receipts.total !== SUBSCRIPTIONS || receipts.sent !== SUBSCRIPTIONS
+          ? `receipts: ${receipts.total} queued and ${receipts.sent} sent for ${SUBSCRIPTIONS} charges`
           : `${charged} charged exactly once in ${chargedIn.toFixed(1)} s and every receipt sent in ${seconds.toFixed(1)} s, ${(charged / cpuSeconds).toFixed(0)} per CPU-second of the process (set up in ${setupSeconds.toFixed(0)} s)`,
     };
   } finally {

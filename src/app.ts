@@ -8,6 +8,7 @@ import formbody from '@fastify/formbody';
 import { errorHandler, notFoundHandler, requireJsonBody } from './http/errors.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { refuseNulCharacters } from './http/text-guard.ts';
+import { checksHook } from './http/hooks.ts';
 import { clientErrorHandler } from './http/client-errors.ts';
 import { emptyJsonIsNoBody, strictApiRoute } from './http/strict-routes.ts';
 import { pageSecurityHeaders } from './http/page-headers.ts';
@@ -56,15 +57,7 @@ export async function buildApp(deps: Deps): Promise<App> {
   app.setNotFoundHandler(notFoundHandler);
   const metrics = createMetrics(deps);
   app.addHook('onRoute', strictApiRoute);
-  app.addHook('preValidation', (request, _reply, done) => {
-    try {
-      requireJsonBody(request);
-      refuseNulCharacters(request);
-    } catch (error) {
-      return done(error as Error);
-    }
-    done();
-  });
+  app.addHook('preValidation', checksHook(requireJsonBody, refuseNulCharacters));
   // Hooks on every call take a callback rather than returning a promise: one fewer turn of the
   // microtask queue each, on a read that does little else.
   app.addHook('onSend', (request, reply, payload, done) => {

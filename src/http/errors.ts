@@ -5,10 +5,10 @@ import { schemaErrorToAppError } from './validation.ts';
 export const JSON_ONLY = 'Send the body as JSON with Content-Type: application/json';
 
 /**
- * API bodies are JSON only. Other parsers exist for the HTML forms of the pages, so a form or
- * text body sent to /v1 would otherwise be parsed and reach validation with a misleading error.
+ * Throws unless a body sent to the API is JSON. Other parsers exist for the HTML forms of the
+ * pages, so a form or text body sent to /v1 would otherwise be parsed and reach validation with a
+ * misleading error.
  */
-/** Throws unless a body sent to the API is JSON. */
 export function requireJsonBody(request: FastifyRequest): void {
   if (request.body === undefined || !request.url.startsWith('/v1/')) return;
   const type = request.headers['content-type'] ?? '';

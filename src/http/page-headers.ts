@@ -18,3 +18,9 @@ export function pageSecurityHeaders(reply: FastifyReply): void {
   if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
   if (!reply.hasHeader('content-security-policy')) reply.header('content-security-policy', DEFAULT_PAGE_CSP);
 }
+
+/** The headers as an onSend hook of their own (an app with no other onSend work). */
+export function pageSecurityHeadersHook(_request: unknown, reply: FastifyReply, payload: unknown, done: (error: null, payload: unknown) => void): void {
+  pageSecurityHeaders(reply);
+  done(null, payload);
+}

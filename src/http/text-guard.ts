@@ -56,13 +56,3 @@ export function refuseNulCharacters(request: FastifyRequest): void {
     throw invalidParam(field, `${field} must not contain NUL (\\u0000) characters`);
   }
 }
-
-/** refuseNulCharacters as a preValidation hook. */
-export function refuseNulCharactersHook(request: FastifyRequest, _reply: unknown, done: (error?: Error) => void): void {
-  try {
-    refuseNulCharacters(request);
-  } catch (error) {
-    return done(error as Error);
-  }
-  done();
-}

@@ -5,8 +5,9 @@ import { Migrator, sql, type Kysely } from 'kysely';
 import { engineOf } from '../../../store/db.ts';
 import type { Logger } from 'pino';
 import { validatorCompiler } from '../../../http/validation.ts';
-import { refuseNulCharactersHook } from '../../../http/text-guard.ts';
-import { pageSecurityHeaders } from '../../../http/page-headers.ts';
+import { refuseNulCharacters } from '../../../http/text-guard.ts';
+import { checksHook } from '../../../http/hooks.ts';
+import { pageSecurityHeadersHook } from '../../../http/page-headers.ts';
 import * as sandboxMigration from '../../../store/migrations/0004-sandbox-bank.ts';
 import * as sandboxUsageMigration from '../../../store/migrations/0009-sandbox-usage.ts';
 import { systemClock, type Clock } from '../../../shared/time.ts';
@@ -67,7 +68,7 @@ export async function sandboxBank(app: FastifyInstance, options: SandboxBankOpti
     reply.header(INTERACTION_ID_HEADER, typeof sent === 'string' && /^[\x21-\x7e]{1,128}$/.test(sent) ? sent : randomUUID());
   });
   // The same input checks as the service's (nesting depth, NUL), for the bank running alone too.
-  app.addHook('preValidation', refuseNulCharactersHook);
+  app.addHook('preValidation', checksHook(refuseNulCharacters));
   app.get('/', async () => ({ name: 'Sandbox Bank', standard: 'NZ payment initiation', login: 'username sandbox, any password' }));
   await registerAuthRoutes(app, deps);
   await app.register(async (hooks) => registerHookRoutes(hooks, deps, latency));
@@ -86,10 +87,7 @@ export async function buildSandboxBankApp(options: SandboxBankOptions & { log?: 
     ...(https && { https: { cert: https.cert, key: https.key, ...(https.clientCa && { ca: https.clientCa, requestCert: true, rejectUnauthorized: false }) } }),
   }) as unknown as FastifyInstance;
   await app.register(formbody);
-  app.addHook('onSend', (_request, reply, payload, done) => {
-    pageSecurityHeaders(reply);
-    done(null, payload);
-  });
+  app.addHook('onSend', pageSecurityHeadersHook);
   await app.register(sandboxBank, { ...options, requireClientCertificate: options.requireClientCertificate ?? Boolean(https?.clientCa) });
   return app;
 }
