@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createSecretKey, randomBytes } from 'node:crypto';
 
 // Secrets the service must read back later (webhook signing secrets, bank access tokens, the
 // recurring token inside its authorisation event) are stored sealed: AES-256-GCM under the
@@ -29,7 +29,9 @@ export function openStored(box: SecretBox, value: string): string {
 
 export function createSecretBox(key: Buffer): SecretBox {
   if (key.length !== SECRET_KEY_BYTES) throw new Error(`the secret key must be ${SECRET_KEY_BYTES} bytes, got ${key.length}`);
-  const secretKey = Buffer.from(key);
+  // One key object for every call: given raw bytes, each cipher would import the key again, which
+  // was half the cost of sealing a short value (27 µs against 13 µs here).
+  const secretKey = createSecretKey(Buffer.from(key));
   return {
     seal(plain) {
       const nonce = randomBytes(NONCE_BYTES);

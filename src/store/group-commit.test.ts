@@ -80,6 +80,45 @@ test('a relaxed unit (a job lease) still commits with its batch', async (t) => {
   check.close();
 });
 
+/** Files this process holds open that SQLite created as temporary files (named etilqs_*, unlinked once open). */
+function openSqliteTempFiles(): string[] {
+  return fs.readdirSync('/proc/self/fd').flatMap((fd) => {
+    try {
+      const target = fs.readlinkSync(`/proc/self/fd/${fd}`);
+      return target.includes('etilqs_') ? [target] : [];
+    } catch {
+      return [];
+    }
+  });
+}
+
+test('a unit that changes many pages keeps its savepoint journal in memory, and still rolls back alone', { skip: process.platform !== 'linux' && 'reads /proc' }, async (t) => {
+  const { file, cleanup } = tempFile();
+  t.after(cleanup);
+  const db = openDb({ engine: 'sqlite', file }) as any;
+  t.after(() => db.destroy());
+  await sql`create table notes (id integer primary key, body text not null)`.execute(db);
+  const rows = Array.from({ length: 200 }, (_, id) => ({ id, body: 'a'.repeat(2000) }));
+  await transact(db, (trx: any) => trx.insertInto('notes').values(rows).execute());
+
+  // Rewriting every row changes ~100 existing pages (~400 KiB) in one savepoint: past the 64 KiB
+  // at which SQLite moves a statement journal to a temporary file unless temp_store is MEMORY.
+  let duringRewrite: string[] = [];
+  const rewrite = transact(db, async (trx: any) => {
+    await trx.updateTable('notes').set({ body: 'b'.repeat(2000) }).execute();
+    duringRewrite = openSqliteTempFiles();
+  });
+  const failing = transact(db, async (trx: any) => {
+    await trx.updateTable('notes').set({ body: 'c'.repeat(2000) }).execute();
+    throw new Error('this unit fails');
+  });
+  await rewrite;
+  await assert.rejects(failing, /this unit fails/);
+  assert.deepEqual(duringRewrite, []);
+  const bodies = await sql<{ body: string }>`select distinct body from notes`.execute(db);
+  assert.deepEqual(bodies.rows.map((row) => row.body), ['b'.repeat(2000)]);
+});
+
 /** An fsync the test holds until it lets it finish (or fail), to watch who waits for it. */
 function heldFsync() {
   const calls: Array<{ fd: number; finished: boolean; finish(error?: Error): void }> = [];
