@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { load, recurringToken, type BenchContext, type BenchResult } from './lib.ts';
 import { freePort } from '../test/process.ts';
-import { serviceHeapFlags, spawnSandboxBank, spawnServer } from './process.ts';
+import { serviceHeapFlags, spawnSandboxBank, spawnServer, withCpu } from './process.ts';
 
 /**
  * execute_payment: POST /v1/payments on one recurring consent with limits high enough, distinct
@@ -16,7 +16,7 @@ export default async function benchExecutePayment(ctx: BenchContext): Promise<Be
   const [servicePort, bankPort] = [await freePort(), await freePort()];
   const bank = await spawnSandboxBank(servicePort, bankPort);
   try {
-    const separate = await measure(ctx, 'execute_payment (sandbox bank in its own process)', bank.env);
+    const separate = await measure(ctx, 'execute_payment (sandbox bank in its own process)', bank.env, bank.pid);
     const mounted = await measure(ctx, 'execute_payment (sandbox bank mounted in the service)', {});
     return [separate, mounted];
   } finally {
@@ -24,7 +24,7 @@ export default async function benchExecutePayment(ctx: BenchContext): Promise<Be
   }
 }
 
-async function measure(ctx: BenchContext, name: string, env: Record<string, string>): Promise<BenchResult> {
+async function measure(ctx: BenchContext, name: string, env: Record<string, string>, bankPid?: number): Promise<BenchResult> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-bench-execute-'));
   const service = await spawnServer('bench/servers/service.ts', { BENCH_ENV: JSON.stringify({ DATA_DIR: dataDir, ...env }) }, undefined, serviceHeapFlags());
   try {
@@ -34,20 +34,23 @@ async function measure(ctx: BenchContext, name: string, env: Record<string, stri
 
     let counter = 0;
     const run = `${process.pid}-${Date.now()}`;
-    const result = await load({
+    const pids = bankPid === undefined ? [service.pid] : [service.pid, bankPid];
+    const result = await withCpu(pids, () => load({
       url: `${url}/v1/payments`,
       method: 'POST',
       headers,
       bodyFor: () => JSON.stringify({ token, amount: '1.00 NZD', idempotency_key: `bench-${run}-${counter++}` }),
       connections: ctx.connections,
       durationSec: ctx.durationSec,
-    });
+    }));
+    const [serviceCpu, bankCpu] = result.cpu_us_per_call;
+    const cpu = bankCpu === undefined ? `the service's CPU ${serviceCpu} µs a call` : `CPU a call: the service ${serviceCpu} µs, the bank ${bankCpu} µs`;
     return {
       name,
       rps: result.rps,
       p99_ms: result.p99_ms,
       ratio: result.rps / ctx.baseline.bank_call_rps,
-      note: `× bank_call_baseline; errors ${result.errors + result.non2xx}`,
+      note: `× bank_call_baseline; ${cpu}; errors ${result.errors + result.non2xx}`,
     };
   } finally {
     await service.stop();

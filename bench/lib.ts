@@ -79,7 +79,7 @@ export type LoadOptions = {
   durationSec: number;
 };
 
-export async function load(options: LoadOptions): Promise<{ rps: number; p50_ms: number; p99_ms: number; errors: number; non2xx: number }> {
+export async function load(options: LoadOptions): Promise<{ rps: number; p50_ms: number; p99_ms: number; errors: number; non2xx: number; requests: number }> {
   const result = await autocannon({
     url: options.url,
     method: options.method ?? 'GET',
@@ -91,7 +91,7 @@ export async function load(options: LoadOptions): Promise<{ rps: number; p50_ms:
       ? [{ setupRequest: (request: any) => ({ ...request, body: options.bodyFor!() }) }]
       : undefined,
   });
-  return { rps: result.requests.average, p50_ms: result.latency.p50, p99_ms: result.latency.p99, errors: result.errors, non2xx: result.non2xx };
+  return { rps: result.requests.average, p50_ms: result.latency.p50, p99_ms: result.latency.p99, errors: result.errors, non2xx: result.non2xx, requests: result.requests.total };
 }
 
 /**

@@ -13,14 +13,20 @@ export type SpawnedServer = {
 };
 
 /**
+ * Node flags from BENCH_SERVICE_FLAGS, for each service and sandbox bank the bench starts
+ * (`--cpu-prof --cpu-prof-dir=/tmp/prof` profiles them; Node refuses those in NODE_OPTIONS).
+ */
+function benchFlags(): string[] {
+  return process.env.BENCH_SERVICE_FLAGS?.split(' ').filter(Boolean) ?? [];
+}
+
+/**
  * The V8 heap settings `npm start` gives the service (package.json), so the bench measures the
- * service as it runs, and any flags in BENCH_SERVICE_FLAGS (`--cpu-prof --cpu-prof-dir=/tmp/prof`
- * profiles each service the bench starts; Node refuses those in NODE_OPTIONS).
+ * service as it runs, and the flags of BENCH_SERVICE_FLAGS.
  */
 export function serviceHeapFlags(): string[] {
   const scripts = JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')).scripts as Record<string, string>;
-  const extra = process.env.BENCH_SERVICE_FLAGS?.split(' ').filter(Boolean) ?? [];
-  return [...(scripts.start.match(/--max-[a-z-]+-size=\d+/g) ?? []), ...extra];
+  return [...(scripts.start.match(/--max-[a-z-]+-size=\d+/g) ?? []), ...benchFlags()];
 }
 
 /**
@@ -106,17 +112,30 @@ export function cpuSecondsOf(pid: number): number {
  * temporary database, sending payers back to a service on `servicePort`. `env` is what the service
  * needs to use it (PORT and SANDBOX_BANK_URL).
  */
-export async function spawnSandboxBank(servicePort: number, bankPort: number): Promise<{ env: Record<string, string>; stop(): Promise<void> }> {
+export async function spawnSandboxBank(servicePort: number, bankPort: number): Promise<{ env: Record<string, string>; pid: number; stop(): Promise<void> }> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-bench-bank-'));
   const bank = await spawnServer('src/modules/banks/sandbox-bank/main.ts', {
     PORT: String(bankPort), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'warn',
     SANDBOX_REDIRECT_URI: `http://127.0.0.1:${servicePort}/pay/return`,
-  }, (line) => ({ line }));
+  }, (line) => ({ line }), benchFlags());
   return {
     env: { PORT: String(servicePort), SANDBOX_BANK_URL: `http://127.0.0.1:${bankPort}` },
+    pid: bank.pid,
     async stop() {
       await bank.stop();
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Runs `run` and returns what it returned with the CPU time (user and system) the processes `pids`
+ * spent meanwhile, in microseconds per request it made: a figure that moves less than the rate
+ * when other machines share the cores.
+ */
+export async function withCpu<T extends { requests: number }>(pids: number[], run: () => Promise<T>): Promise<T & { cpu_us_per_call: number[] }> {
+  const before = pids.map(cpuSecondsOf);
+  const result = await run();
+  const spent = pids.map((pid, i) => cpuSecondsOf(pid) - before[i]);
+  return { ...result, cpu_us_per_call: spent.map((seconds) => Math.round((seconds * 1e6) / Math.max(1, result.requests))) };
 }
