@@ -9,7 +9,7 @@ import { Worker as WorkerThread } from 'node:worker_threads';
 import type { BenchContext, BenchResult } from './lib.ts';
 import { countCharges, countReceipts, countSuccessfulCharges, setUpDueSubscriptions, startService } from './lib.ts';
 import { freePort } from '../test/process.ts';
-import { batchedJobKinds, jobKindsOf, runnersOf } from '../src/modules/index.ts';
+import { jobKindsOf, runnersOf } from '../src/modules/index.ts';
 import { testClockOffsetsOf } from '../src/modules/merchants/merchants.service.ts';
 import { Worker } from '../src/jobs/worker.ts';
 
@@ -91,7 +91,7 @@ async function chargeAllDue(variant: keyof typeof variantNames, env: Record<stri
 
     // All due now. Charge them with a worker that claims in batches and runs many at once, beside
     // the batched lanes a service runs (the receipts are mail, sent by one of them).
-    const worker = new Worker({ db: deps.db, log: deps.log, kinds: jobKindsOf(deps), concurrency: 256, pollMs: 20, excludeKinds: batchedJobKinds(), clockOffsets: testClockOffsetsOf });
+    const worker = new Worker({ db: deps.db, log: deps.log, kinds: jobKindsOf(deps), concurrency: 256, pollMs: 20, clockOffsets: testClockOffsetsOf });
     const runners = runnersOf(deps);
     const profiler = await startProfiler(variant);
     const cpuBefore = process.cpuUsage();

@@ -8,7 +8,7 @@ import { systemClock, type Clock } from './shared/time.ts';
 import { openDb, type Db, type StoreOptions } from './store/db.ts';
 import { migrateToLatest } from './store/migrate.ts';
 import { testClockOffsetsOf } from './modules/merchants/merchants.service.ts';
-import { batchedJobKinds, jobKindsOf, runnersOf, sealStoredSecrets, startModules } from './modules/index.ts';
+import { jobKindsOf, runnersOf, sealStoredSecrets, startModules } from './modules/index.ts';
 import { OpenBankingRegistry } from './modules/banks/registry.ts';
 import { createSecretBox, type SecretBox } from './shared/secret-box.ts';
 import { loadOrCreateKeyFile } from './store/secret-key.ts';
@@ -55,7 +55,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   const db = options.db ?? openDb(storeOptionsFor(config));
   const clock = options.clock ?? systemClock;
   if (options.prepareStore !== false) await prepareStore(db, secrets, clock.now());
-  const worker = new Worker({ db, log: log.child({ component: 'worker' }), kinds: new Map(), realClock: clock, excludeKinds: batchedJobKinds(), clockOffsets: testClockOffsetsOf });
+  const worker = new Worker({ db, log: log.child({ component: 'worker' }), kinds: new Map(), realClock: clock, clockOffsets: testClockOffsetsOf });
   const banks = new OpenBankingRegistry({ config, now: () => clock.now(), log: log.child({ component: 'banks' }) });
   const deps: Deps = { config, db, log, clock, worker, banks, secrets };
   worker.setKinds(jobKindsOf(deps));

@@ -40,8 +40,6 @@ export type WorkerOptions = {
   pollMs?: number;
   leaseMs?: number;
   realClock?: Clock;
-  /** Kinds another dispatcher runs (webhook delivery); this worker never claims them. */
-  excludeKinds?: string[];
   /** How far each test clock runs ahead of real time, by clock id (the merchants module keeps them). */
   clockOffsets?: (db: Kysely<Database>, clockIds: string[]) => Promise<Map<string, number>>;
 };
@@ -66,7 +64,7 @@ export class Worker {
   }
 
   constructor(options: WorkerOptions) {
-    this.options = { concurrency: 32, pollMs: 100, leaseMs: 60_000, realClock: systemClock, excludeKinds: [], clockOffsets: async () => new Map(), ...options };
+    this.options = { concurrency: 32, pollMs: 100, leaseMs: 60_000, realClock: systemClock, clockOffsets: async () => new Map(), ...options };
   }
 
   start(): void {
@@ -143,7 +141,6 @@ export class Worker {
         .orderBy('run_at')
         .limit(limit);
       if (clockId !== undefined) query = query.where('clock_id', '=', clockId);
-      if (this.options.excludeKinds.length > 0) query = query.where('kind', 'not in', this.options.excludeKinds);
       const ids = (await lockSkipLocked(trx, query).execute()).map((row) => row.id);
       if (ids.length === 0) return [];
       // A lease lost in a crash only lets the job be claimed again, which handlers allow for.

@@ -77,11 +77,6 @@ export function jobKindsOf(deps: Deps, list: readonly ModuleManifest[] = manifes
   return kinds;
 }
 
-/** Job kinds claimed by a module's own runner rather than the generic worker. */
-export function batchedJobKinds(list: readonly ModuleManifest[] = manifests): string[] {
-  return list.flatMap((manifest) => manifest.batchedJobs ?? []);
-}
-
 export function runnersOf(deps: Deps, list: readonly ModuleManifest[] = manifests): Runner[] {
   return list.flatMap((manifest) => manifest.runners?.(deps) ?? []);
 }

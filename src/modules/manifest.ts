@@ -35,8 +35,6 @@ export type ModuleManifest = {
   /** Its HTTP routes; `contributions` holds what other modules plug into this one. */
   routes?(app: App, deps: Deps, contributions: Contributions): Promise<void>;
   jobs?: JobKind[];
-  /** Job kinds a runner of this module claims itself; the generic worker leaves them alone. */
-  batchedJobs?: string[];
   runners?(deps: Deps): Runner[];
   /** Checkout strategies this module provides, by request kind. */
   checkout?: Record<string, (deps: Deps) => CheckoutStrategy>;

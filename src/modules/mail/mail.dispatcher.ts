@@ -1,11 +1,9 @@
 import type { Logger } from 'pino';
 import { backoffDelayMs, DEFAULT_BACKOFF, DEFAULT_MAX_ATTEMPTS } from '../../jobs/backoff.ts';
 import { BatchLane, type BatchLaneKind } from '../../jobs/batch-lane.ts';
-import { isSealed } from '../../shared/secret-box.ts';
 import type { Deps } from '../context.ts';
 import { messagesByIds, recordFailedTry, recordSent, type MailRow } from './mail.repo.ts';
-import { createMailSender, linkFor, SEND_MAIL_JOB, type MailSender } from './mail.service.ts';
-import { renderMail, type TemplateData, type TemplateName } from './mail.templates.ts';
+import { createMailSender, outgoingMailOf, SEND_MAIL_JOB, type MailSender } from './mail.service.ts';
 
 // Sending mail is a job kind of the batched lane (src/jobs/batch-lane.ts): a run of subscription
 // charges queues a receipt per charge, and as jobs of the generic worker (a claim, a read, a send
@@ -37,12 +35,7 @@ export function mailLaneKind(deps: Pick<Deps, 'config' | 'secrets' | 'clock'>, s
     async run({ row }, job): Promise<Outcome> {
       if (!row || row.status !== 'queued') return { kind: 'skipped' };
       try {
-        const template = row.template as TemplateName;
-        const data = JSON.parse(isSealed(row.data) ? deps.secrets.open(row.data) : row.data) as TemplateData[TemplateName];
-        const link = linkFor(template, data, deps.config.publicBaseUrl);
-        const rendered = renderMail(template, data, link);
-        const linkOrCode = template === 'payer_code' ? `code ${(data as TemplateData['payer_code']).code}` : link;
-        await sender.send({ id: row.id, to: row.to_address, ...rendered, linkOrCode });
+        await sender.send(outgoingMailOf(row, deps.secrets, deps.config.publicBaseUrl));
         return { kind: 'sent', id: row.id };
       } catch (error) {
         const message = (error instanceof Error ? error.message : String(error)).slice(0, 500);

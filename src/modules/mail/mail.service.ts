@@ -3,11 +3,11 @@ import type { Logger } from 'pino';
 import type { Config } from '../../config.ts';
 import { enqueue } from '../../jobs/queue.ts';
 import { newId } from '../../shared/ids.ts';
-import type { SecretBox } from '../../shared/secret-box.ts';
+import { isSealed, type SecretBox } from '../../shared/secret-box.ts';
 import type { Database } from '../../store/tables.ts';
-import type { TemplateData, TemplateName } from './mail.templates.ts';
+import { renderMail, type TemplateData, type TemplateName } from './mail.templates.ts';
 import type { Mode } from '../../shared/mode.ts';
-import { insertMessage } from './mail.repo.ts';
+import { insertMessage, type MailRow } from './mail.repo.ts';
 import { createMailDelivery, type OutgoingMail as Delivered } from './mail.delivery.ts';
 
 // Email: a message is a row written in the caller's transaction with a job to send it, so a
@@ -77,7 +77,16 @@ export function createMailSender(config: Pick<Config, 'smtpUrl' | 'dataDir' | 'm
   };
 }
 
-export function linkFor(template: TemplateName, data: TemplateData[TemplateName], baseUrl: string): string {
+/** A queued message as it goes out: its data opened, rendered, with its link (or code) for the log. */
+export function outgoingMailOf(row: MailRow, secrets: SecretBox, baseUrl: string): OutgoingMail {
+  const template = row.template as TemplateName;
+  const data = JSON.parse(isSealed(row.data) ? secrets.open(row.data) : row.data) as TemplateData[TemplateName];
+  const link = linkFor(template, data, baseUrl);
+  const linkOrCode = template === 'payer_code' ? `code ${(data as TemplateData['payer_code']).code}` : link;
+  return { id: row.id, to: row.to_address, ...renderMail(template, data, link), linkOrCode };
+}
+
+function linkFor(template: TemplateName, data: TemplateData[TemplateName], baseUrl: string): string {
   if (template === 'merchant_password_reset') return `${baseUrl}/dashboard/reset/${(data as TemplateData['merchant_password_reset']).token}`;
   return template === 'webhook_failing' || template === 'webhook_disabled' ? `${baseUrl}/docs` : `${baseUrl}/customer`;
 }

@@ -1,5 +1,4 @@
 import type { ModuleManifest } from '../manifest.ts';
-import { WEBHOOK_DELIVERY_JOB } from './deliveries.repo.ts';
 import { WebhookDispatcher } from './webhooks.dispatcher.ts';
 import { scheduleWebhookHealth, WEBHOOK_HEALTH_JOB, webhookHealthJob } from './webhooks.health.ts';
 import { registerWebhookRoutes } from './webhooks.routes.ts';
@@ -10,7 +9,6 @@ export const webhooksModule: ModuleManifest = {
   name: 'webhooks',
   routes: (app, deps) => registerWebhookRoutes(app, deps),
   jobs: [{ name: WEBHOOK_HEALTH_JOB, handler: webhookHealthJob }],
-  batchedJobs: [WEBHOOK_DELIVERY_JOB],
   runners: (deps) => [new WebhookDispatcher({ db: deps.db, log: deps.log.child({ component: 'webhooks' }), allowPrivate: deps.config.allowPrivateTargets, secrets: deps.secrets })],
   sealSecrets: (trx, secrets) => sealEndpointSecrets(trx, (secret) => secrets.seal(secret)),
   start: scheduleWebhookHealth,
