@@ -16,15 +16,35 @@ export default async function benchExecutePayment(ctx: BenchContext): Promise<Be
   const [servicePort, bankPort] = [await freePort(), await freePort()];
   const bank = await spawnSandboxBank(servicePort, bankPort);
   try {
-    const separate = await measure(ctx, 'execute_payment (sandbox bank in its own process)', bank.env, bank.pid);
-    const mounted = await measure(ctx, 'execute_payment (sandbox bank mounted in the service)', {});
-    return [separate, mounted];
+    // Each between two loads of bank_call_baseline; the service has stopped (and left no work
+    // running) before the second.
+    const separate = await ctx.bracketed('bank_call_baseline', () => measure(ctx, bank.env, bank.pid));
+    const mounted = await ctx.bracketed('bank_call_baseline', () => measure(ctx, {}));
+    return [
+      resultOf('execute_payment (sandbox bank in its own process)', separate),
+      resultOf('execute_payment (sandbox bank mounted in the service)', mounted),
+    ];
   } finally {
     await bank.stop();
   }
 }
 
-async function measure(ctx: BenchContext, name: string, env: Record<string, string>, bankPid?: number): Promise<BenchResult> {
+type Measured = Awaited<ReturnType<typeof load>> & { cpu_us_per_call: number[] };
+
+function resultOf(name: string, bracketed: { result: Measured; baselineRps: number; around: [number, number] }): BenchResult {
+  const { result, baselineRps, around } = bracketed;
+  const [serviceCpu, bankCpu] = result.cpu_us_per_call;
+  const cpu = bankCpu === undefined ? `the service's CPU ${serviceCpu} µs a call` : `CPU a call: the service ${serviceCpu} µs, the bank ${bankCpu} µs`;
+  return {
+    name,
+    rps: result.rps,
+    p99_ms: result.p99_ms,
+    ratio: result.rps / baselineRps,
+    note: `× bank_call_baseline measured just before and after (${around.map(Math.round).join(' and ')} rps); ${cpu}; errors ${result.errors + result.non2xx}`,
+  };
+}
+
+async function measure(ctx: BenchContext, env: Record<string, string>, bankPid?: number): Promise<Measured> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-bench-execute-'));
   const service = await spawnServer('bench/servers/service.ts', { BENCH_ENV: JSON.stringify({ DATA_DIR: dataDir, ...env }) }, undefined, serviceHeapFlags());
   try {
@@ -35,7 +55,7 @@ async function measure(ctx: BenchContext, name: string, env: Record<string, stri
     let counter = 0;
     const run = `${process.pid}-${Date.now()}`;
     const pids = bankPid === undefined ? [service.pid] : [service.pid, bankPid];
-    const result = await withCpu(pids, () => load({
+    return await withCpu(pids, () => load({
       url: `${url}/v1/payments`,
       method: 'POST',
       headers,
@@ -43,15 +63,6 @@ async function measure(ctx: BenchContext, name: string, env: Record<string, stri
       connections: ctx.connections,
       durationSec: ctx.durationSec,
     }));
-    const [serviceCpu, bankCpu] = result.cpu_us_per_call;
-    const cpu = bankCpu === undefined ? `the service's CPU ${serviceCpu} µs a call` : `CPU a call: the service ${serviceCpu} µs, the bank ${bankCpu} µs`;
-    return {
-      name,
-      rps: result.rps,
-      p99_ms: result.p99_ms,
-      ratio: result.rps / ctx.baseline.bank_call_rps,
-      note: `× bank_call_baseline; ${cpu}; errors ${result.errors + result.non2xx}`,
-    };
   } finally {
     await service.stop();
     fs.rmSync(dataDir, { recursive: true, force: true });

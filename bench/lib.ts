@@ -27,8 +27,14 @@ export type BenchResult = { name: string; rps?: number; p99_ms?: number; ratio?:
 export type BenchContext = {
   durationSec: number;
   connections: number;
-  /** Requests per second of the baselines measured in this run (bench/servers/bare.ts). */
+  /** Requests per second of the baselines measured at the start of this run (bench/servers/bare.ts). */
   baseline: { get_rps: number; post_rps: number; stack_limit_get_rps: number; bank_call_rps: number };
+  /**
+   * Runs `measure` between two fresh loads of a baseline, one just before and one just after, and
+   * returns the baselines' mean with it: a ratio to a baseline measured minutes earlier carried the
+   * shared machine's drift between the two (docs/performance.md, Baselines).
+   */
+  bracketed<T>(baseline: 'stack_limit_get' | 'bank_call_baseline', measure: () => Promise<T>): Promise<{ result: T; baselineRps: number; around: [number, number] }>;
 };
 
 export type BenchService = {

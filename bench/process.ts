@@ -139,3 +139,20 @@ export async function withCpu<T extends { requests: number }>(pids: number[], ru
   const spent = pids.map((pid, i) => cpuSecondsOf(pid) - before[i]);
   return { ...result, cpu_us_per_call: spent.map((seconds) => Math.round((seconds * 1e6) / Math.max(1, result.requests))) };
 }
+
+/**
+ * Waits until the processes spend less than a twentieth of a core (read each half second), or
+ * `maxMs` passes: the work a load left behind (its jobs, a checkpoint) must not run during the
+ * next figure, and least of all during a baseline that a ratio divides by.
+ */
+export async function untilIdle(pids: number[], maxMs = 30_000): Promise<void> {
+  const deadline = Date.now() + maxMs;
+  let last = pids.map(cpuSecondsOf);
+  while (Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const now = pids.map(cpuSecondsOf);
+    const busiest = Math.max(...now.map((seconds, i) => seconds - last[i]));
+    last = now;
+    if (busiest < 0.025) return;
+  }
+}

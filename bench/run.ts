@@ -20,23 +20,34 @@ const { url: bareUrl, stackLimitPath, stackLimitKey } = bare.info as { url: stri
 const baseGet = await load({ url: `${bareUrl}/get`, connections, durationSec });
 const baseBody = JSON.stringify({ bank_account_id: 'bankaccount_x', amount: '12.50 NZD', message: 'Bench coffee', reference: 'BENCH-1' });
 const basePost = await load({ url: `${bareUrl}/echo`, method: 'POST', headers: { 'content-type': 'application/json' }, body: baseBody, connections, durationSec });
-const stackLimitGet = await load({ url: `${bareUrl}${stackLimitPath}`, headers: { authorization: `Bearer ${stackLimitKey}` }, connections, durationSec });
+const measureStackLimitGet = () => load({ url: `${bareUrl}${stackLimitPath}`, headers: { authorization: `Bearer ${stackLimitKey}` }, connections, durationSec });
 let bankCallCounter = 0;
-const bankCall = await load({
+const measureBankCall = () => load({
   url: `${bareUrl}/bank-call`, method: 'POST', headers: { 'content-type': 'application/json' },
   bodyFor: () => JSON.stringify({ idempotency_key: `baseline-${bankCallCounter++}`, amount_cents: 100 }),
   connections, durationSec,
 });
-await bare.stop();
-await bankStub.stop();
-for (const [name, figure] of Object.entries({ stack_limit_get: stackLimitGet, bank_call_baseline: bankCall })) {
+const remeasure = { stack_limit_get: measureStackLimitGet, bank_call_baseline: measureBankCall };
+const stackLimitGet = await measureStackLimitGet();
+const bankCall = await measureBankCall();
+const refuseErrors = (name: string, figure: { errors: number; non2xx: number }) => {
   if (figure.errors + figure.non2xx > 0) throw new Error(`${name}: ${figure.errors} errors, ${figure.non2xx} non-2xx replies`);
-}
+};
+refuseErrors('stack_limit_get', stackLimitGet);
+refuseErrors('bank_call_baseline', bankCall);
 
 const ctx: BenchContext = {
   durationSec,
   connections,
   baseline: { get_rps: baseGet.rps, post_rps: basePost.rps, stack_limit_get_rps: stackLimitGet.rps, bank_call_rps: bankCall.rps },
+  async bracketed(baseline, measure) {
+    const before = await remeasure[baseline]();
+    const result = await measure();
+    const after = await remeasure[baseline]();
+    refuseErrors(baseline, before);
+    refuseErrors(baseline, after);
+    return { result, baselineRps: (before.rps + after.rps) / 2, around: [before.rps, after.rps] };
+  },
 };
 const results: BenchResult[] = [
   { name: 'fastify_get (baseline)', rps: baseGet.rps, p99_ms: baseGet.p99_ms, ratio: 1 },
@@ -56,6 +67,9 @@ for (const file of files) {
     results.push({ name: file.replace('.bench.ts', ''), note: `failed: ${(error as Error).message}` });
   }
 }
+
+await bare.stop();
+await bankStub.stop();
 
 if (values.json) {
   process.stdout.write(`${JSON.stringify({ machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version }, results })}\n`);
