@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { load, recurringToken, type BenchContext, type BenchResult } from './lib.ts';
+import { load, recurringToken, type BenchContext, type BenchResult, type Bracketed } from './lib.ts';
 import { freePort } from '../test/process.ts';
 import { serviceHeapFlags, spawnSandboxBank, spawnServer, withCpu } from './process.ts';
 
@@ -16,10 +16,9 @@ export default async function benchExecutePayment(ctx: BenchContext): Promise<Be
   const [servicePort, bankPort] = [await freePort(), await freePort()];
   const bank = await spawnSandboxBank(servicePort, bankPort);
   try {
-    // Each between two loads of bank_call_baseline; the service has stopped (and left no work
-    // running) before the second.
-    const separate = await ctx.bracketed('bank_call_baseline', () => measure(ctx, bank.env, bank.pid));
-    const mounted = await ctx.bracketed('bank_call_baseline', () => measure(ctx, {}));
+    // Each between two loads of bank_call_baseline; each service has stopped (and left no work
+    // running) before the load after it.
+    const [separate, mounted] = await ctx.bracketed('bank_call_baseline', [() => measure(ctx, bank.env, bank.pid), () => measure(ctx, {})]);
     return [
       resultOf('execute_payment (sandbox bank in its own process)', separate),
       resultOf('execute_payment (sandbox bank mounted in the service)', mounted),
@@ -31,7 +30,7 @@ export default async function benchExecutePayment(ctx: BenchContext): Promise<Be
 
 type Measured = Awaited<ReturnType<typeof load>> & { cpu_us_per_call: number[] };
 
-function resultOf(name: string, bracketed: { result: Measured; baselineRps: number; around: [number, number] }): BenchResult {
+function resultOf(name: string, bracketed: Bracketed<Measured>): BenchResult {
   const { result, baselineRps, around } = bracketed;
   const [serviceCpu, bankCpu] = result.cpu_us_per_call;
   const cpu = bankCpu === undefined ? `the service's CPU ${serviceCpu} µs a call` : `CPU a call: the service ${serviceCpu} µs, the bank ${bankCpu} µs`;

@@ -24,17 +24,21 @@ import type { Ctx, Deps } from '../src/modules/context.ts';
 
 export type BenchResult = { name: string; rps?: number; p99_ms?: number; ratio?: number; per_second?: number; note?: string };
 
+/** A figure with the baseline's rate just before and just after it, and their mean. */
+export type Bracketed<T> = { result: T; baselineRps: number; around: [number, number] };
+
 export type BenchContext = {
   durationSec: number;
   connections: number;
   /** Requests per second of the baselines measured at the start of this run (bench/servers/bare.ts). */
   baseline: { get_rps: number; post_rps: number; stack_limit_get_rps: number; bank_call_rps: number };
   /**
-   * Runs `measure` between two fresh loads of a baseline, one just before and one just after, and
-   * returns the baselines' mean with it: a ratio to a baseline measured minutes earlier carried the
-   * shared machine's drift between the two (docs/performance.md, Baselines).
+   * Runs each of `measures` in turn between fresh loads of a baseline, one just before and one just
+   * after (shared by neighbours), and returns with each result the mean of its two: a ratio to a
+   * baseline measured minutes earlier carried the shared machine's drift between the two
+   * (docs/performance.md, Baselines).
    */
-  bracketed<T>(baseline: 'stack_limit_get' | 'bank_call_baseline', measure: () => Promise<T>): Promise<{ result: T; baselineRps: number; around: [number, number] }>;
+  bracketed<T>(baseline: 'stack_limit_get' | 'bank_call_baseline', measures: Array<() => Promise<T>>): Promise<Array<Bracketed<T>>>;
 };
 
 export type BenchService = {

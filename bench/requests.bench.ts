@@ -25,8 +25,9 @@ export default async function benchRequests(ctx: BenchContext): Promise<BenchRes
     const peakRssMb = rss.stop();
     const created = await fetch(`${url}/v1/requests`, { method: 'POST', headers, body }).then((r) => r.json() as Promise<any>);
     await untilIdle([service.pid]);
-    const { result: get, baselineRps, around } = await ctx.bracketed('stack_limit_get', () =>
-      withCpu([service.pid], () => load({ url: `${url}/v1/requests/${created.request.id}`, headers, connections: ctx.connections, durationSec: ctx.durationSec })));
+    const [{ result: get, baselineRps, around }] = await ctx.bracketed('stack_limit_get', [
+      () => withCpu([service.pid], () => load({ url: `${url}/v1/requests/${created.request.id}`, headers, connections: ctx.connections, durationSec: ctx.durationSec })),
+    ]);
     return [
       {
         name: 'create_request', rps: create.rps, p99_ms: create.p99_ms, ratio: create.rps / ctx.baseline.post_rps,

@@ -20,33 +20,38 @@ const { url: bareUrl, stackLimitPath, stackLimitKey } = bare.info as { url: stri
 const baseGet = await load({ url: `${bareUrl}/get`, connections, durationSec });
 const baseBody = JSON.stringify({ bank_account_id: 'bankaccount_x', amount: '12.50 NZD', message: 'Bench coffee', reference: 'BENCH-1' });
 const basePost = await load({ url: `${bareUrl}/echo`, method: 'POST', headers: { 'content-type': 'application/json' }, body: baseBody, connections, durationSec });
-const measureStackLimitGet = () => load({ url: `${bareUrl}${stackLimitPath}`, headers: { authorization: `Bearer ${stackLimitKey}` }, connections, durationSec });
 let bankCallCounter = 0;
-const measureBankCall = () => load({
-  url: `${bareUrl}/bank-call`, method: 'POST', headers: { 'content-type': 'application/json' },
-  bodyFor: () => JSON.stringify({ idempotency_key: `baseline-${bankCallCounter++}`, amount_cents: 100 }),
-  connections, durationSec,
-});
-const remeasure = { stack_limit_get: measureStackLimitGet, bank_call_baseline: measureBankCall };
-const stackLimitGet = await measureStackLimitGet();
-const bankCall = await measureBankCall();
-const refuseErrors = (name: string, figure: { errors: number; non2xx: number }) => {
-  if (figure.errors + figure.non2xx > 0) throw new Error(`${name}: ${figure.errors} errors, ${figure.non2xx} non-2xx replies`);
+const measureBaseline = {
+  stack_limit_get: () => load({ url: `${bareUrl}${stackLimitPath}`, headers: { authorization: `Bearer ${stackLimitKey}` }, connections, durationSec }),
+  bank_call_baseline: () => load({
+    url: `${bareUrl}/bank-call`, method: 'POST', headers: { 'content-type': 'application/json' },
+    bodyFor: () => JSON.stringify({ idempotency_key: `baseline-${bankCallCounter++}`, amount_cents: 100 }),
+    connections, durationSec,
+  }),
 };
-refuseErrors('stack_limit_get', stackLimitGet);
-refuseErrors('bank_call_baseline', bankCall);
+/** A baseline load, refused when any of its calls failed: a ratio to it would mean nothing. */
+async function baselineLoad(name: keyof typeof measureBaseline) {
+  const figure = await measureBaseline[name]();
+  if (figure.errors + figure.non2xx > 0) throw new Error(`${name}: ${figure.errors} errors, ${figure.non2xx} non-2xx replies`);
+  return figure;
+}
+const stackLimitGet = await baselineLoad('stack_limit_get');
+const bankCall = await baselineLoad('bank_call_baseline');
 
 const ctx: BenchContext = {
   durationSec,
   connections,
   baseline: { get_rps: baseGet.rps, post_rps: basePost.rps, stack_limit_get_rps: stackLimitGet.rps, bank_call_rps: bankCall.rps },
-  async bracketed(baseline, measure) {
-    const before = await remeasure[baseline]();
-    const result = await measure();
-    const after = await remeasure[baseline]();
-    refuseErrors(baseline, before);
-    refuseErrors(baseline, after);
-    return { result, baselineRps: (before.rps + after.rps) / 2, around: [before.rps, after.rps] };
+  async bracketed(baseline, measures) {
+    // baseline, first figure, baseline, second figure, baseline: each load between two figures
+    // serves both.
+    const rates = [(await baselineLoad(baseline)).rps];
+    const results = [];
+    for (const measure of measures) {
+      results.push(await measure());
+      rates.push((await baselineLoad(baseline)).rps);
+    }
+    return results.map((result, i) => ({ result, baselineRps: (rates[i] + rates[i + 1]) / 2, around: [rates[i], rates[i + 1]] as [number, number] }));
   },
 };
 const results: BenchResult[] = [
