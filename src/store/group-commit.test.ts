@@ -288,4 +288,23 @@ test('prepared reads of a database opened by openDb take the direct read, and on
     assert.deepEqual(await byId.first(trx, { id: 1 }), { id: 1, label: 'uno' }, 'and sees its own writes');
   });
   assert.deepEqual(await byId.first(db, { id: 1 }), { id: 1, label: 'uno' });
+
+  // firstNow: the row in hand when the direct read answers at once, else a promise of it.
+  assert.deepEqual(byId.firstNow(db, { id: 1 }), { id: 1, label: 'uno' });
+  assert.equal(byId.firstNow(db, { id: 2 }), undefined);
+  let duringUnit: unknown;
+  let release!: () => void;
+  const unit = transact(db, async (trx: any) => {
+    await trx.updateTable('items').set({ label: 'eins' }).where('id', '=', 1).execute();
+    const inTransaction = byId.firstNow(trx, { id: 1 });
+    assert.ok(inTransaction instanceof Promise, 'a transaction waits for its own connection');
+    assert.deepEqual(await inTransaction, { id: 1, label: 'eins' });
+    duringUnit = byId.firstNow(db, { id: 1 });
+    await new Promise<void>((resolve) => (release = resolve));
+  });
+  await until(() => duringUnit !== undefined);
+  assert.ok(duringUnit instanceof Promise, 'while a unit holds the connection, the read waits for it');
+  release();
+  await unit;
+  assert.deepEqual(await duringUnit, { id: 1, label: 'eins' }, 'and sees what the unit committed, never its writes in progress');
 });

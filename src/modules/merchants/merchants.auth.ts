@@ -1,7 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, unauthorized } from '../../shared/errors.ts';
 import { shiftedClock } from '../../shared/time.ts';
-import { authenticateKey } from './merchants.service.ts';
+import { authenticateKey, type Authenticated } from './merchants.service.ts';
+import type { NowOrLater } from '../../shared/now-or-later.ts';
 import { TokenBuckets } from '../../http/rate-limit.ts';
 import { clientKey, FailureLimiter, retryAfterSeconds } from '../../http/failure-limiter.ts';
 import type { Ctx, Deps } from '../context.ts';
@@ -41,27 +42,8 @@ function failuresFor(deps: Deps): FailureLimiter {
 
 export function apiKeyAuth(deps: Deps) {
   const failures = failuresFor(deps);
-  return async function requireApiKey(request: FastifyRequest, _reply: FastifyReply): Promise<void> {
-    const now = deps.clock.now();
-    const client = clientKey(request.ip);
-    const allowed = failures.check(client, now);
-    if (!allowed.ok) {
-      const seconds = retryAfterSeconds(allowed.retryAfterMs);
-      throw new AppError('rate_limited', `Too many failed authentications from this address; retry after ${seconds} s`,
-        { retry_after_seconds: seconds }, { 'retry-after': String(seconds) });
-    }
-    const refuse = (message: string) => {
-      failures.fail(client, now);
-      return unauthorized(message);
-    };
-    const header = request.headers.authorization;
-    if (!header) throw refuse('Missing Authorization header: send Authorization: Bearer <API key>');
-    const [scheme, key, extra] = header.split(' ');
-    if (scheme?.toLowerCase() !== 'bearer' || !key || extra !== undefined) {
-      throw refuse('Malformed Authorization header: send Authorization: Bearer <API key>');
-    }
-    const found = await authenticateKey(deps.db, key);
-    if (!found) throw refuse('Unknown or revoked API key');
+  const admit = (request: FastifyRequest, found: Authenticated | null, client: string, now: number): void => {
+    if (!found) throw refused(failures, client, now, 'Unknown or revoked API key');
     const limited = limiterFor(deps)?.take(found.keyId, deps.clock.now());
     if (limited && !limited.ok) {
       const seconds = Math.max(1, Math.ceil(limited.retryAfterMs / 1000));
@@ -79,4 +61,48 @@ export function apiKeyAuth(deps: Deps) {
       log,
     };
   };
+  // Callback-style, and finished at once when the key's row is read at once: an async hook would
+  // cost every API call a promise and a turn of the microtask queue.
+  return function requireApiKey(request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void): void {
+    const now = deps.clock.now();
+    const client = clientKey(request.ip);
+    let found: NowOrLater<Authenticated | null>;
+    try {
+      found = authenticate(deps, failures, request.headers.authorization, client, now);
+    } catch (error) {
+      return done(error as Error);
+    }
+    const finish = (answer: Authenticated | null) => {
+      let failure: Error | undefined;
+      try {
+        admit(request, answer, client, now);
+      } catch (error) {
+        failure = error as Error;
+      }
+      done(failure);
+    };
+    if (found instanceof Promise) found.then(finish, done);
+    else finish(found);
+  };
+}
+
+function refused(failures: FailureLimiter, client: string, now: number, message: string): AppError {
+  failures.fail(client, now);
+  return unauthorized(message);
+}
+
+/** The key's merchant, from a well-formed Authorization header; throws when the address is locked out or the header is malformed. */
+function authenticate(deps: Deps, failures: FailureLimiter, header: string | undefined, client: string, now: number): NowOrLater<Authenticated | null> {
+  const allowed = failures.check(client, now);
+  if (!allowed.ok) {
+    const seconds = retryAfterSeconds(allowed.retryAfterMs);
+    throw new AppError('rate_limited', `Too many failed authentications from this address; retry after ${seconds} s`,
+      { retry_after_seconds: seconds }, { 'retry-after': String(seconds) });
+  }
+  if (!header) throw refused(failures, client, now, 'Missing Authorization header: send Authorization: Bearer <API key>');
+  const [scheme, key, extra] = header.split(' ');
+  if (scheme?.toLowerCase() !== 'bearer' || !key || extra !== undefined) {
+    throw refused(failures, client, now, 'Malformed Authorization header: send Authorization: Bearer <API key>');
+  }
+  return authenticateKey(deps.db, key);
 }

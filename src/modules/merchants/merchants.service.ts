@@ -16,6 +16,7 @@ import {
   parseBankAccountNumber,
 } from './bank-account-number.ts';
 import type { Mode } from '../../shared/mode.ts';
+import { andThen, type NowOrLater } from '../../shared/now-or-later.ts';
 
 type Db = Kysely<Database>;
 
@@ -79,23 +80,28 @@ const LAST_USED_PRECISION_MS = 60_000;
 
 export type Authenticated = { keyId: string; mode: Mode; merchant: { id: string; name: string }; clockOffsetMs: number };
 
-/** Resolves a bearer key to its merchant and mode; null when unknown, malformed or revoked. */
-export async function authenticateKey(db: Db, key: string): Promise<Authenticated | null> {
+/**
+ * Resolves a bearer key to its merchant and mode; null when unknown, malformed or revoked. In hand
+ * when the key's row could be read at once and its last use needs no write.
+ */
+export function authenticateKey(db: Db, key: string): NowOrLater<Authenticated | null> {
   const match = KEY_PATTERN.exec(key);
   if (!match) return null;
-  const row = await keyByHashQuery.first(db, { keyHash: sha256Hex(key) });
-  if (!row || row.revoked_at != null || row.mode !== match[1]) return null;
-  // Kept to the minute, so a busy key costs one write a minute rather than one a call.
-  const now = Date.now();
-  if (row.last_used_at == null || now - Number(row.last_used_at) >= LAST_USED_PRECISION_MS) {
-    await setApiKeyLastUsed(db, row.key_id, now);
-  }
-  return {
-    keyId: row.key_id,
-    mode: row.mode,
-    merchant: { id: row.user_id, name: row.name },
-    clockOffsetMs: Number(row.test_clock_offset_ms),
-  };
+  return andThen(keyByHashQuery.firstNow(db, { keyHash: sha256Hex(key) }), (row): NowOrLater<Authenticated | null> => {
+    if (!row || row.revoked_at != null || row.mode !== match[1]) return null;
+    const found: Authenticated = {
+      keyId: row.key_id,
+      mode: row.mode,
+      merchant: { id: row.user_id, name: row.name },
+      clockOffsetMs: Number(row.test_clock_offset_ms),
+    };
+    // Kept to the minute, so a busy key costs one write a minute rather than one a call.
+    const now = Date.now();
+    if (row.last_used_at == null || now - Number(row.last_used_at) >= LAST_USED_PRECISION_MS) {
+      return setApiKeyLastUsed(db, row.key_id, now).then(() => found);
+    }
+    return found;
+  });
 }
 
 export async function findMerchantByEmail(db: Db, email: string) {

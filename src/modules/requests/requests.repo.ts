@@ -6,6 +6,7 @@ import type { Database } from '../../store/tables.ts';
 import type { Mode } from '../../shared/mode.ts';
 import type { RequestRow } from './requests.tables.ts';
 import { containsText } from '../../store/search.ts';
+import { andThen, type NowOrLater } from '../../shared/now-or-later.ts';
 
 export type Owner = { userId: string; mode: Mode };
 type Db = Kysely<Database>;
@@ -19,6 +20,14 @@ const findRequestQuery = prepared<{ id: string; userId: string; mode: Mode }, Re
 
 export async function findRequest(db: Db, owner: Owner, id: string): Promise<RequestRow | undefined> {
   return findRequestQuery.first(db, { id, userId: owner.userId, mode: owner.mode });
+}
+
+/** The owner's request, in hand when the database answers at once (prepared.ts, firstNow). */
+export function requestNow(db: Db, owner: Owner, id: string): NowOrLater<RequestRow> {
+  return andThen(findRequestQuery.firstNow(db, { id, userId: owner.userId, mode: owner.mode }), (row) => {
+    if (!row) throw notFound('request', id);
+    return row;
+  });
 }
 
 export async function getRequest(db: Db, owner: Owner, id: string): Promise<RequestRow> {

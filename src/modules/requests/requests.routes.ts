@@ -31,8 +31,9 @@ export async function registerRequestRoutes(app: App, deps: Deps): Promise<void>
     onRequest: auth,
     schema: { tags, summary: 'Get a payment request', params, response: { 200: RequestEnvelope, ...errorResponses } },
   };
-  app.get('/v1/requests/:id', getOne, async (request) => retrieveRequest(request.ctx, request.params.id));
-  app.get('/requests/:id', { ...getOne, schema: { ...getOne.schema, hide: true } }, async (request) => retrieveRequest(request.ctx, request.params.id));
+  // Not async: a request read at once is sent at once (requests.service.ts, retrieveRequest).
+  app.get('/v1/requests/:id', getOne, (request) => retrieveRequest(request.ctx, request.params.id));
+  app.get('/requests/:id', { ...getOne, schema: { ...getOne.schema, hide: true } }, (request) => retrieveRequest(request.ctx, request.params.id));
 
   app.get('/v1/requests', {
     onRequest: auth,

@@ -3,6 +3,7 @@ import { idempotent, type Reply } from '../../http/idempotency.ts';
 import { invalidParam, invalidState } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
 import { pageOf } from '../../shared/pagination.ts';
+import { andThen } from '../../shared/now-or-later.ts';
 import { iso, isoOrNull } from '../../shared/time.ts';
 import { enqueue, realTimeOf } from '../../jobs/queue.ts';
 import type { JobHandler } from '../../jobs/worker.ts';
@@ -10,7 +11,7 @@ import type { Database } from '../../store/tables.ts';
 import { transact } from '../../store/tx.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { qrDataUri } from './qr.ts';
-import { getRequest, insertRequest, listRequests, lockRequest, searchRequests, setRequestStatus, type RequestSearch } from './requests.repo.ts';
+import { getRequest, insertRequest, listRequests, lockRequest, requestNow, searchRequests, setRequestStatus, type RequestSearch } from './requests.repo.ts';
 
 // Reads other modules need (checkout, payments, consents, subscriptions) without reaching into the repo.
 export { findRequestById, getRequest, lockRequest } from './requests.repo.ts';
@@ -95,8 +96,9 @@ export async function createRequest(ctx: Ctx, body: CreateRequestBody, idempoten
   });
 }
 
-export async function retrieveRequest(ctx: Ctx, id: string) {
-  return { request: presentRequest(await getRequest(ctx.db, owner(ctx), id), ctx.deps.config.publicBaseUrl) };
+/** The request as the API shows it; in hand when the database answers at once (the hottest read). */
+export function retrieveRequest(ctx: Ctx, id: string) {
+  return andThen(requestNow(ctx.db, owner(ctx), id), (row) => ({ request: presentRequest(row, ctx.deps.config.publicBaseUrl) }));
 }
 
 export async function listRequestsFor(ctx: Ctx, query: ListRequestsQuery) {
