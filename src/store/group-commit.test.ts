@@ -308,3 +308,25 @@ test('prepared reads of a database opened by openDb take the direct read, and on
   await unit;
   assert.deepEqual(await duringUnit, { id: 1, label: 'eins' }, 'and sees what the unit committed, never its writes in progress');
 });
+
+test('rows are objects named by their columns, whatever the names: odd characters, __proto__, and a repeated name (the later wins)', async (t) => {
+  const { file, cleanup } = tempFile();
+  t.after(cleanup);
+  const db = openDb({ engine: 'sqlite', file }) as any;
+  t.after(() => db.destroy());
+  const odd = `it's "odd" \\ name\u2028 ${'$'}{x} */`;
+  await sql.raw(`create table items (id integer primary key, "${odd.replaceAll(`"`, `""`)}" text, "__proto__" text, "constructor" text)`).execute(db);
+  await sql.raw(`insert into items values (1, 'a', 'b', 'c')`).execute(db);
+  const rows = (await sql.raw(`select *, 'later' as id from items`).execute(db)).rows as Array<Record<string, unknown>>;
+  assert.equal(rows.length, 1);
+  const row = rows[0]!;
+  assert.deepEqual(Object.keys(row), ['id', odd, '__proto__', 'constructor']);
+  assert.equal(row.id, 'later', 'a later column of the same name wins');
+  assert.equal(row[odd], 'a');
+  assert.equal(Object.getOwnPropertyDescriptor(row, '__proto__')?.value, 'b', '__proto__ is a column, not the prototype');
+  assert.equal(Object.getPrototypeOf(row), Object.prototype);
+  assert.equal(row.constructor, 'c');
+  // The direct read (outside any unit of work) makes its rows the same way.
+  const direct = directReaderOf(db)!(`select * from items`, []) as Array<Record<string, unknown>>;
+  assert.deepEqual(Object.keys(direct[0]!), ['id', odd, '__proto__', 'constructor']);
+});

@@ -44,17 +44,28 @@ export const RELAXED_DURABILITY_MARKER = "select 'tono: relaxed durability'";
 /**
  * Rows as objects, built from the arrays node:sqlite returns. node:sqlite builds each row object
  * with a null prototype one property at a time, which V8 keeps as a slow dictionary; built here
- * they share one shape. On a 36-column request row that is about a third cheaper to make and read.
- * As with SQLite's own objects, a later column of the same name wins.
+ * they share one shape. Each statement gets a function that makes its row as one object literal
+ * (V8 copies a prepared template), a tenth of the cost of adding 36 columns one at a time. As with
+ * SQLite's own objects, a later column of the same name wins.
  */
-function rowsOf(arrays: unknown[][], columns: string[]): any[] {
-  const rows = new Array(arrays.length);
-  for (let r = 0; r < arrays.length; r++) {
-    const values = arrays[r];
-    const row: Record<string, unknown> = {};
-    for (let i = 0; i < columns.length; i++) row[columns[i]] = values[i];
-    rows[r] = row;
+type RowMaker = (values: unknown[]) => Record<string, unknown>;
+
+function rowMakerFor(columns: string[]): RowMaker {
+  // A literal's `__proto__` key would set the prototype rather than make a column.
+  if (columns.includes('__proto__')) {
+    return (values) => {
+      const row: Record<string, unknown> = {};
+      for (let i = 0; i < columns.length; i++) Object.defineProperty(row, columns[i]!, { value: values[i], enumerable: true, writable: true, configurable: true });
+      return row;
+    };
   }
+  // The names are quoted as JSON string literals, so any name is a literal key and nothing else.
+  return new Function('values', `return { ${columns.map((column, i) => `${JSON.stringify(column)}: values[${i}]`).join(', ')} };`) as RowMaker;
+}
+
+function rowsOf(arrays: unknown[][], makeRow: RowMaker): any[] {
+  const rows = new Array(arrays.length);
+  for (let r = 0; r < arrays.length; r++) rows[r] = makeRow(arrays[r]!);
   return rows;
 }
 
@@ -83,7 +94,7 @@ export function openSqlite(file: string): DatabaseSync {
  * A prepared statement; a reader's rows come back as arrays and are named here (see `rowsOf`).
  * `select` is a plain read: a write with RETURNING also has columns, and must go through a unit of work.
  */
-type Statement = { statement: StatementSync; reader: boolean; select: boolean; columns: string[] };
+type Statement = { statement: StatementSync; reader: boolean; select: boolean; makeRow: RowMaker };
 type Batch = { promise: Promise<void>; resolve(): void; reject(error: unknown): void };
 export type FileSync = (fd: number, done: (error: Error | null) => void) => void;
 
@@ -202,7 +213,7 @@ class GroupCommitDriver implements Driver {
       const statement = this.database.prepare(sql);
       const columns = statement.columns().map((column) => column.name);
       if (columns.length > 0) statement.setReturnArrays(true);
-      entry = { statement, reader: columns.length > 0, select: columns.length > 0 && SELECT.test(sql), columns };
+      entry = { statement, reader: columns.length > 0, select: columns.length > 0 && SELECT.test(sql), makeRow: rowMakerFor(columns) };
       if (this.statements.size > 1000) this.statements.clear();
       this.statements.set(sql, entry);
     }
@@ -229,8 +240,8 @@ class GroupCommitDriver implements Driver {
       connection.relaxed = true;
       return { rows: [] };
     }
-    const { statement, reader, columns } = this.prepare(sql);
-    if (reader) return { rows: rowsOf(statement.all(...bindable(parameters)) as unknown as unknown[][], columns) };
+    const { statement, reader, makeRow } = this.prepare(sql);
+    if (reader) return { rows: rowsOf(statement.all(...bindable(parameters)) as unknown as unknown[][], makeRow) };
     if (/^\s*vacuum/i.test(sql)) {
       // VACUUM (INTO) cannot run inside a transaction: make what is pending durable first.
       this.commitNow();
@@ -259,9 +270,9 @@ class GroupCommitDriver implements Driver {
    */
   readNow(sql: string, parameters: Params): Promise<unknown[]> | unknown[] | null {
     if (this.locked) return null;
-    const { statement, select, columns } = this.prepare(sql);
+    const { statement, select, makeRow } = this.prepare(sql);
     if (!select) return null;
-    const rows = rowsOf(statement.all(...bindable(parameters)) as unknown as unknown[][], columns);
+    const rows = rowsOf(statement.all(...bindable(parameters)) as unknown as unknown[][], makeRow);
     const seen = this.outerOpen && this.batch ? this.batch.promise : this.syncer.settled();
     if (!seen) return rows;
     if (this.outerOpen) this.scheduleCommit();
