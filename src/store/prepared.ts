@@ -1,6 +1,7 @@
 import type { Compilable, CompiledQuery, Insertable, Kysely, QueryResult } from 'kysely';
 import type { Database } from './tables.ts';
 import { directReaderOf, prepareOnServer } from './db.ts';
+import { andThen, type NowOrLater } from '../shared/now-or-later.ts';
 
 // Queries built and compiled once, then run with new values.
 //
@@ -61,7 +62,7 @@ export type PreparedQuery<Args, Row> = {
    * with what it read already durable), else as a promise. For the hottest reads: an answer in hand
    * finishes the request without a turn of the event loop per step.
    */
-  firstNow(db: Runner, args: Args): Row | undefined | Promise<Row | undefined>;
+  firstNow(db: Runner, args: Args): NowOrLater<Row | undefined>;
 };
 
 /** A query built by `build`, with `arg(name)` wherever a value changes from call to call. */
@@ -71,30 +72,20 @@ export function prepared<Args extends Record<string, unknown>, Row = unknown>(
   const plans = new WeakMap<object, Plan>();
   const run = (db: Runner, args: Args) => db.executeQuery<Row>(bind(planFor(db, plans, build as any), args));
   // On SQLite, a read outside a transaction skips Kysely's connection handling when the
-  // connection is free (store/sqlite-dialect.ts, readNow): half the cost of a key lookup.
-  const all = async (db: Runner, args: Args): Promise<Row[]> => {
+  // connection is free (store/sqlite-dialect.ts, readNow): half the cost of a key lookup, and the
+  // rows come back in hand when nothing they show is still waiting for its fsync.
+  const rowsNowOrLater = (db: Runner, args: Args): NowOrLater<Row[]> => {
     const direct = directReaderOf(db);
-    if (direct) {
-      const query = bind(planFor(db, plans, build as any), args);
-      const rows = direct(query.sql, query.parameters);
-      if (rows) return (await rows) as Row[];
-      return (await db.executeQuery<Row>(query)).rows;
-    }
-    return (await run(db, args)).rows;
-  };
-  const firstNow = (db: Runner, args: Args): Row | undefined | Promise<Row | undefined> => {
-    const direct = directReaderOf(db);
-    const query = direct ? bind(planFor(db, plans, build as any), args) : null;
-    const rows = query ? direct!(query.sql, query.parameters) : null;
-    if (Array.isArray(rows)) return rows[0] as Row | undefined;
-    if (rows) return rows.then((answered) => answered[0] as Row | undefined);
-    return all(db, args).then((answered) => answered[0]);
+    if (!direct) return run(db, args).then((result) => result.rows);
+    const query = bind(planFor(db, plans, build as any), args);
+    const rows = direct(query.sql, query.parameters) as NowOrLater<Row[]> | null;
+    return rows ?? db.executeQuery<Row>(query).then((result) => result.rows);
   };
   return {
     run,
-    all,
-    first: async (db, args) => (await all(db, args))[0],
-    firstNow,
+    all: async (db, args) => rowsNowOrLater(db, args),
+    first: async (db, args) => (await rowsNowOrLater(db, args))[0],
+    firstNow: (db, args) => andThen(rowsNowOrLater(db, args), (rows) => rows[0]),
   };
 }
 

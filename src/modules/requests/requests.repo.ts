@@ -18,10 +18,6 @@ export async function insertRequest(db: Db, row: RequestRow): Promise<void> {
 const findRequestQuery = prepared<{ id: string; userId: string; mode: Mode }, RequestRow>((db, arg) =>
   db.selectFrom('requests').selectAll().where('id', '=', arg('id')).where('user_id', '=', arg('userId')).where('mode', '=', arg('mode')));
 
-export async function findRequest(db: Db, owner: Owner, id: string): Promise<RequestRow | undefined> {
-  return findRequestQuery.first(db, { id, userId: owner.userId, mode: owner.mode });
-}
-
 /** The owner's request, in hand when the database answers at once (prepared.ts, firstNow). */
 export function requestNow(db: Db, owner: Owner, id: string): NowOrLater<RequestRow> {
   return andThen(findRequestQuery.firstNow(db, { id, userId: owner.userId, mode: owner.mode }), (row) => {
@@ -31,9 +27,7 @@ export function requestNow(db: Db, owner: Owner, id: string): NowOrLater<Request
 }
 
 export async function getRequest(db: Db, owner: Owner, id: string): Promise<RequestRow> {
-  const row = await findRequest(db, owner, id);
-  if (!row) throw notFound('request', id);
-  return row;
+  return requestNow(db, owner, id);
 }
 
 /** By id alone, for the public payment page (the id is the unguessable capability). */
