@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { buildTestApp } from '../../test/helpers.ts';
+import { buildTestApp, createTestMerchant } from '../../test/helpers.ts';
 
 // Requests Node's HTTP parser refuses, sent as raw bytes over a real socket.
 
@@ -18,8 +18,10 @@ test('HTTP framing errors are answered in the API error shape, and the connectio
   const app = await buildTestApp(t);
   await app.app.listen({ port: 0, host: '127.0.0.1' });
   const port = (app.app.server.address() as net.AddressInfo).port;
+  // With a valid key, so the request gets as far as its body (without one, the 401 comes first).
+  const { testKey } = await createTestMerchant(app);
   const cases = [
-    ['a bad chunk', 'POST /v1/requests HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n'],
+    ['a bad chunk', `POST /v1/requests HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${testKey}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`],
     ['Content-Length with Transfer-Encoding', 'POST /v1/requests HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n'],
     ['a broken request line', 'GET /v1/requests HTTP/9\r\n\r\n'],
   ];
