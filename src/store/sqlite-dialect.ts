@@ -51,16 +51,11 @@ export const RELAXED_DURABILITY_MARKER = "select 'tono: relaxed durability'";
 type RowMaker = (values: unknown[]) => Record<string, unknown>;
 
 function rowMakerFor(columns: string[]): RowMaker {
-  // A literal's `__proto__` key would set the prototype rather than make a column.
-  if (columns.includes('__proto__')) {
-    return (values) => {
-      const row: Record<string, unknown> = {};
-      for (let i = 0; i < columns.length; i++) Object.defineProperty(row, columns[i]!, { value: values[i], enumerable: true, writable: true, configurable: true });
-      return row;
-    };
-  }
-  // The names are quoted as JSON string literals, so any name is a literal key and nothing else.
-  return new Function('values', `return { ${columns.map((column, i) => `${JSON.stringify(column)}: values[${i}]`).join(', ')} };`) as RowMaker;
+  if (columns.length === 0) return () => ({});
+  // Names are quoted as JSON string literals, so any name is a key and nothing else; `__proto__`
+  // as a computed key, since a literal's plain `__proto__:` would set the prototype instead.
+  const keys = columns.map((column) => (column === '__proto__' ? '["__proto__"]' : JSON.stringify(column)));
+  return new Function('values', `return { ${keys.map((key, i) => `${key}: values[${i}]`).join(', ')} };`) as RowMaker;
 }
 
 function rowsOf(arrays: unknown[][], makeRow: RowMaker): any[] {
