@@ -1,4 +1,4 @@
-import { createHmac, hash, randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
 import { promisify } from 'node:util';
 
 const scryptAsync = promisify(scrypt) as (password: string, salt: Buffer, keylen: number) => Promise<Buffer>;
@@ -11,10 +11,6 @@ export function sha256Hex(value: string): string {
 /** URL-safe random secret with `bytes` of entropy. */
 export function randomSecret(bytes = 24): string {
   return randomBytes(bytes).toString('base64url');
-}
-
-export function hmacSha256Hex(keyBase64: string, body: string | Uint8Array): string {
-  return createHmac('sha256', Buffer.from(keyBase64, 'base64')).update(body).digest('hex');
 }
 
 export function constantTimeEqual(a: string, b: string): boolean {
