@@ -9,16 +9,16 @@ const STANDARD_SHAPE = /^v1,([A-Za-z0-9+/]{43}=)$/;
 export const DEFAULT_TOLERANCE_SECONDS = 5 * 60;
 
 /**
- * The secret's bytes as a KeyObject. Given the bytes as a Buffer, createHmac (Node 24) first tests
- * whether they are a KeyObject or a CryptoKey, at about 8 µs a call; a KeyObject skips that.
+ * The HMAC key: a base64 secret's bytes as a KeyObject. Given the bytes as a Buffer, createHmac
+ * (Node 24) first tests whether they are a KeyObject or a CryptoKey, at about 8 µs a call.
  */
-function hmacKey(bytes) {
-  return createSecretKey(bytes);
+function hmacKey(base64Secret) {
+  return createSecretKey(Buffer.from(base64Secret, 'base64'));
 }
 
 /** `sha256=<lowercase hex HMAC-SHA256 of the raw body>`, keyed with the base64-decoded secret. */
 export function signWebhookBody(rawBody, secret) {
-  return `sha256=${createHmac('sha256', hmacKey(Buffer.from(secret, 'base64'))).update(rawBody).digest('hex')}`;
+  return `sha256=${createHmac('sha256', hmacKey(secret)).update(rawBody).digest('hex')}`;
 }
 
 function sameBytes(a, b) {
@@ -33,7 +33,7 @@ function sameBytes(a, b) {
  */
 export function verifyWebhookSignature(rawBody, header, secret) {
   if (typeof header !== 'string' || !secret) return false;
-  const expected = createHmac('sha256', hmacKey(Buffer.from(secret, 'base64'))).update(rawBody).digest();
+  const expected = createHmac('sha256', hmacKey(secret)).update(rawBody).digest();
   let valid = false;
   for (const part of header.split(',')) {
     const match = SIGNATURE_SHAPE.exec(part.trim());
@@ -61,7 +61,7 @@ export function verifyStandardWebhook(rawBody, headers, secret, options = {}) {
   if (typeof id !== 'string' || typeof timestamp !== 'string' || typeof signatures !== 'string' || !/^\d{1,12}$/.test(timestamp)) return false;
   const now = Math.floor((options.now ?? Date.now()) / 1000);
   if (Math.abs(now - Number(timestamp)) > (options.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS)) return false;
-  const key = hmacKey(Buffer.from(secret.startsWith('whsec_') ? secret.slice(6) : secret, 'base64'));
+  const key = hmacKey(secret.startsWith('whsec_') ? secret.slice(6) : secret);
   const expected = createHmac('sha256', key).update(`${id}.${timestamp}.`).update(rawBody).digest();
   let valid = false;
   for (const part of signatures.split(' ')) {
