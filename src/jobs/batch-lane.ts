@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
 import type { Logger } from 'pino';
-import { lockSkipLocked, relaxDurability, type Db } from '../store/db.ts';
+import { inJsonArray, lockSkipLocked, relaxDurability, type Db } from '../store/db.ts';
+import { prepared } from '../store/prepared.ts';
 import type { Database } from '../store/tables.ts';
 import { transact } from '../store/tx.ts';
 import { systemClock, type Clock } from '../shared/time.ts';
@@ -47,6 +48,29 @@ export type BatchLaneOptions = {
 const FLUSH_BATCH = 256;
 const FLUSH_GATHER_MS = 5;
 const CHUNK = 500;
+
+// The statements every batch runs, prepared: a lane runs them thousands of times a second.
+const dueJobsQuery = prepared<{ kind: string; now: number; room: number }, { id: string; payload: string }>((db, arg) =>
+  lockSkipLocked(
+    db,
+    db.selectFrom('jobs')
+      .select(['id', 'payload'])
+      .where('kind', '=', arg('kind'))
+      .where('failed_at', 'is', null)
+      .where('run_at', '<=', arg('now'))
+      .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', arg('now'))]))
+      .orderBy('run_at')
+      .limit(arg('room')),
+  ));
+
+const claimJobsQuery = prepared<{ ids: string; owner: string; until: number }, { id: string; attempts: number }>((db, arg) =>
+  db.updateTable('jobs')
+    .set((eb) => ({ locked_by: arg('owner'), locked_until: arg('until'), attempts: eb('attempts', '+', 1) }))
+    .where(inJsonArray(db, 'id', arg('ids')))
+    .returning(['id', 'attempts']));
+
+const deleteHeldJobsQuery = prepared<{ ids: string; owner: string }, { id: string }>((db, arg) =>
+  db.deleteFrom('jobs').where(inJsonArray(db, 'id', arg('ids'))).where('locked_by', '=', arg('owner')).returning('id'));
 
 type Running<P, O> = { job: LaneJob<P>; outcome: O };
 
@@ -155,18 +179,7 @@ export class BatchLane<P, W, O> {
   private async claim(room: number): Promise<{ scanned: number; work: Array<{ job: LaneJob<P>; work: W }> }> {
     const now = this.clock.now();
     return transact(this.db, async (trx) => {
-      const due = await lockSkipLocked(
-        trx,
-        trx
-          .selectFrom('jobs')
-          .select(['id', 'payload'])
-          .where('kind', '=', this.spec.kind)
-          .where('failed_at', 'is', null)
-          .where('run_at', '<=', now)
-          .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', now)]))
-          .orderBy('run_at')
-          .limit(room),
-      ).execute();
+      const due = await dueJobsQuery.all(trx, { kind: this.spec.kind, now, room });
       if (due.length === 0) return { scanned: 0, work: [] };
       // A lease lost in a crash only lets the job be claimed again (at least once).
       await relaxDurability(trx);
@@ -189,12 +202,7 @@ export class BatchLane<P, W, O> {
       }
       if (take.length === 0) return { scanned: due.length, work: [] };
 
-      const claimed = await trx
-        .updateTable('jobs')
-        .set((eb) => ({ locked_by: this.id, locked_until: now + this.leaseMs, attempts: eb('attempts', '+', 1) }))
-        .where('id', 'in', take.map((t) => t.jobId))
-        .returning(['id', 'attempts'])
-        .execute();
+      const claimed = await claimJobsQuery.all(trx, { ids: JSON.stringify(take.map((t) => t.jobId)), owner: this.id, until: now + this.leaseMs });
       const attempts = new Map(claimed.map((row) => [row.id, Number(row.attempts)]));
       const jobs: LaneJob<P>[] = take.map((t) => ({ ...t, attempt: attempts.get(t.jobId) ?? 1 }));
       const loaded = await this.spec.load(trx, jobs);
@@ -272,7 +280,7 @@ export class BatchLane<P, W, O> {
     const owned = new Set<string>();
     const done = batch.filter((r) => this.spec.settlement(r.outcome).retryAt === null).map((r) => r.job.jobId);
     for (let i = 0; i < done.length; i += CHUNK) {
-      const deleted = await trx.deleteFrom('jobs').where('id', 'in', done.slice(i, i + CHUNK)).where('locked_by', '=', this.id).returning('id').execute();
+      const deleted = await deleteHeldJobsQuery.all(trx, { ids: JSON.stringify(done.slice(i, i + CHUNK)), owner: this.id });
       for (const row of deleted) owned.add(row.id);
     }
     for (const { job, outcome } of batch) {

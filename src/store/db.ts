@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import {
   Kysely, PostgresAdapter, PostgresDialect, PostgresIntrospector, sql,
-  type DatabaseIntrospector, type SelectQueryBuilder, type TableMetadata,
+  type DatabaseIntrospector, type RawBuilder, type SelectQueryBuilder, type TableMetadata,
 } from 'kysely';
 import pg from 'pg';
 import type { Database } from './tables.ts';
@@ -134,6 +134,17 @@ export function lockForUpdate<QB extends SelectQueryBuilder<any, any, any>>(db: 
 /** FOR UPDATE SKIP LOCKED where several processes may claim the same rows (PostgreSQL). */
 export function lockSkipLocked<QB extends SelectQueryBuilder<any, any, any>>(db: Kysely<any>, query: QB): QB {
   return engineOf(db) === 'postgres' ? (query.forUpdate().skipLocked() as QB) : query;
+}
+
+/**
+ * `column in (…)` with the values as one JSON array (`JSON.stringify(ids)`): the statement's text is
+ * the same for any number of values, so it can be a prepared query (store/prepared.ts), where an
+ * `in (?, ?, …)` list is compiled, and on SQLite prepared, again for every length it comes in.
+ */
+export function inJsonArray(db: Kysely<any>, column: string, valuesJson: string): RawBuilder<boolean> {
+  return engineOf(db) === 'postgres'
+    ? sql<boolean>`${sql.ref(column)} in (select jsonb_array_elements_text(cast(${valuesJson} as jsonb)))`
+    : sql<boolean>`${sql.ref(column)} in (select value from json_each(${valuesJson}))`;
 }
 
 /**

@@ -1,5 +1,7 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { Database } from '../../store/tables.ts';
+import { inJsonArray } from '../../store/db.ts';
+import { prepared } from '../../store/prepared.ts';
 import type { Mode } from '../../shared/mode.ts';
 import type { EventsTable } from './events.tables.ts';
 
@@ -35,13 +37,14 @@ export async function newestEventId(db: Db, owner: Owner): Promise<string | null
   return row?.id ?? null;
 }
 
+const eventBodiesQuery = prepared<{ ids: string }, { id: string; body: string; secret_sealed: string | null }>((db, arg) =>
+  db.selectFrom('events').select(['id', 'body', 'secret_sealed']).where(inJsonArray(db, 'id', arg('ids'))));
+
 /** The stored envelopes (and sealed secrets) of these events, for their deliveries. */
 export async function eventBodies(db: Db, ids: string[]): Promise<Map<string, { body: string; secret_sealed: string | null }>> {
   const bodies = new Map<string, { body: string; secret_sealed: string | null }>();
-  for (let i = 0; i < ids.length; i += 500) {
-    const rows = await db.selectFrom('events').select(['id', 'body', 'secret_sealed']).where('id', 'in', ids.slice(i, i + 500)).execute();
-    for (const row of rows) bodies.set(row.id, { body: row.body, secret_sealed: row.secret_sealed });
-  }
+  if (ids.length === 0) return bodies;
+  for (const row of await eventBodiesQuery.all(db, { ids: JSON.stringify(ids) })) bodies.set(row.id, { body: row.body, secret_sealed: row.secret_sealed });
   return bodies;
 }
 

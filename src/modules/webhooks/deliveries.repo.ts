@@ -1,6 +1,8 @@
 import type { Kysely, Selectable } from 'kysely';
 import { newId } from '../../shared/ids.ts';
 import { enqueue } from '../../jobs/queue.ts';
+import { insertRow, prepared, updateById } from '../../store/prepared.ts';
+import { inJsonArray } from '../../store/db.ts';
 import type { Database } from '../../store/tables.ts';
 import type { WebhookAttemptsTable, WebhookDeliveriesTable } from './webhooks.tables.ts';
 import type { Mode } from '../../shared/mode.ts';
@@ -38,7 +40,7 @@ export async function queueDelivery(
     with_secret: target.withSecret ? 1 : 0,
     created_at: realNow,
   };
-  await db.insertInto('webhook_deliveries').values(row).execute();
+  await insertRow(db, 'webhook_deliveries', row);
   const payload: DeliveryJobPayload = { delivery_id: row.id, endpoint_id: target.endpointId };
   await enqueue(db, { kind: WEBHOOK_DELIVERY_JOB, runAt: realNow, clockId: null, payload, batched: true }, realNow);
   return row;
@@ -84,15 +86,20 @@ export async function cancelPendingDeliveries(db: Db, endpointId: string): Promi
   return Number(result.numUpdatedRows);
 }
 
-/** Deliveries with their endpoint's url and sealed secret, for the attempts about to be made. */
-export async function deliveriesToSend(db: Db, deliveryIds: string[]) {
-  if (deliveryIds.length === 0) return [];
-  return db
+const deliveriesToSendQuery = prepared<{ ids: string }, {
+  delivery_id: string; status: string; first_attempt_at: number | null; mode: Mode; with_secret: number; event_id: string;
+  url: string; secret: string; deleted_at: number | null;
+}>((db, arg) =>
+  db
     .selectFrom('webhook_deliveries as d')
     .innerJoin('webhook_endpoints as w', 'w.id', 'd.endpoint_id')
     .select(['d.id as delivery_id', 'd.status', 'd.first_attempt_at', 'd.mode', 'd.with_secret', 'd.event_id', 'w.url', 'w.secret', 'w.deleted_at'])
-    .where('d.id', 'in', deliveryIds)
-    .execute();
+    .where(inJsonArray(db, 'd.id', arg('ids'))));
+
+/** Deliveries with their endpoint's url and sealed secret, for the attempts about to be made. */
+export async function deliveriesToSend(db: Db, deliveryIds: string[]) {
+  if (deliveryIds.length === 0) return [];
+  return deliveriesToSendQuery.all(db, { ids: JSON.stringify(deliveryIds) });
 }
 
 export async function insertAttempts(db: Db, attempts: AttemptRow[]): Promise<void> {
@@ -105,8 +112,8 @@ export async function endDelivery(db: Db, deliveryId: string, end: { status: 'ca
     .where('id', '=', deliveryId).where('status', '=', 'pending').execute();
 }
 
-export async function recordAttemptOn(db: Db, deliveryId: string, changes: Partial<DeliveryRow>): Promise<void> {
-  await db.updateTable('webhook_deliveries').set(changes).where('id', '=', deliveryId).execute();
+export async function recordAttemptOn(db: Db, deliveryId: string, changes: Partial<WebhookDeliveriesTable>): Promise<void> {
+  await updateById(db, 'webhook_deliveries', deliveryId, changes);
 }
 
 /** Deliveries made of these events so far were the events' own, so their retries may carry the secret. */
