@@ -118,7 +118,7 @@ export class BatchLane<P, W, O> {
   start(): void {
     if (this.running) return;
     this.running = true;
-    this.unregister = onJobEnqueued(() => this.poke());
+    this.unregister = onJobEnqueued(this.spec.kind, () => this.poke());
     this.heartbeat = setInterval(() => void this.renewLeases(), Math.max(50, Math.floor(this.leaseMs / 3)));
     this.heartbeat.unref?.();
     this.poke();

@@ -19,15 +19,31 @@ export type NewJob = {
 };
 
 type Waker = () => void;
-const wakers = new Set<Waker>();
-const wakeWorkers = () => {
-  for (const wake of wakers) wake();
-};
+/** The wakers of each lane; null is the generic worker's. */
+const wakers = new Map<string | null, Set<Waker>>();
+/** One function per lane, so a transaction that queues many jobs of a lane wakes its workers once (afterCommit). */
+const wakeFunctions = new Map<string | null, () => void>();
 
-/** Workers register here so that a committed job due now starts without waiting for a poll. */
-export function onJobEnqueued(waker: Waker): () => void {
-  wakers.add(waker);
-  return () => wakers.delete(waker);
+function wakerOfLane(lane: string | null): () => void {
+  let wake = wakeFunctions.get(lane);
+  if (!wake) {
+    wake = () => {
+      for (const waker of wakers.get(lane) ?? []) waker();
+    };
+    wakeFunctions.set(lane, wake);
+  }
+  return wake;
+}
+
+/**
+ * Workers register here so that a committed job due now starts without waiting for a poll: the
+ * generic worker for jobs of no lane (null), a batched lane for its own kind's.
+ */
+export function onJobEnqueued(lane: string | null, waker: Waker): () => void {
+  let own = wakers.get(lane);
+  if (!own) wakers.set(lane, (own = new Set()));
+  own.add(waker);
+  return () => own.delete(waker);
 }
 
 /** Inserts a job in the caller's transaction, so the job exists exactly when the change does. */
@@ -46,7 +62,7 @@ export async function enqueue(db: Kysely<Database>, job: NewJob, now = Date.now(
     failed_at: null,
     created_at: now,
   }, job.dedupeKey ? 'dedupe_key' : undefined);
-  if (job.runAt <= now + 50) afterCommit(db, wakeWorkers);
+  if (job.runAt <= now + 50) afterCommit(db, wakerOfLane(job.batched ? job.kind : null));
 }
 
 /**

@@ -70,7 +70,7 @@ export class Worker {
   start(): void {
     if (this.running) return;
     this.running = true;
-    this.unregister = onJobEnqueued(() => this.poke());
+    this.unregister = onJobEnqueued(null, () => this.poke());
     this.poke();
   }
 

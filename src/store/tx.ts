@@ -2,19 +2,20 @@ import type { Kysely, Transaction } from 'kysely';
 import type { Database } from './tables.ts';
 
 // Work that must only happen once a transaction has committed (waking the job worker, say).
-const afterCommitHooks = new WeakMap<object, Array<() => void>>();
+// A hook added twice in one transaction runs once.
+const afterCommitHooks = new WeakMap<object, Set<() => void>>();
 
 export function afterCommit(db: Kysely<Database>, hook: () => void): void {
   const hooks = afterCommitHooks.get(db);
-  if (hooks) hooks.push(hook);
+  if (hooks) hooks.add(hook);
   else queueMicrotask(hook);
 }
 
 export async function transact<T>(db: Kysely<Database>, work: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
   if (db.isTransaction) return work(db as Transaction<Database>);
-  let hooks: Array<() => void> = [];
+  let hooks = new Set<() => void>();
   const result = await db.transaction().execute(async (trx) => {
-    hooks = [];
+    hooks = new Set();
     afterCommitHooks.set(trx, hooks);
     return work(trx);
   });
