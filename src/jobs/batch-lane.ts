@@ -24,7 +24,7 @@ export type Settlement = { retryAt: null } | { retryAt: number; error: string };
 
 export type BatchLaneKind<P, W, O> = {
   kind: string;
-  /** Jobs with the same key share the per-key cap (a webhook endpoint). */
+  /** Jobs with the same key share the per-key cap on runs under way (a webhook endpoint). */
   keyOf(payload: P): string;
   /** Reads what the claimed jobs need, in the claiming transaction. Returns one work item per job, in order. */
   load(trx: Transaction<Database>, jobs: LaneJob<P>[]): Promise<W[]>;
@@ -43,6 +43,8 @@ export type BatchLaneOptions = {
   perKey?: number;
   pollMs?: number;
   leaseMs?: number;
+  /** How long finished jobs are gathered before they are recorded in one transaction. */
+  flushGatherMs?: number;
 };
 
 const FLUSH_BATCH = 256;
@@ -83,6 +85,7 @@ export class BatchLane<P, W, O> {
   private readonly maxInFlight: number;
   private readonly perKey: number;
   private readonly pollMs: number;
+  private readonly flushGatherMs: number;
   private readonly leaseMs: number;
 
   private running = false;
@@ -112,6 +115,7 @@ export class BatchLane<P, W, O> {
     this.maxInFlight = options.maxInFlight ?? 1024;
     this.perKey = options.perKey ?? 256;
     this.pollMs = options.pollMs ?? 100;
+    this.flushGatherMs = options.flushGatherMs ?? FLUSH_GATHER_MS;
     this.leaseMs = options.leaseMs ?? 10_000;
   }
 
@@ -214,7 +218,14 @@ export class BatchLane<P, W, O> {
     this.inFlight.set(job.jobId, job);
     this.perKeyCount.set(job.key, (this.perKeyCount.get(job.key) ?? 0) + 1);
     const run = this.spec.run(work, job).then((outcome) => {
+      // The cap is on attempts under way (requests open to one endpoint): a finished job frees its
+      // key's slot at once, though it holds its lease until its batch is recorded.
+      const left = (this.perKeyCount.get(job.key) ?? 1) - 1;
+      if (left > 0) this.perKeyCount.set(job.key, left);
+      else this.perKeyCount.delete(job.key);
       this.finished.push({ job, outcome });
+      // A key that was at its cap may have jobs waiting: claim them now, not at the next poll.
+      if (left === this.perKey - 1) this.poke();
       this.scheduleFlush();
     });
     this.runs.add(run);
@@ -232,7 +243,7 @@ export class BatchLane<P, W, O> {
       this.flushTimer = setTimeout(() => {
         this.flushTimer = null;
         this.startFlush();
-      }, FLUSH_GATHER_MS);
+      }, this.flushGatherMs);
       return;
     }
     this.startFlush();
@@ -262,9 +273,6 @@ export class BatchLane<P, W, O> {
     let soonest = Infinity;
     for (const { job, outcome } of batch) {
       this.inFlight.delete(job.jobId);
-      const left = (this.perKeyCount.get(job.key) ?? 1) - 1;
-      if (left > 0) this.perKeyCount.set(job.key, left);
-      else this.perKeyCount.delete(job.key);
       const settlement = this.spec.settlement(outcome);
       if (settlement.retryAt !== null) soonest = Math.min(soonest, settlement.retryAt);
     }
