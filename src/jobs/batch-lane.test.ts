@@ -57,7 +57,11 @@ test('a key\'s slot frees when its run finishes, before its batch is recorded', 
   // Results are gathered for 200 ms before they are recorded: ample for a claim, so the order below does not hang on timing.
   const lane = new BatchLane(kind, { db, log: pino({ level: 'silent' }), clock, perKey: 1, pollMs: 10, flushGatherMs: 200 });
   lane.start();
-  t.after(() => lane.stop());
+  // Stopping waits for runs under way: a failed assertion must not leave the first one held.
+  t.after(() => {
+    releaseFirst();
+    return lane.stop();
+  });
 
   await until(() => started.length === 1, 'the first run');
   const putOff = async () => (await db.selectFrom('jobs').select('run_at').where('kind', '=', 'test.capped').where('locked_by', 'is', null).execute())
@@ -76,4 +80,57 @@ test('a key\'s slot frees when its run finishes, before its batch is recorded', 
   assert.deepEqual(started, [1, 2, 3]);
   assert.equal(mostUnderWay, 1, 'never more than the cap under way at once');
   assert.equal((await db.selectFrom('jobs').select('id').where('kind', '=', 'test.capped').execute()).length, 0, 'each job was deleted once recorded');
+});
+
+test('a key that stays full is put off further each time, up to a second, and runs once it frees', async (t) => {
+  const testDb = await freshDb();
+  t.after(() => testDb.drop());
+  const { db } = testDb;
+  await migrateToLatest(db);
+
+  let releaseFirst!: () => void;
+  const firstHeld = new Promise<void>((resolve) => (releaseFirst = resolve));
+  const started: number[] = [];
+  const recorded: number[] = [];
+  const kind: BatchLaneKind<{ n: number }, number, number> = {
+    kind: 'test.full',
+    keyOf: () => 'one endpoint',
+    load: async (_trx, jobs) => jobs.map((job) => job.payload.n),
+    run: async (n) => {
+      started.push(n);
+      if (n === 1) await firstHeld;
+      return n;
+    },
+    settlement: () => ({ retryAt: null }),
+    record: async (_trx, outcomes) => {
+      recorded.push(...outcomes.map((o) => o.outcome));
+    },
+  };
+  const now = Date.now();
+  await transact(db, async (trx) => {
+    for (let n = 1; n <= 3; n += 1) await enqueue(trx, { kind: 'test.full', runAt: now - 1000 + n, payload: { n }, batched: true }, now);
+  });
+  const lane = new BatchLane(kind, { db, log: pino({ level: 'silent' }), perKey: 1, pollMs: 5 });
+  lane.start();
+  // Stopping waits for runs under way: a failed assertion must not leave the first one held.
+  t.after(() => {
+    releaseFirst();
+    return lane.stop();
+  });
+
+  // While the first run hangs, its key's other jobs are put off again and again, each time further.
+  const putOffBy = async () => {
+    const waiting = await db.selectFrom('jobs').select('run_at').where('kind', '=', 'test.full').where('locked_by', 'is', null).execute();
+    return Math.max(...waiting.map((job) => Number(job.run_at) - Date.now()));
+  };
+  await until(async () => (await putOffBy()) >= 300, 'the put-off to grow past 300 ms (it starts at 10-40 ms)');
+  for (let i = 0; i < 20; i += 1) {
+    assert.ok((await putOffBy()) <= 1_030, 'never put off by more than a second (and its jitter)');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  assert.deepEqual(started, [1]);
+
+  releaseFirst();
+  await until(() => recorded.length === 3, 'every job to run once the key frees');
+  assert.deepEqual(started, [1, 2, 3]);
 });
