@@ -187,7 +187,7 @@ export class BatchLane<P, W, O> {
   /**
    * Locks due jobs. A job whose key already has its share in flight is put back a little later
    * instead, so a slow key (endpoint) waits on itself and not on others. Each time a key is found
-   * still full it is put back twice as far, up to a second, until a run of its finishes: a key
+   * still full it is put back twice as far, up to a second, until one of its runs finishes: a key
    * that hangs with a backlog costs a rewrite of each of its jobs a second, not every 25 ms.
    */
   private async claim(room: number): Promise<{ scanned: number; work: Array<{ job: LaneJob<P>; work: W }> }> {
