@@ -21,6 +21,17 @@ export function signWebhookBody(rawBody, secret) {
   return `sha256=${createHmac('sha256', hmacKey(secret)).update(rawBody).digest('hex')}`;
 }
 
+/** The Standard Webhooks HMAC-SHA256 of `id.timestamp.body`, keyed with the secret less its `whsec_` prefix, base64-decoded. */
+function standardDigest(rawBody, id, timestamp, secret) {
+  const key = hmacKey(secret.startsWith('whsec_') ? secret.slice(6) : secret);
+  return createHmac('sha256', key).update(`${id}.${timestamp}.`).update(rawBody).digest();
+}
+
+/** The Standard Webhooks `webhook-signature` of one delivery: `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`. */
+export function signStandardWebhook(rawBody, id, timestamp, secret) {
+  return `v1,${standardDigest(rawBody, id, timestamp, secret).toString('base64')}`;
+}
+
 function sameBytes(a, b) {
   return a.length === b.length && timingSafeEqual(a, b);
 }
@@ -61,8 +72,7 @@ export function verifyStandardWebhook(rawBody, headers, secret, options = {}) {
   if (typeof id !== 'string' || typeof timestamp !== 'string' || typeof signatures !== 'string' || !/^\d{1,12}$/.test(timestamp)) return false;
   const now = Math.floor((options.now ?? Date.now()) / 1000);
   if (Math.abs(now - Number(timestamp)) > (options.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS)) return false;
-  const key = hmacKey(secret.startsWith('whsec_') ? secret.slice(6) : secret);
-  const expected = createHmac('sha256', key).update(`${id}.${timestamp}.`).update(rawBody).digest();
+  const expected = standardDigest(rawBody, id, timestamp, secret);
   let valid = false;
   for (const part of signatures.split(' ')) {
     const match = STANDARD_SHAPE.exec(part.trim());

@@ -4,7 +4,7 @@ import { enqueue } from '../../jobs/queue.ts';
 import { insertRow, prepared, updateById } from '../../store/prepared.ts';
 import { inJsonArray } from '../../store/db.ts';
 import type { Database } from '../../store/tables.ts';
-import type { WebhookAttemptsTable, WebhookDeliveriesTable } from './webhooks.tables.ts';
+import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEndpointsTable } from './webhooks.tables.ts';
 import type { Mode } from '../../shared/mode.ts';
 
 export type DeliveryRow = Selectable<WebhookDeliveriesTable>;
@@ -86,10 +86,10 @@ export async function cancelPendingDeliveries(db: Db, endpointId: string): Promi
   return Number(result.numUpdatedRows);
 }
 
-const deliveriesToSendQuery = prepared<{ ids: string }, {
-  delivery_id: string; status: string; first_attempt_at: number | null; mode: Mode; with_secret: number; event_id: string;
-  url: string; secret: string; deleted_at: number | null;
-}>((db, arg) =>
+type DeliveryToSend = { delivery_id: string } & Pick<DeliveryRow, 'status' | 'first_attempt_at' | 'mode' | 'with_secret' | 'event_id'>
+  & Pick<Selectable<WebhookEndpointsTable>, 'url' | 'secret' | 'deleted_at'>;
+
+const deliveriesToSendQuery = prepared<{ ids: string }, DeliveryToSend>((db, arg) =>
   db
     .selectFrom('webhook_deliveries as d')
     .innerJoin('webhook_endpoints as w', 'w.id', 'd.endpoint_id')

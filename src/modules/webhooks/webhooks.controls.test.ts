@@ -5,8 +5,8 @@ import pino from 'pino';
 import { apiClient, buildTestApp, createTestMerchant, type ApiClient } from '../../../test/helpers.ts';
 import type { Clock } from '../../shared/time.ts';
 import { startReceiver } from './receiver.test-support.ts';
-import { decodeKeyring, encodeKeyring, PREVIOUS_SECRET_KEPT_MS, rotated, signingSecrets, standardSignature } from './signing.ts';
-import { signWebhookBody, verifyStandardWebhook, verifyWebhookSignature } from './verify.js';
+import { decodeKeyring, encodeKeyring, PREVIOUS_SECRET_KEPT_MS, rotated, signingSecrets } from './signing.ts';
+import { signStandardWebhook, signWebhookBody, verifyStandardWebhook, verifyWebhookSignature } from './verify.js';
 import { WebhookDispatcher } from './webhooks.dispatcher.ts';
 
 // PATCH /v1/webhooks/{id}, POST /v1/webhooks/{id}/rotate-secret, and what they do to deliveries.
@@ -31,7 +31,7 @@ test('a keyring survives storage, and the previous secret signs only until it la
 test('the Standard Webhooks signature matches the published test vector, and verifyStandardWebhook checks it', () => {
   const secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
   const body = '{"test": 2432232314}';
-  const signature = standardSignature(secret, 'msg_p5jXN8AQM9LWM0D4loKWxJek', 1614265330, body);
+  const signature = signStandardWebhook(body, 'msg_p5jXN8AQM9LWM0D4loKWxJek', 1614265330, secret);
   assert.equal(signature, 'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=');
   const headers = { 'webhook-id': 'msg_p5jXN8AQM9LWM0D4loKWxJek', 'webhook-timestamp': '1614265330', 'webhook-signature': `v1,bm9wZQ== ${signature}` };
   const now = 1614265330_000;
