@@ -4,7 +4,8 @@ import { simpleParser } from 'mailparser';
 
 // A real SMTP receiver for tests: every message Tono sends, parsed.
 
-export type ReceivedMail = { messageId: string; to: string; subject: string; text: string; html: string; raw: string };
+/** `from` and `to` are the envelope's (MAIL FROM and RCPT TO). */
+export type ReceivedMail = { messageId: string; from: string; to: string; subject: string; text: string; html: string; raw: string };
 
 export type SmtpReceiver = {
   url: string;
@@ -39,6 +40,7 @@ export async function smtpReceiver(t: TestContext): Promise<SmtpReceiver> {
         const parsed = await simpleParser(raw);
         messages.push({
           messageId: parsed.messageId ?? '',
+          from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
           to: session.envelope.rcptTo.map((r) => r.address).join(','),
           subject: parsed.subject ?? '',
           text: parsed.text ?? '',

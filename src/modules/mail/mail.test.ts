@@ -55,6 +55,9 @@ test('a queued message is sent over SMTP once, with a stable Message-ID, after a
 
   const mail = await smtp.waitFor((m) => m.to === 'payer@example.com');
   assert.equal(mail.messageId, `<${id}@pay.example>`);
+  assert.equal(app.deps.config.mailFrom, 'Tono <no-reply@127.0.0.1>');
+  assert.equal(mail.from, 'no-reply@127.0.0.1', 'the envelope is from MAIL_FROM');
+  assert.match(mail.raw, /^From: Tono <no-reply@127\.0\.0\.1>$/m);
   assert.match(mail.subject, /Your payment authority for Kōwhai Coffee has been revoked/);
   assert.match(mail.text, /revoked by your bank/);
   assert.match(mail.html, /<strong>Kōwhai Coffee<\/strong>/);
