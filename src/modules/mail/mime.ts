@@ -31,11 +31,12 @@ export function composeMessage(message: MessageParts): Buffer {
 }
 
 function writeNode(node: MimeNode): string {
-  const encoding = node.getTransferEncoding();
   let out = `${node.buildHeaders()}\r\n\r\n`;
   const content = node.content;
   if (content !== undefined && content !== '') {
     if (typeof content !== 'string') throw new TypeError('composeMessage writes string parts only');
+    // The encoding buildHeaders() chose and wrote (asking getTransferEncoding() again would scan the text again).
+    const encoding = String(node.getHeader('Content-Transfer-Encoding') ?? '').toLowerCase();
     out += encoding === 'quoted-printable' ? qp.wrap(qp.encode(content), LINE_LENGTH)
       : encoding === 'base64' ? base64.wrap(base64.encode(content), LINE_LENGTH)
       : content;
