@@ -222,6 +222,11 @@ export async function countReceipts(db: Db): Promise<{ total: number; sent: numb
   return { total: of('queued') + of('sent') + of('failed'), sent: of('sent') };
 }
 
+/** Messages of any template not sent yet. */
+export async function countQueuedMail(db: Db): Promise<number> {
+  return Number((await db.selectFrom('mail_messages').select((eb) => eb.fn.countAll().as('n')).where('status', '=', 'queued').executeTakeFirstOrThrow()).n);
+}
+
 /** Whether each of `expected` subscriptions was charged exactly once: one charge row, one payment, all successful. */
 export async function countCharges(db: Db, expected: number): Promise<{ exactlyOnce: boolean; summary: string }> {
   const charged = await countSuccessfulCharges(db);

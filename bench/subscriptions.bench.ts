@@ -7,7 +7,7 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { Worker as WorkerThread } from 'node:worker_threads';
 import type { BenchContext, BenchResult } from './lib.ts';
-import { countCharges, countReceipts, countSuccessfulCharges, setUpDueSubscriptions, startService } from './lib.ts';
+import { countCharges, countQueuedMail, countReceipts, countSuccessfulCharges, setUpDueSubscriptions, startService } from './lib.ts';
 import { freePort } from '../test/process.ts';
 import { jobKindsOf, runnersOf } from '../src/modules/index.ts';
 import { testClockOffsetsOf } from '../src/modules/merchants/merchants.service.ts';
@@ -93,11 +93,17 @@ async function chargeAllDue(variant: keyof typeof variantNames, env: Record<stri
     // the batched lanes a service runs (the receipts are mail, sent by one of them).
     const worker = new Worker({ db: deps.db, log: deps.log, kinds: jobKindsOf(deps), concurrency: 256, pollMs: 20, clockOffsets: testClockOffsetsOf });
     const runners = runnersOf(deps);
+    // Each subscription set up emailed its payer that it was. Those notices belong to the set-up:
+    // in life each went out when its payer approved, long before the charges fell due. They are
+    // sent before the clock starts, so the run sends what charging sends, a receipt a charge.
+    for (const runner of runners) runner.start();
+    const noticesStarted = performance.now();
+    while ((await countQueuedMail(deps.db)) > 0) await new Promise((resolve) => setTimeout(resolve, 250));
+    const noticesSeconds = (performance.now() - noticesStarted) / 1000;
     const profiler = await startProfiler(variant);
     const cpuBefore = process.cpuUsage();
     const started = performance.now();
     worker.start();
-    for (const runner of runners) runner.start();
     let charged = 0;
     let chargedIn = 0;
     let receipts = { total: 0, sent: 0 };
@@ -127,7 +133,7 @@ async function chargeAllDue(variant: keyof typeof variantNames, env: Record<stri
         ? `NOT exactly once: ${counted.summary}`
         : receipts.total !== SUBSCRIPTIONS || receipts.sent !== SUBSCRIPTIONS
           ? `receipts: ${receipts.total} queued and ${receipts.sent} sent for ${SUBSCRIPTIONS} charges`
-          : `${charged} charged exactly once in ${chargedIn.toFixed(1)} s and every receipt sent in ${seconds.toFixed(1)} s, ${(charged / cpuSeconds).toFixed(0)} per CPU-second of the process (set up in ${setupSeconds.toFixed(0)} s)`,
+          : `${charged} charged exactly once in ${chargedIn.toFixed(1)} s and every receipt sent in ${seconds.toFixed(1)} s, ${(charged / cpuSeconds).toFixed(0)} per CPU-second of the process (set up in ${setupSeconds.toFixed(0)} s, its notices sent in ${noticesSeconds.toFixed(0)} s before the clock started)`,
     };
   } finally {
     await service.close();
