@@ -6,13 +6,13 @@ import * as qp from 'nodemailer/lib/qp';
 
 // A message's bytes, written in one pass. nodemailer's own build() streams every part through an
 // encoder joined by pipeline(), and for a 2 kB receipt those streams (with the AbortController
-// and DOMException each pipeline makes) cost about three times what the message itself does:
-// 280 µs of CPU against 100 µs here, the biggest part of a subscription charge with its receipt
-// (docs/performance.md, Receipts). nodemailer still decides everything: MailComposer makes the
-// tree, each node writes its own headers (encoded words, folding, addresses) and picks its
-// transfer encoding; only the string parts are encoded here, with nodemailer's own
-// quoted-printable and base64 encoders, which give the same bytes as its stream encoders.
-// mime.test.ts holds the output byte for byte to build()'s.
+// and DOMException each pipeline makes) cost twice what the message itself does: about 300 µs of
+// CPU against about 100 µs here, for what was the biggest part of a subscription charge with its
+// receipt (docs/performance.md, A subscription charge). nodemailer still decides everything:
+// MailComposer makes the tree, each node writes its own headers (encoded words, folding,
+// addresses) and picks its transfer encoding; only the string parts are encoded here, with
+// nodemailer's own quoted-printable and base64 encoders, which give the same bytes as its stream
+// encoders. mime.test.ts holds the output byte for byte to build()'s.
 
 /** What Tono sends: string parts only (no attachments, streams, files or URLs). */
 export type MessageParts = Pick<Mail.Options, 'from' | 'to' | 'subject' | 'messageId' | 'date'> & {
