@@ -134,3 +134,56 @@ test('a key that stays full is put off further each time, up to a second, and ru
   await until(() => recorded.length === 3, 'every job to run once the key frees');
   assert.deepEqual(started, [1, 2, 3]);
 });
+
+test('a claimed batch is started a few milliseconds at a time, with turns of the event loop between', async (t) => {
+  const testDb = await freshDb();
+  t.after(() => testDb.drop());
+  const { db } = testDb;
+  await migrateToLatest(db);
+
+  // A probe that counts turns of the event loop; each run notes the turn it started in.
+  let turn = 0;
+  let probing = true;
+  const probe = () => {
+    turn += 1;
+    if (probing) setImmediate(probe);
+  };
+  setImmediate(probe);
+  t.after(() => (probing = false));
+
+  const count = 60;
+  const startedIn: number[] = [];
+  const recorded: number[] = [];
+  const kind: BatchLaneKind<{ n: number }, number, number> = {
+    kind: 'test.sliced',
+    keyOf: (payload) => `key ${payload.n}`,
+    load: async (_trx, jobs) => jobs.map((job) => job.payload.n),
+    run: async (n) => {
+      startedIn.push(turn);
+      // A millisecond of synchronous work as the run starts (composing a message, signing a body).
+      const until = performance.now() + 1;
+      while (performance.now() < until);
+      return n;
+    },
+    settlement: () => ({ retryAt: null }),
+    record: async (_trx, outcomes) => {
+      recorded.push(...outcomes.map((o) => o.outcome));
+    },
+  };
+  const now = Date.now();
+  await transact(db, async (trx) => {
+    for (let n = 1; n <= count; n += 1) await enqueue(trx, { kind: 'test.sliced', runAt: now - 1000, payload: { n }, batched: true }, now);
+  });
+  const lane = new BatchLane(kind, { db, log: pino({ level: 'silent' }), pollMs: 5 });
+  lane.start();
+  t.after(() => lane.stop());
+
+  await until(() => recorded.length === count, 'every job to be recorded');
+  assert.deepEqual(recorded.sort((a, b) => a - b), Array.from({ length: count }, (_, i) => i + 1), 'each job ran once');
+  // One claim takes all 60; started all at once they would share one turn (60 ms of work).
+  const turns = new Set(startedIn);
+  assert.ok(turns.size >= 10, `the starts spread over ${turns.size} turns`);
+  const mostInOneTurn = Math.max(...[...turns].map((at) => startedIn.filter((t) => t === at).length));
+  assert.ok(mostInOneTurn <= 10, `at most a few starts in one turn, not ${mostInOneTurn}`);
+  assert.equal((await db.selectFrom('jobs').select('id').where('kind', '=', 'test.sliced').execute()).length, 0);
+});

@@ -53,6 +53,13 @@ const CHUNK = 500;
 /** A job of a full key is put back by this (plus up to 30 ms), doubled each time the key is still full, up to the maximum. */
 const PUT_OFF_MS = 10;
 const PUT_OFF_MAX_MS = 1_000;
+/**
+ * Claimed jobs are started this many milliseconds' worth at a time, with a turn of the event loop
+ * between: a job's run does its synchronous part (rendering and composing a message, signing a
+ * body) when it starts, and a batch of 256 started at once held the loop for tens of milliseconds
+ * while API calls waited.
+ */
+const START_SLICE_MS = 2;
 
 // The statements every batch runs, prepared: a lane runs them thousands of times a second.
 const dueJobsQuery = prepared<{ kind: string; now: number; room: number }, { id: string; payload: string }>((db, arg) =>
@@ -100,6 +107,9 @@ export class BatchLane<P, W, O> {
   /** How many claims in a row found the key full since a run of it last finished. */
   private readonly putOffStreak = new Map<string, number>();
   private readonly runs = new Set<Promise<void>>();
+  /** Claimed (counted in flight, their leases kept) but not started yet. */
+  private toStart: Array<{ job: LaneJob<P>; work: W }> = [];
+  private startScheduled = false;
   private finished: Array<Running<P, O>> = [];
   private flushing: Promise<void> | null = null;
   private claiming = false;
@@ -141,7 +151,8 @@ export class BatchLane<P, W, O> {
     this.running = false;
     this.unregister?.();
     for (const timer of [this.pollTimer, this.retryTimer]) if (timer) clearTimeout(timer);
-    while (this.runs.size > 0 || this.flushing || this.finished.length > 0) {
+    while (this.toStart.length > 0 || this.runs.size > 0 || this.flushing || this.finished.length > 0) {
+      if (this.toStart.length > 0) await new Promise((resolve) => setImmediate(resolve));
       await Promise.allSettled([...this.runs]);
       await (this.flushing ?? this.flush());
     }
@@ -166,7 +177,9 @@ export class BatchLane<P, W, O> {
       if (room > 0) {
         const claimed = await this.claim(room);
         full = claimed.scanned >= room;
-        for (const { job, work } of claimed.work) this.launch(job, work);
+        for (const claim of claimed.work) this.admit(claim.job);
+        this.toStart.push(...claimed.work);
+        this.startSome();
       }
     } catch (error) {
       this.log.error({ err: error, job_kind: this.spec.kind }, 'job claim failed');
@@ -230,9 +243,32 @@ export class BatchLane<P, W, O> {
     });
   }
 
-  private launch(job: LaneJob<P>, work: W): void {
+  /** A claimed job counts against the caps (and has its lease renewed) from its claim on. */
+  private admit(job: LaneJob<P>): void {
     this.inFlight.set(job.jobId, job);
     this.perKeyCount.set(job.key, (this.perKeyCount.get(job.key) ?? 0) + 1);
+  }
+
+  /** Starts claimed jobs for START_SLICE_MS, and the rest after the event loop has had a turn. */
+  private startSome(): void {
+    const sliceEnds = performance.now() + START_SLICE_MS;
+    let next = 0;
+    while (next < this.toStart.length) {
+      const { job, work } = this.toStart[next++];
+      this.launch(job, work);
+      if (performance.now() >= sliceEnds) break;
+    }
+    this.toStart = this.toStart.slice(next);
+    if (this.toStart.length > 0 && !this.startScheduled) {
+      this.startScheduled = true;
+      setImmediate(() => {
+        this.startScheduled = false;
+        this.startSome();
+      });
+    }
+  }
+
+  private launch(job: LaneJob<P>, work: W): void {
     const run = this.spec.run(work, job).then((outcome) => {
       // The cap is on attempts under way (requests open to one endpoint): a finished job frees its
       // key's slot at once, though it holds its lease until its batch is recorded.
