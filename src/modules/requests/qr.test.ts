@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import jsQRModule from 'jsqr';
 import { PNG } from 'pngjs';
+import QRCode from 'qrcode';
 import { qrDataUri, qrPng } from './qr.ts';
 
 // jsqr is CommonJS with a default export; under Node's ESM loader the function is the module itself.
@@ -27,4 +28,20 @@ test('any payment URL round-trips through the QR code', () => {
     }),
     { numRuns: 40 },
   );
+});
+
+test('every pixel is the module it draws: 4 pixels a module, a white margin of 2 modules', () => {
+  const url = 'http://127.0.0.1:3000/pay/request_01KAB3C4D5E6F7G8H9J0K1M2N3';
+  const image = PNG.sync.read(qrPng(url));
+  const { modules } = QRCode.create([{ data: Buffer.from(url), mode: 'byte' }], { errorCorrectionLevel: 'M', maskPattern: 2 } as QRCode.QRCodeOptions);
+  assert.equal(image.width, (modules.size + 4) * 4);
+  assert.equal(image.height, image.width);
+  for (let y = 0; y < image.height; y++) {
+    for (let x = 0; x < image.width; x++) {
+      const [mx, my] = [Math.floor(x / 4) - 2, Math.floor(y / 4) - 2];
+      const inside = mx >= 0 && my >= 0 && mx < modules.size && my < modules.size;
+      const black = inside && modules.get(my, mx);
+      assert.equal(image.data[(y * image.width + x) * 4], black ? 0 : 255, `pixel ${x},${y}`);
+    }
+  }
 });

@@ -13,6 +13,8 @@ const SCALE = 4;
 /** The compressed image is a few hundred bytes: output chunks this small come from Node's shared buffer pool. */
 const DEFLATE_CHUNK = 1024;
 const MARGIN = 2;
+const FILTER_NONE = 0;
+const FILTER_UP = 2;
 
 function chunk(type: string, data: Buffer): Buffer {
   const out = Buffer.allocUnsafe(12 + data.length);
@@ -33,19 +35,26 @@ export function qrPng(text: string): Buffer {
   const size = modules.size;
   const pixels = (size + 2 * MARGIN) * SCALE;
   const rowBytes = Math.ceil(pixels / 8);
-  const raw = Buffer.allocUnsafe((rowBytes + 1) * pixels).fill(0xff);
-  const row = Buffer.allocUnsafe(rowBytes + 1).fill(0xff);
-  row[0] = 0; // filter: none
-  for (let y = 0; y < pixels; y++) raw[y * (rowBytes + 1)] = 0;
+  const stride = rowBytes + 1;
+  // Each module row is SCALE identical pixel rows, and the margins are white: a row that repeats the
+  // one above is written with PNG's Up filter (its type byte 2, then zeros), which deflate takes in
+  // a third less time than the repeated bytes and packs a little smaller.
+  const raw = Buffer.allocUnsafe(stride * pixels).fill(0);
+  for (let y = 1; y < pixels; y++) raw[y * stride] = FILTER_UP;
+  const row = Buffer.allocUnsafe(stride).fill(0xff);
+  row[0] = FILTER_NONE;
+  row.copy(raw, 0); // the top margin's first row; the rest of the margin repeats it
   for (let my = 0; my < size; my++) {
-    // Build one pixel row per module row (unused bits at the end stay 1, white), then repeat it.
+    // One pixel row per module row (unused bits at the end stay 1, white); the next SCALE - 1 repeat it.
     row.fill(0xff, 1);
     for (let mx = 0; mx < size; mx++) {
       if (!modules.get(my, mx)) continue;
       for (let x = (mx + MARGIN) * SCALE, end = x + SCALE; x < end; x++) row[1 + (x >> 3)] &= ~(0x80 >> (x & 7));
     }
-    for (let repeat = 0, y = (my + MARGIN) * SCALE; repeat < SCALE; repeat++, y++) row.copy(raw, y * (rowBytes + 1));
+    row.copy(raw, (my + MARGIN) * SCALE * stride);
   }
+  row.fill(0xff, 1);
+  row.copy(raw, (size + MARGIN) * SCALE * stride); // the bottom margin
   const header = Buffer.allocUnsafe(13).fill(0);
   header.writeUInt32BE(pixels, 0);
   header.writeUInt32BE(pixels, 4);
