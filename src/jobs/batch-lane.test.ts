@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
 import { freshDb } from '../../test/helpers.ts';
+import type { Db } from '../store/db.ts';
 import { migrateToLatest } from '../store/migrate.ts';
 import { transact } from '../store/tx.ts';
 import { BatchLane, type BatchLaneKind } from './batch-lane.ts';
@@ -17,6 +18,30 @@ async function until(condition: () => boolean | Promise<boolean>, what: string):
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
+}
+
+/** A lane kind whose jobs carry a number: `run` gets it, and each recorded batch's numbers go to `onRecord`. */
+function numberedKind(
+  kind: string,
+  run: (n: number) => Promise<number>,
+  onRecord: (numbers: number[]) => void,
+  keyOf: (payload: { n: number }) => string = () => 'one endpoint',
+): BatchLaneKind<{ n: number }, number, number> {
+  return {
+    kind,
+    keyOf,
+    load: async (_trx, jobs) => jobs.map((job) => job.payload.n),
+    run,
+    settlement: () => ({ retryAt: null }),
+    record: async (_trx, outcomes) => onRecord(outcomes.map((o) => o.outcome)),
+  };
+}
+
+/** Queues jobs 1..count of the kind, each due at runAt(n). */
+async function enqueueNumbered(db: Db, kind: string, count: number, runAt: (n: number) => number, now: number): Promise<void> {
+  await transact(db, async (trx) => {
+    for (let n = 1; n <= count; n += 1) await enqueue(trx, { kind, runAt: runAt(n), payload: { n }, batched: true }, now);
+  });
 }
 
 test('a key\'s slot frees when its run finishes, before its batch is recorded', async (t) => {
@@ -35,25 +60,14 @@ test('a key\'s slot frees when its run finishes, before its batch is recorded', 
   const records: number[][] = [];
   let underWay = 0;
   let mostUnderWay = 0;
-  const kind: BatchLaneKind<{ n: number }, number, number> = {
-    kind: 'test.capped',
-    keyOf: () => 'one endpoint',
-    load: async (_trx, jobs) => jobs.map((job) => job.payload.n),
-    run: async (n) => {
-      started.push(n);
-      mostUnderWay = Math.max(mostUnderWay, (underWay += 1));
-      if (n === 1) await firstHeld;
-      underWay -= 1;
-      return n;
-    },
-    settlement: () => ({ retryAt: null }),
-    record: async (_trx, outcomes) => {
-      records.push(outcomes.map((o) => o.outcome));
-    },
-  };
-  await transact(db, async (trx) => {
-    for (let n = 1; n <= 3; n += 1) await enqueue(trx, { kind: 'test.capped', runAt: start - 1000 + n, payload: { n }, batched: true }, start);
-  });
+  const kind = numberedKind('test.capped', async (n) => {
+    started.push(n);
+    mostUnderWay = Math.max(mostUnderWay, (underWay += 1));
+    if (n === 1) await firstHeld;
+    underWay -= 1;
+    return n;
+  }, (numbers) => records.push(numbers));
+  await enqueueNumbered(db, 'test.capped', 3, (n) => start - 1000 + n, start);
   // Results are gathered for 200 ms before they are recorded: ample for a claim, so the order below does not hang on timing.
   const lane = new BatchLane(kind, { db, log: pino({ level: 'silent' }), clock, perKey: 1, pollMs: 10, flushGatherMs: 200 });
   lane.start();
@@ -92,24 +106,13 @@ test('a key that stays full is put off further each time, up to a second, and ru
   const firstHeld = new Promise<void>((resolve) => (releaseFirst = resolve));
   const started: number[] = [];
   const recorded: number[] = [];
-  const kind: BatchLaneKind<{ n: number }, number, number> = {
-    kind: 'test.full',
-    keyOf: () => 'one endpoint',
-    load: async (_trx, jobs) => jobs.map((job) => job.payload.n),
-    run: async (n) => {
-      started.push(n);
-      if (n === 1) await firstHeld;
-      return n;
-    },
-    settlement: () => ({ retryAt: null }),
-    record: async (_trx, outcomes) => {
-      recorded.push(...outcomes.map((o) => o.outcome));
-    },
-  };
+  const kind = numberedKind('test.full', async (n) => {
+    started.push(n);
+    if (n === 1) await firstHeld;
+    return n;
+  }, (numbers) => recorded.push(...numbers));
   const now = Date.now();
-  await transact(db, async (trx) => {
-    for (let n = 1; n <= 3; n += 1) await enqueue(trx, { kind: 'test.full', runAt: now - 1000 + n, payload: { n }, batched: true }, now);
-  });
+  await enqueueNumbered(db, 'test.full', 3, (n) => now - 1000 + n, now);
   const lane = new BatchLane(kind, { db, log: pino({ level: 'silent' }), perKey: 1, pollMs: 5 });
   lane.start();
   // Stopping waits for runs under way: a failed assertion must not leave the first one held.
@@ -154,26 +157,15 @@ test('a claimed batch is started a few milliseconds at a time, with turns of the
   const count = 60;
   const startedIn: number[] = [];
   const recorded: number[] = [];
-  const kind: BatchLaneKind<{ n: number }, number, number> = {
-    kind: 'test.sliced',
-    keyOf: (payload) => `key ${payload.n}`,
-    load: async (_trx, jobs) => jobs.map((job) => job.payload.n),
-    run: async (n) => {
-      startedIn.push(turn);
-      // Two milliseconds of synchronous work as the run starts (composing a message, signing a body).
-      const until = performance.now() + 2;
-      while (performance.now() < until);
-      return n;
-    },
-    settlement: () => ({ retryAt: null }),
-    record: async (_trx, outcomes) => {
-      recorded.push(...outcomes.map((o) => o.outcome));
-    },
-  };
+  const kind = numberedKind('test.sliced', async (n) => {
+    startedIn.push(turn);
+    // Two milliseconds of synchronous work as the run starts (composing a message, signing a body).
+    const until = performance.now() + 2;
+    while (performance.now() < until);
+    return n;
+  }, (numbers) => recorded.push(...numbers), (payload) => `key ${payload.n}`);
   const now = Date.now();
-  await transact(db, async (trx) => {
-    for (let n = 1; n <= count; n += 1) await enqueue(trx, { kind: 'test.sliced', runAt: now - 1000, payload: { n }, batched: true }, now);
-  });
+  await enqueueNumbered(db, 'test.sliced', count, () => now - 1000, now);
   const lane = new BatchLane(kind, { db, log: pino({ level: 'silent' }), pollMs: 5 });
   lane.start();
   t.after(() => lane.stop());
