@@ -25,8 +25,12 @@ export async function insertBankAccount(db: Db, row: BankAccountRow): Promise<vo
   await db.insertInto('bank_accounts').values(row).execute();
 }
 
+// Read by every request created: prepared, and answered without Kysely's connection handling when it can be.
+const bankAccountOfQuery = prepared<{ userId: string; id: string }, BankAccountRow>((db, arg) =>
+  db.selectFrom('bank_accounts').selectAll().where('id', '=', arg('id')).where('user_id', '=', arg('userId')));
+
 export async function findBankAccountOf(db: Db, userId: string, id: string): Promise<BankAccountRow | undefined> {
-  return db.selectFrom('bank_accounts').selectAll().where('id', '=', id).where('user_id', '=', userId).executeTakeFirst();
+  return bankAccountOfQuery.first(db, { userId, id });
 }
 
 /** A bank account with the name of the merchant it belongs to. */
