@@ -25,8 +25,17 @@ function benchFlags(): string[] {
  * service as it runs, and the flags of BENCH_SERVICE_FLAGS.
  */
 export function serviceHeapFlags(): string[] {
-  const scripts = JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')).scripts as Record<string, string>;
-  return [...(scripts.start.match(/--max-[a-z-]+-size=\d+/g) ?? []), ...benchFlags()];
+  return [...(startScript().match(/--max-[a-z-]+-size=\d+/g) ?? []), ...benchFlags()];
+}
+
+function startScript(): string {
+  return (JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')).scripts as Record<string, string>).start;
+}
+
+/** The compile cache `npm start` keeps (package.json), for every server the bench starts, as `npm start` would have it. */
+function compileCacheOfStart(): Record<string, string> {
+  const folder = /NODE_COMPILE_CACHE=\$\{NODE_COMPILE_CACHE:-([^}]+)\}/.exec(startScript())?.[1];
+  return folder ? { NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE ?? path.resolve(folder) } : {};
 }
 
 /**
@@ -40,7 +49,7 @@ export async function spawnServer(
   readyLine: (line: string) => Record<string, unknown> | null = (line) => JSON.parse(line),
   nodeFlags: string[] = [],
 ): Promise<SpawnedServer> {
-  const child: ChildProcess = spawn(process.execPath, [...nodeFlags, script], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
+  const child: ChildProcess = spawn(process.execPath, [...nodeFlags, script], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...compileCacheOfStart(), ...env } });
   const lines = readline.createInterface({ input: child.stdout! });
   const info = await new Promise<Record<string, unknown>>((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)));

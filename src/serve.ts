@@ -1,3 +1,4 @@
+import { flushCompileCache } from 'node:module';
 import type { Config } from './config.ts';
 import { createRuntime, type Runtime } from './runtime.ts';
 import { SecretKeyError } from './store/secret-key.ts';
@@ -51,4 +52,8 @@ export async function listenOrExit(runtime: Runtime, config: Config): Promise<vo
     await runtime.close().catch(() => {});
     process.exit(1);
   }
+  // Everything the service loads at start is loaded now: its compiled code (and the TypeScript
+  // stripped of its types) is written to the compile cache now rather than at exit, which a
+  // SIGKILL never reaches (README, Running it).
+  flushCompileCache();
 }
