@@ -5,14 +5,16 @@ import os from 'node:os';
 import path from 'node:path';
 import { processStore, startService, stop } from './process.ts';
 
-// `npm start` keeps Node's compile cache (README, Running it): the service's code, stripped of
+// `npm start`, the CLI and the sandbox bank keep Node's compile cache (README, Running it): the service's code, stripped of
 // its types, is written once it listens, so even a start ended by SIGKILL leaves it for the next.
 
 const root = path.resolve(import.meta.dirname, '..');
 
-test('npm start keeps the compile cache in node_modules/.cache unless NODE_COMPILE_CACHE names another folder', () => {
-  const start = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')).scripts.start as string;
-  assert.match(start, /^NODE_COMPILE_CACHE=\$\{NODE_COMPILE_CACHE:-node_modules\/\.cache\/tono-compile\} /);
+test('npm start, the CLI and the sandbox bank keep the compile cache in node_modules/.cache unless NODE_COMPILE_CACHE names another folder', () => {
+  const scripts = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')).scripts as Record<string, string>;
+  for (const name of ['start', 'cli', 'sandbox-bank']) {
+    assert.match(scripts[name], /^NODE_COMPILE_CACHE=\$\{NODE_COMPILE_CACHE:-node_modules\/\.cache\/tono-compile\} /, name);
+  }
 });
 
 test('a start writes the cache once it listens, even if it is then killed, and the next start reads its code from it', async (t) => {
