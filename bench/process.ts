@@ -28,14 +28,15 @@ export function serviceHeapFlags(): string[] {
   return [...(startScript().match(/--max-[a-z-]+-size=\d+/g) ?? []), ...benchFlags()];
 }
 
-function startScript(): string {
-  return (JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')).scripts as Record<string, string>).start;
-}
+const packageRoot = new URL('../', import.meta.url);
+const startScript = (): string =>
+  (JSON.parse(fs.readFileSync(new URL('package.json', packageRoot), 'utf8')).scripts as Record<string, string>).start;
 
 /** The compile cache `npm start` keeps (package.json), for every server the bench starts, as `npm start` would have it. */
 function compileCacheOfStart(): Record<string, string> {
   const folder = /NODE_COMPILE_CACHE=\$\{NODE_COMPILE_CACHE:-([^}]+)\}/.exec(startScript())?.[1];
-  return folder ? { NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE ?? path.resolve(folder) } : {};
+  // npm runs the script in the package's folder, so the default is relative to it, not to the bench's working directory.
+  return folder ? { NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE ?? path.resolve(packageRoot.pathname, folder) } : {};
 }
 
 /**

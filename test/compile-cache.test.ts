@@ -5,8 +5,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { processStore, startService, stop } from './process.ts';
 
-// `npm start`, the CLI and the sandbox bank keep Node's compile cache (README, Running it): the service's code, stripped of
-// its types, is written once it listens, so even a start ended by SIGKILL leaves it for the next.
+// `npm start`, the CLI and the sandbox bank keep Node's compile cache (README, Running it): the
+// service's code, stripped of its types, is written once it listens, so even a start ended by
+// SIGKILL leaves it for the next.
 
 const root = path.resolve(import.meta.dirname, '..');
 
