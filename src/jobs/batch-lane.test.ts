@@ -180,3 +180,42 @@ test('a claimed batch is started a few milliseconds at a time, with turns of the
   assert.ok(mostInOneTurn <= 12, `at most a few starts in one turn, not ${mostInOneTurn}`);
   assert.equal((await db.selectFrom('jobs').select('id').where('kind', '=', 'test.sliced').execute()).length, 0);
 });
+
+test('stopping waits for a claim under way and the runs it took, so none starts after the database closes', async (t) => {
+  const testDb = await freshDb();
+  t.after(() => testDb.drop());
+  const { db } = testDb;
+  await migrateToLatest(db);
+  const now = Date.now();
+  await enqueueNumbered(db, 'test.stopping', 2, () => now - 1000, now);
+  let claimReachedLoad!: () => void;
+  const inClaim = new Promise<void>((resolve) => (claimReachedLoad = resolve));
+  let releaseClaim!: () => void;
+  const held = new Promise<void>((resolve) => (releaseClaim = resolve));
+  const ran: number[] = [];
+  const records: number[][] = [];
+  const kind = numberedKind('test.stopping', async (n) => {
+    ran.push(n);
+    return n;
+  }, (numbers) => records.push(numbers));
+  // The claim loads its jobs' work inside its transaction: held here until the test says.
+  const load = kind.load;
+  kind.load = async (trx, jobs) => {
+    claimReachedLoad();
+    await held;
+    return load(trx, jobs);
+  };
+  const lane = new BatchLane(kind, { db, log: pino({ level: 'silent' }), pollMs: 10, flushGatherMs: 5 });
+  lane.start();
+  await inClaim;
+  let stopped = false;
+  const stopping = lane.stop().then(() => (stopped = true));
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  const stoppedDuringClaim = stopped;
+  releaseClaim();
+  await stopping;
+  assert.equal(stoppedDuringClaim, false, 'stop waits while a claim is under way');
+  assert.deepEqual(ran.sort(), [1, 2], 'the claimed jobs ran before stop returned');
+  assert.deepEqual(records.flat().sort(), [1, 2], 'and were recorded');
+  assert.equal((await db.selectFrom('jobs').select('id').execute()).length, 0);
+});

@@ -114,6 +114,8 @@ export class BatchLane<P, W, O> {
   private finished: Array<Running<P, O>> = [];
   private flushing: Promise<void> | null = null;
   private claiming = false;
+  /** The claim under way, if any (stop waits for it and the jobs it starts). */
+  private claimed: Promise<void> | null = null;
   private claimAgain = false;
   private pollTimer: NodeJS.Timeout | null = null;
   private retryTimer: NodeJS.Timeout | null = null;
@@ -152,6 +154,8 @@ export class BatchLane<P, W, O> {
     this.running = false;
     this.unregister?.();
     for (const timer of [this.pollTimer, this.retryTimer]) if (timer) clearTimeout(timer);
+    // A claim under way when the lane stops still starts its jobs: wait for it, then for them.
+    await this.claimed;
     while (this.toStart.length > 0 || this.runs.size > 0 || this.flushing || this.finished.length > 0) {
       if (this.toStart.length > 0) await new Promise((resolve) => setImmediate(resolve));
       await Promise.allSettled([...this.runs]);
@@ -167,7 +171,7 @@ export class BatchLane<P, W, O> {
       this.claimAgain = true;
       return;
     }
-    void this.claimAndRun();
+    this.claimed = this.claimAndRun();
   }
 
   private async claimAndRun(): Promise<void> {

@@ -28,3 +28,38 @@ test('the generic worker claims its own jobs and never a lane\'s, however many o
   assert.ok(laned.every((row) => row.lane === 'laned' && row.locked_by === null));
   assert.equal((await db.selectFrom('jobs').select('lane').where('kind', '=', 'plain').executeTakeFirstOrThrow()).lane, null);
 });
+
+test('stopping waits for a claim under way and the jobs it took, so none runs after the database closes', async (t) => {
+  const testDb = await freshDb();
+  t.after(() => testDb.drop());
+  const { db } = testDb;
+  await migrateToLatest(db);
+  // A job on a test clock: its claim reads the clock's offset, which this test holds back.
+  await transact(db, (trx) => enqueue(trx, { kind: 'plain', runAt: 0, clockId: 'clock_held', payload: {} }));
+  let claimReachedOffsets!: () => void;
+  const inClaim = new Promise<void>((resolve) => (claimReachedOffsets = resolve));
+  let releaseClaim!: () => void;
+  const held = new Promise<void>((resolve) => (releaseClaim = resolve));
+  const ran: string[] = [];
+  const worker = new Worker({
+    db,
+    log: pino({ level: 'silent' }),
+    kinds: new Map([['plain', { handler: async () => void ran.push('plain') }]]),
+    clockOffsets: async () => {
+      claimReachedOffsets();
+      await held;
+      return new Map();
+    },
+  });
+  worker.start();
+  await inClaim;
+  let stopped = false;
+  const stopping = worker.stop().then(() => (stopped = true));
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  const stoppedDuringClaim = stopped;
+  releaseClaim();
+  await stopping;
+  assert.equal(stoppedDuringClaim, false, 'stop waits while a claim is under way');
+  assert.deepEqual(ran, ['plain'], 'the claimed job ran before stop returned');
+  assert.equal((await db.selectFrom('jobs').select('id').execute()).length, 0, 'and was finished');
+});

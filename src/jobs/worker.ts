@@ -55,6 +55,8 @@ export class Worker {
   private inFlight = new Set<Promise<void>>();
   private timer: NodeJS.Timeout | null = null;
   private polling = false;
+  /** The claim under way, if any: its jobs are started once it returns, even after stop() began. */
+  private polled: Promise<void> | null = null;
   private pollAgain = false;
   private unregister: (() => void) | null = null;
 
@@ -74,11 +76,12 @@ export class Worker {
     this.poke();
   }
 
-  /** Stops claiming, then waits for jobs already running (SIGTERM). */
+  /** Stops claiming, then waits for jobs already running, and for those of a claim under way (SIGTERM). */
   async stop(): Promise<void> {
     this.running = false;
     this.unregister?.();
     if (this.timer) clearTimeout(this.timer);
+    await this.polled;
     await Promise.allSettled([...this.inFlight]);
   }
 
@@ -90,7 +93,7 @@ export class Worker {
     }
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
-    void this.poll();
+    this.polled = this.poll();
   }
 
   private async poll(): Promise<void> {
