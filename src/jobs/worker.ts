@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
 import type { Logger } from 'pino';
-import { lockSkipLocked, relaxDurability, type Db } from '../store/db.ts';
+import { lockSkipLocked, relaxDurability, transaction, type Db } from '../store/db.ts';
 import { prepared } from '../store/prepared.ts';
 import type { Database } from '../store/tables.ts';
 import { shiftedClock, systemClock, type Clock } from '../shared/time.ts';
@@ -133,7 +133,7 @@ export class Worker {
   async claim(limit: number, clockId?: string): Promise<ClaimedJob[]> {
     const { db, leaseMs } = this.options;
     const now = this.options.realClock.now();
-    return db.transaction().execute(async (trx) => {
+    return transaction(db, async (trx) => {
       let query = trx
         .selectFrom('jobs')
         .select('id')

@@ -2,11 +2,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import {
   Kysely, PostgresAdapter, PostgresDialect, PostgresIntrospector, sql,
-  type DatabaseIntrospector, type RawBuilder, type SelectQueryBuilder, type TableMetadata,
+  type DatabaseIntrospector, type RawBuilder, type SelectQueryBuilder, type TableMetadata, type Transaction,
 } from 'kysely';
 import pg from 'pg';
 import type { Database } from './tables.ts';
-import { nodeSqliteDialect, openSqlite, RELAXED_DURABILITY_MARKER, type DirectReader } from './sqlite-dialect.ts';
+import { nodeSqliteDialect, openSqlite, RELAXED_DURABILITY_MARKER, type DirectReader, type UnitRunner } from './sqlite-dialect.ts';
 
 // Dialect differences live in this file and nowhere else.
 
@@ -31,12 +31,45 @@ export function directReaderOf(db: object): DirectReader | undefined {
   return directReaders.get(db);
 }
 
+const unitRunnerSources = new WeakMap<object, () => UnitRunner | null>();
+const unitRunners = new WeakMap<object, UnitRunner>();
+
+/**
+ * The way to run a statement straight inside this transaction (SQLite, a transaction begun by
+ * `transaction` below), or undefined: prepared queries use it, anything else goes through Kysely.
+ */
+export function unitRunnerOf(db: object): UnitRunner | undefined {
+  return unitRunners.get(db);
+}
+
+/**
+ * `work` in a transaction of `db`, as `db.transaction().execute(work)`; on SQLite its prepared
+ * queries then run without Kysely's executor around each statement (unitRunnerOf).
+ */
+export function transaction<DB, T>(db: Kysely<DB>, work: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
+  const source = unitRunnerSources.get(db);
+  if (!source) return db.transaction().execute(work);
+  return db.transaction().execute((trx) => {
+    // The work starts as soon as the transaction holds the connection, so the unit holding it is this one.
+    const runner = source();
+    if (runner) unitRunners.set(trx, runner);
+    return work(trx);
+  });
+}
+
 export function openDb(options: StoreOptions): Db {
   if (options.engine === 'sqlite') {
     fs.mkdirSync(path.dirname(options.file), { recursive: true });
     let reader: DirectReader | undefined;
-    const db = new Kysely<Database>({ dialect: nodeSqliteDialect(openSqlite(options.file), options.file, undefined, (read) => (reader = read)) });
+    let runnerSource: (() => UnitRunner | null) | undefined;
+    const db = new Kysely<Database>({
+      dialect: nodeSqliteDialect(openSqlite(options.file), options.file, undefined, (access) => {
+        reader = access.readNow;
+        runnerSource = access.unitRunner;
+      }),
+    });
     directReaders.set(db, (sql, parameters) => reader?.(sql, parameters) ?? null);
+    unitRunnerSources.set(db, () => runnerSource?.() ?? null);
     return db;
   }
   const pool = new pg.Pool({

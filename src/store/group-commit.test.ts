@@ -7,9 +7,9 @@ import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { Kysely, sql } from 'kysely';
-import { directReaderOf, openDb, relaxDurability } from './db.ts';
+import { directReaderOf, openDb, relaxDurability, unitRunnerOf } from './db.ts';
 import { nodeSqliteDialect, openSqlite, type DirectReader, type FileSync } from './sqlite-dialect.ts';
-import { prepared } from './prepared.ts';
+import { insertRow, prepared } from './prepared.ts';
 import { transact } from './tx.ts';
 
 function tempFile() {
@@ -166,7 +166,7 @@ async function heldDatabase(t: TestContext) {
   t.after(cleanup);
   const held = heldFsync();
   let read!: DirectReader;
-  const db = new Kysely<any>({ dialect: nodeSqliteDialect(openSqlite(file), file, held.fsync, (reader) => (read = reader)) });
+  const db = new Kysely<any>({ dialect: nodeSqliteDialect(openSqlite(file), file, held.fsync, (access) => (read = access.readNow)) });
   t.after(async () => {
     const closing = db.destroy();
     held.release();
@@ -296,9 +296,7 @@ test('prepared reads of a database opened by openDb take the direct read, and on
   let release!: () => void;
   const unit = transact(db, async (trx: any) => {
     await trx.updateTable('items').set({ label: 'eins' }).where('id', '=', 1).execute();
-    const inTransaction = byId.firstNow(trx, { id: 1 });
-    assert.ok(inTransaction instanceof Promise, 'a transaction waits for its own connection');
-    assert.deepEqual(await inTransaction, { id: 1, label: 'eins' });
+    assert.deepEqual(byId.firstNow(trx, { id: 1 }), { id: 1, label: 'eins' }, 'a transaction reads on the connection it holds, at once');
     duringUnit = byId.firstNow(db, { id: 1 });
     await new Promise<void>((resolve) => (release = resolve));
   });
@@ -307,6 +305,49 @@ test('prepared reads of a database opened by openDb take the direct read, and on
   release();
   await unit;
   assert.deepEqual(await duringUnit, { id: 1, label: 'eins' }, 'and sees what the unit committed, never its writes in progress');
+});
+
+test('prepared queries in a transaction run straight on its unit of work, and only while it holds the connection', async (t) => {
+  const { file, cleanup } = tempFile();
+  t.after(cleanup);
+  const db = openDb({ engine: 'sqlite', file }) as any;
+  t.after(() => db.destroy());
+  await sql`create table items (id integer primary key, label text not null unique)`.execute(db);
+  const byId = prepared<{ id: number }, { id: number; label: string }>((base: any, arg) => base.selectFrom('items').selectAll().where('id', '=', arg('id')));
+  const relabel = prepared<{ id: number; label: string }>((base: any, arg) => base.updateTable('items').set({ label: arg('label') }).where('id', '=', arg('id')));
+  assert.equal(unitRunnerOf(db), undefined, 'outside a transaction there is no unit to run on');
+
+  let leaked: any;
+  await transact(db, async (trx: any) => {
+    assert.ok(unitRunnerOf(trx), 'a transaction begun by transact runs its statements on its unit');
+    leaked = trx;
+    const inserted = await insertRow(trx, 'items' as any, { id: 1, label: 'one' } as any);
+    assert.equal(inserted.numAffectedRows, 1n);
+    const updated = await relabel.run(trx, { id: 1, label: 'uno' });
+    assert.equal(updated.numAffectedRows, 1n);
+    assert.deepEqual(await byId.first(trx, { id: 1 }), { id: 1, label: 'uno' }, 'and sees its own writes');
+  });
+  assert.deepEqual(await byId.first(db, { id: 1 }), { id: 1, label: 'uno' }, 'committed');
+  await assert.rejects(byId.first(leaked, { id: 1 }), /already committed or rolled back/, 'a transaction used after its end is refused, as Kysely refuses it');
+  await assert.rejects(relabel.run(leaked, { id: 1, label: 'late' }), /already committed or rolled back/);
+
+  // A failing statement rejects (it does not throw), and rolls back its own unit only.
+  await transact(db, (trx: any) => insertRow(trx, 'items' as any, { id: 2, label: 'two' } as any));
+  await assert.rejects(transact(db, async (trx: any) => {
+    await relabel.run(trx, { id: 2, label: 'deux' });
+    const clash = relabel.run(trx, { id: 2, label: 'uno' });
+    assert.ok(clash instanceof Promise);
+    await clash;
+  }), /UNIQUE constraint failed/);
+  assert.deepEqual(await byId.first(db, { id: 2 }), { id: 2, label: 'two' }, 'the failed unit left nothing behind');
+  assert.deepEqual(await byId.first(db, { id: 1 }), { id: 1, label: 'uno' });
+
+  // Transactions begun without transact go through Kysely as before.
+  await db.transaction().execute(async (trx: any) => {
+    assert.equal(unitRunnerOf(trx), undefined);
+    await relabel.run(trx, { id: 2, label: 'zwei' });
+  });
+  assert.deepEqual(await byId.first(db, { id: 2 }), { id: 2, label: 'zwei' });
 });
 
 test('rows are objects named by their columns, whatever the names: odd characters, __proto__, and a repeated name (the later wins)', async (t) => {

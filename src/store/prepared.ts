@@ -1,6 +1,6 @@
 import type { Compilable, CompiledQuery, Insertable, Kysely, QueryResult } from 'kysely';
 import type { Database } from './tables.ts';
-import { directReaderOf, prepareOnServer } from './db.ts';
+import { directReaderOf, prepareOnServer, unitRunnerOf } from './db.ts';
 import { andThen, type NowOrLater } from '../shared/now-or-later.ts';
 
 // Queries built and compiled once, then run with new values.
@@ -50,6 +50,17 @@ function bind(plan: Plan, args: Record<string, unknown>): CompiledQuery {
   return { ...plan.query, parameters };
 }
 
+/** Runs a compiled query: straight on the SQLite transaction's unit when there is one (db.ts, unitRunnerOf), else through Kysely. */
+function execute<Row>(db: Runner, query: CompiledQuery): Promise<QueryResult<Row>> {
+  const runner = unitRunnerOf(db);
+  if (!runner) return db.executeQuery<Row>(query);
+  try {
+    return Promise.resolve(runner(query.sql, query.parameters) as QueryResult<Row>);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
 export type PreparedQuery<Args, Row> = {
   /** All rows (a select, or a write with RETURNING). */
   all(db: Runner, args: Args): Promise<Row[]>;
@@ -70,11 +81,21 @@ export function prepared<Args extends Record<string, unknown>, Row = unknown>(
   build: (db: Db, arg: Arg<Args>) => Compilable<Row>,
 ): PreparedQuery<Args, Row> {
   const plans = new WeakMap<object, Plan>();
-  const run = (db: Runner, args: Args) => db.executeQuery<Row>(bind(planFor(db, plans, build as any), args));
+  const run = (db: Runner, args: Args) => execute<Row>(db, bind(planFor(db, plans, build as any), args));
   // On SQLite, a read outside a transaction skips Kysely's connection handling when the
   // connection is free (store/sqlite-dialect.ts, readNow): half the cost of a key lookup, and the
-  // rows come back in hand when nothing they show is still waiting for its fsync.
+  // rows come back in hand when nothing they show is still waiting for its fsync. Inside a
+  // transaction the rows are in hand too: the transaction's caller waits for durability at its end.
   const rowsNowOrLater = (db: Runner, args: Args): NowOrLater<Row[]> => {
+    const runner = unitRunnerOf(db);
+    if (runner) {
+      const query = bind(planFor(db, plans, build as any), args);
+      try {
+        return (runner(query.sql, query.parameters) as QueryResult<Row>).rows;
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
     const direct = directReaderOf(db);
     if (!direct) return run(db, args).then((result) => result.rows);
     const query = bind(planFor(db, plans, build as any), args);
@@ -117,7 +138,7 @@ export async function insertRow<T extends keyof Database & string>(
     const insert = base.insertInto(table).values(Object.fromEntries(columns.map((column) => [column, arg(column)])) as any);
     return conflict.length > 0 ? insert.onConflict((c) => c.columns(conflict as any).doNothing()) : insert;
   });
-  return db.executeQuery<never>(bind(plan, row as Record<string, unknown>));
+  return execute<never>(db, bind(plan, row as Record<string, unknown>));
 }
 
 type TableWithId = { [T in keyof Database & string]: Database[T] extends { id: string } ? T : never }[keyof Database & string];
@@ -136,7 +157,7 @@ export async function updateById<T extends TableWithId>(
       .updateTable(table as any)
       .set(Object.fromEntries(columns.map((column) => [column, arg(column)])) as any)
       .where('id' as any, '=', arg('where id')));
-  return db.executeQuery<never>(bind(plan, { ...(changes as Record<string, unknown>), 'where id': id }));
+  return execute<never>(db, bind(plan, { ...(changes as Record<string, unknown>), 'where id': id }));
 }
 
 /** Whether an insert with `ignoreConflictOn` wrote its row. */

@@ -1,5 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from './tables.ts';
+import { transaction } from './db.ts';
 
 // Work that must only happen once a transaction has committed (waking the job worker, say).
 // A hook added twice in one transaction runs once.
@@ -14,7 +15,7 @@ export function afterCommit(db: Kysely<Database>, hook: () => void): void {
 export async function transact<T>(db: Kysely<Database>, work: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
   if (db.isTransaction) return work(db as Transaction<Database>);
   let hooks = new Set<() => void>();
-  const result = await db.transaction().execute(async (trx) => {
+  const result = await transaction(db, async (trx) => {
     hooks = new Set();
     afterCommitHooks.set(trx, hooks);
     return work(trx);

@@ -1,4 +1,5 @@
 import { ulid } from '../../../shared/ids.ts';
+import { transaction } from '../../../store/db.ts';
 import { parseAmount } from '../../../shared/money.ts';
 import type { ConsentStatus, DomesticConsentRequest, EnduringConsentRequest } from '../open-banking.wire.ts';
 import type { BankTime, SandboxDeps } from './sandbox.context.ts';
@@ -146,7 +147,7 @@ async function createConsent(
 ): Promise<Created> {
   const now = deps.clock.now();
   const id = `${endpoint === 'domestic-payment-consents' ? 'dpc' : 'epc'}-${ulid()}`;
-  return deps.db.transaction().execute(async (trx) => {
+  return transaction(deps.db, async (trx) => {
     const held = await holdIdempotencyKey(trx, { clientId, endpoint, key, fingerprint: fingerprintOf(body), newId: id, now });
     if (held.replayOf) return { consent: (await findConsent(trx, held.replayOf))!, replayed: true };
     const row = build(id, now);
@@ -164,7 +165,7 @@ export async function getConsentOf(deps: SandboxDeps, clientId: string, kind: Co
 
 /** DELETE by the client, or revocation by the payer at the bank: either way the consent is Revoked. */
 export async function revokeEnduringConsent(deps: SandboxDeps, id: string, clientId: string | null): Promise<ConsentRow> {
-  return deps.db.transaction().execute(async (trx) => {
+  return transaction(deps.db, async (trx) => {
     const row = await findConsent(trx, id, { forUpdate: true });
     if (!row || (clientId !== null && row.client_id !== clientId)) throw unknownId('ConsentId', id);
     if (row.kind !== 'enduring') {

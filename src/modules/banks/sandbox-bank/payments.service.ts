@@ -1,4 +1,5 @@
 import { ulid } from '../../../shared/ids.ts';
+import { transaction } from '../../../store/db.ts';
 import type { DomesticInitiation, DomesticPaymentRequest } from '../open-banking.wire.ts';
 import type { BankTime, SandboxDeps, SandboxDb } from './sandbox.context.ts';
 import { BankApiError, unknownId } from './sandbox.errors.ts';
@@ -40,7 +41,7 @@ export async function submitDomesticPayment(
   }
   const now = deps.clock.now();
   const id = `dp-${ulid()}`;
-  return deps.db.transaction().execute(async (trx) => {
+  return transaction(deps.db, async (trx) => {
     const held = await holdIdempotencyKey(trx, { clientId: auth.clientId, endpoint: ENDPOINT, key, fingerprint: fingerprintOf(body), newId: id, now });
     if (held.replayOf) return { payment: (await findPayment(trx, held.replayOf))!, replayed: true };
 
@@ -206,7 +207,7 @@ export async function releasePayment(
   id: string,
   decision: { outcome: 'completed' | 'rejected'; reason?: string },
 ): Promise<PaymentRow> {
-  return deps.db.transaction().execute(async (trx) => {
+  return transaction(deps.db, async (trx) => {
     const row = await findPayment(trx, id, { forUpdate: true });
     if (!row) throw unknownId('DomesticPaymentId', id);
     if (!row.held) return row;
