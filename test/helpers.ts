@@ -126,3 +126,17 @@ export function apiClient(runtime: Runtime, key: string) {
   };
 }
 export type ApiClient = ReturnType<typeof apiClient>;
+
+/**
+ * Calls `stop` while something it must wait for is held, lets that go with `release` 50 ms later,
+ * and waits for `stop` either way. Returns whether it had returned before the release (it should not).
+ */
+export async function stoppedBeforeRelease(stop: () => Promise<void>, release: () => void): Promise<boolean> {
+  let stopped = false;
+  const stopping = stop().then(() => (stopped = true));
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  const early = stopped;
+  release();
+  await stopping;
+  return early;
+}

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
-import { freshDb } from '../../test/helpers.ts';
+import { freshDb, stoppedBeforeRelease } from '../../test/helpers.ts';
 import type { Db } from '../store/db.ts';
 import { migrateToLatest } from '../store/migrate.ts';
 import { transact } from '../store/tx.ts';
@@ -179,7 +179,8 @@ test('a claimed batch is started a few milliseconds at a time, with turns of the
   assert.ok(turns.size >= 5, `the starts spread over ${turns.size} turns`);
   const mostInOneTurn = Math.max(...[...turns].map((at) => startedIn.filter((t) => t === at).length));
   assert.ok(mostInOneTurn <= 12, `at most a few starts in one turn, not ${mostInOneTurn}`);
-  assert.equal((await db.selectFrom('jobs').select('id').where('kind', '=', 'test.sliced').execute()).length, 0);
+  // Recorded inside the transaction that deletes the jobs: they are gone once it commits.
+  await until(async () => (await db.selectFrom('jobs').select('id').where('kind', '=', 'test.sliced').execute()).length === 0, 'every job to be deleted once recorded');
 });
 
 test('stopping waits for a claim under way and the runs it took, so none starts after the database closes', async (t) => {
@@ -209,13 +210,7 @@ test('stopping waits for a claim under way and the runs it took, so none starts 
   const lane = new BatchLane(kind, { db, log: pino({ level: 'silent' }), pollMs: 10, flushGatherMs: 5 });
   lane.start();
   await inClaim;
-  let stopped = false;
-  const stopping = lane.stop().then(() => (stopped = true));
-  await new Promise((resolve) => setTimeout(resolve, 50));
-  const stoppedDuringClaim = stopped;
-  releaseClaim();
-  await stopping;
-  assert.equal(stoppedDuringClaim, false, 'stop waits while a claim is under way');
+  assert.equal(await stoppedBeforeRelease(() => lane.stop(), releaseClaim), false, 'stop waits while a claim is under way');
   assert.deepEqual(ran.sort(), [1, 2], 'the claimed jobs ran before stop returned');
   assert.deepEqual(records.flat().sort(), [1, 2], 'and were recorded');
   assert.equal((await db.selectFrom('jobs').select('id').execute()).length, 0);

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
-import { freshDb } from '../../test/helpers.ts';
+import { freshDb, stoppedBeforeRelease } from '../../test/helpers.ts';
 import { migrateToLatest } from '../store/migrate.ts';
 import { transact } from '../store/tx.ts';
 import { enqueue } from './queue.ts';
@@ -53,13 +53,7 @@ test('stopping waits for a claim under way and the jobs it took, so none runs af
   });
   worker.start();
   await inClaim;
-  let stopped = false;
-  const stopping = worker.stop().then(() => (stopped = true));
-  await new Promise((resolve) => setTimeout(resolve, 50));
-  const stoppedDuringClaim = stopped;
-  releaseClaim();
-  await stopping;
-  assert.equal(stoppedDuringClaim, false, 'stop waits while a claim is under way');
+  assert.equal(await stoppedBeforeRelease(() => worker.stop(), releaseClaim), false, 'stop waits while a claim is under way');
   assert.deepEqual(ran, ['plain'], 'the claimed job ran before stop returned');
   assert.equal((await db.selectFrom('jobs').select('id').execute()).length, 0, 'and was finished');
 });

@@ -1,6 +1,7 @@
 import type { Compilable, CompiledQuery, Insertable, Kysely, QueryResult } from 'kysely';
 import type { Database } from './tables.ts';
 import { directReaderOf, prepareOnServer, unitRunnerOf } from './db.ts';
+import type { UnitRunner } from './sqlite-dialect.ts';
 import { andThen, type NowOrLater } from '../shared/now-or-later.ts';
 
 // Queries built and compiled once, then run with new values.
@@ -50,15 +51,19 @@ function bind(plan: Plan, args: Record<string, unknown>): CompiledQuery {
   return { ...plan.query, parameters };
 }
 
-/** Runs a compiled query: straight on the SQLite transaction's unit when there is one (db.ts, unitRunnerOf), else through Kysely. */
-function execute<Row>(db: Runner, query: CompiledQuery): Promise<QueryResult<Row>> {
-  const runner = unitRunnerOf(db);
-  if (!runner) return db.executeQuery<Row>(query);
+/** The rows a SQLite transaction's unit answered with, or the statement's error as a rejection (never a throw). */
+function onUnit<Row>(runner: UnitRunner, query: CompiledQuery): QueryResult<Row> | Promise<never> {
   try {
-    return Promise.resolve(runner(query.sql, query.parameters) as QueryResult<Row>);
+    return runner(query.sql, query.parameters) as QueryResult<Row>;
   } catch (error) {
     return Promise.reject(error);
   }
+}
+
+/** Runs a compiled query: straight on the SQLite transaction's unit when there is one (db.ts, unitRunnerOf), else through Kysely. */
+function execute<Row>(db: Runner, query: CompiledQuery): Promise<QueryResult<Row>> {
+  const runner = unitRunnerOf(db);
+  return runner ? Promise.resolve(onUnit<Row>(runner, query)) : db.executeQuery<Row>(query);
 }
 
 export type PreparedQuery<Args, Row> = {
@@ -87,19 +92,10 @@ export function prepared<Args extends Record<string, unknown>, Row = unknown>(
   // rows come back in hand when nothing they show is still waiting for its fsync. Inside a
   // transaction the rows are in hand too: the transaction's caller waits for durability at its end.
   const rowsNowOrLater = (db: Runner, args: Args): NowOrLater<Row[]> => {
-    const runner = unitRunnerOf(db);
-    if (runner) {
-      const query = bind(planFor(db, plans, build as any), args);
-      try {
-        return (runner(query.sql, query.parameters) as QueryResult<Row>).rows;
-      } catch (error) {
-        return Promise.reject(error);
-      }
-    }
-    const direct = directReaderOf(db);
-    if (!direct) return run(db, args).then((result) => result.rows);
     const query = bind(planFor(db, plans, build as any), args);
-    const rows = direct(query.sql, query.parameters) as NowOrLater<Row[]> | null;
+    const runner = unitRunnerOf(db);
+    if (runner) return andThen(onUnit<Row>(runner, query), (result) => result.rows);
+    const rows = directReaderOf(db)?.(query.sql, query.parameters) as NowOrLater<Row[]> | null | undefined;
     return rows ?? db.executeQuery<Row>(query).then((result) => result.rows);
   };
   return {
