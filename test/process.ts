@@ -87,9 +87,20 @@ export function runMain(env: Record<string, string>) {
 
 export type Service = { child: ChildProcess; baseUrl: string; stdout: () => string; stderr: () => string; exited: Promise<number | null> };
 
-/** Starts `node src/main.ts` and resolves once it is listening. */
+/**
+ * Starts `node src/main.ts` and resolves once it is listening. The port is picked free just before
+ * the start, so another process can take it in between (tests run side by side, and outgoing
+ * connections draw from the same range): a start refused for a busy port tries another.
+ */
 export async function startService(t: TestContext, store: Store, extra: Record<string, string> = {}): Promise<Service> {
-  const port = await freePort();
+  for (let attempt = 1; ; attempt++) {
+    const started = await startOnce(t, store, await freePort(), extra);
+    if ('service' in started) return started.service;
+    if (!started.portTaken || attempt === 5) throw started.error;
+  }
+}
+
+async function startOnce(t: TestContext, store: Store, port: number, extra: Record<string, string>): Promise<{ service: Service } | { error: Error; portTaken: boolean }> {
   const child = spawn(nodeBin, ['src/main.ts'], {
     cwd: root,
     env: childEnv({ ...store.env, PORT: String(port), HOST: '127.0.0.1', ...extra }),
@@ -111,8 +122,12 @@ export async function startService(t: TestContext, store: Store, extra: Record<s
     child.once('exit', (code) => reject(new Error(`service exited with ${code} before listening: ${err}`)));
     setTimeout(() => reject(new Error(`service did not start in 30 s: ${out} ${err}`)), 30_000).unref();
   });
-  await listening;
-  return { child, baseUrl: `http://127.0.0.1:${port}`, stdout: () => out, stderr: () => err, exited };
+  try {
+    await listening;
+  } catch (error) {
+    return { error: error as Error, portTaken: err.includes(`port ${port} on 127.0.0.1 is already in use`) };
+  }
+  return { service: { child, baseUrl: `http://127.0.0.1:${port}`, stdout: () => out, stderr: () => err, exited } };
 }
 
 export async function stop(service: Service, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
