@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { Kysely, Transaction } from 'kysely';
+import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { Logger } from 'pino';
-import { lockSkipLocked, relaxDurability, transaction, type Db } from '../store/db.ts';
+import { inJsonArray, lockSkipLocked, relaxDurability, transaction, type Db } from '../store/db.ts';
 import { prepared } from '../store/prepared.ts';
 import type { Database } from '../store/tables.ts';
 import { shiftedClock, systemClock, type Clock } from '../shared/time.ts';
@@ -43,6 +43,27 @@ export type WorkerOptions = {
   /** How far each test clock runs ahead of real time, by clock id (the merchants module keeps them). */
   clockOffsets?: (db: Kysely<Database>, clockIds: string[]) => Promise<Map<string, number>>;
 };
+
+// The claim's statements, prepared: the worker claims after every batch of jobs it runs.
+type DueArgs = { now: number; limit: number };
+const dueJobs = (db: Kysely<Database>, arg: (name: keyof DueArgs) => number) =>
+  db.selectFrom('jobs')
+    .select('id')
+    .where('failed_at', 'is', null)
+    .where('lane', 'is', null)
+    .where('run_at', '<=', arg('now'))
+    .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', arg('now'))]))
+    .orderBy('run_at')
+    .limit(arg('limit'));
+const dueJobsQuery = prepared<DueArgs, { id: string }>((db, arg) => lockSkipLocked(db, dueJobs(db, arg)));
+/** The same, of one test clock only (a clock being moved runs its own jobs). */
+const dueJobsOfClockQuery = prepared<DueArgs & { clockId: string }, { id: string }>((db, arg) =>
+  lockSkipLocked(db, dueJobs(db, arg).where('clock_id', '=', arg('clockId'))));
+const leaseJobsQuery = prepared<{ ids: string; owner: string; until: number }, Selectable<JobsTable>>((db, arg) =>
+  db.updateTable('jobs')
+    .set((eb) => ({ locked_by: arg('owner'), locked_until: arg('until'), attempts: eb('attempts', '+', 1) }))
+    .where(inJsonArray(db, 'id', arg('ids')))
+    .returningAll());
 
 /** Deletes a job this worker still holds the lease of. */
 const finishJobQuery = prepared<{ id: string; lockedBy: string }>((db, arg) =>
@@ -134,26 +155,14 @@ export class Worker {
     const { db, leaseMs } = this.options;
     const now = this.options.realClock.now();
     return transaction(db, async (trx) => {
-      let query = trx
-        .selectFrom('jobs')
-        .select('id')
-        .where('failed_at', 'is', null)
-        .where('lane', 'is', null)
-        .where('run_at', '<=', now)
-        .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', now)]))
-        .orderBy('run_at')
-        .limit(limit);
-      if (clockId !== undefined) query = query.where('clock_id', '=', clockId);
-      const ids = (await lockSkipLocked(trx, query).execute()).map((row) => row.id);
-      if (ids.length === 0) return [];
+      const due = clockId === undefined
+        ? await dueJobsQuery.all(trx, { now, limit })
+        : await dueJobsOfClockQuery.all(trx, { now, limit, clockId });
+      if (due.length === 0) return [];
       // A lease lost in a crash only lets the job be claimed again, which handlers allow for.
       await relaxDurability(trx);
-      const rows = await trx
-        .updateTable('jobs')
-        .set((eb) => ({ locked_by: this.id, locked_until: now + leaseMs, attempts: eb('attempts', '+', 1) }))
-        .where('id', 'in', ids)
-        .returningAll()
-        .execute();
+      const ids = JSON.stringify(due.map((row) => row.id));
+      const rows = await leaseJobsQuery.all(trx, { ids, owner: this.id, until: now + leaseMs });
       // The test clocks' offsets, read once for the batch rather than once per job.
       const clockIds = [...new Set(rows.map((row) => row.clock_id).filter((id): id is string => id !== null))];
       const offsets = clockIds.length > 0 ? await this.options.clockOffsets(trx, clockIds) : new Map<string, number>();

@@ -186,7 +186,10 @@ export function inJsonArray(db: Kysely<any>, column: string, valuesJson: string)
  * with its own fsync and this does nothing.
  */
 export async function relaxDurability(trx: Kysely<any>): Promise<void> {
-  if (engineOf(trx) === 'sqlite') await sql.raw(RELAXED_DURABILITY_MARKER).execute(trx);
+  if (engineOf(trx) !== 'sqlite') return;
+  const runner = unitRunnerOf(trx);
+  if (runner) runner(RELAXED_DURABILITY_MARKER, []);
+  else await sql.raw(RELAXED_DURABILITY_MARKER).execute(trx);
 }
 
 export async function checkDb(db: Db): Promise<void> {
