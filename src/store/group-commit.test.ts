@@ -7,7 +7,7 @@ import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { Kysely, sql } from 'kysely';
-import { directReaderOf, openDb, relaxDurability, unitRunnerOf } from './db.ts';
+import { directReaderOf, openDb, relaxDurability, transaction, unitRunnerOf } from './db.ts';
 import { nodeSqliteDialect, openSqlite, type DirectReader, type FileSync } from './sqlite-dialect.ts';
 import { insertRow, prepared } from './prepared.ts';
 import { transact } from './tx.ts';
@@ -235,6 +235,43 @@ test('no caller is released before the WAL fsync covering what it wrote or read;
   held.calls[4]!.finish();
   await until(() => writer.settled && earlyReader.settled);
   assert.equal(early.length, 1);
+});
+
+test('a write with RETURNING is part of its unit: answered once durable, and undone with a failed transaction', async (t) => {
+  const { db, held } = await heldDatabase(t);
+  const returned = settledFlag(db.insertInto('items').values({ id: 1 }).returning('id').execute());
+  await until(() => held.calls.length === 2);
+  await turns();
+  assert.equal(returned.settled, false, 'its caller waits for the fsync covering it');
+  held.calls[1]!.finish();
+  await until(() => returned.settled);
+  assert.equal(returned.error, undefined);
+
+  const { file, cleanup } = tempFile();
+  t.after(cleanup);
+  const store = openDb({ engine: 'sqlite', file }) as any;
+  t.after(() => store.destroy());
+  await sql`create table items (id integer primary key, label text not null)`.execute(store);
+  await store.insertInto('items').values([{ id: 1, label: 'kept' }, { id: 2, label: 'kept' }]).execute();
+  const relabel = prepared<{ id: number; label: string }, { id: number }>((db: any, arg) =>
+    db.updateTable('items').set({ label: arg('label') }).where('id', '=', arg('id')).returning('id'));
+  // Each as its transaction's first write (prepared on the unit, and built through Kysely), side by
+  // side with a transaction that succeeds and so holds the batch open.
+  const outcomes = await Promise.allSettled([
+    transaction(store, async (trx: any) => {
+      assert.deepEqual(await relabel.all(trx, { id: 1, label: 'lost' }), [{ id: 1 }]);
+      throw new Error('fails after its write');
+    }),
+    store.transaction().execute(async (trx: any) => {
+      assert.equal((await trx.deleteFrom('items').where('id', '=', 2).returning('id').execute()).length, 1);
+      throw new Error('fails after its write');
+    }),
+    transact(store, (trx: any) => trx.insertInto('items').values({ id: 3, label: 'new' }).returning('id').execute()),
+  ]);
+  assert.deepEqual(outcomes.map((outcome) => outcome.status), ['rejected', 'rejected', 'fulfilled']);
+  assert.deepEqual(await store.selectFrom('items').selectAll().orderBy('id').execute(), [
+    { id: 1, label: 'kept' }, { id: 2, label: 'kept' }, { id: 3, label: 'new' },
+  ]);
 });
 
 test('a direct read waits for the fsync of what it saw, and is refused while a unit holds the connection or for a write', async (t) => {

@@ -33,6 +33,8 @@ import {
 type Params = ReadonlyArray<unknown>;
 
 const SELECT = /^\s*select\s/i;
+/** A statement that changes rows; with RETURNING it also has columns, and is still a write. */
+const WRITE = /^\s*(insert|update|delete|replace)\s/i;
 
 /**
  * Sent as a query inside a unit of work, tells the driver that the unit's caller need not wait for
@@ -87,9 +89,9 @@ export function openSqlite(file: string): DatabaseSync {
 
 /**
  * A prepared statement; a reader's rows come back as arrays and are named here (see `rowsOf`).
- * `select` is a plain read: a write with RETURNING also has columns, and must go through a unit of work.
+ * `select` is a plain read; `write` changes rows, and with RETURNING has columns too: it still runs in a unit of work.
  */
-type Statement = { statement: StatementSync; reader: boolean; select: boolean; makeRow: RowMaker };
+type Statement = { statement: StatementSync; reader: boolean; select: boolean; write: boolean; makeRow: RowMaker };
 type Batch = { promise: Promise<void>; resolve(): void; reject(error: unknown): void };
 export type FileSync = (fd: number, done: (error: Error | null) => void) => void;
 
@@ -210,7 +212,7 @@ class GroupCommitDriver implements Driver {
       const statement = this.database.prepare(sql);
       const columns = statement.columns().map((column) => column.name);
       if (columns.length > 0) statement.setReturnArrays(true);
-      entry = { statement, reader: columns.length > 0, select: columns.length > 0 && SELECT.test(sql), makeRow: rowMakerFor(columns) };
+      entry = { statement, reader: columns.length > 0, select: columns.length > 0 && SELECT.test(sql), write: WRITE.test(sql), makeRow: rowMakerFor(columns) };
       if (this.statements.size > 1000) this.statements.clear();
       this.statements.set(sql, entry);
     }
@@ -237,8 +239,8 @@ class GroupCommitDriver implements Driver {
       connection.relaxed = true;
       return { rows: [] };
     }
-    const { statement, reader, makeRow } = this.prepare(sql);
-    if (reader) return { rows: rowsOf(statement.all(...bindable(parameters)) as unknown as unknown[][], makeRow) };
+    const { statement, reader, write, makeRow } = this.prepare(sql);
+    if (reader && !write) return { rows: rowsOf(statement.all(...bindable(parameters)) as unknown as unknown[][], makeRow) };
     if (/^\s*vacuum/i.test(sql)) {
       // VACUUM (INTO) cannot run inside a transaction: make what is pending durable first.
       this.commitNow();
@@ -251,6 +253,9 @@ class GroupCommitDriver implements Driver {
       connection.savepoint = this.nextSavepoint();
       this.database.exec(`SAVEPOINT ${connection.savepoint}`);
     }
+    // A write with RETURNING is part of its unit like any other: inside its savepoint, and its
+    // caller answered once the batch is durable.
+    if (reader) return { rows: rowsOf(statement.all(...bindable(parameters)) as unknown as unknown[][], makeRow) };
     const { changes, lastInsertRowid } = statement.run(...bindable(parameters));
     return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };
   }
