@@ -21,16 +21,31 @@ function benchFlags(): string[] {
 }
 
 /**
- * The V8 heap settings `npm start` gives the service (package.json), so the bench measures the
+ * The Node and V8 flags `npm start` gives the service (package.json: the heap caps, no allocation-site
+ * pretenuring), so the bench measures the
  * service as it runs, and the flags of BENCH_SERVICE_FLAGS.
  */
 export function serviceHeapFlags(): string[] {
-  return [...(startScript().match(/--max-[a-z-]+-size=\d+/g) ?? []), ...benchFlags()];
+  return [...nodeFlagsOf('start'), ...benchFlags()];
 }
 
 const packageRoot = new URL('../', import.meta.url);
-const startScript = (): string =>
-  (JSON.parse(fs.readFileSync(new URL('package.json', packageRoot), 'utf8')).scripts as Record<string, string>).start;
+const scriptOf = (name: string): string =>
+  (JSON.parse(fs.readFileSync(new URL('package.json', packageRoot), 'utf8')).scripts as Record<string, string>)[name]!;
+const startScript = (): string => scriptOf('start');
+
+/**
+ * The V8 flags `npm start` gives the service other than its heap caps (no allocation-site
+ * pretenuring), for the baselines' servers: the stack they stand for runs with them too.
+ */
+export function runtimeFlagsOfStart(): string[] {
+  return nodeFlagsOf('start').filter((flag) => !/^--max-[a-z-]+-size=/.test(flag));
+}
+
+/** The Node and V8 flags an npm script gives node (in NODE_OPTIONS or on its command line). */
+function nodeFlagsOf(script: string): string[] {
+  return scriptOf(script).match(/--[a-z][a-z-]*(?:=[^\s"]+)?/g) ?? [];
+}
 
 /** The compile cache `npm start` keeps (package.json), for every server the bench starts, as `npm start` would have it. */
 function compileCacheOfStart(): Record<string, string> {
@@ -127,7 +142,7 @@ export async function spawnSandboxBank(servicePort: number, bankPort: number): P
   const bank = await spawnServer('src/modules/banks/sandbox-bank/main.ts', {
     PORT: String(bankPort), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'warn',
     SANDBOX_REDIRECT_URI: `http://127.0.0.1:${servicePort}/pay/return`,
-  }, (line) => ({ line }), benchFlags());
+  }, (line) => ({ line }), [...nodeFlagsOf('sandbox-bank'), ...benchFlags()]);
   return {
     env: { PORT: String(servicePort), SANDBOX_BANK_URL: `http://127.0.0.1:${bankPort}` },
     pid: bank.pid,

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { load, type BenchContext, type BenchResult } from './lib.ts';
-import { spawnServer } from './process.ts';
+import { runtimeFlagsOfStart, spawnServer } from './process.ts';
 
 const { values } = parseArgs({
   options: { json: { type: 'boolean' }, duration: { type: 'string', default: '10' }, only: { type: 'string' } },
@@ -14,8 +14,8 @@ const durationSec = Number(values.duration);
 const connections = 50;
 
 // The bank stand-in of bank_call_baseline runs in its own process, as the sandbox bank does in execute_payment.
-const bankStub = await spawnServer('bench/servers/bank-stub.ts');
-const bare = await spawnServer('bench/servers/bare.ts', { BANK_URL: (bankStub.info as { url: string }).url });
+const bankStub = await spawnServer('bench/servers/bank-stub.ts', {}, undefined, runtimeFlagsOfStart());
+const bare = await spawnServer('bench/servers/bare.ts', { BANK_URL: (bankStub.info as { url: string }).url }, undefined, runtimeFlagsOfStart());
 const { url: bareUrl, stackLimitPath, stackLimitKey } = bare.info as { url: string; stackLimitPath: string; stackLimitKey: string };
 const baseGet = await load({ url: `${bareUrl}/get`, connections, durationSec });
 const baseBody = JSON.stringify({ bank_account_id: 'bankaccount_x', amount: '12.50 NZD', message: 'Bench coffee', reference: 'BENCH-1' });
