@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { load, recurringToken, type BenchContext, type BenchResult, type Bracketed } from './lib.ts';
 import { freePort } from '../test/process.ts';
-import { serviceHeapFlags, spawnSandboxBank, spawnServer, withCpu } from './process.ts';
+import { serviceNodeFlags, spawnSandboxBank, spawnServer, withCpu } from './process.ts';
 
 /**
  * execute_payment: POST /v1/payments on one recurring consent with limits high enough, distinct
@@ -45,7 +45,7 @@ function resultOf(name: string, bracketed: Bracketed<Measured>): BenchResult {
 
 async function measure(ctx: BenchContext, env: Record<string, string>, bankPid?: number): Promise<Measured> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-bench-execute-'));
-  const service = await spawnServer('bench/servers/service.ts', { BENCH_ENV: JSON.stringify({ DATA_DIR: dataDir, ...env }) }, undefined, serviceHeapFlags());
+  const service = await spawnServer('bench/servers/service.ts', { BENCH_ENV: JSON.stringify({ DATA_DIR: dataDir, ...env }) }, undefined, serviceNodeFlags());
   try {
     const { url, testKey, bankAccountId } = service.info as { url: string; testKey: string; bankAccountId: string };
     const headers = { authorization: `Bearer ${testKey}`, 'content-type': 'application/json' };

@@ -16,7 +16,7 @@ import { systemClock } from '../src/shared/time.ts';
 import { openDb, type Db } from '../src/store/db.ts';
 import { childrenOf, freePort } from '../test/process.ts';
 import { countCharges, countQueuedMail, countSuccessfulCharges, load, recurringToken, setUpDueSubscriptions, type BenchContext, type BenchResult } from './lib.ts';
-import { cpuSecondsOf, sampleRss, serviceHeapFlags, spawnSandboxBank, spawnServer, type SpawnedServer } from './process.ts';
+import { cpuSecondsOf, sampleRss, serviceNodeFlags, spawnSandboxBank, spawnServer, type SpawnedServer } from './process.ts';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 /** Fewer than the SQLite scheduler bench's 100,000: every charge here costs PostgreSQL commits too. */
@@ -87,7 +87,7 @@ async function startService(schema: Schema, processes: number, env: Record<strin
     DATABASE_URL: schema.url, SECRET_KEY, PORT: port, HOST: '127.0.0.1', WEB_CONCURRENCY: String(processes),
     // The per-key rate limit stays on, set above what one key sends here, so its cost is measured.
     DEMO_MERCHANT: 'false', LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '1000000', ...env,
-  }, (line) => (line.startsWith('Tono is running at') ? { line } : null), serviceHeapFlags());
+  }, (line) => (line.startsWith('Tono is running at') ? { line } : null), serviceNodeFlags());
   // With one process the primary is the service; with several it serves nothing.
   return { ...server, url: `http://127.0.0.1:${port}`, processes: () => (processes > 1 ? childrenOf(server.pid) : [server.pid]) };
 }

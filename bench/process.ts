@@ -21,18 +21,17 @@ function benchFlags(): string[] {
 }
 
 /**
- * The Node and V8 flags `npm start` gives the service (package.json: the heap caps, no allocation-site
- * pretenuring), so the bench measures the
- * service as it runs, and the flags of BENCH_SERVICE_FLAGS.
+ * The Node and V8 flags `npm start` gives the service (package.json: the heap caps, no
+ * allocation-site pretenuring), so the bench measures the service as it runs, and the flags of
+ * BENCH_SERVICE_FLAGS.
  */
-export function serviceHeapFlags(): string[] {
+export function serviceNodeFlags(): string[] {
   return [...nodeFlagsOf('start'), ...benchFlags()];
 }
 
 const packageRoot = new URL('../', import.meta.url);
 const scriptOf = (name: string): string =>
   (JSON.parse(fs.readFileSync(new URL('package.json', packageRoot), 'utf8')).scripts as Record<string, string>)[name]!;
-const startScript = (): string => scriptOf('start');
 
 /**
  * The V8 flags `npm start` gives the service other than its heap caps (no allocation-site
@@ -49,7 +48,7 @@ function nodeFlagsOf(script: string): string[] {
 
 /** The compile cache `npm start` keeps (package.json), for every server the bench starts, as `npm start` would have it. */
 function compileCacheOfStart(): Record<string, string> {
-  const folder = /NODE_COMPILE_CACHE=\$\{NODE_COMPILE_CACHE:-([^}]+)\}/.exec(startScript())?.[1];
+  const folder = /NODE_COMPILE_CACHE=\$\{NODE_COMPILE_CACHE:-([^}]+)\}/.exec(scriptOf('start'))?.[1];
   // npm runs the script in the package's folder, so the default is relative to it, not to the bench's working directory.
   return folder ? { NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE ?? path.resolve(packageRoot.pathname, folder) } : {};
 }

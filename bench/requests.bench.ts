@@ -1,5 +1,5 @@
 import { load, type BenchContext, type BenchResult } from './lib.ts';
-import { serviceHeapFlags, spawnServer, sampleRss, untilIdle, withCpu, type SpawnedServer } from './process.ts';
+import { serviceNodeFlags, spawnServer, sampleRss, untilIdle, withCpu, type SpawnedServer } from './process.ts';
 
 type Tail = { loop_delay_ms: { p50: number; p99: number; max: number }; gc_pause_ms: { count: number; p99: number; max: number; total: number } };
 
@@ -14,7 +14,7 @@ async function tailOf<T>(service: SpawnedServer, run: () => Promise<T>): Promise
 
 /** create_request (single, fixed amount, QR) at 50 connections, get_request, and RSS under the create load. */
 export default async function benchRequests(ctx: BenchContext): Promise<BenchResult[]> {
-  const service = await spawnServer('bench/servers/service.ts', {}, undefined, serviceHeapFlags());
+  const service = await spawnServer('bench/servers/service.ts', {}, undefined, serviceNodeFlags());
   try {
     const { url, testKey, bankAccountId } = service.info as { url: string; testKey: string; bankAccountId: string };
     const headers = { authorization: `Bearer ${testKey}`, 'content-type': 'application/json' };

@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { recurringToken } from './lib.ts';
-import { serviceHeapFlags, spawnServer } from './process.ts';
+import { serviceNodeFlags, spawnServer } from './process.ts';
 
 const { values } = parseArgs({ options: { minutes: { type: 'string', default: '10' }, clients: { type: 'string', default: '16' }, json: { type: 'boolean' } } });
 const minutes = Number(values.minutes);
@@ -18,7 +18,7 @@ function rssMb(pid: number): number {
 }
 
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-soak-'));
-const service = await spawnServer('bench/servers/service.ts', { BENCH_ENV: JSON.stringify({ DATA_DIR: dataDir }) }, undefined, serviceHeapFlags());
+const service = await spawnServer('bench/servers/service.ts', { BENCH_ENV: JSON.stringify({ DATA_DIR: dataDir }) }, undefined, serviceNodeFlags());
 const { url, testKey, bankAccountId } = service.info as { url: string; testKey: string; bankAccountId: string };
 const headers = { authorization: `Bearer ${testKey}`, 'content-type': 'application/json' };
 const counts = { create: 0, read: 0, pay: 0, execute: 0, errors: 0 };

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { runtimeFlagsOfStart, serviceHeapFlags } from '../bench/process.ts';
+import { runtimeFlagsOfStart, serviceNodeFlags } from '../bench/process.ts';
 
 // The service and the sandbox bank run without V8's allocation-site pretenuring (docs/performance.md,
 // "Pretenuring"), and the bench measures them, and its baselines, with the same flags.
@@ -16,7 +16,7 @@ test('npm start, the sandbox bank and the bench run Node without allocation-site
   assert.match(scripts.start!, / node --no-allocation-site-pretenuring src\/main\.ts$/);
   assert.match(scripts['sandbox-bank']!, / node --no-allocation-site-pretenuring src\/modules\/banks\/sandbox-bank\/main\.ts$/);
   assert.match(scripts.bench!, /^node --no-allocation-site-pretenuring bench\/run\.ts$/);
-  assert.ok(serviceHeapFlags().includes(FLAG), 'the bench starts the service as npm start does');
+  assert.ok(serviceNodeFlags().includes(FLAG), 'the bench starts the service as npm start does');
   assert.deepEqual(runtimeFlagsOfStart(), [FLAG], "the baselines' servers get the same V8 flag, not the service's heap caps");
   // A Node that no longer knows the flag would refuse to start at all (exit 9).
   const ran = spawnSync(process.execPath, [FLAG, '-e', 'process.stdout.write("ok")'], { encoding: 'utf8' });

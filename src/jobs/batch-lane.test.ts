@@ -20,6 +20,11 @@ async function until(condition: () => boolean | Promise<boolean>, what: string):
   }
 }
 
+/** Whether no job of `kind` is left (a batch's jobs go in the transaction that records it). */
+async function noJobsOf(db: Db, kind: string): Promise<boolean> {
+  return (await db.selectFrom('jobs').select('id').where('kind', '=', kind).execute()).length === 0;
+}
+
 /** A lane kind whose jobs carry a number: `run` gets it, and each recorded batch's numbers go to `onRecord`. */
 function numberedKind(
   kind: string,
@@ -94,7 +99,7 @@ test('a key\'s slot frees when its run finishes, before its batch is recorded', 
   assert.deepEqual(started, [1, 2, 3]);
   assert.equal(mostUnderWay, 1, 'never more than the cap under way at once');
   // A batch is recorded inside the transaction that deletes its jobs: they are gone once it commits.
-  await until(async () => (await db.selectFrom('jobs').select('id').where('kind', '=', 'test.capped').execute()).length === 0, 'each job to be deleted once recorded');
+  await until(() => noJobsOf(db, 'test.capped'), 'each job to be deleted once recorded');
 });
 
 test('a key that stays full is put off further each time, up to a second, and runs once it frees', async (t) => {
@@ -180,7 +185,7 @@ test('a claimed batch is started a few milliseconds at a time, with turns of the
   const mostInOneTurn = Math.max(...[...turns].map((at) => startedIn.filter((t) => t === at).length));
   assert.ok(mostInOneTurn <= 12, `at most a few starts in one turn, not ${mostInOneTurn}`);
   // Recorded inside the transaction that deletes the jobs: they are gone once it commits.
-  await until(async () => (await db.selectFrom('jobs').select('id').where('kind', '=', 'test.sliced').execute()).length === 0, 'every job to be deleted once recorded');
+  await until(() => noJobsOf(db, 'test.sliced'), 'every job to be deleted once recorded');
 });
 
 test('stopping waits for a claim under way and the runs it took, so none starts after the database closes', async (t) => {
@@ -190,10 +195,8 @@ test('stopping waits for a claim under way and the runs it took, so none starts 
   await migrateToLatest(db);
   const now = Date.now();
   await enqueueNumbered(db, 'test.stopping', 2, () => now - 1000, now);
-  let claimReachedLoad!: () => void;
-  const inClaim = new Promise<void>((resolve) => (claimReachedLoad = resolve));
-  let releaseClaim!: () => void;
-  const held = new Promise<void>((resolve) => (releaseClaim = resolve));
+  const inClaim = Promise.withResolvers<void>();
+  const held = Promise.withResolvers<void>();
   const ran: number[] = [];
   const records: number[][] = [];
   const kind = numberedKind('test.stopping', async (n) => {
@@ -203,14 +206,14 @@ test('stopping waits for a claim under way and the runs it took, so none starts 
   // The claim loads its jobs' work inside its transaction: held here until the test says.
   const load = kind.load;
   kind.load = async (trx, jobs) => {
-    claimReachedLoad();
-    await held;
+    inClaim.resolve();
+    await held.promise;
     return load(trx, jobs);
   };
   const lane = new BatchLane(kind, { db, log: pino({ level: 'silent' }), pollMs: 10, flushGatherMs: 5 });
   lane.start();
-  await inClaim;
-  assert.equal(await stoppedBeforeRelease(() => lane.stop(), releaseClaim), false, 'stop waits while a claim is under way');
+  await inClaim.promise;
+  assert.equal(await stoppedBeforeRelease(() => lane.stop(), held.resolve), false, 'stop waits while a claim is under way');
   assert.deepEqual(ran.sort(), [1, 2], 'the claimed jobs ran before stop returned');
   assert.deepEqual(records.flat().sort(), [1, 2], 'and were recorded');
   assert.equal((await db.selectFrom('jobs').select('id').execute()).length, 0);

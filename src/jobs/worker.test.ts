@@ -36,24 +36,22 @@ test('stopping waits for a claim under way and the jobs it took, so none runs af
   await migrateToLatest(db);
   // A job on a test clock: its claim reads the clock's offset, which this test holds back.
   await transact(db, (trx) => enqueue(trx, { kind: 'plain', runAt: 0, clockId: 'clock_held', payload: {} }));
-  let claimReachedOffsets!: () => void;
-  const inClaim = new Promise<void>((resolve) => (claimReachedOffsets = resolve));
-  let releaseClaim!: () => void;
-  const held = new Promise<void>((resolve) => (releaseClaim = resolve));
+  const inClaim = Promise.withResolvers<void>();
+  const held = Promise.withResolvers<void>();
   const ran: string[] = [];
   const worker = new Worker({
     db,
     log: pino({ level: 'silent' }),
     kinds: new Map([['plain', { handler: async () => void ran.push('plain') }]]),
     clockOffsets: async () => {
-      claimReachedOffsets();
-      await held;
+      inClaim.resolve();
+      await held.promise;
       return new Map();
     },
   });
   worker.start();
-  await inClaim;
-  assert.equal(await stoppedBeforeRelease(() => worker.stop(), releaseClaim), false, 'stop waits while a claim is under way');
+  await inClaim.promise;
+  assert.equal(await stoppedBeforeRelease(() => worker.stop(), held.resolve), false, 'stop waits while a claim is under way');
   assert.deepEqual(ran, ['plain'], 'the claimed job ran before stop returned');
   assert.equal((await db.selectFrom('jobs').select('id').execute()).length, 0, 'and was finished');
 });

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { Logger } from 'pino';
 import { inJsonArray, lockSkipLocked, relaxDurability, transaction, type Db } from '../store/db.ts';
-import { prepared } from '../store/prepared.ts';
+import { prepared, type Arg } from '../store/prepared.ts';
 import type { Database } from '../store/tables.ts';
 import { shiftedClock, systemClock, type Clock } from '../shared/time.ts';
 import { onJobEnqueued } from './queue.ts';
@@ -46,7 +46,7 @@ export type WorkerOptions = {
 
 // The claim's statements, prepared: the worker claims after every batch of jobs it runs.
 type DueArgs = { now: number; limit: number };
-const dueJobs = (db: Kysely<Database>, arg: (name: keyof DueArgs) => number) =>
+const dueJobs = (db: Kysely<Database>, arg: Arg<DueArgs>) =>
   db.selectFrom('jobs')
     .select('id')
     .where('failed_at', 'is', null)

@@ -92,6 +92,11 @@ export function openSqlite(file: string): DatabaseSync {
  * `select` is a plain read; `write` changes rows, and with RETURNING has columns too: it still runs in a unit of work.
  */
 type Statement = { statement: StatementSync; reader: boolean; select: boolean; write: boolean; makeRow: RowMaker };
+
+/** Every row a reader (or a write with RETURNING) answers, as objects. */
+function allRows({ statement, makeRow }: Statement, parameters: Params): any[] {
+  return rowsOf(statement.all(...bindable(parameters)) as unknown as unknown[][], makeRow);
+}
 type Batch = { promise: Promise<void>; resolve(): void; reject(error: unknown): void };
 export type FileSync = (fd: number, done: (error: Error | null) => void) => void;
 
@@ -239,8 +244,9 @@ class GroupCommitDriver implements Driver {
       connection.relaxed = true;
       return { rows: [] };
     }
-    const { statement, reader, write, makeRow } = this.prepare(sql);
-    if (reader && !write) return { rows: rowsOf(statement.all(...bindable(parameters)) as unknown as unknown[][], makeRow) };
+    const entry = this.prepare(sql);
+    const { statement, reader, write } = entry;
+    if (reader && !write) return { rows: allRows(entry, parameters) };
     if (/^\s*vacuum/i.test(sql)) {
       // VACUUM (INTO) cannot run inside a transaction: make what is pending durable first.
       this.commitNow();
@@ -255,7 +261,7 @@ class GroupCommitDriver implements Driver {
     }
     // A write with RETURNING is part of its unit like any other: inside its savepoint, and its
     // caller answered once the batch is durable.
-    if (reader) return { rows: rowsOf(statement.all(...bindable(parameters)) as unknown as unknown[][], makeRow) };
+    if (reader) return { rows: allRows(entry, parameters) };
     const { changes, lastInsertRowid } = statement.run(...bindable(parameters));
     return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };
   }
@@ -272,9 +278,9 @@ class GroupCommitDriver implements Driver {
    */
   readNow(sql: string, parameters: Params): Promise<unknown[]> | unknown[] | null {
     if (this.locked) return null;
-    const { statement, select, makeRow } = this.prepare(sql);
-    if (!select) return null;
-    const rows = rowsOf(statement.all(...bindable(parameters)) as unknown as unknown[][], makeRow);
+    const entry = this.prepare(sql);
+    if (!entry.select) return null;
+    const rows = allRows(entry, parameters);
     const seen = this.outerOpen && this.batch ? this.batch.promise : this.syncer.settled();
     if (!seen) return rows;
     if (this.outerOpen) this.scheduleCommit();
