@@ -193,25 +193,37 @@ test('no caller is released before the WAL fsync covering what it wrote or read;
   // A reader sees the committed row at once, but is not answered until that row is durable.
   let seen: unknown[] = [];
   const reader = settledFlag(db.selectFrom('items').selectAll().execute().then((rows) => (seen = rows)));
-  // The next writer's statements and COMMIT run while the first fsync is still under way.
+  // The next writers' statements run while the first fsync is still under way; their batch stays
+  // open until it ends (that fsync cannot cover them), so writers of several turns share it.
   const second = settledFlag(transact(db, (trx: any) => trx.insertInto('items').values({ id: 2 }).execute()));
+  await turns();
+  const alsoSecond = settledFlag(transact(db, (trx: any) => trx.insertInto('items').values({ id: 20 }).execute()));
   await turns();
   assert.equal(reader.settled, false, 'a reader waits for the fsync of what it saw');
   assert.equal(second.settled, false);
+  assert.equal(alsoSecond.settled, false);
   assert.equal(held.calls.length, 2, 'one fsync at a time');
-  const other = new DatabaseSync(file);
-  assert.equal((other.prepare('select count(*) as n from items').get() as { n: number }).n, 2, 'the second batch has committed');
-  other.close();
+  const committedRows = () => {
+    const other = new DatabaseSync(file);
+    try {
+      return (other.prepare('select count(*) as n from items').get() as { n: number }).n;
+    } finally {
+      other.close();
+    }
+  };
+  assert.equal(committedRows(), 1, 'the second batch is still open');
 
   held.calls[1]!.finish();
   await until(() => first.settled && reader.settled);
   await turns();
-  assert.deepEqual([first.settled, reader.settled, second.settled], [true, true, false]);
+  assert.deepEqual([first.settled, reader.settled, second.settled, alsoSecond.settled], [true, true, false, false]);
   assert.deepEqual(seen.map((row: any) => row.id), [1], "the reader saw the first batch only");
-  assert.equal(held.calls.length, 3, 'the next fsync starts as soon as the last one ends');
+  assert.equal(committedRows(), 3, 'the second batch committed once the first fsync ended');
+  assert.equal(held.calls.length, 3, 'the next fsync starts as soon as the last one ends, and covers both writers');
   held.calls[2]!.finish();
-  await until(() => second.settled);
+  await until(() => second.settled && alsoSecond.settled);
   assert.equal(second.error, undefined);
+  assert.equal(alsoSecond.error, undefined);
 
   // A failed fsync fails the writers of the batches it covered.
   const failing = settledFlag(transact(db, (trx: any) => trx.insertInto('items').values({ id: 3 }).execute()));

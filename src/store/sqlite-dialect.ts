@@ -21,7 +21,8 @@ import {
 // This driver keeps the one connection behind a FIFO lock, as Kysely's own SQLite driver does,
 // but runs each unit of work (a transaction, or a lone write) inside a SAVEPOINT of a shared outer
 // transaction. A unit that rolls back undoes only its savepoint. The outer transaction commits on
-// the next turn of the event loop, once for every unit that joined it.
+// the next turn of the event loop, once for every unit that joined it; while an fsync is under way
+// it stays open until that fsync ends (see GroupCommitDriver.commit).
 //
 // The fsync itself is taken off the event loop: SQLite runs with synchronous=NORMAL, so a COMMIT
 // only writes the WAL, and the driver then fsyncs the WAL file on libuv's thread pool. Every unit's
@@ -120,6 +121,20 @@ class WalSyncer {
     this.fsync = fsync;
   }
 
+  /** Called once the fsync under way has ended and nothing else is waiting for one. */
+  private onIdle: (() => void) | null = null;
+
+  /** Whether an fsync is under way. */
+  get busy(): boolean {
+    return this.syncing;
+  }
+
+  /** Calls `then` once no fsync is under way. */
+  whenIdle(then: () => void): void {
+    if (!this.syncing) then();
+    else this.onIdle = then;
+  }
+
   committed(batch: Batch): void {
     this.waiting.push(batch);
     this.last = batch;
@@ -151,7 +166,10 @@ class WalSyncer {
     }
     if (this.last === batches[batches.length - 1]) this.last = null;
     this.syncing = false;
-    if (this.waiting.length > 0) this.syncNext();
+    if (this.waiting.length > 0) return this.syncNext();
+    const idle = this.onIdle;
+    this.onIdle = null;
+    idle?.();
   }
 
   /** The WAL file, opened once; again if SQLite has replaced it (after every connection closed). */
@@ -378,10 +396,21 @@ class GroupCommitDriver implements Driver {
     });
   }
 
+  /**
+   * Commits the open batch, unless an fsync is under way: then the batch stays open, and is
+   * committed when that fsync ends. Its units wait for the next fsync either way (an fsync covers
+   * only what was committed before it began), so this costs them nothing, while units that
+   * finish in the meantime join the batch instead of starting another. Fewer, larger commits
+   * write each page they share (an index's, a table's last) to the WAL once.
+   */
   private async commit(): Promise<void> {
     await this.lock();
-    this.commitScheduled = false;
     try {
+      if (this.syncer.busy) {
+        this.syncer.whenIdle(() => void this.commit());
+        return;
+      }
+      this.commitScheduled = false;
       this.commitNow();
     } finally {
       this.unlock();
