@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { checkoutWorld, createRequest, payViaPage } from '../../../test/flows/checkout.fixtures.ts';
 import { hook } from '../banks/banks.testing.ts';
 import { PAYER_ACCOUNT_JOB } from './payments.service.ts';
+import { authorise, consentHarness, execute } from '../consents/consents.testing.ts';
 
 // After a successful payment, the payer's account is read from the bank (debtor-account) and kept
 // sealed for refunds; it never appears in clear in the store or in the API. On both engines
@@ -38,4 +39,62 @@ test('a successful payment keeps the payer account the bank released, sealed', a
   assert.ok(!shown.text.includes(payer.AccountNumber));
   // once kept, it is not asked for again
   assert.equal(await runPayerAccountJobs(world), 0);
+});
+
+test('payments under one enduring consent ask the bank once: later ones take the account kept for the consent', async (t) => {
+  const h = await consentHarness(t);
+  const worker = h.runtime.deps.worker;
+  const db = h.runtime.deps.db;
+  const queuedFor = async (paymentId: string) =>
+    (await db.selectFrom('jobs').select('id').where('kind', '=', PAYER_ACCOUNT_JOB).where('payload', 'like', `%${paymentId}%`).execute()).length;
+  const sealedOf = async (paymentId: string) =>
+    (await db.selectFrom('payments').select('payer_account_sealed').where('id', '=', paymentId).executeTakeFirstOrThrow()).payer_account_sealed;
+  const runPayerAccountJob = async () => {
+    for (const job of await worker.claim(100)) if (job.kind === PAYER_ACCOUNT_JOB) await worker.run(job);
+  };
+
+  const { consent, token } = await authorise(h, { period: 'monthly', max_per_period: '500.00 NZD' });
+  const first = (await execute(h, token, '10.00 NZD', 'first')).body.payment;
+  assert.equal(first.status, 'successful');
+  assert.equal(await queuedFor(first.id), 1, 'the first payment asks the bank');
+  await runPayerAccountJob();
+  const kept = await sealedOf(first.id);
+  assert.ok(kept?.startsWith('sealed:v1:'));
+  const forConsent = await db.selectFrom('enduring_payer_accounts').selectAll().execute();
+  assert.deepEqual(forConsent.map((row) => [row.enduring_id, row.payer_account_sealed]), [[consent.id, kept]]);
+
+  const second = (await execute(h, token, '12.00 NZD', 'second')).body.payment;
+  assert.equal(second.status, 'successful');
+  assert.equal(await queuedFor(second.id), 0, 'a later payment under the consent does not ask the bank');
+  assert.equal(await sealedOf(second.id), kept, 'it keeps the account of the consent');
+  const shown = await h.api.get(`/v1/payments/${second.id}`);
+  assert.ok(!/payer_account|sealed:v1/.test(shown.text));
+
+  // Another consent (another enduring_id) asks the bank for its own.
+  const other = await authorise(h, { period: 'monthly', max_per_period: '500.00 NZD' });
+  const third = (await execute(h, other.token, '5.00 NZD', 'third')).body.payment;
+  assert.equal(await queuedFor(third.id), 1);
+  assert.equal(await sealedOf(third.id), null);
+});
+
+test('a payer-account job finds its consent has an account kept by now and does not ask the bank', async (t) => {
+  const h = await consentHarness(t);
+  const worker = h.runtime.deps.worker;
+  const db = h.runtime.deps.db;
+  const { token } = await authorise(h, { period: 'monthly', max_per_period: '500.00 NZD' });
+  // Two payments succeed before either job has run: both ask.
+  const first = (await execute(h, token, '10.00 NZD', 'first')).body.payment;
+  const second = (await execute(h, token, '11.00 NZD', 'second')).body.payment;
+  const jobs = (await worker.claim(100)).filter((job) => job.kind === PAYER_ACCOUNT_JOB);
+  assert.equal(jobs.length, 2);
+  // The first job asks the bank; the sandbox bank then stops answering, and the second job still
+  // completes from the account kept for the consent.
+  await worker.run(jobs.find((job) => job.payload.includes(first.id))!);
+  h.runtime.deps.banks.connectorFor = () => null;
+  await worker.run(jobs.find((job) => job.payload.includes(second.id))!);
+  const rows = await db.selectFrom('payments').select(['id', 'payer_account_sealed']).where('id', 'in', [first.id, second.id]).execute();
+  assert.equal(rows.length, 2);
+  assert.ok(rows[0].payer_account_sealed);
+  assert.equal(rows[0].payer_account_sealed, rows[1].payer_account_sealed);
+  assert.equal((await db.selectFrom('jobs').select('id').where('kind', '=', PAYER_ACCOUNT_JOB).execute()).length, 0);
 });

@@ -2,10 +2,10 @@ import { backoffDelayMs, type Backoff } from '../../jobs/backoff.ts';
 import type { JobHandler } from '../../jobs/worker.ts';
 import { transact } from '../../store/tx.ts';
 import { connectorFor } from './payments.banks.ts';
-import { findPaymentById, lockPayment, updatePayment } from './payments.repo.ts';
+import { enduringPayerAccount, findPaymentById, keepEnduringPayerAccount, lockPayment, updatePayment } from './payments.repo.ts';
 import { ABANDON_AFTER_MS } from './payments.rules.ts';
-import { finishPayment, RECONCILE_PAYMENT_JOB, SWEEP_PAYMENT_JOB } from './one-off.service.ts';
-import { PAYER_ACCOUNT_JOB, setPaymentStatus } from './payments.service.ts';
+import { finishPayment, RECONCILE_PAYMENT_JOB } from './one-off.service.ts';
+import { enduringIdOf, setPaymentStatus } from './payments.service.ts';
 import { enqueue } from '../../jobs/queue.ts';
 import type { Deps } from '../context.ts';
 
@@ -73,13 +73,20 @@ export function reconcilePaymentJob(deps: Deps): JobHandler {
 
 /**
  * The payer's account of a successful payment, as the bank releases it (GET debtor-account), kept
- * sealed for refunds: scheme, account number and name, nothing else. A bank that refuses is left
- * alone; one that cannot be reached is asked again.
+ * sealed for refunds: scheme, account number and name, nothing else. Under an enduring consent it
+ * is kept for the consent too, and a payment whose consent has one by now takes that instead of
+ * asking. A bank that refuses is left alone; one that cannot be reached is asked again.
  */
 export function payerAccountJob(deps: Deps): JobHandler {
   return async (payload: { payment_id: string }, { job }) => {
     const payment = await findPaymentById(deps.db, payload.payment_id);
     if (!payment || payment.status !== 'successful' || !payment.bank_payment_id || payment.payer_account_sealed) return;
+    const enduringId = enduringIdOf(payment);
+    const kept = enduringId ? await enduringPayerAccount(deps.db, enduringId) : undefined;
+    if (kept) {
+      await updatePayment(deps.db, payment.id, { payer_account_sealed: kept });
+      return;
+    }
     const retry = (error: string) => ({ retryAt: deps.clock.now() + reconcileDelay(job.attempts), error });
     const connector = connectorFor(deps, payment.bank_id, payment.mode);
     if (!connector) return retry('bank not connected');
@@ -90,11 +97,11 @@ export function payerAccountJob(deps: Deps): JobHandler {
       return;
     }
     const account = { scheme_name: result.account.schemeName, identification: result.account.identification, name: result.account.name };
-    await updatePayment(deps.db, payment.id, { payer_account_sealed: deps.secrets.seal(JSON.stringify(account)) });
+    const sealed = deps.secrets.seal(JSON.stringify(account));
+    await transact(deps.db, async (trx) => {
+      await updatePayment(trx, payment.id, { payer_account_sealed: sealed });
+      // Later payments under the same enduring consent debit the same account: they take it from here.
+      if (enduringId) await keepEnduringPayerAccount(trx, enduringId, sealed, deps.clock.now());
+    });
   };
-}
-
-/** The payment jobs; they need Deps for the bank registry. */
-export function paymentJobHandlers(deps: Deps): Record<string, JobHandler> {
-  return { [SWEEP_PAYMENT_JOB]: sweepPaymentJob(deps), [RECONCILE_PAYMENT_JOB]: reconcilePaymentJob(deps), [PAYER_ACCOUNT_JOB]: payerAccountJob(deps) };
 }

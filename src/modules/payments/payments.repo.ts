@@ -45,6 +45,19 @@ export async function updatePayment(db: Db, id: string, changes: Partial<Payment
   await updateById(db, 'payments', id, changes);
 }
 
+const enduringPayerAccountQuery = prepared<{ enduringId: string }, { payer_account_sealed: string }>((db, arg) =>
+  db.selectFrom('enduring_payer_accounts').select('payer_account_sealed').where('enduring_id', '=', arg('enduringId')));
+
+/** The sealed payer account kept for an enduring consent (a recurring consent's or a subscription's id), if any. */
+export async function enduringPayerAccount(db: Db, enduringId: string): Promise<string | undefined> {
+  return (await enduringPayerAccountQuery.first(db, { enduringId }))?.payer_account_sealed;
+}
+
+/** Keeps the sealed payer account of an enduring consent, unless one is kept already. */
+export async function keepEnduringPayerAccount(db: Db, enduringId: string, sealed: string, now: number): Promise<void> {
+  await insertRow(db, 'enduring_payer_accounts', { enduring_id: enduringId, payer_account_sealed: sealed, created_at: now }, 'enduring_id');
+}
+
 /**
  * Another payment of the request that holds or may take its one success: claimed for execution
  * and not failed or cancelled, or already successful.

@@ -10,7 +10,7 @@ import { custInfosOfPayments, findCustInfoOfPayment, paymentIdsByPayerEmail } fr
 import { emitEvent } from '../events/events.service.ts';
 import { getRequest } from '../requests/requests.service.ts';
 import { presentPayment } from './payments.present.ts';
-import { getPayment, insertPaymentIfParticularsFree, listPayments, paymentActivitySince, requestIdsByParticulars, searchPayments, updatePayment, type PaymentSearch } from './payments.repo.ts';
+import { enduringPayerAccount, getPayment, insertPaymentIfParticularsFree, listPayments, paymentActivitySince, requestIdsByParticulars, searchPayments, updatePayment, type PaymentSearch } from './payments.repo.ts';
 import { isFinal, newParticulars, PCR_CODE, settledCents, type FinalStatus } from './payments.rules.ts';
 import type { ListPaymentsQuery, ListRequestPaymentsQuery } from './payments.schemas.ts';
 import type { Ctx, Deps } from '../context.ts';
@@ -84,6 +84,11 @@ export async function createPaymentRow(trx: Db, input: NewPayment, now: number):
 /** Job: reads the payer's account of a successful payment from the bank and keeps it sealed. */
 export const PAYER_ACCOUNT_JOB = 'payment.payer_account';
 
+/** The enduring consent a payment was made under (a recurring consent, or a subscription's), if any. */
+export function enduringIdOf(payment: Pick<PaymentRow, 'recurring_consent_id' | 'subscription_id'>): string | null {
+  return payment.recurring_consent_id ?? payment.subscription_id;
+}
+
 export function newAuthState(): string {
   return randomSecret(24);
 }
@@ -101,10 +106,19 @@ export async function setPaymentStatus(
 ): Promise<PaymentRow> {
   const changes: Partial<PaymentRow> = { status, updated_at: now, ...extra };
   if (isFinal(status)) changes.completed_at = now;
-  await updatePayment(trx, payment.id, changes);
   const bankPaymentId = changes.bank_payment_id ?? payment.bank_payment_id;
-  if (status === 'successful' && bankPaymentId) {
-    // The payer's account, for refunds: read from the bank after the fact, never in the payment's way.
+  let askTheBank = false;
+  if (status === 'successful' && bankPaymentId && !payment.payer_account_sealed) {
+    // The payer's account, for refunds. Under an enduring consent it is the account already kept
+    // for that consent, if any; otherwise it is read from the bank after the fact, never in the
+    // payment's way (docs/banks.md).
+    const enduringId = enduringIdOf(payment);
+    const kept = enduringId ? await enduringPayerAccount(trx, enduringId) : undefined;
+    if (kept) changes.payer_account_sealed = kept;
+    else askTheBank = true;
+  }
+  await updatePayment(trx, payment.id, changes);
+  if (askTheBank) {
     await enqueue(trx, { kind: PAYER_ACCOUNT_JOB, runAt: now, clockId: null, payload: { payment_id: payment.id }, dedupeKey: `${PAYER_ACCOUNT_JOB}:${payment.id}` }, now);
   }
   await emitEvent(trx, { userId: payment.user_id, mode: payment.mode }, 'payment.status_updated', payment.id, {

@@ -37,8 +37,22 @@ export interface PaymentsTable {
   payer_account_sealed: string | null;
 }
 
+/**
+ * The payer's account behind an enduring consent (a recurring consent or a subscription), as the
+ * bank released it for the first successful payment under it (migration 0022): every later payment
+ * under that consent debits the same account, and takes it from here (docs/banks.md).
+ */
+export interface EnduringPayerAccountsTable {
+  /** The recurring consent's or the subscription's id. */
+  enduring_id: string;
+  /** Sealed JSON { scheme_name, identification, name }, as payments.payer_account_sealed. */
+  payer_account_sealed: string;
+  created_at: number;
+}
+
 export interface PaymentTables {
   payments: PaymentsTable;
+  enduring_payer_accounts: EnduringPayerAccountsTable;
 }
 
 declare module '../../store/tables.ts' {

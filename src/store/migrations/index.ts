@@ -17,6 +17,7 @@ import * as dashboard from './0018-dashboard.ts';
 import * as webhookEndpointControls from './0019-webhook-endpoint-controls.ts';
 import * as jobClaimIndexes from './0020-job-claim-indexes.ts';
 import * as jobLanes from './0021-job-lanes.ts';
+import * as enduringPayerAccounts from './0022-enduring-payer-accounts.ts';
 
 // Every migration, in order. Each module appends its own file here; names never change once shipped.
 export const migrations: Record<string, Migration> = {
@@ -38,4 +39,5 @@ export const migrations: Record<string, Migration> = {
   '0019-webhook-endpoint-controls': webhookEndpointControls,
   '0020-job-claim-indexes': jobClaimIndexes,
   '0021-job-lanes': jobLanes,
+  '0022-enduring-payer-accounts': enduringPayerAccounts,
 };
