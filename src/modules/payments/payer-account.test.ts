@@ -1,13 +1,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { apiClient, createTestMerchant } from '../../../test/helpers.ts';
 import { checkoutWorld, createRequest, payViaPage } from '../../../test/flows/checkout.fixtures.ts';
-import { hook } from '../banks/banks.testing.ts';
-import { PAYER_ACCOUNT_JOB } from './payments.service.ts';
+import { hook, listeningApp } from '../banks/banks.testing.ts';
 import { authorise, consentHarness, execute } from '../consents/consents.testing.ts';
+import { createSubscriptionRequest } from '../subscriptions/subscriptions.fixtures.ts';
+import { PAYER_ACCOUNT_JOB } from './payments.service.ts';
 
 // After a successful payment, the payer's account is read from the bank (debtor-account) and kept
-// sealed for refunds; it never appears in clear in the store or in the API. On both engines
-// (TEST_ENGINE=postgres for PostgreSQL).
+// sealed for refunds; it never appears in clear in the store or in the API. Under an enduring
+// consent (a recurring consent or a subscription) the bank is asked once, and later payments take
+// the account kept for the consent. On both engines (TEST_ENGINE=postgres for PostgreSQL).
 
 async function runPayerAccountJobs(world: Awaited<ReturnType<typeof checkoutWorld>>): Promise<number> {
   const worker = world.app.deps.worker;
@@ -97,4 +100,32 @@ test('a payer-account job finds its consent has an account kept by now and does 
   assert.ok(rows[0].payer_account_sealed);
   assert.equal(rows[0].payer_account_sealed, rows[1].payer_account_sealed);
   assert.equal((await db.selectFrom('jobs').select('id').where('kind', '=', PAYER_ACCOUNT_JOB).execute()).length, 0);
+});
+
+test("a subscription's later charges take the account its first charge's payer-account job kept", async (t) => {
+  const app = await listeningApp(t);
+  const merchant = await createTestMerchant(app);
+  const api = apiClient(app, merchant.testKey);
+  const db = app.deps.db;
+  const clockNow = async () => Date.parse((await api.get('/v1/test-helpers/clock')).body.clock.now);
+  const advanceBy = async (ms: number) =>
+    assert.equal((await api.post('/v1/test-helpers/clock/advance', { to: new Date((await clockNow()) + ms).toISOString() })).status, 200);
+  const request = await createSubscriptionRequest(api, merchant.bankAccountId, { amount: '15.00 NZD', period: 'weekly', total_count: 3 });
+  const subscription = (await api.post(`/v1/test-helpers/requests/${request.id}/pay`, {})).body.subscription;
+  const charges = async () => db.selectFrom('payments').select(['id', 'status', 'payer_account_sealed']).where('subscription_id', '=', subscription.id).orderBy('created_at').execute();
+  const payerAccountJobs = async () => db.selectFrom('jobs').select('payload').where('kind', '=', PAYER_ACCOUNT_JOB).execute();
+
+  await advanceBy(1000);
+  const [first] = await charges();
+  assert.equal(first.status, 'successful');
+  assert.equal((await payerAccountJobs()).length, 1);
+  for (const job of await app.deps.worker.claim(100)) if (job.kind === PAYER_ACCOUNT_JOB) await app.deps.worker.run(job);
+  const kept = (await charges())[0].payer_account_sealed;
+  assert.ok(kept?.startsWith('sealed:v1:'));
+
+  await advanceBy(7 * 86_400_000);
+  const [, second] = await charges();
+  assert.equal(second.status, 'successful');
+  assert.equal(second.payer_account_sealed, kept);
+  assert.deepEqual(await payerAccountJobs(), [], 'the second charge did not ask the bank');
 });
