@@ -115,14 +115,13 @@ class WalSyncer {
   private waiting: Batch[] = [];
   /** The last committed batch that is not known to be durable yet. */
   private last: Batch | null = null;
+  /** Called once the fsync under way has ended and nothing else is waiting for one. */
+  private onIdle: (() => void) | null = null;
 
   constructor(databaseFile: string, fsync: FileSync) {
     this.walFile = `${databaseFile}-wal`;
     this.fsync = fsync;
   }
-
-  /** Called once the fsync under way has ended and nothing else is waiting for one. */
-  private onIdle: (() => void) | null = null;
 
   /** Whether an fsync is under way. */
   get busy(): boolean {
@@ -399,9 +398,10 @@ class GroupCommitDriver implements Driver {
   /**
    * Commits the open batch, unless an fsync is under way: then the batch stays open, and is
    * committed when that fsync ends. Its units wait for the next fsync either way (an fsync covers
-   * only what was committed before it began), so this costs them nothing, while units that
-   * finish in the meantime join the batch instead of starting another. Fewer, larger commits
-   * write each page they share (an index's, a table's last) to the WAL once.
+   * only what was committed before it began); what they wait longer is the COMMIT itself, which
+   * now runs after that fsync rather than during it. Units that finish in the meantime join the
+   * batch instead of committing another, so the pages they share (an index's, a table's last)
+   * are written to the WAL once.
    */
   private async commit(): Promise<void> {
     await this.lock();
