@@ -123,15 +123,11 @@ class WalSyncer {
     this.fsync = fsync;
   }
 
-  /** Whether an fsync is under way. */
-  get busy(): boolean {
-    return this.syncing;
-  }
-
-  /** Calls `then` once no fsync is under way. */
-  whenIdle(then: () => void): void {
-    if (!this.syncing) then();
-    else this.onIdle = then;
+  /** While an fsync is under way, keeps `then` for when it ends and says true; otherwise false. */
+  afterSync(then: () => void): boolean {
+    if (!this.syncing) return false;
+    this.onIdle = then;
+    return true;
   }
 
   committed(batch: Batch): void {
@@ -406,10 +402,7 @@ class GroupCommitDriver implements Driver {
   private async commit(): Promise<void> {
     await this.lock();
     try {
-      if (this.syncer.busy) {
-        this.syncer.whenIdle(() => void this.commit());
-        return;
-      }
+      if (this.syncer.afterSync(() => void this.commit())) return;
       this.commitScheduled = false;
       this.commitNow();
     } finally {

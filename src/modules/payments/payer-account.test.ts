@@ -5,6 +5,7 @@ import { checkoutWorld, createRequest, payViaPage } from '../../../test/flows/ch
 import { hook, listeningApp } from '../banks/banks.testing.ts';
 import { authorise, consentHarness, execute } from '../consents/consents.testing.ts';
 import { createSubscriptionRequest } from '../subscriptions/subscriptions.fixtures.ts';
+import type { Worker } from '../../jobs/worker.ts';
 import { PAYER_ACCOUNT_JOB } from './payments.service.ts';
 
 // After a successful payment, the payer's account is read from the bank (debtor-account) and kept
@@ -12,8 +13,8 @@ import { PAYER_ACCOUNT_JOB } from './payments.service.ts';
 // consent (a recurring consent or a subscription) the bank is asked once, and later payments take
 // the account kept for the consent. On both engines (TEST_ENGINE=postgres for PostgreSQL).
 
-async function runPayerAccountJobs(world: Awaited<ReturnType<typeof checkoutWorld>>): Promise<number> {
-  const worker = world.app.deps.worker;
+/** Claims what is due and runs the payer-account jobs among it; says how many ran. */
+async function runPayerAccountJobs(worker: Worker): Promise<number> {
   let ran = 0;
   for (const job of await worker.claim(100)) {
     if (job.kind !== PAYER_ACCOUNT_JOB) continue;
@@ -29,7 +30,7 @@ test('a successful payment keeps the payer account the bank released, sealed', a
   await payViaPage(world, request.id, {});
   const [payment] = (await world.api.get(`/v1/requests/${request.id}/payments`)).body.payments;
   assert.equal(payment.status, 'successful');
-  assert.equal(await runPayerAccountJobs(world), 1);
+  assert.equal(await runPayerAccountJobs(world.app.deps.worker), 1);
 
   const row = await world.app.deps.db.selectFrom('payments').select(['payer_account_sealed']).where('id', '=', payment.id).executeTakeFirstOrThrow();
   const payer = (await hook('GET', `${world.baseUrl}/sandbox-bank/test/payers/sandbox`)).body.Data;
@@ -41,7 +42,7 @@ test('a successful payment keeps the payer account the bank released, sealed', a
   const shown = await world.api.get(`/v1/payments/${payment.id}`);
   assert.ok(!shown.text.includes(payer.AccountNumber));
   // once kept, it is not asked for again
-  assert.equal(await runPayerAccountJobs(world), 0);
+  assert.equal(await runPayerAccountJobs(world.app.deps.worker), 0);
 });
 
 test('payments under one enduring consent ask the bank once: later ones take the account kept for the consent', async (t) => {
@@ -52,15 +53,12 @@ test('payments under one enduring consent ask the bank once: later ones take the
     (await db.selectFrom('jobs').select('id').where('kind', '=', PAYER_ACCOUNT_JOB).where('payload', 'like', `%${paymentId}%`).execute()).length;
   const sealedOf = async (paymentId: string) =>
     (await db.selectFrom('payments').select('payer_account_sealed').where('id', '=', paymentId).executeTakeFirstOrThrow()).payer_account_sealed;
-  const runPayerAccountJob = async () => {
-    for (const job of await worker.claim(100)) if (job.kind === PAYER_ACCOUNT_JOB) await worker.run(job);
-  };
 
   const { consent, token } = await authorise(h, { period: 'monthly', max_per_period: '500.00 NZD' });
   const first = (await execute(h, token, '10.00 NZD', 'first')).body.payment;
   assert.equal(first.status, 'successful');
   assert.equal(await queuedFor(first.id), 1, 'the first payment asks the bank');
-  await runPayerAccountJob();
+  await runPayerAccountJobs(worker);
   const kept = await sealedOf(first.id);
   assert.ok(kept?.startsWith('sealed:v1:'));
   const forConsent = await db.selectFrom('enduring_payer_accounts').selectAll().execute();
@@ -119,7 +117,7 @@ test("a subscription's later charges take the account its first charge's payer-a
   const [first] = await charges();
   assert.equal(first.status, 'successful');
   assert.equal((await payerAccountJobs()).length, 1);
-  for (const job of await app.deps.worker.claim(100)) if (job.kind === PAYER_ACCOUNT_JOB) await app.deps.worker.run(job);
+  await runPayerAccountJobs(app.deps.worker);
   const kept = (await charges())[0].payer_account_sealed;
   assert.ok(kept?.startsWith('sealed:v1:'));
 
