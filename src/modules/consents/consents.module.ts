@@ -4,7 +4,7 @@ import { registerConsentRoutes } from './consents.routes.ts';
 import { sealConsentAccessTokens } from './consents.service.ts';
 import { EXPIRE_CONSENT_JOB, expireConsentJob, REVOKE_AT_BANK_JOB, revokeAtBankJob } from './consents.service.ts';
 import { payRecurring } from './consents.test-helpers.ts';
-import { SETTLE_EXECUTION_JOB, settleExecutionJob } from './execute.service.ts';
+import { RECOVER_EXECUTIONS_JOB, recoverExecutionsJob, scheduleExecutionRecovery, SETTLE_EXECUTION_JOB, settleExecutionJob } from './execute.service.ts';
 
 /** Recurring consents: authorised at the bank, charged by the merchant within limits, revoked. */
 export const consentsModule: ModuleManifest = {
@@ -14,8 +14,10 @@ export const consentsModule: ModuleManifest = {
     { name: EXPIRE_CONSENT_JOB, handler: expireConsentJob },
     { name: REVOKE_AT_BANK_JOB, handler: revokeAtBankJob },
     { name: SETTLE_EXECUTION_JOB, handler: settleExecutionJob },
+    { name: RECOVER_EXECUTIONS_JOB, handler: recoverExecutionsJob },
   ],
   checkout: { recurring: (deps) => recurringCheckout(deps.config.serviceTimeZone) },
   payHelpers: { recurring: payRecurring },
   sealSecrets: (trx, secrets) => sealConsentAccessTokens(trx, (secret) => secrets.seal(secret)),
+  start: scheduleExecutionRecovery,
 };

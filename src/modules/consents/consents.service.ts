@@ -16,7 +16,6 @@ import { effectiveConsentStatus, limitsOf } from './consents.rules.ts';
 import { noticeConsentRevoked } from './consents.notices.ts';
 import type { ListConsentsQuery } from './consents.schemas.ts';
 import { periodWindow } from './limits.ts';
-import { SETTLE_EXECUTION_JOB, settleExecutionJob } from './execute.service.ts';
 import { usageOf } from './usage.service.ts';
 import type { Ctx, Deps } from '../context.ts';
 
@@ -151,14 +150,6 @@ export function expireConsentJob(deps: Deps): JobHandler {
       }
       await finishIn(trx);
     });
-  };
-}
-
-export function consentJobHandlers(deps: Deps): Record<string, JobHandler> {
-  return {
-    [EXPIRE_CONSENT_JOB]: expireConsentJob(deps),
-    [REVOKE_AT_BANK_JOB]: revokeAtBankJob(deps),
-    [SETTLE_EXECUTION_JOB]: settleExecutionJob(deps),
   };
 }
 

@@ -1,12 +1,13 @@
 import { AppError, invalidParam, notFound } from '../../shared/errors.ts';
 import { AMOUNT_FORM, parseAmount } from '../../shared/money.ts';
-import { enqueue } from '../../jobs/queue.ts';
+import { enqueue, realTimeOf } from '../../jobs/queue.ts';
 import type { JobHandler } from '../../jobs/worker.ts';
 import type { Clock } from '../../shared/time.ts';
 import { transact } from '../../store/tx.ts';
+import type { Db } from '../../store/db.ts';
 import type { BankConnector, BankResult, BankPaymentOutcome } from '../banks/bank-connector.ts';
 import { connectorFor, creditorOf, remittanceOf } from '../payments/payments.banks.ts';
-import { clockIdOf, createPaymentRow, findPaymentById, findPaymentByIdempotencyKey, lockPayment, presentPayment, setPaymentStatus, type PaymentRow } from '../payments/payments.service.ts';
+import { clockIdOf, clockOf, createPaymentRow, executionsInFlight, findPaymentById, findPaymentByIdempotencyKey, lockPayment, presentPayment, setPaymentStatus, type PaymentRow } from '../payments/payments.service.ts';
 import {
   findConsentById, lockConsent, lockConsentByTokenHash, updateConsent, type ConsentRow, type Owner,
 } from './consents.repo.ts';
@@ -19,7 +20,6 @@ import { noticeConsentRevoked } from './consents.notices.ts';
 import { countReservation, followStatusChange, usageOf } from './usage.service.ts';
 import { openStored } from '../../shared/secret-box.ts';
 import { backoffDelayMs, type Backoff } from '../../jobs/backoff.ts';
-import { cancelQueuedJob } from '../../jobs/queue.ts';
 import type { Ctx, Deps } from '../context.ts';
 
 // POST /v1/payments: a merchant-initiated payment under a recurring consent, synchronous.
@@ -34,11 +34,19 @@ import type { Ctx, Deps } from '../context.ts';
 // 3. Commit, then call the bank (never inside a transaction), with the payment id as the bank's
 //    x-idempotency-key: a retry after a crash cannot charge twice.
 // 4. Record the outcome and payment.status_updated in one transaction; a failed payment stops
-//    counting in the same transaction.
+//    counting in the same transaction. An unconfirmed one gets the settle job, which asks again.
+// 5. An execution that was reserved and never recorded (the process died during the bank call, or
+//    the record failed) is found by a sweep every minute, which gives it the settle job too, due
+//    two minutes after the reservation (docs/recurring.md). Nothing is queued per execution
+//    for this: most executions are recorded within the same second.
 
 export const SETTLE_EXECUTION_JOB = 'recurring_payment.settle';
-/** A payment still in flight this long after it was reserved is settled by the job (a crash, a lost reply). */
+export const RECOVER_EXECUTIONS_JOB = 'recurring_payment.recover';
+/** A payment still in flight or unconfirmed this long after it was reserved or recorded is asked about again. */
 const SETTLE_AFTER_MS = 2 * 60_000;
+const RECOVER_EVERY_MS = 60_000;
+/** In-flight executions one sweep looks at; more wait for the next (the oldest come first). */
+const RECOVER_BATCH = 10_000;
 const REPLAY_WAIT_MS = 30_000;
 
 export type ExecutionReply = { status: 200 | 201; payment: ReturnType<typeof presentPayment> };
@@ -119,13 +127,6 @@ async function reserve(
       fingerprint: input.fingerprint,
     }, now);
     await countReservation(trx, consent.id, input.amountCents, window, usage.period);
-    await enqueue(trx, {
-      kind: SETTLE_EXECUTION_JOB,
-      runAt: ctx.deps.clock.now() + SETTLE_AFTER_MS,
-      clockId: clockIdOf(payment),
-      payload: { payment_id: payment.id },
-      dedupeKey: `${SETTLE_EXECUTION_JOB}:${payment.id}`,
-    }, ctx.deps.clock.now());
     return { kind: 'new', consent, payment: { ...payment, bank_consent_id: consent.bank_consent_id } };
   });
 }
@@ -222,11 +223,58 @@ async function record(deps: Deps, paymentId: string, outcome: Outcome, consentEn
     const extra: Parameters<typeof setPaymentStatus>[4] = {};
     if (outcome.bank_payment_id !== undefined) extra.bank_payment_id = outcome.bank_payment_id;
     if (outcome.failure_reason !== undefined) extra.failure_reason = outcome.failure_reason;
-    // Settled: the safety-net job has nothing left to do.
-    if (outcome.status !== 'unconfirmed') await cancelQueuedJob(trx, `${SETTLE_EXECUTION_JOB}:${payment.id}`);
+    if (outcome.status === 'unconfirmed') await queueSettle(trx, deps, payment, deps.clock.now() + SETTLE_AFTER_MS);
     await followStatusChange(trx, payment, outcome.status);
     return setPaymentStatus(trx, payment, outcome.status, now, extra);
   });
+}
+
+/** Queues the settle job of a payment at a real time (a no-op when it has one). */
+async function queueSettle(trx: Db, deps: Deps, payment: Pick<PaymentRow, 'id' | 'user_id' | 'mode'>, runAt: number): Promise<void> {
+  await enqueue(trx, {
+    kind: SETTLE_EXECUTION_JOB,
+    runAt,
+    clockId: clockIdOf(payment),
+    payload: { payment_id: payment.id },
+    dedupeKey: `${SETTLE_EXECUTION_JOB}:${payment.id}`,
+  }, deps.clock.now());
+}
+
+/**
+ * Gives every execution still in flight the settle job, due two minutes after its reservation on
+ * its owner's clock (a test clock moved on makes it due sooner, as it does every job of that
+ * clock). One under way gets it too, and the job finds it recorded by then.
+ */
+export async function queueSettlesOfExecutionsInFlight(deps: Deps): Promise<number> {
+  const clocks = new Map<string, Clock>();
+  const inFlight = await executionsInFlight(deps.db, RECOVER_BATCH);
+  for (const payment of inFlight) {
+    const key = `${payment.mode}:${payment.user_id}`;
+    let clock = clocks.get(key);
+    if (!clock) clocks.set(key, (clock = await clockOf(deps, payment)));
+    const runAt = realTimeOf(payment.updated_at + SETTLE_AFTER_MS, clock);
+    await transact(deps.db, (trx) => queueSettle(trx, deps, payment, runAt));
+  }
+  return inFlight.length;
+}
+
+/** Job: the sweep of interrupted executions, every minute (the same job, so there is always one). */
+export function recoverExecutionsJob(deps: Deps): JobHandler {
+  return async (_payload, { log }) => {
+    try {
+      await queueSettlesOfExecutionsInFlight(deps);
+    } catch (error) {
+      // A sweep that failed is simply run again; the job must not give up after its retries.
+      log.error({ err: error }, 'could not look for interrupted executions');
+    }
+    return { retryAt: deps.clock.now() + RECOVER_EVERY_MS };
+  };
+}
+
+/** Makes sure the sweep exists (at start; a no-op when it does). */
+export async function scheduleExecutionRecovery(deps: Deps): Promise<void> {
+  const now = deps.clock.now();
+  await transact(deps.db, (trx) => enqueue(trx, { kind: RECOVER_EXECUTIONS_JOB, runAt: now, payload: {}, dedupeKey: RECOVER_EXECUTIONS_JOB }, now));
 }
 
 /** 20 s doubling to 10 minutes: a bank that has not settled is asked again, less and less often. */

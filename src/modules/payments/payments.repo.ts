@@ -45,6 +45,16 @@ export async function updatePayment(db: Db, id: string, changes: Partial<Payment
   await updateById(db, 'payments', id, changes);
 }
 
+/**
+ * Payments under recurring consents still awaiting the bank's answer (reserved, not yet recorded),
+ * oldest first: through the (status, updated_at) index.
+ */
+export async function executionsInFlight(db: Db, limit: number): Promise<Array<Pick<PaymentRow, 'id' | 'user_id' | 'mode' | 'updated_at'>>> {
+  return db.selectFrom('payments').select(['id', 'user_id', 'mode', 'updated_at'])
+    .where('status', '=', 'awaiting-consent').where('recurring_consent_id', 'is not', null)
+    .orderBy('updated_at').limit(limit).execute();
+}
+
 const enduringPayerAccountQuery = prepared<{ enduringId: string }, { payer_account_sealed: string }>((db, arg) =>
   db.selectFrom('enduring_payer_accounts').select('payer_account_sealed').where('enduring_id', '=', arg('enduringId')));
 

@@ -26,7 +26,7 @@ type Db = Kysely<Database>;
 export { presentPayment, type PaymentObject } from './payments.present.ts';
 export type { PaymentRow } from './payments.tables.ts';
 // Reads other modules need (recurring executions, subscription charges) without reaching into the repo.
-export { findPaymentById, findPaymentByIdempotencyKey, listPaymentsOfSubscription, lockPayment, paymentsUnder, sumPaymentsOfConsent } from './payments.repo.ts';
+export { executionsInFlight, findPaymentById, findPaymentByIdempotencyKey, listPaymentsOfSubscription, lockPayment, paymentsUnder, sumPaymentsOfConsent } from './payments.repo.ts';
 
 export type NewPayment = {
   request: Pick<RequestRow, 'id' | 'user_id' | 'mode' | 'merchant_identifier' | 'reference'>;

@@ -1,0 +1,147 @@
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { test, type TestContext } from 'node:test';
+import { consentsModule } from './consents.module.ts';
+import { queueSettlesOfExecutionsInFlight, RECOVER_EXECUTIONS_JOB, SETTLE_EXECUTION_JOB } from './execute.service.ts';
+import { authorise, consentHarness, execute, type ConsentHarness } from './consents.testing.ts';
+import { SERVICE_BASIC } from '../banks/banks.testing.ts';
+
+// What becomes of an execution the service never recorded: the process died (or the record failed)
+// while the bank call was under way. Nothing is queued per execution for this; a sweep every
+// minute finds executions still in flight and gives each the settle job, which asks the bank again
+// with the same x-idempotency-key. Runs on SQLite and on PostgreSQL (TEST_ENGINE).
+
+const MINUTE = 60_000;
+
+/** A bank that takes requests and never answers them, until it is closed. */
+async function silentBank(t: TestContext) {
+  const held: http.ServerResponse[] = [];
+  let arrived: () => void = () => {};
+  const firstArrival = new Promise<void>((resolve) => (arrived = resolve));
+  const server = http.createServer((_request, response) => {
+    held.push(response);
+    arrived();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const close = async () => {
+    for (const response of held) response.destroy();
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  };
+  t.after(async () => {
+    if (server.listening) await close();
+  });
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, firstArrival, held, close };
+}
+
+async function settleJobs(h: ConsentHarness) {
+  const rows = await h.runtime.deps.db.selectFrom('jobs').select(['dedupe_key', 'run_at', 'clock_id']).where('kind', '=', SETTLE_EXECUTION_JOB).execute();
+  return rows.map((row) => ({ ...row, run_at: Number(row.run_at) }));
+}
+
+async function paymentOf(h: ConsentHarness, id: string) {
+  return h.runtime.deps.db.selectFrom('payments').select(['status', 'bank_payment_id', 'updated_at']).where('id', '=', id).executeTakeFirstOrThrow();
+}
+
+async function bankPaymentsOf(h: ConsentHarness, consentId: string) {
+  const { bank_consent_id } = await h.runtime.deps.db.selectFrom('recurring_consents').select('bank_consent_id').where('id', '=', consentId).executeTakeFirstOrThrow();
+  return h.runtime.deps.db.selectFrom('sandbox_payments').select(['id', 'status']).where('consent_id', '=', bank_consent_id).execute();
+}
+
+test('an execution recorded at once leaves no job behind; an unconfirmed one has its settle job, two minutes on', async (t) => {
+  const h = await consentHarness(t);
+  const { consent, token } = await authorise(h, { period: 'daily', max_per_period: '50.00 NZD' });
+  const paid = await execute(h, token, '5.00 NZD', 'a');
+  assert.equal(paid.body.payment.status, 'successful');
+  assert.deepEqual(await settleJobs(h), [], 'nothing to settle');
+
+  const { bank_consent_id } = await h.runtime.deps.db.selectFrom('recurring_consents').select('bank_consent_id').where('id', '=', consent.id).executeTakeFirstOrThrow();
+  const hook = (body: unknown) => fetch(`${h.baseUrl}/sandbox-bank/test/consents/${bank_consent_id}/delay`, {
+    method: 'POST', headers: { 'content-type': 'application/json', authorization: SERVICE_BASIC }, body: JSON.stringify(body),
+  });
+  assert.equal((await hook({})).status, 200);
+  const before = Date.now();
+  const held = await execute(h, token, '6.00 NZD', 'b');
+  assert.equal((await hook({ off: true })).status, 200);
+  assert.equal(held.body.payment.status, 'unconfirmed');
+  const jobs = await settleJobs(h);
+  assert.equal(jobs.length, 1);
+  assert.equal(jobs[0]!.dedupe_key, `${SETTLE_EXECUTION_JOB}:${held.body.payment.id}`);
+  assert.equal(jobs[0]!.clock_id, h.merchant.userId, 'on the merchant\'s test clock');
+  assert.ok(jobs[0]!.run_at >= before + 2 * MINUTE && jobs[0]!.run_at <= Date.now() + 2 * MINUTE, 'due two minutes after the outcome was recorded');
+});
+
+test('an execution never recorded is found by the sweep and settled with the same idempotency key: one payment at the bank', async (t) => {
+  const h = await consentHarness(t);
+  const { consent, token } = await authorise(h, { period: 'daily', max_per_period: '50.00 NZD', total_count: 3 });
+  const config = h.runtime.deps.config;
+  const realBank = config.sandboxBankUrl;
+  const bank = await silentBank(t);
+  config.sandboxBankUrl = bank.url;
+
+  // The bank never answers this one: the payment is reserved and the call under way, as in a
+  // process that dies before the answer comes.
+  const stuck = execute(h, token, '7.00 NZD', 'stuck');
+  await bank.firstArrival;
+  const [inFlight] = await h.runtime.deps.db.selectFrom('payments').select(['id', 'status', 'updated_at']).where('recurring_consent_id', '=', consent.id)
+    .where('idempotency_key', '=', 'stuck').execute();
+  assert.equal(inFlight!.status, 'awaiting-consent');
+  assert.deepEqual(await settleJobs(h), [], 'no job is queued when an execution is reserved');
+
+  // The sweep (what the recovery job runs every minute) queues its settle job, two minutes after
+  // the reservation on the merchant's test clock.
+  assert.equal(await queueSettlesOfExecutionsInFlight(h.runtime.deps), 1);
+  assert.equal(await queueSettlesOfExecutionsInFlight(h.runtime.deps), 1, 'a second sweep finds it again');
+  const jobs = await settleJobs(h);
+  assert.equal(jobs.length, 1, 'and queues no second job');
+  assert.equal(jobs[0]!.dedupe_key, `${SETTLE_EXECUTION_JOB}:${inFlight!.id}`);
+  assert.equal(jobs[0]!.run_at, Number(inFlight!.updated_at) + 2 * MINUTE, 'the test clock has not moved: its time is real time');
+  assert.equal((await paymentOf(h, inFlight!.id)).status, 'awaiting-consent', 'not due yet');
+  assert.deepEqual(await bankPaymentsOf(h, consent.id), [], 'the bank has not taken it');
+
+  // The bank is back; the merchant moves the test clock past the two minutes: the settle job submits
+  // the payment with the same key, and the bank executes it once.
+  config.sandboxBankUrl = realBank;
+  const moved = await h.api.post('/v1/test-helpers/clock/advance', { seconds: 3 * 60 });
+  assert.equal(moved.status, 200, moved.text);
+  const settled = await paymentOf(h, inFlight!.id);
+  assert.equal(settled.status, 'successful');
+  const atBank = await bankPaymentsOf(h, consent.id);
+  assert.equal(atBank.length, 1);
+  assert.equal(settled.bank_payment_id, atBank[0]!.id);
+  assert.deepEqual(await settleJobs(h), [], 'the settle job is done');
+  const events = await h.runtime.deps.db.selectFrom('events').select('body').where('object_id', '=', inFlight!.id).orderBy('id').execute();
+  assert.deepEqual(events.map((e) => JSON.parse(e.body).data.status), ['awaiting-consent', 'successful']);
+
+  // The call that never came back ends now; recording it changes nothing.
+  await bank.close();
+  const reply = await stuck;
+  assert.equal(reply.body.payment?.status ?? reply.body.code, 'successful');
+  assert.equal((await bankPaymentsOf(h, consent.id)).length, 1);
+  const after = await h.runtime.deps.db.selectFrom('events').select('id').where('object_id', '=', inFlight!.id).execute();
+  assert.equal(after.length, 2, 'no further event');
+  const read = await h.api.get(`/v1/recurring-consents/${consent.id}`);
+  assert.equal(read.body.recurring_consent.usage.total.count, 1, 'counted once');
+});
+
+test('the sweep is one job for every process, started with the workers, that asks to run again in a minute', async (t) => {
+  const h = await consentHarness(t);
+  await consentsModule.start!(h.runtime.deps);
+  await consentsModule.start!(h.runtime.deps);
+  const sweeps = await h.runtime.deps.db.selectFrom('jobs').select(['run_at', 'clock_id']).where('kind', '=', RECOVER_EXECUTIONS_JOB).execute();
+  assert.equal(sweeps.length, 1);
+  assert.equal(sweeps[0]!.clock_id, null, 'real time, whatever the test clocks');
+  assert.ok(consentsModule.jobs!.some((kind) => kind.name === RECOVER_EXECUTIONS_JOB));
+
+  // The worker runs it at once, and it puts itself a minute on.
+  const before = Date.now();
+  h.runtime.deps.worker.start();
+  let runAt = 0;
+  for (let waited = 0; waited < 10_000 && runAt < before + MINUTE; waited += 20) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const row = await h.runtime.deps.db.selectFrom('jobs').select('run_at').where('kind', '=', RECOVER_EXECUTIONS_JOB).executeTakeFirstOrThrow();
+    runAt = Number(row.run_at);
+  }
+  assert.ok(runAt >= before + MINUTE && runAt <= Date.now() + MINUTE, 'ran, and is due again in a minute');
+});
