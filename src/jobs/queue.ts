@@ -85,6 +85,12 @@ export async function cancelQueuedJob(db: Kysely<Database>, dedupeKey: string): 
   await cancelQueuedQuery.run(db, { dedupeKey });
 }
 
+/** Makes the queued job with this dedupe key due by `runAt` at the latest, unless a worker holds it. */
+export async function bringQueuedJobForward(db: Kysely<Database>, dedupeKey: string, runAt: number): Promise<void> {
+  await db.updateTable('jobs').set({ run_at: runAt }).where('dedupe_key', '=', dedupeKey).where('locked_by', 'is', null)
+    .where('run_at', '>', runAt).execute();
+}
+
 /**
  * A test clock moved `deltaMs` ahead: its jobs keep their time on that clock, so their real due
  * time moves earlier by as much. In the caller's transaction, with the clock's own change.

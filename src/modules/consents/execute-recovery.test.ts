@@ -125,7 +125,7 @@ test('an execution never recorded is found by the sweep and settled with the sam
   assert.equal(read.body.recurring_consent.usage.total.count, 1, 'counted once');
 });
 
-test('the sweep is one job for every process, started with the workers, that asks to run again in a minute', async (t) => {
+test('the sweep is one job for every process, due when a process starts, that asks to run again in a minute', async (t) => {
   const h = await consentHarness(t);
   await consentsModule.start!(h.runtime.deps);
   await consentsModule.start!(h.runtime.deps);
@@ -133,6 +133,12 @@ test('the sweep is one job for every process, started with the workers, that ask
   assert.equal(sweeps.length, 1);
   assert.equal(sweeps[0]!.clock_id, null, 'real time, whatever the test clocks');
   assert.ok(consentsModule.jobs!.some((kind) => kind.name === RECOVER_EXECUTIONS_JOB));
+  // A process that starts makes it due at once: it may be the one restarted after a crash.
+  await h.runtime.deps.db.updateTable('jobs').set({ run_at: Date.now() + 10 * MINUTE }).where('kind', '=', RECOVER_EXECUTIONS_JOB).execute();
+  const starting = Date.now();
+  await consentsModule.start!(h.runtime.deps);
+  const [due] = await h.runtime.deps.db.selectFrom('jobs').select('run_at').where('kind', '=', RECOVER_EXECUTIONS_JOB).execute();
+  assert.ok(Number(due!.run_at) >= starting && Number(due!.run_at) <= Date.now());
 
   // The worker runs it at once, and it puts itself a minute on.
   const before = Date.now();

@@ -1,6 +1,6 @@
 import { AppError, invalidParam, notFound } from '../../shared/errors.ts';
 import { AMOUNT_FORM, parseAmount } from '../../shared/money.ts';
-import { enqueue, realTimeOf } from '../../jobs/queue.ts';
+import { bringQueuedJobForward, enqueue, realTimeOf } from '../../jobs/queue.ts';
 import type { JobHandler } from '../../jobs/worker.ts';
 import type { Clock } from '../../shared/time.ts';
 import { transact } from '../../store/tx.ts';
@@ -271,10 +271,16 @@ export function recoverExecutionsJob(deps: Deps): JobHandler {
   };
 }
 
-/** Makes sure the sweep exists (at start; a no-op when it does). */
+/**
+ * At start: makes sure the sweep exists, and makes it due now, so that a process restarted after a
+ * crash settles what the crash interrupted without waiting for the minute.
+ */
 export async function scheduleExecutionRecovery(deps: Deps): Promise<void> {
   const now = deps.clock.now();
-  await transact(deps.db, (trx) => enqueue(trx, { kind: RECOVER_EXECUTIONS_JOB, runAt: now, payload: {}, dedupeKey: RECOVER_EXECUTIONS_JOB }, now));
+  await transact(deps.db, async (trx) => {
+    await enqueue(trx, { kind: RECOVER_EXECUTIONS_JOB, runAt: now, payload: {}, dedupeKey: RECOVER_EXECUTIONS_JOB }, now);
+    await bringQueuedJobForward(trx, RECOVER_EXECUTIONS_JOB, now);
+  });
 }
 
 /** 20 s doubling to 10 minutes: a bank that has not settled is asked again, less and less often. */
