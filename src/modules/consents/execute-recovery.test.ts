@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { test, type TestContext } from 'node:test';
+import { test } from 'node:test';
 import { consentsModule } from './consents.module.ts';
 import { queueSettlesOfExecutionsInFlight, RECOVER_EXECUTIONS_JOB, SETTLE_EXECUTION_JOB } from './execute.service.ts';
 import { authorise, consentHarness, execute, type ConsentHarness } from './consents.testing.ts';
 import { SERVICE_BASIC } from '../banks/banks.testing.ts';
+import { startReceiver } from '../webhooks/receiver.test-support.ts';
 
 // What becomes of an execution the service never recorded: the process died (or the record failed)
 // while the bank call was under way. Nothing is queued per execution for this; a sweep every
@@ -14,34 +13,13 @@ import { SERVICE_BASIC } from '../banks/banks.testing.ts';
 
 const MINUTE = 60_000;
 
-/** A bank that takes requests and never answers them, until it is closed. */
-async function silentBank(t: TestContext) {
-  const held: http.ServerResponse[] = [];
-  let arrived: () => void = () => {};
-  const firstArrival = new Promise<void>((resolve) => (arrived = resolve));
-  const server = http.createServer((_request, response) => {
-    held.push(response);
-    arrived();
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const close = async () => {
-    for (const response of held) response.destroy();
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  };
-  t.after(async () => {
-    if (server.listening) await close();
-  });
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, firstArrival, held, close };
-}
-
 async function settleJobs(h: ConsentHarness) {
   const rows = await h.runtime.deps.db.selectFrom('jobs').select(['dedupe_key', 'run_at', 'clock_id']).where('kind', '=', SETTLE_EXECUTION_JOB).execute();
   return rows.map((row) => ({ ...row, run_at: Number(row.run_at) }));
 }
 
 async function paymentOf(h: ConsentHarness, id: string) {
-  return h.runtime.deps.db.selectFrom('payments').select(['status', 'bank_payment_id', 'updated_at']).where('id', '=', id).executeTakeFirstOrThrow();
+  return h.runtime.deps.db.selectFrom('payments').select(['status', 'bank_payment_id']).where('id', '=', id).executeTakeFirstOrThrow();
 }
 
 async function bankPaymentsOf(h: ConsentHarness, consentId: string) {
@@ -77,13 +55,15 @@ test('an execution never recorded is found by the sweep and settled with the sam
   const { consent, token } = await authorise(h, { period: 'daily', max_per_period: '50.00 NZD', total_count: 3 });
   const config = h.runtime.deps.config;
   const realBank = config.sandboxBankUrl;
-  const bank = await silentBank(t);
+  // A bank that takes the call and never answers it.
+  const bank = await startReceiver(() => 'hang');
+  t.after(() => bank.close());
   config.sandboxBankUrl = bank.url;
 
   // The bank never answers this one: the payment is reserved and the call under way, as in a
   // process that dies before the answer comes.
   const stuck = execute(h, token, '7.00 NZD', 'stuck');
-  await bank.firstArrival;
+  await bank.waitFor(1);
   const [inFlight] = await h.runtime.deps.db.selectFrom('payments').select(['id', 'status', 'updated_at']).where('recurring_consent_id', '=', consent.id)
     .where('idempotency_key', '=', 'stuck').execute();
   assert.equal(inFlight!.status, 'awaiting-consent');
