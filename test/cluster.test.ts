@@ -54,9 +54,9 @@ function logLines(service: Service): LogLine[] {
   return service.stdout().split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as LogLine);
 }
 
-/** The pids that logged an incoming call to `method url`. */
+/** The pids that logged an answered call to `method url`. */
 function servedBy(service: Service, method: string, url: string): Set<number> {
-  return new Set(logLines(service).filter((l) => l.msg === 'incoming request' && l.req?.method === method && l.req.url === url).map((l) => l.pid));
+  return new Set(logLines(service).filter((l) => l.msg === 'request completed' && l.req?.method === method && l.req.url === url).map((l) => l.pid));
 }
 
 /** A cluster of two on a fresh schema, with the demo merchant's test key and bank account. */
@@ -95,7 +95,9 @@ test('WEB_CONCURRENCY=2 on PostgreSQL: two processes share the port and the data
       assert.equal(got.body.request.message, `Coffee ${i}`);
     }
   }
-  const creators = new Set(logLines(service).filter((l) => l.msg === 'incoming request' && l.req?.method === 'POST').map((l) => l.pid));
+  // A call's access line is written once it has been answered: wait for the last read's.
+  await until('the access line of the last read', () => servedBy(service, 'GET', `/v1/requests/${ids.at(-1)}`).size === 2, 5_000);
+  const creators = new Set(logLines(service).filter((l) => l.msg === 'request completed' && l.req?.method === 'POST').map((l) => l.pid));
   assert.deepEqual([...creators].sort(), processes, 'both processes created requests');
   for (const id of ids) assert.deepEqual([...servedBy(service, 'GET', `/v1/requests/${id}`)].sort(), processes, `${id} was read by both processes`);
 

@@ -137,4 +137,13 @@ test('logs carry the request id and never an API key; an unexpected failure is a
   assert.equal(failure.err.message, 'kaboom');
   const direct = entries.find((e) => e.msg === 'direct');
   assert.deepEqual([direct.req.headers.authorization, direct.body.token, direct.created.live_key], ['[redacted]', '[redacted]', '[redacted]']);
+  // One access line per call, once it is answered: who asked for what, and how it went.
+  const access = entries.filter((e) => e.reqId === 'log-test-2' && (e.msg === 'request completed' || e.msg === 'incoming request'));
+  assert.equal(access.length, 1);
+  assert.equal(access[0].msg, 'request completed');
+  assert.equal(access[0].level, 30);
+  assert.deepEqual([access[0].req.method, access[0].req.url], ['GET', '/v1/requests']);
+  assert.deepEqual(access[0].res, { statusCode: 200 });
+  assert.equal(typeof access[0].responseTime, 'number');
+  assert.equal(access[0].merchant_id, merchant.userId, 'with the merchant who called');
 });
