@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
+import pino, { type Logger } from 'pino';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { App } from './http/app-type.ts';
 import swagger from '@fastify/swagger';
@@ -37,19 +38,38 @@ export const loggerRedactPaths = [
  * One access line per call, when it is answered, in place of Fastify's two ("incoming request",
  * then "request completed", each through its request or reply serialiser): at LOG_LEVEL=info those
  * two lines cost a read about a third of its CPU (docs/performance.md). The line keeps what they
- * said; Fastify's error lines are unchanged.
+ * said; Fastify's error lines are unchanged. It carries no secret, so it is written, to the
+ * service log's own stream, without the redaction every other line goes through (about half of a
+ * line's cost); the request id and the caller are fields of its own.
  */
 class AccessLog extends LogController {
+  private readonly lines: Logger | null;
+
+  constructor(lines: Logger | null) {
+    super();
+    this.lines = lines;
+  }
+
   override incomingRequest(): void {}
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
     if (error) return super.requestCompleted(error, request, reply);
-    request.log.info({
+    if (!this.lines) return;
+    const caller = request.ctx as FastifyRequest['ctx'] | undefined;
+    this.lines.info({
+      reqId: request.id,
+      ...(caller && { merchant_id: caller.merchant.id, mode: caller.mode }),
       req: { method: request.method, url: request.url, remoteAddress: request.ip },
       res: { statusCode: reply.statusCode },
       responseTime: reply.elapsedTime,
     }, 'request completed');
   }
+}
+
+/** A logger at `info` on the same stream as `log`, without its redaction: for lines that carry no secret. */
+function unredactedInfoLogger(log: Logger): Logger | null {
+  if (!log.isLevelEnabled('info')) return null;
+  return pino({ level: 'info' }, (log as unknown as Record<symbol, pino.DestinationStream>)[pino.symbols.streamSym]);
 }
 
 export async function buildApp(deps: Deps): Promise<App> {
@@ -62,7 +82,7 @@ export async function buildApp(deps: Deps): Promise<App> {
     },
     routerOptions: { ignoreTrailingSlash: true },
     trustProxy: false,
-    logController: new AccessLog(),
+    logController: new AccessLog(unredactedInfoLogger(deps.log)),
     clientErrorHandler,
     // Errors Fastify raises before routing (a path with broken percent-encoding) get the API's shape too.
     frameworkErrors: (_error, _request, reply) => {
