@@ -123,11 +123,12 @@ test('logs carry the request id and never an API key; an unexpected failure is a
   await api.get('/v1/requests', { headers: { 'x-request-id': 'log-test-2' } });
   await apiClient(runtime, `${merchant.liveKey}x`).get('/v1/requests');
   const boom = await api.get('/v1/boom', { headers: { 'x-request-id': 'log-test-3' } });
+  await runtime.app.inject({ method: 'GET', url: '/pay/return?state=unknown-state&code=one-time-bank-code' });
   assertError(boom, 500, 'internal_error', 'Something went wrong on our side; the request id is in the logs', { request_id: 'log-test-3' });
   log.info({ req: { headers: { authorization: `Bearer ${merchant.testKey}` } }, body: { token: 'secret-token' }, created: { live_key: merchant.liveKey } }, 'direct');
 
   const all = lines.join('\n');
-  for (const secret of [merchant.testKey, merchant.liveKey, merchant.testKey.slice(8), 'secret-token']) {
+  for (const secret of [merchant.testKey, merchant.liveKey, merchant.testKey.slice(8), 'secret-token', 'one-time-bank-code']) {
     assert.equal(all.includes(secret), false, `a secret reached the logs: ${secret.slice(0, 12)}…`);
   }
   const entries = lines.map((line) => JSON.parse(line));

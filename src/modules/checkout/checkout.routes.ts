@@ -97,7 +97,8 @@ export async function registerCheckoutRoutes(app: App, deps: Deps, strategies: C
     }
   });
 
-  app.get<{ Querystring: Query }>('/pay/return', hidden, async (request, reply) => {
+  // The bank's one-time authorisation code is in this URL: it writes no info-level access line.
+  app.get<{ Querystring: Query }>('/pay/return', { ...hidden, logLevel: 'warn' }, async (request, reply) => {
     const { state, code, error } = request.query;
     const outcome = await returnFromBank(deps, strategies, { state: state ?? '', code: code ?? null, error: error ?? null });
     const loaded = outcome && (await loadRequest(deps, outcome.requestId));
