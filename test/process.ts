@@ -4,6 +4,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { TestContext } from 'node:test';
+import { openDb } from '../src/store/db.ts';
 import { engine, freshDb, pgUrl, TEST_SECRET_KEY } from './helpers.ts';
 
 // Real processes for tests of start-up, configuration, the CLI and crash durability.
@@ -54,6 +55,13 @@ export async function processStore(t: TestContext): Promise<Store> {
   }
   t.after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
   return { env, dataDir, engine };
+}
+
+/** The store's database, opened from the test (one connection), to look at what the processes left. */
+export function openStoreDb(store: Store) {
+  return store.env.DATABASE_URL
+    ? openDb({ engine: 'postgres', url: store.env.DATABASE_URL, poolSize: 1 })
+    : openDb({ engine: 'sqlite', file: path.join(store.dataDir, 'tono.db') });
 }
 
 /** Environment for child processes: nothing inherited that could point them at another database. */

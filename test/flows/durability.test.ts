@@ -1,17 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import path from 'node:path';
-import { openDb } from '../../src/store/db.ts';
 import { VALID_ACCOUNT } from '../helpers.ts';
-import { processStore, runCli, startService, stop, type Store } from '../process.ts';
+import { openStoreDb, processStore, runCli, startService, stop } from '../process.ts';
 
 // Runs on SQLite, and on PostgreSQL when TEST_ENGINE=postgres (a fresh schema through DATABASE_URL).
-
-function storeDb(store: Store) {
-  return store.env.DATABASE_URL
-    ? openDb({ engine: 'postgres', url: store.env.DATABASE_URL, poolSize: 1 })
-    : openDb({ engine: 'sqlite', file: path.join(store.dataDir, 'tono.db') });
-}
 
 test('SIGKILL right after a 201 loses nothing: the request and its event are there after restart', async (t) => {
   const store = await processStore(t);
@@ -40,7 +32,7 @@ test('SIGKILL right after a 201 loses nothing: the request and its event are the
   assert.deepEqual(await got.json(), { request });
   assert.equal(await stop(second), 0, 'SIGTERM stops cleanly');
 
-  const db = storeDb(store);
+  const db = openStoreDb(store);
   t.after(() => db.destroy());
   const events = await db.selectFrom('events').select(['type', 'body']).where('object_id', '=', request.id).execute();
   assert.deepEqual(events.map((e) => e.type), ['request.created']);

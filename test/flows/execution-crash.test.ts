@@ -2,24 +2,16 @@ import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import path from 'node:path';
 import { request as forward } from 'undici';
-import { openDb } from '../../src/store/db.ts';
 import { startReceiver } from '../../src/modules/webhooks/receiver.test-support.ts';
 import { VALID_ACCOUNT } from '../helpers.ts';
-import { processStore, runCli, startService, type Store } from '../process.ts';
+import { openStoreDb, processStore, runCli, startService } from '../process.ts';
 
 // A real `node src/main.ts` SIGKILLed while an execution's bank call is under way: the payment was
 // reserved, the bank never answered, and nothing recorded the outcome. After a restart the sweep of
 // interrupted executions gives it the settle job, which submits it again with the same
 // x-idempotency-key once its two minutes have passed on the test clock (docs/recurring.md).
 // Runs on SQLite, and on PostgreSQL when TEST_ENGINE=postgres.
-
-function storeDb(store: Store) {
-  return store.env.DATABASE_URL
-    ? openDb({ engine: 'postgres', url: store.env.DATABASE_URL, poolSize: 1 })
-    : openDb({ engine: 'sqlite', file: path.join(store.dataDir, 'tono.db') });
-}
 
 /**
  * The sandbox bank, seen through a forwarder the test controls: SANDBOX_BANK_URL names the
@@ -101,7 +93,7 @@ test('SIGKILL during an execution\'s bank call: after restart the payment is sub
   assert.equal(await stuck, null, 'the merchant had no answer');
   bank.state.holding = false;
 
-  const db = storeDb(store);
+  const db = openStoreDb(store);
   t.after(() => db.destroy());
   const inFlight = await db.selectFrom('payments').select(['id', 'status']).where('recurring_consent_id', '=', consentId).execute();
   assert.deepEqual(inFlight.map((p) => p.status), ['awaiting-consent'], 'reserved, never recorded');

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { consentsModule } from './consents.module.ts';
 import { queueSettlesOfExecutionsInFlight, RECOVER_EXECUTIONS_JOB, SETTLE_EXECUTION_JOB } from './execute.service.ts';
 import { authorise, consentHarness, execute, type ConsentHarness } from './consents.testing.ts';
-import { SERVICE_BASIC } from '../banks/banks.testing.ts';
+import { hook } from '../banks/banks.testing.ts';
 import { startReceiver } from '../webhooks/receiver.test-support.ts';
 
 // What becomes of an execution the service never recorded: the process died (or the record failed)
@@ -22,9 +22,12 @@ async function paymentOf(h: ConsentHarness, id: string) {
   return h.runtime.deps.db.selectFrom('payments').select(['status', 'bank_payment_id']).where('id', '=', id).executeTakeFirstOrThrow();
 }
 
+async function bankConsentOf(h: ConsentHarness, consentId: string): Promise<string> {
+  return (await h.runtime.deps.db.selectFrom('recurring_consents').select('bank_consent_id').where('id', '=', consentId).executeTakeFirstOrThrow()).bank_consent_id;
+}
+
 async function bankPaymentsOf(h: ConsentHarness, consentId: string) {
-  const { bank_consent_id } = await h.runtime.deps.db.selectFrom('recurring_consents').select('bank_consent_id').where('id', '=', consentId).executeTakeFirstOrThrow();
-  return h.runtime.deps.db.selectFrom('sandbox_payments').select(['id', 'status']).where('consent_id', '=', bank_consent_id).execute();
+  return h.runtime.deps.db.selectFrom('sandbox_payments').select(['id', 'status']).where('consent_id', '=', await bankConsentOf(h, consentId)).execute();
 }
 
 test('an execution recorded at once leaves no job behind; an unconfirmed one has its settle job, two minutes on', async (t) => {
@@ -34,14 +37,11 @@ test('an execution recorded at once leaves no job behind; an unconfirmed one has
   assert.equal(paid.body.payment.status, 'successful');
   assert.deepEqual(await settleJobs(h), [], 'nothing to settle');
 
-  const { bank_consent_id } = await h.runtime.deps.db.selectFrom('recurring_consents').select('bank_consent_id').where('id', '=', consent.id).executeTakeFirstOrThrow();
-  const hook = (body: unknown) => fetch(`${h.baseUrl}/sandbox-bank/test/consents/${bank_consent_id}/delay`, {
-    method: 'POST', headers: { 'content-type': 'application/json', authorization: SERVICE_BASIC }, body: JSON.stringify(body),
-  });
-  assert.equal((await hook({})).status, 200);
+  const delay = `${h.baseUrl}/sandbox-bank/test/consents/${await bankConsentOf(h, consent.id)}/delay`;
+  assert.equal((await hook('POST', delay, {})).status, 200);
   const before = Date.now();
   const held = await execute(h, token, '6.00 NZD', 'b');
-  assert.equal((await hook({ off: true })).status, 200);
+  assert.equal((await hook('POST', delay, { off: true })).status, 200);
   assert.equal(held.body.payment.status, 'unconfirmed');
   const jobs = await settleJobs(h);
   assert.equal(jobs.length, 1);

@@ -248,12 +248,18 @@ async function queueSettle(trx: Db, deps: Deps, payment: Pick<PaymentRow, 'id' |
 export async function queueSettlesOfExecutionsInFlight(deps: Deps): Promise<number> {
   const clocks = new Map<string, Clock>();
   const inFlight = await executionsInFlight(deps.db, RECOVER_BATCH);
+  const due: Array<{ payment: (typeof inFlight)[number]; runAt: number }> = [];
   for (const payment of inFlight) {
     const key = `${payment.mode}:${payment.user_id}`;
     let clock = clocks.get(key);
     if (!clock) clocks.set(key, (clock = await clockOf(deps, payment)));
-    const runAt = realTimeOf(payment.updated_at + SETTLE_AFTER_MS, clock);
-    await transact(deps.db, (trx) => queueSettle(trx, deps, payment, runAt));
+    due.push({ payment, runAt: realTimeOf(payment.updated_at + SETTLE_AFTER_MS, clock) });
+  }
+  // One transaction for the sweep's jobs, not one (and one commit) each.
+  if (due.length > 0) {
+    await transact(deps.db, async (trx) => {
+      for (const { payment, runAt } of due) await queueSettle(trx, deps, payment, runAt);
+    });
   }
   return inFlight.length;
 }
