@@ -9,7 +9,7 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import pino from 'pino';
 import { loadConfig } from '../src/config.ts';
-import { createRuntime, type Runtime } from '../src/runtime.ts';
+import { createRuntime, loggerOptionsFor, type Runtime } from '../src/runtime.ts';
 import { authenticateKey, createMerchant } from '../src/modules/merchants/merchants.service.ts';
 import { systemClock } from '../src/shared/time.ts';
 import type { BankConnector, BankRegistry } from '../src/modules/banks/bank-connector.ts';
@@ -54,8 +54,11 @@ export type BenchService = {
 export async function startService(env: Record<string, string> = {}): Promise<BenchService> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-bench-'));
   // The per-key rate limit stays on, set above what one key sends here, so its cost is measured.
-  const config = loadConfig({ PORT: '0', LOG_LEVEL: 'warn', DEMO_MERCHANT: 'false', DATA_DIR: dataDir, RATE_LIMIT_PER_SECOND: '1000000', ...env });
-  const runtime = await createRuntime(config, { log: pino({ level: 'warn' }) });
+  const config = loadConfig({ PORT: '0', DEMO_MERCHANT: 'false', DATA_DIR: dataDir, RATE_LIMIT_PER_SECOND: '1000000', ...env });
+  // Logged as `npm start` logs (its level, its redaction, a synchronous write a line), to a file
+  // rather than stdout, which carries the bench's own readings.
+  const logFile = pino.destination({ dest: path.join(dataDir, 'service.log'), sync: true });
+  const runtime = await createRuntime(config, { log: pino(loggerOptionsFor(config), logFile) });
   const address = await runtime.app.listen({ port: config.port, host: '127.0.0.1' });
   const url = address.replace('localhost', '127.0.0.1');
   runtime.deps.config.publicBaseUrl = url;

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import type { Logger } from 'pino';
+import type { Logger, LoggerOptions } from 'pino';
 import { buildApp, loggerRedactPaths } from './app.ts';
 import { createLogger } from './logger.ts';
 import type { Config } from './config.ts';
@@ -23,8 +23,13 @@ export function storeOptionsFor(config: Config): StoreOptions {
     : { engine: 'sqlite', file: path.join(config.dataDir, 'tono.db') };
 }
 
+/** The service's log level and redaction, wherever its lines go. */
+export function loggerOptionsFor(config: Pick<Config, 'logLevel'>): LoggerOptions {
+  return { level: config.logLevel, redact: { paths: loggerRedactPaths, censor: '[redacted]' } };
+}
+
 export function makeLogger(config: Pick<Config, 'logLevel'>): Logger {
-  return createLogger({ level: config.logLevel, redact: { paths: loggerRedactPaths, censor: '[redacted]' } });
+  return createLogger(loggerOptionsFor(config));
 }
 
 export type RuntimeOptions = {
