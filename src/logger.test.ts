@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import path from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { buildTestApp } from '../test/helpers.ts';
@@ -103,4 +104,21 @@ test('each webhook attempt logs a debug line with the event, attempt, origin and
     [20, 'event_1', 2, new URL(receiver.url).origin, 204, null],
   ]);
   assert.equal(JSON.stringify(lines).includes('secret-path-token'), false);
+});
+
+// Lines are written synchronously, one write each (under PIPE_BUF), so they cannot interleave or
+// reorder; pino's asynchronous destination, tried for speed, reordered lines here when the pipe
+// was full (docs/performance.md, Logging at info).
+test('JSON lines of two processes sharing a pipe arrive whole, all and in order, also when each exits straight after its last line', () => {
+  const perProcess = 3_000;
+  const writer = (name: string) =>
+    `node --input-type=module -e "import { createLogger } from './src/logger.ts'; const log = createLogger({ level: 'info' }, 'json'); for (let i = 0; i < ${perProcess}; i++) { log.info({ writer: '${name}', i, padding: 'x'.repeat(300) }, 'line'); if (i % 100 === 0) await new Promise((r) => setImmediate(r)); } process.exit(0);"`;
+  const run = spawnSync('sh', ['-c', `${writer('a')} & ${writer('b')} & wait`], {
+    encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, env: { PATH: `${path.dirname(process.execPath)}:${process.env.PATH}` },
+  });
+  assert.equal(run.status, 0, run.stderr);
+  const lines = run.stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line) as { writer: string; i: number });
+  for (const name of ['a', 'b']) {
+    assert.deepEqual(lines.filter((line) => line.writer === name).map((line) => line.i), Array.from({ length: perProcess }, (_, i) => i), `every line of ${name}, in order`);
+  }
 });
