@@ -10,6 +10,7 @@ import autocannon from 'autocannon';
 import pino from 'pino';
 import { loadConfig } from '../src/config.ts';
 import { createRuntime, loggerOptionsFor, type Runtime } from '../src/runtime.ts';
+import { jsonLines } from '../src/logger.ts';
 import { authenticateKey, createMerchant } from '../src/modules/merchants/merchants.service.ts';
 import { systemClock } from '../src/shared/time.ts';
 import type { BankConnector, BankRegistry } from '../src/modules/banks/bank-connector.ts';
@@ -56,10 +57,9 @@ export async function startService(env: Record<string, string> = {}): Promise<Be
   // The per-key rate limit stays on, set above what one key sends here, so its cost is measured.
   // BENCH_LOG_LEVEL=warn measures the service without its access lines.
   const config = loadConfig({ PORT: '0', LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info', DEMO_MERCHANT: 'false', DATA_DIR: dataDir, RATE_LIMIT_PER_SECOND: '1000000', ...env });
-  // Logged as `npm start` logs (its level, its redaction, a synchronous write a line), to a file
-  // rather than stdout, which carries the bench's own readings.
-  const logFile = pino.destination({ dest: path.join(dataDir, 'service.log'), sync: true });
-  const runtime = await createRuntime(config, { log: pino(loggerOptionsFor(config), logFile) });
+  // Logged as `npm start` logs (its level, its redaction, its writes), to a file rather than
+  // stdout, which carries the bench's own readings.
+  const runtime = await createRuntime(config, { log: pino(loggerOptionsFor(config), jsonLines(path.join(dataDir, 'service.log'))) });
   const address = await runtime.app.listen({ port: config.port, host: '127.0.0.1' });
   const url = address.replace('localhost', '127.0.0.1');
   runtime.deps.config.publicBaseUrl = url;

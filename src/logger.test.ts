@@ -106,9 +106,10 @@ test('each webhook attempt logs a debug line with the event, attempt, origin and
   assert.equal(JSON.stringify(lines).includes('secret-path-token'), false);
 });
 
-// Lines are written synchronously, one write each (under PIPE_BUF), so they cannot interleave or
-// reorder; pino's asynchronous destination, tried for speed, reordered lines here when the pipe
-// was full (docs/performance.md, Logging at info).
+// The lines of a turn go out in one synchronous write of at most PIPE_BUF bytes (jsonLines), so
+// they cannot interleave or reorder, and the last turn's are written at exit. pino's asynchronous
+// destination, tried for speed, reordered lines here when the pipe was full; without the PIPE_BUF
+// cap, two processes' batches interleaved (docs/performance.md, Logging at info).
 test('JSON lines of two processes sharing a pipe arrive whole, all and in order, also when each exits straight after its last line', () => {
   const perProcess = 3_000;
   const writer = (name: string) =>
