@@ -4,8 +4,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { processStore, runCli, startService } from './process.ts';
-import { VALID_ACCOUNT } from './helpers.ts';
+import { merchantByCli, processStore, startService } from './process.ts';
 
 // @tono/client as a merchant gets it: `npm pack`, installed from the tarball into a project of
 // their own, type-checked there, and run against a real service on a real port.
@@ -112,9 +111,7 @@ test('a merchant project installs the packed client, type-checks against it, and
 
   const store = await processStore(t);
   const service = await startService(t, store);
-  const merchant = await runCli(store, ['merchant', 'create', '--name', 'Typed Shop', '--email', 'typed@shop.example', '--bank-account', VALID_ACCOUNT, '--json']);
-  assert.equal(merchant.status, 0, merchant.stderr);
-  const { test_key: testKey, bank_account_id: bankAccountId } = JSON.parse(merchant.stdout);
+  const { test_key: testKey, bank_account_id: bankAccountId } = await merchantByCli(store, 'Typed Shop', 'typed@shop.example');
 
   const run = spawnSync(process.execPath, ['shop.ts', service.baseUrl, testKey, bankAccountId], { cwd: project, encoding: 'utf8', timeout: 60_000 });
   assert.equal(run.status, 0, run.stderr);

@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -5,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { TestContext } from 'node:test';
 import { openDb } from '../src/store/db.ts';
-import { engine, freshDb, pgUrl, TEST_SECRET_KEY } from './helpers.ts';
+import { engine, freshDb, pgUrl, TEST_SECRET_KEY, VALID_ACCOUNT } from './helpers.ts';
 
 // Real processes for tests of start-up, configuration, the CLI and crash durability.
 
@@ -86,6 +87,13 @@ export function runCli(store: Store, args: string[], input = ''): Promise<{ stat
     child.on('close', (status) => resolve({ status, stdout, stderr }));
     child.stdin!.end(input);
   });
+}
+
+/** A merchant with a bank account, made as an operator makes one (`cli merchant create --json`): its keys and ids. */
+export async function merchantByCli(store: Store, name: string, email: string): Promise<{ id: string; test_key: string; live_key: string; bank_account_id: string }> {
+  const created = await runCli(store, ['merchant', 'create', '--name', name, '--email', email, '--bank-account', VALID_ACCOUNT, '--json']);
+  assert.equal(created.status, 0, created.stderr);
+  return JSON.parse(created.stdout);
 }
 
 export function runMain(env: Record<string, string>) {

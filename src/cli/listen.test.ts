@@ -4,8 +4,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import fc from 'fast-check';
 import { ulid } from 'ulid';
-import { VALID_ACCOUNT } from '../../test/helpers.ts';
-import { childEnv, processStore, runCli, startService, type Service, type Store } from '../../test/process.ts';
+import { childEnv, merchantByCli, processStore, runCli, type Service, startService, type Store } from '../../test/process.ts';
 import { startReceiver } from '../modules/webhooks/receiver.test-support.ts';
 import { verifyStandardWebhook, verifyWebhookSignature } from '../modules/webhooks/verify.js';
 import { eventIdFloor, eventIdTime, LOOKBACK_MS, SeenEvents } from './commands/listen.ts';
@@ -43,12 +42,6 @@ test('listen remembers what it forwarded and looks back a little, never before i
   assert.equal(early.cursor(late), late, 'never before the start');
 });
 
-async function merchantOf(store: Store) {
-  const created = await runCli(store, ['merchant', 'create', '--name', 'Laptop Shop', '--email', 'dev@laptop.example', '--bank-account', VALID_ACCOUNT, '--json']);
-  assert.equal(created.status, 0, created.stderr);
-  return JSON.parse(created.stdout) as { test_key: string; live_key: string };
-}
-
 function startListen(store: Store, args: string[]) {
   const child = spawn(process.execPath, ['src/cli/main.ts', 'listen', ...args], { cwd: root, env: childEnv(store.env), stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
@@ -70,7 +63,7 @@ function startListen(store: Store, args: string[]) {
 async function serviceWithMerchant(t: Parameters<typeof processStore>[0]): Promise<{ store: Store; service: Service; key: string; liveKey: string }> {
   const store = await processStore(t);
   const service = await startService(t, store);
-  const merchant = await merchantOf(store);
+  const merchant = await merchantByCli(store, 'Laptop Shop', 'dev@laptop.example');
   return { store, service, key: merchant.test_key, liveKey: merchant.live_key };
 }
 

@@ -1,16 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { VALID_ACCOUNT } from '../helpers.ts';
-import { openStoreDb, processStore, runCli, startService, stop } from '../process.ts';
+import { merchantByCli, openStoreDb, processStore, runCli, startService, stop } from '../process.ts';
 
 // Runs on SQLite, and on PostgreSQL when TEST_ENGINE=postgres (a fresh schema through DATABASE_URL).
 
 test('SIGKILL right after a 201 loses nothing: the request and its event are there after restart', async (t) => {
   const store = await processStore(t);
   assert.equal((await runCli(store, ['migrate'])).status, 0);
-  const created = await runCli(store, ['merchant', 'create', '--name', 'Durable Ltd', '--email', 'durable@example.com', '--bank-account', VALID_ACCOUNT, '--json']);
-  assert.equal(created.status, 0, created.stderr);
-  const merchant = JSON.parse(created.stdout);
+  const merchant = await merchantByCli(store, 'Durable Ltd', 'durable@example.com');
 
   // the request's url and QR code are made from PUBLIC_BASE_URL, which stays put across restarts
   const env = { DEMO_MERCHANT: 'false', PUBLIC_BASE_URL: 'https://tono.example.nz' };

@@ -4,8 +4,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { request as forward } from 'undici';
 import { startReceiver } from '../../src/modules/webhooks/receiver.test-support.ts';
-import { VALID_ACCOUNT } from '../helpers.ts';
-import { openStoreDb, processStore, runCli, startService } from '../process.ts';
+import { merchantByCli, openStoreDb, processStore, runCli, startService } from '../process.ts';
 
 // A real `node src/main.ts` SIGKILLed while an execution's bank call is under way: the payment was
 // reserved, the bank never answered, and nothing recorded the outcome. After a restart the sweep of
@@ -51,9 +50,7 @@ async function bankForwarder(t: TestContext) {
 test('SIGKILL during an execution\'s bank call: after restart the payment is submitted again with the same key and charged once', async (t) => {
   const store = await processStore(t);
   assert.equal((await runCli(store, ['migrate'])).status, 0);
-  const created = await runCli(store, ['merchant', 'create', '--name', 'Crash Ltd', '--email', 'crash@example.com', '--bank-account', VALID_ACCOUNT, '--json']);
-  assert.equal(created.status, 0, created.stderr);
-  const merchant = JSON.parse(created.stdout);
+  const merchant = await merchantByCli(store, 'Crash Ltd', 'crash@example.com');
   const bank = await bankForwarder(t);
   const receiver = await startReceiver();
   t.after(() => receiver.close());

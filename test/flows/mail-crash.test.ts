@@ -4,14 +4,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { smtpReceiver } from '../smtp.ts';
-import { processStore, runCli, startService } from '../process.ts';
-import { VALID_ACCOUNT } from '../helpers.ts';
+import { merchantByCli, processStore, runCli, startService } from '../process.ts';
 
 test('a message queued before SIGKILL is sent once after the restart', async (t) => {
   const smtp = await smtpReceiver(t);
   const store = await processStore(t);
   assert.equal((await runCli(store, ['migrate'])).status, 0);
-  const merchant = JSON.parse((await runCli(store, ['merchant', 'create', '--name', 'Crash Cafe', '--email', 'owner@crash.example', '--bank-account', VALID_ACCOUNT, '--json'])).stdout);
+  const merchant = await merchantByCli(store, 'Crash Cafe', 'owner@crash.example');
   const env = { DEMO_MERCHANT: 'false', SMTP_URL: smtp.url };
 
   // No workers: the message is committed with its job, and nothing sends it.
