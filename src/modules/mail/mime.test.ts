@@ -34,6 +34,14 @@ test('a composed message is byte for byte what nodemailer builds with its stream
   }), { numRuns: 400 });
 });
 
+test('text ending in spaces and tabs after a wrapped line is broken where nodemailer breaks it', async () => {
+  // nodemailer wraps the text before its trailing whitespace first (a case the property found).
+  for (const text of [`${'x'.repeat(80)}Kōwhai Kōwhai Kōwhai Kōwhai \t`, `${'x'.repeat(70)} \t \t`, ' \t']) {
+    const parts: MessageParts = { from: 'Tono <no-reply@tono.example>', to: 'payer@example.com', subject: '', text, html: '', messageId: '<mail_1@pay.example>', baseBoundary: 'mail1', date: at };
+    assert.equal(composeMessage(parts).toString('latin1'), (await built(parts)).toString('latin1'), JSON.stringify(text));
+  }
+});
+
 const samples = {
   payer_code: { code: '123456', minutes: 10 },
   consent_authorised: { merchant: 'Kōwhai <Coffee>', limits: 'up to $50.00 a payment, $100.00 a week', test: false },

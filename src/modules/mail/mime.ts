@@ -30,6 +30,21 @@ export function composeMessage(message: MessageParts): Buffer {
   return Buffer.from(composed.endsWith('\n') ? composed : composed.endsWith('\r') ? `${composed}\n` : `${composed}\r\n`, 'utf8');
 }
 
+/**
+ * Quoted-printable, wrapped as nodemailer's stream encoder wraps it: that encoder holds back the
+ * spaces and tabs the text ends with until it knows what follows them, so it wraps the text before
+ * them first and then its last line again with them; wrapping the whole at once can break that
+ * last line elsewhere.
+ */
+function quotedPrintable(content: string): string {
+  let end = content.length;
+  while (end > 0 && (content[end - 1] === ' ' || content[end - 1] === '\t')) end--;
+  const wrapped = qp.wrap(qp.encode(content.slice(0, end)), LINE_LENGTH);
+  if (end === content.length) return wrapped;
+  const lastLine = wrapped.lastIndexOf('\n') + 1;
+  return wrapped.slice(0, lastLine) + qp.wrap(wrapped.slice(lastLine) + qp.encode(content.slice(end)), LINE_LENGTH);
+}
+
 function writeNode(node: MimeNode): string {
   let out = `${node.buildHeaders()}\r\n\r\n`;
   const content = node.content;
@@ -37,7 +52,7 @@ function writeNode(node: MimeNode): string {
     if (typeof content !== 'string') throw new TypeError('composeMessage writes string parts only');
     // The encoding buildHeaders() chose and wrote (asking getTransferEncoding() again would scan the text again).
     const encoding = String(node.getHeader('Content-Transfer-Encoding') ?? '').toLowerCase();
-    out += encoding === 'quoted-printable' ? qp.wrap(qp.encode(content), LINE_LENGTH)
+    out += encoding === 'quoted-printable' ? quotedPrintable(content)
       : encoding === 'base64' ? base64.wrap(base64.encode(content), LINE_LENGTH)
       : content;
   }
