@@ -13,6 +13,7 @@ import { checksHook } from './http/hooks.ts';
 import { clientErrorHandler } from './http/client-errors.ts';
 import { emptyJsonIsNoBody, strictApiRoute } from './http/strict-routes.ts';
 import { pageSecurityHeaders } from './http/page-headers.ts';
+import { lazyRequestLogger } from './http/request-logger.ts';
 import { checkDb } from './store/db.ts';
 import { createMetrics } from './http/metrics.ts';
 import { docsUiOptions, swaggerOptions } from './http/openapi.ts';
@@ -84,6 +85,7 @@ export async function buildApp(deps: Deps): Promise<App> {
     routerOptions: { ignoreTrailingSlash: true },
     trustProxy: false,
     logController: new AccessLog(unredactedInfoLogger(deps.log)),
+    childLoggerFactory: lazyRequestLogger,
     clientErrorHandler,
     // Errors Fastify raises before routing (a path with broken percent-encoding) get the API's shape too.
     frameworkErrors: (_error, _request, reply) => {

@@ -5,6 +5,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import pino from 'pino';
 import { createRuntime } from '../runtime.ts';
 import { loggerRedactPaths } from '../app.ts';
+import { apiKeyAuth } from '../modules/merchants/merchants.auth.ts';
 import { apiClient, buildTestApp, createTestMerchant, freshDb, testConfig } from '../../test/helpers.ts';
 import { assertError } from '../../test/assertions.ts';
 
@@ -116,7 +117,7 @@ test('logs carry the request id and never an API key; an unexpected failure is a
   const testDb = await freshDb();
   const runtime = await createRuntime(testConfig({ workers: false }), { db: testDb.db, log });
   t.after(async () => { await runtime.close(); await testDb.drop(); });
-  runtime.app.get('/v1/boom', async () => { throw new Error('kaboom'); });
+  runtime.app.get('/v1/boom', { preHandler: apiKeyAuth(runtime.deps) }, async () => { throw new Error('kaboom'); });
   const merchant = await createTestMerchant(runtime);
   const api = apiClient(runtime, merchant.testKey);
   await api.post('/v1/requests', { bank_account_id: merchant.bankAccountId, amount: '1.00 NZD', message: 'Logged' }, { headers: { 'x-request-id': 'log-test-1' } });
@@ -136,6 +137,7 @@ test('logs carry the request id and never an API key; an unexpected failure is a
   const failure = entries.find((e) => e.reqId === 'log-test-3' && e.level === 50);
   assert.ok(failure, 'the 500 is logged as an error with its request id');
   assert.equal(failure.err.message, 'kaboom');
+  assert.deepEqual([failure.merchant_id, failure.mode], [merchant.userId, 'test'], 'with the merchant the API key named');
   const direct = entries.find((e) => e.msg === 'direct');
   assert.deepEqual([direct.req.headers.authorization, direct.body.token, direct.created.live_key], ['[redacted]', '[redacted]', '[redacted]']);
   // One access line per call, once it is answered: who asked for what, and how it went.
