@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
-import pino, { type Logger } from 'pino';
+import type { Logger } from 'pino';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { App } from './http/app-type.ts';
 import swagger from '@fastify/swagger';
@@ -14,6 +14,7 @@ import { clientErrorHandler } from './http/client-errors.ts';
 import { emptyJsonIsNoBody, strictApiRoute } from './http/strict-routes.ts';
 import { pageSecurityHeaders } from './http/page-headers.ts';
 import { lazyRequestLogger } from './http/request-logger.ts';
+import { accessLineWriter, type AccessFields } from './http/access-line.ts';
 import { checkDb } from './store/db.ts';
 import { createMetrics } from './http/metrics.ts';
 import { docsUiOptions, swaggerOptions } from './http/openapi.ts';
@@ -44,11 +45,11 @@ export const loggerRedactPaths = [
  * line's cost); the request id and the caller are fields of its own.
  */
 class AccessLog extends LogController {
-  private readonly lines: Logger | null;
+  private readonly write: ((fields: AccessFields) => void) | null;
 
-  constructor(lines: Logger | null) {
+  constructor(write: ((fields: AccessFields) => void) | null) {
     super();
-    this.lines = lines;
+    this.write = write;
   }
 
   override incomingRequest(): void {}
@@ -56,22 +57,18 @@ class AccessLog extends LogController {
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
     if (error) return super.requestCompleted(error, request, reply);
     // A route may log below info (the password-reset links, whose URLs hold their token).
-    if (!this.lines || !(request.log as unknown as Logger).isLevelEnabled('info')) return;
+    if (!this.write || !(request.log as unknown as Logger).isLevelEnabled('info')) return;
     const caller = request.ctx as FastifyRequest['ctx'] | undefined;
-    this.lines.info({
+    this.write({
       reqId: request.id,
-      ...(caller && { merchant_id: caller.merchant.id, mode: caller.mode }),
+      merchant_id: caller?.merchant.id,
+      mode: caller?.mode,
       req: { method: request.method, url: request.url, remoteAddress: request.ip },
       res: { statusCode: reply.statusCode },
       responseTime: reply.elapsedTime,
-    }, 'request completed');
+      msg: 'request completed',
+    });
   }
-}
-
-/** A logger at `info` on the same stream as `log`, without its redaction: for lines that carry no secret. */
-function unredactedInfoLogger(log: Logger): Logger | null {
-  if (!log.isLevelEnabled('info')) return null;
-  return pino({ level: 'info' }, (log as unknown as Record<symbol, pino.DestinationStream>)[pino.symbols.streamSym]);
 }
 
 export async function buildApp(deps: Deps): Promise<App> {
@@ -84,7 +81,7 @@ export async function buildApp(deps: Deps): Promise<App> {
     },
     routerOptions: { ignoreTrailingSlash: true },
     trustProxy: false,
-    logController: new AccessLog(unredactedInfoLogger(deps.log)),
+    logController: new AccessLog(accessLineWriter(deps.log)),
     childLoggerFactory: lazyRequestLogger,
     clientErrorHandler,
     // Errors Fastify raises before routing (a path with broken percent-encoding) get the API's shape too.
