@@ -16,9 +16,22 @@ export function shiftedClock(base: Clock, offsetMs: number): Clock {
   return { now: () => base.now() + offsetMs, offsetMs: (base.offsetMs ?? 0) + offsetMs };
 }
 
-/** ISO 8601 UTC with milliseconds, the only timestamp form on the wire. */
+const formatted = new Map<number, string>();
+const FORMATTED_KEPT = 4096;
+
+/**
+ * ISO 8601 UTC with milliseconds, the only timestamp form on the wire. Remembers the last few
+ * thousand it wrote: an object is read again and again (a merchant polling a request until it is
+ * paid), and `toISOString` costs about 0.7 µs, three of them a read of a request.
+ */
 export function iso(ms: number): string {
-  return new Date(ms).toISOString();
+  let text = formatted.get(ms);
+  if (text === undefined) {
+    text = new Date(ms).toISOString();
+    if (formatted.size >= FORMATTED_KEPT) formatted.clear();
+    formatted.set(ms, text);
+  }
+  return text;
 }
 
 export function isoOrNull(ms: number | null | undefined): string | null {
