@@ -31,9 +31,9 @@ export default async function benchExecutePayment(ctx: BenchContext): Promise<Be
 type Measured = Awaited<ReturnType<typeof load>> & { cpu_us_per_call: number[] };
 
 function resultOf(name: string, bracketed: Bracketed<Measured>): BenchResult {
-  const { result, baselineRps, around } = bracketed;
+  const { result, baselineRps, around, baselineCpuUs } = bracketed;
   const [serviceCpu, bankCpu] = result.cpu_us_per_call;
-  const cpu = bankCpu === undefined ? `the service's CPU ${serviceCpu} µs a call` : `CPU a call: the service ${serviceCpu} µs, the bank ${bankCpu} µs`;
+  const cpu = `CPU a call: the service ${serviceCpu} µs${bankCpu === undefined ? '' : `, the bank ${bankCpu} µs`}, the baseline's server ${baselineCpuUs} µs`;
   return {
     name,
     rps: result.rps,

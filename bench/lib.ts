@@ -25,8 +25,12 @@ import type { Ctx, Deps } from '../src/modules/context.ts';
 
 export type BenchResult = { name: string; rps?: number; p99_ms?: number; ratio?: number; per_second?: number; note?: string };
 
-/** A figure with the baseline's rate just before and just after it, and their mean. */
-export type Bracketed<T> = { result: T; baselineRps: number; around: [number, number] };
+/**
+ * A figure with the baseline's rate just before and just after it, and their mean; and the CPU
+ * time the baseline's server spent a call in those two loads (mean), a figure the shared
+ * machine moves less than a rate.
+ */
+export type Bracketed<T> = { result: T; baselineRps: number; around: [number, number]; baselineCpuUs: number };
 
 export type BenchContext = {
   durationSec: number;

@@ -25,7 +25,7 @@ export default async function benchRequests(ctx: BenchContext): Promise<BenchRes
     const peakRssMb = rss.stop();
     const created = await fetch(`${url}/v1/requests`, { method: 'POST', headers, body }).then((r) => r.json() as Promise<any>);
     await untilIdle([service.pid]);
-    const [{ result: get, baselineRps, around }] = await ctx.bracketed('stack_limit_get', [
+    const [{ result: get, baselineRps, around, baselineCpuUs }] = await ctx.bracketed('stack_limit_get', [
       () => withCpu([service.pid], () => load({ url: `${url}/v1/requests/${created.request.id}`, headers, connections: ctx.connections, durationSec: ctx.durationSec })),
     ]);
     return [
@@ -35,7 +35,7 @@ export default async function benchRequests(ctx: BenchContext): Promise<BenchRes
       },
       {
         name: 'get_request', rps: get.rps, p99_ms: get.p99_ms, ratio: get.rps / baselineRps,
-        note: `× stack_limit_get measured just before and after (${around.map(Math.round).join(' and ')} rps); the service's CPU ${get.cpu_us_per_call[0]} µs a call; errors ${get.errors + get.non2xx}`,
+        note: `× stack_limit_get measured just before and after (${around.map(Math.round).join(' and ')} rps); CPU a call: the service ${get.cpu_us_per_call[0]} µs, the baseline ${baselineCpuUs} µs; errors ${get.errors + get.non2xx}`,
       },
       { name: "rss_under_create_load", note: `${peakRssMb.toFixed(0)} MB peak resident memory` },
     ];

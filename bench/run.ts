@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { load, type BenchContext, type BenchResult } from './lib.ts';
-import { runtimeFlagsOfStart, spawnServer } from './process.ts';
+import { runtimeFlagsOfStart, spawnServer, withCpu } from './process.ts';
 
 const { values } = parseArgs({
   options: { json: { type: 'boolean' }, duration: { type: 'string', default: '10' }, only: { type: 'string' } },
@@ -45,13 +45,18 @@ const ctx: BenchContext = {
   async bracketed(baseline, measures) {
     // baseline, first figure, baseline, second figure, baseline: each load between two figures
     // serves both.
-    const rates = [(await baselineLoad(baseline)).rps];
+    const loads = [await withCpu([bare.pid], () => baselineLoad(baseline))];
     const results = [];
     for (const measure of measures) {
       results.push(await measure());
-      rates.push((await baselineLoad(baseline)).rps);
+      loads.push(await withCpu([bare.pid], () => baselineLoad(baseline)));
     }
-    return results.map((result, i) => ({ result, baselineRps: (rates[i] + rates[i + 1]) / 2, around: [rates[i], rates[i + 1]] as [number, number] }));
+    return results.map((result, i) => ({
+      result,
+      baselineRps: (loads[i].rps + loads[i + 1].rps) / 2,
+      around: [loads[i].rps, loads[i + 1].rps] as [number, number],
+      baselineCpuUs: Math.round((loads[i].cpu_us_per_call[0] + loads[i + 1].cpu_us_per_call[0]) / 2),
+    }));
   },
 };
 const results: BenchResult[] = [
