@@ -27,8 +27,7 @@ export type BenchResult = { name: string; rps?: number; p99_ms?: number; ratio?:
 
 /**
  * A figure with the baseline's rate just before and just after it, and their mean; and the CPU
- * time the baseline's server spent a call in those two loads (mean), a figure the shared
- * machine moves less than a rate.
+ * time the baseline's server spent a call in those two loads (mean), to set beside the service's.
  */
 export type Bracketed<T> = { result: T; baselineRps: number; around: [number, number]; baselineCpuUs: number };
 
