@@ -6,7 +6,7 @@ import {
 } from 'kysely';
 import pg from 'pg';
 import type { Database } from './tables.ts';
-import { nodeSqliteDialect, openSqlite, RELAXED_DURABILITY_MARKER, type DirectReader, type UnitRunner } from './sqlite-dialect.ts';
+import { nodeSqliteDialect, openSqlite, RELAXED_DURABILITY_MARKER, type CommitsElsewhere, type DirectReader, type UnitRunner } from './sqlite-dialect.ts';
 
 // Dialect differences live in this file and nowhere else.
 
@@ -29,6 +29,19 @@ const directReaders = new WeakMap<object, DirectReader>();
  */
 export function directReaderOf(db: object): DirectReader | undefined {
   return directReaders.get(db);
+}
+
+export type { CommitsElsewhere };
+
+const commitCounters = new WeakMap<object, CommitsElsewhere>();
+
+/**
+ * For a SQLite database opened by openDb, a number that changes when another process commits to
+ * it (see CommitsElsewhere); undefined otherwise (PostgreSQL, a transaction), where nothing in
+ * this process can tell what other processes changed, so nothing may be cached across calls.
+ */
+export function commitsElsewhereOf(db: object): CommitsElsewhere | undefined {
+  return commitCounters.get(db);
 }
 
 const unitRunnerSources = new WeakMap<object, () => UnitRunner | null>();
@@ -62,14 +75,17 @@ export function openDb(options: StoreOptions): Db {
     fs.mkdirSync(path.dirname(options.file), { recursive: true });
     let reader: DirectReader | undefined;
     let runnerSource: (() => UnitRunner | null) | undefined;
+    let commitsElsewhere: CommitsElsewhere | undefined;
     const db = new Kysely<Database>({
       dialect: nodeSqliteDialect(openSqlite(options.file), options.file, undefined, (access) => {
         reader = access.readNow;
         runnerSource = access.unitRunner;
+        commitsElsewhere = access.commitsElsewhere;
       }),
     });
     directReaders.set(db, (sql, parameters) => reader?.(sql, parameters) ?? null);
     unitRunnerSources.set(db, () => runnerSource?.() ?? null);
+    commitCounters.set(db, () => commitsElsewhere!());
     return db;
   }
   const pool = new pg.Pool({

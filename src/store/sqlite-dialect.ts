@@ -469,7 +469,21 @@ export type DirectReader = (sql: string, parameters: Params) => Promise<unknown[
 export type UnitRunner = (sql: string, parameters: Params) => QueryResult<unknown>;
 
 /** What the driver gives the Kysely instance built on it, outside Kysely's own interface. */
-export type DriverAccess = { readNow: DirectReader; unitRunner: () => UnitRunner | null };
+export type DriverAccess = { readNow: DirectReader; unitRunner: () => UnitRunner | null; commitsElsewhere: CommitsElsewhere };
+
+/**
+ * A number that changes whenever another connection (another process: the CLI, a second service)
+ * has committed to the database since it was last read; commits of this connection leave it as it
+ * is. SQLite's `PRAGMA data_version`: about as dear as a primary-key read, so a cache of rows
+ * checks it now and then rather than on every use.
+ */
+export type CommitsElsewhere = () => number;
+
+function commitsElsewhereOf(database: DatabaseSync): CommitsElsewhere {
+  const statement = database.prepare('PRAGMA data_version');
+  statement.setReturnArrays(true);
+  return () => Number((statement.get() as unknown as [number])[0]);
+}
 
 /**
  * `fsync` is the call that makes the WAL durable (fs.fsync); a test may watch it. `onDriver`
@@ -481,7 +495,7 @@ export function nodeSqliteDialect(database: DatabaseSync, file: string, fsync: F
     createAdapter: () => new SqliteAdapter(),
     createDriver: () => {
       const driver = new GroupCommitDriver(database, file, fsync);
-      onDriver?.({ readNow: (sql, parameters) => driver.readNow(sql, parameters), unitRunner: () => driver.unitRunner() });
+      onDriver?.({ readNow: (sql, parameters) => driver.readNow(sql, parameters), unitRunner: () => driver.unitRunner(), commitsElsewhere: commitsElsewhereOf(database) });
       return driver;
     },
     createIntrospector: (db: Kysely<any>) => new SqliteIntrospector(db),

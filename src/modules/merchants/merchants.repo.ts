@@ -3,13 +3,28 @@ import { prepared } from '../../store/prepared.ts';
 import type { Database } from '../../store/tables.ts';
 import type { Mode } from '../../shared/mode.ts';
 import type { ApiKeysTable, BankAccountsTable, UsersTable } from './merchants.tables.ts';
+import { keysWriteEnds, keysWriteStarts, type KeyRow } from './merchants.key-cache.ts';
 
 type Db = Kysely<Database>;
 export type UserRow = Selectable<UsersTable>;
 export type BankAccountRow = Selectable<BankAccountsTable>;
 
+/**
+ * Every write to api_keys or users goes through this, so the key cache never answers with a row
+ * such a write is changing or has changed (merchants.key-cache.ts). The one exception is a key's
+ * last use, which the key check writes and updates in its cached row itself.
+ */
+async function writingKeys(write: () => Promise<unknown>): Promise<void> {
+  keysWriteStarts();
+  try {
+    await write();
+  } finally {
+    keysWriteEnds();
+  }
+}
+
 export async function insertApiKey(db: Db, row: Selectable<ApiKeysTable>): Promise<void> {
-  await db.insertInto('api_keys').values(row).execute();
+  await writingKeys(() => db.insertInto('api_keys').values(row).execute());
 }
 
 export async function findApiKey(db: Db, by: { id: string } | { keyHash: string }) {
@@ -18,7 +33,7 @@ export async function findApiKey(db: Db, by: { id: string } | { keyHash: string 
 }
 
 export async function setApiKeyRevoked(db: Db, id: string, at: number): Promise<void> {
-  await db.updateTable('api_keys').set({ revoked_at: at }).where('id', '=', id).where('revoked_at', 'is', null).execute();
+  await writingKeys(() => db.updateTable('api_keys').set({ revoked_at: at }).where('id', '=', id).where('revoked_at', 'is', null).execute());
 }
 
 export async function insertBankAccount(db: Db, row: BankAccountRow): Promise<void> {
@@ -47,7 +62,7 @@ export async function listBankAccounts(db: Db, userId: string, page: { limit: nu
 }
 
 export async function insertUser(db: Db, row: Omit<UserRow, 'test_clock_offset_ms'>): Promise<void> {
-  await db.insertInto('users').values(row).execute();
+  await writingKeys(() => db.insertInto('users').values(row).execute());
 }
 
 export async function findUserByEmail(db: Db, email: string): Promise<UserRow | undefined> {
@@ -63,7 +78,7 @@ export async function anyUser(db: Db): Promise<boolean> {
 }
 
 // Every API call runs this: prepared once rather than rebuilt per request.
-export const keyByHashQuery = prepared<{ keyHash: string }, { key_id: string; mode: Mode; revoked_at: number | null; last_used_at: number | null; user_id: string; name: string; test_clock_offset_ms: number }>((db, arg) =>
+export const keyByHashQuery = prepared<{ keyHash: string }, KeyRow>((db, arg) =>
   db
     .selectFrom('api_keys')
     .innerJoin('users', 'users.id', 'api_keys.user_id')
@@ -87,7 +102,7 @@ export async function testClockOffsetsOf(db: Db, userIds: string[]): Promise<Map
 }
 
 export async function addToTestClockOffset(db: Db, userId: string, deltaMs: number): Promise<void> {
-  await db.updateTable('users').set((eb) => ({ test_clock_offset_ms: eb('test_clock_offset_ms', '+', deltaMs) })).where('id', '=', userId).execute();
+  await writingKeys(() => db.updateTable('users').set((eb) => ({ test_clock_offset_ms: eb('test_clock_offset_ms', '+', deltaMs) })).where('id', '=', userId).execute());
 }
 
 export async function setApiKeyLastUsed(db: Db, id: string, at: number): Promise<void> {
@@ -108,5 +123,5 @@ export async function allBankAccountsOf(db: Db, userId: string): Promise<BankAcc
 }
 
 export async function setUserPasswordHash(db: Db, id: string, passwordHash: string, at: number): Promise<void> {
-  await db.updateTable('users').set({ password_hash: passwordHash, updated_at: at }).where('id', '=', id).execute();
+  await writingKeys(() => db.updateTable('users').set({ password_hash: passwordHash, updated_at: at }).where('id', '=', id).execute());
 }

@@ -9,6 +9,7 @@ import {
   allBankAccountsOf, anyUser, apiKeysOf, findApiKey, findApiKeyOf, findBankAccountOf, findUserByEmail, findUserById, insertApiKey, insertBankAccount, insertUser,
   keyByHashQuery, setApiKeyLastUsed, setApiKeyRevoked, setUserPasswordHash,
 } from './merchants.repo.ts';
+import { keyCacheOf, type KeyRow } from './merchants.key-cache.ts';
 import {
   BANK_ACCOUNT_FORM,
   formatBankAccountNumber,
@@ -87,21 +88,32 @@ export type Authenticated = { keyId: string; mode: Mode; merchant: { id: string;
 export function authenticateKey(db: Db, key: string): NowOrLater<Authenticated | null> {
   const match = KEY_PATTERN.exec(key);
   if (!match) return null;
-  return andThen(keyByHashQuery.firstNow(db, { keyHash: sha256Hex(key) }), (row): NowOrLater<Authenticated | null> => {
-    if (!row || row.revoked_at != null || row.mode !== match[1]) return null;
-    const found: Authenticated = {
-      keyId: row.key_id,
-      mode: row.mode,
-      merchant: { id: row.user_id, name: row.name },
-      clockOffsetMs: Number(row.test_clock_offset_ms),
-    };
-    // Kept to the minute, so a busy key costs one write a minute rather than one a call.
-    const now = Date.now();
-    if (row.last_used_at == null || now - Number(row.last_used_at) >= LAST_USED_PRECISION_MS) {
-      return setApiKeyLastUsed(db, row.key_id, now).then(() => found);
-    }
-    return found;
-  });
+  const keyHash = sha256Hex(key);
+  const now = Date.now();
+  const cache = keyCacheOf(db);
+  const cached = cache?.get(keyHash, now);
+  if (cached) return withKeyRow(db, cached, match[1]!, now);
+  const row = keyByHashQuery.firstNow(db, { keyHash });
+  // Only a row read at once is kept: one that waited was not yet durable when read.
+  if (cache && row && !(row instanceof Promise)) cache.remember(keyHash, row);
+  return andThen(row, (found) => withKeyRow(db, found, match[1]!, now));
+}
+
+function withKeyRow(db: Db, row: KeyRow | undefined, mode: string, now: number): NowOrLater<Authenticated | null> {
+  if (!row || row.revoked_at != null || row.mode !== mode) return null;
+  const found: Authenticated = {
+    keyId: row.key_id,
+    mode: row.mode,
+    merchant: { id: row.user_id, name: row.name },
+    clockOffsetMs: Number(row.test_clock_offset_ms),
+  };
+  // Kept to the minute, so a busy key costs one write a minute rather than one a call. The row,
+  // cached or not, records it at once, so the calls until the write is done do not write it again.
+  if (row.last_used_at == null || now - Number(row.last_used_at) >= LAST_USED_PRECISION_MS) {
+    row.last_used_at = now;
+    return setApiKeyLastUsed(db, row.key_id, now).then(() => found);
+  }
+  return found;
 }
 
 export async function findMerchantByEmail(db: Db, email: string) {
