@@ -1,17 +1,17 @@
 import type { Mode } from '../../shared/mode.ts';
 import { commitsElsewhereOf, type CommitsElsewhere } from '../../store/db.ts';
 
-// The rows of the API keys in use, so that a call with a known key reads no row (docs/security.md,
-// "API keys"; docs/performance.md). On SQLite only: there one process serves, and another
-// process's commit (the CLI's `keys revoke`) moves SQLite's data version, which is read again at
-// most once a millisecond. On PostgreSQL several processes serve and nothing tells one what
-// another changed, so every call reads its key.
+// The rows of the API keys in use, so that a call with a known key reads no row
+// (docs/security.md, "API keys and their revocation"; docs/performance.md). On SQLite only: there
+// one process serves, and another process's commit (the CLI's `keys revoke`) moves SQLite's data
+// version, which is read again at most once a millisecond. On PostgreSQL several processes serve
+// and nothing tells one what another changed, so every call reads its key.
 //
 // What is cached was read with nothing of this process's writing to keys or merchants under way,
 // and was durable when read; every such write empties every cache, once before it runs and once
 // after, and no key is cached while one is running (merchants.repo.ts, writingKeys). A revocation
-// through the API or the dashboard so holds for the next call, and one by another process for
-// every call that starts a millisecond after its commit.
+// in the dashboard so holds for the next call, and one by another process for every call that
+// starts a millisecond after its commit.
 
 /** What the key check reads of a key and its merchant (merchants.repo.ts, keyByHashQuery). */
 export type KeyRow = { key_id: string; mode: Mode; revoked_at: number | null; last_used_at: number | null; user_id: string; name: string; test_clock_offset_ms: number };
