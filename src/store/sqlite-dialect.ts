@@ -479,7 +479,7 @@ export type DriverAccess = { readNow: DirectReader; unitRunner: () => UnitRunner
  */
 export type CommitsElsewhere = () => number;
 
-function commitsElsewhereOf(database: DatabaseSync): CommitsElsewhere {
+function dataVersionOf(database: DatabaseSync): CommitsElsewhere {
   const statement = database.prepare('PRAGMA data_version');
   statement.setReturnArrays(true);
   return () => Number((statement.get() as unknown as [number])[0]);
@@ -495,7 +495,7 @@ export function nodeSqliteDialect(database: DatabaseSync, file: string, fsync: F
     createAdapter: () => new SqliteAdapter(),
     createDriver: () => {
       const driver = new GroupCommitDriver(database, file, fsync);
-      onDriver?.({ readNow: (sql, parameters) => driver.readNow(sql, parameters), unitRunner: () => driver.unitRunner(), commitsElsewhere: commitsElsewhereOf(database) });
+      onDriver?.({ readNow: (sql, parameters) => driver.readNow(sql, parameters), unitRunner: () => driver.unitRunner(), commitsElsewhere: dataVersionOf(database) });
       return driver;
     },
     createIntrospector: (db: Kysely<any>) => new SqliteIntrospector(db),
