@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { load, recurringToken, type BenchContext, type BenchResult, type Bracketed } from './lib.ts';
+import { load, recurringToken, warmUp, type BenchContext, type BenchResult, type Bracketed, type LoadOptions } from './lib.ts';
 import { freePort } from '../test/process.ts';
 import { serviceNodeFlags, spawnSandboxBank, spawnServer, withCpu } from './process.ts';
 
@@ -54,14 +54,16 @@ async function measure(ctx: BenchContext, env: Record<string, string>, bankPid?:
     let counter = 0;
     const run = `${process.pid}-${Date.now()}`;
     const pids = bankPid === undefined ? [service.pid] : [service.pid, bankPid];
-    return await withCpu(pids, () => load({
+    const executeOptions: LoadOptions = {
       url: `${url}/v1/payments`,
       method: 'POST',
       headers,
       bodyFor: () => JSON.stringify({ token, amount: '1.00 NZD', idempotency_key: `bench-${run}-${counter++}` }),
       connections: ctx.connections,
       durationSec: ctx.durationSec,
-    }));
+    };
+    await warmUp(executeOptions);
+    return await withCpu(pids, () => load(executeOptions));
   } finally {
     await service.stop();
     fs.rmSync(dataDir, { recursive: true, force: true });

@@ -112,6 +112,19 @@ export async function load(options: LoadOptions): Promise<{ rps: number; p50_ms:
 }
 
 /**
+ * Seconds of a load run, and not measured, before the same load is measured: every figure is of a
+ * server in its steady state, its code compiled and its heap grown (docs/performance.md, Warm
+ * servers). The service's first seconds after a start are reported on their own (`create_request
+ * (first 10 s after start)`).
+ */
+export const WARM_UP_SEC = 5;
+
+/** Runs `options`' load for WARM_UP_SEC seconds and forgets it; call it outside `withCpu`. */
+export async function warmUp(options: LoadOptions): Promise<void> {
+  await load({ ...options, durationSec: WARM_UP_SEC });
+}
+
+/**
  * Authorises a recurring consent on a running service (limits high enough for any bench) and
  * returns its token as a merchant gets it: in the recurring_payment.authorised webhook, received
  * here on a loopback port.

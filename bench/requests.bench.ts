@@ -1,4 +1,4 @@
-import { load, type BenchContext, type BenchResult } from './lib.ts';
+import { load, warmUp, type BenchContext, type BenchResult, type LoadOptions } from './lib.ts';
 import { serviceNodeFlags, spawnServer, sampleRss, untilIdle, withCpu, type SpawnedServer } from './process.ts';
 
 type Tail = { loop_delay_ms: { p50: number; p99: number; max: number }; gc_pause_ms: { count: number; p99: number; max: number; total: number } };
@@ -12,7 +12,7 @@ async function tailOf<T>(service: SpawnedServer, run: () => Promise<T>): Promise
   return { ...(JSON.parse(await service.nextLine()) as Tail), result };
 }
 
-/** create_request (single, fixed amount, QR) at 50 connections, get_request, and RSS under the create load. */
+/** create_request (single, fixed amount, QR) at 50 connections, then and in the first seconds after start; get_request; RSS under the create loads. */
 export default async function benchRequests(ctx: BenchContext): Promise<BenchResult[]> {
   const service = await spawnServer('bench/servers/service.ts', {}, undefined, serviceNodeFlags());
   try {
@@ -20,18 +20,29 @@ export default async function benchRequests(ctx: BenchContext): Promise<BenchRes
     const headers = { authorization: `Bearer ${testKey}`, 'content-type': 'application/json' };
     const body = JSON.stringify({ bank_account_id: bankAccountId, amount: '12.50 NZD', message: 'Bench coffee', reference: 'BENCH-1' });
     const rss = sampleRss(service.pid);
-    const tail = await tailOf(service, () => withCpu([service.pid], () => load({ url: `${url}/v1/requests`, method: 'POST', headers, body, connections: 50, durationSec: ctx.durationSec })));
+    const createOptions: LoadOptions = { url: `${url}/v1/requests`, method: 'POST', headers, body, connections: 50, durationSec: ctx.durationSec };
+    // The first load after the start is the create figure's warm-up, and is reported on its own.
+    const cold = await withCpu([service.pid], () => load(createOptions));
+    const tail = await tailOf(service, () => withCpu([service.pid], () => load(createOptions)));
     const create = tail.result;
     const peakRssMb = rss.stop();
     const created = await fetch(`${url}/v1/requests`, { method: 'POST', headers, body }).then((r) => r.json() as Promise<any>);
     await untilIdle([service.pid]);
+    const getOptions: LoadOptions = { url: `${url}/v1/requests/${created.request.id}`, headers, connections: ctx.connections, durationSec: ctx.durationSec };
     const [{ result: get, baselineRps, around, baselineCpuUs }] = await ctx.bracketed('stack_limit_get', [
-      () => withCpu([service.pid], () => load({ url: `${url}/v1/requests/${created.request.id}`, headers, connections: ctx.connections, durationSec: ctx.durationSec })),
+      async () => {
+        await warmUp(getOptions);
+        return withCpu([service.pid], () => load(getOptions));
+      },
     ]);
     return [
       {
         name: 'create_request', rps: create.rps, p99_ms: create.p99_ms, ratio: create.rps / ctx.baseline.post_rps,
         note: `× echo POST; p50 ${create.p50_ms} ms; the service's CPU ${create.cpu_us_per_call[0]} µs a call; in the service: event loop delay p99 ${tail.loop_delay_ms.p99} ms (max ${tail.loop_delay_ms.max}), GC pauses p99 ${tail.gc_pause_ms.p99} ms (max ${tail.gc_pause_ms.max}, ${tail.gc_pause_ms.total} ms in all); errors ${create.errors + create.non2xx}`,
+      },
+      {
+        name: `create_request (first ${ctx.durationSec} s after start)`, rps: cold.rps, p99_ms: cold.p99_ms,
+        note: `the same load as create_request, run first on the freshly started service as its warm-up; p50 ${cold.p50_ms} ms; the service's CPU ${cold.cpu_us_per_call[0]} µs a call; errors ${cold.errors + cold.non2xx}`,
       },
       {
         name: 'get_request', rps: get.rps, p99_ms: get.p99_ms, ratio: get.rps / baselineRps,

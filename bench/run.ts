@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { load, type BenchContext, type BenchResult } from './lib.ts';
+import { load, warmUp, type BenchContext, type BenchResult, type LoadOptions } from './lib.ts';
 import { runtimeFlagsOfStart, spawnServer, withCpu } from './process.ts';
 
 const { values } = parseArgs({
@@ -17,24 +17,31 @@ const connections = 50;
 const bankStub = await spawnServer('bench/servers/bank-stub.ts', {}, undefined, runtimeFlagsOfStart());
 const bare = await spawnServer('bench/servers/bare.ts', { BANK_URL: (bankStub.info as { url: string }).url }, undefined, runtimeFlagsOfStart());
 const { url: bareUrl, stackLimitPath, stackLimitKey } = bare.info as { url: string; stackLimitPath: string; stackLimitKey: string };
-const baseGet = await load({ url: `${bareUrl}/get`, connections, durationSec });
+const getOptions: LoadOptions = { url: `${bareUrl}/get`, connections, durationSec };
+await warmUp(getOptions);
+const baseGet = await load(getOptions);
 const baseBody = JSON.stringify({ bank_account_id: 'bankaccount_x', amount: '12.50 NZD', message: 'Bench coffee', reference: 'BENCH-1' });
-const basePost = await load({ url: `${bareUrl}/echo`, method: 'POST', headers: { 'content-type': 'application/json' }, body: baseBody, connections, durationSec });
+const postOptions: LoadOptions = { url: `${bareUrl}/echo`, method: 'POST', headers: { 'content-type': 'application/json' }, body: baseBody, connections, durationSec };
+await warmUp(postOptions);
+const basePost = await load(postOptions);
 let bankCallCounter = 0;
-const measureBaseline = {
-  stack_limit_get: () => load({ url: `${bareUrl}${stackLimitPath}`, headers: { authorization: `Bearer ${stackLimitKey}` }, connections, durationSec }),
-  bank_call_baseline: () => load({
+const baselineOptions: Record<'stack_limit_get' | 'bank_call_baseline', LoadOptions> = {
+  stack_limit_get: { url: `${bareUrl}${stackLimitPath}`, headers: { authorization: `Bearer ${stackLimitKey}` }, connections, durationSec },
+  bank_call_baseline: {
     url: `${bareUrl}/bank-call`, method: 'POST', headers: { 'content-type': 'application/json' },
     bodyFor: () => JSON.stringify({ idempotency_key: `baseline-${bankCallCounter++}`, amount_cents: 100 }),
     connections, durationSec,
-  }),
+  },
 };
 /** A baseline load, refused when any of its calls failed: a ratio to it would mean nothing. */
-async function baselineLoad(name: keyof typeof measureBaseline) {
-  const figure = await measureBaseline[name]();
+async function baselineLoad(name: keyof typeof baselineOptions) {
+  const figure = await load(baselineOptions[name]);
   if (figure.errors + figure.non2xx > 0) throw new Error(`${name}: ${figure.errors} errors, ${figure.non2xx} non-2xx replies`);
   return figure;
 }
+// Warmed once: every later load of a baseline finds its server as warm as the first.
+await warmUp(baselineOptions.stack_limit_get);
+await warmUp(baselineOptions.bank_call_baseline);
 const stackLimitGet = await baselineLoad('stack_limit_get');
 const bankCall = await baselineLoad('bank_call_baseline');
 
