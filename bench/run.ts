@@ -69,7 +69,7 @@ const ctx: BenchContext = {
 const results: BenchResult[] = [
   { name: 'fastify_get (baseline)', rps: baseGet.rps, p99_ms: baseGet.p99_ms, ratio: 1 },
   { name: 'fastify_echo_post (baseline)', rps: basePost.rps, p99_ms: basePost.p99_ms, ratio: 1 },
-  { name: 'stack_limit_get', rps: stackLimitGet.rps, p99_ms: stackLimitGet.p99_ms, ratio: 1, note: 'baseline: two primary-key reads in node:sqlite, the 1.5 kB reply' },
+  { name: 'stack_limit_get', rps: stackLimitGet.rps, p99_ms: stackLimitGet.p99_ms, ratio: 1, note: 'baseline: two primary-key reads in node:sqlite, the 1.4 kB reply' },
   { name: 'bank_call_baseline', rps: bankCall.rps, p99_ms: bankCall.p99_ms, ratio: 1, note: 'baseline: one keep-alive HTTP call, one durable SQLite insert' },
 ];
 

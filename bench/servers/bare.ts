@@ -1,7 +1,7 @@
 // The baselines: bare Fastify routes in their own process, measured in the same run as the service.
 // - GET /get and POST /echo: Fastify alone, no database.
 // - GET /stack-limit/:id: what a read can cost at least on this stack: two primary-key reads in
-//   node:sqlite (the API key by its hash, then the row) and the ~1.5 kB JSON the service returns.
+//   node:sqlite (the API key by its hash, then the row) and the ~1.4 kB JSON the service returns.
 // - POST /bank-call: what an execution can cost at least: one keep-alive HTTP call to a bare server
 //   (BANK_URL, its own process) and one durable insert (WAL, synchronous=FULL, a commit per request).
 import { createHash } from 'node:crypto';
