@@ -6,7 +6,6 @@ import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import autocannon from 'autocannon';
 import pino from 'pino';
 import { loadConfig } from '../src/config.ts';
 import { createRuntime, loggerOptionsFor, type Runtime } from '../src/runtime.ts';
@@ -97,6 +96,9 @@ export type LoadOptions = {
 };
 
 export async function load(options: LoadOptions): Promise<{ rps: number; p50_ms: number; p99_ms: number; errors: number; non2xx: number; requests: number }> {
+  // Imported here rather than at the top: the service's own process (bench/servers/service.ts)
+  // imports this file for startService, and must not carry the load generator.
+  const { default: autocannon } = await import('autocannon');
   const result = await autocannon({
     url: options.url,
     method: options.method ?? 'GET',

@@ -46,11 +46,18 @@ function nodeFlagsOf(script: string): string[] {
   return scriptOf(script).match(/--[a-z][a-z-]*(?:=[^\s"]+)?/g) ?? [];
 }
 
-/** The compile cache `npm start` keeps (package.json), for every server the bench starts, as `npm start` would have it. */
-function compileCacheOfStart(): Record<string, string> {
-  const folder = /NODE_COMPILE_CACHE=\$\{NODE_COMPILE_CACHE:-([^}]+)\}/.exec(scriptOf('start'))?.[1];
-  // npm runs the script in the package's folder, so the default is relative to it, not to the bench's working directory.
-  return folder ? { NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE ?? path.resolve(packageRoot.pathname, folder) } : {};
+/**
+ * The environment `npm start` gives node with a default (`NAME=${NAME:-value}` in package.json: the
+ * compile cache's folder, glibc's arena cap), for every server the bench starts, as `npm start`
+ * would have it: a variable set in the bench's own environment wins, as it does for `npm start`.
+ */
+export function envOfStart(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [, name, fallback] of scriptOf('start').matchAll(/([A-Z][A-Z0-9_]*)=\$\{\1:-([^}]+)\}/g)) {
+    // npm runs the script in the package's folder, so a relative folder is relative to it, not to the bench's working directory.
+    env[name!] = process.env[name!] ?? (name === 'NODE_COMPILE_CACHE' ? path.resolve(packageRoot.pathname, fallback!) : fallback!);
+  }
+  return env;
 }
 
 /**
@@ -64,7 +71,7 @@ export async function spawnServer(
   readyLine: (line: string) => Record<string, unknown> | null = (line) => JSON.parse(line),
   nodeFlags: string[] = [],
 ): Promise<SpawnedServer> {
-  const child: ChildProcess = spawn(process.execPath, [...nodeFlags, script], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...compileCacheOfStart(), ...env } });
+  const child: ChildProcess = spawn(process.execPath, [...nodeFlags, script], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...envOfStart(), ...env } });
   const lines = readline.createInterface({ input: child.stdout! });
   const info = await new Promise<Record<string, unknown>>((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
