@@ -126,6 +126,12 @@ export async function warmUp(options: LoadOptions): Promise<void> {
   await load({ ...options, durationSec: WARM_UP_SEC });
 }
 
+/** The load measured after its warm-up (where no CPU time is read around it). */
+export async function warmLoad(options: LoadOptions): ReturnType<typeof load> {
+  await warmUp(options);
+  return load(options);
+}
+
 /**
  * Authorises a recurring consent on a running service (limits high enough for any bench) and
  * returns its token as a merchant gets it: in the recurring_payment.authorised webhook, received

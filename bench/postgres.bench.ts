@@ -15,7 +15,7 @@ import { createMerchant } from '../src/modules/merchants/merchants.service.ts';
 import { systemClock } from '../src/shared/time.ts';
 import { openDb, type Db } from '../src/store/db.ts';
 import { childrenOf, freePort } from '../test/process.ts';
-import { countCharges, countQueuedMail, countSuccessfulCharges, load, recurringToken, setUpDueSubscriptions, warmUp, type BenchContext, type BenchResult, type LoadOptions } from './lib.ts';
+import { countCharges, countQueuedMail, countSuccessfulCharges, recurringToken, setUpDueSubscriptions, warmLoad, type BenchContext, type BenchResult, type LoadOptions } from './lib.ts';
 import { cpuSecondsOf, sampleRss, serviceNodeFlags, spawnSandboxBank, spawnServer, type SpawnedServer } from './process.ts';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -117,14 +117,12 @@ async function requests(ctx: BenchContext, processes: number): Promise<BenchResu
     const pids = service.processes();
     const rss = peakRss(pids);
     const createOptions: LoadOptions = { url: `${service.url}/v1/requests`, method: 'POST', headers, body, connections: 50, durationSec: ctx.durationSec };
-    await warmUp(createOptions);
-    const create = await load(createOptions);
+    const create = await warmLoad(createOptions);
     const peakMb = rss.stop();
     const created = await fetch(`${service.url}/v1/requests`, { method: 'POST', headers, body }).then((r) => r.json() as Promise<any>);
     await analyze(schema.db);
     const getOptions: LoadOptions = { url: `${service.url}/v1/requests/${created.request.id}`, headers, connections: ctx.connections, durationSec: ctx.durationSec };
-    await warmUp(getOptions);
-    const get = await load(getOptions);
+    const get = await warmLoad(getOptions);
     const each = processes > 1 ? ' each' : '';
     return [
       { name: `create_request_postgres${suffix}`, rps: create.rps, p99_ms: create.p99_ms, ratio: create.rps / ctx.baseline.post_rps, note: `× echo POST; errors ${create.errors + create.non2xx}; ${peakMb.toFixed(0)} MB peak resident${each}` },
@@ -157,8 +155,7 @@ async function executePayment(ctx: BenchContext, processes: number): Promise<Ben
       connections: ctx.connections,
       durationSec: ctx.durationSec,
     };
-    await warmUp(executeOptions);
-    const result = await load(executeOptions);
+    const result = await warmLoad(executeOptions);
     return {
       name: `execute_payment_postgres${processes > 1 ? `_x${processes}` : ''}`,
       rps: result.rps,

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { load, warmUp, type BenchContext, type BenchResult, type LoadOptions } from './lib.ts';
+import { load, warmLoad, warmUp, type BenchContext, type BenchResult, type LoadOptions } from './lib.ts';
 import { runtimeFlagsOfStart, spawnServer, withCpu } from './process.ts';
 
 const { values } = parseArgs({
@@ -18,12 +18,10 @@ const bankStub = await spawnServer('bench/servers/bank-stub.ts', {}, undefined, 
 const bare = await spawnServer('bench/servers/bare.ts', { BANK_URL: (bankStub.info as { url: string }).url }, undefined, runtimeFlagsOfStart());
 const { url: bareUrl, stackLimitPath, stackLimitKey } = bare.info as { url: string; stackLimitPath: string; stackLimitKey: string };
 const getOptions: LoadOptions = { url: `${bareUrl}/get`, connections, durationSec };
-await warmUp(getOptions);
-const baseGet = await load(getOptions);
+const baseGet = await warmLoad(getOptions);
 const baseBody = JSON.stringify({ bank_account_id: 'bankaccount_x', amount: '12.50 NZD', message: 'Bench coffee', reference: 'BENCH-1' });
 const postOptions: LoadOptions = { url: `${bareUrl}/echo`, method: 'POST', headers: { 'content-type': 'application/json' }, body: baseBody, connections, durationSec };
-await warmUp(postOptions);
-const basePost = await load(postOptions);
+const basePost = await warmLoad(postOptions);
 let bankCallCounter = 0;
 const baselineOptions: Record<'stack_limit_get' | 'bank_call_baseline', LoadOptions> = {
   stack_limit_get: { url: `${bareUrl}${stackLimitPath}`, headers: { authorization: `Bearer ${stackLimitKey}` }, connections, durationSec },

@@ -44,8 +44,8 @@ export function qrMatrix(text: string): boolean[][] {
 /** PNG bytes of the QR code of `text`: black modules on white, SCALE pixels a module. */
 export function qrPng(text: string): Buffer {
   const modules = qrMatrix(text);
-  const size = modules.length - 2 * MARGIN;
-  const pixels = (size + 2 * MARGIN) * SCALE;
+  const width = modules.length; // in modules, the margins included
+  const pixels = width * SCALE;
   const rowBytes = Math.ceil(pixels / 8);
   const stride = rowBytes + 1;
   // Each module row is SCALE identical pixel rows, and the margins are white: a row that repeats the
@@ -56,17 +56,17 @@ export function qrPng(text: string): Buffer {
   const row = Buffer.allocUnsafe(stride).fill(0xff);
   row[0] = FILTER_NONE;
   row.copy(raw, 0); // the top margin's first row; the rest of the margin repeats it
-  for (let my = 0; my < size; my++) {
+  for (let my = MARGIN; my < width - MARGIN; my++) {
     // One pixel row per module row (unused bits at the end stay 1, white); the next SCALE - 1 repeat it.
     row.fill(0xff, 1);
-    for (let mx = 0; mx < size; mx++) {
-      if (!modules[my + MARGIN]![mx + MARGIN]) continue;
-      for (let x = (mx + MARGIN) * SCALE, end = x + SCALE; x < end; x++) row[1 + (x >> 3)] &= ~(0x80 >> (x & 7));
+    for (let mx = MARGIN; mx < width - MARGIN; mx++) {
+      if (!modules[my]![mx]) continue;
+      for (let x = mx * SCALE, end = x + SCALE; x < end; x++) row[1 + (x >> 3)] &= ~(0x80 >> (x & 7));
     }
-    row.copy(raw, (my + MARGIN) * SCALE * stride);
+    row.copy(raw, my * SCALE * stride);
   }
   row.fill(0xff, 1);
-  row.copy(raw, (size + MARGIN) * SCALE * stride); // the bottom margin
+  row.copy(raw, (width - MARGIN) * SCALE * stride); // the bottom margin
   const header = Buffer.allocUnsafe(13).fill(0);
   header.writeUInt32BE(pixels, 0);
   header.writeUInt32BE(pixels, 4);
