@@ -17,6 +17,7 @@ import { lazyRequestLogger } from './http/request-logger.ts';
 import { accessLineWriter, type AccessFields } from './http/access-line.ts';
 import { checkDb } from './store/db.ts';
 import { createMetrics } from './http/metrics.ts';
+import { refuseValidatingResponseSchemas } from './http/schemas.ts';
 import { docsUiOptions, swaggerOptions } from './http/openapi.ts';
 import { eventWebhooks } from './modules/events/events.openapi.ts';
 import { registerModuleRoutes } from './modules/index.ts';
@@ -97,6 +98,7 @@ export async function buildApp(deps: Deps): Promise<App> {
   app.setNotFoundHandler(notFoundHandler);
   const metrics = createMetrics(deps);
   app.addHook('onRoute', strictApiRoute);
+  app.addHook('onRoute', refuseValidatingResponseSchemas);
   app.addHook('preValidation', checksHook(requireJsonBody, refuseNulCharacters));
   // Hooks on every call take a callback rather than returning a promise: one fewer turn of the
   // microtask queue each, on a read that does little else.

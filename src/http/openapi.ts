@@ -182,10 +182,15 @@ export function hoistNamedSchemas(document: Json): Json {
     for (const [key, child] of Object.entries(value)) copy[key] = walk(child);
     if (!named(copy)) return copy;
     const name = copy.title as string;
+    // A named object that may be null (`"type": ["object", "null"]`, schemas.ts Nullable) is the
+    // named object, or null.
+    const orNull = Array.isArray(copy.type) && copy.type.length === 2 && copy.type.includes('null');
+    const schema = orNull ? { ...copy, type: copy.type.find((type: string) => type !== 'null') } : copy;
     const existing = schemas[name];
-    if (existing && JSON.stringify(existing) !== JSON.stringify(copy)) throw new Error(`two different schemas are both named ${name}`);
-    schemas[name] = copy;
-    return { $ref: `#/components/schemas/${name}` };
+    if (existing && JSON.stringify(existing) !== JSON.stringify(schema)) throw new Error(`two different schemas are both named ${name}`);
+    schemas[name] = schema;
+    const ref = { $ref: `#/components/schemas/${name}` };
+    return orNull ? { anyOf: [ref, { type: 'null' }] } : ref;
   };
   const { components, ...rest } = document;
   const walked = walk(rest);

@@ -1275,11 +1275,32 @@ export interface components {
              * @description ISO 8601 UTC with milliseconds
              */
             created_at: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
             first_attempt_at: string | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
             last_attempt_at: string | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
             next_attempt_at: string | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
             succeeded_at: string | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
             failed_at: string | null;
+            /** @description The delivery that re-sent this failed one (recover) */
             resent_by: string | null;
             attempts?: components["schemas"]["DeliveryAttempt"][];
         };
@@ -1294,7 +1315,9 @@ export interface components {
             started_at: string;
             latency_ms: number;
             status_code: number | null;
+            /** @description First 1 kB of the reply */
             response_body: string | null;
+            /** @description Timeout or network error when there was no reply */
             error: string | null;
         };
         /**
@@ -1337,6 +1360,7 @@ export interface components {
         EventFeed: {
             /** @description Oldest first, at most 100 */
             events: components["schemas"]["Event"][];
+            /** @description Pass as `after` to get what comes next; null while the merchant has no event */
             cursor: string | null;
         };
         /** ExecutePayment */
@@ -1363,6 +1387,7 @@ export interface components {
             status: "awaiting-consent" | "successful" | "failed" | "cancelled" | "unconfirmed";
             merchant_identifier: string | null;
             cust_info?: components["schemas"]["CustInfo"];
+            /** @description The paying bank's identifier */
             provider: string | null;
             pcr: {
                 particulars: string;
@@ -1370,6 +1395,7 @@ export interface components {
                 reference: string;
             };
             is_test_mode: boolean;
+            /** @description Why a payment failed or was cancelled */
             failure_reason: string | null;
             recurring_consent_id?: string;
             subscription_id?: string;
@@ -1383,6 +1409,10 @@ export interface components {
              * @description ISO 8601 UTC with milliseconds
              */
             updated_at: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
             completed_at: string | null;
         };
         /**
@@ -1408,6 +1438,7 @@ export interface components {
                 request_id: string;
                 /** @example user_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
                 user_id: string;
+                /** @description Your own identifier of the request, when you gave one */
                 merchant_identifier: string | null;
                 /** @constant */
                 status: "awaiting-consent";
@@ -1441,6 +1472,7 @@ export interface components {
                 request_id: string;
                 /** @example user_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
                 user_id: string;
+                /** @description Your own identifier of the request, when you gave one */
                 merchant_identifier: string | null;
                 /** @enum {unknown} */
                 status: "successful" | "cancelled" | "failed" | "unconfirmed";
@@ -1471,6 +1503,10 @@ export interface components {
                 max_per_payment: string | null;
                 total_count: number | null;
                 total_amount: string | null;
+                /**
+                 * Format: date-time
+                 * @description ISO 8601 UTC with milliseconds
+                 */
                 end_date: string | null;
             };
             /** @description Successful, unconfirmed and in-flight payments count; failed ones do not */
@@ -1508,6 +1544,10 @@ export interface components {
              * @description ISO 8601 UTC with milliseconds
              */
             updated_at: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
             revoked_at: string | null;
         };
         /** RecurringOptionsInput */
@@ -1547,6 +1587,7 @@ export interface components {
             data: {
                 /** @example recurringconsent_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
                 id: string;
+                /** @description Your own identifier of the request, when you gave one */
                 merchant_identifier: string | null;
                 /** @constant */
                 status: "active";
@@ -1576,6 +1617,7 @@ export interface components {
             data: {
                 /** @example recurringconsent_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
                 id: string;
+                /** @description Your own identifier of the request, when you gave one */
                 merchant_identifier: string | null;
                 /** @constant */
                 status: "revoked";
@@ -1660,6 +1702,10 @@ export interface components {
              * @description ISO 8601 UTC with milliseconds
              */
             expires_at?: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
             deleted_at: string | null;
         };
         /**
@@ -1681,6 +1727,7 @@ export interface components {
             data: {
                 /** @example request_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
                 id: string;
+                /** @description Your own identifier of the request, when you gave one */
                 merchant_identifier: string | null;
                 /** @example user_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
                 user_id: string;
@@ -1689,6 +1736,10 @@ export interface components {
                  * @description ISO 8601 UTC with milliseconds
                  */
                 created_at: string;
+                /**
+                 * Format: date-time
+                 * @description ISO 8601 UTC with milliseconds
+                 */
                 expires_at: string | null;
             };
         };
@@ -1713,6 +1764,7 @@ export interface components {
                 id: string;
                 /** @example user_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
                 user_id: string;
+                /** @description Your own identifier of the request, when you gave one */
                 merchant_identifier: string | null;
                 /** @constant */
                 status: "expired";
@@ -1742,6 +1794,7 @@ export interface components {
                 id: string;
                 /** @example user_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
                 user_id: string;
+                /** @description Your own identifier of the request, when you gave one */
                 merchant_identifier: string | null;
                 /** @description The request's new status */
                 status: string;
@@ -1781,6 +1834,10 @@ export interface components {
                 end_date?: string;
                 total_count?: number;
             };
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
             next_charge_at: string | null;
             /** @description Successful charges so far (total_count counts these) */
             successful_charges: number;
@@ -1789,7 +1846,8 @@ export interface components {
             /** @description Charges given up after their last retry failed */
             skipped_charges: number;
             is_test_mode: boolean;
-            cancelled_by: ("merchant" | "payer" | "bank") | null;
+            /** @enum {unknown} */
+            cancelled_by: "merchant" | "payer" | "bank" | null;
             /**
              * Format: date-time
              * @description ISO 8601 UTC with milliseconds
@@ -1800,9 +1858,25 @@ export interface components {
              * @description ISO 8601 UTC with milliseconds
              */
             updated_at: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
             paused_at: string | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
             resumed_at: string | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
             cancelled_at: string | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
             completed_at: string | null;
         };
         /**
@@ -1826,6 +1900,7 @@ export interface components {
                 id: string;
                 /** @example user_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
                 user_id: string;
+                /** @description Your own identifier of the request, when you gave one */
                 merchant_identifier: string | null;
                 /**
                  * Format: date-time
@@ -1855,6 +1930,7 @@ export interface components {
                 id: string;
                 /** @example user_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
                 user_id: string;
+                /** @description Your own identifier of the request, when you gave one */
                 merchant_identifier: string | null;
                 /** @example payment_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
                 last_payment_id: string;
@@ -1898,6 +1974,7 @@ export interface components {
                 id: string;
                 /** @example user_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
                 user_id: string;
+                /** @description Your own identifier of the request, when you gave one */
                 merchant_identifier: string | null;
                 attempts: number;
                 /**
@@ -1905,6 +1982,10 @@ export interface components {
                  * @description ISO 8601 UTC with milliseconds
                  */
                 skipped_charge_at: string;
+                /**
+                 * Format: date-time
+                 * @description ISO 8601 UTC with milliseconds
+                 */
                 next_charge_at: string | null;
                 /**
                  * Format: date-time
@@ -1934,6 +2015,7 @@ export interface components {
                 id: string;
                 /** @example user_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
                 user_id: string;
+                /** @description Your own identifier of the request, when you gave one */
                 merchant_identifier: string | null;
                 /**
                  * Format: date-time
@@ -1965,6 +2047,7 @@ export interface components {
                 request_id: string;
                 /** @example user_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
                 user_id: string;
+                /** @description Your own identifier of the request, when you gave one */
                 merchant_identifier: string | null;
                 /**
                  * Format: date-time
@@ -2007,6 +2090,7 @@ export interface components {
                 id: string;
                 /** @example user_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
                 user_id: string;
+                /** @description Your own identifier of the request, when you gave one */
                 merchant_identifier: string | null;
                 /**
                  * Format: date-time
@@ -2036,6 +2120,7 @@ export interface components {
                 id: string;
                 /** @example user_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
                 user_id: string;
+                /** @description Your own identifier of the request, when you gave one */
                 merchant_identifier: string | null;
                 /**
                  * Format: date-time

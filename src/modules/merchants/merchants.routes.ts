@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { apiKeyAuth } from './merchants.auth.ts';
 import { listBankAccounts } from './merchants.service.ts';
-import { errorResponses, Timestamp } from '../../http/schemas.ts';
+import { errorResponses, Nullable, Timestamp } from '../../http/schemas.ts';
 import { iso } from '../../shared/time.ts';
 import { ListQuery } from '../../shared/pagination.ts';
 import type { Deps } from '../context.ts';
@@ -10,7 +10,7 @@ import type { App } from '../../http/app-type.ts';
 const BankAccountObject = Type.Object({
   id: Type.String(),
   account_number: Type.String({ examples: ['12-3456-7890138-000'] }),
-  name: Type.Union([Type.String(), Type.Null()]),
+  name: Nullable(Type.String()),
   created_at: Timestamp,
 });
 

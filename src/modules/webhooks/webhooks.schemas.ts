@@ -36,7 +36,7 @@ export type UpdateWebhookBody = Static<typeof UpdateWebhookBody>;
 export const WebhookObject = Type.Object({
   id: Type.String({ examples: ['webhook_01JD2Q8Z7M3V4K5N6P7R8S9T0V'] }),
   url: Type.String(),
-  events: Type.Union([Type.Array(Type.String()), Type.Null()], { description: 'Event types sent to this endpoint; null means every type' }),
+  events: Nullable(Type.Array(Type.String(), { description: 'Event types sent to this endpoint; null means every type' })),
   is_test_mode: Type.Boolean(),
   disabled: Type.Boolean({ description: 'A disabled endpoint gets no new deliveries' }),
   created_at: Timestamp,
