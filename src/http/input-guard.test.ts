@@ -20,6 +20,13 @@ test('inspectInput: depth is bounded without recursion, NUL is found with its pa
   assert.deepEqual(inspectInput({ a: 'ok', b: [{ c: 'x\u0000' }] }), { kind: 'nul', field: 'b.0.c' });
   assert.deepEqual(inspectInput({ a: 'x\u0000', b: 'y\u0000' }), { kind: 'nul', field: 'a' }, 'the first field is reported');
   assert.deepEqual(inspectInput({ 'k\u0000': 1 }), { kind: 'nul', field: 'k\\u0000' });
+  // A flat object of strings (params, a query): clean passes, and otherwise its first field with a NUL, in its key or its value, is named.
+  const withNul = fc.string({ maxLength: 6 }).chain((text) => fc.constantFrom(text, `${text}\u0000`));
+  fc.assert(fc.property(fc.dictionary(withNul, withNul), (input) => {
+    const first = Object.entries(input).find(([key, value]) => key.includes('\u0000') || value.includes('\u0000'));
+    const expected = first === undefined ? null : { kind: 'nul', field: first[0].replace(/\u0000/g, '\\u0000') };
+    assert.deepEqual(inspectInput(input), expected);
+  }));
   // Any JSON within the depth and without NUL passes.
   fc.assert(fc.property(fc.jsonValue({ maxDepth: 10 }), (value) => {
     const clean = JSON.parse(JSON.stringify(value).replace(/\\u0000/g, ''));

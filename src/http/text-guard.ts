@@ -21,12 +21,29 @@ function pathOf(frame: Frame): string[] {
   return path;
 }
 
+/**
+ * A flat object of strings without NUL: a route's params, most query strings, on every call.
+ * Checked in place; anything else (a NUL, a nested value) takes the walk, which names the field.
+ */
+function isCleanFlatStrings(input: unknown): boolean {
+  if (!input || typeof input !== 'object' || Array.isArray(input)) return false;
+  for (const key in input) {
+    if (!Object.hasOwn(input, key)) return false;
+    const value = (input as Record<string, unknown>)[key];
+    if (typeof value !== 'string' || value.includes('\u0000') || key.includes('\u0000')) return false;
+  }
+  return true;
+}
+
 /** The first problem of a parsed input (a body, a query, params), or null. */
 export function inspectInput(input: unknown, maxDepth = MAX_JSON_DEPTH): InputProblem | null {
+  if (maxDepth >= 1 && isCleanFlatStrings(input)) return null;
   const stack: Frame[] = [{ value: input, depth: 0, parent: null, key: '' }];
   while (stack.length > 0) {
     const frame = stack.pop()!;
     const { value } = frame;
+    // A field's name before its value, so a field is reported in the order the input gives it.
+    if (frame.parent && frame.key.includes('\u0000')) return { kind: 'nul', field: [...pathOf(frame.parent), frame.key.replace(/\u0000/g, '\\u0000')].join('.') };
     if (typeof value === 'string') {
       if (value.includes('\u0000')) return { kind: 'nul', field: pathOf(frame).join('.') };
       continue;
@@ -37,9 +54,7 @@ export function inspectInput(input: unknown, maxDepth = MAX_JSON_DEPTH): InputPr
     // Pushed in reverse so the first field is reported first.
     for (let i = entries.length - 1; i >= 0; i -= 1) {
       const [key, inner] = entries[i];
-      const child: Frame = { value: inner, depth: frame.depth + 1, parent: frame, key };
-      if (key.includes('\u0000')) return { kind: 'nul', field: [...pathOf(frame), key.replace(/\u0000/g, '\\u0000')].join('.') };
-      stack.push(child);
+      stack.push({ value: inner, depth: frame.depth + 1, parent: frame, key });
     }
   }
   return null;
