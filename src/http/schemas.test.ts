@@ -57,6 +57,9 @@ test('the request object is written without a validator, and as JSON.stringify w
 test('a route whose response schema holds an anyOf, oneOf or if is refused as it is registered', async () => {
   assert.equal(validatingKeywordIn({ type: 'object', properties: { a: { type: ['string', 'null'] } } }), null);
   assert.equal(validatingKeywordIn({ properties: { a: { items: [{ oneOf: [] }] } } }), '#/properties/a/items/0/oneOf');
+  // A field named like a keyword, and data that looks like one, are neither.
+  assert.equal(validatingKeywordIn({ type: 'object', properties: { if: { type: 'string' }, anyOf: { type: 'integer' } }, examples: [{ oneOf: 1 }] }), null);
+  assert.equal(validatingKeywordIn({ properties: { if: { anyOf: [] } } }), '#/properties/if/anyOf');
   const app = Fastify();
   app.addHook('onRoute', refuseValidatingResponseSchemas);
   app.get('/fine', { schema: { response: { 200: Type.Object({ a: Nullable(Type.String()) }) } } }, async () => ({ a: null }));

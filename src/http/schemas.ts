@@ -60,6 +60,11 @@ export const IdempotencyHeaders = Type.Object({
 /** The keywords fast-json-stringify can only serialise by validating the value against each branch. */
 const VALIDATING_KEYWORDS = ['anyOf', 'oneOf', 'if'] as const;
 
+/** Keywords whose value is a map of names to schemas: the names are not keywords. */
+const SCHEMA_MAPS = new Set(['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas']);
+/** Keywords whose value is data, not a schema. */
+const DATA_KEYWORDS = new Set(['enum', 'const', 'default', 'examples', 'example']);
+
 /** The path to the first `anyOf`, `oneOf` or `if` in a schema, or null. */
 export function validatingKeywordIn(schema: unknown, path = '#'): string | null {
   if (!schema || typeof schema !== 'object') return null;
@@ -72,8 +77,12 @@ export function validatingKeywordIn(schema: unknown, path = '#'): string | null 
   }
   for (const keyword of VALIDATING_KEYWORDS) if (keyword in schema) return `${path}/${keyword}`;
   for (const [key, value] of Object.entries(schema)) {
-    const found = validatingKeywordIn(value, `${path}/${key}`);
-    if (found) return found;
+    if (DATA_KEYWORDS.has(key) || !value || typeof value !== 'object') continue;
+    const children: Array<[string, unknown]> = SCHEMA_MAPS.has(key) ? Object.entries(value).map(([name, child]) => [`${key}/${name}`, child]) : [[key, value]];
+    for (const [at, child] of children) {
+      const found = validatingKeywordIn(child, `${path}/${at}`);
+      if (found) return found;
+    }
   }
   return null;
 }
