@@ -1,13 +1,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import fc from 'fast-check';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { buildTestApp } from '../test/helpers.ts';
 import { enqueue } from './jobs/queue.ts';
 import { Worker } from './jobs/worker.ts';
-import { logFormatFor } from './logger.ts';
+import { jsonLines, logFormatFor } from './logger.ts';
 import { startReceiver } from './modules/webhooks/receiver.test-support.ts';
 import { createUndiciSender } from './modules/webhooks/webhooks.sender.ts';
 
@@ -29,6 +32,24 @@ async function until(check: () => boolean, what: string) {
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }
+
+test('jsonLines writes every line, byte for byte and in order, whatever its characters and length', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-lines-'));
+  try {
+    // Short and long lines (past the 4,096 bytes of one write), in any script, emoji included.
+    const line = fc.oneof(fc.string({ unit: 'grapheme', maxLength: 400 }), fc.string({ unit: 'grapheme-composite', minLength: 1200, maxLength: 2000 })).map((text) => `${JSON.stringify({ text })}\n`);
+    let run = 0;
+    fc.assert(fc.property(fc.array(line, { maxLength: 40 }), (lines) => {
+      const file = path.join(dir, `${run++}.log`);
+      const stream = jsonLines(file);
+      for (const text of lines) stream.write(text);
+      stream.flushSync();
+      assert.ok(fs.readFileSync(file).equals(Buffer.from(lines.join(''))));
+    }), { numRuns: 60 });
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
 
 test('pretty only when stdout is a terminal, unless LOG_FORMAT says otherwise', () => {
   assert.equal(logFormatFor(true), 'pretty');

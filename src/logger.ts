@@ -23,29 +23,38 @@ const unwritten = new Set<() => void>();
  * cost a read about a tenth of its CPU (docs/performance.md). Writes stay synchronous and in
  * order; each holds whole lines and at most PIPE_BUF bytes (a line longer than that goes alone),
  * so the lines of processes sharing a pipe never interleave. What is left is written when the
- * process exits; a SIGKILL loses at most the lines of the turn it interrupts.
+ * process exits; a SIGKILL loses at most the lines of the turn it interrupts. A line is encoded
+ * once, straight into the turn's buffer, rather than measured, joined to a string of the turn's
+ * lines and encoded again when they are written.
  */
 export function jsonLines(dest: number | string = 1): pino.DestinationStream & { flushSync(): void; flush(done?: () => void): void } {
-  const out = pino.destination({ dest, sync: true });
-  let pending = '';
+  const out = pino.destination({ dest, sync: true, contentMode: 'buffer' } as Parameters<typeof pino.destination>[0]);
+  let pending = Buffer.allocUnsafe(PIPE_BUF);
   let pendingBytes = 0;
   let queued = false;
   const flushSync = () => {
     queued = false;
     if (pendingBytes === 0) return;
-    const lines = pending;
-    pending = '';
+    const lines = pending.subarray(0, pendingBytes);
+    // The stream may hold on to the bytes it was given; the next lines go to a buffer of their own.
+    pending = Buffer.allocUnsafe(PIPE_BUF);
     pendingBytes = 0;
-    out.write(lines);
+    out.write(lines as unknown as string);
   };
   if (unwritten.size === 0) process.once('exit', () => unwritten.forEach((flush) => flush()));
   unwritten.add(flushSync);
   return {
     write(line: string) {
-      const bytes = Buffer.byteLength(line);
-      if (pendingBytes + bytes > PIPE_BUF) flushSync();
-      pending += line;
-      pendingBytes += bytes;
+      // A UTF-16 code unit is at most three bytes of UTF-8, so only a line that may not fit is measured.
+      if (line.length * 3 > PIPE_BUF - pendingBytes) {
+        const bytes = Buffer.byteLength(line);
+        if (pendingBytes + bytes > PIPE_BUF) flushSync();
+        if (bytes > PIPE_BUF) {
+          out.write(Buffer.from(line) as unknown as string);
+          return;
+        }
+      }
+      pendingBytes += pending.write(line, pendingBytes);
       if (!queued) {
         queued = true;
         setImmediate(flushSync);
