@@ -83,13 +83,23 @@ type Service = SpawnedServer & { url: string; processes: () => number[] };
 /** `node src/main.ts` with `npm start`'s heap settings, until it prints that it is running. */
 async function startService(schema: Schema, processes: number, env: Record<string, string> = {}): Promise<Service> {
   const port = env.PORT ?? String(await freePort());
+  // A data folder of its own (the mail the service writes goes there), not the checkout's ./data.
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-bench-pg-'));
   const server = await spawnServer('src/main.ts', {
-    DATABASE_URL: schema.url, SECRET_KEY, PORT: port, HOST: '127.0.0.1', WEB_CONCURRENCY: String(processes),
+    DATABASE_URL: schema.url, SECRET_KEY, PORT: port, HOST: '127.0.0.1', WEB_CONCURRENCY: String(processes), DATA_DIR: dataDir,
     // The per-key rate limit stays on, set above what one key sends here, so its cost is measured.
     DEMO_MERCHANT: 'false', LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '1000000', ...env,
   }, (line) => (line.startsWith('Tono is running at') ? { line } : null), serviceNodeFlags());
   // With one process the primary is the service; with several it serves nothing.
-  return { ...server, url: `http://127.0.0.1:${port}`, processes: () => (processes > 1 ? childrenOf(server.pid) : [server.pid]) };
+  return {
+    ...server,
+    url: `http://127.0.0.1:${port}`,
+    processes: () => (processes > 1 ? childrenOf(server.pid) : [server.pid]),
+    async stop() {
+      await server.stop();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
 }
 
 async function merchantOn(db: Db) {
