@@ -2,10 +2,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { Histogram, Registry, type Metric } from 'prom-client';
-import { HttpDurations } from './metrics.ts';
+import { HTTP_DURATION_BUCKETS as BOUNDS, HttpDurations } from './metrics.ts';
 import { buildTestApp } from '../../test/helpers.ts';
 
-const BOUNDS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10];
 
 test('the duration histogram is written line for line as prom-client writes its own Histogram', async () => {
   const observation = fc.record({

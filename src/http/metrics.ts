@@ -2,7 +2,7 @@ import { Registry, collectDefaultMetrics, Gauge, type Metric } from 'prom-client
 import type { Db } from '../store/db.ts';
 import { jobCounts } from '../jobs/queue.ts';
 
-const HTTP_DURATION_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10];
+export const HTTP_DURATION_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10];
 
 type Series = { labels: { method: string; route: string; status: string }; counts: Float64Array; sum: number; count: number };
 
