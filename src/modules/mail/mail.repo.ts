@@ -1,25 +1,37 @@
 import type { Kysely, Selectable } from 'kysely';
+import { inJsonArray } from '../../store/db.ts';
+import { inserted, insertRow, prepared } from '../../store/prepared.ts';
 import type { Database } from '../../store/tables.ts';
 import type { MailMessagesTable } from './mail.tables.ts';
+
+// Every subscription charge queues a receipt, so the statements of queueing, loading and recording
+// a message are prepared (store/prepared.ts): built through Kysely for each message, they cost a
+// charge more than their SQL did (docs/performance.md, A subscription charge).
 
 type Db = Kysely<Database>;
 export type MailRow = Selectable<MailMessagesTable>;
 
 /** Inserts a message; false when one with its dedupe key exists already. */
 export async function insertMessage(db: Db, row: MailRow): Promise<boolean> {
-  const inserted = await db.insertInto('mail_messages').values(row).onConflict((c) => c.column('dedupe_key').doNothing()).executeTakeFirst();
-  return Number(inserted.numInsertedOrUpdatedRows ?? 0) > 0;
+  return inserted(await insertRow(db, 'mail_messages', row, 'dedupe_key'));
 }
+
+const messagesByIdsQuery = prepared<{ ids: string }, MailRow>((db, arg) =>
+  db.selectFrom('mail_messages').selectAll().where(inJsonArray(db, 'id', arg('ids'))));
 
 export async function messagesByIds(db: Db, ids: string[]): Promise<MailRow[]> {
   if (ids.length === 0) return [];
-  return db.selectFrom('mail_messages').selectAll().where('id', 'in', ids).execute();
+  return messagesByIdsQuery.all(db, { ids: JSON.stringify(ids) });
 }
+
+const recordSentQuery = prepared<{ ids: string; at: number }>((db, arg) =>
+  db.updateTable('mail_messages').set((eb) => ({ attempts: eb('attempts', '+', 1), last_error: null, status: 'sent', sent_at: arg('at') }))
+    .where(inJsonArray(db, 'id', arg('ids'))));
 
 /** Records one more try of each message, sent at `at`. */
 export async function recordSent(db: Db, ids: string[], at: number): Promise<void> {
   if (ids.length === 0) return;
-  await db.updateTable('mail_messages').set((eb) => ({ attempts: eb('attempts', '+', 1), last_error: null, status: 'sent', sent_at: at })).where('id', 'in', ids).execute();
+  await recordSentQuery.run(db, { ids: JSON.stringify(ids), at });
 }
 
 /** Records one more try that failed: still queued for another, or failed for good. */

@@ -1,4 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
+import { inJsonArray } from '../../store/db.ts';
 import { prepared } from '../../store/prepared.ts';
 import type { Database } from '../../store/tables.ts';
 import type { Mode } from '../../shared/mode.ts';
@@ -69,8 +70,11 @@ export async function findUserByEmail(db: Db, email: string): Promise<UserRow | 
   return db.selectFrom('users').selectAll().where('email', '=', email).executeTakeFirst();
 }
 
+// Prepared: every subscription receipt reads its merchant's name.
+const userByIdQuery = prepared<{ id: string }, UserRow>((db, arg) => db.selectFrom('users').selectAll().where('id', '=', arg('id')));
+
 export async function findUserById(db: Db, id: string): Promise<UserRow | undefined> {
-  return db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
+  return userByIdQuery.first(db, { id });
 }
 
 export async function anyUser(db: Db): Promise<boolean> {
@@ -93,10 +97,13 @@ export async function testClockOffsetOf(db: Db, userId: string): Promise<number>
   return row ? Number(row.test_clock_offset_ms) : 0;
 }
 
+const clockOffsetsQuery = prepared<{ ids: string }, { id: string; test_clock_offset_ms: number }>((db, arg) =>
+  db.selectFrom('users').select(['id', 'test_clock_offset_ms']).where(inJsonArray(db, 'id', arg('ids'))));
+
 export async function testClockOffsetsOf(db: Db, userIds: string[]): Promise<Map<string, number>> {
   const offsets = new Map<string, number>();
   if (userIds.length === 0) return offsets;
-  const rows = await db.selectFrom('users').select(['id', 'test_clock_offset_ms']).where('id', 'in', userIds).execute();
+  const rows = await clockOffsetsQuery.all(db, { ids: JSON.stringify(userIds) });
   for (const row of rows) offsets.set(row.id, Number(row.test_clock_offset_ms));
   return offsets;
 }
