@@ -70,8 +70,29 @@ export function parseEndInput(value: string, zone: string): number | null {
   return parseInstant(value);
 }
 
-/** A moment as the payer reads it, for example "Monday 7 December 2026 at 10:00am". */
+const momentFormats = new Map<string, Intl.DateTimeFormat>();
+
+/** One formatter per zone: making an Intl.DateTimeFormat costs far more than using one. */
+function momentFormatOf(zone: string): Intl.DateTimeFormat {
+  let format = momentFormats.get(zone);
+  if (!format) {
+    format = new Intl.DateTimeFormat('en-US', {
+      timeZone: zone, weekday: 'long', day: 'numeric', month: 'long', year: 'numeric', hour: 'numeric', minute: '2-digit', hourCycle: 'h12',
+    });
+    momentFormats.set(zone, format);
+  }
+  return format;
+}
+
+/**
+ * A moment as the payer reads it, for example "Monday 7 December 2026 at 10:00am". Read from the
+ * platform's Intl parts rather than through Luxon, which works out the zone's offset and a
+ * formatter per token on every call: every subscription receipt says when it was charged, and
+ * this was 4% of a charge's CPU (docs/performance.md). zone.test.ts holds it to Luxon's
+ * `cccc d LLLL yyyy 'at' h:mma`.
+ */
 export function describeMoment(ms: number, zone: string): string {
-  const local = DateTime.fromMillis(ms, { zone }).setLocale('en-US');
-  return `${local.toFormat('cccc d LLLL yyyy')} at ${local.toFormat('h:mm')}${local.toFormat('a').toLowerCase()}`;
+  const part: Partial<Record<Intl.DateTimeFormatPartTypes, string>> = {};
+  for (const { type, value } of momentFormatOf(zone).formatToParts(ms)) part[type] = value;
+  return `${part.weekday} ${part.day} ${part.month} ${part.year!.padStart(4, '0')} at ${part.hour}:${part.minute}${part.dayPeriod!.toLowerCase()}`;
 }

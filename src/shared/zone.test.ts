@@ -1,0 +1,29 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { DateTime } from 'luxon';
+import { describeMoment } from './zone.ts';
+
+/** What describeMoment wrote when it went through Luxon. */
+function describedByLuxon(ms: number, zone: string): string {
+  const local = DateTime.fromMillis(ms, { zone }).setLocale('en-US');
+  return `${local.toFormat('cccc d LLLL yyyy')} at ${local.toFormat('h:mm')}${local.toFormat('a').toLowerCase()}`;
+}
+
+const zones = ['Pacific/Auckland', 'Pacific/Chatham', 'UTC', 'America/New_York', 'Asia/Kolkata', 'Australia/Lord_Howe', 'Europe/London', 'America/St_Johns'];
+
+test('describeMoment writes what Luxon writes, in any zone, across DST changes, noon and midnight', () => {
+  const instant = fc.integer({ min: Date.UTC(1990, 0, 1), max: Date.UTC(2100, 0, 1) });
+  fc.assert(fc.property(instant, fc.constantFrom(...zones), (ms, zone) => {
+    assert.equal(describeMoment(ms, zone), describedByLuxon(ms, zone));
+  }), { numRuns: 3000 });
+  // New Zealand's DST start and end in 2026, noon and midnight there.
+  for (const at of ['2026-04-05T01:59:59+13:00', '2026-04-05T02:00:00+12:00', '2026-09-27T01:59:59+12:00', '2026-09-27T03:00:00+13:00',
+    '2026-12-07T00:00:00+13:00', '2026-12-07T12:00:00+13:00', '2026-12-07T12:30:00+13:00', '2026-12-07T00:05:00+13:00']) {
+    const ms = Date.parse(at);
+    assert.equal(describeMoment(ms, 'Pacific/Auckland'), describedByLuxon(ms, 'Pacific/Auckland'));
+  }
+  assert.equal(describeMoment(Date.parse('2026-12-07T10:00:00+13:00'), 'Pacific/Auckland'), 'Monday 7 December 2026 at 10:00am');
+  assert.equal(describeMoment(Date.parse('2026-12-07T00:05:00+13:00'), 'Pacific/Auckland'), 'Monday 7 December 2026 at 12:05am');
+  assert.equal(describeMoment(Date.parse('2026-12-07T12:00:00+13:00'), 'Pacific/Auckland'), 'Monday 7 December 2026 at 12:00pm');
+});
