@@ -10,7 +10,7 @@ import pino from 'pino';
 import { buildTestApp } from '../test/helpers.ts';
 import { enqueue } from './jobs/queue.ts';
 import { Worker } from './jobs/worker.ts';
-import { jsonLines, logFormatFor } from './logger.ts';
+import { jsonLines, logFormatFor, secretFreeLog } from './logger.ts';
 import { startReceiver } from './modules/webhooks/receiver.test-support.ts';
 import { createUndiciSender } from './modules/webhooks/webhooks.sender.ts';
 
@@ -143,4 +143,24 @@ test('JSON lines of two processes sharing a pipe arrive whole, all and in order,
   for (const name of ['a', 'b']) {
     assert.deepEqual(lines.filter((line) => line.writer === name).map((line) => line.i), Array.from({ length: perProcess }, (_, i) => i), `every line of ${name}, in order`);
   }
+});
+
+test("secretFreeLog writes the info lines its logger writes, byte for byte but the time; warnings keep the redaction", () => {
+  const options = { level: 'info', redact: { paths: ['*.token'], censor: '[redacted]' } };
+  const value = fc.oneof(fc.string({ unit: 'binary' }), fc.integer(), fc.boolean(), fc.constant(null));
+  fc.assert(fc.property(fc.dictionary(fc.string({ unit: 'binary' }).filter((key) => key !== 'msg' && key !== '__proto__'), value), fc.string({ unit: 'binary' }), (fields, msg) => {
+    const fast: string[] = [];
+    const slow: string[] = [];
+    secretFreeLog(pino(options, { write: (line: string) => fast.push(line) }).child({ component: 'banks' })).info(fields, msg);
+    pino(options, { write: (line: string) => slow.push(line) }).child({ component: 'banks' }).info(fields, msg);
+    assert.equal(fast.length, 1);
+    assert.equal(fast[0]!.replace(/"time":\d+,/, ''), slow[0]!.replace(/"time":\d+,/, ''));
+  }), { numRuns: 500 });
+  const lines: string[] = [];
+  const log = secretFreeLog(pino(options, { write: (line: string) => lines.push(line) }));
+  log.warn({ call: { token: 'tok_secret' } }, 'bank call failed');
+  assert.equal(JSON.parse(lines[0]!).call.token, '[redacted]');
+  const quiet = secretFreeLog(pino({ ...options, level: 'warn' }, { write: (line: string) => lines.push(line) }));
+  quiet.info({ a: 1 }, 'not written');
+  assert.equal(lines.length, 1);
 });

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { Logger, LoggerOptions } from 'pino';
 import { buildApp, loggerRedactPaths } from './app.ts';
-import { createLogger } from './logger.ts';
+import { createLogger, secretFreeLog } from './logger.ts';
 import type { Config } from './config.ts';
 import { Worker } from './jobs/worker.ts';
 import { systemClock, type Clock } from './shared/time.ts';
@@ -61,7 +61,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   const clock = options.clock ?? systemClock;
   if (options.prepareStore !== false) await prepareStore(db, secrets, clock.now());
   const worker = new Worker({ db, log: log.child({ component: 'worker' }), kinds: new Map(), realClock: clock, clockOffsets: testClockOffsetsOf });
-  const banks = new OpenBankingRegistry({ config, now: () => clock.now(), log: log.child({ component: 'banks' }) });
+  const banks = new OpenBankingRegistry({ config, now: () => clock.now(), log: secretFreeLog(log.child({ component: 'banks' })) });
   const deps: Deps = { config, db, log, clock, worker, banks, secrets };
   worker.setKinds(jobKindsOf(deps));
   const runners = runnersOf(deps);

@@ -1,6 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import pino from 'pino';
+import { secretFreeLog } from '../../logger.ts';
+import { loggerOptionsFor } from '../../runtime.ts';
 import type { BankConnector } from './bank-connector.ts';
 import { hook, listeningApp, payerDecides, type Listening } from './banks.testing.ts';
 import { BankHttp, observeBankExchanges, type BankExchange } from './open-banking.http.ts';
@@ -194,8 +197,9 @@ test('network errors and 5xx are unknown outcomes, retried only where repeating 
 
 test('tracing: each call sends a new x-fapi-interaction-id, the bank echoes it, and the log line has it with the payment id', async (t) => {
   const app = await listeningApp(t);
-  const lines: Array<Record<string, unknown>> = [];
-  const log = { info: (object: object) => lines.push(object as Record<string, unknown>), warn: (object: object) => lines.push(object as Record<string, unknown>) };
+  const written: string[] = [];
+  // The service's logger as runtime.ts gives it to the banks.
+  const log = secretFreeLog(pino(loggerOptionsFor({ logLevel: 'info' }), { write: (line: string) => written.push(line) }).child({ component: 'banks' }));
   const httpClient = new BankHttp({ log });
   t.after(() => httpClient.close());
   const connector = new OpenBankingConnector({
@@ -216,6 +220,8 @@ test('tracing: each call sends a new x-fapi-interaction-id, the bank echoes it, 
     assert.equal(exchange.responseHeaders['x-fapi-interaction-id'], ids[i]);
   }
   assert.notEqual(ids[0], ids[1]);
+  const lines = written.map((line) => JSON.parse(line) as Record<string, unknown>);
+  assert.ok(lines.every((line) => line.component === 'banks' && line.level === 30 && line.msg === 'bank call'));
   const logged = lines.filter((line) => line.payment_id === 'payment_T1');
   assert.deepEqual(logged.map((line) => [line.interaction_id, line.bank_call, line.status]), [
     [ids[0], 'POST /sandbox-bank/domestic-payment-consents', 201],
