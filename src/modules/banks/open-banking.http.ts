@@ -116,13 +116,17 @@ export class BankHttp {
       body = JSON.stringify(call.json);
     }
     const timeoutMs = call.timeoutMs ?? this.timeoutMs;
+    // A timer cleared once the answer is read, rather than AbortSignal.timeout(): that one fires
+    // after every call, answered or not, and makes a DOMException with its stack each time.
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(new DOMException(`no answer within ${timeoutMs} ms`, 'TimeoutError')), timeoutMs).unref();
     try {
       const response: Dispatcher.ResponseData = await request(call.url, {
         method: call.method,
         headers,
         body,
         dispatcher: this.agent,
-        signal: AbortSignal.timeout(timeoutMs),
+        signal: deadline.signal,
       });
       const text = await response.body.text();
       let parsed: unknown = undefined;
@@ -156,6 +160,8 @@ export class BankHttp {
         return unknownFailure('timeout', `No answer from the bank within ${timeoutMs} ms`);
       }
       return unknownFailure('network_error', `Could not reach the bank: ${(error as Error).message}`);
+    } finally {
+      clearTimeout(timer);
     }
   }
 
