@@ -27,3 +27,23 @@ test('describeMoment writes what Luxon writes, in any zone, across DST changes, 
   assert.equal(describeMoment(Date.parse('2026-12-07T00:05:00+13:00'), 'Pacific/Auckland'), 'Monday 7 December 2026 at 12:05am');
   assert.equal(describeMoment(Date.parse('2026-12-07T12:00:00+13:00'), 'Pacific/Auckland'), 'Monday 7 December 2026 at 12:00pm');
 });
+
+test('describeMoment keeps a minute\'s words only where the whole minute reads the same', () => {
+  // Runs of instants, as a run of charges makes: each step a few seconds on, through NZ's DST
+  // changes, Lord Howe's half-hour one and Samoa's skipped day.
+  const runs: Array<[string, string]> = [
+    ['2026-04-05T02:55:00+13:00', 'Pacific/Auckland'], ['2026-09-27T01:55:00+12:00', 'Pacific/Auckland'],
+    ['2026-04-05T01:55:00+11:00', 'Australia/Lord_Howe'], ['2011-12-29T23:50:00-10:00', 'Pacific/Apia'],
+    // Local mean time, an offset with seconds (+11:39:04): the local minute turns inside a UTC minute.
+    ['1850-06-01T00:00:00Z', 'Pacific/Auckland'],
+  ];
+  fc.assert(fc.property(fc.constantFrom(...runs), fc.array(fc.integer({ min: 0, max: 20_000 }), { minLength: 1, maxLength: 120 }), ([from, zone], steps) => {
+    let ms = Date.parse(from);
+    for (const step of steps) {
+      ms += step;
+      assert.equal(describeMoment(ms, zone), describedByLuxon(ms, zone), new Date(ms).toISOString());
+    }
+  }), { numRuns: 200 });
+  const lmt = Date.parse('1850-06-01T00:00:00Z');
+  for (let second = 0; second < 60; second++) assert.equal(describeMoment(lmt + second * 1000, 'Pacific/Auckland'), describedByLuxon(lmt + second * 1000, 'Pacific/Auckland'));
+});

@@ -1,4 +1,5 @@
 import { DateTime, FixedOffsetZone, IANAZone } from 'luxon';
+import { MINUTE_MS } from './time.ts';
 
 // Calendar arithmetic in a named time zone (the service's, Pacific/Auckland by default).
 // Luxon does the DST work; nothing here adds hours by hand. This is the one file that imports it:
@@ -84,15 +85,32 @@ function momentFormatOf(zone: string): Intl.DateTimeFormat {
   return format;
 }
 
+/** The words of one whole UTC minute in a zone, when every instant of it reads the same there. */
+type MinuteWords = { start: number; words: string };
+const lastMinute = new Map<string, MinuteWords>();
+
+function wordsOf(ms: number, zone: string): string {
+  const part: Partial<Record<Intl.DateTimeFormatPartTypes, string>> = {};
+  for (const { type, value } of momentFormatOf(zone).formatToParts(ms)) part[type] = value;
+  return `${part.weekday} ${part.day} ${part.month} ${part.year!.padStart(4, '0')} at ${part.hour}:${part.minute}${part.dayPeriod!.toLowerCase()}`;
+}
+
 /**
  * A moment as the payer reads it, for example "Monday 7 December 2026 at 10:00am". Read from the
  * platform's Intl parts rather than through Luxon, which works out the zone's offset and a
  * formatter per token on every call: every subscription receipt says when it was charged, and
- * this was 4% of a charge's CPU (docs/performance.md). zone.test.ts holds it to Luxon's
- * `cccc d LLLL yyyy 'at' h:mma`.
+ * this was 4% of a charge's CPU (docs/performance.md). The words of the last UTC minute are kept
+ * per zone, since a run of charges falls in the same minute; only for a minute whose first and
+ * last millisecond read the same, so a change of offset inside it (or an offset with seconds)
+ * is never papered over. zone.test.ts holds it to Luxon's `cccc d LLLL yyyy 'at' h:mma`.
  */
 export function describeMoment(ms: number, zone: string): string {
-  const part: Partial<Record<Intl.DateTimeFormatPartTypes, string>> = {};
-  for (const { type, value } of momentFormatOf(zone).formatToParts(ms)) part[type] = value;
-  return `${part.weekday} ${part.day} ${part.month} ${part.year!.padStart(4, '0')} at ${part.hour}:${part.minute}${part.dayPeriod!.toLowerCase()}`;
+  const start = ms - (((ms % MINUTE_MS) + MINUTE_MS) % MINUTE_MS);
+  const known = lastMinute.get(zone);
+  if (known && known.start === start) return known.words;
+  const words = wordsOf(start, zone);
+  if (words !== wordsOf(start + MINUTE_MS - 1, zone)) return wordsOf(ms, zone);
+  if (lastMinute.size >= 1000) lastMinute.clear();
+  lastMinute.set(zone, { start, words });
+  return words;
 }
