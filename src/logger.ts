@@ -1,4 +1,4 @@
-import pino, { type Logger, type LoggerOptions } from 'pino';
+import pino, { type Bindings, type ChildLoggerOptions, type Level, type Logger, type LoggerOptions } from 'pino';
 import pretty from 'pino-pretty';
 
 // JSON lines for anything that reads logs (a file, a pipe, a log shipper); readable lines for a
@@ -102,4 +102,103 @@ export function secretFreeLog(log: Logger): { info(fields: object, msg: string):
     info: write ? (fields, msg) => write({ ...fields, msg }) : (fields, msg) => log.info(fields, msg),
     warn: (fields, msg) => log.warn(fields, msg),
   };
+}
+
+/**
+ * A child logger made when a line is first written through it.
+ *
+ * Making a pino child serialises its bindings at once, through the service log's redaction:
+ * 2.5–5.5 µs (docs/performance.md), for a logger that most HTTP calls and job runs never write
+ * to (a call's access line is written apart; a job logs at debug). Here the bindings wait until a
+ * line needs them; the line is the same as the eager child's.
+ */
+class LazyChild {
+  readonly #parent: Logger;
+  readonly #bindings: Bindings;
+  #added: Bindings[] = [];
+  #made: Logger | null = null;
+
+  constructor(parent: Logger, bindings: Bindings) {
+    this.#parent = parent;
+    this.#bindings = bindings;
+  }
+
+  #logger(): Logger {
+    if (this.#made) return this.#made;
+    const made = this.#parent.child(this.#bindings);
+    for (const bindings of this.#added) made.setBindings(bindings);
+    return (this.#made = made);
+  }
+
+  get level(): string {
+    return this.#made ? this.#made.level : this.#parent.level;
+  }
+
+  set level(level: string) {
+    this.#logger().level = level;
+  }
+
+  get msgPrefix(): string | undefined {
+    return this.#parent.msgPrefix;
+  }
+
+  isLevelEnabled(level: string): boolean {
+    return (this.#made ?? this.#parent).isLevelEnabled(level);
+  }
+
+  bindings(): Bindings {
+    return this.#made ? this.#made.bindings() : Object.assign(this.#parent.bindings(), this.#bindings, ...this.#added);
+  }
+
+  /** Bindings added before the first line are added to the child when it is made, in their order. */
+  setBindings(bindings: Bindings): void {
+    if (this.#made) this.#made.setBindings(bindings);
+    else this.#added.push(bindings);
+  }
+
+  child(bindings: Bindings, options?: ChildLoggerOptions): Logger {
+    return this.#logger().child(bindings, options);
+  }
+
+  flush(callback?: (error?: Error) => void): void {
+    this.#parent.flush(callback);
+  }
+
+  fatal(...args: unknown[]): void {
+    this.#write('fatal', args);
+  }
+
+  error(...args: unknown[]): void {
+    this.#write('error', args);
+  }
+
+  warn(...args: unknown[]): void {
+    this.#write('warn', args);
+  }
+
+  info(...args: unknown[]): void {
+    this.#write('info', args);
+  }
+
+  debug(...args: unknown[]): void {
+    this.#write('debug', args);
+  }
+
+  trace(...args: unknown[]): void {
+    this.#write('trace', args);
+  }
+
+  silent(): void {}
+
+  #write(level: Level, args: unknown[]): void {
+    // A line below the level makes no child.
+    if (!this.isLevelEnabled(level)) return;
+    const logger = this.#logger() as unknown as Record<Level, (...line: unknown[]) => void>;
+    logger[level](...args);
+  }
+}
+
+/** A child of `parent` with `bindings`, made when a line is first written through it (see LazyChild). */
+export function lazyChild(parent: Logger, bindings: Bindings): Logger {
+  return new LazyChild(parent, bindings) as unknown as Logger;
 }

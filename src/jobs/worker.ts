@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { Logger } from 'pino';
+import { lazyChild } from '../logger.ts';
 import { inJsonArray, lockSkipLocked, relaxDurability, transaction, type Db } from '../store/db.ts';
 import { prepared, type Arg } from '../store/prepared.ts';
 import type { Database } from '../store/tables.ts';
@@ -176,7 +177,7 @@ export class Worker {
     const { db, log, kinds } = this.options;
     const kind = kinds.get(job.kind);
     const handler = kind?.handler;
-    const jobLog = log.child({ job_id: job.id, job_kind: job.kind });
+    const jobLog = lazyChild(log, { job_id: job.id, job_kind: job.kind });
     let finished = false;
     const mine = (trx: Kysely<Database>) => {
       finished = true;
