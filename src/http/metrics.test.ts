@@ -5,7 +5,6 @@ import { Histogram, Registry, type Metric } from 'prom-client';
 import { HTTP_DURATION_BUCKETS as BOUNDS, HttpDurations } from './metrics.ts';
 import { buildTestApp } from '../../test/helpers.ts';
 
-
 test('the duration histogram is written line for line as prom-client writes its own Histogram', async () => {
   const observation = fc.record({
     method: fc.constantFrom('GET', 'POST', 'DELETE'),
