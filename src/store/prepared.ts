@@ -139,21 +139,31 @@ export async function insertRow<T extends keyof Database & string>(
 
 type TableWithId = { [T in keyof Database & string]: Database[T] extends { id: string } ? T : never }[keyof Database & string];
 
-/** Sets the given columns of the row with this id, prepared per table and set of columns. */
+/**
+ * Sets the given columns of the row with this id, prepared per table and set of columns. With
+ * `onlyIf`, only while the row still holds those values (then `numAffectedRows` says whether it did).
+ */
 export async function updateById<T extends TableWithId>(
   db: Runner,
   table: T,
   id: string,
   changes: Partial<Database[T]>,
+  onlyIf: Partial<Database[T]> = {},
 ): Promise<QueryResult<never>> {
   const columns = Object.keys(changes).filter((column) => (changes as Record<string, unknown>)[column] !== undefined);
   if (columns.length === 0) return { rows: [] };
-  const plan = planFor(db, plansOfShape(`update ${table} ${columns.join(',')}`), (base, arg) =>
-    base
+  const guards = Object.keys(onlyIf);
+  const plan = planFor(db, plansOfShape(`update ${table} ${columns.join(',')} if ${guards.join(',')}`), (base, arg) => {
+    let update = base
       .updateTable(table as any)
       .set(Object.fromEntries(columns.map((column) => [column, arg(column)])) as any)
-      .where('id' as any, '=', arg('where id')));
-  return execute<never>(db, bind(plan, { ...(changes as Record<string, unknown>), 'where id': id }));
+      .where('id' as any, '=', arg('where id'));
+    for (const guard of guards) update = update.where(guard as any, '=', arg(`where ${guard}`));
+    return update;
+  });
+  const args: Record<string, unknown> = { ...(changes as Record<string, unknown>), 'where id': id };
+  for (const guard of guards) args[`where ${guard}`] = (onlyIf as Record<string, unknown>)[guard];
+  return execute<never>(db, bind(plan, args));
 }
 
 /** Whether an insert with `ignoreConflictOn` wrote its row. */

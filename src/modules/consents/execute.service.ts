@@ -7,7 +7,7 @@ import { transact } from '../../store/tx.ts';
 import type { Db } from '../../store/db.ts';
 import type { BankConnector, BankResult, BankPaymentOutcome } from '../banks/bank-connector.ts';
 import { connectorFor, creditorOf, remittanceOf } from '../payments/payments.banks.ts';
-import { clockIdOf, clockOf, createPaymentRow, executionsInFlight, findPaymentById, findPaymentByIdempotencyKey, lockPayment, presentPayment, setPaymentStatus, type PaymentRow } from '../payments/payments.service.ts';
+import { clockIdOf, clockOf, createPaymentRow, executionsInFlight, findPaymentById, findPaymentByIdempotencyKey, lockPayment, presentPayment, setPaymentStatus, setPaymentStatusIfUnmoved, type PaymentRow } from '../payments/payments.service.ts';
 import {
   findConsentById, lockConsent, lockConsentByTokenHash, updateConsent, type ConsentRow, type Owner,
 } from './consents.repo.ts';
@@ -127,7 +127,7 @@ async function reserve(
       fingerprint: input.fingerprint,
     }, now);
     await countReservation(trx, consent.id, input.amountCents, window, usage.period);
-    return { kind: 'new', consent, payment: { ...payment, bank_consent_id: consent.bank_consent_id } };
+    return { kind: 'new', consent, payment };
   });
 }
 
@@ -177,7 +177,7 @@ export function failureReasonOf(failure: { reason: string; limit?: string }): st
  * real time, or the merchant's test clock); returns the payment as recorded.
  */
 export async function submitAndRecord(deps: Deps, consent: ConsentRow, payment: PaymentRow, at: number, clock: Clock): Promise<PaymentRow> {
-  const settle = (outcome: Outcome, consentEnded: 'revoked' | 'expired' | null = null) => record(deps, payment.id, outcome, consentEnded, clock);
+  const settle = (outcome: Outcome, consentEnded: 'revoked' | 'expired' | null = null) => record(deps, payment, outcome, consentEnded, clock);
   const connector = connectorFor(deps, consent.bank_id, consent.mode);
   if (!connector) return settle({ status: 'failed', failure_reason: 'bank_unavailable' });
   const result = await submit(deps, connector, consent, payment, at);
@@ -203,11 +203,28 @@ type Outcome = {
   failure_reason?: string;
 };
 
-async function record(deps: Deps, paymentId: string, outcome: Outcome, consentEnded: 'revoked' | 'expired' | null, clock: Clock): Promise<PaymentRow> {
+async function record(deps: Deps, known: PaymentRow, outcome: Outcome, consentEnded: 'revoked' | 'expired' | null, clock: Clock): Promise<PaymentRow> {
+  const extra: Parameters<typeof setPaymentStatus>[4] = {};
+  if (outcome.bank_payment_id !== undefined) extra.bank_payment_id = outcome.bank_payment_id;
+  if (outcome.failure_reason !== undefined) extra.failure_reason = outcome.failure_reason;
+  const followUp = async (trx: Db, before: PaymentRow) => {
+    if (outcome.status === 'unconfirmed') await queueSettle(trx, deps, before, deps.clock.now() + SETTLE_AFTER_MS);
+    await followStatusChange(trx, before, outcome.status);
+  };
   return transact(deps.db, async (trx) => {
-    // Locked: the settle job may record the same payment's outcome at the same time.
-    const payment = (await lockPayment(trx, paymentId))!;
     const now = clock.now();
+    // The usual case, the payment as it was read before the bank was called: its status guards
+    // the update, so the row need not be read and locked first. Null when something (the settle
+    // job) moved it meanwhile; then, as when the consent is found over, the row is locked and read.
+    if (!consentEnded && !settledAlready(known, outcome)) {
+      const moved = await setPaymentStatusIfUnmoved(trx, known, outcome.status, now, extra);
+      if (moved) {
+        await followUp(trx, known);
+        return moved;
+      }
+    }
+    // Locked: the settle job may record the same payment's outcome at the same time.
+    const payment = (await lockPayment(trx, known.id))!;
     // Found revoked at the bank: no webhook (the payer did it there), the consent is simply over.
     if (consentEnded && payment.recurring_consent_id) {
       const consent = await lockConsent(trx, payment.recurring_consent_id);
@@ -218,15 +235,15 @@ async function record(deps: Deps, paymentId: string, outcome: Outcome, consentEn
         if (consentEnded === 'revoked') await noticeConsentRevoked(trx, consent, 'bank', now);
       }
     }
-    const settledAlready = payment.status === outcome.status || payment.status === 'successful' || payment.status === 'failed';
-    if (settledAlready) return payment;
-    const extra: Parameters<typeof setPaymentStatus>[4] = {};
-    if (outcome.bank_payment_id !== undefined) extra.bank_payment_id = outcome.bank_payment_id;
-    if (outcome.failure_reason !== undefined) extra.failure_reason = outcome.failure_reason;
-    if (outcome.status === 'unconfirmed') await queueSettle(trx, deps, payment, deps.clock.now() + SETTLE_AFTER_MS);
-    await followStatusChange(trx, payment, outcome.status);
+    if (settledAlready(payment, outcome)) return payment;
+    await followUp(trx, payment);
     return setPaymentStatus(trx, payment, outcome.status, now, extra);
   });
+}
+
+/** Whether recording `outcome` would change nothing: the payment has it already, or has settled. */
+function settledAlready(payment: PaymentRow, outcome: Outcome): boolean {
+  return payment.status === outcome.status || payment.status === 'successful' || payment.status === 'failed';
 }
 
 /** Queues the settle job of a payment at a real time (a no-op when it has one). */

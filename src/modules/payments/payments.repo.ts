@@ -45,6 +45,11 @@ export async function updatePayment(db: Db, id: string, changes: Partial<Payment
   await updateById(db, 'payments', id, changes);
 }
 
+/** Updates the payment only while it has `status`; whether it did. */
+export async function updatePaymentIfStatus(db: Db, id: string, status: string, changes: Partial<PaymentRow>): Promise<boolean> {
+  return Number((await updateById(db, 'payments', id, changes, { status })).numAffectedRows ?? 0) > 0;
+}
+
 /**
  * Payments under recurring consents still awaiting the bank's answer (reserved, not yet recorded),
  * oldest first: through the (status, updated_at) index.

@@ -10,7 +10,7 @@ import { custInfosOfPayments, findCustInfoOfPayment, paymentIdsByPayerEmail } fr
 import { emitEvent } from '../events/events.service.ts';
 import { getRequest } from '../requests/requests.service.ts';
 import { presentPayment } from './payments.present.ts';
-import { enduringPayerAccount, getPayment, insertPaymentIfParticularsFree, listPayments, paymentActivitySince, requestIdsByParticulars, searchPayments, updatePayment, type PaymentSearch } from './payments.repo.ts';
+import { enduringPayerAccount, getPayment, insertPaymentIfParticularsFree, listPayments, paymentActivitySince, requestIdsByParticulars, searchPayments, updatePayment, updatePaymentIfStatus, type PaymentSearch } from './payments.repo.ts';
 import { isFinal, newParticulars, PCR_CODE, settledCents, type FinalStatus } from './payments.rules.ts';
 import type { ListPaymentsQuery, ListRequestPaymentsQuery } from './payments.schemas.ts';
 import type { Ctx, Deps } from '../context.ts';
@@ -93,17 +93,26 @@ export function newAuthState(): string {
   return randomSecret(24);
 }
 
+type StatusExtra = Partial<Pick<PaymentRow, 'failure_reason' | 'bank_payment_id' | 'bank_consent_id'>>;
+
 /**
  * Moves a payment to a new status with payment.status_updated, in the caller's transaction (the
  * caller holds the row lock). Final statuses set completed_at.
  */
-export async function setPaymentStatus(
-  trx: Db,
-  payment: PaymentRow,
-  status: FinalStatus,
-  now: number,
-  extra: Partial<Pick<PaymentRow, 'failure_reason' | 'bank_payment_id' | 'bank_consent_id'>> = {},
-): Promise<PaymentRow> {
+export async function setPaymentStatus(trx: Db, payment: PaymentRow, status: FinalStatus, now: number, extra: StatusExtra = {}): Promise<PaymentRow> {
+  return (await moveStatus(trx, payment, status, now, extra, false))!;
+}
+
+/**
+ * setPaymentStatus without the row read and locked first: `payment` as the caller last read it,
+ * and the update guarded by its status, so it happens only if nothing moved the payment since (a
+ * payment's other columns change only with its status). Null, with nothing written, if something did.
+ */
+export async function setPaymentStatusIfUnmoved(trx: Db, payment: PaymentRow, status: FinalStatus, now: number, extra: StatusExtra = {}): Promise<PaymentRow | null> {
+  return moveStatus(trx, payment, status, now, extra, true);
+}
+
+async function moveStatus(trx: Db, payment: PaymentRow, status: FinalStatus, now: number, extra: StatusExtra, guarded: boolean): Promise<PaymentRow | null> {
   const changes: Partial<PaymentRow> = { status, updated_at: now, ...extra };
   if (isFinal(status)) changes.completed_at = now;
   const bankPaymentId = changes.bank_payment_id ?? payment.bank_payment_id;
@@ -117,7 +126,8 @@ export async function setPaymentStatus(
     if (kept) changes.payer_account_sealed = kept;
     else askTheBank = true;
   }
-  await updatePayment(trx, payment.id, changes);
+  if (!guarded) await updatePayment(trx, payment.id, changes);
+  else if (!(await updatePaymentIfStatus(trx, payment.id, payment.status, changes))) return null;
   if (askTheBank) {
     await enqueue(trx, { kind: PAYER_ACCOUNT_JOB, runAt: now, clockId: null, payload: { payment_id: payment.id }, dedupeKey: `${PAYER_ACCOUNT_JOB}:${payment.id}` }, now);
   }
