@@ -222,6 +222,9 @@ test('N parallel executions where only K fit: exactly K succeed', async (t) => {
   assert.ok(created.every((r) => r.body.payment.status === 'successful'));
   assert.ok(refused.every((r) => r.body.code === 'payment_rejected.max_per_period'));
   assert.equal((await paymentsOf(h, consent.id)).length, 10);
+  // A refused execution is rolled back whole: no payment, no payment.created.
+  const createdEvents = (await h.api.get('/v1/events?type=payment.created&limit=100')).body.events;
+  assert.deepEqual(new Set(createdEvents.map((e: any) => e.data.id)), new Set(created.map((r) => r.body.payment.id)));
 });
 
 test('idempotency: replay returns the original with 200, other parameters are a 409, concurrent duplicates charge once', async (t) => {

@@ -1,6 +1,6 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
 import { notFound } from '../../shared/errors.ts';
-import { lockForUpdate } from '../../store/db.ts';
+import { engineOf, lockForUpdate } from '../../store/db.ts';
 import { prepared } from '../../store/prepared.ts';
 import type { Database } from '../../store/tables.ts';
 import { notSealed } from '../../store/seal-at-rest.ts';
@@ -34,13 +34,13 @@ export async function findConsentById(db: Db, id: string): Promise<ConsentRow | 
   return db.selectFrom('recurring_consents').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
-const lockConsentByTokenHashQuery = prepared<{ tokenHash: string; userId: string; mode: Mode }, ConsentRow>((db, arg) =>
-  lockForUpdate(db, db.selectFrom('recurring_consents').selectAll().where('token_hash', '=', arg('tokenHash'))
-    .where('user_id', '=', arg('userId')).where('mode', '=', arg('mode'))));
+const findConsentByTokenHashQuery = prepared<{ tokenHash: string; userId: string; mode: Mode }, ConsentRow>((db, arg) =>
+  db.selectFrom('recurring_consents').selectAll().where('token_hash', '=', arg('tokenHash'))
+    .where('user_id', '=', arg('userId')).where('mode', '=', arg('mode')));
 
-/** The owner's consent with this token, locked for the caller's transaction. */
-export async function lockConsentByTokenHash(db: Db, owner: Owner, tokenHash: string): Promise<ConsentRow | undefined> {
-  return lockConsentByTokenHashQuery.first(db, { tokenHash, userId: owner.userId, mode: owner.mode });
+/** The owner's consent with this token, not locked. */
+export async function findConsentByTokenHash(db: Db, owner: Owner, tokenHash: string): Promise<ConsentRow | undefined> {
+  return findConsentByTokenHashQuery.first(db, { tokenHash, userId: owner.userId, mode: owner.mode });
 }
 
 export async function findConsentOfRequest(db: Db, requestId: string): Promise<ConsentRow | undefined> {
@@ -52,6 +52,16 @@ const lockConsentQuery = prepared<{ id: string }, ConsentRow>((db, arg) =>
 
 export async function lockConsent(db: Db, id: string): Promise<ConsentRow | undefined> {
   return lockConsentQuery.first(db, { id });
+}
+
+/**
+ * `consent`, read earlier in this transaction, locked from now to the transaction's end: read
+ * again FOR UPDATE on PostgreSQL. On SQLite a transaction has the process's one connection to itself
+ * from its first statement to its last, and the service is the database's one writing process
+ * (store/db.ts, lockForUpdate): the row it read is the row as it stands, and is not read twice.
+ */
+export async function lockConsentAsRead(db: Db, consent: ConsentRow): Promise<ConsentRow | undefined> {
+  return engineOf(db) === 'postgres' ? lockConsent(db, consent.id) : consent;
 }
 
 export async function updateConsent(db: Db, id: string, changes: Partial<ConsentRow>): Promise<void> {

@@ -9,7 +9,7 @@ import type { BankConnector, BankResult, BankPaymentOutcome } from '../banks/ban
 import { connectorFor, creditorOf, remittanceOf } from '../payments/payments.banks.ts';
 import { clockIdOf, clockOf, createPaymentRow, executionsInFlight, findPaymentById, findPaymentByIdempotencyKey, lockPayment, presentPayment, setPaymentStatus, setPaymentStatusIfUnmoved, type PaymentRow } from '../payments/payments.service.ts';
 import {
-  findConsentById, lockConsent, lockConsentByTokenHash, updateConsent, type ConsentRow, type Owner,
+  findConsentById, findConsentByTokenHash, lockConsent, lockConsentAsRead, updateConsent, type ConsentRow, type Owner,
 } from './consents.repo.ts';
 import {
   consentNotActiveError, consentRevokedError, effectiveConsentStatus, executionFingerprint, hashConsentToken, limitRefusalError, limitsOf,
@@ -26,11 +26,14 @@ import type { Ctx, Deps } from '../context.ts';
 //
 // 1. Idempotency (docs/api-conventions.md): the key is unique per merchant and mode in the payments table,
 //    bound to a fingerprint of the parameters. Same key and parameters: the first payment (200),
-//    waiting for it if it is still being executed; other parameters: 409.
-// 2. Reserve, in one transaction with the consent row locked: status, usage in the current calendar
-//    period and in total (successful, unconfirmed and in-flight payments count; read from the
-//    consent's counters, usage.service.ts), checkLimits, the in-flight payment row, and the
-//    counters moved by it. Concurrent executions queue on the lock, so no limit is overrun.
+//    waiting for it if it is still being executed; other parameters: 409. Two executions racing
+//    with one key are decided by that unique index: the loser's insert fails, and it answers as
+//    the winner did.
+// 2. Reserve, in one transaction: the in-flight payment row, then, with the consent row locked,
+//    status, usage in the current calendar period and in total (successful, unconfirmed and
+//    in-flight payments count; read from the consent's counters, usage.service.ts), checkLimits,
+//    and the counters moved by the payment. Concurrent executions queue on the lock, so no limit is
+//    overrun; a refused one rolls its payment back.
 // 3. Commit, then call the bank (never inside a transaction), with the payment id as the bank's
 //    x-idempotency-key: a retry after a crash cannot charge twice.
 // 4. Record the outcome and payment.status_updated in one transaction; a failed payment stops
@@ -67,7 +70,7 @@ export async function executePayment(ctx: Ctx, body: ExecutePaymentBody): Promis
   try {
     reserved = await reserve(ctx, tokenHash, { amountCents, fingerprint, body });
   } catch (error) {
-    // The same key raced in through another consent: the unique index decided; answer as the winner did.
+    // The same key raced in, on this consent or another: the unique index decided; answer as the winner did.
     if (!(error instanceof AppError) && isUniqueViolation(error)) {
       const winner = await findPaymentByIdempotencyKey(ctx.db, owner, body.idempotency_key);
       if (winner) return replay(ctx.deps, winner, fingerprint);
@@ -99,36 +102,47 @@ async function reserve(
 ): Promise<Reservation> {
   const zone = ctx.deps.config.serviceTimeZone;
   return transact(ctx.db, async (trx) => {
-    const consent = await lockConsentByTokenHash(trx, ownerOf(ctx), tokenHash);
-    if (!consent) return { kind: 'unknown-token' };
-    // Under the lock: a concurrent duplicate has committed by the time this one gets the consent.
+    const found = await findConsentByTokenHash(trx, ownerOf(ctx), tokenHash);
+    if (!found) return { kind: 'unknown-token' };
     const earlier = await findPaymentByIdempotencyKey(trx, ownerOf(ctx), input.body.idempotency_key);
     if (earlier) return { kind: 'earlier', payment: earlier };
 
     const now = ctx.clock.now();
-    const status = effectiveConsentStatus(consent, now);
-    if (status === 'revoked') throw consentRevokedError();
-    const limits = limitsOf(consent);
-    if (status !== 'active' && status !== 'expired') throw consentNotActiveError(status);
-    const window = periodWindow(limits.period, now, zone);
-    const usage = await usageOf(trx, consent, window);
-    const check = checkLimits(limits, usage, input.amountCents, now, zone);
-    if (!check.ok) throw limitRefusalError(check, limits.period, input.amountCents);
-
+    // A consent that has ended is refused before anything is written; the locked row decides below.
+    refuseUnlessExecutable(found, now);
     const payment = await createPaymentRow(trx, {
-      request: { id: consent.request_id, user_id: consent.user_id, mode: consent.mode, merchant_identifier: consent.merchant_identifier, reference: consent.reference },
+      request: { id: found.request_id, user_id: found.user_id, mode: found.mode, merchant_identifier: found.merchant_identifier, reference: found.reference },
       amountCents: input.amountCents,
-      bankId: consent.bank_id,
+      bankId: found.bank_id,
       channel: 'api',
       reference: input.body.reference,
       merchantIdentifier: input.body.merchant_identifier,
-      recurringConsentId: consent.id,
+      recurringConsentId: found.id,
       idempotencyKey: input.body.idempotency_key,
       fingerprint: input.fingerprint,
     }, now);
+
+    // Locked only now, for the check and the counters: executions on one consent queue on this
+    // lock, and on PostgreSQL each statement under it is a round trip they all wait for. A refusal
+    // rolls the payment back with everything else.
+    const consent = await lockConsentAsRead(trx, found);
+    if (!consent) throw notFound('recurring_consent');
+    if (consent !== found) refuseUnlessExecutable(consent, now);
+    const limits = limitsOf(consent);
+    const window = periodWindow(limits.period, now, zone);
+    const usage = await usageOf(trx, consent, window, payment.id);
+    const check = checkLimits(limits, usage, input.amountCents, now, zone);
+    if (!check.ok) throw limitRefusalError(check, limits.period, input.amountCents);
     await countReservation(trx, consent.id, input.amountCents, window, usage.period);
     return { kind: 'new', consent, payment };
   });
+}
+
+/** Throws unless the consent can be executed at `now` as far as its status goes (limits aside). */
+function refuseUnlessExecutable(consent: ConsentRow, now: number): void {
+  const status = effectiveConsentStatus(consent, now);
+  if (status === 'revoked') throw consentRevokedError();
+  if (status !== 'active' && status !== 'expired') throw consentNotActiveError(status);
 }
 
 function isUniqueViolation(error: unknown): boolean {

@@ -20,11 +20,12 @@ type Db = Kysely<Database>;
 /**
  * Usage for the calendar `window`: totals from the counters; the period from the counters when
  * they hold this window, otherwise summed from that window's payments (once per new window, as
- * the next reservation stores it).
+ * the next reservation stores it). `reserving` is the payment being reserved, written already but
+ * not counted yet: the sum leaves it out, as the counters do.
  */
-export async function usageOf(db: Db, consent: ConsentRow, window: Window): Promise<UsageAggregate> {
+export async function usageOf(db: Db, consent: ConsentRow, window: Window, reserving?: string): Promise<UsageAggregate> {
   const total = totalUsageOf(consent);
-  const period = periodUsageOf(consent, window) ?? (await sumPaymentsOfConsent(db, consent.id, window, COUNTED_STATUSES));
+  const period = periodUsageOf(consent, window) ?? (await sumPaymentsOfConsent(db, consent.id, window, COUNTED_STATUSES, reserving));
   return { total, period };
 }
 

@@ -101,13 +101,15 @@ export async function listPayments(db: Db, owner: Owner, filters: PaymentFilters
  * Amount and count of a recurring consent's payments with one of `statuses`, created inside
  * [start, end). The index on (recurring_consent_id, created_at) limits the scan to that window.
  */
-export async function sumPaymentsOfConsent(db: Db, consentId: string, window: { start: number; end: number }, statuses: readonly string[]) {
-  const row = await db
+export async function sumPaymentsOfConsent(db: Db, consentId: string, window: { start: number; end: number }, statuses: readonly string[], exceptPaymentId?: string) {
+  let query = db
     .selectFrom('payments')
     .where('recurring_consent_id', '=', consentId)
     .where('created_at', '>=', window.start)
     .where('created_at', '<', window.end)
-    .where('status', 'in', statuses)
+    .where('status', 'in', statuses);
+  if (exceptPaymentId !== undefined) query = query.where('id', '!=', exceptPaymentId);
+  const row = await query
     .select([sql<number>`coalesce(sum(amount_cents), 0)`.as('cents'), sql<number>`count(*)`.as('count')])
     .executeTakeFirstOrThrow();
   return { amount_cents: Number(row.cents), count: Number(row.count) };
