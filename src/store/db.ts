@@ -198,9 +198,11 @@ export function inJsonArray(db: Kysely<any>, column: string, valuesJson: string)
 }
 
 /**
- * Inside a transaction whose writes may be lost in a crash without harm (claiming a job's lease),
- * lets the caller go on before the commit reaches the disk. On PostgreSQL a commit is a round trip
- * with its own fsync and this does nothing.
+ * Inside a transaction whose own writes may be lost in a crash without harm (claiming a job's
+ * lease), lets the caller go on before those writes reach the disk. What the transaction read
+ * before this call (the jobs it claims, which other units may have queued a moment ago) it still
+ * answers only once durable: a job never runs, nor sends anything, before the row that asked for
+ * it is on disk. On PostgreSQL a commit is a round trip with its own fsync and this does nothing.
  */
 export async function relaxDurability(trx: Kysely<any>): Promise<void> {
   if (engineOf(trx) !== 'sqlite') return;

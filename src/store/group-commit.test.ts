@@ -249,6 +249,55 @@ test('no caller is released before the WAL fsync covering what it wrote or read;
   assert.equal(early.length, 1);
 });
 
+test('a relaxed unit (a job claim) is answered once the rows it read are durable, never waiting for its own writes', async (t) => {
+  const { db, held } = await heldDatabase(t);
+  /** Reads every item (the due jobs), relaxes, then writes one (the lease); answers with the ids read. */
+  const claim = (lease: number) => transact(db, async (trx: any) => {
+    const rows = await trx.selectFrom('items').select('id').execute();
+    await relaxDurability(trx);
+    await trx.insertInto('items').values({ id: lease }).execute();
+    return rows.map((row: { id: number }) => row.id);
+  });
+
+  // Nothing pending: answered at once, while the lease's own fsync is still held.
+  const quiet = settledFlag(claim(100));
+  await until(() => quiet.settled);
+  await turns();
+  assert.equal(held.calls.length, 2, "the lease's batch asked for its fsync");
+  assert.equal(held.calls[1]!.finished, false, 'and the claim did not wait for it');
+  held.calls[1]!.finish();
+  await until(() => held.calls.length === 2 && held.calls[1]!.finished);
+  await turns();
+
+  // A job queued a moment ago, its commit's fsync held: the claim that reads it is not answered
+  // (so the job does not run, its webhook or email does not leave) before that row is durable.
+  const queued = settledFlag(transact(db, (trx: any) => trx.insertInto('items').values({ id: 1 }).execute()));
+  await until(() => held.calls.length === 3);
+  let read: number[] = [];
+  const afterCommit = settledFlag(claim(101).then((ids) => (read = ids)));
+  await turns();
+  assert.equal(afterCommit.settled, false, 'not answered before the fsync of the row it read');
+  held.calls[2]!.finish();
+  await until(() => queued.settled && afterCommit.settled);
+  assert.deepEqual(read.sort((a, b) => a - b), [1, 100]);
+  await until(() => held.calls.length === 4);
+  assert.equal(held.calls[3]!.finished, false, "answered without its own lease's fsync");
+  held.calls[3]!.finish();
+  await until(() => held.calls[3]!.finished);
+  await turns();
+
+  // A job written in the batch still open (not committed yet): the claim joins that batch and is
+  // answered with it, after its fsync.
+  const same = settledFlag(transact(db, (trx: any) => trx.insertInto('items').values({ id: 2 }).execute()));
+  const inBatch = settledFlag(claim(102));
+  await until(() => held.calls.length === 5);
+  await turns();
+  assert.deepEqual([same.settled, inBatch.settled], [false, false], 'neither before the batch is durable');
+  held.calls[4]!.finish();
+  await until(() => same.settled && inBatch.settled);
+  assert.equal(inBatch.error, undefined);
+});
+
 test('a write with RETURNING is part of its unit: answered once durable, and undone with a failed transaction', async (t) => {
   const { db, held } = await heldDatabase(t);
   const returned = settledFlag(db.insertInto('items').values({ id: 1 }).returning('id').execute());

@@ -255,6 +255,9 @@ class GroupCommitDriver implements Driver {
   run(sql: string, parameters: Params, connection: UnitConnection): QueryResult<any> {
     if (sql === RELAXED_DURABILITY_MARKER) {
       connection.relaxed = true;
+      // What the unit has read so far may be other units' writes still waiting for their fsync (a
+      // job queued a moment ago): its caller must not act on them before they are durable.
+      connection.readBeforeRelaxed = this.outerOpen && this.batch ? this.batch.promise : this.syncer.settled();
       return { rows: [] };
     }
     const entry = this.prepare(sql);
@@ -372,7 +375,10 @@ class GroupCommitDriver implements Driver {
     if (seen && this.outerOpen) this.scheduleCommit();
     this.unlock();
     if (unit.relaxed) {
-      if (batch) this.scheduleCommit();
+      if (batch || this.outerOpen) this.scheduleCommit();
+      const read = unit.readBeforeRelaxed;
+      unit.readBeforeRelaxed = null;
+      if (read) await read;
       return;
     }
     if (batch) {
@@ -441,8 +447,12 @@ class GroupCommitDriver implements Driver {
 
 class UnitConnection implements DatabaseConnection {
   dirty = false;
-  /** The unit's writes may be lost in a crash (a job lease): its caller need not wait for the fsync. */
+  /**
+   * The unit's own writes may be lost in a crash (a job lease): its caller waits only for the
+   * durability of what the unit had read when it said so (readBeforeRelaxed), not for its writes'.
+   */
   relaxed = false;
+  readBeforeRelaxed: Promise<void> | null = null;
   inTransaction = false;
   savepoint: string | null = null;
   private readonly driver: GroupCommitDriver;
