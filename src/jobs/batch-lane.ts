@@ -210,11 +210,12 @@ export class BatchLane<P, W, O> {
    */
   private async claim(room: number): Promise<{ scanned: number; work: Array<{ job: LaneJob<P>; work: W }> }> {
     const now = this.clock.now();
-    return transact(this.db, async (trx) => {
+    let ready: Promise<void> | null = null;
+    const claimed = await transact(this.db, async (trx) => {
       const due = await dueJobsQuery.all(trx, { kind: this.spec.kind, now, room });
       if (due.length === 0) return { scanned: 0, work: [] };
       // A lease lost in a crash only lets the job be claimed again (at least once).
-      await relaxDurability(trx);
+      ({ ready } = await relaxDurability(trx));
 
       const take: Array<{ jobId: string; key: string; payload: P }> = [];
       const later = new Map<string, string[]>();
@@ -246,6 +247,9 @@ export class BatchLane<P, W, O> {
       const loaded = await this.spec.load(trx, jobs);
       return { scanned: due.length, work: jobs.map((job, i) => ({ job, work: loaded[i] })) };
     });
+    // Nothing starts before the jobs it read, and what they carry, are on disk.
+    if (ready) await ready;
+    return claimed;
   }
 
   /** A claimed job counts against the caps (and has its lease renewed) from its claim on. */

@@ -1,8 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Kysely } from 'kysely';
 import pino from 'pino';
 import { freshDb, stoppedBeforeRelease } from '../../test/helpers.ts';
 import { migrateToLatest } from '../store/migrate.ts';
+import { nodeSqliteDialect, openSqlite, type FileSync } from '../store/sqlite-dialect.ts';
+import type { Database } from '../store/tables.ts';
 import { transact } from '../store/tx.ts';
 import { enqueue } from './queue.ts';
 import { Worker } from './worker.ts';
@@ -54,4 +60,42 @@ test('stopping waits for a claim under way and the jobs it took, so none runs af
   assert.equal(await stoppedBeforeRelease(() => worker.stop(), held.resolve), false, 'stop waits while a claim is under way');
   assert.deepEqual(ran, ['plain'], 'the claimed job ran before stop returned');
   assert.equal((await db.selectFrom('jobs').select('id').execute()).length, 0, 'and was finished');
+});
+
+test('on SQLite a claimed job runs only once the commit that queued it is on disk', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-worker-'));
+  const file = path.join(dir, 'db.sqlite');
+  // The WAL's fsyncs, held while `holding` is true, to see who waits for them.
+  let holding = false;
+  const heldSyncs: Array<() => void> = [];
+  const fsync: FileSync = (fd, done) => {
+    const go = () => fs.fsync(fd, done);
+    if (holding) heldSyncs.push(go);
+    else go();
+  };
+  const db = new Kysely<Database>({ dialect: nodeSqliteDialect(openSqlite(file), file, fsync) });
+  const ran: string[] = [];
+  const worker = new Worker({ db, log: pino({ level: 'silent' }), pollMs: 5, kinds: new Map([['send', { handler: async (payload: { id: string }) => void ran.push(payload.id) }]]) });
+  t.after(async () => {
+    holding = false;
+    heldSyncs.splice(0).forEach((go) => go());
+    await worker.stop();
+    await db.destroy();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  await migrateToLatest(db);
+  worker.start();
+
+  holding = true;
+  const queued = transact(db, (trx) => enqueue(trx, { kind: 'send', runAt: 0, payload: { id: 'first' } }));
+  // The worker polls every 5 ms: it finds the job committed, and leases it, while its fsync is held.
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  assert.equal(heldSyncs.length, 1, "the job's commit waits for its fsync");
+  assert.deepEqual(ran, [], 'not run while the commit that queued it is not on disk');
+  holding = false;
+  heldSyncs.splice(0).forEach((go) => go());
+  await queued;
+  const until = Date.now() + 5_000;
+  while (ran.length === 0 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 5));
+  assert.deepEqual(ran, ['first']);
 });

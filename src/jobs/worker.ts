@@ -124,9 +124,10 @@ export class Worker {
     try {
       const room = this.options.concurrency - this.inFlight.size;
       if (room > 0) {
-        const jobs = await this.claim(room);
+        const { jobs, ready } = await this.lease(room);
         claimedAny = jobs.length === room;
-        for (const job of jobs) this.track(this.run(job));
+        // The next claim need not wait while these wait for the durability of what they read.
+        for (const job of jobs) this.track(ready ? this.runOnceDurable(job, ready) : this.run(job));
       }
     } catch (error) {
       this.options.log.error({ err: error }, 'job claim failed');
@@ -151,17 +152,43 @@ export class Worker {
     });
   }
 
-  /** Claims due jobs with a lease; on PostgreSQL several processes can claim side by side. */
+  /**
+   * Claims due jobs with a lease, ready to run; on PostgreSQL several processes can claim side by
+   * side.
+   */
   async claim(limit: number, clockId?: string): Promise<ClaimedJob[]> {
+    const { jobs, ready } = await this.lease(limit, clockId);
+    if (ready) await ready;
+    return jobs;
+  }
+
+  /** A job claimed by `lease` runs once the rows it was read from are durable; never if their commit failed. */
+  private async runOnceDurable(job: ClaimedJob, ready: Promise<void>): Promise<void> {
+    try {
+      await ready;
+    } catch (error) {
+      // Its lease went with the failed commit: the job, if it exists, is claimed again.
+      this.options.log.error({ err: error, job_id: job.id, job_kind: job.kind }, 'claimed job not run: the commit it was read from failed');
+      return;
+    }
+    await this.run(job);
+  }
+
+  /**
+   * Due jobs with their leases taken, and `ready` (store/db.ts, relaxDurability): the leases need
+   * not reach the disk, but the jobs must not run before the rows they were read from have.
+   */
+  private async lease(limit: number, clockId?: string): Promise<{ jobs: ClaimedJob[]; ready: Promise<void> | null }> {
     const { db, leaseMs } = this.options;
     const now = this.options.realClock.now();
-    return transaction(db, async (trx) => {
+    let ready: Promise<void> | null = null;
+    const jobs = await transaction(db, async (trx) => {
       const due = clockId === undefined
         ? await dueJobsQuery.all(trx, { now, limit })
         : await dueJobsOfClockQuery.all(trx, { now, limit, clockId });
       if (due.length === 0) return [];
       // A lease lost in a crash only lets the job be claimed again, which handlers allow for.
-      await relaxDurability(trx);
+      ({ ready } = await relaxDurability(trx));
       const ids = JSON.stringify(due.map((row) => row.id));
       const rows = await leaseJobsQuery.all(trx, { ids, owner: this.id, until: now + leaseMs });
       // The test clocks' offsets, read once for the batch rather than once per job.
@@ -171,6 +198,7 @@ export class Worker {
         .map((row) => ({ ...row, clock_offset_ms: row.clock_id ? (offsets.get(row.clock_id) ?? 0) : 0 }))
         .sort((a, b) => a.run_at - b.run_at) as ClaimedJob[];
     });
+    return { jobs, ready };
   }
 
   async run(job: ClaimedJob): Promise<void> {

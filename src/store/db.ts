@@ -199,16 +199,18 @@ export function inJsonArray(db: Kysely<any>, column: string, valuesJson: string)
 
 /**
  * Inside a transaction whose own writes may be lost in a crash without harm (claiming a job's
- * lease), lets the caller go on before those writes reach the disk. What the transaction read
- * before this call (the jobs it claims, which other units may have queued a moment ago) it still
- * answers only once durable: a job never runs, nor sends anything, before the row that asked for
- * it is on disk. On PostgreSQL a commit is a round trip with its own fsync and this does nothing.
+ * lease), lets the transaction's caller go on before those writes reach the disk. What the
+ * transaction read before this call (the jobs it claims, which other transactions may have queued
+ * a moment ago) may not be on disk yet: `ready` settles once it is, and the caller must wait for it
+ * before acting on what it read (running a job, sending its webhook or email). It rejects if that
+ * commit failed. Null when nothing needs waiting for, and always on PostgreSQL, where a commit is a
+ * round trip with its own fsync.
  */
-export async function relaxDurability(trx: Kysely<any>): Promise<void> {
-  if (engineOf(trx) !== 'sqlite') return;
+export async function relaxDurability(trx: Kysely<any>): Promise<{ ready: Promise<void> | null }> {
+  if (engineOf(trx) !== 'sqlite') return { ready: null };
   const runner = unitRunnerOf(trx);
-  if (runner) runner(RELAXED_DURABILITY_MARKER, []);
-  else await sql.raw(RELAXED_DURABILITY_MARKER).execute(trx);
+  const result = runner ? runner(RELAXED_DURABILITY_MARKER, []) : await sql.raw(RELAXED_DURABILITY_MARKER).execute(trx);
+  return { ready: (result.rows[0] as { ready?: Promise<void> | null } | undefined)?.ready ?? null };
 }
 
 export async function checkDb(db: Db): Promise<void> {

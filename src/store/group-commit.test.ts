@@ -249,53 +249,53 @@ test('no caller is released before the WAL fsync covering what it wrote or read;
   assert.equal(early.length, 1);
 });
 
-test('a relaxed unit (a job claim) is answered once the rows it read are durable, never waiting for its own writes', async (t) => {
+test("a relaxed unit (a job claim) is answered without its own writes' fsync, and says when the rows it read are durable", async (t) => {
   const { db, held } = await heldDatabase(t);
-  /** Reads every item (the due jobs), relaxes, then writes one (the lease); answers with the ids read. */
+  /** Reads every item (the due jobs), relaxes, then writes one (the lease). */
   const claim = (lease: number) => transact(db, async (trx: any) => {
     const rows = await trx.selectFrom('items').select('id').execute();
-    await relaxDurability(trx);
+    const { ready } = await relaxDurability(trx);
     await trx.insertInto('items').values({ id: lease }).execute();
-    return rows.map((row: { id: number }) => row.id);
+    return { ids: rows.map((row: { id: number }) => row.id as number), ready };
   });
 
-  // Nothing pending: answered at once, while the lease's own fsync is still held.
-  const quiet = settledFlag(claim(100));
-  await until(() => quiet.settled);
-  await turns();
-  assert.equal(held.calls.length, 2, "the lease's batch asked for its fsync");
-  assert.equal(held.calls[1]!.finished, false, 'and the claim did not wait for it');
+  // Nothing pending: nothing to wait for, and the lease's own fsync is not waited for either.
+  const quiet = await claim(100);
+  assert.equal(quiet.ready, null);
+  await until(() => held.calls.length === 2);
+  assert.equal(held.calls[1]!.finished, false, "the lease's fsync is still held");
   held.calls[1]!.finish();
-  await until(() => held.calls.length === 2 && held.calls[1]!.finished);
+  await until(() => held.calls[1]!.finished);
   await turns();
 
-  // A job queued a moment ago, its commit's fsync held: the claim that reads it is not answered
-  // (so the job does not run, its webhook or email does not leave) before that row is durable.
+  // A job queued a moment ago, its commit's fsync held: the claim is answered, but its `ready`
+  // (what the worker waits for before running the job, and sending its webhook or email) only
+  // once that row is durable.
   const queued = settledFlag(transact(db, (trx: any) => trx.insertInto('items').values({ id: 1 }).execute()));
   await until(() => held.calls.length === 3);
-  let read: number[] = [];
-  const afterCommit = settledFlag(claim(101).then((ids) => (read = ids)));
+  const afterCommit = await claim(101);
+  assert.deepEqual(afterCommit.ids.sort((a: number, b: number) => a - b), [1, 100]);
+  const ready = settledFlag(afterCommit.ready!);
   await turns();
-  assert.equal(afterCommit.settled, false, 'not answered before the fsync of the row it read');
+  assert.equal(ready.settled, false, 'not ready before the fsync of the row it read');
   held.calls[2]!.finish();
-  await until(() => queued.settled && afterCommit.settled);
-  assert.deepEqual(read.sort((a, b) => a - b), [1, 100]);
+  await until(() => queued.settled && ready.settled);
+  assert.equal(ready.error, undefined);
   await until(() => held.calls.length === 4);
-  assert.equal(held.calls[3]!.finished, false, "answered without its own lease's fsync");
   held.calls[3]!.finish();
   await until(() => held.calls[3]!.finished);
   await turns();
 
-  // A job written in the batch still open (not committed yet): the claim joins that batch and is
-  // answered with it, after its fsync.
+  // A job written in the batch still open: ready with that batch's fsync; and a failed one rejects.
   const same = settledFlag(transact(db, (trx: any) => trx.insertInto('items').values({ id: 2 }).execute()));
-  const inBatch = settledFlag(claim(102));
+  const inBatch = await claim(102);
+  const inBatchReady = settledFlag(inBatch.ready!);
   await until(() => held.calls.length === 5);
   await turns();
-  assert.deepEqual([same.settled, inBatch.settled], [false, false], 'neither before the batch is durable');
-  held.calls[4]!.finish();
-  await until(() => same.settled && inBatch.settled);
-  assert.equal(inBatch.error, undefined);
+  assert.deepEqual([same.settled, inBatchReady.settled], [false, false], 'neither before the batch is durable');
+  held.calls[4]!.finish(new Error('EIO: i/o error, fsync'));
+  await until(() => same.settled && inBatchReady.settled);
+  assert.match(String(inBatchReady.error), /EIO/, 'a job read from a batch that failed is never ready');
 });
 
 test('a write with RETURNING is part of its unit: answered once durable, and undone with a failed transaction', async (t) => {

@@ -256,9 +256,10 @@ class GroupCommitDriver implements Driver {
     if (sql === RELAXED_DURABILITY_MARKER) {
       connection.relaxed = true;
       // What the unit has read so far may be other units' writes still waiting for their fsync (a
-      // job queued a moment ago): its caller must not act on them before they are durable.
-      connection.readBeforeRelaxed = this.outerOpen && this.batch ? this.batch.promise : this.syncer.settled();
-      return { rows: [] };
+      // job queued a moment ago): handed to the caller, which must not act on them before then.
+      const ready = this.outerOpen && this.batch ? this.batch.promise : this.syncer.settled();
+      if (ready && this.outerOpen) this.scheduleCommit();
+      return { rows: [{ ready }] };
     }
     const entry = this.prepare(sql);
     const { statement, reader, write } = entry;
@@ -375,10 +376,7 @@ class GroupCommitDriver implements Driver {
     if (seen && this.outerOpen) this.scheduleCommit();
     this.unlock();
     if (unit.relaxed) {
-      if (batch || this.outerOpen) this.scheduleCommit();
-      const read = unit.readBeforeRelaxed;
-      unit.readBeforeRelaxed = null;
-      if (read) await read;
+      if (batch) this.scheduleCommit();
       return;
     }
     if (batch) {
@@ -448,11 +446,10 @@ class GroupCommitDriver implements Driver {
 class UnitConnection implements DatabaseConnection {
   dirty = false;
   /**
-   * The unit's own writes may be lost in a crash (a job lease): its caller waits only for the
-   * durability of what the unit had read when it said so (readBeforeRelaxed), not for its writes'.
+   * The unit's own writes may be lost in a crash (a job lease): its caller is answered without
+   * waiting for their fsync, and waits itself for what the unit read (store/db.ts, relaxDurability).
    */
   relaxed = false;
-  readBeforeRelaxed: Promise<void> | null = null;
   inTransaction = false;
   savepoint: string | null = null;
   private readonly driver: GroupCommitDriver;
