@@ -127,7 +127,8 @@ export class Worker {
         const { jobs, ready } = await this.lease(room);
         claimedAny = jobs.length === room;
         // The next claim need not wait while these wait for the durability of what they read.
-        for (const job of jobs) this.track(ready ? this.runOnceDurable(job, ready) : this.run(job));
+        const durable = ready ? this.durabilityOf(ready, jobs.length) : null;
+        for (const job of jobs) this.track(durable ? durable.then((ok) => (ok ? this.run(job) : undefined)) : this.run(job));
       }
     } catch (error) {
       this.options.log.error({ err: error }, 'job claim failed');
@@ -162,16 +163,19 @@ export class Worker {
     return jobs;
   }
 
-  /** A job claimed by `lease` runs once the rows it was read from are durable; never if their commit failed. */
-  private async runOnceDurable(job: ClaimedJob, ready: Promise<void>): Promise<void> {
-    try {
-      await ready;
-    } catch (error) {
-      // Its lease went with the failed commit: the job, if it exists, is claimed again.
-      this.options.log.error({ err: error, job_id: job.id, job_kind: job.kind }, 'claimed job not run: the commit it was read from failed');
-      return;
-    }
-    await this.run(job);
+  /**
+   * Whether the rows a claim read became durable: jobs claimed by `lease` run once they are, never
+   * if their commit failed. Settles either way, so a failed commit is logged once per claim.
+   */
+  private durabilityOf(ready: Promise<void>, count: number): Promise<boolean> {
+    return ready.then(
+      () => true,
+      (error: unknown) => {
+        // The leases went with the failed commit: the jobs, if they exist, are claimed again.
+        this.options.log.error({ err: error, count }, 'claimed jobs not run: the commit they were read from failed');
+        return false;
+      },
+    );
   }
 
   /**
