@@ -84,3 +84,39 @@ test('guessing API keys: after 30 failures a minute from one address, 429 with R
   app.deps.clock = shiftedClock(systemClock, 61_000);
   assert.equal((await apiClient(app, merchant.testKey).get('/v1/requests')).status, 200);
 });
+
+test('guessing API keys all at once: the address gets no more lookups than its limit, and a right key in the burst is not counted', async (t) => {
+  // On PostgreSQL an unknown key's lookup waits for the database, which is where concurrent guesses
+  // could all pass the check before any was counted; on SQLite the lookup answers at once.
+  const app = await buildTestApp(t, { authFailuresPerMinute: 30 });
+  const merchant = await createTestMerchant(app);
+  const guesses = await Promise.all(Array.from({ length: 200 }, () => apiClient(app, `sk_test_${randomBytes(24).toString('base64url')}`).get('/v1/requests')));
+  assert.equal(guesses.filter((guess) => guess.status === 401).length, 30);
+  assert.equal(guesses.filter((guess) => guess.status === 429).length, 170);
+  // a right key sent among guesses is given back its attempt: 29 guesses, then the key, then one more guess still fit
+  const other = '10.1.2.3';
+  const call = (key: string) => app.app.inject({ method: 'GET', url: '/v1/requests', remoteAddress: other, headers: { authorization: `Bearer ${key}` } });
+  const burst = await Promise.all([
+    ...Array.from({ length: 29 }, () => call(`sk_test_${randomBytes(24).toString('base64url')}`)),
+    call(merchant.liveKey),
+  ]);
+  assert.deepEqual(burst.map((reply) => reply.statusCode).sort(), [200, ...Array(29).fill(401)]);
+  assert.equal((await call(`sk_test_${randomBytes(24).toString('base64url')}`)).statusCode, 401);
+  assert.equal((await call(`sk_test_${randomBytes(24).toString('base64url')}`)).statusCode, 429);
+});
+
+test('take counts an attempt before its outcome is known, and giveBack uncounts it within its window only', () => {
+  const limiter = new FailureLimiter({ max: 2, windowMs: 1_000 });
+  const first = limiter.take('a', 0);
+  const second = limiter.take('a', 10);
+  assert.deepEqual([first, second], [{ ok: true, windowStart: 0 }, { ok: true, windowStart: 0 }]);
+  assert.deepEqual(limiter.take('a', 20), { ok: false, retryAfterMs: 980 });
+  if (second.ok) limiter.giveBack('a', second.windowStart);
+  assert.equal(limiter.take('a', 30).ok, true);
+  // a give-back from an ended window does not open the next one
+  const late = limiter.take('b', 0);
+  limiter.take('b', 1_500);
+  limiter.take('b', 1_600);
+  if (late.ok) limiter.giveBack('b', late.windowStart);
+  assert.equal(limiter.take('b', 1_700).ok, false);
+});

@@ -1,9 +1,10 @@
 import ipaddr from 'ipaddr.js';
 
-// Limits failed attempts (bad API keys, wrong passwords, wrong one-time codes) per key, usually a
-// client address: after `max` failures within `windowMs`, every attempt from that key is refused
-// until the window that began with the first failure has passed. Successes do not count. In memory,
-// per process: guessing needs millions of tries, so a per-process share of the limit still stops it.
+// Limits failed attempts (bad API keys) per key, usually a client address: after `max` failures
+// within `windowMs`, every attempt from that key is refused until the window that began with the
+// first failure has passed. Successes do not count. In memory, per process: guessing a key needs
+// far more tries than any number of processes multiplies the limit by (docs/security.md, "Limits").
+// Limits that protect an account are kept in the database instead (src/store/attempts.ts).
 //
 // Memory is bounded: windows are kept in the order they began, so the expired ones are always at
 // the front and are dropped a few at a time as new failures arrive, and past `maxKeys` live
@@ -11,6 +12,7 @@ import ipaddr from 'ipaddr.js';
 // over that many addresses within one window is beyond what a per-address limit can stop anyway).
 
 export type FailureCheck = { ok: true } | { ok: false; retryAfterMs: number };
+export type TakenFailure = { ok: true; windowStart: number } | { ok: false; retryAfterMs: number };
 
 export class FailureLimiter {
   private readonly max: number;
@@ -37,18 +39,35 @@ export class FailureLimiter {
     return window.failures >= this.max ? { ok: false, retryAfterMs: window.start + this.windowMs - now } : { ok: true };
   }
 
-  /** Records a failed attempt of `key`. */
-  fail(key: string, now: number): void {
-    if (this.max <= 0) return;
+  /** Records a failed attempt of `key`; returns when its window began. */
+  fail(key: string, now: number): number {
+    if (this.max <= 0) return now;
     const window = this.windows.get(key);
     if (window && now - window.start < this.windowMs) {
       window.failures += 1;
-      return;
+      return window.start;
     }
     // A new window goes to the back, keeping the map in order of start.
     this.windows.delete(key);
     this.windows.set(key, { start: now, failures: 1 });
     this.forget(now);
+    return now;
+  }
+
+  /**
+   * Checks and counts an attempt as failed in one step, for an attempt whose outcome comes later
+   * (a lookup that waits for the database): concurrent attempts cannot all pass the check before
+   * any of them is counted. Give it back if it succeeds.
+   */
+  take(key: string, now: number): TakenFailure {
+    const allowed = this.check(key, now);
+    return allowed.ok ? { ok: true, windowStart: this.fail(key, now) } : allowed;
+  }
+
+  /** Uncounts an attempt taken in the window that began at `windowStart`, if that window is still open. */
+  giveBack(key: string, windowStart: number): void {
+    const window = this.windows.get(key);
+    if (window && window.start === windowStart && window.failures > 0) window.failures -= 1;
   }
 
   private forget(now: number): void {

@@ -22,6 +22,15 @@ export interface IdempotencyKeysTable {
   expires_at: number;
 }
 
+/** Attempts under one limit by one key in the current window (store/attempts.ts). */
+export interface AttemptWindowsTable {
+  scope: string;
+  /** SHA-256 (hex) of the key: an email or a client address, which this table need not hold. */
+  key_hash: string;
+  window_start: number;
+  attempts: number;
+}
+
 /**
  * Every table, by name. The store owns only the tables below; each module adds its own tables to
  * this interface from its *.tables.ts file (declaration merging), so the store never imports a module.
@@ -29,4 +38,5 @@ export interface IdempotencyKeysTable {
 export interface Database {
   store_tasks: StoreTasksTable;
   idempotency_keys: IdempotencyKeysTable;
+  attempt_windows: AttemptWindowsTable;
 }

@@ -38,12 +38,6 @@ export async function endSessionByRef(db: Db, userId: string, ref: string, now: 
   return Number(result.numUpdatedRows) > 0;
 }
 
-export async function resetsSince(db: Db, userId: string, since: number): Promise<number> {
-  const row = await db.selectFrom('dashboard_resets').select(({ fn }) => fn.countAll<number>().as('n'))
-    .where('user_id', '=', userId).where('created_at', '>', since).executeTakeFirstOrThrow();
-  return Number(row.n);
-}
-
 export async function insertReset(db: Db, row: Selectable<DashboardResetsTable>): Promise<void> {
   await db.insertInto('dashboard_resets').values(row).execute();
 }

@@ -8,7 +8,7 @@ import { randomSecret } from '../../shared/crypto.ts';
 import { text } from './dashboard.format.ts';
 import { dashboardKit, formOf, PRE_SESSION_COOKIE, SESSION_COOKIE, type Kit, type Scope } from './dashboard.kit.ts';
 import {
-  askForReset, endSession, liveSessions, normaliseEmail, resetIsLive, resetPassword, revokeSession, sessionOf, signIn, signInLimits, SESSION_MAX_MS,
+  askForReset, endSession, liveSessions, normaliseEmail, resetIsLive, resetPassword, revokeSession, sessionOf, signIn, SESSION_MAX_MS,
 } from './dashboard.sessions.ts';
 import { registerHome } from './sections/home.ts';
 import { registerRequestPages } from './sections/requests.ts';
@@ -40,7 +40,6 @@ function safeNext(next: string): string {
 
 export async function registerDashboardRoutes(app: App, deps: Deps): Promise<void> {
   const kit = dashboardKit(deps);
-  const limits = signInLimits();
 
   await app.register(async (scope) => {
     await scope.register(cookie);
@@ -57,7 +56,7 @@ export async function registerDashboardRoutes(app: App, deps: Deps): Promise<voi
       return reply.redirect(session ? '/dashboard/live' : '/dashboard/login', 303);
     });
 
-    registerSignIn(scope, kit, limits);
+    registerSignIn(scope, kit);
 
     scope.get('/dashboard/account', hidden, async (request, reply) => {
       const session = await sessionOf(deps, request.cookies[SESSION_COOKIE]);
@@ -85,7 +84,7 @@ export async function registerDashboardRoutes(app: App, deps: Deps): Promise<voi
   });
 }
 
-function registerSignIn(scope: Scope, kit: Kit, limits: ReturnType<typeof signInLimits>): void {
+function registerSignIn(scope: Scope, kit: Kit): void {
   const deps = kit.deps;
   const hidden = { schema: { hide: true } };
 
@@ -117,12 +116,16 @@ function registerSignIn(scope: Scope, kit: Kit, limits: ReturnType<typeof signIn
     const email = normaliseEmail(rawEmail);
     const password = typeof form.password === 'string' ? form.password : '';
     if (!email || !password) return again(400, 'Enter your email address and your password.');
-    const outcome = await signIn(deps, limits, {
+    const outcome = await signIn(deps, {
       email, password, client: clientKey(request.ip), userAgent: request.headers['user-agent'], previousSessionId: request.cookies[SESSION_COOKIE],
     });
     if (outcome.kind === 'limited') {
       reply.header('retry-after', String(retryAfterSeconds(outcome.retryAfterMs)));
       return again(429, `Too many wrong passwords. Logging in is locked for ${minutes(outcome.retryAfterMs)} minutes; you can reset your password meanwhile.`);
+    }
+    if (outcome.kind === 'busy') {
+      reply.header('retry-after', '5');
+      return again(429, 'Too many people are logging in right now. Wait a few seconds and log in again.');
     }
     if (outcome.kind === 'wrong') return again(400, 'That email and password do not match. Check them and try again.');
     reply.setCookie(SESSION_COOKIE, outcome.sessionId, { ...kit.cookieOptions(), maxAge: SESSION_MAX_MS / 1000 });
@@ -147,7 +150,7 @@ function registerSignIn(scope: Scope, kit: Kit, limits: ReturnType<typeof signIn
     const raw = text(formOf(request).email, 254);
     const email = normaliseEmail(raw);
     if (!email) return kit.render(reply, 400, 'forgot', { title: 'Reset your password', csrf, email: raw, error: 'Enter your email address, like name@example.com' });
-    const asked = await askForReset(deps, limits, email, clientKey(request.ip));
+    const asked = await askForReset(deps, email, clientKey(request.ip));
     if (asked.kind === 'limited') {
       reply.header('retry-after', String(retryAfterSeconds(asked.retryAfterMs)));
       return kit.render(reply, 429, 'forgot', { title: 'Reset your password', csrf, email, error: `Too many reset links have been asked for from here. Try again in ${minutes(asked.retryAfterMs)} minutes.` });
@@ -171,6 +174,10 @@ function registerSignIn(scope: Scope, kit: Kit, limits: ReturnType<typeof signIn
     const password = formOf(request).password;
     const outcome = await resetPassword(deps, request.params.token, typeof password === 'string' ? password : '');
     if (outcome.kind === 'dead') return deadLink(reply);
+    if (outcome.kind === 'busy') {
+      reply.header('retry-after', '5');
+      return kit.render(reply, 429, 'reset', { title: 'Choose a new password', csrf: preSessionToken(request, reply), token: request.params.token, error: 'Too many passwords are being checked right now. Wait a few seconds and send it again.' });
+    }
     if (outcome.kind === 'weak') {
       return kit.render(reply, 400, 'reset', { title: 'Choose a new password', csrf: preSessionToken(request, reply), token: request.params.token, error: 'Choose a password of 12 to 200 characters.' });
     }

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
-import { FailureLimiter } from '../../http/failure-limiter.ts';
-import { randomSecret, sha256Hex } from '../../shared/crypto.ts';
+import { PasswordHashingBusy, randomSecret, sha256Hex } from '../../shared/crypto.ts';
+import { giveBackAttempt, takeAttempt, type AttemptLimit } from '../../store/attempts.ts';
 import type { Database } from '../../store/tables.ts';
 import { transact } from '../../store/tx.ts';
 import { queueMail } from '../mail/mail.service.ts';
@@ -9,39 +9,38 @@ import {
 } from '../merchants/merchants.service.ts';
 import type { Deps } from '../context.ts';
 import {
-  endSessionByRef, endSessionRow, endSessionRowsOf, findReset, findSession, insertReset, insertSession, liveSessionRowsOf, resetsSince, spendReset, touchSession,
+  endSessionByRef, endSessionRow, endSessionRowsOf, findReset, findSession, insertReset, insertSession, liveSessionRowsOf, spendReset, touchSession,
 } from './dashboard.repo.ts';
 
 // Merchant sign-in to the dashboard (docs/dashboard.md): email and the scrypt password that
 // `merchant create` sets; server-side sessions found by the SHA-256 of the cookie's value, 12 hours
 // idle and 7 days at most, a new id at every sign-in, ended at logout, at a password change, or
-// from the sessions list. Failed sign-ins are limited per email and per client address; a password
-// is reset by a link emailed to the merchant, which works once for 30 minutes.
+// from the sessions list. Failed sign-ins are limited per email and per client address, in the
+// database so every process shares the count; a password is reset by a link emailed to the
+// merchant, which works once for 30 minutes.
 
 export const SESSION_IDLE_MS = 12 * 60 * 60_000;
 export const SESSION_MAX_MS = 7 * 24 * 60 * 60_000;
 export const RESET_TTL_MS = 30 * 60_000;
-export const RESETS_PER_EMAIL_PER_HOUR = 3;
-/** Wrong passwords one email may get in LOCKOUT_WINDOW_MS before sign-in to it is refused. */
-export const FAILURES_PER_EMAIL = 5;
-/** Wrong passwords one client address may send in LOCKOUT_WINDOW_MS. */
-export const FAILURES_PER_CLIENT = 20;
-export const LOCKOUT_WINDOW_MS = 15 * 60_000;
+/**
+ * Sign-in limits (docs/security.md, "Limits"). An attempt is taken before the password is checked
+ * and given back when it was right, so at most `max` wrong passwords are ever checked in a window,
+ * however many arrive at once.
+ */
+export const SIGN_IN_LIMITS = {
+  /** Wrong passwords for one email in 15 minutes before sign-in to it is refused. */
+  byEmail: { scope: 'dashboard.password.email', max: 5, windowMs: 15 * 60_000 },
+  /** Wrong passwords from one client address in 15 minutes. */
+  byClient: { scope: 'dashboard.password.client', max: 20, windowMs: 15 * 60_000 },
+  /** Reset links asked for from one client address in an hour (every ask counts). */
+  resetsByClient: { scope: 'dashboard.reset.client', max: 10, windowMs: 60 * 60_000 },
+  /** Reset links emailed to one merchant in an hour; past it the reply is the same, no email is sent. */
+  resetsByEmail: { scope: 'dashboard.reset.email', max: 3, windowMs: 60 * 60_000 },
+} as const satisfies Record<string, AttemptLimit>;
 
 type Db = Kysely<Database>;
 
 export type DashboardSession = { idHash: string; csrfToken: string; merchant: DashboardMerchant; createdAt: number };
-
-/** In-memory limits, per app: wrong passwords per email and per client, reset requests per client. */
-export type SignInLimits = { byEmail: FailureLimiter; byClient: FailureLimiter; resetsByClient: FailureLimiter };
-
-export function signInLimits(): SignInLimits {
-  return {
-    byEmail: new FailureLimiter({ max: FAILURES_PER_EMAIL, windowMs: LOCKOUT_WINDOW_MS }),
-    byClient: new FailureLimiter({ max: FAILURES_PER_CLIENT, windowMs: LOCKOUT_WINDOW_MS }),
-    resetsByClient: new FailureLimiter({ max: 10, windowMs: 60 * 60_000 }),
-  };
-}
 
 export function normaliseEmail(raw: unknown): string | null {
   if (typeof raw !== 'string') return null;
@@ -49,27 +48,44 @@ export function normaliseEmail(raw: unknown): string | null {
   return email.length <= 254 && /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) ? email : null;
 }
 
-export type SignInOutcome = { kind: 'signed_in'; sessionId: string } | { kind: 'wrong' } | { kind: 'limited'; retryAfterMs: number };
+export type SignInOutcome =
+  | { kind: 'signed_in'; sessionId: string }
+  | { kind: 'wrong' }
+  | { kind: 'limited'; retryAfterMs: number }
+  | { kind: 'busy' };
 
 /**
- * Checks the password and opens a new session. A locked email or client is refused before the
- * password is looked at, so guessing on stops teaching anything; the reply for an unknown email is
- * the same as for a wrong password.
+ * Checks the password and opens a new session. The attempt is taken from the client's and the
+ * email's limits first, so a locked email or client is refused before the password is looked at
+ * and concurrent guesses cannot all slip past the count; the reply for an unknown email is the same
+ * as for a wrong password.
  */
 export async function signIn(
-  deps: Deps, limits: SignInLimits, input: { email: string; password: string; client: string; userAgent: string | undefined; previousSessionId: string | undefined },
+  deps: Deps, input: { email: string; password: string; client: string; userAgent: string | undefined; previousSessionId: string | undefined },
 ): Promise<SignInOutcome> {
   const now = deps.clock.now();
-  for (const [limiter, key] of [[limits.byClient, input.client], [limits.byEmail, input.email]] as const) {
-    const allowed = limiter.check(key, now);
-    if (!allowed.ok) return { kind: 'limited', retryAfterMs: allowed.retryAfterMs };
+  const byClient = await takeAttempt(deps.db, SIGN_IN_LIMITS.byClient, input.client, now);
+  if (!byClient.ok) return { kind: 'limited', retryAfterMs: byClient.retryAfterMs };
+  const byEmail = await takeAttempt(deps.db, SIGN_IN_LIMITS.byEmail, input.email, now);
+  const giveBack = async (email: boolean) => {
+    await giveBackAttempt(deps.db, SIGN_IN_LIMITS.byClient, input.client, byClient.windowStart);
+    if (email && byEmail.ok) await giveBackAttempt(deps.db, SIGN_IN_LIMITS.byEmail, input.email, byEmail.windowStart);
+  };
+  if (!byEmail.ok) {
+    // Nothing was checked: the locked email does not cost the client one of its attempts.
+    await giveBack(false);
+    return { kind: 'limited', retryAfterMs: byEmail.retryAfterMs };
   }
-  const merchant = input.password.length > 0 && input.password.length <= 200 ? await checkMerchantPassword(deps.db, input.email, input.password) : null;
-  if (!merchant) {
-    limits.byClient.fail(input.client, now);
-    limits.byEmail.fail(input.email, now);
-    return { kind: 'wrong' };
+  let merchant: DashboardMerchant | null;
+  try {
+    merchant = input.password.length > 0 && input.password.length <= 200 ? await checkMerchantPassword(deps.db, input.email, input.password) : null;
+  } catch (error) {
+    if (!(error instanceof PasswordHashingBusy)) throw error;
+    await giveBack(true);
+    return { kind: 'busy' };
   }
+  if (!merchant) return { kind: 'wrong' };
+  await giveBack(true);
   // A new id at every sign-in: a session id planted in the browser before sign-in never becomes a signed-in one.
   if (input.previousSessionId) await endSession(deps, input.previousSessionId);
   const sessionId = randomSecret(32);
@@ -127,16 +143,16 @@ export type ResetAsk = { kind: 'asked' } | { kind: 'limited'; retryAfterMs: numb
  * Emails a reset link when the email is a merchant's. The reply is the same either way, so the
  * form does not tell who has an account.
  */
-export async function askForReset(deps: Deps, limits: SignInLimits, email: string, client: string): Promise<ResetAsk> {
+export async function askForReset(deps: Deps, email: string, client: string): Promise<ResetAsk> {
   const now = deps.clock.now();
-  const allowed = limits.resetsByClient.check(client, now);
+  const allowed = await takeAttempt(deps.db, SIGN_IN_LIMITS.resetsByClient, client, now);
   if (!allowed.ok) return { kind: 'limited', retryAfterMs: allowed.retryAfterMs };
-  limits.resetsByClient.fail(client, now);
   const merchant = await findMerchantByEmail(deps.db, email);
   if (!merchant) return { kind: 'asked' };
   return transact(deps.db, async (trx) => {
-    // Past the hourly limit the reply stays the same; only the email is not sent again.
-    if ((await resetsSince(trx, merchant.id, now - 60 * 60_000)) >= RESETS_PER_EMAIL_PER_HOUR) return { kind: 'asked' } as const;
+    // Past the hourly limit the reply stays the same; only the email is not sent again. Taken in
+    // the transaction that sends, so concurrent asks for one merchant queue on its count.
+    if (!(await takeAttempt(trx, SIGN_IN_LIMITS.resetsByEmail, merchant.id, now)).ok) return { kind: 'asked' } as const;
     const token = randomSecret(32);
     await insertReset(trx, { token_hash: sha256Hex(token), user_id: merchant.id, created_at: now, expires_at: now + RESET_TTL_MS, used_at: null });
     await queueMail(trx, {
@@ -153,13 +169,19 @@ export async function resetIsLive(deps: Deps, token: string): Promise<boolean> {
   return !!row && row.used_at === null && Number(row.expires_at) > deps.clock.now();
 }
 
-export type ResetOutcome = { kind: 'done' } | { kind: 'dead' } | { kind: 'weak' };
+export type ResetOutcome = { kind: 'done' } | { kind: 'dead' } | { kind: 'weak' } | { kind: 'busy' };
 
 /** Sets the new password with a live token, once; every session of the merchant ends. */
 export async function resetPassword(deps: Deps, token: string, password: string): Promise<ResetOutcome> {
   if (!(await resetIsLive(deps, token))) return { kind: 'dead' };
   if (password.length < MIN_PASSWORD_LENGTH || password.length > 200) return { kind: 'weak' };
-  const passwordHash = await hashNewPassword(password);
+  let passwordHash: string;
+  try {
+    passwordHash = await hashNewPassword(password);
+  } catch (error) {
+    if (error instanceof PasswordHashingBusy) return { kind: 'busy' };
+    throw error;
+  }
   const hash = sha256Hex(token);
   // One transaction: the token is spent (atomically, so two submissions of one link cannot both
   // set a password), the password set and every session ended, or none of it.

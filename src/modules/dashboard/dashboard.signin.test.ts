@@ -4,7 +4,7 @@ import { Browser } from '../../../test/payer.ts';
 import { dashWorld, logIn, PASSWORD, textOf } from '../../../test/dashboard.ts';
 import { processStore, runCli, type Store } from '../../../test/process.ts';
 import { shiftedClock, systemClock } from '../../shared/time.ts';
-import { SESSION_IDLE_MS, SESSION_MAX_MS } from './dashboard.sessions.ts';
+import { SESSION_IDLE_MS, SESSION_MAX_MS, SIGN_IN_LIMITS } from './dashboard.sessions.ts';
 import pino from 'pino';
 import { createRuntime } from '../../runtime.ts';
 import { createTestMerchant, freshDb, testConfig } from '../../../test/helpers.ts';
@@ -121,6 +121,69 @@ test('wrong passwords are refused alike for unknown emails, then locked per emai
   const byAddress = await attempt(tui.email, PASSWORD);
   assert.equal(byAddress.status, 429);
   assert.equal(await world.app.deps.db.selectFrom('dashboard_sessions').select('id_hash').execute().then((r) => r.length), 1);
+});
+
+test('200 wrong passwords at once for one email: at most the limit are checked, and the right one is refused while locked', async (t) => {
+  const world = await dashWorld(t, { workers: false });
+  const [kowhai] = world.merchants;
+  const browser = new Browser(world.baseUrl);
+  const csrf = Browser.csrfOf((await browser.request('/dashboard/login')).text);
+  const replies = await Promise.all(Array.from({ length: 200 }, (_, i) =>
+    browser.request('/dashboard/login', { form: { email: kowhai.email, password: `guess number ${i}`, csrf } })));
+  const statuses = replies.map((reply) => reply.status);
+  assert.equal(statuses.filter((status) => status === 400).length, SIGN_IN_LIMITS.byEmail.max, 'only the email\'s five were checked');
+  assert.equal(statuses.filter((status) => status === 429).length, 200 - SIGN_IN_LIMITS.byEmail.max);
+  const locked = await browser.request('/dashboard/login', { form: { email: kowhai.email, password: PASSWORD, csrf } });
+  assert.equal(locked.status, 429);
+  assert.match(textOf(locked.text), /Too many wrong passwords/);
+  assert.equal((await world.app.deps.db.selectFrom('dashboard_sessions').select('id_hash').execute()).length, 0);
+  // the counts are in the database, shared by every process, and hold neither the email nor the address
+  const windows = await world.app.deps.db.selectFrom('attempt_windows').selectAll().execute();
+  assert.ok(windows.some((w) => w.scope === SIGN_IN_LIMITS.byEmail.scope));
+  assert.ok(!JSON.stringify(windows).includes(kowhai.email) && !JSON.stringify(windows).includes('127.0.0.1'));
+  // a second app on the same database (another process, another instance) sees the lock too
+  const other = await createRuntime(testConfig({ workers: false }), { db: world.app.deps.db, log: pino({ level: 'silent' }) });
+  // closed without its database, which is the world's
+  t.after(() => other.app.close());
+  const page = await other.app.inject({ method: 'GET', url: '/dashboard/login' });
+  const cookie = page.cookies.map((c) => `${c.name}=${c.value}`).join('; ');
+  const elsewhere = await other.app.inject({
+    method: 'POST', url: '/dashboard/login', remoteAddress: '203.0.113.9',
+    headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+    payload: new URLSearchParams({ email: kowhai.email, password: PASSWORD, csrf: Browser.csrfOf(page.body) }).toString(),
+  });
+  assert.equal(elsewhere.statusCode, 429);
+});
+
+test('password checks run a few at a time: past a short queue a sign-in is told to come back, and the API keeps answering', async (t) => {
+  const world = await dashWorld(t, { workers: false });
+  const [kowhai] = world.merchants;
+  const { app } = world.app;
+  const page = await app.inject({ method: 'GET', url: '/dashboard/login' });
+  const cookie = page.cookies.map((c) => `${c.name}=${c.value}`).join('; ');
+  const csrf = Browser.csrfOf(page.body);
+  // every sign-in from its own address for its own email, so no per-address or per-email limit applies
+  const storm = Array.from({ length: 100 }, (_, i) => app.inject({
+    method: 'POST', url: '/dashboard/login', remoteAddress: `198.51.100.${i + 1}`,
+    headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+    payload: new URLSearchParams({ email: `guess${i}@example.com`, password: 'not it at all', csrf }).toString(),
+  }));
+  const api = await kowhai.test.get('/v1/requests?limit=1');
+  assert.equal(api.status, 200);
+  const replies = await Promise.all(storm);
+  const busy = replies.filter((reply) => reply.statusCode === 429);
+  assert.ok(busy.length > 0, 'some were told to come back');
+  assert.ok(busy.every((reply) => /Too many people are logging in right now/.test(textOf(reply.body)) && reply.headers['retry-after'] === '5'));
+  assert.ok(replies.every((reply) => reply.statusCode === 400 || reply.statusCode === 429), 'nothing else');
+  assert.ok(replies.some((reply) => reply.statusCode === 400), 'some were checked');
+  // a refused-as-busy attempt was given back: that address can try again at once
+  const index = replies.findIndex((reply) => reply.statusCode === 429);
+  const again = await app.inject({
+    method: 'POST', url: '/dashboard/login', remoteAddress: `198.51.100.${index + 1}`,
+    headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+    payload: new URLSearchParams({ email: kowhai.email, password: PASSWORD, csrf }).toString(),
+  });
+  assert.equal(again.statusCode, 303);
 });
 
 test('a cross-site or token-less post is refused with 403 and changes nothing', async (t) => {

@@ -42,8 +42,8 @@ function failuresFor(deps: Deps): FailureLimiter {
 
 export function apiKeyAuth(deps: Deps) {
   const failures = failuresFor(deps);
-  const admit = (request: FastifyRequest, found: Authenticated | null, client: string, now: number): void => {
-    if (!found) throw refused(failures, client, now, 'Unknown or revoked API key');
+  const admit = (request: FastifyRequest, found: Authenticated | null, client: string, now: number, counted: boolean): void => {
+    if (!found) throw counted ? unauthorized(UNKNOWN_KEY) : refused(failures, client, now, UNKNOWN_KEY);
     const limited = limiterFor(deps)?.take(found.keyId, deps.clock.now());
     if (limited && !limited.ok) {
       const seconds = Math.max(1, Math.ceil(limited.retryAfterMs / 1000));
@@ -72,18 +72,34 @@ export function apiKeyAuth(deps: Deps) {
     } catch (error) {
       return done(error as Error);
     }
-    const finish = (answer: Authenticated | null) => {
+    const finish = (answer: Authenticated | null, counted: boolean) => {
       let failure: Error | undefined;
       try {
-        admit(request, answer, client, now);
+        admit(request, answer, client, now, counted);
       } catch (error) {
         failure = error as Error;
       }
       done(failure);
     };
-    if (found instanceof Promise) found.then(finish, done);
-    else finish(found);
+    if (!(found instanceof Promise)) return finish(found, false);
+    // The key is looked up in the database (a cache miss, as every unknown key is): the attempt is
+    // counted as failed before the wait and given back if the key is found, so concurrent unknown
+    // keys cannot all pass the check above while their lookups are under way.
+    const taken = failures.take(client, now);
+    if (!taken.ok) return done(addressLockedOut(taken.retryAfterMs));
+    found.then((answer) => {
+      if (answer) failures.giveBack(client, taken.windowStart);
+      finish(answer, true);
+    }, done);
   };
+}
+
+const UNKNOWN_KEY = 'Unknown or revoked API key';
+
+function addressLockedOut(retryAfterMs: number): AppError {
+  const seconds = retryAfterSeconds(retryAfterMs);
+  return new AppError('rate_limited', `Too many failed authentications from this address; retry after ${seconds} s`,
+    { retry_after_seconds: seconds }, { 'retry-after': String(seconds) });
 }
 
 function refused(failures: FailureLimiter, client: string, now: number, message: string): AppError {
@@ -94,11 +110,7 @@ function refused(failures: FailureLimiter, client: string, now: number, message:
 /** The key's merchant, from a well-formed Authorization header; throws when the address is locked out or the header is malformed. */
 function authenticate(deps: Deps, failures: FailureLimiter, header: string | undefined, client: string, now: number): NowOrLater<Authenticated | null> {
   const allowed = failures.check(client, now);
-  if (!allowed.ok) {
-    const seconds = retryAfterSeconds(allowed.retryAfterMs);
-    throw new AppError('rate_limited', `Too many failed authentications from this address; retry after ${seconds} s`,
-      { retry_after_seconds: seconds }, { 'retry-after': String(seconds) });
-  }
+  if (!allowed.ok) throw addressLockedOut(allowed.retryAfterMs);
   if (!header) throw refused(failures, client, now, 'Missing Authorization header: send Authorization: Bearer <API key>');
   const [scheme, key, extra] = header.split(' ');
   if (scheme?.toLowerCase() !== 'bearer' || !key || extra !== undefined) {

@@ -152,7 +152,10 @@ let decoyHash: Promise<string> | null = null;
 /** The merchant whose email and password these are; null otherwise, after the same work either way. */
 export async function checkMerchantPassword(db: Db, email: string, password: string): Promise<DashboardMerchant | null> {
   const row = await findMerchantByEmail(db, email);
-  decoyHash ??= hashPassword(randomSecret(12));
+  decoyHash ??= hashPassword(randomSecret(12)).catch((error: unknown) => {
+    decoyHash = null;
+    throw error;
+  });
   const ok = await verifyPassword(password, row?.password_hash ?? (await decoyHash));
   return row && ok ? { id: row.id, name: row.name, email: row.email, clockOffsetMs: Number(row.test_clock_offset_ms) } : null;
 }

@@ -6,13 +6,6 @@ type Db = Kysely<Database>;
 export type PayerCodeRow = Selectable<PayerCodesTable>;
 export type PayerSessionRow = Selectable<PayerSessionsTable>;
 
-/** Codes made for this email since `since`: how many, and when the oldest of them was made. */
-export async function codesSince(db: Db, email: string, since: number): Promise<{ count: number; oldestAt: number | null }> {
-  const row = await db.selectFrom('payer_codes').select(({ fn }) => [fn.countAll<number>().as('n'), fn.min<number>('created_at').as('oldest')])
-    .where('email', '=', email).where('created_at', '>', since).executeTakeFirstOrThrow();
-  return { count: Number(row.n), oldestAt: row.oldest === null ? null : Number(row.oldest) };
-}
-
 /** Kills the email's codes not yet used, so only the next one is live. */
 export async function killLiveCodes(db: Db, email: string, now: number): Promise<void> {
   await db.updateTable('payer_codes').set({ dead_at: now }).where('email', '=', email).where('dead_at', 'is', null).where('used_at', 'is', null).execute();

@@ -10,7 +10,7 @@ import { AppError } from '../../shared/errors.ts';
 import { consentOfPayer, consentsOfPayer, revokeConsentForPayer } from '../consents/consents.payer.ts';
 import { cancelSubscriptionForPayer, subscriptionOfPayer, subscriptionsOfPayer } from '../subscriptions/subscriptions.payer.ts';
 import {
-  endSession, normaliseEmail, sendCode, sessionOf, signInLimits, verifyCode, SESSION_MAX_MS, type PayerSession,
+  endSession, normaliseEmail, sendCode, sessionOf, verifyCode, SESSION_MAX_MS, type PayerSession,
 } from './payer.signin.ts';
 import type { Deps } from '../context.ts';
 import type { App } from '../../http/app-type.ts';
@@ -41,7 +41,6 @@ const doneMessages: Record<string, string> = {
 };
 
 export async function registerPayerRoutes(app: App, deps: Deps): Promise<void> {
-  const limits = signInLimits();
   // Read per request: tests set the public URL after the app is built.
   const origin = () => new URL(deps.config.publicBaseUrl).origin;
   const cookieOptions = () => ({ path: '/customer', httpOnly: true, sameSite: 'lax' as const, secure: deps.config.publicBaseUrl.startsWith('https:') });
@@ -96,7 +95,7 @@ export async function registerPayerRoutes(app: App, deps: Deps): Promise<void> {
       if (!email) {
         return page(reply, 400, 'signin', { title: 'Sign in', csrf, email: field(request.body, 'email').slice(0, 254), error: 'Enter the email address you gave, like name@example.com' });
       }
-      const sent = await sendCode(deps, limits, email, clientKey(request.ip));
+      const sent = await sendCode(deps, email, clientKey(request.ip));
       if (sent.kind === 'limited') {
         reply.header('retry-after', String(Math.ceil(sent.retryAfterMs / 1000)));
         return page(reply, 429, 'signin', { title: 'Sign in', csrf, email, error: `Too many codes have been asked for. Try again in ${minutes(sent.retryAfterMs)} minutes.` });
@@ -110,7 +109,7 @@ export async function registerPayerRoutes(app: App, deps: Deps): Promise<void> {
       const email = normaliseEmail(field(request.body, 'email'));
       if (!email) return page(reply, 400, 'signin', { title: 'Sign in', csrf, error: 'Enter the email address you gave, like name@example.com' });
       const code = field(request.body, 'code').replace(/\s+/g, '');
-      const outcome = await verifyCode(deps, limits, email, code, clientKey(request.ip));
+      const outcome = await verifyCode(deps, email, code, clientKey(request.ip));
       switch (outcome.kind) {
         case 'signed_in':
           // A new session id at every sign-in; the pre-session token is done with.

@@ -1,39 +1,40 @@
 import { randomInt } from 'node:crypto';
-import { FailureLimiter } from '../../http/failure-limiter.ts';
 import { constantTimeEqual, randomSecret, sha256Hex } from '../../shared/crypto.ts';
 import { newId } from '../../shared/ids.ts';
+import { giveBackAttempt, takeAttempt, type AttemptLimit } from '../../store/attempts.ts';
 import { transact } from '../../store/tx.ts';
 import { payerHasConsents } from '../consents/consents.payer.ts';
 import { queueMail } from '../mail/mail.service.ts';
 import { payerHasSubscriptions } from '../subscriptions/subscriptions.payer.ts';
 import type { Deps } from '../context.ts';
 import {
-  codesSince, endSessionRow, findSession, insertCode, insertSession, killLiveCodes, liveCodeOf, markCode, spendTry, touchSession,
+  endSessionRow, findSession, insertCode, insertSession, killLiveCodes, liveCodeOf, markCode, spendTry, touchSession,
 } from './payer.repo.ts';
 
 // Payer sign-in by a one-time code sent to the email registered on their consents and
 // subscriptions (docs/payer.md). A code lasts 10 minutes and allows 5 tries; a new code kills the
-// old one; codes are limited per email and per client address. The replies never say whether an
-// email is known. Sessions are server-side, found by the SHA-256 of the cookie's value.
+// old one; codes are limited per email and per client address, in the database so every process
+// shares the count. The replies never say whether an email is known. Sessions are server-side, found by the SHA-256 of the cookie's value.
 
 export const CODE_TTL_MS = 10 * 60_000;
 export const CODE_TRIES = 5;
-/** Codes one email may be sent per hour. */
-export const CODES_PER_EMAIL_PER_HOUR = 5;
 export const SESSION_IDLE_MS = 30 * 60_000;
 export const SESSION_MAX_MS = 12 * 60 * 60_000;
 
 export type PayerSession = { email: string; csrfToken: string };
 
-/** In-memory limits per client address, per app: sending codes, and wrong codes. */
-export type SignInLimits = { sends: FailureLimiter; wrongCodes: FailureLimiter };
-
-export function signInLimits(): SignInLimits {
-  return {
-    sends: new FailureLimiter({ max: 20, windowMs: 60 * 60_000 }),
-    wrongCodes: new FailureLimiter({ max: 30, windowMs: 60 * 60_000 }),
-  };
-}
+/**
+ * Sign-in limits (docs/security.md, "Limits"): each attempt is taken before the work it limits, in
+ * one atomic step, so concurrent requests cannot all pass a count made before any was recorded.
+ */
+export const PAYER_LIMITS = {
+  /** Codes asked for from one client address in an hour (every ask counts). */
+  sendsByClient: { scope: 'payer.code.client', max: 20, windowMs: 60 * 60_000 },
+  /** Codes made for one email in an hour. */
+  codesByEmail: { scope: 'payer.code.email', max: 5, windowMs: 60 * 60_000 },
+  /** Wrong codes from one client address in an hour (a right one is given back). */
+  checksByClient: { scope: 'payer.check.client', max: 30, windowMs: 60 * 60_000 },
+} as const satisfies Record<string, AttemptLimit>;
 
 export function normaliseEmail(raw: unknown): string | null {
   if (typeof raw !== 'string') return null;
@@ -47,17 +48,16 @@ export type SendOutcome = { kind: 'sent' } | { kind: 'limited'; retryAfterMs: nu
  * Sends a code when the email has anything to manage. Whether it did is never told: the page says
  * the same either way, and the work done is the same up to the mail queue.
  */
-export async function sendCode(deps: Deps, limits: SignInLimits, email: string, clientAddress: string): Promise<SendOutcome> {
+export async function sendCode(deps: Deps, email: string, clientAddress: string): Promise<SendOutcome> {
   const now = deps.clock.now();
-  const byAddress = limits.sends.check(clientAddress, now);
+  const byAddress = await takeAttempt(deps.db, PAYER_LIMITS.sendsByClient, clientAddress, now);
   if (!byAddress.ok) return { kind: 'limited', retryAfterMs: byAddress.retryAfterMs };
-  limits.sends.fail(clientAddress, now);
   const known = (await payerHasSubscriptions(deps, email)) || (await payerHasConsents(deps, email));
   return transact(deps.db, async (trx) => {
-    const recent = await codesSince(trx, email, now - 60 * 60_000);
-    if (recent.count >= CODES_PER_EMAIL_PER_HOUR) {
-      return { kind: 'limited', retryAfterMs: (recent.oldestAt ?? now) + 60 * 60_000 - now } as const;
-    }
+    // Taken in the transaction that makes the code: the email's count row stays locked until it
+    // commits, so concurrent asks for one email run one after another, each killing the code before.
+    const byEmail = await takeAttempt(trx, PAYER_LIMITS.codesByEmail, email, now);
+    if (!byEmail.ok) return { kind: 'limited', retryAfterMs: byEmail.retryAfterMs } as const;
     // One live code per email: a new one kills the rest. An unknown email gets a live code too,
     // never sent, so limits, wrong tries and expiry all answer the same whether it is known or not
     // (guessing it would only open an empty page).
@@ -77,9 +77,9 @@ export async function sendCode(deps: Deps, limits: SignInLimits, email: string, 
 export type VerifyOutcome = { kind: 'signed_in'; sessionId: string } | { kind: 'wrong'; triesLeft: number } | { kind: 'dead' } | { kind: 'limited'; retryAfterMs: number };
 
 /** Checks a code: 5 tries, 10 minutes, once. On success, a new server-side session. */
-export async function verifyCode(deps: Deps, limits: SignInLimits, email: string, code: string, clientAddress: string): Promise<VerifyOutcome> {
+export async function verifyCode(deps: Deps, email: string, code: string, clientAddress: string): Promise<VerifyOutcome> {
   const now = deps.clock.now();
-  const byAddress = limits.wrongCodes.check(clientAddress, now);
+  const byAddress = await takeAttempt(deps.db, PAYER_LIMITS.checksByClient, clientAddress, now);
   if (!byAddress.ok) return { kind: 'limited', retryAfterMs: byAddress.retryAfterMs };
   const outcome = await transact(deps.db, async (trx) => {
     const live = await liveCodeOf(trx, email, now);
@@ -98,7 +98,7 @@ export async function verifyCode(deps: Deps, limits: SignInLimits, email: string
     });
     return { kind: 'signed_in', sessionId } as const;
   });
-  if (outcome.kind !== 'signed_in') limits.wrongCodes.fail(clientAddress, now);
+  if (outcome.kind === 'signed_in') await giveBackAttempt(deps.db, PAYER_LIMITS.checksByClient, clientAddress, byAddress.windowStart);
   return outcome;
 }
 

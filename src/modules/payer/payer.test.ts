@@ -2,6 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Browser, payerWorld, signIn } from '../../../test/payer.ts';
 import { shiftedClock, systemClock } from '../../shared/time.ts';
+import { buildTestApp } from '../../../test/helpers.ts';
+import { CODE_TRIES, PAYER_LIMITS } from './payer.signin.ts';
 
 // The payer dashboard over HTTP, with a real SMTP receiver, on SQLite and PostgreSQL.
 
@@ -204,4 +206,33 @@ test('payers hear about what they set up: consent, subscription, receipts, faile
   const rows = await world.app.deps.db.selectFrom('mail_messages').select(['template', 'related_id', 'status']).where('to_address', '=', 'pat@example.com').execute();
   const keys = rows.map((r) => `${r.template}:${r.related_id}`);
   assert.equal(new Set(keys.filter((k) => !k.startsWith('charge_'))).size, keys.filter((k) => !k.startsWith('charge_')).length, 'no notice twice');
+});
+
+test('codes asked for at once: one email gets at most five an hour and one live code, whatever the addresses; wrong codes from one address are counted before they are checked', async (t) => {
+  const app = await buildTestApp(t, { workers: false });
+  const start = await app.app.inject({ method: 'GET', url: '/customer' });
+  const cookie = start.cookies.map((c) => `${c.name}=${c.value}`).join('; ');
+  const csrf = Browser.csrfOf(start.body);
+  const post = (url: string, form: Record<string, string>, remoteAddress: string) => app.app.inject({
+    method: 'POST', url, remoteAddress, headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, payload: new URLSearchParams({ ...form, csrf }).toString(),
+  });
+
+  const asks = await Promise.all(Array.from({ length: 100 }, (_, i) => post('/customer/code', { email: 'pat@example.com' }, `198.51.100.${i + 1}`)));
+  const statuses = asks.map((reply) => reply.statusCode);
+  assert.equal(statuses.filter((status) => status === 200).length, PAYER_LIMITS.codesByEmail.max);
+  assert.equal(statuses.filter((status) => status === 429).length, 100 - PAYER_LIMITS.codesByEmail.max);
+  const codes = await app.deps.db.selectFrom('payer_codes').selectAll().where('email', '=', 'pat@example.com').execute();
+  assert.equal(codes.length, PAYER_LIMITS.codesByEmail.max, 'codes stored');
+  assert.equal(codes.filter((code) => code.dead_at === null && code.used_at === null).length, 1, 'one live code at a time');
+
+  // 50 emails with a live code each, then 50 wrong guesses at once from one address: only the
+  // address's 30 are checked; the rest are refused unchecked, and their codes keep every try
+  const emails = Array.from({ length: 50 }, (_, i) => `payer${i}@example.com`);
+  for (const [i, email] of emails.entries()) assert.equal((await post('/customer/code', { email }, `203.0.113.${i + 1}`)).statusCode, 200);
+  const guesses = await Promise.all(emails.map((email) => post('/customer/verify', { email, code: '1234567' }, '192.0.2.7')));
+  const checked = guesses.filter((reply) => reply.statusCode === 400).length;
+  assert.equal(checked, PAYER_LIMITS.checksByClient.max);
+  assert.equal(guesses.filter((reply) => reply.statusCode === 429).length, 50 - PAYER_LIMITS.checksByClient.max);
+  const spent = await app.deps.db.selectFrom('payer_codes').select('tries_left').where('email', 'in', emails).execute();
+  assert.equal(spent.filter((code) => code.tries_left < CODE_TRIES).length, PAYER_LIMITS.checksByClient.max);
 });

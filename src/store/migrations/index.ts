@@ -18,6 +18,8 @@ import * as webhookEndpointControls from './0019-webhook-endpoint-controls.ts';
 import * as jobClaimIndexes from './0020-job-claim-indexes.ts';
 import * as jobLanes from './0021-job-lanes.ts';
 import * as enduringPayerAccounts from './0022-enduring-payer-accounts.ts';
+import * as attemptWindows from './0023-attempt-windows.ts';
+import * as custInfoOwner from './0024-cust-info-owner.ts';
 
 // Every migration, in order. Each module appends its own file here; names never change once shipped.
 export const migrations: Record<string, Migration> = {
@@ -40,4 +42,6 @@ export const migrations: Record<string, Migration> = {
   '0020-job-claim-indexes': jobClaimIndexes,
   '0021-job-lanes': jobLanes,
   '0022-enduring-payer-accounts': enduringPayerAccounts,
+  '0023-attempt-windows': attemptWindows,
+  '0024-cust-info-owner': custInfoOwner,
 };
