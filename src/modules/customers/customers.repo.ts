@@ -66,9 +66,9 @@ export async function searchCustomers(db: Db, owner: Owner, filters: { search?: 
   return query.orderBy('id', 'desc').limit(filters.limit + 1).execute();
 }
 
-/** Payments whose payer gave an email containing the text (or exactly it); the caller scopes them to its owner. */
-export async function paymentIdsByPayerEmail(db: Db, email: string, exact: boolean, limit = 2000): Promise<string[]> {
-  const query = db.selectFrom('cust_infos').select('payment_id');
+/** This owner's payments whose payer gave an email containing the text (or exactly it), newest first. */
+export async function paymentIdsByPayerEmail(db: Db, owner: Owner, email: string, exact: boolean, limit = 2000): Promise<string[]> {
+  const query = db.selectFrom('cust_infos').select('payment_id').where('user_id', '=', owner.userId).where('mode', '=', owner.mode);
   const rows = await (exact ? query.where('email', '=', email.trim().toLowerCase()) : query.where(containsText('email', email))).orderBy('payment_id', 'desc').limit(limit).execute();
   return rows.map((row) => row.payment_id);
 }

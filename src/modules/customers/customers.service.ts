@@ -23,10 +23,12 @@ type Db = Kysely<Database>;
 export type CustomerScope = { userId: string; mode: Mode };
 
 /** Records the payer's details against a payment (in the caller's transaction). */
-export async function recordCustInfo(trx: Db, paymentId: string, details: PayerDetails, now: number): Promise<CustInfoRow> {
+export async function recordCustInfo(trx: Db, scope: CustomerScope, paymentId: string, details: PayerDetails, now: number): Promise<CustInfoRow> {
   const row: CustInfoRow = {
     id: newId('custInfo'),
     payment_id: paymentId,
+    user_id: scope.userId,
+    mode: scope.mode,
     email: details.email === null ? null : normaliseEmail(details.email),
     phone: details.phone,
     first_name: details.first_name,

@@ -5,6 +5,9 @@ import type { Flag } from '../../store/tables.ts';
 export interface CustInfosTable {
   id: string;
   payment_id: string;
+  /** The merchant and mode of the payment, so searches by email are scoped in the query. */
+  user_id: string;
+  mode: Mode;
   email: string | null;
   phone: string | null;
   first_name: string | null;

@@ -4,6 +4,7 @@ import { Browser } from '../../../test/payer.ts';
 import { dashWorld, detailPaths, logIn, objectsOf, textOf } from '../../../test/dashboard.ts';
 import { localAt } from '../../shared/zone.ts';
 import { VALID_ACCOUNT } from '../../../test/helpers.ts';
+import { newId } from '../../shared/ids.ts';
 
 // Home, customers, subscriptions, recurring consents, bank accounts and the test clock over HTTP,
 // on SQLite and PostgreSQL; and every detail route is 404 for another merchant and the other mode.
@@ -150,4 +151,30 @@ test('bank accounts are added with the check-digit validator; the test clock adv
   // the clock keeps running from where it was set, so it reads that time plus the moments since
   const reached = Date.parse((await kowhai.test.get('/v1/test-helpers/clock')).body.clock.now) - target.toMillis();
   assert.ok(reached >= 0 && reached < 60_000, `set to the time given (${reached} ms on)`);
+});
+
+test("another merchant's payers cannot crowd a merchant's own payments out of its customer page or its payment search", async (t) => {
+  const world = await dashWorld(t, { workers: false });
+  const [kowhai, tui] = world.merchants;
+  const pay = async (merchant: typeof kowhai) => {
+    const request = (await merchant.test.post('/v1/requests', { bank_account_id: merchant.bankAccountId, message: 'Cup', amount: '4.00 NZD' })).body.request;
+    return (await merchant.test.post(`/v1/test-helpers/requests/${request.id}/pay`, { cust_info: { email: 'pat@example.com' } })).body.payment;
+  };
+  const own = await pay(kowhai);
+  const customer = (await kowhai.test.get('/v1/customers')).body.customers[0];
+  // Tui's payers give the same email 2,100 times after it: one payment through the pay helper, then
+  // copies of its rows with later ids, as 2,100 more pay-helper calls would leave them
+  const theirs = await pay(tui);
+  const { db } = world.app.deps;
+  const payment = await db.selectFrom('payments').selectAll().where('id', '=', theirs.id).executeTakeFirstOrThrow();
+  const details = await db.selectFrom('cust_infos').selectAll().where('payment_id', '=', theirs.id).executeTakeFirstOrThrow();
+  for (let batch = 0; batch < 21; batch++) {
+    const copies = Array.from({ length: 100 }, (_, i) => ({ ...payment, id: newId('payment'), particulars: `V-Z${(batch * 100 + i).toString(36).toUpperCase().padStart(5, '0')}`, auth_state: null }));
+    await db.insertInto('payments').values(copies).execute();
+    await db.insertInto('cust_infos').values(copies.map((copy) => ({ ...details, id: newId('custInfo'), payment_id: copy.id }))).execute();
+  }
+
+  const browser = await logIn(world, kowhai);
+  assert.ok((await browser.request(`/dashboard/test/customers/${customer.id}`)).text.includes(own.id), 'on the customer page');
+  assert.ok((await browser.request('/dashboard/test/payments?q=pat%40example.com')).text.includes(own.id), 'in the payment search');
 });

@@ -55,7 +55,7 @@ export async function startOneOffPayment(deps: Deps, request: RequestRow, input:
     const problem = notPayable(locked, now);
     if (problem) throw problem;
     const row = await createPaymentRow(trx, { request: locked, amountCents: amount.cents, bankId: input.bankId, channel: input.channel, authState: newAuthState() }, now);
-    if (input.details) await recordCustInfo(trx, row.id, input.details, now);
+    if (input.details) await recordCustInfo(trx, { userId: row.user_id, mode: row.mode }, row.id, input.details, now);
     await enqueue(trx, {
       kind: SWEEP_PAYMENT_JOB,
       runAt: deps.clock.now() + ABANDON_AFTER_MS,

@@ -179,9 +179,10 @@ export async function listRequestPayments(ctx: Ctx, requestId: string, query: Li
 export async function searchPaymentsFor(ctx: Ctx, query: Omit<PaymentSearch, 'limit' | 'alsoIds' | 'onlyIds'> & { limit?: number; payerEmail?: string }) {
   const limit = query.limit ?? 25;
   const search = query.search?.trim();
-  const alsoIds = search ? await paymentIdsByPayerEmail(ctx.db, search, false) : undefined;
-  const onlyIds = query.payerEmail ? await paymentIdsByPayerEmail(ctx.db, query.payerEmail, true) : undefined;
-  const rows = await searchPayments(ctx.db, ownerOf(ctx), { ...query, limit, alsoIds, onlyIds });
+  const owner = ownerOf(ctx);
+  const alsoIds = search ? await paymentIdsByPayerEmail(ctx.db, owner, search, false) : undefined;
+  const onlyIds = query.payerEmail ? await paymentIdsByPayerEmail(ctx.db, owner, query.payerEmail, true) : undefined;
+  const rows = await searchPayments(ctx.db, owner, { ...query, limit, alsoIds, onlyIds });
   return presentPage(ctx, rows, limit);
 }
 

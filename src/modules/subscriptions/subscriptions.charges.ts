@@ -76,7 +76,7 @@ async function claim(deps: Deps, trx: Trx, subscriptionId: string, now: number, 
     channel: null,
     subscriptionId: sub.id,
   }, now);
-  await recordCustInfo(trx, payment.id, payerDetailsOf(sub), now);
+  await recordCustInfo(trx, { userId: sub.user_id, mode: sub.mode }, payment.id, payerDetailsOf(sub), now);
   if (!charge) {
     // The slot's first attempt: its charge row is written once, already pointing at the payment.
     const fresh: ChargeRow = {
