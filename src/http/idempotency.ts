@@ -1,4 +1,5 @@
 import type { Transaction } from 'kysely';
+import { stringify as canonicalJson } from 'safe-stable-stringify';
 import { AppError } from '../shared/errors.ts';
 import { sha256Hex } from '../shared/crypto.ts';
 import { DAY_MS } from '../shared/time.ts';
@@ -17,7 +18,9 @@ export type Reply<T> = { status: number; body: T; replayed: boolean };
 /**
  * Runs `work` at most once per (merchant, mode, Idempotency-Key) for 24 hours. The key row is
  * inserted in the same transaction as the work, so a concurrent duplicate waits on it and then
- * reads the stored result; the same key with a different body is a 409.
+ * reads the stored result; the same key with a different body is a 409. Bodies are compared as
+ * parsed JSON with their keys sorted, so the same object sent with its keys in another order or
+ * other whitespace is the same request.
  */
 export async function idempotent<T>(
   ctx: IdempotencyScope,
@@ -28,7 +31,7 @@ export async function idempotent<T>(
   work: (trx: Transaction<Database>) => Promise<T>,
 ): Promise<Reply<T>> {
   if (!key) return transact(ctx.db, async (trx) => ({ status, body: await work(trx), replayed: false }));
-  const fingerprint = sha256Hex(`${endpoint}\n${JSON.stringify(input ?? null)}`);
+  const fingerprint = sha256Hex(`${endpoint}\n${canonicalJson(input ?? null)}`);
   const now = ctx.clock.now();
   const scope = { user_id: ctx.merchant.id, mode: ctx.mode, key };
   return transact(ctx.db, async (trx) => {

@@ -301,6 +301,11 @@ test('Idempotency-Key on POST /v1/requests', async (t) => {
   assert.equal(again.status, 200, again.text);
   assert.equal(again.headers['idempotent-replayed'], 'true');
   assert.deepEqual(again.body, first.body);
+  // the same JSON with its keys in another order and other whitespace is the same request
+  const reordered = `{ "expires_in": "1d",\n  "message": "Once", "amount": "20.00 NZD", "bank_account_id": "${merchant.bankAccountId}" }`;
+  const replayed = await api.post('/v1/requests', reordered, { headers });
+  assert.equal(replayed.status, 200, replayed.text);
+  assert.deepEqual(replayed.body, first.body);
 
   assertError(await api.post('/v1/requests', { ...body, amount: '21.00 NZD' }, { headers }), 409, 'conflict.idempotency_key_reused',
     'This Idempotency-Key was used with a different request', { idempotency_key: 'order-1001' });

@@ -1,3 +1,4 @@
+import { stringify as canonicalJson } from 'safe-stable-stringify';
 import { sha256Hex } from '../../../shared/crypto.ts';
 import { DAY_MS } from '../../../shared/time.ts';
 import { fieldInvalid } from './sandbox.errors.ts';
@@ -9,8 +10,9 @@ import { claimIdempotency, deleteIdempotency, findIdempotency } from './sandbox.
 
 export const IDEMPOTENCY_WINDOW_MS = DAY_MS;
 
+/** The same JSON with its keys in another order is the same request. */
 export function fingerprintOf(body: unknown): string {
-  return sha256Hex(JSON.stringify(body));
+  return sha256Hex(canonicalJson(body) ?? 'null');
 }
 
 /** Either the id of the resource this key already made, or `fresh: newId` now held for us. */
