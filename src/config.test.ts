@@ -28,7 +28,7 @@ test('defaults', () => {
     workers: true,
     demoMerchant: true,
     banksFile: null,
-    allowPrivateTargets: true,
+    targetReach: { live: 'global', test: 'loopback' },
     rateLimitPerSecond: 100,
     secretKey: null,
   });
@@ -48,16 +48,18 @@ test('every variable is read', () => {
     port: 8080, host: '0.0.0.0', publicBaseUrl: 'https://pay.example.nz', dataDir: '/var/lib/tono', databaseUrl: 'postgres://u@db:5432/tono',
     databasePoolSize: 6, databasePreparedStatements: false, webConcurrency: 4, smtpUrl: 'smtp://mail:25', mailFrom: 'Kōwhai Pay <pay@kowhai.example>', testClockMaxJobs: 500, authFailuresPerMinute: 0,
     sandboxBankUrl: 'http://sandbox:4000', sandboxBankUrlSet: true, logLevel: 'debug', serviceTimeZone: 'Australia/Sydney',
-    workers: false, demoMerchant: false, banksFile, allowPrivateTargets: true, rateLimitPerSecond: 0, secretKey: Buffer.alloc(32, 7),
+    workers: false, demoMerchant: false, banksFile, targetReach: { live: 'any', test: 'any' }, rateLimitPerSecond: 0, secretKey: Buffer.alloc(32, 7),
   });
-  // Non-global targets: allowed by default only when listening on loopback alone; an explicit value wins, either name.
-  assert.equal(loadConfig({}).allowPrivateTargets, true);
-  assert.equal(loadConfig({ HOST: '::1' }).allowPrivateTargets, true);
-  assert.equal(loadConfig({ HOST: '0.0.0.0' }).allowPrivateTargets, false);
-  assert.equal(loadConfig({ HOST: '10.1.2.3' }).allowPrivateTargets, false);
-  assert.equal(loadConfig({ HOST: '0.0.0.0', ALLOW_PRIVATE_TARGETS: 'true' }).allowPrivateTargets, true);
-  assert.equal(loadConfig({ ALLOW_PRIVATE_TARGETS: 'false' }).allowPrivateTargets, false);
-  assert.equal(loadConfig({ WEBHOOK_ALLOW_PRIVATE: 'false' }).allowPrivateTargets, false);
+  // Outbound reach: live never leaves the global internet unless allowed explicitly; test mode may
+  // reach loopback only on a service listening on loopback alone; an explicit value wins, either name.
+  const global = { live: 'global', test: 'global' };
+  assert.deepEqual(loadConfig({}).targetReach, { live: 'global', test: 'loopback' });
+  assert.deepEqual(loadConfig({ HOST: '::1' }).targetReach, { live: 'global', test: 'loopback' });
+  assert.deepEqual(loadConfig({ HOST: '0.0.0.0' }).targetReach, global);
+  assert.deepEqual(loadConfig({ HOST: '10.1.2.3' }).targetReach, global);
+  assert.deepEqual(loadConfig({ HOST: '0.0.0.0', ALLOW_PRIVATE_TARGETS: 'true' }).targetReach, { live: 'any', test: 'any' });
+  assert.deepEqual(loadConfig({ ALLOW_PRIVATE_TARGETS: 'false' }).targetReach, global);
+  assert.deepEqual(loadConfig({ WEBHOOK_ALLOW_PRIVATE: 'false' }).targetReach, global);
   assert.equal(loadConfig({ HOST: '::1', PORT: '9' }).publicBaseUrl, 'http://[::1]:9');
   assert.equal(loadConfig({ PORT: '' }).port, 3000, 'empty means unset');
   assert.equal(loadConfig({ WORKERS: 'ON' }).workers, true);

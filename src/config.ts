@@ -3,7 +3,8 @@ import path from 'node:path';
 import { isValidZone } from './shared/zone.ts';
 import { BanksFileError, readBanksFile } from './modules/banks/banks-file.ts';
 import { decodeSecretKey } from './store/secret-key.ts';
-import { isLoopbackHost } from './shared/network.ts';
+import { isLoopbackHost, type Reach } from './shared/network.ts';
+import type { Mode } from './shared/mode.ts';
 import { DEFAULT_ZONE } from './shared/zone.ts';
 
 export type Config = {
@@ -34,11 +35,12 @@ export type Config = {
   demoMerchant: boolean;
   banksFile: string | null;
   /**
-   * Whether the service may connect to non-global addresses for merchants (webhooks, images):
-   * ALLOW_PRIVATE_TARGETS (alias WEBHOOK_ALLOW_PRIVATE), by default true only when it listens on
-   * loopback alone (the laptop start). See docs/security.md.
+   * Where the service may connect for merchants (webhooks, images), per mode. Live reaches global
+   * addresses only, test mode also this machine's loopback when the service listens on loopback
+   * alone (the laptop start); ALLOW_PRIVATE_TARGETS=true lets both reach any address, =false keeps
+   * both global. See docs/security.md.
    */
-  allowPrivateTargets: boolean;
+  targetReach: Record<Mode, Reach>;
   /** API calls a key may make per second (burst twice that); 0 turns the limit off. */
   rateLimitPerSecond: number;
   /** SECRET_KEY decoded; null means the key file under DATA_DIR (SQLite only). */
@@ -107,9 +109,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!/^[^\r\n<>]*<[^\s@<>]+@[^\s@<>]+>$|^[^\s@<>]+@[^\s@<>]+$/.test(mailFrom)) {
     throw new ConfigError(`MAIL_FROM must be an address, or a name and <address>, got ${JSON.stringify(mailFrom)}`);
   }
-  // An explicit value wins, either name; otherwise only a service reachable from this machine alone may.
+  // An explicit value wins, either name. Left unset, live mode never leaves the global internet (a
+  // service bound to loopback behind a reverse proxy is a production set-up too), and test mode may
+  // reach this machine only when nothing else can reach the service.
   const explicitPrivate = env.ALLOW_PRIVATE_TARGETS ? 'ALLOW_PRIVATE_TARGETS' : env.WEBHOOK_ALLOW_PRIVATE ? 'WEBHOOK_ALLOW_PRIVATE' : null;
-  const allowPrivateTargets = explicitPrivate ? bool(env, explicitPrivate, false) : isLoopbackHost(host);
+  const targetReach: Record<Mode, Reach> = explicitPrivate
+    ? (bool(env, explicitPrivate, false) ? { live: 'any', test: 'any' } : { live: 'global', test: 'global' })
+    : { live: 'global', test: isLoopbackHost(host) ? 'loopback' : 'global' };
   const testClockMaxJobs = wholeNumber('TEST_CLOCK_MAX_JOBS', env.TEST_CLOCK_MAX_JOBS, 100_000);
   const authFailuresPerMinute = env.AUTH_FAILURES_PER_MINUTE === '0' ? 0 : wholeNumber('AUTH_FAILURES_PER_MINUTE', env.AUTH_FAILURES_PER_MINUTE, 30);
   const sandboxBankUrl = url('SANDBOX_BANK_URL', env.SANDBOX_BANK_URL || `${publicBaseUrl}/sandbox-bank`, ['http:', 'https:']);
@@ -154,7 +160,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     workers: bool(env, 'WORKERS', true),
     demoMerchant: bool(env, 'DEMO_MERCHANT', true),
     banksFile,
-    allowPrivateTargets,
+    targetReach,
     rateLimitPerSecond: rateLimit(env.RATE_LIMIT_PER_SECOND),
     secretKey,
   };

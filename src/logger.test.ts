@@ -113,7 +113,7 @@ test('each webhook attempt logs a debug line with the event, attempt, origin and
   const receiver = await startReceiver((_request, index) => ({ status: index === 0 ? 503 : 204 }));
   t.after(() => receiver.close());
   const { lines, log } = captured();
-  const sender = createUndiciSender({ allowPrivate: true, connectionsPerOrigin: 2, log });
+  const sender = createUndiciSender({ reach: { live: 'any', test: 'any' }, connectionsPerOrigin: 2, log });
   t.after(() => sender.close());
   const url = `${receiver.url}/secret-path-token`;
   for (const attempt of [1, 2]) {

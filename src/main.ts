@@ -60,7 +60,14 @@ function printDemo(demo: CreatedMerchant | 'exists' | null): void {
 }
 
 const running = (processes: number) =>
-  `Tono is running at ${config.publicBaseUrl} (API reference ${config.publicBaseUrl}/docs)${processes > 1 ? ` (${processes} processes)` : ''}\n`;
+  `Tono is running at ${config.publicBaseUrl} (API reference ${config.publicBaseUrl}/docs)${processes > 1 ? ` (${processes} processes)` : ''}\n`
+  + `Webhooks and merchant images reach: ${describeReach(config)}\n`;
+
+/** The outbound policy in force, in words (docs/security.md, "Outbound connections"). */
+function describeReach({ targetReach }: Config): string {
+  const words = { global: 'public addresses only', loopback: 'public addresses and this machine', any: 'any address (ALLOW_PRIVATE_TARGETS=true)' } as const;
+  return targetReach.live === targetReach.test ? `${words[targetReach.live]}, in both modes` : `live ${words[targetReach.live]}; test ${words[targetReach.test]}`;
+}
 
 if (cluster.isWorker) {
   // One process of a cluster: the primary checked the port, migrated, made the demo merchant and

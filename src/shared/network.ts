@@ -7,6 +7,19 @@ import ipaddr from 'ipaddr.js';
 // compatible, NAT64, 6to4, Teredo) is refused, unless the operator allows non-global targets
 // (docs/security.md). IPv6 must also be inside 2000::/3, the only block allocated for global unicast.
 
+/**
+ * How far outbound connections for one mode may reach: `global` addresses only; those and this
+ * machine's loopback (test mode of a service listening on loopback alone, so a laptop's local
+ * webhook receiver works); or `any` address (ALLOW_PRIVATE_TARGETS=true).
+ */
+export type Reach = 'global' | 'loopback' | 'any';
+
+/** Whether a connection under `reach` may go to `address` (an IP literal). */
+export function mayReach(reach: Reach, address: string): boolean {
+  if (reach === 'any' || isGlobalUnicast(address)) return true;
+  return reach === 'loopback' && isLoopbackHost(address);
+}
+
 const globalUnicastV6 = ipaddr.parseCIDR('2000::/3') as [ipaddr.IPv6, number];
 
 /** True only for a globally routable unicast address; false for anything else, including non-addresses. */

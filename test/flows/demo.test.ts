@@ -48,6 +48,8 @@ test('first start prints the demo merchant once, and its curl example works', as
   assert.equal(keys.status, 0, keys.stderr);
   assert.match(JSON.parse(keys.stdout).key, /^sk_test_/);
   assert.match(second.stdout(), /Tono is running at/);
+  // on loopback, as the README's start is: the outbound policy in force, in one line
+  assert.match(second.stdout(), /\nWebhooks and merchant images reach: live public addresses only; test public addresses and this machine\n/);
   assert.equal(await stop(second), 0, second.stderr());
 });
 

@@ -1,12 +1,13 @@
 import { fetch, type Agent } from 'undici';
-import { outboundAgent, refuseNonGlobalLiteral } from '../../shared/outbound.ts';
+import type { Reach } from '../../shared/network.ts';
+import { outboundAgent, refuseLiteralBeyond } from '../../shared/outbound.ts';
 import { isAllowedUrl } from '../requests/requests.rules.ts';
 
 // Merchant logos and banners are fetched by the service and served from its own origin, so the
 // page keeps a strict img-src 'self' and the payer's browser never contacts a third party. Only
-// real raster images are relayed (checked by their first bytes), at most 2 MB, no redirects. Unless
-// non-global targets are allowed, the address connected to must be globally routable (checked at
-// connect time, docs/security.md), so a merchant cannot make the service fetch from its own network.
+// real raster images are relayed (checked by their first bytes), at most 2 MB, no redirects. The
+// address connected to must be within the request's mode's reach (checked at connect time,
+// docs/security.md), so a merchant cannot make the service fetch from its own network.
 
 const MAX_BYTES = 2 * 1024 * 1024;
 const TTL_MS = 10 * 60_000;
@@ -23,19 +24,19 @@ export function sniffImageType(bytes: Buffer): string | null {
   return null;
 }
 
-const agents = new Map<boolean, Agent>();
-function agentFor(allowNonGlobal: boolean): Agent {
-  let agent = agents.get(allowNonGlobal);
-  if (!agent) agents.set(allowNonGlobal, (agent = outboundAgent({ allowNonGlobal }, { connections: 4 })));
+const agents = new Map<Reach, Agent>();
+function agentFor(reach: Reach): Agent {
+  let agent = agents.get(reach);
+  if (!agent) agents.set(reach, (agent = outboundAgent({ reach }, { connections: 4 })));
   return agent;
 }
 
-async function fetchImage(url: string, allowNonGlobal: boolean): Promise<Image | null> {
+async function fetchImage(url: string, reach: Reach): Promise<Image | null> {
   if (!isAllowedUrl(url)) return null;
   try {
-    if (!allowNonGlobal) refuseNonGlobalLiteral(url);
+    refuseLiteralBeyond(reach, url);
     const response = await fetch(url, {
-      redirect: 'error', signal: AbortSignal.timeout(5000), headers: { accept: 'image/png,image/jpeg,image/gif,image/webp' }, dispatcher: agentFor(allowNonGlobal),
+      redirect: 'error', signal: AbortSignal.timeout(5000), headers: { accept: 'image/png,image/jpeg,image/gif,image/webp' }, dispatcher: agentFor(reach),
     });
     if (!response.ok || !response.body) return null;
     const chunks: Buffer[] = [];
@@ -53,12 +54,12 @@ async function fetchImage(url: string, allowNonGlobal: boolean): Promise<Image |
   }
 }
 
-/** The image at `url`, cached for ten minutes; without `allowNonGlobal` only global addresses are reached. */
-export async function merchantImage(url: string, options: { allowNonGlobal: boolean }, now = Date.now()): Promise<Image | null> {
-  const key = `${options.allowNonGlobal ? 'any' : 'global'} ${url}`;
+/** The image at `url`, cached for ten minutes, fetched only from an address within `reach`. */
+export async function merchantImage(url: string, options: { reach: Reach }, now = Date.now()): Promise<Image | null> {
+  const key = `${options.reach} ${url}`;
   const hit = cache.get(key);
   if (hit && now - hit.at < TTL_MS) return hit.image;
-  const image = await fetchImage(url, options.allowNonGlobal);
+  const image = await fetchImage(url, options.reach);
   if (cache.size >= MAX_ENTRIES) cache.delete(cache.keys().next().value!);
   cache.set(key, { at: now, image });
   return image;

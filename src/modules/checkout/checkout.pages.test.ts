@@ -1,4 +1,5 @@
 import { test } from 'node:test';
+import { loadConfig } from '../../config.ts';
 import assert from 'node:assert/strict';
 import { apiClient, buildTestApp, createTestMerchant } from '../../../test/helpers.ts';
 
@@ -107,6 +108,8 @@ test('embedding: frame-ancestors is the given origin only; embed.js knows the se
 
 test('merchant logos are fetched by the service and served from its own origin, images only', async (t) => {
   const { app, merchant, test: api, live } = await setup(t);
+  // as the service on a laptop, listening on loopback alone
+  app.deps.config.targetReach = loadConfig({ HOST: '127.0.0.1' }).targetReach;
   const http = await import('node:http');
   const png = Buffer.from('89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8ffff3f0005fe02fea7d6a4a60000000049454e44ae426082', 'hex');
   const server = http.createServer((req, res) => {
@@ -128,13 +131,19 @@ test('merchant logos are fetched by the service and served from its own origin, 
   assert.deepEqual(logo.rawPayload, png);
   assert.equal((await page(app, `/pay/${id}/banner`)).statusCode, 404, 'an SVG is not relayed');
 
+  // live mode never reaches this machine unless the operator allows every target, even on loopback
   const liveId = (await live.post('/v1/requests', {
     bank_account_id: merchant.bankAccountId, amount: '5.00 NZD', message: 'Thing', logo_image_url: `${base}/logo.png`,
   })).body.request.id;
-  assert.equal((await page(app, `/pay/${liveId}/logo`)).statusCode, 200, 'a service listening on loopback alone may fetch from this machine, in both modes');
+  assert.equal((await page(app, `/pay/${liveId}/logo`)).statusCode, 404, 'live mode fetches from global addresses only');
+  app.deps.config.targetReach = { live: 'any', test: 'any' };
+  const openId = (await live.post('/v1/requests', {
+    bank_account_id: merchant.bankAccountId, amount: '5.00 NZD', message: 'Thing', logo_image_url: `${base}/logo.png`,
+  })).body.request.id;
+  assert.equal((await page(app, `/pay/${openId}/logo`)).statusCode, 200, 'ALLOW_PRIVATE_TARGETS=true lets live mode reach it');
 
-  // Where non-global targets are not allowed (a service others can reach), neither mode fetches from a private address.
-  app.deps.config.allowPrivateTargets = false;
+  // Where the service is reachable from elsewhere, neither mode fetches from a private address.
+  app.deps.config.targetReach = { live: 'global', test: 'global' };
   for (const client of [api, live]) {
     const strictId = (await client.post('/v1/requests', {
       bank_account_id: merchant.bankAccountId, amount: '5.00 NZD', message: 'Thing', logo_image_url: `${base}/logo.png?strict`,

@@ -145,7 +145,7 @@ export async function registerCheckoutRoutes(app: App, deps: Deps, strategies: C
     app.get<{ Params: Params }>(`/pay/:id/${which}`, hidden, async (request, reply) => {
       const loaded = await loadRequest(deps, request.params.id);
       const url = loaded && (which === 'logo' ? loaded.request.logo_image_url : loaded.request.banner_image_url);
-      const image = url ? await merchantImage(url, { allowNonGlobal: deps.config.allowPrivateTargets }) : null;
+      const image = url ? await merchantImage(url, { reach: deps.config.targetReach[loaded.request.mode] }) : null;
       if (!image) return reply.status(404).header('cache-control', 'max-age=60').send({ code: 'not_found.image', message: 'No image', params: {} });
       return reply.header('content-type', image.type).header('cache-control', 'public, max-age=600').header('x-content-type-options', 'nosniff')
         .header('content-security-policy', "default-src 'none'").send(image.bytes);

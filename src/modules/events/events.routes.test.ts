@@ -15,7 +15,7 @@ async function setup(t: TestContext, policy: DeliveryPolicy = DELIVERY_POLICY) {
   const app = await buildTestApp(t);
   const merchant = await createTestMerchant(app);
   const api = apiClient(app, merchant.testKey);
-  const dispatcher = new WebhookDispatcher({ db: app.deps.db, log: pino({ level: 'silent' }), pollMs: 20, policy, allowPrivate: true, secrets: app.deps.secrets });
+  const dispatcher = new WebhookDispatcher({ db: app.deps.db, log: pino({ level: 'silent' }), pollMs: 20, policy, reach: { live: 'any', test: 'any' }, secrets: app.deps.secrets });
   dispatcher.start();
   t.after(() => dispatcher.stop());
   return { app, merchant, api };

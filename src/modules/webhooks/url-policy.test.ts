@@ -44,12 +44,12 @@ test('only globally routable unicast addresses pass, whatever form they are writ
   }), { numRuns: 2000 });
 });
 
-test('webhook URLs: https anywhere public; http only to this machine with a test key, and only where non-global targets are allowed', async () => {
-  const strict = { allowPrivate: false, resolve: publicResolver };
-  const laptop = { allowPrivate: true, resolve: publicResolver };
+test('webhook URLs: https anywhere public; http only to this machine with a test key, and only where its reach allows this machine', async () => {
+  const strict = { reach: 'global' as const, resolve: publicResolver };
+  const laptop = { reach: 'loopback' as const, resolve: publicResolver };
   for (const mode of ['test', 'live'] as const) {
     assert.equal(await validateWebhookUrl('https://example.com/hook', mode, strict), 'https://example.com/hook');
-    await assert.rejects(validateWebhookUrl('https://internal.example/hook', mode, { allowPrivate: false, resolve: privateResolver }), {
+    await assert.rejects(validateWebhookUrl('https://internal.example/hook', mode, { reach: 'global', resolve: privateResolver }), {
       code: 'bad_request.invalid_param.url', params: { field: 'url', host: 'internal.example' },
     });
     for (const url of ['https://169.254.169.254/latest', 'https://127.0.0.1/x', 'https://[fd00::1]/x', 'https://[::ffff:127.0.0.1]/x', 'https://[::7f00:1]/x', 'https://192.0.2.1/x', 'https://localhost/x']) {
@@ -59,7 +59,7 @@ test('webhook URLs: https anywhere public; http only to this machine with a test
     await assert.rejects(validateWebhookUrl('not a url', mode, strict), { code: 'bad_request.invalid_param.url' });
     await assert.rejects(validateWebhookUrl('https://user:pw@example.com/', mode, strict), { code: 'bad_request.invalid_param.url' });
     await assert.rejects(
-      validateWebhookUrl('https://nowhere.invalid/hook', mode, { allowPrivate: false, resolve: async () => { throw new Error('ENOTFOUND'); } }),
+      validateWebhookUrl('https://nowhere.invalid/hook', mode, { reach: 'global', resolve: async () => { throw new Error('ENOTFOUND'); } }),
       { code: 'bad_request.invalid_param.url', message: "url's host nowhere.invalid does not resolve" },
     );
   }
@@ -69,7 +69,12 @@ test('webhook URLs: https anywhere public; http only to this machine with a test
   await assert.rejects(validateWebhookUrl('http://127.0.0.1:4000/hook', 'test', strict), { code: 'bad_request.invalid_param.url' });
   await assert.rejects(validateWebhookUrl('http://example.com/hook', 'test', laptop), { code: 'bad_request.invalid_param.url' });
   await assert.rejects(validateWebhookUrl('http://localhost:4000/hook', 'live', laptop), { code: 'bad_request.invalid_param.url' });
-  assert.equal(await validateWebhookUrl('https://internal.example/hook', 'live', { allowPrivate: true, resolve: privateResolver }), 'https://internal.example/hook');
+  // this machine's loopback is not the rest of its network
+  await assert.rejects(validateWebhookUrl('https://internal.example/hook', 'test', { reach: 'loopback', resolve: privateResolver }), { code: 'bad_request.invalid_param.url' });
+  for (const url of ['https://10.0.0.8/x', 'https://169.254.169.254/latest', 'https://[fd00::1]/x', 'https://192.168.1.1/x']) {
+    await assert.rejects(validateWebhookUrl(url, 'test', laptop), { code: 'bad_request.invalid_param.url' }, url);
+  }
+  assert.equal(await validateWebhookUrl('https://internal.example/hook', 'live', { reach: 'any', resolve: privateResolver }), 'https://internal.example/hook');
 });
 
 test('the address actually connected to is checked: a name that resolves to this machine, and an IP literal, are refused at send time', async (t) => {
@@ -78,7 +83,7 @@ test('the address actually connected to is checked: a name that resolves to this
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   t.after(() => server.close());
   const port = (server.address() as { port: number }).port;
-  const sender = createUndiciSender({ allowPrivate: false, connectionsPerOrigin: 2 });
+  const sender = createUndiciSender({ reach: { live: 'global', test: 'global' }, connectionsPerOrigin: 2 });
   t.after(() => sender.close());
   for (const url of [`http://localhost:${port}/hook`, `http://127.0.0.1:${port}/hook`, `http://[::ffff:127.0.0.1]:${port}/hook`]) {
     for (const live of [true, false]) {
@@ -88,7 +93,7 @@ test('the address actually connected to is checked: a name that resolves to this
     }
   }
   assert.equal(hits, 0, 'nothing reached the private server');
-  const open = createUndiciSender({ allowPrivate: true, connectionsPerOrigin: 2 });
+  const open = createUndiciSender({ reach: { live: 'any', test: 'any' }, connectionsPerOrigin: 2 });
   t.after(() => open.close());
   assert.equal((await open.send({ url: `http://localhost:${port}/hook`, live: false }, '{}', {}, 2_000)).statusCode, 200);
   await new Promise<void>((resolve, reject) => globalOnlyLookup('localhost', {}, (err) => (err && /not a globally routable/.test(err.message) ? resolve() : reject(new Error('lookup passed')))));
@@ -104,7 +109,7 @@ test('DNS rebinding: a name that was public when checked and points at this mach
 
   // When the endpoint is created, the name resolves to a public address, so it is accepted.
   for (const mode of ['test', 'live'] as const) {
-    assert.equal(await validateWebhookUrl(`https://${name}/hook`, mode, { allowPrivate: false, resolve: publicResolver }), `https://${name}/hook`);
+    assert.equal(await validateWebhookUrl(`https://${name}/hook`, mode, { reach: 'global', resolve: publicResolver }), `https://${name}/hook`);
   }
   // When a connection is made, the same name answers with this machine: alone, after a public
   // address, or written as IPv4-mapped IPv6.
@@ -120,7 +125,7 @@ test('DNS rebinding: a name that was public when checked and points at this mach
       if (options.all) callback(null, answer);
       else callback(null, answer[0].address, answer[0].family);
     };
-    const sender = createUndiciSender({ allowPrivate: false, connectionsPerOrigin: 2, lookup: rebound });
+    const sender = createUndiciSender({ reach: { live: 'global', test: 'global' }, connectionsPerOrigin: 2, lookup: rebound });
     t.after(() => sender.close());
     for (const live of [true, false]) {
       const result = await sender.send({ url: `http://${name}:${port}/hook`, live }, '{}', { 'content-type': 'application/json' }, 2_000);
@@ -128,7 +133,7 @@ test('DNS rebinding: a name that was public when checked and points at this mach
       assert.match(result.error ?? '', /hooks\.rebind\.test is (127\.0\.0\.1|::ffff:127\.0\.0\.1), which is not a globally routable address/, JSON.stringify(answer));
     }
     // The agent that fetches merchant images connects the same way.
-    const agent = outboundAgent({ allowNonGlobal: false, lookup: rebound });
+    const agent = outboundAgent({ reach: 'global', lookup: rebound });
     t.after(() => agent.close());
     await assert.rejects(fetch(`http://${name}:${port}/logo.png`, { dispatcher: agent }), (error: any) => /not a globally routable address/.test(error?.cause?.message));
     assert.ok(asked.length >= 3, 'the check ran on the answer of the connection\'s own lookup');
@@ -137,7 +142,7 @@ test('DNS rebinding: a name that was public when checked and points at this mach
 
   // The same name and answer reach the server where non-global targets are allowed: the policy, not the name, refused it.
   const toHere: Lookup = (_hostname, options, callback) => (options.all ? callback(null, [{ address: '127.0.0.1', family: 4 }]) : callback(null, '127.0.0.1', 4));
-  const open = createUndiciSender({ allowPrivate: true, connectionsPerOrigin: 2, lookup: toHere });
+  const open = createUndiciSender({ reach: { live: 'any', test: 'any' }, connectionsPerOrigin: 2, lookup: toHere });
   t.after(() => open.close());
   assert.equal((await open.send({ url: `http://${name}:${port}/hook`, live: true }, '{}', {}, 2_000)).statusCode, 200);
   assert.equal(hits, 1);

@@ -63,7 +63,7 @@ async function setup(t: TestContext, clock?: Clock) {
   const api = apiClient(app, merchant.testKey);
   const receiver = await startReceiver();
   t.after(() => receiver.close());
-  const dispatcher = new WebhookDispatcher({ db: app.deps.db, log: silent, pollMs: 20, allowPrivate: true, secrets: app.deps.secrets, ...(clock && { clock }) });
+  const dispatcher = new WebhookDispatcher({ db: app.deps.db, log: silent, pollMs: 20, reach: { live: 'any', test: 'any' }, secrets: app.deps.secrets, ...(clock && { clock }) });
   dispatcher.start();
   t.after(() => dispatcher.stop());
   const created = await api.post('/v1/webhooks', { url: receiver.url });

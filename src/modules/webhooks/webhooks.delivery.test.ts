@@ -16,7 +16,7 @@ async function setup(t: TestContext, options: Partial<DispatcherOptions> = {}) {
   const app = await buildTestApp(t);
   const merchant = await createTestMerchant(app);
   const api = apiClient(app, merchant.testKey);
-  const dispatcher = new WebhookDispatcher({ db: app.deps.db, log: silent, pollMs: 20, allowPrivate: true, secrets: app.deps.secrets, ...options });
+  const dispatcher = new WebhookDispatcher({ db: app.deps.db, log: silent, pollMs: 20, reach: { live: 'any', test: 'any' }, secrets: app.deps.secrets, ...options });
   dispatcher.start();
   t.after(() => dispatcher.stop());
   return { app, merchant, api, dispatcher };

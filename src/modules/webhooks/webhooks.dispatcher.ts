@@ -1,3 +1,5 @@
+import type { Mode } from '../../shared/mode.ts';
+import type { Reach } from '../../shared/network.ts';
 import type { Logger } from 'pino';
 import { BatchLane, type BatchLaneKind } from '../../jobs/batch-lane.ts';
 import { newId } from '../../shared/ids.ts';
@@ -26,7 +28,8 @@ export type DispatcherOptions = {
   sender?: Sender;
   /** Opens endpoint secrets and the event secrets some deliveries carry (docs/security.md). */
   secrets: SecretBox;
-  allowPrivate?: boolean;
+  /** Where deliveries of each mode may connect; global addresses only unless given. */
+  reach?: Record<Mode, Reach>;
   timeoutMs?: number;
   policy?: DeliveryPolicy;
   maxInFlight?: number;
@@ -171,7 +174,7 @@ export class WebhookDispatcher {
 
   constructor(options: DispatcherOptions) {
     const perEndpoint = options.perEndpoint ?? 256;
-    this.sender = options.sender ?? createUndiciSender({ allowPrivate: options.allowPrivate ?? false, connectionsPerOrigin: perEndpoint, log: options.log });
+    this.sender = options.sender ?? createUndiciSender({ reach: options.reach ?? { live: 'global', test: 'global' }, connectionsPerOrigin: perEndpoint, log: options.log });
     this.lane = new BatchLane(deliveryLaneKind({ ...options, sender: this.sender }), {
       db: options.db,
       log: options.log,

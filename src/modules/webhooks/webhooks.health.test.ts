@@ -16,7 +16,7 @@ test('an endpoint whose deliveries have all failed for 24 hours is mailed to its
   let healthy = false;
   const receiver = await startReceiver(() => ({ status: healthy ? 204 : 500 }));
   t.after(() => receiver.close());
-  const dispatcher = new WebhookDispatcher({ db: app.deps.db, log: pino({ level: 'silent' }), pollMs: 20, allowPrivate: true, secrets: app.deps.secrets, policy: { ...DELIVERY_POLICY, maxAttempts: 1 } });
+  const dispatcher = new WebhookDispatcher({ db: app.deps.db, log: pino({ level: 'silent' }), pollMs: 20, reach: { live: 'any', test: 'any' }, secrets: app.deps.secrets, policy: { ...DELIVERY_POLICY, maxAttempts: 1 } });
   dispatcher.start();
   t.after(() => dispatcher.stop());
   const hook = (await api.post('/v1/webhooks', { url: receiver.url })).body.webhook;
@@ -49,7 +49,7 @@ test('an endpoint whose deliveries have all failed for 3 days is disabled, with 
   const api = apiClient(app, merchant.testKey);
   const broken = await startReceiver(() => ({ status: 500 }));
   t.after(() => broken.close());
-  const dispatcher = new WebhookDispatcher({ db: app.deps.db, log: pino({ level: 'silent' }), pollMs: 20, allowPrivate: true, secrets: app.deps.secrets, policy: { ...DELIVERY_POLICY, maxAttempts: 1 } });
+  const dispatcher = new WebhookDispatcher({ db: app.deps.db, log: pino({ level: 'silent' }), pollMs: 20, reach: { live: 'any', test: 'any' }, secrets: app.deps.secrets, policy: { ...DELIVERY_POLICY, maxAttempts: 1 } });
   dispatcher.start();
   t.after(() => dispatcher.stop());
   const hook = (await api.post('/v1/webhooks', { url: broken.url })).body.webhook;

@@ -1,4 +1,5 @@
 import { test } from 'node:test';
+import { loadConfig } from '../../config.ts';
 import assert from 'node:assert/strict';
 import { apiClient, buildTestApp, createTestMerchant } from '../../../test/helpers.ts';
 
@@ -71,7 +72,7 @@ test('bad input gets a clear error and creates nothing', async (t) => {
 });
 
 test('where non-global targets are not allowed, no endpoint of either mode may point at one', async (t) => {
-  const app = await buildTestApp(t, { allowPrivateTargets: false });
+  const app = await buildTestApp(t, { targetReach: { live: 'global', test: 'global' } });
   const merchant = await createTestMerchant(app);
   for (const key of [merchant.testKey, merchant.liveKey]) {
     for (const url of ['https://127.0.0.1/hook', 'https://169.254.169.254/hook', 'https://[::ffff:127.0.0.1]/hook', 'https://192.0.2.1/hook']) {
@@ -89,10 +90,17 @@ test('where non-global targets are not allowed, no endpoint of either mode may p
   assert.equal((await app.deps.db.selectFrom('webhook_endpoints').select('id').execute()).length, 0);
 });
 
-test('ALLOW_PRIVATE_TARGETS lets live endpoints reach private addresses', async (t) => {
-  const app = await buildTestApp(t, { allowPrivateTargets: true });
+test('on a service listening on loopback, live endpoints still reach only global addresses, and test endpoints this machine but not its network; ALLOW_PRIVATE_TARGETS=true opens both', async (t) => {
+  const app = await buildTestApp(t, { targetReach: loadConfig({ HOST: '127.0.0.1' }).targetReach });
   const merchant = await createTestMerchant(app);
-  const created = await apiClient(app, merchant.liveKey).post('/v1/webhooks', { url: 'https://127.0.0.1:8443/hook' });
+  const live = apiClient(app, merchant.liveKey);
+  const test = apiClient(app, merchant.testKey);
+  assert.equal((await live.post('/v1/webhooks', { url: 'https://127.0.0.1:5201/hook' })).body.code, 'bad_request.invalid_param.url');
+  assert.equal((await test.post('/v1/webhooks', { url: 'https://10.0.0.8/hook' })).body.code, 'bad_request.invalid_param.url');
+  assert.equal((await test.post('/v1/webhooks', { url: 'http://localhost:4000/hook' })).status, 201);
+
+  app.deps.config.targetReach = loadConfig({ HOST: '127.0.0.1', ALLOW_PRIVATE_TARGETS: 'true' }).targetReach;
+  const created = await live.post('/v1/webhooks', { url: 'https://127.0.0.1:8443/hook' });
   assert.equal(created.status, 201, created.text);
   assert.equal(created.body.webhook.is_test_mode, false);
 });

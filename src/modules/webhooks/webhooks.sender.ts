@@ -1,6 +1,8 @@
 import type { Logger } from 'pino';
 import { request } from 'undici';
-import { outboundAgent, refuseNonGlobalLiteral, type Lookup } from '../../shared/outbound.ts';
+import type { Mode } from '../../shared/mode.ts';
+import type { Reach } from '../../shared/network.ts';
+import { outboundAgent, refuseLiteralBeyond, type Lookup } from '../../shared/outbound.ts';
 
 // The HTTP side of a delivery attempt: one POST, never throws, reports what happened.
 
@@ -33,20 +35,23 @@ function describeError(error: unknown, timeoutMs: number): string {
 
 /**
  * undici with keep-alive; per-origin connections bounded so one endpoint cannot take every socket.
- * Unless non-global targets are allowed, each connection's address is checked (docs/security.md).
+ * Each connection's address is checked against its mode's reach (docs/security.md), so live and
+ * test deliveries go through agents of their own.
  */
-export function createUndiciSender(options: { allowPrivate: boolean; connectionsPerOrigin: number; lookup?: Lookup; log?: Logger }): Sender {
-  const agent = outboundAgent({ allowNonGlobal: options.allowPrivate, lookup: options.lookup }, { keepAliveTimeout: 30_000, keepAliveMaxTimeout: 60_000, connections: options.connectionsPerOrigin, pipelining: 1 });
+export function createUndiciSender(options: { reach: Record<Mode, Reach>; connectionsPerOrigin: number; lookup?: Lookup; log?: Logger }): Sender {
+  const agentOf = (mode: Mode) => outboundAgent({ reach: options.reach[mode], lookup: options.lookup }, { keepAliveTimeout: 30_000, keepAliveMaxTimeout: 60_000, connections: options.connectionsPerOrigin, pipelining: 1 });
+  const agents = { live: agentOf('live'), test: agentOf('test') };
   const sender: Sender = {
     async send(target, body, headers, timeoutMs) {
       const started = performance.now();
+      const mode: Mode = target.live ? 'live' : 'test';
       try {
-        if (!options.allowPrivate) refuseNonGlobalLiteral(target.url);
+        refuseLiteralBeyond(options.reach[mode], target.url);
         const reply = await request(target.url, {
           method: 'POST',
           headers,
           body,
-          dispatcher: agent,
+          dispatcher: agents[mode],
           signal: AbortSignal.timeout(timeoutMs),
           headersTimeout: timeoutMs,
           bodyTimeout: timeoutMs,
@@ -68,7 +73,7 @@ export function createUndiciSender(options: { allowPrivate: boolean; connections
       }
     },
     async close() {
-      await agent.close();
+      await Promise.all([agents.live.close(), agents.test.close()]);
     },
   };
   return options.log ? loggingAttempts(sender, options.log) : sender;

@@ -29,7 +29,7 @@ export async function createWebhook(ctx: Ctx, body: CreateWebhookBody, idempoten
     const problem = eventFilterProblem(body.events);
     if (problem) throw invalidParam('events', problem);
   }
-  const url = await validateWebhookUrl(body.url, ctx.mode, { allowPrivate: ctx.deps.config.allowPrivateTargets });
+  const url = await validateWebhookUrl(body.url, ctx.mode, { reach: ctx.deps.config.targetReach[ctx.mode] });
   const secret = randomBytes(32).toString('base64');
   const row: EndpointRow = {
     id: newId('webhook'),
@@ -71,7 +71,7 @@ export async function updateWebhook(ctx: Ctx, id: string, body: UpdateWebhookBod
     const problem = eventFilterProblem(body.events);
     if (problem) throw invalidParam('events', problem);
   }
-  const url = body.url === undefined ? undefined : await validateWebhookUrl(body.url, ctx.mode, { allowPrivate: ctx.deps.config.allowPrivateTargets });
+  const url = body.url === undefined ? undefined : await validateWebhookUrl(body.url, ctx.mode, { reach: ctx.deps.config.targetReach[ctx.mode] });
   return transact(ctx.db, async (trx) => {
     const row = await getEndpoint(trx, owner(ctx), id);
     const changes: EndpointChanges = {};
