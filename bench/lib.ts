@@ -13,7 +13,6 @@ import { jsonLines } from '../src/logger.ts';
 import { authenticateKey, createMerchant } from '../src/modules/merchants/merchants.service.ts';
 import { systemClock } from '../src/shared/time.ts';
 import type { BankConnector, BankRegistry } from '../src/modules/banks/bank-connector.ts';
-import { SERVICE_CLIENT_ID, SERVICE_CLIENT_SECRET } from '../src/modules/banks/sandbox-bank/sandbox-bank.app.ts';
 import type { CreateRequestBody } from '../src/modules/requests/requests.schemas.ts';
 import { createRequest, findRequestById } from '../src/modules/requests/requests.service.ts';
 import { subscriptionOptionsOf } from '../src/modules/requests/requests.present.ts';
@@ -175,7 +174,7 @@ export async function recurringToken(url: string, testKey: string, bankAccountId
 const PER_CONSENT = Number(process.env.BENCH_PER_CONSENT ?? 100);
 const CREATE_BATCH = 1000;
 
-async function authorisedConsent(bank: BankConnector, bankUrl: string, redirectUri: string, now: number) {
+async function authorisedConsent(bank: BankConnector, bankUrl: string, credentials: { clientId: string; clientSecret: string }, redirectUri: string, now: number) {
   const consent = await bank.createEnduringConsent({
     fromAt: now, toAt: null, maxPerPaymentCents: 1500, period: 'Monthly', maxPerPeriodCents: 1500 * PER_CONSENT * 2,
     maxCountPerPeriod: null, totalCount: null, totalAmountCents: null,
@@ -187,7 +186,7 @@ async function authorisedConsent(bank: BankConnector, bankUrl: string, redirectU
   const reply = await fetch(`${bankUrl}/test/authorise`, {
     method: 'POST',
     // The sandbox bank's test hooks take the service's own client credentials.
-    headers: { 'content-type': 'application/json', authorization: `Basic ${Buffer.from(`${SERVICE_CLIENT_ID}:${SERVICE_CLIENT_SECRET}`).toString('base64')}` },
+    headers: { 'content-type': 'application/json', authorization: `Basic ${Buffer.from(`${credentials.clientId}:${credentials.clientSecret}`).toString('base64')}` },
     body: JSON.stringify({ consent_id: consent.consentId, redirect_uri: redirectUri, state }),
   }).then((r) => r.json() as Promise<any>);
   const code = new URL(reply.Data.RedirectUri).searchParams.get('code')!;
@@ -211,7 +210,7 @@ export async function setUpDueSubscriptions(deps: Deps, options: { count: number
   const consents: Array<{ consentId: string; accessToken: string }> = [];
   for (let i = 0; i < Math.ceil(total / PER_CONSENT); i += 50) {
     const count = Math.min(50, Math.ceil(total / PER_CONSENT) - i);
-    consents.push(...(await Promise.all(Array.from({ length: count }, () => authorisedConsent(bank, (banks as BankRegistry & { sandboxUrl(): string }).sandboxUrl(), redirectUri, now)))));
+    consents.push(...(await Promise.all(Array.from({ length: count }, () => authorisedConsent(bank, (banks as BankRegistry & { sandboxUrl(): string }).sandboxUrl(), banks.sandboxCredentials, redirectUri, now)))));
   }
 
   // One request per subscription (a subscription owns its request) and the subscription, both

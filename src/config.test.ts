@@ -23,6 +23,7 @@ test('defaults', () => {
     authFailuresPerMinute: 30,
     sandboxBankUrl: 'http://127.0.0.1:3000/sandbox-bank',
     sandboxBankUrlSet: false,
+    sandboxClientSecret: null,
     logLevel: 'info',
     serviceTimeZone: 'Pacific/Auckland',
     workers: true,
@@ -39,7 +40,7 @@ test('every variable is read', () => {
   fs.writeFileSync(banksFile, JSON.stringify([{ id: 'anz', name: 'ANZ', base_url: 'https://anz.example', client_id: 'c', client_secret: 's' }]));
   const config = loadConfig({
     PORT: '8080', HOST: '0.0.0.0', PUBLIC_BASE_URL: 'https://pay.example.nz/', DATA_DIR: '/var/lib/tono', DATABASE_URL: 'postgres://u@db:5432/tono',
-    SMTP_URL: 'smtp://mail:25', SANDBOX_BANK_URL: 'http://sandbox:4000', LOG_LEVEL: 'debug', SERVICE_TIME_ZONE: 'Australia/Sydney',
+    SMTP_URL: 'smtp://mail:25', SANDBOX_BANK_URL: 'http://sandbox:4000', SANDBOX_CLIENT_SECRET: 'their-own-secret', LOG_LEVEL: 'debug', SERVICE_TIME_ZONE: 'Australia/Sydney',
     WORKERS: 'false', DEMO_MERCHANT: 'no', BANKS_FILE: banksFile, WEBHOOK_ALLOW_PRIVATE: 'yes', RATE_LIMIT_PER_SECOND: '0',
     SECRET_KEY: Buffer.alloc(32, 7).toString('base64'), MAIL_FROM: 'Kōwhai Pay <pay@kowhai.example>', TEST_CLOCK_MAX_JOBS: '500', AUTH_FAILURES_PER_MINUTE: '0',
     WEB_CONCURRENCY: '4', DATABASE_POOL_SIZE: '6', DATABASE_PREPARED_STATEMENTS: 'false',
@@ -47,7 +48,7 @@ test('every variable is read', () => {
   assert.deepEqual(config, {
     port: 8080, host: '0.0.0.0', publicBaseUrl: 'https://pay.example.nz', dataDir: '/var/lib/tono', databaseUrl: 'postgres://u@db:5432/tono',
     databasePoolSize: 6, databasePreparedStatements: false, webConcurrency: 4, smtpUrl: 'smtp://mail:25', mailFrom: 'Kōwhai Pay <pay@kowhai.example>', testClockMaxJobs: 500, authFailuresPerMinute: 0,
-    sandboxBankUrl: 'http://sandbox:4000', sandboxBankUrlSet: true, logLevel: 'debug', serviceTimeZone: 'Australia/Sydney',
+    sandboxBankUrl: 'http://sandbox:4000', sandboxBankUrlSet: true, sandboxClientSecret: 'their-own-secret', logLevel: 'debug', serviceTimeZone: 'Australia/Sydney',
     workers: false, demoMerchant: false, banksFile, targetReach: { live: 'any', test: 'any' }, rateLimitPerSecond: 0, secretKey: Buffer.alloc(32, 7),
   });
   // Outbound reach: live never leaves the global internet unless allowed explicitly; test mode may

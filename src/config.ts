@@ -29,6 +29,11 @@ export type Config = {
   sandboxBankUrl: string;
   /** SANDBOX_BANK_URL was given; otherwise the sandbox bank is the one mounted under PUBLIC_BASE_URL. */
   sandboxBankUrlSet?: boolean;
+  /**
+   * SANDBOX_CLIENT_SECRET: the service's secret at the sandbox bank. Unset, the mounted bank's is
+   * made at first start and kept sealed, and a bank at SANDBOX_BANK_URL gets its documented default.
+   */
+  sandboxClientSecret: string | null;
   logLevel: string;
   serviceTimeZone: string;
   workers: boolean;
@@ -155,6 +160,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     authFailuresPerMinute,
     sandboxBankUrl,
     sandboxBankUrlSet: Boolean(env.SANDBOX_BANK_URL),
+    sandboxClientSecret: env.SANDBOX_CLIENT_SECRET || null,
     logLevel,
     serviceTimeZone,
     workers: bool(env, 'WORKERS', true),

@@ -10,6 +10,7 @@ import { migrateToLatest } from './store/migrate.ts';
 import { testClockOffsetsOf } from './modules/merchants/merchants.service.ts';
 import { jobKindsOf, runnersOf, sealStoredSecrets, startModules } from './modules/index.ts';
 import { OpenBankingRegistry } from './modules/banks/registry.ts';
+import { sandboxClientCredentials } from './modules/banks/sandbox-client.ts';
 import { createSecretBox, type SecretBox } from './shared/secret-box.ts';
 import { loadOrCreateKeyFile } from './store/secret-key.ts';
 import type { Deps } from './modules/context.ts';
@@ -61,7 +62,8 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   const clock = options.clock ?? systemClock;
   if (options.prepareStore !== false) await prepareStore(db, secrets, clock.now());
   const worker = new Worker({ db, log: log.child({ component: 'worker' }), kinds: new Map(), realClock: clock, clockOffsets: testClockOffsetsOf });
-  const banks = new OpenBankingRegistry({ config, now: () => clock.now(), log: secretFreeLog(log.child({ component: 'banks' })) });
+  const sandboxCredentials = await sandboxClientCredentials(db, secrets, config, clock.now());
+  const banks = new OpenBankingRegistry({ config, now: () => clock.now(), log: secretFreeLog(log.child({ component: 'banks' })), sandboxCredentials });
   const deps: Deps = { config, db, log, clock, worker, banks, secrets };
   worker.setKinds(jobKindsOf(deps));
   const runners = runnersOf(deps);

@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import type { TestContext } from 'node:test';
 import { sql } from 'kysely';
 import pino from 'pino';
+import { STANDALONE_CLIENT_SECRET } from '../src/modules/banks/sandbox-bank/sandbox-bank.app.ts';
 import { loadConfig, type Config } from '../src/config.ts';
 import { createRuntime, type Runtime } from '../src/runtime.ts';
 import { openDb, type Db } from '../src/store/db.ts';
@@ -67,6 +68,9 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
     // Tests make endpoints at made-up public names (no DNS here) and receive on this machine in
     // both modes; the tests of the outbound policy set the reach they test.
     targetReach: { live: 'any', test: 'any' },
+    // The sandbox bank's documented standalone secret, so tests can call its hooks directly; the
+    // secret a real start makes is tested in src/modules/banks/sandbox-client.test.ts.
+    sandboxClientSecret: STANDALONE_CLIENT_SECRET,
     ...overrides,
   };
 }

@@ -38,6 +38,17 @@ const ID_OVERRIDES: Record<string, string> = {
   'POST /v1/test-helpers/recurring-consents/{id}/revoke-at-bank': 'revokeRecurringConsentAtBank',
   'POST /v1/test-helpers/recurring-consents/{id}/revoke-by-payer': 'revokeRecurringConsentByPayer',
   'POST /v1/test-helpers/recurring-consents/{id}/decline-next': 'declineNextRecurringPayments',
+  'POST /v1/test-helpers/recurring-consents/{id}/delay': 'delayRecurringPaymentConfirmations',
+  'POST /v1/test-helpers/recurring-consents/{id}/latency': 'slowBankForRecurringConsent',
+  'POST /v1/test-helpers/subscriptions/{id}/delay': 'delaySubscriptionChargeConfirmations',
+  'POST /v1/test-helpers/subscriptions/{id}/latency': 'slowBankForSubscription',
+  'POST /v1/test-helpers/payments/{id}/decline-next': 'declineTestPaymentAtBank',
+  'POST /v1/test-helpers/payments/{id}/delay': 'delayTestPaymentConfirmation',
+  'POST /v1/test-helpers/payments/{id}/latency': 'slowBankForPayment',
+  'POST /v1/test-helpers/payments/{id}/release': 'releaseTestPaymentAtBank',
+  'POST /v1/test-helpers/requests/{id}/decline-next': 'declineNextAtBankForRequest',
+  'POST /v1/test-helpers/requests/{id}/delay': 'delayConfirmationsForRequest',
+  'POST /v1/test-helpers/requests/{id}/latency': 'slowBankForRequest',
 };
 
 const pascal = (words: string) => words.split(/[-_]/).filter(Boolean).map((word) => word[0]!.toUpperCase() + word.slice(1)).join('');

@@ -3,7 +3,6 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { authoriseAtBank } from '../../src/modules/test-helpers/pay.bank-driver.ts';
 import { checkoutWorld, createRequest, eventsOf, payViaPage, returnToService, submitPage, type CheckoutWorld } from './checkout.fixtures.ts';
-import { SERVICE_BASIC } from '../../src/modules/banks/banks.testing.ts';
 
 const PARTICULARS = /^V-[A-Z0-9]{6}$/;
 
@@ -183,11 +182,10 @@ test('the reconciler polls an unconfirmed payment until the bank confirms it', a
   const world = await checkoutWorld(t);
   const request = await createRequest(world, { amount: '11.00 NZD' });
   const submitted = await submitPage(world.baseUrl, request.id, { bank: 'sandbox' });
-  const row = await world.app.deps.db.selectFrom('payments').select(['id', 'bank_consent_id']).where('request_id', '=', request.id).executeTakeFirstOrThrow();
-  const hook = await fetch(`${world.baseUrl}/sandbox-bank/test/consents/${row.bank_consent_id}/delay`, {
-    method: 'POST', headers: { 'content-type': 'application/json', authorization: SERVICE_BASIC }, body: JSON.stringify({ seconds: 120 }),
-  });
-  assert.equal(hook.status, 200, await hook.text());
+  // the merchant arranges it with its test key while the payer is at the bank
+  const held = await world.api.post(`/v1/test-helpers/requests/${request.id}/delay`, { seconds: 120 });
+  assert.equal(held.status, 200, held.text);
+  assert.equal(held.body.request.id, request.id);
   const back = await authoriseAtBank(submitted.location!, 'approve', `${world.baseUrl}/pay/return`);
   const resultPath = await returnToService(back);
   assert.equal((await paymentsOf(world, request.id))[0].status, 'unconfirmed');
@@ -256,21 +254,18 @@ test('expired and deleted requests take no new payments', async (t) => {
   assert.equal((await submitPage(world.baseUrl, deleted.id, { bank: 'sandbox' })).status, 409);
 });
 
-async function bankHook(world: CheckoutWorld, path: string, body: unknown) {
-  const response = await fetch(`${world.baseUrl}/sandbox-bank/test/${path}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: SERVICE_BASIC }, body: JSON.stringify(body) });
-  assert.equal(response.status, 200, await response.text());
-}
-
-async function consentOf(world: CheckoutWorld, requestId: string) {
-  return world.app.deps.db.selectFrom('payments').select(['id', 'bank_consent_id', 'bank_payment_id']).where('request_id', '=', requestId)
-    .orderBy('id', 'desc').executeTakeFirstOrThrow();
+/** One of the test helpers that make the sandbox bank act on a payment, as the merchant calls them. */
+async function bankHook(world: CheckoutWorld, paymentId: string, action: string, body: unknown) {
+  const response = await world.api.post(`/v1/test-helpers/payments/${paymentId}/${action}`, body);
+  assert.equal(response.status, 200, response.text);
+  assert.equal(response.body.payment.id, paymentId);
 }
 
 test('the bank refuses the payment at execution: failed with its reason, request still payable', async (t) => {
   const world = await checkoutWorld(t);
   const request = await createRequest(world, { amount: '19.00 NZD' });
   const submitted = await submitPage(world.baseUrl, request.id, { bank: 'sandbox' });
-  await bankHook(world, `consents/${(await consentOf(world, request.id)).bank_consent_id}/decline-next`, { reason: 'insufficient_funds' });
+  await bankHook(world, (await paymentsOf(world, request.id))[0].id, 'decline-next', { reason: 'insufficient_funds' });
   await returnToService(await authoriseAtBank(submitted.location!, 'approve', `${world.baseUrl}/pay/return`));
   const [payment] = await paymentsOf(world, request.id);
   assert.equal(payment.status, 'failed');
@@ -284,12 +279,12 @@ test('an unconfirmed payment the bank later rejects ends failed', async (t) => {
   const world = await checkoutWorld(t);
   const request = await createRequest(world, { amount: '21.00 NZD' });
   const submitted = await submitPage(world.baseUrl, request.id, { bank: 'sandbox' });
-  await bankHook(world, `consents/${(await consentOf(world, request.id)).bank_consent_id}/delay`, {});
+  await bankHook(world, (await paymentsOf(world, request.id))[0].id, 'delay', {});
   await returnToService(await authoriseAtBank(submitted.location!, 'approve', `${world.baseUrl}/pay/return`));
   assert.equal((await paymentsOf(world, request.id))[0].status, 'unconfirmed');
   await world.api.post('/v1/test-helpers/clock/advance', { seconds: 60 });
   assert.equal((await paymentsOf(world, request.id))[0].status, 'unconfirmed', 'held at the bank until released');
-  await bankHook(world, `payments/${(await consentOf(world, request.id)).bank_payment_id}/release`, { outcome: 'rejected', reason: 'fraud_check' });
+  await bankHook(world, (await paymentsOf(world, request.id))[0].id, 'release', { outcome: 'rejected', reason: 'fraud_check' });
   await world.api.post('/v1/test-helpers/clock/advance', { seconds: 600 });
   const [payment] = await paymentsOf(world, request.id);
   assert.equal(payment.status, 'failed');

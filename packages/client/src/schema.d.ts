@@ -679,7 +679,7 @@ export interface paths {
         put?: never;
         /**
          * Move the test clock forward; returns once all work due up to then has run
-         * @description At most 20 years at a time, and at most TEST_CLOCK_MAX_JOBS jobs (100,000 by default) per call: when that many ran first, the clock stops where the work stopped and work_remaining is true; advance again to go on.
+         * @description The test clock may be at most 20 years ahead of real time: an advance past that is refused (400, with the latest time allowed in params.maximum) and moves nothing. At most TEST_CLOCK_MAX_JOBS jobs (100,000 by default) run per call: when that many ran first, the clock stops where the work stopped and work_remaining is true; advance again to go on.
          */
         post: operations["advanceTestClock"];
         delete?: never;
@@ -702,6 +702,226 @@ export interface paths {
          * @description One-off requests return { payment } in its final state; recurring and subscription requests return their own object.
          */
         post: operations["payTestRequest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/test-helpers/payments/{id}/decline-next": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The bank refuses the next `count` payments under this payment's consent
+         * @description The bank refuses the next `count` payments under this payment's consent. An object of another merchant, or of the other mode, is a 404, never a 403.
+         */
+        post: operations["declineTestPaymentAtBank"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/test-helpers/payments/{id}/delay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The bank holds the confirmation of payments under this payment's consent, so they are unconfirmed until it settles them
+         * @description The bank holds the confirmation of payments under this payment's consent, so they are unconfirmed until it settles them. An object of another merchant, or of the other mode, is a 404, never a 403.
+         */
+        post: operations["delayTestPaymentConfirmation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/test-helpers/payments/{id}/latency": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The bank answers calls about this payment's consent slowly
+         * @description The bank answers calls about this payment's consent slowly. An object of another merchant, or of the other mode, is a 404, never a 403.
+         */
+        post: operations["slowBankForPayment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/test-helpers/payments/{id}/release": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The bank settles a payment whose confirmation it held: completed or rejected
+         * @description The bank settles a payment whose confirmation it held: completed or rejected. An object of another merchant, or of the other mode, is a 404, never a 403.
+         */
+        post: operations["releaseTestPaymentAtBank"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/test-helpers/recurring-consents/{id}/delay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The bank holds the confirmation of payments under this recurring consent's consent, so they are unconfirmed until it settles them
+         * @description The bank holds the confirmation of payments under this recurring consent's consent, so they are unconfirmed until it settles them. An object of another merchant, or of the other mode, is a 404, never a 403.
+         */
+        post: operations["delayRecurringPaymentConfirmations"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/test-helpers/recurring-consents/{id}/latency": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The bank answers calls about this recurring consent's consent slowly
+         * @description The bank answers calls about this recurring consent's consent slowly. An object of another merchant, or of the other mode, is a 404, never a 403.
+         */
+        post: operations["slowBankForRecurringConsent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/test-helpers/subscriptions/{id}/delay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The bank holds the confirmation of payments under this subscription's consent, so they are unconfirmed until it settles them
+         * @description The bank holds the confirmation of payments under this subscription's consent, so they are unconfirmed until it settles them. An object of another merchant, or of the other mode, is a 404, never a 403.
+         */
+        post: operations["delaySubscriptionChargeConfirmations"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/test-helpers/subscriptions/{id}/latency": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The bank answers calls about this subscription's consent slowly
+         * @description The bank answers calls about this subscription's consent slowly. An object of another merchant, or of the other mode, is a 404, never a 403.
+         */
+        post: operations["slowBankForSubscription"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/test-helpers/requests/{id}/decline-next": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The bank refuses the next `count` payments under this request's consent
+         * @description The bank refuses the next `count` payments under this request's consent. An object of another merchant, or of the other mode, is a 404, never a 403.
+         */
+        post: operations["declineNextAtBankForRequest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/test-helpers/requests/{id}/delay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The bank holds the confirmation of payments under this request's consent, so they are unconfirmed until it settles them
+         * @description The bank holds the confirmation of payments under this request's consent, so they are unconfirmed until it settles them. An object of another merchant, or of the other mode, is a 404, never a 403.
+         */
+        post: operations["delayConfirmationsForRequest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/test-helpers/requests/{id}/latency": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The bank answers calls about this request's consent slowly
+         * @description The bank answers calls about this request's consent slowly. An object of another merchant, or of the other mode, is a 404, never a 403.
+         */
+        post: operations["slowBankForRequest"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4915,6 +5135,779 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "service_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    declineTestPaymentAtBank: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Payment id (payment_…) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description How many executions the bank refuses
+                     * @default 1
+                     */
+                    count?: number;
+                    /** @description e.g. insufficient_funds, fraud_check */
+                    reason?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        payment: components["schemas"]["Payment"];
+                    };
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.count" | "bad_request.invalid_param.id" | "bad_request.invalid_param.reason") | string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description No such object for this key's merchant and mode */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_found.payment" | "not_found.route";
+                    };
+                };
+            };
+        };
+    };
+    delayTestPaymentConfirmation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Payment id (payment_…) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description How long the bank holds each confirmation; without it, until released */
+                    seconds?: number;
+                    /** @description What the bank answers meanwhile (default AcceptedSettlementInProcess) */
+                    status?: "Pending" | "AcceptedSettlementInProcess";
+                    /** @description true: confirm at once again */
+                    off?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        payment: components["schemas"]["Payment"];
+                    };
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.id" | "bad_request.invalid_param.off" | "bad_request.invalid_param.seconds" | "bad_request.invalid_param.status") | string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description No such object for this key's merchant and mode */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_found.payment" | "not_found.route";
+                    };
+                };
+            };
+        };
+    };
+    slowBankForPayment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Payment id (payment_…) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description How long the bank waits before answering */
+                    ms: number;
+                    /** @description For how many calls (default 1) */
+                    count?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        payment: components["schemas"]["Payment"];
+                    };
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.count" | "bad_request.invalid_param.id" | "bad_request.invalid_param.ms" | "bad_request.missing_param.ms") | string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description No such object for this key's merchant and mode */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_found.payment" | "not_found.route";
+                    };
+                };
+            };
+        };
+    };
+    releaseTestPaymentAtBank: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Payment id (payment_…) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description How the bank settles the held payment (default completed) */
+                    outcome?: "completed" | "rejected";
+                    /** @description With rejected: e.g. insufficient_funds */
+                    reason?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        payment: components["schemas"]["Payment"];
+                    };
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.id" | "bad_request.invalid_param.outcome" | "bad_request.invalid_param.reason") | string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description No such object for this key's merchant and mode */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_found.payment" | "not_found.route";
+                    };
+                };
+            };
+        };
+    };
+    delayRecurringPaymentConfirmations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Recurring consent id (recurring_…) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description How long the bank holds each confirmation; without it, until released */
+                    seconds?: number;
+                    /** @description What the bank answers meanwhile (default AcceptedSettlementInProcess) */
+                    status?: "Pending" | "AcceptedSettlementInProcess";
+                    /** @description true: confirm at once again */
+                    off?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        recurring_consent: components["schemas"]["RecurringConsent"];
+                    };
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.id" | "bad_request.invalid_param.off" | "bad_request.invalid_param.seconds" | "bad_request.invalid_param.status") | string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description No such object for this key's merchant and mode */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_found.recurring_consent" | "not_found.route";
+                    };
+                };
+            };
+        };
+    };
+    slowBankForRecurringConsent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Recurring consent id (recurring_…) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description How long the bank waits before answering */
+                    ms: number;
+                    /** @description For how many calls (default 1) */
+                    count?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        recurring_consent: components["schemas"]["RecurringConsent"];
+                    };
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.count" | "bad_request.invalid_param.id" | "bad_request.invalid_param.ms" | "bad_request.missing_param.ms") | string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description No such object for this key's merchant and mode */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_found.recurring_consent" | "not_found.route";
+                    };
+                };
+            };
+        };
+    };
+    delaySubscriptionChargeConfirmations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Subscription id (subscription_…) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description How long the bank holds each confirmation; without it, until released */
+                    seconds?: number;
+                    /** @description What the bank answers meanwhile (default AcceptedSettlementInProcess) */
+                    status?: "Pending" | "AcceptedSettlementInProcess";
+                    /** @description true: confirm at once again */
+                    off?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        subscription: components["schemas"]["Subscription"];
+                    };
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.id" | "bad_request.invalid_param.off" | "bad_request.invalid_param.seconds" | "bad_request.invalid_param.status") | string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description No such object for this key's merchant and mode */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_found.route" | "not_found.subscription";
+                    };
+                };
+            };
+        };
+    };
+    slowBankForSubscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Subscription id (subscription_…) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description How long the bank waits before answering */
+                    ms: number;
+                    /** @description For how many calls (default 1) */
+                    count?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        subscription: components["schemas"]["Subscription"];
+                    };
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.count" | "bad_request.invalid_param.id" | "bad_request.invalid_param.ms" | "bad_request.missing_param.ms") | string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description No such object for this key's merchant and mode */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_found.route" | "not_found.subscription";
+                    };
+                };
+            };
+        };
+    };
+    declineNextAtBankForRequest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Request id (request_…) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description How many executions the bank refuses
+                     * @default 1
+                     */
+                    count?: number;
+                    /** @description e.g. insufficient_funds, fraud_check */
+                    reason?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        request: components["schemas"]["Request"];
+                    };
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.count" | "bad_request.invalid_param.id" | "bad_request.invalid_param.reason") | string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description No such object for this key's merchant and mode */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_found.request" | "not_found.route";
+                    };
+                };
+            };
+        };
+    };
+    delayConfirmationsForRequest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Request id (request_…) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description How long the bank holds each confirmation; without it, until released */
+                    seconds?: number;
+                    /** @description What the bank answers meanwhile (default AcceptedSettlementInProcess) */
+                    status?: "Pending" | "AcceptedSettlementInProcess";
+                    /** @description true: confirm at once again */
+                    off?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        request: components["schemas"]["Request"];
+                    };
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.id" | "bad_request.invalid_param.off" | "bad_request.invalid_param.seconds" | "bad_request.invalid_param.status") | string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description No such object for this key's merchant and mode */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_found.request" | "not_found.route";
+                    };
+                };
+            };
+        };
+    };
+    slowBankForRequest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Request id (request_…) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description How long the bank waits before answering */
+                    ms: number;
+                    /** @description For how many calls (default 1) */
+                    count?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        request: components["schemas"]["Request"];
+                    };
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.count" | "bad_request.invalid_param.id" | "bad_request.invalid_param.ms" | "bad_request.missing_param.ms") | string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description No such object for this key's merchant and mode */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_found.request" | "not_found.route";
                     };
                 };
             };

@@ -23,3 +23,9 @@ export async function closeAuthorisation(db: Db, state: string, outcome: string,
     .where('state', '=', state).where('outcome', 'is', null).executeTakeFirst();
   return Number(result.numUpdatedRows) === 1;
 }
+
+/** A request's newest authorisation still waiting for the payer, once its bank made the consent. */
+export async function findPendingAuthorisationOfRequest(db: Db, requestId: string): Promise<AuthorisationRow | undefined> {
+  return db.selectFrom('enduring_authorisations').selectAll().where('request_id', '=', requestId).where('outcome', 'is', null)
+    .where('bank_consent_id', 'is not', null).orderBy('created_at', 'desc').limit(1).executeTakeFirst();
+}

@@ -15,7 +15,7 @@ import type { CustInfo } from '../requests/requests.rules.ts';
 import { findRequestById, lockRequest, markRequestPaid } from '../requests/requests.service.ts';
 import type { RequestRow } from '../requests/requests.tables.ts';
 import type { Deps } from '../context.ts';
-import { closeAuthorisation, findAuthorisation, insertAuthorisation, setAuthorisationBankConsent, type AuthorisationRow } from './authorisations.repo.ts';
+import { closeAuthorisation, findAuthorisation, findPendingAuthorisationOfRequest, insertAuthorisation, setAuthorisationBankConsent, type AuthorisationRow } from './authorisations.repo.ts';
 import { mergePayerDetails } from './authorisations.rules.ts';
 
 // One way to authorise an enduring consent at the payer's bank, for recurring consents and
@@ -162,6 +162,11 @@ export function giveBackConsentJob(deps: Deps): JobHandler {
     const revoked = await connector.revokeConsent({ consentId: payload.consent_id });
     if (!revoked.ok) throw new Error(`the bank did not revoke consent ${payload.consent_id}: ${revoked.message}`);
   };
+}
+
+/** The bank consent a payer of this recurring or subscription request is approving now, if any. */
+export async function pendingBankConsentOfAuthorisation(db: Db, requestId: string): Promise<string | null> {
+  return (await findPendingAuthorisationOfRequest(db, requestId))?.bank_consent_id ?? null;
 }
 
 export type { AuthorisationRow };

@@ -112,4 +112,6 @@ export interface BankRegistry {
    * helpers; throws with the bank's answer when it refuses.
    */
   sandboxTestHook(path: string, body: unknown): Promise<void>;
+  /** The service's client at the sandbox bank, which the mounted bank accepts. */
+  readonly sandboxCredentials: { clientId: string; clientSecret: string };
 }

@@ -10,7 +10,7 @@ export const banksModule: ModuleManifest = {
       db: deps.db,
       clock: deps.clock,
       zone: deps.config.serviceTimeZone,
-      clients: serviceClient(() => deps.config.publicBaseUrl),
+      clients: serviceClient(() => deps.config.publicBaseUrl, deps.banks.sandboxCredentials.clientSecret),
     });
   },
 };

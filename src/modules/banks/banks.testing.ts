@@ -3,7 +3,7 @@
 // approves through the bank's HTML forms as a browser without JavaScript would.
 import type { TestContext } from 'node:test';
 import { buildTestApp, type TestApp } from '../../../test/helpers.ts';
-import { SERVICE_CLIENT_ID, SERVICE_CLIENT_SECRET } from './sandbox-bank/sandbox-bank.app.ts';
+import { SERVICE_CLIENT_ID, STANDALONE_CLIENT_SECRET } from './sandbox-bank/sandbox-bank.app.ts';
 
 export type Listening = TestApp & { baseUrl: string; bankUrl: string; redirectUri: string };
 
@@ -40,7 +40,7 @@ export async function call(method: string, url: string, options: { token?: strin
 }
 
 /** Authorization for the sandbox bank's test hooks: the service's client credentials, as HTTP Basic. */
-export const SERVICE_BASIC = `Basic ${Buffer.from(`${SERVICE_CLIENT_ID}:${SERVICE_CLIENT_SECRET}`).toString('base64')}`;
+export const SERVICE_BASIC = `Basic ${Buffer.from(`${SERVICE_CLIENT_ID}:${STANDALONE_CLIENT_SECRET}`).toString('base64')}`;
 
 /** A sandbox bank test hook, called as the service's client. */
 export function hook(method: 'GET' | 'POST', url: string, body?: unknown): Promise<Reply> {
@@ -49,7 +49,7 @@ export function hook(method: 'GET' | 'POST', url: string, body?: unknown): Promi
 
 export async function clientToken(bankUrl: string): Promise<string> {
   const reply = await call('POST', `${bankUrl}/token`, {
-    form: { grant_type: 'client_credentials', client_id: SERVICE_CLIENT_ID, client_secret: SERVICE_CLIENT_SECRET },
+    form: { grant_type: 'client_credentials', client_id: SERVICE_CLIENT_ID, client_secret: STANDALONE_CLIENT_SECRET },
   });
   if (reply.status !== 200) throw new Error(`token: ${reply.status} ${reply.text}`);
   return reply.body.access_token;

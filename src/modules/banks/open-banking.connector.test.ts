@@ -7,7 +7,7 @@ import { loggerOptionsFor } from '../../runtime.ts';
 import type { BankConnector } from './bank-connector.ts';
 import { hook, listeningApp, payerDecides, type Listening } from './banks.testing.ts';
 import { BankHttp, observeBankExchanges, type BankExchange } from './open-banking.http.ts';
-import { SERVICE_CLIENT_ID, SERVICE_CLIENT_SECRET } from './sandbox-bank/sandbox-bank.app.ts';
+import { SERVICE_CLIENT_ID, STANDALONE_CLIENT_SECRET } from './sandbox-bank/sandbox-bank.app.ts';
 import { OpenBankingConnector } from './open-banking.connector.ts';
 import { OpenBankingRegistry } from './registry.ts';
 import { ClientSecretSecurity } from './security.ts';
@@ -143,7 +143,7 @@ test('delayed confirmation is pending until the bank settles it', async (t) => {
 
 test('a bank slower than the timeout is an unknown outcome; the same idempotency key later finds the payment', async (t) => {
   const app = await listeningApp(t);
-  const registry = new OpenBankingRegistry({ config: app.deps.config, http: { timeoutMs: 200 } });
+  const registry = new OpenBankingRegistry({ config: app.deps.config, http: { timeoutMs: 200 }, sandboxCredentials: app.deps.banks.sandboxCredentials });
   // Closed before the service stops, or the server waits for this client's keep-alive sockets.
   try {
     const connector = registry.connectorFor('asb', 'test')!;
@@ -204,7 +204,7 @@ test('tracing: each call sends a new x-fapi-interaction-id, the bank echoes it, 
   t.after(() => httpClient.close());
   const connector = new OpenBankingConnector({
     bankId: 'sandbox', baseUrl: app.bankUrl, http: httpClient,
-    security: new ClientSecretSecurity({ baseUrl: app.bankUrl, credentials: { clientId: SERVICE_CLIENT_ID, clientSecret: SERVICE_CLIENT_SECRET }, http: httpClient }),
+    security: new ClientSecretSecurity({ baseUrl: app.bankUrl, credentials: { clientId: SERVICE_CLIENT_ID, clientSecret: STANDALONE_CLIENT_SECRET }, http: httpClient }),
   });
   const exchanges: BankExchange[] = [];
   const stop = observeBankExchanges((exchange) => exchanges.push(exchange));

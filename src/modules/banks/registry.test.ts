@@ -6,10 +6,12 @@ import path from 'node:path';
 import { ConfigError, loadConfig } from '../../config.ts';
 import { OpenBankingRegistry } from './registry.ts';
 
+const sandboxCredentials = { clientId: 'tono', clientSecret: 'made-at-first-start' };
+
 const env = { PORT: '0', LOG_LEVEL: 'silent' };
 
 test('test mode lists the sandbox bank and the major NZ banks, all routed to the sandbox bank', async (t) => {
-  const registry = new OpenBankingRegistry({ config: loadConfig(env) });
+  const registry = new OpenBankingRegistry({ config: loadConfig(env), sandboxCredentials });
   t.after(() => registry.close());
   assert.deepEqual(registry.list('test').map((bank) => bank.name), [
     'Sandbox Bank', 'ANZ', 'ASB', 'BNZ', 'Westpac', 'Kiwibank', 'TSB', 'Co-operative Bank', 'Heartland Bank',
@@ -26,11 +28,11 @@ test('test mode lists the sandbox bank and the major NZ banks, all routed to the
 
 test('the mounted sandbox URL follows PUBLIC_BASE_URL set after listening; SANDBOX_BANK_URL wins when set', async (t) => {
   const config = loadConfig(env);
-  const registry = new OpenBankingRegistry({ config });
+  const registry = new OpenBankingRegistry({ config, sandboxCredentials });
   t.after(() => registry.close());
   config.publicBaseUrl = 'http://127.0.0.1:4567';
   assert.equal(registry.sandboxUrl(), 'http://127.0.0.1:4567/sandbox-bank');
-  const explicit = new OpenBankingRegistry({ config: loadConfig({ ...env, SANDBOX_BANK_URL: 'http://127.0.0.1:3001' }) });
+  const explicit = new OpenBankingRegistry({ config: loadConfig({ ...env, SANDBOX_BANK_URL: 'http://127.0.0.1:3001' }), sandboxCredentials });
   t.after(() => explicit.close());
   assert.equal(explicit.sandboxUrl(), 'http://127.0.0.1:3001');
 });
@@ -45,7 +47,7 @@ function banksFile(t: import('node:test').TestContext, content: string): string 
 
 test('live mode uses the banks in BANKS_FILE', async (t) => {
   const file = banksFile(t, JSON.stringify({ banks: [{ id: 'anz', name: 'ANZ', base_url: 'https://api.anz.example/open-banking/', client_id: 'cid', client_secret: 'sec' }] }));
-  const registry = new OpenBankingRegistry({ config: loadConfig({ ...env, BANKS_FILE: file }) });
+  const registry = new OpenBankingRegistry({ config: loadConfig({ ...env, BANKS_FILE: file }), sandboxCredentials });
   t.after(() => registry.close());
   assert.deepEqual(registry.list('live'), [{ id: 'anz', name: 'ANZ' }]);
   const connector = registry.connectorFor('anz', 'live')!;

@@ -3,8 +3,7 @@ import type { BankConnector, BankRegistry } from './bank-connector.ts';
 import { readBanksFile, type LiveBank } from './banks-file.ts';
 import { BankHttp, type BankHttpOptions, type BankLog } from './open-banking.http.ts';
 import { OpenBankingConnector } from './open-banking.connector.ts';
-import { SERVICE_CLIENT_ID, SERVICE_CLIENT_SECRET } from './sandbox-bank/sandbox-bank.app.ts';
-import { ClientSecretSecurity, type ClientAuth } from './security.ts';
+import { ClientSecretSecurity, type ClientAuth, type ClientCredentials } from './security.ts';
 
 // The banks a payer can choose. Test mode lists the sandbox bank and the major NZ banks, and
 // routes every one of them to the sandbox bank; live mode lists only the banks in BANKS_FILE.
@@ -29,6 +28,8 @@ export type OpenBankingRegistryOptions = {
   now?: () => number;
   /** Each bank call is logged here with its x-fapi-interaction-id and the ids it was made for. */
   log?: BankLog;
+  /** The service's client at the sandbox bank (src/modules/banks/sandbox-client.ts). */
+  sandboxCredentials: ClientCredentials;
 };
 
 export class OpenBankingRegistry implements BankRegistry {
@@ -40,9 +41,12 @@ export class OpenBankingRegistry implements BankRegistry {
   private readonly now: () => number;
   private readonly startSandboxUrl: string;
   private readonly connectors = new Map<string, BankConnector>();
+  /** Also what the mounted sandbox bank accepts from the service. */
+  readonly sandboxCredentials: ClientCredentials;
 
   constructor(options: OpenBankingRegistryOptions) {
     this.config = options.config;
+    this.sandboxCredentials = options.sandboxCredentials;
     this.liveBanks = options.liveBanks ?? (options.config.banksFile ? readBanksFile(options.config.banksFile) : []);
     this.httpOptions = { ...options.http, log: options.log };
     this.http = new BankHttp(this.httpOptions);
@@ -58,7 +62,7 @@ export class OpenBankingRegistry implements BankRegistry {
   connectorFor(bankId: string, mode: 'live' | 'test'): BankConnector | null {
     if (mode === 'test') {
       if (!NZ_BANKS.some((bank) => bank.id === bankId)) return null;
-      return this.connector(`test:${bankId}`, bankId, this.sandboxUrl(), { clientId: SERVICE_CLIENT_ID, clientSecret: SERVICE_CLIENT_SECRET }, true);
+      return this.connector(`test:${bankId}`, bankId, this.sandboxUrl(), this.sandboxCredentials, true);
     }
     const bank = this.liveBanks.find((candidate) => candidate.id === bankId);
     if (!bank) return null;
@@ -90,7 +94,7 @@ export class OpenBankingRegistry implements BankRegistry {
       method: 'POST',
       headers: {
         'content-type': 'application/json',
-        authorization: `Basic ${Buffer.from(`${encodeURIComponent(SERVICE_CLIENT_ID)}:${encodeURIComponent(SERVICE_CLIENT_SECRET)}`).toString('base64')}`,
+        authorization: `Basic ${Buffer.from(`${encodeURIComponent(this.sandboxCredentials.clientId)}:${encodeURIComponent(this.sandboxCredentials.clientSecret)}`).toString('base64')}`,
       },
       body: JSON.stringify(body),
       signal: AbortSignal.timeout(15_000),

@@ -43,6 +43,11 @@ export async function retrieveConsent(ctx: Ctx, id: string) {
   return { recurring_consent: await consentObject(ctx.db, row, ctx.clock.now(), ctx.deps.config.serviceTimeZone) };
 }
 
+/** The sandbox bank's consent behind one of the caller's recurring consents (the test helpers' bank hooks). */
+export async function bankConsentOfConsent(ctx: Ctx, id: string): Promise<string> {
+  return (await getConsent(ctx.db, ownerOf(ctx), id)).bank_consent_id;
+}
+
 export async function listConsentsFor(ctx: Ctx, query: ListConsentsQuery) {
   const limit = query.limit ?? 100;
   const filters = { ...query, email: query.email?.trim().toLowerCase(), limit };

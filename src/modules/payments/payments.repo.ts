@@ -31,6 +31,12 @@ export async function findPaymentById(db: Db, id: string): Promise<PaymentRow | 
   return findPaymentByIdQuery.first(db, { id });
 }
 
+/** A request's newest payment awaiting the payer's consent at a bank that has made the consent. */
+export async function findAwaitingPaymentOfRequest(db: Db, requestId: string): Promise<PaymentRow | undefined> {
+  return db.selectFrom('payments').selectAll().where('request_id', '=', requestId).where('status', '=', 'awaiting-consent')
+    .where('bank_consent_id', 'is not', null).orderBy('id', 'desc').limit(1).executeTakeFirst();
+}
+
 export async function findPaymentByState(db: Db, state: string): Promise<PaymentRow | undefined> {
   return db.selectFrom('payments').selectAll().where('auth_state', '=', state).executeTakeFirst();
 }

@@ -10,7 +10,7 @@ import { custInfosOfPayments, findCustInfoOfPayment, paymentIdsByPayerEmail } fr
 import { emitEvent } from '../events/events.service.ts';
 import { getRequest } from '../requests/requests.service.ts';
 import { presentPayment } from './payments.present.ts';
-import { enduringPayerAccount, getPayment, insertPaymentIfParticularsFree, listPayments, paymentActivitySince, requestIdsByParticulars, searchPayments, updatePayment, updatePaymentIfStatus, type PaymentSearch } from './payments.repo.ts';
+import { enduringPayerAccount, findAwaitingPaymentOfRequest, getPayment, insertPaymentIfParticularsFree, listPayments, paymentActivitySince, requestIdsByParticulars, searchPayments, updatePayment, updatePaymentIfStatus, type PaymentSearch } from './payments.repo.ts';
 import { isFinal, newParticulars, PCR_CODE, settledCents, type FinalStatus } from './payments.rules.ts';
 import type { ListPaymentsQuery, ListRequestPaymentsQuery } from './payments.schemas.ts';
 import type { Ctx, Deps } from '../context.ts';
@@ -152,6 +152,18 @@ const ownerOf = (ctx: Ctx) => ({ userId: ctx.merchant.id, mode: ctx.mode });
 export async function retrievePayment(ctx: Ctx, id: string) {
   const row = await getPayment(ctx.db, ownerOf(ctx), id);
   return { payment: presentPayment(row, await findCustInfoOfPayment(ctx.db, row.id)) };
+}
+
+/** The sandbox bank's consent and payment behind one of the caller's payments (the test helpers' bank hooks). */
+export async function bankIdsOfPayment(ctx: Ctx, id: string): Promise<{ consentId: string | null; paymentId: string | null }> {
+  const row = await getPayment(ctx.db, ownerOf(ctx), id);
+  return { consentId: row.bank_consent_id, paymentId: row.bank_payment_id };
+}
+
+/** The bank consent a payer of this request is approving now (its newest payment awaiting consent at a bank), if any. */
+export async function pendingBankConsentOfRequest(ctx: Ctx, requestId: string): Promise<string | null> {
+  const row = await findAwaitingPaymentOfRequest(ctx.db, requestId);
+  return row?.bank_consent_id ?? null;
 }
 
 async function presentPage(ctx: Ctx, rows: PaymentRow[], limit: number) {

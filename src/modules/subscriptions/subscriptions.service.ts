@@ -208,6 +208,11 @@ export async function retrieveSubscription(ctx: Ctx, id: string) {
   return { subscription: presentSubscription(await getSubscription(ctx.db, owner(ctx), id)) };
 }
 
+/** The sandbox bank's consent behind one of the caller's subscriptions (the test helpers' bank hooks). */
+export async function bankConsentOfSubscription(ctx: Ctx, id: string): Promise<string> {
+  return (await getSubscription(ctx.db, owner(ctx), id)).bank_consent_id;
+}
+
 export async function listSubscriptionsFor(ctx: Ctx, query: { status?: string; merchant_identifier?: string; email?: string; request_id?: string; limit?: number; starting_after?: string }) {
   const limit = query.limit ?? 100;
   const email = query.email?.trim().toLowerCase();

@@ -20,6 +20,7 @@ import * as jobLanes from './0021-job-lanes.ts';
 import * as enduringPayerAccounts from './0022-enduring-payer-accounts.ts';
 import * as attemptWindows from './0023-attempt-windows.ts';
 import * as custInfoOwner from './0024-cust-info-owner.ts';
+import * as bankClientSecrets from './0025-bank-client-secrets.ts';
 
 // Every migration, in order. Each module appends its own file here; names never change once shipped.
 export const migrations: Record<string, Migration> = {
@@ -44,4 +45,5 @@ export const migrations: Record<string, Migration> = {
   '0022-enduring-payer-accounts': enduringPayerAccounts,
   '0023-attempt-windows': attemptWindows,
   '0024-cust-info-owner': custInfoOwner,
+  '0025-bank-client-secrets': bankClientSecrets,
 };

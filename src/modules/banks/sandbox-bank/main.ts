@@ -4,7 +4,7 @@ import { createPublicKey, type KeyObject } from 'node:crypto';
 import pino from 'pino';
 import { ConfigError, loadConfig } from '../../../config.ts';
 import { openDb } from '../../../store/db.ts';
-import { buildSandboxBankApp, migrateSandboxBank, SERVICE_CLIENT_ID, SERVICE_CLIENT_SECRET } from './sandbox-bank.app.ts';
+import { buildSandboxBankApp, migrateSandboxBank, SERVICE_CLIENT_ID, STANDALONE_CLIENT_SECRET } from './sandbox-bank.app.ts';
 
 // npm run sandbox-bank: the sandbox bank alone, on its own SQLite file under DATA_DIR.
 // PORT (default 3001), HOST, DATA_DIR, SERVICE_TIME_ZONE as for the service; the client it
@@ -75,7 +75,7 @@ const app = await buildSandboxBankApp({
   clients: () => [
     {
       clientId: process.env.SANDBOX_CLIENT_ID || SERVICE_CLIENT_ID,
-      clientSecret: process.env.SANDBOX_CLIENT_SECRET || SERVICE_CLIENT_SECRET,
+      clientSecret: process.env.SANDBOX_CLIENT_SECRET || STANDALONE_CLIENT_SECRET,
       redirectUris: [redirectUri],
       ...(clientPublicKey && { publicKey: clientPublicKey }),
     },

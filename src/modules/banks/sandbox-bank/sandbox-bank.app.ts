@@ -33,12 +33,18 @@ export type SandboxBankOptions = {
   requireClientCertificate?: boolean;
 };
 
-/** The client the service uses at its own sandbox bank. */
+/** The client the service uses at its sandbox bank. */
 export const SERVICE_CLIENT_ID = 'tono';
-export const SERVICE_CLIENT_SECRET = 'tono-sandbox-secret';
+/**
+ * The secret a sandbox bank run on its own (npm run sandbox-bank) accepts unless SANDBOX_CLIENT_SECRET
+ * says otherwise. The bank the service mounts never accepts it: its secret is made at first start
+ * (src/modules/banks/sandbox-client.ts).
+ */
+export const STANDALONE_CLIENT_SECRET = 'tono-sandbox-secret';
 
-export function serviceClient(publicBaseUrl: () => string): () => SandboxClient[] {
-  return () => [{ clientId: SERVICE_CLIENT_ID, clientSecret: SERVICE_CLIENT_SECRET, redirectUris: [`${publicBaseUrl()}/pay/return`] }];
+/** The service as the one client of the bank it mounts, returning to its own /pay/return. */
+export function serviceClient(publicBaseUrl: () => string, clientSecret: string): () => SandboxClient[] {
+  return () => [{ clientId: SERVICE_CLIENT_ID, clientSecret, redirectUris: [`${publicBaseUrl()}/pay/return`] }];
 }
 
 /**
