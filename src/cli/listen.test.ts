@@ -1,13 +1,15 @@
-import { test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import fc from 'fast-check';
 import { ulid } from 'ulid';
 import { childEnv, merchantByCli, processStore, runCli, type Service, startService, type Store } from '../../test/process.ts';
 import { startReceiver } from '../modules/webhooks/receiver.test-support.ts';
 import { verifyStandardWebhook, verifyWebhookSignature } from '../modules/webhooks/verify.js';
-import { eventIdFloor, eventIdTime, LOOKBACK_MS, SeenEvents } from './commands/listen.ts';
+import { CATCH_UP_AFTER_MS, CATCH_UP_GAP_MS, eventIdFloor, eventIdTime, LOOKBACK_MS, retryAfterMs, SeenEvents } from './commands/listen.ts';
 import { TRIGGERABLE, triggerEvent } from './commands/trigger.ts';
 import { createTonoClient } from '@tono/client';
 
@@ -27,19 +29,104 @@ test('event id floors sort with real ids and keep their time', () => {
   }));
 });
 
-test('listen remembers what it forwarded and looks back a little, never before its start', () => {
-  const seen = new SeenEvents();
+const ids = (events: Array<{ id: string }>) => events.map((event) => event.id);
+
+test('listen long-polls from the feed\'s cursor and, after new events, re-reads the look-back a few times without waiting', () => {
   const start = `event_${ulid(1_000_000)}`;
-  assert.equal(seen.cursor(start), start);
-  const id = `event_${ulid(2_000_000)}`;
-  assert.equal(seen.add(id), true);
-  assert.equal(seen.add(id), false);
-  assert.equal(seen.cursor(start), eventIdFloor(2_000_000 - LOOKBACK_MS));
-  const late = `event_${ulid(1_000_100)}`;
-  assert.equal(new SeenEvents().cursor(late), late);
-  const early = new SeenEvents();
-  early.add(`event_${ulid(1_000_200)}`);
-  assert.equal(early.cursor(late), late, 'never before the start');
+  const seen = new SeenEvents(start);
+  assert.deepEqual(seen.next(0), { after: start, wait: 25, catchUp: false, at: 0 }, 'a quiet feed: one long poll at a time');
+  const a = `event_${ulid(2_000_000)}`;
+  const b = `event_${ulid(2_000_400)}`;
+  assert.deepEqual(ids(seen.took(seen.next(0), { events: [{ id: a }, { id: b }], cursor: b }, 10_000)), [a, b]);
+
+  // the long poll goes on from the feed's cursor, and ends by the first catch-up read
+  const poll = seen.next(10_000);
+  assert.deepEqual(poll, { after: b, wait: 1, catchUp: false, at: 10_000 });
+  assert.deepEqual(seen.took(poll, { events: [], cursor: b }, 11_000), []);
+  const catchUp = seen.next(11_000);
+  assert.deepEqual(catchUp, { after: eventIdFloor(2_000_400 - LOOKBACK_MS), wait: 0, catchUp: true, at: 11_000 });
+  // it finds an event that committed after b although its id is older; what was forwarded is not again
+  const late = `event_${ulid(1_999_000)}`;
+  assert.deepEqual(ids(seen.took(catchUp, { events: [{ id: late }, { id: a }, { id: b }], cursor: b }, 11_000)), [late]);
+  assert.deepEqual(seen.next(11_500), { after: b, wait: 1, catchUp: false, at: 11_500 }, 'at most one catch-up read a second');
+
+  // the reads due run out: then the long poll waits its full time again
+  let now = 11_500;
+  let catchUps = 0;
+  for (let calls = 0; calls < 20; calls++) {
+    const ask = seen.next(now);
+    if (ask.wait === 25) break;
+    if (ask.catchUp) catchUps++;
+    assert.deepEqual(seen.took(ask, ask.catchUp ? { events: [{ id: late }, { id: a }, { id: b }], cursor: b } : { events: [], cursor: b }, now + ask.wait * 1000), []);
+    now += ask.wait * 1000 + 5;
+  }
+  assert.deepEqual(seen.next(now), { after: b, wait: 25, catchUp: false, at: now });
+  assert.equal(catchUps, 3, 'the one still due for a and b, and the two the late event asked for; reads that found nothing new asked for none');
+  assert.ok(now < 11_000 + Math.max(...CATCH_UP_AFTER_MS) + 2 * CATCH_UP_GAP_MS);
+
+  // a catch-up page cut off before the cursor goes on from where it stopped, at once
+  const c = `event_${ulid(2_001_000)}`;
+  const d = `event_${ulid(2_001_100)}`;
+  assert.deepEqual(ids(seen.took(seen.next(now), { events: [{ id: c }, { id: d }], cursor: d }, now)), [c, d]);
+  now += CATCH_UP_AFTER_MS[0]!;
+  const cut = seen.next(now);
+  assert.equal(cut.catchUp, true);
+  const later = `event_${ulid(2_000_900)}`;
+  assert.deepEqual(ids(seen.took(cut, { events: [{ id: late }, { id: a }], cursor: a }, now)), []);
+  assert.deepEqual(seen.next(now), { after: a, wait: 0, catchUp: true, at: now });
+  assert.deepEqual(ids(seen.took(seen.next(now), { events: [{ id: b }, { id: later }, { id: c }, { id: d }], cursor: d }, now)), [later]);
+  assert.equal(seen.next(now).catchUp, false);
+
+  // never before the start
+  const recent = `event_${ulid(1_999_500)}`;
+  const early = new SeenEvents(recent);
+  const e = `event_${ulid(2_000_000)}`;
+  early.took(early.next(0), { events: [{ id: e }], cursor: e }, 0);
+  assert.deepEqual(early.next(CATCH_UP_AFTER_MS[0]!), { after: recent, wait: 0, catchUp: true, at: CATCH_UP_AFTER_MS[0] });
+});
+
+test('against a feed whose events commit late and out of order, listen forwards each once and never spins', () => {
+  const base = 1_800_000_000_000;
+  // small pages, so that catch-up reads are cut off and must go on
+  const PAGE = 3;
+  fc.assert(fc.property(
+    // some events made in the same few milliseconds, to fill pages
+    fc.array(fc.record({ made: fc.oneof(fc.integer({ min: 1, max: 30 }), fc.integer({ min: 1, max: 20_000 })), delay: fc.integer({ min: 0, max: LOOKBACK_MS - 1 }) }), { maxLength: 25 }),
+    (specs) => {
+      const events = specs.map(({ made, delay }) => ({ id: `event_${ulid(base + made)}`, committed: made + delay }));
+      const seen = new SeenEvents(eventIdFloor(base));
+      const forwarded: string[] = [];
+      const end = Math.max(0, ...events.map((event) => event.committed)) + 2 * LOOKBACK_MS + 30_000;
+      let now = 0;
+      let calls = 0;
+      let fullPages = 0;
+      while (now < end) {
+        const ask = seen.next(now);
+        const visible = () => events.filter((event) => event.id > ask.after && event.committed <= now).sort((x, y) => (x.id < y.id ? -1 : 1));
+        // the feed as the service answers it: what has committed after the cursor, else a wait for it
+        if (visible().length === 0 && ask.wait > 0) now = Math.min(now + ask.wait * 1000, ...events.filter((event) => event.id > ask.after && event.committed > now).map((event) => event.committed));
+        const page = visible().slice(0, PAGE);
+        calls++;
+        if (page.length === PAGE) fullPages++;
+        now += 2;
+        forwarded.push(...ids(seen.took(ask, { events: page, cursor: page.at(-1)?.id ?? ask.after }, now)));
+      }
+      assert.deepEqual(forwarded.toSorted(), events.map((event) => event.id).toSorted(), 'each event forwarded, once');
+      // Per new event at most: the long poll that brought it, two catch-up reads, and the long polls
+      // that ended on them; a page that was full brings one more; a quiet feed, one call per 25 s.
+      assert.ok(calls - fullPages <= 5 * events.length + Math.ceil(end / 25_000) + 1, `${calls} calls, ${fullPages} full pages, for ${events.length} events`);
+    },
+  ));
+});
+
+test('a 429 waits as long as its Retry-After says, at least a second', () => {
+  assert.equal(retryAfterMs('2', 0), 2000);
+  assert.equal(retryAfterMs(' 30 ', 0), 30_000);
+  assert.equal(retryAfterMs('0', 0), 1000);
+  assert.equal(retryAfterMs(null, 0), 1000);
+  assert.equal(retryAfterMs('soon', 0), 1000);
+  const now = Date.parse('2026-11-23T10:04:12Z');
+  assert.equal(retryAfterMs('Mon, 23 Nov 2026 10:04:17 GMT', now), 5000);
 });
 
 function startListen(store: Store, args: string[]) {
@@ -128,4 +215,138 @@ test('each event type trigger offers happens through the API calls it makes', as
     const found = await fetch(`${service.baseUrl}/v1/events?type=${type}&limit=1`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.json()) as { events: unknown[] };
     assert.equal(found.events.length, 1, `${type} happened`);
   }
+});
+
+/** Calls to the feed the service has answered, from its /metrics. */
+async function feedCalls(service: Service): Promise<number> {
+  const metrics = await fetch(`${service.baseUrl}/metrics`).then((reply) => reply.text());
+  let count = 0;
+  for (const [, value] of metrics.matchAll(/^tono_http_request_duration_seconds_count\{[^}]*route="\/v1\/events\/feed"[^}]*\} (\d+)$/gm)) count += Number(value);
+  return count;
+}
+
+async function settle(ms: number) {
+  await new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+type FeedCall = { at: number; query: URLSearchParams; status?: number };
+
+/** A proxy in front of the service that notes each call to the feed and can answer one itself. */
+async function startFeedProxy(target: string, answer: (index: number) => { status: number; headers: Record<string, string>; body: string } | null) {
+  const calls: FeedCall[] = [];
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url!, target);
+    let call: FeedCall | undefined;
+    if (url.pathname === '/v1/events/feed') {
+      call = { at: Date.now(), query: url.searchParams };
+      const own = answer(calls.push(call) - 1);
+      if (own) {
+        call.status = own.status;
+        res.writeHead(own.status, own.headers).end(own.body);
+        return;
+      }
+    }
+    const upstream = http.request(url, { method: req.method, headers: req.headers }, (reply) => {
+      if (call) call.status = reply.statusCode;
+      res.writeHead(reply.statusCode!, reply.headers);
+      reply.pipe(res);
+    });
+    upstream.on('error', () => res.destroy());
+    res.on('close', () => upstream.destroy());
+    req.pipe(upstream);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    calls,
+    async close() {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+async function until(check: () => boolean, what: () => string, timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`gave up waiting: ${what()}`);
+    await settle(20);
+  }
+}
+
+// Each of these waits on real time, so they run side by side.
+describe('listen goes easy on the service', { concurrency: true }, () => {
+  test('left idle for 30 s, listen holds one long poll open at a time', async (t) => {
+    const { store, service, key } = await serviceWithMerchant(t);
+    const receiver = await startReceiver();
+    t.after(() => receiver.close());
+    const listen = startListen(store, ['--forward-to', receiver.url, '--api-key', key, '--base-url', service.baseUrl]);
+    t.after(() => listen.child.kill('SIGKILL'));
+    await listen.until(/Ctrl-C stops/);
+    await settle(30_000);
+    const calls = await feedCalls(service);
+    t.diagnostic(`${calls} feed calls answered in 30 s idle`);
+    // the first call, then one long poll of 25 s answered (the next is still open)
+    assert.ok(calls >= 1 && calls <= 3, `${calls} feed calls`);
+    assert.equal(receiver.received.length, 0);
+    listen.child.kill('SIGTERM');
+    assert.equal(await listen.exited, 0);
+    assert.match(listen.stdout(), /Stopped after forwarding 0 events\.\n$/);
+  });
+
+  test('after a trigger, each event is forwarded exactly once, and then listen goes quiet', async (t) => {
+    const { store, service, key } = await serviceWithMerchant(t);
+    const receiver = await startReceiver();
+    t.after(() => receiver.close());
+    const listen = startListen(store, ['--forward-to', receiver.url, '--api-key', key, '--base-url', service.baseUrl]);
+    t.after(() => listen.child.kill('SIGKILL'));
+    await listen.until(/Ctrl-C stops/);
+    const triggered = await runCli(store, ['trigger', 'payment.status_updated', '--api-key', key, '--base-url', service.baseUrl]);
+    assert.equal(triggered.status, 0, triggered.stderr);
+    const listed = await fetch(`${service.baseUrl}/v1/events?limit=100`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.json()) as { events: Array<{ id: string }> };
+    const happened = ids(listed.events).toSorted();
+    assert.ok(happened.length >= 2, JSON.stringify(happened));
+    await receiver.waitFor(happened.length);
+    // long enough for every catch-up read over the look-back to have been made
+    await settle(LOOKBACK_MS + 2 * CATCH_UP_GAP_MS + 3_000);
+    assert.deepEqual(receiver.received.map((delivery) => delivery.body.id).toSorted(), happened, 'every event, once');
+    const calls = await feedCalls(service);
+    t.diagnostic(`${happened.length} events forwarded with ${calls} feed calls answered`);
+    // the first call, a long poll per arrival, and a few catch-up reads with the short long polls between them
+    assert.ok(calls <= 3 * happened.length + 8, `${calls} feed calls for ${happened.length} events`);
+    await settle(3_000);
+    assert.equal(await feedCalls(service), calls, 'then one long poll, held open');
+    assert.equal(receiver.received.length, happened.length);
+    listen.child.kill('SIGTERM');
+    assert.equal(await listen.exited, 0);
+    assert.match(listen.stdout(), new RegExp(`Stopped after forwarding ${happened.length} events\\.\\n$`));
+  });
+
+  test('a 429 from the feed is waited out for its Retry-After, with one line', async (t) => {
+    const { store, service, key } = await serviceWithMerchant(t);
+    const limited = { status: 429, headers: { 'content-type': 'application/json', 'retry-after': '2' }, body: JSON.stringify({ code: 'rate_limited', message: 'Too many requests; retry after 2 s', params: { retry_after_seconds: 2 } }) };
+    // the first call (where listen starts) and the first long poll after it
+    const proxy = await startFeedProxy(service.baseUrl, (index) => (index === 0 || index === 2 ? limited : null));
+    t.after(() => proxy.close());
+    const receiver = await startReceiver();
+    t.after(() => receiver.close());
+    const listen = startListen(store, ['--forward-to', receiver.url, '--api-key', key, '--base-url', proxy.url]);
+    t.after(() => listen.child.kill('SIGKILL'));
+    await until(() => proxy.calls.length >= 4, () => `${proxy.calls.length} feed calls; listen printed ${listen.stdout()} ${listen.stderr()}`);
+    const [limitedStart, start, limitedPoll, poll] = proxy.calls as [FeedCall, FeedCall, FeedCall, FeedCall];
+    assert.deepEqual([limitedStart.status, start.status, limitedPoll.query.get('wait'), poll.query.get('wait')], [429, 200, '25', '25']);
+    // a little less than 2 s: the 429 was noted here a moment before listen read it
+    assert.ok(start.at - limitedStart.at >= 1_900, `${start.at - limitedStart.at} ms after the first 429`);
+    assert.ok(poll.at - limitedPoll.at >= 1_900, `${poll.at - limitedPoll.at} ms after the second 429`);
+    assert.equal(poll.query.get('after'), limitedPoll.query.get('after'), 'the same call again');
+    assert.equal(listen.stdout().match(/429/g)?.length, 2, listen.stdout());
+    assert.match(listen.stdout(), /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d {2}http:\/\/127\.0\.0\.1:\d+ answered 429 rate_limited; trying again in 2 s, as it asks\n/m);
+
+    // and it goes on as usual
+    assert.equal((await runCli(store, ['trigger', 'request.created', '--api-key', key, '--base-url', service.baseUrl])).status, 0);
+    await receiver.waitFor(1);
+    await listen.until(/request\.created\s+event_\w+ {2}-> 204/);
+    await settle(1_000);
+    assert.ok(proxy.calls.length <= 8, `${proxy.calls.length} feed calls`);
+  });
 });

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createTonoClient, type TonoClient } from '@tono/client';
 import { decodeTime, encodeTime } from 'ulid';
 import type { Config } from '../../config.ts';
@@ -12,8 +13,17 @@ import { triggerEvent, TRIGGERABLE } from './trigger.ts';
 // `trigger` makes an event happen through the test helpers (docs/webhooks.md, "Testing on a laptop").
 
 const FORWARD_TIMEOUT_MS = 10_000;
-/** How far back each poll looks again, so an event that committed late (an older id) is not missed. */
+/** How long each long poll may wait on the service for the next event. */
+const LONG_POLL_SECONDS = 25;
+/** How far back catch-up reads look, so an event that committed late (an older id) is not missed. */
 export const LOOKBACK_MS = 5_000;
+/**
+ * When catch-up reads happen after new events are seen: one soon, for the usual straggler whose
+ * transaction committed a moment after a newer event's; one at the end of the look-back, for a
+ * slow one. Never more often than CATCH_UP_GAP_MS, however fast events come.
+ */
+export const CATCH_UP_AFTER_MS = [1_000, LOOKBACK_MS];
+export const CATCH_UP_GAP_MS = 1_000;
 
 /** The smallest event id of a moment: ids are `event_` + a ULID, whose first 10 characters are its time. */
 export function eventIdFloor(at: number): string {
@@ -25,24 +35,94 @@ export function eventIdTime(id: string): number {
   return decodeTime(id.slice('event_'.length));
 }
 
-/** Remembers what was forwarded, for as long as a later poll may return it again. */
+/** A call to make to the feed, asked for at `at`: a catch-up read re-reads ids already passed, without waiting. */
+export type FeedAsk = { after: string; wait: number; catchUp: boolean; at: number };
+
+/**
+ * Where `listen` is in the feed, and what it forwarded. An event's id is made when the event is,
+ * but the feed shows it only once its transaction commits, which can be after a newer event's: its
+ * id then sorts behind the cursor. A long poll that looked back LOOKBACK_MS would find it, but it
+ * answers at once with the events already seen, so the loop would never wait and would hammer the
+ * service until rate limited. So long polls follow the feed's own cursor, and each batch of new
+ * events is followed by a few reads, without waiting, from LOOKBACK_MS before the newest of them
+ * (the window fixed when they arrive, so that newer events coming all the while cannot move it
+ * past a late one): an event that commits within LOOKBACK_MS of its id being made is still found.
+ * Ids are remembered for as long as a read can return them again, so each is forwarded once.
+ */
 export class SeenEvents {
-  private readonly seen = new Map<string, number>();
-  /** True the first time an id is offered. */
-  add(id: string): boolean {
-    if (this.seen.has(id)) return false;
-    this.seen.set(id, eventIdTime(id));
-    return true;
+  readonly #start: string;
+  #cursor: string;
+  readonly #seen = new Set<string>();
+  #newest = -1;
+  /** Catch-up reads still to make, soonest first: each from its floor once due (ms, this process's clock). */
+  #catchUps: Array<{ due: number; floor: string }> = [];
+  #lastCatchUp = -Infinity;
+  /** Where a catch-up goes on from when its page was full before it reached the cursor. */
+  #resume: string | null = null;
+
+  /** `start`: the feed's cursor when listen started; nothing at or before it is forwarded. */
+  constructor(start: string) {
+    this.#start = start;
+    this.#cursor = start;
   }
-  /** Where the next poll starts: a little before the newest event seen, never before `start`. */
-  cursor(start: string): string {
-    let newest = -1;
-    for (const time of this.seen.values()) newest = Math.max(newest, time);
-    if (newest < 0) return start;
-    for (const [id, time] of this.seen) if (time < newest - 2 * LOOKBACK_MS) this.seen.delete(id);
-    const floor = eventIdFloor(newest - LOOKBACK_MS);
-    return floor > start ? floor : start;
+
+  /** The call to make at `now`. */
+  next(now: number): FeedAsk {
+    if (this.#resume !== null) return { after: this.#resume, wait: 0, catchUp: true, at: now };
+    const soonest = this.#catchUps[0];
+    const due = soonest && Math.max(soonest.due, this.#lastCatchUp + CATCH_UP_GAP_MS);
+    if (due !== undefined && due <= now) {
+      let after = this.#cursor;
+      for (const catchUp of this.#catchUps) if (catchUp.due <= now && catchUp.floor < after) after = catchUp.floor;
+      return { after, wait: 0, catchUp: true, at: now };
+    }
+    // a long poll that ends by the next catch-up read, so a quiet feed does not hold that up
+    const wait = due === undefined ? LONG_POLL_SECONDS : Math.min(LONG_POLL_SECONDS, Math.ceil((due - now) / 1000));
+    return { after: this.#cursor, wait, catchUp: false, at: now };
   }
+
+  /** The events of the answer to `ask` not forwarded yet, oldest first. */
+  took<E extends { id: string }>(ask: FeedAsk, page: { events: E[]; cursor: string | null }, now: number): E[] {
+    if (ask.catchUp) {
+      if (this.#resume === null) {
+        this.#catchUps = this.#catchUps.filter((catchUp) => catchUp.due > ask.at);
+        this.#lastCatchUp = ask.at;
+      }
+      // A page that is not full reaches the cursor's own event: one that stops short was cut off.
+      this.#resume = page.events.length > 0 && page.cursor !== null && page.cursor < this.#cursor ? page.cursor : null;
+    }
+    if (page.cursor !== null && page.cursor > this.#cursor) this.#cursor = page.cursor;
+    const fresh = page.events.filter((event) => !this.#seen.has(event.id));
+    for (const event of fresh) {
+      this.#seen.add(event.id);
+      this.#newest = Math.max(this.#newest, eventIdTime(event.id));
+    }
+    if (fresh.length > 0) {
+      const floor = this.#floor();
+      this.#catchUps.push(...CATCH_UP_AFTER_MS.map((after) => ({ due: now + after, floor })));
+      this.#catchUps.sort((a, b) => a.due - b.due);
+    }
+    // No read to come starts below the lowest of these (later catch-ups start at #floor() or
+    // above), so ids at or below it cannot come again.
+    let lowest = this.#floor();
+    if (this.#resume !== null && this.#resume < lowest) lowest = this.#resume;
+    for (const catchUp of this.#catchUps) if (catchUp.floor < lowest) lowest = catchUp.floor;
+    for (const id of this.#seen) if (id <= lowest) this.#seen.delete(id);
+    return fresh;
+  }
+
+  /** Where a catch-up read for the newest event seen starts: never before `start`. */
+  #floor(): string {
+    const floor = eventIdFloor(this.#newest - LOOKBACK_MS);
+    return floor > this.#start ? floor : this.#start;
+  }
+}
+
+/** How long a 429 asks to wait: Retry-After in seconds (or as a date), at least a second, so a bad header cannot make a tight loop. */
+export function retryAfterMs(header: string | null, now: number): number {
+  const value = header?.trim() ?? '';
+  const at = /^\d+$/.test(value) ? now + Number(value) * 1000 : Date.parse(value);
+  return Number.isNaN(at) ? 1000 : Math.max(1000, at - now);
 }
 
 function requireTestKey(key: unknown): string {
@@ -107,8 +187,23 @@ export const devCommands: Record<string, CliCommand> = {
       process.once('SIGINT', quit);
       process.once('SIGTERM', quit);
 
+      const feed = (query: { after?: string; wait: number }) =>
+        tono.GET('/v1/events/feed', { params: { query: { ...query, ...(types && { types: types.join(',') }) } }, signal: stop.signal });
+      const pause = (ms: number) => sleep(ms, undefined, { signal: stop.signal }).catch(() => {});
+      /** Says why a call was refused, and waits before the next: as long as a 429 asks, else a second. */
+      const refused = async (response: Response, code: string) => {
+        const ms = response.status === 429 ? retryAfterMs(response.headers.get('retry-after'), Date.now()) : 1000;
+        out(`${timeOf()}  ${baseUrl} answered ${response.status} ${code}; trying again${response.status === 429 ? ` in ${Math.ceil(ms / 1000)} s, as it asks` : ''}`);
+        await pause(ms);
+      };
+
       // The first call fixes the starting point: events from now on, not the backlog.
-      const first = await tono.GET('/v1/events/feed', { params: { query: { wait: 0, ...(types && { types: types.join(',') }) } }, signal: stop.signal });
+      let first = await feed({ wait: 0 });
+      while (first.error && first.response.status === 429) {
+        await refused(first.response, first.error.code);
+        if (stop.signal.aborted) return 0;
+        first = await feed({ wait: 0 });
+      }
       if (first.error) throw new Error(`${baseUrl} refused the key: ${first.error.message}`);
       // no event yet: everything that comes is new
       const start = first.data.cursor ?? eventIdFloor(0);
@@ -116,32 +211,28 @@ export const devCommands: Record<string, CliCommand> = {
       out(`Webhook signing secret for this session: ${secret}`);
       out('(verify with it as with an endpoint\'s secret; Ctrl-C stops)');
 
-      const seen = new SeenEvents();
+      const seen = new SeenEvents(start);
       let forwarded = 0;
       let backoff = 500;
       while (!stop.signal.aborted) {
+        const ask = seen.next(Date.now());
         let page;
         try {
-          page = await tono.GET('/v1/events/feed', {
-            params: { query: { after: seen.cursor(start), wait: 25, ...(types && { types: types.join(',') }) } },
-            signal: stop.signal,
-          });
+          page = await feed({ after: ask.after, wait: ask.wait });
         } catch (error) {
           if (stop.signal.aborted) break;
           out(`${timeOf()}  cannot reach ${baseUrl} (${(error as Error).message}); trying again`);
-          await new Promise((resolve) => setTimeout(resolve, backoff));
+          await pause(backoff);
           backoff = Math.min(backoff * 2, 10_000);
           continue;
         }
         backoff = 500;
         if (page.error) {
           if (page.response.status === 401) throw new Error(`${baseUrl} refused the key: ${page.error.message}`);
-          out(`${timeOf()}  ${baseUrl} answered ${page.response.status} ${page.error.code}; trying again`);
-          await new Promise((resolve) => setTimeout(resolve, 1000));
+          await refused(page.response, page.error.code);
           continue;
         }
-        for (const event of page.data.events) {
-          if (!seen.add(event.id)) continue;
+        for (const event of seen.took(ask, page.data, Date.now())) {
           const body = JSON.stringify(event);
           const headers = {
             'content-type': 'application/json',
