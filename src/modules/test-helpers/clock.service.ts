@@ -25,9 +25,39 @@ function serialised<T>(key: string, work: () => Promise<T>): Promise<T> {
   return next;
 }
 
-async function shiftClock(deps: Deps, userId: string, deltaMs: number): Promise<void> {
+/**
+ * How far ahead of real time a test clock may be: 20 years (of 366 days). Each advance runs the
+ * work due on the way and keeps what it makes (payments, events, mail files), so a bound on one
+ * advance alone let advances one after another make that work without end; at this bound the clock
+ * moves no faster than real time.
+ */
+export const MAX_AHEAD_SECONDS = 20 * 366 * 86_400;
+const MAX_AHEAD_MS = MAX_AHEAD_SECONDS * 1000;
+
+/** The refusal of an advance past the cap, saying the furthest the clock may go now. */
+function beyondCap(field: 'to' | 'seconds', now: number, realNow: number): AppError {
+  const maximum = realNow + MAX_AHEAD_MS;
+  if (field === 'to') {
+    return invalidParam('to', `to may be at most 20 years ahead of real time: the test clock can be advanced to ${iso(maximum)} at the latest`, { now: iso(now), maximum: iso(maximum) });
+  }
+  const most = Math.max(0, Math.floor((maximum - now) / 1000));
+  return invalidParam('seconds', `seconds would take the test clock more than 20 years ahead of real time: it can be advanced by at most ${most} seconds now, to ${iso(maximum)} at the latest`,
+    { now: iso(now), maximum: iso(maximum), maximum_seconds: most });
+}
+
+type Refusal = (now: number, realNow: number) => AppError;
+const refuseTo: Refusal = (now, realNow) => beyondCap('to', now, realNow);
+
+async function shiftClock(deps: Deps, userId: string, deltaMs: number, refuse: Refusal): Promise<void> {
   await transact(deps.db, async (trx) => {
     await addToTestClockOffset(trx, userId, deltaMs);
+    // Read back in the same transaction: another process advancing the same clock at once passes
+    // its own check against the offset it read, and only the sum, seen here, shows the cap crossed.
+    const offset = await clockOffset(trx, userId);
+    if (offset > MAX_AHEAD_MS) {
+      const realNow = deps.clock.now();
+      throw refuse(realNow + offset - deltaMs, realNow);
+    }
     await shiftJobsOfClock(trx, userId, deltaMs);
   });
 }
@@ -35,9 +65,6 @@ async function shiftClock(deps: Deps, userId: string, deltaMs: number): Promise<
 export async function clockNow(deps: Deps, userId: string): Promise<number> {
   return deps.clock.now() + (await clockOffset(deps.db, userId));
 }
-
-/** The furthest one advance may move a test clock, whether given as `seconds` or `to`. */
-export const MAX_ADVANCE_SECONDS = 20 * 366 * 86_400;
 
 export type Advanced = { now: number; workRemaining: boolean };
 
@@ -49,23 +76,30 @@ export type Advanced = { now: number; workRemaining: boolean };
  */
 export async function advanceTestClock(deps: Deps, userId: string, target: number, maxJobs = Number.POSITIVE_INFINITY): Promise<Advanced> {
   return serialised(userId, async () => {
-    let budget = maxJobs;
-    for (;;) {
-      const offset = await clockOffset(deps.db, userId);
-      const now = deps.clock.now() + offset;
-      const next = await nextJobOfClock(deps.db, userId);
-      const nextAt = next !== null ? next + offset : null;
-      const stepTo = nextAt !== null && nextAt < target ? nextAt : target;
-      if (stepTo > now) await shiftClock(deps, userId, stepTo - now);
-      budget -= await deps.worker.drain(userId, budget);
-      if (budget <= 0) {
-        const left = await nextJobOfClock(deps.db, userId);
-        const reached = await clockNow(deps, userId);
-        return { now: reached, workRemaining: reached < target || (left !== null && left + (await clockOffset(deps.db, userId)) <= target) };
-      }
-      if (stepTo >= target) return { now: await clockNow(deps, userId), workRemaining: false };
-    }
+    const realNow = deps.clock.now();
+    if (target > realNow + MAX_AHEAD_MS) throw refuseTo(await clockNow(deps, userId), realNow);
+    return advanceTo(deps, userId, target, maxJobs, refuseTo);
   });
+}
+
+/** advanceTestClock's work, in its merchant's turn, after the target was checked against the cap. */
+async function advanceTo(deps: Deps, userId: string, target: number, maxJobs: number, refuse: Refusal): Promise<Advanced> {
+  let budget = maxJobs;
+  for (;;) {
+    const offset = await clockOffset(deps.db, userId);
+    const now = deps.clock.now() + offset;
+    const next = await nextJobOfClock(deps.db, userId);
+    const nextAt = next !== null ? next + offset : null;
+    const stepTo = nextAt !== null && nextAt < target ? nextAt : target;
+    if (stepTo > now) await shiftClock(deps, userId, stepTo - now, refuse);
+    budget -= await deps.worker.drain(userId, budget);
+    if (budget <= 0) {
+      const left = await nextJobOfClock(deps.db, userId);
+      const reached = await clockNow(deps, userId);
+      return { now: reached, workRemaining: reached < target || (left !== null && left + (await clockOffset(deps.db, userId)) <= target) };
+    }
+    if (stepTo >= target) return { now: await clockNow(deps, userId), workRemaining: false };
+  }
 }
 
 export async function getClock(ctx: Ctx) {
@@ -79,18 +113,25 @@ export async function advanceClock(ctx: Ctx, input: { to?: string; seconds?: num
   if ((input.to === undefined) === (input.seconds === undefined)) {
     throw invalidParam('to', 'Give exactly one of to (an ISO 8601 time) or seconds');
   }
-  const now = await clockNow(ctx.deps, ctx.merchant.id);
-  let target: number;
-  if (input.to !== undefined) {
-    target = Date.parse(input.to);
-    if (!Number.isFinite(target)) throw invalidParam('to', 'to must be an ISO 8601 date-time');
-    if (target <= now) throw invalidParam('to', 'to must be later than the clock\'s current time; test clocks only move forward', { now: iso(now) });
-    if (target - now > MAX_ADVANCE_SECONDS * 1000) {
-      throw invalidParam('to', `to must be at most ${MAX_ADVANCE_SECONDS} seconds (20 years) after the clock's current time`, { now: iso(now), maximum: iso(now + MAX_ADVANCE_SECONDS * 1000) });
+  const { deps } = ctx;
+  const userId = ctx.merchant.id;
+  const field = input.to !== undefined ? 'to' : 'seconds';
+  const refuse: Refusal = (now, realNow) => beyondCap(field, now, realNow);
+  // Checked in the merchant's turn: two advances checked side by side against the same clock
+  // would each pass, and together pass the cap.
+  const reached = await serialised(userId, async () => {
+    const now = await clockNow(deps, userId);
+    let target: number;
+    if (input.to !== undefined) {
+      target = Date.parse(input.to);
+      if (!Number.isFinite(target)) throw invalidParam('to', 'to must be an ISO 8601 date-time');
+      if (target <= now) throw invalidParam('to', 'to must be later than the clock\'s current time; test clocks only move forward', { now: iso(now) });
+    } else {
+      target = now + input.seconds! * 1000;
     }
-  } else {
-    target = now + input.seconds! * 1000;
-  }
-  const reached = await advanceTestClock(ctx.deps, ctx.merchant.id, target, ctx.deps.config.testClockMaxJobs);
-  return { clock: { now: iso(reached.now), offset_seconds: Math.round((reached.now - ctx.deps.clock.now()) / 1000) }, work_remaining: reached.workRemaining };
+    const realNow = deps.clock.now();
+    if (target > realNow + MAX_AHEAD_MS) throw refuse(now, realNow);
+    return advanceTo(deps, userId, target, deps.config.testClockMaxJobs, refuse);
+  });
+  return { clock: { now: iso(reached.now), offset_seconds: Math.round((reached.now - deps.clock.now()) / 1000) }, work_remaining: reached.workRemaining };
 }

@@ -1,7 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { apiClient, buildTestApp, createTestMerchant, type TestApp } from '../../../test/helpers.ts';
+import { apiClient, buildTestApp, createTestMerchant, type ApiClient, type TestApp } from '../../../test/helpers.ts';
 import { assertError } from '../../../test/assertions.ts';
+import { dashWorld, logIn, textOf } from '../../../test/dashboard.ts';
+import { Browser } from '../../../test/payer.ts';
+import { when } from '../dashboard/dashboard.format.ts';
+import { localAt } from '../../shared/zone.ts';
+import { MAX_AHEAD_SECONDS } from './clock.service.ts';
 
 const DAY = 86_400_000;
 
@@ -149,15 +154,9 @@ async function listeningApp(t: Parameters<typeof buildTestApp>[0], overrides: Pa
   return { app, api, subscription };
 }
 
-test('`to` has the same 20-year bound as `seconds`, and one advance runs at most TEST_CLOCK_MAX_JOBS jobs, saying when work remains', async (t) => {
+test('one advance runs at most TEST_CLOCK_MAX_JOBS jobs, saying when work remains', async (t) => {
   const { app, api, subscription } = await listeningApp(t, { testClockMaxJobs: 5 });
   const now = Date.parse((await api.get('/v1/test-helpers/clock')).body.clock.now);
-  const tooFar = await api.post('/v1/test-helpers/clock/advance', { to: '9999-12-31T00:00:00Z' });
-  assert.equal(tooFar.status, 400);
-  assert.equal(tooFar.body.code, 'bad_request.invalid_param.to');
-  assert.equal(tooFar.body.message, "to must be at most 632448000 seconds (20 years) after the clock's current time");
-  assert.equal((await api.get('/v1/test-helpers/clock')).body.clock.offset_seconds, 0, 'refused: the clock did not move');
-
   const target = new Date(now + 365 * DAY).toISOString();
   const first = await api.post('/v1/test-helpers/clock/advance', { to: target });
   assert.equal(first.status, 200, first.text);
@@ -190,4 +189,104 @@ test('GET /subscriptions/{id}/payments lists every payment without limit (more t
   assert.equal(all.body.has_more, false);
   const page = await api.get(`/v1/subscriptions/${subscription.id}/payments`, { query: { limit: '10' } });
   assert.deepEqual([page.body.payments.length, page.body.has_more], [10, true]);
+});
+
+const YEAR_SECONDS = 365 * 86_400;
+const CAP_MS = MAX_AHEAD_SECONDS * 1000;
+
+const offsetOf = async (api: ApiClient): Promise<number> => (await api.get('/v1/test-helpers/clock')).body.clock.offset_seconds;
+
+/** An advance expected to pass the cap: the exact refusal, its latest time read against real time around the call. */
+async function refusedPastCap(api: ApiClient, body: { to: string } | { seconds: number }) {
+  const before = Date.now();
+  const response = await api.post('/v1/test-helpers/clock/advance', body);
+  const after = Date.now();
+  assert.equal(response.status, 400, response.text);
+  const { params } = response.body;
+  const maximum = Date.parse(params.maximum);
+  assert.ok(maximum >= before + CAP_MS && maximum <= after + CAP_MS, `maximum ${params.maximum} is not 20 years after real time`);
+  if ('to' in body) {
+    assertError(response, 400, 'bad_request.invalid_param.to',
+      `to may be at most 20 years ahead of real time: the test clock can be advanced to ${params.maximum} at the latest`,
+      { field: 'to', now: params.now, maximum: params.maximum });
+  } else {
+    assert.equal(params.maximum_seconds, Math.floor((maximum - Date.parse(params.now)) / 1000));
+    assertError(response, 400, 'bad_request.invalid_param.seconds',
+      `seconds would take the test clock more than 20 years ahead of real time: it can be advanced by at most ${params.maximum_seconds} seconds now, to ${params.maximum} at the latest`,
+      { field: 'seconds', now: params.now, maximum: params.maximum, maximum_seconds: params.maximum_seconds });
+  }
+  return { maximum: params.maximum as string, maximumSeconds: params.maximum_seconds as number | undefined };
+}
+
+test('the test clock may be at most 20 years ahead of real time: past that an advance is refused and moves nothing, by `to`, by `seconds` or by advances adding up', async (t) => {
+  const app = await buildTestApp(t);
+  assert.equal(MAX_AHEAD_SECONDS, 20 * 366 * 86_400);
+
+  // in one go, either way, is refused and moves nothing
+  const alice = apiClient(app, (await createTestMerchant(app)).testKey);
+  await refusedPastCap(alice, { to: new Date(Date.now() + CAP_MS + 86_400_000).toISOString() });
+  await refusedPastCap(alice, { to: '9999-12-31T00:00:00Z' });
+  await refusedPastCap(alice, { seconds: MAX_AHEAD_SECONDS + 1 });
+  await refusedPastCap(alice, { seconds: 1e15 });
+  assert.equal(await offsetOf(alice), 0, 'refusals moved nothing');
+
+  // up to the latest time a refusal gave works
+  const { maximum } = await refusedPastCap(alice, { to: new Date(Date.now() + CAP_MS + 60_000).toISOString() });
+  const atCap = await alice.post('/v1/test-helpers/clock/advance', { to: maximum });
+  assert.equal(atCap.status, 200, atCap.text);
+  assert.ok(Date.parse(atCap.body.clock.now) >= Date.parse(maximum));
+  assert.ok(atCap.body.clock.offset_seconds <= MAX_AHEAD_SECONDS && atCap.body.clock.offset_seconds > MAX_AHEAD_SECONDS - 60, `${atCap.body.clock.offset_seconds} s ahead`);
+  // and at the cap, a minute more is too much
+  await refusedPastCap(alice, { seconds: 60 });
+  assert.ok(await offsetOf(alice) <= MAX_AHEAD_SECONDS);
+
+  // advances each far within the cap are refused from the one whose sum passes it
+  const bob = apiClient(app, (await createTestMerchant(app)).testKey);
+  for (let i = 0; i < 2; i++) assert.equal((await bob.post('/v1/test-helpers/clock/advance', { seconds: 8 * YEAR_SECONDS })).status, 200);
+  const ahead = await offsetOf(bob);
+  assert.ok(Math.abs(ahead - 16 * YEAR_SECONDS) <= 60, `${ahead} s ahead`);
+  const { maximumSeconds } = await refusedPastCap(bob, { seconds: 8 * YEAR_SECONDS });
+  await refusedPastCap(bob, { to: new Date(Date.now() + ahead * 1000 + 8 * YEAR_SECONDS * 1000).toISOString() });
+  assert.equal(await offsetOf(bob), ahead, 'refused: the clock did not move');
+  assert.ok(maximumSeconds! > 4 * YEAR_SECONDS && maximumSeconds! < 5 * YEAR_SECONDS, `${maximumSeconds} s left`);
+  // the most the refusal allowed is allowed (real time has only moved on since)
+  const rest = await bob.post('/v1/test-helpers/clock/advance', { seconds: maximumSeconds });
+  assert.equal(rest.status, 200, rest.text);
+  assert.ok(rest.body.clock.offset_seconds <= MAX_AHEAD_SECONDS && rest.body.clock.offset_seconds > MAX_AHEAD_SECONDS - 60, `${rest.body.clock.offset_seconds} s ahead`);
+  await refusedPastCap(bob, { seconds: 3600 });
+});
+
+test('the dashboard\'s test clock page says how far the clock may go when a move would pass the cap, and moves nothing', async (t) => {
+  const world = await dashWorld(t, { workers: false });
+  const [kowhai] = world.merchants;
+  const zone = world.app.deps.config.serviceTimeZone;
+  const browser = await logIn(world, kowhai);
+  const page = await browser.request('/dashboard/test/clock');
+
+  // a hundred days short of the cap, "+ 365 days" would pass it
+  const near = await kowhai.test.post('/v1/test-helpers/clock/advance', { seconds: MAX_AHEAD_SECONDS - 100 * 86_400 });
+  assert.equal(near.status, 200, near.text);
+  const ahead = near.body.clock.offset_seconds;
+  const refused = async (form: Record<string, string>) => {
+    const before = Date.now();
+    const response = await browser.request('/dashboard/test/clock', { form: { csrf: Browser.csrfOf(page.text), ...form } });
+    const after = Date.now();
+    assert.equal(response.status, 400, response.text.slice(0, 500));
+    const shown = /The test clock can be at most 20 years ahead of real time, so it can move to (.+?) at the latest\. The clock did not move\./.exec(textOf(response.text));
+    assert.ok(shown, textOf(response.text).slice(0, 2000));
+    assert.ok([when(before + CAP_MS, zone), when(after + CAP_MS, zone)].includes(shown[1]), `${shown[1]} is not 20 years from now`);
+    assert.match(response.text, /aria-invalid="true" aria-describedby="clock-error"/);
+  };
+  await refused({ step: 'year' });
+  await refused({ to: '2099-01-01T10:00' });
+  assert.equal(await offsetOf(kowhai.test), ahead, 'refused: the clock did not move');
+
+  // the page says so before anyone tries, and the date field stops at the cap
+  const before = Date.now();
+  const shown = await browser.request('/dashboard/test/clock');
+  const after = Date.now();
+  assert.match(textOf(shown.text), /It only moves forward, and at most 20 years ahead of real time\./);
+  const local = (ms: number) => localAt(new Date(ms).toISOString(), zone).toFormat("yyyy-LL-dd'T'HH:mm");
+  const max = /name="to" value="[^"]*" max="([^"]+)"/.exec(shown.text);
+  assert.ok(max && [local(before + CAP_MS), local(after + CAP_MS)].includes(max[1]), `max ${max?.[1]}`);
 });

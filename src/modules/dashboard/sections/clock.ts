@@ -1,8 +1,10 @@
+import { AppError } from '../../../shared/errors.ts';
+import { iso } from '../../../shared/time.ts';
 import { localAt } from '../../../shared/zone.ts';
-import { advanceClock, getClock } from '../../test-helpers/clock.service.ts';
+import { advanceClock, getClock, MAX_AHEAD_SECONDS } from '../../test-helpers/clock.service.ts';
 import { listEventsFor } from '../../events/events.service.ts';
 import { formOf, problemOf, type Kit, type Scope, type Signed } from '../dashboard.kit.ts';
-import { text } from '../dashboard.format.ts';
+import { text, when } from '../dashboard.format.ts';
 
 // The test clock (test mode only): show it, advance it by a period or to a date, and show what ran
 // on the way (the events sent while it moved).
@@ -21,7 +23,9 @@ export function registerClockPages(scope: Scope, kit: Kit): void {
       const events = await listEventsFor(signed.ctx, { limit: 200 });
       ran = events.events.filter((e) => Date.parse(e.created_at) >= from).reverse();
     }
-    return { status, data: { title: 'Test clock', ...kit.layoutOf(signed, 'clock'), clock, steps: CLOCK_STEPS, ran, from, error, zoneNow: localAt(clock.now, kit.zone()).toFormat("yyyy-LL-dd'T'HH:mm") } };
+    const local = (at: string) => localAt(at, kit.zone()).toFormat("yyyy-LL-dd'T'HH:mm");
+    const latest = iso(signed.ctx.deps.clock.now() + MAX_AHEAD_SECONDS * 1000);
+    return { status, data: { title: 'Test clock', ...kit.layoutOf(signed, 'clock'), clock, steps: CLOCK_STEPS, ran, from, error, zoneNow: local(clock.now), zoneMax: local(latest) } };
   };
 
   scope.get('/dashboard/:mode/clock', hidden, kit.guard(async (request, reply, signed) => {
@@ -45,7 +49,13 @@ export function registerClockPages(scope: Scope, kit: Kit): void {
     } catch (error) {
       const problem = problemOf(error);
       if (!problem) throw error;
-      const shown = await page(signed, null, problem.message.replace(/^to must be an ISO 8601 date-time$/, 'Enter the date and time to move the clock to'), 400);
+      // The API's refusal past the cap names its fields (to, seconds); here they are a button or a
+      // date field, so the page says it in the merchant's words, with the latest time in their zone.
+      const latest = error instanceof AppError && typeof error.params.maximum === 'string' ? error.params.maximum : null;
+      const message = latest !== null
+        ? `The test clock can be at most 20 years ahead of real time, so it can move to ${when(latest, kit.zone())} at the latest.`
+        : problem.message.replace(/^to must be an ISO 8601 date-time$/, 'Enter the date and time to move the clock to');
+      const shown = await page(signed, null, message, 400);
       return kit.render(reply, shown.status, 'clock', shown.data);
     }
     return reply.redirect(`${signed.base}/clock?from=${before}`, 303);
