@@ -2,13 +2,30 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import nodemailer, { type Transporter } from 'nodemailer';
+import type { Mode } from '../../shared/mode.ts';
 import { composeMessage, type MessageParts } from './mime.ts';
 
 // What puts a message on its way: an SMTP relay, or a .eml file without one.
 
-export type DeliverySettings = { smtpUrl: string | null; dataDir: string; mailFrom: string; publicBaseUrl: string };
+/**
+ * The .eml files of one merchant's test mode kept without SMTP: the newest 200, the older ones
+ * deleted as each new one is written. A test clock moved years ahead sends a receipt per charge,
+ * and a test key must not be able to fill the disk; 200 is far more than a person reads through
+ * while trying a flow. Live mail is never deleted: it is what a payer was owed, and its volume is
+ * bounded by real payments.
+ */
+export const TEST_MAIL_KEPT = 200;
 
-export type OutgoingMail = { id: string; to: string; subject: string; text: string; html: string };
+export type DeliverySettings = {
+  smtpUrl: string | null; dataDir: string; mailFrom: string; publicBaseUrl: string;
+  /** TEST_MAIL_KEPT unless given; tests set a few, to see the pruning without writing hundreds of files. */
+  testMailKept?: number;
+};
+
+/** Whose message it is; null when it concerns no merchant (a payer's sign-in code, a password reset). */
+export type MailOwner = { userId: string; mode: Mode };
+
+export type OutgoingMail = { id: string; to: string; subject: string; text: string; html: string; owner?: MailOwner | null };
 
 /** Delivers one message; returns the file it was written to when there is no SMTP relay. */
 export type MailDelivery = { deliver(mail: OutgoingMail): Promise<string | null>; close(): void };
@@ -45,10 +62,12 @@ export function createMailDelivery(settings: DeliverySettings): MailDelivery {
       close: () => transport.close(),
     };
   }
-  const folder = path.join(settings.dataDir, 'mail');
+  const root = path.join(settings.dataDir, 'mail');
+  const pruneSoon = folderPruner(settings.testMailKept ?? TEST_MAIL_KEPT);
   return {
     async deliver(mail) {
       const raw = composeMessage(message(mail));
+      const folder = folderOf(root, mail.owner);
       const file = path.join(folder, `${mail.id}.eml`);
       // Written whole then renamed: a crash never leaves half a message behind. On the thread pool:
       // creating a file in a folder of thousands held the event loop for a sixth of a charge's time,
@@ -61,8 +80,63 @@ export function createMailDelivery(settings: DeliverySettings): MailDelivery {
         await writeFile(`${file}.tmp`, raw);
       });
       await rename(`${file}.tmp`, file);
+      // Awaited, so a message is recorded sent only once its merchant's folder is back within
+      // bounds; a failure here fails the send, whose retry writes the same bytes and prunes again.
+      if (folder !== root) await pruneSoon(folder);
       return file;
     },
     close: () => {},
   };
+}
+
+const SAFE_NAME = /^[A-Za-z0-9_-]{1,100}$/;
+
+/**
+ * DATA_DIR/mail/test/<user id>/ for a merchant's test mode, so pruning lists only that merchant's
+ * files; DATA_DIR/mail/ for live mail and for a message whose merchant is not known, which are
+ * never pruned: a message that cannot be told to be test mail is kept rather than risk deleting
+ * something a payer was owed.
+ */
+function folderOf(root: string, owner: MailOwner | null | undefined): string {
+  return owner?.mode === 'test' && SAFE_NAME.test(owner.userId) ? path.join(root, 'test', owner.userId) : root;
+}
+
+const readdir = promisify(fs.readdir);
+const unlink = promisify(fs.unlink);
+
+/**
+ * Prunes a folder to its newest `kept` messages, in a pass that lists the folder after the call:
+ * many messages written at once share one pass rather than each listing the folder.
+ */
+function folderPruner(kept: number): (folder: string) => Promise<void> {
+  // Per folder, a pass that has not listed it yet (a message written meanwhile joins it), and the
+  // last pass queued (passes of one folder run one after another).
+  const waitingPass = new Map<string, Promise<void>>();
+  const lastPass = new Map<string, Promise<void>>();
+  return (folder) => {
+    const waiting = waitingPass.get(folder);
+    if (waiting) return waiting;
+    const pass = (lastPass.get(folder) ?? Promise.resolve()).then(() => {
+      waitingPass.delete(folder);
+      return prune(folder, kept);
+    });
+    waitingPass.set(folder, pass);
+    const settled = pass.catch(() => {});
+    lastPass.set(folder, settled);
+    void settled.then(() => {
+      if (lastPass.get(folder) === settled) lastPass.delete(folder);
+    });
+    return pass;
+  };
+}
+
+async function prune(folder: string, kept: number): Promise<void> {
+  // Ids are ULIDs: their names sort by when the message was queued, oldest first.
+  const names = (await readdir(folder)).filter((name) => name.endsWith('.eml')).sort();
+  for (const name of names.slice(0, Math.max(0, names.length - kept))) {
+    await unlink(path.join(folder, name)).catch((error: NodeJS.ErrnoException) => {
+      // another process pruning the same folder took it first
+      if (error.code !== 'ENOENT') throw error;
+    });
+  }
 }

@@ -8,14 +8,15 @@ import type { Database } from '../../store/tables.ts';
 import { renderMail, type TemplateData, type TemplateName } from './mail.templates.ts';
 import type { Mode } from '../../shared/mode.ts';
 import { insertMessage, type MailRow } from './mail.repo.ts';
-import { createMailDelivery, type OutgoingMail as Delivered } from './mail.delivery.ts';
+import { createMailDelivery, type DeliverySettings, type OutgoingMail as Delivered } from './mail.delivery.ts';
 
 // Email: a message is a row written in the caller's transaction with a job to send it, so a
 // crash between the change and the send loses nothing. The job sends with a Message-ID made from
 // the row's id, so a retry after a send whose result was lost is the same message, not a second
 // one. The jobs run on a batched lane (mail.dispatcher.ts). With SMTP_URL, nodemailer sends over a
 // small pool of connections (TLS for smtps:, STARTTLS when the server offers it); without, the
-// message is written to DATA_DIR/mail/<id>.eml and its subject logged (mail.delivery.ts, docs/email.md).
+// message is written to DATA_DIR/mail/<id>.eml (a merchant's test mail to DATA_DIR/mail/test/<user
+// id>/<id>.eml, of which only the newest are kept) and its subject logged (mail.delivery.ts, docs/email.md).
 
 export const SEND_MAIL_JOB = 'mail.send';
 
@@ -63,8 +64,10 @@ export type OutgoingMail = Delivered & { linkOrCode: string };
 /** Where messages go: SMTP, or .eml files for the laptop start. */
 export type MailSender = { send(mail: OutgoingMail): Promise<void>; close(): Promise<void> };
 
-export function createMailSender(config: Pick<Config, 'smtpUrl' | 'dataDir' | 'mailFrom' | 'publicBaseUrl'>, log: Logger): MailSender {
-  const delivery = createMailDelivery({ smtpUrl: config.smtpUrl, dataDir: config.dataDir, mailFrom: config.mailFrom, publicBaseUrl: config.publicBaseUrl });
+export function createMailSender(
+  config: Pick<Config, 'smtpUrl' | 'dataDir' | 'mailFrom' | 'publicBaseUrl'>, log: Logger, options: Pick<DeliverySettings, 'testMailKept'> = {},
+): MailSender {
+  const delivery = createMailDelivery({ smtpUrl: config.smtpUrl, dataDir: config.dataDir, mailFrom: config.mailFrom, publicBaseUrl: config.publicBaseUrl, ...options });
   return {
     async send({ linkOrCode, ...mail }) {
       const file = await delivery.deliver(mail);
@@ -83,7 +86,8 @@ export function outgoingMailOf(row: MailRow, secrets: SecretBox, baseUrl: string
   const data = JSON.parse(isSealed(row.data) ? secrets.open(row.data) : row.data) as TemplateData[TemplateName];
   const link = linkFor(template, data, baseUrl);
   const linkOrCode = template === 'payer_code' ? `code ${(data as TemplateData['payer_code']).code}` : link;
-  return { id: row.id, to: row.to_address, ...renderMail(template, data, link), linkOrCode };
+  const owner = row.user_id !== null && row.mode !== null ? { userId: row.user_id, mode: row.mode } : null;
+  return { id: row.id, to: row.to_address, ...renderMail(template, data, link), owner, linkOrCode };
 }
 
 function linkFor(template: TemplateName, data: TemplateData[TemplateName], baseUrl: string): string {

@@ -12,7 +12,7 @@ export interface MailMessagesTable {
   /** What the message is about: a subscription, a recurring consent, a payment, a webhook endpoint… */
   related_type: string | null;
   related_id: string | null;
-  /** The merchant it concerns, when one does. */
+  /** The merchant it concerns, when one does; without SMTP, its test-mode files are kept per merchant, the newest only (mail.delivery.ts). */
   user_id: string | null;
   mode: Mode | null;
   /** queued | sent | failed */

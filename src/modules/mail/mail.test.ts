@@ -5,11 +5,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
-import { buildTestApp, freshDb, testConfig } from '../../../test/helpers.ts';
+import { apiClient, buildTestApp, createTestMerchant, freshDb, testConfig } from '../../../test/helpers.ts';
 import { smtpReceiver } from '../../../test/smtp.ts';
 import { createRuntime } from '../../runtime.ts';
 import { transact } from '../../store/tx.ts';
-import { queueMail, type MailSender } from './mail.service.ts';
+import { createMailSender, queueMail, type MailSender } from './mail.service.ts';
+import { TEST_MAIL_KEPT } from './mail.delivery.ts';
 import { MailDispatcher } from './mail.dispatcher.ts';
 import type { Clock } from '../../shared/time.ts';
 import { renderMail, TEMPLATE_NAMES, type TemplateData } from './mail.templates.ts';
@@ -119,6 +120,72 @@ test('a run of messages larger than a batch is sent once each, and their jobs ar
   assert.deepEqual(fs.readdirSync(path.join(dataDir, 'mail')).sort(), ids.map((id) => `${id}.eml`).sort(), 'one file per message, none half-written');
   const left = await app.deps.db.selectFrom('jobs').select('id').where('kind', '=', 'mail.send').execute();
   assert.equal(left.length, 0);
+});
+
+test("without SMTP_URL only the newest test-mode files of a merchant are kept; another merchant's, live and unowned mail are untouched", async (t) => {
+  assert.equal(TEST_MAIL_KEPT, 200);
+  const kept = 4;
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-mail-'));
+  t.after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+  const app = await buildTestApp(t, { dataDir, smtpUrl: null });
+  // The pay test helper reaches the sandbox bank over HTTP at the service's own address.
+  app.deps.config.publicBaseUrl = (await app.app.listen({ port: 0, host: '127.0.0.1' })).replace('localhost', '127.0.0.1');
+  const lines: string[] = [];
+  const log = pino({ level: 'info' }, new Writable({ write(chunk, _e, done) { lines.push(String(chunk)); done(); } }));
+  // The app's own lane, with the sender keeping a few files rather than 200.
+  const dispatcher = new MailDispatcher(app.deps, createMailSender(app.deps.config, log, { testMailKept: kept }));
+  dispatcher.start();
+  t.after(() => dispatcher.stop());
+
+  const alice = await createTestMerchant(app);
+  const bob = await createTestMerchant(app);
+  for (const merchant of [alice, bob]) {
+    const api = apiClient(app, merchant.testKey);
+    const request = (await api.post('/v1/requests', {
+      bank_account_id: merchant.bankAccountId, message: 'Weekly beans', subscription_options: { amount: '4.00 NZD', period: 'weekly' }, cust_info: { email: 'pat@example.com' },
+    })).body.request;
+    assert.equal((await api.post(`/v1/test-helpers/requests/${request.id}/pay`, {})).status, 200);
+  }
+  // ten weeks on alice's test clock: a receipt a week
+  const advanced = await apiClient(app, alice.testKey).post('/v1/test-helpers/clock/advance', { seconds: 70 * 86_400 });
+  assert.equal(advanced.status, 200, advanced.text);
+  // live mail of alice's, more than `kept`, and a message that concerns no merchant
+  await transact(app.deps.db, async (trx) => {
+    for (let i = 0; i < kept + 2; i++) {
+      await queueMail(trx, { to: `p${i}@example.com`, template: 'charge_receipt', data: samples.charge_receipt, owner: { userId: alice.userId, mode: 'live' }, dedupeKey: `live:${i}` }, Date.now());
+    }
+    await queueMail(trx, { to: 'p@example.com', template: 'payer_code', data: { code: '135790', minutes: 10 } }, Date.now(), app.deps.secrets);
+  });
+
+  let rows: Array<{ id: string; user_id: string | null; mode: string | null; status: string }> = [];
+  for (let i = 0; i < 400; i++) {
+    rows = (await app.deps.db.selectFrom('mail_messages').select(['id', 'user_id', 'mode', 'status']).execute()).sort((a, b) => (a.id < b.id ? -1 : 1));
+    if (rows.every((row) => row.status === 'sent')) break;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  assert.ok(rows.every((row) => row.status === 'sent'), 'every message sent');
+  const files = (ids: string[]) => ids.map((id) => `${id}.eml`).sort();
+  const idsOf = (userId: string | null, mode: string | null) => rows.filter((row) => row.user_id === userId && row.mode === mode).map((row) => row.id);
+  const list = (...parts: string[]) => fs.readdirSync(path.join(dataDir, 'mail', ...parts)).filter((name) => name.endsWith('.eml')).sort();
+
+  const aliceTest = idsOf(alice.userId, 'test');
+  assert.ok(aliceTest.length >= 10, `${aliceTest.length} test messages for alice`);
+  assert.deepEqual(list('test', alice.userId), files(aliceTest.slice(-kept)), 'the newest few of alice\'s test mail, no more');
+  const bobTest = idsOf(bob.userId, 'test');
+  assert.ok(bobTest.length > 0 && bobTest.length < kept);
+  assert.deepEqual(list('test', bob.userId), files(bobTest), 'bob\'s test mail untouched');
+  assert.deepEqual(list(), files([...idsOf(alice.userId, 'live'), ...idsOf(null, null)]), 'live and unowned mail all kept, where it always was');
+  assert.equal(idsOf(alice.userId, 'live').length, kept + 2);
+  assert.deepEqual(fs.readdirSync(path.join(dataDir, 'mail', 'test')).sort(), [alice.userId, bob.userId].sort());
+
+  // the log says where each file went
+  const logged = new Map(lines.map((line) => JSON.parse(line)).filter((line) => line.mail_id).map((line) => [line.mail_id, line.file]));
+  const newest = aliceTest.at(-1)!;
+  assert.equal(logged.get(newest), path.join(dataDir, 'mail', 'test', alice.userId, `${newest}.eml`));
+  assert.ok(fs.existsSync(logged.get(newest)));
+  assert.match(fs.readFileSync(logged.get(newest), 'utf8'), new RegExp(`^Message-ID: <${newest}@127\\.0\\.0\\.1>$`, 'mi'));
+  const live = idsOf(alice.userId, 'live')[0];
+  assert.equal(logged.get(live), path.join(dataDir, 'mail', `${live}.eml`));
 });
 
 test('a message that cannot be sent is tried 12 times with growing gaps, then marked failed', async (t) => {
