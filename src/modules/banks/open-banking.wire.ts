@@ -138,6 +138,37 @@ export type DomesticPaymentResponse = {
 
 export type DebtorAccountResponse = { Data: { DebtorAccount: DebtorAccount }; Links: { Self: string }; Meta: Record<string, unknown> };
 
+/** The standard's ErrorCode list (v3.0.2): what a bank may answer, and all the sandbox bank answers. */
+export const StandardErrorCodes = [
+  'Field.Expected',
+  'Field.Invalid',
+  'Field.Missing',
+  'Field.Unexpected',
+  'Header.Invalid',
+  'Header.Missing',
+  'QueryParam.Invalid',
+  'Reauthenticate',
+  'Reauthorise',
+  'Resource.Consent.CreditorAccount',
+  'Resource.Consent.DebtorAccount',
+  'Resource.Consent.Exceed.DataPermissions',
+  'Resource.Consent.Exceed.Dates',
+  'Resource.Consent.Exceed.Frequency',
+  'Resource.Consent.Exceed.MaximumAmount',
+  'Resource.Consent.Exceed.TotalAmount',
+  'Resource.Consent.Exceed.TotalCount',
+  'Resource.Consent.Exceed.TransactionDates',
+  'Resource.Consent.InvalidStatus',
+  'Resource.Consent.Mismatch',
+  'Resource.Invalid',
+  'UnexpectedError',
+  'Unsupported.AccountIdentifier',
+  'Unsupported.AccountSecondaryIdentifier',
+  'Unsupported.Currency',
+  'Unsupported.Scheme',
+] as const;
+export type StandardErrorCode = (typeof StandardErrorCodes)[number];
+
 export type BankErrorBody = { Code: string; Id?: string; Message: string; Errors: Array<{ ErrorCode: string; Message: string; Path?: string }> };
 
 /** The standard's correlation id: sent by the connector on every call, echoed by the bank. */

@@ -11,6 +11,7 @@ import {
   INTERACTION_ID_HEADER,
   PaymentStatuses,
   RemittanceInformation,
+  StandardErrorCodes,
 } from './open-banking.wire.ts';
 
 // The Payments NZ Payment Initiation API v3.0.2, as far as Tono uses it: the eight operations, their
@@ -154,40 +155,9 @@ export const DomesticPaymentResponse = Type.Object({
 
 export const DomesticPaymentDebtorAccountResponse = Type.Object({ DebtorAccount }, closed);
 
-/** The standard's whole list: a bank may send any of these, and the sandbox bank sends no other. */
-export const ErrorCodes = [
-  'Field.Expected',
-  'Field.Invalid',
-  'Field.Missing',
-  'Field.Unexpected',
-  'Header.Invalid',
-  'Header.Missing',
-  'QueryParam.Invalid',
-  'Reauthenticate',
-  'Reauthorise',
-  'Resource.Consent.CreditorAccount',
-  'Resource.Consent.DebtorAccount',
-  'Resource.Consent.Exceed.DataPermissions',
-  'Resource.Consent.Exceed.Dates',
-  'Resource.Consent.Exceed.Frequency',
-  'Resource.Consent.Exceed.MaximumAmount',
-  'Resource.Consent.Exceed.TotalAmount',
-  'Resource.Consent.Exceed.TotalCount',
-  'Resource.Consent.Exceed.TransactionDates',
-  'Resource.Consent.InvalidStatus',
-  'Resource.Consent.Mismatch',
-  'Resource.Invalid',
-  'UnexpectedError',
-  'Unsupported.AccountIdentifier',
-  'Unsupported.AccountSecondaryIdentifier',
-  'Unsupported.Currency',
-  'Unsupported.Scheme',
-] as const;
-export type ErrorCode = (typeof ErrorCodes)[number];
-
 /** One problem of an error answer (the standard's Error). */
 export const ErrorDetail = Type.Object({
-  ErrorCode: stringEnum(ErrorCodes),
+  ErrorCode: stringEnum(StandardErrorCodes),
   Message: Text(1, 500),
   Path: Type.Optional(Text(1, 500)),
   Url: Type.Optional(Type.String()),

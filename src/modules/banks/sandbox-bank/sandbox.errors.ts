@@ -1,40 +1,13 @@
 import type { ErrorObject } from 'ajv';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../../../shared/errors.ts';
+import type { StandardErrorCode } from '../open-banking.wire.ts';
 
 // The standard's error body: { Code, Id, Message, Errors: [{ ErrorCode, Message, Path }] }.
 // Every refusal of the sandbox bank's API goes through BankApiError and the handler below.
 
-/** The standard's ErrorCode list (v3.0.2): the bank answers no other code. */
-export const BankErrorCodes = [
-  'Field.Expected',
-  'Field.Invalid',
-  'Field.Missing',
-  'Field.Unexpected',
-  'Header.Invalid',
-  'Header.Missing',
-  'QueryParam.Invalid',
-  'Reauthenticate',
-  'Reauthorise',
-  'Resource.Consent.CreditorAccount',
-  'Resource.Consent.DebtorAccount',
-  'Resource.Consent.Exceed.DataPermissions',
-  'Resource.Consent.Exceed.Dates',
-  'Resource.Consent.Exceed.Frequency',
-  'Resource.Consent.Exceed.MaximumAmount',
-  'Resource.Consent.Exceed.TotalAmount',
-  'Resource.Consent.Exceed.TotalCount',
-  'Resource.Consent.Exceed.TransactionDates',
-  'Resource.Consent.InvalidStatus',
-  'Resource.Consent.Mismatch',
-  'Resource.Invalid',
-  'UnexpectedError',
-  'Unsupported.AccountIdentifier',
-  'Unsupported.AccountSecondaryIdentifier',
-  'Unsupported.Currency',
-  'Unsupported.Scheme',
-] as const;
-export type BankErrorCode = (typeof BankErrorCodes)[number];
+/** The bank answers no code outside the standard's ErrorCode list. */
+export type BankErrorCode = StandardErrorCode;
 
 const statusNames: Record<number, string> = {
   400: 'BadRequest',
