@@ -1,6 +1,7 @@
 // The service under test in its own process, on a temporary SQLite database.
 // SIGUSR2 prints (as one JSON line) the event loop's delay and the garbage collector's pauses since
-// the last SIGUSR2, and starts counting afresh: what a load's tail latency is made of.
+// the last SIGUSR2, and starts counting afresh: what a load's tail latency is made of; and where
+// the process's memory is now (the JS heap, and what lies outside it).
 import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { startService } from '../lib.ts';
 
@@ -18,6 +19,7 @@ process.on('SIGUSR2', () => {
   process.stdout.write(`${JSON.stringify({
     loop_delay_ms: { p50: ms(loopDelay.percentile(50)), p99: ms(loopDelay.percentile(99)), max: ms(loopDelay.max) },
     gc_pause_ms: { count: sorted.length, p99: Math.round((sorted[Math.floor(sorted.length * 0.99)] ?? 0) * 100) / 100, max: Math.round((sorted.at(-1) ?? 0) * 100) / 100, total: Math.round(sorted.reduce((a, b) => a + b, 0)) },
+    memory_mb: Object.fromEntries(Object.entries(process.memoryUsage()).map(([name, bytes]) => [name, Math.round(bytes / 1048576)])),
   })}\n`);
   loopDelay.reset();
   pauses = [];
