@@ -10,7 +10,7 @@ import { checkoutWorld, createRequest, returnToService, submitPage } from './che
 // The sandbox bank the service mounts: its client secret is made at the first start and shown
 // nowhere, so only the service acts at the bank; merchants make the bank decline, hold, answer
 // slowly and release through the test helpers, with their test key, on their own objects only
-// (docs/test-mode.md).
+// (docs/banks.md, "Test hooks").
 
 test('the mounted sandbox bank accepts only the secret made at first start, which is sealed, kept across restarts and never logged', async (t) => {
   const testDb = await freshDb();

@@ -16,7 +16,7 @@ import type { Ctx, Deps } from '../context.ts';
 import { testKeysOnly } from './clock.service.ts';
 
 // What a merchant can make the sandbox bank do, with its test key and on its own objects only
-// (docs/test-mode.md): refuse the next executions, hold their confirmation (the payment is then
+// (docs/banks.md, "Test hooks"): refuse the next executions, hold their confirmation (the payment is then
 // `unconfirmed` until released or the hold ends), answer slowly, and release a held payment. Each
 // acts on the bank's consent behind a payment, a recurring consent or a subscription, or behind a
 // request whose payer is approving at their bank right now, so a test can arrange what the bank will
