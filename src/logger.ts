@@ -41,7 +41,9 @@ export function jsonLines(dest: number | string = 1): pino.DestinationStream & {
     pendingBytes = 0;
     out.write(lines as unknown as string);
   };
-  if (unwritten.size === 0) process.once('exit', () => unwritten.forEach((flush) => flush()));
+  if (unwritten.size === 0) process.once('exit', () => {
+    for (const flush of unwritten) flush();
+  });
   unwritten.add(flushSync);
   return {
     write(line: string) {

@@ -39,7 +39,7 @@ function printDemo(demo: CreatedMerchant | 'exists' | null): void {
     );
   } else if (demo) {
     process.stdout.write(
-      [
+      `${[
         '',
         'Demo merchant created (shown once; keep these):',
         `  login       email ${DEMO_EMAIL}  password ${demo.dashboard_password}  (for the merchant dashboard at /dashboard)`,
@@ -54,7 +54,7 @@ function printDemo(demo: CreatedMerchant | 'exists' | null): void {
         '',
         'then open the "url" it returns and pay at the Sandbox Bank (username sandbox, any password).',
         '',
-      ].join('\n') + '\n',
+      ].join('\n')}\n`,
     );
   }
 }

@@ -14,7 +14,7 @@ import { sandboxClientCredentials } from './modules/banks/sandbox-client.ts';
 import { createSecretBox, type SecretBox } from './shared/secret-box.ts';
 import { loadOrCreateKeyFile } from './store/secret-key.ts';
 import type { Deps } from './modules/context.ts';
-import { type App } from './http/app-type.ts';
+import type { App } from './http/app-type.ts';
 
 export type Runtime = { deps: Deps; app: App; close(): Promise<void> };
 

@@ -116,7 +116,7 @@ export function apiClient(runtime: Runtime, key: string) {
       payload: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
     });
     const text = response.body;
-    let json: any = undefined;
+    let json: any ;
     try {
       json = text ? JSON.parse(text) : undefined;
     } catch {

@@ -24,7 +24,7 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(name && name !== 'help' && name !== '--help' ? `unknown command: ${name}\n\n${usage()}` : usage());
     return name && name !== 'help' && name !== '--help' ? 2 : 0;
   }
-  let parsed;
+  let parsed: ReturnType<typeof parseArgs>;
   try {
     parsed = parseArgs({ args, options: command.options, allowPositionals: true, strict: true });
   } catch (error) {

@@ -64,7 +64,10 @@ test('/v1/openapi.json is an OpenAPI 3.1 document of the requests endpoints; /do
   const schemas: unknown[] = [];
   const refs: string[] = [];
   const walk = (node: unknown, key?: string) => {
-    if (Array.isArray(node)) return node.forEach((n) => walk(n));
+    if (Array.isArray(node)) {
+      for (const n of node) walk(n);
+      return;
+    }
     if (!node || typeof node !== 'object') return;
     for (const [k, v] of Object.entries(node)) {
       if (k === '$ref' && typeof v === 'string') refs.push(v);

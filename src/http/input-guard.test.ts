@@ -9,7 +9,7 @@ import { SERVICE_BASIC } from '../modules/banks/banks.testing.ts';
 // Deeply nested JSON and NUL characters, on the API, the pages and the sandbox bank (mounted and alone).
 
 const deepArrays = (n: number) => '['.repeat(n) + ']'.repeat(n);
-const deepObjects = (n: number) => '{"":'.repeat(n) + '1' + '}'.repeat(n); // 100,001 bytes at 20,000: within the 100 kB limit
+const deepObjects = (n: number) => `${'{"":'.repeat(n)}1${'}'.repeat(n)}`; // 100,001 bytes at 20,000: within the 100 kB limit
 const tooDeep = { code: 'bad_request.invalid_json', message: `The body is nested too deeply: at most ${MAX_JSON_DEPTH} levels of objects and arrays`, params: {} };
 
 test('inspectInput: depth is bounded without recursion, NUL is found with its path', () => {
@@ -24,6 +24,7 @@ test('inspectInput: depth is bounded without recursion, NUL is found with its pa
   const withNul = fc.string({ maxLength: 6 }).chain((text) => fc.constantFrom(text, `${text}\u0000`));
   fc.assert(fc.property(fc.dictionary(withNul, withNul), (input) => {
     const first = Object.entries(input).find(([key, value]) => key.includes('\u0000') || value.includes('\u0000'));
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: NUL is what the guard looks for
     const expected = first === undefined ? null : { kind: 'nul', field: first[0].replace(/\u0000/g, '\\u0000') };
     assert.deepEqual(inspectInput(input), expected);
   }));

@@ -114,7 +114,7 @@ const statusOf = (code: string) => STATUS_OF_FAMILY[code.split('.')[0]!]!;
 
 /** Field paths of a body schema, nested objects joined with dots, as the validator names them. */
 function fieldsOf(schema: Json, prefix = ''): Array<{ field: string; required: boolean }> {
-  if (!schema || schema.type !== 'object' || !schema.properties) return [];
+  if (schema?.type !== 'object' || !schema.properties) return [];
   const required = new Set<string>(schema.required ?? []);
   return Object.entries(schema.properties as Record<string, Json>).flatMap(([name, child]) => [
     { field: `${prefix}${name}`, required: required.has(name) },

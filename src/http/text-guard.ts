@@ -17,7 +17,7 @@ type Frame = { value: unknown; depth: number; parent: Frame | null; key: string 
 
 function pathOf(frame: Frame): string[] {
   const path: string[] = [];
-  for (let at: Frame | null = frame; at && at.parent; at = at.parent) path.unshift(at.key);
+  for (let at: Frame | null = frame; at?.parent; at = at.parent) path.unshift(at.key);
   return path;
 }
 
@@ -43,6 +43,7 @@ export function inspectInput(input: unknown, maxDepth = MAX_JSON_DEPTH): InputPr
     const frame = stack.pop()!;
     const { value } = frame;
     // A field's name before its value, so a field is reported in the order the input gives it.
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: NUL is what this guard looks for
     if (frame.parent && frame.key.includes('\u0000')) return { kind: 'nul', field: [...pathOf(frame.parent), frame.key.replace(/\u0000/g, '\\u0000')].join('.') };
     if (typeof value === 'string') {
       if (value.includes('\u0000')) return { kind: 'nul', field: pathOf(frame).join('.') };

@@ -78,7 +78,7 @@ test('on SQLite a claimed job runs only once the commit that queued it is on dis
   const worker = new Worker({ db, log: pino({ level: 'silent' }), pollMs: 5, kinds: new Map([['send', { handler: async (payload: { id: string }) => void ran.push(payload.id) }]]) });
   t.after(async () => {
     holding = false;
-    heldSyncs.splice(0).forEach((go) => go());
+    for (const go of heldSyncs.splice(0)) go();
     await worker.stop();
     await db.destroy();
     fs.rmSync(dir, { recursive: true, force: true });
@@ -93,7 +93,7 @@ test('on SQLite a claimed job runs only once the commit that queued it is on dis
   assert.equal(heldSyncs.length, 1, "the job's commit waits for its fsync");
   assert.deepEqual(ran, [], 'not run while the commit that queued it is not on disk');
   holding = false;
-  heldSyncs.splice(0).forEach((go) => go());
+  for (const go of heldSyncs.splice(0)) go();
   await queued;
   const until = Date.now() + 5_000;
   while (ran.length === 0 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 5));

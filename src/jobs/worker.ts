@@ -27,7 +27,7 @@ export type JobContext = {
 };
 
 /** A handler may ask to run again later (a webhook retry); throwing retries with a generic backoff. */
-export type JobResult = void | { retryAt: number; error?: string };
+export type JobResult = undefined | { retryAt: number; error?: string };
 export type JobHandler = (payload: any, context: JobContext) => Promise<JobResult>;
 
 /** How the worker runs one kind of job: its handler, and how it retries when the handler throws. */

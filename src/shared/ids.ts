@@ -58,5 +58,5 @@ export function isIdOf(kind: IdKind, value: unknown): value is string {
 
 const idShape = /^[a-z]+_[0-9A-HJKMNP-TV-Z]{26}$/;
 export function looksLikeId(kind: IdKind, value: string): boolean {
-  return value.startsWith(IdPrefix[kind] + '_') && idShape.test(value);
+  return value.startsWith(`${IdPrefix[kind]}_`) && idShape.test(value);
 }

@@ -26,7 +26,7 @@ test('another key, a changed byte, a truncated or unsealed value cannot be opene
   fc.assert(fc.property(fc.nat(), fc.integer({ min: 1, max: 255 }), (at, flip) => {
     const raw = Buffer.from(sealed.slice('sealed:v1:'.length), 'base64url');
     raw[at % raw.length] ^= flip;
-    assert.throws(() => box.open('sealed:v1:' + raw.toString('base64url')));
+    assert.throws(() => box.open(`sealed:v1:${raw.toString('base64url')}`));
   }));
   assert.throws(() => box.open('sealed:v1:AAAA'), /truncated/);
   assert.throws(() => box.open('rct_plain'), /not a sealed value/);

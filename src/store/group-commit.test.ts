@@ -134,13 +134,23 @@ function heldFsync() {
     calls.push(call);
   };
   /** Lets every fsync still held go, so the database can close after a failed assertion. */
-  const release = () => calls.filter((call) => !call.finished).forEach((call) => call.finish());
+  const release = () => {
+    for (const call of calls.filter((held) => !held.finished)) call.finish();
+  };
   return { fsync, calls, release };
 }
 
 function settledFlag(promise: Promise<unknown>) {
   const state = { settled: false, error: undefined as unknown };
-  promise.then(() => (state.settled = true), (error) => ((state.settled = true), (state.error = error)));
+  promise.then(
+    () => {
+      state.settled = true;
+    },
+    (error) => {
+      state.settled = true;
+      state.error = error;
+    },
+  );
   return state;
 }
 

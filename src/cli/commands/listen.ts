@@ -114,6 +114,7 @@ export class SeenEvents {
   /** Where a catch-up read for the newest event seen starts: never before `start`. */
   #floor(): string {
     const floor = eventIdFloor(this.#newest - LOOKBACK_MS);
+    // biome-ignore lint/complexity/useMathMinMax: these are ids, compared as text
     return floor > this.#start ? floor : this.#start;
   }
 }
@@ -216,7 +217,7 @@ export const devCommands: Record<string, CliCommand> = {
       let backoff = 500;
       while (!stop.signal.aborted) {
         const ask = seen.next(Date.now());
-        let page;
+        let page: Awaited<ReturnType<typeof feed>>;
         try {
           page = await feed({ after: ask.after, wait: ask.wait });
         } catch (error) {

@@ -111,7 +111,7 @@ export async function completeAuthorisation(deps: Deps, kind: EnduringKind, inpu
   }
   const connector = connectorFor(deps, pending.bank_id, request.mode);
   const token = connector ? await connector.exchangeCode({ code: input.code, redirectUri: bankReturnUrl(deps) }) : null;
-  if (!token || !token.ok || token.consentId !== pending.bank_consent_id) {
+  if (!token?.ok || token.consentId !== pending.bank_consent_id) {
     return (await closeAuthorisation(deps.db, pending.state, 'failed', clock.now())) ? result('failed') : repeated();
   }
 

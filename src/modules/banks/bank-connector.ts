@@ -100,7 +100,7 @@ export interface BankConnector {
   getConsent(input: { consentId: string; kind: 'single' | 'enduring'; at?: number; trace?: Trace }): Promise<BankResult<{ status: BankConsentStatus }>>;
   /** The account a payment was made from, when the consent asked for its release. */
   getDebtorAccount(input: { paymentId: string; trace?: Trace }): Promise<BankResult<{ account: DebtorAccount }>>;
-  revokeConsent(input: { consentId: string; trace?: Trace }): Promise<BankResult<{}>>;
+  revokeConsent(input: { consentId: string; trace?: Trace }): Promise<BankResult<Record<never, never>>>;
 }
 
 /** The banks a payer can choose, and the connector for each in a mode. */

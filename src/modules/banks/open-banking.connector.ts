@@ -157,7 +157,7 @@ export class OpenBankingConnector implements BankConnector {
     };
   }
 
-  async revokeConsent(input: { consentId: string; trace?: Trace }): Promise<BankResult<{}>> {
+  async revokeConsent(input: { consentId: string; trace?: Trace }): Promise<BankResult<Record<never, never>>> {
     const reply = await this.asClient({
       method: 'DELETE',
       url: `${this.baseUrl}/enduring-payment-consents/${encodeURIComponent(input.consentId)}`,

@@ -129,7 +129,7 @@ export class BankHttp {
         signal: deadline.signal,
       });
       const text = await response.body.text();
-      let parsed: unknown = undefined;
+      let parsed: unknown ;
       if (text) {
         try {
           parsed = JSON.parse(text);

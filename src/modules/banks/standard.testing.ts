@@ -36,7 +36,7 @@ export function findOfficialStandard(): { file: string; doc: Json } | null {
 }
 
 function pointer(...segments: string[]): string {
-  return '#/' + segments.map((segment) => encodeURIComponent(segment.replace(/~/g, '~0').replace(/\//g, '~1'))).join('/');
+  return `#/${segments.map((segment) => encodeURIComponent(segment.replace(/~/g, '~0').replace(/\//g, '~1'))).join('/')}`;
 }
 
 function at(doc: Json, ref: string): Json {

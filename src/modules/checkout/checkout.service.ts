@@ -8,8 +8,8 @@ import { parseCheckoutForm, type FieldError, type FormValues } from './checkout.
 import { completeReturn, strategyFor, type CheckoutStrategies, type ReturnInput, type ReturnOutcome, type SetUpView } from './checkout.strategies.ts';
 import { isIdOf } from '../../shared/ids.ts';
 import type { Deps } from '../context.ts';
-import { type RequestRow } from '../requests/requests.tables.ts';
-import { type PaymentRow } from '../payments/payments.tables.ts';
+import type { RequestRow } from '../requests/requests.tables.ts';
+import type { PaymentRow } from '../payments/payments.tables.ts';
 import { merchantContact } from '../merchants/merchants.service.ts';
 
 // The public side of a request: what the payer's browser can see and do with only the request id

@@ -11,7 +11,7 @@ import { noticeConsentAuthorised } from './consents.notices.ts';
 import { scheduleExpiry } from './consents.service.ts';
 import { describeLimits, type RecurringLimits } from './limits.ts';
 import type { Deps } from '../context.ts';
-import { type RequestRow } from '../requests/requests.tables.ts';
+import type { RequestRow } from '../requests/requests.tables.ts';
 
 // The recurring request at checkout: the page states the limits in plain words; the payer's bank
 // gets an enduring consent with the same limits (src/modules/authorisations); when the payer comes

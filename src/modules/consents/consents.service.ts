@@ -121,7 +121,7 @@ export async function revokeConsentByPayer(deps: Deps, consentId: string): Promi
 export function revokeAtBankJob(deps: Deps): JobHandler {
   return async (payload: { consent_id: string }, { job }) => {
     const consent = await findConsentById(deps.db, payload.consent_id);
-    if (!consent || consent.status !== 'revoked' || consent.revoked_by === 'bank') return;
+    if (consent?.status !== 'revoked' || consent.revoked_by === 'bank') return;
     if (!(await revokeAtBank(deps, consent))) return { retryAt: deps.clock.now() + Math.min(30_000 * 2 ** job.attempts, 3_600_000), error: 'bank did not revoke yet' };
   };
 }

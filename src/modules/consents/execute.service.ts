@@ -331,7 +331,7 @@ const SETTLE_BACKOFF: Backoff = { baseMs: 20_000, maxMs: 10 * 60_000, jitter: fa
 export function settleExecutionJob(deps: Deps): JobHandler {
   return async (payload: { payment_id: string }, { job, clock }) => {
     const payment = await findPaymentById(deps.db, payload.payment_id);
-    if (!payment || !payment.recurring_consent_id || !['awaiting-consent', 'unconfirmed'].includes(payment.status)) return;
+    if (!payment?.recurring_consent_id || !['awaiting-consent', 'unconfirmed'].includes(payment.status)) return;
     const consent = await findConsentById(deps.db, payment.recurring_consent_id);
     if (!consent) return;
     const recorded = await submitAndRecord(deps, consent, payment, clock.now(), clock);

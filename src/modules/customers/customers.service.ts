@@ -12,7 +12,7 @@ import {
 import { customerChanges, normaliseEmail, type PayerDetails } from './customers.rules.ts';
 import type { Mode } from '../../shared/mode.ts';
 import type { Ctx } from '../context.ts';
-import { type CustInfoRow } from './customers.tables.ts';
+import type { CustInfoRow } from './customers.tables.ts';
 
 export type { PayerDetails } from './customers.rules.ts';
 export { EMPTY_DETAILS } from './customers.rules.ts';
@@ -84,7 +84,7 @@ export async function upsertCustomer(trx: Db, scope: CustomerScope, details: Pay
 /** After a payment succeeds: the payer's details (if they gave an email) update the merchant's customer. */
 export async function recordCustomerOfPayment(trx: Db, scope: CustomerScope, paymentId: string, now: number): Promise<CustomerOutcome | null> {
   const info = await findCustInfoOfPayment(trx, paymentId);
-  if (!info || !info.email) return null;
+  if (!info?.email) return null;
   return upsertCustomer(trx, scope, { ...info, email: info.email, marketing_opt_in: info.marketing_opt_in === 1 }, now);
 }
 

@@ -33,7 +33,7 @@ export function mailLaneKind(deps: Pick<Deps, 'config' | 'secrets' | 'clock'>, s
     },
 
     async run({ row }, job): Promise<Outcome> {
-      if (!row || row.status !== 'queued') return { kind: 'skipped' };
+      if (row?.status !== 'queued') return { kind: 'skipped' };
       try {
         await sender.send(outgoingMailOf(row, deps.secrets, deps.config.publicBaseUrl));
         return { kind: 'sent', id: row.id };

@@ -50,7 +50,7 @@ export function renderMail<K extends TemplateName>(template: K, data: TemplateDa
   const it = { ...data, link, subject, test, payer: template !== 'webhook_failing' && template !== 'webhook_disabled' && template !== 'merchant_password_reset' };
   return {
     subject,
-    text: text.render(`./${template}.text.eta`, it).trim() + '\n',
+    text: `${text.render(`./${template}.text.eta`, it).trim()}\n`,
     html: html.render(`./${template}.html.eta`, it),
   };
 }

@@ -205,7 +205,7 @@ test('a message that cannot be sent is tried 12 times with growing gaps, then ma
   t.after(() => dispatcher.stop());
   const id = (await transact(app.deps.db, (trx) => queueMail(trx, { to: 'gone@example.com', template: 'consent_revoked', data: samples.consent_revoked }, 0)))!;
 
-  let row;
+  let row: any;
   for (let i = 0; i < 600; i++) {
     row = await app.deps.db.selectFrom('mail_messages').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
     if (row.status === 'failed') break;

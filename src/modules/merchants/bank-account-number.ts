@@ -93,7 +93,7 @@ export function isValidBankAccountNumber(input: string): boolean {
   const bank = Number(parts.bank);
   const branch = Number(parts.branch);
   const ranges = branchRanges[bank];
-  if (!ranges || !ranges.some(([low, high]) => branch >= low && branch <= high)) return false;
+  if (!ranges?.some(([low, high]) => branch >= low && branch <= high)) return false;
   const algorithm = algorithmFor(bank, Number(parts.account));
   if (!algorithm) return true;
   const digits = (parts.bank + parts.branch + parts.account.padStart(8, '0') + parts.suffix.padStart(4, '0')).split('').map(Number);

@@ -9,8 +9,8 @@ import { findBlockingPayment, findPaymentByState, lockPayment, updatePayment } f
 import { ABANDON_AFTER_MS, effectiveStatus, failsAtCallback, isFinal, missingDetails, paymentAmount, type FinalStatus } from './payments.rules.ts';
 import { clockIdOf, clockOf, createPaymentRow, newAuthState, setPaymentStatus } from './payments.service.ts';
 import type { Deps } from '../context.ts';
-import { type RequestRow } from '../requests/requests.tables.ts';
-import { type PaymentRow } from './payments.tables.ts';
+import type { RequestRow } from '../requests/requests.tables.ts';
+import type { PaymentRow } from './payments.tables.ts';
 
 // One-off payments at the hosted page (and the test helper, which walks the same path):
 // pick a bank → payment awaiting-consent + single consent at the bank → payer authorises there →

@@ -48,7 +48,7 @@ export function sweepPaymentJob(deps: Deps): JobHandler {
 export function reconcilePaymentJob(deps: Deps): JobHandler {
   return async (payload: { payment_id: string }, { clock, job }) => {
     const payment = await findPaymentById(deps.db, payload.payment_id);
-    if (!payment || payment.status !== 'unconfirmed') return;
+    if (payment?.status !== 'unconfirmed') return;
     const connector = connectorFor(deps, payment.bank_id, payment.mode);
     const retry = (error: string) => ({ retryAt: deps.clock.now() + reconcileDelay(job.attempts), error });
     if (!connector) return retry('bank not connected');
@@ -80,7 +80,7 @@ export function reconcilePaymentJob(deps: Deps): JobHandler {
 export function payerAccountJob(deps: Deps): JobHandler {
   return async (payload: { payment_id: string }, { job }) => {
     const payment = await findPaymentById(deps.db, payload.payment_id);
-    if (!payment || payment.status !== 'successful' || !payment.bank_payment_id || payment.payer_account_sealed) return;
+    if (payment?.status !== 'successful' || !payment.bank_payment_id || payment.payer_account_sealed) return;
     const enduringId = enduringIdOf(payment);
     const kept = enduringId ? await enduringPayerAccount(deps.db, enduringId) : undefined;
     if (kept) {

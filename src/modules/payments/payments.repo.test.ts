@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { apiClient, buildTestApp, createTestMerchant } from '../../../test/helpers.ts';
 import { insertPaymentIfParticularsFree } from './payments.repo.ts';
-import { type PaymentRow } from './payments.tables.ts';
+import type { PaymentRow } from './payments.tables.ts';
 
 // Particulars are drawn at random and written without looking first: the unique index decides,
 // and a clash must write nothing so that the caller can draw again.

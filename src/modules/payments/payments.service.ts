@@ -15,7 +15,7 @@ import { isFinal, newParticulars, PCR_CODE, settledCents, type FinalStatus } fro
 import type { ListPaymentsQuery, ListRequestPaymentsQuery } from './payments.schemas.ts';
 import type { Ctx, Deps } from '../context.ts';
 import type { RequestRow } from '../requests/requests.tables.ts';
-import { type PaymentRow } from './payments.tables.ts';
+import type { PaymentRow } from './payments.tables.ts';
 
 // Building blocks every way of paying shares (one-off checkout here; recurring executions and
 // subscription charges in their modules): a payment row with its particulars and payment.created,

@@ -42,7 +42,7 @@ const text = fc.oneof(
   fc.string({ unit: 'binary' }),
   fc.constantFrom('{', '{"a":', '[1,2', '{"amount":"10.00 NZD"', 'undefined', 'NaN', '{"message":"\\ud800"}', '\ufeff{}', '{"a":1}{"b":2}', '{"__proto__":{"x":1}}'),
   fc.nat({ max: 40 }).map((depth) => '['.repeat(depth * 50) + ']'.repeat(depth * 50)),
-  fc.nat({ max: 60 }).map((depth) => '{"a":'.repeat(depth * 20) + '1' + '}'.repeat(depth * 20)),
+  fc.nat({ max: 60 }).map((depth) => `${'{"a":'.repeat(depth * 20)}1${'}'.repeat(depth * 20)}`),
   fc.integer({ min: 90_000, max: 120_000 }).map((size) => JSON.stringify({ message: 'x'.repeat(size) })),
 );
 

@@ -19,7 +19,7 @@ import { presentRequest, requestUrl, type RequestObject } from './requests.prese
 import { normaliseCreateRequest } from './requests.rules.ts';
 import type { CreateRequestBody, ListRequestsQuery } from './requests.schemas.ts';
 import { clockScope, type Ctx } from '../context.ts';
-import { type RequestRow } from './requests.tables.ts';
+import type { RequestRow } from './requests.tables.ts';
 import { bankAccountOf } from '../merchants/merchants.service.ts';
 
 export const EXPIRE_REQUEST_JOB = 'request.expire';

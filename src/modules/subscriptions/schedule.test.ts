@@ -221,7 +221,7 @@ describe('schedule against the model', () => {
         const days = period === 'weekly' || period === 'fortnightly' ? [1, 2, 3] : [1, 3, 5];
         const retries = retryTimes(period, at, zone);
         assert.equal(retries.length, 3);
-        retries.forEach((retry, i) => assert.equal(retry, modelInstant(addDays(wallOf(at, zone), days[i]), zone)));
+        for (const [i, retry] of retries.entries()) assert.equal(retry, modelInstant(addDays(wallOf(at, zone), days[i]), zone));
       }),
     );
   });

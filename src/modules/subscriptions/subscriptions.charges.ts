@@ -50,7 +50,7 @@ function payerDetailsOf(sub: SubscriptionRow): PayerDetails {
 /** Step 1. Returns the attempt to submit, or a job result when there is nothing to charge now. */
 async function claim(deps: Deps, trx: Trx, subscriptionId: string, now: number, finish: Finish): Promise<Attempt | { done: JobResult }> {
   const sub = await lockSubscription(trx, subscriptionId);
-  if (!sub || sub.status !== 'active' || sub.next_slot === null || sub.next_charge_at === null) {
+  if (sub?.status !== 'active' || sub.next_slot === null || sub.next_charge_at === null) {
     await finish(trx);
     return { done: undefined };
   }

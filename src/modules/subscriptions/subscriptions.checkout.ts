@@ -7,7 +7,7 @@ import { consentPlan } from './subscriptions.rules.ts';
 import { createSubscription } from './subscriptions.service.ts';
 import { findSubscriptionById, findSubscriptionByRequest, type SubscriptionRow } from './subscriptions.repo.ts';
 import type { Deps } from '../context.ts';
-import { type RequestRow } from '../requests/requests.tables.ts';
+import type { RequestRow } from '../requests/requests.tables.ts';
 
 // The hosted page's subscription kind: the plan in plain words, an enduring consent at the bank
 // that fits it (src/modules/authorisations), and on the payer's approval the subscription, in the

@@ -67,7 +67,7 @@ test('authorisation creates the subscription, the customer and a paid request; t
 test('failures retry at +1, +3, +5 days at the charge time, then the slot is skipped; the next slot keeps the anchor', async (t) => {
   const { api, subscribe, events, get, payments, clockNow, advanceTo } = await setUp(t);
   // The 15th of a month at least 10 days ahead: every month has the anchor day.
-  const start = new Date((await clockNow()) + 40 * DAY).toISOString().slice(0, 8) + '15';
+  const start = `${new Date((await clockNow()) + 40 * DAY).toISOString().slice(0, 8)}15`;
   const { sub } = await subscribe({ amount: '20.00 NZD', period: 'monthly', start_date: start });
   const declined = await api.post(`/v1/test-helpers/subscriptions/${sub.id}/decline-next`, { count: 4, reason: 'insufficient_funds' });
   assert.equal(declined.status, 200);

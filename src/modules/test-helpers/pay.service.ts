@@ -9,7 +9,7 @@ import { requireTestMode } from './clock.service.ts';
 import { authoriseAtBank } from './pay.bank-driver.ts';
 import type { PayBody } from './pay.schemas.ts';
 import type { Ctx } from '../context.ts';
-import { type RequestRow } from '../requests/requests.tables.ts';
+import type { RequestRow } from '../requests/requests.tables.ts';
 
 // POST /v1/test-helpers/requests/{id}/pay: pays a test-mode request the way a payer does, through
 // the same service functions, connector and sandbox bank (over HTTP), and returns the outcome.

@@ -41,7 +41,7 @@ export async function startReceiver(answer: Receiver['answer'] = () => ({ status
     req.on('data', (chunk) => chunks.push(chunk));
     req.on('end', () => {
       const raw = Buffer.concat(chunks);
-      let body: any = undefined;
+      let body: any ;
       try {
         body = JSON.parse(raw.toString('utf8'));
       } catch {}

@@ -29,7 +29,7 @@ async function addEndpoint(t: TestContext, api: ApiClient, receiver: Receiver, e
   return created.body.webhook as { id: string; secret: string };
 }
 
-async function createRequest(app: TestApp, api: ApiClient, bankAccountId: string) {
+async function createRequest(_app: TestApp, api: ApiClient, bankAccountId: string) {
   const created = await api.post('/v1/requests', { bank_account_id: bankAccountId, amount: '10.00 NZD', message: 'Webhook test' });
   assert.equal(created.status, 201, created.text);
   return created.body.request.id as string;
@@ -56,7 +56,7 @@ test('a delivery is signed as documented, carries its headers, and a 204 acknowl
   const [got] = await receiver.waitFor(1);
   assert.equal(got.headers['content-type'], 'application/json');
   // The recipe of the docs, computed here independently of the service's code.
-  const expected = 'sha256=' + createHmac('sha256', Buffer.from(endpoint.secret, 'base64')).update(got.raw).digest('hex');
+  const expected = `sha256=${createHmac('sha256', Buffer.from(endpoint.secret, 'base64')).update(got.raw).digest('hex')}`;
   assert.equal(got.headers['x-service-signature'], expected);
   assert.equal(verifyWebhookSignature(got.raw, got.headers['x-service-signature'] as string, endpoint.secret), true);
   assert.equal(verifyWebhookSignature(got.raw.toString().replace('request.created', 'request.expired'), expected, endpoint.secret), false);
@@ -95,7 +95,7 @@ test('5xx replies, timeouts and reset connections are retried with growing gaps 
   assert.equal(attempts[4].response_body, 'ok');
   const starts = attempts.map((a: any) => Date.parse(a.started_at));
   const gaps = starts.slice(1).map((start: number, i: number) => start - starts[i] - attempts[i].latency_ms);
-  gaps.forEach((gap: number, i: number) => assert.ok(gap >= backoffCeilingMs(i + 1) * 0.99 - 5, `gap ${i + 1} is ${gap} ms`));
+  for (const [i, gap] of gaps.entries()) assert.ok(gap >= backoffCeilingMs(i + 1) * 0.99 - 5, `gap ${i + 1} is ${gap} ms`);
   assert.ok(gaps[3] > gaps[2] && gaps[2] > gaps[1] && gaps[1] > gaps[0], `gaps grow: ${gaps.join(', ')}`);
 });
 
@@ -112,7 +112,7 @@ test('refused connections are retried until the receiver comes up', async (t) =>
   await createRequest(app, api, merchant.bankAccountId);
   const event = (await api.get('/v1/events')).body.events[0];
   const deadline = Date.now() + 10_000;
-  let detail;
+  let detail: any;
   do {
     await new Promise((resolve) => setTimeout(resolve, 50));
     detail = (await api.get(`/v1/events/${event.id}`)).body.deliveries[0];

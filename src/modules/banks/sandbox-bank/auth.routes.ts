@@ -72,7 +72,7 @@ export async function registerAuthRoutes(app: FastifyInstance, deps: SandboxDeps
       if (deps.requireClientCertificate && !hasTrustedClientCertificate(request.raw.socket)) {
         throw new OAuthError(401, 'invalid_client', 'This bank needs mutual TLS: connect with a client certificate it trusts');
       }
-      let client;
+      let client: Awaited<ReturnType<typeof authenticateAssertion>>;
       if (body.client_assertion_type === JWT_BEARER) {
         client = await authenticateAssertion(deps, body.client_id, body.client_assertion, `${request.protocol}://${request.host}${prefix}/token`);
       } else {

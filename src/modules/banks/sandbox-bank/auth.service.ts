@@ -165,7 +165,7 @@ export async function decide(deps: SandboxDeps, sessionId: string, decision: 'ap
       throw new AuthorisePageError('This approval page has expired. Return to the payment service and start again.');
     }
     const consent = await findConsent(trx, session.consent_id, { forUpdate: true });
-    if (!consent || consent.status !== 'AwaitingAuthorisation') {
+    if (consent?.status !== 'AwaitingAuthorisation') {
       throw new AuthorisePageError('This consent has already been decided.');
     }
     const back = new URL(session.redirect_uri);
@@ -216,12 +216,12 @@ export function basicCredentials(header: string | undefined): [string | undefine
   const colon = decoded.indexOf(':');
   if (colon < 0) return [undefined, undefined];
   // RFC 6749 2.3.1: the id and secret are form-url-encoded before Basic encoding.
-  const unescape = (part: string) => {
+  const unescapePart = (part: string) => {
     try {
       return decodeURIComponent(part.replace(/\+/g, ' '));
     } catch {
       throw new OAuthError(401, 'invalid_client', 'The client credentials in Authorization: Basic are not validly encoded');
     }
   };
-  return [unescape(decoded.slice(0, colon)), unescape(decoded.slice(colon + 1))];
+  return [unescapePart(decoded.slice(0, colon)), unescapePart(decoded.slice(colon + 1))];
 }

@@ -15,7 +15,7 @@ import { buildSandboxBankApp, migrateSandboxBank, SERVICE_CLIENT_ID, STANDALONE_
 //   SANDBOX_CLIENT_CA_FILE                        mutual TLS: the API and token endpoint need a client certificate from this CA
 //   SANDBOX_CLIENT_PUBLIC_KEY_FILE                the client authenticates with private_key_jwt, signed by the matching key
 
-let config;
+let config: ReturnType<typeof loadConfig>;
 try {
   config = loadConfig({ ...process.env, PORT: process.env.PORT || '3001' });
 } catch (error) {

@@ -60,7 +60,7 @@ export function registerWebhookPages(scope: Scope, kit: Kit): void {
     const raw = text(formOf(request).since, 40);
     const since = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}$/.test(raw) ? localAt(raw, kit.zone()) : null;
     try {
-      if (!since || !since.isValid) throw invalidParam('since', 'Enter the time to recover from, as a date and time');
+      if (!since?.isValid) throw invalidParam('since', 'Enter the time to recover from, as a date and time');
       const recovered = await recoverWebhook(signed.ctx, request.params.id, since.toUTC().toISO()!);
       return reply.redirect(`${signed.base}/webhooks/${request.params.id}?done=recovered&count=${recovered.deliveries.length}`, 303);
     } catch (error) {
