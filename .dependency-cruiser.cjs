@@ -3,21 +3,24 @@ module.exports = {
   forbidden: [
     {
       name: 'no-circular',
-      comment: 'No import circle, type-only imports included: a circle means two files are one module or a type is in the wrong place.',
+      comment:
+        'No import circle, type-only imports included: a circle means two files are one module or a type is in the wrong place.',
       severity: 'error',
       from: {},
       to: { circular: true },
     },
     {
       name: 'no-foreign-repo',
-      comment: "A module reaches another module through its service, never its repo (the tables behind a repo are its module's own).",
+      comment:
+        "A module reaches another module through its service, never its repo (the tables behind a repo are its module's own).",
       severity: 'error',
       from: { path: '^src/modules/([^/]+)/' },
       to: { path: '^src/modules/([^/]+)/.+[.]repo[.]ts$', pathNot: '^src/modules/$1/' },
     },
     {
       name: 'lower-layers-stay-low',
-      comment: 'src/shared, src/store, src/jobs and src/http never import a module; modules plug into them through their manifests (src/modules/index.ts).',
+      comment:
+        'src/shared, src/store, src/jobs and src/http never import a module; modules plug into them through their manifests (src/modules/index.ts).',
       severity: 'error',
       from: { path: '^src/(shared|store|jobs|http)/' },
       to: { path: '^src/modules/' },

@@ -1,7 +1,15 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { load, recurringToken, warmUp, type BenchContext, type BenchResult, type Bracketed, type LoadOptions } from './lib.ts';
+import {
+  load,
+  recurringToken,
+  warmUp,
+  type BenchContext,
+  type BenchResult,
+  type Bracketed,
+  type LoadOptions,
+} from './lib.ts';
 import { freePort } from '../test/process.ts';
 import { serviceNodeFlags, spawnSandboxBank, spawnServer, withCpu } from './process.ts';
 
@@ -18,7 +26,10 @@ export default async function benchExecutePayment(ctx: BenchContext): Promise<Be
   try {
     // Each between two loads of bank_call_baseline; each service has stopped (and left no work
     // running) before the load after it.
-    const [separate, mounted] = await ctx.bracketed('bank_call_baseline', [() => measure(ctx, bank.env, bank.pid), () => measure(ctx, {})]);
+    const [separate, mounted] = await ctx.bracketed('bank_call_baseline', [
+      () => measure(ctx, bank.env, bank.pid),
+      () => measure(ctx, {}),
+    ]);
     return [
       resultOf('execute_payment (sandbox bank in its own process)', separate),
       resultOf('execute_payment (sandbox bank mounted in the service)', mounted),
@@ -45,7 +56,12 @@ function resultOf(name: string, bracketed: Bracketed<Measured>): BenchResult {
 
 async function measure(ctx: BenchContext, env: Record<string, string>, bankPid?: number): Promise<Measured> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-bench-execute-'));
-  const service = await spawnServer('bench/servers/service.ts', { BENCH_ENV: JSON.stringify({ DATA_DIR: dataDir, ...env }) }, undefined, serviceNodeFlags());
+  const service = await spawnServer(
+    'bench/servers/service.ts',
+    { BENCH_ENV: JSON.stringify({ DATA_DIR: dataDir, ...env }) },
+    undefined,
+    serviceNodeFlags(),
+  );
   try {
     const { url, testKey, bankAccountId } = service.info as { url: string; testKey: string; bankAccountId: string };
     const headers = { authorization: `Bearer ${testKey}`, 'content-type': 'application/json' };

@@ -21,7 +21,14 @@ import { transact } from '../src/store/tx.ts';
 import type { Db } from '../src/store/db.ts';
 import type { Ctx, Deps } from '../src/modules/context.ts';
 
-export type BenchResult = { name: string; rps?: number; p99_ms?: number; ratio?: number; per_second?: number; note?: string };
+export type BenchResult = {
+  name: string;
+  rps?: number;
+  p99_ms?: number;
+  ratio?: number;
+  per_second?: number;
+  note?: string;
+};
 
 /**
  * A figure with the baseline's rate just before and just after it, and their mean; and the CPU
@@ -40,7 +47,10 @@ export type BenchContext = {
    * baseline measured minutes earlier carried the shared machine's drift between the two
    * (docs/performance.md, Baselines).
    */
-  bracketed<T>(baseline: 'stack_limit_get' | 'bank_call_baseline', measures: Array<() => Promise<T>>): Promise<Array<Bracketed<T>>>;
+  bracketed<T>(
+    baseline: 'stack_limit_get' | 'bank_call_baseline',
+    measures: Array<() => Promise<T>>,
+  ): Promise<Array<Bracketed<T>>>;
 };
 
 export type BenchService = {
@@ -57,10 +67,19 @@ export async function startService(env: Record<string, string> = {}): Promise<Be
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-bench-'));
   // The per-key rate limit stays on, set above what one key sends here, so its cost is measured.
   // BENCH_LOG_LEVEL=warn measures the service without its access lines.
-  const config = loadConfig({ PORT: '0', LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info', DEMO_MERCHANT: 'false', DATA_DIR: dataDir, RATE_LIMIT_PER_SECOND: '1000000', ...env });
+  const config = loadConfig({
+    PORT: '0',
+    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
+    DEMO_MERCHANT: 'false',
+    DATA_DIR: dataDir,
+    RATE_LIMIT_PER_SECOND: '1000000',
+    ...env,
+  });
   // Logged as `npm start` logs (its level, its redaction, its writes), to a file rather than
   // stdout, which carries the bench's own readings.
-  const runtime = await createRuntime(config, { log: pino(loggerOptionsFor(config), jsonLines(path.join(dataDir, 'service.log'))) });
+  const runtime = await createRuntime(config, {
+    log: pino(loggerOptionsFor(config), jsonLines(path.join(dataDir, 'service.log'))),
+  });
   const address = await runtime.app.listen({ port: config.port, host: '127.0.0.1' });
   const url = address.replace('localhost', '127.0.0.1');
   runtime.deps.config.publicBaseUrl = url;
@@ -94,7 +113,9 @@ export type LoadOptions = {
   durationSec: number;
 };
 
-export async function load(options: LoadOptions): Promise<{ rps: number; p50_ms: number; p99_ms: number; errors: number; non2xx: number; requests: number }> {
+export async function load(
+  options: LoadOptions,
+): Promise<{ rps: number; p50_ms: number; p99_ms: number; errors: number; non2xx: number; requests: number }> {
   // Imported here rather than at the top: the service's own process (bench/servers/service.ts)
   // imports this file for startService, and must not carry the load generator.
   const { default: autocannon } = await import('autocannon');
@@ -109,7 +130,14 @@ export async function load(options: LoadOptions): Promise<{ rps: number; p50_ms:
       ? [{ setupRequest: (request: any) => ({ ...request, body: options.bodyFor!() }) }]
       : undefined,
   });
-  return { rps: result.requests.average, p50_ms: result.latency.p50, p99_ms: result.latency.p99, errors: result.errors, non2xx: result.non2xx, requests: result.requests.total };
+  return {
+    rps: result.requests.average,
+    p50_ms: result.latency.p50,
+    p99_ms: result.latency.p99,
+    errors: result.errors,
+    non2xx: result.non2xx,
+    requests: result.requests.total,
+  };
 }
 
 /**
@@ -136,7 +164,12 @@ export async function warmLoad(options: LoadOptions): ReturnType<typeof load> {
  * returns its token as a merchant gets it: in the recurring_payment.authorised webhook, received
  * here on a loopback port.
  */
-export async function recurringToken(url: string, testKey: string, bankAccountId: string, email = 'bench-payer@example.com'): Promise<{ token: string; consentId: string }> {
+export async function recurringToken(
+  url: string,
+  testKey: string,
+  bankAccountId: string,
+  email = 'bench-payer@example.com',
+): Promise<{ token: string; consentId: string }> {
   const headers = { authorization: `Bearer ${testKey}`, 'content-type': 'application/json' };
   const post = async (pathname: string, body: unknown) => {
     const response = await fetch(`${url}${pathname}`, { method: 'POST', headers, body: JSON.stringify(body) });
@@ -148,21 +181,33 @@ export async function recurringToken(url: string, testKey: string, bankAccountId
   const arrived = new Promise<string>((resolve) => (received = resolve));
   const receiver = http.createServer((request, response) => {
     let body = '';
-    request.setEncoding('utf8').on('data', (chunk) => (body += chunk)).on('end', () => {
-      const event = JSON.parse(body) as { type: string; data: { token?: string } };
-      if (event.type === 'recurring_payment.authorised' && event.data.token) received(event.data.token);
-      response.end();
-    });
+    request
+      .setEncoding('utf8')
+      .on('data', (chunk) => (body += chunk))
+      .on('end', () => {
+        const event = JSON.parse(body) as { type: string; data: { token?: string } };
+        if (event.type === 'recurring_payment.authorised' && event.data.token) received(event.data.token);
+        response.end();
+      });
   });
   await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
   try {
-    const hook = await post('/v1/webhooks', { url: `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hooks`, events: ['recurring_payment.authorised'] });
+    const hook = await post('/v1/webhooks', {
+      url: `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hooks`,
+      events: ['recurring_payment.authorised'],
+    });
     const created = await post('/v1/requests', {
-      bank_account_id: bankAccountId, message: 'Bench recurring', recurring_options: { period: 'daily', max_per_period: '100000000.00 NZD' }, cust_info: { email },
+      bank_account_id: bankAccountId,
+      message: 'Bench recurring',
+      recurring_options: { period: 'daily', max_per_period: '100000000.00 NZD' },
+      cust_info: { email },
     });
     const paid = await post(`/v1/test-helpers/requests/${created.request.id}/pay`, {});
     const token = await arrived;
-    await fetch(`${url}/v1/webhooks/${hook.webhook.id}`, { method: 'DELETE', headers: { authorization: headers.authorization } });
+    await fetch(`${url}/v1/webhooks/${hook.webhook.id}`, {
+      method: 'DELETE',
+      headers: { authorization: headers.authorization },
+    });
     return { token, consentId: paid.recurring_consent.id };
   } finally {
     receiver.closeAllConnections();
@@ -174,19 +219,36 @@ export async function recurringToken(url: string, testKey: string, bankAccountId
 const PER_CONSENT = Number(process.env.BENCH_PER_CONSENT ?? 100);
 const CREATE_BATCH = 1000;
 
-async function authorisedConsent(bank: BankConnector, bankUrl: string, credentials: { clientId: string; clientSecret: string }, redirectUri: string, now: number) {
+async function authorisedConsent(
+  bank: BankConnector,
+  bankUrl: string,
+  credentials: { clientId: string; clientSecret: string },
+  redirectUri: string,
+  now: number,
+) {
   const consent = await bank.createEnduringConsent({
-    fromAt: now, toAt: null, maxPerPaymentCents: 1500, period: 'Monthly', maxPerPeriodCents: 1500 * PER_CONSENT * 2,
-    maxCountPerPeriod: null, totalCount: null, totalAmountCents: null,
-    creditor: { name: 'Bench', accountNumber: '38-9000-0000001-00' }, remittance: { particulars: 'BENCH', code: 'TONO', reference: '' },
-    idempotencyKey: randomBytes(12).toString('hex'), at: now,
+    fromAt: now,
+    toAt: null,
+    maxPerPaymentCents: 1500,
+    period: 'Monthly',
+    maxPerPeriodCents: 1500 * PER_CONSENT * 2,
+    maxCountPerPeriod: null,
+    totalCount: null,
+    totalAmountCents: null,
+    creditor: { name: 'Bench', accountNumber: '38-9000-0000001-00' },
+    remittance: { particulars: 'BENCH', code: 'TONO', reference: '' },
+    idempotencyKey: randomBytes(12).toString('hex'),
+    at: now,
   });
   if (!consent.ok) throw new Error(`consent: ${consent.message}`);
   const state = randomBytes(12).toString('hex');
   const reply = await fetch(`${bankUrl}/test/authorise`, {
     method: 'POST',
     // The sandbox bank's test hooks take the service's own client credentials.
-    headers: { 'content-type': 'application/json', authorization: `Basic ${Buffer.from(`${credentials.clientId}:${credentials.clientSecret}`).toString('base64')}` },
+    headers: {
+      'content-type': 'application/json',
+      authorization: `Basic ${Buffer.from(`${credentials.clientId}:${credentials.clientSecret}`).toString('base64')}`,
+    },
     body: JSON.stringify({ consent_id: consent.consentId, redirect_uri: redirectUri, state }),
   }).then((r) => r.json() as Promise<any>);
   const code = new URL(reply.Data.RedirectUri).searchParams.get('code')!;
@@ -200,7 +262,10 @@ async function authorisedConsent(bank: BankConnector, bankUrl: string, credentia
  * first charge due now, authorised at the sandbox bank the runtime's registry points at. Returns
  * the seconds spent creating the requests and subscriptions (after the consents).
  */
-export async function setUpDueSubscriptions(deps: Deps, options: { count: number; testKey: string; bankAccountId: string; redirectUri: string }): Promise<number> {
+export async function setUpDueSubscriptions(
+  deps: Deps,
+  options: { count: number; testKey: string; bankAccountId: string; redirectUri: string },
+): Promise<number> {
   const { count: total, redirectUri } = options;
   const banks = (deps as typeof deps & { banks: BankRegistry }).banks;
   const bankId = banks.list('test')[0].id;
@@ -210,14 +275,31 @@ export async function setUpDueSubscriptions(deps: Deps, options: { count: number
   const consents: Array<{ consentId: string; accessToken: string }> = [];
   for (let i = 0; i < Math.ceil(total / PER_CONSENT); i += 50) {
     const count = Math.min(50, Math.ceil(total / PER_CONSENT) - i);
-    consents.push(...(await Promise.all(Array.from({ length: count }, () => authorisedConsent(bank, (banks as BankRegistry & { sandboxUrl(): string }).sandboxUrl(), banks.sandboxCredentials, redirectUri, now)))));
+    consents.push(
+      ...(await Promise.all(
+        Array.from({ length: count }, () =>
+          authorisedConsent(
+            bank,
+            (banks as BankRegistry & { sandboxUrl(): string }).sandboxUrl(),
+            banks.sandboxCredentials,
+            redirectUri,
+            now,
+          ),
+        ),
+      )),
+    );
   }
 
   // One request per subscription (a subscription owns its request) and the subscription, both
   // straight through the domain functions the API and checkout use, without browser flows.
   const { merchant } = (await authenticateKey(deps.db, options.testKey))!;
   const ctx: Ctx = { deps, db: deps.db, merchant, mode: 'test', clock: deps.clock, log: deps.log };
-  const body = { bank_account_id: options.bankAccountId, message: 'Bench plan', subscription_options: { amount: '15.00 NZD', period: 'monthly' }, cust_info: { email: 'bench@example.com' } } as CreateRequestBody;
+  const body = {
+    bank_account_id: options.bankAccountId,
+    message: 'Bench plan',
+    subscription_options: { amount: '15.00 NZD', period: 'monthly' },
+    cust_info: { email: 'bench@example.com' },
+  } as CreateRequestBody;
   const setupStarted = performance.now();
   let created = 0;
   while (created < total) {
@@ -228,8 +310,15 @@ export async function setUpDueSubscriptions(deps: Deps, options: { count: number
       for (const [i, request] of rows.entries()) {
         const consent = consents[Math.floor((created + i) / PER_CONSENT)];
         await createSubscription(trx, deps, {
-          request: request!, options: subscriptionOptionsOf(request!)!, email: 'bench@example.com', customerId: null, payerDetails: { email: 'bench@example.com' },
-          bankId, bankConsentId: consent.consentId, bankAccessToken: consent.accessToken, authorisedAt: deps.clock.now(),
+          request: request!,
+          options: subscriptionOptionsOf(request!)!,
+          email: 'bench@example.com',
+          customerId: null,
+          payerDetails: { email: 'bench@example.com' },
+          bankId,
+          bankConsentId: consent.consentId,
+          bankAccessToken: consent.accessToken,
+          authorisedAt: deps.clock.now(),
         });
       }
     });
@@ -239,27 +328,71 @@ export async function setUpDueSubscriptions(deps: Deps, options: { count: number
 }
 
 export async function countSuccessfulCharges(db: Db): Promise<number> {
-  return Number((await db.selectFrom('subscription_charges').select((eb) => eb.fn.countAll().as('n')).where('status', '=', 'successful').executeTakeFirstOrThrow()).n);
+  return Number(
+    (
+      await db
+        .selectFrom('subscription_charges')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .where('status', '=', 'successful')
+        .executeTakeFirstOrThrow()
+    ).n,
+  );
 }
 
 /** Receipts for charges: queued, and sent (written to DATA_DIR/mail without SMTP). */
 export async function countReceipts(db: Db): Promise<{ total: number; sent: number }> {
-  const rows = await db.selectFrom('mail_messages').select(['status', (eb) => eb.fn.countAll().as('n')]).where('template', '=', 'charge_receipt').groupBy('status').execute();
+  const rows = await db
+    .selectFrom('mail_messages')
+    .select(['status', (eb) => eb.fn.countAll().as('n')])
+    .where('template', '=', 'charge_receipt')
+    .groupBy('status')
+    .execute();
   const of = (status: string) => Number(rows.find((row) => row.status === status)?.n ?? 0);
   return { total: of('queued') + of('sent') + of('failed'), sent: of('sent') };
 }
 
 /** Messages of any template not sent yet. */
 export async function countQueuedMail(db: Db): Promise<number> {
-  return Number((await db.selectFrom('mail_messages').select((eb) => eb.fn.countAll().as('n')).where('status', '=', 'queued').executeTakeFirstOrThrow()).n);
+  return Number(
+    (
+      await db
+        .selectFrom('mail_messages')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .where('status', '=', 'queued')
+        .executeTakeFirstOrThrow()
+    ).n,
+  );
 }
 
 /** Whether each of `expected` subscriptions was charged exactly once: one charge row, one payment, all successful. */
 export async function countCharges(db: Db, expected: number): Promise<{ exactlyOnce: boolean; summary: string }> {
   const charged = await countSuccessfulCharges(db);
-  const charges = Number((await db.selectFrom('subscription_charges').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
-  const paid = Number((await db.selectFrom('payments').select((eb) => eb.fn.count('subscription_id').distinct().as('n')).where('status', '=', 'successful').executeTakeFirstOrThrow()).n);
-  const payments = Number((await db.selectFrom('payments').select((eb) => eb.fn.countAll().as('n')).where('subscription_id', 'is not', null).executeTakeFirstOrThrow()).n);
+  const charges = Number(
+    (
+      await db
+        .selectFrom('subscription_charges')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .executeTakeFirstOrThrow()
+    ).n,
+  );
+  const paid = Number(
+    (
+      await db
+        .selectFrom('payments')
+        .select((eb) => eb.fn.count('subscription_id').distinct().as('n'))
+        .where('status', '=', 'successful')
+        .executeTakeFirstOrThrow()
+    ).n,
+  );
+  const payments = Number(
+    (
+      await db
+        .selectFrom('payments')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .where('subscription_id', 'is not', null)
+        .executeTakeFirstOrThrow()
+    ).n,
+  );
   return {
     exactlyOnce: charged === expected && charges === expected && paid === expected && payments === expected,
     summary: `${charged} charged, ${charges} charge rows, ${payments} payments, ${paid} subscriptions paid`,

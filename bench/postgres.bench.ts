@@ -15,14 +15,39 @@ import { createMerchant } from '../src/modules/merchants/merchants.service.ts';
 import { systemClock } from '../src/shared/time.ts';
 import { openDb, type Db } from '../src/store/db.ts';
 import { childrenOf, freePort } from '../test/process.ts';
-import { countCharges, countQueuedMail, countSuccessfulCharges, recurringToken, setUpDueSubscriptions, warmLoad, type BenchContext, type BenchResult, type LoadOptions } from './lib.ts';
-import { cpuSecondsOf, sampleRss, serviceNodeFlags, spawnSandboxBank, spawnServer, type SpawnedServer } from './process.ts';
+import {
+  countCharges,
+  countQueuedMail,
+  countSuccessfulCharges,
+  recurringToken,
+  setUpDueSubscriptions,
+  warmLoad,
+  type BenchContext,
+  type BenchResult,
+  type LoadOptions,
+} from './lib.ts';
+import {
+  cpuSecondsOf,
+  sampleRss,
+  serviceNodeFlags,
+  spawnSandboxBank,
+  spawnServer,
+  type SpawnedServer,
+} from './process.ts';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 /** Fewer than the SQLite scheduler bench's 100,000: every charge here costs PostgreSQL commits too. */
 const SUBSCRIPTIONS = Number(process.env.BENCH_SUBSCRIPTIONS ?? 20_000);
 const SECRET_KEY = randomBytes(32).toString('base64');
-const NAMES = ['create_request_postgres', 'create_request_postgres_x2', 'get_request_postgres', 'get_request_postgres_x2', 'execute_payment_postgres', 'execute_payment_postgres_x2', 'subscription_charges_postgres_x2'];
+const NAMES = [
+  'create_request_postgres',
+  'create_request_postgres_x2',
+  'get_request_postgres',
+  'get_request_postgres_x2',
+  'execute_payment_postgres',
+  'execute_payment_postgres_x2',
+  'subscription_charges_postgres_x2',
+];
 
 type Schema = { url: string; db: Db; drop(): Promise<void> };
 
@@ -51,7 +76,9 @@ async function freshSchema(): Promise<Schema> {
  * (every request of the merchant, instead of the one).
  */
 async function analyze(db: Db): Promise<void> {
-  const { rows } = await sql<{ name: string }>`select tablename as name from pg_tables where schemaname = current_schema()`.execute(db);
+  const { rows } = await sql<{
+    name: string;
+  }>`select tablename as name from pg_tables where schemaname = current_schema()`.execute(db);
   for (const { name } of rows) await sql`analyze ${sql.id(name)}`.execute(db);
 }
 
@@ -85,11 +112,24 @@ async function startService(schema: Schema, processes: number, env: Record<strin
   const port = env.PORT ?? String(await freePort());
   // A data folder of its own (the mail the service writes goes there), not the checkout's ./data.
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-bench-pg-'));
-  const server = await spawnServer('src/main.ts', {
-    DATABASE_URL: schema.url, SECRET_KEY, PORT: port, HOST: '127.0.0.1', WEB_CONCURRENCY: String(processes), DATA_DIR: dataDir,
-    // The per-key rate limit stays on, set above what one key sends here, so its cost is measured.
-    DEMO_MERCHANT: 'false', LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '1000000', ...env,
-  }, (line) => (line.startsWith('Tono is running at') ? { line } : null), serviceNodeFlags());
+  const server = await spawnServer(
+    'src/main.ts',
+    {
+      DATABASE_URL: schema.url,
+      SECRET_KEY,
+      PORT: port,
+      HOST: '127.0.0.1',
+      WEB_CONCURRENCY: String(processes),
+      DATA_DIR: dataDir,
+      // The per-key rate limit stays on, set above what one key sends here, so its cost is measured.
+      DEMO_MERCHANT: 'false',
+      LOG_LEVEL: 'warn',
+      RATE_LIMIT_PER_SECOND: '1000000',
+      ...env,
+    },
+    (line) => (line.startsWith('Tono is running at') ? { line } : null),
+    serviceNodeFlags(),
+  );
   // With one process the primary is the service; with several it serves nothing.
   return {
     ...server,
@@ -103,7 +143,12 @@ async function startService(schema: Schema, processes: number, env: Record<strin
 }
 
 async function merchantOn(db: Db) {
-  const merchant = await createMerchant(db, systemClock, { name: 'Bench Merchant', email: 'bench@example.com', password: 'bench-password', bankAccount: '12-3456-7890138-00' });
+  const merchant = await createMerchant(db, systemClock, {
+    name: 'Bench Merchant',
+    email: 'bench@example.com',
+    password: 'bench-password',
+    bankAccount: '12-3456-7890138-00',
+  });
   return { testKey: merchant.test_key, bankAccountId: merchant.bank_account_id! };
 }
 
@@ -123,20 +168,51 @@ async function requests(ctx: BenchContext, processes: number): Promise<BenchResu
   try {
     const { testKey, bankAccountId } = await merchantOn(schema.db);
     const headers = { authorization: `Bearer ${testKey}`, 'content-type': 'application/json' };
-    const body = JSON.stringify({ bank_account_id: bankAccountId, amount: '12.50 NZD', message: 'Bench coffee', reference: 'BENCH-1' });
+    const body = JSON.stringify({
+      bank_account_id: bankAccountId,
+      amount: '12.50 NZD',
+      message: 'Bench coffee',
+      reference: 'BENCH-1',
+    });
     const pids = service.processes();
     const rss = peakRss(pids);
-    const createOptions: LoadOptions = { url: `${service.url}/v1/requests`, method: 'POST', headers, body, connections: 50, durationSec: ctx.durationSec };
+    const createOptions: LoadOptions = {
+      url: `${service.url}/v1/requests`,
+      method: 'POST',
+      headers,
+      body,
+      connections: 50,
+      durationSec: ctx.durationSec,
+    };
     const create = await warmLoad(createOptions);
     const peakMb = rss.stop();
-    const created = await fetch(`${service.url}/v1/requests`, { method: 'POST', headers, body }).then((r) => r.json() as Promise<any>);
+    const created = await fetch(`${service.url}/v1/requests`, { method: 'POST', headers, body }).then(
+      (r) => r.json() as Promise<any>,
+    );
     await analyze(schema.db);
-    const getOptions: LoadOptions = { url: `${service.url}/v1/requests/${created.request.id}`, headers, connections: ctx.connections, durationSec: ctx.durationSec };
+    const getOptions: LoadOptions = {
+      url: `${service.url}/v1/requests/${created.request.id}`,
+      headers,
+      connections: ctx.connections,
+      durationSec: ctx.durationSec,
+    };
     const get = await warmLoad(getOptions);
     const each = processes > 1 ? ' each' : '';
     return [
-      { name: `create_request_postgres${suffix}`, rps: create.rps, p99_ms: create.p99_ms, ratio: create.rps / ctx.baseline.post_rps, note: `× echo POST; errors ${create.errors + create.non2xx}; ${peakMb.toFixed(0)} MB peak resident${each}` },
-      { name: `get_request_postgres${suffix}`, rps: get.rps, p99_ms: get.p99_ms, ratio: get.rps / ctx.baseline.stack_limit_get_rps, note: `× stack_limit_get (SQLite); errors ${get.errors + get.non2xx}` },
+      {
+        name: `create_request_postgres${suffix}`,
+        rps: create.rps,
+        p99_ms: create.p99_ms,
+        ratio: create.rps / ctx.baseline.post_rps,
+        note: `× echo POST; errors ${create.errors + create.non2xx}; ${peakMb.toFixed(0)} MB peak resident${each}`,
+      },
+      {
+        name: `get_request_postgres${suffix}`,
+        rps: get.rps,
+        p99_ms: get.p99_ms,
+        ratio: get.rps / ctx.baseline.stack_limit_get_rps,
+        note: `× stack_limit_get (SQLite); errors ${get.errors + get.non2xx}`,
+      },
     ];
   } finally {
     await service.stop();
@@ -196,19 +272,34 @@ async function subscriptionCharges(): Promise<BenchResult> {
   const env = bank.env;
   let service: Service | null = null;
   try {
-    const config = loadConfig({ ...env, DATABASE_URL: schema.url, SECRET_KEY, DATA_DIR: dataDir, WORKERS: 'false', DEMO_MERCHANT: 'false', LOG_LEVEL: 'warn' });
+    const config = loadConfig({
+      ...env,
+      DATABASE_URL: schema.url,
+      SECRET_KEY,
+      DATA_DIR: dataDir,
+      WORKERS: 'false',
+      DEMO_MERCHANT: 'false',
+      LOG_LEVEL: 'warn',
+    });
     const setup = await createRuntime(config, { log: pino({ level: 'warn' }) });
     let setupSeconds: number;
     try {
       const { testKey, bankAccountId } = await merchantOn(setup.deps.db);
-      setupSeconds = await setUpDueSubscriptions(setup.deps, { count: SUBSCRIPTIONS, testKey, bankAccountId, redirectUri: `http://127.0.0.1:${servicePort}/pay/return` });
+      setupSeconds = await setUpDueSubscriptions(setup.deps, {
+        count: SUBSCRIPTIONS,
+        testKey,
+        bankAccountId,
+        redirectUri: `http://127.0.0.1:${servicePort}/pay/return`,
+      });
     } finally {
       await setup.close();
     }
 
     const HOLD = 1e12;
     const jobs = () => schema.db.updateTable('jobs').where('kind', '=', 'subscription.charge');
-    await jobs().set((eb) => ({ run_at: eb('run_at', '+', HOLD) })).execute();
+    await jobs()
+      .set((eb) => ({ run_at: eb('run_at', '+', HOLD) }))
+      .execute();
     await analyze(schema.db);
     service = await startService(schema, 2, env);
     // The subscriptions' set-up notices belong to the set-up (bench/subscriptions.bench.ts): the
@@ -217,7 +308,9 @@ async function subscriptionCharges(): Promise<BenchResult> {
     const pids = service.processes();
     const cpuBefore = pids.reduce((sum, pid) => sum + cpuSecondsOf(pid), 0);
     const started = performance.now();
-    await jobs().set((eb) => ({ run_at: eb('run_at', '-', HOLD) })).execute();
+    await jobs()
+      .set((eb) => ({ run_at: eb('run_at', '-', HOLD) }))
+      .execute();
     let charged = 0;
     while (charged < SUBSCRIPTIONS && performance.now() - started < 15 * 60_000) {
       await new Promise((resolve) => setTimeout(resolve, 250));
@@ -243,7 +336,11 @@ async function subscriptionCharges(): Promise<BenchResult> {
 
 export default async function benchPostgres(ctx: BenchContext): Promise<BenchResult[]> {
   const problem = await unreachable();
-  if (problem) return NAMES.map((name) => ({ name, note: `skipped: no PostgreSQL at ${withoutPassword(DATABASE_URL)} (BENCH_DATABASE_URL): ${problem}` }));
+  if (problem)
+    return NAMES.map((name) => ({
+      name,
+      note: `skipped: no PostgreSQL at ${withoutPassword(DATABASE_URL)} (BENCH_DATABASE_URL): ${problem}`,
+    }));
   // BENCH_POSTGRES=create,execute,subscriptions runs some of the three groups.
   const groups = (process.env.BENCH_POSTGRES ?? 'create,execute,subscriptions').split(',');
   const results: BenchResult[] = [];
@@ -262,6 +359,7 @@ export default async function benchPostgres(ctx: BenchContext): Promise<BenchRes
     await attempt(['execute_payment_postgres'], async () => [await executePayment(ctx, 1)]);
     await attempt(['execute_payment_postgres_x2'], async () => [await executePayment(ctx, 2)]);
   }
-  if (groups.includes('subscriptions')) await attempt(['subscription_charges_postgres_x2'], async () => [await subscriptionCharges()]);
+  if (groups.includes('subscriptions'))
+    await attempt(['subscription_charges_postgres_x2'], async () => [await subscriptionCharges()]);
   return results;
 }

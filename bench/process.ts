@@ -55,7 +55,8 @@ export function envOfStart(): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [, name, fallback] of scriptOf('start').matchAll(/([A-Z][A-Z0-9_]*)=\$\{\1:-([^}]+)\}/g)) {
     // npm runs the script in the package's folder, so a relative folder is relative to it, not to the bench's working directory.
-    env[name!] = process.env[name!] ?? (name === 'NODE_COMPILE_CACHE' ? path.resolve(packageRoot.pathname, fallback!) : fallback!);
+    env[name!] =
+      process.env[name!] ?? (name === 'NODE_COMPILE_CACHE' ? path.resolve(packageRoot.pathname, fallback!) : fallback!);
   }
   return env;
 }
@@ -71,7 +72,10 @@ export async function spawnServer(
   readyLine: (line: string) => Record<string, unknown> | null = (line) => JSON.parse(line),
   nodeFlags: string[] = [],
 ): Promise<SpawnedServer> {
-  const child: ChildProcess = spawn(process.execPath, [...nodeFlags, script], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...envOfStart(), ...env } });
+  const child: ChildProcess = spawn(process.execPath, [...nodeFlags, script], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, ...envOfStart(), ...env },
+  });
   const lines = readline.createInterface({ input: child.stdout! });
   const info = await new Promise<Record<string, unknown>>((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
@@ -93,7 +97,8 @@ export async function spawnServer(
   return {
     pid: child.pid!,
     info,
-    nextLine: () => (later.length > 0 ? Promise.resolve(later.shift()!) : new Promise((resolve) => waiting.push(resolve))),
+    nextLine: () =>
+      later.length > 0 ? Promise.resolve(later.shift()!) : new Promise((resolve) => waiting.push(resolve)),
     stop: () =>
       new Promise((resolve) => {
         if (child.exitCode !== null) return resolve();
@@ -143,12 +148,23 @@ export function cpuSecondsOf(pid: number): number {
  * temporary database, sending payers back to a service on `servicePort`. `env` is what the service
  * needs to use it (PORT and SANDBOX_BANK_URL).
  */
-export async function spawnSandboxBank(servicePort: number, bankPort: number): Promise<{ env: Record<string, string>; pid: number; stop(): Promise<void> }> {
+export async function spawnSandboxBank(
+  servicePort: number,
+  bankPort: number,
+): Promise<{ env: Record<string, string>; pid: number; stop(): Promise<void> }> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-bench-bank-'));
-  const bank = await spawnServer('src/modules/banks/sandbox-bank/main.ts', {
-    PORT: String(bankPort), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'warn',
-    SANDBOX_REDIRECT_URI: `http://127.0.0.1:${servicePort}/pay/return`,
-  }, (line) => ({ line }), [...nodeFlagsOf('sandbox-bank'), ...benchFlags()]);
+  const bank = await spawnServer(
+    'src/modules/banks/sandbox-bank/main.ts',
+    {
+      PORT: String(bankPort),
+      HOST: '127.0.0.1',
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'warn',
+      SANDBOX_REDIRECT_URI: `http://127.0.0.1:${servicePort}/pay/return`,
+    },
+    (line) => ({ line }),
+    [...nodeFlagsOf('sandbox-bank'), ...benchFlags()],
+  );
   return {
     env: { PORT: String(servicePort), SANDBOX_BANK_URL: `http://127.0.0.1:${bankPort}` },
     pid: bank.pid,
@@ -164,11 +180,17 @@ export async function spawnSandboxBank(servicePort: number, bankPort: number): P
  * spent meanwhile, in microseconds per request it made: a figure that moves less than the rate
  * when other machines share the cores.
  */
-export async function withCpu<T extends { requests: number }>(pids: number[], run: () => Promise<T>): Promise<T & { cpu_us_per_call: number[] }> {
+export async function withCpu<T extends { requests: number }>(
+  pids: number[],
+  run: () => Promise<T>,
+): Promise<T & { cpu_us_per_call: number[] }> {
   const before = pids.map(cpuSecondsOf);
   const result = await run();
   const spent = pids.map((pid, i) => cpuSecondsOf(pid) - before[i]);
-  return { ...result, cpu_us_per_call: spent.map((seconds) => Math.round((seconds * 1e6) / Math.max(1, result.requests))) };
+  return {
+    ...result,
+    cpu_us_per_call: spent.map((seconds) => Math.round((seconds * 1e6) / Math.max(1, result.requests))),
+  };
 }
 
 /**

@@ -1,7 +1,10 @@
 import { load, warmUp, WARM_UP_SEC, type BenchContext, type BenchResult, type LoadOptions } from './lib.ts';
 import { serviceNodeFlags, spawnServer, sampleRss, untilIdle, withCpu, type SpawnedServer } from './process.ts';
 
-type Tail = { loop_delay_ms: { p50: number; p99: number; max: number }; gc_pause_ms: { count: number; p99: number; max: number; total: number } };
+type Tail = {
+  loop_delay_ms: { p50: number; p99: number; max: number };
+  gc_pause_ms: { count: number; p99: number; max: number; total: number };
+};
 
 /** Runs a load and reads, from bench/servers/service.ts, the event loop delay and GC pauses during it. */
 async function tailOf<T>(service: SpawnedServer, run: () => Promise<T>): Promise<Tail & { result: T }> {
@@ -18,9 +21,21 @@ export default async function benchRequests(ctx: BenchContext): Promise<BenchRes
   try {
     const { url, testKey, bankAccountId } = service.info as { url: string; testKey: string; bankAccountId: string };
     const headers = { authorization: `Bearer ${testKey}`, 'content-type': 'application/json' };
-    const body = JSON.stringify({ bank_account_id: bankAccountId, amount: '12.50 NZD', message: 'Bench coffee', reference: 'BENCH-1' });
+    const body = JSON.stringify({
+      bank_account_id: bankAccountId,
+      amount: '12.50 NZD',
+      message: 'Bench coffee',
+      reference: 'BENCH-1',
+    });
     const rss = sampleRss(service.pid);
-    const createOptions: LoadOptions = { url: `${url}/v1/requests`, method: 'POST', headers, body, connections: 50, durationSec: ctx.durationSec };
+    const createOptions: LoadOptions = {
+      url: `${url}/v1/requests`,
+      method: 'POST',
+      headers,
+      body,
+      connections: 50,
+      durationSec: ctx.durationSec,
+    };
     // The first load after the start is the create figure's warm-up (never shorter than the others'),
     // and is reported on its own.
     const coldSec = Math.max(ctx.durationSec, WARM_UP_SEC);
@@ -28,9 +43,16 @@ export default async function benchRequests(ctx: BenchContext): Promise<BenchRes
     const tail = await tailOf(service, () => withCpu([service.pid], () => load(createOptions)));
     const create = tail.result;
     const peakRssMb = rss.stop();
-    const created = await fetch(`${url}/v1/requests`, { method: 'POST', headers, body }).then((r) => r.json() as Promise<any>);
+    const created = await fetch(`${url}/v1/requests`, { method: 'POST', headers, body }).then(
+      (r) => r.json() as Promise<any>,
+    );
     await untilIdle([service.pid]);
-    const getOptions: LoadOptions = { url: `${url}/v1/requests/${created.request.id}`, headers, connections: ctx.connections, durationSec: ctx.durationSec };
+    const getOptions: LoadOptions = {
+      url: `${url}/v1/requests/${created.request.id}`,
+      headers,
+      connections: ctx.connections,
+      durationSec: ctx.durationSec,
+    };
     const [{ result: get, baselineRps, around, baselineCpuUs }] = await ctx.bracketed('stack_limit_get', [
       async () => {
         await warmUp(getOptions);
@@ -39,18 +61,26 @@ export default async function benchRequests(ctx: BenchContext): Promise<BenchRes
     ]);
     return [
       {
-        name: 'create_request', rps: create.rps, p99_ms: create.p99_ms, ratio: create.rps / ctx.baseline.post_rps,
+        name: 'create_request',
+        rps: create.rps,
+        p99_ms: create.p99_ms,
+        ratio: create.rps / ctx.baseline.post_rps,
         note: `× echo POST; p50 ${create.p50_ms} ms; the service's CPU ${create.cpu_us_per_call[0]} µs a call; in the service: event loop delay p99 ${tail.loop_delay_ms.p99} ms (max ${tail.loop_delay_ms.max}), GC pauses p99 ${tail.gc_pause_ms.p99} ms (max ${tail.gc_pause_ms.max}, ${tail.gc_pause_ms.total} ms in all); errors ${create.errors + create.non2xx}`,
       },
       {
-        name: `create_request (first ${coldSec} s after start)`, rps: cold.rps, p99_ms: cold.p99_ms,
+        name: `create_request (first ${coldSec} s after start)`,
+        rps: cold.rps,
+        p99_ms: cold.p99_ms,
         note: `the same load as create_request, run first on the freshly started service as its warm-up; p50 ${cold.p50_ms} ms; the service's CPU ${cold.cpu_us_per_call[0]} µs a call; errors ${cold.errors + cold.non2xx}`,
       },
       {
-        name: 'get_request', rps: get.rps, p99_ms: get.p99_ms, ratio: get.rps / baselineRps,
+        name: 'get_request',
+        rps: get.rps,
+        p99_ms: get.p99_ms,
+        ratio: get.rps / baselineRps,
         note: `× stack_limit_get measured just before and after (${around.map(Math.round).join(' and ')} rps); CPU a call: the service ${get.cpu_us_per_call[0]} µs, the baseline ${baselineCpuUs} µs; errors ${get.errors + get.non2xx}`,
       },
-      { name: "rss_under_create_load", note: `${peakRssMb.toFixed(0)} MB peak resident memory` },
+      { name: 'rss_under_create_load', note: `${peakRssMb.toFixed(0)} MB peak resident memory` },
     ];
   } finally {
     await service.stop();

@@ -15,26 +15,56 @@ const connections = 50;
 
 // The bank stand-in of bank_call_baseline runs in its own process, as the sandbox bank does in execute_payment.
 const bankStub = await spawnServer('bench/servers/bank-stub.ts', {}, undefined, runtimeFlagsOfStart());
-const bare = await spawnServer('bench/servers/bare.ts', { BANK_URL: (bankStub.info as { url: string }).url }, undefined, runtimeFlagsOfStart());
-const { url: bareUrl, stackLimitPath, stackLimitKey } = bare.info as { url: string; stackLimitPath: string; stackLimitKey: string };
+const bare = await spawnServer(
+  'bench/servers/bare.ts',
+  { BANK_URL: (bankStub.info as { url: string }).url },
+  undefined,
+  runtimeFlagsOfStart(),
+);
+const {
+  url: bareUrl,
+  stackLimitPath,
+  stackLimitKey,
+} = bare.info as { url: string; stackLimitPath: string; stackLimitKey: string };
 const getOptions: LoadOptions = { url: `${bareUrl}/get`, connections, durationSec };
 const baseGet = await warmLoad(getOptions);
-const baseBody = JSON.stringify({ bank_account_id: 'bankaccount_x', amount: '12.50 NZD', message: 'Bench coffee', reference: 'BENCH-1' });
-const postOptions: LoadOptions = { url: `${bareUrl}/echo`, method: 'POST', headers: { 'content-type': 'application/json' }, body: baseBody, connections, durationSec };
+const baseBody = JSON.stringify({
+  bank_account_id: 'bankaccount_x',
+  amount: '12.50 NZD',
+  message: 'Bench coffee',
+  reference: 'BENCH-1',
+});
+const postOptions: LoadOptions = {
+  url: `${bareUrl}/echo`,
+  method: 'POST',
+  headers: { 'content-type': 'application/json' },
+  body: baseBody,
+  connections,
+  durationSec,
+};
 const basePost = await warmLoad(postOptions);
 let bankCallCounter = 0;
 const baselineOptions: Record<'stack_limit_get' | 'bank_call_baseline', LoadOptions> = {
-  stack_limit_get: { url: `${bareUrl}${stackLimitPath}`, headers: { authorization: `Bearer ${stackLimitKey}` }, connections, durationSec },
+  stack_limit_get: {
+    url: `${bareUrl}${stackLimitPath}`,
+    headers: { authorization: `Bearer ${stackLimitKey}` },
+    connections,
+    durationSec,
+  },
   bank_call_baseline: {
-    url: `${bareUrl}/bank-call`, method: 'POST', headers: { 'content-type': 'application/json' },
+    url: `${bareUrl}/bank-call`,
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
     bodyFor: () => JSON.stringify({ idempotency_key: `baseline-${bankCallCounter++}`, amount_cents: 100 }),
-    connections, durationSec,
+    connections,
+    durationSec,
   },
 };
 /** A baseline load, refused when any of its calls failed: a ratio to it would mean nothing. */
 async function baselineLoad(name: keyof typeof baselineOptions) {
   const figure = await load(baselineOptions[name]);
-  if (figure.errors + figure.non2xx > 0) throw new Error(`${name}: ${figure.errors} errors, ${figure.non2xx} non-2xx replies`);
+  if (figure.errors + figure.non2xx > 0)
+    throw new Error(`${name}: ${figure.errors} errors, ${figure.non2xx} non-2xx replies`);
   return figure;
 }
 // Warmed once: every later load of a baseline finds its server as warm as the first.
@@ -46,7 +76,12 @@ const bankCall = await baselineLoad('bank_call_baseline');
 const ctx: BenchContext = {
   durationSec,
   connections,
-  baseline: { get_rps: baseGet.rps, post_rps: basePost.rps, stack_limit_get_rps: stackLimitGet.rps, bank_call_rps: bankCall.rps },
+  baseline: {
+    get_rps: baseGet.rps,
+    post_rps: basePost.rps,
+    stack_limit_get_rps: stackLimitGet.rps,
+    bank_call_rps: bankCall.rps,
+  },
   async bracketed(baseline, measures) {
     // baseline, first figure, baseline, second figure, baseline: each load between two figures
     // serves both.
@@ -67,15 +102,32 @@ const ctx: BenchContext = {
 const results: BenchResult[] = [
   { name: 'fastify_get (baseline)', rps: baseGet.rps, p99_ms: baseGet.p99_ms, ratio: 1 },
   { name: 'fastify_echo_post (baseline)', rps: basePost.rps, p99_ms: basePost.p99_ms, ratio: 1 },
-  { name: 'stack_limit_get', rps: stackLimitGet.rps, p99_ms: stackLimitGet.p99_ms, ratio: 1, note: 'baseline: two primary-key reads in node:sqlite, the 1.4 kB reply' },
-  { name: 'bank_call_baseline', rps: bankCall.rps, p99_ms: bankCall.p99_ms, ratio: 1, note: 'baseline: one keep-alive HTTP call, one durable SQLite insert' },
+  {
+    name: 'stack_limit_get',
+    rps: stackLimitGet.rps,
+    p99_ms: stackLimitGet.p99_ms,
+    ratio: 1,
+    note: 'baseline: two primary-key reads in node:sqlite, the 1.4 kB reply',
+  },
+  {
+    name: 'bank_call_baseline',
+    rps: bankCall.rps,
+    p99_ms: bankCall.p99_ms,
+    ratio: 1,
+    note: 'baseline: one keep-alive HTTP call, one durable SQLite insert',
+  },
 ];
 
 const benchDir = path.dirname(new URL(import.meta.url).pathname);
-const files = fs.readdirSync(benchDir).filter((f) => f.endsWith('.bench.ts')).sort();
+const files = fs
+  .readdirSync(benchDir)
+  .filter((f) => f.endsWith('.bench.ts'))
+  .sort();
 for (const file of files) {
   if (values.only && !file.startsWith(values.only)) continue;
-  const module = (await import(path.join(benchDir, file))) as { default: (ctx: BenchContext) => Promise<BenchResult[]> };
+  const module = (await import(path.join(benchDir, file))) as {
+    default: (ctx: BenchContext) => Promise<BenchResult[]>;
+  };
   try {
     results.push(...(await module.default(ctx)));
   } catch (error) {
@@ -87,14 +139,27 @@ await bare.stop();
 await bankStub.stop();
 
 if (values.json) {
-  process.stdout.write(`${JSON.stringify({ machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version }, results })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version }, results })}\n`,
+  );
 } else {
   const fmt = (n: number | undefined, digits = 0) => (n === undefined ? '' : n.toFixed(digits));
-  const rows = results.map((r) => [r.name, fmt(r.rps), fmt(r.p99_ms, 1), fmt(r.ratio, 2), fmt(r.per_second), r.note ?? '']);
+  const rows = results.map((r) => [
+    r.name,
+    fmt(r.rps),
+    fmt(r.p99_ms, 1),
+    fmt(r.ratio, 2),
+    fmt(r.per_second),
+    r.note ?? '',
+  ]);
   const header = ['name', 'rps', 'p99 ms', 'ratio', 'per second', 'note'];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i].length)));
   const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i])).join('  ');
-  process.stdout.write(`${line(header)}\n${widths.map((w) => '-'.repeat(w)).join('  ')}\n${rows.map(line).join('\n')}\n`);
-  process.stdout.write(`\n${os.cpus().length} × ${os.cpus()[0]?.model}, Node ${process.version}, ${durationSec} s per figure, ${connections} connections\n`);
+  process.stdout.write(
+    `${line(header)}\n${widths.map((w) => '-'.repeat(w)).join('  ')}\n${rows.map(line).join('\n')}\n`,
+  );
+  process.stdout.write(
+    `\n${os.cpus().length} × ${os.cpus()[0]?.model}, Node ${process.version}, ${durationSec} s per figure, ${connections} connections\n`,
+  );
 }
 process.exit(0);

@@ -7,7 +7,14 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { Worker as WorkerThread } from 'node:worker_threads';
 import type { BenchContext, BenchResult } from './lib.ts';
-import { countCharges, countQueuedMail, countReceipts, countSuccessfulCharges, setUpDueSubscriptions, startService } from './lib.ts';
+import {
+  countCharges,
+  countQueuedMail,
+  countReceipts,
+  countSuccessfulCharges,
+  setUpDueSubscriptions,
+  startService,
+} from './lib.ts';
 import { freePort } from '../test/process.ts';
 import { jobKindsOf, runnersOf } from '../src/modules/index.ts';
 import { testClockOffsetsOf } from '../src/modules/merchants/merchants.service.ts';
@@ -44,7 +51,14 @@ async function sandboxBankThread(servicePort: number): Promise<{ url: string; st
   const port = await freePort();
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-bench-bank-'));
   const thread = new WorkerThread(new URL('../src/modules/banks/sandbox-bank/main.ts', import.meta.url), {
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'warn', SANDBOX_REDIRECT_URI: `http://127.0.0.1:${servicePort}/pay/return` },
+    env: {
+      ...process.env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'warn',
+      SANDBOX_REDIRECT_URI: `http://127.0.0.1:${servicePort}/pay/return`,
+    },
     stdout: true,
   });
   await new Promise<void>((resolve, reject) => {
@@ -87,11 +101,23 @@ async function chargeAllDue(variant: keyof typeof variantNames, env: Record<stri
   const service = await startService({ WORKERS: 'false', ...env });
   try {
     const { deps } = service.runtime;
-    const setupSeconds = await setUpDueSubscriptions(deps, { count: SUBSCRIPTIONS, testKey: service.testKey, bankAccountId: service.bankAccountId, redirectUri: `${service.url}/pay/return` });
+    const setupSeconds = await setUpDueSubscriptions(deps, {
+      count: SUBSCRIPTIONS,
+      testKey: service.testKey,
+      bankAccountId: service.bankAccountId,
+      redirectUri: `${service.url}/pay/return`,
+    });
 
     // All due now. Charge them with a worker that claims in batches and runs many at once, beside
     // the batched lanes a service runs (the receipts are mail, sent by one of them).
-    const worker = new Worker({ db: deps.db, log: deps.log, kinds: jobKindsOf(deps), concurrency: 256, pollMs: 20, clockOffsets: testClockOffsetsOf });
+    const worker = new Worker({
+      db: deps.db,
+      log: deps.log,
+      kinds: jobKindsOf(deps),
+      concurrency: 256,
+      pollMs: 20,
+      clockOffsets: testClockOffsetsOf,
+    });
     const runners = runnersOf(deps);
     // Each subscription set up emailed its payer that it was. Those notices belong to the set-up:
     // in life each went out when its payer approved, long before the charges fell due. They are

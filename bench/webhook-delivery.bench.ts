@@ -9,11 +9,21 @@ import { spawnServer } from './process.ts';
 
 const P99_LIMIT_MS = 250;
 /** WEBHOOK_BENCH_RATES overrides the steps (events per second, comma-separated). */
-const RATES = (process.env.WEBHOOK_BENCH_RATES ?? '1000,2000,3000,4000,5000,6000,7000,8000,10000,12000').split(',').map(Number);
+const RATES = (process.env.WEBHOOK_BENCH_RATES ?? '1000,2000,3000,4000,5000,6000,7000,8000,10000,12000')
+  .split(',')
+  .map(Number);
 const BATCH = 50;
 const MAX_BATCHES_IN_FLIGHT = 8;
 
-type Step = { offered: number; committed: number; delivered: number; p50_ms: number; p99_ms: number; passed: boolean; why?: string };
+type Step = {
+  offered: number;
+  committed: number;
+  delivered: number;
+  p50_ms: number;
+  p99_ms: number;
+  passed: boolean;
+  why?: string;
+};
 
 function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return NaN;
@@ -46,13 +56,16 @@ export default async function webhookDeliveryCapacity(ctx: BenchContext): Promis
     const passed = steps.filter((s) => s.passed);
     const best = passed.at(-1);
     const failed = steps.find((s) => !s.passed);
-    const describe = (s: Step) => `${s.offered}/s: ${s.delivered}/${s.committed} delivered, p50 ${s.p50_ms} ms, p99 ${s.p99_ms} ms${s.why ? ` (${s.why})` : ''}`;
-    return [{
-      name: 'webhook_delivery_capacity',
-      per_second: best?.offered ?? 0,
-      p99_ms: best?.p99_ms,
-      note: `${stepSeconds} s steps, commit to first attempt; passed ${best ? describe(best) : 'none'}; ${failed ? `failed ${describe(failed)}` : `no step failed up to ${RATES.at(-1)}/s`}`,
-    }];
+    const describe = (s: Step) =>
+      `${s.offered}/s: ${s.delivered}/${s.committed} delivered, p50 ${s.p50_ms} ms, p99 ${s.p99_ms} ms${s.why ? ` (${s.why})` : ''}`;
+    return [
+      {
+        name: 'webhook_delivery_capacity',
+        per_second: best?.offered ?? 0,
+        p99_ms: best?.p99_ms,
+        note: `${stepSeconds} s steps, commit to first attempt; passed ${best ? describe(best) : 'none'}; ${failed ? `failed ${describe(failed)}` : `no step failed up to ${RATES.at(-1)}/s`}`,
+      },
+    ];
   } finally {
     await service.close();
     await receiver.stop();
@@ -64,7 +77,11 @@ let sequence = 0;
 /** Commits `rate` events a second for `seconds`, then waits for them to arrive and judges the step. */
 async function offer(service: BenchService, receiverBase: string, rate: number, seconds: number): Promise<Step> {
   const db = service.runtime.deps.db;
-  const user = await db.selectFrom('users').select('id').where('email', '=', 'bench@example.com').executeTakeFirstOrThrow();
+  const user = await db
+    .selectFrom('users')
+    .select('id')
+    .where('email', '=', 'bench@example.com')
+    .executeTakeFirstOrThrow();
   const scope = { userId: user.id, mode: 'test' as const };
   const committed = new Map<string, number>();
   const started = clock();
@@ -79,9 +96,21 @@ async function offer(service: BenchService, receiverBase: string, rate: number, 
       for (let i = 0; i < BATCH; i += 1) {
         const now = Date.now();
         const resource = `payment_bench${(sequence += 1)}`;
-        const event = await emitEvent(trx, scope, 'payment.status_updated', resource, {
-          id: resource, request_id: 'request_bench', user_id: user.id, merchant_identifier: null, status: 'successful', updated_at: new Date(now).toISOString(),
-        }, now);
+        const event = await emitEvent(
+          trx,
+          scope,
+          'payment.status_updated',
+          resource,
+          {
+            id: resource,
+            request_id: 'request_bench',
+            user_id: user.id,
+            merchant_identifier: null,
+            status: 'successful',
+            updated_at: new Date(now).toISOString(),
+          },
+          now,
+        );
         batch.push(event.id);
       }
       return batch;
@@ -92,7 +121,9 @@ async function offer(service: BenchService, receiverBase: string, rate: number, 
   while (clock() - started < durationMs) {
     const due = Math.floor(((clock() - started) / 1000) * rate);
     if (produced >= due || inFlight.size >= MAX_BATCHES_IN_FLIGHT) {
-      await (inFlight.size >= MAX_BATCHES_IN_FLIGHT ? Promise.race(inFlight) : new Promise((resolve) => setTimeout(resolve, 2)));
+      await (inFlight.size >= MAX_BATCHES_IN_FLIGHT
+        ? Promise.race(inFlight)
+        : new Promise((resolve) => setTimeout(resolve, 2)));
       continue;
     }
     // More than half a second behind the offered rate: the service cannot commit events this fast.
@@ -108,15 +139,23 @@ async function offer(service: BenchService, receiverBase: string, rate: number, 
   const deadline = clock() + 5_000;
   let arrivals = new Map<string, number>();
   while (clock() < deadline) {
-    arrivals = new Map(Object.entries((await (await fetch(`${receiverBase}/arrivals`)).json()) as Record<string, number>));
+    arrivals = new Map(
+      Object.entries((await (await fetch(`${receiverBase}/arrivals`)).json()) as Record<string, number>),
+    );
     if ([...committed.keys()].every((id) => arrivals.has(id))) break;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  const latencies = [...committed].flatMap(([id, at]) => (arrivals.has(id) ? [arrivals.get(id)! - at] : [])).sort((a, b) => a - b);
+  const latencies = [...committed]
+    .flatMap(([id, at]) => (arrivals.has(id) ? [arrivals.get(id)! - at] : []))
+    .sort((a, b) => a - b);
   await fetch(`${receiverBase}/reset`, { method: 'POST' });
   const step: Step = {
-    offered: rate, committed: committed.size, delivered: latencies.length,
-    p50_ms: round(percentile(latencies, 50)), p99_ms: round(percentile(latencies, 99)), passed: true,
+    offered: rate,
+    committed: committed.size,
+    delivered: latencies.length,
+    p50_ms: round(percentile(latencies, 50)),
+    p99_ms: round(percentile(latencies, 99)),
+    passed: true,
   };
   if (late) Object.assign(step, { passed: false, why: 'events could not be committed at this rate' });
   else if (step.delivered < step.committed) Object.assign(step, { passed: false, why: 'delivery fell behind' });
@@ -125,9 +164,12 @@ async function offer(service: BenchService, receiverBase: string, rate: number, 
 }
 
 if (import.meta.main) {
-  console.log(await webhookDeliveryCapacity({
-    durationSec: Number(process.env.BENCH_DURATION ?? 10), connections: 50,
-    baseline: { get_rps: 0, post_rps: 0, stack_limit_get_rps: 0, bank_call_rps: 0 },
-    bracketed: () => Promise.reject(new Error('no baselines run alongside this bench')),
-  }));
+  console.log(
+    await webhookDeliveryCapacity({
+      durationSec: Number(process.env.BENCH_DURATION ?? 10),
+      connections: 50,
+      baseline: { get_rps: 0, post_rps: 0, stack_limit_get_rps: 0, bank_call_rps: 0 },
+      bracketed: () => Promise.reject(new Error('no baselines run alongside this bench')),
+    }),
+  );
 }

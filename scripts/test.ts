@@ -27,7 +27,13 @@ function usesDatabase(file: string): boolean {
   if (databaseMarker.test(text)) return true;
   for (const [, spec] of text.matchAll(/from '(\.[^']+\.ts)'/g)) {
     const helper = path.resolve(path.dirname(file), spec);
-    if (!helper.endsWith('.test.ts') && path.basename(helper) !== 'helpers.ts' && fs.existsSync(helper) && databaseMarker.test(fs.readFileSync(helper, 'utf8'))) return true;
+    if (
+      !helper.endsWith('.test.ts') &&
+      path.basename(helper) !== 'helpers.ts' &&
+      fs.existsSync(helper) &&
+      databaseMarker.test(fs.readFileSync(helper, 'utf8'))
+    )
+      return true;
   }
   return false;
 }
@@ -38,10 +44,14 @@ const secretKey = process.env.SECRET_KEY ?? randomBytes(32).toString('base64');
 function run(engine: 'sqlite' | 'postgres', list: string[]): number {
   if (list.length === 0) return 0;
   process.stdout.write(`\n# ${list.length} test files on ${engine}\n`);
-  const result = spawnSync(process.execPath, ['--test', `--test-concurrency=${concurrency}`, '--test-timeout=600000', '--test-reporter=spec', ...list], {
-    stdio: 'inherit',
-    env: { ...process.env, TEST_ENGINE: engine, SECRET_KEY: secretKey },
-  });
+  const result = spawnSync(
+    process.execPath,
+    ['--test', `--test-concurrency=${concurrency}`, '--test-timeout=600000', '--test-reporter=spec', ...list],
+    {
+      stdio: 'inherit',
+      env: { ...process.env, TEST_ENGINE: engine, SECRET_KEY: secretKey },
+    },
+  );
   return result.status ?? 1;
 }
 
@@ -50,7 +60,9 @@ async function dropTestSchemas(url: string): Promise<void> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    const { rows } = await client.query<{ name: string }>("select nspname as name from pg_namespace where nspname ~ '^t_[0-9a-f]{12}$'");
+    const { rows } = await client.query<{ name: string }>(
+      "select nspname as name from pg_namespace where nspname ~ '^t_[0-9a-f]{12}$'",
+    );
     for (const { name } of rows) await client.query(`drop schema "${name}" cascade`);
   } finally {
     await client.end();

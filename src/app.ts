@@ -60,7 +60,12 @@ class CompletedCalls extends LogController {
   override incomingRequest(): void {}
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
-    this.durations.observe(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
+    this.durations.observe(
+      request.method,
+      request.routeOptions.url ?? 'unmatched',
+      reply.statusCode,
+      reply.elapsedTime / 1000,
+    );
     if (error) return super.requestCompleted(error, request, reply);
     // A route may log below info (the password-reset links, whose URLs hold their token).
     if (!this.write || !(request.log as unknown as Logger).isLevelEnabled('info')) return;
@@ -93,12 +98,20 @@ export async function buildApp(deps: Deps): Promise<App> {
     clientErrorHandler,
     // Errors Fastify raises before routing (a path with broken percent-encoding) get the API's shape too.
     frameworkErrors: (_error, _request, reply) => {
-      void (reply as FastifyReply).status(400).send({ code: 'bad_request.invalid_url', message: 'The URL is not valid: check its percent-encoding', params: {} });
+      void (reply as FastifyReply).status(400).send({
+        code: 'bad_request.invalid_url',
+        message: 'The URL is not valid: check its percent-encoding',
+        params: {},
+      });
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, emptyJsonIsNoBody(app.getDefaultJsonParser('error', 'error')));
+  app.addContentTypeParser(
+    'application/json',
+    { parseAs: 'string' },
+    emptyJsonIsNoBody(app.getDefaultJsonParser('error', 'error')),
+  );
   app.setValidatorCompiler(validatorCompiler);
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);
@@ -128,7 +141,9 @@ export async function buildApp(deps: Deps): Promise<App> {
       await checkDb(deps.db);
       return { status: 'ready' };
     } catch {
-      return reply.status(503).send({ code: 'service_unavailable', message: 'The database is not reachable', params: {} });
+      return reply
+        .status(503)
+        .send({ code: 'service_unavailable', message: 'The database is not reachable', params: {} });
     }
   });
 

@@ -71,7 +71,9 @@ export function runCluster({ processes, log, onListening }: ClusterOptions): voi
       quickDeaths = Date.now() - startedAt < QUICK_DEATH_MS ? quickDeaths + 1 : 0;
       if (quickDeaths >= MAX_QUICK_DEATHS) {
         log.fatal({ service_pid: pid, code, signal }, 'a service process exited');
-        process.stderr.write(`tono: service processes keep exiting within ${QUICK_DEATH_MS / 1000} s of starting (${quickDeaths} in a row); stopping\n`);
+        process.stderr.write(
+          `tono: service processes keep exiting within ${QUICK_DEATH_MS / 1000} s of starting (${quickDeaths} in a row); stopping\n`,
+        );
         stop(1);
         return;
       }

@@ -37,19 +37,58 @@ test('defaults', () => {
 
 test('every variable is read', () => {
   const banksFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'tono-banks-')), 'banks.json');
-  fs.writeFileSync(banksFile, JSON.stringify([{ id: 'anz', name: 'ANZ', base_url: 'https://anz.example', client_id: 'c', client_secret: 's' }]));
+  fs.writeFileSync(
+    banksFile,
+    JSON.stringify([{ id: 'anz', name: 'ANZ', base_url: 'https://anz.example', client_id: 'c', client_secret: 's' }]),
+  );
   const config = loadConfig({
-    PORT: '8080', HOST: '0.0.0.0', PUBLIC_BASE_URL: 'https://pay.example.nz/', DATA_DIR: '/var/lib/tono', DATABASE_URL: 'postgres://u@db:5432/tono',
-    SMTP_URL: 'smtp://mail:25', SANDBOX_BANK_URL: 'http://sandbox:4000', SANDBOX_CLIENT_SECRET: 'their-own-secret', LOG_LEVEL: 'debug', SERVICE_TIME_ZONE: 'Australia/Sydney',
-    WORKERS: 'false', DEMO_MERCHANT: 'no', BANKS_FILE: banksFile, WEBHOOK_ALLOW_PRIVATE: 'yes', RATE_LIMIT_PER_SECOND: '0',
-    SECRET_KEY: Buffer.alloc(32, 7).toString('base64'), MAIL_FROM: 'Kōwhai Pay <pay@kowhai.example>', TEST_CLOCK_MAX_JOBS: '500', AUTH_FAILURES_PER_MINUTE: '0',
-    WEB_CONCURRENCY: '4', DATABASE_POOL_SIZE: '6', DATABASE_PREPARED_STATEMENTS: 'false',
+    PORT: '8080',
+    HOST: '0.0.0.0',
+    PUBLIC_BASE_URL: 'https://pay.example.nz/',
+    DATA_DIR: '/var/lib/tono',
+    DATABASE_URL: 'postgres://u@db:5432/tono',
+    SMTP_URL: 'smtp://mail:25',
+    SANDBOX_BANK_URL: 'http://sandbox:4000',
+    SANDBOX_CLIENT_SECRET: 'their-own-secret',
+    LOG_LEVEL: 'debug',
+    SERVICE_TIME_ZONE: 'Australia/Sydney',
+    WORKERS: 'false',
+    DEMO_MERCHANT: 'no',
+    BANKS_FILE: banksFile,
+    WEBHOOK_ALLOW_PRIVATE: 'yes',
+    RATE_LIMIT_PER_SECOND: '0',
+    SECRET_KEY: Buffer.alloc(32, 7).toString('base64'),
+    MAIL_FROM: 'Kōwhai Pay <pay@kowhai.example>',
+    TEST_CLOCK_MAX_JOBS: '500',
+    AUTH_FAILURES_PER_MINUTE: '0',
+    WEB_CONCURRENCY: '4',
+    DATABASE_POOL_SIZE: '6',
+    DATABASE_PREPARED_STATEMENTS: 'false',
   });
   assert.deepEqual(config, {
-    port: 8080, host: '0.0.0.0', publicBaseUrl: 'https://pay.example.nz', dataDir: '/var/lib/tono', databaseUrl: 'postgres://u@db:5432/tono',
-    databasePoolSize: 6, databasePreparedStatements: false, webConcurrency: 4, smtpUrl: 'smtp://mail:25', mailFrom: 'Kōwhai Pay <pay@kowhai.example>', testClockMaxJobs: 500, authFailuresPerMinute: 0,
-    sandboxBankUrl: 'http://sandbox:4000', sandboxBankUrlSet: true, sandboxClientSecret: 'their-own-secret', logLevel: 'debug', serviceTimeZone: 'Australia/Sydney',
-    workers: false, demoMerchant: false, banksFile, targetReach: { live: 'any', test: 'any' }, rateLimitPerSecond: 0, secretKey: Buffer.alloc(32, 7),
+    port: 8080,
+    host: '0.0.0.0',
+    publicBaseUrl: 'https://pay.example.nz',
+    dataDir: '/var/lib/tono',
+    databaseUrl: 'postgres://u@db:5432/tono',
+    databasePoolSize: 6,
+    databasePreparedStatements: false,
+    webConcurrency: 4,
+    smtpUrl: 'smtp://mail:25',
+    mailFrom: 'Kōwhai Pay <pay@kowhai.example>',
+    testClockMaxJobs: 500,
+    authFailuresPerMinute: 0,
+    sandboxBankUrl: 'http://sandbox:4000',
+    sandboxBankUrlSet: true,
+    sandboxClientSecret: 'their-own-secret',
+    logLevel: 'debug',
+    serviceTimeZone: 'Australia/Sydney',
+    workers: false,
+    demoMerchant: false,
+    banksFile,
+    targetReach: { live: 'any', test: 'any' },
+    rateLimitPerSecond: 0,
+    secretKey: Buffer.alloc(32, 7),
   });
   // Outbound reach: live never leaves the global internet unless allowed explicitly; test mode may
   // reach loopback only on a service listening on loopback alone; an explicit value wins, either name.
@@ -58,7 +97,10 @@ test('every variable is read', () => {
   assert.deepEqual(loadConfig({ HOST: '::1' }).targetReach, { live: 'global', test: 'loopback' });
   assert.deepEqual(loadConfig({ HOST: '0.0.0.0' }).targetReach, global);
   assert.deepEqual(loadConfig({ HOST: '10.1.2.3' }).targetReach, global);
-  assert.deepEqual(loadConfig({ HOST: '0.0.0.0', ALLOW_PRIVATE_TARGETS: 'true' }).targetReach, { live: 'any', test: 'any' });
+  assert.deepEqual(loadConfig({ HOST: '0.0.0.0', ALLOW_PRIVATE_TARGETS: 'true' }).targetReach, {
+    live: 'any',
+    test: 'any',
+  });
   assert.deepEqual(loadConfig({ ALLOW_PRIVATE_TARGETS: 'false' }).targetReach, global);
   assert.deepEqual(loadConfig({ WEBHOOK_ALLOW_PRIVATE: 'false' }).targetReach, global);
   assert.equal(loadConfig({ HOST: '::1', PORT: '9' }).publicBaseUrl, 'http://[::1]:9');
@@ -82,7 +124,11 @@ const bad: Array<[name: string, value: string, message: string]> = [
   ['SMTP_URL', 'http://mail', 'SMTP_URL must use smtp: or smtps:, got "http://mail"'],
   ['SANDBOX_BANK_URL', '::', 'SANDBOX_BANK_URL must be a URL, got "::"'],
   ['LOG_LEVEL', 'loud', 'LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "loud"'],
-  ['SERVICE_TIME_ZONE', 'Mars/Base', 'SERVICE_TIME_ZONE must be an IANA time zone such as Pacific/Auckland, got "Mars/Base"'],
+  [
+    'SERVICE_TIME_ZONE',
+    'Mars/Base',
+    'SERVICE_TIME_ZONE must be an IANA time zone such as Pacific/Auckland, got "Mars/Base"',
+  ],
   ['WORKERS', 'maybe', 'WORKERS must be true or false, got "maybe"'],
   ['DEMO_MERCHANT', '2', 'DEMO_MERCHANT must be true or false, got "2"'],
   ['WEBHOOK_ALLOW_PRIVATE', 'sometimes', 'WEBHOOK_ALLOW_PRIVATE must be true or false, got "sometimes"'],
@@ -96,22 +142,46 @@ const bad: Array<[name: string, value: string, message: string]> = [
   ['DATABASE_PREPARED_STATEMENTS', 'sometimes', 'DATABASE_PREPARED_STATEMENTS must be true or false, got "sometimes"'],
   ['TEST_CLOCK_MAX_JOBS', '0', 'TEST_CLOCK_MAX_JOBS must be a whole number from 1, got "0"'],
   ['AUTH_FAILURES_PER_MINUTE', 'many', 'AUTH_FAILURES_PER_MINUTE must be a whole number from 1, got "many"'],
-  ['RATE_LIMIT_PER_SECOND', 'fast', 'RATE_LIMIT_PER_SECOND must be a whole number of calls per second (0 turns it off), got "fast"'],
+  [
+    'RATE_LIMIT_PER_SECOND',
+    'fast',
+    'RATE_LIMIT_PER_SECOND must be a whole number of calls per second (0 turns it off), got "fast"',
+  ],
   ['SECRET_KEY', 'hunter2', 'SECRET_KEY must be the base64 of 32 random bytes (openssl rand -base64 32)'],
-  ['SECRET_KEY', Buffer.alloc(16, 1).toString('base64'), 'SECRET_KEY must be the base64 of 32 random bytes (openssl rand -base64 32)'],
+  [
+    'SECRET_KEY',
+    Buffer.alloc(16, 1).toString('base64'),
+    'SECRET_KEY must be the base64 of 32 random bytes (openssl rand -base64 32)',
+  ],
 ];
 
 test('PostgreSQL needs SECRET_KEY, which no error message repeats', () => {
-  assert.throws(() => loadConfig({ DATABASE_URL: 'postgres://u@db/tono' }), (error: unknown) => error instanceof ConfigError
-    && error.message === 'SECRET_KEY is required with DATABASE_URL: set it to the base64 of 32 random bytes (openssl rand -base64 32), the same in every process');
+  assert.throws(
+    () => loadConfig({ DATABASE_URL: 'postgres://u@db/tono' }),
+    (error: unknown) =>
+      error instanceof ConfigError &&
+      error.message ===
+        'SECRET_KEY is required with DATABASE_URL: set it to the base64 of 32 random bytes (openssl rand -base64 32), the same in every process',
+  );
   const almost = Buffer.alloc(31, 9).toString('base64');
-  assert.throws(() => loadConfig({ SECRET_KEY: almost }), (error: unknown) => error instanceof ConfigError && !error.message.includes(almost));
-  assert.deepEqual(loadConfig({ SECRET_KEY: ` ${Buffer.alloc(32, 3).toString('base64')}\n` }).secretKey, Buffer.alloc(32, 3), 'surrounding space is ignored');
+  assert.throws(
+    () => loadConfig({ SECRET_KEY: almost }),
+    (error: unknown) => error instanceof ConfigError && !error.message.includes(almost),
+  );
+  assert.deepEqual(
+    loadConfig({ SECRET_KEY: ` ${Buffer.alloc(32, 3).toString('base64')}\n` }).secretKey,
+    Buffer.alloc(32, 3),
+    'surrounding space is ignored',
+  );
 });
 
 test('loadConfig refuses each bad value with a message naming the variable', () => {
   for (const [name, value, message] of bad) {
-    assert.throws(() => loadConfig({ [name]: value }), (error: unknown) => error instanceof ConfigError && error.message === message, `${name}=${value}`);
+    assert.throws(
+      () => loadConfig({ [name]: value }),
+      (error: unknown) => error instanceof ConfigError && error.message === message,
+      `${name}=${value}`,
+    );
   }
 });
 

@@ -83,22 +83,28 @@ function url(name: string, raw: string, protocols: string[]): string {
 
 function rateLimit(raw: string | undefined): number {
   if (raw === undefined || raw === '') return 100;
-  if (!/^\d{1,7}$/.test(raw)) throw new ConfigError(`RATE_LIMIT_PER_SECOND must be a whole number of calls per second (0 turns it off), got ${JSON.stringify(raw)}`);
+  if (!/^\d{1,7}$/.test(raw))
+    throw new ConfigError(
+      `RATE_LIMIT_PER_SECOND must be a whole number of calls per second (0 turns it off), got ${JSON.stringify(raw)}`,
+    );
   return Number(raw);
 }
 
 function wholeNumber(name: string, raw: string | undefined, fallback: number): number {
   if (raw === undefined || raw === '') return fallback;
-  if (!/^[1-9][0-9]{0,8}$/.test(raw)) throw new ConfigError(`${name} must be a whole number from 1, got ${JSON.stringify(raw)}`);
+  if (!/^[1-9][0-9]{0,8}$/.test(raw))
+    throw new ConfigError(`${name} must be a whole number from 1, got ${JSON.stringify(raw)}`);
   return Number(raw);
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const portRaw = env.PORT || '3000';
   const port = Number(portRaw);
-  if (!/^\d+$/.test(portRaw) || port > 65535) throw new ConfigError(`PORT must be a port number 0-65535, got ${JSON.stringify(portRaw)}`);
+  if (!/^\d+$/.test(portRaw) || port > 65535)
+    throw new ConfigError(`PORT must be a port number 0-65535, got ${JSON.stringify(portRaw)}`);
   const host = env.HOST || '127.0.0.1';
-  if (!/^[A-Za-z0-9.:\-[\]]+$/.test(host)) throw new ConfigError(`HOST must be a host name or IP address, got ${JSON.stringify(host)}`);
+  if (!/^[A-Za-z0-9.:\-[\]]+$/.test(host))
+    throw new ConfigError(`HOST must be a host name or IP address, got ${JSON.stringify(host)}`);
   const urlHost = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
   const publicBaseUrl = url('PUBLIC_BASE_URL', env.PUBLIC_BASE_URL || `http://${urlHost}:${port}`, ['http:', 'https:']);
   const dataDir = path.resolve(env.DATA_DIR || './data');
@@ -117,17 +123,33 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   // An explicit value wins, either name. Left unset, live mode never leaves the global internet (a
   // service bound to loopback behind a reverse proxy is a production set-up too), and test mode may
   // reach this machine only when nothing else can reach the service.
-  const explicitPrivate = env.ALLOW_PRIVATE_TARGETS ? 'ALLOW_PRIVATE_TARGETS' : env.WEBHOOK_ALLOW_PRIVATE ? 'WEBHOOK_ALLOW_PRIVATE' : null;
+  const explicitPrivate = env.ALLOW_PRIVATE_TARGETS
+    ? 'ALLOW_PRIVATE_TARGETS'
+    : env.WEBHOOK_ALLOW_PRIVATE
+      ? 'WEBHOOK_ALLOW_PRIVATE'
+      : null;
   const targetReach: Record<Mode, Reach> = explicitPrivate
-    ? (bool(env, explicitPrivate, false) ? { live: 'any', test: 'any' } : { live: 'global', test: 'global' })
+    ? bool(env, explicitPrivate, false)
+      ? { live: 'any', test: 'any' }
+      : { live: 'global', test: 'global' }
     : { live: 'global', test: isLoopbackHost(host) ? 'loopback' : 'global' };
   const testClockMaxJobs = wholeNumber('TEST_CLOCK_MAX_JOBS', env.TEST_CLOCK_MAX_JOBS, 100_000);
-  const authFailuresPerMinute = env.AUTH_FAILURES_PER_MINUTE === '0' ? 0 : wholeNumber('AUTH_FAILURES_PER_MINUTE', env.AUTH_FAILURES_PER_MINUTE, 30);
-  const sandboxBankUrl = url('SANDBOX_BANK_URL', env.SANDBOX_BANK_URL || `${publicBaseUrl}/sandbox-bank`, ['http:', 'https:']);
+  const authFailuresPerMinute =
+    env.AUTH_FAILURES_PER_MINUTE === '0'
+      ? 0
+      : wholeNumber('AUTH_FAILURES_PER_MINUTE', env.AUTH_FAILURES_PER_MINUTE, 30);
+  const sandboxBankUrl = url('SANDBOX_BANK_URL', env.SANDBOX_BANK_URL || `${publicBaseUrl}/sandbox-bank`, [
+    'http:',
+    'https:',
+  ]);
   const logLevel = env.LOG_LEVEL || 'info';
-  if (!logLevels.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${logLevels.join(', ')}, got ${JSON.stringify(logLevel)}`);
+  if (!logLevels.includes(logLevel))
+    throw new ConfigError(`LOG_LEVEL must be one of ${logLevels.join(', ')}, got ${JSON.stringify(logLevel)}`);
   const serviceTimeZone = env.SERVICE_TIME_ZONE || DEFAULT_ZONE;
-  if (!isValidZone(serviceTimeZone)) throw new ConfigError(`SERVICE_TIME_ZONE must be an IANA time zone such as Pacific/Auckland, got ${JSON.stringify(serviceTimeZone)}`);
+  if (!isValidZone(serviceTimeZone))
+    throw new ConfigError(
+      `SERVICE_TIME_ZONE must be an IANA time zone such as Pacific/Auckland, got ${JSON.stringify(serviceTimeZone)}`,
+    );
   const banksFile = env.BANKS_FILE ? path.resolve(env.BANKS_FILE) : null;
   if (banksFile) {
     try {
@@ -143,7 +165,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // The value itself is never echoed: it is the key to every stored secret.
     if (!secretKey) throw new ConfigError('SECRET_KEY must be the base64 of 32 random bytes (openssl rand -base64 32)');
   } else if (databaseUrl) {
-    throw new ConfigError('SECRET_KEY is required with DATABASE_URL: set it to the base64 of 32 random bytes (openssl rand -base64 32), the same in every process');
+    throw new ConfigError(
+      'SECRET_KEY is required with DATABASE_URL: set it to the base64 of 32 random bytes (openssl rand -base64 32), the same in every process',
+    );
   }
   return {
     port,

@@ -37,15 +37,23 @@ test('jsonLines writes every line, byte for byte and in order, whatever its char
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-lines-'));
   try {
     // Short and long lines (past the 4,096 bytes of one write), in any script, emoji included.
-    const line = fc.oneof(fc.string({ unit: 'grapheme', maxLength: 400 }), fc.string({ unit: 'grapheme-composite', minLength: 1200, maxLength: 2000 })).map((text) => `${JSON.stringify({ text })}\n`);
+    const line = fc
+      .oneof(
+        fc.string({ unit: 'grapheme', maxLength: 400 }),
+        fc.string({ unit: 'grapheme-composite', minLength: 1200, maxLength: 2000 }),
+      )
+      .map((text) => `${JSON.stringify({ text })}\n`);
     let run = 0;
-    fc.assert(fc.property(fc.array(line, { maxLength: 40 }), (lines) => {
-      const file = path.join(dir, `${run++}.log`);
-      const stream = jsonLines(file);
-      for (const text of lines) stream.write(text);
-      stream.flushSync();
-      assert.ok(fs.readFileSync(file).equals(Buffer.from(lines.join(''))));
-    }), { numRuns: 60 });
+    fc.assert(
+      fc.property(fc.array(line, { maxLength: 40 }), (lines) => {
+        const file = path.join(dir, `${run++}.log`);
+        const stream = jsonLines(file);
+        for (const text of lines) stream.write(text);
+        stream.flushSync();
+        assert.ok(fs.readFileSync(file).equals(Buffer.from(lines.join(''))));
+      }),
+      { numRuns: 60 },
+    );
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
@@ -60,9 +68,13 @@ test('pretty only when stdout is a terminal, unless LOG_FORMAT says otherwise', 
 });
 
 test('a process whose stdout is a pipe logs JSON lines; LOG_FORMAT=pretty gives readable lines', () => {
-  const script = "import { createLogger } from './src/logger.ts'; createLogger({ level: 'info' }).info({ job_id: 'job_1' }, 'hello there');";
+  const script =
+    "import { createLogger } from './src/logger.ts'; createLogger({ level: 'info' }).info({ job_id: 'job_1' }, 'hello there');";
   const run = (env: Record<string, string>) =>
-    spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', env: { PATH: process.env.PATH, ...env } });
+    spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH, ...env },
+    });
   const json = run({});
   assert.equal(json.status, 0, json.stderr);
   const line = JSON.parse(json.stdout.trim());
@@ -84,13 +96,16 @@ test('a job run logs a debug line, a failed attempt a warning, and one that give
     pollMs: 20,
     kinds: new Map([
       ['test.fine', { handler: async () => {} }],
-      ['test.broken', {
-        handler: async () => {
-          throw new Error('the bank is down');
+      [
+        'test.broken',
+        {
+          handler: async () => {
+            throw new Error('the bank is down');
+          },
+          maxAttempts: 2,
+          backoff: { baseMs: 50, maxMs: 50, jitter: false },
         },
-        maxAttempts: 2,
-        backoff: { baseMs: 50, maxMs: 50, jitter: false },
-      }],
+      ],
     ]),
   });
   const now = Date.now();
@@ -101,12 +116,18 @@ test('a job run logs a debug line, a failed attempt a warning, and one that give
   // the broken job is retried once, then gives up
   await until(() => lines.some((l) => l.msg === 'job failed' && l.gave_up === true), 'the broken job to give up');
   const ran = lines.filter((l) => l.msg === 'job ran');
-  assert.deepEqual(ran.map((l) => [l.level, l.job_kind, l.outcome]), [[20, 'test.fine', 'done']]);
+  assert.deepEqual(
+    ran.map((l) => [l.level, l.job_kind, l.outcome]),
+    [[20, 'test.fine', 'done']],
+  );
   const failed = lines.filter((l) => l.msg === 'job failed');
-  assert.deepEqual(failed.map((l) => [l.level, l.job_kind, l.attempts, l.gave_up, l.err.message]), [
-    [40, 'test.broken', 1, false, 'the bank is down'],
-    [50, 'test.broken', 2, true, 'the bank is down'],
-  ]);
+  assert.deepEqual(
+    failed.map((l) => [l.level, l.job_kind, l.attempts, l.gave_up, l.err.message]),
+    [
+      [40, 'test.broken', 1, false, 'the bank is down'],
+      [50, 'test.broken', 2, true, 'the bank is down'],
+    ],
+  );
 });
 
 test('each webhook attempt logs a debug line with the event, attempt, origin and reply, never the path or body', async (t) => {
@@ -117,13 +138,21 @@ test('each webhook attempt logs a debug line with the event, attempt, origin and
   t.after(() => sender.close());
   const url = `${receiver.url}/secret-path-token`;
   for (const attempt of [1, 2]) {
-    await sender.send({ url, live: false }, '{"id":"event_1"}', { 'x-service-event-id': 'event_1', 'x-service-delivery-attempt': String(attempt) }, 5_000);
+    await sender.send(
+      { url, live: false },
+      '{"id":"event_1"}',
+      { 'x-service-event-id': 'event_1', 'x-service-delivery-attempt': String(attempt) },
+      5_000,
+    );
   }
   const attempts = lines.filter((l) => l.msg === 'webhook attempt');
-  assert.deepEqual(attempts.map((l) => [l.level, l.event_id, l.attempt, l.origin, l.status_code, l.error]), [
-    [20, 'event_1', 1, new URL(receiver.url).origin, 503, null],
-    [20, 'event_1', 2, new URL(receiver.url).origin, 204, null],
-  ]);
+  assert.deepEqual(
+    attempts.map((l) => [l.level, l.event_id, l.attempt, l.origin, l.status_code, l.error]),
+    [
+      [20, 'event_1', 1, new URL(receiver.url).origin, 503, null],
+      [20, 'event_1', 2, new URL(receiver.url).origin, 204, null],
+    ],
+  );
   assert.equal(JSON.stringify(lines).includes('secret-path-token'), false);
 });
 
@@ -136,26 +165,50 @@ test('JSON lines of two processes sharing a pipe arrive whole, all and in order,
   const writer = (name: string) =>
     `node --input-type=module -e "import { createLogger } from './src/logger.ts'; const log = createLogger({ level: 'info' }, 'json'); for (let i = 0; i < ${perProcess}; i++) { log.info({ writer: '${name}', i, padding: 'x'.repeat(300) }, 'line'); if (i % 100 === 0) await new Promise((r) => setImmediate(r)); } process.exit(0);"`;
   const run = spawnSync('sh', ['-c', `${writer('a')} & ${writer('b')} & wait`], {
-    encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, env: { PATH: `${path.dirname(process.execPath)}:${process.env.PATH}` },
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+    env: { PATH: `${path.dirname(process.execPath)}:${process.env.PATH}` },
   });
   assert.equal(run.status, 0, run.stderr);
-  const lines = run.stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line) as { writer: string; i: number });
+  const lines = run.stdout
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as { writer: string; i: number });
   for (const name of ['a', 'b']) {
-    assert.deepEqual(lines.filter((line) => line.writer === name).map((line) => line.i), Array.from({ length: perProcess }, (_, i) => i), `every line of ${name}, in order`);
+    assert.deepEqual(
+      lines.filter((line) => line.writer === name).map((line) => line.i),
+      Array.from({ length: perProcess }, (_, i) => i),
+      `every line of ${name}, in order`,
+    );
   }
 });
 
-test("secretFreeLog writes the info lines its logger writes, byte for byte but the time; warnings keep the redaction", () => {
+test('secretFreeLog writes the info lines its logger writes, byte for byte but the time; warnings keep the redaction', () => {
   const options = { level: 'info', redact: { paths: ['*.token'], censor: '[redacted]' } };
   const value = fc.oneof(fc.string({ unit: 'binary' }), fc.integer(), fc.boolean(), fc.constant(null));
-  fc.assert(fc.property(fc.dictionary(fc.string({ unit: 'binary' }).filter((key) => key !== 'msg' && key !== '__proto__'), value), fc.string({ unit: 'binary' }), (fields, msg) => {
-    const fast: string[] = [];
-    const slow: string[] = [];
-    secretFreeLog(pino(options, { write: (line: string) => fast.push(line) }).child({ component: 'banks' })).info(fields, msg);
-    pino(options, { write: (line: string) => slow.push(line) }).child({ component: 'banks' }).info(fields, msg);
-    assert.equal(fast.length, 1);
-    assert.equal(fast[0]!.replace(/"time":\d+,/, ''), slow[0]!.replace(/"time":\d+,/, ''));
-  }), { numRuns: 500 });
+  fc.assert(
+    fc.property(
+      fc.dictionary(
+        fc.string({ unit: 'binary' }).filter((key) => key !== 'msg' && key !== '__proto__'),
+        value,
+      ),
+      fc.string({ unit: 'binary' }),
+      (fields, msg) => {
+        const fast: string[] = [];
+        const slow: string[] = [];
+        secretFreeLog(pino(options, { write: (line: string) => fast.push(line) }).child({ component: 'banks' })).info(
+          fields,
+          msg,
+        );
+        pino(options, { write: (line: string) => slow.push(line) })
+          .child({ component: 'banks' })
+          .info(fields, msg);
+        assert.equal(fast.length, 1);
+        assert.equal(fast[0]!.replace(/"time":\d+,/, ''), slow[0]!.replace(/"time":\d+,/, ''));
+      },
+    ),
+    { numRuns: 500 },
+  );
   const lines: string[] = [];
   const log = secretFreeLog(pino(options, { write: (line: string) => lines.push(line) }));
   log.warn({ call: { token: 'tok_secret' } }, 'bank call failed');

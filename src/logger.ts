@@ -27,7 +27,9 @@ const unwritten = new Set<() => void>();
  * once, straight into the turn's buffer, rather than measured, joined to a string of the turn's
  * lines and encoded again when they are written.
  */
-export function jsonLines(dest: number | string = 1): pino.DestinationStream & { flushSync(): void; flush(done?: () => void): void } {
+export function jsonLines(
+  dest: number | string = 1,
+): pino.DestinationStream & { flushSync(): void; flush(done?: () => void): void } {
   const out = pino.destination({ dest, sync: true, contentMode: 'buffer' } as Parameters<typeof pino.destination>[0]);
   let pending = Buffer.allocUnsafe(PIPE_BUF);
   let pendingBytes = 0;
@@ -41,9 +43,10 @@ export function jsonLines(dest: number | string = 1): pino.DestinationStream & {
     pendingBytes = 0;
     out.write(lines as unknown as string);
   };
-  if (unwritten.size === 0) process.once('exit', () => {
-    for (const flush of unwritten) flush();
-  });
+  if (unwritten.size === 0)
+    process.once('exit', () => {
+      for (const flush of unwritten) flush();
+    });
   unwritten.add(flushSync);
   return {
     write(line: string) {
@@ -70,7 +73,10 @@ export function jsonLines(dest: number | string = 1): pino.DestinationStream & {
   };
 }
 
-export function createLogger(options: LoggerOptions, format: LogFormat = logFormatFor(process.stdout.isTTY === true, process.env.LOG_FORMAT)): Logger {
+export function createLogger(
+  options: LoggerOptions,
+  format: LogFormat = logFormatFor(process.stdout.isTTY === true, process.env.LOG_FORMAT),
+): Logger {
   if (format === 'json') return pino(options, jsonLines());
   // In-process stream rather than a transport thread: a terminal session needs no extra thread,
   // and a line is written before the process can exit.
@@ -94,11 +100,15 @@ export function secretFreeLineWriter(log: Logger): ((fields: object) => void) | 
   const stream = internals[pino.symbols.streamSym] as pino.DestinationStream;
   const bindings = internals[pino.symbols.chindingsSym] as string;
   const level = log.levels.values.info!;
-  return (fields) => stream.write(`{"level":${level},"time":${Date.now()}${bindings},${JSON.stringify(fields).slice(1)}\n`);
+  return (fields) =>
+    stream.write(`{"level":${level},"time":${Date.now()}${bindings},${JSON.stringify(fields).slice(1)}\n`);
 }
 
 /** `log`, for lines that hold no secret: its `info` lines go through secretFreeLineWriter. */
-export function secretFreeLog(log: Logger): { info(fields: object, msg: string): void; warn(fields: object, msg: string): void } {
+export function secretFreeLog(log: Logger): {
+  info(fields: object, msg: string): void;
+  warn(fields: object, msg: string): void;
+} {
   const write = secretFreeLineWriter(log);
   return {
     info: write ? (fields, msg) => write({ ...fields, msg }) : (fields, msg) => log.info(fields, msg),

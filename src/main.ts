@@ -25,9 +25,12 @@ function portProblem(host: string, port: number): Promise<string | null> {
   return new Promise((resolve) => {
     const probe = net.createServer();
     probe.once('error', (error: NodeJS.ErrnoException) =>
-      resolve(error.code === 'EADDRINUSE'
-        ? `port ${port} on ${host} is already in use: stop what is using it, or start on another port with PORT (e.g. PORT=${port + 1} npm start)`
-        : `cannot listen on ${host}:${port} (${error.code ?? error.message}): set PORT and HOST`));
+      resolve(
+        error.code === 'EADDRINUSE'
+          ? `port ${port} on ${host} is already in use: stop what is using it, or start on another port with PORT (e.g. PORT=${port + 1} npm start)`
+          : `cannot listen on ${host}:${port} (${error.code ?? error.message}): set PORT and HOST`,
+      ),
+    );
     probe.listen({ port, host, exclusive: true }, () => probe.close(() => resolve(null)));
   });
 }
@@ -60,13 +63,19 @@ function printDemo(demo: CreatedMerchant | 'exists' | null): void {
 }
 
 const running = (processes: number) =>
-  `Tono is running at ${config.publicBaseUrl} (API reference ${config.publicBaseUrl}/docs)${processes > 1 ? ` (${processes} processes)` : ''}\n`
-  + `Webhooks and merchant images reach: ${describeReach(config)}\n`;
+  `Tono is running at ${config.publicBaseUrl} (API reference ${config.publicBaseUrl}/docs)${processes > 1 ? ` (${processes} processes)` : ''}\n` +
+  `Webhooks and merchant images reach: ${describeReach(config)}\n`;
 
 /** The outbound policy in force, in words (docs/security.md, "Outbound connections"). */
 function describeReach({ targetReach }: Config): string {
-  const words = { global: 'public addresses only', loopback: 'public addresses and this machine', any: 'any address (ALLOW_PRIVATE_TARGETS=true)' } as const;
-  return targetReach.live === targetReach.test ? `${words[targetReach.live]}, in both modes` : `live ${words[targetReach.live]}; test ${words[targetReach.test]}`;
+  const words = {
+    global: 'public addresses only',
+    loopback: 'public addresses and this machine',
+    any: 'any address (ALLOW_PRIVATE_TARGETS=true)',
+  } as const;
+  return targetReach.live === targetReach.test
+    ? `${words[targetReach.live]}, in both modes`
+    : `live ${words[targetReach.live]}; test ${words[targetReach.test]}`;
 }
 
 if (cluster.isWorker) {
@@ -81,7 +90,9 @@ if (cluster.isWorker) {
   // SQLite allows one writing process; PostgreSQL is what several processes share.
   const processes = config.databaseUrl ? config.webConcurrency : 1;
   if (config.webConcurrency > 1 && !config.databaseUrl) {
-    process.stderr.write(`tono: WEB_CONCURRENCY=${config.webConcurrency} is ignored: SQLite runs in a single process; set DATABASE_URL (PostgreSQL) to run several\n`);
+    process.stderr.write(
+      `tono: WEB_CONCURRENCY=${config.webConcurrency} is ignored: SQLite runs in a single process; set DATABASE_URL (PostgreSQL) to run several\n`,
+    );
   }
 
   if (config.port !== 0) {

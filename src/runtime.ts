@@ -20,7 +20,12 @@ export type Runtime = { deps: Deps; app: App; close(): Promise<void> };
 
 export function storeOptionsFor(config: Config): StoreOptions {
   return config.databaseUrl
-    ? { engine: 'postgres', url: config.databaseUrl, poolSize: config.databasePoolSize, preparedStatements: config.databasePreparedStatements }
+    ? {
+        engine: 'postgres',
+        url: config.databaseUrl,
+        poolSize: config.databasePoolSize,
+        preparedStatements: config.databasePreparedStatements,
+      }
     : { engine: 'sqlite', file: path.join(config.dataDir, 'tono.db') };
 }
 
@@ -61,9 +66,20 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   const db = options.db ?? openDb(storeOptionsFor(config));
   const clock = options.clock ?? systemClock;
   if (options.prepareStore !== false) await prepareStore(db, secrets, clock.now());
-  const worker = new Worker({ db, log: log.child({ component: 'worker' }), kinds: new Map(), realClock: clock, clockOffsets: testClockOffsetsOf });
+  const worker = new Worker({
+    db,
+    log: log.child({ component: 'worker' }),
+    kinds: new Map(),
+    realClock: clock,
+    clockOffsets: testClockOffsetsOf,
+  });
   const sandboxCredentials = await sandboxClientCredentials(db, secrets, config, clock.now());
-  const banks = new OpenBankingRegistry({ config, now: () => clock.now(), log: secretFreeLog(log.child({ component: 'banks' })), sandboxCredentials });
+  const banks = new OpenBankingRegistry({
+    config,
+    now: () => clock.now(),
+    log: secretFreeLog(log.child({ component: 'banks' })),
+    sandboxCredentials,
+  });
   const deps: Deps = { config, db, log, clock, worker, banks, secrets };
   worker.setKinds(jobKindsOf(deps));
   const runners = runnersOf(deps);

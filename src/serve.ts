@@ -8,7 +8,11 @@ import { SecretKeyError } from './store/secret-key.ts';
 
 /** The one line a failed start prints (the key, or the database), then exit 1. */
 export function exitOnStartFailure(error: Error): never {
-  process.stderr.write(error instanceof SecretKeyError ? `tono: ${error.message}\n` : `tono: could not open the database: ${error.message}\n`);
+  process.stderr.write(
+    error instanceof SecretKeyError
+      ? `tono: ${error.message}\n`
+      : `tono: could not open the database: ${error.message}\n`,
+  );
   process.exit(1);
 }
 
@@ -31,7 +35,10 @@ export function closeOnStop(options: { inCluster: boolean }): { attach(runtime: 
     stopping = true;
     if (!runtime) process.exit(0);
     runtime.app.log.info({ reason }, 'stopping');
-    runtime.close().then(() => process.exit(0), () => process.exit(1));
+    runtime.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
   };
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => stop(signal));
   // A cluster process whose primary died (SIGKILL, say) would otherwise run workers unsupervised.

@@ -17,13 +17,20 @@ const config = path.join(root, '.dependency-cruiser.cjs');
 type Violation = { rule: { name: string }; from: string; to: string };
 
 async function cruise(cwd: string): Promise<Violation[]> {
-  const { stdout } = await promisify(execFile)(process.execPath, [cli, '--config', config, '--output-type', 'json', 'src'], { cwd, maxBuffer: 64 * 1024 * 1024 });
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    [cli, '--config', config, '--output-type', 'json', 'src'],
+    { cwd, maxBuffer: 64 * 1024 * 1024 },
+  );
   return (JSON.parse(stdout) as { summary: { violations: Violation[] } }).summary.violations;
 }
 
 test('the source keeps every module wall', async () => {
   const violations = await cruise(root);
-  assert.deepEqual(violations.map((v) => `${v.rule.name}: ${v.from} → ${v.to}`), []);
+  assert.deepEqual(
+    violations.map((v) => `${v.rule.name}: ${v.from} → ${v.to}`),
+    [],
+  );
 });
 
 test('a tree that breaks each wall fails the check, rule by rule', async (t) => {
@@ -35,18 +42,37 @@ test('a tree that breaks each wall fails the check, rule by rule', async (t) => 
     fs.writeFileSync(path.join(dir, file), text);
   };
   write('src/modules/orders/orders.repo.ts', 'export const findOrder = () => 1;\n');
-  write('src/modules/orders/orders.service.ts', "import { findInvoice } from '../invoices/invoices.repo.ts';\nexport const order = () => findInvoice();\n");
+  write(
+    'src/modules/orders/orders.service.ts',
+    "import { findInvoice } from '../invoices/invoices.repo.ts';\nexport const order = () => findInvoice();\n",
+  );
   write('src/modules/invoices/invoices.repo.ts', 'export const findInvoice = () => 2;\n');
-  write('src/modules/invoices/invoices.service.ts', "import { total } from './invoices.rules.ts';\nexport const invoice = () => total();\n");
-  write('src/modules/invoices/invoices.rules.ts', "import { invoice } from './invoices.service.ts';\nexport const total = () => invoice;\n");
-  write('src/http/reach-up.ts', "import { order } from '../modules/orders/orders.service.ts';\nexport const up = order;\n");
+  write(
+    'src/modules/invoices/invoices.service.ts',
+    "import { total } from './invoices.rules.ts';\nexport const invoice = () => total();\n",
+  );
+  write(
+    'src/modules/invoices/invoices.rules.ts',
+    "import { invoice } from './invoices.service.ts';\nexport const total = () => invoice;\n",
+  );
+  write(
+    'src/http/reach-up.ts',
+    "import { order } from '../modules/orders/orders.service.ts';\nexport const up = order;\n",
+  );
   write('src/modules/orders/dates.ts', "import { DateTime } from 'luxon';\nexport const now = () => DateTime.now();\n");
 
   const broken = new Set((await cruise(dir)).map((v) => `${v.rule.name}: ${v.from} → ${v.to}`));
   for (const expected of [
     'no-foreign-repo: src/modules/orders/orders.service.ts → src/modules/invoices/invoices.repo.ts',
     'lower-layers-stay-low: src/http/reach-up.ts → src/modules/orders/orders.service.ts',
-  ]) assert.ok(broken.has(expected), `${expected} is reported (got ${[...broken].join('; ')})`);
-  assert.ok([...broken].some((v) => v.startsWith('no-circular: src/modules/invoices/')), 'the circle is reported');
-  assert.ok([...broken].some((v) => v.startsWith('luxon-behind-zone: src/modules/orders/dates.ts')), 'luxon outside zone.ts is reported');
+  ])
+    assert.ok(broken.has(expected), `${expected} is reported (got ${[...broken].join('; ')})`);
+  assert.ok(
+    [...broken].some((v) => v.startsWith('no-circular: src/modules/invoices/')),
+    'the circle is reported',
+  );
+  assert.ok(
+    [...broken].some((v) => v.startsWith('luxon-behind-zone: src/modules/orders/dates.ts')),
+    'luxon outside zone.ts is reported',
+  );
 });

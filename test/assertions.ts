@@ -4,14 +4,27 @@ import type { Db } from '../src/store/db.ts';
 type Response = { status: number; body: any; text: string };
 
 /** Asserts the whole error: status and the exact `{ code, message, params }` body. */
-export function assertError(response: Response, status: number, code: string, message: string, params: Record<string, unknown> = {}): void {
-  assert.deepEqual({ status: response.status, body: response.body }, { status, body: { code, message, params } }, response.text);
+export function assertError(
+  response: Response,
+  status: number,
+  code: string,
+  message: string,
+  params: Record<string, unknown> = {},
+): void {
+  assert.deepEqual(
+    { status: response.status, body: response.body },
+    { status, body: { code, message, params } },
+    response.text,
+  );
 }
 
 /** The error shape every failure has, whatever its content. */
 export function assertErrorShape(response: Response): void {
   const body = response.body;
-  assert.ok(body && typeof body === 'object' && !Array.isArray(body), `not a JSON object: ${response.text.slice(0, 200)}`);
+  assert.ok(
+    body && typeof body === 'object' && !Array.isArray(body),
+    `not a JSON object: ${response.text.slice(0, 200)}`,
+  );
   assert.deepEqual(Object.keys(body).sort(), ['code', 'message', 'params'], response.text.slice(0, 200));
   assert.equal(typeof body.code, 'string');
   assert.ok(body.message.length > 0);
@@ -21,7 +34,24 @@ export function assertErrorShape(response: Response): void {
 /** Rows a merchant owns in the tables a request create writes to. */
 export async function footprint(db: Db, userId: string) {
   const count = async (table: 'requests' | 'events' | 'idempotency_keys') =>
-    Number((await db.selectFrom(table).select((eb) => eb.fn.countAll().as('n')).where('user_id', '=', userId).executeTakeFirstOrThrow()).n);
-  const jobs = await db.selectFrom('jobs').select((eb) => eb.fn.countAll().as('n')).where('kind', '=', 'request.expire').executeTakeFirstOrThrow();
-  return { requests: await count('requests'), events: await count('events'), idempotency_keys: await count('idempotency_keys'), expiry_jobs: Number(jobs.n) };
+    Number(
+      (
+        await db
+          .selectFrom(table)
+          .select((eb) => eb.fn.countAll().as('n'))
+          .where('user_id', '=', userId)
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
+  const jobs = await db
+    .selectFrom('jobs')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('kind', '=', 'request.expire')
+    .executeTakeFirstOrThrow();
+  return {
+    requests: await count('requests'),
+    events: await count('events'),
+    idempotency_keys: await count('idempotency_keys'),
+    expiry_jobs: Number(jobs.n),
+  };
 }

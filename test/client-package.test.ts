@@ -13,12 +13,27 @@ const root = path.resolve(import.meta.dirname, '..');
 const packageDir = path.join(root, 'packages/client');
 
 test('the generated types and the webhook verifier are current', () => {
-  const generated = spawnSync(process.execPath, [path.join(packageDir, 'node_modules/openapi-typescript/bin/cli.js'), '../../docs/openapi.json', '--default-non-nullable=false'], { cwd: packageDir, encoding: 'utf8' });
+  const generated = spawnSync(
+    process.execPath,
+    [
+      path.join(packageDir, 'node_modules/openapi-typescript/bin/cli.js'),
+      '../../docs/openapi.json',
+      '--default-non-nullable=false',
+    ],
+    { cwd: packageDir, encoding: 'utf8' },
+  );
   assert.equal(generated.status, 0, generated.stderr);
   const committed = fs.readFileSync(path.join(packageDir, 'src/schema.d.ts'), 'utf8');
-  assert.ok(generated.stdout.trim() === committed.trim(), 'packages/client/src/schema.d.ts is stale: run `npm run generate -w @tono/client`');
+  assert.ok(
+    generated.stdout.trim() === committed.trim(),
+    'packages/client/src/schema.d.ts is stale: run `npm run generate -w @tono/client`',
+  );
   for (const file of ['verify.js', 'verify.d.ts']) {
-    assert.equal(fs.readFileSync(path.join(packageDir, 'src', file), 'utf8'), fs.readFileSync(path.join(root, 'src/modules/webhooks', file), 'utf8'), `${file} is the service's own`);
+    assert.equal(
+      fs.readFileSync(path.join(packageDir, 'src', file), 'utf8'),
+      fs.readFileSync(path.join(root, 'src/modules/webhooks', file), 'utf8'),
+      `${file} is the service's own`,
+    );
   }
 });
 
@@ -84,47 +99,95 @@ test('a merchant project installs the packed client, type-checks against it, and
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-merchant-'));
   t.after(() => fs.rmSync(work, { recursive: true, force: true }));
   const npm = (args: string[], cwd: string) => {
-    const result = spawnSync('npm', args, { cwd, encoding: 'utf8', timeout: 180_000, env: { ...process.env, npm_config_loglevel: 'error', npm_config_fund: 'false', npm_config_audit: 'false' } });
+    const result = spawnSync('npm', args, {
+      cwd,
+      encoding: 'utf8',
+      timeout: 180_000,
+      env: { ...process.env, npm_config_loglevel: 'error', npm_config_fund: 'false', npm_config_audit: 'false' },
+    });
     assert.equal(result.status, 0, `npm ${args.join(' ')}: ${result.stderr}`);
     return result.stdout;
   };
   const packed = JSON.parse(npm(['pack', '--json', '--pack-destination', work], packageDir))[0];
-  assert.deepEqual(packed.files.map((f: { path: string }) => f.path).sort(), ['README.md', 'package.json', 'src/index.d.ts', 'src/index.js', 'src/schema.d.ts', 'src/verify.d.ts', 'src/verify.js', 'src/webhooks.d.ts', 'src/webhooks.js']);
+  assert.deepEqual(packed.files.map((f: { path: string }) => f.path).sort(), [
+    'README.md',
+    'package.json',
+    'src/index.d.ts',
+    'src/index.js',
+    'src/schema.d.ts',
+    'src/verify.d.ts',
+    'src/verify.js',
+    'src/webhooks.d.ts',
+    'src/webhooks.js',
+  ]);
 
   const project = path.join(work, 'merchant');
   fs.mkdirSync(project);
-  fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'merchant-shop', private: true, type: 'module' }));
+  fs.writeFileSync(
+    path.join(project, 'package.json'),
+    JSON.stringify({ name: 'merchant-shop', private: true, type: 'module' }),
+  );
   npm(['install', '--prefer-offline', '--no-package-lock', path.join(work, packed.filename)], project);
   assert.ok(fs.existsSync(path.join(project, 'node_modules/@tono/client/src/index.js')));
   assert.ok(fs.existsSync(path.join(project, 'node_modules/openapi-fetch')), 'its one dependency comes along');
 
   fs.writeFileSync(path.join(project, 'shop.ts'), merchantProgram);
-  fs.writeFileSync(path.join(project, 'tsconfig.json'), JSON.stringify({
-    compilerOptions: {
-      target: 'es2024', module: 'nodenext', moduleResolution: 'nodenext', strict: true, noEmit: true, skipLibCheck: false,
-      allowImportingTsExtensions: true, verbatimModuleSyntax: true, types: ['node'], typeRoots: [path.join(root, 'node_modules/@types')],
-    },
-    files: ['shop.ts'],
-  }));
-  const typecheck = spawnSync(process.execPath, [path.join(root, 'node_modules/typescript/lib/tsc.js'), '-p', project], { cwd: project, encoding: 'utf8' });
-  assert.equal(typecheck.status, 0, `the merchant's code type-checks against the package: ${typecheck.stdout}${typecheck.stderr}`);
+  fs.writeFileSync(
+    path.join(project, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: {
+        target: 'es2024',
+        module: 'nodenext',
+        moduleResolution: 'nodenext',
+        strict: true,
+        noEmit: true,
+        skipLibCheck: false,
+        allowImportingTsExtensions: true,
+        verbatimModuleSyntax: true,
+        types: ['node'],
+        typeRoots: [path.join(root, 'node_modules/@types')],
+      },
+      files: ['shop.ts'],
+    }),
+  );
+  const typecheck = spawnSync(
+    process.execPath,
+    [path.join(root, 'node_modules/typescript/lib/tsc.js'), '-p', project],
+    { cwd: project, encoding: 'utf8' },
+  );
+  assert.equal(
+    typecheck.status,
+    0,
+    `the merchant's code type-checks against the package: ${typecheck.stdout}${typecheck.stderr}`,
+  );
 
   const store = await processStore(t);
   const service = await startService(t, store);
-  const { test_key: testKey, bank_account_id: bankAccountId } = await merchantByCli(store, 'Typed Shop', 'typed@shop.example');
+  const { test_key: testKey, bank_account_id: bankAccountId } = await merchantByCli(
+    store,
+    'Typed Shop',
+    'typed@shop.example',
+  );
 
-  const run = spawnSync(process.execPath, ['shop.ts', service.baseUrl, testKey, bankAccountId], { cwd: project, encoding: 'utf8', timeout: 60_000 });
+  const run = spawnSync(process.execPath, ['shop.ts', service.baseUrl, testKey, bankAccountId], {
+    cwd: project,
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   assert.equal(run.status, 0, run.stderr);
   const result = JSON.parse(run.stdout.trim().split('\n').at(-1)!);
   assert.match(result.requestId, /^request_/);
-  assert.deepEqual({ ...result, requestId: undefined }, {
-    requestId: undefined,
-    status: 'active',
-    code: 'not_found.request',
-    thrown: '404 not_found.request',
-    eventType: 'request.created',
-    createdRequestId: result.requestId,
-    tamperedRefused: true,
-    viaTonoSignature: true,
-  });
+  assert.deepEqual(
+    { ...result, requestId: undefined },
+    {
+      requestId: undefined,
+      status: 'active',
+      code: 'not_found.request',
+      thrown: '404 not_found.request',
+      eventType: 'request.created',
+      createdRequestId: result.requestId,
+      tamperedRefused: true,
+      viaTonoSignature: true,
+    },
+  );
 });

@@ -12,9 +12,16 @@ import { processStore, startService, stop } from './process.ts';
 const root = path.resolve(import.meta.dirname, '..');
 
 test('npm start, the CLI and the sandbox bank keep the compile cache in node_modules/.cache unless NODE_COMPILE_CACHE names another folder', () => {
-  const scripts = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')).scripts as Record<string, string>;
+  const scripts = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')).scripts as Record<
+    string,
+    string
+  >;
   for (const name of ['start', 'cli', 'sandbox-bank']) {
-    assert.match(scripts[name], /^NODE_COMPILE_CACHE=\$\{NODE_COMPILE_CACHE:-node_modules\/\.cache\/tono-compile\} /, name);
+    assert.match(
+      scripts[name],
+      /^NODE_COMPILE_CACHE=\$\{NODE_COMPILE_CACHE:-node_modules\/\.cache\/tono-compile\} /,
+      name,
+    );
   }
 });
 
@@ -33,7 +40,9 @@ test('a start writes the cache once it listens, even if it is then killed, and t
   const second = await startService(t, store, env);
   await stop(second);
   for (const file of ['src/main.ts', 'src/app.ts', 'src/modules/requests/requests.service.ts']) {
-    const read = new RegExp(`retrieving transpile cache for StrippedTypeScript file://${path.join(root, file).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\.\\.\\.success`);
+    const read = new RegExp(
+      `retrieving transpile cache for StrippedTypeScript file://${path.join(root, file).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\.\\.\\.success`,
+    );
     assert.match(second.stderr(), read, `${file} was not stripped of its types again`);
   }
 });

@@ -1,5 +1,12 @@
 import type { TestContext } from 'node:test';
-import { apiClient, buildTestApp, createTestMerchant, type ApiClient, type TestApp, type TestMerchant } from './helpers.ts';
+import {
+  apiClient,
+  buildTestApp,
+  createTestMerchant,
+  type ApiClient,
+  type TestApp,
+  type TestMerchant,
+} from './helpers.ts';
 import { Browser } from './payer.ts';
 import { smtpReceiver, type SmtpReceiver } from './smtp.ts';
 
@@ -19,8 +26,17 @@ export async function dashWorld(t: TestContext, options: { workers?: boolean } =
   const merchants: DashMerchant[] = [];
   for (const name of ['Kōwhai Coffee', 'Tui Books']) {
     const merchant = await createTestMerchant(app, name);
-    const user = await app.deps.db.selectFrom('users').select('email').where('id', '=', merchant.userId).executeTakeFirstOrThrow();
-    merchants.push({ ...merchant, email: user.email, live: apiClient(app, merchant.liveKey), test: apiClient(app, merchant.testKey) });
+    const user = await app.deps.db
+      .selectFrom('users')
+      .select('email')
+      .where('id', '=', merchant.userId)
+      .executeTakeFirstOrThrow();
+    merchants.push({
+      ...merchant,
+      email: user.email,
+      live: apiClient(app, merchant.liveKey),
+      test: apiClient(app, merchant.testKey),
+    });
   }
   return { app, baseUrl, smtp, merchants };
 }
@@ -29,41 +45,82 @@ export async function dashWorld(t: TestContext, options: { workers?: boolean } =
 export async function logIn(world: DashWorld, merchant: DashMerchant, password = PASSWORD): Promise<Browser> {
   const browser = new Browser(world.baseUrl);
   const page = await browser.request('/dashboard/login');
-  const done = await browser.request('/dashboard/login', { form: { email: merchant.email, password, csrf: Browser.csrfOf(page.text) } });
+  const done = await browser.request('/dashboard/login', {
+    form: { email: merchant.email, password, csrf: Browser.csrfOf(page.text) },
+  });
   if (done.status !== 303) throw new Error(`login failed: ${done.status} ${done.text.slice(0, 500)}`);
   return browser;
 }
 
 /** Visible text of a page, tags removed and the escapes the templates write turned back. */
 export const textOf = (html: string) =>
-  html.replace(/<[^>]+>/g, ' ').replace(/&#39;/g, "'").replace(/&quot;/g, '"').replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&').replace(/\s+/g, ' ');
+  html
+    .replace(/<[^>]+>/g, ' ')
+    .replace(/&#39;/g, "'")
+    .replace(/&quot;/g, '"')
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&amp;/g, '&')
+    .replace(/\s+/g, ' ');
 
 /** One of everything in a merchant's test mode: a paid request, a customer, a subscription, a consent, a webhook, an event. */
 export async function objectsOf(world: DashWorld, merchant: DashMerchant) {
   const api = merchant.test;
-  const request = (await api.post('/v1/requests', { bank_account_id: merchant.bankAccountId, message: 'Cup', amount: '4.00 NZD' })).body.request;
-  const payment = (await api.post(`/v1/test-helpers/requests/${request.id}/pay`, { cust_info: { email: 'pat@example.com', first_name: 'Pat' } })).body.payment;
-  const subRequest = (await api.post('/v1/requests', {
-    bank_account_id: merchant.bankAccountId, message: 'Beans', subscription_options: { amount: '15.00 NZD', period: 'fortnightly' }, cust_info: { email: 'pat@example.com' },
-  })).body.request;
+  const request = (
+    await api.post('/v1/requests', { bank_account_id: merchant.bankAccountId, message: 'Cup', amount: '4.00 NZD' })
+  ).body.request;
+  const payment = (
+    await api.post(`/v1/test-helpers/requests/${request.id}/pay`, {
+      cust_info: { email: 'pat@example.com', first_name: 'Pat' },
+    })
+  ).body.payment;
+  const subRequest = (
+    await api.post('/v1/requests', {
+      bank_account_id: merchant.bankAccountId,
+      message: 'Beans',
+      subscription_options: { amount: '15.00 NZD', period: 'fortnightly' },
+      cust_info: { email: 'pat@example.com' },
+    })
+  ).body.request;
   const subscription = (await api.post(`/v1/test-helpers/requests/${subRequest.id}/pay`, {})).body.subscription;
-  const recRequest = (await api.post('/v1/requests', {
-    bank_account_id: merchant.bankAccountId, message: 'Top-ups', recurring_options: { period: 'weekly', max_per_period: '100.00 NZD', max_per_payment: '50.00 NZD' }, cust_info: { email: 'pat@example.com' },
-  })).body.request;
+  const recRequest = (
+    await api.post('/v1/requests', {
+      bank_account_id: merchant.bankAccountId,
+      message: 'Top-ups',
+      recurring_options: { period: 'weekly', max_per_period: '100.00 NZD', max_per_payment: '50.00 NZD' },
+      cust_info: { email: 'pat@example.com' },
+    })
+  ).body.request;
   const consent = (await api.post(`/v1/test-helpers/requests/${recRequest.id}/pay`, {})).body.recurring_consent;
   const webhook = (await api.post('/v1/webhooks', { url: 'https://example.com/hooks' })).body.webhook;
   const customer = (await api.get('/v1/customers')).body.customers[0];
   const event = (await api.get('/v1/events', { query: { object_id: request.id } })).body.events[0];
-  const key = (await world.app.deps.db.selectFrom('api_keys').select('id').where('user_id', '=', merchant.userId).where('mode', '=', 'test').executeTakeFirstOrThrow()).id;
+  const key = (
+    await world.app.deps.db
+      .selectFrom('api_keys')
+      .select('id')
+      .where('user_id', '=', merchant.userId)
+      .where('mode', '=', 'test')
+      .executeTakeFirstOrThrow()
+  ).id;
   return { request, payment, subscription, consent, webhook, customer, event, key };
 }
 
 export function detailPaths(o: Awaited<ReturnType<typeof objectsOf>>): string[] {
   return [
-    `requests/${o.request.id}`, `requests/${o.request.id}/delete`, `payments/${o.payment.id}`, `customers/${o.customer.id}`,
-    `subscriptions/${o.subscription.id}`, `subscriptions/${o.subscription.id}/pause`, `subscriptions/${o.subscription.id}/resume`, `subscriptions/${o.subscription.id}/cancel`,
-    `recurring-consents/${o.consent.id}`, `recurring-consents/${o.consent.id}/revoke`, `webhooks/${o.webhook.id}`, `webhooks/${o.webhook.id}/delete`,
-    `events/${o.event.id}`, `api-keys/${o.key}/revoke`,
+    `requests/${o.request.id}`,
+    `requests/${o.request.id}/delete`,
+    `payments/${o.payment.id}`,
+    `customers/${o.customer.id}`,
+    `subscriptions/${o.subscription.id}`,
+    `subscriptions/${o.subscription.id}/pause`,
+    `subscriptions/${o.subscription.id}/resume`,
+    `subscriptions/${o.subscription.id}/cancel`,
+    `recurring-consents/${o.consent.id}`,
+    `recurring-consents/${o.consent.id}/revoke`,
+    `webhooks/${o.webhook.id}`,
+    `webhooks/${o.webhook.id}/delete`,
+    `events/${o.event.id}`,
+    `api-keys/${o.key}/revoke`,
   ];
 }
-

@@ -64,7 +64,15 @@ function dataDirOfThisProcess(): string {
 
 export function testConfig(overrides: Partial<Config> = {}): Config {
   return {
-    ...loadConfig({ PORT: '0', LOG_LEVEL: 'silent', DEMO_MERCHANT: 'false', RATE_LIMIT_PER_SECOND: '0', AUTH_FAILURES_PER_MINUTE: '0', SECRET_KEY: TEST_SECRET_KEY, DATA_DIR: dataDirOfThisProcess() }),
+    ...loadConfig({
+      PORT: '0',
+      LOG_LEVEL: 'silent',
+      DEMO_MERCHANT: 'false',
+      RATE_LIMIT_PER_SECOND: '0',
+      AUTH_FAILURES_PER_MINUTE: '0',
+      SECRET_KEY: TEST_SECRET_KEY,
+      DATA_DIR: dataDirOfThisProcess(),
+    }),
     // Tests make endpoints at made-up public names (no DNS here) and receive on this machine in
     // both modes; the tests of the outbound policy set the reach they test.
     targetReach: { live: 'any', test: 'any' },
@@ -81,7 +89,10 @@ export type TestApp = Runtime & { testDb: TestDb };
 export async function buildTestApp(t: TestContext, overrides: Partial<Config> = {}): Promise<TestApp> {
   const testDb = await freshDb();
   const config = testConfig({ workers: false, ...overrides });
-  const runtime = await createRuntime(config, { db: testDb.db, log: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }) });
+  const runtime = await createRuntime(config, {
+    db: testDb.db,
+    log: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
+  });
   t.after(async () => {
     await runtime.close();
     await testDb.drop();
@@ -100,23 +111,37 @@ export async function createTestMerchant(runtime: Runtime, name = 'Test Merchant
     password: 'correct horse battery',
     bankAccount: VALID_ACCOUNT,
   });
-  return { userId: created.user_id, liveKey: created.live_key, testKey: created.test_key, bankAccountId: created.bank_account_id! };
+  return {
+    userId: created.user_id,
+    liveKey: created.live_key,
+    testKey: created.test_key,
+    bankAccountId: created.bank_account_id!,
+  };
 }
 
 type InjectOptions = { headers?: Record<string, string>; query?: Record<string, string> };
 
 /** A small API client over app.inject for one key. */
 export function apiClient(runtime: Runtime, key: string) {
-  const call = async (method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', url: string, body?: unknown, options: InjectOptions = {}) => {
+  const call = async (
+    method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
+    url: string,
+    body?: unknown,
+    options: InjectOptions = {},
+  ) => {
     const response = await runtime.app.inject({
       method,
       url,
       query: options.query,
-      headers: { authorization: `Bearer ${key}`, ...(body !== undefined && { 'content-type': 'application/json' }), ...options.headers },
+      headers: {
+        authorization: `Bearer ${key}`,
+        ...(body !== undefined && { 'content-type': 'application/json' }),
+        ...options.headers,
+      },
       payload: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
     });
     const text = response.body;
-    let json: any ;
+    let json: any;
     try {
       json = text ? JSON.parse(text) : undefined;
     } catch {

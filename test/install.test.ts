@@ -24,7 +24,8 @@ test('every package in the lockfile accepts the pinned Node', () => {
   const refused: string[] = [];
   for (const [where, entry] of Object.entries(lock.packages)) {
     const range = !entry.engines || Array.isArray(entry.engines) ? undefined : entry.engines.node;
-    if (range && !entry.optional && !semver.satisfies(pinned, range, { includePrerelease: true })) refused.push(`${where || 'tono'} needs node ${range}`);
+    if (range && !entry.optional && !semver.satisfies(pinned, range, { includePrerelease: true }))
+      refused.push(`${where || 'tono'} needs node ${range}`);
   }
   assert.deepEqual(refused, []);
 });

@@ -1,6 +1,13 @@
 import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
-import { apiClient, buildTestApp, createTestMerchant, type ApiClient, type TestApp, type TestMerchant } from './helpers.ts';
+import {
+  apiClient,
+  buildTestApp,
+  createTestMerchant,
+  type ApiClient,
+  type TestApp,
+  type TestMerchant,
+} from './helpers.ts';
 import { smtpReceiver, type SmtpReceiver } from './smtp.ts';
 
 // The payer dashboard's world for tests: a listening service that mails through a real SMTP
@@ -30,16 +37,29 @@ export async function payerWorld(t: TestContext): Promise<PayerWorld> {
   for (const [index, { merchant, api }] of merchants.entries()) {
     for (const email of index === 0 ? ['pat@example.com', 'other@example.com'] : ['pat@example.com']) {
       const sub = await api.post('/v1/requests', {
-        bank_account_id: merchant.bankAccountId, message: 'Beans', subscription_options: { amount: '15.00 NZD', period: 'fortnightly' }, cust_info: { email },
+        bank_account_id: merchant.bankAccountId,
+        message: 'Beans',
+        subscription_options: { amount: '15.00 NZD', period: 'fortnightly' },
+        cust_info: { email },
       });
       assert.equal(sub.status, 201, sub.text);
-      const subscription = (await api.post(`/v1/test-helpers/requests/${sub.body.request.id}/pay`, {})).body.subscription;
+      const subscription = (await api.post(`/v1/test-helpers/requests/${sub.body.request.id}/pay`, {})).body
+        .subscription;
       (world.subscriptions[email] ??= []).push(subscription.id);
       const rec = await api.post('/v1/requests', {
-        bank_account_id: merchant.bankAccountId, message: 'Top-ups', recurring_options: { period: 'weekly', max_per_period: '100.00 NZD', max_per_payment: '50.00 NZD' }, cust_info: { email },
+        bank_account_id: merchant.bankAccountId,
+        message: 'Top-ups',
+        recurring_options: { period: 'weekly', max_per_period: '100.00 NZD', max_per_payment: '50.00 NZD' },
+        cust_info: { email },
       });
-      const consent = (await api.post(`/v1/test-helpers/requests/${rec.body.request.id}/pay`, {})).body.recurring_consent;
-      const event = await app.deps.db.selectFrom('events').select('secret_sealed').where('object_id', '=', consent.id).where('type', '=', 'recurring_payment.authorised').executeTakeFirstOrThrow();
+      const consent = (await api.post(`/v1/test-helpers/requests/${rec.body.request.id}/pay`, {})).body
+        .recurring_consent;
+      const event = await app.deps.db
+        .selectFrom('events')
+        .select('secret_sealed')
+        .where('object_id', '=', consent.id)
+        .where('type', '=', 'recurring_payment.authorised')
+        .executeTakeFirstOrThrow();
       (world.consents[email] ??= []).push({ id: consent.id, token: app.deps.secrets.open(event.secret_sealed!) });
     }
   }
@@ -54,7 +74,10 @@ export class Browser {
     this.baseUrl = baseUrl;
   }
 
-  async request(path: string, init: { method?: string; form?: Record<string, string>; headers?: Record<string, string> } = {}) {
+  async request(
+    path: string,
+    init: { method?: string; form?: Record<string, string>; headers?: Record<string, string> } = {},
+  ) {
     const headers: Record<string, string> = { ...init.headers };
     if (this.cookies.size > 0) headers.cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
     if (init.form) {
@@ -62,7 +85,10 @@ export class Browser {
       headers.origin ??= this.baseUrl;
     }
     const response = await fetch(`${this.baseUrl}${path}`, {
-      method: init.method ?? (init.form ? 'POST' : 'GET'), headers, body: init.form ? new URLSearchParams(init.form).toString() : undefined, redirect: 'manual',
+      method: init.method ?? (init.form ? 'POST' : 'GET'),
+      headers,
+      body: init.form ? new URLSearchParams(init.form).toString() : undefined,
+      redirect: 'manual',
     });
     for (const line of response.headers.getSetCookie()) {
       const [pair] = line.split(';');
@@ -71,7 +97,12 @@ export class Browser {
       if (value === '' || /max-age=0|expires=thu, 01 jan 1970/i.test(line)) this.cookies.delete(name.trim());
       else this.cookies.set(name.trim(), value);
     }
-    return { status: response.status, headers: response.headers, text: await response.text(), setCookies: response.headers.getSetCookie() };
+    return {
+      status: response.status,
+      headers: response.headers,
+      text: await response.text(),
+      setCookies: response.headers.getSetCookie(),
+    };
   }
 
   cookie(name: string): string | undefined {
@@ -93,9 +124,13 @@ export async function signIn(world: PayerWorld, email: string): Promise<Browser>
   const seenBefore = world.smtp.messages.length;
   const asked = await browser.request('/customer/code', { form: { email, csrf: Browser.csrfOf(start.text) } });
   assert.equal(asked.status, 200, asked.text);
-  const mail = await world.smtp.waitFor((m) => m.to === email && /sign-in code/.test(m.subject) && world.smtp.messages.indexOf(m) >= seenBefore);
+  const mail = await world.smtp.waitFor(
+    (m) => m.to === email && /sign-in code/.test(m.subject) && world.smtp.messages.indexOf(m) >= seenBefore,
+  );
   const code = /(\d{6})/.exec(mail.subject)![1];
-  const verified = await browser.request('/customer/verify', { form: { email, code, csrf: Browser.csrfOf(asked.text) } });
+  const verified = await browser.request('/customer/verify', {
+    form: { email, code, csrf: Browser.csrfOf(asked.text) },
+  });
   assert.equal(verified.status, 303, verified.text);
   assert.equal(verified.headers.get('location'), '/customer');
   return browser;

@@ -67,7 +67,15 @@ export function openStoreDb(store: Store) {
 
 /** Environment for child processes: nothing inherited that could point them at another database. */
 export function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const { DATABASE_URL: _db, DATA_DIR: _dir, PORT: _port, PUBLIC_BASE_URL: _url, TEST_ENGINE: _engine, SECRET_KEY: _key, ...rest } = process.env;
+  const {
+    DATABASE_URL: _db,
+    DATA_DIR: _dir,
+    PORT: _port,
+    PUBLIC_BASE_URL: _url,
+    TEST_ENGINE: _engine,
+    SECRET_KEY: _key,
+    ...rest
+  } = process.env;
   // On SQLite the service makes its own key file under DATA_DIR; PostgreSQL needs SECRET_KEY.
   const key = extra.DATABASE_URL ? { SECRET_KEY: TEST_SECRET_KEY } : {};
   return { ...rest, LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '0', ...key, ...extra };
@@ -77,9 +85,17 @@ export function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
  * Runs the admin CLI. Asynchronous on purpose: a service running in the test's own process must
  * keep its event loop turning (and so commit its pending writes) while the CLI waits for the database.
  */
-export function runCli(store: Store, args: string[], input = ''): Promise<{ status: number | null; stdout: string; stderr: string }> {
+export function runCli(
+  store: Store,
+  args: string[],
+  input = '',
+): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(nodeBin, ['src/cli/main.ts', ...args], { cwd: root, env: childEnv(store.env), timeout: 60_000 });
+    const child = spawn(nodeBin, ['src/cli/main.ts', ...args], {
+      cwd: root,
+      env: childEnv(store.env),
+      timeout: 60_000,
+    });
     let stdout = '';
     let stderr = '';
     child.stdout!.setEncoding('utf8').on('data', (chunk) => (stdout += chunk));
@@ -90,18 +106,43 @@ export function runCli(store: Store, args: string[], input = ''): Promise<{ stat
 }
 
 /** A merchant with a bank account, made as an operator makes one (`cli merchant create --json`): its keys and ids. */
-export async function merchantByCli(store: Store, name: string, email: string): Promise<{ id: string; test_key: string; live_key: string; bank_account_id: string }> {
-  const created = await runCli(store, ['merchant', 'create', '--name', name, '--email', email, '--bank-account', VALID_ACCOUNT, '--json']);
+export async function merchantByCli(
+  store: Store,
+  name: string,
+  email: string,
+): Promise<{ id: string; test_key: string; live_key: string; bank_account_id: string }> {
+  const created = await runCli(store, [
+    'merchant',
+    'create',
+    '--name',
+    name,
+    '--email',
+    email,
+    '--bank-account',
+    VALID_ACCOUNT,
+    '--json',
+  ]);
   assert.equal(created.status, 0, created.stderr);
   return JSON.parse(created.stdout);
 }
 
 export function runMain(env: Record<string, string>) {
-  const result = spawnSync(nodeBin, ['src/main.ts'], { cwd: root, env: childEnv(env), encoding: 'utf8', timeout: 60_000 });
+  const result = spawnSync(nodeBin, ['src/main.ts'], {
+    cwd: root,
+    env: childEnv(env),
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   return { status: result.status, signal: result.signal, stdout: result.stdout, stderr: result.stderr };
 }
 
-export type Service = { child: ChildProcess; baseUrl: string; stdout: () => string; stderr: () => string; exited: Promise<number | null> };
+export type Service = {
+  child: ChildProcess;
+  baseUrl: string;
+  stdout: () => string;
+  stderr: () => string;
+  exited: Promise<number | null>;
+};
 
 /**
  * Starts `node src/main.ts` and resolves once it is listening. The port is picked free just before
@@ -116,7 +157,12 @@ export async function startService(t: TestContext, store: Store, extra: Record<s
   }
 }
 
-async function startOnce(t: TestContext, store: Store, port: number, extra: Record<string, string>): Promise<{ service: Service } | { error: Error; portTaken: boolean }> {
+async function startOnce(
+  t: TestContext,
+  store: Store,
+  port: number,
+  extra: Record<string, string>,
+): Promise<{ service: Service } | { error: Error; portTaken: boolean }> {
   const child = spawn(nodeBin, ['src/main.ts'], {
     cwd: root,
     env: childEnv({ ...store.env, PORT: String(port), HOST: '127.0.0.1', ...extra }),

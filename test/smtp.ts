@@ -5,7 +5,15 @@ import { simpleParser } from 'mailparser';
 // A real SMTP receiver for tests: every message Tono sends, parsed.
 
 /** `from` and `to` are the envelope's (MAIL FROM and RCPT TO). */
-export type ReceivedMail = { messageId: string; from: string; to: string; subject: string; text: string; html: string; raw: string };
+export type ReceivedMail = {
+  messageId: string;
+  from: string;
+  to: string;
+  subject: string;
+  text: string;
+  html: string;
+  raw: string;
+};
 
 export type SmtpReceiver = {
   url: string;
@@ -64,7 +72,10 @@ export async function smtpReceiver(t: TestContext): Promise<SmtpReceiver> {
       for (;;) {
         const found = messages.find(match);
         if (found) return found;
-        if (Date.now() > deadline) throw new Error(`no matching mail within ${timeoutMs} ms; got: ${messages.map((m) => `${m.to} "${m.subject}"`).join('; ')}`);
+        if (Date.now() > deadline)
+          throw new Error(
+            `no matching mail within ${timeoutMs} ms; got: ${messages.map((m) => `${m.to} "${m.subject}"`).join('; ')}`,
+          );
         await new Promise<void>((resolve) => {
           waiters.push(resolve);
           setTimeout(resolve, 100);

@@ -8,8 +8,12 @@ const server = http.createServer((request, response) => {
   request.resume();
   request.on('end', () => {
     counter += 1;
-    const body = JSON.stringify({ Data: { DomesticPaymentId: `pay-${counter}`, Status: 'AcceptedSettlementCompleted' } });
-    response.writeHead(201, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
+    const body = JSON.stringify({
+      Data: { DomesticPaymentId: `pay-${counter}`, Status: 'AcceptedSettlementCompleted' },
+    });
+    response
+      .writeHead(201, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) })
+      .end(body);
   });
 });
 server.keepAliveTimeout = 60_000;

@@ -29,7 +29,9 @@ sqlite.prepare('INSERT INTO api_keys VALUES (?, ?, ?)').run(hashOf(KEY), 'user_1
 sqlite.prepare('INSERT INTO requests VALUES (?, ?, ?)').run(requestId, 'user_1', requestBody);
 const keyByHash = sqlite.prepare('SELECT user_id, mode FROM api_keys WHERE key_hash = ?');
 const requestById = sqlite.prepare('SELECT user_id, body FROM requests WHERE id = ?');
-const insertPayment = sqlite.prepare('INSERT INTO payments (idempotency_key, amount_cents, bank_payment_id, created_at) VALUES (?, ?, ?, ?)');
+const insertPayment = sqlite.prepare(
+  'INSERT INTO payments (idempotency_key, amount_cents, bank_payment_id, created_at) VALUES (?, ?, ?, ?)',
+);
 
 const bankUrl = process.env.BANK_URL;
 const bank = new Agent({ keepAliveTimeout: 60_000, connections: 64 });
@@ -38,7 +40,9 @@ const app = Fastify({ logger: false });
 app.get('/get', async () => ({ hello: 'world' }));
 app.post('/echo', async (request) => request.body);
 app.get<{ Params: { id: string } }>('/stack-limit/:id', async (request, reply) => {
-  const key = keyByHash.get(hashOf((request.headers.authorization ?? '').slice('Bearer '.length))) as { user_id: string } | undefined;
+  const key = keyByHash.get(hashOf((request.headers.authorization ?? '').slice('Bearer '.length))) as
+    | { user_id: string }
+    | undefined;
   if (!key) return reply.code(401).send({ error: 'unauthorised' });
   const row = requestById.get(request.params.id) as { user_id: string; body: string } | undefined;
   if (!row || row.user_id !== key.user_id) return reply.code(404).send({ error: 'not_found' });
@@ -47,8 +51,12 @@ app.get<{ Params: { id: string } }>('/stack-limit/:id', async (request, reply) =
 app.post<{ Body: { idempotency_key: string; amount_cents: number } }>('/bank-call', async (request, reply) => {
   if (!bankUrl) throw new Error('BANK_URL is not set');
   const response = await httpRequest(`${bankUrl}/payments`, {
-    method: 'POST', dispatcher: bank, headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ Data: { InstructedAmount: { Amount: (request.body.amount_cents / 100).toFixed(2), Currency: 'NZD' } } }),
+    method: 'POST',
+    dispatcher: bank,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      Data: { InstructedAmount: { Amount: (request.body.amount_cents / 100).toFixed(2), Currency: 'NZD' } },
+    }),
   });
   const answer = (await response.body.json()) as { Data: { DomesticPaymentId: string; Status: string } };
   insertPayment.run(request.body.idempotency_key, request.body.amount_cents, answer.Data.DomesticPaymentId, Date.now());

@@ -7,7 +7,8 @@ import type { AddressInfo } from 'node:net';
 let arrivals = new Map<string, number>();
 const server = http.createServer((req, res) => {
   if (req.method === 'GET' && req.url === '/count') return void res.end(String(arrivals.size));
-  if (req.method === 'GET' && req.url === '/arrivals') return void res.setHeader('content-type', 'application/json').end(JSON.stringify(Object.fromEntries(arrivals)));
+  if (req.method === 'GET' && req.url === '/arrivals')
+    return void res.setHeader('content-type', 'application/json').end(JSON.stringify(Object.fromEntries(arrivals)));
   if (req.method === 'POST' && req.url === '/reset') {
     arrivals = new Map();
     return void res.writeHead(204).end();

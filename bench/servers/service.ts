@@ -16,11 +16,20 @@ new PerformanceObserver((list) => {
 process.on('SIGUSR2', () => {
   const sorted = pauses.sort((a, b) => a - b);
   const ms = (ns: number) => Math.round(ns / 1e4) / 100;
-  process.stdout.write(`${JSON.stringify({
-    loop_delay_ms: { p50: ms(loopDelay.percentile(50)), p99: ms(loopDelay.percentile(99)), max: ms(loopDelay.max) },
-    gc_pause_ms: { count: sorted.length, p99: Math.round((sorted[Math.floor(sorted.length * 0.99)] ?? 0) * 100) / 100, max: Math.round((sorted.at(-1) ?? 0) * 100) / 100, total: Math.round(sorted.reduce((a, b) => a + b, 0)) },
-    memory_mb: Object.fromEntries(Object.entries(process.memoryUsage()).map(([name, bytes]) => [name, Math.round(bytes / 1048576)])),
-  })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({
+      loop_delay_ms: { p50: ms(loopDelay.percentile(50)), p99: ms(loopDelay.percentile(99)), max: ms(loopDelay.max) },
+      gc_pause_ms: {
+        count: sorted.length,
+        p99: Math.round((sorted[Math.floor(sorted.length * 0.99)] ?? 0) * 100) / 100,
+        max: Math.round((sorted.at(-1) ?? 0) * 100) / 100,
+        total: Math.round(sorted.reduce((a, b) => a + b, 0)),
+      },
+      memory_mb: Object.fromEntries(
+        Object.entries(process.memoryUsage()).map(([name, bytes]) => [name, Math.round(bytes / 1048576)]),
+      ),
+    })}\n`,
+  );
   loopDelay.reset();
   pauses = [];
 });
@@ -28,4 +37,6 @@ process.on('SIGUSR2', () => {
 process.on('SIGTERM', () => {
   service.close().then(() => process.exit(0));
 });
-process.stdout.write(`${JSON.stringify({ url: service.url, testKey: service.testKey, liveKey: service.liveKey, bankAccountId: service.bankAccountId })}\n`);
+process.stdout.write(
+  `${JSON.stringify({ url: service.url, testKey: service.testKey, liveKey: service.liveKey, bankAccountId: service.bankAccountId })}\n`,
+);

@@ -26,15 +26,31 @@ test('merchant create, keys create|revoke, bank-accounts add, migrate', async (t
   assert.equal(early.stdout, '');
   if (store.engine === 'sqlite') {
     const file = path.join(store.dataDir, 'tono.db');
-    assert.equal(early.stderr, `error: the SQLite database ${file} (DATA_DIR=${store.dataDir}) does not exist: set DATA_DIR (or DATABASE_URL) to the service's, or create it with \`npm run --silent cli -- migrate\`\n`);
+    assert.equal(
+      early.stderr,
+      `error: the SQLite database ${file} (DATA_DIR=${store.dataDir}) does not exist: set DATA_DIR (or DATABASE_URL) to the service's, or create it with \`npm run --silent cli -- migrate\`\n`,
+    );
     assert.equal(fs.existsSync(file), false);
   } else {
-    assert.match(early.stderr, /^error: the PostgreSQL database of DATABASE_URL is not migrated \(\d+ pending, from 0001-core\): start the service once, or run `npm run --silent cli -- migrate`\n$/);
+    assert.match(
+      early.stderr,
+      /^error: the PostgreSQL database of DATABASE_URL is not migrated \(\d+ pending, from 0001-core\): start the service once, or run `npm run --silent cli -- migrate`\n$/,
+    );
   }
   const migrated = await runCli(store, ['migrate', '--json']);
   assert.deepEqual([migrated.status, migrated.stdout, migrated.stderr], [0, '{"migrated":true}\n', '']);
 
-  const created = await runCli(store, ['merchant', 'create', '--name', 'Kiwi Coffee', '--email', 'Owner@Kiwi.example', '--bank-account', VALID_ACCOUNT, '--json']);
+  const created = await runCli(store, [
+    'merchant',
+    'create',
+    '--name',
+    'Kiwi Coffee',
+    '--email',
+    'Owner@Kiwi.example',
+    '--bank-account',
+    VALID_ACCOUNT,
+    '--json',
+  ]);
   assert.equal(created.status, 0, created.stderr);
   const merchant = JSON.parse(created.stdout);
   assert.deepEqual(Object.keys(merchant), ['user_id', 'live_key', 'test_key', 'bank_account_id', 'dashboard_password']);
@@ -44,28 +60,63 @@ test('merchant create, keys create|revoke, bank-accounts add, migrate', async (t
   assert.match(merchant.bank_account_id, /^bankaccount_[0-9A-Z]{26}$/);
   assert.ok(merchant.dashboard_password.length >= 12);
 
-  const withPassword = await runCli(store, ['merchant', 'create', '--name', 'Two', '--email', 'two@kiwi.example', '--password', 'long enough pass', '--json']);
+  const withPassword = await runCli(store, [
+    'merchant',
+    'create',
+    '--name',
+    'Two',
+    '--email',
+    'two@kiwi.example',
+    '--password',
+    'long enough pass',
+    '--json',
+  ]);
   assert.equal(withPassword.status, 0, withPassword.stderr);
   // the operator's own password is never printed back
   assert.equal(withPassword.stdout.includes('long enough pass'), false);
   assert.equal('dashboard_password' in JSON.parse(withPassword.stdout), false);
-  const withPasswordText = await runCli(store, ['merchant', 'create', '--name', 'Three', '--email', 'three@kiwi.example', '--password', 'long enough pass']);
+  const withPasswordText = await runCli(store, [
+    'merchant',
+    'create',
+    '--name',
+    'Three',
+    '--email',
+    'three@kiwi.example',
+    '--password',
+    'long enough pass',
+  ]);
   assert.equal(withPasswordText.status, 0, withPasswordText.stderr);
   assert.equal(withPasswordText.stdout.includes('long enough pass'), false);
   assert.match(withPasswordText.stdout, /dashboard {5}three@kiwi\.example \/ \(the password you gave\)/);
   assert.equal(JSON.parse(withPassword.stdout).bank_account_id, null);
 
   const refusals: Array<[string[], string]> = [
-    [['merchant', 'create', '--name', 'Again', '--email', 'owner@kiwi.example', '--json'], 'error: A merchant with email owner@kiwi.example already exists\n'],
+    [
+      ['merchant', 'create', '--name', 'Again', '--email', 'owner@kiwi.example', '--json'],
+      'error: A merchant with email owner@kiwi.example already exists\n',
+    ],
     [['merchant', 'create', '--name', 'X', '--email', 'not-an-email'], 'error: email must be an email address\n'],
-    [['merchant', 'create', '--name', 'X', '--email', 'x@kiwi.example', '--password', 'short'], 'error: password must be at least 8 characters\n'],
+    [
+      ['merchant', 'create', '--name', 'X', '--email', 'x@kiwi.example', '--password', 'short'],
+      'error: password must be at least 8 characters\n',
+    ],
     [['merchant', 'create', '--email', 'x@kiwi.example'], 'error: merchant create needs --name and --email\n'],
-    [['merchant', 'create', '--name', 'X', '--email', 'y@kiwi.example', '--bank-account', '12-3456-7890123-00'],
-      'error: account_number must be a valid NZ bank account number BB-bbbb-AAAAAAA-SSS (bank, branch, account and suffix, passing the check digit)\n'],
-    [['bank-accounts', 'add', '--merchant', merchant.user_id, '--number', '01-0902-0068388-00'],
-      'error: account_number must be a valid NZ bank account number BB-bbbb-AAAAAAA-SSS (bank, branch, account and suffix, passing the check digit)\n'],
-    [['bank-accounts', 'add', '--merchant', 'nobody@kiwi.example', '--number', VALID_ACCOUNT], 'error: no merchant with email nobody@kiwi.example\n'],
-    [['keys', 'create', '--merchant', merchant.user_id, '--mode', 'staging'], 'error: keys create needs --merchant and --mode live|test\n'],
+    [
+      ['merchant', 'create', '--name', 'X', '--email', 'y@kiwi.example', '--bank-account', '12-3456-7890123-00'],
+      'error: account_number must be a valid NZ bank account number BB-bbbb-AAAAAAA-SSS (bank, branch, account and suffix, passing the check digit)\n',
+    ],
+    [
+      ['bank-accounts', 'add', '--merchant', merchant.user_id, '--number', '01-0902-0068388-00'],
+      'error: account_number must be a valid NZ bank account number BB-bbbb-AAAAAAA-SSS (bank, branch, account and suffix, passing the check digit)\n',
+    ],
+    [
+      ['bank-accounts', 'add', '--merchant', 'nobody@kiwi.example', '--number', VALID_ACCOUNT],
+      'error: no merchant with email nobody@kiwi.example\n',
+    ],
+    [
+      ['keys', 'create', '--merchant', merchant.user_id, '--mode', 'staging'],
+      'error: keys create needs --merchant and --mode live|test\n',
+    ],
     [['keys', 'revoke', 'key_01JD2Q8Z7M3V4K5N6P7R8S9T0V'], 'error: No such api key: key_01JD2Q8Z7M3V4K5N6P7R8S9T0V\n'],
   ];
   for (const [args, stderr] of refusals) {
@@ -79,27 +130,47 @@ test('merchant create, keys create|revoke, bank-accounts add, migrate', async (t
   assert.equal(unknown.status, 2);
   assert.match(unknown.stderr, /^unknown command: frobnicate\n\nusage:/);
 
-  const added = await runCli(store, ['bank-accounts', 'add', '--merchant', 'owner@kiwi.example', '--number', '01 0902 0068389 00', '--json']);
+  const added = await runCli(store, [
+    'bank-accounts',
+    'add',
+    '--merchant',
+    'owner@kiwi.example',
+    '--number',
+    '01 0902 0068389 00',
+    '--json',
+  ]);
   assert.equal(added.status, 0, added.stderr);
   const account = JSON.parse(added.stdout);
   assert.deepEqual(Object.keys(account), ['id', 'account_number']);
   assert.equal(account.account_number, '01-0902-0068389-000');
 
-  const key = JSON.parse((await runCli(store, ['keys', 'create', '--merchant', merchant.user_id, '--mode', 'test', '--json'])).stdout);
+  const key = JSON.parse(
+    (await runCli(store, ['keys', 'create', '--merchant', merchant.user_id, '--mode', 'test', '--json'])).stdout,
+  );
   assert.match(key.key, /^sk_test_/);
   assert.equal(key.mode, 'test');
 
   const runtime = await serviceOn(t, store);
   const api = apiClient(runtime, key.key);
-  const request = await api.post('/v1/requests', { bank_account_id: account.id, amount: '4.50 NZD', message: 'Flat white' });
+  const request = await api.post('/v1/requests', {
+    bank_account_id: account.id,
+    amount: '4.50 NZD',
+    message: 'Flat white',
+  });
   assert.equal(request.status, 201, request.text);
   const accounts = await apiClient(runtime, merchant.live_key).get('/v1/bank-accounts');
-  assert.deepEqual(accounts.body.bank_accounts.map((a: any) => a.id).sort(), [merchant.bank_account_id, account.id].sort());
+  assert.deepEqual(
+    accounts.body.bank_accounts.map((a: any) => a.id).sort(),
+    [merchant.bank_account_id, account.id].sort(),
+  );
 
   const revoked = await runCli(store, ['keys', 'revoke', key.id, '--json']);
   assert.deepEqual([revoked.status, JSON.parse(revoked.stdout)], [0, { id: key.id, revoked: true }]);
   const refused = await api.get('/v1/requests');
-  assert.deepEqual([refused.status, refused.body], [401, { code: 'unauthorized', message: 'Unknown or revoked API key', params: {} }]);
+  assert.deepEqual(
+    [refused.status, refused.body],
+    [401, { code: 'unauthorized', message: 'Unknown or revoked API key', params: {} }],
+  );
   // revoking by the key itself works too, and other keys keep working
   assert.equal((await runCli(store, ['keys', 'revoke', merchant.test_key])).status, 0);
   assert.equal((await apiClient(runtime, merchant.test_key).get('/v1/requests')).status, 401);
@@ -109,20 +180,43 @@ test('merchant create, keys create|revoke, bank-accounts add, migrate', async (t
 test('backup --to FILE writes an openable SQLite copy with the data', async (t) => {
   const store = await processStore(t);
   assert.equal((await runCli(store, ['migrate'])).status, 0);
-  const merchant = JSON.parse((await runCli(store, ['merchant', 'create', '--name', 'Backed Up', '--email', 'backup@example.com', '--bank-account', VALID_ACCOUNT, '--json'])).stdout);
+  const merchant = JSON.parse(
+    (
+      await runCli(store, [
+        'merchant',
+        'create',
+        '--name',
+        'Backed Up',
+        '--email',
+        'backup@example.com',
+        '--bank-account',
+        VALID_ACCOUNT,
+        '--json',
+      ])
+    ).stdout,
+  );
   const target = path.join(store.dataDir, 'copy', 'backup.db');
   const missingFolder = await runCli(store, ['backup', '--to', target]);
-  assert.deepEqual([missingFolder.status, missingFolder.stderr], [1, `error: the folder ${path.dirname(target)} does not exist; create it first\n`]);
+  assert.deepEqual(
+    [missingFolder.status, missingFolder.stderr],
+    [1, `error: the folder ${path.dirname(target)} does not exist; create it first\n`],
+  );
   fs.mkdirSync(path.dirname(target));
   const result = await runCli(store, ['backup', '--to', target, '--json']);
   if (store.engine === 'postgres') {
-    assert.deepEqual([result.status, result.stderr], [1, 'error: backup --to works on the embedded SQLite database; for PostgreSQL use pg_dump\n']);
+    assert.deepEqual(
+      [result.status, result.stderr],
+      [1, 'error: backup --to works on the embedded SQLite database; for PostgreSQL use pg_dump\n'],
+    );
     return;
   }
   assert.deepEqual([result.status, JSON.parse(result.stdout)], [0, { backup: target }]);
   const copy = new DatabaseSync(target, { readOnly: true });
   t.after(() => copy.close());
-  assert.deepEqual({ ...copy.prepare('select id, email from users').get() }, { id: merchant.user_id, email: 'backup@example.com' });
+  assert.deepEqual(
+    { ...copy.prepare('select id, email from users').get() },
+    { id: merchant.user_id, email: 'backup@example.com' },
+  );
   assert.equal((copy.prepare('select count(*) as n from api_keys').get() as { n: number }).n, 2);
   assert.equal((copy.prepare('pragma integrity_check').get() as Record<string, string>).integrity_check, 'ok');
   const again = await runCli(store, ['backup', '--to', target]);

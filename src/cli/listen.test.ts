@@ -6,10 +6,26 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import fc from 'fast-check';
 import { ulid } from 'ulid';
-import { childEnv, merchantByCli, processStore, runCli, type Service, startService, type Store } from '../../test/process.ts';
+import {
+  childEnv,
+  merchantByCli,
+  processStore,
+  runCli,
+  type Service,
+  startService,
+  type Store,
+} from '../../test/process.ts';
 import { startReceiver } from '../modules/webhooks/receiver.test-support.ts';
 import { verifyStandardWebhook, verifyWebhookSignature } from '../modules/webhooks/verify.js';
-import { CATCH_UP_AFTER_MS, CATCH_UP_GAP_MS, eventIdFloor, eventIdTime, LOOKBACK_MS, retryAfterMs, SeenEvents } from './commands/listen.ts';
+import {
+  CATCH_UP_AFTER_MS,
+  CATCH_UP_GAP_MS,
+  eventIdFloor,
+  eventIdTime,
+  LOOKBACK_MS,
+  retryAfterMs,
+  SeenEvents,
+} from './commands/listen.ts';
 import { TRIGGERABLE, triggerEvent } from './commands/trigger.ts';
 import { createTonoClient } from '@tono/client';
 
@@ -19,22 +35,28 @@ import { createTonoClient } from '@tono/client';
 const root = path.resolve(import.meta.dirname, '../..');
 
 test('event id floors sort with real ids and keep their time', () => {
-  fc.assert(fc.property(fc.integer({ min: 1, max: 2 ** 48 - 10_001 }), fc.integer({ min: 1, max: 10_000 }), (at, later) => {
-    const floor = eventIdFloor(at);
-    assert.match(floor, /^event_[0-9A-HJKMNP-TV-Z]{26}$/);
-    assert.equal(eventIdTime(floor), at);
-    const real = `event_${ulid(at)}`;
-    assert.ok(floor <= real && eventIdTime(real) === at);
-    assert.ok(eventIdFloor(at + later) > real, 'a later floor sorts after every id of an earlier moment');
-  }));
+  fc.assert(
+    fc.property(fc.integer({ min: 1, max: 2 ** 48 - 10_001 }), fc.integer({ min: 1, max: 10_000 }), (at, later) => {
+      const floor = eventIdFloor(at);
+      assert.match(floor, /^event_[0-9A-HJKMNP-TV-Z]{26}$/);
+      assert.equal(eventIdTime(floor), at);
+      const real = `event_${ulid(at)}`;
+      assert.ok(floor <= real && eventIdTime(real) === at);
+      assert.ok(eventIdFloor(at + later) > real, 'a later floor sorts after every id of an earlier moment');
+    }),
+  );
 });
 
 const ids = (events: Array<{ id: string }>) => events.map((event) => event.id);
 
-test('listen long-polls from the feed\'s cursor and, after new events, re-reads the look-back a few times without waiting', () => {
+test("listen long-polls from the feed's cursor and, after new events, re-reads the look-back a few times without waiting", () => {
   const start = `event_${ulid(1_000_000)}`;
   const seen = new SeenEvents(start);
-  assert.deepEqual(seen.next(0), { after: start, wait: 25, catchUp: false, at: 0 }, 'a quiet feed: one long poll at a time');
+  assert.deepEqual(
+    seen.next(0),
+    { after: start, wait: 25, catchUp: false, at: 0 },
+    'a quiet feed: one long poll at a time',
+  );
   const a = `event_${ulid(2_000_000)}`;
   const b = `event_${ulid(2_000_400)}`;
   assert.deepEqual(ids(seen.took(seen.next(0), { events: [{ id: a }, { id: b }], cursor: b }, 10_000)), [a, b]);
@@ -47,8 +69,14 @@ test('listen long-polls from the feed\'s cursor and, after new events, re-reads 
   assert.deepEqual(catchUp, { after: eventIdFloor(2_000_400 - LOOKBACK_MS), wait: 0, catchUp: true, at: 11_000 });
   // it finds an event that committed after b although its id is older; what was forwarded is not again
   const late = `event_${ulid(1_999_000)}`;
-  assert.deepEqual(ids(seen.took(catchUp, { events: [{ id: late }, { id: a }, { id: b }], cursor: b }, 11_000)), [late]);
-  assert.deepEqual(seen.next(11_500), { after: b, wait: 1, catchUp: false, at: 11_500 }, 'at most one catch-up read a second');
+  assert.deepEqual(ids(seen.took(catchUp, { events: [{ id: late }, { id: a }, { id: b }], cursor: b }, 11_000)), [
+    late,
+  ]);
+  assert.deepEqual(
+    seen.next(11_500),
+    { after: b, wait: 1, catchUp: false, at: 11_500 },
+    'at most one catch-up read a second',
+  );
 
   // the reads due run out: then the long poll waits its full time again
   let now = 11_500;
@@ -57,11 +85,22 @@ test('listen long-polls from the feed\'s cursor and, after new events, re-reads 
     const ask = seen.next(now);
     if (ask.wait === 25) break;
     if (ask.catchUp) catchUps++;
-    assert.deepEqual(seen.took(ask, ask.catchUp ? { events: [{ id: late }, { id: a }, { id: b }], cursor: b } : { events: [], cursor: b }, now + ask.wait * 1000), []);
+    assert.deepEqual(
+      seen.took(
+        ask,
+        ask.catchUp ? { events: [{ id: late }, { id: a }, { id: b }], cursor: b } : { events: [], cursor: b },
+        now + ask.wait * 1000,
+      ),
+      [],
+    );
     now += ask.wait * 1000 + 5;
   }
   assert.deepEqual(seen.next(now), { after: b, wait: 25, catchUp: false, at: now });
-  assert.equal(catchUps, 3, 'the one still due for a and b, and the two the late event asked for; reads that found nothing new asked for none');
+  assert.equal(
+    catchUps,
+    3,
+    'the one still due for a and b, and the two the late event asked for; reads that found nothing new asked for none',
+  );
   assert.ok(now < 11_000 + Math.max(...CATCH_UP_AFTER_MS) + 2 * CATCH_UP_GAP_MS);
 
   // a catch-up page cut off before the cursor goes on from where it stopped, at once
@@ -74,7 +113,10 @@ test('listen long-polls from the feed\'s cursor and, after new events, re-reads 
   const later = `event_${ulid(2_000_900)}`;
   assert.deepEqual(ids(seen.took(cut, { events: [{ id: late }, { id: a }], cursor: a }, now)), []);
   assert.deepEqual(seen.next(now), { after: a, wait: 0, catchUp: true, at: now });
-  assert.deepEqual(ids(seen.took(seen.next(now), { events: [{ id: b }, { id: later }, { id: c }, { id: d }], cursor: d }, now)), [later]);
+  assert.deepEqual(
+    ids(seen.took(seen.next(now), { events: [{ id: b }, { id: later }, { id: c }, { id: d }], cursor: d }, now)),
+    [later],
+  );
   assert.equal(seen.next(now).catchUp, false);
 
   // never before the start
@@ -82,41 +124,70 @@ test('listen long-polls from the feed\'s cursor and, after new events, re-reads 
   const early = new SeenEvents(recent);
   const e = `event_${ulid(2_000_000)}`;
   early.took(early.next(0), { events: [{ id: e }], cursor: e }, 0);
-  assert.deepEqual(early.next(CATCH_UP_AFTER_MS[0]!), { after: recent, wait: 0, catchUp: true, at: CATCH_UP_AFTER_MS[0] });
+  assert.deepEqual(early.next(CATCH_UP_AFTER_MS[0]!), {
+    after: recent,
+    wait: 0,
+    catchUp: true,
+    at: CATCH_UP_AFTER_MS[0],
+  });
 });
 
 test('against a feed whose events commit late and out of order, listen forwards each once and never spins', () => {
   const base = 1_800_000_000_000;
   // small pages, so that catch-up reads are cut off and must go on
   const PAGE = 3;
-  fc.assert(fc.property(
-    // some events made in the same few milliseconds, to fill pages
-    fc.array(fc.record({ made: fc.oneof(fc.integer({ min: 1, max: 30 }), fc.integer({ min: 1, max: 20_000 })), delay: fc.integer({ min: 0, max: LOOKBACK_MS - 1 }) }), { maxLength: 25 }),
-    (specs) => {
-      const events = specs.map(({ made, delay }) => ({ id: `event_${ulid(base + made)}`, committed: made + delay }));
-      const seen = new SeenEvents(eventIdFloor(base));
-      const forwarded: string[] = [];
-      const end = Math.max(0, ...events.map((event) => event.committed)) + 2 * LOOKBACK_MS + 30_000;
-      let now = 0;
-      let calls = 0;
-      let fullPages = 0;
-      while (now < end) {
-        const ask = seen.next(now);
-        const visible = () => events.filter((event) => event.id > ask.after && event.committed <= now).sort((x, y) => (x.id < y.id ? -1 : 1));
-        // the feed as the service answers it: what has committed after the cursor, else a wait for it
-        if (visible().length === 0 && ask.wait > 0) now = Math.min(now + ask.wait * 1000, ...events.filter((event) => event.id > ask.after && event.committed > now).map((event) => event.committed));
-        const page = visible().slice(0, PAGE);
-        calls++;
-        if (page.length === PAGE) fullPages++;
-        now += 2;
-        forwarded.push(...ids(seen.took(ask, { events: page, cursor: page.at(-1)?.id ?? ask.after }, now)));
-      }
-      assert.deepEqual(forwarded.toSorted(), events.map((event) => event.id).toSorted(), 'each event forwarded, once');
-      // Per new event at most: the long poll that brought it, two catch-up reads, and the long polls
-      // that ended on them; a page that was full brings one more; a quiet feed, one call per 25 s.
-      assert.ok(calls - fullPages <= 5 * events.length + Math.ceil(end / 25_000) + 1, `${calls} calls, ${fullPages} full pages, for ${events.length} events`);
-    },
-  ));
+  fc.assert(
+    fc.property(
+      // some events made in the same few milliseconds, to fill pages
+      fc.array(
+        fc.record({
+          made: fc.oneof(fc.integer({ min: 1, max: 30 }), fc.integer({ min: 1, max: 20_000 })),
+          delay: fc.integer({ min: 0, max: LOOKBACK_MS - 1 }),
+        }),
+        { maxLength: 25 },
+      ),
+      (specs) => {
+        const events = specs.map(({ made, delay }) => ({ id: `event_${ulid(base + made)}`, committed: made + delay }));
+        const seen = new SeenEvents(eventIdFloor(base));
+        const forwarded: string[] = [];
+        const end = Math.max(0, ...events.map((event) => event.committed)) + 2 * LOOKBACK_MS + 30_000;
+        let now = 0;
+        let calls = 0;
+        let fullPages = 0;
+        while (now < end) {
+          const ask = seen.next(now);
+          const visible = () =>
+            events
+              .filter((event) => event.id > ask.after && event.committed <= now)
+              .sort((x, y) => (x.id < y.id ? -1 : 1));
+          // the feed as the service answers it: what has committed after the cursor, else a wait for it
+          if (visible().length === 0 && ask.wait > 0)
+            now = Math.min(
+              now + ask.wait * 1000,
+              ...events
+                .filter((event) => event.id > ask.after && event.committed > now)
+                .map((event) => event.committed),
+            );
+          const page = visible().slice(0, PAGE);
+          calls++;
+          if (page.length === PAGE) fullPages++;
+          now += 2;
+          forwarded.push(...ids(seen.took(ask, { events: page, cursor: page.at(-1)?.id ?? ask.after }, now)));
+        }
+        assert.deepEqual(
+          forwarded.toSorted(),
+          events.map((event) => event.id).toSorted(),
+          'each event forwarded, once',
+        );
+        // Per new event at most: the long poll that brought it, two catch-up reads, and the long polls
+        // that ended on them; a page that was full brings one more; a quiet feed, one call per 25 s.
+        assert.ok(
+          calls - fullPages <= 5 * events.length + Math.ceil(end / 25_000) + 1,
+          `${calls} calls, ${fullPages} full pages, for ${events.length} events`,
+        );
+      },
+    ),
+  );
 });
 
 test('a 429 waits as long as its Retry-After says, at least a second', () => {
@@ -130,7 +201,11 @@ test('a 429 waits as long as its Retry-After says, at least a second', () => {
 });
 
 function startListen(store: Store, args: string[]) {
-  const child = spawn(process.execPath, ['src/cli/main.ts', 'listen', ...args], { cwd: root, env: childEnv(store.env), stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['src/cli/main.ts', 'listen', ...args], {
+    cwd: root,
+    env: childEnv(store.env),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (chunk) => (stdout += chunk));
@@ -139,7 +214,8 @@ function startListen(store: Store, args: string[]) {
   const until = async (pattern: RegExp) => {
     const deadline = Date.now() + 30_000;
     while (!pattern.test(stdout)) {
-      if (Date.now() > deadline || child.exitCode !== null) throw new Error(`listen printed ${JSON.stringify(stdout)} ${stderr}`);
+      if (Date.now() > deadline || child.exitCode !== null)
+        throw new Error(`listen printed ${JSON.stringify(stdout)} ${stderr}`);
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     return stdout.match(pattern)!;
@@ -147,7 +223,9 @@ function startListen(store: Store, args: string[]) {
   return { child, exited, until, stdout: () => stdout, stderr: () => stderr };
 }
 
-async function serviceWithMerchant(t: Parameters<typeof processStore>[0]): Promise<{ store: Store; service: Service; key: string; liveKey: string }> {
+async function serviceWithMerchant(
+  t: Parameters<typeof processStore>[0],
+): Promise<{ store: Store; service: Service; key: string; liveKey: string }> {
   const store = await processStore(t);
   const service = await startService(t, store);
   const merchant = await merchantByCli(store, 'Laptop Shop', 'dev@laptop.example');
@@ -157,21 +235,49 @@ async function serviceWithMerchant(t: Parameters<typeof processStore>[0]): Promi
 test('listen forwards the chosen test events, re-signed with the secret it prints, one line each', async (t) => {
   const { store, service, key } = await serviceWithMerchant(t);
   // an event from before listen starts is not forwarded
-  assert.equal((await runCli(store, ['trigger', 'request.created', '--api-key', key, '--base-url', service.baseUrl])).status, 0);
+  assert.equal(
+    (await runCli(store, ['trigger', 'request.created', '--api-key', key, '--base-url', service.baseUrl])).status,
+    0,
+  );
   const receiver = await startReceiver((_request, index) => ({ status: index === 0 ? 204 : 500 }));
   t.after(() => receiver.close());
-  const listen = startListen(store, ['--forward-to', receiver.url, '--api-key', key, '--base-url', service.baseUrl, '--events', 'request.created,payment.status_updated']);
+  const listen = startListen(store, [
+    '--forward-to',
+    receiver.url,
+    '--api-key',
+    key,
+    '--base-url',
+    service.baseUrl,
+    '--events',
+    'request.created,payment.status_updated',
+  ]);
   t.after(() => listen.child.kill('SIGKILL'));
   const [, secret] = await listen.until(/Webhook signing secret for this session: (\S+)/);
 
-  const triggered = await runCli(store, ['trigger', 'payment.status_updated', '--api-key', key, '--base-url', service.baseUrl]);
+  const triggered = await runCli(store, [
+    'trigger',
+    'payment.status_updated',
+    '--api-key',
+    key,
+    '--base-url',
+    service.baseUrl,
+  ]);
   assert.equal(triggered.status, 0, triggered.stderr);
-  assert.match(triggered.stdout, /created request request_\w+\npaid it at the sandbox bank: payment payment_\w+ successful\nTriggered payment.status_updated.\n$/);
+  assert.match(
+    triggered.stdout,
+    /created request request_\w+\npaid it at the sandbox bank: payment payment_\w+ successful\nTriggered payment.status_updated.\n$/,
+  );
 
   const received = await receiver.waitFor(2);
-  assert.deepEqual(received.map((r) => r.body.type), ['request.created', 'payment.status_updated']);
+  assert.deepEqual(
+    received.map((r) => r.body.type),
+    ['request.created', 'payment.status_updated'],
+  );
   for (const delivery of received) {
-    assert.equal(verifyWebhookSignature(delivery.raw, delivery.headers['x-service-signature'] as string, secret!), true);
+    assert.equal(
+      verifyWebhookSignature(delivery.raw, delivery.headers['x-service-signature'] as string, secret!),
+      true,
+    );
     assert.equal(verifyStandardWebhook(delivery.raw, delivery.headers, secret!), true);
     assert.equal(delivery.headers['x-service-event-id'], delivery.body.id);
   }
@@ -189,11 +295,33 @@ test('listen forwards the chosen test events, re-signed with the secret it print
 test('listen and trigger refuse what they cannot do, with one clear line', async (t) => {
   const { store, service, key, liveKey } = await serviceWithMerchant(t);
   const cases: Array<[string[], RegExp]> = [
-    [['listen', '--forward-to', 'http://localhost:4242/hooks', '--api-key', liveKey, '--base-url', service.baseUrl], /^error: --api-key must be a test key \(sk_test_…\)/],
+    [
+      ['listen', '--forward-to', 'http://localhost:4242/hooks', '--api-key', liveKey, '--base-url', service.baseUrl],
+      /^error: --api-key must be a test key \(sk_test_…\)/,
+    ],
     [['listen', '--api-key', key, '--base-url', service.baseUrl], /^error: listen needs --forward-to URL/],
-    [['listen', '--forward-to', 'http://localhost:4242', '--api-key', key, '--events', 'payment.teleported', '--base-url', service.baseUrl], /^error: --events must be comma-separated event types; "payment.teleported" is not one/],
-    [['listen', '--forward-to', 'http://localhost:4242', '--api-key', 'sk_test_nope', '--base-url', service.baseUrl], /^error: http:\/\/127\.0\.0\.1:\d+ refused the key: /],
-    [['trigger', 'payment.teleported', '--api-key', key, '--base-url', service.baseUrl], /^error: cannot trigger "payment.teleported"; these can be: request.created/],
+    [
+      [
+        'listen',
+        '--forward-to',
+        'http://localhost:4242',
+        '--api-key',
+        key,
+        '--events',
+        'payment.teleported',
+        '--base-url',
+        service.baseUrl,
+      ],
+      /^error: --events must be comma-separated event types; "payment.teleported" is not one/,
+    ],
+    [
+      ['listen', '--forward-to', 'http://localhost:4242', '--api-key', 'sk_test_nope', '--base-url', service.baseUrl],
+      /^error: http:\/\/127\.0\.0\.1:\d+ refused the key: /,
+    ],
+    [
+      ['trigger', 'payment.teleported', '--api-key', key, '--base-url', service.baseUrl],
+      /^error: cannot trigger "payment.teleported"; these can be: request.created/,
+    ],
   ];
   for (const [args, message] of cases) {
     const result = await runCli(store, args);
@@ -212,7 +340,9 @@ test('each event type trigger offers happens through the API calls it makes', as
   for (const type of TRIGGERABLE) {
     const steps = await triggerEvent(tono, type);
     assert.ok(steps.length > 0, type);
-    const found = await fetch(`${service.baseUrl}/v1/events?type=${type}&limit=1`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.json()) as { events: unknown[] };
+    const found = (await fetch(`${service.baseUrl}/v1/events?type=${type}&limit=1`, {
+      headers: { authorization: `Bearer ${key}` },
+    }).then((r) => r.json())) as { events: unknown[] };
     assert.equal(found.events.length, 1, `${type} happened`);
   }
 });
@@ -221,7 +351,10 @@ test('each event type trigger offers happens through the API calls it makes', as
 async function feedCalls(service: Service): Promise<number> {
   const metrics = await fetch(`${service.baseUrl}/metrics`).then((reply) => reply.text());
   let count = 0;
-  for (const [, value] of metrics.matchAll(/^tono_http_request_duration_seconds_count\{[^}]*route="\/v1\/events\/feed"[^}]*\} (\d+)$/gm)) count += Number(value);
+  for (const [, value] of metrics.matchAll(
+    /^tono_http_request_duration_seconds_count\{[^}]*route="\/v1\/events\/feed"[^}]*\} (\d+)$/gm,
+  ))
+    count += Number(value);
   return count;
 }
 
@@ -232,7 +365,10 @@ async function settle(ms: number) {
 type FeedCall = { at: number; query: URLSearchParams; status?: number };
 
 /** A proxy in front of the service that notes each call to the feed and can answer one itself. */
-async function startFeedProxy(target: string, answer: (index: number) => { status: number; headers: Record<string, string>; body: string } | null) {
+async function startFeedProxy(
+  target: string,
+  answer: (index: number) => { status: number; headers: Record<string, string>; body: string } | null,
+) {
   const calls: FeedCall[] = [];
   const server = http.createServer((req, res) => {
     const url = new URL(req.url!, target);
@@ -301,9 +437,18 @@ describe('listen goes easy on the service', { concurrency: true }, () => {
     const listen = startListen(store, ['--forward-to', receiver.url, '--api-key', key, '--base-url', service.baseUrl]);
     t.after(() => listen.child.kill('SIGKILL'));
     await listen.until(/Ctrl-C stops/);
-    const triggered = await runCli(store, ['trigger', 'payment.status_updated', '--api-key', key, '--base-url', service.baseUrl]);
+    const triggered = await runCli(store, [
+      'trigger',
+      'payment.status_updated',
+      '--api-key',
+      key,
+      '--base-url',
+      service.baseUrl,
+    ]);
     assert.equal(triggered.status, 0, triggered.stderr);
-    const listed = await fetch(`${service.baseUrl}/v1/events?limit=100`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.json()) as { events: Array<{ id: string }> };
+    const listed = (await fetch(`${service.baseUrl}/v1/events?limit=100`, {
+      headers: { authorization: `Bearer ${key}` },
+    }).then((r) => r.json())) as { events: Array<{ id: string }> };
     const happened = ids(listed.events).toSorted();
     assert.ok(happened.length >= 2, JSON.stringify(happened));
     await receiver.waitFor(happened.length);
@@ -324,7 +469,15 @@ describe('listen goes easy on the service', { concurrency: true }, () => {
 
   test('a 429 from the feed is waited out for its Retry-After, with one line', async (t) => {
     const { store, service, key } = await serviceWithMerchant(t);
-    const limited = { status: 429, headers: { 'content-type': 'application/json', 'retry-after': '2' }, body: JSON.stringify({ code: 'rate_limited', message: 'Too many requests; retry after 2 s', params: { retry_after_seconds: 2 } }) };
+    const limited = {
+      status: 429,
+      headers: { 'content-type': 'application/json', 'retry-after': '2' },
+      body: JSON.stringify({
+        code: 'rate_limited',
+        message: 'Too many requests; retry after 2 s',
+        params: { retry_after_seconds: 2 },
+      }),
+    };
     // the first call (where listen starts) and the first long poll after it
     const proxy = await startFeedProxy(service.baseUrl, (index) => (index === 0 || index === 2 ? limited : null));
     t.after(() => proxy.close());
@@ -332,18 +485,30 @@ describe('listen goes easy on the service', { concurrency: true }, () => {
     t.after(() => receiver.close());
     const listen = startListen(store, ['--forward-to', receiver.url, '--api-key', key, '--base-url', proxy.url]);
     t.after(() => listen.child.kill('SIGKILL'));
-    await until(() => proxy.calls.length >= 4, () => `${proxy.calls.length} feed calls; listen printed ${listen.stdout()} ${listen.stderr()}`);
+    await until(
+      () => proxy.calls.length >= 4,
+      () => `${proxy.calls.length} feed calls; listen printed ${listen.stdout()} ${listen.stderr()}`,
+    );
     const [limitedStart, start, limitedPoll, poll] = proxy.calls as [FeedCall, FeedCall, FeedCall, FeedCall];
-    assert.deepEqual([limitedStart.status, start.status, limitedPoll.query.get('wait'), poll.query.get('wait')], [429, 200, '25', '25']);
+    assert.deepEqual(
+      [limitedStart.status, start.status, limitedPoll.query.get('wait'), poll.query.get('wait')],
+      [429, 200, '25', '25'],
+    );
     // a little less than 2 s: the 429 was noted here a moment before listen read it
     assert.ok(start.at - limitedStart.at >= 1_900, `${start.at - limitedStart.at} ms after the first 429`);
     assert.ok(poll.at - limitedPoll.at >= 1_900, `${poll.at - limitedPoll.at} ms after the second 429`);
     assert.equal(poll.query.get('after'), limitedPoll.query.get('after'), 'the same call again');
     assert.equal(listen.stdout().match(/429/g)?.length, 2, listen.stdout());
-    assert.match(listen.stdout(), /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d {2}http:\/\/127\.0\.0\.1:\d+ answered 429 rate_limited; trying again in 2 s, as it asks\n/m);
+    assert.match(
+      listen.stdout(),
+      /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d {2}http:\/\/127\.0\.0\.1:\d+ answered 429 rate_limited; trying again in 2 s, as it asks\n/m,
+    );
 
     // and it goes on as usual
-    assert.equal((await runCli(store, ['trigger', 'request.created', '--api-key', key, '--base-url', service.baseUrl])).status, 0);
+    assert.equal(
+      (await runCli(store, ['trigger', 'request.created', '--api-key', key, '--base-url', service.baseUrl])).status,
+      0,
+    );
     await receiver.waitFor(1);
     await listen.until(/request\.created\s+event_\w+ {2}-> 204/);
     await settle(1_000);

@@ -21,7 +21,9 @@ async function main(argv: string[]): Promise<number> {
   }
   const command: CliCommand | undefined = name ? commands[name] : undefined;
   if (!command) {
-    process.stderr.write(name && name !== 'help' && name !== '--help' ? `unknown command: ${name}\n\n${usage()}` : usage());
+    process.stderr.write(
+      name && name !== 'help' && name !== '--help' ? `unknown command: ${name}\n\n${usage()}` : usage(),
+    );
     return name && name !== 'help' && name !== '--help' ? 2 : 0;
   }
   let parsed: ReturnType<typeof parseArgs>;

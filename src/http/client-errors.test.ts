@@ -9,7 +9,12 @@ function rawExchange(port: number, bytes: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const socket = net.connect(port, '127.0.0.1');
     let reply = '';
-    socket.setEncoding('utf8').on('data', (chunk) => (reply += chunk)).on('end', () => resolve(reply)).on('close', () => resolve(reply)).on('error', reject);
+    socket
+      .setEncoding('utf8')
+      .on('data', (chunk) => (reply += chunk))
+      .on('end', () => resolve(reply))
+      .on('close', () => resolve(reply))
+      .on('error', reject);
     socket.write(bytes);
   });
 }
@@ -21,8 +26,14 @@ test('HTTP framing errors are answered in the API error shape, and the connectio
   // With a valid key, so the request gets as far as its body (without one, the 401 comes first).
   const { testKey } = await createTestMerchant(app);
   const cases = [
-    ['a bad chunk', `POST /v1/requests HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${testKey}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`],
-    ['Content-Length with Transfer-Encoding', 'POST /v1/requests HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n'],
+    [
+      'a bad chunk',
+      `POST /v1/requests HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${testKey}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`,
+    ],
+    [
+      'Content-Length with Transfer-Encoding',
+      'POST /v1/requests HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n',
+    ],
     ['a broken request line', 'GET /v1/requests HTTP/9\r\n\r\n'],
   ];
   for (const [name, bytes] of cases) {

@@ -8,8 +8,10 @@ import { AppError } from '../shared/errors.ts';
 // more on it can be trusted.
 
 function errorFor(error: NodeJS.ErrnoException): AppError {
-  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') return new AppError('request_timeout', 'The request was not received in time', {});
-  if (error.code === 'HPE_HEADER_OVERFLOW') return new AppError('headers_too_large', 'The request headers are larger than the server accepts', {});
+  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT')
+    return new AppError('request_timeout', 'The request was not received in time', {});
+  if (error.code === 'HPE_HEADER_OVERFLOW')
+    return new AppError('headers_too_large', 'The request headers are larger than the server accepts', {});
   const { reason } = error as NodeJS.ErrnoException & { reason?: unknown };
   const detail = typeof reason === 'string' ? `: ${reason}` : '';
   return new AppError('bad_request.malformed_http', `The request is not valid HTTP/1.1${detail}`, {});

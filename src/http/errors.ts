@@ -12,14 +12,16 @@ export const JSON_ONLY = 'Send the body as JSON with Content-Type: application/j
 export function requireJsonBody(request: FastifyRequest): void {
   if (request.body === undefined || !request.url.startsWith('/v1/')) return;
   const type = request.headers['content-type'] ?? '';
-  if (!/^application\/([a-z0-9.+-]+\+)?json\s*(;|$)/i.test(type)) throw new AppError('unsupported_media_type', JSON_ONLY, {});
+  if (!/^application\/([a-z0-9.+-]+\+)?json\s*(;|$)/i.test(type))
+    throw new AppError('unsupported_media_type', JSON_ONLY, {});
 }
 
 /** The one place any failure becomes `{ code, message, params }` with its status. */
 export function toAppError(error: FastifyError | Error): AppError {
   if (error instanceof AppError) return error;
   const fastifyError = error as FastifyError & { validationContext?: string };
-  if (fastifyError.validation) return schemaErrorToAppError(fastifyError.validation as any, fastifyError.validationContext ?? 'body');
+  if (fastifyError.validation)
+    return schemaErrorToAppError(fastifyError.validation as any, fastifyError.validationContext ?? 'body');
   switch (fastifyError.code) {
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
@@ -54,5 +56,7 @@ export function errorHandler(error: FastifyError, request: FastifyRequest, reply
 }
 
 export function notFoundHandler(request: FastifyRequest, reply: FastifyReply) {
-  return reply.status(404).send({ code: 'not_found.route', message: `No route ${request.method} ${request.url.split('?')[0]}`, params: {} });
+  return reply
+    .status(404)
+    .send({ code: 'not_found.route', message: `No route ${request.method} ${request.url.split('?')[0]}`, params: {} });
 }

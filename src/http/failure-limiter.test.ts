@@ -7,21 +7,33 @@ import { shiftedClock, systemClock } from '../shared/time.ts';
 import { clientKey, FailureLimiter } from './failure-limiter.ts';
 
 test('FailureLimiter: at most max failures per window, then refused until the window ends; keys are independent', () => {
-  fc.assert(fc.property(fc.integer({ min: 1, max: 20 }), fc.array(fc.integer({ min: 0, max: 5_000 }), { maxLength: 60 }), (max, gaps) => {
-    const limiter = new FailureLimiter({ max, windowMs: 1_000 });
-    let now = 0;
-    let windowStart = -Infinity;
-    let failures = 0;
-    for (const gap of gaps) {
-      now += gap;
-      if (now - windowStart >= 1_000) { windowStart = now; failures = 0; }
-      const check = limiter.check('ip', now);
-      assert.equal(check.ok, failures < max);
-      if (!check.ok) assert.equal(check.retryAfterMs, windowStart + 1_000 - now);
-      if (check.ok) { limiter.fail('ip', now); failures += 1; }
-      assert.equal(limiter.check('other', now).ok, true);
-    }
-  }));
+  fc.assert(
+    fc.property(
+      fc.integer({ min: 1, max: 20 }),
+      fc.array(fc.integer({ min: 0, max: 5_000 }), { maxLength: 60 }),
+      (max, gaps) => {
+        const limiter = new FailureLimiter({ max, windowMs: 1_000 });
+        let now = 0;
+        let windowStart = -Infinity;
+        let failures = 0;
+        for (const gap of gaps) {
+          now += gap;
+          if (now - windowStart >= 1_000) {
+            windowStart = now;
+            failures = 0;
+          }
+          const check = limiter.check('ip', now);
+          assert.equal(check.ok, failures < max);
+          if (!check.ok) assert.equal(check.retryAfterMs, windowStart + 1_000 - now);
+          if (check.ok) {
+            limiter.fail('ip', now);
+            failures += 1;
+          }
+          assert.equal(limiter.check('other', now).ok, true);
+        }
+      },
+    ),
+  );
   const off = new FailureLimiter({ max: 0, windowMs: 1_000 });
   for (let i = 0; i < 100; i++) off.fail('ip', 0);
   assert.equal(off.check('ip', 0).ok, true);
@@ -40,7 +52,10 @@ test('FailureLimiter: memory stays bounded, expired windows are dropped, the new
   reopened.fail('b', 500);
   reopened.fail('a', 1_200);
   reopened.fail('c', 1_300);
-  assert.deepEqual(['a', 'b', 'c'].map((key) => reopened.check(key, 1_300).ok), [false, true, false]);
+  assert.deepEqual(
+    ['a', 'b', 'c'].map((key) => reopened.check(key, 1_300).ok),
+    [false, true, false],
+  );
 });
 
 test('clientKey: IPv4 as itself (also when IPv4-mapped), IPv6 by its /64', () => {
@@ -57,12 +72,22 @@ test('guessing API keys from a fresh IPv6 address each time, within one /64, is 
   const app = await buildTestApp(t, { authFailuresPerMinute: 30 });
   const merchant = await createTestMerchant(app);
   const guess = (remoteAddress: string) =>
-    app.app.inject({ method: 'GET', url: '/v1/requests', remoteAddress, headers: { authorization: `Bearer sk_test_${randomBytes(24).toString('base64url')}` } });
+    app.app.inject({
+      method: 'GET',
+      url: '/v1/requests',
+      remoteAddress,
+      headers: { authorization: `Bearer sk_test_${randomBytes(24).toString('base64url')}` },
+    });
   for (let i = 1; i <= 30; i++) assert.equal((await guess(`2001:db8:1:2::${i.toString(16)}`)).statusCode, 401);
   const blocked = await guess('2001:db8:1:2:aaaa:bbbb:cccc:dddd');
   assert.equal(blocked.statusCode, 429);
   assert.equal(blocked.json().code, 'rate_limited');
-  const neighbour = await app.app.inject({ method: 'GET', url: '/v1/requests', remoteAddress: '2001:db8:1:3::1', headers: { authorization: `Bearer ${merchant.testKey}` } });
+  const neighbour = await app.app.inject({
+    method: 'GET',
+    url: '/v1/requests',
+    remoteAddress: '2001:db8:1:3::1',
+    headers: { authorization: `Bearer ${merchant.testKey}` },
+  });
   assert.equal(neighbour.statusCode, 200, 'another /64 is not affected');
 });
 
@@ -80,7 +105,18 @@ test('guessing API keys: after 30 failures a minute from one address, 429 with R
   assert.ok(Number(blocked.headers['retry-after']) >= 1 && Number(blocked.headers['retry-after']) <= 60);
   // the address is refused whatever it sends, so a found key cannot be told apart
   assert.equal((await apiClient(app, merchant.testKey).get('/v1/requests')).status, 429);
-  assert.equal((await app.app.inject({ method: 'GET', url: '/v1/requests', remoteAddress: '10.9.8.7', headers: { authorization: `Bearer ${merchant.testKey}` } })).statusCode, 200, 'another address is not affected');
+  assert.equal(
+    (
+      await app.app.inject({
+        method: 'GET',
+        url: '/v1/requests',
+        remoteAddress: '10.9.8.7',
+        headers: { authorization: `Bearer ${merchant.testKey}` },
+      })
+    ).statusCode,
+    200,
+    'another address is not affected',
+  );
   app.deps.clock = shiftedClock(systemClock, 61_000);
   assert.equal((await apiClient(app, merchant.testKey).get('/v1/requests')).status, 200);
 });
@@ -90,12 +126,22 @@ test('guessing API keys all at once: the address gets no more lookups than its l
   // could all pass the check before any was counted; on SQLite the lookup answers at once.
   const app = await buildTestApp(t, { authFailuresPerMinute: 30 });
   const merchant = await createTestMerchant(app);
-  const guesses = await Promise.all(Array.from({ length: 200 }, () => apiClient(app, `sk_test_${randomBytes(24).toString('base64url')}`).get('/v1/requests')));
+  const guesses = await Promise.all(
+    Array.from({ length: 200 }, () =>
+      apiClient(app, `sk_test_${randomBytes(24).toString('base64url')}`).get('/v1/requests'),
+    ),
+  );
   assert.equal(guesses.filter((guess) => guess.status === 401).length, 30);
   assert.equal(guesses.filter((guess) => guess.status === 429).length, 170);
   // a right key sent among guesses is given back its attempt: 29 guesses, then the key, then one more guess still fit
   const other = '10.1.2.3';
-  const call = (key: string) => app.app.inject({ method: 'GET', url: '/v1/requests', remoteAddress: other, headers: { authorization: `Bearer ${key}` } });
+  const call = (key: string) =>
+    app.app.inject({
+      method: 'GET',
+      url: '/v1/requests',
+      remoteAddress: other,
+      headers: { authorization: `Bearer ${key}` },
+    });
   const burst = await Promise.all([
     ...Array.from({ length: 29 }, () => call(`sk_test_${randomBytes(24).toString('base64url')}`)),
     call(merchant.liveKey),
@@ -109,7 +155,13 @@ test('take counts an attempt before its outcome is known, and giveBack uncounts 
   const limiter = new FailureLimiter({ max: 2, windowMs: 1_000 });
   const first = limiter.take('a', 0);
   const second = limiter.take('a', 10);
-  assert.deepEqual([first, second], [{ ok: true, windowStart: 0 }, { ok: true, windowStart: 0 }]);
+  assert.deepEqual(
+    [first, second],
+    [
+      { ok: true, windowStart: 0 },
+      { ok: true, windowStart: 0 },
+    ],
+  );
   assert.deepEqual(limiter.take('a', 20), { ok: false, retryAfterMs: 980 });
   if (second.ok) limiter.giveBack('a', second.windowStart);
   assert.equal(limiter.take('a', 30).ok, true);

@@ -11,7 +11,13 @@ import type { Mode } from '../shared/mode.ts';
 import type { Db } from '../store/db.ts';
 
 /** Who is asking: the fields of a service context that idempotency needs. */
-export type IdempotencyScope = { db: Db; clock: Clock; merchant: { id: string }; mode: Mode; deps: { secrets: SecretBox } };
+export type IdempotencyScope = {
+  db: Db;
+  clock: Clock;
+  merchant: { id: string };
+  mode: Mode;
+  deps: { secrets: SecretBox };
+};
 
 export type Reply<T> = { status: number; body: T; replayed: boolean };
 
@@ -35,26 +41,57 @@ export async function idempotent<T>(
   const now = ctx.clock.now();
   const scope = { user_id: ctx.merchant.id, mode: ctx.mode, key };
   return transact(ctx.db, async (trx) => {
-    await trx.deleteFrom('idempotency_keys').where('user_id', '=', scope.user_id).where('mode', '=', scope.mode)
-      .where('key', '=', key).where('expires_at', '<', now).execute();
+    await trx
+      .deleteFrom('idempotency_keys')
+      .where('user_id', '=', scope.user_id)
+      .where('mode', '=', scope.mode)
+      .where('key', '=', key)
+      .where('expires_at', '<', now)
+      .execute();
     const inserted = await trx
       .insertInto('idempotency_keys')
-      .values({ ...scope, endpoint, fingerprint, status_code: null, response: null, created_at: now, expires_at: now + DAY_MS })
+      .values({
+        ...scope,
+        endpoint,
+        fingerprint,
+        status_code: null,
+        response: null,
+        created_at: now,
+        expires_at: now + DAY_MS,
+      })
       .onConflict((oc) => oc.columns(['user_id', 'mode', 'key']).doNothing())
       .returning('key')
       .executeTakeFirst();
     if (!inserted) {
-      const existing = await trx.selectFrom('idempotency_keys').selectAll()
-        .where('user_id', '=', scope.user_id).where('mode', '=', scope.mode).where('key', '=', key).executeTakeFirstOrThrow();
+      const existing = await trx
+        .selectFrom('idempotency_keys')
+        .selectAll()
+        .where('user_id', '=', scope.user_id)
+        .where('mode', '=', scope.mode)
+        .where('key', '=', key)
+        .executeTakeFirstOrThrow();
       if (existing.endpoint !== endpoint || existing.fingerprint !== fingerprint) {
-        throw new AppError('conflict.idempotency_key_reused', 'This Idempotency-Key was used with a different request', { idempotency_key: key });
+        throw new AppError(
+          'conflict.idempotency_key_reused',
+          'This Idempotency-Key was used with a different request',
+          { idempotency_key: key },
+        );
       }
-      return { status: 200, body: JSON.parse(existing.response === null ? 'null' : openStored(ctx.deps.secrets, existing.response)) as T, replayed: true };
+      return {
+        status: 200,
+        body: JSON.parse(existing.response === null ? 'null' : openStored(ctx.deps.secrets, existing.response)) as T,
+        replayed: true,
+      };
     }
     const body = await work(trx);
     // Sealed: a stored reply may hold a secret shown once (a new webhook endpoint's).
-    await trx.updateTable('idempotency_keys').set({ status_code: status, response: ctx.deps.secrets.seal(JSON.stringify(body)) })
-      .where('user_id', '=', scope.user_id).where('mode', '=', scope.mode).where('key', '=', key).execute();
+    await trx
+      .updateTable('idempotency_keys')
+      .set({ status_code: status, response: ctx.deps.secrets.seal(JSON.stringify(body)) })
+      .where('user_id', '=', scope.user_id)
+      .where('mode', '=', scope.mode)
+      .where('key', '=', key)
+      .execute();
     return { status, body, replayed: false };
   });
 }

@@ -4,7 +4,12 @@ import { jobCounts } from '../jobs/queue.ts';
 
 export const HTTP_DURATION_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10];
 
-type Series = { labels: { method: string; route: string; status: string }; counts: Float64Array; sum: number; count: number };
+type Series = {
+  labels: { method: string; route: string; status: string };
+  counts: Float64Array;
+  sum: number;
+  count: number;
+};
 
 /**
  * The HTTP duration histogram (`tono_http_request_duration_seconds`, by method, route and status),
@@ -35,7 +40,12 @@ export class HttpDurations {
     if (!byStatus) byMethod.set(method, (byStatus = new Map()));
     let series = byStatus.get(status);
     if (!series) {
-      series = { labels: { method, route, status: String(status) }, counts: new Float64Array(this.#bounds.length), sum: 0, count: 0 };
+      series = {
+        labels: { method, route, status: String(status) },
+        counts: new Float64Array(this.#bounds.length),
+        sum: 0,
+        count: 0,
+      };
       byStatus.set(status, series);
       this.#series.push(series);
     }
@@ -52,16 +62,34 @@ export class HttpDurations {
 
   /** The values as prom-client's Histogram gives them to the registry's text writer: each series' labels shared by its lines. */
   getForPromString() {
-    type Line = { labels: Record<string, string | number>; sharedLabels: Series['labels']; value: number; metricName: string; exemplar?: null };
+    type Line = {
+      labels: Record<string, string | number>;
+      sharedLabels: Series['labels'];
+      value: number;
+      metricName: string;
+      exemplar?: null;
+    };
     const values: Line[] = [];
     for (const series of this.#series) {
       let cumulative = 0;
       this.#bounds.forEach((bound, i) => {
         cumulative += series.counts[i]!;
-        values.push({ labels: { le: bound }, sharedLabels: series.labels, value: cumulative, metricName: `${this.name}_bucket`, exemplar: null });
+        values.push({
+          labels: { le: bound },
+          sharedLabels: series.labels,
+          value: cumulative,
+          metricName: `${this.name}_bucket`,
+          exemplar: null,
+        });
       });
       values.push(
-        { labels: { le: '+Inf' }, sharedLabels: series.labels, value: series.count, metricName: `${this.name}_bucket`, exemplar: null },
+        {
+          labels: { le: '+Inf' },
+          sharedLabels: series.labels,
+          value: series.count,
+          metricName: `${this.name}_bucket`,
+          exemplar: null,
+        },
         { labels: {}, sharedLabels: series.labels, value: series.sum, metricName: `${this.name}_sum` },
         { labels: {}, sharedLabels: series.labels, value: series.count, metricName: `${this.name}_count` },
       );
@@ -72,7 +100,10 @@ export class HttpDurations {
   /** The metric as a Histogram's `get()` gives it: each line with all its labels. */
   get() {
     const metric = this.getForPromString();
-    const values = metric.values.map(({ labels, sharedLabels, ...line }) => ({ ...line, labels: { ...labels, ...sharedLabels } }));
+    const values = metric.values.map(({ labels, sharedLabels, ...line }) => ({
+      ...line,
+      labels: { ...labels, ...sharedLabels },
+    }));
     return { ...metric, values };
   }
 

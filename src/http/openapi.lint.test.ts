@@ -17,7 +17,8 @@ import { errorCodesOf, hoistNamedSchemas, operationIdFor } from './openapi.ts';
 const root = path.resolve(import.meta.dirname, '../..');
 const document = JSON.parse(fs.readFileSync(OPENAPI_FILE, 'utf8'));
 const operations = Object.entries(document.paths).flatMap(([route, item]: [string, any]) =>
-  Object.entries(item).map(([method, operation]: [string, any]) => ({ route, method, operation })));
+  Object.entries(item).map(([method, operation]: [string, any]) => ({ route, method, operation })),
+);
 
 test('Redocly lint (recommended rules) finds no error and no warning', () => {
   const cli = path.join(root, 'node_modules/@redocly/cli/bin/cli.js');
@@ -28,7 +29,9 @@ test('Redocly lint (recommended rules) finds no error and no warning', () => {
     timeout: 120_000,
   });
   const report = JSON.parse(result.stdout.slice(result.stdout.indexOf('{')));
-  const problems = report.problems.map((p: any) => `${p.severity} ${p.ruleId}: ${p.message} at ${p.location?.[0]?.pointer}`);
+  const problems = report.problems.map(
+    (p: any) => `${p.severity} ${p.ruleId}: ${p.message} at ${p.location?.[0]?.pointer}`,
+  );
   assert.deepEqual(problems, []);
   assert.equal(result.status, 0, result.stderr);
 });
@@ -45,18 +48,48 @@ test('every operation has a unique operationId, a tag, a summary and a descripti
 });
 
 test('objects are named schemas under components, referenced from the operations', () => {
-  for (const name of ['Request', 'Payment', 'Customer', 'RecurringConsent', 'Subscription', 'Event', 'WebhookEndpoint', 'Error', 'Delivery', 'Amount', 'CreateRequest']) {
+  for (const name of [
+    'Request',
+    'Payment',
+    'Customer',
+    'RecurringConsent',
+    'Subscription',
+    'Event',
+    'WebhookEndpoint',
+    'Error',
+    'Delivery',
+    'Amount',
+    'CreateRequest',
+  ]) {
     assert.ok(document.components.schemas[name], name);
   }
   const text = JSON.stringify(document.paths);
   for (const name of Object.keys(document.components.schemas).filter((n) => !n.endsWith('Event') || n === 'Event')) {
-    assert.ok(text.includes(`"#/components/schemas/${name}"`) || JSON.stringify(document.components.schemas).includes(`"#/components/schemas/${name}"`), `${name} is referenced`);
+    assert.ok(
+      text.includes(`"#/components/schemas/${name}"`) ||
+        JSON.stringify(document.components.schemas).includes(`"#/components/schemas/${name}"`),
+      `${name} is referenced`,
+    );
   }
-  assert.deepEqual(JSON.parse(JSON.stringify(document.paths['/v1/requests/{id}'].get.responses['200'].content['application/json'].schema.properties.request)), { $ref: '#/components/schemas/Request' });
+  assert.deepEqual(
+    JSON.parse(
+      JSON.stringify(
+        document.paths['/v1/requests/{id}'].get.responses['200'].content['application/json'].schema.properties.request,
+      ),
+    ),
+    { $ref: '#/components/schemas/Request' },
+  );
 });
 
 test('each error response lists its codes, each with the status its first segment fixes', () => {
-  const statusOf: Record<string, string> = { bad_request: '400', unauthorized: '401', not_found: '404', conflict: '409', payment_rejected: '422', service_unavailable: '503' };
+  const statusOf: Record<string, string> = {
+    bad_request: '400',
+    unauthorized: '401',
+    not_found: '404',
+    conflict: '409',
+    payment_rejected: '422',
+    service_unavailable: '503',
+  };
   for (const { route, method, operation } of operations) {
     for (const [status, response] of Object.entries(operation.responses) as Array<[string, any]>) {
       if (!/^[45]/.test(status)) continue;
@@ -67,8 +100,16 @@ test('each error response lists its codes, each with the status its first segmen
     }
   }
   const pay = document.paths['/v1/payments'].post.responses;
-  assert.ok(pay['422'].content['application/json'].schema.allOf[1].properties.code.enum.includes('payment_rejected.max_per_period'));
-  assert.deepEqual(document.paths['/v1/requests/{id}'].get.responses['404'].content['application/json'].schema.allOf[1].properties.code.enum, ['not_found.request']);
+  assert.ok(
+    pay['422'].content['application/json'].schema.allOf[1].properties.code.enum.includes(
+      'payment_rejected.max_per_period',
+    ),
+  );
+  assert.deepEqual(
+    document.paths['/v1/requests/{id}'].get.responses['404'].content['application/json'].schema.allOf[1].properties.code
+      .enum,
+    ['not_found.request'],
+  );
 });
 
 test('the webhooks section has every event type with its exact data schema', () => {
@@ -92,37 +133,96 @@ test('operation ids follow the path: list, get, create, update, delete, actions'
   assert.equal(operationIdFor('patch', '/v1/webhooks/{id}'), 'updateWebhook');
   assert.equal(operationIdFor('put', '/v1/recurring-consents/{id}/revoke'), 'revokeRecurringConsent');
   assert.equal(operationIdFor('get', '/v1/subscriptions/{id}/payments'), 'listSubscriptionPayments');
-  fc.assert(fc.property(fc.constantFrom('get', 'post', 'put', 'patch', 'delete'), fc.array(fc.stringMatching(/^[a-z]{1,8}(-[a-z]{1,8})?$/), { minLength: 1, maxLength: 4 }), fc.boolean(), (method, words, withId) => {
-    const segments = withId ? [words[0]!, '{id}', ...words.slice(1)] : words;
-    assert.match(operationIdFor(method, `/v1/${segments.join('/')}`), /^[a-z][A-Za-z]*$/);
-  }));
+  fc.assert(
+    fc.property(
+      fc.constantFrom('get', 'post', 'put', 'patch', 'delete'),
+      fc.array(fc.stringMatching(/^[a-z]{1,8}(-[a-z]{1,8})?$/), { minLength: 1, maxLength: 4 }),
+      fc.boolean(),
+      (method, words, withId) => {
+        const segments = withId ? [words[0]!, '{id}', ...words.slice(1)] : words;
+        assert.match(operationIdFor(method, `/v1/${segments.join('/')}`), /^[a-z][A-Za-z]*$/);
+      },
+    ),
+  );
 });
 
 test('the error codes of an operation follow from its fields, its path and its rules', () => {
   const codes = errorCodesOf('createThing', '/v1/things', {
-    requestBody: { content: { 'application/json': { schema: { type: 'object', required: ['amount'], properties: { amount: { type: 'string' }, options: { type: 'object', required: ['period'], properties: { period: { type: 'string' } } } } } } } },
+    requestBody: {
+      content: {
+        'application/json': {
+          schema: {
+            type: 'object',
+            required: ['amount'],
+            properties: {
+              amount: { type: 'string' },
+              options: { type: 'object', required: ['period'], properties: { period: { type: 'string' } } },
+            },
+          },
+        },
+      },
+    },
     parameters: [{ in: 'header', name: 'idempotency-key' }],
   });
   assert.deepEqual(codes, {
-    '400': ['bad_request.invalid_json', 'bad_request.invalid_param.amount', 'bad_request.invalid_param.options', 'bad_request.invalid_param.options.period', 'bad_request.missing_param.amount', 'bad_request.missing_param.options.period', 'bad_request.unknown_param.<field>'],
+    '400': [
+      'bad_request.invalid_json',
+      'bad_request.invalid_param.amount',
+      'bad_request.invalid_param.options',
+      'bad_request.invalid_param.options.period',
+      'bad_request.missing_param.amount',
+      'bad_request.missing_param.options.period',
+      'bad_request.unknown_param.<field>',
+    ],
     '401': ['unauthorized'],
     '409': ['conflict.idempotency_key_reused'],
   });
 });
 
 test('every envelope the builders make is valid against its schema, and one with a stray field is not', () => {
-  const address = { address1: '1 Queen St', address2: '', address3: '', address4: '', city: 'Auckland', postcode: '1010' };
+  const address = {
+    address1: '1 Queen St',
+    address2: '',
+    address3: '',
+    address4: '',
+    city: 'Auckland',
+    postcode: '1010',
+  };
   const at = '2026-11-21T10:00:00.000Z';
   const status: Record<string, string> = {
-    'request.expired': 'expired', 'payment.created': 'awaiting-consent', 'payment.status_updated': 'successful',
-    'recurring_payment.authorised': 'active', 'recurring_payment.revoked': 'revoked', 'request.status_updated': 'paid',
+    'request.expired': 'expired',
+    'payment.created': 'awaiting-consent',
+    'payment.status_updated': 'successful',
+    'recurring_payment.authorised': 'active',
+    'recurring_payment.revoked': 'revoked',
+    'request.status_updated': 'paid',
   };
   for (const type of EVENT_TYPES) {
     const source = {
-      id: 'x_1', merchant_identifier: null, user_id: 'user_1', request_id: 'request_1', created_at: at, updated_at: at, expires_at: null,
-      status: status[type] ?? 'active', token: 'rct_1', last_payment_id: 'payment_1', last_error: 'insufficient_funds', attempts: 2, charge_at: at,
-      next_attempt_at: at, skipped_charge_at: at, next_charge_at: null, email: 'payer@example.com', first_name: null, last_name: 'Ngata', phone: null, address,
-      url: 'https://example.com/hooks', disabled_at: at, failing_since: at,
+      id: 'x_1',
+      merchant_identifier: null,
+      user_id: 'user_1',
+      request_id: 'request_1',
+      created_at: at,
+      updated_at: at,
+      expires_at: null,
+      status: status[type] ?? 'active',
+      token: 'rct_1',
+      last_payment_id: 'payment_1',
+      last_error: 'insufficient_funds',
+      attempts: 2,
+      charge_at: at,
+      next_attempt_at: at,
+      skipped_charge_at: at,
+      next_charge_at: null,
+      email: 'payer@example.com',
+      first_name: null,
+      last_name: 'Ngata',
+      phone: null,
+      address,
+      url: 'https://example.com/hooks',
+      disabled_at: at,
+      failing_since: at,
     };
     const data = (buildEventData[type] as (s: unknown) => object)(source);
     const envelope = { id: 'event_1', type, ...(versionOf(type) && { version: 1 }), created_at: at, data };

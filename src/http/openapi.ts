@@ -16,14 +16,20 @@ export type OpenApiExtras = {
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;
 
 export const TAGS = [
-  { name: 'Requests', description: 'Payment requests: what a payer is asked to pay, with the hosted page URL and QR code.' },
+  {
+    name: 'Requests',
+    description: 'Payment requests: what a payer is asked to pay, with the hosted page URL and QR code.',
+  },
   { name: 'Payments', description: 'Payments made against requests, and payments executed under recurring consents.' },
-  { name: 'Recurring consents', description: 'Payers\' approvals for the merchant to charge within limits.' },
+  { name: 'Recurring consents', description: "Payers' approvals for the merchant to charge within limits." },
   { name: 'Subscriptions', description: 'Charges the service makes on a schedule, with retries.' },
   { name: 'Customers', description: 'Payers who gave their details.' },
-  { name: 'Events', description: 'Everything that happened, as sent to webhook endpoints; see also the webhooks section.' },
+  {
+    name: 'Events',
+    description: 'Everything that happened, as sent to webhook endpoints; see also the webhooks section.',
+  },
   { name: 'Webhooks', description: 'Endpoints that receive events, signed with their secret.' },
-  { name: 'Bank accounts', description: 'The merchant\'s accounts that payments go into.' },
+  { name: 'Bank accounts', description: "The merchant's accounts that payments go into." },
   { name: 'Test helpers', description: 'Test keys only: a test clock, and payers and banks acting on test objects.' },
 ];
 
@@ -51,7 +57,12 @@ const ID_OVERRIDES: Record<string, string> = {
   'POST /v1/test-helpers/requests/{id}/latency': 'slowBankForRequest',
 };
 
-const pascal = (words: string) => words.split(/[-_]/).filter(Boolean).map((word) => word[0]!.toUpperCase() + word.slice(1)).join('');
+const pascal = (words: string) =>
+  words
+    .split(/[-_]/)
+    .filter(Boolean)
+    .map((word) => word[0]!.toUpperCase() + word.slice(1))
+    .join('');
 const singular = (resource: string) => resource.replace(/s$/, '');
 
 /**
@@ -65,13 +76,22 @@ export function operationIdFor(method: string, path: string): string {
   const segments = path.replace(/^\/v1\//, '').split('/');
   const [resource = '', id, action, ...rest] = segments;
   const verb = method.toLowerCase();
-  if (rest.length === 0 && id === undefined) return `${verb === 'get' ? 'list' : verb === 'post' ? 'create' : verb}${pascal(verb === 'get' ? resource : singular(resource))}`;
+  if (rest.length === 0 && id === undefined)
+    return `${verb === 'get' ? 'list' : verb === 'post' ? 'create' : verb}${pascal(verb === 'get' ? resource : singular(resource))}`;
   if (rest.length === 0 && id === '{id}' && action === undefined) {
-    const verbs: Record<string, string> = { get: 'get', delete: 'delete', patch: 'update', put: 'replace', post: 'create' };
+    const verbs: Record<string, string> = {
+      get: 'get',
+      delete: 'delete',
+      patch: 'update',
+      put: 'replace',
+      post: 'create',
+    };
     return `${verbs[verb]}${pascal(singular(resource))}`;
   }
   if (rest.length === 0 && id === '{id}' && action) {
-    return verb === 'get' ? `list${pascal(singular(resource))}${pascal(action)}` : `${pascal(action).replace(/^./, (c) => c.toLowerCase())}${pascal(singular(resource))}`;
+    return verb === 'get'
+      ? `list${pascal(singular(resource))}${pascal(action)}`
+      : `${pascal(action).replace(/^./, (c) => c.toLowerCase())}${pascal(singular(resource))}`;
   }
   return `${verb}${pascal(segments.filter((s) => !s.startsWith('{')).join('-'))}`;
 }
@@ -108,7 +128,12 @@ export const RULE_ERRORS: Record<string, string[]> = {
 };
 
 const STATUS_OF_FAMILY: Record<string, string> = {
-  bad_request: '400', unauthorized: '401', not_found: '404', conflict: '409', payment_rejected: '422', service_unavailable: '503',
+  bad_request: '400',
+  unauthorized: '401',
+  not_found: '404',
+  conflict: '409',
+  payment_rejected: '422',
+  service_unavailable: '503',
 };
 const statusOf = (code: string) => STATUS_OF_FAMILY[code.split('.')[0]!]!;
 
@@ -123,8 +148,14 @@ function fieldsOf(schema: Json, prefix = ''): Array<{ field: string; required: b
 }
 
 const RESOURCE_TYPES: Record<string, string> = {
-  requests: 'request', payments: 'payment', customers: 'customer', subscriptions: 'subscription', events: 'event',
-  webhooks: 'webhook', 'recurring-consents': 'recurring_consent', 'bank-accounts': 'bank_account',
+  requests: 'request',
+  payments: 'payment',
+  customers: 'customer',
+  subscriptions: 'subscription',
+  events: 'event',
+  webhooks: 'webhook',
+  'recurring-consents': 'recurring_consent',
+  'bank-accounts': 'bank_account',
 };
 
 /** Every error code an operation can answer, by HTTP status. */
@@ -135,13 +166,18 @@ export function errorCodesOf(operationId: string, path: string, operation: Json)
   const fields = [
     ...fieldsOf(body),
     // a path parameter is never missing: without it the path is another route
-    ...(operation.parameters ?? []).filter((p: Json) => p.in === 'query' || p.in === 'path').map((p: Json) => ({ field: p.name as string, required: p.in === 'query' && p.required === true })),
+    ...(operation.parameters ?? [])
+      .filter((p: Json) => p.in === 'query' || p.in === 'path')
+      .map((p: Json) => ({ field: p.name as string, required: p.in === 'query' && p.required === true })),
   ];
   for (const { field, required } of fields) {
     codes.add(`bad_request.invalid_param.${field}`);
     if (required) codes.add(`bad_request.missing_param.${field}`);
   }
-  if (fields.some((f) => f.field === 'idempotency_key') || (operation.parameters ?? []).some((p: Json) => p.in === 'header' && p.name === 'idempotency-key')) {
+  if (
+    fields.some((f) => f.field === 'idempotency_key') ||
+    (operation.parameters ?? []).some((p: Json) => p.in === 'header' && p.name === 'idempotency-key')
+  ) {
     codes.add('conflict.idempotency_key_reused');
   }
   if (operation.security === undefined || operation.security.length > 0) codes.add('unauthorized');
@@ -149,7 +185,8 @@ export function errorCodesOf(operationId: string, path: string, operation: Json)
   const helper = segments[0] === 'test-helpers';
   if (helper) codes.add('not_found.route');
   const resource = helper ? segments[1] : segments[0];
-  if (segments.includes('{id}') && resource && RESOURCE_TYPES[resource]) codes.add(`not_found.${RESOURCE_TYPES[resource]}`);
+  if (segments.includes('{id}') && resource && RESOURCE_TYPES[resource])
+    codes.add(`not_found.${RESOURCE_TYPES[resource]}`);
   for (const code of RULE_ERRORS[operationId] ?? []) codes.add(code);
   const byStatus: Record<string, string[]> = {};
   for (const code of [...codes].sort()) (byStatus[statusOf(code)] ??= []).push(code);
@@ -161,8 +198,8 @@ export function errorCodesOf(operationId: string, path: string, operation: Json)
 const ERROR_DESCRIPTIONS: Record<string, string> = {
   '400': 'The request is not valid; `params.field` names the field',
   '401': 'No valid API key',
-  '404': 'No such object for this key\'s merchant and mode',
-  '409': 'Not allowed in the object\'s current state, or an Idempotency-Key reused with another body',
+  '404': "No such object for this key's merchant and mode",
+  '409': "Not allowed in the object's current state, or an Idempotency-Key reused with another body",
   '422': 'The payment was refused before any money moved; `params` says what remains',
   '503': 'The bank could not be reached',
 };
@@ -172,12 +209,20 @@ function errorResponse(status: string, codes: string[]): Json {
   const open = codes.filter((code) => code.includes('<'));
   const branches = [
     ...(fixed.length > 0 ? [{ type: 'string', enum: fixed }] : []),
-    ...open.map((pattern) => ({ type: 'string', pattern: `^${pattern.split('<')[0]!.replace(/\./g, '\\.')}[a-z0-9_.-]+$`, description: `${pattern}: the field's name` })),
+    ...open.map((pattern) => ({
+      type: 'string',
+      pattern: `^${pattern.split('<')[0]!.replace(/\./g, '\\.')}[a-z0-9_.-]+$`,
+      description: `${pattern}: the field's name`,
+    })),
   ];
   const code = branches.length === 1 ? branches[0] : { anyOf: branches };
   return {
     description: ERROR_DESCRIPTIONS[status] ?? 'Error',
-    content: { 'application/json': { schema: { allOf: [{ $ref: '#/components/schemas/Error' }, { type: 'object', properties: { code } }] } } },
+    content: {
+      'application/json': {
+        schema: { allOf: [{ $ref: '#/components/schemas/Error' }, { type: 'object', properties: { code } }] },
+      },
+    },
   };
 }
 
@@ -185,7 +230,12 @@ function errorResponse(status: string, codes: string[]): Json {
 export function hoistNamedSchemas(document: Json): Json {
   const schemas: Record<string, Json> = { ...(document.components?.schemas ?? {}) };
   const named = (value: Json): value is Json =>
-    value && typeof value === 'object' && !Array.isArray(value) && typeof value.title === 'string' && /^[A-Z][A-Za-z0-9]*$/.test(value.title) && (value.type !== undefined || value.anyOf || value.oneOf || value.allOf);
+    value &&
+    typeof value === 'object' &&
+    !Array.isArray(value) &&
+    typeof value.title === 'string' &&
+    /^[A-Z][A-Za-z0-9]*$/.test(value.title) &&
+    (value.type !== undefined || value.anyOf || value.oneOf || value.allOf);
   const walk = (value: Json): Json => {
     if (Array.isArray(value)) return value.map(walk);
     if (!value || typeof value !== 'object') return value;
@@ -198,7 +248,8 @@ export function hoistNamedSchemas(document: Json): Json {
     const orNull = Array.isArray(copy.type) && copy.type.length === 2 && copy.type.includes('null');
     const schema = orNull ? { ...copy, type: copy.type.find((type: string) => type !== 'null') } : copy;
     const existing = schemas[name];
-    if (existing && JSON.stringify(existing) !== JSON.stringify(schema)) throw new Error(`two different schemas are both named ${name}`);
+    if (existing && JSON.stringify(existing) !== JSON.stringify(schema))
+      throw new Error(`two different schemas are both named ${name}`);
     schemas[name] = schema;
     const ref = { $ref: `#/components/schemas/${name}` };
     return orNull ? { anyOf: [ref, { type: 'null' }] } : ref;
@@ -241,7 +292,10 @@ export function finishOpenApiDocument(generated: Json, extras: OpenApiExtras): J
     }
   }
   document.webhooks = extras.webhooks;
-  document.components = { ...document.components, schemas: { ...document.components?.schemas, Error: JSON.parse(JSON.stringify(ErrorBody)) } };
+  document.components = {
+    ...document.components,
+    schemas: { ...document.components?.schemas, Error: JSON.parse(JSON.stringify(ErrorBody)) },
+  };
   document.tags = TAGS;
   return hoistNamedSchemas(document);
 }
@@ -256,13 +310,21 @@ export function swaggerOptions(extras: OpenApiExtras): FastifyDynamicSwaggerOpti
         version: '1',
         description:
           'Payment requests, payments, recurring consents, subscriptions, customers and webhooks for New Zealand bank payments. ' +
-          'Authenticate with `Authorization: Bearer sk_live_…` or `sk_test_…`; test keys see test objects only, and another merchant\'s object is a 404. ' +
-          'Errors are `{ code, message, params }`, with the status fixed by the code\'s first segment; each operation lists the codes it answers. ' +
+          "Authenticate with `Authorization: Bearer sk_live_…` or `sk_test_…`; test keys see test objects only, and another merchant's object is a 404. " +
+          "Errors are `{ code, message, params }`, with the status fixed by the code's first segment; each operation lists the codes it answers. " +
           'Events are POSTed to your webhook endpoints, signed (see the webhooks section).',
         license: { name: 'MIT', identifier: 'MIT' },
       },
-      servers: [{ url: '{base}', description: 'Your Tono service (its PUBLIC_BASE_URL)', variables: { base: { default: 'http://127.0.0.1:3000', description: 'PUBLIC_BASE_URL of the service' } } }],
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'sk_live_… or sk_test_…' } } },
+      servers: [
+        {
+          url: '{base}',
+          description: 'Your Tono service (its PUBLIC_BASE_URL)',
+          variables: { base: { default: 'http://127.0.0.1:3000', description: 'PUBLIC_BASE_URL of the service' } },
+        },
+      ],
+      components: {
+        securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'sk_live_… or sk_test_…' } },
+      },
       security: [{ bearer: [] }],
     },
     transformObject: (documents) => finishOpenApiDocument((documents as { openapiObject: Json }).openapiObject, extras),
@@ -278,12 +340,18 @@ export function docsUiOptions(publicBaseUrl: string) {
   return {
     routePrefix: '/docs',
     // Try it out calls this service, wherever it runs.
-    transformSpecification: (spec: Readonly<Record<string, Json>>) => ({ ...spec, servers: [{ url: publicBaseUrl, description: 'This service' }] }),
+    transformSpecification: (spec: Readonly<Record<string, Json>>) => ({
+      ...spec,
+      servers: [{ url: publicBaseUrl, description: 'This service' }],
+    }),
     staticCSP: true,
     // The plugin's policy allows fonts and styles from any https origin and images from the public
     // validator; the page loads none of them, so they are taken out.
     transformStaticCSP: (header: string) =>
-      header.replace(/ validator\.swagger\.io/g, '').replace(/ https:/g, '').replace("frame-ancestors 'self'", "frame-ancestors 'none'"),
+      header
+        .replace(/ validator\.swagger\.io/g, '')
+        .replace(/ https:/g, '')
+        .replace("frame-ancestors 'self'", "frame-ancestors 'none'"),
     theme: { title: 'Tono API reference' },
     logo: { type: 'image/svg+xml', content: TONO_LOGO, href: '/docs', target: '_self' as const },
     uiConfig: { deepLinking: true, validatorUrl: null, docExpansion: 'list' as const, defaultModelsExpandDepth: 0 },

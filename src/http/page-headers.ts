@@ -7,7 +7,8 @@ import type { FastifyReply } from 'fastify';
 // Every other response (JSON, the widget's script, styles) gets nosniff too, so a browser never
 // reads one as a type it was not sent as.
 
-export const DEFAULT_PAGE_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+export const DEFAULT_PAGE_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
 /** Sets the headers on a reply about to be sent (from an onSend hook). */
 export function pageSecurityHeaders(reply: FastifyReply): void {
@@ -20,7 +21,12 @@ export function pageSecurityHeaders(reply: FastifyReply): void {
 }
 
 /** The headers as an onSend hook of their own (an app with no other onSend work). */
-export function pageSecurityHeadersHook(_request: unknown, reply: FastifyReply, payload: unknown, done: (error: null, payload: unknown) => void): void {
+export function pageSecurityHeadersHook(
+  _request: unknown,
+  reply: FastifyReply,
+  payload: unknown,
+  done: (error: null, payload: unknown) => void,
+): void {
   pageSecurityHeaders(reply);
   done(null, payload);
 }

@@ -4,7 +4,12 @@ import { AMOUNT_FORM, AMOUNT_PATTERN } from '../shared/money.ts';
 // Schema pieces shared by several modules' routes.
 
 export const AmountInput = (description = 'Amount in NZD') =>
-  Type.String({ pattern: AMOUNT_PATTERN, maxLength: 24, description: `${description}, ${AMOUNT_FORM}`, 'x-expected': AMOUNT_FORM });
+  Type.String({
+    pattern: AMOUNT_PATTERN,
+    maxLength: 24,
+    description: `${description}, ${AMOUNT_FORM}`,
+    'x-expected': AMOUNT_FORM,
+  });
 
 export const AmountObject = Type.Object(
   { value: Type.String({ examples: ['10.00 NZD'] }), formatted: Type.String({ examples: ['$10.00'] }) },
@@ -38,7 +43,11 @@ export const ErrorBody = Type.Object(
     message: Type.String(),
     params: Type.Record(Type.String(), Type.Unknown()),
   },
-  { title: 'Error', description: 'Every error has this shape. The HTTP status follows from the first segment of code: bad_request 400, unauthorized 401, not_found 404, conflict 409, payment_rejected 422, rate_limited 429, service_unavailable 503' },
+  {
+    title: 'Error',
+    description:
+      'Every error has this shape. The HTTP status follows from the first segment of code: bad_request 400, unauthorized 401, not_found 404, conflict 409, payment_rejected 422, rate_limited 429, service_unavailable 503',
+  },
 );
 
 export const errorResponses = {
@@ -53,7 +62,11 @@ export const IdParams = (description: string) => Type.Object({ id: Type.String({
 
 export const IdempotencyHeaders = Type.Object({
   'idempotency-key': Type.Optional(
-    Type.String({ minLength: 1, maxLength: 255, description: 'Retry-safe key: the same key and body within 24 hours returns the first result' }),
+    Type.String({
+      minLength: 1,
+      maxLength: 255,
+      description: 'Retry-safe key: the same key and body within 24 hours returns the first result',
+    }),
   ),
 });
 
@@ -78,7 +91,9 @@ export function validatingKeywordIn(schema: unknown, path = '#'): string | null 
   for (const keyword of VALIDATING_KEYWORDS) if (keyword in schema) return `${path}/${keyword}`;
   for (const [key, value] of Object.entries(schema)) {
     if (DATA_KEYWORDS.has(key) || !value || typeof value !== 'object') continue;
-    const children: Array<[string, unknown]> = SCHEMA_MAPS.has(key) ? Object.entries(value).map(([name, child]) => [`${key}/${name}`, child]) : [[key, value]];
+    const children: Array<[string, unknown]> = SCHEMA_MAPS.has(key)
+      ? Object.entries(value).map(([name, child]) => [`${key}/${name}`, child])
+      : [[key, value]];
     for (const [at, child] of children) {
       const found = validatingKeywordIn(child, `${path}/${at}`);
       if (found) return found;
@@ -92,9 +107,16 @@ export function validatingKeywordIn(schema: unknown, path = '#'): string | null 
  * every response of it run validators as it is written (see Nullable). Thrown as the route is
  * registered, so the service does not start with one.
  */
-export function refuseValidatingResponseSchemas(route: { method: string | string[]; url: string; schema?: { response?: unknown } }): void {
+export function refuseValidatingResponseSchemas(route: {
+  method: string | string[];
+  url: string;
+  schema?: { response?: unknown };
+}): void {
   for (const [status, schema] of Object.entries((route.schema?.response ?? {}) as Record<string, unknown>)) {
     const found = validatingKeywordIn(schema);
-    if (found) throw new Error(`${String(route.method)} ${route.url}: the ${status} response schema has ${found}, which fast-json-stringify checks by validating every response: use Nullable, a type list or an enum`);
+    if (found)
+      throw new Error(
+        `${String(route.method)} ${route.url}: the ${status} response schema has ${found}, which fast-json-stringify checks by validating every response: use Nullable, a type list or an enum`,
+      );
   }
 }

@@ -12,7 +12,8 @@ const NoQuery = Type.Object({}, { additionalProperties: false });
 function refuseUnknownQuery(allowed: Set<string>) {
   // A callback hook (not async): it runs on every API call, and a promise costs a microtask turn.
   return (request: FastifyRequest, _reply: unknown, done: (error?: Error) => void): void => {
-    for (const name of Object.keys((request.query ?? {}) as object)) if (!allowed.has(name)) return done(unknownParam(name));
+    for (const name of Object.keys((request.query ?? {}) as object))
+      if (!allowed.has(name)) return done(unknownParam(name));
     done();
   };
 }
@@ -45,11 +46,21 @@ export function strictApiRoute(route: RouteOptions): void {
   if (!isApiRoute(route.url)) return;
   const schema = (route.schema ??= {});
   if (!schema.querystring) schema.querystring = NoQuery;
-  const allowed = new Set(Object.keys(((schema.querystring as { properties?: object }).properties ?? {})));
+  const allowed = new Set(Object.keys((schema.querystring as { properties?: object }).properties ?? {}));
   const methods = Array.isArray(route.method) ? route.method : [route.method];
-  const takesBody = methods.some((method) => method === 'POST' || method === 'PUT' || method === 'PATCH' || method === 'DELETE');
-  const existing = route.preValidation ? (Array.isArray(route.preValidation) ? route.preValidation : [route.preValidation]) : [];
-  route.preValidation = [refuseUnknownQuery(allowed), ...existing, ...(takesBody && !schema.body ? [refuseBody] : [])] as RouteOptions['preValidation'];
+  const takesBody = methods.some(
+    (method) => method === 'POST' || method === 'PUT' || method === 'PATCH' || method === 'DELETE',
+  );
+  const existing = route.preValidation
+    ? Array.isArray(route.preValidation)
+      ? route.preValidation
+      : [route.preValidation]
+    : [];
+  route.preValidation = [
+    refuseUnknownQuery(allowed),
+    ...existing,
+    ...(takesBody && !schema.body ? [refuseBody] : []),
+  ] as RouteOptions['preValidation'];
 }
 
 /**

@@ -43,8 +43,10 @@ export function inspectInput(input: unknown, maxDepth = MAX_JSON_DEPTH): InputPr
     const frame = stack.pop()!;
     const { value } = frame;
     // A field's name before its value, so a field is reported in the order the input gives it.
-    // biome-ignore lint/suspicious/noControlCharactersInRegex: NUL is what this guard looks for
-    if (frame.parent && frame.key.includes('\u0000')) return { kind: 'nul', field: [...pathOf(frame.parent), frame.key.replace(/\u0000/g, '\\u0000')].join('.') };
+    if (frame.parent && frame.key.includes('\u0000')) {
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: NUL is what this guard looks for
+      return { kind: 'nul', field: [...pathOf(frame.parent), frame.key.replace(/\u0000/g, '\\u0000')].join('.') };
+    }
     if (typeof value === 'string') {
       if (value.includes('\u0000')) return { kind: 'nul', field: pathOf(frame).join('.') };
       continue;

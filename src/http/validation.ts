@@ -44,7 +44,16 @@ export const validatorCompiler: FastifySchemaCompiler<any> = ({ schema, httpPart
       for (const [name, type, property] of numeric) {
         const raw = (data as Record<string, unknown>)[name];
         if (typeof raw === 'string' && !(type === 'integer' ? integerText : numberText).test(raw)) {
-          strict.errors = [{ keyword: 'type', instancePath: `/${name}`, schemaPath: '', params: { type }, parentSchema: property, message: `must be ${type}` }] as ErrorObject[];
+          strict.errors = [
+            {
+              keyword: 'type',
+              instancePath: `/${name}`,
+              schemaPath: '',
+              params: { type },
+              parentSchema: property,
+              message: `must be ${type}`,
+            },
+          ] as ErrorObject[];
           return false;
         }
       }
@@ -102,7 +111,8 @@ export function schemaErrorToAppError(errors: ErrorObject[], part: string): AppE
   const error = errors[0];
   if (!error) return new AppError('bad_request.invalid_param.body', 'The request is not valid', {});
   if (error.keyword === 'required') return missingParam(fieldOf(error, String(error.params.missingProperty)));
-  if (error.keyword === 'additionalProperties') return unknownParam(fieldOf(error, String(error.params.additionalProperty)));
+  if (error.keyword === 'additionalProperties')
+    return unknownParam(fieldOf(error, String(error.params.additionalProperty)));
   const field = fieldOf(error);
   if (field === 'body' && error.keyword === 'type' && part === 'body') {
     return new AppError('bad_request.invalid_json', 'The body must be a JSON object', {});

@@ -43,13 +43,20 @@ function numberedKind(
 }
 
 /** Queues jobs 1..count of the kind, each due at runAt(n). */
-async function enqueueNumbered(db: Db, kind: string, count: number, runAt: (n: number) => number, now: number): Promise<void> {
+async function enqueueNumbered(
+  db: Db,
+  kind: string,
+  count: number,
+  runAt: (n: number) => number,
+  now: number,
+): Promise<void> {
   await transact(db, async (trx) => {
-    for (let n = 1; n <= count; n += 1) await enqueue(trx, { kind, runAt: runAt(n), payload: { n }, batched: true }, now);
+    for (let n = 1; n <= count; n += 1)
+      await enqueue(trx, { kind, runAt: runAt(n), payload: { n }, batched: true }, now);
   });
 }
 
-test('a key\'s slot frees when its run finishes, before its batch is recorded', async (t) => {
+test("a key's slot frees when its run finishes, before its batch is recorded", async (t) => {
   const testDb = await freshDb();
   t.after(() => testDb.drop());
   const { db } = testDb;
@@ -65,16 +72,27 @@ test('a key\'s slot frees when its run finishes, before its batch is recorded', 
   const records: number[][] = [];
   let underWay = 0;
   let mostUnderWay = 0;
-  const kind = numberedKind('test.capped', async (n) => {
-    started.push(n);
-    mostUnderWay = Math.max(mostUnderWay, (underWay += 1));
-    if (n === 1) await firstHeld;
-    underWay -= 1;
-    return n;
-  }, (numbers) => records.push(numbers));
+  const kind = numberedKind(
+    'test.capped',
+    async (n) => {
+      started.push(n);
+      mostUnderWay = Math.max(mostUnderWay, (underWay += 1));
+      if (n === 1) await firstHeld;
+      underWay -= 1;
+      return n;
+    },
+    (numbers) => records.push(numbers),
+  );
   await enqueueNumbered(db, 'test.capped', 3, (n) => start - 1000 + n, start);
   // Results are gathered for 200 ms before they are recorded: ample for a claim, so the order below does not hang on timing.
-  const lane = new BatchLane(kind, { db, log: pino({ level: 'silent' }), clock, perKey: 1, pollMs: 10, flushGatherMs: 200 });
+  const lane = new BatchLane(kind, {
+    db,
+    log: pino({ level: 'silent' }),
+    clock,
+    perKey: 1,
+    pollMs: 10,
+    flushGatherMs: 200,
+  });
   lane.start();
   // Stopping waits for runs under way: a failed assertion must not leave the first one held.
   t.after(() => {
@@ -83,9 +101,16 @@ test('a key\'s slot frees when its run finishes, before its batch is recorded', 
   });
 
   await until(() => started.length === 1, 'the first run');
-  const putOff = async () => (await db.selectFrom('jobs').select('run_at').where('kind', '=', 'test.capped').where('locked_by', 'is', null).execute())
-    .filter((job) => Number(job.run_at) > start).length;
-  await until(async () => (await putOff()) === 2, 'the key\'s other jobs to be put off');
+  const putOff = async () =>
+    (
+      await db
+        .selectFrom('jobs')
+        .select('run_at')
+        .where('kind', '=', 'test.capped')
+        .where('locked_by', 'is', null)
+        .execute()
+    ).filter((job) => Number(job.run_at) > start).length;
+  await until(async () => (await putOff()) === 2, "the key's other jobs to be put off");
   assert.deepEqual(started, [1]);
 
   // The put-off jobs come due, and in the same turn the first run finishes.
@@ -112,11 +137,15 @@ test('a key that stays full is put off further each time, up to a second, and ru
   const firstHeld = new Promise<void>((resolve) => (releaseFirst = resolve));
   const started: number[] = [];
   const recorded: number[] = [];
-  const kind = numberedKind('test.full', async (n) => {
-    started.push(n);
-    if (n === 1) await firstHeld;
-    return n;
-  }, (numbers) => recorded.push(...numbers));
+  const kind = numberedKind(
+    'test.full',
+    async (n) => {
+      started.push(n);
+      if (n === 1) await firstHeld;
+      return n;
+    },
+    (numbers) => recorded.push(...numbers),
+  );
   const now = Date.now();
   await enqueueNumbered(db, 'test.full', 3, (n) => now - 1000 + n, now);
   const lane = new BatchLane(kind, { db, log: pino({ level: 'silent' }), perKey: 1, pollMs: 5 });
@@ -129,7 +158,12 @@ test('a key that stays full is put off further each time, up to a second, and ru
 
   // While the first run hangs, its key's other jobs are put off again and again, each time further.
   const putOffBy = async () => {
-    const waiting = await db.selectFrom('jobs').select('run_at').where('kind', '=', 'test.full').where('locked_by', 'is', null).execute();
+    const waiting = await db
+      .selectFrom('jobs')
+      .select('run_at')
+      .where('kind', '=', 'test.full')
+      .where('locked_by', 'is', null)
+      .execute();
     return Math.max(...waiting.map((job) => Number(job.run_at) - Date.now()));
   };
   await until(async () => (await putOffBy()) >= 300, 'the put-off to grow past 300 ms (it starts at 10-40 ms)');
@@ -163,13 +197,18 @@ test('a claimed batch is started a few milliseconds at a time, with turns of the
   const count = 60;
   const startedIn: number[] = [];
   const recorded: number[] = [];
-  const kind = numberedKind('test.sliced', async (n) => {
-    startedIn.push(turn);
-    // Two milliseconds of synchronous work as the run starts (composing a message, signing a body).
-    const until = performance.now() + 2;
-    while (performance.now() < until);
-    return n;
-  }, (numbers) => recorded.push(...numbers), (payload) => `key ${payload.n}`);
+  const kind = numberedKind(
+    'test.sliced',
+    async (n) => {
+      startedIn.push(turn);
+      // Two milliseconds of synchronous work as the run starts (composing a message, signing a body).
+      const until = performance.now() + 2;
+      while (performance.now() < until);
+      return n;
+    },
+    (numbers) => recorded.push(...numbers),
+    (payload) => `key ${payload.n}`,
+  );
   const now = Date.now();
   await enqueueNumbered(db, 'test.sliced', count, () => now - 1000, now);
   const lane = new BatchLane(kind, { db, log: pino({ level: 'silent' }), pollMs: 5 });
@@ -177,7 +216,11 @@ test('a claimed batch is started a few milliseconds at a time, with turns of the
   t.after(() => lane.stop());
 
   await until(() => recorded.length === count, 'every job to be recorded');
-  assert.deepEqual(recorded.sort((a, b) => a - b), Array.from({ length: count }, (_, i) => i + 1), 'each job ran once');
+  assert.deepEqual(
+    recorded.sort((a, b) => a - b),
+    Array.from({ length: count }, (_, i) => i + 1),
+    'each job ran once',
+  );
   // One claim takes all 60; started all at once they would share one turn (120 ms of work). In
   // slices of 5 ms, a turn starts at most two slices' worth: six.
   const turns = new Set(startedIn);
@@ -199,10 +242,14 @@ test('stopping waits for a claim under way and the runs it took, so none starts 
   const held = Promise.withResolvers<void>();
   const ran: number[] = [];
   const records: number[][] = [];
-  const kind = numberedKind('test.stopping', async (n) => {
-    ran.push(n);
-    return n;
-  }, (numbers) => records.push(numbers));
+  const kind = numberedKind(
+    'test.stopping',
+    async (n) => {
+      ran.push(n);
+      return n;
+    },
+    (numbers) => records.push(numbers),
+  );
   // The claim loads its jobs' work inside its transaction: held here until the test says.
   const load = kind.load;
   kind.load = async (trx, jobs) => {
@@ -213,7 +260,11 @@ test('stopping waits for a claim under way and the runs it took, so none starts 
   const lane = new BatchLane(kind, { db, log: pino({ level: 'silent' }), pollMs: 10, flushGatherMs: 5 });
   lane.start();
   await inClaim.promise;
-  assert.equal(await stoppedBeforeRelease(() => lane.stop(), held.resolve), false, 'stop waits while a claim is under way');
+  assert.equal(
+    await stoppedBeforeRelease(() => lane.stop(), held.resolve),
+    false,
+    'stop waits while a claim is under way',
+  );
   assert.deepEqual(ran.sort(), [1, 2], 'the claimed jobs ran before stop returned');
   assert.deepEqual(records.flat().sort(), [1, 2], 'and were recorded');
   assert.equal((await db.selectFrom('jobs').select('id').execute()).length, 0);

@@ -66,7 +66,8 @@ const START_SLICE_MS = 5;
 const dueJobsQuery = prepared<{ kind: string; now: number; room: number }, { id: string; payload: string }>((db, arg) =>
   lockSkipLocked(
     db,
-    db.selectFrom('jobs')
+    db
+      .selectFrom('jobs')
       .select(['id', 'payload'])
       .where('kind', '=', arg('kind'))
       .where('failed_at', 'is', null)
@@ -74,19 +75,32 @@ const dueJobsQuery = prepared<{ kind: string; now: number; room: number }, { id:
       .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', arg('now'))]))
       .orderBy('run_at')
       .limit(arg('room')),
-  ));
+  ),
+);
 
-const claimJobsQuery = prepared<{ ids: string; owner: string; until: number }, { id: string; attempts: number }>((db, arg) =>
-  db.updateTable('jobs')
-    .set((eb) => ({ locked_by: arg('owner'), locked_until: arg('until'), attempts: eb('attempts', '+', 1) }))
-    .where(inJsonArray(db, 'id', arg('ids')))
-    .returning(['id', 'attempts']));
+const claimJobsQuery = prepared<{ ids: string; owner: string; until: number }, { id: string; attempts: number }>(
+  (db, arg) =>
+    db
+      .updateTable('jobs')
+      .set((eb) => ({ locked_by: arg('owner'), locked_until: arg('until'), attempts: eb('attempts', '+', 1) }))
+      .where(inJsonArray(db, 'id', arg('ids')))
+      .returning(['id', 'attempts']),
+);
 
 const putOffJobsQuery = prepared<{ ids: string; runAt: number }>((db, arg) =>
-  db.updateTable('jobs').set({ run_at: arg('runAt') }).where(inJsonArray(db, 'id', arg('ids'))));
+  db
+    .updateTable('jobs')
+    .set({ run_at: arg('runAt') })
+    .where(inJsonArray(db, 'id', arg('ids'))),
+);
 
 const deleteHeldJobsQuery = prepared<{ ids: string; owner: string }, { id: string }>((db, arg) =>
-  db.deleteFrom('jobs').where(inJsonArray(db, 'id', arg('ids'))).where('locked_by', '=', arg('owner')).returning('id'));
+  db
+    .deleteFrom('jobs')
+    .where(inJsonArray(db, 'id', arg('ids')))
+    .where('locked_by', '=', arg('owner'))
+    .returning('id'),
+);
 
 type Running<P, O> = { job: LaneJob<P>; outcome: O };
 
@@ -241,7 +255,11 @@ export class BatchLane<P, W, O> {
       }
       if (take.length === 0) return { scanned: due.length, work: [] };
 
-      const claimed = await claimJobsQuery.all(trx, { ids: JSON.stringify(take.map((t) => t.jobId)), owner: this.id, until: now + this.leaseMs });
+      const claimed = await claimJobsQuery.all(trx, {
+        ids: JSON.stringify(take.map((t) => t.jobId)),
+        owner: this.id,
+        until: now + this.leaseMs,
+      });
       const attempts = new Map(claimed.map((row) => [row.id, Number(row.attempts)]));
       const jobs: LaneJob<P>[] = take.map((t) => ({ ...t, attempt: attempts.get(t.jobId) ?? 1 }));
       const loaded = await this.spec.load(trx, jobs);
@@ -350,7 +368,10 @@ export class BatchLane<P, W, O> {
     const owned = new Set<string>();
     const done = batch.filter((r) => this.spec.settlement(r.outcome).retryAt === null).map((r) => r.job.jobId);
     for (let i = 0; i < done.length; i += CHUNK) {
-      const deleted = await deleteHeldJobsQuery.all(trx, { ids: JSON.stringify(done.slice(i, i + CHUNK)), owner: this.id });
+      const deleted = await deleteHeldJobsQuery.all(trx, {
+        ids: JSON.stringify(done.slice(i, i + CHUNK)),
+        owner: this.id,
+      });
       for (const row of deleted) owned.add(row.id);
     }
     for (const { job, outcome } of batch) {
@@ -358,14 +379,22 @@ export class BatchLane<P, W, O> {
       if (settlement.retryAt === null) continue;
       const updated = await trx
         .updateTable('jobs')
-        .set({ run_at: settlement.retryAt, locked_by: null, locked_until: null, last_error: settlement.error.slice(0, 1000) })
+        .set({
+          run_at: settlement.retryAt,
+          locked_by: null,
+          locked_until: null,
+          last_error: settlement.error.slice(0, 1000),
+        })
         .where('id', '=', job.jobId)
         .where('locked_by', '=', this.id)
         .returning('id')
         .executeTakeFirst();
       if (updated) owned.add(updated.id);
     }
-    await this.spec.record(trx, batch.filter((r) => owned.has(r.job.jobId)));
+    await this.spec.record(
+      trx,
+      batch.filter((r) => owned.has(r.job.jobId)),
+    );
   }
 
   /** Keeps the leases of jobs under way, so only a dead process's jobs are taken over. */
@@ -374,7 +403,8 @@ export class BatchLane<P, W, O> {
     if (ids.length === 0) return;
     const until = this.clock.now() + this.leaseMs;
     try {
-      for (let i = 0; i < ids.length; i += CHUNK) await renewJobLeases(this.db, this.id, ids.slice(i, i + CHUNK), until);
+      for (let i = 0; i < ids.length; i += CHUNK)
+        await renewJobLeases(this.db, this.id, ids.slice(i, i + CHUNK), until);
     } catch (error) {
       this.log.warn({ err: error, job_kind: this.spec.kind }, 'could not renew job leases');
     }
@@ -384,15 +414,23 @@ export class BatchLane<P, W, O> {
     if (!this.running || at >= this.retryTimerAt) return;
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimerAt = at;
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = null;
-      this.retryTimerAt = Infinity;
-      this.poke();
-    }, Math.max(0, at - this.clock.now()));
+    this.retryTimer = setTimeout(
+      () => {
+        this.retryTimer = null;
+        this.retryTimerAt = Infinity;
+        this.poke();
+      },
+      Math.max(0, at - this.clock.now()),
+    );
     this.retryTimer.unref?.();
   }
 }
 
 async function renewJobLeases(db: Kysely<Database>, owner: string, ids: string[], until: number): Promise<void> {
-  await db.updateTable('jobs').set({ locked_until: until }).where('id', 'in', ids).where('locked_by', '=', owner).execute();
+  await db
+    .updateTable('jobs')
+    .set({ locked_until: until })
+    .where('id', 'in', ids)
+    .where('locked_by', '=', owner)
+    .execute();
 }

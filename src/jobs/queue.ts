@@ -48,20 +48,25 @@ export function onJobEnqueued(lane: string | null, waker: Waker): () => void {
 
 /** Inserts a job in the caller's transaction, so the job exists exactly when the change does. */
 export async function enqueue(db: Kysely<Database>, job: NewJob, now = Date.now()): Promise<void> {
-  await insertRow(db, 'jobs', {
-    id: newId('job'),
-    kind: job.kind,
-    run_at: job.runAt,
-    clock_id: job.clockId ?? null,
-    payload: JSON.stringify(job.payload ?? {}),
-    lane: job.batched ? job.kind : null,
-    dedupe_key: job.dedupeKey ?? null,
-    locked_by: null,
-    locked_until: null,
-    last_error: null,
-    failed_at: null,
-    created_at: now,
-  }, job.dedupeKey ? 'dedupe_key' : undefined);
+  await insertRow(
+    db,
+    'jobs',
+    {
+      id: newId('job'),
+      kind: job.kind,
+      run_at: job.runAt,
+      clock_id: job.clockId ?? null,
+      payload: JSON.stringify(job.payload ?? {}),
+      lane: job.batched ? job.kind : null,
+      dedupe_key: job.dedupeKey ?? null,
+      locked_by: null,
+      locked_until: null,
+      last_error: null,
+      failed_at: null,
+      created_at: now,
+    },
+    job.dedupeKey ? 'dedupe_key' : undefined,
+  );
   if (job.runAt <= now + 50) afterCommit(db, wakerOfLane(job.batched ? job.kind : null));
 }
 
@@ -75,7 +80,8 @@ export function realTimeOf(clockTime: number, clock: number | Pick<Clock, 'offse
 }
 
 const cancelQueuedQuery = prepared<{ dedupeKey: string }>((db, arg) =>
-  db.deleteFrom('jobs').where('dedupe_key', '=', arg('dedupeKey')).where('locked_by', 'is', null));
+  db.deleteFrom('jobs').where('dedupe_key', '=', arg('dedupeKey')).where('locked_by', 'is', null),
+);
 
 /**
  * Removes the queued job with this dedupe key, unless a worker holds it (a running job finds the
@@ -87,8 +93,13 @@ export async function cancelQueuedJob(db: Kysely<Database>, dedupeKey: string): 
 
 /** Makes the queued job with this dedupe key due by `runAt` at the latest, unless a worker holds it. */
 export async function bringQueuedJobForward(db: Kysely<Database>, dedupeKey: string, runAt: number): Promise<void> {
-  await db.updateTable('jobs').set({ run_at: runAt }).where('dedupe_key', '=', dedupeKey).where('locked_by', 'is', null)
-    .where('run_at', '>', runAt).execute();
+  await db
+    .updateTable('jobs')
+    .set({ run_at: runAt })
+    .where('dedupe_key', '=', dedupeKey)
+    .where('locked_by', 'is', null)
+    .where('run_at', '>', runAt)
+    .execute();
 }
 
 /**
@@ -96,20 +107,42 @@ export async function bringQueuedJobForward(db: Kysely<Database>, dedupeKey: str
  * time moves earlier by as much. In the caller's transaction, with the clock's own change.
  */
 export async function shiftJobsOfClock(db: Kysely<Database>, clockId: string, deltaMs: number): Promise<void> {
-  await db.updateTable('jobs').set((eb) => ({ run_at: eb('run_at', '-', deltaMs) })).where('clock_id', '=', clockId).execute();
+  await db
+    .updateTable('jobs')
+    .set((eb) => ({ run_at: eb('run_at', '-', deltaMs) }))
+    .where('clock_id', '=', clockId)
+    .execute();
 }
 
 /** The real time the clock's next unfinished job is due, or null when it has none. */
 export async function nextJobOfClock(db: Kysely<Database>, clockId: string): Promise<number | null> {
-  const next = await db.selectFrom('jobs').select('run_at').where('clock_id', '=', clockId).where('failed_at', 'is', null)
-    .orderBy('run_at').limit(1).executeTakeFirst();
+  const next = await db
+    .selectFrom('jobs')
+    .select('run_at')
+    .where('clock_id', '=', clockId)
+    .where('failed_at', 'is', null)
+    .orderBy('run_at')
+    .limit(1)
+    .executeTakeFirst();
   return next ? Number(next.run_at) : null;
 }
 
 /** For the metrics: jobs due now by kind, and jobs kept as failed. */
-export async function jobCounts(db: Kysely<Database>, now: number): Promise<{ dueByKind: Map<string, number>; failed: number }> {
-  const due = await db.selectFrom('jobs').select(['kind', (eb) => eb.fn.countAll<number>().as('n')])
-    .where('failed_at', 'is', null).where('run_at', '<=', now).groupBy('kind').execute();
-  const failed = await db.selectFrom('jobs').select((eb) => eb.fn.countAll<number>().as('n')).where('failed_at', 'is not', null).executeTakeFirst();
+export async function jobCounts(
+  db: Kysely<Database>,
+  now: number,
+): Promise<{ dueByKind: Map<string, number>; failed: number }> {
+  const due = await db
+    .selectFrom('jobs')
+    .select(['kind', (eb) => eb.fn.countAll<number>().as('n')])
+    .where('failed_at', 'is', null)
+    .where('run_at', '<=', now)
+    .groupBy('kind')
+    .execute();
+  const failed = await db
+    .selectFrom('jobs')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('failed_at', 'is not', null)
+    .executeTakeFirst();
   return { dueByKind: new Map(due.map((row) => [row.kind, Number(row.n)])), failed: Number(failed?.n ?? 0) };
 }

@@ -17,22 +17,36 @@ import { Worker } from './worker.ts';
 // sit outside the worker's claim index, so a backlog of them (a run's receipts, a burst of webhook
 // deliveries) costs the worker's claims nothing. On both engines.
 
-test('the generic worker claims its own jobs and never a lane\'s, however many of those are due first', async (t) => {
+test("the generic worker claims its own jobs and never a lane's, however many of those are due first", async (t) => {
   const testDb = await freshDb();
   t.after(() => testDb.drop());
   const { db } = testDb;
   await migrateToLatest(db);
-  const worker = new Worker({ db, log: pino({ level: 'silent' }), kinds: new Map([['plain', { handler: async () => {} }], ['laned', { handler: async () => {} }]]) });
+  const worker = new Worker({
+    db,
+    log: pino({ level: 'silent' }),
+    kinds: new Map([
+      ['plain', { handler: async () => {} }],
+      ['laned', { handler: async () => {} }],
+    ]),
+  });
   await transact(db, async (trx) => {
     for (let i = 0; i < 300; i++) await enqueue(trx, { kind: 'laned', runAt: i, payload: { i }, batched: true });
     await enqueue(trx, { kind: 'plain', runAt: 1_000, payload: {} });
   });
   const claimed = await worker.claim(50);
-  assert.deepEqual(claimed.map((job) => job.kind), ['plain'], 'the lane\'s jobs are left to the lane, though due earlier and of a kind this worker knows');
+  assert.deepEqual(
+    claimed.map((job) => job.kind),
+    ['plain'],
+    "the lane's jobs are left to the lane, though due earlier and of a kind this worker knows",
+  );
   const laned = await db.selectFrom('jobs').select(['lane', 'locked_by']).where('kind', '=', 'laned').execute();
   assert.equal(laned.length, 300);
   assert.ok(laned.every((row) => row.lane === 'laned' && row.locked_by === null));
-  assert.equal((await db.selectFrom('jobs').select('lane').where('kind', '=', 'plain').executeTakeFirstOrThrow()).lane, null);
+  assert.equal(
+    (await db.selectFrom('jobs').select('lane').where('kind', '=', 'plain').executeTakeFirstOrThrow()).lane,
+    null,
+  );
 });
 
 test('stopping waits for a claim under way and the jobs it took, so none runs after the database closes', async (t) => {
@@ -57,7 +71,11 @@ test('stopping waits for a claim under way and the jobs it took, so none runs af
   });
   worker.start();
   await inClaim.promise;
-  assert.equal(await stoppedBeforeRelease(() => worker.stop(), held.resolve), false, 'stop waits while a claim is under way');
+  assert.equal(
+    await stoppedBeforeRelease(() => worker.stop(), held.resolve),
+    false,
+    'stop waits while a claim is under way',
+  );
   assert.deepEqual(ran, ['plain'], 'the claimed job ran before stop returned');
   assert.equal((await db.selectFrom('jobs').select('id').execute()).length, 0, 'and was finished');
 });
@@ -75,7 +93,12 @@ test('on SQLite a claimed job runs only once the commit that queued it is on dis
   };
   const db = new Kysely<Database>({ dialect: nodeSqliteDialect(openSqlite(file), file, fsync) });
   const ran: string[] = [];
-  const worker = new Worker({ db, log: pino({ level: 'silent' }), pollMs: 5, kinds: new Map([['send', { handler: async (payload: { id: string }) => void ran.push(payload.id) }]]) });
+  const worker = new Worker({
+    db,
+    log: pino({ level: 'silent' }),
+    pollMs: 5,
+    kinds: new Map([['send', { handler: async (payload: { id: string }) => void ran.push(payload.id) }]]),
+  });
   t.after(async () => {
     holding = false;
     for (const go of heldSyncs.splice(0)) go();

@@ -48,7 +48,8 @@ export type WorkerOptions = {
 // The claim's statements, prepared: the worker claims after every batch of jobs it runs.
 type DueArgs = { now: number; limit: number };
 const dueJobs = (db: Kysely<Database>, arg: Arg<DueArgs>) =>
-  db.selectFrom('jobs')
+  db
+    .selectFrom('jobs')
     .select('id')
     .where('failed_at', 'is', null)
     .where('lane', 'is', null)
@@ -59,16 +60,20 @@ const dueJobs = (db: Kysely<Database>, arg: Arg<DueArgs>) =>
 const dueJobsQuery = prepared<DueArgs, { id: string }>((db, arg) => lockSkipLocked(db, dueJobs(db, arg)));
 /** The same, of one test clock only (a clock being moved runs its own jobs). */
 const dueJobsOfClockQuery = prepared<DueArgs & { clockId: string }, { id: string }>((db, arg) =>
-  lockSkipLocked(db, dueJobs(db, arg).where('clock_id', '=', arg('clockId'))));
+  lockSkipLocked(db, dueJobs(db, arg).where('clock_id', '=', arg('clockId'))),
+);
 const leaseJobsQuery = prepared<{ ids: string; owner: string; until: number }, Selectable<JobsTable>>((db, arg) =>
-  db.updateTable('jobs')
+  db
+    .updateTable('jobs')
     .set((eb) => ({ locked_by: arg('owner'), locked_until: arg('until'), attempts: eb('attempts', '+', 1) }))
     .where(inJsonArray(db, 'id', arg('ids')))
-    .returningAll());
+    .returningAll(),
+);
 
 /** Deletes a job this worker still holds the lease of. */
 const finishJobQuery = prepared<{ id: string; lockedBy: string }>((db, arg) =>
-  db.deleteFrom('jobs').where('id', '=', arg('id')).where('locked_by', '=', arg('lockedBy')));
+  db.deleteFrom('jobs').where('id', '=', arg('id')).where('locked_by', '=', arg('lockedBy')),
+);
 
 export class Worker {
   readonly id = randomUUID();
@@ -88,7 +93,14 @@ export class Worker {
   }
 
   constructor(options: WorkerOptions) {
-    this.options = { concurrency: 32, pollMs: 100, leaseMs: 60_000, realClock: systemClock, clockOffsets: async () => new Map(), ...options };
+    this.options = {
+      concurrency: 32,
+      pollMs: 100,
+      leaseMs: 60_000,
+      realClock: systemClock,
+      clockOffsets: async () => new Map(),
+      ...options,
+    };
   }
 
   start(): void {
@@ -128,7 +140,8 @@ export class Worker {
         claimedAny = jobs.length === room;
         // The next claim need not wait while these wait for the durability of what they read.
         const durable = ready ? this.durabilityOf(ready, jobs.length) : null;
-        for (const job of jobs) this.track(durable ? durable.then((ok) => (ok ? this.run(job) : undefined)) : this.run(job));
+        for (const job of jobs)
+          this.track(durable ? durable.then((ok) => (ok ? this.run(job) : undefined)) : this.run(job));
       }
     } catch (error) {
       this.options.log.error({ err: error }, 'job claim failed');
@@ -187,9 +200,10 @@ export class Worker {
     const now = this.options.realClock.now();
     let ready: Promise<void> | null = null;
     const jobs = await transaction(db, async (trx) => {
-      const due = clockId === undefined
-        ? await dueJobsQuery.all(trx, { now, limit })
-        : await dueJobsOfClockQuery.all(trx, { now, limit, clockId });
+      const due =
+        clockId === undefined
+          ? await dueJobsQuery.all(trx, { now, limit })
+          : await dueJobsOfClockQuery.all(trx, { now, limit, clockId });
       if (due.length === 0) return [];
       // A lease lost in a crash only lets the job be claimed again, which handlers allow for.
       ({ ready } = await relaxDurability(trx));
@@ -219,7 +233,10 @@ export class Worker {
       if (!handler) throw new Error(`no handler for job kind ${job.kind}`);
       const clock = job.clock_id ? shiftedClock(this.options.realClock, job.clock_offset_ms) : this.options.realClock;
       const result = await handler(JSON.parse(job.payload), { job, clock, db, log: jobLog, finishIn: mine });
-      jobLog.debug({ attempts: job.attempts, outcome: result && 'retryAt' in result ? 'again later' : 'done' }, 'job ran');
+      jobLog.debug(
+        { attempts: job.attempts, outcome: result && 'retryAt' in result ? 'again later' : 'done' },
+        'job ran',
+      );
       if (result && 'retryAt' in result) {
         await db
           .updateTable('jobs')

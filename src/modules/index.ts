@@ -48,11 +48,13 @@ export function contributionsOf(deps: Deps, list: readonly ModuleManifest[] = ma
   const payHelpers = new Map<string, PayHelper>();
   for (const manifest of list) {
     for (const [kind, build] of Object.entries(manifest.checkout ?? {})) {
-      if (checkout.has(kind)) throw new Error(`two modules provide the checkout of ${kind} requests (the second is ${manifest.name})`);
+      if (checkout.has(kind))
+        throw new Error(`two modules provide the checkout of ${kind} requests (the second is ${manifest.name})`);
       checkout.set(kind, build(deps));
     }
     for (const [kind, helper] of Object.entries(manifest.payHelpers ?? {})) {
-      if (payHelpers.has(kind)) throw new Error(`two modules provide the pay helper of ${kind} requests (the second is ${manifest.name})`);
+      if (payHelpers.has(kind))
+        throw new Error(`two modules provide the pay helper of ${kind} requests (the second is ${manifest.name})`);
       payHelpers.set(kind, helper);
     }
   }
@@ -60,7 +62,11 @@ export function contributionsOf(deps: Deps, list: readonly ModuleManifest[] = ma
 }
 
 /** Every module's routes, on one app. */
-export async function registerModuleRoutes(app: App, deps: Deps, list: readonly ModuleManifest[] = manifests): Promise<void> {
+export async function registerModuleRoutes(
+  app: App,
+  deps: Deps,
+  list: readonly ModuleManifest[] = manifests,
+): Promise<void> {
   const contributions = contributionsOf(deps, list);
   for (const manifest of list) await manifest.routes?.(app, deps, contributions);
 }
@@ -70,7 +76,8 @@ export function jobKindsOf(deps: Deps, list: readonly ModuleManifest[] = manifes
   const kinds = new Map<string, RunnableKind>();
   for (const manifest of list) {
     for (const kind of manifest.jobs ?? []) {
-      if (kinds.has(kind.name)) throw new Error(`job kind ${kind.name} is declared twice (the second time by ${manifest.name})`);
+      if (kinds.has(kind.name))
+        throw new Error(`job kind ${kind.name} is declared twice (the second time by ${manifest.name})`);
       kinds.set(kind.name, { handler: kind.handler(deps), backoff: kind.backoff, maxAttempts: kind.maxAttempts });
     }
   }
@@ -82,8 +89,18 @@ export function runnersOf(deps: Deps, list: readonly ModuleManifest[] = manifest
 }
 
 /** Seals, once per database, the secrets every module stored in clear before sealing at rest. */
-export async function sealStoredSecrets(db: Db, secrets: SecretBox, now: number, list: readonly ModuleManifest[] = manifests): Promise<boolean> {
-  return sealAllStoredSecrets(db, secrets, now, list.flatMap((manifest) => (manifest.sealSecrets ? [manifest.sealSecrets] : [])));
+export async function sealStoredSecrets(
+  db: Db,
+  secrets: SecretBox,
+  now: number,
+  list: readonly ModuleManifest[] = manifests,
+): Promise<boolean> {
+  return sealAllStoredSecrets(
+    db,
+    secrets,
+    now,
+    list.flatMap((manifest) => (manifest.sealSecrets ? [manifest.sealSecrets] : [])),
+  );
 }
 
 /** Work each module sets going once in a process that runs workers. */

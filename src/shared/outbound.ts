@@ -14,11 +14,16 @@ export class NonGlobalTargetError extends Error {
   }
 }
 
-type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | dns.LookupAddress[], family?: number) => void;
+type LookupCallback = (
+  err: NodeJS.ErrnoException | null,
+  address: string | dns.LookupAddress[],
+  family?: number,
+) => void;
 /** The shape of dns.lookup as net.connect calls it (with `all: true` when it tries several addresses). */
 export type Lookup = (hostname: string, options: dns.LookupOptions, callback: LookupCallback) => void;
 
-const systemLookup: Lookup = (hostname, options, callback) => dns.lookup(hostname, options as dns.LookupAllOptions, callback as any);
+const systemLookup: Lookup = (hostname, options, callback) =>
+  dns.lookup(hostname, options as dns.LookupAllOptions, callback as any);
 
 /** `base`, failing for a name when any address it resolves to is beyond `reach`. */
 export function within(reach: Reach, base: Lookup): Lookup {

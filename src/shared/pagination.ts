@@ -9,12 +9,21 @@ export const DEFAULT_PAGE_SIZE = 100;
  * refused rather than answered with an empty or unfiltered page.
  */
 export const listQueryFields = (idPrefix: string) => ({
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: `Page size, 1 to 1000 (default ${DEFAULT_PAGE_SIZE})`, 'x-expected': 'a whole number from 1 to 1000' })),
-  starting_after: Type.Optional(Type.String({
-    pattern: `^${idPrefix}_[0-9A-Z]{26}$`,
-    description: `Return objects older than this id (the last id of the previous page), a ${idPrefix}_… id`,
-    'x-expected': `an id of the form ${idPrefix}_<26 characters>`,
-  })),
+  limit: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      maximum: 1000,
+      description: `Page size, 1 to 1000 (default ${DEFAULT_PAGE_SIZE})`,
+      'x-expected': 'a whole number from 1 to 1000',
+    }),
+  ),
+  starting_after: Type.Optional(
+    Type.String({
+      pattern: `^${idPrefix}_[0-9A-Z]{26}$`,
+      description: `Return objects older than this id (the last id of the previous page), a ${idPrefix}_… id`,
+      'x-expected': `an id of the form ${idPrefix}_<26 characters>`,
+    }),
+  ),
 });
 export const ListQuery = (idPrefix: string) => Type.Object(listQueryFields(idPrefix), { additionalProperties: false });
 export type ListQuery = Static<ReturnType<typeof ListQuery>>;

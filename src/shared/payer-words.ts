@@ -6,11 +6,23 @@ import { describeMoment } from './zone.ts';
 export type PaymentLine = { id: string; when: string; amount: string; status: string; statement: string };
 
 const statusWords: Record<string, string> = {
-  successful: 'Paid', failed: 'Failed', cancelled: 'Cancelled', unconfirmed: 'Waiting for the bank', 'awaiting-consent': 'Waiting for approval',
+  successful: 'Paid',
+  failed: 'Failed',
+  cancelled: 'Cancelled',
+  unconfirmed: 'Waiting for the bank',
+  'awaiting-consent': 'Waiting for approval',
 };
 
 export function paymentLine(
-  payment: { id: string; created_at: number; amount_cents: number; status: string; particulars: string; code: string; reference: string | null },
+  payment: {
+    id: string;
+    created_at: number;
+    amount_cents: number;
+    status: string;
+    particulars: string;
+    code: string;
+    reference: string | null;
+  },
   zone: string,
 ): PaymentLine {
   return {

@@ -5,9 +5,12 @@ import { iso, lastWindowCache } from './time.ts';
 
 test('iso writes what toISOString writes, for instants met again and for more than it remembers', () => {
   const instant = fc.integer({ min: -8.64e15, max: 8.64e15 });
-  fc.assert(fc.property(fc.array(instant, { minLength: 1, maxLength: 6000 }), (instants) => {
-    for (const ms of [...instants, ...instants.slice(0, 50)]) assert.equal(iso(ms), new Date(ms).toISOString());
-  }), { numRuns: 40 });
+  fc.assert(
+    fc.property(fc.array(instant, { minLength: 1, maxLength: 6000 }), (instants) => {
+      for (const ms of [...instants, ...instants.slice(0, 50)]) assert.equal(iso(ms), new Date(ms).toISOString());
+    }),
+    { numRuns: 40 },
+  );
   assert.throws(() => iso(Number.NaN), RangeError);
   assert.throws(() => iso(8.64e15 + 1), RangeError);
 });

@@ -24,12 +24,15 @@ export async function takeAttempt(db: Db, limit: AttemptLimit, key: string, now:
   if (limit.max <= 0) return { ok: true, windowStart: now };
   const ended = now - limit.windowMs;
   await db.deleteFrom('attempt_windows').where('scope', '=', limit.scope).where('window_start', '<=', ended).execute();
-  const row = await db.insertInto('attempt_windows')
+  const row = await db
+    .insertInto('attempt_windows')
     .values({ scope: limit.scope, key_hash: keyHash(key), window_start: now, attempts: 1 })
-    .onConflict((oc) => oc.columns(['scope', 'key_hash']).doUpdateSet({
-      window_start: sql<number>`case when attempt_windows.window_start <= ${ended} then ${now} else attempt_windows.window_start end`,
-      attempts: sql<number>`case when attempt_windows.window_start <= ${ended} then 1 when attempt_windows.attempts > ${limit.max} then attempt_windows.attempts else attempt_windows.attempts + 1 end`,
-    }))
+    .onConflict((oc) =>
+      oc.columns(['scope', 'key_hash']).doUpdateSet({
+        window_start: sql<number>`case when attempt_windows.window_start <= ${ended} then ${now} else attempt_windows.window_start end`,
+        attempts: sql<number>`case when attempt_windows.window_start <= ${ended} then 1 when attempt_windows.attempts > ${limit.max} then attempt_windows.attempts else attempt_windows.attempts + 1 end`,
+      }),
+    )
     .returning(['window_start', 'attempts'])
     .executeTakeFirstOrThrow();
   const windowStart = Number(row.window_start);
@@ -40,7 +43,13 @@ export async function takeAttempt(db: Db, limit: AttemptLimit, key: string, now:
 /** Gives back an attempt taken in the window that began at `windowStart`: it turned out not to count (a right password). */
 export async function giveBackAttempt(db: Db, limit: AttemptLimit, key: string, windowStart: number): Promise<void> {
   if (limit.max <= 0) return;
-  await db.updateTable('attempt_windows').set((eb) => ({ attempts: eb('attempts', '-', 1) }))
-    .where('scope', '=', limit.scope).where('key_hash', '=', keyHash(key)).where('window_start', '=', windowStart)
-    .where('attempts', '>', 0).where('attempts', '<=', limit.max).execute();
+  await db
+    .updateTable('attempt_windows')
+    .set((eb) => ({ attempts: eb('attempts', '-', 1) }))
+    .where('scope', '=', limit.scope)
+    .where('key_hash', '=', keyHash(key))
+    .where('window_start', '=', windowStart)
+    .where('attempts', '>', 0)
+    .where('attempts', '<=', limit.max)
+    .execute();
 }

@@ -1,12 +1,27 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import {
-  Kysely, PostgresAdapter, PostgresDialect, PostgresIntrospector, sql,
-  type DatabaseIntrospector, type RawBuilder, type SelectQueryBuilder, type TableMetadata, type Transaction,
+  Kysely,
+  PostgresAdapter,
+  PostgresDialect,
+  PostgresIntrospector,
+  sql,
+  type DatabaseIntrospector,
+  type RawBuilder,
+  type SelectQueryBuilder,
+  type TableMetadata,
+  type Transaction,
 } from 'kysely';
 import pg from 'pg';
 import type { Database } from './tables.ts';
-import { nodeSqliteDialect, openSqlite, RELAXED_DURABILITY_MARKER, type CommitsElsewhere, type DirectReader, type UnitRunner } from './sqlite-dialect.ts';
+import {
+  nodeSqliteDialect,
+  openSqlite,
+  RELAXED_DURABILITY_MARKER,
+  type CommitsElsewhere,
+  type DirectReader,
+  type UnitRunner,
+} from './sqlite-dialect.ts';
 
 // Dialect differences live in this file and nowhere else.
 
@@ -128,7 +143,8 @@ function isStalePlan(error: unknown): boolean {
  */
 function useServerPrepared(client: pg.PoolClient): void {
   const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
-  const transactionStatus = () => (client as pg.PoolClient & { getTransactionStatus(): string | null }).getTransactionStatus();
+  const transactionStatus = () =>
+    (client as pg.PoolClient & { getTransactionStatus(): string | null }).getTransactionStatus();
   client.query = ((...args: unknown[]) => {
     const [text, values] = args;
     const name = typeof text === 'string' && args.length === 2 ? serverPrepared.get(text) : undefined;
@@ -219,7 +235,8 @@ export async function checkDb(db: Db): Promise<void> {
 
 /** A consistent copy of the database. SQLite: VACUUM INTO; PostgreSQL: use pg_dump. */
 export async function backupSqlite(db: Db, target: string): Promise<void> {
-  if (engineOf(db) !== 'sqlite') throw new Error('backup --to works on the embedded SQLite database; for PostgreSQL use pg_dump');
+  if (engineOf(db) !== 'sqlite')
+    throw new Error('backup --to works on the embedded SQLite database; for PostgreSQL use pg_dump');
   if (fs.existsSync(target)) throw new Error(`${target} already exists`);
   await sql`VACUUM INTO ${sql.lit(target)}`.execute(db);
 }

@@ -25,8 +25,14 @@ test('concurrent transactions share commits, and a failed one undoes only itself
   const results = await Promise.allSettled(
     Array.from({ length: 200 }, (_, i) =>
       transact(db, async (trx: any) => {
-        await trx.insertInto('items').values({ id: i, label: `item ${i}` }).execute();
-        await trx.insertInto('items').values({ id: 1000 + i, label: 'second' }).execute();
+        await trx
+          .insertInto('items')
+          .values({ id: i, label: `item ${i}` })
+          .execute();
+        await trx
+          .insertInto('items')
+          .values({ id: 1000 + i, label: 'second' })
+          .execute();
         if (i % 10 === 0) throw new Error(`unit ${i} fails`);
       }),
     ),
@@ -54,7 +60,10 @@ test('a write is on disk when its promise resolves, even if the process dies rig
     process.stdout.write('done\\n');
     process.kill(process.pid, 'SIGKILL');
   `;
-  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'], cwd: process.cwd() });
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    cwd: process.cwd(),
+  });
   let output = '';
   child.stdout.on('data', (chunk) => (output += chunk));
   await new Promise((resolve) => child.on('exit', resolve));
@@ -76,7 +85,10 @@ test('a relaxed unit (a job lease) still commits with its batch', async (t) => {
   await transact(db, async (trx: any) => trx.insertInto('leases').values({ id: 2 }).execute());
   await db.destroy();
   const check = new DatabaseSync(file);
-  assert.deepEqual((check.prepare('select id from leases order by id').all() as Array<{ id: number }>).map((r) => r.id), [1, 2]);
+  assert.deepEqual(
+    (check.prepare('select id from leases order by id').all() as Array<{ id: number }>).map((r) => r.id),
+    [1, 2],
+  );
   check.close();
 });
 
@@ -92,7 +104,9 @@ function openSqliteTempFiles(): string[] {
   });
 }
 
-test('a unit that changes many pages keeps its savepoint journal in memory, and still rolls back alone', { skip: process.platform !== 'linux' && 'reads /proc' }, async (t) => {
+test('a unit that changes many pages keeps its savepoint journal in memory, and still rolls back alone', {
+  skip: process.platform !== 'linux' && 'reads /proc',
+}, async (t) => {
   const { file, cleanup } = tempFile();
   t.after(cleanup);
   const db = openDb({ engine: 'sqlite', file }) as any;
@@ -105,18 +119,27 @@ test('a unit that changes many pages keeps its savepoint journal in memory, and 
   // at which SQLite moves a statement journal to a temporary file unless temp_store is MEMORY.
   let duringRewrite: string[] = [];
   const rewrite = transact(db, async (trx: any) => {
-    await trx.updateTable('notes').set({ body: 'b'.repeat(2000) }).execute();
+    await trx
+      .updateTable('notes')
+      .set({ body: 'b'.repeat(2000) })
+      .execute();
     duringRewrite = openSqliteTempFiles();
   });
   const failing = transact(db, async (trx: any) => {
-    await trx.updateTable('notes').set({ body: 'c'.repeat(2000) }).execute();
+    await trx
+      .updateTable('notes')
+      .set({ body: 'c'.repeat(2000) })
+      .execute();
     throw new Error('this unit fails');
   });
   await rewrite;
   await assert.rejects(failing, /this unit fails/);
   assert.deepEqual(duringRewrite, []);
   const bodies = await sql<{ body: string }>`select distinct body from notes`.execute(db);
-  assert.deepEqual(bodies.rows.map((row) => row.body), ['b'.repeat(2000)]);
+  assert.deepEqual(
+    bodies.rows.map((row) => row.body),
+    ['b'.repeat(2000)],
+  );
 });
 
 /** An fsync the test holds until it lets it finish (or fail), to watch who waits for it. */
@@ -176,7 +199,9 @@ async function heldDatabase(t: TestContext) {
   t.after(cleanup);
   const held = heldFsync();
   let read!: DirectReader;
-  const db = new Kysely<any>({ dialect: nodeSqliteDialect(openSqlite(file), file, held.fsync, (access) => (read = access.readNow)) });
+  const db = new Kysely<any>({
+    dialect: nodeSqliteDialect(openSqlite(file), file, held.fsync, (access) => (read = access.readNow)),
+  });
   t.after(async () => {
     const closing = db.destroy();
     held.release();
@@ -202,7 +227,13 @@ test('no caller is released before the WAL fsync covering what it wrote or read;
 
   // A reader sees the committed row at once, but is not answered until that row is durable.
   let seen: unknown[] = [];
-  const reader = settledFlag(db.selectFrom('items').selectAll().execute().then((rows) => (seen = rows)));
+  const reader = settledFlag(
+    db
+      .selectFrom('items')
+      .selectAll()
+      .execute()
+      .then((rows) => (seen = rows)),
+  );
   // The next writers' statements run while the first fsync is still under way; their batch stays
   // open until it ends (that fsync cannot cover them), so writers of several turns share it.
   const second = settledFlag(transact(db, (trx: any) => trx.insertInto('items').values({ id: 2 }).execute()));
@@ -227,7 +258,11 @@ test('no caller is released before the WAL fsync covering what it wrote or read;
   await until(() => first.settled && reader.settled);
   await turns();
   assert.deepEqual([first.settled, reader.settled, second.settled, alsoSecond.settled], [true, true, false, false]);
-  assert.deepEqual(seen.map((row: any) => row.id), [1], "the reader saw the first batch only");
+  assert.deepEqual(
+    seen.map((row: any) => row.id),
+    [1],
+    'the reader saw the first batch only',
+  );
   assert.equal(committedRows(), 3, 'the second batch committed once the first fsync ended');
   assert.equal(held.calls.length, 3, 'the next fsync starts as soon as the last one ends, and covers both writers');
   held.calls[2]!.finish();
@@ -250,7 +285,14 @@ test('no caller is released before the WAL fsync covering what it wrote or read;
   // answered only once that batch is durable.
   const writer = settledFlag(transact(db, (trx: any) => trx.insertInto('items').values({ id: 4 }).execute()));
   let early: unknown[] = [];
-  const earlyReader = settledFlag(db.selectFrom('items').select('id').where('id', '=', 4).execute().then((rows) => (early = rows)));
+  const earlyReader = settledFlag(
+    db
+      .selectFrom('items')
+      .select('id')
+      .where('id', '=', 4)
+      .execute()
+      .then((rows) => (early = rows)),
+  );
   await until(() => held.calls.length === 5);
   await turns();
   assert.equal(earlyReader.settled, false, 'a reader of the open batch waits for its fsync');
@@ -262,12 +304,13 @@ test('no caller is released before the WAL fsync covering what it wrote or read;
 test("a relaxed unit (a job claim) is answered without its own writes' fsync, and says when the rows it read are durable", async (t) => {
   const { db, held } = await heldDatabase(t);
   /** Reads every item (the due jobs), relaxes, then writes one (the lease). */
-  const claim = (lease: number) => transact(db, async (trx: any) => {
-    const rows = await trx.selectFrom('items').select('id').execute();
-    const { ready } = await relaxDurability(trx);
-    await trx.insertInto('items').values({ id: lease }).execute();
-    return { ids: rows.map((row: { id: number }) => row.id as number), ready };
-  });
+  const claim = (lease: number) =>
+    transact(db, async (trx: any) => {
+      const rows = await trx.selectFrom('items').select('id').execute();
+      const { ready } = await relaxDurability(trx);
+      await trx.insertInto('items').values({ id: lease }).execute();
+      return { ids: rows.map((row: { id: number }) => row.id as number), ready };
+    });
 
   // Nothing pending: nothing to wait for, and the lease's own fsync is not waited for either.
   const quiet = await claim(100);
@@ -284,7 +327,10 @@ test("a relaxed unit (a job claim) is answered without its own writes' fsync, an
   const queued = settledFlag(transact(db, (trx: any) => trx.insertInto('items').values({ id: 1 }).execute()));
   await until(() => held.calls.length === 3);
   const afterCommit = await claim(101);
-  assert.deepEqual(afterCommit.ids.sort((a: number, b: number) => a - b), [1, 100]);
+  assert.deepEqual(
+    afterCommit.ids.sort((a: number, b: number) => a - b),
+    [1, 100],
+  );
   const ready = settledFlag(afterCommit.ready!);
   await turns();
   assert.equal(ready.settled, false, 'not ready before the fsync of the row it read');
@@ -323,9 +369,20 @@ test('a write with RETURNING is part of its unit: answered once durable, and und
   const store = openDb({ engine: 'sqlite', file }) as any;
   t.after(() => store.destroy());
   await sql`create table items (id integer primary key, label text not null)`.execute(store);
-  await store.insertInto('items').values([{ id: 1, label: 'kept' }, { id: 2, label: 'kept' }]).execute();
+  await store
+    .insertInto('items')
+    .values([
+      { id: 1, label: 'kept' },
+      { id: 2, label: 'kept' },
+    ])
+    .execute();
   const relabel = prepared<{ id: number; label: string }, { id: number }>((db: any, arg) =>
-    db.updateTable('items').set({ label: arg('label') }).where('id', '=', arg('id')).returning('id'));
+    db
+      .updateTable('items')
+      .set({ label: arg('label') })
+      .where('id', '=', arg('id'))
+      .returning('id'),
+  );
   // Each as its transaction's first write (prepared on the unit, and built through Kysely), side by
   // side with a transaction that succeeds and so holds the batch open.
   const outcomes = await Promise.allSettled([
@@ -339,9 +396,14 @@ test('a write with RETURNING is part of its unit: answered once durable, and und
     }),
     transact(store, (trx: any) => trx.insertInto('items').values({ id: 3, label: 'new' }).returning('id').execute()),
   ]);
-  assert.deepEqual(outcomes.map((outcome) => outcome.status), ['rejected', 'rejected', 'fulfilled']);
+  assert.deepEqual(
+    outcomes.map((outcome) => outcome.status),
+    ['rejected', 'rejected', 'fulfilled'],
+  );
   assert.deepEqual(await store.selectFrom('items').selectAll().orderBy('id').execute(), [
-    { id: 1, label: 'kept' }, { id: 2, label: 'kept' }, { id: 3, label: 'new' },
+    { id: 1, label: 'kept' },
+    { id: 2, label: 'kept' },
+    { id: 3, label: 'new' },
   ]);
 });
 
@@ -388,7 +450,9 @@ test('prepared reads of a database opened by openDb take the direct read, and on
   await db.insertInto('items').values({ id: 1, label: 'one' }).execute();
   const direct = directReaderOf(db)!;
   assert.ok(direct, 'openDb registers the direct read');
-  const byId = prepared<{ id: number }, { id: number; label: string }>((base: any, arg) => base.selectFrom('items').selectAll().where('id', '=', arg('id')));
+  const byId = prepared<{ id: number }, { id: number; label: string }>((base: any, arg) =>
+    base.selectFrom('items').selectAll().where('id', '=', arg('id')),
+  );
   assert.deepEqual(await byId.first(db, { id: 1 }), { id: 1, label: 'one' });
   await transact(db, async (trx: any) => {
     assert.equal(directReaderOf(trx), undefined, 'a transaction reads through its own connection');
@@ -404,7 +468,11 @@ test('prepared reads of a database opened by openDb take the direct read, and on
   let release!: () => void;
   const unit = transact(db, async (trx: any) => {
     await trx.updateTable('items').set({ label: 'eins' }).where('id', '=', 1).execute();
-    assert.deepEqual(byId.firstNow(trx, { id: 1 }), { id: 1, label: 'eins' }, 'a transaction reads on the connection it holds, at once');
+    assert.deepEqual(
+      byId.firstNow(trx, { id: 1 }),
+      { id: 1, label: 'eins' },
+      'a transaction reads on the connection it holds, at once',
+    );
     duringUnit = byId.firstNow(db, { id: 1 });
     await new Promise<void>((resolve) => (release = resolve));
   });
@@ -412,7 +480,11 @@ test('prepared reads of a database opened by openDb take the direct read, and on
   assert.ok(duringUnit instanceof Promise, 'while a unit holds the connection, the read waits for it');
   release();
   await unit;
-  assert.deepEqual(await duringUnit, { id: 1, label: 'eins' }, 'and sees what the unit committed, never its writes in progress');
+  assert.deepEqual(
+    await duringUnit,
+    { id: 1, label: 'eins' },
+    'and sees what the unit committed, never its writes in progress',
+  );
 });
 
 test('prepared queries in a transaction run straight on its unit of work, and only while it holds the connection', async (t) => {
@@ -421,8 +493,15 @@ test('prepared queries in a transaction run straight on its unit of work, and on
   const db = openDb({ engine: 'sqlite', file }) as any;
   t.after(() => db.destroy());
   await sql`create table items (id integer primary key, label text not null unique)`.execute(db);
-  const byId = prepared<{ id: number }, { id: number; label: string }>((base: any, arg) => base.selectFrom('items').selectAll().where('id', '=', arg('id')));
-  const relabel = prepared<{ id: number; label: string }>((base: any, arg) => base.updateTable('items').set({ label: arg('label') }).where('id', '=', arg('id')));
+  const byId = prepared<{ id: number }, { id: number; label: string }>((base: any, arg) =>
+    base.selectFrom('items').selectAll().where('id', '=', arg('id')),
+  );
+  const relabel = prepared<{ id: number; label: string }>((base: any, arg) =>
+    base
+      .updateTable('items')
+      .set({ label: arg('label') })
+      .where('id', '=', arg('id')),
+  );
   assert.equal(unitRunnerOf(db), undefined, 'outside a transaction there is no unit to run on');
 
   let leaked: any;
@@ -436,17 +515,24 @@ test('prepared queries in a transaction run straight on its unit of work, and on
     assert.deepEqual(await byId.first(trx, { id: 1 }), { id: 1, label: 'uno' }, 'and sees its own writes');
   });
   assert.deepEqual(await byId.first(db, { id: 1 }), { id: 1, label: 'uno' }, 'committed');
-  await assert.rejects(byId.first(leaked, { id: 1 }), /already committed or rolled back/, 'a transaction used after its end is refused, as Kysely refuses it');
+  await assert.rejects(
+    byId.first(leaked, { id: 1 }),
+    /already committed or rolled back/,
+    'a transaction used after its end is refused, as Kysely refuses it',
+  );
   await assert.rejects(relabel.run(leaked, { id: 1, label: 'late' }), /already committed or rolled back/);
 
   // A failing statement rejects (it does not throw), and rolls back its own unit only.
   await transact(db, (trx: any) => insertRow(trx, 'items' as any, { id: 2, label: 'two' } as any));
-  await assert.rejects(transact(db, async (trx: any) => {
-    await relabel.run(trx, { id: 2, label: 'deux' });
-    const clash = relabel.run(trx, { id: 2, label: 'uno' });
-    assert.ok(clash instanceof Promise);
-    await clash;
-  }), /UNIQUE constraint failed/);
+  await assert.rejects(
+    transact(db, async (trx: any) => {
+      await relabel.run(trx, { id: 2, label: 'deux' });
+      const clash = relabel.run(trx, { id: 2, label: 'uno' });
+      assert.ok(clash instanceof Promise);
+      await clash;
+    }),
+    /UNIQUE constraint failed/,
+  );
   assert.deepEqual(await byId.first(db, { id: 2 }), { id: 2, label: 'two' }, 'the failed unit left nothing behind');
   assert.deepEqual(await byId.first(db, { id: 1 }), { id: 1, label: 'uno' });
 
@@ -464,7 +550,11 @@ test('rows are objects named by their columns, whatever the names: odd character
   const db = openDb({ engine: 'sqlite', file }) as any;
   t.after(() => db.destroy());
   const odd = `it's "odd" \\ name\u2028 ${'$'}{x} */`;
-  await sql.raw(`create table items (id integer primary key, "${odd.replaceAll(`"`, `""`)}" text, "__proto__" text, "constructor" text)`).execute(db);
+  await sql
+    .raw(
+      `create table items (id integer primary key, "${odd.replaceAll(`"`, `""`)}" text, "__proto__" text, "constructor" text)`,
+    )
+    .execute(db);
   await sql.raw(`insert into items values (1, 'a', 'b', 'c')`).execute(db);
   const rows = (await sql.raw(`select *, 'later' as id from items`).execute(db)).rows as Array<Record<string, unknown>>;
   assert.equal(rows.length, 1);
@@ -472,7 +562,11 @@ test('rows are objects named by their columns, whatever the names: odd character
   assert.deepEqual(Object.keys(row), ['id', odd, '__proto__', 'constructor']);
   assert.equal(row.id, 'later', 'a later column of the same name wins');
   assert.equal(row[odd], 'a');
-  assert.equal(Object.getOwnPropertyDescriptor(row, '__proto__')?.value, 'b', '__proto__ is a column, not the prototype');
+  assert.equal(
+    Object.getOwnPropertyDescriptor(row, '__proto__')?.value,
+    'b',
+    '__proto__ is a column, not the prototype',
+  );
   assert.equal(Object.getPrototypeOf(row), Object.prototype);
   assert.equal(row.constructor, 'c');
   // The direct read (outside any unit of work) makes its rows the same way.

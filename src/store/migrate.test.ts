@@ -14,7 +14,9 @@ test('migrating twice applies every migration once, then nothing', async (t) => 
 
 // Several Tono databases (or test schemas) can share one PostgreSQL database. Columns and schemas
 // dropped in one of them while another migrates must not fail the other's migration.
-test('PostgreSQL: a migration is not disturbed by columns dropped in another schema meanwhile', { skip: engine !== 'postgres' && 'PostgreSQL only' }, async (t) => {
+test('PostgreSQL: a migration is not disturbed by columns dropped in another schema meanwhile', {
+  skip: engine !== 'postgres' && 'PostgreSQL only',
+}, async (t) => {
   const neighbour = await freshDb();
   t.after(neighbour.drop);
   await sql`create table churn (id integer)`.execute(neighbour.db);

@@ -11,13 +11,26 @@ import { transact } from './tx.ts';
 // each call binds its own values into SQL compiled once.
 
 const jobById = prepared<{ id: string }, { id: string; kind: string; dedupe_key: string | null }>((db, arg) =>
-  db.selectFrom('jobs').select(['id', 'kind', 'dedupe_key']).where('id', '=', arg('id')));
+  db.selectFrom('jobs').select(['id', 'kind', 'dedupe_key']).where('id', '=', arg('id')),
+);
 
 const jobsOfKindDue = prepared<{ kind: string; before: number }, { id: string }>((db, arg) =>
-  db.selectFrom('jobs').select('id').where('kind', '=', arg('kind')).where('run_at', '<', arg('before')).orderBy('id'));
+  db.selectFrom('jobs').select('id').where('kind', '=', arg('kind')).where('run_at', '<', arg('before')).orderBy('id'),
+);
 
 const job = (id: string, extra: Record<string, unknown> = {}) => ({
-  id, kind: 'k', run_at: 100, clock_id: null, payload: '{}', dedupe_key: null, locked_by: null, locked_until: null, last_error: null, failed_at: null, created_at: 1, ...extra,
+  id,
+  kind: 'k',
+  run_at: 100,
+  clock_id: null,
+  payload: '{}',
+  dedupe_key: null,
+  locked_by: null,
+  locked_until: null,
+  last_error: null,
+  failed_at: null,
+  created_at: 1,
+  ...extra,
 });
 
 test('a prepared query binds each call its own values, inside transactions too', async (t) => {
@@ -30,8 +43,14 @@ test('a prepared query binds each call its own values, inside transactions too',
 
   assert.equal((await jobById.first(db, { id: 'b' }))?.kind, 'other');
   assert.equal(await jobById.first(db, { id: 'nope' }), undefined);
-  assert.deepEqual((await jobsOfKindDue.all(db, { kind: 'k', before: 31 })).map((r) => r.id), ['a', 'c']);
-  assert.deepEqual((await jobsOfKindDue.all(db, { kind: 'k', before: 30 })).map((r) => r.id), ['a']);
+  assert.deepEqual(
+    (await jobsOfKindDue.all(db, { kind: 'k', before: 31 })).map((r) => r.id),
+    ['a', 'c'],
+  );
+  assert.deepEqual(
+    (await jobsOfKindDue.all(db, { kind: 'k', before: 30 })).map((r) => r.id),
+    ['a'],
+  );
   await transact(db, async (trx) => {
     assert.equal((await jobById.first(trx, { id: 'c' }))?.id, 'c');
   });
@@ -45,11 +64,17 @@ test('insertRow: one plan per set of columns, undefined columns left out, and a 
   await insertRow(db, 'jobs', job('a', { dedupe_key: 'x' }));
   // last_error undefined: left out, so the column takes its default (null).
   await insertRow(db, 'jobs', { ...job('b'), last_error: undefined } as any);
-  assert.equal((await db.selectFrom('jobs').select('last_error').where('id', '=', 'b').executeTakeFirstOrThrow()).last_error, null);
+  assert.equal(
+    (await db.selectFrom('jobs').select('last_error').where('id', '=', 'b').executeTakeFirstOrThrow()).last_error,
+    null,
+  );
 
   assert.equal(inserted(await insertRow(db, 'jobs', job('c', { dedupe_key: 'x' }), 'dedupe_key')), false);
   assert.equal(inserted(await insertRow(db, 'jobs', job('d', { dedupe_key: 'y' }), 'dedupe_key')), true);
-  assert.deepEqual((await db.selectFrom('jobs').select('id').orderBy('id').execute()).map((r) => r.id), ['a', 'b', 'd']);
+  assert.deepEqual(
+    (await db.selectFrom('jobs').select('id').orderBy('id').execute()).map((r) => r.id),
+    ['a', 'b', 'd'],
+  );
   // Only the named conflict is ignored: a duplicate id still fails.
   await assert.rejects(insertRow(db, 'jobs', job('a', { dedupe_key: 'z' }), 'dedupe_key'));
 });
@@ -64,13 +89,25 @@ test('updateById sets exactly the given columns of that row', async (t) => {
   await updateById(db, 'jobs', 'b', { run_at: 7 });
   await updateById(db, 'jobs', 'b', {});
   const rows = await db.selectFrom('jobs').select(['id', 'last_error', 'run_at']).orderBy('id').execute();
-  assert.deepEqual(rows.map((r) => [r.id, r.last_error, Number(r.run_at)]), [['a', 'boom', 5], ['b', null, 7]]);
+  assert.deepEqual(
+    rows.map((r) => [r.id, r.last_error, Number(r.run_at)]),
+    [
+      ['a', 'boom', 5],
+      ['b', null, 7],
+    ],
+  );
 });
 
-const wholeJob = prepared<{ id: string }, Record<string, unknown>>((db, arg) => db.selectFrom('jobs').selectAll().where('id', '=', arg('id')));
-const wholeJobOfKind = prepared<{ kind: string }, Record<string, unknown>>((db, arg) => db.selectFrom('jobs').selectAll().where('kind', '=', arg('kind')));
+const wholeJob = prepared<{ id: string }, Record<string, unknown>>((db, arg) =>
+  db.selectFrom('jobs').selectAll().where('id', '=', arg('id')),
+);
+const wholeJobOfKind = prepared<{ kind: string }, Record<string, unknown>>((db, arg) =>
+  db.selectFrom('jobs').selectAll().where('kind', '=', arg('kind')),
+);
 
-test('PostgreSQL keeps prepared queries parsed; one a migration made stale is prepared again', { skip: engine !== 'postgres' ? 'server-side statements are PostgreSQL\'s' : false }, async (t) => {
+test('PostgreSQL keeps prepared queries parsed; one a migration made stale is prepared again', {
+  skip: engine !== 'postgres' ? "server-side statements are PostgreSQL's" : false,
+}, async (t) => {
   const { schema, drop } = await freshDb();
   t.after(drop);
   // One connection, so every statement below runs where the earlier ones were prepared.
@@ -81,16 +118,28 @@ test('PostgreSQL keeps prepared queries parsed; one a migration made stale is pr
   assert.equal((await wholeJob.first(db, { id: 'a' }))?.id, 'a');
   assert.equal((await wholeJobOfKind.first(db, { kind: 'k' }))?.id, 'a');
   const onServer = await sql<{ statement: string }>`select statement from pg_prepared_statements`.execute(db);
-  assert.ok(onServer.rows.some((row) => row.statement.startsWith('select * from "jobs" where "id" = $1')), JSON.stringify(onServer.rows));
+  assert.ok(
+    onServer.rows.some((row) => row.statement.startsWith('select * from "jobs" where "id" = $1')),
+    JSON.stringify(onServer.rows),
+  );
 
   // What an older process sees when a newer version's migration adds a column meanwhile.
   await sql`alter table jobs add column later text`.execute(db);
   assert.equal((await wholeJob.first(db, { id: 'a' }))?.later, null, 'on its own, the call is prepared again and run');
-  await assert.rejects(transact(db, (trx) => wholeJobOfKind.first(trx, { kind: 'k' })), /cached plan must not change result type/);
-  assert.equal((await transact(db, (trx) => wholeJobOfKind.first(trx, { kind: 'k' })))?.later, null, 'in a transaction, the next one is prepared again');
+  await assert.rejects(
+    transact(db, (trx) => wholeJobOfKind.first(trx, { kind: 'k' })),
+    /cached plan must not change result type/,
+  );
+  assert.equal(
+    (await transact(db, (trx) => wholeJobOfKind.first(trx, { kind: 'k' })))?.later,
+    null,
+    'in a transaction, the next one is prepared again',
+  );
 });
 
-test('DATABASE_PREPARED_STATEMENTS=false: nothing is prepared on the server', { skip: engine !== 'postgres' ? 'server-side statements are PostgreSQL\'s' : false }, async (t) => {
+test('DATABASE_PREPARED_STATEMENTS=false: nothing is prepared on the server', {
+  skip: engine !== 'postgres' ? "server-side statements are PostgreSQL's" : false,
+}, async (t) => {
   const { schema, drop } = await freshDb();
   t.after(drop);
   const db = openDb({ engine: 'postgres', url: pgUrl, schema, poolSize: 1, preparedStatements: false });

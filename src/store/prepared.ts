@@ -27,13 +27,19 @@ const PLACEHOLDER = '\u0000tono-arg:';
 /** Reads the argument `name` at run time; only valid inside a prepared query's builder. */
 export type Arg<Args> = <K extends keyof Args & string>(name: K) => Args[K];
 
-function planFor(db: Runner, plans: WeakMap<object, Plan>, build: (db: Db, arg: Arg<any>) => Compilable<unknown>): Plan {
+function planFor(
+  db: Runner,
+  plans: WeakMap<object, Plan>,
+  build: (db: Db, arg: Arg<any>) => Compilable<unknown>,
+): Plan {
   // Plans are per dialect: the adapter object is shared by a Kysely instance and its transactions.
   const adapter = db.getExecutor().adapter;
   let plan = plans.get(adapter);
   if (!plan) {
     const query = build(db, ((name: string) => `${PLACEHOLDER}${name}`) as Arg<any>).compile();
-    const slots = query.parameters.map((value) => (typeof value === 'string' && value.startsWith(PLACEHOLDER) ? value.slice(PLACEHOLDER.length) : null));
+    const slots = query.parameters.map((value) =>
+      typeof value === 'string' && value.startsWith(PLACEHOLDER) ? value.slice(PLACEHOLDER.length) : null,
+    );
     plan = { query, slots };
     plans.set(adapter, plan);
     prepareOnServer(query.sql);
@@ -129,15 +135,23 @@ export async function insertRow<T extends keyof Database & string>(
 ): Promise<QueryResult<never>> {
   // As Kysely does, a column given as undefined is left out (it takes its default).
   const columns = Object.keys(row).filter((column) => (row as Record<string, unknown>)[column] !== undefined);
-  const conflict = ignoreConflictOn === undefined ? [] : typeof ignoreConflictOn === 'string' ? [ignoreConflictOn] : [...ignoreConflictOn];
+  const conflict =
+    ignoreConflictOn === undefined
+      ? []
+      : typeof ignoreConflictOn === 'string'
+        ? [ignoreConflictOn]
+        : [...ignoreConflictOn];
   const plan = planFor(db, plansOfShape(`insert ${table}(${columns.join(',')}) ${conflict.join(',')}`), (base, arg) => {
-    const insert = base.insertInto(table).values(Object.fromEntries(columns.map((column) => [column, arg(column)])) as any);
+    const insert = base
+      .insertInto(table)
+      .values(Object.fromEntries(columns.map((column) => [column, arg(column)])) as any);
     return conflict.length > 0 ? insert.onConflict((c) => c.columns(conflict as any).doNothing()) : insert;
   });
   return execute<never>(db, bind(plan, row as Record<string, unknown>));
 }
 
-type TableWithId = { [T in keyof Database & string]: Database[T] extends { id: string } ? T : never }[keyof Database & string];
+type TableWithId = { [T in keyof Database & string]: Database[T] extends { id: string } ? T : never }[keyof Database &
+  string];
 
 /**
  * Sets the given columns of the row with this id, prepared per table and set of columns. With

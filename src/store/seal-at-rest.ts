@@ -16,17 +16,35 @@ export type SealSecrets = (trx: Transaction<Database>, secrets: SecretBox) => Pr
 /** A condition on a text column: its value is not sealed yet. */
 export const notSealed = (column: string) => sql<boolean>`${sql.ref(column)} not like ${'sealed:v1:%'}`;
 
-export async function sealStoredSecrets(db: Db, secrets: SecretBox, now: number, sealers: SealSecrets[]): Promise<boolean> {
+export async function sealStoredSecrets(
+  db: Db,
+  secrets: SecretBox,
+  now: number,
+  sealers: SealSecrets[],
+): Promise<boolean> {
   return transact(db, async (trx) => {
-    const claimed = await trx.insertInto('store_tasks').values({ name: TASK, done_at: now })
-      .onConflict((c) => c.column('name').doNothing()).executeTakeFirst();
+    const claimed = await trx
+      .insertInto('store_tasks')
+      .values({ name: TASK, done_at: now })
+      .onConflict((c) => c.column('name').doNothing())
+      .executeTakeFirst();
     if (Number(claimed.numInsertedOrUpdatedRows ?? 0) === 0) return false;
     for (const seal of sealers) await seal(trx, secrets);
-    const replies = await trx.selectFrom('idempotency_keys').select(['user_id', 'mode', 'key', 'response']).where('response', 'is not', null).where(notSealed('response')).execute();
+    const replies = await trx
+      .selectFrom('idempotency_keys')
+      .select(['user_id', 'mode', 'key', 'response'])
+      .where('response', 'is not', null)
+      .where(notSealed('response'))
+      .execute();
     for (const row of replies) {
       if (row.response === null || isSealed(row.response)) continue;
-      await trx.updateTable('idempotency_keys').set({ response: secrets.seal(row.response) })
-        .where('user_id', '=', row.user_id).where('mode', '=', row.mode).where('key', '=', row.key).execute();
+      await trx
+        .updateTable('idempotency_keys')
+        .set({ response: secrets.seal(row.response) })
+        .where('user_id', '=', row.user_id)
+        .where('mode', '=', row.mode)
+        .where('key', '=', row.key)
+        .execute();
     }
     return true;
   });

@@ -15,8 +15,12 @@ test('the key file is made once, owner-only, and read back the same', (t) => {
   assert.equal(fs.statSync(file).mode & 0o777, 0o600);
   assert.deepEqual(loadOrCreateKeyFile(path.join(dir, 'data')), first);
   fs.writeFileSync(file, 'not a key\n');
-  assert.throws(() => loadOrCreateKeyFile(path.join(dir, 'data')), (error: unknown) => error instanceof SecretKeyError
-    && error.message === `${file} does not hold a secret key (base64 of 32 bytes); restore it from your backup`);
+  assert.throws(
+    () => loadOrCreateKeyFile(path.join(dir, 'data')),
+    (error: unknown) =>
+      error instanceof SecretKeyError &&
+      error.message === `${file} does not hold a secret key (base64 of 32 bytes); restore it from your backup`,
+  );
 });
 
 test('a damaged key file stops the start with one line', (t) => {
@@ -25,5 +29,8 @@ test('a damaged key file stops the start with one line', (t) => {
   fs.writeFileSync(path.join(dir, KEY_FILE_NAME), 'garbage');
   const result = runMain({ DATA_DIR: dir, PORT: '0' });
   assert.notEqual(result.status, 0);
-  assert.equal(result.stderr, `tono: ${path.join(dir, KEY_FILE_NAME)} does not hold a secret key (base64 of 32 bytes); restore it from your backup\n`);
+  assert.equal(
+    result.stderr,
+    `tono: ${path.join(dir, KEY_FILE_NAME)} does not hold a secret key (base64 of 32 bytes); restore it from your backup\n`,
+  );
 });

@@ -31,6 +31,7 @@ export function loadOrCreateKeyFile(dataDir: string): Buffer {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
   }
   const key = decodeSecretKey(fs.readFileSync(file, 'utf8'));
-  if (!key) throw new SecretKeyError(`${file} does not hold a secret key (base64 of 32 bytes); restore it from your backup`);
+  if (!key)
+    throw new SecretKeyError(`${file} does not hold a secret key (base64 of 32 bytes); restore it from your backup`);
   return key;
 }

@@ -230,7 +230,13 @@ class GroupCommitDriver implements Driver {
       const statement = this.database.prepare(sql);
       const columns = statement.columns().map((column) => column.name);
       if (columns.length > 0) statement.setReturnArrays(true);
-      entry = { statement, reader: columns.length > 0, select: columns.length > 0 && SELECT.test(sql), write: WRITE.test(sql), makeRow: rowMakerFor(columns) };
+      entry = {
+        statement,
+        reader: columns.length > 0,
+        select: columns.length > 0 && SELECT.test(sql),
+        write: WRITE.test(sql),
+        makeRow: rowMakerFor(columns),
+      };
       if (this.statements.size > 1000) this.statements.clear();
       this.statements.set(sql, entry);
     }
@@ -323,7 +329,8 @@ class GroupCommitDriver implements Driver {
     const unit = this.holder;
     if (!unit?.inTransaction) return null;
     return (sql, parameters) => {
-      if (this.holder !== unit || !unit.inTransaction) throw new Error('the transaction has already committed or rolled back');
+      if (this.holder !== unit || !unit.inTransaction)
+        throw new Error('the transaction has already committed or rolled back');
       return this.run(sql, parameters, unit);
     };
   }
@@ -476,7 +483,11 @@ export type DirectReader = (sql: string, parameters: Params) => Promise<unknown[
 export type UnitRunner = (sql: string, parameters: Params) => QueryResult<unknown>;
 
 /** What the driver gives the Kysely instance built on it, outside Kysely's own interface. */
-export type DriverAccess = { readNow: DirectReader; unitRunner: () => UnitRunner | null; commitsElsewhere: CommitsElsewhere };
+export type DriverAccess = {
+  readNow: DirectReader;
+  unitRunner: () => UnitRunner | null;
+  commitsElsewhere: CommitsElsewhere;
+};
 
 /**
  * A number that changes whenever another connection (another process: the CLI, a second service)
@@ -497,12 +508,21 @@ function dataVersionOf(database: DatabaseSync): CommitsElsewhere {
  * receives the driver's direct read and unit runner, for the Kysely instance built on this
  * dialect.
  */
-export function nodeSqliteDialect(database: DatabaseSync, file: string, fsync: FileSync = fs.fsync, onDriver?: (access: DriverAccess) => void): Dialect {
+export function nodeSqliteDialect(
+  database: DatabaseSync,
+  file: string,
+  fsync: FileSync = fs.fsync,
+  onDriver?: (access: DriverAccess) => void,
+): Dialect {
   return {
     createAdapter: () => new SqliteAdapter(),
     createDriver: () => {
       const driver = new GroupCommitDriver(database, file, fsync);
-      onDriver?.({ readNow: (sql, parameters) => driver.readNow(sql, parameters), unitRunner: () => driver.unitRunner(), commitsElsewhere: dataVersionOf(database) });
+      onDriver?.({
+        readNow: (sql, parameters) => driver.readNow(sql, parameters),
+        unitRunner: () => driver.unitRunner(),
+        commitsElsewhere: dataVersionOf(database),
+      });
       return driver;
     },
     createIntrospector: (db: Kysely<any>) => new SqliteIntrospector(db),

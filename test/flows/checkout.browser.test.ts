@@ -10,7 +10,11 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { checkoutWorld, createRequest, type CheckoutWorld } from './checkout.fixtures.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
-const skipReason = !fs.existsSync(CHROMIUM) ? `${CHROMIUM} is not installed` : process.env.TEST_ENGINE === 'postgres' ? 'browser tests run on SQLite only' : null;
+const skipReason = !fs.existsSync(CHROMIUM)
+  ? `${CHROMIUM} is not installed`
+  : process.env.TEST_ENGINE === 'postgres'
+    ? 'browser tests run on SQLite only'
+    : null;
 const SCREENSHOTS = process.env.UPDATE_SCREENSHOTS === '1' ? path.resolve('docs/screenshots') : null;
 
 let browser: Browser | null = null;
@@ -18,7 +22,14 @@ async function launch(): Promise<Browser> {
   browser ??= await chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--no-first-run',
+      '--disable-sync',
+    ],
   });
   return browser;
 }
@@ -81,7 +92,11 @@ async function statusesOf(world: CheckoutWorld, requestId: string): Promise<stri
 
 test('a fixed single request paid through the sandbox bank login', { skip: skipReason ?? false }, async (t) => {
   const world = await checkoutWorld(t);
-  const request = await createRequest(world, { amount: '24.50 NZD', message: 'Two flat whites and a scone', reference: 'TABLE-7' });
+  const request = await createRequest(world, {
+    amount: '24.50 NZD',
+    message: 'Two flat whites and a scone',
+    reference: 'TABLE-7',
+  });
   const page = await newPage(t);
   const errors = watchErrors(page);
   await page.goto(`${world.baseUrl}/pay/${request.id}`);
@@ -111,9 +126,18 @@ test('a declined payment', { skip: skipReason ?? false }, async (t) => {
   assert.deepEqual(await statusesOf(world, request.id), ['cancelled']);
 });
 
-test('dynamic amounts: a one-tap suggestion, a typed amount, and out-of-bounds refused on the page', { skip: skipReason ?? false }, async (t) => {
+test('dynamic amounts: a one-tap suggestion, a typed amount, and out-of-bounds refused on the page', {
+  skip: skipReason ?? false,
+}, async (t) => {
   const world = await checkoutWorld(t);
-  const request = await createRequest(world, { allow_dynamic_amount: true, type: 'multi', suggested_amounts: '10.00,25.00,50.00', minimum_payment_amount: 500, maximum_payment_amount: 10000, message: 'Koha for the marae' });
+  const request = await createRequest(world, {
+    allow_dynamic_amount: true,
+    type: 'multi',
+    suggested_amounts: '10.00,25.00,50.00',
+    minimum_payment_amount: 500,
+    maximum_payment_amount: 10000,
+    message: 'Koha for the marae',
+  });
   const page = await newPage(t);
   await page.goto(`${world.baseUrl}/pay/${request.id}`);
   assert.match(await page.locator('#amount-bounds').innerText(), /Between \$5\.00 and \$100\.00/);
@@ -133,12 +157,22 @@ test('dynamic amounts: a one-tap suggestion, a typed amount, and out-of-bounds r
   await atBank(page, 'Approve');
   await page.getByRole('heading', { name: 'Payment successful' }).waitFor();
   const payments = (await world.api.get(`/v1/requests/${request.id}/payments`)).body.payments;
-  assert.deepEqual(payments.map((p: any) => p.requested_amount.value), ['42.00 NZD', '25.00 NZD']);
+  assert.deepEqual(
+    payments.map((p: any) => p.requested_amount.value),
+    ['42.00 NZD', '25.00 NZD'],
+  );
 });
 
 test('a request that requires payer details', { skip: skipReason ?? false }, async (t) => {
   const world = await checkoutWorld(t);
-  const request = await createRequest(world, { amount: '60.00 NZD', require_customer_basic_info: true, require_customer_phone: true, require_customer_address: true, allow_marketing_opt_in: true, message: 'Workshop ticket' });
+  const request = await createRequest(world, {
+    amount: '60.00 NZD',
+    require_customer_basic_info: true,
+    require_customer_phone: true,
+    require_customer_address: true,
+    allow_marketing_opt_in: true,
+    message: 'Workshop ticket',
+  });
   const page = await newPage(t);
   await page.goto(`${world.baseUrl}/pay/${request.id}`);
   await chooseBankAndGo(page);
@@ -189,10 +223,13 @@ test('the embed widget on a page of another origin receives its message', { skip
 </body></html>`);
   });
   await new Promise<void>((resolve) => shop.listen(0, '127.0.0.1', resolve));
-  t.after(() => new Promise<void>((resolve) => {
-    shop.close(() => resolve());
-    shop.closeAllConnections();
-  }));
+  t.after(
+    () =>
+      new Promise<void>((resolve) => {
+        shop.close(() => resolve());
+        shop.closeAllConnections();
+      }),
+  );
   const shopUrl = `http://localhost:${(shop.address() as { port: number }).port}/`;
 
   const page = await newPage(t);
@@ -206,9 +243,14 @@ test('the embed widget on a page of another origin receives its message', { skip
   await atBank(bankTab, 'Approve');
   // The shop's tab was in the background while the bank tab was open; bring it back as the payer would.
   await page.bringToFront();
-  const messages = await eventually(() => page.evaluate('window.messages') as Promise<unknown[]>, (list) => list.length > 0);
+  const messages = await eventually(
+    () => page.evaluate('window.messages') as Promise<unknown[]>,
+    (list) => list.length > 0,
+  );
   const [payment] = (await world.api.get(`/v1/requests/${request.id}/payments`)).body.payments;
-  assert.deepEqual(messages, [{ type: 'payment.successful', requestId: request.id, paymentId: payment.id, status: 'successful' }]);
+  assert.deepEqual(messages, [
+    { type: 'payment.successful', requestId: request.id, paymentId: payment.id, status: 'successful' },
+  ]);
   await frame.getByRole('heading', { name: 'Payment successful' }).waitFor();
   // Close the browser before the servers: the shop's tab may still hold connections to both.
   await page.context().close();
@@ -216,7 +258,13 @@ test('the embed widget on a page of another origin receives its message', { skip
 
 test('a 390×844 phone viewport', { skip: skipReason ?? false }, async (t) => {
   const world = await checkoutWorld(t);
-  const request = await createRequest(world, { allow_dynamic_amount: true, suggested_amounts: '10.00,20.00,50.00', collect_customer_phone: true, require_customer_basic_info: true, message: 'Kōwhai Coffee gift card' });
+  const request = await createRequest(world, {
+    allow_dynamic_amount: true,
+    suggested_amounts: '10.00,20.00,50.00',
+    collect_customer_phone: true,
+    require_customer_basic_info: true,
+    message: 'Kōwhai Coffee gift card',
+  });
   const page = await newPage(t, { width: 390, height: 844 });
   await page.goto(`${world.baseUrl}/pay/${request.id}`);
   await shot(page, 'pay-mobile.png');

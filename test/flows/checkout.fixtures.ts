@@ -3,7 +3,14 @@
 // and the sandbox bank's own pages, as a browser without JavaScript would.
 import type { TestContext } from 'node:test';
 import { authoriseAtBank, type Decision } from '../../src/modules/test-helpers/pay.bank-driver.ts';
-import { apiClient, buildTestApp, createTestMerchant, type ApiClient, type TestApp, type TestMerchant } from '../helpers.ts';
+import {
+  apiClient,
+  buildTestApp,
+  createTestMerchant,
+  type ApiClient,
+  type TestApp,
+  type TestMerchant,
+} from '../helpers.ts';
 
 export type CheckoutWorld = { app: TestApp; baseUrl: string; merchant: TestMerchant; api: ApiClient; live: ApiClient };
 
@@ -16,8 +23,16 @@ export async function checkoutWorld(t: TestContext, merchantName = 'Kōwhai Coff
   return { app, baseUrl, merchant, api: apiClient(app, merchant.testKey), live: apiClient(app, merchant.liveKey) };
 }
 
-export async function createRequest(world: CheckoutWorld, body: Record<string, unknown>, client = world.api): Promise<any> {
-  const created = await client.post('/v1/requests', { bank_account_id: world.merchant.bankAccountId, message: 'Flat white', ...body });
+export async function createRequest(
+  world: CheckoutWorld,
+  body: Record<string, unknown>,
+  client = world.api,
+): Promise<any> {
+  const created = await client.post('/v1/requests', {
+    bank_account_id: world.merchant.bankAccountId,
+    message: 'Flat white',
+    ...body,
+  });
   if (created.status !== 201) throw new Error(`create request: ${created.status} ${created.text}`);
   return created.body.request;
 }
@@ -25,7 +40,11 @@ export async function createRequest(world: CheckoutWorld, body: Record<string, u
 export type PageSubmission = { status: number; location: string | null; body: string };
 
 /** Posts the payment page's form; a 303 carries the bank's authorise URL. */
-export async function submitPage(baseUrl: string, requestId: string, form: Record<string, string>): Promise<PageSubmission> {
+export async function submitPage(
+  baseUrl: string,
+  requestId: string,
+  form: Record<string, string>,
+): Promise<PageSubmission> {
   const response = await fetch(`${baseUrl}/pay/${requestId}`, {
     method: 'POST',
     redirect: 'manual',
@@ -44,15 +63,25 @@ export async function returnToService(returnUrl: URL): Promise<string> {
 }
 
 /** The whole payer journey without a browser: page form → bank login → decision → return. */
-export async function payViaPage(world: CheckoutWorld, requestId: string, form: Record<string, string>, decision: Decision = 'approve'): Promise<string> {
+export async function payViaPage(
+  world: CheckoutWorld,
+  requestId: string,
+  form: Record<string, string>,
+  decision: Decision = 'approve',
+): Promise<string> {
   const submitted = await submitPage(world.baseUrl, requestId, { bank: 'sandbox', ...form });
-  if (submitted.status !== 303 || !submitted.location) throw new Error(`page form: ${submitted.status} ${submitted.body.slice(0, 500)}`);
+  if (submitted.status !== 303 || !submitted.location)
+    throw new Error(`page form: ${submitted.status} ${submitted.body.slice(0, 500)}`);
   const back = await authoriseAtBank(submitted.location, decision, `${world.baseUrl}/pay/return`);
   return returnToService(back);
 }
 
 export async function eventsOf(world: CheckoutWorld, objectId?: string): Promise<Array<{ type: string; data: any }>> {
-  let query = world.app.deps.db.selectFrom('events').select(['type', 'body']).where('user_id', '=', world.merchant.userId).orderBy('id');
+  let query = world.app.deps.db
+    .selectFrom('events')
+    .select(['type', 'body'])
+    .where('user_id', '=', world.merchant.userId)
+    .orderBy('id');
   if (objectId) query = query.where('object_id', '=', objectId);
   return (await query.execute()).map((row) => ({ type: row.type, data: JSON.parse(row.body).data }));
 }

@@ -2,7 +2,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { authoriseAtBank } from '../../src/modules/test-helpers/pay.bank-driver.ts';
-import { checkoutWorld, createRequest, eventsOf, payViaPage, returnToService, submitPage, type CheckoutWorld } from './checkout.fixtures.ts';
+import {
+  checkoutWorld,
+  createRequest,
+  eventsOf,
+  payViaPage,
+  returnToService,
+  submitPage,
+  type CheckoutWorld,
+} from './checkout.fixtures.ts';
 
 const PARTICULARS = /^V-[A-Z0-9]{6}$/;
 
@@ -14,13 +22,23 @@ async function paymentsOf(world: CheckoutWorld, requestId: string) {
 
 test('a fixed single request paid at the sandbox bank: successful, request paid, events in order, payer sent on', async (t) => {
   const world = await checkoutWorld(t);
-  const request = await createRequest(world, { amount: '12.50 NZD', reference: 'INV-42', merchant_identifier: 'order-42', success_redirect_url: 'https://shop.example/thanks?x=1' });
+  const request = await createRequest(world, {
+    amount: '12.50 NZD',
+    reference: 'INV-42',
+    merchant_identifier: 'order-42',
+    success_redirect_url: 'https://shop.example/thanks?x=1',
+  });
   const next = await payViaPage(world, request.id, {});
   const [payment] = await paymentsOf(world, request.id);
   assert.equal(payment.status, 'successful');
   const onward = new URL(next);
   assert.equal(onward.origin + onward.pathname, 'https://shop.example/thanks');
-  assert.deepEqual(Object.fromEntries(onward.searchParams), { x: '1', request_id: request.id, payment_id: payment.id, status: 'successful' });
+  assert.deepEqual(Object.fromEntries(onward.searchParams), {
+    x: '1',
+    request_id: request.id,
+    payment_id: payment.id,
+    status: 'successful',
+  });
 
   assert.deepEqual(payment.amount, { value: '0.01 NZD', formatted: '$0.01' });
   assert.deepEqual(payment.requested_amount, { value: '12.50 NZD', formatted: '$12.50' });
@@ -37,20 +55,54 @@ test('a fixed single request paid at the sandbox bank: successful, request paid,
   assert.equal((await world.api.get(`/v1/requests/${request.id}`)).body.request.status, 'paid');
   assert.deepEqual((await world.api.get(`/v1/payments/${payment.id}`)).body, { payment });
   assert.deepEqual((await world.api.get(`/payments/${payment.id}`)).body, { payment });
-  const byStatus = await world.api.get('/v1/payments', { query: { status: 'successful', merchant_identifier: 'order-42' } });
+  const byStatus = await world.api.get('/v1/payments', {
+    query: { status: 'successful', merchant_identifier: 'order-42' },
+  });
   assert.deepEqual(byStatus.body, { payments: [payment], has_more: false });
-  assert.deepEqual((await world.api.get('/v1/payments', { query: { status: 'failed' } })).body, { payments: [], has_more: false });
+  assert.deepEqual((await world.api.get('/v1/payments', { query: { status: 'failed' } })).body, {
+    payments: [],
+    has_more: false,
+  });
   const notFound = await world.live.get(`/v1/payments/${payment.id}`);
   assert.equal(notFound.status, 404);
-  assert.deepEqual(notFound.body, { code: 'not_found.payment', message: `No such payment: ${payment.id}`, params: { id: payment.id } });
+  assert.deepEqual(notFound.body, {
+    code: 'not_found.payment',
+    message: `No such payment: ${payment.id}`,
+    params: { id: payment.id },
+  });
 
   // Events written in one millisecond have no defined order among themselves.
   const events = await eventsOf(world);
-  assert.deepEqual(events.map((e) => e.type).sort(), ['payment.created', 'payment.status_updated', 'request.created', 'request.status_updated']);
+  assert.deepEqual(events.map((e) => e.type).sort(), [
+    'payment.created',
+    'payment.status_updated',
+    'request.created',
+    'request.status_updated',
+  ]);
   const ofType = (type: string) => events.find((e) => e.type === type)!;
-  assert.deepEqual(ofType('payment.created').data, { id: payment.id, request_id: request.id, user_id: world.merchant.userId, merchant_identifier: 'order-42', status: 'awaiting-consent', updated_at: payment.created_at });
-  assert.deepEqual(ofType('payment.status_updated').data, { id: payment.id, request_id: request.id, user_id: world.merchant.userId, merchant_identifier: 'order-42', status: 'successful', updated_at: payment.updated_at });
-  assert.deepEqual(ofType('request.status_updated').data, { id: request.id, user_id: world.merchant.userId, merchant_identifier: 'order-42', status: 'paid', updated_at: payment.updated_at });
+  assert.deepEqual(ofType('payment.created').data, {
+    id: payment.id,
+    request_id: request.id,
+    user_id: world.merchant.userId,
+    merchant_identifier: 'order-42',
+    status: 'awaiting-consent',
+    updated_at: payment.created_at,
+  });
+  assert.deepEqual(ofType('payment.status_updated').data, {
+    id: payment.id,
+    request_id: request.id,
+    user_id: world.merchant.userId,
+    merchant_identifier: 'order-42',
+    status: 'successful',
+    updated_at: payment.updated_at,
+  });
+  assert.deepEqual(ofType('request.status_updated').data, {
+    id: request.id,
+    user_id: world.merchant.userId,
+    merchant_identifier: 'order-42',
+    status: 'paid',
+    updated_at: payment.updated_at,
+  });
 
   // The page now says it is paid and takes no new payment.
   const page = await fetch(`${world.baseUrl}/pay/${request.id}`);
@@ -59,19 +111,32 @@ test('a fixed single request paid at the sandbox bank: successful, request paid,
   assert.equal(again.status, 409);
   const helper = await world.api.post(`/v1/test-helpers/requests/${request.id}/pay`, {});
   assert.equal(helper.status, 409);
-  assert.deepEqual(helper.body, { code: 'conflict.invalid_state', message: 'Cannot pay a request whose status is paid', params: { status: 'paid' } });
+  assert.deepEqual(helper.body, {
+    code: 'conflict.invalid_state',
+    message: 'Cannot pay a request whose status is paid',
+    params: { status: 'paid' },
+  });
 });
 
 test('declined at the bank: cancelled, request still active, payer sent to the failure URL, and can try again', async (t) => {
   const world = await checkoutWorld(t);
-  const request = await createRequest(world, { amount: '8.00 NZD', failure_redirect_url: 'https://shop.example/sorry' });
+  const request = await createRequest(world, {
+    amount: '8.00 NZD',
+    failure_redirect_url: 'https://shop.example/sorry',
+  });
   const next = await payViaPage(world, request.id, {}, 'decline');
   const [payment] = await paymentsOf(world, request.id);
   assert.equal(payment.status, 'cancelled');
   assert.match(payment.failure_reason, /^declined_at_bank/);
   assert.equal(new URL(next).searchParams.get('status'), 'cancelled');
   assert.equal((await world.api.get(`/v1/requests/${request.id}`)).body.request.status, 'active');
-  assert.deepEqual((await eventsOf(world, payment.id)).map((e) => [e.type, e.data.status]), [['payment.created', 'awaiting-consent'], ['payment.status_updated', 'cancelled']]);
+  assert.deepEqual(
+    (await eventsOf(world, payment.id)).map((e) => [e.type, e.data.status]),
+    [
+      ['payment.created', 'awaiting-consent'],
+      ['payment.status_updated', 'cancelled'],
+    ],
+  );
   // Without a redirect URL the result page explains, with a way to try again.
   const plain = await createRequest(world, { amount: '8.00 NZD' });
   const resultPath = await payViaPage(world, plain.id, {}, 'decline');
@@ -91,11 +156,35 @@ test('the pay test helper: approve, decline, dynamic amounts, details and errors
   assert.equal(declined.body.payment.status, 'cancelled');
   assert.equal((await world.api.get(`/v1/requests/${fixed.id}`)).body.request.status, 'active', 'multi stays active');
 
-  const dynamic = await createRequest(world, { allow_dynamic_amount: true, minimum_payment_amount: 500, maximum_payment_amount: 5000 });
+  const dynamic = await createRequest(world, {
+    allow_dynamic_amount: true,
+    minimum_payment_amount: 500,
+    maximum_payment_amount: 5000,
+  });
   const missing = await world.api.post(`/v1/test-helpers/requests/${dynamic.id}/pay`, {});
-  assert.deepEqual([missing.status, missing.body], [400, { code: 'bad_request.missing_param.amount', message: 'amount is required: this request lets the payer choose the amount', params: { field: 'amount' } }]);
+  assert.deepEqual(
+    [missing.status, missing.body],
+    [
+      400,
+      {
+        code: 'bad_request.missing_param.amount',
+        message: 'amount is required: this request lets the payer choose the amount',
+        params: { field: 'amount' },
+      },
+    ],
+  );
   const tooMuch = await world.api.post(`/v1/test-helpers/requests/${dynamic.id}/pay`, { amount: '50.01 NZD' });
-  assert.deepEqual([tooMuch.status, tooMuch.body], [400, { code: 'bad_request.invalid_param.amount', message: 'The amount must be at most $50.00', params: { field: 'amount' } }]);
+  assert.deepEqual(
+    [tooMuch.status, tooMuch.body],
+    [
+      400,
+      {
+        code: 'bad_request.invalid_param.amount',
+        message: 'The amount must be at most $50.00',
+        params: { field: 'amount' },
+      },
+    ],
+  );
   const badForm = await world.api.post(`/v1/test-helpers/requests/${dynamic.id}/pay`, { amount: '10 NZD' });
   assert.equal(badForm.body.code, 'bad_request.invalid_param.amount');
   const chosen = await world.api.post(`/v1/test-helpers/requests/${dynamic.id}/pay`, { amount: '33.30 NZD' });
@@ -103,12 +192,23 @@ test('the pay test helper: approve, decline, dynamic amounts, details and errors
   assert.equal(chosen.body.payment.requested_amount.value, '33.30 NZD');
   assert.equal(chosen.body.payment.amount.value, '0.01 NZD');
 
-  const unknownField = await world.api.post(`/v1/test-helpers/requests/${fixed.id}/pay`, { outcome: 'approve', tip: 1 });
-  assert.deepEqual(unknownField.body, { code: 'bad_request.unknown_param.tip', message: 'tip is not a parameter of this endpoint', params: { field: 'tip' } });
+  const unknownField = await world.api.post(`/v1/test-helpers/requests/${fixed.id}/pay`, {
+    outcome: 'approve',
+    tip: 1,
+  });
+  assert.deepEqual(unknownField.body, {
+    code: 'bad_request.unknown_param.tip',
+    message: 'tip is not a parameter of this endpoint',
+    params: { field: 'tip' },
+  });
   const live = await world.live.post(`/v1/test-helpers/requests/${fixed.id}/pay`, {});
   assert.equal(live.status, 404);
   const other = await world.api.post('/v1/test-helpers/requests/request_01JD2Q8Z7M3V4K5N6P7R8S9T0V/pay', {});
-  assert.deepEqual(other.body, { code: 'not_found.request', message: 'No such request: request_01JD2Q8Z7M3V4K5N6P7R8S9T0V', params: { id: 'request_01JD2Q8Z7M3V4K5N6P7R8S9T0V' } });
+  assert.deepEqual(other.body, {
+    code: 'not_found.request',
+    message: 'No such request: request_01JD2Q8Z7M3V4K5N6P7R8S9T0V',
+    params: { id: 'request_01JD2Q8Z7M3V4K5N6P7R8S9T0V' },
+  });
 });
 
 test('test mode: a 67.80 request fails at the callback', async (t) => {
@@ -119,7 +219,10 @@ test('test mode: a 67.80 request fails at the callback', async (t) => {
   assert.match(paid.body.payment.failure_reason, /^test_amount_67_80/);
   assert.equal(paid.body.payment.amount.value, '0.01 NZD');
   assert.equal((await world.api.get(`/v1/requests/${request.id}`)).body.request.status, 'active');
-  assert.deepEqual((await eventsOf(world, paid.body.payment.id)).map((e) => e.data.status), ['awaiting-consent', 'failed']);
+  assert.deepEqual(
+    (await eventsOf(world, paid.body.payment.id)).map((e) => e.data.status),
+    ['awaiting-consent', 'failed'],
+  );
   const dynamic = await createRequest(world, { allow_dynamic_amount: true });
   const viaPage = await payViaPage(world, dynamic.id, { amount_other: '67.80' });
   const [payment] = await paymentsOf(world, dynamic.id);
@@ -139,13 +242,18 @@ test('two payers approve one single request at the same moment: exactly one succ
   await Promise.all(returns.map((url) => returnToService(url)));
   const payments = await paymentsOf(world, request.id);
   assert.deepEqual(payments.map((p) => p.status).sort(), ['cancelled', 'cancelled', 'successful']);
-  for (const p of payments.filter((p) => p.status === 'cancelled')) assert.equal(p.failure_reason, 'request_already_paid');
+  for (const p of payments.filter((p) => p.status === 'cancelled'))
+    assert.equal(p.failure_reason, 'request_already_paid');
   assert.equal((await world.api.get(`/v1/requests/${request.id}`)).body.request.status, 'paid');
   const requestEvents = (await eventsOf(world, request.id)).map((e) => e.type);
   assert.deepEqual(requestEvents, ['request.created', 'request.status_updated']);
   // A repeated return (the payer reloads) changes nothing.
   await returnToService(returns[0]);
-  assert.deepEqual((await paymentsOf(world, request.id)).map((p) => p.status).sort(), ['cancelled', 'cancelled', 'successful']);
+  assert.deepEqual((await paymentsOf(world, request.id)).map((p) => p.status).sort(), [
+    'cancelled',
+    'cancelled',
+    'successful',
+  ]);
 });
 
 test('a multi request is paid twice and stays active', async (t) => {
@@ -154,10 +262,16 @@ test('a multi request is paid twice and stays active', async (t) => {
   await payViaPage(world, request.id, {});
   await payViaPage(world, request.id, {});
   const payments = await paymentsOf(world, request.id);
-  assert.deepEqual(payments.map((p) => p.status), ['successful', 'successful']);
+  assert.deepEqual(
+    payments.map((p) => p.status),
+    ['successful', 'successful'],
+  );
   assert.notEqual(payments[0].pcr.particulars, payments[1].pcr.particulars);
   assert.equal((await world.api.get(`/v1/requests/${request.id}`)).body.request.status, 'active');
-  assert.deepEqual((await world.api.get('/v1/payments', { query: { request_id: request.id, limit: '1' } })).body.has_more, true);
+  assert.deepEqual(
+    (await world.api.get('/v1/payments', { query: { request_id: request.id, limit: '1' } })).body.has_more,
+    true,
+  );
 });
 
 test('the sweeper cancels a payment abandoned for 30 minutes; a late return does not execute it', async (t) => {
@@ -172,7 +286,10 @@ test('the sweeper cancels a payment abandoned for 30 minutes; a late return does
   const [payment] = await paymentsOf(world, request.id);
   assert.equal(payment.status, 'cancelled');
   assert.match(payment.failure_reason, /^abandoned/);
-  assert.deepEqual((await eventsOf(world, payment.id)).map((e) => e.data.status), ['awaiting-consent', 'cancelled']);
+  assert.deepEqual(
+    (await eventsOf(world, payment.id)).map((e) => e.data.status),
+    ['awaiting-consent', 'cancelled'],
+  );
   await returnToService(late);
   assert.equal((await paymentsOf(world, request.id))[0].status, 'cancelled');
   assert.equal((await world.api.get(`/v1/requests/${request.id}`)).body.request.status, 'active');
@@ -196,49 +313,132 @@ test('the reconciler polls an unconfirmed payment until the bank confirms it', a
   await world.api.post('/v1/test-helpers/clock/advance', { seconds: 300 });
   const [payment] = await paymentsOf(world, request.id);
   assert.equal(payment.status, 'successful');
-  assert.deepEqual((await eventsOf(world, payment.id)).map((e) => e.data.status), ['awaiting-consent', 'unconfirmed', 'successful']);
+  assert.deepEqual(
+    (await eventsOf(world, payment.id)).map((e) => e.data.status),
+    ['awaiting-consent', 'unconfirmed', 'successful'],
+  );
   assert.equal((await world.api.get(`/v1/requests/${request.id}`)).body.request.status, 'paid');
   const status = await (await fetch(`${world.baseUrl}/pay/${request.id}/status?payment_id=${payment.id}`)).json();
-  assert.deepEqual(status, { request: { id: request.id, status: 'paid' }, payment: { id: payment.id, status: 'successful' } });
+  assert.deepEqual(status, {
+    request: { id: request.id, status: 'paid' },
+    payment: { id: payment.id, status: 'successful' },
+  });
 });
 
 test('payer details: cust_info on the payment, the customer created then updated only on change', async (t) => {
   const world = await checkoutWorld(t);
-  const request = await createRequest(world, { amount: '30.00 NZD', type: 'multi', require_customer_basic_info: true, collect_customer_phone: true, require_customer_address: true, allow_marketing_opt_in: true });
+  const request = await createRequest(world, {
+    amount: '30.00 NZD',
+    type: 'multi',
+    require_customer_basic_info: true,
+    collect_customer_phone: true,
+    require_customer_address: true,
+    allow_marketing_opt_in: true,
+  });
   const refused = await submitPage(world.baseUrl, request.id, { bank: 'sandbox', email: 'ana@example.com' });
   assert.equal(refused.status, 400);
   assert.match(refused.body, /Enter your first name/);
   assert.match(refused.body, /aria-invalid="true"/);
   assert.equal((await paymentsOf(world, request.id)).length, 0, 'an invalid form creates nothing');
 
-  const details = { email: 'Ana@Example.com', first_name: 'Ana', last_name: 'Ngata', address1: '1 Queen St', city: 'Auckland', postcode: '1010', marketing_opt_in: 'yes' };
+  const details = {
+    email: 'Ana@Example.com',
+    first_name: 'Ana',
+    last_name: 'Ngata',
+    address1: '1 Queen St',
+    city: 'Auckland',
+    postcode: '1010',
+    marketing_opt_in: 'yes',
+  };
   await payViaPage(world, request.id, details);
   const [first] = await paymentsOf(world, request.id);
   assert.equal(first.status, 'successful');
   assert.match(first.cust_info.id, /^custinfo_/);
-  assert.deepEqual({ ...first.cust_info, id: undefined, created_at: undefined, updated_at: undefined }, {
-    id: undefined, payment_id: first.id, email: 'ana@example.com', phone: '', first_name: 'Ana', last_name: 'Ngata',
-    address1: '1 Queen St', address2: '', address3: '', address4: '', city: 'Auckland', postcode: '1010', marketing_opt_in: true,
-    created_at: undefined, updated_at: undefined,
-  });
+  assert.deepEqual(
+    { ...first.cust_info, id: undefined, created_at: undefined, updated_at: undefined },
+    {
+      id: undefined,
+      payment_id: first.id,
+      email: 'ana@example.com',
+      phone: '',
+      first_name: 'Ana',
+      last_name: 'Ngata',
+      address1: '1 Queen St',
+      address2: '',
+      address3: '',
+      address4: '',
+      city: 'Auckland',
+      postcode: '1010',
+      marketing_opt_in: true,
+      created_at: undefined,
+      updated_at: undefined,
+    },
+  );
   const listed = await world.api.get('/v1/customers', { query: { email: 'ANA@example.com' } });
   assert.equal(listed.body.customers.length, 1);
   const customer = listed.body.customers[0];
-  assert.deepEqual({ ...customer, id: undefined, created_at: undefined, updated_at: undefined }, {
-    id: undefined, business_user_id: world.merchant.userId, email: 'ana@example.com', phone: '', first_name: 'Ana', last_name: 'Ngata',
-    address: { address1: '1 Queen St', address2: '', address3: '', address4: '', city: 'Auckland', postcode: '1010' }, created_at: undefined, updated_at: undefined,
-  });
+  assert.deepEqual(
+    { ...customer, id: undefined, created_at: undefined, updated_at: undefined },
+    {
+      id: undefined,
+      business_user_id: world.merchant.userId,
+      email: 'ana@example.com',
+      phone: '',
+      first_name: 'Ana',
+      last_name: 'Ngata',
+      address: { address1: '1 Queen St', address2: '', address3: '', address4: '', city: 'Auckland', postcode: '1010' },
+      created_at: undefined,
+      updated_at: undefined,
+    },
+  );
   assert.deepEqual((await world.api.get(`/customers/${customer.id}`)).body, { customer });
   assert.equal((await world.live.get(`/v1/customers/${customer.id}`)).status, 404, 'customers are per mode');
 
-  await world.api.post(`/v1/test-helpers/requests/${request.id}/pay`, { cust_info: { email: 'ana@example.com', first_name: 'Ana', last_name: 'Ngata', phone: '021 555 0100', address1: '1 Queen St', city: 'Auckland', postcode: '1010' } });
-  await world.api.post(`/v1/test-helpers/requests/${request.id}/pay`, { cust_info: { email: 'ana@example.com', first_name: 'Ana', last_name: 'Ngata', address1: '1 Queen St', city: 'Auckland', postcode: '1010' } });
+  await world.api.post(`/v1/test-helpers/requests/${request.id}/pay`, {
+    cust_info: {
+      email: 'ana@example.com',
+      first_name: 'Ana',
+      last_name: 'Ngata',
+      phone: '021 555 0100',
+      address1: '1 Queen St',
+      city: 'Auckland',
+      postcode: '1010',
+    },
+  });
+  await world.api.post(`/v1/test-helpers/requests/${request.id}/pay`, {
+    cust_info: {
+      email: 'ana@example.com',
+      first_name: 'Ana',
+      last_name: 'Ngata',
+      address1: '1 Queen St',
+      city: 'Auckland',
+      postcode: '1010',
+    },
+  });
   const customerEvents = await eventsOf(world, customer.id);
-  assert.deepEqual(customerEvents.map((e) => e.type), ['customer.created', 'customer.updated']);
+  assert.deepEqual(
+    customerEvents.map((e) => e.type),
+    ['customer.created', 'customer.updated'],
+  );
   assert.equal(customerEvents[1].data.phone, '021 555 0100');
-  assert.deepEqual(Object.keys(customerEvents[0].data), ['id', 'user_id', 'created_at', 'email', 'first_name', 'last_name', 'phone', 'address']);
-  const helperMissing = await world.api.post(`/v1/test-helpers/requests/${request.id}/pay`, { cust_info: { email: 'b@example.com' } });
-  assert.deepEqual(helperMissing.body, { code: 'bad_request.missing_param.cust_info.first_name', message: 'cust_info.first_name is required by this request', params: { field: 'cust_info.first_name' } });
+  assert.deepEqual(Object.keys(customerEvents[0].data), [
+    'id',
+    'user_id',
+    'created_at',
+    'email',
+    'first_name',
+    'last_name',
+    'phone',
+    'address',
+  ]);
+  const helperMissing = await world.api.post(`/v1/test-helpers/requests/${request.id}/pay`, {
+    cust_info: { email: 'b@example.com' },
+  });
+  assert.deepEqual(helperMissing.body, {
+    code: 'bad_request.missing_param.cust_info.first_name',
+    message: 'cust_info.first_name is required by this request',
+    params: { field: 'cust_info.first_name' },
+  });
 });
 
 test('expired and deleted requests take no new payments', async (t) => {
@@ -246,7 +446,17 @@ test('expired and deleted requests take no new payments', async (t) => {
   const expiring = await createRequest(world, { amount: '5.00 NZD', expires_in: '5m' });
   await world.api.post('/v1/test-helpers/clock/advance', { seconds: 301 });
   const expired = await world.api.post(`/v1/test-helpers/requests/${expiring.id}/pay`, {});
-  assert.deepEqual([expired.status, expired.body], [409, { code: 'conflict.invalid_state', message: 'Cannot pay a request whose status is expired', params: { status: 'expired' } }]);
+  assert.deepEqual(
+    [expired.status, expired.body],
+    [
+      409,
+      {
+        code: 'conflict.invalid_state',
+        message: 'Cannot pay a request whose status is expired',
+        params: { status: 'expired' },
+      },
+    ],
+  );
   const deleted = await createRequest(world, { amount: '5.00 NZD' });
   await world.api.delete(`/v1/requests/${deleted.id}`);
   const refused = await world.api.post(`/v1/test-helpers/requests/${deleted.id}/pay`, {});
@@ -270,9 +480,16 @@ test('the bank refuses the payment at execution: failed with its reason, request
   const [payment] = await paymentsOf(world, request.id);
   assert.equal(payment.status, 'failed');
   assert.match(payment.failure_reason, /insufficient_funds/);
-  assert.deepEqual((await eventsOf(world, payment.id)).map((e) => e.data.status), ['awaiting-consent', 'failed']);
+  assert.deepEqual(
+    (await eventsOf(world, payment.id)).map((e) => e.data.status),
+    ['awaiting-consent', 'failed'],
+  );
   assert.equal((await world.api.get(`/v1/requests/${request.id}`)).body.request.status, 'active');
-  assert.equal((await world.api.post(`/v1/test-helpers/requests/${request.id}/pay`, {})).body.payment.status, 'successful', 'a failed payment does not block the next');
+  assert.equal(
+    (await world.api.post(`/v1/test-helpers/requests/${request.id}/pay`, {})).body.payment.status,
+    'successful',
+    'a failed payment does not block the next',
+  );
 });
 
 test('an unconfirmed payment the bank later rejects ends failed', async (t) => {
@@ -284,12 +501,18 @@ test('an unconfirmed payment the bank later rejects ends failed', async (t) => {
   assert.equal((await paymentsOf(world, request.id))[0].status, 'unconfirmed');
   await world.api.post('/v1/test-helpers/clock/advance', { seconds: 60 });
   assert.equal((await paymentsOf(world, request.id))[0].status, 'unconfirmed', 'held at the bank until released');
-  await bankHook(world, (await paymentsOf(world, request.id))[0].id, 'release', { outcome: 'rejected', reason: 'fraud_check' });
+  await bankHook(world, (await paymentsOf(world, request.id))[0].id, 'release', {
+    outcome: 'rejected',
+    reason: 'fraud_check',
+  });
   await world.api.post('/v1/test-helpers/clock/advance', { seconds: 600 });
   const [payment] = await paymentsOf(world, request.id);
   assert.equal(payment.status, 'failed');
   assert.match(payment.failure_reason, /fraud_check/);
-  assert.deepEqual((await eventsOf(world, payment.id)).map((e) => e.data.status), ['awaiting-consent', 'unconfirmed', 'failed']);
+  assert.deepEqual(
+    (await eventsOf(world, payment.id)).map((e) => e.data.status),
+    ['awaiting-consent', 'unconfirmed', 'failed'],
+  );
   assert.equal((await world.api.get(`/v1/requests/${request.id}`)).body.request.status, 'active');
 });
 

@@ -15,7 +15,11 @@ import { startReceiver } from '../../src/modules/webhooks/receiver.test-support.
 import { verifyWebhookSignature } from '../../src/modules/webhooks/verify.js';
 
 const CHROMIUM = '/usr/bin/chromium';
-const skipReason = !fs.existsSync(CHROMIUM) ? `${CHROMIUM} is not installed` : process.env.TEST_ENGINE === 'postgres' ? 'browser tests run on SQLite only' : null;
+const skipReason = !fs.existsSync(CHROMIUM)
+  ? `${CHROMIUM} is not installed`
+  : process.env.TEST_ENGINE === 'postgres'
+    ? 'browser tests run on SQLite only'
+    : null;
 const SCREENSHOTS = process.env.UPDATE_SCREENSHOTS === '1' ? path.resolve('docs/screenshots') : null;
 const AXE_SOURCE = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 const PHONE = { width: 390, height: 844 };
@@ -24,8 +28,16 @@ const DESKTOP = { width: 1280, height: 900 };
 let browser: Browser | null = null;
 async function launch(): Promise<Browser> {
   browser ??= await chromium.launch({
-    executablePath: CHROMIUM, headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'],
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--no-first-run',
+      '--disable-sync',
+    ],
   });
   return browser;
 }
@@ -33,7 +45,10 @@ test.after(async () => {
   await browser?.close();
 });
 
-async function newContext(t: TestContext, viewport = DESKTOP): Promise<{ context: BrowserContext; page: Page; errors: string[] }> {
+async function newContext(
+  t: TestContext,
+  viewport = DESKTOP,
+): Promise<{ context: BrowserContext; page: Page; errors: string[] }> {
   const context = await (await launch()).newContext({ viewport });
   t.after(() => context.close());
   const page = await context.newPage();
@@ -42,7 +57,12 @@ async function newContext(t: TestContext, viewport = DESKTOP): Promise<{ context
   page.on('pageerror', (error) => errors.push(error.message));
   page.on('console', (message) => {
     const where = message.location().url;
-    if (message.type() === 'error' && !where.endsWith('/favicon.ico') && !/the server responded with a status of 4\d\d/.test(message.text())) errors.push(`${message.text()} (${where})`);
+    if (
+      message.type() === 'error' &&
+      !where.endsWith('/favicon.ico') &&
+      !/the server responded with a status of 4\d\d/.test(message.text())
+    )
+      errors.push(`${message.text()} (${where})`);
   });
   return { context, page, errors };
 }
@@ -59,9 +79,15 @@ async function accessibilityProblems(page: Page): Promise<string[]> {
   await page.evaluate(AXE_SOURCE);
   const violations = await page.evaluate(async () => {
     const result = await (globalThis as any).axe.run((globalThis as any).document, { resultTypes: ['violations'] });
-    return result.violations.map((v: any) => ({ id: v.id, impact: v.impact, nodes: v.nodes.slice(0, 3).map((n: any) => n.target.join(' ')) }));
+    return result.violations.map((v: any) => ({
+      id: v.id,
+      impact: v.impact,
+      nodes: v.nodes.slice(0, 3).map((n: any) => n.target.join(' ')),
+    }));
   });
-  return violations.filter((v: any) => v.impact === 'serious' || v.impact === 'critical').map((v: any) => `${v.id} (${v.impact}): ${v.nodes.join(', ')}`);
+  return violations
+    .filter((v: any) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v: any) => `${v.id} (${v.impact}): ${v.nodes.join(', ')}`);
 }
 
 async function shot(page: Page, name: string): Promise<void> {
@@ -79,7 +105,9 @@ async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean
   }
 }
 
-test('log in right, wrong and locked out; a cross-site form post is refused and changes nothing', { skip: skipReason ?? false }, async (t) => {
+test('log in right, wrong and locked out; a cross-site form post is refused and changes nothing', {
+  skip: skipReason ?? false,
+}, async (t) => {
   const world = await dashWorld(t, { workers: false });
   const [kowhai, tui] = world.merchants;
   const { page, errors } = await newContext(t, PHONE);
@@ -98,15 +126,26 @@ test('log in right, wrong and locked out; a cross-site form post is refused and 
   const csrf = await page.locator('input[name="csrf"]').first().inputValue();
   // another site (localhost is another site than 127.0.0.1) posts a form to the dashboard, even with the right token
   const evil = http.createServer((_req, res) => {
-    res.writeHead(200, { 'content-type': 'text/html' }).end(`<!doctype html><title>evil</title><form id="f" method="post" action="${world.baseUrl}/dashboard/live/api-keys"><input name="csrf" value="${csrf}"></form><script>document.getElementById('f').submit()</script>`);
+    res
+      .writeHead(200, { 'content-type': 'text/html' })
+      .end(
+        `<!doctype html><title>evil</title><form id="f" method="post" action="${world.baseUrl}/dashboard/live/api-keys"><input name="csrf" value="${csrf}"></form><script>document.getElementById('f').submit()</script>`,
+      );
   });
   await new Promise<void>((resolve) => evil.listen(0, '127.0.0.1', resolve));
   t.after(() => new Promise<void>((resolve) => evil.close(() => resolve())));
   const evilPort = (evil.address() as { port: number }).port;
-  const [response] = await Promise.all([page.waitForResponse((r) => r.url().endsWith('/dashboard/live/api-keys')), page.goto(`http://localhost:${evilPort}/`)]);
+  const [response] = await Promise.all([
+    page.waitForResponse((r) => r.url().endsWith('/dashboard/live/api-keys')),
+    page.goto(`http://localhost:${evilPort}/`),
+  ]);
   assert.equal(response.status(), 403);
   assert.match(await response.text(), /This form has expired/);
-  assert.deepEqual(await world.app.deps.db.selectFrom('api_keys').select('id').execute(), keysBefore, 'no key was created');
+  assert.deepEqual(
+    await world.app.deps.db.selectFrom('api_keys').select('id').execute(),
+    keysBefore,
+    'no key was created',
+  );
 
   await page.goto(`${world.baseUrl}/dashboard/live`);
   await page.getByRole('button', { name: 'Log out' }).click();
@@ -114,15 +153,38 @@ test('log in right, wrong and locked out; a cross-site form post is refused and 
   assert.deepEqual(errors, [], 'no script errors and no CSP violations');
 });
 
-test('every page passes axe with no serious violations, at desktop and phone sizes, and none is reachable by another merchant', { skip: skipReason ?? false }, async (t) => {
+test('every page passes axe with no serious violations, at desktop and phone sizes, and none is reachable by another merchant', {
+  skip: skipReason ?? false,
+}, async (t) => {
   const world = await dashWorld(t);
   const [kowhai, tui] = world.merchants;
   const objects = await objectsOf(world, kowhai);
   await kowhai.test.post(`/v1/test-helpers/subscriptions/${objects.subscription.id}/decline-next`, { count: 1 });
   await kowhai.test.post('/v1/test-helpers/clock/advance', { seconds: 15 * 86_400 });
-  const sections = ['', '/requests', '/requests/new', '/payments', '/customers', '/subscriptions', '/recurring-consents', '/webhooks', '/events', '/api-keys', '/bank-accounts', '/clock'];
-  const pages = [...sections.map((s) => `/dashboard/test${s}`), '/dashboard/live', ...detailPaths(objects).map((p) => `/dashboard/test/${p}`), '/dashboard/account'];
-  for (const [size, viewport] of [['desktop', DESKTOP], ['phone', PHONE]] as const) {
+  const sections = [
+    '',
+    '/requests',
+    '/requests/new',
+    '/payments',
+    '/customers',
+    '/subscriptions',
+    '/recurring-consents',
+    '/webhooks',
+    '/events',
+    '/api-keys',
+    '/bank-accounts',
+    '/clock',
+  ];
+  const pages = [
+    ...sections.map((s) => `/dashboard/test${s}`),
+    '/dashboard/live',
+    ...detailPaths(objects).map((p) => `/dashboard/test/${p}`),
+    '/dashboard/account',
+  ];
+  for (const [size, viewport] of [
+    ['desktop', DESKTOP],
+    ['phone', PHONE],
+  ] as const) {
     const { page, errors } = await newContext(t, viewport);
     await page.goto(`${world.baseUrl}/dashboard/login`);
     assert.deepEqual(await accessibilityProblems(page), [], `login at ${size}`);
@@ -133,8 +195,12 @@ test('every page passes axe with no serious violations, at desktop and phone siz
       const response = await page.goto(`${world.baseUrl}${url}`);
       assert.equal(response!.status(), 200, url);
       assert.deepEqual(await accessibilityProblems(page), [], `${url} at ${size}`);
-      const name = url.replace('/dashboard/', '').replace(/\/(request|payment|customer|subscription|recurring|webhook|event|key)_[0-9A-Z]{26}/, '-detail').replace(/\//g, '-');
-      if (sections.some((s) => url === `/dashboard/test${s}`) || /-detail$/.test(name)) await shot(page, `dashboard-${name === 'test' ? 'test-home' : name}-${size}.png`);
+      const name = url
+        .replace('/dashboard/', '')
+        .replace(/\/(request|payment|customer|subscription|recurring|webhook|event|key)_[0-9A-Z]{26}/, '-detail')
+        .replace(/\//g, '-');
+      if (sections.some((s) => url === `/dashboard/test${s}`) || /-detail$/.test(name))
+        await shot(page, `dashboard-${name === 'test' ? 'test-home' : name}-${size}.png`);
     }
     assert.deepEqual(errors, [], `no script errors or CSP violations at ${size}`);
   }
@@ -147,7 +213,9 @@ test('every page passes axe with no serious violations, at desktop and phone siz
   }
 });
 
-test('a request created in the dashboard is paid at the sandbox bank; the CSV export matches the API; a key made there works and, revoked there, gets 401', { skip: skipReason ?? false }, async (t) => {
+test('a request created in the dashboard is paid at the sandbox bank; the CSV export matches the API; a key made there works and, revoked there, gets 401', {
+  skip: skipReason ?? false,
+}, async (t) => {
   const world = await dashWorld(t);
   const [kowhai] = world.merchants;
   const { context, page, errors } = await newContext(t);
@@ -162,7 +230,11 @@ test('a request created in the dashboard is paid at the sandbox bank; the CSV ex
   await page.getByText('The request is created').waitFor();
   const link = await page.getByLabel('Payment link').inputValue();
   assert.match(link, /\/pay\/request_[0-9A-Z]{26}$/);
-  assert.equal(await page.getByRole('button', { name: 'Copy link' }).isVisible(), true, 'the copy button shows with script on');
+  assert.equal(
+    await page.getByRole('button', { name: 'Copy link' }).isVisible(),
+    true,
+    'the copy button shows with script on',
+  );
   await page.getByAltText('QR code of the payment link').waitFor();
 
   const payer = await context.newPage();
@@ -176,24 +248,34 @@ test('a request created in the dashboard is paid at the sandbox bank; the CSV ex
   await payer.getByRole('heading', { name: 'Payment successful' }).waitFor();
   await payer.close();
   const requestId = link.split('/').pop()!;
-  const status = await eventually(async () => (await kowhai.test.get(`/v1/requests/${requestId}`)).body.request.status, (s) => s === 'paid');
+  const status = await eventually(
+    async () => (await kowhai.test.get(`/v1/requests/${requestId}`)).body.request.status,
+    (s) => s === 'paid',
+  );
   assert.equal(status, 'paid');
   await page.reload();
   await page.locator('table').getByText('successful').waitFor();
 
   // the CSV export of the page's filter, as the browser downloads it
   await page.goto(`${world.baseUrl}/dashboard/test/payments?status=successful`);
-  const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: 'Export these payments as CSV' }).click()]);
+  const [download] = await Promise.all([
+    page.waitForEvent('download'),
+    page.getByRole('link', { name: 'Export these payments as CSV' }).click(),
+  ]);
   const rows: string[][] = parse(fs.readFileSync((await download.path())!, 'utf8'));
   const api = (await kowhai.test.get('/v1/payments', { query: { status: 'successful' } })).body.payments;
-  assert.deepEqual(rows.slice(1).map((r) => [r[0], r[2], r[5], r[7]]), api.map((p: any) => [p.id, p.amount.value.replace(' NZD', ''), p.pcr.particulars, p.pcr.reference]));
+  assert.deepEqual(
+    rows.slice(1).map((r) => [r[0], r[2], r[5], r[7]]),
+    api.map((p: any) => [p.id, p.amount.value.replace(' NZD', ''), p.pcr.particulars, p.pcr.reference]),
+  );
   assert.equal(rows[1][7], 'TABLE-7');
 
   // an API key, shown once, works; revoked after confirming, 401 at once
   await page.goto(`${world.baseUrl}/dashboard/live/api-keys`);
   await page.getByRole('button', { name: 'Create a live key' }).click();
   const key = await page.getByLabel('API key').inputValue();
-  const call = () => world.app.app.inject({ method: 'GET', url: '/v1/requests', headers: { authorization: `Bearer ${key}` } });
+  const call = () =>
+    world.app.app.inject({ method: 'GET', url: '/v1/requests', headers: { authorization: `Bearer ${key}` } });
   assert.equal((await call()).statusCode, 200);
   await page.getByRole('link', { name: 'I have copied it' }).click();
   await page.getByRole('link', { name: `Revoke sk_live_…${key.slice(-4)}` }).click();
@@ -203,7 +285,9 @@ test('a request created in the dashboard is paid at the sandbox bank; the CSV ex
   assert.deepEqual(errors, [], 'no script errors and no CSP violations');
 });
 
-test('a webhook endpoint created in the browser: the secret is shown once and signs the deliveries', { skip: skipReason ?? false }, async (t) => {
+test('a webhook endpoint created in the browser: the secret is shown once and signs the deliveries', {
+  skip: skipReason ?? false,
+}, async (t) => {
   const world = await dashWorld(t);
   const [kowhai] = world.merchants;
   const receiver = await startReceiver();
@@ -222,9 +306,12 @@ test('a webhook endpoint created in the browser: the secret is shown once and si
   await kowhai.test.post('/v1/requests', { bank_account_id: kowhai.bankAccountId, message: 'Tea', amount: '3.00 NZD' });
   const [got] = await receiver.waitFor(1);
   assert.equal(verifyWebhookSignature(got.raw, got.headers['x-service-signature'] as string, secret), true);
-  await eventually(async () => {
-    await page.reload();
-    return page.getByText('succeeded').count();
-  }, (n) => n > 0);
+  await eventually(
+    async () => {
+      await page.reload();
+      return page.getByText('succeeded').count();
+    },
+    (n) => n > 0,
+  );
   assert.deepEqual(errors, []);
 });

@@ -31,25 +31,40 @@ test('first start prints the demo merchant once, and its curl example works', as
   assert.equal(request.bank_account_id, demo.bankAccount);
   assert.equal(request.url, `${first.baseUrl}/pay/${request.id}`);
 
-  for (const [key, mode] of [[demo.live, false], [demo.test, true]] as const) {
+  for (const [key, mode] of [
+    [demo.live, false],
+    [demo.test, true],
+  ] as const) {
     const listed = await fetch(`${first.baseUrl}/v1/requests`, { headers: { authorization: `Bearer ${key}` } });
     const body = (await listed.json()) as { requests: Array<{ id: string }> };
     assert.equal(listed.status, 200);
-    assert.deepEqual(body.requests.map((r) => r.id), mode ? [request.id] : []);
+    assert.deepEqual(
+      body.requests.map((r) => r.id),
+      mode ? [request.id] : [],
+    );
   }
   assert.equal(await stop(first), 0, first.stderr());
 
   const second = await startService(t, store);
   assert.doesNotMatch(second.stdout(), /sk_live_|sk_test_/);
   // and says how to get new keys, with a command that works as printed
-  const again = /New keys: (npm run --silent cli -- keys create --merchant demo@tono\.example --mode test)\n/.exec(second.stdout());
+  const again = /New keys: (npm run --silent cli -- keys create --merchant demo@tono\.example --mode test)\n/.exec(
+    second.stdout(),
+  );
   assert.ok(again, second.stdout());
-  const keys = spawnSync('sh', ['-c', `${again[1]} --json`], { encoding: 'utf8', timeout: 60_000, env: childEnv(store.env) });
+  const keys = spawnSync('sh', ['-c', `${again[1]} --json`], {
+    encoding: 'utf8',
+    timeout: 60_000,
+    env: childEnv(store.env),
+  });
   assert.equal(keys.status, 0, keys.stderr);
   assert.match(JSON.parse(keys.stdout).key, /^sk_test_/);
   assert.match(second.stdout(), /Tono is running at/);
   // on loopback, as the README's start is: the outbound policy in force, in one line
-  assert.match(second.stdout(), /\nWebhooks and merchant images reach: live public addresses only; test public addresses and this machine\n/);
+  assert.match(
+    second.stdout(),
+    /\nWebhooks and merchant images reach: live public addresses only; test public addresses and this machine\n/,
+  );
   assert.equal(await stop(second), 0, second.stderr());
 });
 
@@ -70,7 +85,10 @@ test('a busy port fails the start at once, naming PORT, and creates nothing', as
   const result = runMain({ ...store.env, PORT: String(port), HOST: '127.0.0.1' });
   assert.equal(result.status, 1);
   assert.equal(result.stdout, '');
-  assert.equal(result.stderr, `tono: port ${port} on 127.0.0.1 is already in use: stop what is using it, or start on another port with PORT (e.g. PORT=${port + 1} npm start)\n`);
+  assert.equal(
+    result.stderr,
+    `tono: port ${port} on 127.0.0.1 is already in use: stop what is using it, or start on another port with PORT (e.g. PORT=${port + 1} npm start)\n`,
+  );
   assert.deepEqual(fs.readdirSync(store.dataDir), []);
   if (store.engine === 'sqlite') assert.equal(fs.existsSync(path.join(store.dataDir, 'tono.db')), false);
 });

@@ -15,7 +15,14 @@ test('SIGKILL right after a 201 loses nothing: the request and its event are the
   assert.doesNotMatch(first.stdout(), /Demo merchant/);
   const headers = { authorization: `Bearer ${merchant.live_key}`, 'content-type': 'application/json' };
   const response = await fetch(`${first.baseUrl}/v1/requests`, {
-    method: 'POST', headers, body: JSON.stringify({ bank_account_id: merchant.bank_account_id, amount: '99.99 NZD', message: 'Must survive', expires_in: '30d' }),
+    method: 'POST',
+    headers,
+    body: JSON.stringify({
+      bank_account_id: merchant.bank_account_id,
+      amount: '99.99 NZD',
+      message: 'Must survive',
+      expires_in: '30d',
+    }),
   });
   const body = await response.text();
   first.child.kill('SIGKILL');
@@ -24,7 +31,9 @@ test('SIGKILL right after a 201 loses nothing: the request and its event are the
   const request = JSON.parse(body).request;
 
   const second = await startService(t, store, env);
-  const got = await fetch(`${second.baseUrl}/v1/requests/${request.id}`, { headers: { authorization: headers.authorization } });
+  const got = await fetch(`${second.baseUrl}/v1/requests/${request.id}`, {
+    headers: { authorization: headers.authorization },
+  });
   assert.equal(got.status, 200);
   assert.deepEqual(await got.json(), { request });
   assert.equal(await stop(second), 0, 'SIGTERM stops cleanly');
@@ -32,9 +41,20 @@ test('SIGKILL right after a 201 loses nothing: the request and its event are the
   const db = openStoreDb(store);
   t.after(() => db.destroy());
   const events = await db.selectFrom('events').select(['type', 'body']).where('object_id', '=', request.id).execute();
-  assert.deepEqual(events.map((e) => e.type), ['request.created']);
+  assert.deepEqual(
+    events.map((e) => e.type),
+    ['request.created'],
+  );
   assert.equal(JSON.parse(events[0].body).data.id, request.id);
   // (besides the recurring jobs every service keeps scheduled: the webhook health check, the sweep of interrupted executions)
-  const jobs = await db.selectFrom('jobs').select(['kind', 'payload']).where('kind', 'not in', ['webhooks.health', 'recurring_payment.recover']).execute();
-  assert.deepEqual(jobs.map((j) => [j.kind, JSON.parse(j.payload).request_id]), [['request.expire', request.id]], 'its expiry job survived too');
+  const jobs = await db
+    .selectFrom('jobs')
+    .select(['kind', 'payload'])
+    .where('kind', 'not in', ['webhooks.health', 'recurring_payment.recover'])
+    .execute();
+  assert.deepEqual(
+    jobs.map((j) => [j.kind, JSON.parse(j.payload).request_id]),
+    [['request.expire', request.id]],
+    'its expiry job survived too',
+  );
 });

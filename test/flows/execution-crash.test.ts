@@ -28,9 +28,17 @@ async function bankForwarder(t: TestContext) {
       return;
     }
     try {
-      const { host: _host, connection: _connection, 'keep-alive': _keepAlive, 'transfer-encoding': _encoding, ...headers } = incoming.headers;
+      const {
+        host: _host,
+        connection: _connection,
+        'keep-alive': _keepAlive,
+        'transfer-encoding': _encoding,
+        ...headers
+      } = incoming.headers;
       const answer = await forward(`${state.target}${incoming.url}`, {
-        method: incoming.method as 'GET', headers: headers as Record<string, string>, body: chunks.length > 0 ? Buffer.concat(chunks) : undefined,
+        method: incoming.method as 'GET',
+        headers: headers as Record<string, string>,
+        body: chunks.length > 0 ? Buffer.concat(chunks) : undefined,
       });
       const body = Buffer.from(await answer.body.arrayBuffer());
       const { connection: _c, 'transfer-encoding': _te, 'keep-alive': _ka, ...answerHeaders } = answer.headers;
@@ -47,7 +55,7 @@ async function bankForwarder(t: TestContext) {
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, state };
 }
 
-test('SIGKILL during an execution\'s bank call: after restart the payment is submitted again with the same key and charged once', async (t) => {
+test("SIGKILL during an execution's bank call: after restart the payment is submitted again with the same key and charged once", async (t) => {
   const store = await processStore(t);
   assert.equal((await runCli(store, ['migrate'])).status, 0);
   const merchant = await merchantByCli(store, 'Crash Ltd', 'crash@example.com');
@@ -60,14 +68,24 @@ test('SIGKILL during an execution\'s bank call: after restart the payment is sub
   bank.state.target = first.baseUrl;
   const call = async (base: string, method: string, url: string, body?: unknown) => {
     const response = await fetch(`${base}${url}`, {
-      method, headers: { authorization: `Bearer ${merchant.test_key}`, ...(body !== undefined && { 'content-type': 'application/json' }) },
+      method,
+      headers: {
+        authorization: `Bearer ${merchant.test_key}`,
+        ...(body !== undefined && { 'content-type': 'application/json' }),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
-    return { status: response.status, body: await response.json() as any };
+    return { status: response.status, body: (await response.json()) as any };
   };
-  assert.equal((await call(first.baseUrl, 'POST', '/v1/webhooks', { url: receiver.url, events: ['recurring_payment.authorised'] })).status, 201);
+  assert.equal(
+    (await call(first.baseUrl, 'POST', '/v1/webhooks', { url: receiver.url, events: ['recurring_payment.authorised'] }))
+      .status,
+    201,
+  );
   const createdRequest = await call(first.baseUrl, 'POST', '/v1/requests', {
-    bank_account_id: merchant.bank_account_id, message: 'Weekly veg box', recurring_options: { period: 'weekly', max_per_period: '50.00 NZD' },
+    bank_account_id: merchant.bank_account_id,
+    message: 'Weekly veg box',
+    recurring_options: { period: 'weekly', max_per_period: '50.00 NZD' },
     cust_info: { email: 'payer@example.com' },
   });
   assert.equal(createdRequest.status, 201, JSON.stringify(createdRequest.body));
@@ -79,7 +97,11 @@ test('SIGKILL during an execution\'s bank call: after restart the payment is sub
 
   // The bank takes the submission and never answers; the service dies while it waits.
   bank.state.holding = true;
-  const stuck = call(first.baseUrl, 'POST', '/v1/payments', { token, amount: '7.00 NZD', idempotency_key: 'order-7' }).catch(() => null);
+  const stuck = call(first.baseUrl, 'POST', '/v1/payments', {
+    token,
+    amount: '7.00 NZD',
+    idempotency_key: 'order-7',
+  }).catch(() => null);
   const deadline = Date.now() + 20_000;
   while (bank.state.held === 0) {
     assert.ok(Date.now() < deadline, 'the submission reached the bank');
@@ -92,8 +114,16 @@ test('SIGKILL during an execution\'s bank call: after restart the payment is sub
 
   const db = openStoreDb(store);
   t.after(() => db.destroy());
-  const inFlight = await db.selectFrom('payments').select(['id', 'status']).where('recurring_consent_id', '=', consentId).execute();
-  assert.deepEqual(inFlight.map((p) => p.status), ['awaiting-consent'], 'reserved, never recorded');
+  const inFlight = await db
+    .selectFrom('payments')
+    .select(['id', 'status'])
+    .where('recurring_consent_id', '=', consentId)
+    .execute();
+  assert.deepEqual(
+    inFlight.map((p) => p.status),
+    ['awaiting-consent'],
+    'reserved, never recorded',
+  );
   const paymentId = inFlight[0]!.id;
 
   const second = await startService(t, store, env);
@@ -104,17 +134,33 @@ test('SIGKILL during an execution\'s bank call: after restart the payment is sub
     assert.ok(Date.now() < deadline + 30_000, 'the sweep queued the settle job');
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  assert.equal((await call(second.baseUrl, 'GET', `/v1/payments/${paymentId}`)).body.payment.status, 'awaiting-consent', 'not before its two minutes');
+  assert.equal(
+    (await call(second.baseUrl, 'GET', `/v1/payments/${paymentId}`)).body.payment.status,
+    'awaiting-consent',
+    'not before its two minutes',
+  );
 
   assert.equal((await call(second.baseUrl, 'POST', '/v1/test-helpers/clock/advance', { seconds: 3 * 60 })).status, 200);
   const payment = (await call(second.baseUrl, 'GET', `/v1/payments/${paymentId}`)).body.payment;
   assert.equal(payment.status, 'successful');
-  const { bank_consent_id } = await db.selectFrom('recurring_consents').select('bank_consent_id').where('id', '=', consentId).executeTakeFirstOrThrow();
-  const atBank = await db.selectFrom('sandbox_payments').select(['id', 'amount_cents']).where('consent_id', '=', bank_consent_id).execute();
+  const { bank_consent_id } = await db
+    .selectFrom('recurring_consents')
+    .select('bank_consent_id')
+    .where('id', '=', consentId)
+    .executeTakeFirstOrThrow();
+  const atBank = await db
+    .selectFrom('sandbox_payments')
+    .select(['id', 'amount_cents'])
+    .where('consent_id', '=', bank_consent_id)
+    .execute();
   assert.equal(atBank.length, 1, 'charged once');
 
   // The merchant's retry with the same key gets the same payment.
-  const retried = await call(second.baseUrl, 'POST', '/v1/payments', { token, amount: '7.00 NZD', idempotency_key: 'order-7' });
+  const retried = await call(second.baseUrl, 'POST', '/v1/payments', {
+    token,
+    amount: '7.00 NZD',
+    idempotency_key: 'order-7',
+  });
   assert.equal(retried.status, 200);
   assert.equal(retried.body.payment.id, paymentId);
   assert.equal(retried.body.payment.status, 'successful');

@@ -23,20 +23,69 @@ function openssl(dir: string, ...args: string[]) {
 
 /** A CA, a server certificate for 127.0.0.1, a client certificate, and the client's signing key pair. */
 function makeKeys(dir: string) {
-  openssl(dir, 'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=Test Bank CA');
+  openssl(
+    dir,
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    'ca.key',
+    '-out',
+    'ca.pem',
+    '-days',
+    '2',
+    '-subj',
+    '/CN=Test Bank CA',
+  );
   for (const [name, subject, ext] of [
     ['server', '/CN=127.0.0.1', 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth'],
     ['client', '/CN=tono', 'extendedKeyUsage=clientAuth'],
   ] as const) {
     fs.writeFileSync(path.join(dir, `${name}.ext`), `${ext}\n`);
-    openssl(dir, 'req', '-newkey', 'rsa:2048', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', subject);
-    openssl(dir, 'x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${name}.pem`, '-days', '2', '-extfile', `${name}.ext`);
+    openssl(
+      dir,
+      'req',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      `${name}.key`,
+      '-out',
+      `${name}.csr`,
+      '-subj',
+      subject,
+    );
+    openssl(
+      dir,
+      'x509',
+      '-req',
+      '-in',
+      `${name}.csr`,
+      '-CA',
+      'ca.pem',
+      '-CAkey',
+      'ca.key',
+      '-CAcreateserial',
+      '-out',
+      `${name}.pem`,
+      '-days',
+      '2',
+      '-extfile',
+      `${name}.ext`,
+    );
   }
   openssl(dir, 'genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', 'jwt.key');
   openssl(dir, 'pkey', '-in', 'jwt.key', '-pubout', '-out', 'jwt.pub');
 }
 
-async function startBank(t: import('node:test').TestContext, dir: string, port: number, redirectUri: string): Promise<void> {
+async function startBank(
+  t: import('node:test').TestContext,
+  dir: string,
+  port: number,
+  redirectUri: string,
+): Promise<void> {
   const child = spawn(nodeBin, ['src/modules/banks/sandbox-bank/main.ts'], {
     cwd: root,
     env: {
@@ -81,13 +130,25 @@ test('a live payment through a standalone bank with mutual TLS and private_key_j
 
   // Paths in BANKS_FILE are relative to its folder.
   const banksFile = path.join(dir, 'banks.json');
-  fs.writeFileSync(banksFile, JSON.stringify({
-    banks: [{
-      id: 'kiwi', name: 'Kiwi Test Bank', base_url: bankUrl, client_id: 'tono',
-      token_endpoint_auth_method: 'private_key_jwt', private_key_file: 'jwt.key', key_id: 'tono-1',
-      tls_cert_file: 'client.pem', tls_key_file: 'client.key', ca_file: 'ca.pem',
-    }],
-  }));
+  fs.writeFileSync(
+    banksFile,
+    JSON.stringify({
+      banks: [
+        {
+          id: 'kiwi',
+          name: 'Kiwi Test Bank',
+          base_url: bankUrl,
+          client_id: 'tono',
+          token_endpoint_auth_method: 'private_key_jwt',
+          private_key_file: 'jwt.key',
+          key_id: 'tono-1',
+          tls_cert_file: 'client.pem',
+          tls_key_file: 'client.key',
+          ca_file: 'ca.pem',
+        },
+      ],
+    }),
+  );
   const app = await buildTestApp(t, { banksFile });
   await app.app.listen({ port: appPort, host: '127.0.0.1' });
   app.deps.config.publicBaseUrl = baseUrl;
@@ -105,7 +166,11 @@ test('a live payment through a standalone bank with mutual TLS and private_key_j
   assert.deepEqual(app.deps.banks.list('live'), [{ id: 'kiwi', name: 'Kiwi Test Bank' }]);
   const merchant = await createTestMerchant(app);
   const live = apiClient(app, merchant.liveKey);
-  const created = await live.post('/v1/requests', { bank_account_id: merchant.bankAccountId, amount: '23.40 NZD', message: 'Live order' });
+  const created = await live.post('/v1/requests', {
+    bank_account_id: merchant.bankAccountId,
+    amount: '23.40 NZD',
+    message: 'Live order',
+  });
   assert.equal(created.status, 201, created.text);
   const request = created.body.request;
 
@@ -121,10 +186,16 @@ test('a live payment through a standalone bank with mutual TLS and private_key_j
   assert.deepEqual(payment.amount, { value: '23.40 NZD', formatted: '$23.40' });
 
   // Without a client certificate, the bank's token endpoint and API refuse.
-  const token = await fetch(`${bankUrl}/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=client_credentials' });
+  const token = await fetch(`${bankUrl}/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: 'grant_type=client_credentials',
+  });
   assert.equal(token.status, 401);
   assert.equal(((await token.json()) as { error: string }).error, 'invalid_client');
-  const api = await fetch(`${bankUrl}/domestic-payments/${payment.id}`, { headers: { authorization: 'Bearer abcdefghijklmnopqrstuvwxyz' } });
+  const api = await fetch(`${bankUrl}/domestic-payments/${payment.id}`, {
+    headers: { authorization: 'Bearer abcdefghijklmnopqrstuvwxyz' },
+  });
   assert.equal(api.status, 401);
   assert.equal(((await api.json()) as { Errors: Array<{ ErrorCode: string }> }).Errors[0].ErrorCode, 'Header.Invalid');
 });

@@ -17,10 +17,20 @@ test('a message queued before SIGKILL is sent once after the restart', async (t)
   const first = await startService(t, store, { ...env, WORKERS: 'false' });
   const headers = { authorization: `Bearer ${merchant.test_key}`, 'content-type': 'application/json' };
   const created = await fetch(`${first.baseUrl}/v1/requests`, {
-    method: 'POST', headers,
-    body: JSON.stringify({ bank_account_id: merchant.bank_account_id, message: 'Weekly beans', subscription_options: { amount: '4.00 NZD', period: 'weekly', start_date: '2031-01-01' }, cust_info: { email: 'pat@example.com' } }),
+    method: 'POST',
+    headers,
+    body: JSON.stringify({
+      bank_account_id: merchant.bank_account_id,
+      message: 'Weekly beans',
+      subscription_options: { amount: '4.00 NZD', period: 'weekly', start_date: '2031-01-01' },
+      cust_info: { email: 'pat@example.com' },
+    }),
   }).then((r) => r.json() as Promise<any>);
-  const paid = await fetch(`${first.baseUrl}/v1/test-helpers/requests/${created.request.id}/pay`, { method: 'POST', headers, body: '{}' });
+  const paid = await fetch(`${first.baseUrl}/v1/test-helpers/requests/${created.request.id}/pay`, {
+    method: 'POST',
+    headers,
+    body: '{}',
+  });
   assert.equal(paid.status, 200, await paid.text());
   first.child.kill('SIGKILL');
   await first.exited;

@@ -9,12 +9,22 @@ import { chromium } from 'playwright-core';
 import { payerWorld } from '../payer.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
-const skipReason = !fs.existsSync(CHROMIUM) ? `${CHROMIUM} is not installed` : process.env.TEST_ENGINE === 'postgres' ? 'browser tests run on SQLite only' : null;
+const skipReason = !fs.existsSync(CHROMIUM)
+  ? `${CHROMIUM} is not installed`
+  : process.env.TEST_ENGINE === 'postgres'
+    ? 'browser tests run on SQLite only'
+    : null;
 const SCREENSHOTS = process.env.UPDATE_SCREENSHOTS === '1' ? path.resolve('docs/screenshots') : null;
 
-test('a payer signs in with the mailed code, cancels a subscription after confirming, and logs out', { skip: skipReason ?? false }, async (t) => {
+test('a payer signs in with the mailed code, cancels a subscription after confirming, and logs out', {
+  skip: skipReason ?? false,
+}, async (t) => {
   const world = await payerWorld(t);
-  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--no-first-run'] });
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--no-first-run'],
+  });
   t.after(() => browser.close());
   const context = await browser.newContext({ viewport: { width: 390, height: 844 } });
   const page = await context.newPage();

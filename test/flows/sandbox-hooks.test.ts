@@ -30,16 +30,29 @@ test('the mounted sandbox bank accepts only the secret made at first start, whic
   const baseUrl = address.replace('localhost', '127.0.0.1');
   first.deps.config.publicBaseUrl = baseUrl;
   const basic = (password: string) => `Basic ${Buffer.from(`tono:${password}`).toString('base64')}`;
-  const hook = (password: string) => fetch(`${baseUrl}/sandbox-bank/test/payers`, {
-    method: 'POST', headers: { 'content-type': 'application/json', authorization: basic(password) }, body: JSON.stringify({ username: 'rich', balance: '99999999.99' }),
-  });
+  const hook = (password: string) =>
+    fetch(`${baseUrl}/sandbox-bank/test/payers`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: basic(password) },
+      body: JSON.stringify({ username: 'rich', balance: '99999999.99' }),
+    });
   assert.equal((await hook(STANDALONE_CLIENT_SECRET)).status, 401, 'the documented standalone secret is refused');
-  const token = await fetch(`${baseUrl}/sandbox-bank/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'tono', client_secret: STANDALONE_CLIENT_SECRET }) });
+  const token = await fetch(`${baseUrl}/sandbox-bank/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({
+      grant_type: 'client_credentials',
+      client_id: 'tono',
+      client_secret: STANDALONE_CLIENT_SECRET,
+    }),
+  });
   assert.equal(token.status, 401);
   // the service itself pays through it
   const merchant = await createTestMerchant(first, 'Kōwhai Coffee');
   const api = apiClient(first, merchant.testKey);
-  const request = (await api.post('/v1/requests', { bank_account_id: merchant.bankAccountId, amount: '4.00 NZD', message: 'Cup' })).body.request;
+  const request = (
+    await api.post('/v1/requests', { bank_account_id: merchant.bankAccountId, amount: '4.00 NZD', message: 'Cup' })
+  ).body.request;
   assert.equal((await api.post(`/v1/test-helpers/requests/${request.id}/pay`, {})).body.payment.status, 'successful');
   await first.app.close();
 
@@ -69,31 +82,57 @@ test('merchants drive the bank through test helpers: a payment awaiting approval
   const declined = await pay(async (id) => {
     const release = await world.api.post(`/v1/test-helpers/payments/${id}/release`, {});
     assert.deepEqual([release.status, release.body.code], [409, 'conflict.invalid_state'], 'nothing executed yet');
-    const reply = await world.api.post(`/v1/test-helpers/payments/${id}/decline-next`, { reason: 'insufficient_funds' });
+    const reply = await world.api.post(`/v1/test-helpers/payments/${id}/decline-next`, {
+      reason: 'insufficient_funds',
+    });
     assert.deepEqual([reply.status, reply.body.payment.id, reply.body.payment.status], [200, id, 'awaiting-consent']);
   });
-  assert.deepEqual([(await status(declined)).status, (await status(declined)).failure_reason], ['failed', 'insufficient_funds']);
+  assert.deepEqual(
+    [(await status(declined)).status, (await status(declined)).failure_reason],
+    ['failed', 'insufficient_funds'],
+  );
 
-  const held = await pay(async (id) => assert.equal((await world.api.post(`/v1/test-helpers/payments/${id}/delay`, {})).status, 200));
+  const held = await pay(async (id) =>
+    assert.equal((await world.api.post(`/v1/test-helpers/payments/${id}/delay`, {})).status, 200),
+  );
   assert.equal((await status(held)).status, 'unconfirmed');
-  assert.equal((await world.api.post(`/v1/test-helpers/payments/${held}/release`, { outcome: 'completed' })).status, 200);
+  assert.equal(
+    (await world.api.post(`/v1/test-helpers/payments/${held}/release`, { outcome: 'completed' })).status,
+    200,
+  );
   await world.api.post('/v1/test-helpers/clock/advance', { seconds: 600 });
   assert.equal((await status(held)).status, 'successful');
 
-  const slow = await pay(async (id) => assert.equal((await world.api.post(`/v1/test-helpers/payments/${id}/latency`, { ms: 300 })).status, 200));
+  const slow = await pay(async (id) =>
+    assert.equal((await world.api.post(`/v1/test-helpers/payments/${id}/latency`, { ms: 300 })).status, 200),
+  );
   assert.equal((await status(slow)).status, 'successful', 'a slow answer within the timeout is still an answer');
 
   // a subscription whose payer is at the bank: its first charge is declined once they approve
-  const plan = await createRequest(world, { subscription_options: { amount: '15.00 NZD', period: 'monthly' }, cust_info: { email: 'pat@example.com' } });
+  const plan = await createRequest(world, {
+    subscription_options: { amount: '15.00 NZD', period: 'monthly' },
+    cust_info: { email: 'pat@example.com' },
+  });
   const submitted = await submitPage(world.baseUrl, plan.id, { bank: 'sandbox' });
-  assert.equal((await world.api.post(`/v1/test-helpers/requests/${plan.id}/decline-next`, { reason: 'insufficient_funds' })).status, 200);
+  assert.equal(
+    (await world.api.post(`/v1/test-helpers/requests/${plan.id}/decline-next`, { reason: 'insufficient_funds' }))
+      .status,
+    200,
+  );
   await returnToService(await authoriseAtBank(submitted.location!, 'approve', `${world.baseUrl}/pay/return`));
   await world.api.post('/v1/test-helpers/clock/advance', { seconds: 60 });
-  const subscription = (await world.api.get('/v1/subscriptions', { query: { request_id: plan.id } })).body.subscriptions[0];
+  const subscription = (await world.api.get('/v1/subscriptions', { query: { request_id: plan.id } })).body
+    .subscriptions[0];
   const charges = (await world.api.get(`/v1/subscriptions/${subscription.id}/payments`)).body.payments;
-  assert.deepEqual(charges.map((p: any) => [p.status, p.failure_reason]), [['failed', 'insufficient_funds']]);
+  assert.deepEqual(
+    charges.map((p: any) => [p.status, p.failure_reason]),
+    [['failed', 'insufficient_funds']],
+  );
   for (const action of ['delay', 'latency'] as const) {
-    const reply = await world.api.post(`/v1/test-helpers/subscriptions/${subscription.id}/${action}`, action === 'latency' ? { ms: 10 } : { off: true });
+    const reply = await world.api.post(
+      `/v1/test-helpers/subscriptions/${subscription.id}/${action}`,
+      action === 'latency' ? { ms: 10 } : { off: true },
+    );
     assert.deepEqual([reply.status, reply.body.subscription.id], [200, subscription.id]);
   }
 
@@ -102,8 +141,14 @@ test('merchants drive the bank through test helpers: a payment awaiting approval
   const other = await createTestMerchant(world.app, 'Tui Books');
   const stranger = apiClient(world.app, other.testKey);
   assert.deepEqual((await stranger.post(`/v1/test-helpers/payments/${held}/delay`, {})).body.code, 'not_found.payment');
-  assert.deepEqual((await stranger.post(`/v1/test-helpers/subscriptions/${subscription.id}/latency`, { ms: 1 })).body.code, 'not_found.subscription');
-  assert.deepEqual((await stranger.post(`/v1/test-helpers/requests/${plan.id}/delay`, {})).body.code, 'not_found.request');
+  assert.deepEqual(
+    (await stranger.post(`/v1/test-helpers/subscriptions/${subscription.id}/latency`, { ms: 1 })).body.code,
+    'not_found.subscription',
+  );
+  assert.deepEqual(
+    (await stranger.post(`/v1/test-helpers/requests/${plan.id}/delay`, {})).body.code,
+    'not_found.request',
+  );
   const bad = await world.api.post(`/v1/test-helpers/payments/${held}/latency`, { ms: -1 });
   assert.deepEqual([bad.status, bad.body.code], [400, 'bad_request.invalid_param.ms']);
 });

@@ -12,7 +12,6 @@ import { systemClock } from '../../src/shared/time.ts';
 import { transact } from '../../src/store/tx.ts';
 import { engine, freshDb, pgUrl, VALID_ACCOUNT, type TestDb } from '../helpers.ts';
 
-
 async function freePort(): Promise<number> {
   return new Promise((resolve) => {
     const probe = net.createServer().listen(0, '127.0.0.1', () => {
@@ -23,7 +22,14 @@ async function freePort(): Promise<number> {
 }
 
 function serviceEnv(testDb: TestDb, port: number): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'silent', DEMO_MERCHANT: 'false', RATE_LIMIT_PER_SECOND: '0' };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'silent',
+    DEMO_MERCHANT: 'false',
+    RATE_LIMIT_PER_SECOND: '0',
+  };
   if (engine === 'postgres') env.DATABASE_URL = `${pgUrl}?options=-c%20search_path%3D${testDb.schema}`;
   else {
     delete env.DATABASE_URL;
@@ -34,7 +40,10 @@ function serviceEnv(testDb: TestDb, port: number): NodeJS.ProcessEnv {
 
 async function startService(t: TestContext, testDb: TestDb): Promise<{ child: ChildProcess; url: string }> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['src/main.ts'], { env: serviceEnv(testDb, port), stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['src/main.ts'], {
+    env: serviceEnv(testDb, port),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   t.after(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   });
@@ -72,25 +81,50 @@ test('a SIGKILL during an attempt, or between commit and delivery, still deliver
   t.after(() => receiver.close());
 
   const first = await startService(t, testDb);
-  const merchant = await createMerchant(testDb.db, systemClock, { name: 'Crash', email: 'crash@example.com', password: 'crash-password', bankAccount: VALID_ACCOUNT });
+  const merchant = await createMerchant(testDb.db, systemClock, {
+    name: 'Crash',
+    email: 'crash@example.com',
+    password: 'crash-password',
+    bankAccount: VALID_ACCOUNT,
+  });
   const call = (url: string, body: unknown) =>
-    fetch(`${first.url}${url}`, { method: 'POST', headers: { authorization: `Bearer ${merchant.test_key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    fetch(`${first.url}${url}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${merchant.test_key}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
   assert.equal((await call('/v1/webhooks', { url: receiver.url })).status, 201);
-  assert.equal((await call('/v1/requests', { bank_account_id: merchant.bank_account_id, amount: '1.00 NZD', message: 'Crash' })).status, 201);
+  assert.equal(
+    (await call('/v1/requests', { bank_account_id: merchant.bank_account_id, amount: '1.00 NZD', message: 'Crash' }))
+      .status,
+    201,
+  );
   const [inFlight] = await receiver.waitFor(1);
   await killed(first.child); // mid-attempt: the receiver has the request and has not answered
 
   // Committed while no service runs: the event and its delivery wait in the database.
   const waiting = await transact(testDb.db, (trx) =>
-    emitEvent(trx, { userId: merchant.user_id, mode: 'test' }, 'request.expired', 'request_x', {
-      id: 'request_x', user_id: merchant.user_id, merchant_identifier: null, status: 'expired', updated_at: new Date().toISOString(),
-    }, Date.now()),
+    emitEvent(
+      trx,
+      { userId: merchant.user_id, mode: 'test' },
+      'request.expired',
+      'request_x',
+      {
+        id: 'request_x',
+        user_id: merchant.user_id,
+        merchant_identifier: null,
+        status: 'expired',
+        updated_at: new Date().toISOString(),
+      },
+      Date.now(),
+    ),
   );
 
   await startService(t, testDb);
   await receiver.waitFor(3, 40_000);
   const byEvent = new Map<string, string[]>();
-  for (const r of receiver.received) byEvent.set(r.body.id, [...(byEvent.get(r.body.id) ?? []), String(r.headers['x-service-delivery-attempt'])]);
+  for (const r of receiver.received)
+    byEvent.set(r.body.id, [...(byEvent.get(r.body.id) ?? []), String(r.headers['x-service-delivery-attempt'])]);
   assert.deepEqual(byEvent.get(inFlight.body.id), ['1', '2'], 'the interrupted attempt is made again, as attempt 2');
   assert.deepEqual(byEvent.get(waiting.id), ['1']);
   const deadline = Date.now() + 10_000;
@@ -102,13 +136,20 @@ test('a SIGKILL during an attempt, or between commit and delivery, still deliver
   }
 });
 
-test('two services on one PostgreSQL make each attempt once', { skip: engine !== 'postgres' && 'PostgreSQL only' }, async (t) => {
+test('two services on one PostgreSQL make each attempt once', {
+  skip: engine !== 'postgres' && 'PostgreSQL only',
+}, async (t) => {
   const testDb = await setupDb(t);
   const receiver = await startReceiver(() => ({ status: 204, delayMs: 5 }));
   t.after(() => receiver.close());
   const a = await startService(t, testDb);
   await startService(t, testDb);
-  const merchant = await createMerchant(testDb.db, systemClock, { name: 'Pair', email: 'pair@example.com', password: 'pair-password', bankAccount: VALID_ACCOUNT });
+  const merchant = await createMerchant(testDb.db, systemClock, {
+    name: 'Pair',
+    email: 'pair@example.com',
+    password: 'pair-password',
+    bankAccount: VALID_ACCOUNT,
+  });
   const created = await fetch(`${a.url}/v1/webhooks`, {
     method: 'POST',
     headers: { authorization: `Bearer ${merchant.test_key}`, 'content-type': 'application/json' },
@@ -120,9 +161,21 @@ test('two services on one PostgreSQL make each attempt once', { skip: engine !==
     await transact(testDb.db, async (trx) => {
       for (let i = 0; i < 30; i += 1) {
         const id = `payment_pair${batch * 30 + i}`;
-        await emitEvent(trx, { userId: merchant.user_id, mode: 'test' }, 'payment.created', id, {
-          id, request_id: 'request_pair', user_id: merchant.user_id, merchant_identifier: null, status: 'awaiting-consent', updated_at: new Date().toISOString(),
-        }, Date.now());
+        await emitEvent(
+          trx,
+          { userId: merchant.user_id, mode: 'test' },
+          'payment.created',
+          id,
+          {
+            id,
+            request_id: 'request_pair',
+            user_id: merchant.user_id,
+            merchant_identifier: null,
+            status: 'awaiting-consent',
+            updated_at: new Date().toISOString(),
+          },
+          Date.now(),
+        );
       }
     });
   }

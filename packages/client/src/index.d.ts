@@ -14,7 +14,11 @@ export type WebhookEndpoint = components['schemas']['WebhookEndpoint'];
 export type ErrorBody = components['schemas']['Error'];
 
 /** The error codes one call can answer, from its operation's error responses. */
-export type ErrorCodeOf<R> = R extends { error?: infer E } ? (E extends { code?: infer C } ? Exclude<C, undefined> : never) : never;
+export type ErrorCodeOf<R> = R extends { error?: infer E }
+  ? E extends { code?: infer C }
+    ? Exclude<C, undefined>
+    : never
+  : never;
 
 export declare class TonoError<Code extends string = string> extends Error {
   readonly status: number;

@@ -19,8 +19,10 @@ export class TonoError extends Error {
  * { params: { path: { id } } })`; each returns `{ data, error, response }`, typed per operation.
  */
 export function createTonoClient({ apiKey, baseUrl, fetch, headers } = {}) {
-  if (typeof apiKey !== 'string' || !/^sk_(live|test)_/.test(apiKey)) throw new TypeError('apiKey must be a Tono API key (sk_live_… or sk_test_…)');
-  if (typeof baseUrl !== 'string' || !/^https?:\/\//.test(baseUrl)) throw new TypeError('baseUrl must be the service\'s http(s) URL, e.g. http://127.0.0.1:3000');
+  if (typeof apiKey !== 'string' || !/^sk_(live|test)_/.test(apiKey))
+    throw new TypeError('apiKey must be a Tono API key (sk_live_… or sk_test_…)');
+  if (typeof baseUrl !== 'string' || !/^https?:\/\//.test(baseUrl))
+    throw new TypeError("baseUrl must be the service's http(s) URL, e.g. http://127.0.0.1:3000");
   return createClient({
     baseUrl: baseUrl.replace(/\/+$/, ''),
     ...(fetch && { fetch }),

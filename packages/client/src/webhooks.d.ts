@@ -1,7 +1,13 @@
 import type { webhooks } from './schema.js';
 import type { HeaderSource } from './verify.js';
 
-export { DEFAULT_TOLERANCE_SECONDS, signWebhookBody, verifyStandardWebhook, verifyWebhookSignature, type HeaderSource } from './verify.js';
+export {
+  DEFAULT_TOLERANCE_SECONDS,
+  signWebhookBody,
+  verifyStandardWebhook,
+  verifyWebhookSignature,
+  type HeaderSource,
+} from './verify.js';
 
 /** Every event Tono sends, as a union discriminated by `type`. */
 export type TonoEvent = {

@@ -13,7 +13,7 @@ export class WebhookVerificationError extends Error {
 
 function header(headers, name) {
   const value = typeof headers?.get === 'function' ? headers.get(name) : headers?.[name];
-  return Array.isArray(value) ? value[0] : value ?? undefined;
+  return Array.isArray(value) ? value[0] : (value ?? undefined);
 }
 
 /**
@@ -27,9 +27,11 @@ export function parseWebhook(rawBody, headers, secret, options = {}) {
     ? verifyStandardWebhook(rawBody, headers, secret, options)
     : verifyWebhookSignature(rawBody, header(headers, 'x-service-signature'), secret);
   if (!valid) {
-    throw new WebhookVerificationError(standard
-      ? 'webhook-signature does not match this body and secret, or webhook-timestamp is too far from now'
-      : 'X-Service-Signature does not match this body and secret');
+    throw new WebhookVerificationError(
+      standard
+        ? 'webhook-signature does not match this body and secret, or webhook-timestamp is too far from now'
+        : 'X-Service-Signature does not match this body and secret',
+    );
   }
   const text = typeof rawBody === 'string' ? rawBody : new TextDecoder().decode(rawBody);
   return JSON.parse(text);

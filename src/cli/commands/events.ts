@@ -8,7 +8,8 @@ import { print, withDb } from './open.ts';
 
 export const eventCommands: Record<string, CliCommand> = {
   'events resend': {
-    usage: 'EVENT_ID [--webhook webhook_…] [--json]   send an event again (to one endpoint, or every endpoint that takes it)',
+    usage:
+      'EVENT_ID [--webhook webhook_…] [--json]   send an event again (to one endpoint, or every endpoint that takes it)',
     options: { webhook: { type: 'string' }, json: { type: 'boolean' } },
     async run(config, o, positionals) {
       if (!positionals[0]) throw new Error('events resend needs an event id (event_…)');
@@ -19,14 +20,23 @@ export const eventCommands: Record<string, CliCommand> = {
     },
   },
   'webhooks recover': {
-    usage: 'WEBHOOK_ID --since 2026-11-21T10:00:00Z [--json]   re-send every delivery to the endpoint that failed since then',
+    usage:
+      'WEBHOOK_ID --since 2026-11-21T10:00:00Z [--json]   re-send every delivery to the endpoint that failed since then',
     options: { since: { type: 'string' }, json: { type: 'boolean' } },
     async run(config, o, positionals) {
-      if (!positionals[0] || !o.since) throw new Error('webhooks recover needs a webhook id (webhook_…) and --since TIME');
+      if (!positionals[0] || !o.since)
+        throw new Error('webhooks recover needs a webhook id (webhook_…) and --since TIME');
       const since = Date.parse(o.since);
-      if (!Number.isFinite(since)) throw new Error(`--since must be an ISO 8601 date-time, got ${JSON.stringify(o.since)}`);
-      const result = await withDb(config, (db) => recoverDeliveries(db, null, positionals[0], since, systemClock.now()));
-      print(result, o.json, `re-queued ${result.deliveries.length} failed deliver${result.deliveries.length === 1 ? 'y' : 'ies'}`);
+      if (!Number.isFinite(since))
+        throw new Error(`--since must be an ISO 8601 date-time, got ${JSON.stringify(o.since)}`);
+      const result = await withDb(config, (db) =>
+        recoverDeliveries(db, null, positionals[0], since, systemClock.now()),
+      );
+      print(
+        result,
+        o.json,
+        `re-queued ${result.deliveries.length} failed deliver${result.deliveries.length === 1 ? 'y' : 'ies'}`,
+      );
       return 0;
     },
   },

@@ -4,7 +4,6 @@ import { storeCommands } from './store.ts';
 import { eventCommands } from './events.ts';
 import { devCommands } from './listen.ts';
 
-
 export const commands: Record<string, CliCommand> = {
   ...merchantCommands,
   ...storeCommands,

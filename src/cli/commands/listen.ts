@@ -128,7 +128,8 @@ export function retryAfterMs(header: string | null, now: number): number {
 
 function requireTestKey(key: unknown): string {
   if (typeof key !== 'string' || key.length === 0) throw new Error('--api-key is required: a test key, sk_test_…');
-  if (!key.startsWith('sk_test_')) throw new Error('--api-key must be a test key (sk_test_…): listen and trigger work on test-mode events only');
+  if (!key.startsWith('sk_test_'))
+    throw new Error('--api-key must be a test key (sk_test_…): listen and trigger work on test-mode events only');
   return key;
 }
 
@@ -139,15 +140,22 @@ function httpUrl(value: unknown, flag: string): string {
   } catch {
     throw new Error(`${flag} must be an http(s) URL, got ${JSON.stringify(value)}`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`${flag} must be an http(s) URL, got ${JSON.stringify(value)}`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new Error(`${flag} must be an http(s) URL, got ${JSON.stringify(value)}`);
   return url.toString().replace(/\/$/, '');
 }
 
 export function parseEventList(value: unknown): string[] | undefined {
   if (value === undefined) return undefined;
-  const list = String(value).split(',').map((s) => s.trim()).filter(Boolean);
+  const list = String(value)
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   const unknown = list.find((type) => !(EVENT_TYPES as readonly string[]).includes(type));
-  if (list.length === 0 || unknown) throw new Error(`--events must be comma-separated event types${unknown ? `; ${JSON.stringify(unknown)} is not one` : ''} (known: ${EVENT_TYPES.join(', ')})`);
+  if (list.length === 0 || unknown)
+    throw new Error(
+      `--events must be comma-separated event types${unknown ? `; ${JSON.stringify(unknown)} is not one` : ''} (known: ${EVENT_TYPES.join(', ')})`,
+    );
   return list;
 }
 
@@ -161,12 +169,24 @@ type Forwarded = { status: number | null; error: string | null };
 
 async function forward(target: string, body: string, headers: Record<string, string>): Promise<Forwarded> {
   try {
-    const reply = await fetch(target, { method: 'POST', body, headers, signal: AbortSignal.timeout(FORWARD_TIMEOUT_MS), redirect: 'manual' });
+    const reply = await fetch(target, {
+      method: 'POST',
+      body,
+      headers,
+      signal: AbortSignal.timeout(FORWARD_TIMEOUT_MS),
+      redirect: 'manual',
+    });
     await reply.body?.cancel();
     return { status: reply.status, error: null };
   } catch (error) {
     const err = error as { name?: string; message?: string; cause?: { code?: string; message?: string } };
-    return { status: null, error: err.name === 'TimeoutError' ? `no reply within ${FORWARD_TIMEOUT_MS / 1000} s` : (err.cause?.code ?? err.cause?.message ?? err.message ?? String(error)) };
+    return {
+      status: null,
+      error:
+        err.name === 'TimeoutError'
+          ? `no reply within ${FORWARD_TIMEOUT_MS / 1000} s`
+          : (err.cause?.code ?? err.cause?.message ?? err.message ?? String(error)),
+    };
   }
 }
 
@@ -175,10 +195,17 @@ const timeOf = () => new Date().toISOString().replace('T', ' ').slice(0, 19);
 
 export const devCommands: Record<string, CliCommand> = {
   listen: {
-    usage: '--forward-to URL --api-key sk_test_… [--events a,b] [--base-url URL]   forward test events to a local URL, signed with a secret it prints',
-    options: { 'forward-to': { type: 'string' }, 'api-key': { type: 'string' }, events: { type: 'string' }, 'base-url': { type: 'string' } },
+    usage:
+      '--forward-to URL --api-key sk_test_… [--events a,b] [--base-url URL]   forward test events to a local URL, signed with a secret it prints',
+    options: {
+      'forward-to': { type: 'string' },
+      'api-key': { type: 'string' },
+      events: { type: 'string' },
+      'base-url': { type: 'string' },
+    },
     async run(config, options) {
-      if (!options['forward-to']) throw new Error('listen needs --forward-to URL (where to POST each event, e.g. http://localhost:4242/hooks)');
+      if (!options['forward-to'])
+        throw new Error('listen needs --forward-to URL (where to POST each event, e.g. http://localhost:4242/hooks)');
       const target = httpUrl(options['forward-to'], '--forward-to');
       const types = parseEventList(options.events);
       const { tono, baseUrl } = clientFor(config, options);
@@ -189,12 +216,17 @@ export const devCommands: Record<string, CliCommand> = {
       process.once('SIGTERM', quit);
 
       const feed = (query: { after?: string; wait: number }) =>
-        tono.GET('/v1/events/feed', { params: { query: { ...query, ...(types && { types: types.join(',') }) } }, signal: stop.signal });
+        tono.GET('/v1/events/feed', {
+          params: { query: { ...query, ...(types && { types: types.join(',') }) } },
+          signal: stop.signal,
+        });
       const pause = (ms: number) => sleep(ms, undefined, { signal: stop.signal }).catch(() => {});
       /** Says why a call was refused, and waits before the next: as long as a 429 asks, else a second. */
       const refused = async (response: Response, code: string) => {
         const ms = response.status === 429 ? retryAfterMs(response.headers.get('retry-after'), Date.now()) : 1000;
-        out(`${timeOf()}  ${baseUrl} answered ${response.status} ${code}; trying again${response.status === 429 ? ` in ${Math.ceil(ms / 1000)} s, as it asks` : ''}`);
+        out(
+          `${timeOf()}  ${baseUrl} answered ${response.status} ${code}; trying again${response.status === 429 ? ` in ${Math.ceil(ms / 1000)} s, as it asks` : ''}`,
+        );
         await pause(ms);
       };
 
@@ -210,7 +242,7 @@ export const devCommands: Record<string, CliCommand> = {
       const start = first.data.cursor ?? eventIdFloor(0);
       out(`Ready. Forwarding test events${types ? ` (${types.join(', ')})` : ''} from ${baseUrl} to ${target}`);
       out(`Webhook signing secret for this session: ${secret}`);
-      out('(verify with it as with an endpoint\'s secret; Ctrl-C stops)');
+      out("(verify with it as with an endpoint's secret; Ctrl-C stops)");
 
       const seen = new SeenEvents(start);
       let forwarded = 0;
@@ -244,7 +276,9 @@ export const devCommands: Record<string, CliCommand> = {
           };
           const result = await forward(target, body, headers);
           forwarded++;
-          out(`${timeOf()}  ${event.type.padEnd(28)} ${event.id}  -> ${result.status ?? `failed: ${result.error}`}  POST ${target}`);
+          out(
+            `${timeOf()}  ${event.type.padEnd(28)} ${event.id}  -> ${result.status ?? `failed: ${result.error}`}  POST ${target}`,
+          );
         }
       }
       out(`Stopped after forwarding ${forwarded} event${forwarded === 1 ? '' : 's'}.`);
@@ -257,10 +291,13 @@ export const devCommands: Record<string, CliCommand> = {
     async run(config, options, positionals) {
       const type = positionals[0];
       if (options.help || !type) {
-        out(`usage: npm run --silent cli -- trigger EVENT_TYPE --api-key sk_test_… [--base-url URL]\n\nevent types:\n${TRIGGERABLE.map((t) => `  ${t}`).join('\n')}`);
+        out(
+          `usage: npm run --silent cli -- trigger EVENT_TYPE --api-key sk_test_… [--base-url URL]\n\nevent types:\n${TRIGGERABLE.map((t) => `  ${t}`).join('\n')}`,
+        );
         return type || options.help ? 0 : 2;
       }
-      if (!(TRIGGERABLE as readonly string[]).includes(type)) throw new Error(`cannot trigger ${JSON.stringify(type)}; these can be: ${TRIGGERABLE.join(', ')}`);
+      if (!(TRIGGERABLE as readonly string[]).includes(type))
+        throw new Error(`cannot trigger ${JSON.stringify(type)}; these can be: ${TRIGGERABLE.join(', ')}`);
       const { tono } = clientFor(config, options);
       const steps = await triggerEvent(tono, type as (typeof TRIGGERABLE)[number]);
       for (const step of steps) out(step);

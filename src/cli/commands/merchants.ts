@@ -1,5 +1,12 @@
 import { systemClock } from '../../shared/time.ts';
-import { addBankAccount, createApiKey, createMerchant, findMerchantByEmail, revokeApiKey, setMerchantPassword } from '../../modules/merchants/merchants.service.ts';
+import {
+  addBankAccount,
+  createApiKey,
+  createMerchant,
+  findMerchantByEmail,
+  revokeApiKey,
+  setMerchantPassword,
+} from '../../modules/merchants/merchants.service.ts';
 import { endSessionsOfMerchant } from '../../modules/dashboard/dashboard.sessions.ts';
 import { randomSecret } from '../../shared/crypto.ts';
 import type { CliCommand } from '../command.ts';
@@ -15,19 +22,36 @@ async function merchantId(db: Parameters<Parameters<typeof withDb>[1]>[0], who: 
 export const merchantCommands: Record<string, CliCommand> = {
   'merchant create': {
     usage: '--name N --email E [--password P] [--bank-account 12-3456-7890138-00] [--json]',
-    options: { name: { type: 'string' }, email: { type: 'string' }, password: { type: 'string' }, 'bank-account': { type: 'string' }, json: { type: 'boolean' } },
+    options: {
+      name: { type: 'string' },
+      email: { type: 'string' },
+      password: { type: 'string' },
+      'bank-account': { type: 'string' },
+      json: { type: 'boolean' },
+    },
     async run(config, o) {
       if (!o.name || !o.email) throw new Error('merchant create needs --name and --email');
-      const created = await withDb(config, (db) => createMerchant(db, systemClock, { name: o.name, email: o.email, password: o.password, bankAccount: o['bank-account'] }));
+      const created = await withDb(config, (db) =>
+        createMerchant(db, systemClock, {
+          name: o.name,
+          email: o.email,
+          password: o.password,
+          bankAccount: o['bank-account'],
+        }),
+      );
       // The operator's own password is never echoed; a generated one is shown this once.
       const { dashboard_password: generated, ...shown } = created;
-      print(o.password ? shown : created, o.json, [
-        `merchant      ${created.user_id}`,
-        `live key      ${created.live_key}`,
-        `test key      ${created.test_key}`,
-        `bank account  ${created.bank_account_id ?? '(none: add one with bank-accounts add)'}`,
-        `dashboard     ${o.email} / ${o.password ? '(the password you gave)' : `${generated} (generated; shown once)`}`,
-      ].join('\n'));
+      print(
+        o.password ? shown : created,
+        o.json,
+        [
+          `merchant      ${created.user_id}`,
+          `live key      ${created.live_key}`,
+          `test key      ${created.test_key}`,
+          `bank account  ${created.bank_account_id ?? '(none: add one with bank-accounts add)'}`,
+          `dashboard     ${o.email} / ${o.password ? '(the password you gave)' : `${generated} (generated; shown once)`}`,
+        ].join('\n'),
+      );
       return 0;
     },
   },
@@ -46,7 +70,13 @@ export const merchantCommands: Record<string, CliCommand> = {
         return user;
       });
       const shown = given ? { id: done.id, password_set: true } : { id: done.id, password_set: true, password };
-      print(shown, o.json, given ? `password set for ${done.id}; its dashboard sessions are ended` : `password set for ${done.id}: ${password} (generated; shown once); its dashboard sessions are ended`);
+      print(
+        shown,
+        o.json,
+        given
+          ? `password set for ${done.id}; its dashboard sessions are ended`
+          : `password set for ${done.id}: ${password} (generated; shown once); its dashboard sessions are ended`,
+      );
       return 0;
     },
   },
@@ -54,8 +84,11 @@ export const merchantCommands: Record<string, CliCommand> = {
     usage: '--merchant user_…|EMAIL --mode live|test [--json]',
     options: { merchant: { type: 'string' }, mode: { type: 'string' }, json: { type: 'boolean' } },
     async run(config, o) {
-      if (!o.merchant || (o.mode !== 'live' && o.mode !== 'test')) throw new Error('keys create needs --merchant and --mode live|test');
-      const key = await withDb(config, async (db) => createApiKey(db, systemClock, await merchantId(db, o.merchant), o.mode));
+      if (!o.merchant || (o.mode !== 'live' && o.mode !== 'test'))
+        throw new Error('keys create needs --merchant and --mode live|test');
+      const key = await withDb(config, async (db) =>
+        createApiKey(db, systemClock, await merchantId(db, o.merchant), o.mode),
+      );
       print({ id: key.id, key: key.key, mode: key.mode }, o.json, `${key.key}  (id ${key.id}; shown once)`);
       return 0;
     },
@@ -72,11 +105,22 @@ export const merchantCommands: Record<string, CliCommand> = {
   },
   'bank-accounts add': {
     usage: '--merchant user_…|EMAIL --number 12-3456-7890138-00 [--name N] [--json]',
-    options: { merchant: { type: 'string' }, number: { type: 'string' }, name: { type: 'string' }, json: { type: 'boolean' } },
+    options: {
+      merchant: { type: 'string' },
+      number: { type: 'string' },
+      name: { type: 'string' },
+      json: { type: 'boolean' },
+    },
     async run(config, o) {
       if (!o.merchant || !o.number) throw new Error('bank-accounts add needs --merchant and --number');
-      const account = await withDb(config, async (db) => addBankAccount(db, systemClock, await merchantId(db, o.merchant), o.number, o.name));
-      print({ id: account.id, account_number: account.account_number }, o.json, `${account.id}  ${account.account_number}`);
+      const account = await withDb(config, async (db) =>
+        addBankAccount(db, systemClock, await merchantId(db, o.merchant), o.number, o.name),
+      );
+      print(
+        { id: account.id, account_number: account.account_number },
+        o.json,
+        `${account.id}  ${account.account_number}`,
+      );
       return 0;
     },
   },

@@ -16,10 +16,16 @@ function describe(store: StoreOptions): string {
  * migrates it: any other command against a database the service never ran on (a wrong DATA_DIR or
  * DATABASE_URL) would write keys and merchants that the running service never sees.
  */
-export async function withDb<T>(config: Config, work: (db: Db) => Promise<T>, options: { migrate?: boolean } = {}): Promise<T> {
+export async function withDb<T>(
+  config: Config,
+  work: (db: Db) => Promise<T>,
+  options: { migrate?: boolean } = {},
+): Promise<T> {
   const store = storeOptionsFor(config);
   if (!options.migrate && store.engine === 'sqlite' && !fs.existsSync(store.file)) {
-    throw new Error(`${describe(store)} does not exist: set DATA_DIR (or DATABASE_URL) to the service's, or create it with \`npm run --silent cli -- migrate\``);
+    throw new Error(
+      `${describe(store)} does not exist: set DATA_DIR (or DATABASE_URL) to the service's, or create it with \`npm run --silent cli -- migrate\``,
+    );
   }
   const db = openDb(store);
   try {
@@ -28,7 +34,9 @@ export async function withDb<T>(config: Config, work: (db: Db) => Promise<T>, op
     } else {
       const pending = await pendingMigrations(db);
       if (pending.length > 0) {
-        throw new Error(`${describe(store)} is not migrated (${pending.length} pending, from ${pending[0]}): start the service once, or run \`npm run --silent cli -- migrate\``);
+        throw new Error(
+          `${describe(store)} is not migrated (${pending.length} pending, from ${pending[0]}): start the service once, or run \`npm run --silent cli -- migrate\``,
+        );
       }
     }
     return await work(db);

@@ -21,7 +21,8 @@ export const storeCommands: Record<string, CliCommand> = {
       if (!o.to) throw new Error('backup needs --to FILE');
       const target = path.resolve(o.to);
       const folder = path.dirname(target);
-      if (!fs.existsSync(folder) || !fs.statSync(folder).isDirectory()) throw new Error(`the folder ${folder} does not exist; create it first`);
+      if (!fs.existsSync(folder) || !fs.statSync(folder).isDirectory())
+        throw new Error(`the folder ${folder} does not exist; create it first`);
       await withDb(config, (db) => backupSqlite(db, target));
       print({ backup: target }, o.json, `backup written to ${target}`);
       return 0;

@@ -30,7 +30,8 @@ const payerEmail = () => `payer-${randomBytes(4).toString('hex')}@trigger.exampl
 
 async function bankAccount(tono: TonoClient): Promise<string> {
   const { bank_accounts: accounts } = await unwrap(tono.GET('/v1/bank-accounts'));
-  if (accounts.length === 0) throw new Error('this merchant has no bank account: add one with `npm run --silent cli -- bank-accounts add`');
+  if (accounts.length === 0)
+    throw new Error('this merchant has no bank account: add one with `npm run --silent cli -- bank-accounts add`');
   return accounts[0]!.id;
 }
 
@@ -41,22 +42,39 @@ async function createRequest(tono: TonoClient, extra: Partial<components['schema
 }
 
 async function pay(tono: TonoClient, requestId: string, custInfo?: Record<string, string>) {
-  return unwrap(tono.POST('/v1/test-helpers/requests/{id}/pay', { params: { path: { id: requestId } }, body: { ...(custInfo && { cust_info: custInfo }) } }));
+  return unwrap(
+    tono.POST('/v1/test-helpers/requests/{id}/pay', {
+      params: { path: { id: requestId } },
+      body: { ...(custInfo && { cust_info: custInfo }) },
+    }),
+  );
 }
 
 async function approvedConsent(tono: TonoClient, steps: string[]): Promise<string> {
-  const request = await createRequest(tono, { recurring_options: { period: 'weekly', max_per_period: '50.00 NZD' }, cust_info: { email: payerEmail() } });
+  const request = await createRequest(tono, {
+    recurring_options: { period: 'weekly', max_per_period: '50.00 NZD' },
+    cust_info: { email: payerEmail() },
+  });
   steps.push(`created recurring request ${request.id}`);
   await pay(tono, request.id);
-  const { recurring_consents: consents } = await unwrap(tono.GET('/v1/recurring-consents', { params: { query: { limit: 1 } } }));
+  const { recurring_consents: consents } = await unwrap(
+    tono.GET('/v1/recurring-consents', { params: { query: { limit: 1 } } }),
+  );
   const consent = consents[0];
   if (!consent) throw new Error('the payer approved, but no recurring consent appeared');
   steps.push(`payer approved at the sandbox bank: recurring consent ${consent.id}`);
   return consent.id;
 }
 
-async function activeSubscription(tono: TonoClient, steps: string[], options: Partial<components['schemas']['CreateRequest']['subscription_options']> = {}): Promise<string> {
-  const request = await createRequest(tono, { subscription_options: { amount: '5.00 NZD', period: 'weekly', ...options }, cust_info: { email: payerEmail() } });
+async function activeSubscription(
+  tono: TonoClient,
+  steps: string[],
+  options: Partial<components['schemas']['CreateRequest']['subscription_options']> = {},
+): Promise<string> {
+  const request = await createRequest(tono, {
+    subscription_options: { amount: '5.00 NZD', period: 'weekly', ...options },
+    cust_info: { email: payerEmail() },
+  });
   steps.push(`created subscription request ${request.id}`);
   await pay(tono, request.id);
   const { subscriptions } = await unwrap(tono.GET('/v1/subscriptions', { params: { query: { limit: 1 } } }));
@@ -79,8 +97,15 @@ async function subscriptionDeclining(tono: TonoClient, steps: string[], declines
   const { clock } = await unwrap(tono.GET('/v1/test-helpers/clock'));
   const start = new Date(Date.parse(clock.now) + 7 * DAY_SECONDS * 1000).toISOString().slice(0, 10);
   const id = await activeSubscription(tono, steps, { start_date: start });
-  await unwrap(tono.POST('/v1/test-helpers/subscriptions/{id}/decline-next', { params: { path: { id } }, body: { count: declines, reason: 'insufficient_funds' } }));
-  steps.push(`the bank will refuse the next ${declines === 1 ? 'charge' : `${declines} charges`} of ${id} (insufficient funds)`);
+  await unwrap(
+    tono.POST('/v1/test-helpers/subscriptions/{id}/decline-next', {
+      params: { path: { id } },
+      body: { count: declines, reason: 'insufficient_funds' },
+    }),
+  );
+  steps.push(
+    `the bank will refuse the next ${declines === 1 ? 'charge' : `${declines} charges`} of ${id} (insufficient funds)`,
+  );
 }
 
 export async function triggerEvent(tono: TonoClient, type: Triggerable): Promise<string[]> {

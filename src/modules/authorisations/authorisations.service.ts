@@ -15,7 +15,14 @@ import type { CustInfo } from '../requests/requests.rules.ts';
 import { findRequestById, lockRequest, markRequestPaid } from '../requests/requests.service.ts';
 import type { RequestRow } from '../requests/requests.tables.ts';
 import type { Deps } from '../context.ts';
-import { closeAuthorisation, findAuthorisation, findPendingAuthorisationOfRequest, insertAuthorisation, setAuthorisationBankConsent, type AuthorisationRow } from './authorisations.repo.ts';
+import {
+  closeAuthorisation,
+  findAuthorisation,
+  findPendingAuthorisationOfRequest,
+  insertAuthorisation,
+  setAuthorisationBankConsent,
+  type AuthorisationRow,
+} from './authorisations.repo.ts';
 import { mergePayerDetails } from './authorisations.rules.ts';
 
 // One way to authorise an enduring consent at the payer's bank, for recurring consents and
@@ -31,7 +38,10 @@ export const GIVE_BACK_CONSENT_JOB = 'authorisation.give_back';
 export type EnduringKind = {
   kind: 'recurring' | 'subscription';
   /** The consent's terms for this request, asked at `now`. */
-  consentTerms(request: RequestRow, now: number): Omit<EnduringConsentInput, 'creditor' | 'idempotencyKey' | 'at' | 'trace'>;
+  consentTerms(
+    request: RequestRow,
+    now: number,
+  ): Omit<EnduringConsentInput, 'creditor' | 'idempotencyKey' | 'at' | 'trace'>;
   /** What the bank's refusal to make the consent reads as, to the payer. */
   refusal: string;
   /** Creates what the payer agreed to, in the transaction that marks the request paid; returns its id. */
@@ -50,7 +60,12 @@ export type Approved = {
 };
 
 /** Sends the payer to their bank to approve the kind's consent for this request. */
-export async function startAuthorisation(deps: Deps, kind: EnduringKind, request: RequestRow, input: StartInput): Promise<StartOutcome> {
+export async function startAuthorisation(
+  deps: Deps,
+  kind: EnduringKind,
+  request: RequestRow,
+  input: StartInput,
+): Promise<StartOutcome> {
   const connector = connectorFor(deps, input.bankId, request.mode);
   if (!connector) throw invalidParam('bank', 'Choose one of the banks offered for this request');
   const now = (await clockOf(deps, request)).now();
@@ -79,7 +94,11 @@ export async function startAuthorisation(deps: Deps, kind: EnduringKind, request
     return { ok: false, message: `${kind.refusal}: ${consent.message}`, paymentId: null };
   }
   await setAuthorisationBankConsent(deps.db, state, consent.consentId);
-  return { ok: true, redirectUrl: connector.authoriseUrl({ consentId: consent.consentId, redirectUri: bankReturnUrl(deps), state }), paymentId: null };
+  return {
+    ok: true,
+    redirectUrl: connector.authoriseUrl({ consentId: consent.consentId, redirectUri: bankReturnUrl(deps), state }),
+    paymentId: null,
+  };
 }
 
 /** Where a return from the bank ended: `repeated` when an earlier return had settled it. */
@@ -91,14 +110,21 @@ export type AuthorisationResult = {
 };
 
 /** The payer is back from the bank with `state`; null when the state is not an authorisation of this kind. */
-export async function completeAuthorisation(deps: Deps, kind: EnduringKind, input: ReturnInput): Promise<AuthorisationResult | null> {
+export async function completeAuthorisation(
+  deps: Deps,
+  kind: EnduringKind,
+  input: ReturnInput,
+): Promise<AuthorisationResult | null> {
   const pending = await findAuthorisation(deps.db, input.state);
   if (!pending || pending.kind !== kind.kind) return null;
   const request = await findRequestById(deps.db, pending.request_id);
   if (!request) throw new Error(`request ${pending.request_id} of authorisation is missing`);
   const clock = await clockOf(deps, request);
-  const result = (outcome: AuthorisationResult['outcome'], objectId: string | null = null, settled = request): AuthorisationResult =>
-    ({ request: settled, objectId, outcome, channel: pending.channel });
+  const result = (
+    outcome: AuthorisationResult['outcome'],
+    objectId: string | null = null,
+    settled = request,
+  ): AuthorisationResult => ({ request: settled, objectId, outcome, channel: pending.channel });
   const repeated = async () => {
     const settled = await findAuthorisation(deps.db, pending.state);
     return result('repeated', settled?.object_id ?? null);
@@ -107,7 +133,9 @@ export async function completeAuthorisation(deps: Deps, kind: EnduringKind, inpu
 
   if (input.error || !input.code) {
     // Declined at the bank: nothing is created and the request stays active for another try.
-    return (await closeAuthorisation(deps.db, pending.state, 'declined', clock.now())) ? result('declined') : repeated();
+    return (await closeAuthorisation(deps.db, pending.state, 'declined', clock.now()))
+      ? result('declined')
+      : repeated();
   }
   const connector = connectorFor(deps, pending.bank_id, request.mode);
   const token = connector ? await connector.exchangeCode({ code: input.code, redirectUri: bankReturnUrl(deps) }) : null;
@@ -121,7 +149,11 @@ export async function completeAuthorisation(deps: Deps, kind: EnduringKind, inpu
     if (!locked || effectiveStatus(locked, now) !== 'active') {
       if (!(await closeAuthorisation(trx, pending.state, 'failed', now))) return null;
       // The request closed while the payer was at the bank: the consent goes back to the bank.
-      await enqueueGiveBack(trx, { bankId: pending.bank_id, mode: request.mode, consentId: token.consentId }, deps.clock.now());
+      await enqueueGiveBack(
+        trx,
+        { bankId: pending.bank_id, mode: request.mode, consentId: token.consentId },
+        deps.clock.now(),
+      );
       return { objectId: null, request: locked ?? request };
     }
     const scope = { userId: locked.user_id, mode: locked.mode };
@@ -129,7 +161,13 @@ export async function completeAuthorisation(deps: Deps, kind: EnduringKind, inpu
     const details = mergePayerDetails(given, pending.details ? (JSON.parse(pending.details) as PayerDetails) : null);
     const { customer } = await upsertCustomer(trx, scope, details, now);
     const objectId = await kind.create(trx, deps, {
-      request: locked, customer, details, bankId: pending.bank_id, bankConsentId: token.consentId, bankAccessToken: token.accessToken, now,
+      request: locked,
+      customer,
+      details,
+      bankId: pending.bank_id,
+      bankConsentId: token.consentId,
+      bankAccessToken: token.accessToken,
+      now,
     });
     // Settled last, so a concurrent return that settled first rolls all of this back.
     if (!(await closeAuthorisation(trx, pending.state, 'authorised', now, objectId))) throw new AlreadySettled();
@@ -140,23 +178,41 @@ export async function completeAuthorisation(deps: Deps, kind: EnduringKind, inpu
     throw error;
   });
   if (created === null) return repeated();
-  return created.objectId === null ? result('failed', null, created.request) : result('authorised', created.objectId, created.request);
+  return created.objectId === null
+    ? result('failed', null, created.request)
+    : result('authorised', created.objectId, created.request);
 }
 
 class AlreadySettled extends Error {}
 
 type GiveBack = { bank_id: string; mode: Mode; consent_id: string };
 
-async function enqueueGiveBack(trx: Db, consent: { bankId: string; mode: Mode; consentId: string }, realNow: number): Promise<void> {
+async function enqueueGiveBack(
+  trx: Db,
+  consent: { bankId: string; mode: Mode; consentId: string },
+  realNow: number,
+): Promise<void> {
   const payload: GiveBack = { bank_id: consent.bankId, mode: consent.mode, consent_id: consent.consentId };
-  await enqueue(trx, { kind: GIVE_BACK_CONSENT_JOB, runAt: realNow, payload, dedupeKey: `${GIVE_BACK_CONSENT_JOB}:${consent.consentId}` }, realNow);
+  await enqueue(
+    trx,
+    {
+      kind: GIVE_BACK_CONSENT_JOB,
+      runAt: realNow,
+      payload,
+      dedupeKey: `${GIVE_BACK_CONSENT_JOB}:${consent.consentId}`,
+    },
+    realNow,
+  );
 }
 
 /** Job: revokes at the bank a consent nothing will use; a failure throws, so the job is retried with backoff. */
 export function giveBackConsentJob(deps: Deps): JobHandler {
   return async (payload: GiveBack) => {
     const connector = connectorFor(deps, payload.bank_id, payload.mode);
-    if (!connector) throw new Error(`bank ${payload.bank_id} is not connected; consent ${payload.consent_id} is still to be given back`);
+    if (!connector)
+      throw new Error(
+        `bank ${payload.bank_id} is not connected; consent ${payload.consent_id} is still to be given back`,
+      );
     const state = await connector.getConsent({ consentId: payload.consent_id, kind: 'enduring' });
     if (state.ok && state.status !== 'Authorised' && state.status !== 'AwaitingAuthorisation') return;
     const revoked = await connector.revokeConsent({ consentId: payload.consent_id });

@@ -7,38 +7,73 @@ import { createSubscriptionRequest } from '../subscriptions/subscriptions.fixtur
 import { bankReturnUrl, banksFor, connectorFor } from '../payments/payments.banks.ts';
 import { findRequestById } from '../requests/requests.service.ts';
 import { authoriseAtBank } from '../test-helpers/pay.bank-driver.ts';
-import { completeAuthorisation, GIVE_BACK_CONSENT_JOB, startAuthorisation, type EnduringKind } from './authorisations.service.ts';
+import {
+  completeAuthorisation,
+  GIVE_BACK_CONSENT_JOB,
+  startAuthorisation,
+  type EnduringKind,
+} from './authorisations.service.ts';
 
 // One enduring-consent authorisation for recurring consents and subscriptions: the same rules for
 // both, through the sandbox bank over HTTP, and a consent the bank gave for a closed request given
 // back by a retried job.
 
 const typed = {
-  email: 'typed@example.com', first_name: 'Typed', last_name: 'Payer', phone: '021 555 0101',
-  address1: '1 Queen St', address2: '', address3: '', address4: '', city: 'Auckland', postcode: '1010', marketing_opt_in: false,
+  email: 'typed@example.com',
+  first_name: 'Typed',
+  last_name: 'Payer',
+  phone: '021 555 0101',
+  address1: '1 Queen St',
+  address2: '',
+  address3: '',
+  address4: '',
+  city: 'Auckland',
+  postcode: '1010',
+  marketing_opt_in: false,
 };
 
-async function toBankAndBack(h: ConsentHarness, kind: EnduringKind, requestId: string, beforeReturn: () => Promise<void> = async () => {}) {
+async function toBankAndBack(
+  h: ConsentHarness,
+  kind: EnduringKind,
+  requestId: string,
+  beforeReturn: () => Promise<void> = async () => {},
+) {
   const { deps } = h.runtime;
   const request = (await findRequestById(deps.db, requestId))!;
   const bank = banksFor(deps, 'test')[0];
-  const started = await startAuthorisation(deps, kind, request, { amountCents: null, bankId: bank.id, details: typed, channel: 'page' });
+  const started = await startAuthorisation(deps, kind, request, {
+    amountCents: null,
+    bankId: bank.id,
+    details: typed,
+    channel: 'page',
+  });
   assert.ok(started.ok, 'the bank made a consent');
   const back = await authoriseAtBank(started.redirectUrl, 'approve', bankReturnUrl(deps));
   await beforeReturn();
   const state = back.searchParams.get('state') ?? '';
-  const result = await completeAuthorisation(deps, kind, { state, code: back.searchParams.get('code'), error: back.searchParams.get('error') });
+  const result = await completeAuthorisation(deps, kind, {
+    state,
+    code: back.searchParams.get('code'),
+    error: back.searchParams.get('error'),
+  });
   return { result, state };
 }
 
-test('recurring consents and subscriptions take the payer details by one rule: the merchant\'s win, typed details fill the rest', async (t) => {
+test("recurring consents and subscriptions take the payer details by one rule: the merchant's win, typed details fill the rest", async (t) => {
   const h = await consentHarness(t);
   const recurring = await createRecurringRequest(h, { period: 'weekly', max_per_period: '50.00 NZD' });
-  const subscription = await createSubscriptionRequest(h.api, h.merchant.bankAccountId,
-    { amount: '10.00 NZD', period: 'monthly' }, { cust_info: { email: 'Payer@Example.com', first_name: 'Aroha' } });
+  const subscription = await createSubscriptionRequest(
+    h.api,
+    h.merchant.bankAccountId,
+    { amount: '10.00 NZD', period: 'monthly' },
+    { cust_info: { email: 'Payer@Example.com', first_name: 'Aroha' } },
+  );
 
   const customers = [];
-  for (const [kind, requestId] of [[recurringKind, recurring.id], [subscriptionKind, subscription.id]] as const) {
+  for (const [kind, requestId] of [
+    [recurringKind, recurring.id],
+    [subscriptionKind, subscription.id],
+  ] as const) {
     const { result } = await toBankAndBack(h, kind, requestId);
     assert.equal(result?.outcome, 'authorised');
     assert.equal((await h.api.get(`/v1/requests/${requestId}`)).body.request.status, 'paid');
@@ -64,7 +99,11 @@ test('a request that closed while the payer was at the bank: nothing is created,
   assert.equal(result?.outcome, 'failed');
   assert.equal((await h.api.get('/v1/recurring-consents')).body.recurring_consents.length, 0, 'no consent created');
 
-  const row = await deps.db.selectFrom('enduring_authorisations').selectAll().where('state', '=', state).executeTakeFirstOrThrow();
+  const row = await deps.db
+    .selectFrom('enduring_authorisations')
+    .selectAll()
+    .where('state', '=', state)
+    .executeTakeFirstOrThrow();
   assert.equal(row.outcome, 'failed');
   const connector = connectorFor(deps, row.bank_id, 'test')!;
   const atBank = async () => {
@@ -100,9 +139,17 @@ test('a second return with the same state changes nothing', async (t) => {
   const request = await createRecurringRequest(h, { period: 'weekly', max_per_period: '50.00 NZD' });
   const { result, state } = await toBankAndBack(h, recurringKind, request.id);
   assert.equal(result?.outcome, 'authorised');
-  const again = await completeAuthorisation(h.runtime.deps, recurringKind, { state, code: 'another-code', error: null });
+  const again = await completeAuthorisation(h.runtime.deps, recurringKind, {
+    state,
+    code: 'another-code',
+    error: null,
+  });
   assert.equal(again?.outcome, 'repeated');
   assert.equal(again?.objectId, result?.objectId);
-  assert.equal(await completeAuthorisation(h.runtime.deps, subscriptionKind, { state, code: 'x', error: null }), null, "another kind's state is not its own");
+  assert.equal(
+    await completeAuthorisation(h.runtime.deps, subscriptionKind, { state, code: 'x', error: null }),
+    null,
+    "another kind's state is not its own",
+  );
   assert.equal((await h.api.get('/v1/recurring-consents')).body.recurring_consents.length, 1);
 });

@@ -93,11 +93,25 @@ export interface BankConnector {
   /** Where to send the payer to log in and approve. */
   authoriseUrl(input: { consentId: string; redirectUri: string; state: string }): string;
   /** The bank redirected back with ?code: exchange it (once) for a consent-bound token. */
-  exchangeCode(input: { code: string; redirectUri: string }): Promise<BankResult<{ accessToken: string; consentId: string }>>;
-  submitPayment(input: PaymentSubmission): Promise<BankResult<{ paymentId: string; outcome: BankPaymentOutcome; failureReason?: string }>>;
+  exchangeCode(input: {
+    code: string;
+    redirectUri: string;
+  }): Promise<BankResult<{ accessToken: string; consentId: string }>>;
+  submitPayment(
+    input: PaymentSubmission,
+  ): Promise<BankResult<{ paymentId: string; outcome: BankPaymentOutcome; failureReason?: string }>>;
   /** `at` as elsewhere: the sandbox bank settles delayed payments by it. */
-  getPaymentStatus(input: { paymentId: string; at?: number; trace?: Trace }): Promise<BankResult<{ outcome: BankPaymentOutcome; failureReason?: string }>>;
-  getConsent(input: { consentId: string; kind: 'single' | 'enduring'; at?: number; trace?: Trace }): Promise<BankResult<{ status: BankConsentStatus }>>;
+  getPaymentStatus(input: {
+    paymentId: string;
+    at?: number;
+    trace?: Trace;
+  }): Promise<BankResult<{ outcome: BankPaymentOutcome; failureReason?: string }>>;
+  getConsent(input: {
+    consentId: string;
+    kind: 'single' | 'enduring';
+    at?: number;
+    trace?: Trace;
+  }): Promise<BankResult<{ status: BankConsentStatus }>>;
   /** The account a payment was made from, when the consent asked for its release. */
   getDebtorAccount(input: { paymentId: string; trace?: Trace }): Promise<BankResult<{ account: DebtorAccount }>>;
   revokeConsent(input: { consentId: string; trace?: Trace }): Promise<BankResult<Record<never, never>>>;

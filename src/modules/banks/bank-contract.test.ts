@@ -2,7 +2,14 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { observeBankExchanges, type BankExchange } from './open-banking.http.ts';
 import { paymentInitiationContract } from './payment-initiation.contract.ts';
-import { findOfficialStandard, officialStandardFile, operationDifferences, operationFacts, StandardChecker, STANDARD_ENV } from './standard.testing.ts';
+import {
+  findOfficialStandard,
+  officialStandardFile,
+  operationDifferences,
+  operationFacts,
+  StandardChecker,
+  STANDARD_ENV,
+} from './standard.testing.ts';
 
 // The contract with real banks: every exchange between the connector and the sandbox bank during
 // the flow tests (one-off approved and declined, recurring with a bank refusal and both
@@ -30,17 +37,23 @@ await import('./open-banking.connector.test.ts');
 /** The sandbox bank's base URL in an exchange: everything before the standard's resource path. */
 function baseOf(url: string): string {
   const parsed = new URL(url);
-  const at = parsed.pathname.search(/\/(domestic-payment-consents|enduring-payment-consents|domestic-payments|token)(\/|$)/);
+  const at = parsed.pathname.search(
+    /\/(domestic-payment-consents|enduring-payment-consents|domestic-payments|token)(\/|$)/,
+  );
   return `${parsed.origin}${at < 0 ? parsed.pathname : parsed.pathname.slice(0, at)}`;
 }
 
 const official = findOfficialStandard();
-const absent = official ? false : `the official document is not at ${officialStandardFile()} (name its file in ${STANDARD_ENV})`;
+const absent = official
+  ? false
+  : `the official document is not at ${officialStandardFile()} (name its file in ${STANDARD_ENV})`;
 
 function checkExchanges(doc: unknown): void {
   const checker = new StandardChecker(doc);
   // The sandbox bank's answers (the connector test's deliberately broken fake banks aside).
-  const apiCalls = recorded.filter((exchange) => /\/sandbox-bank\//.test(exchange.url) && !/\/token$/.test(new URL(exchange.url).pathname));
+  const apiCalls = recorded.filter(
+    (exchange) => /\/sandbox-bank\//.test(exchange.url) && !/\/token$/.test(new URL(exchange.url).pathname),
+  );
   assert.ok(apiCalls.length > 50, `only ${apiCalls.length} exchanges were recorded`);
   const seen = new Set<string>();
   const distinct = new Map<string, number>();
@@ -84,7 +97,23 @@ function refusesOldShapes(doc: unknown): void {
   assert.match(problems, /request header x-fapi-interaction-id is not sent/);
   assert.match(problems, /request body\/Data must NOT have additional properties/);
   assert.match(problems, /response status 404 is not declared/);
-  const refusal = checker.violations({ ...old, requestBody: undefined, method: 'GET', url: `${base}/enduring-payment-consents/epc-1`, status: 401, requestHeaders: { 'x-fapi-interaction-id': 'i-1', authorization: 'Bearer abc' }, responseHeaders: { 'x-fapi-interaction-id': 'i-1' }, responseBody: { Code: '401 Unauthorized', Message: 'x', Errors: [{ ErrorCode: 'Header.Unauthorized', Message: 'x' }] } }, base);
+  const refusal = checker.violations(
+    {
+      ...old,
+      requestBody: undefined,
+      method: 'GET',
+      url: `${base}/enduring-payment-consents/epc-1`,
+      status: 401,
+      requestHeaders: { 'x-fapi-interaction-id': 'i-1', authorization: 'Bearer abc' },
+      responseHeaders: { 'x-fapi-interaction-id': 'i-1' },
+      responseBody: {
+        Code: '401 Unauthorized',
+        Message: 'x',
+        Errors: [{ ErrorCode: 'Header.Unauthorized', Message: 'x' }],
+      },
+    },
+    base,
+  );
   assert.match(refusal.join('\n'), /Errors\/0\/ErrorCode must be equal to one of the allowed values/);
 }
 
@@ -92,7 +121,9 @@ test('every exchange of the flows conforms to our description of Payment Initiat
   checkExchanges(paymentInitiationContract);
 });
 
-test('every exchange of the flows conforms to the official Payment Initiation v3.0.2 document', { skip: absent }, () => {
+test('every exchange of the flows conforms to the official Payment Initiation v3.0.2 document', {
+  skip: absent,
+}, () => {
   checkExchanges(official!.doc);
 });
 
@@ -100,7 +131,9 @@ test('our description refuses the shapes the connector and the sandbox bank used
   refusesOldShapes(paymentInitiationContract);
 });
 
-test('the official document refuses the shapes the connector and the sandbox bank used before v3.0.2', { skip: absent }, () => {
+test('the official document refuses the shapes the connector and the sandbox bank used before v3.0.2', {
+  skip: absent,
+}, () => {
   refusesOldShapes(official!.doc);
 });
 
@@ -110,7 +143,11 @@ test('our description says what the official document says, operation by operati
   await t.test('the same operations', () => {
     const onlyOurs = [...ours.keys()].filter((id) => !theirs.has(id));
     const onlyOfficial = [...theirs.keys()].filter((id) => !ours.has(id));
-    assert.deepEqual({ onlyOurs, onlyOfficial }, { onlyOurs: [], onlyOfficial: [] }, `operations only in ours: ${onlyOurs.join(', ') || 'none'}; only in ${official!.file}: ${onlyOfficial.join(', ') || 'none'}`);
+    assert.deepEqual(
+      { onlyOurs, onlyOfficial },
+      { onlyOurs: [], onlyOfficial: [] },
+      `operations only in ours: ${onlyOurs.join(', ') || 'none'}; only in ${official!.file}: ${onlyOfficial.join(', ') || 'none'}`,
+    );
   });
   for (const id of [...theirs.keys()].sort()) {
     await t.test(id, () => {

@@ -38,7 +38,9 @@ export function readBanksFile(file: string): LiveBank[] {
   try {
     text = fs.readFileSync(file, 'utf8');
   } catch (error) {
-    throw new BanksFileError(`BANKS_FILE cannot be read (${file}): ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    throw new BanksFileError(
+      `BANKS_FILE cannot be read (${file}): ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+    );
   }
   let parsed: unknown;
   try {
@@ -51,21 +53,25 @@ export function readBanksFile(file: string): LiveBank[] {
 
 export function parseBanks(parsed: unknown, file: string): LiveBank[] {
   const list = Array.isArray(parsed) ? parsed : (parsed as { banks?: unknown })?.banks;
-  if (!Array.isArray(list)) throw new BanksFileError(`BANKS_FILE must hold a JSON array of banks or { "banks": [...] } (${file})`);
+  if (!Array.isArray(list))
+    throw new BanksFileError(`BANKS_FILE must hold a JSON array of banks or { "banks": [...] } (${file})`);
   const seen = new Set<string>();
   return list.map((entry, index) => {
     const where = `BANKS_FILE entry ${index + 1} (${file})`;
     if (typeof entry !== 'object' || entry === null) throw new BanksFileError(`${where} must be an object`);
     const field = (name: string) => {
       const value = (entry as Record<string, unknown>)[name];
-      if (typeof value !== 'string' || value.trim() === '') throw new BanksFileError(`${where} needs "${name}" as a non-empty string`);
+      if (typeof value !== 'string' || value.trim() === '')
+        throw new BanksFileError(`${where} needs "${name}" as a non-empty string`);
       return value.trim();
     };
     const id = field('id');
-    if (!/^[a-z0-9][a-z0-9_-]{0,39}$/.test(id)) throw new BanksFileError(`${where}: "id" must be lower-case letters, digits, - or _, got ${JSON.stringify(id)}`);
+    if (!/^[a-z0-9][a-z0-9_-]{0,39}$/.test(id))
+      throw new BanksFileError(`${where}: "id" must be lower-case letters, digits, - or _, got ${JSON.stringify(id)}`);
     if (seen.has(id)) throw new BanksFileError(`${where}: bank id ${JSON.stringify(id)} appears twice`);
     seen.add(id);
-    const optional = (name: string) => ((entry as Record<string, unknown>)[name] === undefined ? undefined : field(name));
+    const optional = (name: string) =>
+      (entry as Record<string, unknown>)[name] === undefined ? undefined : field(name);
     const url = (name: string, value: string) => {
       let parsedUrl: URL;
       try {
@@ -73,8 +79,13 @@ export function parseBanks(parsed: unknown, file: string): LiveBank[] {
       } catch {
         throw new BanksFileError(`${where}: "${name}" must be a URL, got ${JSON.stringify(value)}`);
       }
-      if (parsedUrl.protocol !== 'https:' && !(parsedUrl.protocol === 'http:' && ['127.0.0.1', 'localhost', '[::1]'].includes(parsedUrl.hostname))) {
-        throw new BanksFileError(`${where}: "${name}" must use https (http only on localhost), got ${JSON.stringify(value)}`);
+      if (
+        parsedUrl.protocol !== 'https:' &&
+        !(parsedUrl.protocol === 'http:' && ['127.0.0.1', 'localhost', '[::1]'].includes(parsedUrl.hostname))
+      ) {
+        throw new BanksFileError(
+          `${where}: "${name}" must use https (http only on localhost), got ${JSON.stringify(value)}`,
+        );
       }
       return value.replace(/\/+$/, '');
     };
@@ -86,7 +97,9 @@ export function parseBanks(parsed: unknown, file: string): LiveBank[] {
       try {
         return fs.readFileSync(full, 'utf8');
       } catch (error) {
-        throw new BanksFileError(`${where}: "${name}" cannot be read (${full}): ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+        throw new BanksFileError(
+          `${where}: "${name}" cannot be read (${full}): ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+        );
       }
     };
     const baseUrl = url('base_url', field('base_url'));
@@ -102,16 +115,21 @@ export function parseBanks(parsed: unknown, file: string): LiveBank[] {
       try {
         privateKey = loadPrivateKey(pem);
       } catch (error) {
-        throw new BanksFileError(`${where}: "private_key_file" is not a usable private key: ${(error as Error).message}`);
+        throw new BanksFileError(
+          `${where}: "private_key_file" is not a usable private key: ${(error as Error).message}`,
+        );
       }
       const keyId = optional('key_id');
       auth = { method, privateKey, ...(keyId && { keyId }) };
     } else {
-      throw new BanksFileError(`${where}: "token_endpoint_auth_method" must be client_secret_basic or private_key_jwt, got ${JSON.stringify(method)}`);
+      throw new BanksFileError(
+        `${where}: "token_endpoint_auth_method" must be client_secret_basic or private_key_jwt, got ${JSON.stringify(method)}`,
+      );
     }
     const cert = readFile('tls_cert_file');
     const key = readFile('tls_key_file');
-    if ((cert === undefined) !== (key === undefined)) throw new BanksFileError(`${where}: mutual TLS needs both "tls_cert_file" and "tls_key_file"`);
+    if ((cert === undefined) !== (key === undefined))
+      throw new BanksFileError(`${where}: mutual TLS needs both "tls_cert_file" and "tls_key_file"`);
     const ca = readFile('ca_file');
     const tls = cert || ca ? { ...(cert && { cert }), ...(key && { key }), ...(ca && { ca }) } : null;
     return {

@@ -17,7 +17,11 @@ export async function listeningApp(t: TestContext): Promise<Listening> {
 
 export type Reply = { status: number; body: any; text: string; headers: Headers };
 
-export async function call(method: string, url: string, options: { token?: string; body?: unknown; headers?: Record<string, string>; form?: Record<string, string> } = {}): Promise<Reply> {
+export async function call(
+  method: string,
+  url: string,
+  options: { token?: string; body?: unknown; headers?: Record<string, string>; form?: Record<string, string> } = {},
+): Promise<Reply> {
   const headers: Record<string, string> = { ...options.headers };
   if (options.token) headers.authorization = `Bearer ${options.token}`;
   let body: string | undefined;
@@ -58,7 +62,12 @@ export async function clientToken(bankUrl: string): Promise<string> {
 function hiddenFields(html: string): Record<string, string> {
   const fields: Record<string, string> = {};
   for (const match of html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) {
-    fields[match[1]] = match[2].replace(/&amp;/g, '&').replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>');
+    fields[match[1]] = match[2]
+      .replace(/&amp;/g, '&')
+      .replace(/&quot;/g, '"')
+      .replace(/&#39;/g, "'")
+      .replace(/&lt;/g, '<')
+      .replace(/&gt;/g, '>');
   }
   return fields;
 }
@@ -78,14 +87,25 @@ export async function payerDecides(
   const origin = new URL(authoriseUrl).origin;
   const login = await call('GET', authoriseUrl);
   if (login.status !== 200) throw new Error(`authorize: ${login.status} ${login.text}`);
-  const consent = await call('POST', origin + formAction(login.text), { form: { ...hiddenFields(login.text), username, password: 'anything' } });
+  const consent = await call('POST', origin + formAction(login.text), {
+    form: { ...hiddenFields(login.text), username, password: 'anything' },
+  });
   if (consent.status !== 200) throw new Error(`login: ${consent.status} ${consent.text}`);
-  const decided = await call('POST', origin + formAction(consent.text), { form: { ...hiddenFields(consent.text), decision } });
+  const decided = await call('POST', origin + formAction(consent.text), {
+    form: { ...hiddenFields(consent.text), decision },
+  });
   if (decided.status !== 303) throw new Error(`decision: ${decided.status} ${decided.text}`);
   return { location: new URL(decided.headers.get('location')!), consentPage: consent.text };
 }
 
-export const creditor = { SchemeName: 'BECSElectronicCredit', Identification: '12-3456-7890123-00', Name: 'Acme Coffee' } as const;
+export const creditor = {
+  SchemeName: 'BECSElectronicCredit',
+  Identification: '12-3456-7890123-00',
+  Name: 'Acme Coffee',
+} as const;
 export const remittance = (particulars = 'V-ABC123', reference = 'INV42') => ({
-  Reference: { CreditorName: 'Acme Coffee', CreditorReference: { Particulars: particulars, Code: 'TONO', Reference: reference } },
+  Reference: {
+    CreditorName: 'Acme Coffee',
+    CreditorReference: { Particulars: particulars, Code: 'TONO', Reference: reference },
+  },
 });

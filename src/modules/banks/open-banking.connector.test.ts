@@ -18,14 +18,27 @@ import { ClientSecretSecurity } from './security.ts';
 const creditor = { name: 'Acme Coffee', accountNumber: '12-3456-7890123-00' };
 let counter = 0;
 const key = () => `ck-${Date.now()}-${++counter}`;
-const remittance = () => ({ particulars: `V-${String(++counter).padStart(6, '0')}`, code: 'TONO', reference: 'ORDER7' });
+const remittance = () => ({
+  particulars: `V-${String(++counter).padStart(6, '0')}`,
+  code: 'TONO',
+  reference: 'ORDER7',
+});
 
-async function approve(app: Listening, connector: BankConnector, consentId: string, decision: 'approve' | 'decline' = 'approve') {
+async function approve(
+  app: Listening,
+  connector: BankConnector,
+  consentId: string,
+  decision: 'approve' | 'decline' = 'approve',
+) {
   const url = connector.authoriseUrl({ consentId, redirectUri: app.redirectUri, state: 'state-1' });
   return (await payerDecides(url, decision)).location;
 }
 
-async function enduringConsent(app: Listening, connector: BankConnector, overrides: Partial<Parameters<BankConnector['createEnduringConsent']>[0]> = {}) {
+async function enduringConsent(
+  app: Listening,
+  connector: BankConnector,
+  overrides: Partial<Parameters<BankConnector['createEnduringConsent']>[0]> = {},
+) {
   const created = await connector.createEnduringConsent({
     fromAt: Date.parse('2027-01-01T00:00:00+13:00'),
     toAt: null,
@@ -43,7 +56,10 @@ async function enduringConsent(app: Listening, connector: BankConnector, overrid
   });
   assert.ok(created.ok, JSON.stringify(created));
   const location = await approve(app, connector, created.consentId);
-  const exchanged = await connector.exchangeCode({ code: location.searchParams.get('code')!, redirectUri: app.redirectUri });
+  const exchanged = await connector.exchangeCode({
+    code: location.searchParams.get('code')!,
+    redirectUri: app.redirectUri,
+  });
   assert.ok(exchanged.ok);
   return { consentId: created.consentId, accessToken: exchanged.accessToken };
 }
@@ -53,11 +69,23 @@ test('one-off payment through the connector: consent, authorise redirect, code e
   const connector = app.deps.banks.connectorFor('anz', 'test')!;
   assert.equal(connector.bankId, 'anz');
   const block = remittance();
-  const consent = await connector.createSingleConsent({ amountCents: 1_250, creditor, remittance: block, idempotencyKey: key() });
+  const consent = await connector.createSingleConsent({
+    amountCents: 1_250,
+    creditor,
+    remittance: block,
+    idempotencyKey: key(),
+  });
   assert.ok(consent.ok);
-  assert.deepEqual(await connector.getConsent({ consentId: consent.consentId, kind: 'single' }), { ok: true, status: 'AwaitingAuthorisation' });
+  assert.deepEqual(await connector.getConsent({ consentId: consent.consentId, kind: 'single' }), {
+    ok: true,
+    status: 'AwaitingAuthorisation',
+  });
 
-  const authoriseUrl = connector.authoriseUrl({ consentId: consent.consentId, redirectUri: app.redirectUri, state: 'abc' });
+  const authoriseUrl = connector.authoriseUrl({
+    consentId: consent.consentId,
+    redirectUri: app.redirectUri,
+    state: 'abc',
+  });
   assert.ok(authoriseUrl.startsWith(`${app.bankUrl}/authorize?`));
   const location = (await payerDecides(authoriseUrl, 'approve')).location;
   assert.equal(location.searchParams.get('state'), 'abc');
@@ -66,33 +94,63 @@ test('one-off payment through the connector: consent, authorise redirect, code e
   assert.ok(exchanged.ok);
   assert.equal(exchanged.consentId, consent.consentId);
   assert.deepEqual(await connector.exchangeCode({ code, redirectUri: app.redirectUri }), {
-    ok: false, reason: 'invalid_code', message: 'The code has already been used', bankCode: 'invalid_grant', unknown: false,
+    ok: false,
+    reason: 'invalid_code',
+    message: 'The code has already been used',
+    bankCode: 'invalid_grant',
+    unknown: false,
   });
 
   const submitted = await connector.submitPayment({
-    consentId: consent.consentId, accessToken: exchanged.accessToken, amountCents: 1_250, creditor, remittance: block, idempotencyKey: key(),
+    consentId: consent.consentId,
+    accessToken: exchanged.accessToken,
+    amountCents: 1_250,
+    creditor,
+    remittance: block,
+    idempotencyKey: key(),
   });
   assert.ok(submitted.ok);
   assert.equal(submitted.outcome, 'successful');
-  assert.deepEqual(await connector.getPaymentStatus({ paymentId: submitted.paymentId }), { ok: true, outcome: 'successful' });
-  assert.deepEqual(await connector.getConsent({ consentId: consent.consentId, kind: 'single' }), { ok: true, status: 'Consumed' });
+  assert.deepEqual(await connector.getPaymentStatus({ paymentId: submitted.paymentId }), {
+    ok: true,
+    outcome: 'successful',
+  });
+  assert.deepEqual(await connector.getConsent({ consentId: consent.consentId, kind: 'single' }), {
+    ok: true,
+    status: 'Consumed',
+  });
   // The consent asked for the payer's account (DebtorAccountRelease): the bank gives it for this payment.
   const payer = (await hook('GET', `${app.bankUrl}/test/payers/sandbox`)).body.Data;
   assert.deepEqual(await connector.getDebtorAccount({ paymentId: submitted.paymentId }), {
-    ok: true, account: { schemeName: 'BECSElectronicCredit', identification: payer.AccountNumber, name: payer.Name },
+    ok: true,
+    account: { schemeName: 'BECSElectronicCredit', identification: payer.AccountNumber, name: payer.Name },
   });
   const unknown = await connector.getPaymentStatus({ paymentId: 'dp-missing' });
-  assert.deepEqual(unknown, { ok: false, reason: 'invalid_request', message: 'No such resource: dp-missing', bankCode: 'Field.Invalid', unknown: false });
+  assert.deepEqual(unknown, {
+    ok: false,
+    reason: 'invalid_request',
+    message: 'No such resource: dp-missing',
+    bankCode: 'Field.Invalid',
+    unknown: false,
+  });
 });
 
 test('a payer who declines comes back with error=access_denied', async (t) => {
   const app = await listeningApp(t);
   const connector = app.deps.banks.connectorFor('sandbox', 'test')!;
-  const consent = await connector.createSingleConsent({ amountCents: 500, creditor, remittance: remittance(), idempotencyKey: key() });
+  const consent = await connector.createSingleConsent({
+    amountCents: 500,
+    creditor,
+    remittance: remittance(),
+    idempotencyKey: key(),
+  });
   assert.ok(consent.ok);
   const location = await approve(app, connector, consent.consentId, 'decline');
   assert.equal(location.searchParams.get('error'), 'access_denied');
-  assert.deepEqual(await connector.getConsent({ consentId: consent.consentId, kind: 'single' }), { ok: true, status: 'Rejected' });
+  assert.deepEqual(await connector.getConsent({ consentId: consent.consentId, kind: 'single' }), {
+    ok: true,
+    status: 'Rejected',
+  });
 });
 
 test('enduring consent: limits by the caller clock, bank declines mapped to reasons, revocation', async (t) => {
@@ -100,25 +158,44 @@ test('enduring consent: limits by the caller clock, bank declines mapped to reas
   const connector = app.deps.banks.connectorFor('kiwibank', 'test')!;
   const { consentId, accessToken } = await enduringConsent(app, connector);
   const submit = (amountCents: number, at: string) =>
-    connector.submitPayment({ consentId, accessToken, amountCents, creditor, remittance: remittance(), idempotencyKey: key(), at: Date.parse(at) });
+    connector.submitPayment({
+      consentId,
+      accessToken,
+      amountCents,
+      creditor,
+      remittance: remittance(),
+      idempotencyKey: key(),
+      at: Date.parse(at),
+    });
 
   const first = await submit(5_000, '2027-02-01T10:00:00+13:00');
   assert.ok(first.ok && first.outcome === 'successful');
   assert.deepEqual(await submit(5_001, '2027-02-02T10:00:00+13:00'), {
-    ok: false, reason: 'limit_exceeded', limit: 'max_per_payment', bankCode: 'Resource.Consent.Exceed.MaximumAmount',
-    message: 'The amount is over the consent MaximumAmount per payment', unknown: false,
+    ok: false,
+    reason: 'limit_exceeded',
+    limit: 'max_per_payment',
+    bankCode: 'Resource.Consent.Exceed.MaximumAmount',
+    message: 'The amount is over the consent MaximumAmount per payment',
+    unknown: false,
   });
   const overWeek = await submit(3_001, '2027-02-07T23:00:00+13:00');
   assert.ok(!overWeek.ok && overWeek.reason === 'limit_exceeded' && overWeek.limit === 'max_per_period');
   const nextWeek = await submit(3_001, '2027-02-08T00:30:00+13:00');
   assert.ok(nextWeek.ok && nextWeek.outcome === 'successful');
 
-  await hook('POST', `${app.bankUrl}/test/consents/${consentId}/decline-next`, { count: 1, reason: 'insufficient_funds' });
+  await hook('POST', `${app.bankUrl}/test/consents/${consentId}/decline-next`, {
+    count: 1,
+    reason: 'insufficient_funds',
+  });
   const declined = await submit(100, '2027-02-09T10:00:00+13:00');
   assert.ok(declined.ok);
   assert.equal(declined.outcome, 'failed');
   assert.equal(declined.failureReason, 'insufficient_funds');
-  assert.deepEqual(await connector.getPaymentStatus({ paymentId: declined.paymentId }), { ok: true, outcome: 'failed', failureReason: 'insufficient_funds' });
+  assert.deepEqual(await connector.getPaymentStatus({ paymentId: declined.paymentId }), {
+    ok: true,
+    outcome: 'failed',
+    failureReason: 'insufficient_funds',
+  });
 
   assert.deepEqual(await connector.revokeConsent({ consentId }), { ok: true });
   assert.deepEqual(await connector.getConsent({ consentId, kind: 'enduring' }), { ok: true, status: 'Revoked' });
@@ -134,24 +211,55 @@ test('delayed confirmation is pending until the bank settles it', async (t) => {
   const { consentId, accessToken } = await enduringConsent(app, connector);
   await hook('POST', `${app.bankUrl}/test/consents/${consentId}/delay`, { seconds: 30 });
   const at = Date.parse('2027-03-01T09:00:00+13:00');
-  const submitted = await connector.submitPayment({ consentId, accessToken, amountCents: 700, creditor, remittance: remittance(), idempotencyKey: key(), at });
+  const submitted = await connector.submitPayment({
+    consentId,
+    accessToken,
+    amountCents: 700,
+    creditor,
+    remittance: remittance(),
+    idempotencyKey: key(),
+    at,
+  });
   assert.ok(submitted.ok);
   assert.equal(submitted.outcome, 'pending');
-  assert.deepEqual(await connector.getPaymentStatus({ paymentId: submitted.paymentId, at: at + 29_000 }), { ok: true, outcome: 'pending' });
-  assert.deepEqual(await connector.getPaymentStatus({ paymentId: submitted.paymentId, at: at + 30_000 }), { ok: true, outcome: 'successful' });
+  assert.deepEqual(await connector.getPaymentStatus({ paymentId: submitted.paymentId, at: at + 29_000 }), {
+    ok: true,
+    outcome: 'pending',
+  });
+  assert.deepEqual(await connector.getPaymentStatus({ paymentId: submitted.paymentId, at: at + 30_000 }), {
+    ok: true,
+    outcome: 'successful',
+  });
 });
 
 test('a bank slower than the timeout is an unknown outcome; the same idempotency key later finds the payment', async (t) => {
   const app = await listeningApp(t);
-  const registry = new OpenBankingRegistry({ config: app.deps.config, http: { timeoutMs: 200 }, sandboxCredentials: app.deps.banks.sandboxCredentials });
+  const registry = new OpenBankingRegistry({
+    config: app.deps.config,
+    http: { timeoutMs: 200 },
+    sandboxCredentials: app.deps.banks.sandboxCredentials,
+  });
   // Closed before the service stops, or the server waits for this client's keep-alive sockets.
   try {
     const connector = registry.connectorFor('asb', 'test')!;
     const { consentId, accessToken } = await enduringConsent(app, connector);
     await hook('POST', `${app.bankUrl}/test/latency`, { consent_id: consentId, ms: 1_000, count: 1 });
-    const submission = { consentId, accessToken, amountCents: 900, creditor, remittance: remittance(), idempotencyKey: key(), at: Date.parse('2027-03-02T09:00:00+13:00') };
+    const submission = {
+      consentId,
+      accessToken,
+      amountCents: 900,
+      creditor,
+      remittance: remittance(),
+      idempotencyKey: key(),
+      at: Date.parse('2027-03-02T09:00:00+13:00'),
+    };
     const slow = await connector.submitPayment(submission);
-    assert.deepEqual(slow, { ok: false, reason: 'timeout', message: 'No answer from the bank within 200 ms', unknown: true });
+    assert.deepEqual(slow, {
+      ok: false,
+      reason: 'timeout',
+      message: 'No answer from the bank within 200 ms',
+      unknown: true,
+    });
     // The retry (as the reconciler would) with the normal deadline: the bank may still be answering the first.
     const again = await app.deps.banks.connectorFor('asb', 'test')!.submitPayment(submission);
     assert.ok(again.ok, JSON.stringify(again));
@@ -173,11 +281,24 @@ test('network errors and 5xx are unknown outcomes, retried only where repeating 
   const httpClient = new BankHttp({ timeoutMs: 1_000, retries: 2, backoffMs: 5 });
   t.after(() => httpClient.close());
   const connector = new OpenBankingConnector({
-    bankId: 'x', baseUrl, http: httpClient,
-    security: new ClientSecretSecurity({ baseUrl, credentials: { clientId: 'c', clientSecret: 's' }, http: httpClient }),
+    bankId: 'x',
+    baseUrl,
+    http: httpClient,
+    security: new ClientSecretSecurity({
+      baseUrl,
+      credentials: { clientId: 'c', clientSecret: 's' },
+      http: httpClient,
+    }),
   });
 
-  const status = await connector.submitPayment({ consentId: 'c', accessToken: 'token-token-token', amountCents: 100, creditor, remittance: remittance(), idempotencyKey: 'k' });
+  const status = await connector.submitPayment({
+    consentId: 'c',
+    accessToken: 'token-token-token',
+    amountCents: 100,
+    creditor,
+    remittance: remittance(),
+    idempotencyKey: 'k',
+  });
   assert.deepEqual(status, { ok: false, reason: 'bank_unavailable', message: 'The bank answered 503', unknown: true });
   assert.equal(hits, 3);
   hits = 0;
@@ -186,8 +307,14 @@ test('network errors and 5xx are unknown outcomes, retried only where repeating 
   assert.equal(hits, 1, 'a code exchange is never repeated');
 
   const closed = new OpenBankingConnector({
-    bankId: 'y', baseUrl: 'http://127.0.0.1:1', http: httpClient,
-    security: new ClientSecretSecurity({ baseUrl: 'http://127.0.0.1:1', credentials: { clientId: 'c', clientSecret: 's' }, http: httpClient }),
+    bankId: 'y',
+    baseUrl: 'http://127.0.0.1:1',
+    http: httpClient,
+    security: new ClientSecretSecurity({
+      baseUrl: 'http://127.0.0.1:1',
+      credentials: { clientId: 'c', clientSecret: 's' },
+      http: httpClient,
+    }),
   });
   const unreachable = await closed.getPaymentStatus({ paymentId: 'p' });
   assert.ok(!unreachable.ok);
@@ -199,17 +326,33 @@ test('tracing: each call sends a new x-fapi-interaction-id, the bank echoes it, 
   const app = await listeningApp(t);
   const written: string[] = [];
   // The service's logger as runtime.ts gives it to the banks.
-  const log = secretFreeLog(pino(loggerOptionsFor({ logLevel: 'info' }), { write: (line: string) => written.push(line) }).child({ component: 'banks' }));
+  const log = secretFreeLog(
+    pino(loggerOptionsFor({ logLevel: 'info' }), { write: (line: string) => written.push(line) }).child({
+      component: 'banks',
+    }),
+  );
   const httpClient = new BankHttp({ log });
   t.after(() => httpClient.close());
   const connector = new OpenBankingConnector({
-    bankId: 'sandbox', baseUrl: app.bankUrl, http: httpClient,
-    security: new ClientSecretSecurity({ baseUrl: app.bankUrl, credentials: { clientId: SERVICE_CLIENT_ID, clientSecret: STANDALONE_CLIENT_SECRET }, http: httpClient }),
+    bankId: 'sandbox',
+    baseUrl: app.bankUrl,
+    http: httpClient,
+    security: new ClientSecretSecurity({
+      baseUrl: app.bankUrl,
+      credentials: { clientId: SERVICE_CLIENT_ID, clientSecret: STANDALONE_CLIENT_SECRET },
+      http: httpClient,
+    }),
   });
   const exchanges: BankExchange[] = [];
   const stop = observeBankExchanges((exchange) => exchanges.push(exchange));
   t.after(stop);
-  const first = await connector.createSingleConsent({ amountCents: 500, creditor, remittance: remittance(), idempotencyKey: key(), trace: { payment_id: 'payment_T1' } });
+  const first = await connector.createSingleConsent({
+    amountCents: 500,
+    creditor,
+    remittance: remittance(),
+    idempotencyKey: key(),
+    trace: { payment_id: 'payment_T1' },
+  });
   assert.ok(first.ok);
   await connector.getConsent({ consentId: first.consentId, kind: 'single', trace: { payment_id: 'payment_T1' } });
   const calls = exchanges.filter((exchange) => !exchange.url.endsWith('/token'));
@@ -223,8 +366,11 @@ test('tracing: each call sends a new x-fapi-interaction-id, the bank echoes it, 
   const lines = written.map((line) => JSON.parse(line) as Record<string, unknown>);
   assert.ok(lines.every((line) => line.component === 'banks' && line.level === 30 && line.msg === 'bank call'));
   const logged = lines.filter((line) => line.payment_id === 'payment_T1');
-  assert.deepEqual(logged.map((line) => [line.interaction_id, line.bank_call, line.status]), [
-    [ids[0], 'POST /sandbox-bank/domestic-payment-consents', 201],
-    [ids[1], `GET /sandbox-bank/domestic-payment-consents/${first.consentId}`, 200],
-  ]);
+  assert.deepEqual(
+    logged.map((line) => [line.interaction_id, line.bank_call, line.status]),
+    [
+      [ids[0], 'POST /sandbox-bank/domestic-payment-consents', 201],
+      [ids[1], `GET /sandbox-bank/domestic-payment-consents/${first.consentId}`, 200],
+    ],
+  );
 });

@@ -12,7 +12,15 @@ import type {
 } from './bank-connector.ts';
 import type { BankCall, BankHttp, BankReply } from './open-banking.http.ts';
 import { unknownFailure } from './open-banking.http.ts';
-import { amountOf, bankIdempotencyKey, consentStatusOf, creditorAccount, initiation, outcomeOf, refusalOf } from './open-banking.mapping.ts';
+import {
+  amountOf,
+  bankIdempotencyKey,
+  consentStatusOf,
+  creditorAccount,
+  initiation,
+  outcomeOf,
+  refusalOf,
+} from './open-banking.mapping.ts';
 import { SANDBOX_REASON_HEADER, SANDBOX_TIME_HEADER } from './open-banking.wire.ts';
 import type { BankSecurity } from './security.ts';
 
@@ -88,15 +96,24 @@ export class OpenBankingConnector implements BankConnector {
     return this.security.authoriseUrl(input);
   }
 
-  exchangeCode(input: { code: string; redirectUri: string }): Promise<BankResult<{ accessToken: string; consentId: string }>> {
+  exchangeCode(input: {
+    code: string;
+    redirectUri: string;
+  }): Promise<BankResult<{ accessToken: string; consentId: string }>> {
     return this.security.exchangeCode(input);
   }
 
-  async submitPayment(input: PaymentSubmission): Promise<BankResult<{ paymentId: string; outcome: BankPaymentOutcome; failureReason?: string }>> {
+  async submitPayment(
+    input: PaymentSubmission,
+  ): Promise<BankResult<{ paymentId: string; outcome: BankPaymentOutcome; failureReason?: string }>> {
     const reply = await this.http.send({
       method: 'POST',
       url: `${this.baseUrl}/domestic-payments`,
-      headers: { ...this.security.consentHeaders(input.accessToken), 'x-idempotency-key': bankIdempotencyKey(input.idempotencyKey), ...this.timeHeader(input.at) },
+      headers: {
+        ...this.security.consentHeaders(input.accessToken),
+        'x-idempotency-key': bankIdempotencyKey(input.idempotencyKey),
+        ...this.timeHeader(input.at),
+      },
       json: { Data: { ConsentId: input.consentId, Initiation: initiation(input) }, Risk: {} },
       retryable: true,
       trace: input.trace,
@@ -105,11 +122,16 @@ export class OpenBankingConnector implements BankConnector {
     if (reply.status !== 201 && reply.status !== 200) return refusalOf(reply.status, reply.body);
     const data = reply.body?.Data;
     const mapped = outcomeOf(data?.Status, reply.headers[SANDBOX_REASON_HEADER]);
-    if (!mapped || typeof data?.DomesticPaymentId !== 'string') return unknownFailure('bank_unavailable', 'The bank answered without a payment status');
+    if (!mapped || typeof data?.DomesticPaymentId !== 'string')
+      return unknownFailure('bank_unavailable', 'The bank answered without a payment status');
     return { ok: true, paymentId: data.DomesticPaymentId, ...mapped };
   }
 
-  async getPaymentStatus(input: { paymentId: string; at?: number; trace?: Trace }): Promise<BankResult<{ outcome: BankPaymentOutcome; failureReason?: string }>> {
+  async getPaymentStatus(input: {
+    paymentId: string;
+    at?: number;
+    trace?: Trace;
+  }): Promise<BankResult<{ outcome: BankPaymentOutcome; failureReason?: string }>> {
     const reply = await this.asClient({
       method: 'GET',
       url: `${this.baseUrl}/domestic-payments/${encodeURIComponent(input.paymentId)}`,
@@ -124,7 +146,12 @@ export class OpenBankingConnector implements BankConnector {
     return { ok: true, ...mapped };
   }
 
-  async getConsent(input: { consentId: string; kind: 'single' | 'enduring'; at?: number; trace?: Trace }): Promise<BankResult<{ status: BankConsentStatus }>> {
+  async getConsent(input: {
+    consentId: string;
+    kind: 'single' | 'enduring';
+    at?: number;
+    trace?: Trace;
+  }): Promise<BankResult<{ status: BankConsentStatus }>> {
     const resource = input.kind === 'single' ? 'domestic-payment-consents' : 'enduring-payment-consents';
     const reply = await this.asClient({
       method: 'GET',
@@ -150,10 +177,15 @@ export class OpenBankingConnector implements BankConnector {
     if (!reply.ok) return reply;
     if (reply.status !== 200) return refusalOf(reply.status, reply.body);
     const account = reply.body?.Data?.DebtorAccount;
-    if (typeof account?.Identification !== 'string') return unknownFailure('bank_unavailable', 'The bank answered without a DebtorAccount');
+    if (typeof account?.Identification !== 'string')
+      return unknownFailure('bank_unavailable', 'The bank answered without a DebtorAccount');
     return {
       ok: true,
-      account: { schemeName: String(account.SchemeName ?? 'BECSElectronicCredit'), identification: account.Identification, name: typeof account.Name === 'string' ? account.Name : null },
+      account: {
+        schemeName: String(account.SchemeName ?? 'BECSElectronicCredit'),
+        identification: account.Identification,
+        name: typeof account.Name === 'string' ? account.Name : null,
+      },
     };
   }
 

@@ -36,7 +36,9 @@ export type BankCall = {
   trace?: Record<string, string>;
 };
 
-export type BankReply = { ok: true; status: number; body: any; headers: Record<string, string>; interactionId: string } | BankFailure;
+export type BankReply =
+  | { ok: true; status: number; body: any; headers: Record<string, string>; interactionId: string }
+  | BankFailure;
 
 /** One request and its answer as they went over the wire, for observers (the contract test). */
 export type BankExchange = {
@@ -78,7 +80,13 @@ export class BankHttp {
       keepAliveTimeout: 10_000,
       keepAliveMaxTimeout: 60_000,
       connections: 128,
-      ...(tls && { connect: { ...(tls.cert && { cert: tls.cert }), ...(tls.key && { key: tls.key }), ...(tls.ca && { ca: tls.ca }) } }),
+      ...(tls && {
+        connect: {
+          ...(tls.cert && { cert: tls.cert }),
+          ...(tls.key && { key: tls.key }),
+          ...(tls.ca && { ca: tls.ca }),
+        },
+      }),
     });
     this.timeoutMs = options.timeoutMs ?? 10_000;
     this.retries = options.retries ?? 2;
@@ -106,7 +114,11 @@ export class BankHttp {
   }
 
   private async once(call: BankCall, interactionId: string): Promise<BankReply> {
-    const headers: Record<string, string> = { accept: 'application/json', [INTERACTION_ID_HEADER]: interactionId, ...call.headers };
+    const headers: Record<string, string> = {
+      accept: 'application/json',
+      [INTERACTION_ID_HEADER]: interactionId,
+      ...call.headers,
+    };
     let body: string | undefined;
     if (call.form) {
       headers['content-type'] = 'application/x-www-form-urlencoded';
@@ -119,7 +131,10 @@ export class BankHttp {
     // A timer cleared once the answer is read, rather than AbortSignal.timeout(): that one fires
     // after every call, answered or not, and makes a DOMException with its stack each time.
     const deadline = new AbortController();
-    const timer = setTimeout(() => deadline.abort(new DOMException(`no answer within ${timeoutMs} ms`, 'TimeoutError')), timeoutMs).unref();
+    const timer = setTimeout(
+      () => deadline.abort(new DOMException(`no answer within ${timeoutMs} ms`, 'TimeoutError')),
+      timeoutMs,
+    ).unref();
     try {
       const response: Dispatcher.ResponseData = await request(call.url, {
         method: call.method,
@@ -129,12 +144,13 @@ export class BankHttp {
         signal: deadline.signal,
       });
       const text = await response.body.text();
-      let parsed: unknown ;
+      let parsed: unknown;
       if (text) {
         try {
           parsed = JSON.parse(text);
         } catch {
-          if (response.statusCode < 500) return unknownFailure('bank_unavailable', `The bank answered ${response.statusCode} without JSON`);
+          if (response.statusCode < 500)
+            return unknownFailure('bank_unavailable', `The bank answered ${response.statusCode} without JSON`);
         }
       }
       const responseHeaders: Record<string, string> = {};

@@ -34,12 +34,28 @@ test('statuses map to outcomes, and refusals to reasons', () => {
   assert.deepEqual(outcomeOf('Pending', undefined), { outcome: 'pending' });
   assert.deepEqual(outcomeOf('AcceptedSettlementInProcess', undefined), { outcome: 'pending' });
   assert.equal(outcomeOf('Weird', undefined), null);
-  const error = (ErrorCode: string, Message = 'm') => ({ Code: '400 BadRequest', Message, Errors: [{ ErrorCode, Message }] });
+  const error = (ErrorCode: string, Message = 'm') => ({
+    Code: '400 BadRequest',
+    Message,
+    Errors: [{ ErrorCode, Message }],
+  });
   assert.equal(refusalOf(400, error('Resource.Consent.Exceed.TotalCount')).limit, 'total_count');
   assert.equal(refusalOf(400, error('Resource.Consent.Exceed.Dates')).limit, 'end_date');
-  assert.equal(refusalOf(400, error('Resource.Consent.InvalidStatus', 'Consent status is Rejected; …')).reason, 'consent_not_active');
-  assert.equal(refusalOf(400, error('Resource.Consent.InvalidStatus', 'Consent status is Revoked; …')).reason, 'consent_revoked');
+  assert.equal(
+    refusalOf(400, error('Resource.Consent.InvalidStatus', 'Consent status is Rejected; …')).reason,
+    'consent_not_active',
+  );
+  assert.equal(
+    refusalOf(400, error('Resource.Consent.InvalidStatus', 'Consent status is Revoked; …')).reason,
+    'consent_revoked',
+  );
   assert.equal(statementName('The Very Long Merchant Name Limited'), 'The Very Long Mercha');
   assert.equal(statementName('Acme Coffee'), 'Acme Coffee');
-  assert.deepEqual(refusalOf(418, undefined), { ok: false, reason: 'bank_refused', message: 'The bank refused the request (418)', bankCode: 'http_418', unknown: false });
+  assert.deepEqual(refusalOf(418, undefined), {
+    ok: false,
+    reason: 'bank_refused',
+    message: 'The bank refused the request (418)',
+    bankCode: 'http_418',
+    unknown: false,
+  });
 });

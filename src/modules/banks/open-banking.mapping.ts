@@ -1,7 +1,13 @@
 import { createHash } from 'node:crypto';
 import { centsToDecimal } from '../../shared/money.ts';
 import type { BankConsentStatus, BankFailure, BankPaymentOutcome, Creditor, Remittance } from './bank-connector.ts';
-import { codeToReason, STATEMENT_NAME_MAX, type BankErrorBody, type DomesticInitiation, type RemittanceInformation } from './open-banking.wire.ts';
+import {
+  codeToReason,
+  STATEMENT_NAME_MAX,
+  type BankErrorBody,
+  type DomesticInitiation,
+  type RemittanceInformation,
+} from './open-banking.wire.ts';
 
 // Pure translation between the connector's inputs and outcomes and the standard's bodies.
 
@@ -24,10 +30,17 @@ export function statementName(name: string): string {
 /** The NZ statement block goes in the creditor reference fields (and the debtor's, for the payer's statement). */
 export function remittanceInformation(creditor: Creditor, remittance: Remittance): RemittanceInformation {
   const block = { Particulars: remittance.particulars, Code: remittance.code, Reference: remittance.reference };
-  return { Reference: { CreditorName: statementName(creditor.name), CreditorReference: block, DebtorReference: block } };
+  return {
+    Reference: { CreditorName: statementName(creditor.name), CreditorReference: block, DebtorReference: block },
+  };
 }
 
-export function initiation(input: { amountCents: number; creditor: Creditor; remittance: Remittance; idempotencyKey: string }): DomesticInitiation {
+export function initiation(input: {
+  amountCents: number;
+  creditor: Creditor;
+  remittance: Remittance;
+  idempotencyKey: string;
+}): DomesticInitiation {
   const id = (input.remittance.particulars || input.idempotencyKey).slice(0, 36);
   return {
     InstructionIdentification: id,
@@ -42,7 +55,10 @@ export function initiation(input: { amountCents: number; creditor: Creditor; rem
  * AcceptedSettlementCompleted -> successful, Rejected -> failed, anything else still pending. The
  * standard gives no reason for a rejection: 'declined', unless the sandbox bank named one.
  */
-export function outcomeOf(status: unknown, sandboxReason?: string): { outcome: BankPaymentOutcome; failureReason?: string } | null {
+export function outcomeOf(
+  status: unknown,
+  sandboxReason?: string,
+): { outcome: BankPaymentOutcome; failureReason?: string } | null {
   switch (status) {
     case 'AcceptedSettlementCompleted':
       return { outcome: 'successful' };
@@ -81,7 +97,12 @@ export function refusalOf(status: number, body: Partial<BankErrorBody> | undefin
   if (exceeded) return { ...failure, reason: 'limit_exceeded', limit: limitNames[exceeded[1]] ?? exceeded[1] };
   if (code === 'Resource.Consent.InvalidStatus') {
     const consentStatus = /status is (\w+)/.exec(message)?.[1];
-    const reason = consentStatus === 'Revoked' ? 'consent_revoked' : consentStatus === 'Expired' ? 'consent_expired' : 'consent_not_active';
+    const reason =
+      consentStatus === 'Revoked'
+        ? 'consent_revoked'
+        : consentStatus === 'Expired'
+          ? 'consent_expired'
+          : 'consent_not_active';
     return { ...failure, reason };
   }
   if (code === 'Resource.Consent.Mismatch') return { ...failure, reason: 'consent_mismatch' };

@@ -28,7 +28,10 @@ import {
 const closed = { additionalProperties: false } as const;
 
 /** The standard writes single values and code lists as string enums, not constants. */
-function stringEnum<const Values extends readonly string[]>(values: Values, options: { default?: Values[number] } = {}) {
+function stringEnum<const Values extends readonly string[]>(
+  values: Values,
+  options: { default?: Values[number] } = {},
+) {
   return Type.Unsafe<Values[number]>({ type: 'string', enum: [...values], ...options });
 }
 
@@ -36,10 +39,13 @@ function stringEnum<const Values extends readonly string[]>(values: Values, opti
 const Int32 = () => Type.Integer({ format: 'int32' });
 
 /** Any currency and up to five decimals: only the wire insists on NZD with cents. */
-export const Amount = Type.Object({
-  Amount: Type.String({ pattern: '^\\d{1,13}\\.\\d{1,5}$' }),
-  Currency: Type.String({ pattern: '^[A-Z]{3,3}$' }),
-}, closed);
+export const Amount = Type.Object(
+  {
+    Amount: Type.String({ pattern: '^\\d{1,13}\\.\\d{1,5}$' }),
+    Currency: Type.String({ pattern: '^[A-Z]{3,3}$' }),
+  },
+  closed,
+);
 
 const BecsScheme = stringEnum(['BECSElectronicCredit'], { default: 'BECSElectronicCredit' });
 const ConsentId = Type.String({ minLength: 1, maxLength: 128 });
@@ -48,69 +54,94 @@ const DebtorAccountRelease = Type.Boolean({ default: false });
 export const DebtorAccount = Type.Object({ ...WireDebtorAccount.properties, SchemeName: BecsScheme }, closed);
 
 /** Any account identification up to 34 characters: the NZ account-number pattern is the wire's. */
-export const CreditorAccount = Type.Object({
-  ...WireCreditorAccount.properties,
-  SchemeName: BecsScheme,
-  Identification: Type.String({ minLength: 1, maxLength: 34 }),
-}, closed);
+export const CreditorAccount = Type.Object(
+  {
+    ...WireCreditorAccount.properties,
+    SchemeName: BecsScheme,
+    Identification: Type.String({ minLength: 1, maxLength: 34 }),
+  },
+  closed,
+);
 
-export const CreditorAgent = Type.Object({ ...WireCreditorAgent.properties, SchemeName: stringEnum(['BICFI']) }, closed);
+export const CreditorAgent = Type.Object(
+  { ...WireCreditorAgent.properties, SchemeName: stringEnum(['BICFI']) },
+  closed,
+);
 
 export const BECSRemittance = RemittanceInformation.properties.Reference;
 
 /** The consent of a single payment, and the Initiation of every payment. */
-export const DomesticConsent = Type.Object({
-  ...DomesticInitiation.properties,
-  DebtorAccountRelease: Type.Optional(DebtorAccountRelease),
-  InstructedAmount: Amount,
-  DebtorAccount: Type.Optional(DebtorAccount),
-  CreditorAgent: Type.Optional(CreditorAgent),
-  CreditorAccount,
-}, closed);
+export const DomesticConsent = Type.Object(
+  {
+    ...DomesticInitiation.properties,
+    DebtorAccountRelease: Type.Optional(DebtorAccountRelease),
+    InstructedAmount: Amount,
+    DebtorAccount: Type.Optional(DebtorAccount),
+    CreditorAgent: Type.Optional(CreditorAgent),
+    CreditorAccount,
+  },
+  closed,
+);
 export type DomesticConsent = Static<typeof DomesticConsent>;
 
-export const EnduringConsent = Type.Object({
-  ...WireEnduringConsent.properties,
-  TotalCount: Type.Optional(Int32()),
-  DebtorAccountRelease: Type.Optional(DebtorAccountRelease),
-  TotalAmount: Type.Optional(Amount),
-  MaximumAmount: Amount,
-  Frequency: Type.Object({
-    Period: stringEnum(EnduringPeriods),
+export const EnduringConsent = Type.Object(
+  {
+    ...WireEnduringConsent.properties,
     TotalCount: Type.Optional(Int32()),
-    TotalAmount: Amount,
-  }, closed),
-  DebtorAccount: Type.Optional(DebtorAccount),
-  CreditorAccount: Type.Array(CreditorAccount, { minItems: 1 }),
-}, closed);
+    DebtorAccountRelease: Type.Optional(DebtorAccountRelease),
+    TotalAmount: Type.Optional(Amount),
+    MaximumAmount: Amount,
+    Frequency: Type.Object(
+      {
+        Period: stringEnum(EnduringPeriods),
+        TotalCount: Type.Optional(Int32()),
+        TotalAmount: Amount,
+      },
+      closed,
+    ),
+    DebtorAccount: Type.Optional(DebtorAccount),
+    CreditorAccount: Type.Array(CreditorAccount, { minItems: 1 }),
+  },
+  closed,
+);
 export type EnduringConsent = Static<typeof EnduringConsent>;
 
 const Text = (min: number, max: number) => Type.String({ minLength: min, maxLength: max });
 const Coordinate = Type.String({ maxLength: 14, pattern: '^-?\\d{1,3}\\.\\d{1,8}$' });
 
 /** Every indicator is optional and the sandbox bank ignores them, but a bank refuses any other field. */
-export const Risk = Type.Object({
-  GeoLocation: Type.Optional(Type.Object({ Latitude: Coordinate, Longitude: Coordinate }, closed)),
-  PaymentContextCode: Type.Optional(stringEnum(['BillPayment', 'EcommerceGoods', 'EcommerceServices', 'Other', 'PersonToPerson'])),
-  MerchantCategoryCode: Type.Optional(Text(3, 4)),
-  MerchantCustomerIdentification: Type.Optional(Text(1, 70)),
-  DeliveryAddress: Type.Optional(Type.Object({
-    AddressType: Type.Optional(stringEnum(['DeliveryTo'])),
-    AddressLine: Type.Optional(Type.Array(Text(1, 70), { minItems: 0, maxItems: 5 })),
-    StreetName: Type.Optional(Text(1, 70)),
-    BuildingNumber: Type.Optional(Text(1, 16)),
-    PostCode: Type.Optional(Text(1, 16)),
-    TownName: Type.Optional(Text(1, 35)),
-    CountrySubDivision: Type.Optional(Text(1, 35)),
-    Country: Type.String({ pattern: '^[A-Z]{2,2}$' }),
-  }, closed)),
-  EndUserAppName: Type.Optional(Text(1, 70)),
-  EndUserAppVersion: Type.Optional(Text(1, 14)),
-  EndUserCompanyName: Type.Optional(Text(1, 70)),
-  EndUserCompanyNZBN: Type.Optional(Text(1, 70)),
-  MerchantName: Type.Optional(Text(1, 70)),
-  MerchantNZBN: Type.Optional(Text(1, 70)),
-}, closed);
+export const Risk = Type.Object(
+  {
+    GeoLocation: Type.Optional(Type.Object({ Latitude: Coordinate, Longitude: Coordinate }, closed)),
+    PaymentContextCode: Type.Optional(
+      stringEnum(['BillPayment', 'EcommerceGoods', 'EcommerceServices', 'Other', 'PersonToPerson']),
+    ),
+    MerchantCategoryCode: Type.Optional(Text(3, 4)),
+    MerchantCustomerIdentification: Type.Optional(Text(1, 70)),
+    DeliveryAddress: Type.Optional(
+      Type.Object(
+        {
+          AddressType: Type.Optional(stringEnum(['DeliveryTo'])),
+          AddressLine: Type.Optional(Type.Array(Text(1, 70), { minItems: 0, maxItems: 5 })),
+          StreetName: Type.Optional(Text(1, 70)),
+          BuildingNumber: Type.Optional(Text(1, 16)),
+          PostCode: Type.Optional(Text(1, 16)),
+          TownName: Type.Optional(Text(1, 35)),
+          CountrySubDivision: Type.Optional(Text(1, 35)),
+          Country: Type.String({ pattern: '^[A-Z]{2,2}$' }),
+        },
+        closed,
+      ),
+    ),
+    EndUserAppName: Type.Optional(Text(1, 70)),
+    EndUserAppVersion: Type.Optional(Text(1, 14)),
+    EndUserCompanyName: Type.Optional(Text(1, 70)),
+    EndUserCompanyNZBN: Type.Optional(Text(1, 70)),
+    MerchantName: Type.Optional(Text(1, 70)),
+    MerchantNZBN: Type.Optional(Text(1, 70)),
+  },
+  closed,
+);
 
 const Uri = () => Type.String({ format: 'uri' });
 /** Open: the standard leaves Links unclosed, unlike every other object it defines. */
@@ -126,49 +157,64 @@ export const Meta = Type.Object({ TotalPages: Type.Optional(Int32()) }, closed);
 const Timestamp = () => Type.String({ format: 'date-time' });
 
 export const DomesticPaymentConsent = Type.Object({ Consent: DomesticConsent }, closed);
-export const DomesticPaymentConsentResponse = Type.Object({
-  ConsentId,
-  Status: stringEnum(DomesticConsentStatuses),
-  CreationDateTime: Timestamp(),
-  StatusUpdateDateTime: Timestamp(),
-  Consent: DomesticConsent,
-}, closed);
+export const DomesticPaymentConsentResponse = Type.Object(
+  {
+    ConsentId,
+    Status: stringEnum(DomesticConsentStatuses),
+    CreationDateTime: Timestamp(),
+    StatusUpdateDateTime: Timestamp(),
+    Consent: DomesticConsent,
+  },
+  closed,
+);
 
 export const EnduringPaymentConsent = Type.Object({ Consent: EnduringConsent }, closed);
-export const EnduringPaymentConsentResponse = Type.Object({
-  ConsentId,
-  Status: stringEnum(EnduringConsentStatuses),
-  CreationDateTime: Timestamp(),
-  StatusUpdateDateTime: Timestamp(),
-  Consent: EnduringConsent,
-}, closed);
+export const EnduringPaymentConsentResponse = Type.Object(
+  {
+    ConsentId,
+    Status: stringEnum(EnduringConsentStatuses),
+    CreationDateTime: Timestamp(),
+    StatusUpdateDateTime: Timestamp(),
+    Consent: EnduringConsent,
+  },
+  closed,
+);
 
 export const DomesticPayment = Type.Object({ ConsentId, Initiation: DomesticConsent }, closed);
-export const DomesticPaymentResponse = Type.Object({
-  DomesticPaymentId: Type.String({ minLength: 1, maxLength: 128 }),
-  ConsentId,
-  Status: stringEnum(PaymentStatuses),
-  CreationDateTime: Timestamp(),
-  StatusUpdateDateTime: Timestamp(),
-  Initiation: DomesticConsent,
-}, closed);
+export const DomesticPaymentResponse = Type.Object(
+  {
+    DomesticPaymentId: Type.String({ minLength: 1, maxLength: 128 }),
+    ConsentId,
+    Status: stringEnum(PaymentStatuses),
+    CreationDateTime: Timestamp(),
+    StatusUpdateDateTime: Timestamp(),
+    Initiation: DomesticConsent,
+  },
+  closed,
+);
 
 export const DomesticPaymentDebtorAccountResponse = Type.Object({ DebtorAccount }, closed);
 
 /** One problem of an error answer (the standard's Error). */
-export const ErrorDetail = Type.Object({
-  ErrorCode: stringEnum(StandardErrorCodes),
-  Message: Text(1, 500),
-  Path: Type.Optional(Text(1, 500)),
-  Url: Type.Optional(Type.String()),
-}, { ...closed, minProperties: 1 });
+export const ErrorDetail = Type.Object(
+  {
+    ErrorCode: stringEnum(StandardErrorCodes),
+    Message: Text(1, 500),
+    Path: Type.Optional(Text(1, 500)),
+    Url: Type.Optional(Type.String()),
+  },
+  { ...closed, minProperties: 1 },
+);
 
-export const ErrorResponse = Type.Object({
-  Code: Text(1, 128),
-  Id: Type.Optional(Text(1, 128)),
-  Message: Text(1, 500),
-  Errors: Type.Array(ErrorDetail, { minItems: 1 }),
-}, closed);
+export const ErrorResponse = Type.Object(
+  {
+    Code: Text(1, 128),
+    Id: Type.Optional(Text(1, 128)),
+    Message: Text(1, 500),
+    Errors: Type.Array(ErrorDetail, { minItems: 1 }),
+  },
+  closed,
+);
 export type ErrorResponse = Static<typeof ErrorResponse>;
 
 // Requests and answers carry their resource in Data beside Risk, Links and Meta; the standard writes
@@ -199,15 +245,25 @@ const schemas = {
 
 const header = (name: string, required: boolean, schema: TSchema) => ({ name, in: 'header', required, schema });
 const pathParameter = (name: string) => ({ name, in: 'path', required: true, schema: Type.String() });
-const ipAddress = () => Type.Unsafe<string>({ oneOf: [Type.String({ format: 'ipv4' }), Type.String({ format: 'ipv6' })] });
+const ipAddress = () =>
+  Type.Unsafe<string>({ oneOf: [Type.String({ format: 'ipv4' }), Type.String({ format: 'ipv6' })] });
 
 const parameters = {
-  'x-idempotency-key-Param': header('x-idempotency-key', true, Type.String({ maxLength: 40, pattern: '^(?!\\s)(.*)(\\S)$' })),
+  'x-idempotency-key-Param': header(
+    'x-idempotency-key',
+    true,
+    Type.String({ maxLength: 40, pattern: '^(?!\\s)(.*)(\\S)$' }),
+  ),
   'x-fapi-customer-ip-address-Param': header('x-fapi-customer-ip-address', false, ipAddress()),
   'x-fapi-interaction-id-Param': header(INTERACTION_ID_HEADER, false, Type.String()),
-  'x-fapi-auth-date-Param': header('x-fapi-auth-date', false, Type.String({
-    pattern: '^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \\d{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \\d{4} \\d{2}:\\d{2}:\\d{2} (GMT|UTC)$',
-  })),
+  'x-fapi-auth-date-Param': header(
+    'x-fapi-auth-date',
+    false,
+    Type.String({
+      pattern:
+        '^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \\d{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \\d{4} \\d{2}:\\d{2}:\\d{2} (GMT|UTC)$',
+    }),
+  ),
   'x-merchant-ip-address-Param': header('x-merchant-ip-address', false, ipAddress()),
   'x-customer-user-agent-Param': header('x-customer-user-agent', false, Type.String()),
   ConsentIdParam: pathParameter('ConsentId'),
@@ -225,7 +281,10 @@ const fapiHeaders = [
 
 const interactionIdHeader = { [INTERACTION_ID_HEADER]: { schema: Type.String() } };
 const json = <T extends TSchema>(schema: T) => ({ 'application/json': { schema } });
-const errorResponse = (extraHeaders = {}) => ({ headers: { ...extraHeaders, ...interactionIdHeader }, content: json(ErrorResponse) });
+const errorResponse = (extraHeaders = {}) => ({
+  headers: { ...extraHeaders, ...interactionIdHeader },
+  content: json(ErrorResponse),
+});
 
 const responses = {
   '400ErrorResponse': errorResponse(),
@@ -264,7 +323,13 @@ const securitySchemes = {
   },
   CustomerOAuth2Security: {
     type: 'oauth2',
-    flows: { authorizationCode: { authorizationUrl: '/authorize', tokenUrl: '/token', scopes: { payments: 'Initiate payments' } } },
+    flows: {
+      authorizationCode: {
+        authorizationUrl: '/authorize',
+        tokenUrl: '/token',
+        scopes: { payments: 'Initiate payments' },
+      },
+    },
   },
 };
 const thirdParty = [{ ThirdPartyOAuth2Security: ['payments'] }];
@@ -337,7 +402,10 @@ const paths = {
       operationId: 'GetDomesticPaymentDebtorAccount',
       parameters: [parameters.DomesticPaymentIdParam, ...fapiHeaders],
       // The payer's account and nothing of the payment: no Risk.
-      responses: { ...ok(Type.Object({ Data: DomesticPaymentDebtorAccountResponse, Links, Meta }, closed)), ...readErrors },
+      responses: {
+        ...ok(Type.Object({ Data: DomesticPaymentDebtorAccountResponse, Links, Meta }, closed)),
+        ...readErrors,
+      },
       security: thirdParty,
     },
   },

@@ -13,13 +13,18 @@ const env = { PORT: '0', LOG_LEVEL: 'silent' };
 test('test mode lists the sandbox bank and the major NZ banks, all routed to the sandbox bank', async (t) => {
   const registry = new OpenBankingRegistry({ config: loadConfig(env), sandboxCredentials });
   t.after(() => registry.close());
-  assert.deepEqual(registry.list('test').map((bank) => bank.name), [
-    'Sandbox Bank', 'ANZ', 'ASB', 'BNZ', 'Westpac', 'Kiwibank', 'TSB', 'Co-operative Bank', 'Heartland Bank',
-  ]);
+  assert.deepEqual(
+    registry.list('test').map((bank) => bank.name),
+    ['Sandbox Bank', 'ANZ', 'ASB', 'BNZ', 'Westpac', 'Kiwibank', 'TSB', 'Co-operative Bank', 'Heartland Bank'],
+  );
   for (const bank of registry.list('test')) {
     const connector = registry.connectorFor(bank.id, 'test')!;
     assert.equal(connector.bankId, bank.id);
-    assert.ok(connector.authoriseUrl({ consentId: 'c', redirectUri: 'r', state: 's' }).startsWith('http://127.0.0.1:0/sandbox-bank/authorize?'));
+    assert.ok(
+      connector
+        .authoriseUrl({ consentId: 'c', redirectUri: 'r', state: 's' })
+        .startsWith('http://127.0.0.1:0/sandbox-bank/authorize?'),
+    );
   }
   assert.equal(registry.connectorFor('nosuchbank', 'test'), null);
   assert.deepEqual(registry.list('live'), []);
@@ -32,7 +37,10 @@ test('the mounted sandbox URL follows PUBLIC_BASE_URL set after listening; SANDB
   t.after(() => registry.close());
   config.publicBaseUrl = 'http://127.0.0.1:4567';
   assert.equal(registry.sandboxUrl(), 'http://127.0.0.1:4567/sandbox-bank');
-  const explicit = new OpenBankingRegistry({ config: loadConfig({ ...env, SANDBOX_BANK_URL: 'http://127.0.0.1:3001' }), sandboxCredentials });
+  const explicit = new OpenBankingRegistry({
+    config: loadConfig({ ...env, SANDBOX_BANK_URL: 'http://127.0.0.1:3001' }),
+    sandboxCredentials,
+  });
   t.after(() => explicit.close());
   assert.equal(explicit.sandboxUrl(), 'http://127.0.0.1:3001');
 });
@@ -46,13 +54,28 @@ function banksFile(t: import('node:test').TestContext, content: string): string 
 }
 
 test('live mode uses the banks in BANKS_FILE', async (t) => {
-  const file = banksFile(t, JSON.stringify({ banks: [{ id: 'anz', name: 'ANZ', base_url: 'https://api.anz.example/open-banking/', client_id: 'cid', client_secret: 'sec' }] }));
+  const file = banksFile(
+    t,
+    JSON.stringify({
+      banks: [
+        {
+          id: 'anz',
+          name: 'ANZ',
+          base_url: 'https://api.anz.example/open-banking/',
+          client_id: 'cid',
+          client_secret: 'sec',
+        },
+      ],
+    }),
+  );
   const registry = new OpenBankingRegistry({ config: loadConfig({ ...env, BANKS_FILE: file }), sandboxCredentials });
   t.after(() => registry.close());
   assert.deepEqual(registry.list('live'), [{ id: 'anz', name: 'ANZ' }]);
   const connector = registry.connectorFor('anz', 'live')!;
-  assert.equal(connector.authoriseUrl({ consentId: 'c1', redirectUri: 'https://tono.example/pay/return', state: 's' }),
-    'https://api.anz.example/open-banking/authorize?consent_id=c1&redirect_uri=https%3A%2F%2Ftono.example%2Fpay%2Freturn&state=s&client_id=cid');
+  assert.equal(
+    connector.authoriseUrl({ consentId: 'c1', redirectUri: 'https://tono.example/pay/return', state: 's' }),
+    'https://api.anz.example/open-banking/authorize?consent_id=c1&redirect_uri=https%3A%2F%2Ftono.example%2Fpay%2Freturn&state=s&client_id=cid',
+  );
   assert.equal(registry.connectorFor('bnz', 'live'), null);
 });
 
@@ -60,17 +83,38 @@ test('a bad BANKS_FILE stops start-up with one line naming BANKS_FILE', (t) => {
   const cases: Array<[string, RegExp]> = [
     ['{ not json', /^BANKS_FILE is not valid JSON \(/],
     ['{"banks": {}}', /^BANKS_FILE must hold a JSON array of banks/],
-    ['[{"id":"anz","name":"ANZ","base_url":"http://bank.example","client_id":"a","client_secret":"b"}]', /^BANKS_FILE entry 1 .*"base_url" must use https/],
+    [
+      '[{"id":"anz","name":"ANZ","base_url":"http://bank.example","client_id":"a","client_secret":"b"}]',
+      /^BANKS_FILE entry 1 .*"base_url" must use https/,
+    ],
     ['[{"id":"anz","name":"ANZ","base_url":"https://bank.example"}]', /^BANKS_FILE entry 1 .*needs "client_id"/],
-    ['[{"id":"anz","name":"ANZ","base_url":"https://bank.example","client_id":"a","token_endpoint_auth_method":"private_key_jwt"}]', /^BANKS_FILE entry 1 .*private_key_jwt needs "private_key_file"/],
-    ['[{"id":"anz","name":"ANZ","base_url":"https://bank.example","client_id":"a","token_endpoint_auth_method":"tls_client_auth"}]', /^BANKS_FILE entry 1 .*"token_endpoint_auth_method" must be client_secret_basic or private_key_jwt/],
-    ['[{"id":"anz","name":"ANZ","base_url":"https://bank.example","client_id":"a","client_secret":"b","tls_cert_file":"banks.json"}]', /^BANKS_FILE entry 1 .*needs both "tls_cert_file" and "tls_key_file"/],
-    ['[{"id":"anz","name":"ANZ","base_url":"https://bank.example","client_id":"a","client_secret":"b","ca_file":"missing.pem"}]', /^BANKS_FILE entry 1 .*"ca_file" cannot be read \(.*missing\.pem\): ENOENT/],
+    [
+      '[{"id":"anz","name":"ANZ","base_url":"https://bank.example","client_id":"a","token_endpoint_auth_method":"private_key_jwt"}]',
+      /^BANKS_FILE entry 1 .*private_key_jwt needs "private_key_file"/,
+    ],
+    [
+      '[{"id":"anz","name":"ANZ","base_url":"https://bank.example","client_id":"a","token_endpoint_auth_method":"tls_client_auth"}]',
+      /^BANKS_FILE entry 1 .*"token_endpoint_auth_method" must be client_secret_basic or private_key_jwt/,
+    ],
+    [
+      '[{"id":"anz","name":"ANZ","base_url":"https://bank.example","client_id":"a","client_secret":"b","tls_cert_file":"banks.json"}]',
+      /^BANKS_FILE entry 1 .*needs both "tls_cert_file" and "tls_key_file"/,
+    ],
+    [
+      '[{"id":"anz","name":"ANZ","base_url":"https://bank.example","client_id":"a","client_secret":"b","ca_file":"missing.pem"}]',
+      /^BANKS_FILE entry 1 .*"ca_file" cannot be read \(.*missing\.pem\): ENOENT/,
+    ],
   ];
   for (const [content, expected] of cases) {
     const file = banksFile(t, content);
-    assert.throws(() => loadConfig({ ...env, BANKS_FILE: file }), (error: Error) => error instanceof ConfigError && expected.test(error.message) && !error.message.includes('\n'));
+    assert.throws(
+      () => loadConfig({ ...env, BANKS_FILE: file }),
+      (error: Error) => error instanceof ConfigError && expected.test(error.message) && !error.message.includes('\n'),
+    );
   }
-  assert.throws(() => loadConfig({ ...env, BANKS_FILE: '/nonexistent/banks.json' }), (error: Error) =>
-    error instanceof ConfigError && error.message === 'BANKS_FILE cannot be read (/nonexistent/banks.json): ENOENT');
+  assert.throws(
+    () => loadConfig({ ...env, BANKS_FILE: '/nonexistent/banks.json' }),
+    (error: Error) =>
+      error instanceof ConfigError && error.message === 'BANKS_FILE cannot be read (/nonexistent/banks.json): ENOENT',
+  );
 });

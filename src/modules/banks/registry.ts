@@ -75,14 +75,27 @@ export class OpenBankingRegistry implements BankRegistry {
         http = new BankHttp({ ...this.httpOptions, tls: bank.tls });
         this.ownHttp.push(http);
       }
-      const clientAuth: ClientAuth = bank.auth.method === 'client_secret_basic'
-        ? { method: 'client_secret_basic', clientId: bank.clientId, clientSecret: bank.auth.clientSecret }
-        : { method: 'private_key_jwt', clientId: bank.clientId, privateKey: bank.auth.privateKey, ...(bank.auth.keyId && { keyId: bank.auth.keyId }) };
+      const clientAuth: ClientAuth =
+        bank.auth.method === 'client_secret_basic'
+          ? { method: 'client_secret_basic', clientId: bank.clientId, clientSecret: bank.auth.clientSecret }
+          : {
+              method: 'private_key_jwt',
+              clientId: bank.clientId,
+              privateKey: bank.auth.privateKey,
+              ...(bank.auth.keyId && { keyId: bank.auth.keyId }),
+            };
       connector = new OpenBankingConnector({
         bankId,
         baseUrl: bank.baseUrl,
         http,
-        security: new ClientSecretSecurity({ baseUrl: bank.baseUrl, tokenUrl: bank.tokenUrl, authorizeUrl: bank.authorizeUrl, clientAuth, http, now: this.now }),
+        security: new ClientSecretSecurity({
+          baseUrl: bank.baseUrl,
+          tokenUrl: bank.tokenUrl,
+          authorizeUrl: bank.authorizeUrl,
+          clientAuth,
+          http,
+          now: this.now,
+        }),
       });
       this.connectors.set(key, connector);
     }
@@ -99,7 +112,10 @@ export class OpenBankingRegistry implements BankRegistry {
       body: JSON.stringify(body),
       signal: AbortSignal.timeout(15_000),
     });
-    if (!response.ok) throw new Error(`the sandbox bank refused the test hook (${response.status}): ${(await response.text()).slice(0, 200)}`);
+    if (!response.ok)
+      throw new Error(
+        `the sandbox bank refused the test hook (${response.status}): ${(await response.text()).slice(0, 200)}`,
+      );
   }
 
   /**
@@ -107,11 +123,18 @@ export class OpenBankingRegistry implements BankRegistry {
    * listen on a free port and set the public URL afterwards.
    */
   sandboxUrl(): string {
-    if (this.config.sandboxBankUrlSet || this.config.sandboxBankUrl !== this.startSandboxUrl) return this.config.sandboxBankUrl;
+    if (this.config.sandboxBankUrlSet || this.config.sandboxBankUrl !== this.startSandboxUrl)
+      return this.config.sandboxBankUrl;
     return `${this.config.publicBaseUrl}/sandbox-bank`;
   }
 
-  private connector(cacheKey: string, bankId: string, baseUrl: string, credentials: { clientId: string; clientSecret: string }, sandbox: boolean): BankConnector {
+  private connector(
+    cacheKey: string,
+    bankId: string,
+    baseUrl: string,
+    credentials: { clientId: string; clientSecret: string },
+    sandbox: boolean,
+  ): BankConnector {
     const key = `${cacheKey}@${baseUrl}`;
     let connector = this.connectors.get(key);
     if (!connector) {

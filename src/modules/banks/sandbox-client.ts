@@ -15,10 +15,19 @@ import type { ClientCredentials } from './security.ts';
 // the secret it documents for that use.
 
 /** The credentials the service presents to the sandbox bank its registry reaches. */
-export async function sandboxClientCredentials(db: Db, secrets: SecretBox, config: Pick<Config, 'sandboxBankUrlSet' | 'sandboxClientSecret'>, now: number): Promise<ClientCredentials> {
+export async function sandboxClientCredentials(
+  db: Db,
+  secrets: SecretBox,
+  config: Pick<Config, 'sandboxBankUrlSet' | 'sandboxClientSecret'>,
+  now: number,
+): Promise<ClientCredentials> {
   if (config.sandboxClientSecret) return { clientId: SERVICE_CLIENT_ID, clientSecret: config.sandboxClientSecret };
   if (config.sandboxBankUrlSet) return { clientId: SERVICE_CLIENT_ID, clientSecret: STANDALONE_CLIENT_SECRET };
-  await insertClientSecretIfNone(db, { client_id: SERVICE_CLIENT_ID, secret_sealed: secrets.seal(randomSecret(32)), created_at: now });
+  await insertClientSecretIfNone(db, {
+    client_id: SERVICE_CLIENT_ID,
+    secret_sealed: secrets.seal(randomSecret(32)),
+    created_at: now,
+  });
   const sealed = await findClientSecret(db, SERVICE_CLIENT_ID);
   if (!sealed) throw new Error('the sandbox bank client secret was not stored');
   return { clientId: SERVICE_CLIENT_ID, clientSecret: secrets.open(sealed) };

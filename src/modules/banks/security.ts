@@ -17,7 +17,10 @@ export interface BankSecurity {
   /** Where the payer's browser goes to sign in and approve. */
   authoriseUrl(input: { consentId: string; redirectUri: string; state: string }): string;
   /** The authorization code, exchanged once, for a consent-bound access token. */
-  exchangeCode(input: { code: string; redirectUri: string }): Promise<BankResult<{ accessToken: string; consentId: string }>>;
+  exchangeCode(input: {
+    code: string;
+    redirectUri: string;
+  }): Promise<BankResult<{ accessToken: string; consentId: string }>>;
 }
 
 export type ClientCredentials = { clientId: string; clientSecret: string };
@@ -70,7 +73,8 @@ export class ClientSecretSecurity implements BankSecurity {
   private pending: Promise<BankResult<{ headers: Record<string, string> }>> | null = null;
 
   constructor(options: OAuthSecurityOptions) {
-    const auth = options.clientAuth ?? (options.credentials && { method: 'client_secret_basic' as const, ...options.credentials });
+    const auth =
+      options.clientAuth ?? (options.credentials && { method: 'client_secret_basic' as const, ...options.credentials });
     if (!auth) throw new Error('a bank connection needs credentials or clientAuth');
     this.auth = auth;
     this.tokenUrl = options.tokenUrl ?? `${options.baseUrl}/token`;
@@ -88,7 +92,11 @@ export class ClientSecretSecurity implements BankSecurity {
     }
     const nowSeconds = Math.floor(this.now() / 1000);
     const assertion = await new SignJWT({})
-      .setProtectedHeader({ alg: signingAlgorithm(this.auth.privateKey), typ: 'JWT', ...(this.auth.keyId && { kid: this.auth.keyId }) })
+      .setProtectedHeader({
+        alg: signingAlgorithm(this.auth.privateKey),
+        typ: 'JWT',
+        ...(this.auth.keyId && { kid: this.auth.keyId }),
+      })
       .setIssuer(this.auth.clientId)
       .setSubject(this.auth.clientId)
       .setAudience(this.tokenUrl)
@@ -98,7 +106,11 @@ export class ClientSecretSecurity implements BankSecurity {
       .sign(this.auth.privateKey);
     return {
       headers: {},
-      form: { client_id: this.auth.clientId, client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer', client_assertion: assertion },
+      form: {
+        client_id: this.auth.clientId,
+        client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
+        client_assertion: assertion,
+      },
     };
   }
 
@@ -123,7 +135,8 @@ export class ClientSecretSecurity implements BankSecurity {
       retryable: true,
     });
     if (!reply.ok) return reply;
-    if (reply.status !== 200 || typeof reply.body?.access_token !== 'string') return tokenRefusal(reply.status, reply.body);
+    if (reply.status !== 200 || typeof reply.body?.access_token !== 'string')
+      return tokenRefusal(reply.status, reply.body);
     const ttl = typeof reply.body.expires_in === 'number' ? reply.body.expires_in * 1000 : 300_000;
     this.cached = { token: reply.body.access_token, expiresAt: this.now() + ttl };
     return { ok: true, headers: { authorization: `Bearer ${this.cached.token}` } };
@@ -138,11 +151,19 @@ export class ClientSecretSecurity implements BankSecurity {
   }
 
   authoriseUrl(input: { consentId: string; redirectUri: string; state: string }): string {
-    const query = new URLSearchParams({ consent_id: input.consentId, redirect_uri: input.redirectUri, state: input.state, client_id: this.auth.clientId });
+    const query = new URLSearchParams({
+      consent_id: input.consentId,
+      redirect_uri: input.redirectUri,
+      state: input.state,
+      client_id: this.auth.clientId,
+    });
     return `${this.authorizeEndpoint}?${query}`;
   }
 
-  async exchangeCode(input: { code: string; redirectUri: string }): Promise<BankResult<{ accessToken: string; consentId: string }>> {
+  async exchangeCode(input: {
+    code: string;
+    redirectUri: string;
+  }): Promise<BankResult<{ accessToken: string; consentId: string }>> {
     // Not retried: a code works once, so a repeat after a lost answer could only fail.
     const proof = await this.clientProof();
     const reply = await this.http.send({
@@ -153,7 +174,11 @@ export class ClientSecretSecurity implements BankSecurity {
       retryable: false,
     });
     if (!reply.ok) return reply;
-    if (reply.status !== 200 || typeof reply.body?.access_token !== 'string' || typeof reply.body?.consent_id !== 'string') {
+    if (
+      reply.status !== 200 ||
+      typeof reply.body?.access_token !== 'string' ||
+      typeof reply.body?.consent_id !== 'string'
+    ) {
       return tokenRefusal(reply.status, reply.body);
     }
     return { ok: true, accessToken: reply.body.access_token, consentId: reply.body.consent_id };
@@ -164,8 +189,12 @@ function tokenRefusal(status: number, body: any): BankResult<never> {
   const error = typeof body?.error === 'string' ? body.error : `http_${status}`;
   return {
     ok: false,
-    reason: error === 'invalid_grant' ? 'invalid_code' : error === 'invalid_client' ? 'client_rejected' : 'token_refused',
-    message: typeof body?.error_description === 'string' ? body.error_description : `The bank refused the token request (${status})`,
+    reason:
+      error === 'invalid_grant' ? 'invalid_code' : error === 'invalid_client' ? 'client_rejected' : 'token_refused',
+    message:
+      typeof body?.error_description === 'string'
+        ? body.error_description
+        : `The bank refused the token request (${status})`,
     bankCode: error,
     unknown: false,
   };

@@ -41,7 +41,10 @@ function pointer(...segments: string[]): string {
 
 function at(doc: Json, ref: string): Json {
   if (!ref.startsWith('#/')) throw new Error(`only references inside the document are followed: ${ref}`);
-  return ref.slice(2).split('/').reduce((node: Json, key: string) => node?.[key.replace(/~1/g, '/').replace(/~0/g, '~')], doc);
+  return ref
+    .slice(2)
+    .split('/')
+    .reduce((node: Json, key: string) => node?.[key.replace(/~1/g, '/').replace(/~0/g, '~')], doc);
 }
 
 export class StandardChecker {
@@ -56,7 +59,10 @@ export class StandardChecker {
     // OpenAPI 3.0 schemas: int32 and similar formats are annotations, not checks.
     this.ajv = new Ajv({ strict: false, allErrors: true });
     addFormats(this.ajv);
-    this.ajv.addFormat('int32', { type: 'number', validate: (n: number) => Number.isInteger(n) && n >= -(2 ** 31) && n < 2 ** 31 });
+    this.ajv.addFormat('int32', {
+      type: 'number',
+      validate: (n: number) => Number.isInteger(n) && n >= -(2 ** 31) && n < 2 ** 31,
+    });
     this.ajv.addSchema(this.doc, 'standard');
     for (const [template, item] of Object.entries<Json>(this.doc.paths)) {
       const pathNames: string[] = [];
@@ -66,7 +72,14 @@ export class StandardChecker {
       });
       for (const [method, op] of Object.entries<Json>(item)) {
         if (method === 'parameters') continue;
-        this.operations.push({ method: method.toUpperCase(), template, pattern: new RegExp(`^${source}$`), pathNames, id: op.operationId, op });
+        this.operations.push({
+          method: method.toUpperCase(),
+          template,
+          pattern: new RegExp(`^${source}$`),
+          pathNames,
+          id: op.operationId,
+          op,
+        });
       }
     }
   }
@@ -82,7 +95,9 @@ export class StandardChecker {
     const base = new URL(baseUrl);
     if (url.origin !== base.origin || !url.pathname.startsWith(base.pathname)) return null;
     const rest = url.pathname.slice(base.pathname.replace(/\/$/, '').length);
-    return this.operations.find((operation) => operation.method === exchange.method && operation.pattern.test(rest)) ?? null;
+    return (
+      this.operations.find((operation) => operation.method === exchange.method && operation.pattern.test(rest)) ?? null
+    );
   }
 
   private resolve(node: Json): Json {
@@ -104,7 +119,9 @@ export class StandardChecker {
     const validate = this.validator(ref);
     if (validate(value)) return;
     for (const error of validate.errors ?? []) {
-      problems.push(`${where}${error.instancePath || ''} ${error.message}${error.params && Object.keys(error.params).length ? ` ${JSON.stringify(error.params)}` : ''}`);
+      problems.push(
+        `${where}${error.instancePath || ''} ${error.message}${error.params && Object.keys(error.params).length ? ` ${JSON.stringify(error.params)}` : ''}`,
+      );
     }
   }
 
@@ -121,19 +138,25 @@ export class StandardChecker {
     const headers = lowerKeys(exchange.requestHeaders);
     const responseHeaders = lowerKeys(exchange.responseHeaders);
 
-    const pathValues = operation.pattern.exec(new URL(exchange.url).pathname.slice(new URL(baseUrl).pathname.replace(/\/$/, '').length))!.slice(1);
+    const pathValues = operation.pattern
+      .exec(new URL(exchange.url).pathname.slice(new URL(baseUrl).pathname.replace(/\/$/, '').length))!
+      .slice(1);
     (op.parameters ?? []).forEach((raw: Json, index: number) => {
       const parameter = this.resolve(raw);
       const where = `request ${parameter.in} ${parameter.name}`;
       let value: string | undefined;
       if (parameter.in === 'header') value = headers[parameter.name.toLowerCase()];
-      else if (parameter.in === 'path') value = decodeURIComponent(pathValues[operation.pathNames.indexOf(parameter.name)] ?? '');
+      else if (parameter.in === 'path')
+        value = decodeURIComponent(pathValues[operation.pathNames.indexOf(parameter.name)] ?? '');
       else if (parameter.in === 'query') value = new URL(exchange.url).searchParams.get(parameter.name) ?? undefined;
       if (value === undefined) {
         if (parameter.required) problems.push(`${where} is required`);
         return;
       }
-      const schemaRef = typeof raw.$ref === 'string' ? `${raw.$ref}/schema` : pointer(...opPointer, 'parameters', String(index), 'schema');
+      const schemaRef =
+        typeof raw.$ref === 'string'
+          ? `${raw.$ref}/schema`
+          : pointer(...opPointer, 'parameters', String(index), 'schema');
       this.check(schemaRef, value, where, problems);
     });
     // The standard's optional x-fapi-interaction-id is how calls are traced: this service always sends one.
@@ -148,8 +171,14 @@ export class StandardChecker {
       if (exchange.requestBody === undefined) {
         if (requestBody.required) problems.push('request body is required');
       } else {
-        if (!/^application\/json\b/.test(headers['content-type'] ?? '')) problems.push(`request content-type ${headers['content-type']} is not application/json`);
-        this.check(pointer(...opPointer, 'requestBody', 'content', 'application/json', 'schema'), exchange.requestBody, 'request body', problems);
+        if (!/^application\/json\b/.test(headers['content-type'] ?? ''))
+          problems.push(`request content-type ${headers['content-type']} is not application/json`);
+        this.check(
+          pointer(...opPointer, 'requestBody', 'content', 'application/json', 'schema'),
+          exchange.requestBody,
+          'request body',
+          problems,
+        );
       }
     } else if (exchange.requestBody !== undefined) {
       problems.push('request body sent to an operation that takes none');
@@ -162,24 +191,45 @@ export class StandardChecker {
       return problems;
     }
     const response = this.resolve(rawResponse);
-    const responsePointer: string[] = typeof rawResponse.$ref === 'string' ? rawResponse.$ref.slice(1).split('/').slice(1).map((key: string) => key.replace(/~1/g, '/').replace(/~0/g, '~')) : [...opPointer, 'responses', op.responses[status] ? status : 'default'];
+    const responsePointer: string[] =
+      typeof rawResponse.$ref === 'string'
+        ? rawResponse.$ref
+            .slice(1)
+            .split('/')
+            .slice(1)
+            .map((key: string) => key.replace(/~1/g, '/').replace(/~0/g, '~'))
+        : [...opPointer, 'responses', op.responses[status] ? status : 'default'];
     for (const [name, header] of Object.entries<Json>(response.headers ?? {})) {
       const value = responseHeaders[name.toLowerCase()];
       if (value === undefined) {
         // Declared on every answer: the bank must echo the caller's id.
-        if (name.toLowerCase() === 'x-fapi-interaction-id' || header.required) problems.push(`response header ${name} is missing`);
+        if (name.toLowerCase() === 'x-fapi-interaction-id' || header.required)
+          problems.push(`response header ${name} is missing`);
         continue;
       }
       const schema = this.resolve(header).schema;
-      if (schema?.type === 'integer' ? !/^\d+$/.test(value) : false) problems.push(`response header ${name} is not an integer`);
-      if (name.toLowerCase() === 'x-fapi-interaction-id' && headers['x-fapi-interaction-id'] && value !== headers['x-fapi-interaction-id']) {
-        problems.push(`response header x-fapi-interaction-id ${value} does not echo the request's ${headers['x-fapi-interaction-id']}`);
+      if (schema?.type === 'integer' ? !/^\d+$/.test(value) : false)
+        problems.push(`response header ${name} is not an integer`);
+      if (
+        name.toLowerCase() === 'x-fapi-interaction-id' &&
+        headers['x-fapi-interaction-id'] &&
+        value !== headers['x-fapi-interaction-id']
+      ) {
+        problems.push(
+          `response header x-fapi-interaction-id ${value} does not echo the request's ${headers['x-fapi-interaction-id']}`,
+        );
       }
     }
     const content = response.content?.['application/json'];
     if (content) {
       if (exchange.responseBody === undefined) problems.push(`response ${status} has no body`);
-      else this.check(pointer(...responsePointer, 'content', 'application/json', 'schema'), exchange.responseBody, `response ${status} body`, problems);
+      else
+        this.check(
+          pointer(...responsePointer, 'content', 'application/json', 'schema'),
+          exchange.responseBody,
+          `response ${status} body`,
+          problems,
+        );
     } else if (exchange.responseBody !== undefined) {
       problems.push(`response ${status} has a body where the standard declares none`);
     }
@@ -213,7 +263,9 @@ function follow(doc: Json, node: Json, seen: string[]): { node: Json; seen: stri
 }
 
 function sortedValues(values: Json[]): Json[] {
-  return [...values].sort((a, b) => (JSON.stringify(a) < JSON.stringify(b) ? -1 : JSON.stringify(a) > JSON.stringify(b) ? 1 : 0));
+  return [...values].sort((a, b) =>
+    JSON.stringify(a) < JSON.stringify(b) ? -1 : JSON.stringify(a) > JSON.stringify(b) ? 1 : 0,
+  );
 }
 
 /** A schema with every $ref resolved, annotations dropped and required and enum lists sorted. */
@@ -227,7 +279,11 @@ export function normaliseSchema(doc: Json, schema: Json, seen: string[] = []): J
     const value = node[key];
     if (ANNOTATIONS.has(key)) continue;
     if (NAMED_SCHEMAS.has(key) && value && typeof value === 'object') {
-      out[key] = Object.fromEntries(Object.keys(value).sort().map((name) => [name, normaliseSchema(doc, value[name], resolved.seen)]));
+      out[key] = Object.fromEntries(
+        Object.keys(value)
+          .sort()
+          .map((name) => [name, normaliseSchema(doc, value[name], resolved.seen)]),
+      );
     } else if ((key === 'required' || key === 'enum') && Array.isArray(value)) {
       out[key] = sortedValues(value);
     } else if (VALUES.has(key)) {
@@ -248,11 +304,18 @@ export type OperationFacts = {
   security: Array<Record<string, { type: string; flows?: string[]; scheme?: string; scopes: string[] }>>;
   requestBody: { required: boolean; content: Record<string, { schema: Json }> } | null;
   statuses: string[];
-  responses: Record<string, { headers: Record<string, { required: boolean; schema: Json }>; content: Record<string, { schema: Json }> }>;
+  responses: Record<
+    string,
+    { headers: Record<string, { required: boolean; schema: Json }>; content: Record<string, { schema: Json }> }
+  >;
 };
 
 function contentOf(doc: Json, content: Json): Record<string, { schema: Json }> {
-  return Object.fromEntries(Object.keys(content ?? {}).sort().map((media) => [media, { schema: normaliseSchema(doc, content[media].schema) }]));
+  return Object.fromEntries(
+    Object.keys(content ?? {})
+      .sort()
+      .map((media) => [media, { schema: normaliseSchema(doc, content[media].schema) }]),
+  );
 }
 
 /** What each operation of a document means on the wire, by operationId, comparable with deepEqual. */
@@ -268,17 +331,28 @@ export function operationFacts(doc: Json): Map<string, OperationFacts> {
       // An operation's parameter replaces the path's of the same name and place.
       for (const raw of [...(item.parameters ?? []), ...(op.parameters ?? [])]) {
         const parameter = follow(doc, raw, []).node;
-        parameters[`${parameter.in} ${parameter.name}`] = { required: parameter.required === true, schema: normaliseSchema(doc, parameter.schema) };
+        parameters[`${parameter.in} ${parameter.name}`] = {
+          required: parameter.required === true,
+          schema: normaliseSchema(doc, parameter.schema),
+        };
       }
       const security = (op.security ?? doc.security ?? []).map((requirement: Record<string, string[]>) =>
-        Object.fromEntries(Object.keys(requirement).sort().map((name) => {
-          const scheme = follow(doc, schemes[name], []).node ?? {};
-          // Flow kinds say which token the operation takes; their URLs are each bank's own.
-          const described: { type: string; flows?: string[]; scheme?: string; scopes: string[] } = { type: scheme.type, scopes: [...requirement[name]].sort() };
-          if (scheme.flows) described.flows = Object.keys(scheme.flows).sort();
-          if (scheme.scheme) described.scheme = String(scheme.scheme).toLowerCase();
-          return [name, described];
-        })));
+        Object.fromEntries(
+          Object.keys(requirement)
+            .sort()
+            .map((name) => {
+              const scheme = follow(doc, schemes[name], []).node ?? {};
+              // Flow kinds say which token the operation takes; their URLs are each bank's own.
+              const described: { type: string; flows?: string[]; scheme?: string; scopes: string[] } = {
+                type: scheme.type,
+                scopes: [...requirement[name]].sort(),
+              };
+              if (scheme.flows) described.flows = Object.keys(scheme.flows).sort();
+              if (scheme.scheme) described.scheme = String(scheme.scheme).toLowerCase();
+              return [name, described];
+            }),
+        ),
+      );
       const body = op.requestBody ? follow(doc, op.requestBody, []).node : null;
       const statuses = Object.keys(op.responses ?? {}).sort();
       const responses: OperationFacts['responses'] = {};
@@ -316,7 +390,13 @@ function shown(value: Json): string {
 }
 
 /** Where two JSON values differ, one line per difference, each starting with its path from `where`. */
-export function differences(ours: Json, theirs: Json, where = '', oursName = 'ours', theirsName = 'official'): string[] {
+export function differences(
+  ours: Json,
+  theirs: Json,
+  where = '',
+  oursName = 'ours',
+  theirsName = 'official',
+): string[] {
   if (Object.is(ours, theirs)) return [];
   const bothObjects = ours && theirs && typeof ours === 'object' && typeof theirs === 'object';
   if (bothObjects && Array.isArray(ours) && Array.isArray(theirs)) {
@@ -326,14 +406,19 @@ export function differences(ours: Json, theirs: Json, where = '', oursName = 'ou
       const onlyOurs = ours.filter((value) => !theirs.includes(value));
       const onlyTheirs = theirs.filter((value) => !ours.includes(value));
       if (onlyOurs.length + onlyTheirs.length > 0) {
-        const parts = [onlyOurs.length ? `only in ${oursName} ${shown(onlyOurs)}` : '', onlyTheirs.length ? `only in ${theirsName} ${shown(onlyTheirs)}` : ''];
+        const parts = [
+          onlyOurs.length ? `only in ${oursName} ${shown(onlyOurs)}` : '',
+          onlyTheirs.length ? `only in ${theirsName} ${shown(onlyTheirs)}` : '',
+        ];
         return [`${where || '.'}: ${parts.filter(Boolean).join('; ')}`];
       }
     }
     if (ours.length !== theirs.length || ours.every((value) => value === null || typeof value !== 'object')) {
       return [`${where || '.'}: ${oursName} ${shown(ours)}, ${theirsName} ${shown(theirs)}`];
     }
-    return ours.flatMap((value, index) => differences(value, theirs[index], `${where}${step(index)}`, oursName, theirsName));
+    return ours.flatMap((value, index) =>
+      differences(value, theirs[index], `${where}${step(index)}`, oursName, theirsName),
+    );
   }
   if (bothObjects && !Array.isArray(ours) && !Array.isArray(theirs)) {
     const keys = [...new Set([...Object.keys(ours), ...Object.keys(theirs)])].sort();
@@ -351,12 +436,21 @@ export function differences(ours: Json, theirs: Json, where = '', oursName = 'ou
  * The differences between two operations' facts. The standard gives every error status the same
  * answer, so a difference there is one line naming all the statuses it is in.
  */
-export function operationDifferences(ours: OperationFacts, theirs: OperationFacts, oursName = 'ours', theirsName = 'official'): string[] {
+export function operationDifferences(
+  ours: OperationFacts,
+  theirs: OperationFacts,
+  oursName = 'ours',
+  theirsName = 'official',
+): string[] {
   const byRest = new Map<string, string[]>();
   for (const line of differences(ours, theirs, ours.operationId, oursName, theirsName)) {
     const status = /\.responses\["([^"]+)"\]/.exec(line);
     const rest = status ? line.replace(status[0], '.responses[*]') : line;
     byRest.set(rest, [...(byRest.get(rest) ?? []), ...(status ? [status[1]] : [])]);
   }
-  return [...byRest].map(([rest, statuses]) => (statuses.length > 0 ? rest.replace('.responses[*]', `.responses[${statuses.map((code) => JSON.stringify(code)).join('|')}]`) : rest));
+  return [...byRest].map(([rest, statuses]) =>
+    statuses.length > 0
+      ? rest.replace('.responses[*]', `.responses[${statuses.map((code) => JSON.stringify(code)).join('|')}]`)
+      : rest,
+  );
 }

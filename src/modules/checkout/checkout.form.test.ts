@@ -4,37 +4,116 @@ import { detailFieldsOf, parseCheckoutForm } from './checkout.form.ts';
 import type { RequestRow } from '../requests/requests.tables.ts';
 
 const base = {
-  id: 'request_01JD2Q8Z7M3V4K5N6P7R8S9T0V', amount_cents: null, min_payment_cents: 500, max_payment_cents: 10_000, suggested_amounts: '10.00,25.00',
-  require_customer_basic_info: 0, require_customer_phone: 0, collect_customer_phone: 0, require_customer_address: 0, allow_marketing_opt_in: 0, kind: 'payment',
+  id: 'request_01JD2Q8Z7M3V4K5N6P7R8S9T0V',
+  amount_cents: null,
+  min_payment_cents: 500,
+  max_payment_cents: 10_000,
+  suggested_amounts: '10.00,25.00',
+  require_customer_basic_info: 0,
+  require_customer_phone: 0,
+  collect_customer_phone: 0,
+  require_customer_address: 0,
+  allow_marketing_opt_in: 0,
+  kind: 'payment',
 } as unknown as RequestRow;
 const banks = ['sandbox', 'anz'];
 
 test('a suggestion or a typed amount; the typed one wins', () => {
-  assert.deepEqual(parseCheckoutForm(base, { amount_choice: '25.00', bank: 'sandbox' }, banks), { ok: true, amountCents: 2500, bankId: 'sandbox', details: null });
-  assert.deepEqual(parseCheckoutForm(base, { amount_choice: '25.00', amount_other: '$42.5', bank: 'anz' }, banks), { ok: true, amountCents: 4250, bankId: 'anz', details: null });
+  assert.deepEqual(parseCheckoutForm(base, { amount_choice: '25.00', bank: 'sandbox' }, banks), {
+    ok: true,
+    amountCents: 2500,
+    bankId: 'sandbox',
+    details: null,
+  });
+  assert.deepEqual(parseCheckoutForm(base, { amount_choice: '25.00', amount_other: '$42.5', bank: 'anz' }, banks), {
+    ok: true,
+    amountCents: 4250,
+    bankId: 'anz',
+    details: null,
+  });
 });
 
 test('every problem is reported against its field', () => {
   assert.deepEqual(parseCheckoutForm(base, { amount_other: '200', bank: 'nope' }, banks), {
     ok: false,
-    errors: [{ field: 'amount_other', message: 'The amount must be at most $100.00' }, { field: 'bank', message: 'Choose your bank' }],
+    errors: [
+      { field: 'amount_other', message: 'The amount must be at most $100.00' },
+      { field: 'bank', message: 'Choose your bank' },
+    ],
   });
-  assert.deepEqual(parseCheckoutForm(base, { amount_other: '4.99', bank: 'anz' }, banks), { ok: false, errors: [{ field: 'amount_other', message: 'The amount must be at least $5.00' }] });
-  assert.deepEqual(parseCheckoutForm(base, { amount_other: 'ten', bank: 'anz' }, banks), { ok: false, errors: [{ field: 'amount_other', message: 'Enter the amount in dollars and cents, for example 25.00' }] });
-  assert.deepEqual(parseCheckoutForm(base, { bank: 'anz' }, banks), { ok: false, errors: [{ field: 'amount_choice', message: 'Choose or enter an amount' }] });
+  assert.deepEqual(parseCheckoutForm(base, { amount_other: '4.99', bank: 'anz' }, banks), {
+    ok: false,
+    errors: [{ field: 'amount_other', message: 'The amount must be at least $5.00' }],
+  });
+  assert.deepEqual(parseCheckoutForm(base, { amount_other: 'ten', bank: 'anz' }, banks), {
+    ok: false,
+    errors: [{ field: 'amount_other', message: 'Enter the amount in dollars and cents, for example 25.00' }],
+  });
+  assert.deepEqual(parseCheckoutForm(base, { bank: 'anz' }, banks), {
+    ok: false,
+    errors: [{ field: 'amount_choice', message: 'Choose or enter an amount' }],
+  });
 });
 
 test('required details, formats and the marketing opt-in', () => {
-  const request = { ...base, amount_cents: 1000, require_customer_basic_info: 1, require_customer_phone: 1, collect_customer_phone: 1, require_customer_address: 1, allow_marketing_opt_in: 1 } as RequestRow;
-  assert.deepEqual(detailFieldsOf(request), { email: 'required', names: 'required', phone: 'required', address: true, marketingOptIn: true });
+  const request = {
+    ...base,
+    amount_cents: 1000,
+    require_customer_basic_info: 1,
+    require_customer_phone: 1,
+    collect_customer_phone: 1,
+    require_customer_address: 1,
+    allow_marketing_opt_in: 1,
+  } as RequestRow;
+  assert.deepEqual(detailFieldsOf(request), {
+    email: 'required',
+    names: 'required',
+    phone: 'required',
+    address: true,
+    marketingOptIn: true,
+  });
   const missing = parseCheckoutForm(request, { bank: 'anz', email: 'not-an-email', postcode: '12' }, banks);
   assert.equal(missing.ok, false);
-  assert.deepEqual(!missing.ok && missing.errors.map((e) => e.field), ['email', 'first_name', 'last_name', 'phone', 'address1', 'city', 'postcode']);
-  const ok = parseCheckoutForm(request, {
-    bank: 'anz', email: 'Ana@Example.com', first_name: 'Ana', last_name: 'Lee', phone: '+64 21 555 0100', address1: '1 Queen St', city: 'Auckland', postcode: '1010', marketing_opt_in: 'yes',
-  }, banks);
+  assert.deepEqual(!missing.ok && missing.errors.map((e) => e.field), [
+    'email',
+    'first_name',
+    'last_name',
+    'phone',
+    'address1',
+    'city',
+    'postcode',
+  ]);
+  const ok = parseCheckoutForm(
+    request,
+    {
+      bank: 'anz',
+      email: 'Ana@Example.com',
+      first_name: 'Ana',
+      last_name: 'Lee',
+      phone: '+64 21 555 0100',
+      address1: '1 Queen St',
+      city: 'Auckland',
+      postcode: '1010',
+      marketing_opt_in: 'yes',
+    },
+    banks,
+  );
   assert.deepEqual(ok, {
-    ok: true, amountCents: null, bankId: 'anz',
-    details: { email: 'Ana@Example.com', first_name: 'Ana', last_name: 'Lee', phone: '+64 21 555 0100', address1: '1 Queen St', address2: '', address3: '', address4: '', city: 'Auckland', postcode: '1010', marketing_opt_in: true },
+    ok: true,
+    amountCents: null,
+    bankId: 'anz',
+    details: {
+      email: 'Ana@Example.com',
+      first_name: 'Ana',
+      last_name: 'Lee',
+      phone: '+64 21 555 0100',
+      address1: '1 Queen St',
+      address2: '',
+      address3: '',
+      address4: '',
+      city: 'Auckland',
+      postcode: '1010',
+      marketing_opt_in: true,
+    },
   });
 });

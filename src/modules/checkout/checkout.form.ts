@@ -24,7 +24,8 @@ export function detailFieldsOf(request: RequestRow): DetailFields {
   return {
     email: basic ? 'required' : marketing ? 'optional' : 'none',
     names: basic ? 'required' : marketing ? 'optional' : 'none',
-    phone: request.require_customer_phone === 1 ? 'required' : request.collect_customer_phone === 1 ? 'optional' : 'none',
+    phone:
+      request.require_customer_phone === 1 ? 'required' : request.collect_customer_phone === 1 ? 'optional' : 'none',
     address: request.require_customer_address === 1,
     marketingOptIn: marketing,
   };
@@ -36,7 +37,10 @@ export function collectsDetails(fields: DetailFields): boolean {
 
 export function suggestionsOf(request: RequestRow): number[] {
   if (!request.suggested_amounts) return [];
-  return request.suggested_amounts.split(',').map((item) => parsePayerAmount(item)).filter((c): c is number => c !== null);
+  return request.suggested_amounts
+    .split(',')
+    .map((item) => parsePayerAmount(item))
+    .filter((c): c is number => c !== null);
 }
 
 const EMAIL = /^[^\s@<>()[\],;:"]+@[^\s@<>()[\],;:"]+\.[^\s@<>()[\],;:"]{2,}$/;
@@ -56,12 +60,16 @@ export function parseCheckoutForm(request: RequestRow, values: FormValues, bankI
     const typed = text(values, 'amount_other');
     const chosen = text(values, 'amount_choice');
     const raw = typed !== '' ? typed : chosen === 'other' ? '' : chosen;
-    const field = typed !== '' || chosen === 'other' || suggestionsOf(request).length === 0 ? 'amount_other' : 'amount_choice';
+    const field =
+      typed !== '' || chosen === 'other' || suggestionsOf(request).length === 0 ? 'amount_other' : 'amount_choice';
     const cents = raw === '' ? null : parsePayerAmount(raw);
     if (raw !== '' && cents === null) {
       errors.push({ field, message: 'Enter the amount in dollars and cents, for example 25.00' });
     } else {
-      const check = paymentAmount({ fixedCents: null, minCents: request.min_payment_cents, maxCents: request.max_payment_cents }, cents);
+      const check = paymentAmount(
+        { fixedCents: null, minCents: request.min_payment_cents, maxCents: request.max_payment_cents },
+        cents,
+      );
       if (check.ok) amountCents = check.cents;
       else errors.push({ field, message: cents === null ? 'Choose or enter an amount' : check.message });
     }
@@ -73,27 +81,38 @@ export function parseCheckoutForm(request: RequestRow, values: FormValues, bankI
     const need = (name: string, label: string, rule: 'none' | 'optional' | 'required', max = 100) => {
       const value = text(values, name);
       if (rule === 'required' && value === '') errors.push({ field: name, message: `Enter your ${label}` });
-      else if (value.length > max) errors.push({ field: name, message: `Your ${label} must be at most ${max} characters` });
+      else if (value.length > max)
+        errors.push({ field: name, message: `Your ${label} must be at most ${max} characters` });
       return value;
     };
     const email = need('email', 'email address', fields.email, 254);
-    if (email !== '' && !EMAIL.test(email)) errors.push({ field: 'email', message: 'Enter an email address like name@example.com' });
+    if (email !== '' && !EMAIL.test(email))
+      errors.push({ field: 'email', message: 'Enter an email address like name@example.com' });
     const firstName = need('first_name', 'first name', fields.names);
     const lastName = need('last_name', 'last name', fields.names);
     const phone = need('phone', 'phone number', fields.phone, 32);
-    if (phone !== '' && !PHONE.test(phone)) errors.push({ field: 'phone', message: 'Enter a phone number using digits, spaces, ( ) - and an optional leading +' });
+    if (phone !== '' && !PHONE.test(phone))
+      errors.push({
+        field: 'phone',
+        message: 'Enter a phone number using digits, spaces, ( ) - and an optional leading +',
+      });
     const addressRule = fields.address ? 'required' : 'none';
     const address1 = need('address1', 'street address', addressRule);
     const address2 = need('address2', 'address line 2', 'optional');
     const city = need('city', 'town or city', addressRule);
     const postcode = need('postcode', 'postcode', addressRule, 10);
-    if (postcode !== '' && !/^[0-9]{4}$/.test(postcode)) errors.push({ field: 'postcode', message: 'Enter a 4-digit New Zealand postcode' });
+    if (postcode !== '' && !/^[0-9]{4}$/.test(postcode))
+      errors.push({ field: 'postcode', message: 'Enter a 4-digit New Zealand postcode' });
     details = {
       email: email || null,
       first_name: firstName || null,
       last_name: lastName || null,
       phone: phone || null,
-      ...EMPTY_ADDRESS, address1, address2, city, postcode,
+      ...EMPTY_ADDRESS,
+      address1,
+      address2,
+      city,
+      postcode,
       marketing_opt_in: fields.marketingOptIn && ['on', 'yes', 'true'].includes(text(values, 'marketing_opt_in')),
     };
   }
@@ -107,6 +126,10 @@ export function parseCheckoutForm(request: RequestRow, values: FormValues, bankI
 
 /** The bounds line the payer sees under a dynamic amount field. */
 export function boundsText(request: RequestRow): string {
-  const { min, max } = boundsOf({ fixedCents: null, minCents: request.min_payment_cents, maxCents: request.max_payment_cents });
+  const { min, max } = boundsOf({
+    fixedCents: null,
+    minCents: request.min_payment_cents,
+    maxCents: request.max_payment_cents,
+  });
   return `Between ${displayAmount(min)} and ${displayAmount(max)}`;
 }

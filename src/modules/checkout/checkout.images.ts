@@ -17,10 +17,16 @@ type Image = { type: string; bytes: Buffer };
 const cache = new Map<string, { at: number; image: Image | null }>();
 
 export function sniffImageType(bytes: Buffer): string | null {
-  if (bytes.length >= 8 && bytes.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) return 'image/png';
+  if (bytes.length >= 8 && bytes.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])))
+    return 'image/png';
   if (bytes.length >= 3 && bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff) return 'image/jpeg';
   if (bytes.length >= 6 && /^GIF8[79]a$/.test(bytes.subarray(0, 6).toString('latin1'))) return 'image/gif';
-  if (bytes.length >= 12 && bytes.subarray(0, 4).toString('latin1') === 'RIFF' && bytes.subarray(8, 12).toString('latin1') === 'WEBP') return 'image/webp';
+  if (
+    bytes.length >= 12 &&
+    bytes.subarray(0, 4).toString('latin1') === 'RIFF' &&
+    bytes.subarray(8, 12).toString('latin1') === 'WEBP'
+  )
+    return 'image/webp';
   return null;
 }
 
@@ -36,7 +42,10 @@ async function fetchImage(url: string, reach: Reach): Promise<Image | null> {
   try {
     refuseLiteralBeyond(reach, url);
     const response = await fetch(url, {
-      redirect: 'error', signal: AbortSignal.timeout(5000), headers: { accept: 'image/png,image/jpeg,image/gif,image/webp' }, dispatcher: agentFor(reach),
+      redirect: 'error',
+      signal: AbortSignal.timeout(5000),
+      headers: { accept: 'image/png,image/jpeg,image/gif,image/webp' },
+      dispatcher: agentFor(reach),
     });
     if (!response.ok || !response.body) return null;
     const chunks: Buffer[] = [];

@@ -13,7 +13,11 @@ const page = (app: Awaited<ReturnType<typeof buildTestApp>>, url: string) => app
 
 test('the page escapes merchant text, carries a strict CSP and refuses framing by default', async (t) => {
   const { app, merchant, test: api } = await setup(t);
-  const created = await api.post('/v1/requests', { bank_account_id: merchant.bankAccountId, amount: '12.50 NZD', message: '<script>alert(1)</script> "quoted"' });
+  const created = await api.post('/v1/requests', {
+    bank_account_id: merchant.bankAccountId,
+    amount: '12.50 NZD',
+    message: '<script>alert(1)</script> "quoted"',
+  });
   const id = created.body.request.id;
   const res = await page(app, `/pay/${id}`);
   assert.equal(res.statusCode, 200);
@@ -30,12 +34,20 @@ test('the page escapes merchant text, carries a strict CSP and refuses framing b
   assert.match(res.body, /\$12\.50/);
   assert.match(res.body, /Test mode/);
   assert.match(res.body, /src="data:image\/png;base64,/);
-  assert.doesNotMatch(res.body, /<script>|style="|https?:\/\/(?!127\.0\.0\.1)/, 'no inline script or style, no external asset');
+  assert.doesNotMatch(
+    res.body,
+    /<script>|style="|https?:\/\/(?!127\.0\.0\.1)/,
+    'no inline script or style, no external asset',
+  );
 });
 
 test('live mode with no bank configured says so plainly', async (t) => {
   const { app, merchant, live } = await setup(t);
-  const created = await live.post('/v1/requests', { bank_account_id: merchant.bankAccountId, amount: '5.00 NZD', message: 'Live thing' });
+  const created = await live.post('/v1/requests', {
+    bank_account_id: merchant.bankAccountId,
+    amount: '5.00 NZD',
+    message: 'Live thing',
+  });
   const res = await page(app, `/pay/${created.body.request.id}`);
   assert.equal(res.statusCode, 200);
   assert.match(res.body, /No bank is connected/);
@@ -45,7 +57,15 @@ test('live mode with no bank configured says so plainly', async (t) => {
 
 test('paid, expired, deleted and unknown requests get their own pages', async (t) => {
   const { app, merchant, test: api } = await setup(t);
-  const make = async (extra = {}) => (await api.post('/v1/requests', { bank_account_id: merchant.bankAccountId, amount: '5.00 NZD', message: 'Thing', ...extra })).body.request.id;
+  const make = async (extra = {}) =>
+    (
+      await api.post('/v1/requests', {
+        bank_account_id: merchant.bankAccountId,
+        amount: '5.00 NZD',
+        message: 'Thing',
+        ...extra,
+      })
+    ).body.request.id;
   const deleted = await make();
   await api.delete(`/v1/requests/${deleted}`);
   let res = await page(app, `/pay/${deleted}`);
@@ -57,7 +77,12 @@ test('paid, expired, deleted and unknown requests get their own pages', async (t
   res = await page(app, `/pay/${expiring}`);
   assert.equal(res.statusCode, 410);
   assert.match(res.body, /has expired/);
-  const form = await app.app.inject({ method: 'POST', url: `/pay/${expiring}`, payload: 'bank=sandbox', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+  const form = await app.app.inject({
+    method: 'POST',
+    url: `/pay/${expiring}`,
+    payload: 'bank=sandbox',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+  });
   assert.equal(form.statusCode, 409);
   assert.match(form.body, /has expired/);
 
@@ -76,18 +101,26 @@ test('paid, expired, deleted and unknown requests get their own pages', async (t
 
 test('the status endpoint returns statuses only, without a key', async (t) => {
   const { app, merchant, test: api } = await setup(t);
-  const id = (await api.post('/v1/requests', { bank_account_id: merchant.bankAccountId, amount: '5.00 NZD', message: 'Thing' })).body.request.id;
+  const id = (
+    await api.post('/v1/requests', { bank_account_id: merchant.bankAccountId, amount: '5.00 NZD', message: 'Thing' })
+  ).body.request.id;
   const res = await page(app, `/pay/${id}/status`);
   assert.equal(res.statusCode, 200);
   assert.deepEqual(res.json(), { request: { id, status: 'active' }, payment: null });
   const missing = await page(app, `/pay/${id}/status?payment_id=payment_01JD2Q8Z7M3V4K5N6P7R8S9T0V`);
   assert.equal(missing.statusCode, 404);
-  assert.deepEqual(missing.json(), { code: 'not_found.payment', message: 'No such payment: payment_01JD2Q8Z7M3V4K5N6P7R8S9T0V', params: { id: 'payment_01JD2Q8Z7M3V4K5N6P7R8S9T0V' } });
+  assert.deepEqual(missing.json(), {
+    code: 'not_found.payment',
+    message: 'No such payment: payment_01JD2Q8Z7M3V4K5N6P7R8S9T0V',
+    params: { id: 'payment_01JD2Q8Z7M3V4K5N6P7R8S9T0V' },
+  });
 });
 
 test('embedding: frame-ancestors is the given origin only; embed.js knows the service origin', async (t) => {
   const { app, merchant, test: api } = await setup(t);
-  const id = (await api.post('/v1/requests', { bank_account_id: merchant.bankAccountId, amount: '5.00 NZD', message: 'Thing' })).body.request.id;
+  const id = (
+    await api.post('/v1/requests', { bank_account_id: merchant.bankAccountId, amount: '5.00 NZD', message: 'Thing' })
+  ).body.request.id;
   let res = await page(app, `/pay/${id}?embed_origin=${encodeURIComponent('https://shop.example:8443')}`);
   assert.match(res.headers['content-security-policy'] as string, /frame-ancestors https:\/\/shop\.example:8443(;|$)/);
   assert.match(res.body, /data-embed-origin="https:\/\/shop.example:8443"/);
@@ -111,17 +144,29 @@ test('merchant logos are fetched by the service and served from its own origin, 
   // as the service on a laptop, listening on loopback alone
   app.deps.config.targetReach = loadConfig({ HOST: '127.0.0.1' }).targetReach;
   const http = await import('node:http');
-  const png = Buffer.from('89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8ffff3f0005fe02fea7d6a4a60000000049454e44ae426082', 'hex');
+  const png = Buffer.from(
+    '89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8ffff3f0005fe02fea7d6a4a60000000049454e44ae426082',
+    'hex',
+  );
   const server = http.createServer((req, res) => {
     if (req.url === '/logo.png') res.setHeader('content-type', 'image/png').end(png);
-    else res.setHeader('content-type', 'image/svg+xml').end('<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>');
+    else
+      res
+        .setHeader('content-type', 'image/svg+xml')
+        .end('<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>');
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   t.after(() => new Promise<void>((resolve) => server.close(() => resolve())));
   const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
-  const id = (await api.post('/v1/requests', {
-    bank_account_id: merchant.bankAccountId, amount: '5.00 NZD', message: 'Thing', logo_image_url: `${base}/logo.png`, banner_image_url: `${base}/banner.svg`,
-  })).body.request.id;
+  const id = (
+    await api.post('/v1/requests', {
+      bank_account_id: merchant.bankAccountId,
+      amount: '5.00 NZD',
+      message: 'Thing',
+      logo_image_url: `${base}/logo.png`,
+      banner_image_url: `${base}/banner.svg`,
+    })
+  ).body.request.id;
   const html = (await page(app, `/pay/${id}`)).body;
   assert.match(html, new RegExp(`src="/pay/${id}/logo"`));
   assert.doesNotMatch(html, new RegExp(base.replace(/\./g, '\\.')));
@@ -132,22 +177,45 @@ test('merchant logos are fetched by the service and served from its own origin, 
   assert.equal((await page(app, `/pay/${id}/banner`)).statusCode, 404, 'an SVG is not relayed');
 
   // live mode never reaches this machine unless the operator allows every target, even on loopback
-  const liveId = (await live.post('/v1/requests', {
-    bank_account_id: merchant.bankAccountId, amount: '5.00 NZD', message: 'Thing', logo_image_url: `${base}/logo.png`,
-  })).body.request.id;
-  assert.equal((await page(app, `/pay/${liveId}/logo`)).statusCode, 404, 'live mode fetches from global addresses only');
+  const liveId = (
+    await live.post('/v1/requests', {
+      bank_account_id: merchant.bankAccountId,
+      amount: '5.00 NZD',
+      message: 'Thing',
+      logo_image_url: `${base}/logo.png`,
+    })
+  ).body.request.id;
+  assert.equal(
+    (await page(app, `/pay/${liveId}/logo`)).statusCode,
+    404,
+    'live mode fetches from global addresses only',
+  );
   app.deps.config.targetReach = { live: 'any', test: 'any' };
-  const openId = (await live.post('/v1/requests', {
-    bank_account_id: merchant.bankAccountId, amount: '5.00 NZD', message: 'Thing', logo_image_url: `${base}/logo.png`,
-  })).body.request.id;
-  assert.equal((await page(app, `/pay/${openId}/logo`)).statusCode, 200, 'ALLOW_PRIVATE_TARGETS=true lets live mode reach it');
+  const openId = (
+    await live.post('/v1/requests', {
+      bank_account_id: merchant.bankAccountId,
+      amount: '5.00 NZD',
+      message: 'Thing',
+      logo_image_url: `${base}/logo.png`,
+    })
+  ).body.request.id;
+  assert.equal(
+    (await page(app, `/pay/${openId}/logo`)).statusCode,
+    200,
+    'ALLOW_PRIVATE_TARGETS=true lets live mode reach it',
+  );
 
   // Where the service is reachable from elsewhere, neither mode fetches from a private address.
   app.deps.config.targetReach = { live: 'global', test: 'global' };
   for (const client of [api, live]) {
-    const strictId = (await client.post('/v1/requests', {
-      bank_account_id: merchant.bankAccountId, amount: '5.00 NZD', message: 'Thing', logo_image_url: `${base}/logo.png?strict`,
-    })).body.request.id;
+    const strictId = (
+      await client.post('/v1/requests', {
+        bank_account_id: merchant.bankAccountId,
+        amount: '5.00 NZD',
+        message: 'Thing',
+        logo_image_url: `${base}/logo.png?strict`,
+      })
+    ).body.request.id;
     assert.equal((await page(app, `/pay/${strictId}/logo`)).statusCode, 404, 'no fetch from a private address');
   }
 });
@@ -155,7 +223,9 @@ test('merchant logos are fetched by the service and served from its own origin, 
 test('recurring and subscription requests state what the payer agrees to, in plain words, before the bank', async (t) => {
   const { app, merchant, test: api } = await setup(t);
   const recurring = await api.post('/v1/requests', {
-    bank_account_id: merchant.bankAccountId, message: 'Weekly veggie box', cust_info: { email: 'ana@example.com' },
+    bank_account_id: merchant.bankAccountId,
+    message: 'Weekly veggie box',
+    cust_info: { email: 'ana@example.com' },
     recurring_options: { period: 'weekly', max_per_period: '80.00 NZD', max_per_payment: '40.00 NZD' },
   });
   assert.equal(recurring.status, 201, recurring.text);
@@ -165,7 +235,9 @@ test('recurring and subscription requests state what the payer agrees to, in pla
   assert.match(recurringPage.body, /<form method="post"/);
 
   const subscription = await api.post('/v1/requests', {
-    bank_account_id: merchant.bankAccountId, message: 'Fortnightly flowers', cust_info: { email: 'ana@example.com' },
+    bank_account_id: merchant.bankAccountId,
+    message: 'Fortnightly flowers',
+    cust_info: { email: 'ana@example.com' },
     subscription_options: { amount: '15.00 NZD', period: 'fortnightly', start_date: '2027-03-03', total_count: 6 },
   });
   assert.equal(subscription.status, 201, subscription.text);

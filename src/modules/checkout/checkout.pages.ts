@@ -1,7 +1,14 @@
 import { displayAmount } from '../../shared/money.ts';
 import { banksFor } from '../payments/payments.banks.ts';
 import { boundsOf } from '../payments/payments.rules.ts';
-import { boundsText, detailFieldsOf, collectsDetails, suggestionsOf, type FieldError, type FormValues } from './checkout.form.ts';
+import {
+  boundsText,
+  detailFieldsOf,
+  collectsDetails,
+  suggestionsOf,
+  type FieldError,
+  type FormValues,
+} from './checkout.form.ts';
 import { strategyFor, type CheckoutStrategies, type SetUpView } from './checkout.strategies.ts';
 import { render } from './checkout.views.ts';
 import type { Deps } from '../context.ts';
@@ -33,21 +40,36 @@ export function withEmbed(path: string, embedOrigin: string | null): string {
   return `${path}${path.includes('?') ? '&' : '?'}embed_origin=${encodeURIComponent(embedOrigin)}`;
 }
 
-export function payPage(deps: Deps, strategies: CheckoutStrategies, ctx: PageContext, values: FormValues = {}, errors: FieldError[] = []): string {
+export function payPage(
+  deps: Deps,
+  strategies: CheckoutStrategies,
+  ctx: PageContext,
+  values: FormValues = {},
+  errors: FieldError[] = [],
+): string {
   const { request } = ctx;
   const strategy = strategyFor(strategies, request);
   const errorOf = (field: string) => errors.find((e) => e.field === field)?.message ?? null;
-  const dynamic = request.kind === 'payment' && request.amount_cents === null ? (() => {
-    const { min, max } = boundsOf({ fixedCents: null, minCents: request.min_payment_cents, maxCents: request.max_payment_cents });
-    return {
-      bounds: boundsText(request),
-      min,
-      max,
-      suggestions: suggestionsOf(request).map((cents) => ({
-        value: (cents / 100).toFixed(2), label: displayAmount(cents), checked: values.amount_choice === (cents / 100).toFixed(2),
-      })),
-    };
-  })() : null;
+  const dynamic =
+    request.kind === 'payment' && request.amount_cents === null
+      ? (() => {
+          const { min, max } = boundsOf({
+            fixedCents: null,
+            minCents: request.min_payment_cents,
+            maxCents: request.max_payment_cents,
+          });
+          return {
+            bounds: boundsText(request),
+            min,
+            max,
+            suggestions: suggestionsOf(request).map((cents) => ({
+              value: (cents / 100).toFixed(2),
+              label: displayAmount(cents),
+              checked: values.amount_choice === (cents / 100).toFixed(2),
+            })),
+          };
+        })()
+      : null;
   const fields = detailFieldsOf(request);
   return render('pay', {
     ...base(ctx, 'pay', request.message),
@@ -70,10 +92,27 @@ export function payPage(deps: Deps, strategies: CheckoutStrategies, ctx: PageCon
 }
 
 type Link = { href: string; label: string; primary?: boolean; top?: boolean };
-type StatusView = { heading: string; paragraphs: string[]; tone: 'good' | 'bad' | 'wait' | 'info'; links?: Link[]; pending?: boolean };
+type StatusView = {
+  heading: string;
+  paragraphs: string[];
+  tone: 'good' | 'bad' | 'wait' | 'info';
+  links?: Link[];
+  pending?: boolean;
+};
 
-export function statusPage(ctx: PageContext, title: string, view: StatusView, extra: Partial<ReturnType<typeof base>> & { close?: boolean } = {}): string {
-  return render('status', { ...base(ctx, extra.page ?? 'status', title), ...extra, links: [], pending: false, ...view });
+export function statusPage(
+  ctx: PageContext,
+  title: string,
+  view: StatusView,
+  extra: Partial<ReturnType<typeof base>> & { close?: boolean } = {},
+): string {
+  return render('status', {
+    ...base(ctx, extra.page ?? 'status', title),
+    ...extra,
+    links: [],
+    pending: false,
+    ...view,
+  });
 }
 
 /** The page for a request that cannot take payments (paid, expired, deleted); `setUp` when it set up a consent or subscription. */
@@ -81,31 +120,55 @@ export function closedRequestPage(ctx: PageContext, status: string, setUp: SetUp
   const merchant = ctx.merchantName;
   if (status === 'paid' && setUp) {
     return statusPage(ctx, setUp.heading, {
-      tone: 'good', heading: setUp.heading, paragraphs: setUp.paragraphs,
+      tone: 'good',
+      heading: setUp.heading,
+      paragraphs: setUp.paragraphs,
       links: [{ href: '/customer', label: 'Manage what you agreed to', primary: true, top: ctx.embedOrigin !== null }],
     });
   }
   if (status === 'paid') {
-    return statusPage(ctx, 'Already paid', { tone: 'good', heading: 'This request has been paid', paragraphs: [`${merchant} has already received this payment. There is nothing more to pay.`] });
+    return statusPage(ctx, 'Already paid', {
+      tone: 'good',
+      heading: 'This request has been paid',
+      paragraphs: [`${merchant} has already received this payment. There is nothing more to pay.`],
+    });
   }
   if (status === 'expired') {
-    return statusPage(ctx, 'Expired', { tone: 'info', heading: 'This payment request has expired', paragraphs: [`It can no longer be paid. Please ask ${merchant} for a new link.`] });
+    return statusPage(ctx, 'Expired', {
+      tone: 'info',
+      heading: 'This payment request has expired',
+      paragraphs: [`It can no longer be paid. Please ask ${merchant} for a new link.`],
+    });
   }
-  return statusPage(ctx, 'No longer available', { tone: 'info', heading: 'This payment request is no longer available', paragraphs: [`${merchant} has cancelled it, so it cannot be paid. Please contact them if you think this is a mistake.`] });
+  return statusPage(ctx, 'No longer available', {
+    tone: 'info',
+    heading: 'This payment request is no longer available',
+    paragraphs: [
+      `${merchant} has cancelled it, so it cannot be paid. Please contact them if you think this is a mistake.`,
+    ],
+  });
 }
 
 export function bankErrorPage(ctx: PageContext, message: string): string {
   return statusPage(ctx, 'Bank unavailable', {
     tone: 'bad',
     heading: 'We could not reach your bank',
-    paragraphs: ['No money has left your account. Please try again in a moment, or choose another bank.', `Your bank said: ${message}`],
+    paragraphs: [
+      'No money has left your account. Please try again in a moment, or choose another bank.',
+      `Your bank said: ${message}`,
+    ],
     links: [{ href: withEmbed(`/pay/${ctx.request.id}`, ctx.embedOrigin), label: 'Try again', primary: true }],
   });
 }
 
 /** Where the payer goes next after a final outcome: the merchant's URL with request_id, payment_id and status. */
 export function merchantRedirect(request: RequestRow, payment: Pick<PaymentRow, 'id' | 'status'>): string | null {
-  const target = payment.status === 'successful' ? request.success_redirect_url : payment.status === 'failed' || payment.status === 'cancelled' ? request.failure_redirect_url : null;
+  const target =
+    payment.status === 'successful'
+      ? request.success_redirect_url
+      : payment.status === 'failed' || payment.status === 'cancelled'
+        ? request.failure_redirect_url
+        : null;
   if (!target) return null;
   const url = new URL(target);
   url.searchParams.set('request_id', request.id);
@@ -117,45 +180,102 @@ export function merchantRedirect(request: RequestRow, payment: Pick<PaymentRow, 
 function cancelledReason(reason: string | null): string {
   if (reason?.startsWith('declined')) return 'You declined the payment at your bank. No money has left your account.';
   if (reason?.startsWith('abandoned')) return 'The payment was not approved in time. No money has left your account.';
-  if (reason === 'request_already_paid') return 'Someone else paid this request first, so your bank was not asked to pay. No money has left your account.';
+  if (reason === 'request_already_paid')
+    return 'Someone else paid this request first, so your bank was not asked to pay. No money has left your account.';
   return 'The payment was cancelled. No money has left your account.';
 }
 
 export function resultPage(ctx: PageContext, payment: PaymentRow, requestStillOpen: boolean, inPopup: boolean): string {
   const { request } = ctx;
   const amount = displayAmount(payment.amount_cents);
-  const testNote = payment.mode === 'test' ? [`Test mode: only ${displayAmount(payment.settled_cents)} moved, into the service's test account.`] : [];
+  const testNote =
+    payment.mode === 'test'
+      ? [`Test mode: only ${displayAmount(payment.settled_cents)} moved, into the service's test account.`]
+      : [];
   const links: Link[] = [];
   const onward = merchantRedirect(request, payment);
   const back = inPopup ? null : onward;
-  const retry = requestStillOpen && (payment.status === 'failed' || payment.status === 'cancelled') ? withEmbed(`/pay/${request.id}`, ctx.embedOrigin) : null;
+  const retry =
+    requestStillOpen && (payment.status === 'failed' || payment.status === 'cancelled')
+      ? withEmbed(`/pay/${request.id}`, ctx.embedOrigin)
+      : null;
   if (retry) links.push({ href: retry, label: 'Try again', primary: true });
-  if (back) links.push({ href: back, label: `Continue to ${ctx.merchantName}`, primary: !retry, top: ctx.embedOrigin !== null });
+  if (back)
+    links.push({
+      href: back,
+      label: `Continue to ${ctx.merchantName}`,
+      primary: !retry,
+      top: ctx.embedOrigin !== null,
+    });
   const popupNote = inPopup ? ['You can close this tab and return to the page you came from.'] : [];
   const extra = { page: 'result', paymentId: payment.id, status: payment.status, close: inPopup };
   switch (payment.status) {
     case 'successful':
-      return statusPage(ctx, 'Payment successful', {
-        tone: 'good', heading: 'Payment successful',
-        paragraphs: [`You paid ${amount} to ${ctx.merchantName}.`, `Your bank statement shows ${payment.particulars} ${payment.code}${payment.reference ? ` ${payment.reference}` : ''}.`, ...testNote, ...popupNote],
-        links,
-      }, extra);
+      return statusPage(
+        ctx,
+        'Payment successful',
+        {
+          tone: 'good',
+          heading: 'Payment successful',
+          paragraphs: [
+            `You paid ${amount} to ${ctx.merchantName}.`,
+            `Your bank statement shows ${payment.particulars} ${payment.code}${payment.reference ? ` ${payment.reference}` : ''}.`,
+            ...testNote,
+            ...popupNote,
+          ],
+          links,
+        },
+        extra,
+      );
     case 'failed':
-      return statusPage(ctx, 'Payment failed', {
-        tone: 'bad', heading: 'Payment failed',
-        paragraphs: ['Your bank did not complete the payment. No money has left your account.', ...popupNote], links,
-      }, extra);
+      return statusPage(
+        ctx,
+        'Payment failed',
+        {
+          tone: 'bad',
+          heading: 'Payment failed',
+          paragraphs: ['Your bank did not complete the payment. No money has left your account.', ...popupNote],
+          links,
+        },
+        extra,
+      );
     case 'cancelled':
-      return statusPage(ctx, 'Payment cancelled', { tone: 'bad', heading: 'Payment cancelled', paragraphs: [cancelledReason(payment.failure_reason), ...popupNote], links }, extra);
+      return statusPage(
+        ctx,
+        'Payment cancelled',
+        {
+          tone: 'bad',
+          heading: 'Payment cancelled',
+          paragraphs: [cancelledReason(payment.failure_reason), ...popupNote],
+          links,
+        },
+        extra,
+      );
     case 'unconfirmed':
-      return statusPage(ctx, 'Waiting for your bank', {
-        tone: 'wait', heading: 'Waiting for your bank to confirm',
-        paragraphs: ['Your bank has accepted the payment but has not confirmed it yet. This usually takes a few minutes; do not pay again.'], pending: true,
-      }, extra);
+      return statusPage(
+        ctx,
+        'Waiting for your bank',
+        {
+          tone: 'wait',
+          heading: 'Waiting for your bank to confirm',
+          paragraphs: [
+            'Your bank has accepted the payment but has not confirmed it yet. This usually takes a few minutes; do not pay again.',
+          ],
+          pending: true,
+        },
+        extra,
+      );
     default:
-      return statusPage(ctx, 'Waiting for approval', {
-        tone: 'wait', heading: 'Waiting for approval at your bank',
-        paragraphs: ['Finish approving the payment in your bank. This page updates when you are done.'], pending: true,
-      }, extra);
+      return statusPage(
+        ctx,
+        'Waiting for approval',
+        {
+          tone: 'wait',
+          heading: 'Waiting for approval at your bank',
+          paragraphs: ['Finish approving the payment in your bank. This page updates when you are done.'],
+          pending: true,
+        },
+        extra,
+      );
   }
 }

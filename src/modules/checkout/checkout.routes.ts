@@ -3,7 +3,16 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { merchantImage } from './checkout.images.ts';
-import { bankErrorPage, closedRequestPage, merchantRedirect, payPage, resultPage, statusPage, withEmbed, type PageContext } from './checkout.pages.ts';
+import {
+  bankErrorPage,
+  closedRequestPage,
+  merchantRedirect,
+  payPage,
+  resultPage,
+  statusPage,
+  withEmbed,
+  type PageContext,
+} from './checkout.pages.ts';
 import { loadRequest, paymentOfRequest, returnFromBank, setUpViewOf, submitCheckout } from './checkout.service.ts';
 import { parseEmbedOrigin, render, sendPage } from './checkout.views.ts';
 import { isIdOf } from '../../shared/ids.ts';
@@ -12,7 +21,10 @@ import type { CheckoutStrategies } from './checkout.strategies.ts';
 import type { App } from '../../http/app-type.ts';
 
 const assetsDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'assets');
-const assetTypes: Record<string, string> = { '.css': 'text/css; charset=utf-8', '.js': 'text/javascript; charset=utf-8' };
+const assetTypes: Record<string, string> = {
+  '.css': 'text/css; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+};
 const hidden = { schema: { hide: true } };
 
 type Query = Record<string, string | undefined>;
@@ -34,7 +46,8 @@ export async function registerCheckoutRoutes(app: App, deps: Deps, strategies: C
   const assets = new Map<string, { type: string; body: string }>();
   for (const name of fs.readdirSync(assetsDir)) {
     const type = assetTypes[path.extname(name)];
-    if (type && name !== 'embed.js') assets.set(name, { type, body: fs.readFileSync(path.join(assetsDir, name), 'utf8') });
+    if (type && name !== 'embed.js')
+      assets.set(name, { type, body: fs.readFileSync(path.join(assetsDir, name), 'utf8') });
   }
   // Read per request: PUBLIC_BASE_URL is fixed in production, but tests learn their port late.
   const serviceOrigin = () => new URL(deps.config.publicBaseUrl).origin;
@@ -44,26 +57,50 @@ export async function registerCheckoutRoutes(app: App, deps: Deps, strategies: C
   app.get<{ Params: { name: string } }>('/checkout/assets/:name', hidden, async (request, reply) => {
     const asset = assets.get(request.params.name);
     if (!asset) return reply.status(404).send({ code: 'not_found.route', message: 'No such asset', params: {} });
-    return reply.header('content-type', asset.type).header('cache-control', 'public, max-age=300').header('x-content-type-options', 'nosniff').send(asset.body);
+    return reply
+      .header('content-type', asset.type)
+      .header('cache-control', 'public, max-age=300')
+      .header('x-content-type-options', 'nosniff')
+      .send(asset.body);
   });
 
   app.get('/embed.js', hidden, async (_request, reply) =>
-    reply.header('content-type', 'text/javascript; charset=utf-8').header('cache-control', 'public, max-age=300')
-      .header('access-control-allow-origin', '*').header('cross-origin-resource-policy', 'cross-origin').send(embedScript()));
+    reply
+      .header('content-type', 'text/javascript; charset=utf-8')
+      .header('cache-control', 'public, max-age=300')
+      .header('access-control-allow-origin', '*')
+      .header('cross-origin-resource-policy', 'cross-origin')
+      .send(embedScript()),
+  );
 
   app.get<{ Querystring: Query }>('/embed-demo', hidden, async (request, reply) => {
     const requestId = isIdOf('request', request.query.request_id) ? request.query.request_id : null;
-    return sendPage(reply, 200, render('embed-demo', { requestId, base: deps.config.publicBaseUrl }), null, serviceOrigin());
+    return sendPage(
+      reply,
+      200,
+      render('embed-demo', { requestId, base: deps.config.publicBaseUrl }),
+      null,
+      serviceOrigin(),
+    );
   });
 
   const notFoundPage = (reply: FastifyReply) =>
-    reply.status(404).header('content-type', 'text/html; charset=utf-8').header('content-security-policy', "default-src 'none'; style-src 'self'; frame-ancestors 'none'")
-      .send('<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Not found</title><link rel="stylesheet" href="/checkout/assets/checkout.css"></head><body><main id="main"><h1>This payment link is not valid</h1><p>Check the link you were given, or ask the merchant for a new one.</p></main></body></html>');
+    reply
+      .status(404)
+      .header('content-type', 'text/html; charset=utf-8')
+      .header('content-security-policy', "default-src 'none'; style-src 'self'; frame-ancestors 'none'")
+      .send(
+        '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Not found</title><link rel="stylesheet" href="/checkout/assets/checkout.css"></head><body><main id="main"><h1>This payment link is not valid</h1><p>Check the link you were given, or ask the merchant for a new one.</p></main></body></html>',
+      );
 
   const contextOf = async (request: FastifyRequest<{ Params: Params; Querystring: Query }>) => {
     const loaded = await loadRequest(deps, request.params.id);
     if (!loaded) return null;
-    const ctx: PageContext = { request: loaded.request, merchantName: loaded.merchantName, embedOrigin: parseEmbedOrigin(request.query.embed_origin) };
+    const ctx: PageContext = {
+      request: loaded.request,
+      merchantName: loaded.merchantName,
+      embedOrigin: parseEmbedOrigin(request.query.embed_origin),
+    };
     return { loaded, ctx };
   };
 
@@ -71,7 +108,13 @@ export async function registerCheckoutRoutes(app: App, deps: Deps, strategies: C
     const found = await contextOf(request);
     if (!found) return notFoundPage(reply);
     const { loaded, ctx } = found;
-    if (loaded.status !== 'active') return sendPage(reply, loaded.status === 'paid' ? 200 : 410, closedRequestPage(ctx, loaded.status, await setUpViewOf(deps, strategies, loaded)), ctx.embedOrigin);
+    if (loaded.status !== 'active')
+      return sendPage(
+        reply,
+        loaded.status === 'paid' ? 200 : 410,
+        closedRequestPage(ctx, loaded.status, await setUpViewOf(deps, strategies, loaded)),
+        ctx.embedOrigin,
+      );
     return sendPage(reply, 200, payPage(deps, strategies, ctx), ctx.embedOrigin);
   });
 
@@ -91,7 +134,12 @@ export async function registerCheckoutRoutes(app: App, deps: Deps, strategies: C
       case 'invalid':
         return sendPage(reply, 400, payPage(deps, strategies, ctx, values, outcome.errors), ctx.embedOrigin);
       case 'closed':
-        return sendPage(reply, 409, closedRequestPage(ctx, outcome.status, await setUpViewOf(deps, strategies, loaded)), ctx.embedOrigin);
+        return sendPage(
+          reply,
+          409,
+          closedRequestPage(ctx, outcome.status, await setUpViewOf(deps, strategies, loaded)),
+          ctx.embedOrigin,
+        );
       case 'bank_error':
         return sendPage(reply, 502, bankErrorPage(ctx, outcome.message), ctx.embedOrigin);
     }
@@ -100,17 +148,28 @@ export async function registerCheckoutRoutes(app: App, deps: Deps, strategies: C
   // The bank's one-time authorisation code is in this URL: it writes no info-level access line.
   app.get<{ Querystring: Query }>('/pay/return', { ...hidden, logLevel: 'warn' }, async (request, reply) => {
     const { state, code, error } = request.query;
-    const outcome = await returnFromBank(deps, strategies, { state: state ?? '', code: code ?? null, error: error ?? null });
+    const outcome = await returnFromBank(deps, strategies, {
+      state: state ?? '',
+      code: code ?? null,
+      error: error ?? null,
+    });
     const loaded = outcome && (await loadRequest(deps, outcome.requestId));
     if (!outcome || !loaded) {
-      return reply.status(400).header('content-type', 'text/html; charset=utf-8').header('content-security-policy', "default-src 'none'; style-src 'self'; frame-ancestors 'none'")
-        .send('<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Unknown bank response</title><link rel="stylesheet" href="/checkout/assets/checkout.css"></head><body><main id="main"><h1>We could not match this bank response to a payment</h1><p>No payment was made from this page. If you were paying, go back to the payment link and try again.</p></main></body></html>');
+      return reply
+        .status(400)
+        .header('content-type', 'text/html; charset=utf-8')
+        .header('content-security-policy', "default-src 'none'; style-src 'self'; frame-ancestors 'none'")
+        .send(
+          '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Unknown bank response</title><link rel="stylesheet" href="/checkout/assets/checkout.css"></head><body><main id="main"><h1>We could not match this bank response to a payment</h1><p>No payment was made from this page. If you were paying, go back to the payment link and try again.</p></main></body></html>',
+        );
     }
     if (outcome.paymentId && outcome.channel !== 'embed') {
       const onward = merchantRedirect(loaded.request, { id: outcome.paymentId, status: outcome.status });
       if (onward) return reply.redirect(onward, 303);
     }
-    const next = outcome.paymentId ? `/pay/${outcome.requestId}/result?payment_id=${outcome.paymentId}` : `/pay/${outcome.requestId}`;
+    const next = outcome.paymentId
+      ? `/pay/${outcome.requestId}/result?payment_id=${outcome.paymentId}`
+      : `/pay/${outcome.requestId}`;
     return reply.redirect(next, 303);
   });
 
@@ -120,10 +179,23 @@ export async function registerCheckoutRoutes(app: App, deps: Deps, strategies: C
     const { loaded, ctx } = found;
     const payment = await paymentOfRequest(deps, loaded.request.id, request.query.payment_id);
     if (!payment) {
-      return sendPage(reply, 404, statusPage(ctx, 'Unknown payment', {
-        tone: 'info', heading: 'We could not find that payment', paragraphs: ['Go back to the payment page to see what you can do.'],
-        links: [{ href: withEmbed(`/pay/${loaded.request.id}`, ctx.embedOrigin), label: 'Back to the payment page', primary: true }],
-      }), ctx.embedOrigin);
+      return sendPage(
+        reply,
+        404,
+        statusPage(ctx, 'Unknown payment', {
+          tone: 'info',
+          heading: 'We could not find that payment',
+          paragraphs: ['Go back to the payment page to see what you can do.'],
+          links: [
+            {
+              href: withEmbed(`/pay/${loaded.request.id}`, ctx.embedOrigin),
+              label: 'Back to the payment page',
+              primary: true,
+            },
+          ],
+        }),
+        ctx.embedOrigin,
+      );
     }
     const inPopup = payment.channel === 'embed' && ctx.embedOrigin === null;
     return sendPage(reply, 200, resultPage(ctx, payment, loaded.status === 'active', inPopup), ctx.embedOrigin);
@@ -133,12 +205,27 @@ export async function registerCheckoutRoutes(app: App, deps: Deps, strategies: C
   app.get<{ Params: Params; Querystring: Query }>('/pay/:id/status', hidden, async (request, reply) => {
     const loaded = await loadRequest(deps, request.params.id);
     reply.header('cache-control', 'no-store');
-    if (!loaded) return reply.status(404).send({ code: 'not_found.request', message: `No such request: ${request.params.id}`, params: { id: request.params.id } });
-    const payment = request.query.payment_id === undefined ? null : await paymentOfRequest(deps, loaded.request.id, request.query.payment_id);
+    if (!loaded)
+      return reply.status(404).send({
+        code: 'not_found.request',
+        message: `No such request: ${request.params.id}`,
+        params: { id: request.params.id },
+      });
+    const payment =
+      request.query.payment_id === undefined
+        ? null
+        : await paymentOfRequest(deps, loaded.request.id, request.query.payment_id);
     if (request.query.payment_id !== undefined && !payment) {
-      return reply.status(404).send({ code: 'not_found.payment', message: `No such payment: ${request.query.payment_id}`, params: { id: request.query.payment_id } });
+      return reply.status(404).send({
+        code: 'not_found.payment',
+        message: `No such payment: ${request.query.payment_id}`,
+        params: { id: request.query.payment_id },
+      });
     }
-    return { request: { id: loaded.request.id, status: loaded.status }, payment: payment && { id: payment.id, status: payment.status } };
+    return {
+      request: { id: loaded.request.id, status: loaded.status },
+      payment: payment && { id: payment.id, status: payment.status },
+    };
   });
 
   for (const which of ['logo', 'banner'] as const) {
@@ -146,9 +233,17 @@ export async function registerCheckoutRoutes(app: App, deps: Deps, strategies: C
       const loaded = await loadRequest(deps, request.params.id);
       const url = loaded && (which === 'logo' ? loaded.request.logo_image_url : loaded.request.banner_image_url);
       const image = url ? await merchantImage(url, { reach: deps.config.targetReach[loaded.request.mode] }) : null;
-      if (!image) return reply.status(404).header('cache-control', 'max-age=60').send({ code: 'not_found.image', message: 'No image', params: {} });
-      return reply.header('content-type', image.type).header('cache-control', 'public, max-age=600').header('x-content-type-options', 'nosniff')
-        .header('content-security-policy', "default-src 'none'").send(image.bytes);
+      if (!image)
+        return reply
+          .status(404)
+          .header('cache-control', 'max-age=60')
+          .send({ code: 'not_found.image', message: 'No image', params: {} });
+      return reply
+        .header('content-type', image.type)
+        .header('cache-control', 'public, max-age=600')
+        .header('x-content-type-options', 'nosniff')
+        .header('content-security-policy', "default-src 'none'")
+        .send(image.bytes);
     });
   }
 }

@@ -5,7 +5,14 @@ import { effectiveStatus } from '../payments/payments.rules.ts';
 import { clockOf } from '../payments/payments.service.ts';
 import { findRequestById } from '../requests/requests.service.ts';
 import { parseCheckoutForm, type FieldError, type FormValues } from './checkout.form.ts';
-import { completeReturn, strategyFor, type CheckoutStrategies, type ReturnInput, type ReturnOutcome, type SetUpView } from './checkout.strategies.ts';
+import {
+  completeReturn,
+  strategyFor,
+  type CheckoutStrategies,
+  type ReturnInput,
+  type ReturnOutcome,
+  type SetUpView,
+} from './checkout.strategies.ts';
 import { isIdOf } from '../../shared/ids.ts';
 import type { Deps } from '../context.ts';
 import type { RequestRow } from '../requests/requests.tables.ts';
@@ -33,7 +40,13 @@ export type SubmitOutcome =
   | { kind: 'bank_error'; message: string; paymentId: string | null };
 
 /** The payer submitted the page: start the payment (or say what to fix). */
-export async function submitCheckout(deps: Deps, strategies: CheckoutStrategies, loaded: LoadedRequest, values: FormValues, channel: 'page' | 'embed'): Promise<SubmitOutcome> {
+export async function submitCheckout(
+  deps: Deps,
+  strategies: CheckoutStrategies,
+  loaded: LoadedRequest,
+  values: FormValues,
+  channel: 'page' | 'embed',
+): Promise<SubmitOutcome> {
   const { request } = loaded;
   if (loaded.status !== 'active') return { kind: 'closed', status: loaded.status };
   const strategy = strategyFor(strategies, request);
@@ -43,21 +56,34 @@ export async function submitCheckout(deps: Deps, strategies: CheckoutStrategies,
   const parsed = parseCheckoutForm(request, values, banks);
   if (!parsed.ok) return { kind: 'invalid', errors: parsed.errors };
   try {
-    const started = await strategy.start(deps, request, { amountCents: parsed.amountCents, bankId: parsed.bankId, details: parsed.details, channel });
+    const started = await strategy.start(deps, request, {
+      amountCents: parsed.amountCents,
+      bankId: parsed.bankId,
+      details: parsed.details,
+      channel,
+    });
     return started.ok
       ? { kind: 'redirect', url: started.redirectUrl, paymentId: started.paymentId }
       : { kind: 'bank_error', message: started.message, paymentId: started.paymentId };
   } catch (error) {
     // The request changed state between showing the page and this submission.
-    if (error instanceof AppError && error.code === 'conflict.invalid_state') return { kind: 'closed', status: String(error.params.status) };
+    if (error instanceof AppError && error.code === 'conflict.invalid_state')
+      return { kind: 'closed', status: String(error.params.status) };
     if (error instanceof AppError && error.code.startsWith('bad_request')) {
-      return { kind: 'invalid', errors: [{ field: error.code.includes('amount') ? 'amount_other' : 'bank', message: error.message }] };
+      return {
+        kind: 'invalid',
+        errors: [{ field: error.code.includes('amount') ? 'amount_other' : 'bank', message: error.message }],
+      };
     }
     throw error;
   }
 }
 
-export async function returnFromBank(deps: Deps, strategies: CheckoutStrategies, input: ReturnInput): Promise<ReturnOutcome | null> {
+export async function returnFromBank(
+  deps: Deps,
+  strategies: CheckoutStrategies,
+  input: ReturnInput,
+): Promise<ReturnOutcome | null> {
   if (typeof input.state !== 'string' || input.state === '' || input.state.length > 200) return null;
   return completeReturn(strategies, deps, input);
 }
@@ -70,7 +96,11 @@ export async function paymentOfRequest(deps: Deps, requestId: string, paymentId:
 }
 
 /** What a paid recurring or subscription request set up, in the payer's words; null for one-off payments. */
-export async function setUpViewOf(deps: Deps, strategies: CheckoutStrategies, loaded: LoadedRequest): Promise<SetUpView | null> {
+export async function setUpViewOf(
+  deps: Deps,
+  strategies: CheckoutStrategies,
+  loaded: LoadedRequest,
+): Promise<SetUpView | null> {
   if (loaded.status !== 'paid') return null;
   const strategy = strategyFor(strategies, loaded.request);
   return strategy.setUpView ? strategy.setUpView(deps, loaded.request, loaded.merchantName) : null;

@@ -20,8 +20,15 @@ export type Summary = {
   action: string;
 };
 
-export type StartInput = { amountCents: number | null; bankId: string; details: PayerDetails | null; channel: 'page' | 'embed' | 'api' };
-export type StartOutcome = { ok: true; redirectUrl: string; paymentId: string | null } | { ok: false; message: string; paymentId: string | null };
+export type StartInput = {
+  amountCents: number | null;
+  bankId: string;
+  details: PayerDetails | null;
+  channel: 'page' | 'embed' | 'api';
+};
+export type StartOutcome =
+  | { ok: true; redirectUrl: string; paymentId: string | null }
+  | { ok: false; message: string; paymentId: string | null };
 export type ReturnInput = { state: string; code?: string | null; error?: string | null };
 /** Where the payer's return ended: the request, the payment (if one was made) and its status. */
 export type ReturnOutcome = { requestId: string; paymentId: string | null; status: string; channel: string | null };
@@ -50,7 +57,8 @@ export const oneOffCheckout: CheckoutStrategy = {
       headline: fixed === null ? null : displayAmount(fixed),
       // A payer-chosen amount has its own field, with the bounds beside it.
       lines: [],
-      consentText: 'You will approve this one payment in your bank. Your bank details are never shared with the merchant.',
+      consentText:
+        'You will approve this one payment in your bank. Your bank details are never shared with the merchant.',
       action: 'Continue to your bank',
     };
   },
@@ -63,7 +71,14 @@ export const oneOffCheckout: CheckoutStrategy = {
   },
   async completeReturn(deps, input) {
     const payment = await completeOneOffReturn(deps, input);
-    return payment && { requestId: payment.request_id, paymentId: payment.id, status: payment.status, channel: payment.channel };
+    return (
+      payment && {
+        requestId: payment.request_id,
+        paymentId: payment.id,
+        status: payment.status,
+        channel: payment.channel,
+      }
+    );
   },
 };
 
@@ -83,16 +98,24 @@ export function summaryOfEnduring(request: RequestRow): Summary {
       headline: `${displayAmount(subscription.amount_cents)} ${subscription.period}`,
       lines: [
         { label: 'Charged', value: `${amountValue(subscription.amount_cents)} ${subscription.period}` },
-        ...(subscription.total_count !== null ? [{ label: 'Number of payments', value: String(subscription.total_count) }] : []),
+        ...(subscription.total_count !== null
+          ? [{ label: 'Number of payments', value: String(subscription.total_count) }]
+          : []),
       ],
       consentText: 'You will authorise these regular payments in your bank. You can cancel at any time.',
       action: 'Continue to your bank',
     };
   }
   return {
-    headline: recurring ? `Up to ${displayAmount(recurring.max_per_period_cents)} per ${recurring.period.replace(/ly$/, '').replace('dai', 'day')}` : null,
-    lines: recurring?.max_per_payment_cents != null ? [{ label: 'Most per payment', value: displayAmount(recurring.max_per_payment_cents) }] : [],
-    consentText: 'You will authorise future payments within these limits in your bank. You can revoke this at any time, on your Tono payer page or at your bank.',
+    headline: recurring
+      ? `Up to ${displayAmount(recurring.max_per_period_cents)} per ${recurring.period.replace(/ly$/, '').replace('dai', 'day')}`
+      : null,
+    lines:
+      recurring?.max_per_payment_cents != null
+        ? [{ label: 'Most per payment', value: displayAmount(recurring.max_per_payment_cents) }]
+        : [],
+    consentText:
+      'You will authorise future payments within these limits in your bank. You can revoke this at any time, on your Tono payer page or at your bank.',
     action: 'Continue to your bank',
   };
 }
@@ -107,7 +130,11 @@ export function strategyFor(strategies: CheckoutStrategies, request: Pick<Reques
 }
 
 /** Asks each strategy whether the returning state is its own. */
-export async function completeReturn(strategies: CheckoutStrategies, deps: Deps, input: ReturnInput): Promise<ReturnOutcome | null> {
+export async function completeReturn(
+  strategies: CheckoutStrategies,
+  deps: Deps,
+  input: ReturnInput,
+): Promise<ReturnOutcome | null> {
   for (const strategy of new Set(strategies.values())) {
     const outcome = await strategy.completeReturn(deps, input);
     if (outcome) return outcome;

@@ -46,7 +46,13 @@ export function contentSecurityPolicy(embedOrigin: string | null, frameSrc: stri
  * `frameSrc` only for the embed demo, which frames the payment page itself. The headers every page
  * shares (nosniff, Referrer-Policy, Cache-Control) come from the app's page hook (src/http/page-headers.ts).
  */
-export function sendPage(reply: FastifyReply, status: number, html: string, embedOrigin: string | null = null, frameSrc: string | null = null): FastifyReply {
+export function sendPage(
+  reply: FastifyReply,
+  status: number,
+  html: string,
+  embedOrigin: string | null = null,
+  frameSrc: string | null = null,
+): FastifyReply {
   return reply
     .status(status)
     .header('content-type', 'text/html; charset=utf-8')

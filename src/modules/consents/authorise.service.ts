@@ -4,9 +4,21 @@ import { summaryOfEnduring } from '../checkout/checkout.strategies.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { PCR_CODE } from '../payments/payments.rules.ts';
 import { recurringOptionsOf } from '../requests/requests.present.ts';
-import { completeAuthorisation, startAuthorisation, type AuthorisationResult, type EnduringKind } from '../authorisations/authorisations.service.ts';
+import {
+  completeAuthorisation,
+  startAuthorisation,
+  type AuthorisationResult,
+  type EnduringKind,
+} from '../authorisations/authorisations.service.ts';
 import { findConsentById, findConsentOfRequest, insertConsent, type ConsentRow } from './consents.repo.ts';
-import { enduringPeriodOf, hashConsentToken, limitsOf, maskConsentToken, newConsentToken, NO_USAGE } from './consents.rules.ts';
+import {
+  enduringPeriodOf,
+  hashConsentToken,
+  limitsOf,
+  maskConsentToken,
+  newConsentToken,
+  NO_USAGE,
+} from './consents.rules.ts';
 import { noticeConsentAuthorised } from './consents.notices.ts';
 import { scheduleExpiry } from './consents.service.ts';
 import { describeLimits, type RecurringLimits } from './limits.ts';
@@ -77,9 +89,20 @@ export const recurringKind: EnduringKind = {
     };
     await insertConsent(trx, consent);
     // The token is in clear only in deliveries of this event to the endpoints that exist now.
-    await emitEvent(trx, { userId: request.user_id, mode: request.mode }, 'recurring_payment.authorised', consent.id, {
-      id: consent.id, merchant_identifier: consent.merchant_identifier, status: 'active', token: maskConsentToken(secret),
-    }, now, deps.secrets.seal(secret));
+    await emitEvent(
+      trx,
+      { userId: request.user_id, mode: request.mode },
+      'recurring_payment.authorised',
+      consent.id,
+      {
+        id: consent.id,
+        merchant_identifier: consent.merchant_identifier,
+        status: 'active',
+        token: maskConsentToken(secret),
+      },
+      now,
+      deps.secrets.seal(secret),
+    );
     await scheduleExpiry(trx, deps, consent);
     await noticeConsentAuthorised(trx, consent, deps.config.serviceTimeZone, now);
     return consent.id;
@@ -99,7 +122,10 @@ export const recurringCheckout = (zone: string): CheckoutStrategy => ({
   summary(request) {
     const base = summaryOfEnduring(request);
     const words = describeLimits(limitsOfRequest(request), zone);
-    return { ...base, lines: [{ label: 'Limits', value: words.charAt(0).toUpperCase() + words.slice(1) }, ...base.lines] };
+    return {
+      ...base,
+      lines: [{ label: 'Limits', value: words.charAt(0).toUpperCase() + words.slice(1) }, ...base.lines],
+    };
   },
   unavailable: () => null,
   start: (deps, request, input) => startAuthorisation(deps, recurringKind, request, input),
@@ -112,10 +138,20 @@ export const recurringCheckout = (zone: string): CheckoutStrategy => ({
     const consent = await findConsentOfRequest(deps.db, request.id);
     if (!consent) return null;
     if (consent.status === 'revoked') {
-      return { heading: 'Payment authority revoked', paragraphs: [`You had authorised regular payments to ${merchant}. This authority has been revoked, so no more payments can be taken with it.`] };
+      return {
+        heading: 'Payment authority revoked',
+        paragraphs: [
+          `You had authorised regular payments to ${merchant}. This authority has been revoked, so no more payments can be taken with it.`,
+        ],
+      };
     }
     if (consent.status === 'expired') {
-      return { heading: 'Payment authority ended', paragraphs: [`You had authorised regular payments to ${merchant}. This authority has ended, so no more payments can be taken with it.`] };
+      return {
+        heading: 'Payment authority ended',
+        paragraphs: [
+          `You had authorised regular payments to ${merchant}. This authority has ended, so no more payments can be taken with it.`,
+        ],
+      };
     }
     return {
       heading: 'Regular payments authorised',

@@ -1,7 +1,15 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { apiClient, createTestMerchant } from '../../../test/helpers.ts';
-import { advanceTo, authorise, consentHarness, createRecurringRequest, execute, sandboxBalance, type ConsentHarness } from './consents.testing.ts';
+import {
+  advanceTo,
+  authorise,
+  consentHarness,
+  createRecurringRequest,
+  execute,
+  sandboxBalance,
+  type ConsentHarness,
+} from './consents.testing.ts';
 
 // Recurring consents end to end: the pay test helper authorises at the sandbox bank over HTTP,
 // executions go through the connector to the same bank. Runs on SQLite and on PostgreSQL
@@ -9,7 +17,11 @@ import { advanceTo, authorise, consentHarness, createRecurringRequest, execute, 
 
 const weekly = { period: 'weekly', max_per_period: '100.00 NZD', max_per_payment: '50.00 NZD' } as const;
 
-const pageText = (html: string) => html.replace(/<[^>]+>/g, ' ').replace(/&#39;/g, "'").replace(/\s+/g, ' ');
+const pageText = (html: string) =>
+  html
+    .replace(/<[^>]+>/g, ' ')
+    .replace(/&#39;/g, "'")
+    .replace(/\s+/g, ' ');
 
 async function paymentsOf(h: ConsentHarness, consentId: string) {
   return h.runtime.deps.db.selectFrom('payments').selectAll().where('recurring_consent_id', '=', consentId).execute();
@@ -24,12 +36,21 @@ test('authorising a recurring request creates the consent, the customer and a pa
   assert.equal(consent.request_id, request.id);
   assert.equal(consent.merchant_identifier, 'sub-42');
   assert.deepEqual(consent.limits, {
-    period: 'weekly', max_per_period: '100.00 NZD', max_per_payment: '50.00 NZD', total_count: null, total_amount: null, end_date: '2027-12-31T10:59:59.999Z',
+    period: 'weekly',
+    max_per_period: '100.00 NZD',
+    max_per_payment: '50.00 NZD',
+    total_count: null,
+    total_amount: null,
+    end_date: '2027-12-31T10:59:59.999Z',
   });
   assert.match(token, /^rct_[A-Za-z0-9_-]{43}$/);
   assert.ok(!payResponse.includes(token));
 
-  const stored = await h.runtime.deps.db.selectFrom('recurring_consents').selectAll().where('id', '=', consent.id).executeTakeFirstOrThrow();
+  const stored = await h.runtime.deps.db
+    .selectFrom('recurring_consents')
+    .selectAll()
+    .where('id', '=', consent.id)
+    .executeTakeFirstOrThrow();
   assert.notEqual(stored.token_hash, token);
   assert.ok(!JSON.stringify(stored).includes(token));
 
@@ -38,21 +59,37 @@ test('authorising a recurring request creates the consent, the customer and a pa
   // the request's page says what the payer set up, not that a payment was received
   const page = pageText(await fetch(`${h.baseUrl}/pay/${request.id}`).then((r) => r.text()));
   assert.match(page, /Regular payments authorised/);
-  assert.match(page, /You have authorised Test Merchant to take payments from your account, up to \$50\.00 a payment, \$100\.00 a week, until 31 Dec 2027\./);
+  assert.match(
+    page,
+    /You have authorised Test Merchant to take payments from your account, up to \$50\.00 a payment, \$100\.00 a week, until 31 Dec 2027\./,
+  );
   assert.match(page, /No money has moved yet\./);
-  assert.match(page, /To stop future payments, revoke this authority on your Tono payer page \(sign in with your email\) or at your bank\./);
+  assert.match(
+    page,
+    /To stop future payments, revoke this authority on your Tono payer page \(sign in with your email\) or at your bank\./,
+  );
   assert.match(await fetch(`${h.baseUrl}/pay/${request.id}`).then((r) => r.text()), /href="\/customer"/);
   assert.doesNotMatch(page, /has been paid|already received/);
   const customer = await h.api.get(`/v1/customers/${consent.customer_id}`);
   assert.equal(customer.status, 200);
   assert.equal(customer.body.customer.email, 'payer@example.com');
 
-  const events = await h.runtime.deps.db.selectFrom('events').select(['type', 'body']).where('user_id', '=', h.merchant.userId).execute();
+  const events = await h.runtime.deps.db
+    .selectFrom('events')
+    .select(['type', 'body'])
+    .where('user_id', '=', h.merchant.userId)
+    .execute();
   const types = events.map((e) => e.type);
-  for (const type of ['recurring_payment.authorised', 'customer.created', 'request.status_updated']) assert.ok(types.includes(type), type);
+  for (const type of ['recurring_payment.authorised', 'customer.created', 'request.status_updated'])
+    assert.ok(types.includes(type), type);
   const authorised = JSON.parse(events.find((e) => e.type === 'recurring_payment.authorised')!.body);
   // stored masked (rct_… and its last 4 characters); the token itself only sealed beside it
-  assert.deepEqual(authorised.data, { id: consent.id, merchant_identifier: 'sub-42', status: 'active', token: `rct_…${token.slice(-4)}` });
+  assert.deepEqual(authorised.data, {
+    id: consent.id,
+    merchant_identifier: 'sub-42',
+    status: 'active',
+    token: `rct_…${token.slice(-4)}`,
+  });
   assert.equal(authorised.version, 1);
   const listed = (await h.api.get('/v1/events', { query: { type: 'recurring_payment.authorised' } })).body.events[0];
   assert.equal(listed.data.token, `rct_…${token.slice(-4)}`);
@@ -67,8 +104,15 @@ test('a declined authorisation creates nothing and the request stays active', as
   assert.equal((await h.api.get(`/v1/requests/${request.id}`)).body.request.status, 'active');
   const list = await h.api.get('/v1/recurring-consents');
   assert.deepEqual(list.body, { recurring_consents: [], has_more: false });
-  const events = await h.runtime.deps.db.selectFrom('events').select('type').where('user_id', '=', h.merchant.userId).execute();
-  assert.deepEqual(events.map((e) => e.type), ['request.created']);
+  const events = await h.runtime.deps.db
+    .selectFrom('events')
+    .select('type')
+    .where('user_id', '=', h.merchant.userId)
+    .execute();
+  assert.deepEqual(
+    events.map((e) => e.type),
+    ['request.created'],
+  );
 });
 
 test('max_per_payment: exactly at the limit passes, one cent over is refused and creates no payment', async (t) => {
@@ -94,7 +138,19 @@ test('a payment has every field of the payment object; test mode moves 0.01 NZD 
   const reply = await execute(h, token, '50.00 NZD', 'inv-1', { reference: 'INV-1', merchant_identifier: 'order-1' });
   assert.equal(reply.status, 201);
   const payment = reply.body.payment;
-  for (const field of ['id', 'request_id', 'provider', 'amount', 'pcr', 'is_test_mode', 'status', 'completed_at', 'created_at', 'updated_at', 'failure_reason']) {
+  for (const field of [
+    'id',
+    'request_id',
+    'provider',
+    'amount',
+    'pcr',
+    'is_test_mode',
+    'status',
+    'completed_at',
+    'created_at',
+    'updated_at',
+    'failure_reason',
+  ]) {
     assert.ok(field in payment, field);
   }
   assert.equal(payment.request_id, request.id);
@@ -112,17 +168,29 @@ test('a payment has every field of the payment object; test mode moves 0.01 NZD 
 
   const read = await h.api.get(`/v1/recurring-consents/${consent.id}`);
   assert.deepEqual(read.body.recurring_consent.usage.total, {
-    amount: { value: '50.00 NZD', formatted: '$50.00' }, count: 1, remaining_amount: null, remaining_count: null,
+    amount: { value: '50.00 NZD', formatted: '$50.00' },
+    count: 1,
+    remaining_amount: null,
+    remaining_count: null,
   });
   assert.deepEqual(read.body.recurring_consent.usage.period.remaining, { value: '50.00 NZD', formatted: '$50.00' });
-  const events = await h.runtime.deps.db.selectFrom('events').select('body').where('object_id', '=', payment.id).where('type', '=', 'payment.status_updated').execute();
+  const events = await h.runtime.deps.db
+    .selectFrom('events')
+    .select('body')
+    .where('object_id', '=', payment.id)
+    .where('type', '=', 'payment.status_updated')
+    .execute();
   assert.equal(events.length, 1);
   assert.equal(JSON.parse(events[0].body).data.status, 'successful');
 });
 
 test('max_per_period over a Monday-to-Sunday week that contains the end of daylight saving', async (t) => {
   const h = await consentHarness(t);
-  const { token } = await authorise(h, { period: 'weekly', max_per_period: '100.00 NZD', max_per_payment: '60.00 NZD' });
+  const { token } = await authorise(h, {
+    period: 'weekly',
+    max_per_period: '100.00 NZD',
+    max_per_payment: '60.00 NZD',
+  });
   await advanceTo(h, '2027-03-28T11:00:00.000Z'); // Monday 29 March 00:00 NZDT
   assert.equal((await execute(h, token, '60.00 NZD', 'a')).status, 201);
   assert.equal((await execute(h, token, '40.00 NZD', 'b')).status, 201);
@@ -130,10 +198,14 @@ test('max_per_period over a Monday-to-Sunday week that contains the end of dayli
   const over = await execute(h, token, '0.01 NZD', 'c');
   assert.deepEqual(over.body, {
     code: 'payment_rejected.max_per_period',
-    message: '0.01 NZD is more than the 0.00 NZD left of the consent\'s 100.00 NZD a week',
+    message: "0.01 NZD is more than the 0.00 NZD left of the consent's 100.00 NZD a week",
     params: {
-      amount: '0.01 NZD', limit: '100.00 NZD', remaining: '0.00 NZD', period: 'weekly',
-      period_start: '2027-03-28T11:00:00.000Z', period_end: '2027-04-04T12:00:00.000Z',
+      amount: '0.01 NZD',
+      limit: '100.00 NZD',
+      remaining: '0.00 NZD',
+      period: 'weekly',
+      period_start: '2027-03-28T11:00:00.000Z',
+      period_end: '2027-04-04T12:00:00.000Z',
     },
   });
   assert.equal(over.status, 422);
@@ -167,8 +239,11 @@ test('a monthly period starts on the 1st at local midnight; April contains the c
   assert.equal(over.body.params.period_end, '2027-04-30T12:00:00.000Z'); // 1 May 00:00 NZST
   const read = await h.api.get(`/v1/recurring-consents/${consent.id}`);
   assert.deepEqual(read.body.recurring_consent.usage.period, {
-    start: '2027-03-31T11:00:00.000Z', end: '2027-04-30T12:00:00.000Z',
-    amount: { value: '20.00 NZD', formatted: '$20.00' }, count: 1, remaining: { value: '0.00 NZD', formatted: '$0.00' },
+    start: '2027-03-31T11:00:00.000Z',
+    end: '2027-04-30T12:00:00.000Z',
+    amount: { value: '20.00 NZD', formatted: '$20.00' },
+    count: 1,
+    remaining: { value: '0.00 NZD', formatted: '$0.00' },
   });
 });
 
@@ -178,7 +253,9 @@ test('total_count and total_amount: at the limit passes, one more is refused', a
   assert.equal((await execute(h, counted.token, '1.00 NZD', 'a')).status, 201);
   assert.equal((await execute(h, counted.token, '1.00 NZD', 'b')).status, 201);
   assert.deepEqual((await execute(h, counted.token, '1.00 NZD', 'c')).body, {
-    code: 'payment_rejected.total_count', message: 'The consent allows 2 payments in total and 0 remain', params: { limit: 2, remaining: 0 },
+    code: 'payment_rejected.total_count',
+    message: 'The consent allows 2 payments in total and 0 remain',
+    params: { limit: 2, remaining: 0 },
   });
 
   const capped = await authorise(h, { period: 'daily', max_per_period: '1000.00 NZD', total_amount: '30.00 NZD' });
@@ -188,20 +265,28 @@ test('total_count and total_amount: at the limit passes, one more is refused', a
   assert.equal(over.status, 422);
   assert.deepEqual(over.body, {
     code: 'payment_rejected.total_amount',
-    message: '0.01 NZD is more than the 0.00 NZD left of the consent\'s total of 30.00 NZD',
+    message: "0.01 NZD is more than the 0.00 NZD left of the consent's total of 30.00 NZD",
     params: { amount: '0.01 NZD', limit: '30.00 NZD', remaining: '0.00 NZD' },
   });
 });
 
 test('end_date: a payment at the last moment passes; afterwards the consent is expired and executions are refused', async (t) => {
   const h = await consentHarness(t);
-  const { consent, token } = await authorise(h, { period: 'daily', max_per_period: '100.00 NZD', end_date: '2027-01-31' });
+  const { consent, token } = await authorise(h, {
+    period: 'daily',
+    max_per_period: '100.00 NZD',
+    end_date: '2027-01-31',
+  });
   await advanceTo(h, '2027-01-31T10:59:59.000Z'); // 23:59:59 NZDT on the end date
   assert.equal((await execute(h, token, '1.00 NZD', 'a')).status, 201);
   await advanceTo(h, '2027-01-31T11:00:00.000Z');
   const read = await h.api.get(`/v1/recurring-consents/${consent.id}`);
   assert.equal(read.body.recurring_consent.status, 'expired');
-  const stored = await h.runtime.deps.db.selectFrom('recurring_consents').select('status').where('id', '=', consent.id).executeTakeFirstOrThrow();
+  const stored = await h.runtime.deps.db
+    .selectFrom('recurring_consents')
+    .select('status')
+    .where('id', '=', consent.id)
+    .executeTakeFirstOrThrow();
   assert.equal(stored.status, 'expired', 'the expiry job ran on the test clock');
   assert.deepEqual((await execute(h, token, '1.00 NZD', 'b')).body, {
     code: 'payment_rejected.end_date',
@@ -257,13 +342,20 @@ test('idempotency: replay returns the original with 200, other parameters are a 
 test('the bank refuses: 201 with a failed payment and failure_reason, and failed payments do not count', async (t) => {
   const h = await consentHarness(t);
   const { consent, token } = await authorise(h, { period: 'daily', max_per_period: '10.00 NZD' });
-  const declined = await h.api.post(`/v1/test-helpers/recurring-consents/${consent.id}/decline-next`, { count: 1, reason: 'insufficient_funds' });
+  const declined = await h.api.post(`/v1/test-helpers/recurring-consents/${consent.id}/decline-next`, {
+    count: 1,
+    reason: 'insufficient_funds',
+  });
   assert.equal(declined.status, 200);
   const failed = await execute(h, token, '10.00 NZD', 'a');
   assert.equal(failed.status, 201);
   assert.equal(failed.body.payment.status, 'failed');
   assert.equal(failed.body.payment.failure_reason, 'insufficient_funds');
-  assert.equal((await execute(h, token, '10.00 NZD', 'a')).status, 200, 'a retry with the same key returns the failed payment');
+  assert.equal(
+    (await execute(h, token, '10.00 NZD', 'a')).status,
+    200,
+    'a retry with the same key returns the failed payment',
+  );
   const next = await execute(h, token, '10.00 NZD', 'b');
   assert.equal(next.status, 201);
   assert.equal(next.body.payment.status, 'successful');
@@ -281,13 +373,25 @@ test('the merchant revokes: here and at the bank; executions are then refused', 
     message: 'The recurring consent has been revoked; no further payments can be taken with it',
     params: {},
   });
-  assert.equal((await h.api.put(`/v1/recurring-consents/${consent.id}/revoke`)).status, 200, 'revoking again changes nothing');
+  assert.equal(
+    (await h.api.put(`/v1/recurring-consents/${consent.id}/revoke`)).status,
+    200,
+    'revoking again changes nothing',
+  );
   const page = pageText(await fetch(`${h.baseUrl}/pay/${consent.request_id}`).then((r) => r.text()));
   assert.match(page, /Payment authority revoked.*no more payments can be taken with it/);
-  const stored = await h.runtime.deps.db.selectFrom('recurring_consents').selectAll().where('id', '=', consent.id).executeTakeFirstOrThrow();
-  const atBank = await h.runtime.deps.banks.connectorFor('sandbox', 'test')!.getConsent({ consentId: stored.bank_consent_id, kind: 'enduring' });
+  const stored = await h.runtime.deps.db
+    .selectFrom('recurring_consents')
+    .selectAll()
+    .where('id', '=', consent.id)
+    .executeTakeFirstOrThrow();
+  const atBank = await h.runtime.deps.banks
+    .connectorFor('sandbox', 'test')!
+    .getConsent({ consentId: stored.bank_consent_id, kind: 'enduring' });
   assert.ok(atBank.ok && atBank.status === 'Revoked');
-  const types = (await h.runtime.deps.db.selectFrom('events').select('type').where('user_id', '=', h.merchant.userId).execute()).map((e) => e.type);
+  const types = (
+    await h.runtime.deps.db.selectFrom('events').select('type').where('user_id', '=', h.merchant.userId).execute()
+  ).map((e) => e.type);
   assert.ok(!types.includes('recurring_payment.revoked'));
 });
 
@@ -297,7 +401,11 @@ test('the payer revokes in the dashboard: recurring_payment.revoked is sent and 
   const revoked = await h.api.post(`/v1/test-helpers/recurring-consents/${consent.id}/revoke-by-payer`, {});
   assert.equal(revoked.status, 200);
   assert.equal(revoked.body.recurring_consent.status, 'revoked');
-  const event = await h.runtime.deps.db.selectFrom('events').select('body').where('type', '=', 'recurring_payment.revoked').executeTakeFirstOrThrow();
+  const event = await h.runtime.deps.db
+    .selectFrom('events')
+    .select('body')
+    .where('type', '=', 'recurring_payment.revoked')
+    .executeTakeFirstOrThrow();
   assert.deepEqual(JSON.parse(event.body).data, { id: consent.id, merchant_identifier: 'sub-42', status: 'revoked' });
   assert.equal((await execute(h, token, '1.00 NZD', 'a')).body.code, 'payment_rejected.consent_revoked');
 });
@@ -314,11 +422,13 @@ test('the payer revokes at the bank: no webhook; the next execution fails and ma
   assert.equal(failed.body.payment.failure_reason, 'consent_revoked');
   assert.equal((await h.api.get(`/v1/recurring-consents/${consent.id}`)).body.recurring_consent.status, 'revoked');
   assert.equal((await execute(h, token, '1.00 NZD', 'b')).body.code, 'payment_rejected.consent_revoked');
-  const types = (await h.runtime.deps.db.selectFrom('events').select('type').where('user_id', '=', h.merchant.userId).execute()).map((e) => e.type);
+  const types = (
+    await h.runtime.deps.db.selectFrom('events').select('type').where('user_id', '=', h.merchant.userId).execute()
+  ).map((e) => e.type);
   assert.ok(!types.includes('recurring_payment.revoked'));
 });
 
-test('unknown tokens, other merchants\' tokens and the other mode are all 404, with nothing revealed', async (t) => {
+test("unknown tokens, other merchants' tokens and the other mode are all 404, with nothing revealed", async (t) => {
   const h = await consentHarness(t);
   const { consent, token } = await authorise(h, weekly);
   const notFound = { code: 'not_found.recurring_consent', message: 'No such recurring consent', params: {} };
@@ -330,10 +440,19 @@ test('unknown tokens, other merchants\' tokens and the other mode are all 404, w
   assert.deepEqual(foreign.body, notFound);
   assert.equal((await otherApi.get(`/v1/recurring-consents/${consent.id}`)).status, 404);
   // Another merchant's test helpers cannot reach this consent at the sandbox bank either.
-  assert.equal((await otherApi.post(`/v1/test-helpers/recurring-consents/${consent.id}/decline-next`, { count: 5 })).status, 404);
-  assert.equal((await otherApi.post(`/v1/test-helpers/recurring-consents/${consent.id}/revoke-by-payer`, {})).status, 404);
+  assert.equal(
+    (await otherApi.post(`/v1/test-helpers/recurring-consents/${consent.id}/decline-next`, { count: 5 })).status,
+    404,
+  );
+  assert.equal(
+    (await otherApi.post(`/v1/test-helpers/recurring-consents/${consent.id}/revoke-by-payer`, {})).status,
+    404,
+  );
   const live = apiClient(h.runtime, h.merchant.liveKey);
-  assert.deepEqual((await live.post('/v1/payments', { token, amount: '1.00 NZD', idempotency_key: 'a' })).body, notFound);
+  assert.deepEqual(
+    (await live.post('/v1/payments', { token, amount: '1.00 NZD', idempotency_key: 'a' })).body,
+    notFound,
+  );
   assert.equal((await live.get(`/v1/recurring-consents/${consent.id}`)).status, 404);
   assert.equal((await live.post(`/v1/test-helpers/recurring-consents/${consent.id}/revoke-by-payer`, {})).status, 404);
   assert.equal((await paymentsOf(h, consent.id)).length, 0);
@@ -346,23 +465,39 @@ test('bad execution input gets a clear error and changes nothing', async (t) => 
   const { consent, token } = await authorise(h, weekly);
   const unknown = await execute(h, token, '1.00 NZD', 'a', { surprise: 1 });
   assert.equal(unknown.status, 400);
-  assert.deepEqual(unknown.body, { code: 'bad_request.unknown_param.surprise', message: 'surprise is not a parameter of this endpoint', params: { field: 'surprise' } });
+  assert.deepEqual(unknown.body, {
+    code: 'bad_request.unknown_param.surprise',
+    message: 'surprise is not a parameter of this endpoint',
+    params: { field: 'surprise' },
+  });
   const badAmount = await execute(h, token, '5 NZD', 'a');
   assert.equal(badAmount.status, 400);
   assert.equal(badAmount.body.code, 'bad_request.invalid_param.amount');
   assert.deepEqual(badAmount.body.params, { field: 'amount' });
   assert.match(badAmount.body.message, /<decimal> NZD/);
   const zero = await execute(h, token, '0.00 NZD', 'a');
-  assert.deepEqual(zero.body, { code: 'bad_request.invalid_param.amount', message: 'amount must be more than 0.00 NZD', params: { field: 'amount' } });
+  assert.deepEqual(zero.body, {
+    code: 'bad_request.invalid_param.amount',
+    message: 'amount must be more than 0.00 NZD',
+    params: { field: 'amount' },
+  });
   const missing = await h.api.post('/v1/payments', { token, amount: '1.00 NZD' });
-  assert.deepEqual(missing.body, { code: 'bad_request.missing_param.idempotency_key', message: 'idempotency_key is required', params: { field: 'idempotency_key' } });
+  assert.deepEqual(missing.body, {
+    code: 'bad_request.missing_param.idempotency_key',
+    message: 'idempotency_key is required',
+    params: { field: 'idempotency_key' },
+  });
   assert.equal((await paymentsOf(h, consent.id)).length, 0);
 });
 
 test('listing and reading consents: filters, pagination, never the token; the token appears in no response, log line or other event', async (t) => {
   const h = await consentHarness(t);
   const first = await authorise(h, weekly, { merchant_identifier: 'm-1' });
-  const second = await authorise(h, { period: 'daily', max_per_period: '20.00 NZD' }, { merchant_identifier: 'm-2', cust_info: { email: 'other@example.com' } });
+  const second = await authorise(
+    h,
+    { period: 'daily', max_per_period: '20.00 NZD' },
+    { merchant_identifier: 'm-2', cust_info: { email: 'other@example.com' } },
+  );
   const responses: string[] = [first.payResponse, second.payResponse];
   const call = async (reply: Promise<{ status: number; text: string; body: any }>) => {
     const r = await reply;
@@ -373,19 +508,36 @@ test('listing and reading consents: filters, pagination, never the token; the to
   await call(execute(h, first.token, '5.00 NZD', 'k1'));
   await call(execute(h, first.token, '60.00 NZD', 'k2'));
   const all = await call(h.api.get('/v1/recurring-consents'));
-  assert.deepEqual(all.body.recurring_consents.map((c: any) => c.id), [second.consent.id, first.consent.id]);
+  assert.deepEqual(
+    all.body.recurring_consents.map((c: any) => c.id),
+    [second.consent.id, first.consent.id],
+  );
   const page = await call(h.api.get('/v1/recurring-consents', { query: { limit: '1' } }));
   assert.equal(page.body.has_more, true);
-  const next = await call(h.api.get('/v1/recurring-consents', { query: { limit: '1', starting_after: page.body.recurring_consents[0].id } }));
-  assert.deepEqual(next.body.recurring_consents.map((c: any) => c.id), [first.consent.id]);
+  const next = await call(
+    h.api.get('/v1/recurring-consents', { query: { limit: '1', starting_after: page.body.recurring_consents[0].id } }),
+  );
+  assert.deepEqual(
+    next.body.recurring_consents.map((c: any) => c.id),
+    [first.consent.id],
+  );
   assert.equal(next.body.has_more, false);
   const byEmail = await call(h.api.get('/v1/recurring-consents', { query: { email: 'OTHER@example.com' } }));
-  assert.deepEqual(byEmail.body.recurring_consents.map((c: any) => c.id), [second.consent.id]);
+  assert.deepEqual(
+    byEmail.body.recurring_consents.map((c: any) => c.id),
+    [second.consent.id],
+  );
   const byRequest = await call(h.api.get('/v1/recurring-consents', { query: { request_id: first.request.id } }));
-  assert.deepEqual(byRequest.body.recurring_consents.map((c: any) => c.id), [first.consent.id]);
+  assert.deepEqual(
+    byRequest.body.recurring_consents.map((c: any) => c.id),
+    [first.consent.id],
+  );
   await call(h.api.put(`/v1/recurring-consents/${second.consent.id}/revoke`));
   const revoked = await call(h.api.get('/v1/recurring-consents', { query: { status: 'revoked' } }));
-  assert.deepEqual(revoked.body.recurring_consents.map((c: any) => c.id), [second.consent.id]);
+  assert.deepEqual(
+    revoked.body.recurring_consents.map((c: any) => c.id),
+    [second.consent.id],
+  );
   const one = await call(h.api.get(`/v1/recurring-consents/${first.consent.id}`));
   assert.equal(one.body.recurring_consent.usage.total.count, 1);
   await call(h.api.get(`/v1/payments?limit=10`));
@@ -394,7 +546,11 @@ test('listing and reading consents: filters, pagination, never the token; the to
     for (const text of responses) assert.ok(!text.includes(token), 'no API response carries the token');
     for (const line of h.logs) assert.ok(!line.includes(token), 'no log line carries the token');
     const events = await h.runtime.deps.db.selectFrom('events').select(['type', 'body', 'secret_sealed']).execute();
-    assert.deepEqual(events.filter((e) => e.body.includes(token) || e.secret_sealed?.includes(token)), [], 'no stored event carries the token in clear');
+    assert.deepEqual(
+      events.filter((e) => e.body.includes(token) || e.secret_sealed?.includes(token)),
+      [],
+      'no stored event carries the token in clear',
+    );
     const jobs = await h.runtime.deps.db.selectFrom('jobs').select('payload').execute();
     assert.ok(jobs.every((j) => !j.payload.includes(token)));
   }

@@ -4,7 +4,13 @@ import { registerConsentRoutes } from './consents.routes.ts';
 import { sealConsentAccessTokens } from './consents.service.ts';
 import { EXPIRE_CONSENT_JOB, expireConsentJob, REVOKE_AT_BANK_JOB, revokeAtBankJob } from './consents.service.ts';
 import { payRecurring } from './consents.test-helpers.ts';
-import { RECOVER_EXECUTIONS_JOB, recoverExecutionsJob, scheduleExecutionRecovery, SETTLE_EXECUTION_JOB, settleExecutionJob } from './execute.service.ts';
+import {
+  RECOVER_EXECUTIONS_JOB,
+  recoverExecutionsJob,
+  scheduleExecutionRecovery,
+  SETTLE_EXECUTION_JOB,
+  settleExecutionJob,
+} from './execute.service.ts';
 
 /** Recurring consents: authorised at the bank, charged by the merchant within limits, revoked. */
 export const consentsModule: ModuleManifest = {

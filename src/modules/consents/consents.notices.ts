@@ -9,25 +9,38 @@ import { describeLimits } from './limits.ts';
 
 export async function noticeConsentAuthorised(trx: Db, consent: ConsentRow, zone: string, now: number): Promise<void> {
   const merchant = await merchantContact(trx, consent.user_id);
-  await queueMail(trx, {
-    to: consent.email,
-    template: 'consent_authorised',
-    data: { merchant: merchant.name, limits: describeLimits(limitsOf(consent), zone), test: consent.mode === 'test' },
-    related: { type: 'recurring_consent', id: consent.id },
-    owner: { userId: consent.user_id, mode: consent.mode },
-    dedupeKey: `consent_authorised:${consent.id}`,
-  }, now);
+  await queueMail(
+    trx,
+    {
+      to: consent.email,
+      template: 'consent_authorised',
+      data: { merchant: merchant.name, limits: describeLimits(limitsOf(consent), zone), test: consent.mode === 'test' },
+      related: { type: 'recurring_consent', id: consent.id },
+      owner: { userId: consent.user_id, mode: consent.mode },
+      dedupeKey: `consent_authorised:${consent.id}`,
+    },
+    now,
+  );
 }
 
-export async function noticeConsentRevoked(trx: Db, consent: ConsentRow, by: 'merchant' | 'payer' | 'bank', now: number): Promise<void> {
+export async function noticeConsentRevoked(
+  trx: Db,
+  consent: ConsentRow,
+  by: 'merchant' | 'payer' | 'bank',
+  now: number,
+): Promise<void> {
   const merchant = await merchantContact(trx, consent.user_id);
   const byWords = by === 'payer' ? 'you' : by === 'bank' ? 'your bank' : merchant.name;
-  await queueMail(trx, {
-    to: consent.email,
-    template: 'consent_revoked',
-    data: { merchant: merchant.name, by: byWords, test: consent.mode === 'test' },
-    related: { type: 'recurring_consent', id: consent.id },
-    owner: { userId: consent.user_id, mode: consent.mode },
-    dedupeKey: `consent_revoked:${consent.id}`,
-  }, now);
+  await queueMail(
+    trx,
+    {
+      to: consent.email,
+      template: 'consent_revoked',
+      data: { merchant: merchant.name, by: byWords, test: consent.mode === 'test' },
+      related: { type: 'recurring_consent', id: consent.id },
+      owner: { userId: consent.user_id, mode: consent.mode },
+      dedupeKey: `consent_revoked:${consent.id}`,
+    },
+    now,
+  );
 }

@@ -40,12 +40,19 @@ async function view(deps: Deps, row: ConsentRow, withPayments: boolean): Promise
     test: row.mode === 'test',
     status: object.status,
     agreed: `${merchant} may take ${describeLimits(limitsOf(row), zone)}`,
-    left: active ? `${object.usage.period.remaining.formatted} left until ${describeMoment(Date.parse(object.usage.period.end), zone)}` : null,
+    left: active
+      ? `${object.usage.period.remaining.formatted} left until ${describeMoment(Date.parse(object.usage.period.end), zone)}`
+      : null,
     created: describeMoment(row.created_at, zone),
-    ended: row.revoked_at !== null
-      ? `Revoked by ${revokedByWords[row.revoked_by ?? ''] ?? 'the bank'} on ${describeMoment(row.revoked_at, zone)}`
-      : object.status === 'expired' ? 'Ended: its end date has passed, or its total was reached' : null,
-    payments: withPayments ? (await paymentsUnder(deps.db, { recurringConsentId: row.id })).map((p) => paymentLine(p, zone)) : [],
+    ended:
+      row.revoked_at !== null
+        ? `Revoked by ${revokedByWords[row.revoked_by ?? ''] ?? 'the bank'} on ${describeMoment(row.revoked_at, zone)}`
+        : object.status === 'expired'
+          ? 'Ended: its end date has passed, or its total was reached'
+          : null,
+    payments: withPayments
+      ? (await paymentsUnder(deps.db, { recurringConsentId: row.id })).map((p) => paymentLine(p, zone))
+      : [],
   };
 }
 

@@ -21,7 +21,13 @@ export async function insertConsent(db: Db, row: ConsentRow): Promise<void> {
 }
 
 export async function findConsent(db: Db, owner: Owner, id: string): Promise<ConsentRow | undefined> {
-  return db.selectFrom('recurring_consents').selectAll().where('id', '=', id).where('user_id', '=', owner.userId).where('mode', '=', owner.mode).executeTakeFirst();
+  return db
+    .selectFrom('recurring_consents')
+    .selectAll()
+    .where('id', '=', id)
+    .where('user_id', '=', owner.userId)
+    .where('mode', '=', owner.mode)
+    .executeTakeFirst();
 }
 
 export async function getConsent(db: Db, owner: Owner, id: string): Promise<ConsentRow> {
@@ -35,8 +41,13 @@ export async function findConsentById(db: Db, id: string): Promise<ConsentRow | 
 }
 
 const findConsentByTokenHashQuery = prepared<{ tokenHash: string; userId: string; mode: Mode }, ConsentRow>((db, arg) =>
-  db.selectFrom('recurring_consents').selectAll().where('token_hash', '=', arg('tokenHash'))
-    .where('user_id', '=', arg('userId')).where('mode', '=', arg('mode')));
+  db
+    .selectFrom('recurring_consents')
+    .selectAll()
+    .where('token_hash', '=', arg('tokenHash'))
+    .where('user_id', '=', arg('userId'))
+    .where('mode', '=', arg('mode')),
+);
 
 /** The owner's consent with this token, not locked. */
 export async function findConsentByTokenHash(db: Db, owner: Owner, tokenHash: string): Promise<ConsentRow | undefined> {
@@ -48,7 +59,8 @@ export async function findConsentOfRequest(db: Db, requestId: string): Promise<C
 }
 
 const lockConsentQuery = prepared<{ id: string }, ConsentRow>((db, arg) =>
-  lockForUpdate(db, db.selectFrom('recurring_consents').selectAll().where('id', '=', arg('id'))));
+  lockForUpdate(db, db.selectFrom('recurring_consents').selectAll().where('id', '=', arg('id'))),
+);
 
 export async function lockConsent(db: Db, id: string): Promise<ConsentRow | undefined> {
   return lockConsentQuery.first(db, { id });
@@ -72,8 +84,16 @@ export async function updateConsent(db: Db, id: string, changes: Partial<Consent
  * Counts a payment just reserved (the caller holds the consent lock): the totals go up by it and
  * the period counters now hold `window`, at `periodBefore` (its usage without the payment) plus it.
  */
-const countReservedPaymentQuery = prepared<{ id: string; amountCents: number; start: number; end: number; periodCount: number; periodCents: number }>((db, arg) =>
-  db.updateTable('recurring_consents')
+const countReservedPaymentQuery = prepared<{
+  id: string;
+  amountCents: number;
+  start: number;
+  end: number;
+  periodCount: number;
+  periodCents: number;
+}>((db, arg) =>
+  db
+    .updateTable('recurring_consents')
     .set((eb) => ({
       used_count: eb('used_count', '+', 1),
       used_cents: eb('used_cents', '+', arg('amountCents')),
@@ -82,11 +102,23 @@ const countReservedPaymentQuery = prepared<{ id: string; amountCents: number; st
       period_count: arg('periodCount'),
       period_cents: arg('periodCents'),
     }))
-    .where('id', '=', arg('id')));
+    .where('id', '=', arg('id')),
+);
 
-export async function countReservedPayment(db: Db, consentId: string, amountCents: number, window: Window, periodBefore: UsageTotals): Promise<void> {
+export async function countReservedPayment(
+  db: Db,
+  consentId: string,
+  amountCents: number,
+  window: Window,
+  periodBefore: UsageTotals,
+): Promise<void> {
   await countReservedPaymentQuery.run(db, {
-    id: consentId, amountCents, start: window.start, end: window.end, periodCount: periodBefore.count + 1, periodCents: periodBefore.amount_cents + amountCents,
+    id: consentId,
+    amountCents,
+    start: window.start,
+    end: window.end,
+    periodCount: periodBefore.count + 1,
+    periodCents: periodBefore.amount_cents + amountCents,
   });
 }
 
@@ -95,11 +127,17 @@ export async function countReservedPayment(db: Db, consentId: string, amountCent
  * the period counters too when the payment was created inside the window they hold. Relative to
  * the row as it is when the statement runs, so it is right whichever window that row holds by then.
  */
-export async function shiftUsage(db: Db, consentId: string, payment: { amount_cents: number; created_at: number }, change: -1 | 1): Promise<void> {
+export async function shiftUsage(
+  db: Db,
+  consentId: string,
+  payment: { amount_cents: number; created_at: number },
+  change: -1 | 1,
+): Promise<void> {
   const cents = change * Number(payment.amount_cents);
   const createdAt = Number(payment.created_at);
   const inWindow = sql`period_start is not null and period_start <= ${createdAt} and ${createdAt} < period_end`;
-  await db.updateTable('recurring_consents')
+  await db
+    .updateTable('recurring_consents')
     .set({
       used_count: sql<number>`used_count + ${change}`,
       used_cents: sql<number>`used_cents + ${cents}`,
@@ -110,38 +148,73 @@ export async function shiftUsage(db: Db, consentId: string, payment: { amount_ce
     .execute();
 }
 
-
-export type ConsentFilters = { status?: string; email?: string; request_id?: string; merchant_identifier?: string; limit: number; starting_after?: string };
+export type ConsentFilters = {
+  status?: string;
+  email?: string;
+  request_id?: string;
+  merchant_identifier?: string;
+  limit: number;
+  starting_after?: string;
+};
 
 export async function listConsents(db: Db, owner: Owner, filters: ConsentFilters): Promise<ConsentRow[]> {
-  let query = db.selectFrom('recurring_consents').selectAll().where('user_id', '=', owner.userId).where('mode', '=', owner.mode);
+  let query = db
+    .selectFrom('recurring_consents')
+    .selectAll()
+    .where('user_id', '=', owner.userId)
+    .where('mode', '=', owner.mode);
   if (filters.status) query = query.where('status', '=', filters.status);
   if (filters.email) query = query.where('email', '=', filters.email);
   if (filters.request_id) query = query.where('request_id', '=', filters.request_id);
   if (filters.merchant_identifier) query = query.where('merchant_identifier', '=', filters.merchant_identifier);
   if (filters.starting_after) query = query.where('id', '<', filters.starting_after);
-  return query.orderBy('id', 'desc').limit(filters.limit + 1).execute();
+  return query
+    .orderBy('id', 'desc')
+    .limit(filters.limit + 1)
+    .execute();
 }
-
 
 /** Bank access tokens stored in clear before secrets were sealed at rest. */
 export async function sealConsentAccessTokens(db: Db, seal: (secret: string) => string): Promise<void> {
-  const rows = await db.selectFrom('recurring_consents').select(['id', 'bank_access_token']).where(notSealed('bank_access_token')).execute();
-  for (const row of rows) await db.updateTable('recurring_consents').set({ bank_access_token: seal(row.bank_access_token) }).where('id', '=', row.id).execute();
+  const rows = await db
+    .selectFrom('recurring_consents')
+    .select(['id', 'bank_access_token'])
+    .where(notSealed('bank_access_token'))
+    .execute();
+  for (const row of rows)
+    await db
+      .updateTable('recurring_consents')
+      .set({ bank_access_token: seal(row.bank_access_token) })
+      .where('id', '=', row.id)
+      .execute();
 }
 
 /** The consents registered to a payer's email, newest first (at most 200). */
 export async function consentsOfEmail(db: Db, email: string): Promise<ConsentRow[]> {
-  return db.selectFrom('recurring_consents').selectAll().where('email', '=', email).orderBy('id', 'desc').limit(200).execute();
+  return db
+    .selectFrom('recurring_consents')
+    .selectAll()
+    .where('email', '=', email)
+    .orderBy('id', 'desc')
+    .limit(200)
+    .execute();
 }
 
 export async function anyConsentOfEmail(db: Db, email: string): Promise<boolean> {
-  return (await db.selectFrom('recurring_consents').select('id').where('email', '=', email).limit(1).executeTakeFirst()) !== undefined;
+  return (
+    (await db.selectFrom('recurring_consents').select('id').where('email', '=', email).limit(1).executeTakeFirst()) !==
+    undefined
+  );
 }
 
 /** How many of an owner's recurring consents have each status (the dashboard's home). */
 export async function countConsentsByStatus(db: Db, owner: Owner): Promise<Record<string, number>> {
-  const rows = await db.selectFrom('recurring_consents').select(['status', (eb) => eb.fn.countAll<number>().as('n')])
-    .where('user_id', '=', owner.userId).where('mode', '=', owner.mode).groupBy('status').execute();
+  const rows = await db
+    .selectFrom('recurring_consents')
+    .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
+    .where('user_id', '=', owner.userId)
+    .where('mode', '=', owner.mode)
+    .groupBy('status')
+    .execute();
   return Object.fromEntries(rows.map((row) => [row.status, Number(row.n)]));
 }

@@ -2,7 +2,16 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import {
-  COUNTED_STATUSES, countedChange, effectiveConsentStatus, enduringPeriodOf, executionFingerprint, hashConsentToken, limitRefusalError, newConsentToken, NO_USAGE, periodUsageOf,
+  COUNTED_STATUSES,
+  countedChange,
+  effectiveConsentStatus,
+  enduringPeriodOf,
+  executionFingerprint,
+  hashConsentToken,
+  limitRefusalError,
+  newConsentToken,
+  NO_USAGE,
+  periodUsageOf,
 } from './consents.rules.ts';
 import { checkLimits } from './limits.ts';
 
@@ -24,26 +33,34 @@ test('the execution fingerprint changes with every parameter and only with them'
     reference: fc.option(fc.stringMatching(/^[a-zA-Z0-9-]{0,12}$/)),
     merchantIdentifier: fc.option(fc.string({ maxLength: 20 })),
   });
-  fc.assert(fc.property(input, input, (a, b) => {
-    const same = a.tokenHash === b.tokenHash && a.amountCents === b.amountCents && a.reference === b.reference && a.merchantIdentifier === b.merchantIdentifier;
-    assert.equal(executionFingerprint(a) === executionFingerprint(b), same);
-    assert.equal(executionFingerprint(a), executionFingerprint({ ...a }));
-  }));
+  fc.assert(
+    fc.property(input, input, (a, b) => {
+      const same =
+        a.tokenHash === b.tokenHash &&
+        a.amountCents === b.amountCents &&
+        a.reference === b.reference &&
+        a.merchantIdentifier === b.merchantIdentifier;
+      assert.equal(executionFingerprint(a) === executionFingerprint(b), same);
+      assert.equal(executionFingerprint(a), executionFingerprint({ ...a }));
+    }),
+  );
   // An empty reference and no reference are different requests.
   const base = { tokenHash: 'ab', amountCents: 100, merchantIdentifier: null };
   assert.notEqual(executionFingerprint({ ...base, reference: '' }), executionFingerprint({ ...base, reference: null }));
 });
 
 test('a consent past its end reads as expired before the job has run; revoked stays revoked', () => {
-  fc.assert(fc.property(fc.integer({ min: 0, max: 2 ** 42 }), fc.integer({ min: -1e9, max: 1e9 }), (endAt, delta) => {
-    const now = endAt + delta;
-    assert.equal(effectiveConsentStatus({ status: 'active', end_at: endAt }, now), delta > 0 ? 'expired' : 'active');
-    assert.equal(effectiveConsentStatus({ status: 'revoked', end_at: endAt }, now), 'revoked');
-    assert.equal(effectiveConsentStatus({ status: 'active', end_at: null }, now), 'active');
-  }));
+  fc.assert(
+    fc.property(fc.integer({ min: 0, max: 2 ** 42 }), fc.integer({ min: -1e9, max: 1e9 }), (endAt, delta) => {
+      const now = endAt + delta;
+      assert.equal(effectiveConsentStatus({ status: 'active', end_at: endAt }, now), delta > 0 ? 'expired' : 'active');
+      assert.equal(effectiveConsentStatus({ status: 'revoked', end_at: endAt }, now), 'revoked');
+      assert.equal(effectiveConsentStatus({ status: 'active', end_at: null }, now), 'active');
+    }),
+  );
 });
 
-test('periods map to the standard\'s enduring-consent periods', () => {
+test("periods map to the standard's enduring-consent periods", () => {
   assert.deepEqual((['daily', 'weekly', 'monthly'] as const).map(enduringPeriodOf), ['Daily', 'Weekly', 'Monthly']);
 });
 
@@ -56,18 +73,29 @@ test('every refusal becomes a 422 payment_rejected.<limit> whose params never sh
     total_amount_cents: fc.option(fc.integer({ min: 1, max: 2_000_000 })),
     end_at: fc.option(fc.integer({ min: 1_800_000_000_000, max: 1_900_000_000_000 })),
   });
-  const used = fc.record({ amount_cents: fc.integer({ min: 0, max: 3_000_000 }), count: fc.integer({ min: 0, max: 30 }) });
-  fc.assert(fc.property(limits, used, used, fc.integer({ min: 1, max: 2_000_000 }), fc.integer({ min: 1_800_000_000_000, max: 1_900_000_000_000 }),
-    (l, total, period, amount, at) => {
-      const check = checkLimits(l, { total, period }, amount, at);
-      if (check.ok) return;
-      const error = limitRefusalError(check, l.period, amount);
-      assert.equal(error.code, `payment_rejected.${check.reason}`);
-      assert.equal(error.status, 422);
-      const remaining = error.params.remaining;
-      if (typeof remaining === 'string') assert.ok(!remaining.startsWith('-'));
-      if (typeof remaining === 'number') assert.ok(remaining >= 0);
-    }));
+  const used = fc.record({
+    amount_cents: fc.integer({ min: 0, max: 3_000_000 }),
+    count: fc.integer({ min: 0, max: 30 }),
+  });
+  fc.assert(
+    fc.property(
+      limits,
+      used,
+      used,
+      fc.integer({ min: 1, max: 2_000_000 }),
+      fc.integer({ min: 1_800_000_000_000, max: 1_900_000_000_000 }),
+      (l, total, period, amount, at) => {
+        const check = checkLimits(l, { total, period }, amount, at);
+        if (check.ok) return;
+        const error = limitRefusalError(check, l.period, amount);
+        assert.equal(error.code, `payment_rejected.${check.reason}`);
+        assert.equal(error.status, 422);
+        const remaining = error.params.remaining;
+        if (typeof remaining === 'string') assert.ok(!remaining.startsWith('-'));
+        if (typeof remaining === 'number') assert.ok(remaining >= 0);
+      },
+    ),
+  );
 });
 
 test('a status change moves the counted payments by -1 when a payment stops counting, +1 when it starts, else 0', () => {

@@ -37,8 +37,15 @@ export function hashConsentToken(token: string): string {
 }
 
 /** The parameters an idempotency key is bound to; the same key with other parameters is a 409. */
-export function executionFingerprint(input: { tokenHash: string; amountCents: number; reference: string | null; merchantIdentifier: string | null }): string {
-  return sha256Hex(JSON.stringify(['execute.v1', input.tokenHash, input.amountCents, input.reference, input.merchantIdentifier]));
+export function executionFingerprint(input: {
+  tokenHash: string;
+  amountCents: number;
+  reference: string | null;
+  merchantIdentifier: string | null;
+}): string {
+  return sha256Hex(
+    JSON.stringify(['execute.v1', input.tokenHash, input.amountCents, input.reference, input.merchantIdentifier]),
+  );
 }
 
 export function limitsOf(row: ConsentLimitsRow): RecurringLimits {
@@ -72,9 +79,19 @@ export function countedChange(from: string, to: string): -1 | 0 | 1 {
  * counters cover the payments created in one calendar window, [period_start, period_end), and
  * a null window means none is held (after the migration, say).
  */
-export type UsageCounters = Pick<RecurringConsentsTable, 'used_count' | 'used_cents' | 'period_start' | 'period_end' | 'period_count' | 'period_cents'>;
+export type UsageCounters = Pick<
+  RecurringConsentsTable,
+  'used_count' | 'used_cents' | 'period_start' | 'period_end' | 'period_count' | 'period_cents'
+>;
 
-export const NO_USAGE: UsageCounters = { used_count: 0, used_cents: 0, period_start: null, period_end: null, period_count: 0, period_cents: 0 };
+export const NO_USAGE: UsageCounters = {
+  used_count: 0,
+  used_cents: 0,
+  period_start: null,
+  period_end: null,
+  period_count: 0,
+  period_cents: 0,
+};
 
 export function totalUsageOf(row: UsageCounters): UsageTotals {
   return { amount_cents: Number(row.used_cents), count: Number(row.used_count) };
@@ -93,7 +110,10 @@ export function enduringPeriodOf(period: LimitPeriod): EnduringPeriod {
 }
 
 /** The status as of `now`: an active consent past its end is expired before the expiry job has run. */
-export function effectiveConsentStatus(row: Pick<RecurringConsentsTable, 'status' | 'end_at'>, now: number): ConsentStatus {
+export function effectiveConsentStatus(
+  row: Pick<RecurringConsentsTable, 'status' | 'end_at'>,
+  now: number,
+): ConsentStatus {
   if (row.status === 'active' && row.end_at !== null && now > Number(row.end_at)) return 'expired';
   return row.status as ConsentStatus;
 }
@@ -105,37 +125,68 @@ export function limitRefusalError(refusal: LimitRefusal, period: LimitPeriod, am
   const asked = amountValue(amountCents);
   switch (refusal.reason) {
     case 'end_date':
-      return paymentRejected('end_date', `The consent ended at ${iso(refusal.limit)}; no payments can be taken after its end_date`, {
-        end_date: iso(refusal.limit),
-      });
+      return paymentRejected(
+        'end_date',
+        `The consent ended at ${iso(refusal.limit)}; no payments can be taken after its end_date`,
+        {
+          end_date: iso(refusal.limit),
+        },
+      );
     case 'max_per_payment':
-      return paymentRejected('max_per_payment', `${asked} is more than the consent allows for one payment (${amountValue(refusal.limit)})`, {
-        amount: asked, limit: amountValue(refusal.limit), remaining: amountValue(refusal.remaining),
-      });
+      return paymentRejected(
+        'max_per_payment',
+        `${asked} is more than the consent allows for one payment (${amountValue(refusal.limit)})`,
+        {
+          amount: asked,
+          limit: amountValue(refusal.limit),
+          remaining: amountValue(refusal.remaining),
+        },
+      );
     case 'total_count':
-      return paymentRejected('total_count', `The consent allows ${refusal.limit} payments in total and ${refusal.remaining} remain`, {
-        limit: refusal.limit, remaining: refusal.remaining,
-      });
+      return paymentRejected(
+        'total_count',
+        `The consent allows ${refusal.limit} payments in total and ${refusal.remaining} remain`,
+        {
+          limit: refusal.limit,
+          remaining: refusal.remaining,
+        },
+      );
     case 'total_amount':
-      return paymentRejected('total_amount', `${asked} is more than the ${amountValue(refusal.remaining)} left of the consent's total of ${amountValue(refusal.limit)}`, {
-        amount: asked, limit: amountValue(refusal.limit), remaining: amountValue(refusal.remaining),
-      });
+      return paymentRejected(
+        'total_amount',
+        `${asked} is more than the ${amountValue(refusal.remaining)} left of the consent's total of ${amountValue(refusal.limit)}`,
+        {
+          amount: asked,
+          limit: amountValue(refusal.limit),
+          remaining: amountValue(refusal.remaining),
+        },
+      );
     case 'max_per_period':
-      return paymentRejected('max_per_period', `${asked} is more than the ${amountValue(refusal.remaining)} left of the consent's ${amountValue(refusal.limit)} a ${periodNoun[period]}`, {
-        amount: asked,
-        limit: amountValue(refusal.limit),
-        remaining: amountValue(refusal.remaining),
-        period,
-        period_start: iso(refusal.window!.start),
-        period_end: iso(refusal.window!.end),
-      });
+      return paymentRejected(
+        'max_per_period',
+        `${asked} is more than the ${amountValue(refusal.remaining)} left of the consent's ${amountValue(refusal.limit)} a ${periodNoun[period]}`,
+        {
+          amount: asked,
+          limit: amountValue(refusal.limit),
+          remaining: amountValue(refusal.remaining),
+          period,
+          period_start: iso(refusal.window!.start),
+          period_end: iso(refusal.window!.end),
+        },
+      );
   }
 }
 
 export function consentRevokedError(): AppError {
-  return paymentRejected('consent_revoked', 'The recurring consent has been revoked; no further payments can be taken with it', {});
+  return paymentRejected(
+    'consent_revoked',
+    'The recurring consent has been revoked; no further payments can be taken with it',
+    {},
+  );
 }
 
 export function consentNotActiveError(status: string): AppError {
-  return paymentRejected('consent_not_active', `The recurring consent is ${status}; payments need an active consent`, { status });
+  return paymentRejected('consent_not_active', `The recurring consent is ${status}; payments need an active consent`, {
+    status,
+  });
 }

@@ -10,7 +10,16 @@ import { transact } from '../../store/tx.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { connectorFor } from '../payments/payments.banks.ts';
 import { clockIdOf, clockOf } from '../payments/payments.service.ts';
-import { countConsentsByStatus, findConsentById, getConsent, listConsents, lockConsent, updateConsent, type ConsentRow, type Owner } from './consents.repo.ts';
+import {
+  countConsentsByStatus,
+  findConsentById,
+  getConsent,
+  listConsents,
+  lockConsent,
+  updateConsent,
+  type ConsentRow,
+  type Owner,
+} from './consents.repo.ts';
 import { presentConsent, type ConsentObject } from './consents.present.ts';
 import { effectiveConsentStatus, limitsOf } from './consents.rules.ts';
 import { noticeConsentRevoked } from './consents.notices.ts';
@@ -33,7 +42,12 @@ const ownerOf = (ctx: Ctx): Owner => ({ userId: ctx.merchant.id, mode: ctx.mode 
  * The consent as the API shows it, with its usage as of the consent's clock. A read stores
  * nothing: a window the counters do not hold yet is summed here and stored by the next execution.
  */
-export async function consentObject(db: Kysely<Database>, row: ConsentRow, now: number, zone: string): Promise<ConsentObject> {
+export async function consentObject(
+  db: Kysely<Database>,
+  row: ConsentRow,
+  now: number,
+  zone: string,
+): Promise<ConsentObject> {
   const usage = await usageOf(db, row, periodWindow(limitsOf(row).period, now, zone));
   return presentConsent(row, usage, now, zone);
 }
@@ -76,20 +90,36 @@ async function revoke(deps: Deps, consentId: string, by: RevokedBy, clock: Clock
     const revoked: ConsentRow = { ...consent, status: 'revoked', revoked_by: by, revoked_at: now, updated_at: now };
     await updateConsent(trx, consent.id, { status: 'revoked', revoked_by: by, revoked_at: now, updated_at: now });
     if (by === 'payer') {
-      await emitEvent(trx, { userId: consent.user_id, mode: consent.mode }, 'recurring_payment.revoked', consent.id, {
-        id: consent.id, merchant_identifier: consent.merchant_identifier, status: 'revoked',
-      }, now);
+      await emitEvent(
+        trx,
+        { userId: consent.user_id, mode: consent.mode },
+        'recurring_payment.revoked',
+        consent.id,
+        {
+          id: consent.id,
+          merchant_identifier: consent.merchant_identifier,
+          status: 'revoked',
+        },
+        now,
+      );
     }
     await noticeConsentRevoked(trx, revoked, by, now);
-    await enqueue(trx, {
-      kind: REVOKE_AT_BANK_JOB,
-      runAt: deps.clock.now() + 60_000,
-      payload: { consent_id: consent.id },
-      dedupeKey: `${REVOKE_AT_BANK_JOB}:${consent.id}`,
-    }, deps.clock.now());
+    await enqueue(
+      trx,
+      {
+        kind: REVOKE_AT_BANK_JOB,
+        runAt: deps.clock.now() + 60_000,
+        payload: { consent_id: consent.id },
+        dedupeKey: `${REVOKE_AT_BANK_JOB}:${consent.id}`,
+      },
+      deps.clock.now(),
+    );
     return { row: revoked, changed: true };
   });
-  if (changed) await revokeAtBank(deps, row).catch((error) => deps.log.warn({ err: error, consent_id: row.id }, 'revoking at the bank failed; the job retries'));
+  if (changed)
+    await revokeAtBank(deps, row).catch((error) =>
+      deps.log.warn({ err: error, consent_id: row.id }, 'revoking at the bank failed; the job retries'),
+    );
   return row;
 }
 
@@ -122,7 +152,11 @@ export function revokeAtBankJob(deps: Deps): JobHandler {
   return async (payload: { consent_id: string }, { job }) => {
     const consent = await findConsentById(deps.db, payload.consent_id);
     if (consent?.status !== 'revoked' || consent.revoked_by === 'bank') return;
-    if (!(await revokeAtBank(deps, consent))) return { retryAt: deps.clock.now() + Math.min(30_000 * 2 ** job.attempts, 3_600_000), error: 'bank did not revoke yet' };
+    if (!(await revokeAtBank(deps, consent)))
+      return {
+        retryAt: deps.clock.now() + Math.min(30_000 * 2 ** job.attempts, 3_600_000),
+        error: 'bank did not revoke yet',
+      };
   };
 }
 
@@ -131,16 +165,24 @@ export function revokeAtBankJob(deps: Deps): JobHandler {
  * clock. The real due time comes from the stored clock offset, not from two readings of "now", so
  * a test clock advanced exactly to the end runs it.
  */
-export async function scheduleExpiry(trx: Kysely<Database>, deps: Deps, consent: Pick<ConsentRow, 'id' | 'end_at' | 'user_id' | 'mode'>): Promise<void> {
+export async function scheduleExpiry(
+  trx: Kysely<Database>,
+  deps: Deps,
+  consent: Pick<ConsentRow, 'id' | 'end_at' | 'user_id' | 'mode'>,
+): Promise<void> {
   if (consent.end_at === null) return;
   const offset = consent.mode === 'test' ? await clockOffset(trx, consent.user_id) : 0;
-  await enqueue(trx, {
-    kind: EXPIRE_CONSENT_JOB,
-    runAt: realTimeOf(Number(consent.end_at) + 1, offset),
-    clockId: clockIdOf(consent),
-    payload: { consent_id: consent.id },
-    dedupeKey: `${EXPIRE_CONSENT_JOB}:${consent.id}`,
-  }, deps.clock.now());
+  await enqueue(
+    trx,
+    {
+      kind: EXPIRE_CONSENT_JOB,
+      runAt: realTimeOf(Number(consent.end_at) + 1, offset),
+      clockId: clockIdOf(consent),
+      payload: { consent_id: consent.id },
+      dedupeKey: `${EXPIRE_CONSENT_JOB}:${consent.id}`,
+    },
+    deps.clock.now(),
+  );
 }
 
 /** Job: an active consent past its end_at becomes expired. Safe to run twice. */

@@ -23,12 +23,29 @@ export async function payRecurring(ctx: Ctx, request: RequestRow, body: PayBody)
   const bank = banksFor(deps, 'test')[0];
   if (!bank) throw new AppError('service_unavailable', 'No bank is connected, so the sandbox bank cannot be used', {});
   const strategy = recurringCheckout(deps.config.serviceTimeZone);
-  const started = await strategy.start(deps, request, { amountCents: null, bankId: bank.id, details: detailsFromBody(body), channel: 'api' });
+  const started = await strategy.start(deps, request, {
+    amountCents: null,
+    bankId: bank.id,
+    details: detailsFromBody(body),
+    channel: 'api',
+  });
   if (!started.ok) throw new AppError('service_unavailable', started.message, {});
   const back = await authoriseAtBank(started.redirectUrl, body.outcome ?? 'approve', bankReturnUrl(deps));
-  await strategy.completeReturn(deps, { state: back.searchParams.get('state') ?? '', code: back.searchParams.get('code'), error: back.searchParams.get('error') });
-  const consent = await ctx.db.selectFrom('recurring_consents').selectAll().where('request_id', '=', request.id).executeTakeFirst();
-  return { recurring_consent: consent ? await consentObject(ctx.db, consent, ctx.clock.now(), deps.config.serviceTimeZone) : null };
+  await strategy.completeReturn(deps, {
+    state: back.searchParams.get('state') ?? '',
+    code: back.searchParams.get('code'),
+    error: back.searchParams.get('error'),
+  });
+  const consent = await ctx.db
+    .selectFrom('recurring_consents')
+    .selectAll()
+    .where('request_id', '=', request.id)
+    .executeTakeFirst();
+  return {
+    recurring_consent: consent
+      ? await consentObject(ctx.db, consent, ctx.clock.now(), deps.config.serviceTimeZone)
+      : null,
+  };
 }
 
 async function sandboxHook(deps: Deps, path: string, body: unknown): Promise<void> {
@@ -53,34 +70,62 @@ export async function registerConsentTestHelperRoutes(app: App, deps: Deps): Pro
   const params = IdParams('Recurring consent id (recurring_…)');
   const response = { 200: ConsentEnvelope, ...errorResponses, 503: errorResponses[400] };
 
-  app.post('/v1/test-helpers/recurring-consents/:id/revoke-at-bank', {
-    onRequest: auth,
-    schema: { tags, summary: 'The payer revokes the consent at their bank: no webhook; the next execution finds out', params, response },
-  }, async (request) => {
-    const consent = await testConsent(request.ctx, request.params.id);
-    await sandboxHook(deps, `/test/consents/${encodeURIComponent(consent.bank_consent_id)}/revoke`, {});
-    return present(request.ctx, consent.id);
-  });
+  app.post(
+    '/v1/test-helpers/recurring-consents/:id/revoke-at-bank',
+    {
+      onRequest: auth,
+      schema: {
+        tags,
+        summary: 'The payer revokes the consent at their bank: no webhook; the next execution finds out',
+        params,
+        response,
+      },
+    },
+    async (request) => {
+      const consent = await testConsent(request.ctx, request.params.id);
+      await sandboxHook(deps, `/test/consents/${encodeURIComponent(consent.bank_consent_id)}/revoke`, {});
+      return present(request.ctx, consent.id);
+    },
+  );
 
-  app.post('/v1/test-helpers/recurring-consents/:id/revoke-by-payer', {
-    onRequest: auth,
-    schema: { tags, summary: 'The payer revokes the consent in the payer dashboard: recurring_payment.revoked', params, response },
-  }, async (request) => {
-    const consent = await testConsent(request.ctx, request.params.id);
-    await revokeConsentByPayer(deps, consent.id);
-    return present(request.ctx, consent.id);
-  });
+  app.post(
+    '/v1/test-helpers/recurring-consents/:id/revoke-by-payer',
+    {
+      onRequest: auth,
+      schema: {
+        tags,
+        summary: 'The payer revokes the consent in the payer dashboard: recurring_payment.revoked',
+        params,
+        response,
+      },
+    },
+    async (request) => {
+      const consent = await testConsent(request.ctx, request.params.id);
+      await revokeConsentByPayer(deps, consent.id);
+      return present(request.ctx, consent.id);
+    },
+  );
 
-  app.post('/v1/test-helpers/recurring-consents/:id/decline-next', {
-    onRequest: auth,
-    schema: { tags, summary: 'The bank refuses the next `count` executions under this consent', params, body: DeclineNextBody, response },
-  }, async (request) => {
-    const consent = await testConsent(request.ctx, request.params.id);
-    const body = request.body ?? {};
-    await sandboxHook(deps, `/test/consents/${encodeURIComponent(consent.bank_consent_id)}/decline-next`, {
-      count: body.count ?? 1, ...(body.reason !== undefined && { reason: body.reason }),
-    });
-    return present(request.ctx, consent.id);
-  });
+  app.post(
+    '/v1/test-helpers/recurring-consents/:id/decline-next',
+    {
+      onRequest: auth,
+      schema: {
+        tags,
+        summary: 'The bank refuses the next `count` executions under this consent',
+        params,
+        body: DeclineNextBody,
+        response,
+      },
+    },
+    async (request) => {
+      const consent = await testConsent(request.ctx, request.params.id);
+      const body = request.body ?? {};
+      await sandboxHook(deps, `/test/consents/${encodeURIComponent(consent.bank_consent_id)}/decline-next`, {
+        count: body.count ?? 1,
+        ...(body.reason !== undefined && { reason: body.reason }),
+      });
+      return present(request.ctx, consent.id);
+    },
+  );
 }
-

@@ -4,7 +4,14 @@
 import { Writable } from 'node:stream';
 import type { TestContext } from 'node:test';
 import pino from 'pino';
-import { apiClient, createTestMerchant, freshDb, testConfig, type ApiClient, type TestMerchant } from '../../../test/helpers.ts';
+import {
+  apiClient,
+  createTestMerchant,
+  freshDb,
+  testConfig,
+  type ApiClient,
+  type TestMerchant,
+} from '../../../test/helpers.ts';
 import { loggerRedactPaths } from '../../app.ts';
 import { createRuntime, type Runtime } from '../../runtime.ts';
 import { SERVICE_BASIC } from '../banks/banks.testing.ts';
@@ -49,7 +56,11 @@ export type RecurringOptions = {
   end_date?: string;
 };
 
-export async function createRecurringRequest(h: ConsentHarness, options: RecurringOptions, extra: Record<string, unknown> = {}) {
+export async function createRecurringRequest(
+  h: ConsentHarness,
+  options: RecurringOptions,
+  extra: Record<string, unknown> = {},
+) {
   const created = await h.api.post('/v1/requests', {
     bank_account_id: h.merchant.bankAccountId,
     message: 'Weekly veg box',
@@ -73,12 +84,22 @@ export async function authorise(h: ConsentHarness, options: RecurringOptions, ex
 
 /** The consent's token, as the merchant's endpoint received it: the authorisation event's sealed secret, opened. */
 export async function tokenOf(h: ConsentHarness, consentId: string): Promise<string> {
-  const event = await h.runtime.deps.db.selectFrom('events').select('secret_sealed').where('type', '=', 'recurring_payment.authorised')
-    .where('object_id', '=', consentId).executeTakeFirstOrThrow();
+  const event = await h.runtime.deps.db
+    .selectFrom('events')
+    .select('secret_sealed')
+    .where('type', '=', 'recurring_payment.authorised')
+    .where('object_id', '=', consentId)
+    .executeTakeFirstOrThrow();
   return h.runtime.deps.secrets.open(event.secret_sealed!);
 }
 
-export function execute(h: ConsentHarness, token: string, amount: string, key: string, extra: Record<string, unknown> = {}) {
+export function execute(
+  h: ConsentHarness,
+  token: string,
+  amount: string,
+  key: string,
+  extra: Record<string, unknown> = {},
+) {
   return h.api.post('/v1/payments', { token, amount, idempotency_key: key, ...extra });
 }
 
@@ -89,7 +110,9 @@ export async function advanceTo(h: ConsentHarness, to: string) {
 
 /** The sandbox payer's balance in cents. */
 export async function sandboxBalance(h: ConsentHarness): Promise<number> {
-  const reply = await fetch(`${h.baseUrl}/sandbox-bank/test/payers/sandbox`, { headers: { authorization: SERVICE_BASIC } }).then((r) => r.json() as Promise<any>);
+  const reply = await fetch(`${h.baseUrl}/sandbox-bank/test/payers/sandbox`, {
+    headers: { authorization: SERVICE_BASIC },
+  }).then((r) => r.json() as Promise<any>);
   const [whole, fraction] = String(reply.Data.Balance.Amount).split('.');
   return Number(whole) * 100 + Number((fraction ?? '0').padEnd(2, '0'));
 }

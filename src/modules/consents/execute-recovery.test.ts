@@ -14,20 +14,38 @@ import { startReceiver } from '../webhooks/receiver.test-support.ts';
 const MINUTE = 60_000;
 
 async function settleJobs(h: ConsentHarness) {
-  const rows = await h.runtime.deps.db.selectFrom('jobs').select(['dedupe_key', 'run_at', 'clock_id']).where('kind', '=', SETTLE_EXECUTION_JOB).execute();
+  const rows = await h.runtime.deps.db
+    .selectFrom('jobs')
+    .select(['dedupe_key', 'run_at', 'clock_id'])
+    .where('kind', '=', SETTLE_EXECUTION_JOB)
+    .execute();
   return rows.map((row) => ({ ...row, run_at: Number(row.run_at) }));
 }
 
 async function paymentOf(h: ConsentHarness, id: string) {
-  return h.runtime.deps.db.selectFrom('payments').select(['status', 'bank_payment_id']).where('id', '=', id).executeTakeFirstOrThrow();
+  return h.runtime.deps.db
+    .selectFrom('payments')
+    .select(['status', 'bank_payment_id'])
+    .where('id', '=', id)
+    .executeTakeFirstOrThrow();
 }
 
 async function bankConsentOf(h: ConsentHarness, consentId: string): Promise<string> {
-  return (await h.runtime.deps.db.selectFrom('recurring_consents').select('bank_consent_id').where('id', '=', consentId).executeTakeFirstOrThrow()).bank_consent_id;
+  return (
+    await h.runtime.deps.db
+      .selectFrom('recurring_consents')
+      .select('bank_consent_id')
+      .where('id', '=', consentId)
+      .executeTakeFirstOrThrow()
+  ).bank_consent_id;
 }
 
 async function bankPaymentsOf(h: ConsentHarness, consentId: string) {
-  return h.runtime.deps.db.selectFrom('sandbox_payments').select(['id', 'status']).where('consent_id', '=', await bankConsentOf(h, consentId)).execute();
+  return h.runtime.deps.db
+    .selectFrom('sandbox_payments')
+    .select(['id', 'status'])
+    .where('consent_id', '=', await bankConsentOf(h, consentId))
+    .execute();
 }
 
 test('an execution recorded at once leaves no job behind; an unconfirmed one has its settle job, two minutes on', async (t) => {
@@ -46,8 +64,11 @@ test('an execution recorded at once leaves no job behind; an unconfirmed one has
   const jobs = await settleJobs(h);
   assert.equal(jobs.length, 1);
   assert.equal(jobs[0]!.dedupe_key, `${SETTLE_EXECUTION_JOB}:${held.body.payment.id}`);
-  assert.equal(jobs[0]!.clock_id, h.merchant.userId, 'on the merchant\'s test clock');
-  assert.ok(jobs[0]!.run_at >= before + 2 * MINUTE && jobs[0]!.run_at <= Date.now() + 2 * MINUTE, 'due two minutes after the outcome was recorded');
+  assert.equal(jobs[0]!.clock_id, h.merchant.userId, "on the merchant's test clock");
+  assert.ok(
+    jobs[0]!.run_at >= before + 2 * MINUTE && jobs[0]!.run_at <= Date.now() + 2 * MINUTE,
+    'due two minutes after the outcome was recorded',
+  );
 });
 
 test('an execution never recorded is found by the sweep and settled with the same idempotency key: one payment at the bank', async (t) => {
@@ -64,8 +85,12 @@ test('an execution never recorded is found by the sweep and settled with the sam
   // process that dies before the answer comes.
   const stuck = execute(h, token, '7.00 NZD', 'stuck');
   await bank.waitFor(1);
-  const [inFlight] = await h.runtime.deps.db.selectFrom('payments').select(['id', 'status', 'updated_at']).where('recurring_consent_id', '=', consent.id)
-    .where('idempotency_key', '=', 'stuck').execute();
+  const [inFlight] = await h.runtime.deps.db
+    .selectFrom('payments')
+    .select(['id', 'status', 'updated_at'])
+    .where('recurring_consent_id', '=', consent.id)
+    .where('idempotency_key', '=', 'stuck')
+    .execute();
   assert.equal(inFlight!.status, 'awaiting-consent');
   assert.deepEqual(await settleJobs(h), [], 'no job is queued when an execution is reserved');
 
@@ -76,7 +101,11 @@ test('an execution never recorded is found by the sweep and settled with the sam
   const jobs = await settleJobs(h);
   assert.equal(jobs.length, 1, 'and queues no second job');
   assert.equal(jobs[0]!.dedupe_key, `${SETTLE_EXECUTION_JOB}:${inFlight!.id}`);
-  assert.equal(jobs[0]!.run_at, Number(inFlight!.updated_at) + 2 * MINUTE, 'the test clock has not moved: its time is real time');
+  assert.equal(
+    jobs[0]!.run_at,
+    Number(inFlight!.updated_at) + 2 * MINUTE,
+    'the test clock has not moved: its time is real time',
+  );
   assert.equal((await paymentOf(h, inFlight!.id)).status, 'awaiting-consent', 'not due yet');
   assert.deepEqual(await bankPaymentsOf(h, consent.id), [], 'the bank has not taken it');
 
@@ -91,15 +120,27 @@ test('an execution never recorded is found by the sweep and settled with the sam
   assert.equal(atBank.length, 1);
   assert.equal(settled.bank_payment_id, atBank[0]!.id);
   assert.deepEqual(await settleJobs(h), [], 'the settle job is done');
-  const events = await h.runtime.deps.db.selectFrom('events').select('body').where('object_id', '=', inFlight!.id).orderBy('id').execute();
-  assert.deepEqual(events.map((e) => JSON.parse(e.body).data.status), ['awaiting-consent', 'successful']);
+  const events = await h.runtime.deps.db
+    .selectFrom('events')
+    .select('body')
+    .where('object_id', '=', inFlight!.id)
+    .orderBy('id')
+    .execute();
+  assert.deepEqual(
+    events.map((e) => JSON.parse(e.body).data.status),
+    ['awaiting-consent', 'successful'],
+  );
 
   // The call that never came back ends now; recording it changes nothing.
   await bank.close();
   const reply = await stuck;
   assert.equal(reply.body.payment?.status ?? reply.body.code, 'successful');
   assert.equal((await bankPaymentsOf(h, consent.id)).length, 1);
-  const after = await h.runtime.deps.db.selectFrom('events').select('id').where('object_id', '=', inFlight!.id).execute();
+  const after = await h.runtime.deps.db
+    .selectFrom('events')
+    .select('id')
+    .where('object_id', '=', inFlight!.id)
+    .execute();
   assert.equal(after.length, 2, 'no further event');
   const read = await h.api.get(`/v1/recurring-consents/${consent.id}`);
   assert.equal(read.body.recurring_consent.usage.total.count, 1, 'counted once');
@@ -109,15 +150,27 @@ test('the sweep is one job for every process, due when a process starts, that as
   const h = await consentHarness(t);
   await consentsModule.start!(h.runtime.deps);
   await consentsModule.start!(h.runtime.deps);
-  const sweeps = await h.runtime.deps.db.selectFrom('jobs').select(['run_at', 'clock_id']).where('kind', '=', RECOVER_EXECUTIONS_JOB).execute();
+  const sweeps = await h.runtime.deps.db
+    .selectFrom('jobs')
+    .select(['run_at', 'clock_id'])
+    .where('kind', '=', RECOVER_EXECUTIONS_JOB)
+    .execute();
   assert.equal(sweeps.length, 1);
   assert.equal(sweeps[0]!.clock_id, null, 'real time, whatever the test clocks');
   assert.ok(consentsModule.jobs!.some((kind) => kind.name === RECOVER_EXECUTIONS_JOB));
   // A process that starts makes it due at once: it may be the one restarted after a crash.
-  await h.runtime.deps.db.updateTable('jobs').set({ run_at: Date.now() + 10 * MINUTE }).where('kind', '=', RECOVER_EXECUTIONS_JOB).execute();
+  await h.runtime.deps.db
+    .updateTable('jobs')
+    .set({ run_at: Date.now() + 10 * MINUTE })
+    .where('kind', '=', RECOVER_EXECUTIONS_JOB)
+    .execute();
   const starting = Date.now();
   await consentsModule.start!(h.runtime.deps);
-  const [due] = await h.runtime.deps.db.selectFrom('jobs').select('run_at').where('kind', '=', RECOVER_EXECUTIONS_JOB).execute();
+  const [due] = await h.runtime.deps.db
+    .selectFrom('jobs')
+    .select('run_at')
+    .where('kind', '=', RECOVER_EXECUTIONS_JOB)
+    .execute();
   assert.ok(Number(due!.run_at) >= starting && Number(due!.run_at) <= Date.now());
 
   // The worker runs it at once, and it puts itself a minute on.
@@ -126,7 +179,11 @@ test('the sweep is one job for every process, due when a process starts, that as
   let runAt = 0;
   for (let waited = 0; waited < 10_000 && runAt < before + MINUTE; waited += 20) {
     await new Promise((resolve) => setTimeout(resolve, 20));
-    const row = await h.runtime.deps.db.selectFrom('jobs').select('run_at').where('kind', '=', RECOVER_EXECUTIONS_JOB).executeTakeFirstOrThrow();
+    const row = await h.runtime.deps.db
+      .selectFrom('jobs')
+      .select('run_at')
+      .where('kind', '=', RECOVER_EXECUTIONS_JOB)
+      .executeTakeFirstOrThrow();
     runAt = Number(row.run_at);
   }
   assert.ok(runAt >= before + MINUTE && runAt <= Date.now() + MINUTE, 'ran, and is due again in a minute');

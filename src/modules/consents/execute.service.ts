@@ -7,12 +7,36 @@ import { transact } from '../../store/tx.ts';
 import type { Db } from '../../store/db.ts';
 import type { BankConnector, BankResult, BankPaymentOutcome } from '../banks/bank-connector.ts';
 import { connectorFor, creditorOf, remittanceOf } from '../payments/payments.banks.ts';
-import { clockIdOf, clockOf, createPaymentRow, executionsInFlight, findPaymentById, findPaymentByIdempotencyKey, lockPayment, presentPayment, setPaymentStatus, setPaymentStatusIfUnmoved, type PaymentRow } from '../payments/payments.service.ts';
 import {
-  findConsentById, findConsentByTokenHash, lockConsent, lockConsentAsRead, updateConsent, type ConsentRow, type Owner,
+  clockIdOf,
+  clockOf,
+  createPaymentRow,
+  executionsInFlight,
+  findPaymentById,
+  findPaymentByIdempotencyKey,
+  lockPayment,
+  presentPayment,
+  setPaymentStatus,
+  setPaymentStatusIfUnmoved,
+  type PaymentRow,
+} from '../payments/payments.service.ts';
+import {
+  findConsentById,
+  findConsentByTokenHash,
+  lockConsent,
+  lockConsentAsRead,
+  updateConsent,
+  type ConsentRow,
+  type Owner,
 } from './consents.repo.ts';
 import {
-  consentNotActiveError, consentRevokedError, effectiveConsentStatus, executionFingerprint, hashConsentToken, limitRefusalError, limitsOf,
+  consentNotActiveError,
+  consentRevokedError,
+  effectiveConsentStatus,
+  executionFingerprint,
+  hashConsentToken,
+  limitRefusalError,
+  limitsOf,
 } from './consents.rules.ts';
 import type { ExecutePaymentBody } from './consents.schemas.ts';
 import { checkLimits, periodWindow } from './limits.ts';
@@ -63,7 +87,10 @@ export async function executePayment(ctx: Ctx, body: ExecutePaymentBody): Promis
   const owner = ownerOf(ctx);
   const tokenHash = hashConsentToken(body.token);
   const fingerprint = executionFingerprint({
-    tokenHash, amountCents, reference: body.reference ?? null, merchantIdentifier: body.merchant_identifier ?? null,
+    tokenHash,
+    amountCents,
+    reference: body.reference ?? null,
+    merchantIdentifier: body.merchant_identifier ?? null,
   });
 
   let reserved: Reservation;
@@ -110,17 +137,27 @@ async function reserve(
     const now = ctx.clock.now();
     // A consent that has ended is refused before anything is written; the locked row decides below.
     refuseUnlessExecutable(found, now);
-    const payment = await createPaymentRow(trx, {
-      request: { id: found.request_id, user_id: found.user_id, mode: found.mode, merchant_identifier: found.merchant_identifier, reference: found.reference },
-      amountCents: input.amountCents,
-      bankId: found.bank_id,
-      channel: 'api',
-      reference: input.body.reference,
-      merchantIdentifier: input.body.merchant_identifier,
-      recurringConsentId: found.id,
-      idempotencyKey: input.body.idempotency_key,
-      fingerprint: input.fingerprint,
-    }, now);
+    const payment = await createPaymentRow(
+      trx,
+      {
+        request: {
+          id: found.request_id,
+          user_id: found.user_id,
+          mode: found.mode,
+          merchant_identifier: found.merchant_identifier,
+          reference: found.reference,
+        },
+        amountCents: input.amountCents,
+        bankId: found.bank_id,
+        channel: 'api',
+        reference: input.body.reference,
+        merchantIdentifier: input.body.merchant_identifier,
+        recurringConsentId: found.id,
+        idempotencyKey: input.body.idempotency_key,
+        fingerprint: input.fingerprint,
+      },
+      now,
+    );
 
     // Locked only now, for the check and the counters: executions on one consent queue on this
     // lock, and on PostgreSQL each statement under it is a round trip they all wait for. A refusal
@@ -153,9 +190,13 @@ function isUniqueViolation(error: unknown): boolean {
 /** The earlier payment under this key: 200 with it, once it is no longer in flight; 409 for other parameters. */
 async function replay(deps: Deps, earlier: PaymentRow, fingerprint: string): Promise<ExecutionReply> {
   if (earlier.fingerprint !== fingerprint || earlier.recurring_consent_id === null) {
-    throw new AppError('conflict.idempotency_key_reused', 'This idempotency_key was used for a payment with different parameters', {
-      idempotency_key: earlier.idempotency_key,
-    });
+    throw new AppError(
+      'conflict.idempotency_key_reused',
+      'This idempotency_key was used for a payment with different parameters',
+      {
+        idempotency_key: earlier.idempotency_key,
+      },
+    );
   }
   let payment = earlier;
   const deadline = Date.now() + REPLAY_WAIT_MS;
@@ -168,13 +209,23 @@ async function replay(deps: Deps, earlier: PaymentRow, fingerprint: string): Pro
 
 type Submitted = BankResult<{ paymentId: string; outcome: BankPaymentOutcome; failureReason?: string }>;
 
-async function submit(deps: Deps, connector: BankConnector, consent: ConsentRow, payment: PaymentRow, at: number): Promise<Submitted> {
+async function submit(
+  deps: Deps,
+  connector: BankConnector,
+  consent: ConsentRow,
+  payment: PaymentRow,
+  at: number,
+): Promise<Submitted> {
   return connector.submitPayment({
     trace: { payment_id: payment.id, recurring_consent_id: consent.id },
     consentId: consent.bank_consent_id,
     accessToken: openStored(deps.secrets, consent.bank_access_token),
     amountCents: payment.settled_cents,
-    creditor: await creditorOf(deps.db, { mode: consent.mode, user_id: consent.user_id, bank_account_id: consent.bank_account_id }),
+    creditor: await creditorOf(deps.db, {
+      mode: consent.mode,
+      user_id: consent.user_id,
+      bank_account_id: consent.bank_account_id,
+    }),
     remittance: remittanceOf(payment),
     idempotencyKey: payment.id,
     at,
@@ -190,14 +241,26 @@ export function failureReasonOf(failure: { reason: string; limit?: string }): st
  * Calls the bank for a reserved payment and records what it said, at `clock` (the consent owner's:
  * real time, or the merchant's test clock); returns the payment as recorded.
  */
-export async function submitAndRecord(deps: Deps, consent: ConsentRow, payment: PaymentRow, at: number, clock: Clock): Promise<PaymentRow> {
-  const settle = (outcome: Outcome, consentEnded: 'revoked' | 'expired' | null = null) => record(deps, payment, outcome, consentEnded, clock);
+export async function submitAndRecord(
+  deps: Deps,
+  consent: ConsentRow,
+  payment: PaymentRow,
+  at: number,
+  clock: Clock,
+): Promise<PaymentRow> {
+  const settle = (outcome: Outcome, consentEnded: 'revoked' | 'expired' | null = null) =>
+    record(deps, payment, outcome, consentEnded, clock);
   const connector = connectorFor(deps, consent.bank_id, consent.mode);
   if (!connector) return settle({ status: 'failed', failure_reason: 'bank_unavailable' });
   const result = await submit(deps, connector, consent, payment, at);
   if (result.ok) {
     if (result.outcome === 'successful') return settle({ status: 'successful', bank_payment_id: result.paymentId });
-    if (result.outcome === 'failed') return settle({ status: 'failed', bank_payment_id: result.paymentId, failure_reason: result.failureReason ?? 'declined' });
+    if (result.outcome === 'failed')
+      return settle({
+        status: 'failed',
+        bank_payment_id: result.paymentId,
+        failure_reason: result.failureReason ?? 'declined',
+      });
     return settle({ status: 'unconfirmed', bank_payment_id: result.paymentId });
   }
   if (result.unknown) return settle({ status: 'unconfirmed' });
@@ -217,7 +280,13 @@ type Outcome = {
   failure_reason?: string;
 };
 
-async function record(deps: Deps, known: PaymentRow, outcome: Outcome, consentEnded: 'revoked' | 'expired' | null, clock: Clock): Promise<PaymentRow> {
+async function record(
+  deps: Deps,
+  known: PaymentRow,
+  outcome: Outcome,
+  consentEnded: 'revoked' | 'expired' | null,
+  clock: Clock,
+): Promise<PaymentRow> {
   const extra: Parameters<typeof setPaymentStatus>[4] = {};
   if (outcome.bank_payment_id !== undefined) extra.bank_payment_id = outcome.bank_payment_id;
   if (outcome.failure_reason !== undefined) extra.failure_reason = outcome.failure_reason;
@@ -243,9 +312,13 @@ async function record(deps: Deps, known: PaymentRow, outcome: Outcome, consentEn
     if (consentEnded && payment.recurring_consent_id) {
       const consent = await lockConsent(trx, payment.recurring_consent_id);
       if (consent && consent.status === 'active') {
-        await updateConsent(trx, consent.id, consentEnded === 'revoked'
-          ? { status: 'revoked', revoked_by: 'bank', revoked_at: now, updated_at: now }
-          : { status: 'expired', expired_at: now, updated_at: now });
+        await updateConsent(
+          trx,
+          consent.id,
+          consentEnded === 'revoked'
+            ? { status: 'revoked', revoked_by: 'bank', revoked_at: now, updated_at: now }
+            : { status: 'expired', expired_at: now, updated_at: now },
+        );
         if (consentEnded === 'revoked') await noticeConsentRevoked(trx, consent, 'bank', now);
       }
     }
@@ -261,14 +334,23 @@ function settledAlready(payment: PaymentRow, outcome: Outcome): boolean {
 }
 
 /** Queues the settle job of a payment at a real time (a no-op when it has one). */
-async function queueSettle(trx: Db, deps: Deps, payment: Pick<PaymentRow, 'id' | 'user_id' | 'mode'>, runAt: number): Promise<void> {
-  await enqueue(trx, {
-    kind: SETTLE_EXECUTION_JOB,
-    runAt,
-    clockId: clockIdOf(payment),
-    payload: { payment_id: payment.id },
-    dedupeKey: `${SETTLE_EXECUTION_JOB}:${payment.id}`,
-  }, deps.clock.now());
+async function queueSettle(
+  trx: Db,
+  deps: Deps,
+  payment: Pick<PaymentRow, 'id' | 'user_id' | 'mode'>,
+  runAt: number,
+): Promise<void> {
+  await enqueue(
+    trx,
+    {
+      kind: SETTLE_EXECUTION_JOB,
+      runAt,
+      clockId: clockIdOf(payment),
+      payload: { payment_id: payment.id },
+      dedupeKey: `${SETTLE_EXECUTION_JOB}:${payment.id}`,
+    },
+    deps.clock.now(),
+  );
 }
 
 /**
@@ -315,7 +397,11 @@ export function recoverExecutionsJob(deps: Deps): JobHandler {
 export async function scheduleExecutionRecovery(deps: Deps): Promise<void> {
   const now = deps.clock.now();
   await transact(deps.db, async (trx) => {
-    await enqueue(trx, { kind: RECOVER_EXECUTIONS_JOB, runAt: now, payload: {}, dedupeKey: RECOVER_EXECUTIONS_JOB }, now);
+    await enqueue(
+      trx,
+      { kind: RECOVER_EXECUTIONS_JOB, runAt: now, payload: {}, dedupeKey: RECOVER_EXECUTIONS_JOB },
+      now,
+    );
     await bringQueuedJobForward(trx, RECOVER_EXECUTIONS_JOB, now);
   });
 }
@@ -336,7 +422,10 @@ export function settleExecutionJob(deps: Deps): JobHandler {
     if (!consent) return;
     const recorded = await submitAndRecord(deps, consent, payment, clock.now(), clock);
     if (recorded.status === 'unconfirmed' || recorded.status === 'awaiting-consent') {
-      return { retryAt: deps.clock.now() + backoffDelayMs(job.attempts, SETTLE_BACKOFF), error: 'not settled at the bank yet' };
+      return {
+        retryAt: deps.clock.now() + backoffDelayMs(job.attempts, SETTLE_BACKOFF),
+        error: 'not settled at the bank yet',
+      };
     }
   };
 }

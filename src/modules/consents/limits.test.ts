@@ -81,10 +81,18 @@ function modelWindow(period: LimitPeriod, at: number, zone: string): { start: nu
   };
 }
 
-function modelCheck(limits: RecurringLimits, usage: CountedPayment[], amount: number, at: number, zone: string): LimitReason | 'ok' {
+function modelCheck(
+  limits: RecurringLimits,
+  usage: CountedPayment[],
+  amount: number,
+  at: number,
+  zone: string,
+): LimitReason | 'ok' {
   const key = periodKey(limits.period, at, zone);
   const total = usage.reduce((sum, p) => sum + p.amount_cents, 0);
-  const inPeriod = usage.filter((p) => periodKey(limits.period, p.at, zone) === key).reduce((sum, p) => sum + p.amount_cents, 0);
+  const inPeriod = usage
+    .filter((p) => periodKey(limits.period, p.at, zone) === key)
+    .reduce((sum, p) => sum + p.amount_cents, 0);
   if (limits.end_at !== null && at > limits.end_at) return 'end_date';
   if (limits.max_per_payment_cents !== null && amount > limits.max_per_payment_cents) return 'max_per_payment';
   if (limits.total_count !== null && usage.length >= limits.total_count) return 'total_count';
@@ -106,24 +114,24 @@ const instants = fc.oneof(
 const cents = fc.integer({ min: 0, max: 20_000 });
 const nullable = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: null, freq: 3 });
 
-const scenario = fc
-  .record({ at: instants, zone: zones, period: periods })
-  .chain(({ at, zone, period }) =>
-    fc.record({
-      at: fc.constant(at),
-      zone: fc.constant(zone),
-      amount: cents,
-      usage: fc.array(fc.record({ amount_cents: cents, at: fc.integer({ min: at - 40 * DAY, max: at }) }), { maxLength: 12 }),
-      limits: fc.record({
-        period: fc.constant(period),
-        max_per_period_cents: fc.integer({ min: 0, max: 100_000 }),
-        max_per_payment_cents: nullable(fc.integer({ min: 0, max: 20_000 })),
-        total_count: nullable(fc.integer({ min: 0, max: 15 })),
-        total_amount_cents: nullable(fc.integer({ min: 0, max: 300_000 })),
-        end_at: nullable(fc.integer({ min: at - 2 * DAY, max: at + 2 * DAY })),
-      }),
+const scenario = fc.record({ at: instants, zone: zones, period: periods }).chain(({ at, zone, period }) =>
+  fc.record({
+    at: fc.constant(at),
+    zone: fc.constant(zone),
+    amount: cents,
+    usage: fc.array(fc.record({ amount_cents: cents, at: fc.integer({ min: at - 40 * DAY, max: at }) }), {
+      maxLength: 12,
     }),
-  );
+    limits: fc.record({
+      period: fc.constant(period),
+      max_per_period_cents: fc.integer({ min: 0, max: 100_000 }),
+      max_per_payment_cents: nullable(fc.integer({ min: 0, max: 20_000 })),
+      total_count: nullable(fc.integer({ min: 0, max: 15 })),
+      total_amount_cents: nullable(fc.integer({ min: 0, max: 300_000 })),
+      end_at: nullable(fc.integer({ min: at - 2 * DAY, max: at + 2 * DAY })),
+    }),
+  }),
+);
 
 describe('periodWindow', () => {
   test('matches the calendar-walking model in every zone, across DST changes', () => {
@@ -148,19 +156,37 @@ describe('periodWindow', () => {
   });
 
   test('a day rolls over at local midnight', () => {
-    assert.deepEqual(periodWindow('daily', local('2027-06-15T23:59:59.999'), NZ), { start: local('2027-06-15'), end: local('2027-06-16') });
-    assert.deepEqual(periodWindow('daily', local('2027-06-16T00:00'), NZ), { start: local('2027-06-16'), end: local('2027-06-17') });
+    assert.deepEqual(periodWindow('daily', local('2027-06-15T23:59:59.999'), NZ), {
+      start: local('2027-06-15'),
+      end: local('2027-06-16'),
+    });
+    assert.deepEqual(periodWindow('daily', local('2027-06-16T00:00'), NZ), {
+      start: local('2027-06-16'),
+      end: local('2027-06-17'),
+    });
   });
 
   test('a week runs Monday 00:00 to Monday 00:00', () => {
     // 2027-06-13 is a Sunday, 2027-06-14 a Monday.
-    assert.deepEqual(periodWindow('weekly', local('2027-06-13T23:59:59.999'), NZ), { start: local('2027-06-07'), end: local('2027-06-14') });
-    assert.deepEqual(periodWindow('weekly', local('2027-06-14T00:00'), NZ), { start: local('2027-06-14'), end: local('2027-06-21') });
+    assert.deepEqual(periodWindow('weekly', local('2027-06-13T23:59:59.999'), NZ), {
+      start: local('2027-06-07'),
+      end: local('2027-06-14'),
+    });
+    assert.deepEqual(periodWindow('weekly', local('2027-06-14T00:00'), NZ), {
+      start: local('2027-06-14'),
+      end: local('2027-06-21'),
+    });
   });
 
   test('a month runs from the 1st at local midnight', () => {
-    assert.deepEqual(periodWindow('monthly', local('2027-01-31T23:59:59.999'), NZ), { start: local('2027-01-01'), end: local('2027-02-01') });
-    assert.deepEqual(periodWindow('monthly', local('2027-02-01T00:00'), NZ), { start: local('2027-02-01'), end: local('2027-03-01') });
+    assert.deepEqual(periodWindow('monthly', local('2027-01-31T23:59:59.999'), NZ), {
+      start: local('2027-01-01'),
+      end: local('2027-02-01'),
+    });
+    assert.deepEqual(periodWindow('monthly', local('2027-02-01T00:00'), NZ), {
+      start: local('2027-02-01'),
+      end: local('2027-03-01'),
+    });
   });
 
   test('DST starts on 2026-09-27 in New Zealand: that day and its week are an hour short', () => {
@@ -202,44 +228,82 @@ describe('checkLimits', () => {
     fc.assert(
       fc.property(scenario, ({ at, zone, amount, usage, limits }) => {
         const aggregate = aggregateUsage(usage, limits.period, at, zone);
-        assert.deepEqual(checkLimits(limits, aggregate, amount, at, zone), checkLimits(limits, usage, amount, at, zone));
+        assert.deepEqual(
+          checkLimits(limits, aggregate, amount, at, zone),
+          checkLimits(limits, usage, amount, at, zone),
+        );
       }),
     );
   });
 
   test('exactly at each limit passes and one over fails, with what remains', () => {
-    const usageArb = fc.array(fc.record({ amount_cents: fc.integer({ min: 1, max: 5_000 }), at: fc.integer({ min: -3 * DAY, max: 0 }) }), { maxLength: 8 });
+    const usageArb = fc.array(
+      fc.record({ amount_cents: fc.integer({ min: 1, max: 5_000 }), at: fc.integer({ min: -3 * DAY, max: 0 }) }),
+      { maxLength: 8 },
+    );
     fc.assert(
       fc.property(instants, periods, usageArb, fc.integer({ min: 1, max: 5_000 }), (at, period, offsets, amount) => {
         const usage = offsets.map((p) => ({ amount_cents: p.amount_cents, at: at + p.at }));
-        const open: RecurringLimits = { period, max_per_period_cents: 10_000_000, max_per_payment_cents: null, total_count: null, total_amount_cents: null, end_at: null };
+        const open: RecurringLimits = {
+          period,
+          max_per_period_cents: 10_000_000,
+          max_per_payment_cents: null,
+          total_count: null,
+          total_amount_cents: null,
+          end_at: null,
+        };
         const total = usage.reduce((sum, p) => sum + p.amount_cents, 0);
         const window = periodWindow(period, at, NZ);
         const inPeriod = usage.filter((p) => p.at >= window.start).reduce((sum, p) => sum + p.amount_cents, 0);
 
         assert.deepEqual(checkLimits({ ...open, max_per_payment_cents: amount }, usage, amount, at, NZ), { ok: true });
         assert.deepEqual(checkLimits({ ...open, max_per_payment_cents: amount - 1 }, usage, amount, at, NZ), {
-          ok: false, reason: 'max_per_payment', limit: amount - 1, remaining: amount - 1, unit: 'cents',
+          ok: false,
+          reason: 'max_per_payment',
+          limit: amount - 1,
+          remaining: amount - 1,
+          unit: 'cents',
         });
 
         assert.deepEqual(checkLimits({ ...open, total_count: usage.length + 1 }, usage, amount, at, NZ), { ok: true });
         assert.deepEqual(checkLimits({ ...open, total_count: usage.length }, usage, amount, at, NZ), {
-          ok: false, reason: 'total_count', limit: usage.length, remaining: 0, unit: 'count',
+          ok: false,
+          reason: 'total_count',
+          limit: usage.length,
+          remaining: 0,
+          unit: 'count',
         });
 
-        assert.deepEqual(checkLimits({ ...open, total_amount_cents: total + amount }, usage, amount, at, NZ), { ok: true });
+        assert.deepEqual(checkLimits({ ...open, total_amount_cents: total + amount }, usage, amount, at, NZ), {
+          ok: true,
+        });
         assert.deepEqual(checkLimits({ ...open, total_amount_cents: total + amount - 1 }, usage, amount, at, NZ), {
-          ok: false, reason: 'total_amount', limit: total + amount - 1, remaining: amount - 1, unit: 'cents',
+          ok: false,
+          reason: 'total_amount',
+          limit: total + amount - 1,
+          remaining: amount - 1,
+          unit: 'cents',
         });
 
-        assert.deepEqual(checkLimits({ ...open, max_per_period_cents: inPeriod + amount }, usage, amount, at, NZ), { ok: true });
+        assert.deepEqual(checkLimits({ ...open, max_per_period_cents: inPeriod + amount }, usage, amount, at, NZ), {
+          ok: true,
+        });
         assert.deepEqual(checkLimits({ ...open, max_per_period_cents: inPeriod + amount - 1 }, usage, amount, at, NZ), {
-          ok: false, reason: 'max_per_period', limit: inPeriod + amount - 1, remaining: amount - 1, unit: 'cents', window,
+          ok: false,
+          reason: 'max_per_period',
+          limit: inPeriod + amount - 1,
+          remaining: amount - 1,
+          unit: 'cents',
+          window,
         });
 
         assert.deepEqual(checkLimits({ ...open, end_at: at }, usage, amount, at, NZ), { ok: true });
         assert.deepEqual(checkLimits({ ...open, end_at: at - 1 }, usage, amount, at, NZ), {
-          ok: false, reason: 'end_date', limit: at - 1, remaining: 0, unit: 'time',
+          ok: false,
+          reason: 'end_date',
+          limit: at - 1,
+          remaining: 0,
+          unit: 'time',
         });
       }),
     );
@@ -248,10 +312,23 @@ describe('checkLimits', () => {
   test('checks in the documented order: end_date, max_per_payment, total_count, total_amount, max_per_period', () => {
     const at = local('2027-06-15T12:00');
     const usage = [{ amount_cents: 1_000, at: at - HOUR }];
-    const all: RecurringLimits = { period: 'daily', max_per_period_cents: 500, max_per_payment_cents: 500, total_count: 1, total_amount_cents: 500, end_at: at - 1 };
+    const all: RecurringLimits = {
+      period: 'daily',
+      max_per_period_cents: 500,
+      max_per_payment_cents: 500,
+      total_count: 1,
+      total_amount_cents: 500,
+      end_at: at - 1,
+    };
     const reasons: string[] = [];
     let limits = all;
-    for (const release of [{ end_at: null }, { max_per_payment_cents: null }, { total_count: null }, { total_amount_cents: null }, { max_per_period_cents: 10_000 }]) {
+    for (const release of [
+      { end_at: null },
+      { max_per_payment_cents: null },
+      { total_count: null },
+      { total_amount_cents: null },
+      { max_per_period_cents: 10_000 },
+    ]) {
       const result = checkLimits(limits, usage, 600, at, NZ);
       reasons.push(result.ok ? 'ok' : result.reason);
       limits = { ...limits, ...release };
@@ -261,7 +338,14 @@ describe('checkLimits', () => {
   });
 
   test('a payment just before local midnight counts in that day; the next day starts afresh', () => {
-    const limits: RecurringLimits = { period: 'daily', max_per_period_cents: 10_000, max_per_payment_cents: null, total_count: null, total_amount_cents: null, end_at: null };
+    const limits: RecurringLimits = {
+      period: 'daily',
+      max_per_period_cents: 10_000,
+      max_per_payment_cents: null,
+      total_count: null,
+      total_amount_cents: null,
+      end_at: null,
+    };
     const usage = [{ amount_cents: 10_000, at: local('2026-09-26T23:59:59.999') }];
     assert.equal(checkLimits(limits, usage, 1, local('2026-09-26T23:59:59.999'), NZ).ok, false);
     // 2026-09-27 is the 23-hour day when DST starts; its midnight is still a new day.
@@ -269,21 +353,39 @@ describe('checkLimits', () => {
   });
 
   test('a weekly limit resets on Monday at local midnight, across the end of DST', () => {
-    const limits: RecurringLimits = { period: 'weekly', max_per_period_cents: 10_000, max_per_payment_cents: null, total_count: null, total_amount_cents: null, end_at: null };
+    const limits: RecurringLimits = {
+      period: 'weekly',
+      max_per_period_cents: 10_000,
+      max_per_payment_cents: null,
+      total_count: null,
+      total_amount_cents: null,
+      end_at: null,
+    };
     const usage = [
       { amount_cents: 6_000, at: local('2027-03-29T00:00') }, // Monday, NZDT
       { amount_cents: 4_000, at: local('2027-04-04T23:59:59.999') }, // Sunday, NZST after the change
     ];
     const refusal = checkLimits(limits, usage, 1, local('2027-04-04T23:59:59.999'), NZ);
     assert.deepEqual(refusal, {
-      ok: false, reason: 'max_per_period', limit: 10_000, remaining: 0, unit: 'cents',
+      ok: false,
+      reason: 'max_per_period',
+      limit: 10_000,
+      remaining: 0,
+      unit: 'cents',
       window: { start: local('2027-03-29'), end: local('2027-04-05') },
     });
     assert.deepEqual(checkLimits(limits, usage, 10_000, local('2027-04-05T00:00'), NZ), { ok: true });
   });
 
   test('a monthly limit resets on the 1st at local midnight', () => {
-    const limits: RecurringLimits = { period: 'monthly', max_per_period_cents: 5_000, max_per_payment_cents: null, total_count: null, total_amount_cents: null, end_at: null };
+    const limits: RecurringLimits = {
+      period: 'monthly',
+      max_per_period_cents: 5_000,
+      max_per_payment_cents: null,
+      total_count: null,
+      total_amount_cents: null,
+      end_at: null,
+    };
     const usage = [{ amount_cents: 5_000, at: local('2026-09-01T00:00') }];
     assert.equal(checkLimits(limits, usage, 1, local('2026-09-30T23:59:59.999'), NZ).ok, false);
     assert.deepEqual(checkLimits(limits, usage, 5_000, local('2026-10-01T00:00'), NZ), { ok: true });
@@ -294,10 +396,19 @@ describe('usageSummary', () => {
   test('what remains in the period is exactly the largest amount the period limit lets through', () => {
     fc.assert(
       fc.property(scenario, ({ at, zone, usage, limits }) => {
-        const periodOnly = { ...limits, max_per_payment_cents: null, total_count: null, total_amount_cents: null, end_at: null };
+        const periodOnly = {
+          ...limits,
+          max_per_payment_cents: null,
+          total_count: null,
+          total_amount_cents: null,
+          end_at: null,
+        };
         const summary = usageSummary(periodOnly, usage, at, zone);
         const left = summary.period.remaining_cents;
-        assert.deepEqual(checkLimits(periodOnly, usage, left, at, zone).ok, summary.period.amount_cents <= limits.max_per_period_cents);
+        assert.deepEqual(
+          checkLimits(periodOnly, usage, left, at, zone).ok,
+          summary.period.amount_cents <= limits.max_per_period_cents,
+        );
         assert.equal(checkLimits(periodOnly, usage, left + 1, at, zone).ok, false);
         assert.equal(summary.total.count, usage.length);
       }),
@@ -306,32 +417,73 @@ describe('usageSummary', () => {
 
   test('reports the period, totals and what is left', () => {
     const at = local('2027-06-16T09:00');
-    const limits: RecurringLimits = { period: 'weekly', max_per_period_cents: 10_000, max_per_payment_cents: 5_000, total_count: 10, total_amount_cents: 50_000, end_at: null };
+    const limits: RecurringLimits = {
+      period: 'weekly',
+      max_per_period_cents: 10_000,
+      max_per_payment_cents: 5_000,
+      total_count: 10,
+      total_amount_cents: 50_000,
+      end_at: null,
+    };
     const usage = [
       { amount_cents: 2_500, at: local('2027-06-14T08:00') },
       { amount_cents: 1_000, at: local('2027-06-10T08:00') },
     ];
     assert.deepEqual(usageSummary(limits, usage, at, NZ), {
-      period: { start: local('2027-06-14'), end: local('2027-06-21'), amount_cents: 2_500, count: 1, remaining_cents: 7_500 },
+      period: {
+        start: local('2027-06-14'),
+        end: local('2027-06-21'),
+        amount_cents: 2_500,
+        count: 1,
+        remaining_cents: 7_500,
+      },
       total: { amount_cents: 3_500, count: 2, remaining_cents: 46_500, remaining_count: 8 },
     });
     const open = { ...limits, total_count: null, total_amount_cents: null };
-    assert.deepEqual(usageSummary(open, usage, at, NZ).total, { amount_cents: 3_500, count: 2, remaining_cents: null, remaining_count: null });
+    assert.deepEqual(usageSummary(open, usage, at, NZ).total, {
+      amount_cents: 3_500,
+      count: 2,
+      remaining_cents: null,
+      remaining_count: null,
+    });
   });
 });
 
 describe('describeLimits', () => {
-  const base: RecurringLimits = { period: 'weekly', max_per_period_cents: 10_000, max_per_payment_cents: null, total_count: null, total_amount_cents: null, end_at: null };
+  const base: RecurringLimits = {
+    period: 'weekly',
+    max_per_period_cents: 10_000,
+    max_per_payment_cents: null,
+    total_count: null,
+    total_amount_cents: null,
+    end_at: null,
+  };
 
   test('the issue example', () => {
     const endAt = localAt('2027-12-31', NZ).endOf('day').toMillis();
-    assert.equal(describeLimits({ ...base, max_per_payment_cents: 5_000, end_at: endAt }, NZ), 'up to $50.00 a payment, $100.00 a week, until 31 Dec 2027');
+    assert.equal(
+      describeLimits({ ...base, max_per_payment_cents: 5_000, end_at: endAt }, NZ),
+      'up to $50.00 a payment, $100.00 a week, until 31 Dec 2027',
+    );
   });
 
   test('every limit, and an end that is an exact time', () => {
-    assert.equal(describeLimits({ ...base, period: 'daily', max_per_period_cents: 123_456 }, NZ), 'up to $1,234.56 a day');
     assert.equal(
-      describeLimits({ period: 'monthly', max_per_period_cents: 20_000, max_per_payment_cents: 5_000, total_count: 12, total_amount_cents: 100_000, end_at: local('2027-06-30T17:30') }, NZ),
+      describeLimits({ ...base, period: 'daily', max_per_period_cents: 123_456 }, NZ),
+      'up to $1,234.56 a day',
+    );
+    assert.equal(
+      describeLimits(
+        {
+          period: 'monthly',
+          max_per_period_cents: 20_000,
+          max_per_payment_cents: 5_000,
+          total_count: 12,
+          total_amount_cents: 100_000,
+          end_at: local('2027-06-30T17:30'),
+        },
+        NZ,
+      ),
       'up to $50.00 a payment, $200.00 a month, 12 payments in total, $1,000.00 in total, until 5:30pm on 30 Jun 2027',
     );
     assert.equal(describeLimits({ ...base, total_count: 1 }, NZ), 'up to $100.00 a week, 1 payment in total');

@@ -106,7 +106,12 @@ function isAggregate(usage: Usage): usage is UsageAggregate {
 }
 
 /** Sums a list of counted payments into totals and the totals of the window containing `at`. */
-export function aggregateUsage(usage: Usage, period: LimitPeriod, at: number, zone: string = DEFAULT_ZONE): UsageAggregate {
+export function aggregateUsage(
+  usage: Usage,
+  period: LimitPeriod,
+  at: number,
+  zone: string = DEFAULT_ZONE,
+): UsageAggregate {
   if (isAggregate(usage)) return usage;
   const window = periodWindow(period, at, zone);
   const total = { amount_cents: 0, count: 0 };
@@ -130,8 +135,15 @@ function refuse(reason: LimitReason, limit: number, remaining: number, unit: Lim
  * Whether a payment of `amountCents` at `at` fits the limits, given the payments that already
  * count. The first broken limit in the documented order is returned.
  */
-export function checkLimits(limits: RecurringLimits, usage: Usage, amountCents: number, at: number, zone: string = DEFAULT_ZONE): LimitCheck {
-  if (!Number.isSafeInteger(amountCents) || amountCents < 0) throw new RangeError(`checkLimits: amount must be whole cents, got ${amountCents}`);
+export function checkLimits(
+  limits: RecurringLimits,
+  usage: Usage,
+  amountCents: number,
+  at: number,
+  zone: string = DEFAULT_ZONE,
+): LimitCheck {
+  if (!Number.isSafeInteger(amountCents) || amountCents < 0)
+    throw new RangeError(`checkLimits: amount must be whole cents, got ${amountCents}`);
   if (limits.end_at !== null && at > limits.end_at) return refuse('end_date', limits.end_at, 0, 'time');
   if (limits.max_per_payment_cents !== null && amountCents > limits.max_per_payment_cents) {
     return refuse('max_per_payment', limits.max_per_payment_cents, limits.max_per_payment_cents, 'cents');
@@ -141,10 +153,20 @@ export function checkLimits(limits: RecurringLimits, usage: Usage, amountCents: 
     return refuse('total_count', limits.total_count, limits.total_count - used.total.count, 'count');
   }
   if (limits.total_amount_cents !== null && used.total.amount_cents + amountCents > limits.total_amount_cents) {
-    return refuse('total_amount', limits.total_amount_cents, limits.total_amount_cents - used.total.amount_cents, 'cents');
+    return refuse(
+      'total_amount',
+      limits.total_amount_cents,
+      limits.total_amount_cents - used.total.amount_cents,
+      'cents',
+    );
   }
   if (used.period.amount_cents + amountCents > limits.max_per_period_cents) {
-    const refusal = refuse('max_per_period', limits.max_per_period_cents, limits.max_per_period_cents - used.period.amount_cents, 'cents');
+    const refusal = refuse(
+      'max_per_period',
+      limits.max_per_period_cents,
+      limits.max_per_period_cents - used.period.amount_cents,
+      'cents',
+    );
     return { ...refusal, window: periodWindow(limits.period, at, zone) };
   }
   return { ok: true };
@@ -160,7 +182,12 @@ export type UsageSummary = {
  * what the period limit still allows (the per-payment cap is not folded in); totals are null
  * when the consent has no such cap.
  */
-export function usageSummary(limits: RecurringLimits, usage: Usage, at: number, zone: string = DEFAULT_ZONE): UsageSummary {
+export function usageSummary(
+  limits: RecurringLimits,
+  usage: Usage,
+  at: number,
+  zone: string = DEFAULT_ZONE,
+): UsageSummary {
   const window = periodWindow(limits.period, at, zone);
   const used = aggregateUsage(usage, limits.period, at, zone);
   return {
@@ -174,7 +201,8 @@ export function usageSummary(limits: RecurringLimits, usage: Usage, at: number, 
     total: {
       amount_cents: used.total.amount_cents,
       count: used.total.count,
-      remaining_cents: limits.total_amount_cents === null ? null : Math.max(0, limits.total_amount_cents - used.total.amount_cents),
+      remaining_cents:
+        limits.total_amount_cents === null ? null : Math.max(0, limits.total_amount_cents - used.total.amount_cents),
       remaining_count: limits.total_count === null ? null : Math.max(0, limits.total_count - used.total.count),
     },
   };
@@ -184,7 +212,9 @@ function describeEnd(endAt: number, zone: string): string {
   const local = inZone(endAt, zone).setLocale('en-US');
   // An end given as a date is stored as the last millisecond of that local day: show the date only.
   const endOfDay = local.endOf('day').toMillis() === endAt;
-  return endOfDay ? local.toFormat('d LLL yyyy') : `${local.toFormat('h:mm')}${local.toFormat('a').toLowerCase()} on ${local.toFormat('d LLL yyyy')}`;
+  return endOfDay
+    ? local.toFormat('d LLL yyyy')
+    : `${local.toFormat('h:mm')}${local.toFormat('a').toLowerCase()} on ${local.toFormat('d LLL yyyy')}`;
 }
 
 /**
@@ -195,7 +225,8 @@ export function describeLimits(limits: RecurringLimits, zone: string = DEFAULT_Z
   const parts: string[] = [];
   if (limits.max_per_payment_cents !== null) parts.push(`${displayAmount(limits.max_per_payment_cents)} a payment`);
   parts.push(`${displayAmount(limits.max_per_period_cents)} ${periodWords[limits.period]}`);
-  if (limits.total_count !== null) parts.push(`${limits.total_count} ${limits.total_count === 1 ? 'payment' : 'payments'} in total`);
+  if (limits.total_count !== null)
+    parts.push(`${limits.total_count} ${limits.total_count === 1 ? 'payment' : 'payments'} in total`);
   if (limits.total_amount_cents !== null) parts.push(`${displayAmount(limits.total_amount_cents)} in total`);
   if (limits.end_at !== null) parts.push(`until ${describeEnd(limits.end_at, zone)}`);
   return `up to ${parts.join(', ')}`;

@@ -23,9 +23,15 @@ type Db = Kysely<Database>;
  * the next reservation stores it). `reserving` is the payment being reserved, written already but
  * not counted yet: the sum leaves it out, as the counters do.
  */
-export async function usageOf(db: Db, consent: ConsentRow, window: Window, reserving?: string): Promise<UsageAggregate> {
+export async function usageOf(
+  db: Db,
+  consent: ConsentRow,
+  window: Window,
+  reserving?: string,
+): Promise<UsageAggregate> {
   const total = totalUsageOf(consent);
-  const period = periodUsageOf(consent, window) ?? (await sumPaymentsOfConsent(db, consent.id, window, COUNTED_STATUSES, reserving));
+  const period =
+    periodUsageOf(consent, window) ?? (await sumPaymentsOfConsent(db, consent.id, window, COUNTED_STATUSES, reserving));
   return { total, period };
 }
 
@@ -33,7 +39,13 @@ export async function usageOf(db: Db, consent: ConsentRow, window: Window, reser
  * Counts a payment reserved in `window`, in the reserving transaction with the consent locked;
  * `periodBefore` is the window's usage read under that lock. The counters then hold this window.
  */
-export async function countReservation(trx: Db, consentId: string, amountCents: number, window: Window, periodBefore: UsageTotals): Promise<void> {
+export async function countReservation(
+  trx: Db,
+  consentId: string,
+  amountCents: number,
+  window: Window,
+  periodBefore: UsageTotals,
+): Promise<void> {
   await countReservedPayment(trx, consentId, amountCents, window, periodBefore);
 }
 
@@ -41,7 +53,11 @@ export async function countReservation(trx: Db, consentId: string, amountCents: 
  * Keeps the counters in step with a payment moving from its current status to `to`, in the
  * transaction that moves it. Nothing for payments outside recurring consents.
  */
-export async function followStatusChange(trx: Db, payment: Pick<PaymentRow, 'recurring_consent_id' | 'status' | 'amount_cents' | 'created_at'>, to: string): Promise<void> {
+export async function followStatusChange(
+  trx: Db,
+  payment: Pick<PaymentRow, 'recurring_consent_id' | 'status' | 'amount_cents' | 'created_at'>,
+  to: string,
+): Promise<void> {
   if (!payment.recurring_consent_id) return;
   const change = countedChange(payment.status, to);
   if (change !== 0) await shiftUsage(trx, payment.recurring_consent_id, payment, change);

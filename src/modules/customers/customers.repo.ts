@@ -27,15 +27,25 @@ export async function custInfosOfPayments(db: Db, paymentIds: string[]): Promise
 
 /** Inserts unless the merchant already has a customer with this email; true when inserted. */
 export async function insertCustomerIfNew(db: Db, row: CustomerRow): Promise<boolean> {
-  const inserted = await db.insertInto('customers').values(row)
+  const inserted = await db
+    .insertInto('customers')
+    .values(row)
     .onConflict((oc) => oc.columns(['user_id', 'mode', 'email']).doNothing())
-    .returning('id').executeTakeFirst();
+    .returning('id')
+    .executeTakeFirst();
   return inserted !== undefined;
 }
 
 export async function lockCustomerByEmail(db: Db, owner: Owner, email: string): Promise<CustomerRow | undefined> {
-  return lockForUpdate(db, db.selectFrom('customers').selectAll().where('user_id', '=', owner.userId).where('mode', '=', owner.mode).where('email', '=', email))
-    .executeTakeFirst();
+  return lockForUpdate(
+    db,
+    db
+      .selectFrom('customers')
+      .selectAll()
+      .where('user_id', '=', owner.userId)
+      .where('mode', '=', owner.mode)
+      .where('email', '=', email),
+  ).executeTakeFirst();
 }
 
 export async function updateCustomer(db: Db, id: string, changes: Partial<CustomerRow>): Promise<void> {
@@ -43,7 +53,13 @@ export async function updateCustomer(db: Db, id: string, changes: Partial<Custom
 }
 
 export async function getCustomer(db: Db, owner: Owner, id: string): Promise<CustomerRow> {
-  const row = await db.selectFrom('customers').selectAll().where('id', '=', id).where('user_id', '=', owner.userId).where('mode', '=', owner.mode).executeTakeFirst();
+  const row = await db
+    .selectFrom('customers')
+    .selectAll()
+    .where('id', '=', id)
+    .where('user_id', '=', owner.userId)
+    .where('mode', '=', owner.mode)
+    .executeTakeFirst();
   if (!row) throw notFound('customer', id);
   return row;
 }
@@ -54,21 +70,55 @@ export async function listCustomers(db: Db, owner: Owner, filters: CustomerFilte
   let query = db.selectFrom('customers').selectAll().where('user_id', '=', owner.userId).where('mode', '=', owner.mode);
   if (filters.email) query = query.where('email', '=', filters.email.trim().toLowerCase());
   if (filters.starting_after) query = query.where('id', '<', filters.starting_after);
-  return query.orderBy('id', 'desc').limit(filters.limit + 1).execute();
+  return query
+    .orderBy('id', 'desc')
+    .limit(filters.limit + 1)
+    .execute();
 }
 
 /** The dashboard's customer search: email or name containing the text. */
-export async function searchCustomers(db: Db, owner: Owner, filters: { search?: string; limit: number; starting_after?: string }): Promise<CustomerRow[]> {
+export async function searchCustomers(
+  db: Db,
+  owner: Owner,
+  filters: { search?: string; limit: number; starting_after?: string },
+): Promise<CustomerRow[]> {
   let query = db.selectFrom('customers').selectAll().where('user_id', '=', owner.userId).where('mode', '=', owner.mode);
   const search = filters.search?.trim();
-  if (search) query = query.where((eb) => eb.or([eb('id', '=', search), containsText('email', search), containsText('first_name', search), containsText('last_name', search)]));
+  if (search)
+    query = query.where((eb) =>
+      eb.or([
+        eb('id', '=', search),
+        containsText('email', search),
+        containsText('first_name', search),
+        containsText('last_name', search),
+      ]),
+    );
   if (filters.starting_after) query = query.where('id', '<', filters.starting_after);
-  return query.orderBy('id', 'desc').limit(filters.limit + 1).execute();
+  return query
+    .orderBy('id', 'desc')
+    .limit(filters.limit + 1)
+    .execute();
 }
 
 /** This owner's payments whose payer gave an email containing the text (or exactly it), newest first. */
-export async function paymentIdsByPayerEmail(db: Db, owner: Owner, email: string, exact: boolean, limit = 2000): Promise<string[]> {
-  const query = db.selectFrom('cust_infos').select('payment_id').where('user_id', '=', owner.userId).where('mode', '=', owner.mode);
-  const rows = await (exact ? query.where('email', '=', email.trim().toLowerCase()) : query.where(containsText('email', email))).orderBy('payment_id', 'desc').limit(limit).execute();
+export async function paymentIdsByPayerEmail(
+  db: Db,
+  owner: Owner,
+  email: string,
+  exact: boolean,
+  limit = 2000,
+): Promise<string[]> {
+  const query = db
+    .selectFrom('cust_infos')
+    .select('payment_id')
+    .where('user_id', '=', owner.userId)
+    .where('mode', '=', owner.mode);
+  const rows = await (exact
+    ? query.where('email', '=', email.trim().toLowerCase())
+    : query.where(containsText('email', email))
+  )
+    .orderBy('payment_id', 'desc')
+    .limit(limit)
+    .execute();
   return rows.map((row) => row.payment_id);
 }

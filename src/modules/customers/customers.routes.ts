@@ -11,17 +11,31 @@ export async function registerCustomerRoutes(app: App, deps: Deps): Promise<void
   const tags = ['Customers'];
   const getOne = {
     onRequest: auth,
-    schema: { tags, summary: 'Get a customer', params: IdParams('Customer id (customer_…)'), response: { 200: CustomerEnvelope, ...errorResponses } },
-  };
-  app.get('/v1/customers/:id', getOne, async (request) => retrieveCustomer(request.ctx, request.params.id));
-  app.get('/customers/:id', { ...getOne, schema: { ...getOne.schema, hide: true } }, async (request) => retrieveCustomer(request.ctx, request.params.id));
-  app.get('/v1/customers', {
-    onRequest: auth,
     schema: {
       tags,
-      summary: 'List customers, newest first',
-      querystring: ListCustomersQuery,
-      response: { 200: Type.Object({ customers: Type.Array(CustomerObject), has_more: Type.Boolean() }), ...errorResponses },
+      summary: 'Get a customer',
+      params: IdParams('Customer id (customer_…)'),
+      response: { 200: CustomerEnvelope, ...errorResponses },
     },
-  }, async (request) => listCustomersFor(request.ctx, request.query));
+  };
+  app.get('/v1/customers/:id', getOne, async (request) => retrieveCustomer(request.ctx, request.params.id));
+  app.get('/customers/:id', { ...getOne, schema: { ...getOne.schema, hide: true } }, async (request) =>
+    retrieveCustomer(request.ctx, request.params.id),
+  );
+  app.get(
+    '/v1/customers',
+    {
+      onRequest: auth,
+      schema: {
+        tags,
+        summary: 'List customers, newest first',
+        querystring: ListCustomersQuery,
+        response: {
+          200: Type.Object({ customers: Type.Array(CustomerObject), has_more: Type.Boolean() }),
+          ...errorResponses,
+        },
+      },
+    },
+    async (request) => listCustomersFor(request.ctx, request.query),
+  );
 }

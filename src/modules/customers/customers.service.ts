@@ -6,8 +6,15 @@ import type { Database } from '../../store/tables.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { addressOf, presentCustomer } from './customers.present.ts';
 import {
-  findCustInfoOfPayment, getCustomer, insertCustInfo, insertCustomerIfNew, listCustomers,
-  lockCustomerByEmail, searchCustomers, updateCustomer, type CustomerRow,
+  findCustInfoOfPayment,
+  getCustomer,
+  insertCustInfo,
+  insertCustomerIfNew,
+  listCustomers,
+  lockCustomerByEmail,
+  searchCustomers,
+  updateCustomer,
+  type CustomerRow,
 } from './customers.repo.ts';
 import { customerChanges, normaliseEmail, type PayerDetails } from './customers.rules.ts';
 import type { Mode } from '../../shared/mode.ts';
@@ -23,7 +30,13 @@ type Db = Kysely<Database>;
 export type CustomerScope = { userId: string; mode: Mode };
 
 /** Records the payer's details against a payment (in the caller's transaction). */
-export async function recordCustInfo(trx: Db, scope: CustomerScope, paymentId: string, details: PayerDetails, now: number): Promise<CustInfoRow> {
+export async function recordCustInfo(
+  trx: Db,
+  scope: CustomerScope,
+  paymentId: string,
+  details: PayerDetails,
+  now: number,
+): Promise<CustInfoRow> {
   const row: CustInfoRow = {
     id: newId('custInfo'),
     payment_id: paymentId,
@@ -48,7 +61,12 @@ export type CustomerOutcome = { customer: CustomerRow; change: 'created' | 'upda
  * The merchant's customer for this email, created or brought up to date from the details, with
  * customer.created or customer.updated (only when something changed), in the caller's transaction.
  */
-export async function upsertCustomer(trx: Db, scope: CustomerScope, details: PayerDetails & { email: string }, now: number): Promise<CustomerOutcome> {
+export async function upsertCustomer(
+  trx: Db,
+  scope: CustomerScope,
+  details: PayerDetails & { email: string },
+  now: number,
+): Promise<CustomerOutcome> {
   const email = normaliseEmail(details.email);
   const fresh: CustomerRow = {
     id: newId('customer'),
@@ -63,10 +81,23 @@ export async function upsertCustomer(trx: Db, scope: CustomerScope, details: Pay
     updated_at: now,
   };
   if (await insertCustomerIfNew(trx, fresh)) {
-    await emitEvent(trx, scope, 'customer.created', fresh.id, {
-      id: fresh.id, user_id: fresh.user_id, created_at: iso(now), email, first_name: fresh.first_name, last_name: fresh.last_name,
-      phone: fresh.phone, address: addressOf(fresh),
-    }, now);
+    await emitEvent(
+      trx,
+      scope,
+      'customer.created',
+      fresh.id,
+      {
+        id: fresh.id,
+        user_id: fresh.user_id,
+        created_at: iso(now),
+        email,
+        first_name: fresh.first_name,
+        last_name: fresh.last_name,
+        phone: fresh.phone,
+        address: addressOf(fresh),
+      },
+      now,
+    );
     return { customer: fresh, change: 'created' };
   }
   const current = (await lockCustomerByEmail(trx, scope, email))!;
@@ -74,15 +105,33 @@ export async function upsertCustomer(trx: Db, scope: CustomerScope, details: Pay
   if (Object.keys(changes).length === 0) return { customer: current, change: 'unchanged' };
   const updated: CustomerRow = { ...current, ...changes, updated_at: now };
   await updateCustomer(trx, current.id, { ...changes, updated_at: now });
-  await emitEvent(trx, scope, 'customer.updated', updated.id, {
-    id: updated.id, user_id: updated.user_id, updated_at: iso(now), email, first_name: updated.first_name, last_name: updated.last_name,
-    phone: updated.phone, address: addressOf(updated),
-  }, now);
+  await emitEvent(
+    trx,
+    scope,
+    'customer.updated',
+    updated.id,
+    {
+      id: updated.id,
+      user_id: updated.user_id,
+      updated_at: iso(now),
+      email,
+      first_name: updated.first_name,
+      last_name: updated.last_name,
+      phone: updated.phone,
+      address: addressOf(updated),
+    },
+    now,
+  );
   return { customer: updated, change: 'updated' };
 }
 
 /** After a payment succeeds: the payer's details (if they gave an email) update the merchant's customer. */
-export async function recordCustomerOfPayment(trx: Db, scope: CustomerScope, paymentId: string, now: number): Promise<CustomerOutcome | null> {
+export async function recordCustomerOfPayment(
+  trx: Db,
+  scope: CustomerScope,
+  paymentId: string,
+  now: number,
+): Promise<CustomerOutcome | null> {
   const info = await findCustInfoOfPayment(trx, paymentId);
   if (!info?.email) return null;
   return upsertCustomer(trx, scope, { ...info, email: info.email, marketing_opt_in: info.marketing_opt_in === 1 }, now);
@@ -101,7 +150,10 @@ export async function listCustomersFor(ctx: Ctx, query: { email?: string; limit?
 }
 
 /** The dashboard's customer list with a search of email and name. */
-export async function searchCustomersFor(ctx: Ctx, query: { search?: string; limit?: number; starting_after?: string }) {
+export async function searchCustomersFor(
+  ctx: Ctx,
+  query: { search?: string; limit?: number; starting_after?: string },
+) {
   const limit = query.limit ?? 25;
   const { items, hasMore } = pageOf(await searchCustomers(ctx.db, owner(ctx), { ...query, limit }), limit);
   return { customers: items.map(presentCustomer), has_more: hasMore };

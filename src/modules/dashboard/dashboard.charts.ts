@@ -32,10 +32,15 @@ export function receivedPerDay(activity: Activity[], now: number, zone: string, 
 export type StatusCount = { status: string; count: number };
 
 /** Payments by status, in a fixed order, and the success rate among those that finished (null when none did). */
-export function statusBreakdown(activity: Activity[], statuses: readonly string[]): { counts: StatusCount[]; successRate: number | null } {
+export function statusBreakdown(
+  activity: Activity[],
+  statuses: readonly string[],
+): { counts: StatusCount[]; successRate: number | null } {
   const counts = statuses.map((status) => ({ status, count: activity.filter((p) => p.status === status).length }));
   const successful = counts.find((c) => c.status === 'successful')?.count ?? 0;
-  const finished = counts.filter((c) => ['successful', 'failed', 'cancelled'].includes(c.status)).reduce((sum, c) => sum + c.count, 0);
+  const finished = counts
+    .filter((c) => ['successful', 'failed', 'cancelled'].includes(c.status))
+    .reduce((sum, c) => sum + c.count, 0);
   return { counts, successRate: finished === 0 ? null : successful / finished };
 }
 
@@ -52,14 +57,24 @@ export function columnBars(values: number[], width: number, height: number): Bar
   const gap = Math.min(2, slot * 0.2);
   return values.map((value, i) => {
     const barHeight = max > 0 ? (Math.max(0, value) / max) * height : 0;
-    return { x: round(i * slot + gap / 2), y: round(height - barHeight), width: round(slot - gap), height: round(barHeight) };
+    return {
+      x: round(i * slot + gap / 2),
+      y: round(height - barHeight),
+      width: round(slot - gap),
+      height: round(barHeight),
+    };
   });
 }
 
 /** Horizontal bars: lengths in proportion to the largest value, within `width`. */
 export function rowBars(values: number[], width: number, rowHeight: number): Bar[] {
   const max = Math.max(...values, 0);
-  return values.map((value, i) => ({ x: 0, y: i * rowHeight, width: max > 0 ? round((Math.max(0, value) / max) * width) : 0, height: round(rowHeight * 0.7) }));
+  return values.map((value, i) => ({
+    x: 0,
+    y: i * rowHeight,
+    width: max > 0 ? round((Math.max(0, value) / max) * width) : 0,
+    height: round(rowHeight * 0.7),
+  }));
 }
 
 const round = (n: number) => Math.round(n * 100) / 100;

@@ -38,7 +38,15 @@ export const REQUEST_FLAGS = [
   ['surcharge_optional', 'Surcharge optional (recorded for your reporting)'],
 ] as const;
 
-const REQUEST_TEXTS = ['reference', 'merchant_identifier', 'expires_in', 'success_redirect_url', 'failure_redirect_url', 'logo_image_url', 'banner_image_url'] as const;
+const REQUEST_TEXTS = [
+  'reference',
+  'merchant_identifier',
+  'expires_in',
+  'success_redirect_url',
+  'failure_redirect_url',
+  'logo_image_url',
+  'banner_image_url',
+] as const;
 
 /**
  * The create-request form as the API's body. `kind` picks one-off, recurring or subscription;
@@ -101,7 +109,11 @@ export function requestBodyFromForm(form: Form): Record<string, unknown> {
   if (email || text(form.payer_first_name) || text(form.payer_last_name) || text(form.payer_phone)) {
     const cust: Record<string, unknown> = {};
     if (email) cust.email = email;
-    for (const [key, field] of [['first_name', 'payer_first_name'], ['last_name', 'payer_last_name'], ['phone', 'payer_phone']] as const) {
+    for (const [key, field] of [
+      ['first_name', 'payer_first_name'],
+      ['last_name', 'payer_last_name'],
+      ['phone', 'payer_phone'],
+    ] as const) {
       const value = text(form[field], 100);
       if (value) cust[key] = value;
     }
@@ -114,9 +126,11 @@ const validators = new WeakMap<TSchema, (data: unknown) => boolean>();
 
 /** The API's own check of a body: null when it passes, else the error the API would give. */
 export function apiBodyProblem(schema: TSchema, body: unknown): AppError | null {
-  let validate = validators.get(schema) as ((data: unknown) => boolean) & { errors?: any[] | null } | undefined;
+  let validate = validators.get(schema) as (((data: unknown) => boolean) & { errors?: any[] | null }) | undefined;
   if (!validate) {
-    validate = validatorCompiler({ schema, httpPart: 'body', method: 'POST', url: '' } as any) as (data: unknown) => boolean;
+    validate = validatorCompiler({ schema, httpPart: 'body', method: 'POST', url: '' } as any) as (
+      data: unknown,
+    ) => boolean;
     validators.set(schema, validate);
   }
   if (validate(body)) return null;

@@ -15,11 +15,17 @@ import { isSameOriginPost } from '../../http/same-origin.ts';
 // same-origin check on every post, the mode in the URL, and the Ctx the module services take.
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-export const eta = new Eta({ views: path.join(here, 'templates'), autoEscape: true, cache: true, autoTrim: [false, 'nl'] });
+export const eta = new Eta({
+  views: path.join(here, 'templates'),
+  autoEscape: true,
+  cache: true,
+  autoTrim: [false, 'nl'],
+});
 
 export const SESSION_COOKIE = 'tono_dash';
 export const PRE_SESSION_COOKIE = 'tono_dash_csrf';
-export const DASHBOARD_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+export const DASHBOARD_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
 export const SECTIONS = [
   { path: '', label: 'Home' },
@@ -45,7 +51,12 @@ export type Kit = ReturnType<typeof dashboardKit>;
 export function dashboardKit(deps: Deps) {
   const zone = () => deps.config.serviceTimeZone;
   const origin = () => new URL(deps.config.publicBaseUrl).origin;
-  const cookieOptions = () => ({ path: '/dashboard', httpOnly: true, sameSite: 'lax' as const, secure: deps.config.publicBaseUrl.startsWith('https:') });
+  const cookieOptions = () => ({
+    path: '/dashboard',
+    httpOnly: true,
+    sameSite: 'lax' as const,
+    secure: deps.config.publicBaseUrl.startsWith('https:'),
+  });
 
   const helpers = {
     when: (ms: number | string | null | undefined) => when(ms, zone()),
@@ -55,14 +66,39 @@ export function dashboardKit(deps: Deps) {
   };
 
   const render = (reply: FastifyReply, status: number, template: string, data: Record<string, unknown>) =>
-    reply.status(status).header('content-type', 'text/html; charset=utf-8').header('content-security-policy', DASHBOARD_CSP)
-      .send(eta.render(`./${template}`, { session: null, mode: null, section: null, flash: null, error: null, sections: SECTIONS, h: helpers, ...data }));
+    reply
+      .status(status)
+      .header('content-type', 'text/html; charset=utf-8')
+      .header('content-security-policy', DASHBOARD_CSP)
+      .send(
+        eta.render(`./${template}`, {
+          session: null,
+          mode: null,
+          section: null,
+          flash: null,
+          error: null,
+          sections: SECTIONS,
+          h: helpers,
+          ...data,
+        }),
+      );
 
-  const message = (reply: FastifyReply, status: number, heading: string, body: string, signed?: Signed | null, section: string | null = null) =>
+  const message = (
+    reply: FastifyReply,
+    status: number,
+    heading: string,
+    body: string,
+    signed?: Signed | null,
+    section: string | null = null,
+  ) =>
     render(reply, status, 'message', { title: heading, heading, body, ...(signed ? layoutOf(signed, section) : {}) });
 
   const layoutOf = (signed: Signed, section: string | null) => ({
-    session: signed.session, mode: signed.mode, base: signed.base, section, csrf: signed.session.csrfToken,
+    session: signed.session,
+    mode: signed.mode,
+    base: signed.base,
+    section,
+    csrf: signed.session.csrfToken,
   });
 
   const sameOrigin = (request: FastifyRequest): boolean => isSameOriginPost(request, origin());
@@ -91,29 +127,58 @@ export function dashboardKit(deps: Deps) {
    * than live or test is 404; a post without this session's CSRF token, or from another site, is
    * 403 and runs nothing.
    */
-  const guard = (handler: Handler, options: { post?: boolean; testOnly?: boolean } = {}) =>
+  const guard =
+    (handler: Handler, options: { post?: boolean; testOnly?: boolean } = {}) =>
     async (request: FastifyRequest<any>, reply: FastifyReply) => {
       const session = await sessionOf(deps, request.cookies[SESSION_COOKIE]);
       if (options.post && !formCsrfMatches(request, session?.csrfToken)) return forbidden(reply);
-      if (!session) return reply.redirect(`/dashboard/login${queryOf({ next: request.method === 'GET' ? request.url : undefined })}`, 303);
+      if (!session)
+        return reply.redirect(
+          `/dashboard/login${queryOf({ next: request.method === 'GET' ? request.url : undefined })}`,
+          303,
+        );
       const mode = (request.params as { mode?: string }).mode;
-      const signedShell = (m: Mode): Signed => ({ session, mode: m, ctx: ctxOf(request, session, m), base: `/dashboard/${m}` });
-      if (mode !== 'live' && mode !== 'test') return message(reply, 404, 'Not found', 'There is no page at this address.', signedShell('live'));
+      const signedShell = (m: Mode): Signed => ({
+        session,
+        mode: m,
+        ctx: ctxOf(request, session, m),
+        base: `/dashboard/${m}`,
+      });
+      if (mode !== 'live' && mode !== 'test')
+        return message(reply, 404, 'Not found', 'There is no page at this address.', signedShell('live'));
       const signed = signedShell(mode);
-      if (options.testOnly && mode !== 'test') return message(reply, 404, 'Not found', 'The test clock is in test mode only.', signed);
+      if (options.testOnly && mode !== 'test')
+        return message(reply, 404, 'Not found', 'The test clock is in test mode only.', signed);
       try {
         return await handler(request, reply, signed);
       } catch (error) {
-        if (error instanceof AppError && error.status === 404) return message(reply, 404, 'Not found', `There is nothing with that address in ${mode} mode.`, signed);
+        if (error instanceof AppError && error.status === 404)
+          return message(reply, 404, 'Not found', `There is nothing with that address in ${mode} mode.`, signed);
         throw error;
       }
     };
 
-  return { deps, zone, cookieOptions, render, message, layoutOf, guard, sameOrigin, formCsrfMatches, forbidden, helpers };
+  return {
+    deps,
+    zone,
+    cookieOptions,
+    render,
+    message,
+    layoutOf,
+    guard,
+    sameOrigin,
+    formCsrfMatches,
+    forbidden,
+    helpers,
+  };
 }
 
 /** A page request: path parameters and query values as text. */
-export type PageRequest = FastifyRequest<{ Params: Record<string, string>; Querystring: Record<string, unknown>; Body: unknown }>;
+export type PageRequest = FastifyRequest<{
+  Params: Record<string, string>;
+  Querystring: Record<string, unknown>;
+  Body: unknown;
+}>;
 
 export type Scope = FastifyInstance<any, any, any, any, any>;
 

@@ -3,7 +3,19 @@ import type { EventEnvelope } from '../events/events.builders.ts';
 
 // Pure shaping of what the pages and the CSV show, kept apart from I/O so it can be tested alone.
 
-export const CSV_HEADER = ['id', 'date', 'amount', 'requested_amount', 'status', 'particulars', 'code', 'reference', 'request', 'merchant_identifier', 'payer_email'];
+export const CSV_HEADER = [
+  'id',
+  'date',
+  'amount',
+  'requested_amount',
+  'status',
+  'particulars',
+  'code',
+  'reference',
+  'request',
+  'merchant_identifier',
+  'payer_email',
+];
 
 /**
  * A cell a spreadsheet would run as a formula (=, +, -, @, tab, carriage return first) is written
@@ -15,10 +27,21 @@ export function spreadsheetSafe(value: string): string {
 
 /** One CSV row per payment, in the API's values: amounts "12.50" without the currency, times ISO 8601 UTC. */
 export function csvRowsOfPayments(payments: PaymentObject[]): string[][] {
-  return payments.map((p) => [
-    p.id, p.created_at, p.amount.value.replace(/ NZD$/, ''), p.requested_amount.value.replace(/ NZD$/, ''), p.status,
-    p.pcr.particulars, p.pcr.code, p.pcr.reference, p.request_id, p.merchant_identifier ?? '', p.cust_info?.email ?? '',
-  ].map(spreadsheetSafe));
+  return payments.map((p) =>
+    [
+      p.id,
+      p.created_at,
+      p.amount.value.replace(/ NZD$/, ''),
+      p.requested_amount.value.replace(/ NZD$/, ''),
+      p.status,
+      p.pcr.particulars,
+      p.pcr.code,
+      p.pcr.reference,
+      p.request_id,
+      p.merchant_identifier ?? '',
+      p.cust_info?.email ?? '',
+    ].map(spreadsheetSafe),
+  );
 }
 
 export type HistoryStep = { status: string; at: string; eventId: string };

@@ -18,23 +18,51 @@ export async function touchSession(db: Db, idHash: string, now: number): Promise
 }
 
 export async function endSessionRow(db: Db, idHash: string, now: number): Promise<void> {
-  await db.updateTable('dashboard_sessions').set({ ended_at: now }).where('id_hash', '=', idHash).where('ended_at', 'is', null).execute();
+  await db
+    .updateTable('dashboard_sessions')
+    .set({ ended_at: now })
+    .where('id_hash', '=', idHash)
+    .where('ended_at', 'is', null)
+    .execute();
 }
 
 export async function endSessionRowsOf(db: Db, userId: string, now: number): Promise<void> {
-  await db.updateTable('dashboard_sessions').set({ ended_at: now }).where('user_id', '=', userId).where('ended_at', 'is', null).execute();
+  await db
+    .updateTable('dashboard_sessions')
+    .set({ ended_at: now })
+    .where('user_id', '=', userId)
+    .where('ended_at', 'is', null)
+    .execute();
 }
 
 /** Sessions of a merchant still live at `now`, newest first. */
-export async function liveSessionRowsOf(db: Db, userId: string, now: number, idleMs: number): Promise<DashboardSessionRow[]> {
-  return db.selectFrom('dashboard_sessions').selectAll().where('user_id', '=', userId).where('ended_at', 'is', null)
-    .where('expires_at', '>', now).where('last_seen_at', '>', now - idleMs).orderBy('created_at', 'desc').limit(50).execute();
+export async function liveSessionRowsOf(
+  db: Db,
+  userId: string,
+  now: number,
+  idleMs: number,
+): Promise<DashboardSessionRow[]> {
+  return db
+    .selectFrom('dashboard_sessions')
+    .selectAll()
+    .where('user_id', '=', userId)
+    .where('ended_at', 'is', null)
+    .where('expires_at', '>', now)
+    .where('last_seen_at', '>', now - idleMs)
+    .orderBy('created_at', 'desc')
+    .limit(50)
+    .execute();
 }
 
 /** Ends the merchant's live session whose hash starts with `ref`; false when there is none. */
 export async function endSessionByRef(db: Db, userId: string, ref: string, now: number): Promise<boolean> {
-  const result = await db.updateTable('dashboard_sessions').set({ ended_at: now })
-    .where('user_id', '=', userId).where('id_hash', 'like', `${ref}%`).where('ended_at', 'is', null).executeTakeFirst();
+  const result = await db
+    .updateTable('dashboard_sessions')
+    .set({ ended_at: now })
+    .where('user_id', '=', userId)
+    .where('id_hash', 'like', `${ref}%`)
+    .where('ended_at', 'is', null)
+    .executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
 }
 
@@ -48,6 +76,11 @@ export async function findReset(db: Db, tokenHash: string): Promise<Selectable<D
 
 /** Spends an unused reset token, atomically; false when it was spent already. */
 export async function spendReset(db: Db, tokenHash: string, now: number): Promise<boolean> {
-  const spent = await db.updateTable('dashboard_resets').set({ used_at: now }).where('token_hash', '=', tokenHash).where('used_at', 'is', null).executeTakeFirst();
+  const spent = await db
+    .updateTable('dashboard_resets')
+    .set({ used_at: now })
+    .where('token_hash', '=', tokenHash)
+    .where('used_at', 'is', null)
+    .executeTakeFirst();
   return Number(spent.numUpdatedRows) > 0;
 }

@@ -13,33 +13,91 @@ test('a request created with the form is the one the API creates, with its event
   const browser = await logIn(world, kowhai);
   const blank = await browser.request('/dashboard/test/requests/new');
   assert.equal(blank.status, 200);
-  for (const label of ['Message to the payer', 'Amount (NZD)', 'Suggested amounts', 'Most each period (NZD)', 'Amount each period (NZD)', 'Payer email', 'Expires in', 'Statement reference']) {
+  for (const label of [
+    'Message to the payer',
+    'Amount (NZD)',
+    'Suggested amounts',
+    'Most each period (NZD)',
+    'Amount each period (NZD)',
+    'Payer email',
+    'Expires in',
+    'Statement reference',
+  ]) {
     assert.ok(textOf(blank.text).includes(label), label);
   }
 
-  const bad = await browser.request('/dashboard/test/requests/new', { form: { csrf: form(blank.text), message: 'Flat white', amount: '12.345', kind: 'one-off', pricing: 'fixed', bank_account_id: kowhai.bankAccountId } });
+  const bad = await browser.request('/dashboard/test/requests/new', {
+    form: {
+      csrf: form(blank.text),
+      message: 'Flat white',
+      amount: '12.345',
+      kind: 'one-off',
+      pricing: 'fixed',
+      bank_account_id: kowhai.bankAccountId,
+    },
+  });
   assert.equal(bad.status, 400);
   assert.match(textOf(bad.text), /amount must be/);
   assert.match(bad.text, /id="amount" name="amount" value="12.345"[^>]*aria-invalid="true"/);
-  const tooMuch = await browser.request('/dashboard/test/requests/new', { form: { csrf: form(blank.text), message: 'Car', amount: '9000', kind: 'one-off', pricing: 'fixed', bank_account_id: kowhai.bankAccountId } });
+  const tooMuch = await browser.request('/dashboard/test/requests/new', {
+    form: {
+      csrf: form(blank.text),
+      message: 'Car',
+      amount: '9000',
+      kind: 'one-off',
+      pricing: 'fixed',
+      bank_account_id: kowhai.bankAccountId,
+    },
+  });
   assert.equal(tooMuch.status, 400);
-  const recurringNoEmail = await browser.request('/dashboard/test/requests/new', { form: { csrf: form(blank.text), message: 'Top-ups', kind: 'recurring', recurring_period: 'weekly', recurring_max_per_period: '100', bank_account_id: kowhai.bankAccountId } });
+  const recurringNoEmail = await browser.request('/dashboard/test/requests/new', {
+    form: {
+      csrf: form(blank.text),
+      message: 'Top-ups',
+      kind: 'recurring',
+      recurring_period: 'weekly',
+      recurring_max_per_period: '100',
+      bank_account_id: kowhai.bankAccountId,
+    },
+  });
   assert.equal(recurringNoEmail.status, 400);
   assert.match(textOf(recurringNoEmail.text), /email/);
   assert.equal((await kowhai.test.get('/v1/requests')).body.requests.length, 0, 'nothing created');
 
   const created = await browser.request('/dashboard/test/requests/new', {
     form: {
-      csrf: form(blank.text), message: 'Flat <white>', amount: '4.50', kind: 'one-off', pricing: 'fixed', type: 'single', bank_account_id: kowhai.bankAccountId,
-      reference: 'INV-77', merchant_identifier: 'order-77', expires_in: '7d', payer_email: 'pat@example.com', require_customer_phone: 'on',
+      csrf: form(blank.text),
+      message: 'Flat <white>',
+      amount: '4.50',
+      kind: 'one-off',
+      pricing: 'fixed',
+      type: 'single',
+      bank_account_id: kowhai.bankAccountId,
+      reference: 'INV-77',
+      merchant_identifier: 'order-77',
+      expires_in: '7d',
+      payer_email: 'pat@example.com',
+      require_customer_phone: 'on',
     },
   });
   assert.equal(created.status, 303, created.text);
   const location = created.headers.get('location')!;
   const id = /requests\/(request_[0-9A-Z]{26})\?done=created$/.exec(location)![1];
   const api = (await kowhai.test.get(`/v1/requests/${id}`)).body.request;
-  assert.deepEqual([api.message, api.amount.value, api.pcr.reference, api.merchant_identifier, api.require_customer_phone, api.is_test_mode], ['Flat <white>', '4.50 NZD', 'INV-77', 'order-77', true, true]);
-  const events = (await kowhai.test.get('/v1/events', { query: { object_id: id } })).body.events.map((e: any) => e.type);
+  assert.deepEqual(
+    [
+      api.message,
+      api.amount.value,
+      api.pcr.reference,
+      api.merchant_identifier,
+      api.require_customer_phone,
+      api.is_test_mode,
+    ],
+    ['Flat <white>', '4.50 NZD', 'INV-77', 'order-77', true, true],
+  );
+  const events = (await kowhai.test.get('/v1/events', { query: { object_id: id } })).body.events.map(
+    (e: any) => e.type,
+  );
   assert.deepEqual(events, ['request.created']);
 
   const detail = await browser.request(location);
@@ -53,22 +111,72 @@ test('a request created with the form is the one the API creates, with its event
 
   // payer-chosen amounts, a subscription and a recurring consent, with every option
   const choices = await browser.request('/dashboard/test/requests/new', {
-    form: { csrf: form(blank.text), message: 'Koha', kind: 'one-off', pricing: 'payer', type: 'multi', suggested_amounts: '5.00, 10.00', minimum_amount: '2', maximum_amount: '100', bank_account_id: kowhai.bankAccountId, is_donation: 'on' },
+    form: {
+      csrf: form(blank.text),
+      message: 'Koha',
+      kind: 'one-off',
+      pricing: 'payer',
+      type: 'multi',
+      suggested_amounts: '5.00, 10.00',
+      minimum_amount: '2',
+      maximum_amount: '100',
+      bank_account_id: kowhai.bankAccountId,
+      is_donation: 'on',
+    },
   });
   assert.equal(choices.status, 303, choices.text);
   const sub = await browser.request('/dashboard/test/requests/new', {
-    form: { csrf: form(blank.text), message: 'Beans', kind: 'subscription', subscription_amount: '15', subscription_period: 'fortnightly', subscription_total_count: '6', payer_email: 'pat@example.com', bank_account_id: kowhai.bankAccountId },
+    form: {
+      csrf: form(blank.text),
+      message: 'Beans',
+      kind: 'subscription',
+      subscription_amount: '15',
+      subscription_period: 'fortnightly',
+      subscription_total_count: '6',
+      payer_email: 'pat@example.com',
+      bank_account_id: kowhai.bankAccountId,
+    },
   });
   assert.equal(sub.status, 303, sub.text);
   const rec = await browser.request('/dashboard/test/requests/new', {
-    form: { csrf: form(blank.text), message: 'Top-ups', kind: 'recurring', recurring_period: 'weekly', recurring_max_per_period: '100', recurring_max_per_payment: '50', recurring_end_date: '2099-01-31', payer_email: 'pat@example.com', bank_account_id: kowhai.bankAccountId },
+    form: {
+      csrf: form(blank.text),
+      message: 'Top-ups',
+      kind: 'recurring',
+      recurring_period: 'weekly',
+      recurring_max_per_period: '100',
+      recurring_max_per_payment: '50',
+      recurring_end_date: '2099-01-31',
+      payer_email: 'pat@example.com',
+      bank_account_id: kowhai.bankAccountId,
+    },
   });
   assert.equal(rec.status, 303, rec.text);
   const all = (await kowhai.test.get('/v1/requests')).body.requests;
   const byMessage = Object.fromEntries(all.map((r: any) => [r.message, r]));
-  assert.deepEqual([byMessage.Koha.type, byMessage.Koha.allow_dynamic_amount, byMessage.Koha.suggested_amounts, byMessage.Koha.min_payment_amount, byMessage.Koha.max_payment_amount, byMessage.Koha.is_donation], ['multi', true, '5.00,10.00', 200, 10000, true]);
-  assert.deepEqual([byMessage.Beans.subscription_options.amount, byMessage.Beans.subscription_options.period, byMessage.Beans.subscription_options.total_count], ['15.00 NZD', 'fortnightly', 6]);
-  assert.deepEqual([byMessage['Top-ups'].recurring_options.max_per_period, byMessage['Top-ups'].recurring_options.max_per_payment], ['100.00 NZD', '50.00 NZD']);
+  assert.deepEqual(
+    [
+      byMessage.Koha.type,
+      byMessage.Koha.allow_dynamic_amount,
+      byMessage.Koha.suggested_amounts,
+      byMessage.Koha.min_payment_amount,
+      byMessage.Koha.max_payment_amount,
+      byMessage.Koha.is_donation,
+    ],
+    ['multi', true, '5.00,10.00', 200, 10000, true],
+  );
+  assert.deepEqual(
+    [
+      byMessage.Beans.subscription_options.amount,
+      byMessage.Beans.subscription_options.period,
+      byMessage.Beans.subscription_options.total_count,
+    ],
+    ['15.00 NZD', 'fortnightly', 6],
+  );
+  assert.deepEqual(
+    [byMessage['Top-ups'].recurring_options.max_per_period, byMessage['Top-ups'].recurring_options.max_per_payment],
+    ['100.00 NZD', '50.00 NZD'],
+  );
 });
 
 test('the request list filters by status, type and dates, searches id, reference, identifier and particulars, and pages', async (t) => {
@@ -76,7 +184,14 @@ test('the request list filters by status, type and dates, searches id, reference
   const [kowhai] = world.merchants;
   const made: string[] = [];
   for (let i = 0; i < 30; i++) {
-    const reply = await kowhai.test.post('/v1/requests', { bank_account_id: kowhai.bankAccountId, message: `Order ${i}`, amount: '1.00 NZD', reference: `REF-${i}`, merchant_identifier: `ord_${i}`, ...(i % 2 ? { type: 'multi' } : {}) });
+    const reply = await kowhai.test.post('/v1/requests', {
+      bank_account_id: kowhai.bankAccountId,
+      message: `Order ${i}`,
+      amount: '1.00 NZD',
+      reference: `REF-${i}`,
+      merchant_identifier: `ord_${i}`,
+      ...(i % 2 ? { type: 'multi' } : {}),
+    });
     made.push(reply.body.request.id);
   }
   await kowhai.test.delete(`/v1/requests/${made[3]}`);
@@ -94,14 +209,22 @@ test('the request list filters by status, type and dates, searches id, reference
   assert.deepEqual([...ids(first.text), ...ids(second.text)], [...made].reverse());
 
   assert.deepEqual(ids((await browser.request('/dashboard/test/requests?status=deleted')).text), [made[3]]);
-  const paidByApi = (await kowhai.test.get('/v1/requests', { query: { status: 'paid' } })).body.requests.map((r: any) => r.id);
+  const paidByApi = (await kowhai.test.get('/v1/requests', { query: { status: 'paid' } })).body.requests.map(
+    (r: any) => r.id,
+  );
   assert.deepEqual(ids((await browser.request('/dashboard/test/requests?status=paid')).text), paidByApi);
   assert.equal(ids((await browser.request('/dashboard/test/requests?type=multi')).text).length, 15);
   assert.deepEqual(ids((await browser.request('/dashboard/test/requests?q=ref-12')).text), [made[12]]);
   assert.deepEqual(ids((await browser.request('/dashboard/test/requests?q=ord_17')).text), [made[17]]);
   assert.deepEqual(ids((await browser.request(`/dashboard/test/requests?q=${made[8]}`)).text), [made[8]]);
-  assert.deepEqual(ids((await browser.request(`/dashboard/test/requests?q=${encodeURIComponent(particulars)}`)).text), [made[5]]);
-  assert.deepEqual(ids((await browser.request('/dashboard/test/requests?q=%25')).text), [], 'a % is searched as itself');
+  assert.deepEqual(ids((await browser.request(`/dashboard/test/requests?q=${encodeURIComponent(particulars)}`)).text), [
+    made[5],
+  ]);
+  assert.deepEqual(
+    ids((await browser.request('/dashboard/test/requests?q=%25')).text),
+    [],
+    'a % is searched as itself',
+  );
   assert.equal(ids((await browser.request('/dashboard/test/requests?from=2000-01-01&to=2000-01-02')).text).length, 0);
   assert.equal(ids((await browser.request('/dashboard/test/requests?from=2000-01-01')).text).length, 25);
   // the live list is another world
@@ -111,7 +234,13 @@ test('the request list filters by status, type and dates, searches id, reference
 test('delete asks first, then deletes through the service with its event; a paid request cannot be deleted', async (t) => {
   const world = await dashWorld(t, { workers: false });
   const [kowhai] = world.merchants;
-  const id = (await kowhai.live.post('/v1/requests', { bank_account_id: kowhai.bankAccountId, message: 'Tea', amount: '3.00 NZD' })).body.request.id;
+  const id = (
+    await kowhai.live.post('/v1/requests', {
+      bank_account_id: kowhai.bankAccountId,
+      message: 'Tea',
+      amount: '3.00 NZD',
+    })
+  ).body.request.id;
   const browser = await logIn(world, kowhai);
   const confirm = await browser.request(`/dashboard/live/requests/${id}/delete`);
   assert.equal(confirm.status, 200);
@@ -132,8 +261,19 @@ test('payments: filters, search by particulars, reference, request and payer ema
   const [kowhai] = world.merchants;
   const payments: any[] = [];
   for (let i = 0; i < 4; i++) {
-    const request = (await kowhai.test.post('/v1/requests', { bank_account_id: kowhai.bankAccountId, message: `Cup ${i}`, amount: `${i + 1}.50 NZD`, reference: `R-${i}`, merchant_identifier: i === 2 ? '=HYPERLINK("x")' : `m${i}` })).body.request;
-    const paid = await kowhai.test.post(`/v1/test-helpers/requests/${request.id}/pay`, { outcome: i === 3 ? 'decline' : 'approve', cust_info: { email: `payer${i}@example.com`, first_name: 'Pat' } });
+    const request = (
+      await kowhai.test.post('/v1/requests', {
+        bank_account_id: kowhai.bankAccountId,
+        message: `Cup ${i}`,
+        amount: `${i + 1}.50 NZD`,
+        reference: `R-${i}`,
+        merchant_identifier: i === 2 ? '=HYPERLINK("x")' : `m${i}`,
+      })
+    ).body.request;
+    const paid = await kowhai.test.post(`/v1/test-helpers/requests/${request.id}/pay`, {
+      outcome: i === 3 ? 'decline' : 'approve',
+      cust_info: { email: `payer${i}@example.com`, first_name: 'Pat' },
+    });
     assert.equal(paid.status, 200, paid.text);
     payments.push(paid.body.payment);
   }
@@ -142,10 +282,16 @@ test('payments: filters, search by particulars, reference, request and payer ema
   const list = await browser.request('/dashboard/test/payments');
   assert.equal(ids(list.text).length, 4);
   assert.deepEqual(ids((await browser.request('/dashboard/test/payments?q=payer2%40example')).text), [payments[2].id]);
-  assert.deepEqual(ids((await browser.request(`/dashboard/test/payments?q=${payments[1].pcr.particulars}`)).text), [payments[1].id]);
-  assert.deepEqual(ids((await browser.request(`/dashboard/test/payments?q=${payments[0].request_id}`)).text), [payments[0].id]);
+  assert.deepEqual(ids((await browser.request(`/dashboard/test/payments?q=${payments[1].pcr.particulars}`)).text), [
+    payments[1].id,
+  ]);
+  assert.deepEqual(ids((await browser.request(`/dashboard/test/payments?q=${payments[0].request_id}`)).text), [
+    payments[0].id,
+  ]);
   assert.deepEqual(ids((await browser.request('/dashboard/test/payments?q=R-1')).text), [payments[1].id]);
-  const failedByApi = (await kowhai.test.get('/v1/payments', { query: { status: 'failed' } })).body.payments.map((p: any) => p.id);
+  const failedByApi = (await kowhai.test.get('/v1/payments', { query: { status: 'failed' } })).body.payments.map(
+    (p: any) => p.id,
+  );
   assert.deepEqual(ids((await browser.request('/dashboard/test/payments?status=failed')).text), failedByApi);
   assert.equal(ids((await browser.request('/dashboard/live/payments')).text).length, 0, 'live is apart');
 
@@ -160,15 +306,45 @@ test('payments: filters, search by particulars, reference, request and payer ema
   const csv = await browser.request('/dashboard/test/payments/export.csv?status=successful');
   assert.equal(csv.status, 200);
   assert.match(csv.headers.get('content-type')!, /^text\/csv/);
-  assert.match(csv.headers.get('content-disposition')!, /^attachment; filename="tono-test-payments-\d{4}-\d{2}-\d{2}\.csv"$/);
+  assert.match(
+    csv.headers.get('content-disposition')!,
+    /^attachment; filename="tono-test-payments-\d{4}-\d{2}-\d{2}\.csv"$/,
+  );
   const { parse } = await import('csv-parse/sync');
   const rows: string[][] = parse(csv.text);
-  assert.deepEqual(rows[0], ['id', 'date', 'amount', 'requested_amount', 'status', 'particulars', 'code', 'reference', 'request', 'merchant_identifier', 'payer_email']);
+  assert.deepEqual(rows[0], [
+    'id',
+    'date',
+    'amount',
+    'requested_amount',
+    'status',
+    'particulars',
+    'code',
+    'reference',
+    'request',
+    'merchant_identifier',
+    'payer_email',
+  ]);
   const api = (await kowhai.test.get('/v1/payments', { query: { status: 'successful' } })).body.payments;
-  assert.deepEqual(rows.slice(1), api.map((p: any) => [
-    p.id, p.created_at, p.amount.value.replace(' NZD', ''), p.requested_amount.value.replace(' NZD', ''), p.status, p.pcr.particulars, p.pcr.code,
-    p.pcr.reference, p.request_id, p.merchant_identifier?.startsWith('=') ? `'${p.merchant_identifier}` : p.merchant_identifier ?? '', p.cust_info?.email ?? '',
-  ]));
+  assert.deepEqual(
+    rows.slice(1),
+    api.map((p: any) => [
+      p.id,
+      p.created_at,
+      p.amount.value.replace(' NZD', ''),
+      p.requested_amount.value.replace(' NZD', ''),
+      p.status,
+      p.pcr.particulars,
+      p.pcr.code,
+      p.pcr.reference,
+      p.request_id,
+      p.merchant_identifier?.startsWith('=') ? `'${p.merchant_identifier}` : (p.merchant_identifier ?? ''),
+      p.cust_info?.email ?? '',
+    ]),
+  );
   assert.equal(rows.length - 1, 3);
-  assert.ok(rows.some((row) => row[9] === `'=HYPERLINK("x")`), 'a formula is written as text');
+  assert.ok(
+    rows.some((row) => row[9] === `'=HYPERLINK("x")`),
+    'a formula is written as text',
+  );
 });

@@ -8,7 +8,16 @@ import { randomSecret } from '../../shared/crypto.ts';
 import { text } from './dashboard.format.ts';
 import { dashboardKit, formOf, PRE_SESSION_COOKIE, SESSION_COOKIE, type Kit, type Scope } from './dashboard.kit.ts';
 import {
-  askForReset, endSession, liveSessions, normaliseEmail, resetIsLive, resetPassword, revokeSession, sessionOf, signIn, SESSION_MAX_MS,
+  askForReset,
+  endSession,
+  liveSessions,
+  normaliseEmail,
+  resetIsLive,
+  resetPassword,
+  revokeSession,
+  sessionOf,
+  signIn,
+  SESSION_MAX_MS,
 } from './dashboard.sessions.ts';
 import { registerHome } from './sections/home.ts';
 import { registerRequestPages } from './sections/requests.ts';
@@ -29,13 +38,21 @@ import type { App } from '../../http/app-type.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const assets = new Map<string, { type: string; body: Buffer }>([
-  ['dashboard.css', { type: 'text/css; charset=utf-8', body: fs.readFileSync(path.join(here, 'assets', 'dashboard.css')) }],
-  ['dashboard.js', { type: 'text/javascript; charset=utf-8', body: fs.readFileSync(path.join(here, 'assets', 'dashboard.js')) }],
+  [
+    'dashboard.css',
+    { type: 'text/css; charset=utf-8', body: fs.readFileSync(path.join(here, 'assets', 'dashboard.css')) },
+  ],
+  [
+    'dashboard.js',
+    { type: 'text/javascript; charset=utf-8', body: fs.readFileSync(path.join(here, 'assets', 'dashboard.js')) },
+  ],
 ]);
 
 /** Only a path inside the dashboard is followed after login, so the login page redirects nowhere else. */
 function safeNext(next: string): string {
-  return /^\/dashboard\/(live|test)(\/[A-Za-z0-9_\-/?=&%.]*)?$/.test(next) && !next.includes('//') ? next : '/dashboard/live';
+  return /^\/dashboard\/(live|test)(\/[A-Za-z0-9_\-/?=&%.]*)?$/.test(next) && !next.includes('//')
+    ? next
+    : '/dashboard/live';
 }
 
 export async function registerDashboardRoutes(app: App, deps: Deps): Promise<void> {
@@ -62,7 +79,12 @@ export async function registerDashboardRoutes(app: App, deps: Deps): Promise<voi
       const session = await sessionOf(deps, request.cookies[SESSION_COOKIE]);
       if (!session) return reply.redirect('/dashboard/login', 303);
       const flash = (request.query as { done?: string }).done === 'ended' ? 'That session is ended.' : null;
-      return kit.render(reply, 200, 'account', { title: 'Account', session, sessions: await liveSessions(deps, session), flash });
+      return kit.render(reply, 200, 'account', {
+        title: 'Account',
+        session,
+        sessions: await liveSessions(deps, session),
+        flash,
+      });
     });
     scope.post<{ Params: { ref: string } }>('/dashboard/account/sessions/:ref/end', hidden, async (request, reply) => {
       const session = await sessionOf(deps, request.cookies[SESSION_COOKIE]);
@@ -96,14 +118,21 @@ function registerSignIn(scope: Scope, kit: Kit): void {
     reply.setCookie(PRE_SESSION_COOKIE, token, kit.cookieOptions());
     return token;
   };
-  const preSessionValid = (request: FastifyRequest) => kit.formCsrfMatches(request, request.cookies[PRE_SESSION_COOKIE]);
+  const preSessionValid = (request: FastifyRequest) =>
+    kit.formCsrfMatches(request, request.cookies[PRE_SESSION_COOKIE]);
   const minutes = (ms: number) => Math.max(1, Math.ceil(ms / 60_000));
 
   scope.get<{ Querystring: { next?: string } }>('/dashboard/login', hidden, async (request, reply) => {
     const session = await sessionOf(deps, request.cookies[SESSION_COOKIE]);
     if (session) return reply.redirect(safeNext(text(request.query.next)), 303);
-    const flash = (request.query as { done?: string }).done === 'reset' ? 'Your password is changed. Log in with it.' : null;
-    return kit.render(reply, 200, 'login', { title: 'Log in', csrf: preSessionToken(request, reply), next: text(request.query.next), flash });
+    const flash =
+      (request.query as { done?: string }).done === 'reset' ? 'Your password is changed. Log in with it.' : null;
+    return kit.render(reply, 200, 'login', {
+      title: 'Log in',
+      csrf: preSessionToken(request, reply),
+      next: text(request.query.next),
+      flash,
+    });
   });
 
   scope.post('/dashboard/login', hidden, async (request, reply) => {
@@ -112,16 +141,24 @@ function registerSignIn(scope: Scope, kit: Kit): void {
     const csrf = preSessionToken(request, reply);
     const rawEmail = text(form.email, 254);
     const next = text(form.next);
-    const again = (status: number, error: string) => kit.render(reply, status, 'login', { title: 'Log in', csrf, email: rawEmail, next, error });
+    const again = (status: number, error: string) =>
+      kit.render(reply, status, 'login', { title: 'Log in', csrf, email: rawEmail, next, error });
     const email = normaliseEmail(rawEmail);
     const password = typeof form.password === 'string' ? form.password : '';
     if (!email || !password) return again(400, 'Enter your email address and your password.');
     const outcome = await signIn(deps, {
-      email, password, client: clientKey(request.ip), userAgent: request.headers['user-agent'], previousSessionId: request.cookies[SESSION_COOKIE],
+      email,
+      password,
+      client: clientKey(request.ip),
+      userAgent: request.headers['user-agent'],
+      previousSessionId: request.cookies[SESSION_COOKIE],
     });
     if (outcome.kind === 'limited') {
       reply.header('retry-after', String(retryAfterSeconds(outcome.retryAfterMs)));
-      return again(429, `Too many wrong passwords. Logging in is locked for ${minutes(outcome.retryAfterMs)} minutes; you can reset your password meanwhile.`);
+      return again(
+        429,
+        `Too many wrong passwords. Logging in is locked for ${minutes(outcome.retryAfterMs)} minutes; you can reset your password meanwhile.`,
+      );
     }
     if (outcome.kind === 'busy') {
       reply.header('retry-after', '5');
@@ -142,31 +179,52 @@ function registerSignIn(scope: Scope, kit: Kit): void {
   });
 
   scope.get('/dashboard/forgot', hidden, async (request, reply) =>
-    kit.render(reply, 200, 'forgot', { title: 'Reset your password', csrf: preSessionToken(request, reply) }));
+    kit.render(reply, 200, 'forgot', { title: 'Reset your password', csrf: preSessionToken(request, reply) }),
+  );
 
   scope.post('/dashboard/forgot', hidden, async (request, reply) => {
     if (!preSessionValid(request)) return kit.forbidden(reply);
     const csrf = preSessionToken(request, reply);
     const raw = text(formOf(request).email, 254);
     const email = normaliseEmail(raw);
-    if (!email) return kit.render(reply, 400, 'forgot', { title: 'Reset your password', csrf, email: raw, error: 'Enter your email address, like name@example.com' });
+    if (!email)
+      return kit.render(reply, 400, 'forgot', {
+        title: 'Reset your password',
+        csrf,
+        email: raw,
+        error: 'Enter your email address, like name@example.com',
+      });
     const asked = await askForReset(deps, email, clientKey(request.ip));
     if (asked.kind === 'limited') {
       reply.header('retry-after', String(retryAfterSeconds(asked.retryAfterMs)));
-      return kit.render(reply, 429, 'forgot', { title: 'Reset your password', csrf, email, error: `Too many reset links have been asked for from here. Try again in ${minutes(asked.retryAfterMs)} minutes.` });
+      return kit.render(reply, 429, 'forgot', {
+        title: 'Reset your password',
+        csrf,
+        email,
+        error: `Too many reset links have been asked for from here. Try again in ${minutes(asked.retryAfterMs)} minutes.`,
+      });
     }
     return kit.render(reply, 200, 'forgot', { title: 'Reset your password', csrf, email, sent: true });
   });
 
   const deadLink = (reply: FastifyReply) =>
-    kit.message(reply, 400, 'This link no longer works', 'Reset links work once, for 30 minutes. Ask for a new one from the log-in page.');
+    kit.message(
+      reply,
+      400,
+      'This link no longer works',
+      'Reset links work once, for 30 minutes. Ask for a new one from the log-in page.',
+    );
 
   // The reset token is in these URLs: their request lines are kept out of the info-level request log.
   const quiet = { ...hidden, logLevel: 'warn' as const };
 
   scope.get<{ Params: { token: string } }>('/dashboard/reset/:token', quiet, async (request, reply) => {
     if (!(await resetIsLive(deps, request.params.token))) return deadLink(reply);
-    return kit.render(reply, 200, 'reset', { title: 'Choose a new password', csrf: preSessionToken(request, reply), token: request.params.token });
+    return kit.render(reply, 200, 'reset', {
+      title: 'Choose a new password',
+      csrf: preSessionToken(request, reply),
+      token: request.params.token,
+    });
   });
 
   scope.post<{ Params: { token: string } }>('/dashboard/reset/:token', quiet, async (request, reply) => {
@@ -176,10 +234,20 @@ function registerSignIn(scope: Scope, kit: Kit): void {
     if (outcome.kind === 'dead') return deadLink(reply);
     if (outcome.kind === 'busy') {
       reply.header('retry-after', '5');
-      return kit.render(reply, 429, 'reset', { title: 'Choose a new password', csrf: preSessionToken(request, reply), token: request.params.token, error: 'Too many passwords are being checked right now. Wait a few seconds and send it again.' });
+      return kit.render(reply, 429, 'reset', {
+        title: 'Choose a new password',
+        csrf: preSessionToken(request, reply),
+        token: request.params.token,
+        error: 'Too many passwords are being checked right now. Wait a few seconds and send it again.',
+      });
     }
     if (outcome.kind === 'weak') {
-      return kit.render(reply, 400, 'reset', { title: 'Choose a new password', csrf: preSessionToken(request, reply), token: request.params.token, error: 'Choose a password of 12 to 200 characters.' });
+      return kit.render(reply, 400, 'reset', {
+        title: 'Choose a new password',
+        csrf: preSessionToken(request, reply),
+        token: request.params.token,
+        error: 'Choose a password of 12 to 200 characters.',
+      });
     }
     reply.clearCookie(SESSION_COOKIE, kit.cookieOptions());
     return reply.redirect('/dashboard/login?done=reset', 303);

@@ -15,91 +15,154 @@ import { CreateRequestBody } from '../requests/requests.schemas.ts';
 const ZONE = 'Pacific/Auckland';
 
 test('column bars fit the box, keep the order and proportions, and the largest fills the height', () => {
-  fc.assert(fc.property(fc.array(fc.integer({ min: 0, max: 10_000_000 }), { minLength: 1, maxLength: 60 }), (values) => {
-    const bars = columnBars(values, 600, 160);
-    assert.equal(bars.length, values.length);
-    const max = Math.max(...values);
-    bars.forEach((bar, i) => {
-      assert.ok(bar.x >= 0 && bar.x + bar.width <= 600.01, 'inside horizontally');
-      assert.ok(bar.y >= 0 && Math.abs(bar.y + bar.height - 160) < 0.02, 'standing on the baseline');
-      if (max > 0) assert.ok(Math.abs(bar.height - (values[i] / max) * 160) < 0.02);
-      else assert.equal(bar.height, 0);
-      if (i > 0) assert.ok(bar.x > bars[i - 1].x);
-    });
-    if (max > 0) assert.ok(Math.abs(Math.max(...bars.map((b) => b.height)) - 160) < 0.02);
-  }));
-  fc.assert(fc.property(fc.array(fc.nat(1000), { maxLength: 10 }), (values) => {
-    for (const bar of rowBars(values, 360, 28)) assert.ok(bar.width >= 0 && bar.width <= 360);
-  }));
+  fc.assert(
+    fc.property(fc.array(fc.integer({ min: 0, max: 10_000_000 }), { minLength: 1, maxLength: 60 }), (values) => {
+      const bars = columnBars(values, 600, 160);
+      assert.equal(bars.length, values.length);
+      const max = Math.max(...values);
+      bars.forEach((bar, i) => {
+        assert.ok(bar.x >= 0 && bar.x + bar.width <= 600.01, 'inside horizontally');
+        assert.ok(bar.y >= 0 && Math.abs(bar.y + bar.height - 160) < 0.02, 'standing on the baseline');
+        if (max > 0) assert.ok(Math.abs(bar.height - (values[i] / max) * 160) < 0.02);
+        else assert.equal(bar.height, 0);
+        if (i > 0) assert.ok(bar.x > bars[i - 1].x);
+      });
+      if (max > 0) assert.ok(Math.abs(Math.max(...bars.map((b) => b.height)) - 160) < 0.02);
+    }),
+  );
+  fc.assert(
+    fc.property(fc.array(fc.nat(1000), { maxLength: 10 }), (values) => {
+      for (const bar of rowBars(values, 360, 28)) assert.ok(bar.width >= 0 && bar.width <= 360);
+    }),
+  );
 });
 
 test('money received per day: every day of the window, oldest first, summing exactly the successful payments inside it', () => {
   const now = Date.parse('2026-11-23T10:00:00Z');
-  const activity = fc.array(fc.record({
-    status: fc.constantFrom('successful', 'failed', 'awaiting-consent'),
-    cents: fc.integer({ min: 1, max: 500_000 }),
-    createdAt: fc.integer({ min: now - 40 * 86_400_000, max: now }),
-  }).map((p): Activity => ({ ...p, completedAt: p.createdAt })), { maxLength: 80 });
-  fc.assert(fc.property(activity, (payments) => {
-    const days = receivedPerDay(payments, now, ZONE, 30);
-    assert.equal(days.length, 30);
-    assert.equal(days[29].date, '2026-11-23');
-    for (let i = 1; i < days.length; i++) assert.ok(days[i - 1].date < days[i].date);
-    const start = dayBound(days[0].date, ZONE, false)!;
-    const expected = payments.filter((p) => p.status === 'successful' && p.createdAt >= start).reduce((sum, p) => sum + p.cents, 0);
-    assert.equal(days.reduce((sum, d) => sum + d.cents, 0), expected);
-  }));
-  const breakdown = statusBreakdown([
-    { status: 'successful', cents: 1, createdAt: 0, completedAt: 0 }, { status: 'successful', cents: 1, createdAt: 0, completedAt: 0 },
-    { status: 'failed', cents: 1, createdAt: 0, completedAt: 0 }, { status: 'awaiting-consent', cents: 1, createdAt: 0, completedAt: 0 },
-  ], ['awaiting-consent', 'successful', 'failed']);
-  assert.deepEqual(breakdown.counts.map((c) => c.count), [1, 2, 1]);
+  const activity = fc.array(
+    fc
+      .record({
+        status: fc.constantFrom('successful', 'failed', 'awaiting-consent'),
+        cents: fc.integer({ min: 1, max: 500_000 }),
+        createdAt: fc.integer({ min: now - 40 * 86_400_000, max: now }),
+      })
+      .map((p): Activity => ({ ...p, completedAt: p.createdAt })),
+    { maxLength: 80 },
+  );
+  fc.assert(
+    fc.property(activity, (payments) => {
+      const days = receivedPerDay(payments, now, ZONE, 30);
+      assert.equal(days.length, 30);
+      assert.equal(days[29].date, '2026-11-23');
+      for (let i = 1; i < days.length; i++) assert.ok(days[i - 1].date < days[i].date);
+      const start = dayBound(days[0].date, ZONE, false)!;
+      const expected = payments
+        .filter((p) => p.status === 'successful' && p.createdAt >= start)
+        .reduce((sum, p) => sum + p.cents, 0);
+      assert.equal(
+        days.reduce((sum, d) => sum + d.cents, 0),
+        expected,
+      );
+    }),
+  );
+  const breakdown = statusBreakdown(
+    [
+      { status: 'successful', cents: 1, createdAt: 0, completedAt: 0 },
+      { status: 'successful', cents: 1, createdAt: 0, completedAt: 0 },
+      { status: 'failed', cents: 1, createdAt: 0, completedAt: 0 },
+      { status: 'awaiting-consent', cents: 1, createdAt: 0, completedAt: 0 },
+    ],
+    ['awaiting-consent', 'successful', 'failed'],
+  );
+  assert.deepEqual(
+    breakdown.counts.map((c) => c.count),
+    [1, 2, 1],
+  );
   assert.equal(breakdown.successRate, 2 / 3);
   assert.equal(statusBreakdown([], ['successful']).successRate, null);
 });
 
 test('amounts typed in forms become the API amount; blank fields stay out of the body; the API schema takes a full form', () => {
-  fc.assert(fc.property(fc.integer({ min: 0, max: 10_000_000 }), (cents) => {
-    const decimal = centsToDecimal(cents);
-    assert.equal(amountText(decimal), `${decimal} NZD`);
-    assert.equal(amountText(`$${decimal}`), `${decimal} NZD`);
-    assert.equal(dollarsToCents(decimal), cents);
-    assert.equal(money(cents), `$${Math.floor(cents / 100).toLocaleString('en-NZ')}.${String(cents % 100).padStart(2, '0')}`);
-  }));
+  fc.assert(
+    fc.property(fc.integer({ min: 0, max: 10_000_000 }), (cents) => {
+      const decimal = centsToDecimal(cents);
+      assert.equal(amountText(decimal), `${decimal} NZD`);
+      assert.equal(amountText(`$${decimal}`), `${decimal} NZD`);
+      assert.equal(dollarsToCents(decimal), cents);
+      assert.equal(
+        money(cents),
+        `$${Math.floor(cents / 100).toLocaleString('en-NZ')}.${String(cents % 100).padStart(2, '0')}`,
+      );
+    }),
+  );
   assert.equal(amountText('12.5'), '12.50 NZD');
   assert.equal(amountText('1,000'), '1000.00 NZD');
   assert.ok(Number.isNaN(dollarsToCents('ten')!));
   assert.equal(dollarsToCents(''), null);
 
-  const blank = requestBodyFromForm({ message: 'Tea', bank_account_id: 'bankaccount_1', kind: 'one-off', pricing: 'fixed', amount: '', reference: '', payer_email: '' });
+  const blank = requestBodyFromForm({
+    message: 'Tea',
+    bank_account_id: 'bankaccount_1',
+    kind: 'one-off',
+    pricing: 'fixed',
+    amount: '',
+    reference: '',
+    payer_email: '',
+  });
   assert.deepEqual(blank, { bank_account_id: 'bankaccount_1', message: 'Tea' });
-  fc.assert(fc.property(fc.record({
-    message: fc.string({ minLength: 1, maxLength: 60 }).filter((s) => s.trim().length > 0 && s.trim() === s),
-    cents: fc.integer({ min: 1, max: 500_000 }),
-    reference: fc.stringMatching(/^[A-Za-z0-9-]{0,12}$/),
-    flags: fc.subarray(['is_donation', 'require_customer_phone', 'allow_marketing_opt_in']),
-  }), ({ message, cents, reference, flags }) => {
-    const form: Record<string, unknown> = { message, bank_account_id: 'bankaccount_1', kind: 'one-off', pricing: 'fixed', amount: centsToDecimal(cents), reference, type: 'single' };
-    for (const flag of flags) form[flag] = 'on';
-    const body = requestBodyFromForm(form);
-    assert.equal(apiBodyProblem(CreateRequestBody, body), null, JSON.stringify(body));
-    assert.equal(body.amount, `${centsToDecimal(cents)} NZD`);
-    assert.equal('reference' in body, reference !== '');
-    for (const flag of flags) assert.equal(body[flag], true);
-  }));
-  const subscription = requestBodyFromForm({ message: 'Beans', bank_account_id: 'b', kind: 'subscription', subscription_amount: '15', subscription_period: 'monthly', payer_email: 'p@example.com', amount: '99' });
+  fc.assert(
+    fc.property(
+      fc.record({
+        message: fc.string({ minLength: 1, maxLength: 60 }).filter((s) => s.trim().length > 0 && s.trim() === s),
+        cents: fc.integer({ min: 1, max: 500_000 }),
+        reference: fc.stringMatching(/^[A-Za-z0-9-]{0,12}$/),
+        flags: fc.subarray(['is_donation', 'require_customer_phone', 'allow_marketing_opt_in']),
+      }),
+      ({ message, cents, reference, flags }) => {
+        const form: Record<string, unknown> = {
+          message,
+          bank_account_id: 'bankaccount_1',
+          kind: 'one-off',
+          pricing: 'fixed',
+          amount: centsToDecimal(cents),
+          reference,
+          type: 'single',
+        };
+        for (const flag of flags) form[flag] = 'on';
+        const body = requestBodyFromForm(form);
+        assert.equal(apiBodyProblem(CreateRequestBody, body), null, JSON.stringify(body));
+        assert.equal(body.amount, `${centsToDecimal(cents)} NZD`);
+        assert.equal('reference' in body, reference !== '');
+        for (const flag of flags) assert.equal(body[flag], true);
+      },
+    ),
+  );
+  const subscription = requestBodyFromForm({
+    message: 'Beans',
+    bank_account_id: 'b',
+    kind: 'subscription',
+    subscription_amount: '15',
+    subscription_period: 'monthly',
+    payer_email: 'p@example.com',
+    amount: '99',
+  });
   assert.deepEqual(subscription.subscription_options, { amount: '15.00 NZD', period: 'monthly' });
   assert.equal(subscription.amount, undefined, 'the one-off amount is not sent with a subscription');
-  assert.equal(apiBodyProblem(CreateRequestBody, { ...subscription, extra: 1 })!.code, 'bad_request.unknown_param.extra');
+  assert.equal(
+    apiBodyProblem(CreateRequestBody, { ...subscription, extra: 1 })!.code,
+    'bad_request.unknown_param.extra',
+  );
 });
 
 test('CSV cells a spreadsheet would run are written as text, and every value survives a round trip', () => {
-  fc.assert(fc.property(fc.array(fc.string({ maxLength: 30 }), { minLength: 1, maxLength: 8 }), (cells) => {
-    const safe = cells.map(spreadsheetSafe);
-    for (const cell of safe) assert.ok(!/^[=+\-@\t\r]/.test(cell));
-    const back = parse(stringify([safe]), { relax_column_count: true })[0] ?? [''];
-    assert.deepEqual(back, safe.length === 1 && safe[0] === '' ? [''] : safe);
-  }));
+  fc.assert(
+    fc.property(fc.array(fc.string({ maxLength: 30 }), { minLength: 1, maxLength: 8 }), (cells) => {
+      const safe = cells.map(spreadsheetSafe);
+      for (const cell of safe) assert.ok(!/^[=+\-@\t\r]/.test(cell));
+      const back = parse(stringify([safe]), { relax_column_count: true })[0] ?? [''];
+      assert.deepEqual(back, safe.length === 1 && safe[0] === '' ? [''] : safe);
+    }),
+  );
 });
 
 test('a day range covers whole local days; queries keep only filled values; status history is in time order', () => {
@@ -111,9 +174,22 @@ test('a day range covers whole local days; queries keep only filled values; stat
   assert.equal(queryOf({ q: 'a b', status: '', after: undefined }), '?q=a+b');
   assert.equal(queryOf({}), '');
   const history = statusHistory([
-    { id: 'event_2', type: 'payment.status_updated', created_at: '2026-01-01T00:00:02.000Z', data: { status: 'successful' } } as any,
-    { id: 'event_1', type: 'payment.created', created_at: '2026-01-01T00:00:01.000Z', data: { status: 'awaiting-consent' } } as any,
+    {
+      id: 'event_2',
+      type: 'payment.status_updated',
+      created_at: '2026-01-01T00:00:02.000Z',
+      data: { status: 'successful' },
+    } as any,
+    {
+      id: 'event_1',
+      type: 'payment.created',
+      created_at: '2026-01-01T00:00:01.000Z',
+      data: { status: 'awaiting-consent' },
+    } as any,
     { id: 'event_3', type: 'request.created', created_at: '2026-01-01T00:00:00.000Z', data: {} } as any,
   ]);
-  assert.deepEqual(history.map((h) => h.status), ['awaiting-consent', 'successful']);
+  assert.deepEqual(
+    history.map((h) => h.status),
+    ['awaiting-consent', 'successful'],
+  );
 });

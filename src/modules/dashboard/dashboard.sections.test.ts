@@ -22,13 +22,34 @@ test('every detail route is 404 for another merchant and in the other mode; post
     assert.match(textOf(other.text), /There is nothing with that address in test mode/);
     assert.equal((await owner.request(`/dashboard/live/${path}`)).status, 404, `the other mode: ${path}`);
   }
-  for (const path of [`requests/${mine.request.id}/delete`, `subscriptions/${mine.subscription.id}/cancel`, `recurring-consents/${mine.consent.id}/revoke`, `webhooks/${mine.webhook.id}/delete`, `api-keys/${mine.key}/revoke`, `events/${mine.event.id}/resend`]) {
-    assert.equal((await stranger.request(`/dashboard/test/${path}`, { form: { csrf: strangerCsrf } })).status, 404, `post as another merchant: ${path}`);
+  for (const path of [
+    `requests/${mine.request.id}/delete`,
+    `subscriptions/${mine.subscription.id}/cancel`,
+    `recurring-consents/${mine.consent.id}/revoke`,
+    `webhooks/${mine.webhook.id}/delete`,
+    `api-keys/${mine.key}/revoke`,
+    `events/${mine.event.id}/resend`,
+  ]) {
+    assert.equal(
+      (await stranger.request(`/dashboard/test/${path}`, { form: { csrf: strangerCsrf } })).status,
+      404,
+      `post as another merchant: ${path}`,
+    );
   }
-  assert.equal((await stranger.request(`/dashboard/test/events/${mine.event.id}/resend`, { form: { csrf: strangerCsrf, webhook_id: mine.webhook.id } })).status, 404);
+  assert.equal(
+    (
+      await stranger.request(`/dashboard/test/events/${mine.event.id}/resend`, {
+        form: { csrf: strangerCsrf, webhook_id: mine.webhook.id },
+      })
+    ).status,
+    404,
+  );
   assert.equal((await kowhai.test.get(`/v1/requests/${mine.request.id}`)).body.request.status, 'paid');
   assert.equal((await kowhai.test.get(`/v1/subscriptions/${mine.subscription.id}`)).body.subscription.status, 'active');
-  assert.equal((await kowhai.test.get(`/v1/recurring-consents/${mine.consent.id}`)).body.recurring_consent.status, 'active');
+  assert.equal(
+    (await kowhai.test.get(`/v1/recurring-consents/${mine.consent.id}`)).body.recurring_consent.status,
+    'active',
+  );
   assert.equal((await kowhai.test.get('/v1/webhooks')).body.webhooks.length, 1);
   assert.equal((await kowhai.test.get('/v1/requests')).status, 200, 'the key still works');
   // the unknown mode and the clock in live mode are 404 too
@@ -50,22 +71,43 @@ test('live and test are kept apart: lists, home numbers and the test-mode markin
   assert.match(live.text, /<a href="\/dashboard\/test">Test<\/a>/);
   assert.ok(!live.text.includes('/dashboard/live/clock'), 'no clock in live mode');
   assert.ok(test.text.includes('/dashboard/test/clock'));
-  for (const section of ['requests', 'payments', 'customers', 'subscriptions', 'recurring-consents', 'webhooks', 'events']) {
+  for (const section of [
+    'requests',
+    'payments',
+    'customers',
+    'subscriptions',
+    'recurring-consents',
+    'webhooks',
+    'events',
+  ]) {
     const testPage = await browser.request(`/dashboard/test/${section}`);
     const livePage = await browser.request(`/dashboard/live/${section}`);
     assert.equal(testPage.status, 200, section);
     assert.equal(livePage.status, 200, section);
-    assert.ok(/_[0-9A-Z]{26}/.test(testPage.text.replace(/name="csrf" value="[^"]+"/, '')), `test ${section} lists objects`);
-    assert.ok(!/(request|payment|customer|subscription|recurring|webhook|event)_[0-9A-Z]{26}/.test(livePage.text), `live ${section} lists none`);
+    assert.ok(
+      /_[0-9A-Z]{26}/.test(testPage.text.replace(/name="csrf" value="[^"]+"/, '')),
+      `test ${section} lists objects`,
+    );
+    assert.ok(
+      !/(request|payment|customer|subscription|recurring|webhook|event)_[0-9A-Z]{26}/.test(livePage.text),
+      `live ${section} lists none`,
+    );
   }
   // home: the test numbers
   const home = textOf(test.text);
-  const received = (await kowhai.test.get('/v1/payments', { query: { status: 'successful' } })).body.payments.reduce((sum: number, p: any) => sum + Math.round(Number(p.requested_amount.value.replace(' NZD', '')) * 100), 0);
+  const received = (await kowhai.test.get('/v1/payments', { query: { status: 'successful' } })).body.payments.reduce(
+    (sum: number, p: any) => sum + Math.round(Number(p.requested_amount.value.replace(' NZD', '')) * 100),
+    0,
+  );
   assert.ok(home.includes(`Received $${(received / 100).toFixed(2)}`), `received ${received}`);
   assert.match(home, /Active subscriptions 1/);
   assert.match(home, /Active recurring consents 1/);
   assert.match(test.text, /<svg viewBox="0 0 360 140" role="img"/);
-  assert.match(home, /successful 2/, 'the table beside the chart: the one-off payment and the first subscription charge');
+  assert.match(
+    home,
+    /successful 2/,
+    'the table beside the chart: the one-off payment and the first subscription charge',
+  );
   assert.match(textOf(live.text), /Received \$0\.00/);
 });
 
@@ -86,19 +128,33 @@ test('customers, subscriptions (pause, resume, cancel after confirming), recurri
   assert.match(detail, /Plan \$15\.00 fortnightly/);
   assert.match(detail, /Next charge \S+/);
   assert.match(detail, /Charges and retries .* successful 1/);
-  for (const [verb, status, event] of [['pause', 'paused', 'subscription.paused'], ['resume', 'active', 'subscription.resumed'], ['cancel', 'cancelled', 'subscription.cancelled']]) {
+  for (const [verb, status, event] of [
+    ['pause', 'paused', 'subscription.paused'],
+    ['resume', 'active', 'subscription.resumed'],
+    ['cancel', 'cancelled', 'subscription.cancelled'],
+  ]) {
     const confirm = await browser.request(`/dashboard/test/subscriptions/${o.subscription.id}/${verb}`);
     assert.equal(confirm.status, 200);
-    assert.equal((await kowhai.test.get(`/v1/subscriptions/${o.subscription.id}`)).body.subscription.status, verb === 'resume' ? 'paused' : verb === 'cancel' ? 'active' : 'active', 'asking changes nothing');
-    const done = await browser.request(`/dashboard/test/subscriptions/${o.subscription.id}/${verb}`, { form: { csrf: Browser.csrfOf(confirm.text) } });
+    assert.equal(
+      (await kowhai.test.get(`/v1/subscriptions/${o.subscription.id}`)).body.subscription.status,
+      verb === 'resume' ? 'paused' : verb === 'cancel' ? 'active' : 'active',
+      'asking changes nothing',
+    );
+    const done = await browser.request(`/dashboard/test/subscriptions/${o.subscription.id}/${verb}`, {
+      form: { csrf: Browser.csrfOf(confirm.text) },
+    });
     assert.equal(done.status, 303, `${verb}: ${done.text}`);
     assert.equal((await kowhai.test.get(`/v1/subscriptions/${o.subscription.id}`)).body.subscription.status, status);
-    const types = (await kowhai.test.get('/v1/events', { query: { object_id: o.subscription.id } })).body.events.map((e: any) => e.type);
+    const types = (await kowhai.test.get('/v1/events', { query: { object_id: o.subscription.id } })).body.events.map(
+      (e: any) => e.type,
+    );
     assert.ok(types.includes(event), event);
   }
   const cancelledBy = (await kowhai.test.get(`/v1/subscriptions/${o.subscription.id}`)).body.subscription.cancelled_by;
   assert.equal(cancelledBy, 'merchant');
-  const again = await browser.request(`/dashboard/test/subscriptions/${o.subscription.id}/pause`, { form: { csrf: Browser.csrfOf((await browser.request('/dashboard/test')).text) } });
+  const again = await browser.request(`/dashboard/test/subscriptions/${o.subscription.id}/pause`, {
+    form: { csrf: Browser.csrfOf((await browser.request('/dashboard/test')).text) },
+  });
   assert.equal(again.status, 409);
 
   const consent = textOf((await browser.request(`/dashboard/test/recurring-consents/${o.consent.id}`)).text);
@@ -107,13 +163,24 @@ test('customers, subscriptions (pause, resume, cancel after confirming), recurri
   assert.match(consent, /Left \$100\.00/);
   const confirm = await browser.request(`/dashboard/test/recurring-consents/${o.consent.id}/revoke`);
   assert.match(textOf(confirm.text), /Revoke the recurring consent of pat@example\.com\?/);
-  const revoked = await browser.request(`/dashboard/test/recurring-consents/${o.consent.id}/revoke`, { form: { csrf: Browser.csrfOf(confirm.text) } });
+  const revoked = await browser.request(`/dashboard/test/recurring-consents/${o.consent.id}/revoke`, {
+    form: { csrf: Browser.csrfOf(confirm.text) },
+  });
   assert.equal(revoked.status, 303);
-  assert.equal((await kowhai.test.get(`/v1/recurring-consents/${o.consent.id}`)).body.recurring_consent.status, 'revoked');
+  assert.equal(
+    (await kowhai.test.get(`/v1/recurring-consents/${o.consent.id}`)).body.recurring_consent.status,
+    'revoked',
+  );
   // as through the API: a merchant's own revocation sends no event (only a payer's or a bank's does)
-  const revokedEvents = (await kowhai.test.get('/v1/events', { query: { type: 'recurring_payment.revoked' } })).body.events.filter((e: any) => e.data.id === o.consent.id);
+  const revokedEvents = (
+    await kowhai.test.get('/v1/events', { query: { type: 'recurring_payment.revoked' } })
+  ).body.events.filter((e: any) => e.data.id === o.consent.id);
   assert.equal(revokedEvents.length, 0);
-  const refused = await kowhai.test.post('/v1/payments', { token: 'rct_x', amount: '1.00 NZD', idempotency_key: 'after' });
+  const refused = await kowhai.test.post('/v1/payments', {
+    token: 'rct_x',
+    amount: '1.00 NZD',
+    idempotency_key: 'after',
+  });
   assert.notEqual(refused.status, 201);
 });
 
@@ -124,10 +191,14 @@ test('bank accounts are added with the check-digit validator; the test clock adv
   const browser = await logIn(world, kowhai);
   const accounts = await browser.request('/dashboard/live/bank-accounts');
   assert.ok(accounts.text.includes(VALID_ACCOUNT.replace(/-00$/, '-000')) || accounts.text.includes(VALID_ACCOUNT));
-  const wrong = await browser.request('/dashboard/live/bank-accounts', { form: { csrf: Browser.csrfOf(accounts.text), account_number: '12-3456-7890139-00' } });
+  const wrong = await browser.request('/dashboard/live/bank-accounts', {
+    form: { csrf: Browser.csrfOf(accounts.text), account_number: '12-3456-7890139-00' },
+  });
   assert.equal(wrong.status, 400);
   assert.match(textOf(wrong.text), /not a valid New Zealand bank account number/);
-  const added = await browser.request('/dashboard/live/bank-accounts', { form: { csrf: Browser.csrfOf(accounts.text), account_number: VALID_ACCOUNT, name: 'Savings' } });
+  const added = await browser.request('/dashboard/live/bank-accounts', {
+    form: { csrf: Browser.csrfOf(accounts.text), account_number: VALID_ACCOUNT, name: 'Savings' },
+  });
   assert.equal(added.status, 303);
   assert.equal((await kowhai.live.get('/v1/bank-accounts')).body.bank_accounts.length, 2);
 
@@ -135,18 +206,33 @@ test('bank accounts are added with the check-digit validator; the test clock adv
   assert.equal(clock.status, 200);
   assert.match(textOf(clock.text), /Now, on the test clock/);
   const before = (await kowhai.test.get('/v1/test-helpers/clock')).body.clock.now;
-  const moved = await browser.request('/dashboard/test/clock', { form: { csrf: Browser.csrfOf(clock.text), step: 'fortnight' } });
+  const moved = await browser.request('/dashboard/test/clock', {
+    form: { csrf: Browser.csrfOf(clock.text), step: 'fortnight' },
+  });
   assert.equal(moved.status, 303);
   const after = (await kowhai.test.get('/v1/test-helpers/clock')).body.clock.now;
   assert.ok(Date.parse(after) - Date.parse(before) >= 14 * 86_400_000);
   const ran = await browser.request(moved.headers.get('location')!);
-  assert.match(textOf(ran.text), /What ran .*payment\.created .*payment\.status_updated/, 'the second subscription charge ran');
-  assert.equal((await kowhai.test.get(`/v1/subscriptions/${o.subscription.id}`)).body.subscription.successful_charges, 2);
-  const backwards = await browser.request('/dashboard/test/clock', { form: { csrf: Browser.csrfOf(clock.text), to: '2001-01-01T10:00' } });
+  assert.match(
+    textOf(ran.text),
+    /What ran .*payment\.created .*payment\.status_updated/,
+    'the second subscription charge ran',
+  );
+  assert.equal(
+    (await kowhai.test.get(`/v1/subscriptions/${o.subscription.id}`)).body.subscription.successful_charges,
+    2,
+  );
+  const backwards = await browser.request('/dashboard/test/clock', {
+    form: { csrf: Browser.csrfOf(clock.text), to: '2001-01-01T10:00' },
+  });
   assert.equal(backwards.status, 400);
   assert.match(textOf(backwards.text), /later than the clock's current time/);
-  const target = localAt(after, 'Pacific/Auckland').plus({ days: 40 }).set({ hour: 10, minute: 0, second: 0, millisecond: 0 });
-  const toDate = await browser.request('/dashboard/test/clock', { form: { csrf: Browser.csrfOf(clock.text), to: target.toFormat("yyyy-LL-dd'T'HH:mm") } });
+  const target = localAt(after, 'Pacific/Auckland')
+    .plus({ days: 40 })
+    .set({ hour: 10, minute: 0, second: 0, millisecond: 0 });
+  const toDate = await browser.request('/dashboard/test/clock', {
+    form: { csrf: Browser.csrfOf(clock.text), to: target.toFormat("yyyy-LL-dd'T'HH:mm") },
+  });
   assert.equal(toDate.status, 303, toDate.text);
   // the clock keeps running from where it was set, so it reads that time plus the moments since
   const reached = Date.parse((await kowhai.test.get('/v1/test-helpers/clock')).body.clock.now) - target.toMillis();
@@ -157,8 +243,18 @@ test("another merchant's payers cannot crowd a merchant's own payments out of it
   const world = await dashWorld(t, { workers: false });
   const [kowhai, tui] = world.merchants;
   const pay = async (merchant: typeof kowhai) => {
-    const request = (await merchant.test.post('/v1/requests', { bank_account_id: merchant.bankAccountId, message: 'Cup', amount: '4.00 NZD' })).body.request;
-    return (await merchant.test.post(`/v1/test-helpers/requests/${request.id}/pay`, { cust_info: { email: 'pat@example.com' } })).body.payment;
+    const request = (
+      await merchant.test.post('/v1/requests', {
+        bank_account_id: merchant.bankAccountId,
+        message: 'Cup',
+        amount: '4.00 NZD',
+      })
+    ).body.request;
+    return (
+      await merchant.test.post(`/v1/test-helpers/requests/${request.id}/pay`, {
+        cust_info: { email: 'pat@example.com' },
+      })
+    ).body.payment;
   };
   const own = await pay(kowhai);
   const customer = (await kowhai.test.get('/v1/customers')).body.customers[0];
@@ -167,14 +263,32 @@ test("another merchant's payers cannot crowd a merchant's own payments out of it
   const theirs = await pay(tui);
   const { db } = world.app.deps;
   const payment = await db.selectFrom('payments').selectAll().where('id', '=', theirs.id).executeTakeFirstOrThrow();
-  const details = await db.selectFrom('cust_infos').selectAll().where('payment_id', '=', theirs.id).executeTakeFirstOrThrow();
+  const details = await db
+    .selectFrom('cust_infos')
+    .selectAll()
+    .where('payment_id', '=', theirs.id)
+    .executeTakeFirstOrThrow();
   for (let batch = 0; batch < 21; batch++) {
-    const copies = Array.from({ length: 100 }, (_, i) => ({ ...payment, id: newId('payment'), particulars: `V-Z${(batch * 100 + i).toString(36).toUpperCase().padStart(5, '0')}`, auth_state: null }));
+    const copies = Array.from({ length: 100 }, (_, i) => ({
+      ...payment,
+      id: newId('payment'),
+      particulars: `V-Z${(batch * 100 + i).toString(36).toUpperCase().padStart(5, '0')}`,
+      auth_state: null,
+    }));
     await db.insertInto('payments').values(copies).execute();
-    await db.insertInto('cust_infos').values(copies.map((copy) => ({ ...details, id: newId('custInfo'), payment_id: copy.id }))).execute();
+    await db
+      .insertInto('cust_infos')
+      .values(copies.map((copy) => ({ ...details, id: newId('custInfo'), payment_id: copy.id })))
+      .execute();
   }
 
   const browser = await logIn(world, kowhai);
-  assert.ok((await browser.request(`/dashboard/test/customers/${customer.id}`)).text.includes(own.id), 'on the customer page');
-  assert.ok((await browser.request('/dashboard/test/payments?q=pat%40example.com')).text.includes(own.id), 'in the payment search');
+  assert.ok(
+    (await browser.request(`/dashboard/test/customers/${customer.id}`)).text.includes(own.id),
+    'on the customer page',
+  );
+  assert.ok(
+    (await browser.request('/dashboard/test/payments?q=pat%40example.com')).text.includes(own.id),
+    'in the payment search',
+  );
 });

@@ -5,11 +5,26 @@ import type { Database } from '../../store/tables.ts';
 import { transact } from '../../store/tx.ts';
 import { queueMail } from '../mail/mail.service.ts';
 import {
-  checkMerchantPassword, findMerchantByEmail, hashNewPassword, merchantById, MIN_PASSWORD_LENGTH, setMerchantPasswordHash, type DashboardMerchant,
+  checkMerchantPassword,
+  findMerchantByEmail,
+  hashNewPassword,
+  merchantById,
+  MIN_PASSWORD_LENGTH,
+  setMerchantPasswordHash,
+  type DashboardMerchant,
 } from '../merchants/merchants.service.ts';
 import type { Deps } from '../context.ts';
 import {
-  endSessionByRef, endSessionRow, endSessionRowsOf, findReset, findSession, insertReset, insertSession, liveSessionRowsOf, spendReset, touchSession,
+  endSessionByRef,
+  endSessionRow,
+  endSessionRowsOf,
+  findReset,
+  findSession,
+  insertReset,
+  insertSession,
+  liveSessionRowsOf,
+  spendReset,
+  touchSession,
 } from './dashboard.repo.ts';
 
 // Merchant sign-in to the dashboard (docs/dashboard.md): email and the scrypt password that
@@ -61,7 +76,14 @@ export type SignInOutcome =
  * as for a wrong password.
  */
 export async function signIn(
-  deps: Deps, input: { email: string; password: string; client: string; userAgent: string | undefined; previousSessionId: string | undefined },
+  deps: Deps,
+  input: {
+    email: string;
+    password: string;
+    client: string;
+    userAgent: string | undefined;
+    previousSessionId: string | undefined;
+  },
 ): Promise<SignInOutcome> {
   const now = deps.clock.now();
   const byClient = await takeAttempt(deps.db, SIGN_IN_LIMITS.byClient, input.client, now);
@@ -78,7 +100,10 @@ export async function signIn(
   }
   let merchant: DashboardMerchant | null;
   try {
-    merchant = input.password.length > 0 && input.password.length <= 200 ? await checkMerchantPassword(deps.db, input.email, input.password) : null;
+    merchant =
+      input.password.length > 0 && input.password.length <= 200
+        ? await checkMerchantPassword(deps.db, input.email, input.password)
+        : null;
   } catch (error) {
     if (!(error instanceof PasswordHashingBusy)) throw error;
     await giveBack(true);
@@ -90,8 +115,14 @@ export async function signIn(
   if (input.previousSessionId) await endSession(deps, input.previousSessionId);
   const sessionId = randomSecret(32);
   await insertSession(deps.db, {
-    id_hash: sha256Hex(sessionId), user_id: merchant.id, csrf_token: randomSecret(24), created_at: now, last_seen_at: now,
-    expires_at: now + SESSION_MAX_MS, ended_at: null, user_agent: input.userAgent ? input.userAgent.slice(0, 120) : null,
+    id_hash: sha256Hex(sessionId),
+    user_id: merchant.id,
+    csrf_token: randomSecret(24),
+    created_at: now,
+    last_seen_at: now,
+    expires_at: now + SESSION_MAX_MS,
+    ended_at: null,
+    user_agent: input.userAgent ? input.userAgent.slice(0, 120) : null,
   });
   return { kind: 'signed_in', sessionId };
 }
@@ -102,7 +133,13 @@ export async function sessionOf(deps: Deps, sessionId: string | undefined): Prom
   const now = deps.clock.now();
   const idHash = sha256Hex(sessionId);
   const row = await findSession(deps.db, idHash);
-  if (!row || row.ended_at !== null || Number(row.expires_at) <= now || Number(row.last_seen_at) + SESSION_IDLE_MS <= now) return null;
+  if (
+    !row ||
+    row.ended_at !== null ||
+    Number(row.expires_at) <= now ||
+    Number(row.last_seen_at) + SESSION_IDLE_MS <= now
+  )
+    return null;
   const merchant = await merchantById(deps.db, row.user_id);
   if (!merchant) return null;
   if (now - Number(row.last_seen_at) > 60_000) await touchSession(deps.db, idHash, now);
@@ -118,7 +155,13 @@ export async function endSessionsOfMerchant(db: Db, now: number, userId: string)
   await endSessionRowsOf(db, userId, now);
 }
 
-export type SessionSummary = { ref: string; createdAt: number; lastSeenAt: number; userAgent: string | null; current: boolean };
+export type SessionSummary = {
+  ref: string;
+  createdAt: number;
+  lastSeenAt: number;
+  userAgent: string | null;
+  current: boolean;
+};
 
 /**
  * The merchant's live sessions. Each is named by a short prefix of its hash, enough to tell them
@@ -128,7 +171,11 @@ export async function liveSessions(deps: Deps, session: DashboardSession): Promi
   const now = deps.clock.now();
   const rows = await liveSessionRowsOf(deps.db, session.merchant.id, now, SESSION_IDLE_MS);
   return rows.map((row) => ({
-    ref: row.id_hash.slice(0, 16), createdAt: Number(row.created_at), lastSeenAt: Number(row.last_seen_at), userAgent: row.user_agent, current: row.id_hash === session.idHash,
+    ref: row.id_hash.slice(0, 16),
+    createdAt: Number(row.created_at),
+    lastSeenAt: Number(row.last_seen_at),
+    userAgent: row.user_agent,
+    current: row.id_hash === session.idHash,
   }));
 }
 
@@ -154,10 +201,24 @@ export async function askForReset(deps: Deps, email: string, client: string): Pr
     // the transaction that sends, so concurrent asks for one merchant queue on its count.
     if (!(await takeAttempt(trx, SIGN_IN_LIMITS.resetsByEmail, merchant.id, now)).ok) return { kind: 'asked' } as const;
     const token = randomSecret(32);
-    await insertReset(trx, { token_hash: sha256Hex(token), user_id: merchant.id, created_at: now, expires_at: now + RESET_TTL_MS, used_at: null });
-    await queueMail(trx, {
-      to: merchant.email, template: 'merchant_password_reset', data: { token, minutes: RESET_TTL_MS / 60_000 }, related: { type: 'user', id: merchant.id },
-    }, now, deps.secrets);
+    await insertReset(trx, {
+      token_hash: sha256Hex(token),
+      user_id: merchant.id,
+      created_at: now,
+      expires_at: now + RESET_TTL_MS,
+      used_at: null,
+    });
+    await queueMail(
+      trx,
+      {
+        to: merchant.email,
+        template: 'merchant_password_reset',
+        data: { token, minutes: RESET_TTL_MS / 60_000 },
+        related: { type: 'user', id: merchant.id },
+      },
+      now,
+      deps.secrets,
+    );
     return { kind: 'asked' } as const;
   });
 }

@@ -33,7 +33,14 @@ test('signed out, /dashboard leads to the login page; a right password opens a r
 
   // a session id planted before sign-in is not the one after it
   anonymous.cookies.set('tono_dash', 'planted-session-id-planted-session-id');
-  const done = await anonymous.request('/dashboard/login', { form: { email: kowhai.email.toUpperCase(), password: PASSWORD, csrf: Browser.csrfOf(login.text), next: '/dashboard/test' } });
+  const done = await anonymous.request('/dashboard/login', {
+    form: {
+      email: kowhai.email.toUpperCase(),
+      password: PASSWORD,
+      csrf: Browser.csrfOf(login.text),
+      next: '/dashboard/test',
+    },
+  });
   assert.equal(done.status, 303);
   assert.equal(done.headers.get('location'), '/dashboard/test');
   const cookieLine = done.setCookies.find((line) => line.startsWith('tono_dash='))!;
@@ -84,7 +91,9 @@ test('sessions end after 12 hours idle and 7 days at most, and can be ended from
   assert.equal(account.status, 200);
   const refs = [...account.text.matchAll(/\/dashboard\/account\/sessions\/([0-9a-f]{16})\/end/g)].map((m) => m[1]);
   assert.equal(refs.length, 1, 'the other live session can be ended (not this one)');
-  const ended = await laptop.request(`/dashboard/account/sessions/${refs[0]}/end`, { form: { csrf: Browser.csrfOf(account.text) } });
+  const ended = await laptop.request(`/dashboard/account/sessions/${refs[0]}/end`, {
+    form: { csrf: Browser.csrfOf(account.text) },
+  });
   assert.equal(ended.status, 303);
   assert.equal((await phone.request('/dashboard/live')).status, 303, 'the phone is signed out');
   assert.equal((await laptop.request('/dashboard/live')).status, 200);
@@ -120,7 +129,14 @@ test('wrong passwords are refused alike for unknown emails, then locked per emai
   for (let i = 0; i < 14; i++) await attempt(`guess${i}@example.com`, 'x');
   const byAddress = await attempt(tui.email, PASSWORD);
   assert.equal(byAddress.status, 429);
-  assert.equal(await world.app.deps.db.selectFrom('dashboard_sessions').select('id_hash').execute().then((r) => r.length), 1);
+  assert.equal(
+    await world.app.deps.db
+      .selectFrom('dashboard_sessions')
+      .select('id_hash')
+      .execute()
+      .then((r) => r.length),
+    1,
+  );
 });
 
 test('200 wrong passwords at once for one email: at most the limit are checked, and the right one is refused while locked', async (t) => {
@@ -128,10 +144,17 @@ test('200 wrong passwords at once for one email: at most the limit are checked, 
   const [kowhai] = world.merchants;
   const browser = new Browser(world.baseUrl);
   const csrf = Browser.csrfOf((await browser.request('/dashboard/login')).text);
-  const replies = await Promise.all(Array.from({ length: 200 }, (_, i) =>
-    browser.request('/dashboard/login', { form: { email: kowhai.email, password: `guess number ${i}`, csrf } })));
+  const replies = await Promise.all(
+    Array.from({ length: 200 }, (_, i) =>
+      browser.request('/dashboard/login', { form: { email: kowhai.email, password: `guess number ${i}`, csrf } }),
+    ),
+  );
   const statuses = replies.map((reply) => reply.status);
-  assert.equal(statuses.filter((status) => status === 400).length, SIGN_IN_LIMITS.byEmail.max, 'only the email\'s five were checked');
+  assert.equal(
+    statuses.filter((status) => status === 400).length,
+    SIGN_IN_LIMITS.byEmail.max,
+    "only the email's five were checked",
+  );
   assert.equal(statuses.filter((status) => status === 429).length, 200 - SIGN_IN_LIMITS.byEmail.max);
   const locked = await browser.request('/dashboard/login', { form: { email: kowhai.email, password: PASSWORD, csrf } });
   assert.equal(locked.status, 429);
@@ -142,15 +165,24 @@ test('200 wrong passwords at once for one email: at most the limit are checked, 
   assert.ok(windows.some((w) => w.scope === SIGN_IN_LIMITS.byEmail.scope));
   assert.ok(!JSON.stringify(windows).includes(kowhai.email) && !JSON.stringify(windows).includes('127.0.0.1'));
   // a second app on the same database (another process, another instance) sees the lock too
-  const other = await createRuntime(testConfig({ workers: false }), { db: world.app.deps.db, log: pino({ level: 'silent' }) });
+  const other = await createRuntime(testConfig({ workers: false }), {
+    db: world.app.deps.db,
+    log: pino({ level: 'silent' }),
+  });
   // closed without its database, which is the world's
   t.after(() => other.app.close());
   const page = await other.app.inject({ method: 'GET', url: '/dashboard/login' });
   const cookie = page.cookies.map((c) => `${c.name}=${c.value}`).join('; ');
   const elsewhere = await other.app.inject({
-    method: 'POST', url: '/dashboard/login', remoteAddress: '203.0.113.9',
+    method: 'POST',
+    url: '/dashboard/login',
+    remoteAddress: '203.0.113.9',
     headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
-    payload: new URLSearchParams({ email: kowhai.email, password: PASSWORD, csrf: Browser.csrfOf(page.body) }).toString(),
+    payload: new URLSearchParams({
+      email: kowhai.email,
+      password: PASSWORD,
+      csrf: Browser.csrfOf(page.body),
+    }).toString(),
   });
   assert.equal(elsewhere.statusCode, 429);
 });
@@ -163,23 +195,40 @@ test('password checks run a few at a time: past a short queue a sign-in is told 
   const cookie = page.cookies.map((c) => `${c.name}=${c.value}`).join('; ');
   const csrf = Browser.csrfOf(page.body);
   // every sign-in from its own address for its own email, so no per-address or per-email limit applies
-  const storm = Array.from({ length: 100 }, (_, i) => app.inject({
-    method: 'POST', url: '/dashboard/login', remoteAddress: `198.51.100.${i + 1}`,
-    headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
-    payload: new URLSearchParams({ email: `guess${i}@example.com`, password: 'not it at all', csrf }).toString(),
-  }));
+  const storm = Array.from({ length: 100 }, (_, i) =>
+    app.inject({
+      method: 'POST',
+      url: '/dashboard/login',
+      remoteAddress: `198.51.100.${i + 1}`,
+      headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+      payload: new URLSearchParams({ email: `guess${i}@example.com`, password: 'not it at all', csrf }).toString(),
+    }),
+  );
   const api = await kowhai.test.get('/v1/requests?limit=1');
   assert.equal(api.status, 200);
   const replies = await Promise.all(storm);
   const busy = replies.filter((reply) => reply.statusCode === 429);
   assert.ok(busy.length > 0, 'some were told to come back');
-  assert.ok(busy.every((reply) => /Too many people are logging in right now/.test(textOf(reply.body)) && reply.headers['retry-after'] === '5'));
-  assert.ok(replies.every((reply) => reply.statusCode === 400 || reply.statusCode === 429), 'nothing else');
-  assert.ok(replies.some((reply) => reply.statusCode === 400), 'some were checked');
+  assert.ok(
+    busy.every(
+      (reply) =>
+        /Too many people are logging in right now/.test(textOf(reply.body)) && reply.headers['retry-after'] === '5',
+    ),
+  );
+  assert.ok(
+    replies.every((reply) => reply.statusCode === 400 || reply.statusCode === 429),
+    'nothing else',
+  );
+  assert.ok(
+    replies.some((reply) => reply.statusCode === 400),
+    'some were checked',
+  );
   // a refused-as-busy attempt was given back: that address can try again at once
   const index = replies.findIndex((reply) => reply.statusCode === 429);
   const again = await app.inject({
-    method: 'POST', url: '/dashboard/login', remoteAddress: `198.51.100.${index + 1}`,
+    method: 'POST',
+    url: '/dashboard/login',
+    remoteAddress: `198.51.100.${index + 1}`,
     headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
     payload: new URLSearchParams({ email: kowhai.email, password: PASSWORD, csrf }).toString(),
   });
@@ -193,9 +242,19 @@ test('a cross-site or token-less post is refused with 403 and changes nothing', 
   const page = await browser.request('/dashboard/login');
   const csrf = Browser.csrfOf(page.text);
   const form = { email: kowhai.email, password: PASSWORD, csrf };
-  assert.equal((await browser.request('/dashboard/login', { form: { email: kowhai.email, password: PASSWORD } })).status, 403);
-  assert.equal((await browser.request('/dashboard/login', { form, headers: { origin: 'https://evil.example' } })).status, 403);
-  assert.equal((await browser.request('/dashboard/login', { form, headers: { 'sec-fetch-site': 'cross-site', origin: 'null' } })).status, 403);
+  assert.equal(
+    (await browser.request('/dashboard/login', { form: { email: kowhai.email, password: PASSWORD } })).status,
+    403,
+  );
+  assert.equal(
+    (await browser.request('/dashboard/login', { form, headers: { origin: 'https://evil.example' } })).status,
+    403,
+  );
+  assert.equal(
+    (await browser.request('/dashboard/login', { form, headers: { 'sec-fetch-site': 'cross-site', origin: 'null' } }))
+      .status,
+    403,
+  );
   assert.equal((await world.app.deps.db.selectFrom('dashboard_sessions').select('id_hash').execute()).length, 0);
 
   const signed = await logIn(world, kowhai);
@@ -203,11 +262,21 @@ test('a cross-site or token-less post is refused with 403 and changes nothing', 
   const token = Browser.csrfOf(home.text);
   const before = await world.app.deps.db.selectFrom('dashboard_sessions').select(['id_hash', 'ended_at']).execute();
   assert.equal((await signed.request('/dashboard/logout', { form: { csrf: 'forged' } })).status, 403);
-  assert.equal((await signed.request('/dashboard/logout', { form: { csrf: token }, headers: { 'sec-fetch-site': 'cross-site' } })).status, 403);
-  const refused = await signed.request('/dashboard/logout', { form: { csrf: token }, headers: { origin: 'https://evil.example' } });
+  assert.equal(
+    (await signed.request('/dashboard/logout', { form: { csrf: token }, headers: { 'sec-fetch-site': 'cross-site' } }))
+      .status,
+    403,
+  );
+  const refused = await signed.request('/dashboard/logout', {
+    form: { csrf: token },
+    headers: { origin: 'https://evil.example' },
+  });
   assert.equal(refused.status, 403);
   assert.match(textOf(refused.text), /Nothing was changed/);
-  assert.deepEqual(await world.app.deps.db.selectFrom('dashboard_sessions').select(['id_hash', 'ended_at']).execute(), before);
+  assert.deepEqual(
+    await world.app.deps.db.selectFrom('dashboard_sessions').select(['id_hash', 'ended_at']).execute(),
+    before,
+  );
 });
 
 test('password reset by an emailed link: once, for 30 minutes; it ends every session; the reply never says whether the email is known', async (t) => {
@@ -222,7 +291,9 @@ test('password reset by an emailed link: once, for 30 minutes; it ends every ses
     return textOf(reply.text).replace(email, 'E');
   };
   assert.equal(await ask('nobody@example.com'), await ask(kowhai.email));
-  const mail = await world.smtp.waitFor((m) => m.to === kowhai.email && /Reset your Tono dashboard password/.test(m.subject));
+  const mail = await world.smtp.waitFor(
+    (m) => m.to === kowhai.email && /Reset your Tono dashboard password/.test(m.subject),
+  );
   const link = new RegExp(`${world.baseUrl}(/dashboard/reset/[A-Za-z0-9_-]+)`).exec(mail.text)![1];
   const rows = await world.app.deps.db.selectFrom('dashboard_resets').selectAll().execute();
   assert.ok(!JSON.stringify(rows).includes(link.split('/').pop()!), 'only the hash is stored');
@@ -233,7 +304,9 @@ test('password reset by an emailed link: once, for 30 minutes; it ends every ses
   const short = await browser.request(link, { form: { password: 'short', csrf: Browser.csrfOf(form.text) } });
   assert.equal(short.status, 400);
   assert.match(textOf(short.text), /Choose a password of 12 to 200 characters/);
-  const set = await browser.request(link, { form: { password: 'a brand new passphrase', csrf: Browser.csrfOf(form.text) } });
+  const set = await browser.request(link, {
+    form: { password: 'a brand new passphrase', csrf: Browser.csrfOf(form.text) },
+  });
   assert.equal(set.status, 303);
   assert.equal(set.headers.get('location'), '/dashboard/login?done=reset');
   assert.equal((await oldSession.request('/dashboard/live')).status, 303, 'every old session ended');
@@ -252,14 +325,26 @@ test('password reset by an emailed link: once, for 30 minutes; it ends every ses
 test('cli merchant set-password sets a new scrypt password, read from stdin or generated and shown once', async (t) => {
   const store: Store = await processStore(t);
   assert.equal((await runCli(store, ['migrate'])).status, 0);
-  const created = await runCli(store, ['merchant', 'create', '--name', 'Kiwi', '--email', 'owner@kiwi.example', '--json']);
+  const created = await runCli(store, [
+    'merchant',
+    'create',
+    '--name',
+    'Kiwi',
+    '--email',
+    'owner@kiwi.example',
+    '--json',
+  ]);
   assert.equal(created.status, 0, created.stderr);
   const generated = await runCli(store, ['merchant', 'set-password', 'owner@kiwi.example', '--json']);
   assert.equal(generated.status, 0, generated.stderr);
   const shown = JSON.parse(generated.stdout);
   assert.equal(shown.password_set, true);
   assert.ok(shown.password.length >= 12);
-  const piped = await runCli(store, ['merchant', 'set-password', 'owner@kiwi.example', '--password-stdin'], 'my own long passphrase\n');
+  const piped = await runCli(
+    store,
+    ['merchant', 'set-password', 'owner@kiwi.example', '--password-stdin'],
+    'my own long passphrase\n',
+  );
   assert.equal(piped.status, 0, piped.stderr);
   assert.ok(!piped.stdout.includes('my own long passphrase'), 'a given password is never printed');
   const short = await runCli(store, ['merchant', 'set-password', 'owner@kiwi.example', '--password-stdin'], 'short\n');
@@ -272,21 +357,40 @@ test('cli merchant set-password sets a new scrypt password, read from stdin or g
 test('the reset link never reaches the request log', async (t) => {
   const lines: string[] = [];
   const testDb = await freshDb();
-  const runtime = await createRuntime(testConfig({ workers: false }), { db: testDb.db, log: pino({ level: 'info' }, { write: (line: string) => void lines.push(line) }) });
+  const runtime = await createRuntime(testConfig({ workers: false }), {
+    db: testDb.db,
+    log: pino({ level: 'info' }, { write: (line: string) => void lines.push(line) }),
+  });
   t.after(async () => {
     await runtime.close();
     await testDb.drop();
   });
   const merchant = await createTestMerchant(runtime, 'Kōwhai Coffee');
-  const { email } = await runtime.deps.db.selectFrom('users').select('email').where('id', '=', merchant.userId).executeTakeFirstOrThrow();
+  const { email } = await runtime.deps.db
+    .selectFrom('users')
+    .select('email')
+    .where('id', '=', merchant.userId)
+    .executeTakeFirstOrThrow();
   const page = await runtime.app.inject({ method: 'GET', url: '/dashboard/forgot' });
   const cookie = page.cookies.map((c) => `${c.name}=${c.value}`).join('; ');
-  const asked = await runtime.app.inject({ method: 'POST', url: '/dashboard/forgot', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, payload: new URLSearchParams({ email, csrf: Browser.csrfOf(page.body) }).toString() });
+  const asked = await runtime.app.inject({
+    method: 'POST',
+    url: '/dashboard/forgot',
+    headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+    payload: new URLSearchParams({ email, csrf: Browser.csrfOf(page.body) }).toString(),
+  });
   assert.equal(asked.statusCode, 200);
-  const mail = await runtime.deps.db.selectFrom('mail_messages').select('data').where('template', '=', 'merchant_password_reset').executeTakeFirstOrThrow();
+  const mail = await runtime.deps.db
+    .selectFrom('mail_messages')
+    .select('data')
+    .where('template', '=', 'merchant_password_reset')
+    .executeTakeFirstOrThrow();
   const { token } = JSON.parse(runtime.deps.secrets.open(mail.data));
   assert.ok(!mail.data.includes(token), 'sealed at rest');
   assert.equal((await runtime.app.inject({ method: 'GET', url: `/dashboard/reset/${token}` })).statusCode, 200);
-  assert.ok(lines.some((line) => line.includes('/dashboard/forgot')), 'requests are logged');
+  assert.ok(
+    lines.some((line) => line.includes('/dashboard/forgot')),
+    'requests are logged',
+  );
   assert.ok(!lines.some((line) => line.includes(token)), 'the token is not');
 });

@@ -10,16 +10,22 @@ test('a webhook endpoint made in the dashboard: the secret is shown once and sig
   const world = await dashWorld(t);
   const [kowhai] = world.merchants;
   let failing = true;
-  const receiver = await startReceiver(() => (failing ? { status: 500, body: 'down for <maintenance>' } : { status: 204 }));
+  const receiver = await startReceiver(() =>
+    failing ? { status: 500, body: 'down for <maintenance>' } : { status: 204 },
+  );
   t.after(() => receiver.close());
   const browser = await logIn(world, kowhai);
   const list = await browser.request('/dashboard/test/webhooks');
   assert.match(list.text, /<label for="url">URL<\/label>/);
-  const bad = await browser.request('/dashboard/test/webhooks', { form: { csrf: Browser.csrfOf(list.text), url: 'ftp://example.com' } });
+  const bad = await browser.request('/dashboard/test/webhooks', {
+    form: { csrf: Browser.csrfOf(list.text), url: 'ftp://example.com' },
+  });
   assert.equal(bad.status, 400);
   assert.match(textOf(bad.text), /url/i);
   assert.match(textOf(bad.text), /Nothing was created/);
-  const created = await browser.request('/dashboard/test/webhooks', { form: { csrf: Browser.csrfOf(list.text), url: receiver.url, events: 'request.created' } });
+  const created = await browser.request('/dashboard/test/webhooks', {
+    form: { csrf: Browser.csrfOf(list.text), url: receiver.url, events: 'request.created' },
+  });
   assert.equal(created.status, 201, created.text);
   const secret = /id="secret" value="([^"]+)"/.exec(created.text)![1];
   assert.match(textOf(created.text), /shown this once, and never again/);
@@ -31,7 +37,13 @@ test('a webhook endpoint made in the dashboard: the secret is shown once and sig
 
   // a delivery, signed with that secret; a failing endpoint's attempts are listed
   failing = false;
-  const request = (await kowhai.test.post('/v1/requests', { bank_account_id: kowhai.bankAccountId, message: 'Tea', amount: '3.00 NZD' })).body.request;
+  const request = (
+    await kowhai.test.post('/v1/requests', {
+      bank_account_id: kowhai.bankAccountId,
+      message: 'Tea',
+      amount: '3.00 NZD',
+    })
+  ).body.request;
   const [got] = await receiver.waitFor(1);
   assert.equal(got.body.type, 'request.created');
   assert.equal(verifyWebhookSignature(got.raw, got.headers['x-service-signature'] as string, secret), true);
@@ -40,7 +52,9 @@ test('a webhook endpoint made in the dashboard: the secret is shown once and sig
   const resend = await browser.request(`/dashboard/test/events/${eventId}`);
   assert.equal(resend.status, 200);
   assert.ok(resend.text.includes('&quot;request.created&quot;'), 'the JSON body');
-  const resent = await browser.request(`/dashboard/test/events/${eventId}/resend`, { form: { csrf: Browser.csrfOf(resend.text), webhook_id: endpoint.id } });
+  const resent = await browser.request(`/dashboard/test/events/${eventId}/resend`, {
+    form: { csrf: Browser.csrfOf(resend.text), webhook_id: endpoint.id },
+  });
   assert.equal(resent.status, 303);
   await receiver.waitFor(2);
   let page = '';
@@ -53,22 +67,39 @@ test('a webhook endpoint made in the dashboard: the secret is shown once and sig
   assert.match(textOf(page), /succeeded 1 attempt/);
 
   // recover: fail the resent delivery for good, then recover since an hour ago
-  await world.app.deps.db.updateTable('webhook_deliveries').set({ status: 'failed', failed_at: Date.now(), next_attempt_at: null }).where('status', '=', 'pending').execute();
+  await world.app.deps.db
+    .updateTable('webhook_deliveries')
+    .set({ status: 'failed', failed_at: Date.now(), next_attempt_at: null })
+    .where('status', '=', 'pending')
+    .execute();
   failing = false;
   const home = await browser.request('/dashboard/test');
-  assert.match(textOf(home.text), /Webhook deliveries that need attention 1 delivery failed for good and was not recovered/);
+  assert.match(
+    textOf(home.text),
+    /Webhook deliveries that need attention 1 delivery failed for good and was not recovered/,
+  );
   assert.ok(home.text.includes(`/dashboard/test/webhooks/${endpoint.id}`));
-  const recovered = await browser.request(`/dashboard/test/webhooks/${endpoint.id}/recover`, { form: { csrf: Browser.csrfOf(page), since: '2000-01-01T00:00' } });
+  const recovered = await browser.request(`/dashboard/test/webhooks/${endpoint.id}/recover`, {
+    form: { csrf: Browser.csrfOf(page), since: '2000-01-01T00:00' },
+  });
   assert.equal(recovered.status, 303, recovered.text);
   assert.match(recovered.headers.get('location')!, /done=recovered&count=1$/);
-  assert.match(textOf((await browser.request('/dashboard/test')).text), /need attention None/, 'recovered deliveries need no more attention');
-  const badSince = await browser.request(`/dashboard/test/webhooks/${endpoint.id}/recover`, { form: { csrf: Browser.csrfOf(page), since: 'yesterday' } });
+  assert.match(
+    textOf((await browser.request('/dashboard/test')).text),
+    /need attention None/,
+    'recovered deliveries need no more attention',
+  );
+  const badSince = await browser.request(`/dashboard/test/webhooks/${endpoint.id}/recover`, {
+    form: { csrf: Browser.csrfOf(page), since: 'yesterday' },
+  });
   assert.equal(badSince.status, 400);
 
   // delete after confirming
   const confirm = await browser.request(`/dashboard/test/webhooks/${endpoint.id}/delete`);
   assert.match(textOf(confirm.text), /Delete the endpoint .* Nothing more is sent to it/);
-  const deleted = await browser.request(`/dashboard/test/webhooks/${endpoint.id}/delete`, { form: { csrf: Browser.csrfOf(confirm.text) } });
+  const deleted = await browser.request(`/dashboard/test/webhooks/${endpoint.id}/delete`, {
+    form: { csrf: Browser.csrfOf(confirm.text) },
+  });
   assert.equal(deleted.status, 303);
   assert.equal((await kowhai.test.get('/v1/webhooks')).body.webhooks.length, 0);
   void request;
@@ -78,10 +109,19 @@ test('events list and detail: the recurring token is masked', async (t) => {
   const world = await dashWorld(t);
   const [kowhai] = world.merchants;
   const rec = await kowhai.test.post('/v1/requests', {
-    bank_account_id: kowhai.bankAccountId, message: 'Top-ups', recurring_options: { period: 'weekly', max_per_period: '100.00 NZD' }, cust_info: { email: 'pat@example.com' },
+    bank_account_id: kowhai.bankAccountId,
+    message: 'Top-ups',
+    recurring_options: { period: 'weekly', max_per_period: '100.00 NZD' },
+    cust_info: { email: 'pat@example.com' },
   });
-  const consent = (await kowhai.test.post(`/v1/test-helpers/requests/${rec.body.request.id}/pay`, {})).body.recurring_consent;
-  const row = await world.app.deps.db.selectFrom('events').select(['id', 'secret_sealed']).where('object_id', '=', consent.id).where('type', '=', 'recurring_payment.authorised').executeTakeFirstOrThrow();
+  const consent = (await kowhai.test.post(`/v1/test-helpers/requests/${rec.body.request.id}/pay`, {})).body
+    .recurring_consent;
+  const row = await world.app.deps.db
+    .selectFrom('events')
+    .select(['id', 'secret_sealed'])
+    .where('object_id', '=', consent.id)
+    .where('type', '=', 'recurring_payment.authorised')
+    .executeTakeFirstOrThrow();
   const token = world.app.deps.secrets.open(row.secret_sealed!);
   const browser = await logIn(world, kowhai);
   const list = await browser.request('/dashboard/test/events?type=recurring_payment.authorised');
@@ -103,7 +143,8 @@ test('an API key created in the dashboard works on the API, is shown once, and o
   const created = await browser.request('/dashboard/live/api-keys', { form: { csrf: Browser.csrfOf(list.text) } });
   assert.equal(created.status, 201);
   const key = /id="api-key" value="(sk_live_[A-Za-z0-9_-]{32})"/.exec(created.text)![1];
-  const call = () => world.app.app.inject({ method: 'GET', url: '/v1/requests', headers: { authorization: `Bearer ${key}` } });
+  const call = () =>
+    world.app.app.inject({ method: 'GET', url: '/v1/requests', headers: { authorization: `Bearer ${key}` } });
   assert.equal((await call()).statusCode, 200);
   const after = await browser.request('/dashboard/live/api-keys');
   assert.ok(!after.text.includes(key), 'shown once');
@@ -116,7 +157,9 @@ test('an API key created in the dashboard works on the API, is shown once, and o
   const confirm = await browser.request(`/dashboard/live/api-keys/${newId}/revoke`);
   assert.match(textOf(confirm.text), /Revoke the key sk_live_…/);
   assert.equal((await call()).statusCode, 200, 'asking changes nothing');
-  const revoked = await browser.request(`/dashboard/live/api-keys/${newId}/revoke`, { form: { csrf: Browser.csrfOf(confirm.text) } });
+  const revoked = await browser.request(`/dashboard/live/api-keys/${newId}/revoke`, {
+    form: { csrf: Browser.csrfOf(confirm.text) },
+  });
   assert.equal(revoked.status, 303);
   assert.equal((await call()).statusCode, 401);
   assert.equal((await kowhai.live.get('/v1/requests')).status, 200, 'the other key still works');

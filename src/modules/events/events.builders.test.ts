@@ -15,8 +15,26 @@ const SPEC_FIELDS: Record<EventType, string[]> = {
   'recurring_payment.authorised': ['id', 'merchant_identifier', 'status', 'token'],
   'recurring_payment.revoked': ['id', 'merchant_identifier', 'status'],
   'subscription.created': ['id', 'request_id', 'user_id', 'merchant_identifier', 'created_at'],
-  'subscription.charge_failed': ['id', 'user_id', 'merchant_identifier', 'last_payment_id', 'last_error', 'attempts', 'charge_at', 'next_attempt_at', 'updated_at'],
-  'subscription.charge_skipped': ['id', 'user_id', 'merchant_identifier', 'attempts', 'skipped_charge_at', 'next_charge_at', 'updated_at'],
+  'subscription.charge_failed': [
+    'id',
+    'user_id',
+    'merchant_identifier',
+    'last_payment_id',
+    'last_error',
+    'attempts',
+    'charge_at',
+    'next_attempt_at',
+    'updated_at',
+  ],
+  'subscription.charge_skipped': [
+    'id',
+    'user_id',
+    'merchant_identifier',
+    'attempts',
+    'skipped_charge_at',
+    'next_charge_at',
+    'updated_at',
+  ],
   'subscription.completed': ['id', 'user_id', 'merchant_identifier', 'updated_at'],
   'subscription.cancelled': ['id', 'user_id', 'merchant_identifier', 'updated_at'],
   'subscription.paused': ['id', 'user_id', 'merchant_identifier', 'updated_at'],
@@ -26,15 +44,42 @@ const SPEC_FIELDS: Record<EventType, string[]> = {
   'webhook_endpoint.disabled': ['id', 'url', 'disabled_at', 'failing_since'],
 };
 
-const address = { address1: '1 Queen St', address2: '', address3: '', address4: '', city: 'Auckland', postcode: '1010' };
+const address = {
+  address1: '1 Queen St',
+  address2: '',
+  address3: '',
+  address4: '',
+  city: 'Auckland',
+  postcode: '1010',
+};
 // A superset of every type's fields plus strays, so the builders must pick exactly the documented ones.
 const everything = {
-  id: 'x_1', merchant_identifier: 'order-1', user_id: 'user_1', request_id: 'request_1', created_at: '2026-11-21T10:00:00.000Z',
-  updated_at: '2026-11-21T10:00:00.000Z', expires_at: null, status: 'active', token: 'tok', last_payment_id: 'payment_1', last_error: 'insufficient_funds',
-  attempts: 2, charge_at: '2026-11-21T10:00:00.000Z', next_attempt_at: '2026-11-22T10:00:00.000Z', skipped_charge_at: '2026-11-21T10:00:00.000Z',
-  next_charge_at: '2026-12-21T10:00:00.000Z', email: 'payer@example.com', first_name: 'Ana', last_name: 'Ngata', phone: '+64 21 000 000', address,
-  url: 'https://example.com/hooks', disabled_at: '2026-11-21T10:00:00.000Z', failing_since: '2026-11-18T10:00:00.000Z',
-  secret_internal: 'must not leak', amount_cents: 1000,
+  id: 'x_1',
+  merchant_identifier: 'order-1',
+  user_id: 'user_1',
+  request_id: 'request_1',
+  created_at: '2026-11-21T10:00:00.000Z',
+  updated_at: '2026-11-21T10:00:00.000Z',
+  expires_at: null,
+  status: 'active',
+  token: 'tok',
+  last_payment_id: 'payment_1',
+  last_error: 'insufficient_funds',
+  attempts: 2,
+  charge_at: '2026-11-21T10:00:00.000Z',
+  next_attempt_at: '2026-11-22T10:00:00.000Z',
+  skipped_charge_at: '2026-11-21T10:00:00.000Z',
+  next_charge_at: '2026-12-21T10:00:00.000Z',
+  email: 'payer@example.com',
+  first_name: 'Ana',
+  last_name: 'Ngata',
+  phone: '+64 21 000 000',
+  address,
+  url: 'https://example.com/hooks',
+  disabled_at: '2026-11-21T10:00:00.000Z',
+  failing_since: '2026-11-18T10:00:00.000Z',
+  secret_internal: 'must not leak',
+  amount_cents: 1000,
 };
 
 test('every event type carries exactly the documented fields, in the documented envelope', async (t) => {
@@ -43,8 +88,14 @@ test('every event type carries exactly the documented fields, in the documented 
   assert.deepEqual([...EVENT_TYPES].sort(), Object.keys(SPEC_FIELDS).sort());
   const now = Date.parse('2026-11-21T10:00:00.000Z');
   for (const type of EVENT_TYPES) {
-    const envelope = await transact(app.deps.db, (trx) => emitEvent(trx, { userId: merchant.userId, mode: 'test' }, type, 'x_1', everything as any, now));
-    const stored = await app.deps.db.selectFrom('events').selectAll().where('id', '=', envelope.id).executeTakeFirstOrThrow();
+    const envelope = await transact(app.deps.db, (trx) =>
+      emitEvent(trx, { userId: merchant.userId, mode: 'test' }, type, 'x_1', everything as any, now),
+    );
+    const stored = await app.deps.db
+      .selectFrom('events')
+      .selectAll()
+      .where('id', '=', envelope.id)
+      .executeTakeFirstOrThrow();
     const sent = JSON.parse(stored.body);
     assert.deepEqual(sent, envelope);
     assert.deepEqual(Object.keys(sent.data), SPEC_FIELDS[type], type);
@@ -63,6 +114,18 @@ test('charge_failed leaves out next_attempt_at after the final retry', async (t)
   const app = await buildTestApp(t);
   const merchant = await createTestMerchant(app);
   const { next_attempt_at: _dropped, ...final } = everything;
-  const envelope = await transact(app.deps.db, (trx) => emitEvent(trx, { userId: merchant.userId, mode: 'live' }, 'subscription.charge_failed', 'x_1', final as any, Date.now()));
-  assert.deepEqual(Object.keys(envelope.data), SPEC_FIELDS['subscription.charge_failed'].filter((f) => f !== 'next_attempt_at'));
+  const envelope = await transact(app.deps.db, (trx) =>
+    emitEvent(
+      trx,
+      { userId: merchant.userId, mode: 'live' },
+      'subscription.charge_failed',
+      'x_1',
+      final as any,
+      Date.now(),
+    ),
+  );
+  assert.deepEqual(
+    Object.keys(envelope.data),
+    SPEC_FIELDS['subscription.charge_failed'].filter((f) => f !== 'next_attempt_at'),
+  );
 });

@@ -5,14 +5,52 @@ import type { AddressFields } from '../customers/customers.rules.ts';
 export type AddressData = AddressFields;
 
 export type EventData = {
-  'request.created': { id: string; merchant_identifier: string | null; user_id: string; created_at: string; expires_at: string | null };
-  'request.expired': { id: string; user_id: string; merchant_identifier: string | null; status: 'expired'; updated_at: string };
-  'request.status_updated': { id: string; user_id: string; merchant_identifier: string | null; status: string; updated_at: string };
-  'payment.created': { id: string; request_id: string; user_id: string; merchant_identifier: string | null; status: 'awaiting-consent'; updated_at: string };
-  'payment.status_updated': { id: string; request_id: string; user_id: string; merchant_identifier: string | null; status: 'successful' | 'cancelled' | 'failed' | 'unconfirmed'; updated_at: string };
+  'request.created': {
+    id: string;
+    merchant_identifier: string | null;
+    user_id: string;
+    created_at: string;
+    expires_at: string | null;
+  };
+  'request.expired': {
+    id: string;
+    user_id: string;
+    merchant_identifier: string | null;
+    status: 'expired';
+    updated_at: string;
+  };
+  'request.status_updated': {
+    id: string;
+    user_id: string;
+    merchant_identifier: string | null;
+    status: string;
+    updated_at: string;
+  };
+  'payment.created': {
+    id: string;
+    request_id: string;
+    user_id: string;
+    merchant_identifier: string | null;
+    status: 'awaiting-consent';
+    updated_at: string;
+  };
+  'payment.status_updated': {
+    id: string;
+    request_id: string;
+    user_id: string;
+    merchant_identifier: string | null;
+    status: 'successful' | 'cancelled' | 'failed' | 'unconfirmed';
+    updated_at: string;
+  };
   'recurring_payment.authorised': { id: string; merchant_identifier: string | null; status: 'active'; token: string };
   'recurring_payment.revoked': { id: string; merchant_identifier: string | null; status: 'revoked' };
-  'subscription.created': { id: string; request_id: string; user_id: string; merchant_identifier: string | null; created_at: string };
+  'subscription.created': {
+    id: string;
+    request_id: string;
+    user_id: string;
+    merchant_identifier: string | null;
+    created_at: string;
+  };
   'subscription.charge_failed': {
     id: string;
     user_id: string;
@@ -106,23 +144,86 @@ function pick<T extends EventType>(keys: ReadonlyArray<keyof EventData[T]>) {
 export const buildEventData = {
   'request.created': pick<'request.created'>(['id', 'merchant_identifier', 'user_id', 'created_at', 'expires_at']),
   'request.expired': pick<'request.expired'>(['id', 'user_id', 'merchant_identifier', 'status', 'updated_at']),
-  'request.status_updated': pick<'request.status_updated'>(['id', 'user_id', 'merchant_identifier', 'status', 'updated_at']),
-  'payment.created': pick<'payment.created'>(['id', 'request_id', 'user_id', 'merchant_identifier', 'status', 'updated_at']),
-  'payment.status_updated': pick<'payment.status_updated'>(['id', 'request_id', 'user_id', 'merchant_identifier', 'status', 'updated_at']),
-  'recurring_payment.authorised': pick<'recurring_payment.authorised'>(['id', 'merchant_identifier', 'status', 'token']),
+  'request.status_updated': pick<'request.status_updated'>([
+    'id',
+    'user_id',
+    'merchant_identifier',
+    'status',
+    'updated_at',
+  ]),
+  'payment.created': pick<'payment.created'>([
+    'id',
+    'request_id',
+    'user_id',
+    'merchant_identifier',
+    'status',
+    'updated_at',
+  ]),
+  'payment.status_updated': pick<'payment.status_updated'>([
+    'id',
+    'request_id',
+    'user_id',
+    'merchant_identifier',
+    'status',
+    'updated_at',
+  ]),
+  'recurring_payment.authorised': pick<'recurring_payment.authorised'>([
+    'id',
+    'merchant_identifier',
+    'status',
+    'token',
+  ]),
   'recurring_payment.revoked': pick<'recurring_payment.revoked'>(['id', 'merchant_identifier', 'status']),
-  'subscription.created': pick<'subscription.created'>(['id', 'request_id', 'user_id', 'merchant_identifier', 'created_at']),
+  'subscription.created': pick<'subscription.created'>([
+    'id',
+    'request_id',
+    'user_id',
+    'merchant_identifier',
+    'created_at',
+  ]),
   'subscription.charge_failed': pick<'subscription.charge_failed'>([
-    'id', 'user_id', 'merchant_identifier', 'last_payment_id', 'last_error', 'attempts', 'charge_at', 'next_attempt_at', 'updated_at',
+    'id',
+    'user_id',
+    'merchant_identifier',
+    'last_payment_id',
+    'last_error',
+    'attempts',
+    'charge_at',
+    'next_attempt_at',
+    'updated_at',
   ]),
   'subscription.charge_skipped': pick<'subscription.charge_skipped'>([
-    'id', 'user_id', 'merchant_identifier', 'attempts', 'skipped_charge_at', 'next_charge_at', 'updated_at',
+    'id',
+    'user_id',
+    'merchant_identifier',
+    'attempts',
+    'skipped_charge_at',
+    'next_charge_at',
+    'updated_at',
   ]),
   'subscription.completed': pick<'subscription.completed'>(['id', 'user_id', 'merchant_identifier', 'updated_at']),
   'subscription.cancelled': pick<'subscription.cancelled'>(['id', 'user_id', 'merchant_identifier', 'updated_at']),
   'subscription.paused': pick<'subscription.paused'>(['id', 'user_id', 'merchant_identifier', 'updated_at']),
   'subscription.resumed': pick<'subscription.resumed'>(['id', 'user_id', 'merchant_identifier', 'updated_at']),
-  'customer.created': pick<'customer.created'>(['id', 'user_id', 'created_at', 'email', 'first_name', 'last_name', 'phone', 'address']),
-  'customer.updated': pick<'customer.updated'>(['id', 'user_id', 'updated_at', 'email', 'first_name', 'last_name', 'phone', 'address']),
+  'customer.created': pick<'customer.created'>([
+    'id',
+    'user_id',
+    'created_at',
+    'email',
+    'first_name',
+    'last_name',
+    'phone',
+    'address',
+  ]),
+  'customer.updated': pick<'customer.updated'>([
+    'id',
+    'user_id',
+    'updated_at',
+    'email',
+    'first_name',
+    'last_name',
+    'phone',
+    'address',
+  ]),
   'webhook_endpoint.disabled': pick<'webhook_endpoint.disabled'>(['id', 'url', 'disabled_at', 'failing_since']),
 } satisfies { [T in EventType]: (source: EventData[T]) => EventData[T] };

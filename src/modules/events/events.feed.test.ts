@@ -8,7 +8,8 @@ test('the feed starts from now, waits for the next event, and pages oldest first
   const app = await buildTestApp(t);
   const merchant = await createTestMerchant(app);
   const api = apiClient(app, merchant.testKey);
-  const create = (message: string) => api.post('/v1/requests', { bank_account_id: merchant.bankAccountId, amount: '1.00 NZD', message });
+  const create = (message: string) =>
+    api.post('/v1/requests', { bank_account_id: merchant.bankAccountId, amount: '1.00 NZD', message });
 
   const empty = await api.get('/v1/events/feed', { query: { wait: '0' } });
   assert.deepEqual(empty.body, { events: [], cursor: null });
@@ -23,7 +24,10 @@ test('the feed starts from now, waits for the next event, and pages oldest first
   const later = await create('after');
   const arrived = await waiting;
   assert.equal(arrived.status, 200, arrived.text);
-  assert.deepEqual(arrived.body.events.map((e: any) => [e.type, e.data.id]), [['request.created', later.body.request.id]]);
+  assert.deepEqual(
+    arrived.body.events.map((e: any) => [e.type, e.data.id]),
+    [['request.created', later.body.request.id]],
+  );
   assert.equal(arrived.body.cursor, arrived.body.events[0].id);
 
   for (const message of ['one', 'two', 'three']) await create(message);
@@ -35,19 +39,32 @@ test('the feed starts from now, waits for the next event, and pages oldest first
   assert.deepEqual(none.body, { events: [], cursor: rest.body.cursor }, 'nothing new: the same cursor back');
 });
 
-test('the feed filters by type, keeps to the key\'s merchant and mode, and refuses bad input clearly', async (t) => {
+test("the feed filters by type, keeps to the key's merchant and mode, and refuses bad input clearly", async (t) => {
   const app = await buildTestApp(t);
   const merchant = await createTestMerchant(app);
   const other = await createTestMerchant(app, 'Other');
   const api = apiClient(app, merchant.testKey);
   const floor = 'event_00000000000000000000000000';
   await api.post('/v1/requests', { bank_account_id: merchant.bankAccountId, amount: '1.00 NZD', message: 'mine' });
-  await apiClient(app, other.testKey).post('/v1/requests', { bank_account_id: other.bankAccountId, amount: '1.00 NZD', message: 'theirs' });
-  await apiClient(app, merchant.liveKey).post('/v1/requests', { bank_account_id: merchant.bankAccountId, amount: '1.00 NZD', message: 'live' });
+  await apiClient(app, other.testKey).post('/v1/requests', {
+    bank_account_id: other.bankAccountId,
+    amount: '1.00 NZD',
+    message: 'theirs',
+  });
+  await apiClient(app, merchant.liveKey).post('/v1/requests', {
+    bank_account_id: merchant.bankAccountId,
+    amount: '1.00 NZD',
+    message: 'live',
+  });
 
   const all = await api.get('/v1/events/feed', { query: { after: floor, wait: '0' } });
-  assert.deepEqual(all.body.events.map((e: any) => e.type), ['request.created']);
-  const filtered = await api.get('/v1/events/feed', { query: { after: floor, wait: '0', types: 'payment.created,customer.created' } });
+  assert.deepEqual(
+    all.body.events.map((e: any) => e.type),
+    ['request.created'],
+  );
+  const filtered = await api.get('/v1/events/feed', {
+    query: { after: floor, wait: '0', types: 'payment.created,customer.created' },
+  });
   assert.deepEqual(filtered.body.events, []);
 
   const cases: Array<[Record<string, string>, string]> = [

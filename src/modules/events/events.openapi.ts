@@ -8,12 +8,20 @@ import { EVENT_TYPES, versionOf, type EventData, type EventType } from './events
 // events.openapi.test.ts checks that what the builders emit matches them.
 
 const Id = (example: string) => Type.String({ examples: [example] });
-const MerchantIdentifier = Nullable(Type.String({ description: 'Your own identifier of the request, when you gave one' }));
+const MerchantIdentifier = Nullable(
+  Type.String({ description: 'Your own identifier of the request, when you gave one' }),
+);
 const UserId = Id('user_01JD2Q8Z7M3V4K5N6P7R8S9T0V');
 const Address = AddressObject;
 
-const data = <P extends Record<string, TSchema>>(properties: P) => Type.Object(properties, { additionalProperties: false });
-const subscriptionChange = data({ id: Id('subscription_01JD2Q8Z7M3V4K5N6P7R8S9T0V'), user_id: UserId, merchant_identifier: MerchantIdentifier, updated_at: Timestamp });
+const data = <P extends Record<string, TSchema>>(properties: P) =>
+  Type.Object(properties, { additionalProperties: false });
+const subscriptionChange = data({
+  id: Id('subscription_01JD2Q8Z7M3V4K5N6P7R8S9T0V'),
+  user_id: UserId,
+  merchant_identifier: MerchantIdentifier,
+  updated_at: Timestamp,
+});
 const customerDetails = {
   email: Type.String({ format: 'email' }),
   first_name: Nullable(Type.String()),
@@ -24,10 +32,35 @@ const customerDetails = {
 const CustomerId = Id('customer_01JD2Q8Z7M3V4K5N6P7R8S9T0V');
 
 export const EVENT_DATA_SCHEMAS = {
-  'request.created': data({ id: Id('request_01JD2Q8Z7M3V4K5N6P7R8S9T0V'), merchant_identifier: MerchantIdentifier, user_id: UserId, created_at: Timestamp, expires_at: Nullable(Timestamp) }),
-  'request.expired': data({ id: Id('request_01JD2Q8Z7M3V4K5N6P7R8S9T0V'), user_id: UserId, merchant_identifier: MerchantIdentifier, status: Type.Literal('expired'), updated_at: Timestamp }),
-  'request.status_updated': data({ id: Id('request_01JD2Q8Z7M3V4K5N6P7R8S9T0V'), user_id: UserId, merchant_identifier: MerchantIdentifier, status: Type.String({ description: 'The request\'s new status' }), updated_at: Timestamp }),
-  'payment.created': data({ id: Id('payment_01JD2Q8Z7M3V4K5N6P7R8S9T0V'), request_id: Id('request_01JD2Q8Z7M3V4K5N6P7R8S9T0V'), user_id: UserId, merchant_identifier: MerchantIdentifier, status: Type.Literal('awaiting-consent'), updated_at: Timestamp }),
+  'request.created': data({
+    id: Id('request_01JD2Q8Z7M3V4K5N6P7R8S9T0V'),
+    merchant_identifier: MerchantIdentifier,
+    user_id: UserId,
+    created_at: Timestamp,
+    expires_at: Nullable(Timestamp),
+  }),
+  'request.expired': data({
+    id: Id('request_01JD2Q8Z7M3V4K5N6P7R8S9T0V'),
+    user_id: UserId,
+    merchant_identifier: MerchantIdentifier,
+    status: Type.Literal('expired'),
+    updated_at: Timestamp,
+  }),
+  'request.status_updated': data({
+    id: Id('request_01JD2Q8Z7M3V4K5N6P7R8S9T0V'),
+    user_id: UserId,
+    merchant_identifier: MerchantIdentifier,
+    status: Type.String({ description: "The request's new status" }),
+    updated_at: Timestamp,
+  }),
+  'payment.created': data({
+    id: Id('payment_01JD2Q8Z7M3V4K5N6P7R8S9T0V'),
+    request_id: Id('request_01JD2Q8Z7M3V4K5N6P7R8S9T0V'),
+    user_id: UserId,
+    merchant_identifier: MerchantIdentifier,
+    status: Type.Literal('awaiting-consent'),
+    updated_at: Timestamp,
+  }),
   'payment.status_updated': data({
     id: Id('payment_01JD2Q8Z7M3V4K5N6P7R8S9T0V'),
     request_id: Id('request_01JD2Q8Z7M3V4K5N6P7R8S9T0V'),
@@ -40,10 +73,23 @@ export const EVENT_DATA_SCHEMAS = {
     id: Id('recurringconsent_01JD2Q8Z7M3V4K5N6P7R8S9T0V'),
     merchant_identifier: MerchantIdentifier,
     status: Type.Literal('active'),
-    token: Type.String({ description: 'The secret token to charge with (POST /v1/payments), sent only in this event', examples: ['rct_…'] }),
+    token: Type.String({
+      description: 'The secret token to charge with (POST /v1/payments), sent only in this event',
+      examples: ['rct_…'],
+    }),
   }),
-  'recurring_payment.revoked': data({ id: Id('recurringconsent_01JD2Q8Z7M3V4K5N6P7R8S9T0V'), merchant_identifier: MerchantIdentifier, status: Type.Literal('revoked') }),
-  'subscription.created': data({ id: Id('subscription_01JD2Q8Z7M3V4K5N6P7R8S9T0V'), request_id: Id('request_01JD2Q8Z7M3V4K5N6P7R8S9T0V'), user_id: UserId, merchant_identifier: MerchantIdentifier, created_at: Timestamp }),
+  'recurring_payment.revoked': data({
+    id: Id('recurringconsent_01JD2Q8Z7M3V4K5N6P7R8S9T0V'),
+    merchant_identifier: MerchantIdentifier,
+    status: Type.Literal('revoked'),
+  }),
+  'subscription.created': data({
+    id: Id('subscription_01JD2Q8Z7M3V4K5N6P7R8S9T0V'),
+    request_id: Id('request_01JD2Q8Z7M3V4K5N6P7R8S9T0V'),
+    user_id: UserId,
+    merchant_identifier: MerchantIdentifier,
+    created_at: Timestamp,
+  }),
   'subscription.charge_failed': data({
     id: Id('subscription_01JD2Q8Z7M3V4K5N6P7R8S9T0V'),
     user_id: UserId,
@@ -70,22 +116,43 @@ export const EVENT_DATA_SCHEMAS = {
   'subscription.resumed': subscriptionChange,
   'customer.created': data({ id: CustomerId, user_id: UserId, created_at: Timestamp, ...customerDetails }),
   'customer.updated': data({ id: CustomerId, user_id: UserId, updated_at: Timestamp, ...customerDetails }),
-  'webhook_endpoint.disabled': data({ id: Id('webhook_01JD2Q8Z7M3V4K5N6P7R8S9T0V'), url: Type.String(), disabled_at: Timestamp, failing_since: Timestamp }),
+  'webhook_endpoint.disabled': data({
+    id: Id('webhook_01JD2Q8Z7M3V4K5N6P7R8S9T0V'),
+    url: Type.String(),
+    disabled_at: Timestamp,
+    failing_since: Timestamp,
+  }),
 } satisfies Record<EventType, TSchema>;
 
 // A compile-time check that the schemas and the builders' types say the same.
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const schemasMatchTypes: { [T in EventType]: Same<Static<(typeof EVENT_DATA_SCHEMAS)[T]>, EventData[T]> } = {
-  'request.created': true, 'request.expired': true, 'request.status_updated': true, 'payment.created': true, 'payment.status_updated': true,
-  'recurring_payment.authorised': true, 'recurring_payment.revoked': true, 'subscription.created': true, 'subscription.charge_failed': true,
-  'subscription.charge_skipped': true, 'subscription.completed': true, 'subscription.cancelled': true, 'subscription.paused': true,
-  'subscription.resumed': true, 'customer.created': true, 'customer.updated': true, 'webhook_endpoint.disabled': true,
+  'request.created': true,
+  'request.expired': true,
+  'request.status_updated': true,
+  'payment.created': true,
+  'payment.status_updated': true,
+  'recurring_payment.authorised': true,
+  'recurring_payment.revoked': true,
+  'subscription.created': true,
+  'subscription.charge_failed': true,
+  'subscription.charge_skipped': true,
+  'subscription.completed': true,
+  'subscription.cancelled': true,
+  'subscription.paused': true,
+  'subscription.resumed': true,
+  'customer.created': true,
+  'customer.updated': true,
+  'webhook_endpoint.disabled': true,
 };
 void schemasMatchTypes;
 
 /** `request.status_updated` → `RequestStatusUpdatedEvent`. */
 export function eventSchemaName(type: EventType): string {
-  return `${type.split(/[._]/).map((word) => word[0]!.toUpperCase() + word.slice(1)).join('')}Event`;
+  return `${type
+    .split(/[._]/)
+    .map((word) => word[0]!.toUpperCase() + word.slice(1))
+    .join('')}Event`;
 }
 
 const summaries: Record<EventType, string> = {
@@ -103,8 +170,8 @@ const summaries: Record<EventType, string> = {
   'subscription.cancelled': 'A subscription was cancelled',
   'subscription.paused': 'A subscription was paused',
   'subscription.resumed': 'A subscription was resumed',
-  'customer.created': 'A customer was created from a payer\'s details',
-  'customer.updated': 'A customer\'s details changed',
+  'customer.created': "A customer was created from a payer's details",
+  'customer.updated': "A customer's details changed",
   'webhook_endpoint.disabled': 'Tono disabled a webhook endpoint whose deliveries had all failed for 3 days',
 };
 
@@ -124,26 +191,39 @@ export function eventEnvelopeSchema(type: EventType): TSchema {
 }
 
 const signatureHeaders = [
-  { name: 'X-Service-Signature', description: '`sha256=<hex HMAC-SHA256 of the raw body>` keyed with the base64-decoded endpoint secret; two, comma-separated, for 24 hours after a rotation' },
+  {
+    name: 'X-Service-Signature',
+    description:
+      '`sha256=<hex HMAC-SHA256 of the raw body>` keyed with the base64-decoded endpoint secret; two, comma-separated, for 24 hours after a rotation',
+  },
   { name: 'X-Service-Event-Id', description: 'The event id: deduplicate on it' },
-  { name: 'X-Service-Delivery-Attempt', description: 'This attempt\'s number, from 1' },
+  { name: 'X-Service-Delivery-Attempt', description: "This attempt's number, from 1" },
   { name: 'webhook-id', description: 'Standard Webhooks: the event id' },
   { name: 'webhook-timestamp', description: 'Standard Webhooks: seconds since the epoch when this attempt was signed' },
-  { name: 'webhook-signature', description: 'Standard Webhooks: `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, space-separated when two secrets sign' },
+  {
+    name: 'webhook-signature',
+    description:
+      'Standard Webhooks: `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, space-separated when two secrets sign',
+  },
 ].map(({ name, description }) => ({ name, in: 'header', required: true, description, schema: { type: 'string' } }));
 
 /** The OpenAPI 3.1 `webhooks` section: one POST per event type, with its exact body. */
 export function eventWebhooks(): Record<string, unknown> {
-  return Object.fromEntries(EVENT_TYPES.map((type) => [type, {
-    post: {
-      operationId: `on${eventSchemaName(type)}`,
-      tags: ['Events'],
-      summary: summaries[type],
-      description: `Sent to every endpoint of the merchant and mode whose \`events\` filter takes \`${type}\`. Verify the signature on the raw body before parsing (docs/webhooks.md); any 2xx acknowledges, anything else is retried.`,
-      parameters: signatureHeaders,
-      requestBody: { required: true, content: { 'application/json': { schema: eventEnvelopeSchema(type) } } },
-      responses: { '200': { description: 'Any 2xx acknowledges the delivery' } },
-      security: [],
-    },
-  }]));
+  return Object.fromEntries(
+    EVENT_TYPES.map((type) => [
+      type,
+      {
+        post: {
+          operationId: `on${eventSchemaName(type)}`,
+          tags: ['Events'],
+          summary: summaries[type],
+          description: `Sent to every endpoint of the merchant and mode whose \`events\` filter takes \`${type}\`. Verify the signature on the raw body before parsing (docs/webhooks.md); any 2xx acknowledges, anything else is retried.`,
+          parameters: signatureHeaders,
+          requestBody: { required: true, content: { 'application/json': { schema: eventEnvelopeSchema(type) } } },
+          responses: { '200': { description: 'Any 2xx acknowledges the delivery' } },
+          security: [],
+        },
+      },
+    ]),
+  );
 }

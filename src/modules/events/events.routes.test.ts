@@ -3,7 +3,15 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import pino from 'pino';
-import { apiClient, buildTestApp, createTestMerchant, engine, pgUrl, type ApiClient, type TestApp } from '../../../test/helpers.ts';
+import {
+  apiClient,
+  buildTestApp,
+  createTestMerchant,
+  engine,
+  pgUrl,
+  type ApiClient,
+  type TestApp,
+} from '../../../test/helpers.ts';
 import { DELIVERY_POLICY, type DeliveryPolicy } from '../webhooks/retry-policy.ts';
 import { startReceiver } from '../webhooks/receiver.test-support.ts';
 import { WebhookDispatcher } from '../webhooks/webhooks.dispatcher.ts';
@@ -15,14 +23,26 @@ async function setup(t: TestContext, policy: DeliveryPolicy = DELIVERY_POLICY) {
   const app = await buildTestApp(t);
   const merchant = await createTestMerchant(app);
   const api = apiClient(app, merchant.testKey);
-  const dispatcher = new WebhookDispatcher({ db: app.deps.db, log: pino({ level: 'silent' }), pollMs: 20, policy, reach: { live: 'any', test: 'any' }, secrets: app.deps.secrets });
+  const dispatcher = new WebhookDispatcher({
+    db: app.deps.db,
+    log: pino({ level: 'silent' }),
+    pollMs: 20,
+    policy,
+    reach: { live: 'any', test: 'any' },
+    secrets: app.deps.secrets,
+  });
   dispatcher.start();
   t.after(() => dispatcher.stop());
   return { app, merchant, api };
 }
 
 async function newRequest(api: ApiClient, bankAccountId: string, merchantIdentifier?: string) {
-  const created = await api.post('/v1/requests', { bank_account_id: bankAccountId, amount: '5.00 NZD', message: 'Log', ...(merchantIdentifier && { merchant_identifier: merchantIdentifier }) });
+  const created = await api.post('/v1/requests', {
+    bank_account_id: bankAccountId,
+    amount: '5.00 NZD',
+    message: 'Log',
+    ...(merchantIdentifier && { merchant_identifier: merchantIdentifier }),
+  });
   assert.equal(created.status, 201, created.text);
   return created.body.request.id as string;
 }
@@ -60,16 +80,32 @@ test('the event log lists newest first with filters and pages, and shows one eve
   const second = await newRequest(api, merchant.bankAccountId);
   assert.equal((await api.delete(`/v1/requests/${first}`)).status, 200);
   const all = await api.get('/v1/events');
-  assert.deepEqual(all.body.events.map((e: any) => [e.type, e.data.id]), [['request.status_updated', first], ['request.created', second], ['request.created', first]]);
+  assert.deepEqual(
+    all.body.events.map((e: any) => [e.type, e.data.id]),
+    [
+      ['request.status_updated', first],
+      ['request.created', second],
+      ['request.created', first],
+    ],
+  );
   assert.equal(all.body.has_more, false);
   const byType = await api.get('/v1/events', { query: { type: 'request.created' } });
-  assert.deepEqual(byType.body.events.map((e: any) => e.data.id), [second, first]);
+  assert.deepEqual(
+    byType.body.events.map((e: any) => e.data.id),
+    [second, first],
+  );
   const byObject = await api.get('/v1/events', { query: { object_id: first } });
-  assert.deepEqual(byObject.body.events.map((e: any) => e.type), ['request.status_updated', 'request.created']);
+  assert.deepEqual(
+    byObject.body.events.map((e: any) => e.type),
+    ['request.status_updated', 'request.created'],
+  );
   const page = await api.get('/v1/events', { query: { limit: '2' } });
   assert.equal(page.body.has_more, true);
   const rest = await api.get('/v1/events', { query: { limit: '2', starting_after: page.body.events[1].id } });
-  assert.deepEqual(rest.body.events.map((e: any) => e.data.id), [first]);
+  assert.deepEqual(
+    rest.body.events.map((e: any) => e.data.id),
+    [first],
+  );
   const bad = await api.get('/v1/events', { query: { type: 'nope' } });
   assert.equal(bad.status, 400);
   assert.equal(bad.body.code, 'bad_request.invalid_param.type');
@@ -79,7 +115,11 @@ test('the event log lists newest first with filters and pages, and shows one eve
   assert.deepEqual(one.body, { event: all.body.events[0], deliveries: [] });
   assert.equal('version' in one.body.event, false);
   const missing = await api.get('/v1/events/event_01JD2Q8Z7M3V4K5N6P7R8S9T0V');
-  assert.deepEqual(missing.body, { code: 'not_found.event', message: 'No such event: event_01JD2Q8Z7M3V4K5N6P7R8S9T0V', params: { id: 'event_01JD2Q8Z7M3V4K5N6P7R8S9T0V' } });
+  assert.deepEqual(missing.body, {
+    code: 'not_found.event',
+    message: 'No such event: event_01JD2Q8Z7M3V4K5N6P7R8S9T0V',
+    params: { id: 'event_01JD2Q8Z7M3V4K5N6P7R8S9T0V' },
+  });
 });
 
 test('resend to every endpoint that takes the event, to one endpoint, and from the CLI', async (t) => {
@@ -95,26 +135,45 @@ test('resend to every endpoint that takes the event, to one endpoint, and from t
 
   const again = await api.post(`/v1/events/${eventId}/resend`, {});
   assert.equal(again.status, 200, again.text);
-  assert.deepEqual(again.body.deliveries.map((d: any) => [d.webhook_id, d.status]), [[hookA.id, 'pending']]);
+  assert.deepEqual(
+    again.body.deliveries.map((d: any) => [d.webhook_id, d.status]),
+    [[hookA.id, 'pending']],
+  );
   await a.waitFor(2);
   // no body at all means the same: every endpoint that takes the event
-  const bare = await app.app.inject({ method: 'POST', url: `/v1/events/${eventId}/resend`, headers: { authorization: `Bearer ${merchant.testKey}` } });
+  const bare = await app.app.inject({
+    method: 'POST',
+    url: `/v1/events/${eventId}/resend`,
+    headers: { authorization: `Bearer ${merchant.testKey}` },
+  });
   assert.equal(bare.statusCode, 200, bare.body);
-  assert.deepEqual(bare.json().deliveries.map((d: any) => [d.webhook_id, d.status]), [[hookA.id, 'pending']]);
+  assert.deepEqual(
+    bare.json().deliveries.map((d: any) => [d.webhook_id, d.status]),
+    [[hookA.id, 'pending']],
+  );
   await a.waitFor(3);
-  const toB = await api.post(`/v1/events/${eventId}/resend`, { webhook_id: (await api.get('/v1/webhooks')).body.webhooks[0].id });
+  const toB = await api.post(`/v1/events/${eventId}/resend`, {
+    webhook_id: (await api.get('/v1/webhooks')).body.webhooks[0].id,
+  });
   assert.equal(toB.body.deliveries.length, 1);
   await b.waitFor(1);
   assert.equal(b.received[0].body.id, eventId, 'a named endpoint gets the event whatever its filter');
   assert.equal(b.received[0].headers['x-service-delivery-attempt'], '1');
 
   const unknown = await api.post(`/v1/events/${eventId}/resend`, { webhook_id: 'webhook_01JD2Q8Z7M3V4K5N6P7R8S9T0V' });
-  assert.deepEqual(unknown.body, { code: 'not_found.webhook', message: 'No such webhook: webhook_01JD2Q8Z7M3V4K5N6P7R8S9T0V', params: { id: 'webhook_01JD2Q8Z7M3V4K5N6P7R8S9T0V' } });
+  assert.deepEqual(unknown.body, {
+    code: 'not_found.webhook',
+    message: 'No such webhook: webhook_01JD2Q8Z7M3V4K5N6P7R8S9T0V',
+    params: { id: 'webhook_01JD2Q8Z7M3V4K5N6P7R8S9T0V' },
+  });
   const liveView = await apiClient(app, merchant.liveKey).post(`/v1/events/${eventId}/resend`, {});
   assert.equal(liveView.status, 404);
 
   const fromCli = await cli(app, ['events', 'resend', eventId, '--json']);
-  assert.deepEqual(fromCli.deliveries.map((d: any) => d.webhook_id), [hookA.id]);
+  assert.deepEqual(
+    fromCli.deliveries.map((d: any) => d.webhook_id),
+    [hookA.id],
+  );
   await a.waitFor(4);
   const detail = await until(async () => {
     const body = (await api.get(`/v1/events/${eventId}`)).body;
@@ -140,15 +199,28 @@ test('recover re-sends what failed since a time, once', async (t) => {
   });
   up = true;
   const bad = await api.post(`/v1/webhooks/${hook.id}/recover`, { since: 'yesterday' });
-  assert.deepEqual(bad.body, { code: 'bad_request.invalid_param.since', message: 'since must be an ISO 8601 date-time such as 2026-11-21T10:00:00.000Z', params: { field: 'since' } });
-  const future = await api.post(`/v1/webhooks/${hook.id}/recover`, { since: new Date(Date.now() + 60_000).toISOString() });
+  assert.deepEqual(bad.body, {
+    code: 'bad_request.invalid_param.since',
+    message: 'since must be an ISO 8601 date-time such as 2026-11-21T10:00:00.000Z',
+    params: { field: 'since' },
+  });
+  const future = await api.post(`/v1/webhooks/${hook.id}/recover`, {
+    since: new Date(Date.now() + 60_000).toISOString(),
+  });
   assert.deepEqual(future.body, { deliveries: [] });
   const recovered = await api.post(`/v1/webhooks/${hook.id}/recover`, { since });
   assert.equal(recovered.status, 200, recovered.text);
   assert.equal(recovered.body.deliveries.length, 2);
   await receiver.waitFor(4);
-  assert.deepEqual(receiver.received.slice(2).map((r) => r.headers['x-service-delivery-attempt']), ['1', '1']);
-  assert.deepEqual((await api.post(`/v1/webhooks/${hook.id}/recover`, { since })).body, { deliveries: [] }, 'recovered deliveries are not re-sent twice');
+  assert.deepEqual(
+    receiver.received.slice(2).map((r) => r.headers['x-service-delivery-attempt']),
+    ['1', '1'],
+  );
+  assert.deepEqual(
+    (await api.post(`/v1/webhooks/${hook.id}/recover`, { since })).body,
+    { deliveries: [] },
+    'recovered deliveries are not re-sent twice',
+  );
   assert.deepEqual(await cli(app, ['webhooks', 'recover', hook.id, '--since', since, '--json']), { deliveries: [] });
   const detail = (await api.get(`/v1/events/${receiver.received[0].body.id}`)).body;
   const [failed, resent] = detail.deliveries;
@@ -167,12 +239,27 @@ test('the recurring token: in clear in a recovered delivery to an endpoint that 
   const token = newConsentToken();
   const masked = maskConsentToken(token);
   assert.equal(masked, `rct_…${token.slice(-4)}`);
-  const event = await transact(app.deps.db, (trx) => emitEvent(trx, { userId: merchant.userId, mode: 'test' }, 'recurring_payment.authorised', 'recurring_x', {
-    id: 'recurring_x', merchant_identifier: null, status: 'active', token: masked,
-  }, Date.now(), app.deps.secrets.seal(token)));
+  const event = await transact(app.deps.db, (trx) =>
+    emitEvent(
+      trx,
+      { userId: merchant.userId, mode: 'test' },
+      'recurring_payment.authorised',
+      'recurring_x',
+      {
+        id: 'recurring_x',
+        merchant_identifier: null,
+        status: 'active',
+        token: masked,
+      },
+      Date.now(),
+      app.deps.secrets.seal(token),
+    ),
+  );
   const [first] = await old.waitFor(1);
   assert.equal(first.body.data.token, token, 'the first try carries it');
-  await until(async () => ((await api.get(`/v1/events/${event.id}`)).body.deliveries[0]?.status === 'failed' ? true : undefined));
+  await until(async () =>
+    (await api.get(`/v1/events/${event.id}`)).body.deliveries[0]?.status === 'failed' ? true : undefined,
+  );
 
   const laterHook = (await api.post('/v1/webhooks', { url: later.url })).body.webhook;
   up = true;

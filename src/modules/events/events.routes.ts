@@ -11,10 +11,19 @@ export async function registerEventRoutes(app: App, deps: Deps): Promise<void> {
   const tags = ['Events'];
   const params = IdParams('Event id (event_…)');
 
-  app.get('/v1/events', {
-    onRequest: auth,
-    schema: { tags, summary: 'List events, newest first', querystring: ListEventsQuery, response: { 200: EventList, ...errorResponses } },
-  }, async (request) => listEventsFor(request.ctx, request.query));
+  app.get(
+    '/v1/events',
+    {
+      onRequest: auth,
+      schema: {
+        tags,
+        summary: 'List events, newest first',
+        querystring: ListEventsQuery,
+        response: { 200: EventList, ...errorResponses },
+      },
+    },
+    async (request) => listEventsFor(request.ctx, request.query),
+  );
 
   // Long-polling calls in progress, answered at once when the service starts closing (before the
   // server waits for calls in progress to end).
@@ -22,48 +31,67 @@ export async function registerEventRoutes(app: App, deps: Deps): Promise<void> {
   app.addHook('preClose', async () => {
     for (const controller of waiting) controller.abort();
   });
-  app.get('/v1/events/feed', {
-    onRequest: auth,
-    schema: {
-      tags,
-      summary: 'Follow new events (long polling)',
-      description: 'Events newer than `after`, oldest first. While there is none the call waits up to `wait` seconds for one, then answers with no events and the same cursor: call again with `after` set to the returned `cursor`. This is what `npm run cli -- listen` uses to forward test events to a local URL.',
-      querystring: EventFeedQuery,
-      response: { 200: EventFeed, ...errorResponses },
+  app.get(
+    '/v1/events/feed',
+    {
+      onRequest: auth,
+      schema: {
+        tags,
+        summary: 'Follow new events (long polling)',
+        description:
+          'Events newer than `after`, oldest first. While there is none the call waits up to `wait` seconds for one, then answers with no events and the same cursor: call again with `after` set to the returned `cursor`. This is what `npm run cli -- listen` uses to forward test events to a local URL.',
+        querystring: EventFeedQuery,
+        response: { 200: EventFeed, ...errorResponses },
+      },
     },
-  }, async (request, reply) => {
-    const controller = new AbortController();
-    waiting.add(controller);
-    const gone = () => controller.abort();
-    // the response closes before it is sent when the caller hangs up
-    reply.raw.once('close', gone);
-    try {
-      return await eventFeedFor(request.ctx, request.query, controller.signal);
-    } finally {
-      reply.raw.off('close', gone);
-      waiting.delete(controller);
-    }
-  });
+    async (request, reply) => {
+      const controller = new AbortController();
+      waiting.add(controller);
+      const gone = () => controller.abort();
+      // the response closes before it is sent when the caller hangs up
+      reply.raw.once('close', gone);
+      try {
+        return await eventFeedFor(request.ctx, request.query, controller.signal);
+      } finally {
+        reply.raw.off('close', gone);
+        waiting.delete(controller);
+      }
+    },
+  );
 
-  app.get('/v1/events/:id', {
-    onRequest: auth,
-    schema: { tags, summary: 'Get an event with its webhook deliveries and every attempt', params, response: { 200: EventDetail, ...errorResponses } },
-  }, async (request) => retrieveEvent(request.ctx, request.params.id));
+  app.get(
+    '/v1/events/:id',
+    {
+      onRequest: auth,
+      schema: {
+        tags,
+        summary: 'Get an event with its webhook deliveries and every attempt',
+        params,
+        response: { 200: EventDetail, ...errorResponses },
+      },
+    },
+    async (request) => retrieveEvent(request.ctx, request.params.id),
+  );
 
-  app.post('/v1/events/:id/resend', {
-    onRequest: auth,
-    // No body is the same as {}: every endpoint that takes the event.
-    config: { bodyOptional: true },
-    preValidation: async (request) => {
-      if (request.body === undefined) request.body = {};
+  app.post(
+    '/v1/events/:id/resend',
+    {
+      onRequest: auth,
+      // No body is the same as {}: every endpoint that takes the event.
+      config: { bodyOptional: true },
+      preValidation: async (request) => {
+        if (request.body === undefined) request.body = {};
+      },
+      schema: {
+        tags,
+        summary: 'Send an event again',
+        description:
+          'To one endpoint (webhook_id) or to every endpoint whose filter takes the event; each as a new delivery with fresh attempts.',
+        params,
+        body: ResendBody,
+        response: { 200: DeliveryList, ...errorResponses },
+      },
     },
-    schema: {
-      tags,
-      summary: 'Send an event again',
-      description: 'To one endpoint (webhook_id) or to every endpoint whose filter takes the event; each as a new delivery with fresh attempts.',
-      params,
-      body: ResendBody,
-      response: { 200: DeliveryList, ...errorResponses },
-    },
-  }, async (request) => resendEventFor(request.ctx, request.params.id, request.body ?? {}));
+    async (request) => resendEventFor(request.ctx, request.params.id, request.body ?? {}),
+  );
 }

@@ -7,7 +7,14 @@ import { invalidParam, notFound } from '../../shared/errors.ts';
 import { pageOf } from '../../shared/pagination.ts';
 import { deliveriesWithAttempts, letDeliveriesCarrySecret, resendToWebhooks } from '../webhooks/webhooks.service.ts';
 import { fanOutToWebhooks } from '../webhooks/webhooks.fanout.ts';
-import { buildEventData, EVENT_TYPES, versionOf, type EventData, type EventEnvelope, type EventType } from './events.builders.ts';
+import {
+  buildEventData,
+  EVENT_TYPES,
+  versionOf,
+  type EventData,
+  type EventEnvelope,
+  type EventType,
+} from './events.builders.ts';
 import { eventsAfter, findEvent, listEvents, newestEventId, sealEventTokens, type EventRow } from './events.repo.ts';
 import type { SecretBox } from '../../shared/secret-box.ts';
 
@@ -33,12 +40,33 @@ export async function emitEvent<T extends EventType>(
   now: number,
   sealedSecret: string | null = null,
 ): Promise<EventEnvelope<T>> {
-  const envelope: EventEnvelope<T> = { id: newId('event'), type, version: versionOf(type), created_at: iso(now), data: buildEventData[type](data as any) as EventData[T] };
+  const envelope: EventEnvelope<T> = {
+    id: newId('event'),
+    type,
+    version: versionOf(type),
+    created_at: iso(now),
+    data: buildEventData[type](data as any) as EventData[T],
+  };
   if (envelope.version === undefined) delete envelope.version;
   const body = JSON.stringify(envelope);
-  await insertRow(db, 'events', { id: envelope.id, user_id: scope.userId, mode: scope.mode, type, object_id: objectId, body, created_at: now, ...(sealedSecret !== null && { secret_sealed: sealedSecret }) });
+  await insertRow(db, 'events', {
+    id: envelope.id,
+    user_id: scope.userId,
+    mode: scope.mode,
+    type,
+    object_id: objectId,
+    body,
+    created_at: now,
+    ...(sealedSecret !== null && { secret_sealed: sealedSecret }),
+  });
   // Deliveries are created in the same transaction, so an event and its deliveries commit (or vanish) together.
-  await fanOutToWebhooks(db, { id: envelope.id, userId: scope.userId, mode: scope.mode, type, hasSecret: sealedSecret !== null });
+  await fanOutToWebhooks(db, {
+    id: envelope.id,
+    userId: scope.userId,
+    mode: scope.mode,
+    type,
+    hasSecret: sealedSecret !== null,
+  });
   return envelope;
 }
 
@@ -70,7 +98,13 @@ export async function retrieveEvent(ctx: Ctx, id: string) {
 }
 
 /** Re-sends an event as new deliveries. `scope` null is the operator (CLI): any merchant's event. */
-export async function resendEvent(db: Kysely<Database>, scope: EventScope | null, id: string, webhookId: string | undefined, realNow: number) {
+export async function resendEvent(
+  db: Kysely<Database>,
+  scope: EventScope | null,
+  id: string,
+  webhookId: string | undefined,
+  realNow: number,
+) {
   const row = await findEvent(db, scope, id);
   if (!row) throw notFound('event', id);
   return resendToWebhooks(db, { id: row.id, type: row.type, userId: row.user_id, mode: row.mode }, webhookId, realNow);
@@ -87,10 +121,16 @@ const knownTypes = new Set<string>(EVENT_TYPES);
 /** `types` of the feed: comma-separated known event types, or undefined for every type. */
 export function parseEventTypes(types: string | undefined): string[] | undefined {
   if (types === undefined) return undefined;
-  const list = types.split(',').map((type) => type.trim()).filter(Boolean);
+  const list = types
+    .split(',')
+    .map((type) => type.trim())
+    .filter(Boolean);
   const unknown = list.find((type) => !knownTypes.has(type));
   if (list.length === 0 || unknown !== undefined) {
-    throw invalidParam('types', `types must be comma-separated event types${unknown ? `; ${JSON.stringify(unknown)} is not one` : ''}; known types: ${EVENT_TYPES.join(', ')}`);
+    throw invalidParam(
+      'types',
+      `types must be comma-separated event types${unknown ? `; ${JSON.stringify(unknown)} is not one` : ''}; known types: ${EVENT_TYPES.join(', ')}`,
+    );
   }
   return [...new Set(list)];
 }

@@ -17,7 +17,10 @@ import { composeMessage, type MessageParts } from './mime.ts';
 export const TEST_MAIL_KEPT = 200;
 
 export type DeliverySettings = {
-  smtpUrl: string | null; dataDir: string; mailFrom: string; publicBaseUrl: string;
+  smtpUrl: string | null;
+  dataDir: string;
+  mailFrom: string;
+  publicBaseUrl: string;
   /** TEST_MAIL_KEPT unless given; tests set a few, to see the pruning without writing hundreds of files. */
   testMailKept?: number;
 };
@@ -25,7 +28,14 @@ export type DeliverySettings = {
 /** Whose message it is; null when it concerns no merchant (a payer's sign-in code, a password reset). */
 export type MailOwner = { userId: string; mode: Mode };
 
-export type OutgoingMail = { id: string; to: string; subject: string; text: string; html: string; owner?: MailOwner | null };
+export type OutgoingMail = {
+  id: string;
+  to: string;
+  subject: string;
+  text: string;
+  html: string;
+  owner?: MailOwner | null;
+};
 
 /** Delivers one message; returns the file it was written to when there is no SMTP relay. */
 export type MailDelivery = { deliver(mail: OutgoingMail): Promise<string | null>; close(): void };
@@ -52,11 +62,18 @@ export function createMailDelivery(settings: DeliverySettings): MailDelivery {
   if (settings.smtpUrl) {
     // Pooled: many messages go at once, and a connection per message would make the relay see a
     // new client (and a TLS handshake) for each.
-    const transport: Transporter = nodemailer.createTransport({ url: settings.smtpUrl, pool: true, maxConnections: SMTP_CONNECTIONS });
+    const transport: Transporter = nodemailer.createTransport({
+      url: settings.smtpUrl,
+      pool: true,
+      maxConnections: SMTP_CONNECTIONS,
+    });
     return {
       async deliver(mail) {
         // Composed here (mime.ts), so the transport only streams the finished bytes.
-        await transport.sendMail({ envelope: { from: settings.mailFrom, to: mail.to }, raw: composeMessage(message(mail)) });
+        await transport.sendMail({
+          envelope: { from: settings.mailFrom, to: mail.to },
+          raw: composeMessage(message(mail)),
+        });
         return null;
       },
       close: () => transport.close(),

@@ -21,13 +21,19 @@ type Outcome =
   | { kind: 'sent'; id: string }
   | { kind: 'failed'; id: string; error: string; retryAt: number | null };
 
-export function mailLaneKind(deps: Pick<Deps, 'config' | 'secrets' | 'clock'>, sender: MailSender): BatchLaneKind<{ id: string }, Work, Outcome> {
+export function mailLaneKind(
+  deps: Pick<Deps, 'config' | 'secrets' | 'clock'>,
+  sender: MailSender,
+): BatchLaneKind<{ id: string }, Work, Outcome> {
   return {
     kind: SEND_MAIL_JOB,
     keyOf: () => 'mail',
 
     async load(trx, jobs) {
-      const rows = await messagesByIds(trx, jobs.map((job) => job.payload.id));
+      const rows = await messagesByIds(
+        trx,
+        jobs.map((job) => job.payload.id),
+      );
       const byId = new Map(rows.map((row) => [row.id, row]));
       return jobs.map((job) => ({ row: byId.get(job.payload.id) }));
     },
@@ -40,17 +46,26 @@ export function mailLaneKind(deps: Pick<Deps, 'config' | 'secrets' | 'clock'>, s
       } catch (error) {
         const message = (error instanceof Error ? error.message : String(error)).slice(0, 500);
         const gaveUp = job.attempt >= DEFAULT_MAX_ATTEMPTS;
-        return { kind: 'failed', id: row.id, error: message, retryAt: gaveUp ? null : deps.clock.now() + backoffDelayMs(job.attempt, DEFAULT_BACKOFF) };
+        return {
+          kind: 'failed',
+          id: row.id,
+          error: message,
+          retryAt: gaveUp ? null : deps.clock.now() + backoffDelayMs(job.attempt, DEFAULT_BACKOFF),
+        };
       }
     },
 
-    settlement: (outcome) => (outcome.kind === 'failed' && outcome.retryAt !== null ? { retryAt: outcome.retryAt, error: outcome.error } : { retryAt: null }),
+    settlement: (outcome) =>
+      outcome.kind === 'failed' && outcome.retryAt !== null
+        ? { retryAt: outcome.retryAt, error: outcome.error }
+        : { retryAt: null },
 
     async record(trx, finished) {
       const sent: string[] = [];
       for (const { outcome } of finished) {
         if (outcome.kind === 'sent') sent.push(outcome.id);
-        else if (outcome.kind === 'failed') await recordFailedTry(trx, outcome.id, outcome.error, outcome.retryAt === null);
+        else if (outcome.kind === 'failed')
+          await recordFailedTry(trx, outcome.id, outcome.error, outcome.retryAt === null);
       }
       await recordSent(trx, sent, deps.clock.now());
     },
@@ -66,7 +81,13 @@ export class MailDispatcher {
   constructor(deps: Deps, sender?: MailSender) {
     this.log = deps.log.child({ component: 'mail' });
     this.sender = sender ?? createMailSender(deps.config, this.log);
-    this.lane = new BatchLane(mailLaneKind(deps, this.sender), { db: deps.db, log: this.log, clock: deps.clock, maxInFlight: IN_FLIGHT, perKey: IN_FLIGHT });
+    this.lane = new BatchLane(mailLaneKind(deps, this.sender), {
+      db: deps.db,
+      log: this.log,
+      clock: deps.clock,
+      maxInFlight: IN_FLIGHT,
+      perKey: IN_FLIGHT,
+    });
   }
 
   start(): void {

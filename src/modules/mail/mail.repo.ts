@@ -17,7 +17,11 @@ export async function insertMessage(db: Db, row: MailRow): Promise<boolean> {
 }
 
 const messagesByIdsQuery = prepared<{ ids: string }, MailRow>((db, arg) =>
-  db.selectFrom('mail_messages').selectAll().where(inJsonArray(db, 'id', arg('ids'))));
+  db
+    .selectFrom('mail_messages')
+    .selectAll()
+    .where(inJsonArray(db, 'id', arg('ids'))),
+);
 
 export async function messagesByIds(db: Db, ids: string[]): Promise<MailRow[]> {
   if (ids.length === 0) return [];
@@ -25,8 +29,11 @@ export async function messagesByIds(db: Db, ids: string[]): Promise<MailRow[]> {
 }
 
 const recordSentQuery = prepared<{ ids: string; at: number }>((db, arg) =>
-  db.updateTable('mail_messages').set((eb) => ({ attempts: eb('attempts', '+', 1), last_error: null, status: 'sent', sent_at: arg('at') }))
-    .where(inJsonArray(db, 'id', arg('ids'))));
+  db
+    .updateTable('mail_messages')
+    .set((eb) => ({ attempts: eb('attempts', '+', 1), last_error: null, status: 'sent', sent_at: arg('at') }))
+    .where(inJsonArray(db, 'id', arg('ids'))),
+);
 
 /** Records one more try of each message, sent at `at`. */
 export async function recordSent(db: Db, ids: string[], at: number): Promise<void> {
@@ -36,5 +43,9 @@ export async function recordSent(db: Db, ids: string[], at: number): Promise<voi
 
 /** Records one more try that failed: still queued for another, or failed for good. */
 export async function recordFailedTry(db: Db, id: string, error: string, gaveUp: boolean): Promise<void> {
-  await db.updateTable('mail_messages').set((eb) => ({ attempts: eb('attempts', '+', 1), last_error: error, status: gaveUp ? 'failed' : 'queued' })).where('id', '=', id).execute();
+  await db
+    .updateTable('mail_messages')
+    .set((eb) => ({ attempts: eb('attempts', '+', 1), last_error: error, status: gaveUp ? 'failed' : 'queued' }))
+    .where('id', '=', id)
+    .execute();
 }

@@ -35,7 +35,12 @@ export type QueueMail<K extends TemplateName = TemplateName> = {
  * Queues a message in the caller's transaction; returns its id, or null when its dedupe key was
  * queued already. `sealWith` seals the data at rest, for a message that carries a secret.
  */
-export async function queueMail<K extends TemplateName>(db: Kysely<Database>, mail: QueueMail<K>, now: number, sealWith?: SecretBox): Promise<string | null> {
+export async function queueMail<K extends TemplateName>(
+  db: Kysely<Database>,
+  mail: QueueMail<K>,
+  now: number,
+  sealWith?: SecretBox,
+): Promise<string | null> {
   const id = newId('mail');
   const inserted = await insertMessage(db, {
     id,
@@ -65,14 +70,26 @@ export type OutgoingMail = Delivered & { linkOrCode: string };
 export type MailSender = { send(mail: OutgoingMail): Promise<void>; close(): Promise<void> };
 
 export function createMailSender(
-  config: Pick<Config, 'smtpUrl' | 'dataDir' | 'mailFrom' | 'publicBaseUrl'>, log: Logger, options: Pick<DeliverySettings, 'testMailKept'> = {},
+  config: Pick<Config, 'smtpUrl' | 'dataDir' | 'mailFrom' | 'publicBaseUrl'>,
+  log: Logger,
+  options: Pick<DeliverySettings, 'testMailKept'> = {},
 ): MailSender {
-  const delivery = createMailDelivery({ smtpUrl: config.smtpUrl, dataDir: config.dataDir, mailFrom: config.mailFrom, publicBaseUrl: config.publicBaseUrl, ...options });
+  const delivery = createMailDelivery({
+    smtpUrl: config.smtpUrl,
+    dataDir: config.dataDir,
+    mailFrom: config.mailFrom,
+    publicBaseUrl: config.publicBaseUrl,
+    ...options,
+  });
   return {
     async send({ linkOrCode, ...mail }) {
       const file = await delivery.deliver(mail);
       // No SMTP server: the laptop start logs what a person needs from the message to go on.
-      if (file !== null) log.info({ mail_id: mail.id, to: mail.to, file }, `mail written (no SMTP_URL): "${mail.subject}" ${linkOrCode}`);
+      if (file !== null)
+        log.info(
+          { mail_id: mail.id, to: mail.to, file },
+          `mail written (no SMTP_URL): "${mail.subject}" ${linkOrCode}`,
+        );
     },
     async close() {
       delivery.close();
@@ -91,6 +108,7 @@ export function outgoingMailOf(row: MailRow, secrets: SecretBox, baseUrl: string
 }
 
 function linkFor(template: TemplateName, data: TemplateData[TemplateName], baseUrl: string): string {
-  if (template === 'merchant_password_reset') return `${baseUrl}/dashboard/reset/${(data as TemplateData['merchant_password_reset']).token}`;
+  if (template === 'merchant_password_reset')
+    return `${baseUrl}/dashboard/reset/${(data as TemplateData['merchant_password_reset']).token}`;
   return template === 'webhook_failing' || template === 'webhook_disabled' ? `${baseUrl}/docs` : `${baseUrl}/customer`;
 }

@@ -10,9 +10,23 @@ export type TemplateData = {
   payer_code: { code: string; minutes: number };
   consent_authorised: { merchant: string; limits: string; test: boolean };
   subscription_set_up: { merchant: string; plan: string; first_charge: string; test: boolean };
-  charge_receipt: { merchant: string; amount: string; date: string; particulars: string; code: string; reference: string; test: boolean };
+  charge_receipt: {
+    merchant: string;
+    amount: string;
+    date: string;
+    particulars: string;
+    code: string;
+    reference: string;
+    test: boolean;
+  };
   charge_failed: { merchant: string; amount: string; date: string; retry: string | null; test: boolean };
-  subscription_ended: { merchant: string; plan: string; how: 'cancelled' | 'completed'; by: string | null; test: boolean };
+  subscription_ended: {
+    merchant: string;
+    plan: string;
+    how: 'cancelled' | 'completed';
+    by: string | null;
+    test: boolean;
+  };
   consent_revoked: { merchant: string; by: string; test: boolean };
   webhook_failing: { url: string; endpoint_id: string; since: string; test: boolean };
   webhook_disabled: { url: string; endpoint_id: string; since: string; test: boolean };
@@ -20,7 +34,15 @@ export type TemplateData = {
 };
 export type TemplateName = keyof TemplateData;
 export const TEMPLATE_NAMES = [
-  'payer_code', 'consent_authorised', 'subscription_set_up', 'charge_receipt', 'charge_failed', 'subscription_ended', 'consent_revoked', 'webhook_failing', 'merchant_password_reset',
+  'payer_code',
+  'consent_authorised',
+  'subscription_set_up',
+  'charge_receipt',
+  'charge_failed',
+  'subscription_ended',
+  'consent_revoked',
+  'webhook_failing',
+  'merchant_password_reset',
   'webhook_disabled',
 ] as const satisfies readonly TemplateName[];
 
@@ -30,7 +52,8 @@ const subjects: { [K in TemplateName]: (data: TemplateData[K]) => string } = {
   subscription_set_up: (d) => `Your subscription to ${d.merchant} is set up`,
   charge_receipt: (d) => `Receipt: ${d.amount} to ${d.merchant}`,
   charge_failed: (d) => `A payment to ${d.merchant} did not go through`,
-  subscription_ended: (d) => `Your subscription to ${d.merchant} has ${d.how === 'cancelled' ? 'been cancelled' : 'ended'}`,
+  subscription_ended: (d) =>
+    `Your subscription to ${d.merchant} has ${d.how === 'cancelled' ? 'been cancelled' : 'ended'}`,
   consent_revoked: (d) => `Your payment authority for ${d.merchant} has been revoked`,
   webhook_failing: (d) => `Webhook deliveries to ${d.url} have failed for 24 hours`,
   webhook_disabled: (d) => `Webhook endpoint ${d.url} was disabled after 3 days of failed deliveries`,
@@ -47,7 +70,13 @@ export type RenderedMail = { subject: string; text: string; html: string };
 export function renderMail<K extends TemplateName>(template: K, data: TemplateData[K], link: string): RenderedMail {
   const test = 'test' in data && data.test;
   const subject = `${test ? '[Test] ' : ''}${subjects[template](data as any)}`;
-  const it = { ...data, link, subject, test, payer: template !== 'webhook_failing' && template !== 'webhook_disabled' && template !== 'merchant_password_reset' };
+  const it = {
+    ...data,
+    link,
+    subject,
+    test,
+    payer: template !== 'webhook_failing' && template !== 'webhook_disabled' && template !== 'merchant_password_reset',
+  };
   return {
     subject,
     text: `${text.render(`./${template}.text.eta`, it).trim()}\n`,

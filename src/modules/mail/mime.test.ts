@@ -17,48 +17,127 @@ const at = new Date('2027-03-03T10:00:00.000Z');
 const bodyText = fc.oneof(
   fc.string({ maxLength: 300 }),
   fc.string({ unit: 'grapheme', maxLength: 300 }),
-  fc.array(fc.oneof(fc.constantFrom('Kōwhai ', 'ā', '🙂', ' ', '\t', '\n', '\r\n', '\r', '=', '.', 'x'.repeat(80), '<b>', '&amp;'), fc.string({ maxLength: 20 })), { maxLength: 60 }).map((parts) => parts.join('')),
+  fc
+    .array(
+      fc.oneof(
+        fc.constantFrom('Kōwhai ', 'ā', '🙂', ' ', '\t', '\n', '\r\n', '\r', '=', '.', 'x'.repeat(80), '<b>', '&amp;'),
+        fc.string({ maxLength: 20 }),
+      ),
+      { maxLength: 60 },
+    )
+    .map((parts) => parts.join('')),
 );
-const message = fc.record({
-  from: fc.constantFrom('Tono <no-reply@tono.example>', 'no-reply@tono.example', '"Kōwhai Coffee" <hello@kōwhai.example>'),
-  to: fc.constantFrom('payer@example.com', 'Pāora <paora@example.com>'),
-  subject: fc.oneof(fc.string({ maxLength: 120 }), fc.string({ unit: 'grapheme', maxLength: 120 })),
-  text: bodyText,
-  html: bodyText,
-  id: fc.stringMatching(/^mail_[0-9A-Z]{26}$/),
-}).map(({ id, ...parts }): MessageParts => ({ ...parts, messageId: `<${id}@pay.example>`, baseBoundary: id.replace(/[^0-9A-Za-z]/g, ''), date: at }));
+const message = fc
+  .record({
+    from: fc.constantFrom(
+      'Tono <no-reply@tono.example>',
+      'no-reply@tono.example',
+      '"Kōwhai Coffee" <hello@kōwhai.example>',
+    ),
+    to: fc.constantFrom('payer@example.com', 'Pāora <paora@example.com>'),
+    subject: fc.oneof(fc.string({ maxLength: 120 }), fc.string({ unit: 'grapheme', maxLength: 120 })),
+    text: bodyText,
+    html: bodyText,
+    id: fc.stringMatching(/^mail_[0-9A-Z]{26}$/),
+  })
+  .map(
+    ({ id, ...parts }): MessageParts => ({
+      ...parts,
+      messageId: `<${id}@pay.example>`,
+      baseBoundary: id.replace(/[^0-9A-Za-z]/g, ''),
+      date: at,
+    }),
+  );
 
 test('a composed message is byte for byte what nodemailer builds with its streams', async () => {
-  await fc.assert(fc.asyncProperty(message, async (parts) => {
-    assert.equal(composeMessage(parts).toString('latin1'), (await built(parts)).toString('latin1'));
-  }), { numRuns: 400 });
+  await fc.assert(
+    fc.asyncProperty(message, async (parts) => {
+      assert.equal(composeMessage(parts).toString('latin1'), (await built(parts)).toString('latin1'));
+    }),
+    { numRuns: 400 },
+  );
 });
 
 test('text ending in spaces and tabs after a wrapped line is broken where nodemailer breaks it', async () => {
   // nodemailer wraps the text before its trailing whitespace first (a case the property found).
   for (const text of [`${'x'.repeat(80)}Kōwhai Kōwhai Kōwhai Kōwhai \t`, `${'x'.repeat(70)} \t \t`, ' \t']) {
-    const parts: MessageParts = { from: 'Tono <no-reply@tono.example>', to: 'payer@example.com', subject: '', text, html: '', messageId: '<mail_1@pay.example>', baseBoundary: 'mail1', date: at };
-    assert.equal(composeMessage(parts).toString('latin1'), (await built(parts)).toString('latin1'), JSON.stringify(text));
+    const parts: MessageParts = {
+      from: 'Tono <no-reply@tono.example>',
+      to: 'payer@example.com',
+      subject: '',
+      text,
+      html: '',
+      messageId: '<mail_1@pay.example>',
+      baseBoundary: 'mail1',
+      date: at,
+    };
+    assert.equal(
+      composeMessage(parts).toString('latin1'),
+      (await built(parts)).toString('latin1'),
+      JSON.stringify(text),
+    );
   }
 });
 
 const samples = {
   payer_code: { code: '123456', minutes: 10 },
   consent_authorised: { merchant: 'Kōwhai <Coffee>', limits: 'up to $50.00 a payment, $100.00 a week', test: false },
-  subscription_set_up: { merchant: 'Kōwhai Coffee', plan: '$15.00 every fortnight from 3 March 2027', first_charge: 'Wednesday 3 March 2027 at 10:00am', test: true },
-  charge_receipt: { merchant: 'Kōwhai Coffee', amount: '$15.00', date: 'Wednesday 3 March 2027 at 10:00am', particulars: 'SUB-1', code: 'TONO', reference: 'INV-1', test: false },
-  charge_failed: { merchant: 'Kōwhai Coffee', amount: '$15.00', date: 'Wednesday 3 March 2027 at 10:00am', retry: null, test: true },
-  subscription_ended: { merchant: 'Kōwhai Coffee', plan: '$15.00 every fortnight', how: 'completed', by: null, test: false },
+  subscription_set_up: {
+    merchant: 'Kōwhai Coffee',
+    plan: '$15.00 every fortnight from 3 March 2027',
+    first_charge: 'Wednesday 3 March 2027 at 10:00am',
+    test: true,
+  },
+  charge_receipt: {
+    merchant: 'Kōwhai Coffee',
+    amount: '$15.00',
+    date: 'Wednesday 3 March 2027 at 10:00am',
+    particulars: 'SUB-1',
+    code: 'TONO',
+    reference: 'INV-1',
+    test: false,
+  },
+  charge_failed: {
+    merchant: 'Kōwhai Coffee',
+    amount: '$15.00',
+    date: 'Wednesday 3 March 2027 at 10:00am',
+    retry: null,
+    test: true,
+  },
+  subscription_ended: {
+    merchant: 'Kōwhai Coffee',
+    plan: '$15.00 every fortnight',
+    how: 'completed',
+    by: null,
+    test: false,
+  },
   consent_revoked: { merchant: 'Kōwhai Coffee', by: 'your bank', test: false },
-  webhook_failing: { url: 'https://example.com/hooks', endpoint_id: 'webhook_1', since: '2027-03-03T00:00:00.000Z', test: false },
-  webhook_disabled: { url: 'https://example.com/hooks', endpoint_id: 'webhook_1', since: '2027-03-03T00:00:00.000Z', test: true },
+  webhook_failing: {
+    url: 'https://example.com/hooks',
+    endpoint_id: 'webhook_1',
+    since: '2027-03-03T00:00:00.000Z',
+    test: false,
+  },
+  webhook_disabled: {
+    url: 'https://example.com/hooks',
+    endpoint_id: 'webhook_1',
+    since: '2027-03-03T00:00:00.000Z',
+    test: true,
+  },
   merchant_password_reset: { token: 'tok', minutes: 30 },
 } satisfies TemplateData;
 
 test('every template composes to what nodemailer builds, and reads back as what was rendered', async () => {
   for (const name of TEMPLATE_NAMES) {
     const rendered = renderMail(name, samples[name] as never, 'https://pay.example/customer');
-    const parts: MessageParts = { from: 'Tono <no-reply@pay.example>', to: 'payer@example.com', ...rendered, messageId: '<mail_1@pay.example>', baseBoundary: 'mail1', date: at };
+    const parts: MessageParts = {
+      from: 'Tono <no-reply@pay.example>',
+      to: 'payer@example.com',
+      ...rendered,
+      messageId: '<mail_1@pay.example>',
+      baseBoundary: 'mail1',
+      date: at,
+    };
     const raw = composeMessage(parts);
     assert.ok(raw.equals(await built(parts)), name);
     const parsed = await simpleParser(raw);
@@ -71,5 +150,8 @@ test('every template composes to what nodemailer builds, and reads back as what 
 });
 
 test('anything but string parts is refused rather than written wrong', () => {
-  assert.throws(() => composeMessage({ to: 'p@example.com', text: 'x', html: Buffer.from('<p>x</p>') as unknown as string }), /string parts only/);
+  assert.throws(
+    () => composeMessage({ to: 'p@example.com', text: 'x', html: Buffer.from('<p>x</p>') as unknown as string }),
+    /string parts only/,
+  );
 });

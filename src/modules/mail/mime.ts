@@ -27,7 +27,10 @@ const LINE_LENGTH = 76;
 export function composeMessage(message: MessageParts): Buffer {
   const composed = writeNode(new MailComposer(message as Mail.Options).compile());
   // build() ends every message with a line break.
-  return Buffer.from(composed.endsWith('\n') ? composed : composed.endsWith('\r') ? `${composed}\n` : `${composed}\r\n`, 'utf8');
+  return Buffer.from(
+    composed.endsWith('\n') ? composed : composed.endsWith('\r') ? `${composed}\n` : `${composed}\r\n`,
+    'utf8',
+  );
 }
 
 /**
@@ -52,9 +55,12 @@ function writeNode(node: MimeNode): string {
     if (typeof content !== 'string') throw new TypeError('composeMessage writes string parts only');
     // The encoding buildHeaders() chose and wrote (asking getTransferEncoding() again would scan the text again).
     const encoding = String(node.getHeader('Content-Transfer-Encoding') ?? '').toLowerCase();
-    out += encoding === 'quoted-printable' ? quotedPrintable(content)
-      : encoding === 'base64' ? base64.wrap(base64.encode(content), LINE_LENGTH)
-      : content;
+    out +=
+      encoding === 'quoted-printable'
+        ? quotedPrintable(content)
+        : encoding === 'base64'
+          ? base64.wrap(base64.encode(content), LINE_LENGTH)
+          : content;
   }
   if (node.multipart) {
     node.childNodes.forEach((child, i) => {

@@ -15,17 +15,41 @@ const algorithms: Record<string, Algorithm> = {
 
 // Issued branch ranges per bank code.
 const branchRanges: Record<number, Array<[number, number]>> = {
-  1: [[1, 999], [1100, 1199], [1800, 1899]],
-  2: [[1, 999], [1200, 1299]],
-  3: [[1, 999], [1300, 1399], [1500, 1599], [1700, 1799], [1900, 1999], [7350, 7399]],
+  1: [
+    [1, 999],
+    [1100, 1199],
+    [1800, 1899],
+  ],
+  2: [
+    [1, 999],
+    [1200, 1299],
+  ],
+  3: [
+    [1, 999],
+    [1300, 1399],
+    [1500, 1599],
+    [1700, 1799],
+    [1900, 1999],
+    [7350, 7399],
+  ],
   4: [[2020, 2024]],
   5: [[8800, 8805]],
-  6: [[1, 999], [1400, 1499]],
+  6: [
+    [1, 999],
+    [1400, 1499],
+  ],
   8: [[6500, 6599]],
   9: [[0, 0]],
   10: [[5165, 5169]],
-  11: [[5000, 6499], [6600, 8999]],
-  12: [[3000, 3299], [3400, 3499], [3600, 3699]],
+  11: [
+    [5000, 6499],
+    [6600, 8999],
+  ],
+  12: [
+    [3000, 3299],
+    [3400, 3499],
+    [3600, 3699],
+  ],
   13: [[4900, 4999]],
   14: [[4700, 4799]],
   15: [[3900, 3999]],
@@ -72,7 +96,10 @@ function algorithmFor(bank: number, accountBase: number): Algorithm | null {
 
 function foldDigits(value: number): number {
   let result = value;
-  while (result >= 10) result = String(result).split('').reduce((sum, digit) => sum + Number(digit), 0);
+  while (result >= 10)
+    result = String(result)
+      .split('')
+      .reduce((sum, digit) => sum + Number(digit), 0);
   return result;
 }
 
@@ -96,7 +123,9 @@ export function isValidBankAccountNumber(input: string): boolean {
   if (!ranges?.some(([low, high]) => branch >= low && branch <= high)) return false;
   const algorithm = algorithmFor(bank, Number(parts.account));
   if (!algorithm) return true;
-  const digits = (parts.bank + parts.branch + parts.account.padStart(8, '0') + parts.suffix.padStart(4, '0')).split('').map(Number);
+  const digits = (parts.bank + parts.branch + parts.account.padStart(8, '0') + parts.suffix.padStart(4, '0'))
+    .split('')
+    .map(Number);
   const sum = digits.reduce((total, digit, index) => {
     const product = digit * algorithm.weights[index];
     return total + (algorithm.foldDigits ? foldDigits(product) : product);
@@ -109,4 +138,5 @@ export function formatBankAccountNumber(parts: BankAccountNumber): string {
   return `${parts.bank}-${parts.branch}-${parts.account}-${parts.suffix}`;
 }
 
-export const BANK_ACCOUNT_FORM = 'a valid NZ bank account number BB-bbbb-AAAAAAA-SSS (bank, branch, account and suffix, passing the check digit)';
+export const BANK_ACCOUNT_FORM =
+  'a valid NZ bank account number BB-bbbb-AAAAAAA-SSS (bank, branch, account and suffix, passing the check digit)';

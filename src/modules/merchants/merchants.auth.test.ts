@@ -7,7 +7,8 @@ import { authenticateKey, createApiKey, revokeApiKey } from './merchants.service
 // (SQLite, nothing pending), through a promise otherwise, with the same outcome either way.
 
 const lastUsedOf = async (app: Awaited<ReturnType<typeof buildTestApp>>, keyId: string) =>
-  (await app.deps.db.selectFrom('api_keys').select('last_used_at').where('id', '=', keyId).executeTakeFirstOrThrow()).last_used_at;
+  (await app.deps.db.selectFrom('api_keys').select('last_used_at').where('id', '=', keyId).executeTakeFirstOrThrow())
+    .last_used_at;
 
 test('a key is resolved at once when its last use is fresh, through a promise when that needs writing; both give the same merchant', async (t) => {
   const app = await buildTestApp(t);
@@ -18,17 +19,26 @@ test('a key is resolved at once when its last use is fresh, through a promise wh
   const first = authenticateKey(app.deps.db, key.key);
   assert.ok(first instanceof Promise, 'the first use is written, so it is waited for');
   const resolved = await first;
-  assert.deepEqual(resolved && { merchant: resolved.merchant.id, mode: resolved.mode, keyId: resolved.keyId }, { merchant: merchant.userId, mode: 'test', keyId: key.id });
+  assert.deepEqual(resolved && { merchant: resolved.merchant.id, mode: resolved.mode, keyId: resolved.keyId }, {
+    merchant: merchant.userId,
+    mode: 'test',
+    keyId: key.id,
+  });
   const stamped = await lastUsedOf(app, key.id);
   assert.ok(stamped !== null && Math.abs(Date.now() - Number(stamped)) < 60_000, 'last use recorded');
 
   const again = authenticateKey(app.deps.db, key.key);
-  if (engine === 'sqlite') assert.ok(!(again instanceof Promise), 'a fresh last use needs no write, and SQLite answers at once');
+  if (engine === 'sqlite')
+    assert.ok(!(again instanceof Promise), 'a fresh last use needs no write, and SQLite answers at once');
   assert.deepEqual(await again, resolved);
   assert.equal(await lastUsedOf(app, key.id), stamped, 'kept to the minute: no write a call');
 
   assert.equal(await authenticateKey(app.deps.db, 'sk_test_nonsense'), null);
-  assert.equal(await authenticateKey(app.deps.db, key.key.replace('sk_test_', 'sk_live_')), null, 'a key of the other mode is unknown');
+  assert.equal(
+    await authenticateKey(app.deps.db, key.key.replace('sk_test_', 'sk_live_')),
+    null,
+    'a key of the other mode is unknown',
+  );
   await revokeApiKey(app.deps.db, app.deps.clock, key.id);
   assert.equal(await authenticateKey(app.deps.db, key.key), null, 'revoked at once');
 });
@@ -38,7 +48,12 @@ test('GET /v1/requests/:id gives the same answers whether the key and the row we
   const merchant = await createTestMerchant(app);
   const other = await createTestMerchant(app, 'Other Merchant');
   const api = apiClient(app, merchant.testKey);
-  const created = await api.post('/v1/requests', { bank_account_id: merchant.bankAccountId, amount: '12.50 NZD', message: 'Coffee', reference: 'R-1' });
+  const created = await api.post('/v1/requests', {
+    bank_account_id: merchant.bankAccountId,
+    amount: '12.50 NZD',
+    message: 'Coffee',
+    reference: 'R-1',
+  });
   assert.equal(created.status, 201);
   const id = created.body.request.id;
 

@@ -42,13 +42,23 @@ function failuresFor(deps: Deps): FailureLimiter {
 
 export function apiKeyAuth(deps: Deps) {
   const failures = failuresFor(deps);
-  const admit = (request: FastifyRequest, found: Authenticated | null, client: string, now: number, counted: boolean): void => {
+  const admit = (
+    request: FastifyRequest,
+    found: Authenticated | null,
+    client: string,
+    now: number,
+    counted: boolean,
+  ): void => {
     if (!found) throw counted ? unauthorized(UNKNOWN_KEY) : refused(failures, client, now, UNKNOWN_KEY);
     const limited = limiterFor(deps)?.take(found.keyId, deps.clock.now());
     if (limited && !limited.ok) {
       const seconds = Math.max(1, Math.ceil(limited.retryAfterMs / 1000));
-      throw new AppError('rate_limited', `Too many requests for this API key: at most ${deps.config.rateLimitPerSecond} a second; retry after ${seconds} s`,
-        { limit_per_second: deps.config.rateLimitPerSecond, retry_after_seconds: seconds }, { 'retry-after': String(seconds) });
+      throw new AppError(
+        'rate_limited',
+        `Too many requests for this API key: at most ${deps.config.rateLimitPerSecond} a second; retry after ${seconds} s`,
+        { limit_per_second: deps.config.rateLimitPerSecond, retry_after_seconds: seconds },
+        { 'retry-after': String(seconds) },
+      );
     }
     const log = request.log as unknown as Ctx['log'];
     log.setBindings({ merchant_id: found.merchant.id, mode: found.mode });
@@ -98,8 +108,12 @@ const UNKNOWN_KEY = 'Unknown or revoked API key';
 
 function addressLockedOut(retryAfterMs: number): AppError {
   const seconds = retryAfterSeconds(retryAfterMs);
-  return new AppError('rate_limited', `Too many failed authentications from this address; retry after ${seconds} s`,
-    { retry_after_seconds: seconds }, { 'retry-after': String(seconds) });
+  return new AppError(
+    'rate_limited',
+    `Too many failed authentications from this address; retry after ${seconds} s`,
+    { retry_after_seconds: seconds },
+    { 'retry-after': String(seconds) },
+  );
 }
 
 function refused(failures: FailureLimiter, client: string, now: number, message: string): AppError {
@@ -108,10 +122,17 @@ function refused(failures: FailureLimiter, client: string, now: number, message:
 }
 
 /** The key's merchant, from a well-formed Authorization header; throws when the address is locked out or the header is malformed. */
-function authenticate(deps: Deps, failures: FailureLimiter, header: string | undefined, client: string, now: number): NowOrLater<Authenticated | null> {
+function authenticate(
+  deps: Deps,
+  failures: FailureLimiter,
+  header: string | undefined,
+  client: string,
+  now: number,
+): NowOrLater<Authenticated | null> {
   const allowed = failures.check(client, now);
   if (!allowed.ok) throw addressLockedOut(allowed.retryAfterMs);
-  if (!header) throw refused(failures, client, now, 'Missing Authorization header: send Authorization: Bearer <API key>');
+  if (!header)
+    throw refused(failures, client, now, 'Missing Authorization header: send Authorization: Bearer <API key>');
   const [scheme, key, extra] = header.split(' ');
   if (scheme?.toLowerCase() !== 'bearer' || !key || extra !== undefined) {
     throw refused(failures, client, now, 'Malformed Authorization header: send Authorization: Bearer <API key>');

@@ -7,7 +7,15 @@ import { authenticateKey, revokeApiKey, createApiKey } from './merchants.service
 
 // The cache of API key rows (merchants.key-cache.ts): what it may answer, and when it must read again.
 
-const row = (id: string): KeyRow => ({ key_id: id, mode: 'test', revoked_at: null, last_used_at: null, user_id: 'user_1', name: 'M', test_clock_offset_ms: 0 });
+const row = (id: string): KeyRow => ({
+  key_id: id,
+  mode: 'test',
+  revoked_at: null,
+  last_used_at: null,
+  user_id: 'user_1',
+  name: 'M',
+  test_clock_offset_ms: 0,
+});
 
 function cacheWithCounter() {
   let version = 1;
@@ -73,7 +81,11 @@ test('a key revoked while calls with it are under way refuses every call that st
   const merchant = await createTestMerchant(app);
   const key = await createApiKey(app.deps.db, app.deps.clock, merchant.userId, 'test');
   const api = apiClient(app, key.key);
-  const created = await api.post('/v1/requests', { bank_account_id: merchant.bankAccountId, amount: '1.00 NZD', message: 'Tea' });
+  const created = await api.post('/v1/requests', {
+    bank_account_id: merchant.bankAccountId,
+    amount: '1.00 NZD',
+    message: 'Tea',
+  });
   assert.equal(created.status, 201);
   const path = `/v1/requests/${created.body.request.id}`;
   assert.equal((await api.get(path)).status, 200, 'the key is in use (and cached on SQLite)');
@@ -83,8 +95,12 @@ test('a key revoked while calls with it are under way refuses every call that st
   const alsoDuring = api.get(path);
   await revoking;
   const after = await Promise.all([api.get(path), api.get(path)]);
-  for (const reply of [...(await Promise.all(during)), await alsoDuring]) assert.ok([200, 401].includes(reply.status), `${reply.status}`);
-  assert.deepEqual(after.map((reply) => reply.status), [401, 401]);
+  for (const reply of [...(await Promise.all(during)), await alsoDuring])
+    assert.ok([200, 401].includes(reply.status), `${reply.status}`);
+  assert.deepEqual(
+    after.map((reply) => reply.status),
+    [401, 401],
+  );
   assert.equal(await authenticateKey(app.deps.db, key.key), null);
   assert.equal((await apiClient(app, merchant.testKey).get(path)).status, 200, "the merchant's other key still works");
 });

@@ -14,7 +14,15 @@ import { commitsElsewhereOf, type CommitsElsewhere } from '../../store/db.ts';
 // starts a millisecond after its commit.
 
 /** What the key check reads of a key and its merchant (merchants.repo.ts, keyByHashQuery). */
-export type KeyRow = { key_id: string; mode: Mode; revoked_at: number | null; last_used_at: number | null; user_id: string; name: string; test_clock_offset_ms: number };
+export type KeyRow = {
+  key_id: string;
+  mode: Mode;
+  revoked_at: number | null;
+  last_used_at: number | null;
+  user_id: string;
+  name: string;
+  test_clock_offset_ms: number;
+};
 
 /** Keys kept at most; past it the cache starts again empty (a key costs a read once more). */
 const MAX_KEYS = 10_000;

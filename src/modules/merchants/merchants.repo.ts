@@ -29,12 +29,17 @@ export async function insertApiKey(db: Db, row: Selectable<ApiKeysTable>): Promi
 }
 
 export async function findApiKey(db: Db, by: { id: string } | { keyHash: string }) {
-  return db.selectFrom('api_keys').select(['id', 'revoked_at'])
-    .where('id' in by ? 'id' : 'key_hash', '=', 'id' in by ? by.id : by.keyHash).executeTakeFirst();
+  return db
+    .selectFrom('api_keys')
+    .select(['id', 'revoked_at'])
+    .where('id' in by ? 'id' : 'key_hash', '=', 'id' in by ? by.id : by.keyHash)
+    .executeTakeFirst();
 }
 
 export async function setApiKeyRevoked(db: Db, id: string, at: number): Promise<void> {
-  await writingKeys(() => db.updateTable('api_keys').set({ revoked_at: at }).where('id', '=', id).where('revoked_at', 'is', null).execute());
+  await writingKeys(() =>
+    db.updateTable('api_keys').set({ revoked_at: at }).where('id', '=', id).where('revoked_at', 'is', null).execute(),
+  );
 }
 
 export async function insertBankAccount(db: Db, row: BankAccountRow): Promise<void> {
@@ -43,7 +48,8 @@ export async function insertBankAccount(db: Db, row: BankAccountRow): Promise<vo
 
 // Read by every request created: prepared, and answered without Kysely's connection handling when it can be.
 const bankAccountOfQuery = prepared<{ userId: string; id: string }, BankAccountRow>((db, arg) =>
-  db.selectFrom('bank_accounts').selectAll().where('id', '=', arg('id')).where('user_id', '=', arg('userId')));
+  db.selectFrom('bank_accounts').selectAll().where('id', '=', arg('id')).where('user_id', '=', arg('userId')),
+);
 
 export async function findBankAccountOf(db: Db, userId: string, id: string): Promise<BankAccountRow | undefined> {
   return bankAccountOfQuery.first(db, { userId, id });
@@ -51,15 +57,25 @@ export async function findBankAccountOf(db: Db, userId: string, id: string): Pro
 
 /** A bank account with the name of the merchant it belongs to. */
 export async function bankAccountWithOwner(db: Db, id: string) {
-  return db.selectFrom('bank_accounts').innerJoin('users', 'users.id', 'bank_accounts.user_id')
+  return db
+    .selectFrom('bank_accounts')
+    .innerJoin('users', 'users.id', 'bank_accounts.user_id')
     .select(['bank_accounts.account_number', 'bank_accounts.name', 'users.name as merchant_name'])
-    .where('bank_accounts.id', '=', id).executeTakeFirstOrThrow();
+    .where('bank_accounts.id', '=', id)
+    .executeTakeFirstOrThrow();
 }
 
-export async function listBankAccounts(db: Db, userId: string, page: { limit: number; startingAfter?: string }): Promise<BankAccountRow[]> {
+export async function listBankAccounts(
+  db: Db,
+  userId: string,
+  page: { limit: number; startingAfter?: string },
+): Promise<BankAccountRow[]> {
   let query = db.selectFrom('bank_accounts').selectAll().where('user_id', '=', userId);
   if (page.startingAfter) query = query.where('id', '<', page.startingAfter);
-  return query.orderBy('id', 'desc').limit(page.limit + 1).execute();
+  return query
+    .orderBy('id', 'desc')
+    .limit(page.limit + 1)
+    .execute();
 }
 
 export async function insertUser(db: Db, row: Omit<UserRow, 'test_clock_offset_ms'>): Promise<void> {
@@ -71,7 +87,9 @@ export async function findUserByEmail(db: Db, email: string): Promise<UserRow | 
 }
 
 // Prepared: every subscription receipt reads its merchant's name.
-const userByIdQuery = prepared<{ id: string }, UserRow>((db, arg) => db.selectFrom('users').selectAll().where('id', '=', arg('id')));
+const userByIdQuery = prepared<{ id: string }, UserRow>((db, arg) =>
+  db.selectFrom('users').selectAll().where('id', '=', arg('id')),
+);
 
 export async function findUserById(db: Db, id: string): Promise<UserRow | undefined> {
   return userByIdQuery.first(db, { id });
@@ -86,11 +104,21 @@ export const keyByHashQuery = prepared<{ keyHash: string }, KeyRow>((db, arg) =>
   db
     .selectFrom('api_keys')
     .innerJoin('users', 'users.id', 'api_keys.user_id')
-    .select(['api_keys.id as key_id', 'api_keys.mode', 'api_keys.revoked_at', 'api_keys.last_used_at', 'users.id as user_id', 'users.name', 'users.test_clock_offset_ms'])
-    .where('api_keys.key_hash', '=', arg('keyHash')));
+    .select([
+      'api_keys.id as key_id',
+      'api_keys.mode',
+      'api_keys.revoked_at',
+      'api_keys.last_used_at',
+      'users.id as user_id',
+      'users.name',
+      'users.test_clock_offset_ms',
+    ])
+    .where('api_keys.key_hash', '=', arg('keyHash')),
+);
 
 const clockOffsetQuery = prepared<{ userId: string }, { test_clock_offset_ms: number }>((db, arg) =>
-  db.selectFrom('users').select('test_clock_offset_ms').where('id', '=', arg('userId')));
+  db.selectFrom('users').select('test_clock_offset_ms').where('id', '=', arg('userId')),
+);
 
 export async function testClockOffsetOf(db: Db, userId: string): Promise<number> {
   const row = await clockOffsetQuery.first(db, { userId });
@@ -98,7 +126,11 @@ export async function testClockOffsetOf(db: Db, userId: string): Promise<number>
 }
 
 const clockOffsetsQuery = prepared<{ ids: string }, { id: string; test_clock_offset_ms: number }>((db, arg) =>
-  db.selectFrom('users').select(['id', 'test_clock_offset_ms']).where(inJsonArray(db, 'id', arg('ids'))));
+  db
+    .selectFrom('users')
+    .select(['id', 'test_clock_offset_ms'])
+    .where(inJsonArray(db, 'id', arg('ids'))),
+);
 
 export async function testClockOffsetsOf(db: Db, userIds: string[]): Promise<Map<string, number>> {
   const offsets = new Map<string, number>();
@@ -109,7 +141,13 @@ export async function testClockOffsetsOf(db: Db, userIds: string[]): Promise<Map
 }
 
 export async function addToTestClockOffset(db: Db, userId: string, deltaMs: number): Promise<void> {
-  await writingKeys(() => db.updateTable('users').set((eb) => ({ test_clock_offset_ms: eb('test_clock_offset_ms', '+', deltaMs) })).where('id', '=', userId).execute());
+  await writingKeys(() =>
+    db
+      .updateTable('users')
+      .set((eb) => ({ test_clock_offset_ms: eb('test_clock_offset_ms', '+', deltaMs) }))
+      .where('id', '=', userId)
+      .execute(),
+  );
 }
 
 export async function setApiKeyLastUsed(db: Db, id: string, at: number): Promise<void> {
@@ -117,12 +155,23 @@ export async function setApiKeyLastUsed(db: Db, id: string, at: number): Promise
 }
 
 export async function apiKeysOf(db: Db, userId: string, mode: Mode) {
-  return db.selectFrom('api_keys').select(['id', 'mode', 'hint', 'created_at', 'last_used_at', 'revoked_at'])
-    .where('user_id', '=', userId).where('mode', '=', mode).orderBy('id', 'desc').execute();
+  return db
+    .selectFrom('api_keys')
+    .select(['id', 'mode', 'hint', 'created_at', 'last_used_at', 'revoked_at'])
+    .where('user_id', '=', userId)
+    .where('mode', '=', mode)
+    .orderBy('id', 'desc')
+    .execute();
 }
 
 export async function findApiKeyOf(db: Db, userId: string, mode: Mode, id: string) {
-  return db.selectFrom('api_keys').select('id').where('id', '=', id).where('user_id', '=', userId).where('mode', '=', mode).executeTakeFirst();
+  return db
+    .selectFrom('api_keys')
+    .select('id')
+    .where('id', '=', id)
+    .where('user_id', '=', userId)
+    .where('mode', '=', mode)
+    .executeTakeFirst();
 }
 
 export async function allBankAccountsOf(db: Db, userId: string): Promise<BankAccountRow[]> {
@@ -130,5 +179,7 @@ export async function allBankAccountsOf(db: Db, userId: string): Promise<BankAcc
 }
 
 export async function setUserPasswordHash(db: Db, id: string, passwordHash: string, at: number): Promise<void> {
-  await writingKeys(() => db.updateTable('users').set({ password_hash: passwordHash, updated_at: at }).where('id', '=', id).execute());
+  await writingKeys(() =>
+    db.updateTable('users').set({ password_hash: passwordHash, updated_at: at }).where('id', '=', id).execute(),
+  );
 }

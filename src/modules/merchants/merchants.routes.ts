@@ -15,20 +15,35 @@ const BankAccountObject = Type.Object({
 });
 
 export async function registerMerchantRoutes(app: App, deps: Deps): Promise<void> {
-  app.get('/v1/bank-accounts', {
-    onRequest: apiKeyAuth(deps),
-    schema: {
-      tags: ['Bank accounts'],
-      summary: 'List your bank accounts (payments are made into one of them)',
-      querystring: ListQuery('bankaccount'),
-      response: { 200: Type.Object({ bank_accounts: Type.Array(BankAccountObject), has_more: Type.Boolean() }), ...errorResponses },
+  app.get(
+    '/v1/bank-accounts',
+    {
+      onRequest: apiKeyAuth(deps),
+      schema: {
+        tags: ['Bank accounts'],
+        summary: 'List your bank accounts (payments are made into one of them)',
+        querystring: ListQuery('bankaccount'),
+        response: {
+          200: Type.Object({ bank_accounts: Type.Array(BankAccountObject), has_more: Type.Boolean() }),
+          ...errorResponses,
+        },
+      },
     },
-  }, async (request) => {
-    const limit = request.query.limit ?? 100;
-    const rows = await listBankAccounts(deps.db, request.ctx.merchant.id, { limit, startingAfter: request.query.starting_after });
-    return {
-      bank_accounts: rows.slice(0, limit).map((row) => ({ id: row.id, account_number: row.account_number, name: row.name, created_at: iso(row.created_at) })),
-      has_more: rows.length > limit,
-    };
-  });
+    async (request) => {
+      const limit = request.query.limit ?? 100;
+      const rows = await listBankAccounts(deps.db, request.ctx.merchant.id, {
+        limit,
+        startingAfter: request.query.starting_after,
+      });
+      return {
+        bank_accounts: rows.slice(0, limit).map((row) => ({
+          id: row.id,
+          account_number: row.account_number,
+          name: row.name,
+          created_at: iso(row.created_at),
+        })),
+        has_more: rows.length > limit,
+      };
+    },
+  );
 }

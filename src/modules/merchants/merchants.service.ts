@@ -6,8 +6,21 @@ import type { Clock } from '../../shared/time.ts';
 import { transact } from '../../store/tx.ts';
 import type { Database } from '../../store/tables.ts';
 import {
-  allBankAccountsOf, anyUser, apiKeysOf, findApiKey, findApiKeyOf, findBankAccountOf, findUserByEmail, findUserById, insertApiKey, insertBankAccount, insertUser,
-  keyByHashQuery, setApiKeyLastUsed, setApiKeyRevoked, setUserPasswordHash,
+  allBankAccountsOf,
+  anyUser,
+  apiKeysOf,
+  findApiKey,
+  findApiKeyOf,
+  findBankAccountOf,
+  findUserByEmail,
+  findUserById,
+  insertApiKey,
+  insertBankAccount,
+  insertUser,
+  keyByHashQuery,
+  setApiKeyLastUsed,
+  setApiKeyRevoked,
+  setUserPasswordHash,
 } from './merchants.repo.ts';
 import { keyCacheOf, type KeyRow } from './merchants.key-cache.ts';
 import {
@@ -28,7 +41,16 @@ export type CreatedKey = { id: string; key: string; mode: Mode };
 export async function createApiKey(db: Db, clock: Clock, userId: string, mode: Mode): Promise<CreatedKey> {
   const key = `sk_${mode}_${randomSecret(24)}`;
   const id = newId('key');
-  await insertApiKey(db, { id, user_id: userId, mode, key_hash: sha256Hex(key), hint: `sk_${mode}_…${key.slice(-4)}`, created_at: clock.now(), revoked_at: null, last_used_at: null });
+  await insertApiKey(db, {
+    id,
+    user_id: userId,
+    mode,
+    key_hash: sha256Hex(key),
+    hint: `sk_${mode}_…${key.slice(-4)}`,
+    created_at: clock.now(),
+    revoked_at: null,
+    last_used_at: null,
+  });
   return { id, key, mode };
 }
 
@@ -42,8 +64,15 @@ export async function revokeApiKey(db: Db, clock: Clock, keyIdOrKey: string): Pr
 
 export async function addBankAccount(db: Db, clock: Clock, userId: string, number: string, name?: string | null) {
   const parts = parseBankAccountNumber(number);
-  if (!parts || !isValidBankAccountNumber(number)) throw invalidParam('account_number', `account_number must be ${BANK_ACCOUNT_FORM}`);
-  const row = { id: newId('bankAccount'), user_id: userId, account_number: formatBankAccountNumber(parts), name: name ?? null, created_at: clock.now() };
+  if (!parts || !isValidBankAccountNumber(number))
+    throw invalidParam('account_number', `account_number must be ${BANK_ACCOUNT_FORM}`);
+  const row = {
+    id: newId('bankAccount'),
+    user_id: userId,
+    account_number: formatBankAccountNumber(parts),
+    name: name ?? null,
+    created_at: clock.now(),
+  };
   await insertBankAccount(db, row);
   return row;
 }
@@ -69,17 +98,35 @@ export async function createMerchant(db: Db, clock: Clock, input: NewMerchant): 
     if (taken) throw new AppError('conflict.email_taken', `A merchant with email ${email} already exists`, { email });
     const now = clock.now();
     const userId = newId('user');
-    await insertUser(trx, { id: userId, name: input.name.trim(), email, password_hash: passwordHash, created_at: now, updated_at: now });
+    await insertUser(trx, {
+      id: userId,
+      name: input.name.trim(),
+      email,
+      password_hash: passwordHash,
+      created_at: now,
+      updated_at: now,
+    });
     const bankAccount = input.bankAccount ? await addBankAccount(trx, clock, userId, input.bankAccount) : null;
     const live = await createApiKey(trx, clock, userId, 'live');
     const test = await createApiKey(trx, clock, userId, 'test');
-    return { user_id: userId, live_key: live.key, test_key: test.key, bank_account_id: bankAccount?.id ?? null, dashboard_password: password };
+    return {
+      user_id: userId,
+      live_key: live.key,
+      test_key: test.key,
+      bank_account_id: bankAccount?.id ?? null,
+      dashboard_password: password,
+    };
   });
 }
 
 const LAST_USED_PRECISION_MS = 60_000;
 
-export type Authenticated = { keyId: string; mode: Mode; merchant: { id: string; name: string }; clockOffsetMs: number };
+export type Authenticated = {
+  keyId: string;
+  mode: Mode;
+  merchant: { id: string; name: string };
+  clockOffsetMs: number;
+};
 
 /**
  * Resolves a bearer key to its merchant and mode; null when unknown, malformed or revoked. In hand
@@ -150,32 +197,49 @@ export async function merchantById(db: Db, userId: string): Promise<DashboardMer
 let decoyHash: Promise<string> | null = null;
 
 /** The merchant whose email and password these are; null otherwise, after the same work either way. */
-export async function checkMerchantPassword(db: Db, email: string, password: string): Promise<DashboardMerchant | null> {
+export async function checkMerchantPassword(
+  db: Db,
+  email: string,
+  password: string,
+): Promise<DashboardMerchant | null> {
   const row = await findMerchantByEmail(db, email);
   decoyHash ??= hashPassword(randomSecret(12)).catch((error: unknown) => {
     decoyHash = null;
     throw error;
   });
   const ok = await verifyPassword(password, row?.password_hash ?? (await decoyHash));
-  return row && ok ? { id: row.id, name: row.name, email: row.email, clockOffsetMs: Number(row.test_clock_offset_ms) } : null;
+  return row && ok
+    ? { id: row.id, name: row.name, email: row.email, clockOffsetMs: Number(row.test_clock_offset_ms) }
+    : null;
 }
 
 export const MIN_PASSWORD_LENGTH = 12;
 
 /** Checks a new dashboard password and returns its scrypt hash, to store with setMerchantPasswordHash. */
 export async function hashNewPassword(password: string): Promise<string> {
-  if (password.length < MIN_PASSWORD_LENGTH) throw invalidParam('password', `password must be at least ${MIN_PASSWORD_LENGTH} characters`);
+  if (password.length < MIN_PASSWORD_LENGTH)
+    throw invalidParam('password', `password must be at least ${MIN_PASSWORD_LENGTH} characters`);
   if (password.length > 200) throw invalidParam('password', 'password must be at most 200 characters');
   return hashPassword(password);
 }
 
 /** Stores a hash from hashNewPassword as the merchant's password (in the caller's transaction). */
-export async function setMerchantPasswordHash(db: Db, clock: Clock, userId: string, passwordHash: string): Promise<void> {
+export async function setMerchantPasswordHash(
+  db: Db,
+  clock: Clock,
+  userId: string,
+  passwordHash: string,
+): Promise<void> {
   await setUserPasswordHash(db, userId, passwordHash, clock.now());
 }
 
 /** Sets a merchant's dashboard password (scrypt), by id or email. */
-export async function setMerchantPassword(db: Db, clock: Clock, who: string, password: string): Promise<{ id: string }> {
+export async function setMerchantPassword(
+  db: Db,
+  clock: Clock,
+  who: string,
+  password: string,
+): Promise<{ id: string }> {
   const passwordHash = await hashNewPassword(password);
   const row = who.startsWith('user_') ? await findUserById(db, who) : await findMerchantByEmail(db, who);
   if (!row) throw notFound('merchant', who);
@@ -183,15 +247,33 @@ export async function setMerchantPassword(db: Db, clock: Clock, who: string, pas
   return { id: row.id };
 }
 
-export type ApiKeySummary = { id: string; mode: Mode; hint: string; created_at: number; last_used_at: number | null; revoked_at: number | null };
+export type ApiKeySummary = {
+  id: string;
+  mode: Mode;
+  hint: string;
+  created_at: number;
+  last_used_at: number | null;
+  revoked_at: number | null;
+};
 
 export async function listApiKeysOf(db: Db, userId: string, mode: Mode): Promise<ApiKeySummary[]> {
   const rows = await apiKeysOf(db, userId, mode);
-  return rows.map((row) => ({ ...row, created_at: Number(row.created_at), last_used_at: row.last_used_at == null ? null : Number(row.last_used_at), revoked_at: row.revoked_at == null ? null : Number(row.revoked_at) }));
+  return rows.map((row) => ({
+    ...row,
+    created_at: Number(row.created_at),
+    last_used_at: row.last_used_at == null ? null : Number(row.last_used_at),
+    revoked_at: row.revoked_at == null ? null : Number(row.revoked_at),
+  }));
 }
 
 /** Revokes one of this merchant's keys in this mode; another merchant's key, or the other mode's, is not found. */
-export async function revokeApiKeyOf(db: Db, clock: Clock, userId: string, mode: Mode, keyId: string): Promise<{ id: string }> {
+export async function revokeApiKeyOf(
+  db: Db,
+  clock: Clock,
+  userId: string,
+  mode: Mode,
+  keyId: string,
+): Promise<{ id: string }> {
   const row = await findApiKeyOf(db, userId, mode, keyId);
   if (!row) throw notFound('api_key', keyId);
   return revokeApiKey(db, clock, row.id);

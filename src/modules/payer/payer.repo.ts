@@ -8,7 +8,13 @@ export type PayerSessionRow = Selectable<PayerSessionsTable>;
 
 /** Kills the email's codes not yet used, so only the next one is live. */
 export async function killLiveCodes(db: Db, email: string, now: number): Promise<void> {
-  await db.updateTable('payer_codes').set({ dead_at: now }).where('email', '=', email).where('dead_at', 'is', null).where('used_at', 'is', null).execute();
+  await db
+    .updateTable('payer_codes')
+    .set({ dead_at: now })
+    .where('email', '=', email)
+    .where('dead_at', 'is', null)
+    .where('used_at', 'is', null)
+    .execute();
 }
 
 export async function insertCode(db: Db, row: PayerCodeRow): Promise<void> {
@@ -16,18 +22,35 @@ export async function insertCode(db: Db, row: PayerCodeRow): Promise<void> {
 }
 
 export async function liveCodeOf(db: Db, email: string, now: number): Promise<PayerCodeRow | undefined> {
-  return db.selectFrom('payer_codes').selectAll().where('email', '=', email).where('dead_at', 'is', null)
-    .where('used_at', 'is', null).where('expires_at', '>', now).orderBy('created_at', 'desc').limit(1).executeTakeFirst();
+  return db
+    .selectFrom('payer_codes')
+    .selectAll()
+    .where('email', '=', email)
+    .where('dead_at', 'is', null)
+    .where('used_at', 'is', null)
+    .where('expires_at', '>', now)
+    .orderBy('created_at', 'desc')
+    .limit(1)
+    .executeTakeFirst();
 }
 
 /** Spends one try of an unused code, atomically; false when none was left. */
 export async function spendTry(db: Db, codeId: string): Promise<boolean> {
-  const spent = await db.updateTable('payer_codes').set((eb) => ({ tries_left: eb('tries_left', '-', 1) }))
-    .where('id', '=', codeId).where('tries_left', '>', 0).where('used_at', 'is', null).executeTakeFirst();
+  const spent = await db
+    .updateTable('payer_codes')
+    .set((eb) => ({ tries_left: eb('tries_left', '-', 1) }))
+    .where('id', '=', codeId)
+    .where('tries_left', '>', 0)
+    .where('used_at', 'is', null)
+    .executeTakeFirst();
   return Number(spent.numUpdatedRows) > 0;
 }
 
-export async function markCode(db: Db, codeId: string, change: { dead_at: number } | { used_at: number }): Promise<void> {
+export async function markCode(
+  db: Db,
+  codeId: string,
+  change: { dead_at: number } | { used_at: number },
+): Promise<void> {
   await db.updateTable('payer_codes').set(change).where('id', '=', codeId).execute();
 }
 
@@ -44,5 +67,10 @@ export async function touchSession(db: Db, idHash: string, now: number): Promise
 }
 
 export async function endSessionRow(db: Db, idHash: string, now: number): Promise<void> {
-  await db.updateTable('payer_sessions').set({ ended_at: now }).where('id_hash', '=', idHash).where('ended_at', 'is', null).execute();
+  await db
+    .updateTable('payer_sessions')
+    .set({ ended_at: now })
+    .where('id_hash', '=', idHash)
+    .where('ended_at', 'is', null)
+    .execute();
 }

@@ -8,9 +8,19 @@ import { clientKey } from '../../http/failure-limiter.ts';
 import { randomSecret, constantTimeEqual } from '../../shared/crypto.ts';
 import { AppError } from '../../shared/errors.ts';
 import { consentOfPayer, consentsOfPayer, revokeConsentForPayer } from '../consents/consents.payer.ts';
-import { cancelSubscriptionForPayer, subscriptionOfPayer, subscriptionsOfPayer } from '../subscriptions/subscriptions.payer.ts';
 import {
-  endSession, normaliseEmail, sendCode, sessionOf, verifyCode, SESSION_MAX_MS, type PayerSession,
+  cancelSubscriptionForPayer,
+  subscriptionOfPayer,
+  subscriptionsOfPayer,
+} from '../subscriptions/subscriptions.payer.ts';
+import {
+  endSession,
+  normaliseEmail,
+  sendCode,
+  sessionOf,
+  verifyCode,
+  SESSION_MAX_MS,
+  type PayerSession,
 } from './payer.signin.ts';
 import type { Deps } from '../context.ts';
 import type { App } from '../../http/app-type.ts';
@@ -27,7 +37,8 @@ const stylesheet = fs.readFileSync(path.join(here, 'assets', 'payer.css'));
 
 const SESSION_COOKIE = 'tono_payer';
 const CSRF_COOKIE = 'tono_payer_csrf';
-const PAYER_CSP = "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+const PAYER_CSP =
+  "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
 type Form = Record<string, unknown>;
 const field = (body: unknown, name: string): string => {
@@ -43,13 +54,26 @@ const doneMessages: Record<string, string> = {
 export async function registerPayerRoutes(app: App, deps: Deps): Promise<void> {
   // Read per request: tests set the public URL after the app is built.
   const origin = () => new URL(deps.config.publicBaseUrl).origin;
-  const cookieOptions = () => ({ path: '/customer', httpOnly: true, sameSite: 'lax' as const, secure: deps.config.publicBaseUrl.startsWith('https:') });
+  const cookieOptions = () => ({
+    path: '/customer',
+    httpOnly: true,
+    sameSite: 'lax' as const,
+    secure: deps.config.publicBaseUrl.startsWith('https:'),
+  });
 
   const page = (reply: FastifyReply, status: number, template: string, data: Record<string, unknown>) =>
-    reply.status(status).header('content-type', 'text/html; charset=utf-8').header('content-security-policy', PAYER_CSP)
+    reply
+      .status(status)
+      .header('content-type', 'text/html; charset=utf-8')
+      .header('content-security-policy', PAYER_CSP)
       .send(eta.render(`./${template}`, { session: null, ...data }));
-  const message = (reply: FastifyReply, status: number, heading: string, text: string, session: PayerSession | null = null) =>
-    page(reply, status, 'message', { title: heading, heading, text, session });
+  const message = (
+    reply: FastifyReply,
+    status: number,
+    heading: string,
+    text: string,
+    session: PayerSession | null = null,
+  ) => page(reply, status, 'message', { title: heading, heading, text, session });
 
   const sameOrigin = (request: FastifyRequest): boolean => isSameOriginPost(request, origin());
   const preSessionToken = (request: FastifyRequest, reply: FastifyReply): string => {
@@ -69,7 +93,8 @@ export async function registerPayerRoutes(app: App, deps: Deps): Promise<void> {
     const sent = field(request.body, 'csrf');
     return sameOrigin(request) && sent.length > 0 && constantTimeEqual(sent, session.csrfToken);
   };
-  const forbidden = (reply: FastifyReply) => message(reply, 403, 'This form has expired', 'Nothing was changed. Go back, reload the page and try again.');
+  const forbidden = (reply: FastifyReply) =>
+    message(reply, 403, 'This form has expired', 'Nothing was changed. Go back, reload the page and try again.');
   const minutes = (ms: number) => Math.max(1, Math.ceil(ms / 60_000));
   const notFoundPage = (reply: FastifyReply, session: PayerSession) =>
     message(reply, 404, 'Not found', 'There is nothing with that address among what you agreed to.', session);
@@ -79,12 +104,20 @@ export async function registerPayerRoutes(app: App, deps: Deps): Promise<void> {
     const hidden = { schema: { hide: true } };
 
     scope.get('/customer/assets/payer.css', hidden, async (_request, reply) =>
-      reply.header('content-type', 'text/css; charset=utf-8').header('cache-control', 'public, max-age=300').header('x-content-type-options', 'nosniff').send(stylesheet));
+      reply
+        .header('content-type', 'text/css; charset=utf-8')
+        .header('cache-control', 'public, max-age=300')
+        .header('x-content-type-options', 'nosniff')
+        .send(stylesheet),
+    );
 
     scope.get<{ Querystring: { done?: string } }>('/customer', hidden, async (request, reply) => {
       const session = await signedIn(request);
       if (!session) return page(reply, 200, 'signin', { title: 'Sign in', csrf: preSessionToken(request, reply) });
-      const [subscriptions, consents] = await Promise.all([subscriptionsOfPayer(deps, session.email), consentsOfPayer(deps, session.email)]);
+      const [subscriptions, consents] = await Promise.all([
+        subscriptionsOfPayer(deps, session.email),
+        consentsOfPayer(deps, session.email),
+      ]);
       return page(reply, 200, 'home', { title: 'What you agreed to', session, subscriptions, consents, flash: null });
     });
 
@@ -93,12 +126,22 @@ export async function registerPayerRoutes(app: App, deps: Deps): Promise<void> {
       const csrf = preSessionToken(request, reply);
       const email = normaliseEmail(field(request.body, 'email'));
       if (!email) {
-        return page(reply, 400, 'signin', { title: 'Sign in', csrf, email: field(request.body, 'email').slice(0, 254), error: 'Enter the email address you gave, like name@example.com' });
+        return page(reply, 400, 'signin', {
+          title: 'Sign in',
+          csrf,
+          email: field(request.body, 'email').slice(0, 254),
+          error: 'Enter the email address you gave, like name@example.com',
+        });
       }
       const sent = await sendCode(deps, email, clientKey(request.ip));
       if (sent.kind === 'limited') {
         reply.header('retry-after', String(Math.ceil(sent.retryAfterMs / 1000)));
-        return page(reply, 429, 'signin', { title: 'Sign in', csrf, email, error: `Too many codes have been asked for. Try again in ${minutes(sent.retryAfterMs)} minutes.` });
+        return page(reply, 429, 'signin', {
+          title: 'Sign in',
+          csrf,
+          email,
+          error: `Too many codes have been asked for. Try again in ${minutes(sent.retryAfterMs)} minutes.`,
+        });
       }
       return page(reply, 200, 'code', { title: 'Enter your code', csrf, email });
     });
@@ -107,7 +150,12 @@ export async function registerPayerRoutes(app: App, deps: Deps): Promise<void> {
       if (!preSessionValid(request)) return forbidden(reply);
       const csrf = preSessionToken(request, reply);
       const email = normaliseEmail(field(request.body, 'email'));
-      if (!email) return page(reply, 400, 'signin', { title: 'Sign in', csrf, error: 'Enter the email address you gave, like name@example.com' });
+      if (!email)
+        return page(reply, 400, 'signin', {
+          title: 'Sign in',
+          csrf,
+          error: 'Enter the email address you gave, like name@example.com',
+        });
       const code = field(request.body, 'code').replace(/\s+/g, '');
       const outcome = await verifyCode(deps, email, code, clientKey(request.ip));
       switch (outcome.kind) {
@@ -117,12 +165,28 @@ export async function registerPayerRoutes(app: App, deps: Deps): Promise<void> {
           reply.clearCookie(CSRF_COOKIE, cookieOptions());
           return reply.redirect('/customer', 303);
         case 'wrong':
-          return page(reply, 400, 'code', { title: 'Enter your code', csrf, email, error: `That code is not right. You have ${outcome.triesLeft} ${outcome.triesLeft === 1 ? 'try' : 'tries'} left.` });
+          return page(reply, 400, 'code', {
+            title: 'Enter your code',
+            csrf,
+            email,
+            error: `That code is not right. You have ${outcome.triesLeft} ${outcome.triesLeft === 1 ? 'try' : 'tries'} left.`,
+          });
         case 'dead':
-          return page(reply, 400, 'signin', { title: 'Sign in', csrf, email, error: 'That code no longer works: it has expired, was used, or had too many wrong tries. Ask for a new one.' });
+          return page(reply, 400, 'signin', {
+            title: 'Sign in',
+            csrf,
+            email,
+            error:
+              'That code no longer works: it has expired, was used, or had too many wrong tries. Ask for a new one.',
+          });
         case 'limited':
           reply.header('retry-after', String(Math.ceil(outcome.retryAfterMs / 1000)));
-          return page(reply, 429, 'code', { title: 'Enter your code', csrf, email, error: `Too many wrong codes from here. Try again in ${minutes(outcome.retryAfterMs)} minutes.` });
+          return page(reply, 429, 'code', {
+            title: 'Enter your code',
+            csrf,
+            email,
+            error: `Too many wrong codes from here. Try again in ${minutes(outcome.retryAfterMs)} minutes.`,
+          });
       }
     });
 
@@ -146,14 +210,26 @@ export async function registerPayerRoutes(app: App, deps: Deps): Promise<void> {
     };
     const kinds: Kind[] = [
       {
-        path: 'subscriptions', name: 'Subscription', load: (email, id) => subscriptionOfPayer(deps, email, id), act: (email, id) => cancelSubscriptionForPayer(deps, email, id),
-        verb: 'cancel', actionLabel: 'Cancel this subscription', done: 'cancelled',
-        consequence: (item) => `Nothing more will be charged, and ${item.merchant} is told at once. This cannot be undone.`,
+        path: 'subscriptions',
+        name: 'Subscription',
+        load: (email, id) => subscriptionOfPayer(deps, email, id),
+        act: (email, id) => cancelSubscriptionForPayer(deps, email, id),
+        verb: 'cancel',
+        actionLabel: 'Cancel this subscription',
+        done: 'cancelled',
+        consequence: (item) =>
+          `Nothing more will be charged, and ${item.merchant} is told at once. This cannot be undone.`,
       },
       {
-        path: 'recurring-consents', name: 'Payment authority', load: (email, id) => consentOfPayer(deps, email, id), act: (email, id) => revokeConsentForPayer(deps, email, id),
-        verb: 'revoke', actionLabel: 'Revoke this authority', done: 'revoked',
-        consequence: (item) => `${item.merchant} will not be able to take any more payments with it, and your bank is told too. This cannot be undone.`,
+        path: 'recurring-consents',
+        name: 'Payment authority',
+        load: (email, id) => consentOfPayer(deps, email, id),
+        act: (email, id) => revokeConsentForPayer(deps, email, id),
+        verb: 'revoke',
+        actionLabel: 'Revoke this authority',
+        done: 'revoked',
+        consequence: (item) =>
+          `${item.merchant} will not be able to take any more payments with it, and your bank is told too. This cannot be undone.`,
       },
     ];
     for (const kind of kinds) {
@@ -168,42 +244,75 @@ export async function registerPayerRoutes(app: App, deps: Deps): Promise<void> {
           throw error;
         }
       };
-      scope.get<{ Params: { id: string }; Querystring: { done?: string } }>(`/customer/${kind.path}/:id`, hidden, async (request, reply) => {
-        const session = await signedIn(request);
-        if (!session) return reply.redirect('/customer', 303);
-        const item = await load(reply, session, request.params.id);
-        if (!item) return reply;
-        const action = item.status === 'active' || (kind.verb === 'cancel' && item.status === 'paused')
-          ? { href: `/customer/${kind.path}/${item.id}/${kind.verb}`, label: kind.actionLabel } : null;
-        const flash = request.query.done === kind.done ? doneMessages[kind.done] : null;
-        return page(reply, 200, 'detail', { title: `${kind.name} with ${item.merchant}`, session, item, kindName: kind.name, action, flash });
-      });
-      scope.get<{ Params: { id: string } }>(`/customer/${kind.path}/:id/${kind.verb}`, hidden, async (request, reply) => {
-        const session = await signedIn(request);
-        if (!session) return reply.redirect('/customer', 303);
-        const item = await load(reply, session, request.params.id);
-        if (!item) return reply;
-        return page(reply, 200, 'confirm', {
-          title: kind.actionLabel, session, item, heading: `${kind.actionLabel}?`, consequence: kind.consequence(item),
-          action: `/customer/${kind.path}/${item.id}/${kind.verb}`, confirm: `Yes, ${kind.verb} it`, back: `/customer/${kind.path}/${item.id}`,
-        });
-      });
-      scope.post<{ Params: { id: string } }>(`/customer/${kind.path}/:id/${kind.verb}`, hidden, async (request, reply) => {
-        const session = await signedIn(request);
-        if (!session) return reply.redirect('/customer', 303);
-        if (!sessionFormValid(request, session)) return forbidden(reply);
-        const item = await load(reply, session, request.params.id);
-        if (!item) return reply;
-        try {
-          await kind.act(session.email, item.id);
-        } catch (error) {
-          if (error instanceof AppError && error.code === 'conflict.invalid_state') {
-            return message(reply, 409, `This ${kind.name.toLowerCase()} has already ended`, 'Nothing was changed.', session);
+      scope.get<{ Params: { id: string }; Querystring: { done?: string } }>(
+        `/customer/${kind.path}/:id`,
+        hidden,
+        async (request, reply) => {
+          const session = await signedIn(request);
+          if (!session) return reply.redirect('/customer', 303);
+          const item = await load(reply, session, request.params.id);
+          if (!item) return reply;
+          const action =
+            item.status === 'active' || (kind.verb === 'cancel' && item.status === 'paused')
+              ? { href: `/customer/${kind.path}/${item.id}/${kind.verb}`, label: kind.actionLabel }
+              : null;
+          const flash = request.query.done === kind.done ? doneMessages[kind.done] : null;
+          return page(reply, 200, 'detail', {
+            title: `${kind.name} with ${item.merchant}`,
+            session,
+            item,
+            kindName: kind.name,
+            action,
+            flash,
+          });
+        },
+      );
+      scope.get<{ Params: { id: string } }>(
+        `/customer/${kind.path}/:id/${kind.verb}`,
+        hidden,
+        async (request, reply) => {
+          const session = await signedIn(request);
+          if (!session) return reply.redirect('/customer', 303);
+          const item = await load(reply, session, request.params.id);
+          if (!item) return reply;
+          return page(reply, 200, 'confirm', {
+            title: kind.actionLabel,
+            session,
+            item,
+            heading: `${kind.actionLabel}?`,
+            consequence: kind.consequence(item),
+            action: `/customer/${kind.path}/${item.id}/${kind.verb}`,
+            confirm: `Yes, ${kind.verb} it`,
+            back: `/customer/${kind.path}/${item.id}`,
+          });
+        },
+      );
+      scope.post<{ Params: { id: string } }>(
+        `/customer/${kind.path}/:id/${kind.verb}`,
+        hidden,
+        async (request, reply) => {
+          const session = await signedIn(request);
+          if (!session) return reply.redirect('/customer', 303);
+          if (!sessionFormValid(request, session)) return forbidden(reply);
+          const item = await load(reply, session, request.params.id);
+          if (!item) return reply;
+          try {
+            await kind.act(session.email, item.id);
+          } catch (error) {
+            if (error instanceof AppError && error.code === 'conflict.invalid_state') {
+              return message(
+                reply,
+                409,
+                `This ${kind.name.toLowerCase()} has already ended`,
+                'Nothing was changed.',
+                session,
+              );
+            }
+            throw error;
           }
-          throw error;
-        }
-        return reply.redirect(`/customer/${kind.path}/${item.id}?done=${kind.done}`, 303);
-      });
+          return reply.redirect(`/customer/${kind.path}/${item.id}?done=${kind.done}`, 303);
+        },
+      );
     }
   });
 }

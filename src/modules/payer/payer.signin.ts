@@ -8,7 +8,15 @@ import { queueMail } from '../mail/mail.service.ts';
 import { payerHasSubscriptions } from '../subscriptions/subscriptions.payer.ts';
 import type { Deps } from '../context.ts';
 import {
-  endSessionRow, findSession, insertCode, insertSession, killLiveCodes, liveCodeOf, markCode, spendTry, touchSession,
+  endSessionRow,
+  findSession,
+  insertCode,
+  insertSession,
+  killLiveCodes,
+  liveCodeOf,
+  markCode,
+  spendTry,
+  touchSession,
 } from './payer.repo.ts';
 
 // Payer sign-in by a one-time code sent to the email registered on their consents and
@@ -64,20 +72,45 @@ export async function sendCode(deps: Deps, email: string, clientAddress: string)
     await killLiveCodes(trx, email, now);
     const code = String(randomInt(0, 1_000_000)).padStart(6, '0');
     await insertCode(trx, {
-      id: newId('payerCode'), email, code_sealed: deps.secrets.seal(code), tries_left: CODE_TRIES,
-      expires_at: now + CODE_TTL_MS, used_at: null, dead_at: null, created_at: now,
+      id: newId('payerCode'),
+      email,
+      code_sealed: deps.secrets.seal(code),
+      tries_left: CODE_TRIES,
+      expires_at: now + CODE_TTL_MS,
+      used_at: null,
+      dead_at: null,
+      created_at: now,
     });
     if (known) {
-      await queueMail(trx, { to: email, template: 'payer_code', data: { code, minutes: CODE_TTL_MS / 60_000 }, related: { type: 'payer', id: email } }, now, deps.secrets);
+      await queueMail(
+        trx,
+        {
+          to: email,
+          template: 'payer_code',
+          data: { code, minutes: CODE_TTL_MS / 60_000 },
+          related: { type: 'payer', id: email },
+        },
+        now,
+        deps.secrets,
+      );
     }
     return { kind: 'sent' } as const;
   });
 }
 
-export type VerifyOutcome = { kind: 'signed_in'; sessionId: string } | { kind: 'wrong'; triesLeft: number } | { kind: 'dead' } | { kind: 'limited'; retryAfterMs: number };
+export type VerifyOutcome =
+  | { kind: 'signed_in'; sessionId: string }
+  | { kind: 'wrong'; triesLeft: number }
+  | { kind: 'dead' }
+  | { kind: 'limited'; retryAfterMs: number };
 
 /** Checks a code: 5 tries, 10 minutes, once. On success, a new server-side session. */
-export async function verifyCode(deps: Deps, email: string, code: string, clientAddress: string): Promise<VerifyOutcome> {
+export async function verifyCode(
+  deps: Deps,
+  email: string,
+  code: string,
+  clientAddress: string,
+): Promise<VerifyOutcome> {
   const now = deps.clock.now();
   const byAddress = await takeAttempt(deps.db, PAYER_LIMITS.checksByClient, clientAddress, now);
   if (!byAddress.ok) return { kind: 'limited', retryAfterMs: byAddress.retryAfterMs };
@@ -94,11 +127,18 @@ export async function verifyCode(deps: Deps, email: string, code: string, client
     await markCode(trx, live.id, { used_at: now });
     const sessionId = randomSecret(32);
     await insertSession(trx, {
-      id_hash: sha256Hex(sessionId), email, csrf_token: randomSecret(24), created_at: now, last_seen_at: now, expires_at: now + SESSION_MAX_MS, ended_at: null,
+      id_hash: sha256Hex(sessionId),
+      email,
+      csrf_token: randomSecret(24),
+      created_at: now,
+      last_seen_at: now,
+      expires_at: now + SESSION_MAX_MS,
+      ended_at: null,
     });
     return { kind: 'signed_in', sessionId } as const;
   });
-  if (outcome.kind === 'signed_in') await giveBackAttempt(deps.db, PAYER_LIMITS.checksByClient, clientAddress, byAddress.windowStart);
+  if (outcome.kind === 'signed_in')
+    await giveBackAttempt(deps.db, PAYER_LIMITS.checksByClient, clientAddress, byAddress.windowStart);
   return outcome;
 }
 

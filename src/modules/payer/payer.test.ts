@@ -7,7 +7,12 @@ import { CODE_TRIES, PAYER_LIMITS } from './payer.signin.ts';
 
 // The payer dashboard over HTTP, with a real SMTP receiver, on SQLite and PostgreSQL.
 
-const text = (html: string) => html.replace(/<[^>]+>/g, ' ').replace(/&#39;/g, "'").replace(/&amp;/g, '&').replace(/\s+/g, ' ');
+const text = (html: string) =>
+  html
+    .replace(/<[^>]+>/g, ' ')
+    .replace(/&#39;/g, "'")
+    .replace(/&amp;/g, '&')
+    .replace(/\s+/g, ' ');
 
 test('sign in with the mailed code: every subscription and consent of that email, across merchants, and nothing else', async (t) => {
   const world = await payerWorld(t);
@@ -18,8 +23,13 @@ test('sign in with the mailed code: every subscription and consent of that email
   assert.equal(home.status, 200);
   const page = text(home.text);
   for (const merchant of ['Kōwhai Coffee', 'Tui Books']) assert.ok(page.includes(merchant), merchant);
-  for (const id of [...world.subscriptions['pat@example.com'], ...world.consents['pat@example.com'].map((c) => c.id)]) assert.ok(home.text.includes(id), id);
-  for (const id of [...world.subscriptions['other@example.com'], ...world.consents['other@example.com'].map((c) => c.id)]) assert.ok(!home.text.includes(id), `not ${id}`);
+  for (const id of [...world.subscriptions['pat@example.com'], ...world.consents['pat@example.com'].map((c) => c.id)])
+    assert.ok(home.text.includes(id), id);
+  for (const id of [
+    ...world.subscriptions['other@example.com'],
+    ...world.consents['other@example.com'].map((c) => c.id),
+  ])
+    assert.ok(!home.text.includes(id), `not ${id}`);
   assert.match(page, /\$15\.00 every fortnight/);
   assert.match(page, /may take up to \$50\.00 a payment, \$100\.00 a week/);
   assert.match(page, /This period: \$100\.00 left until/);
@@ -67,7 +77,9 @@ test('the replies never say whether an email is known; an unknown email is sent 
     assert.equal(asked.status, 200);
     pages.push(text(asked.text).replace(email, 'EMAIL'));
     // a wrong code reads the same too
-    const wrong = await browser.request('/customer/verify', { form: { email, code: '12345x', csrf: Browser.csrfOf(asked.text) } });
+    const wrong = await browser.request('/customer/verify', {
+      form: { email, code: '12345x', csrf: Browser.csrfOf(asked.text) },
+    });
     wrongs.push([wrong.status, text(wrong.text).replace(email, 'EMAIL')]);
   }
   assert.equal(pages[0], pages[1]);
@@ -75,7 +87,16 @@ test('the replies never say whether an email is known; an unknown email is sent 
   await world.smtp.waitFor((m) => m.to === 'pat@example.com' && /sign-in code/.test(m.subject));
   await new Promise((resolve) => setTimeout(resolve, 300));
   assert.equal(world.smtp.messages.filter((m) => m.to === 'nobody@example.com').length, 0);
-  assert.equal((await world.app.deps.db.selectFrom('mail_messages').select('id').where('to_address', '=', 'nobody@example.com').execute()).length, 0);
+  assert.equal(
+    (
+      await world.app.deps.db
+        .selectFrom('mail_messages')
+        .select('id')
+        .where('to_address', '=', 'nobody@example.com')
+        .execute()
+    ).length,
+    0,
+  );
 });
 
 test('five wrong codes kill the code; a code expires after 10 minutes; one live code per email; codes are limited per email', async (t) => {
@@ -84,8 +105,12 @@ test('five wrong codes kill the code; a code expires after 10 minutes; one live 
     const browser = new Browser(world.baseUrl);
     const start = await browser.request('/customer');
     const before = world.smtp.messages.length;
-    const asked = await browser.request('/customer/code', { form: { email: 'pat@example.com', csrf: Browser.csrfOf(start.text) } });
-    const mail = await world.smtp.waitFor((m) => world.smtp.messages.indexOf(m) >= before && /sign-in code/.test(m.subject));
+    const asked = await browser.request('/customer/code', {
+      form: { email: 'pat@example.com', csrf: Browser.csrfOf(start.text) },
+    });
+    const mail = await world.smtp.waitFor(
+      (m) => world.smtp.messages.indexOf(m) >= before && /sign-in code/.test(m.subject),
+    );
     return { browser, csrf: Browser.csrfOf(asked.text), code: /(\d{6})/.exec(mail.subject)![1] };
   };
   const tryCode = (session: Awaited<ReturnType<typeof ask>>, code: string) =>
@@ -96,15 +121,23 @@ test('five wrong codes kill the code; a code expires after 10 minutes; one live 
   for (let left = 4; left >= 1; left--) {
     const reply = await tryCode(first, wrong);
     assert.equal(reply.status, 400);
-    assert.match(text(reply.text), new RegExp(`That code is not right\\. You have ${left} ${left === 1 ? 'try' : 'tries'} left\\.`));
+    assert.match(
+      text(reply.text),
+      new RegExp(`That code is not right\\. You have ${left} ${left === 1 ? 'try' : 'tries'} left\\.`),
+    );
   }
   assert.match(text((await tryCode(first, wrong)).text), /That code no longer works/);
-  assert.match(text((await tryCode(first, first.code)).text), /That code no longer works/, 'the right code after five wrong ones is refused');
+  assert.match(
+    text((await tryCode(first, first.code)).text),
+    /That code no longer works/,
+    'the right code after five wrong ones is refused',
+  );
 
   // a new code kills the old one: the old code is just a wrong code now
   const second = await ask();
   const third = await ask();
-  if (second.code !== third.code) assert.match(text((await tryCode(second, second.code)).text), /That code is not right\. You have 4 tries left\./);
+  if (second.code !== third.code)
+    assert.match(text((await tryCode(second, second.code)).text), /That code is not right\. You have 4 tries left\./);
   // expiry: ten minutes later the live code is dead
   world.app.deps.clock = shiftedClock(systemClock, 10 * 60_000 + 1_000);
   assert.match(text((await tryCode(third, third.code)).text), /That code no longer works/);
@@ -115,7 +148,9 @@ test('five wrong codes kill the code; a code expires after 10 minutes; one live 
   await ask();
   const browser = new Browser(world.baseUrl);
   const start = await browser.request('/customer');
-  const limited = await browser.request('/customer/code', { form: { email: 'pat@example.com', csrf: Browser.csrfOf(start.text) } });
+  const limited = await browser.request('/customer/code', {
+    form: { email: 'pat@example.com', csrf: Browser.csrfOf(start.text) },
+  });
   assert.equal(limited.status, 429);
   assert.match(text(limited.text), /Too many codes have been asked for\. Try again in \d+ minutes\./);
   assert.ok(Number(limited.headers.get('retry-after')) > 0);
@@ -130,8 +165,24 @@ test('forms refuse a missing CSRF token and a cross-site origin, changing nothin
   const start = await browser.request('/customer');
   const csrf = Browser.csrfOf(start.text);
   assert.equal((await browser.request('/customer/code', { form: { email: 'pat@example.com' } })).status, 403);
-  assert.equal((await browser.request('/customer/code', { form: { email: 'pat@example.com', csrf }, headers: { origin: 'https://evil.example' } })).status, 403);
-  assert.equal((await browser.request('/customer/code', { form: { email: 'pat@example.com', csrf }, headers: { 'sec-fetch-site': 'cross-site', origin: 'null' } })).status, 403);
+  assert.equal(
+    (
+      await browser.request('/customer/code', {
+        form: { email: 'pat@example.com', csrf },
+        headers: { origin: 'https://evil.example' },
+      })
+    ).status,
+    403,
+  );
+  assert.equal(
+    (
+      await browser.request('/customer/code', {
+        form: { email: 'pat@example.com', csrf },
+        headers: { 'sec-fetch-site': 'cross-site', origin: 'null' },
+      })
+    ).status,
+    403,
+  );
   assert.equal((await world.app.deps.db.selectFrom('payer_codes').select('id').execute()).length, 0);
 
   const signedIn = await signIn(world, 'pat@example.com');
@@ -140,8 +191,20 @@ test('forms refuse a missing CSRF token and a cross-site origin, changing nothin
   for (const form of [{}, { csrf: 'forged' }] as Array<Record<string, string>>) {
     assert.equal((await signedIn.request(`/customer/subscriptions/${subscription}/cancel`, { form })).status, 403);
   }
-  assert.equal((await signedIn.request(`/customer/subscriptions/${subscription}/cancel`, { form: { csrf: Browser.csrfOf(home.text) }, headers: { origin: 'https://evil.example' } })).status, 403);
-  const row = await world.app.deps.db.selectFrom('subscriptions').select('status').where('id', '=', subscription).executeTakeFirstOrThrow();
+  assert.equal(
+    (
+      await signedIn.request(`/customer/subscriptions/${subscription}/cancel`, {
+        form: { csrf: Browser.csrfOf(home.text) },
+        headers: { origin: 'https://evil.example' },
+      })
+    ).status,
+    403,
+  );
+  const row = await world.app.deps.db
+    .selectFrom('subscriptions')
+    .select('status')
+    .where('id', '=', subscription)
+    .executeTakeFirstOrThrow();
   assert.equal(row.status, 'active');
 });
 
@@ -154,33 +217,61 @@ test('cancel and revoke, after a confirmation step: the events are sent, and no 
 
   const confirm = await browser.request(`/customer/subscriptions/${subscription}/cancel`);
   assert.equal(confirm.status, 200);
-  assert.match(text(confirm.text), /Cancel this subscription\? .* Nothing more will be charged, and Kōwhai Coffee is told at once\./);
-  const cancelled = await browser.request(`/customer/subscriptions/${subscription}/cancel`, { form: { csrf: Browser.csrfOf(confirm.text) } });
+  assert.match(
+    text(confirm.text),
+    /Cancel this subscription\? .* Nothing more will be charged, and Kōwhai Coffee is told at once\./,
+  );
+  const cancelled = await browser.request(`/customer/subscriptions/${subscription}/cancel`, {
+    form: { csrf: Browser.csrfOf(confirm.text) },
+  });
   assert.equal(cancelled.status, 303);
   const after = await browser.request(cancelled.headers.get('location')!);
   assert.match(text(after.text), /Your subscription is cancelled\. Nothing more will be charged\./);
   assert.match(text(after.text), /Cancelled by you on /);
   const sub = (await api.get(`/v1/subscriptions/${subscription}`)).body.subscription;
   assert.deepEqual([sub.status, sub.cancelled_by], ['cancelled', 'payer']);
-  const events = (await api.get('/v1/events', { query: { object_id: subscription } })).body.events.map((e: any) => e.type);
+  const events = (await api.get('/v1/events', { query: { object_id: subscription } })).body.events.map(
+    (e: any) => e.type,
+  );
   assert.ok(events.includes('subscription.cancelled'));
   const charged = sub.successful_charges;
   await api.post('/v1/test-helpers/clock/advance', { seconds: 120 * 86_400 });
-  assert.equal((await api.get(`/v1/subscriptions/${subscription}`)).body.subscription.successful_charges, charged, 'no further charge');
+  assert.equal(
+    (await api.get(`/v1/subscriptions/${subscription}`)).body.subscription.successful_charges,
+    charged,
+    'no further charge',
+  );
   await world.smtp.waitFor((m) => m.to === 'pat@example.com' && /has been cancelled/.test(m.subject));
 
   const revokeConfirm = await browser.request(`/customer/recurring-consents/${consent.id}/revoke`);
   assert.match(text(revokeConfirm.text), /Revoke this authority\?/);
-  const revoked = await browser.request(`/customer/recurring-consents/${consent.id}/revoke`, { form: { csrf: Browser.csrfOf(revokeConfirm.text) } });
+  const revoked = await browser.request(`/customer/recurring-consents/${consent.id}/revoke`, {
+    form: { csrf: Browser.csrfOf(revokeConfirm.text) },
+  });
   assert.equal(revoked.status, 303);
-  assert.deepEqual((await api.get('/v1/events', { query: { object_id: consent.id } })).body.events.map((e: any) => e.type).includes('recurring_payment.revoked'), true);
-  const refused = await api.post('/v1/payments', { token: consent.token, amount: '1.00 NZD', idempotency_key: 'after-revoke' });
+  assert.deepEqual(
+    (await api.get('/v1/events', { query: { object_id: consent.id } })).body.events
+      .map((e: any) => e.type)
+      .includes('recurring_payment.revoked'),
+    true,
+  );
+  const refused = await api.post('/v1/payments', {
+    token: consent.token,
+    amount: '1.00 NZD',
+    idempotency_key: 'after-revoke',
+  });
   assert.equal(refused.body.code, 'payment_rejected.consent_revoked');
-  await world.smtp.waitFor((m) => m.to === 'pat@example.com' && /revoked/.test(m.subject) && /revoked by you/.test(m.text));
+  await world.smtp.waitFor(
+    (m) => m.to === 'pat@example.com' && /revoked/.test(m.subject) && /revoked by you/.test(m.text),
+  );
   // Doing it again changes nothing.
-  const again = await browser.request(`/customer/recurring-consents/${consent.id}/revoke`, { form: { csrf: Browser.csrfOf(revokeConfirm.text) } });
+  const again = await browser.request(`/customer/recurring-consents/${consent.id}/revoke`, {
+    form: { csrf: Browser.csrfOf(revokeConfirm.text) },
+  });
   assert.equal(again.status, 303);
-  const revokedEvents = (await api.get('/v1/events', { query: { object_id: consent.id } })).body.events.filter((e: any) => e.type === 'recurring_payment.revoked');
+  const revokedEvents = (await api.get('/v1/events', { query: { object_id: consent.id } })).body.events.filter(
+    (e: any) => e.type === 'recurring_payment.revoked',
+  );
   assert.equal(revokedEvents.length, 1);
 });
 
@@ -203,9 +294,17 @@ test('payers hear about what they set up: consent, subscription, receipts, faile
   const failed = await mailTo(/did not go through/);
   assert.match(failed.text, /It will be tried again on /);
   // every message was recorded, once each
-  const rows = await world.app.deps.db.selectFrom('mail_messages').select(['template', 'related_id', 'status']).where('to_address', '=', 'pat@example.com').execute();
+  const rows = await world.app.deps.db
+    .selectFrom('mail_messages')
+    .select(['template', 'related_id', 'status'])
+    .where('to_address', '=', 'pat@example.com')
+    .execute();
   const keys = rows.map((r) => `${r.template}:${r.related_id}`);
-  assert.equal(new Set(keys.filter((k) => !k.startsWith('charge_'))).size, keys.filter((k) => !k.startsWith('charge_')).length, 'no notice twice');
+  assert.equal(
+    new Set(keys.filter((k) => !k.startsWith('charge_'))).size,
+    keys.filter((k) => !k.startsWith('charge_')).length,
+    'no notice twice',
+  );
 });
 
 test('codes asked for at once: one email gets at most five an hour and one live code, whatever the addresses; wrong codes from one address are counted before they are checked', async (t) => {
@@ -213,23 +312,41 @@ test('codes asked for at once: one email gets at most five an hour and one live 
   const start = await app.app.inject({ method: 'GET', url: '/customer' });
   const cookie = start.cookies.map((c) => `${c.name}=${c.value}`).join('; ');
   const csrf = Browser.csrfOf(start.body);
-  const post = (url: string, form: Record<string, string>, remoteAddress: string) => app.app.inject({
-    method: 'POST', url, remoteAddress, headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, payload: new URLSearchParams({ ...form, csrf }).toString(),
-  });
+  const post = (url: string, form: Record<string, string>, remoteAddress: string) =>
+    app.app.inject({
+      method: 'POST',
+      url,
+      remoteAddress,
+      headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+      payload: new URLSearchParams({ ...form, csrf }).toString(),
+    });
 
-  const asks = await Promise.all(Array.from({ length: 100 }, (_, i) => post('/customer/code', { email: 'pat@example.com' }, `198.51.100.${i + 1}`)));
+  const asks = await Promise.all(
+    Array.from({ length: 100 }, (_, i) => post('/customer/code', { email: 'pat@example.com' }, `198.51.100.${i + 1}`)),
+  );
   const statuses = asks.map((reply) => reply.statusCode);
   assert.equal(statuses.filter((status) => status === 200).length, PAYER_LIMITS.codesByEmail.max);
   assert.equal(statuses.filter((status) => status === 429).length, 100 - PAYER_LIMITS.codesByEmail.max);
-  const codes = await app.deps.db.selectFrom('payer_codes').selectAll().where('email', '=', 'pat@example.com').execute();
+  const codes = await app.deps.db
+    .selectFrom('payer_codes')
+    .selectAll()
+    .where('email', '=', 'pat@example.com')
+    .execute();
   assert.equal(codes.length, PAYER_LIMITS.codesByEmail.max, 'codes stored');
-  assert.equal(codes.filter((code) => code.dead_at === null && code.used_at === null).length, 1, 'one live code at a time');
+  assert.equal(
+    codes.filter((code) => code.dead_at === null && code.used_at === null).length,
+    1,
+    'one live code at a time',
+  );
 
   // 50 emails with a live code each, then 50 wrong guesses at once from one address: only the
   // address's 30 are checked; the rest are refused unchecked, and their codes keep every try
   const emails = Array.from({ length: 50 }, (_, i) => `payer${i}@example.com`);
-  for (const [i, email] of emails.entries()) assert.equal((await post('/customer/code', { email }, `203.0.113.${i + 1}`)).statusCode, 200);
-  const guesses = await Promise.all(emails.map((email) => post('/customer/verify', { email, code: '1234567' }, '192.0.2.7')));
+  for (const [i, email] of emails.entries())
+    assert.equal((await post('/customer/code', { email }, `203.0.113.${i + 1}`)).statusCode, 200);
+  const guesses = await Promise.all(
+    emails.map((email) => post('/customer/verify', { email, code: '1234567' }, '192.0.2.7')),
+  );
   const checked = guesses.filter((reply) => reply.statusCode === 400).length;
   assert.equal(checked, PAYER_LIMITS.checksByClient.max);
   assert.equal(guesses.filter((reply) => reply.statusCode === 429).length, 50 - PAYER_LIMITS.checksByClient.max);

@@ -6,7 +6,15 @@ import { lockRequest } from '../requests/requests.service.ts';
 import { markRequestPaid } from '../requests/requests.service.ts';
 import { bankReturnUrl, connectorFor, creditorOf, remittanceOf } from './payments.banks.ts';
 import { findBlockingPayment, findPaymentByState, lockPayment, updatePayment } from './payments.repo.ts';
-import { ABANDON_AFTER_MS, effectiveStatus, failsAtCallback, isFinal, missingDetails, paymentAmount, type FinalStatus } from './payments.rules.ts';
+import {
+  ABANDON_AFTER_MS,
+  effectiveStatus,
+  failsAtCallback,
+  isFinal,
+  missingDetails,
+  paymentAmount,
+  type FinalStatus,
+} from './payments.rules.ts';
 import { clockIdOf, clockOf, createPaymentRow, newAuthState, setPaymentStatus } from './payments.service.ts';
 import type { Deps } from '../context.ts';
 import type { RequestRow } from '../requests/requests.tables.ts';
@@ -39,12 +47,24 @@ export function notPayable(request: RequestRow, now: number): AppError | null {
   return null;
 }
 
-export async function startOneOffPayment(deps: Deps, request: RequestRow, input: StartPaymentInput): Promise<StartPaymentResult> {
+export async function startOneOffPayment(
+  deps: Deps,
+  request: RequestRow,
+  input: StartPaymentInput,
+): Promise<StartPaymentResult> {
   if (request.kind !== 'payment') throw invalidState('request', request.kind, 'pay a one-off payment on');
-  const amount = paymentAmount({ fixedCents: request.amount_cents, minCents: request.min_payment_cents, maxCents: request.max_payment_cents }, input.amountCents);
+  const amount = paymentAmount(
+    { fixedCents: request.amount_cents, minCents: request.min_payment_cents, maxCents: request.max_payment_cents },
+    input.amountCents,
+  );
   if (!amount.ok) throw invalidParam('amount', amount.message);
   const missing = missingDetails(request, input.details);
-  if (missing.length > 0) throw new AppError(`bad_request.missing_param.cust_info.${missing[0]}`, `cust_info.${missing[0]} is required by this request`, { field: `cust_info.${missing[0]}` });
+  if (missing.length > 0)
+    throw new AppError(
+      `bad_request.missing_param.cust_info.${missing[0]}`,
+      `cust_info.${missing[0]} is required by this request`,
+      { field: `cust_info.${missing[0]}` },
+    );
   const connector = connectorFor(deps, input.bankId, request.mode);
   if (!connector) throw invalidParam('bank', 'Choose one of the banks offered for this request');
   const clock = await clockOf(deps, request);
@@ -54,15 +74,29 @@ export async function startOneOffPayment(deps: Deps, request: RequestRow, input:
     const now = clock.now();
     const problem = notPayable(locked, now);
     if (problem) throw problem;
-    const row = await createPaymentRow(trx, { request: locked, amountCents: amount.cents, bankId: input.bankId, channel: input.channel, authState: newAuthState() }, now);
+    const row = await createPaymentRow(
+      trx,
+      {
+        request: locked,
+        amountCents: amount.cents,
+        bankId: input.bankId,
+        channel: input.channel,
+        authState: newAuthState(),
+      },
+      now,
+    );
     if (input.details) await recordCustInfo(trx, { userId: row.user_id, mode: row.mode }, row.id, input.details, now);
-    await enqueue(trx, {
-      kind: SWEEP_PAYMENT_JOB,
-      runAt: deps.clock.now() + ABANDON_AFTER_MS,
-      clockId: clockIdOf(row),
-      payload: { payment_id: row.id },
-      dedupeKey: `${SWEEP_PAYMENT_JOB}:${row.id}`,
-    }, deps.clock.now());
+    await enqueue(
+      trx,
+      {
+        kind: SWEEP_PAYMENT_JOB,
+        runAt: deps.clock.now() + ABANDON_AFTER_MS,
+        clockId: clockIdOf(row),
+        payload: { payment_id: row.id },
+        dedupeKey: `${SWEEP_PAYMENT_JOB}:${row.id}`,
+      },
+      deps.clock.now(),
+    );
     return row;
   });
 
@@ -75,11 +109,17 @@ export async function startOneOffPayment(deps: Deps, request: RequestRow, input:
     at: clock.now(),
   });
   if (!consent.ok) {
-    const failed = await finishPayment(deps, payment.id, 'failed', clock.now(), { failure_reason: `bank_unavailable: ${consent.message}` });
+    const failed = await finishPayment(deps, payment.id, 'failed', clock.now(), {
+      failure_reason: `bank_unavailable: ${consent.message}`,
+    });
     return { ok: false, payment: failed ?? payment, message: consent.message };
   }
   await updatePayment(deps.db, payment.id, { bank_consent_id: consent.consentId });
-  const redirectUrl = connector.authoriseUrl({ consentId: consent.consentId, redirectUri: bankReturnUrl(deps), state: payment.auth_state! });
+  const redirectUrl = connector.authoriseUrl({
+    consentId: consent.consentId,
+    redirectUri: bankReturnUrl(deps),
+    state: payment.auth_state!,
+  });
   return { ok: true, payment: { ...payment, bank_consent_id: consent.consentId }, redirectUrl };
 }
 
@@ -97,7 +137,10 @@ export async function completeOneOffReturn(deps: Deps, input: ReturnInput): Prom
   const finish = async (status: FinalStatus, extra: Parameters<typeof setPaymentStatus>[4] = {}) =>
     (await finishPayment(deps, payment.id, status, clock.now(), extra)) ?? payment;
 
-  if (input.error || !input.code) return finish('cancelled', { failure_reason: `declined_at_bank${input.error ? `: ${input.error.slice(0, 100)}` : ''}` });
+  if (input.error || !input.code)
+    return finish('cancelled', {
+      failure_reason: `declined_at_bank${input.error ? `: ${input.error.slice(0, 100)}` : ''}`,
+    });
   const connector = connectorFor(deps, payment.bank_id, payment.mode);
   if (!connector) return finish('failed', { failure_reason: 'bank_unavailable: the bank is no longer connected' });
   const token = await connector.exchangeCode({ code: input.code, redirectUri: bankReturnUrl(deps) });
@@ -106,7 +149,9 @@ export async function completeOneOffReturn(deps: Deps, input: ReturnInput): Prom
     return finish('failed', { failure_reason: 'authorisation_failed: the bank returned a different consent' });
   }
   if (failsAtCallback(payment.mode as 'live' | 'test', payment.amount_cents)) {
-    return finish('failed', { failure_reason: 'test_amount_67_80: test-mode payments of 67.80 NZD fail at the callback' });
+    return finish('failed', {
+      failure_reason: 'test_amount_67_80: test-mode payments of 67.80 NZD fail at the callback',
+    });
   }
 
   const claim = await claimExecution(deps, payment.id, clock.now());
@@ -126,7 +171,11 @@ export async function completeOneOffReturn(deps: Deps, input: ReturnInput): Prom
   });
   if (submitted.ok) {
     if (submitted.outcome === 'successful') return finish('successful', { bank_payment_id: submitted.paymentId });
-    if (submitted.outcome === 'failed') return finish('failed', { bank_payment_id: submitted.paymentId, failure_reason: submitted.failureReason ?? 'rejected_by_bank' });
+    if (submitted.outcome === 'failed')
+      return finish('failed', {
+        bank_payment_id: submitted.paymentId,
+        failure_reason: submitted.failureReason ?? 'rejected_by_bank',
+      });
     return markUnconfirmed(deps, payment.id, clock.now(), submitted.paymentId);
   }
   if (submitted.unknown) return markUnconfirmed(deps, payment.id, clock.now(), null);
@@ -149,7 +198,8 @@ async function claimExecution(deps: Deps, paymentId: string, now: number): Promi
     const request = (await lockRequest(trx, payment.request_id))!;
     if (payment.status !== 'awaiting-consent' || payment.submitted_at !== null) return { kind: 'gone', payment };
     const status = effectiveStatus(request, now);
-    if (status !== 'active') return { kind: 'refused', reason: status === 'paid' ? 'request_already_paid' : `request_${status}` };
+    if (status !== 'active')
+      return { kind: 'refused', reason: status === 'paid' ? 'request_already_paid' : `request_${status}` };
     if (request.type === 'single' && (await findBlockingPayment(trx, request.id, payment.id))) {
       return { kind: 'refused', reason: 'request_already_paid' };
     }
@@ -176,7 +226,8 @@ export async function finishPayment(
     const request = status === 'successful' ? await lockRequest(trx, payment.request_id) : undefined;
     const updated = await setPaymentStatus(trx, payment, status, now, extra);
     if (status === 'successful') {
-      if (request && request.type === 'single' && request.status === 'active' && request.kind === 'payment') await markRequestPaid(trx, request, now);
+      if (request && request.type === 'single' && request.status === 'active' && request.kind === 'payment')
+        await markRequestPaid(trx, request, now);
       await recordCustomerOfPayment(trx, { userId: payment.user_id, mode: payment.mode }, payment.id, now);
     }
     return updated;
@@ -184,18 +235,27 @@ export async function finishPayment(
 }
 
 /** The bank took the payment but has not confirmed it: unconfirmed, and the reconciler polls. */
-async function markUnconfirmed(deps: Deps, paymentId: string, now: number, bankPaymentId: string | null): Promise<PaymentRow> {
+async function markUnconfirmed(
+  deps: Deps,
+  paymentId: string,
+  now: number,
+  bankPaymentId: string | null,
+): Promise<PaymentRow> {
   return transact(deps.db, async (trx) => {
     const payment = (await lockPayment(trx, paymentId))!;
     if (payment.status !== 'awaiting-consent') return payment;
     const updated = await setPaymentStatus(trx, payment, 'unconfirmed', now, { bank_payment_id: bankPaymentId });
-    await enqueue(trx, {
-      kind: RECONCILE_PAYMENT_JOB,
-      runAt: deps.clock.now() + RECONCILE_FIRST_MS,
-      clockId: clockIdOf(payment),
-      payload: { payment_id: payment.id },
-      dedupeKey: `${RECONCILE_PAYMENT_JOB}:${payment.id}`,
-    }, deps.clock.now());
+    await enqueue(
+      trx,
+      {
+        kind: RECONCILE_PAYMENT_JOB,
+        runAt: deps.clock.now() + RECONCILE_FIRST_MS,
+        clockId: clockIdOf(payment),
+        payload: { payment_id: payment.id },
+        dedupeKey: `${RECONCILE_PAYMENT_JOB}:${payment.id}`,
+      },
+      deps.clock.now(),
+    );
     return updated;
   });
 }

@@ -32,12 +32,18 @@ test('a successful payment keeps the payer account the bank released, sealed', a
   assert.equal(payment.status, 'successful');
   assert.equal(await runPayerAccountJobs(world.app.deps.worker), 1);
 
-  const row = await world.app.deps.db.selectFrom('payments').select(['payer_account_sealed']).where('id', '=', payment.id).executeTakeFirstOrThrow();
+  const row = await world.app.deps.db
+    .selectFrom('payments')
+    .select(['payer_account_sealed'])
+    .where('id', '=', payment.id)
+    .executeTakeFirstOrThrow();
   const payer = (await hook('GET', `${world.baseUrl}/sandbox-bank/test/payers/sandbox`)).body.Data;
   assert.ok(row.payer_account_sealed?.startsWith('sealed:v1:'));
   assert.ok(!row.payer_account_sealed!.includes(payer.AccountNumber));
   assert.deepEqual(JSON.parse(world.app.deps.secrets.open(row.payer_account_sealed!)), {
-    scheme_name: 'BECSElectronicCredit', identification: payer.AccountNumber, name: payer.Name,
+    scheme_name: 'BECSElectronicCredit',
+    identification: payer.AccountNumber,
+    name: payer.Name,
   });
   const shown = await world.api.get(`/v1/payments/${payment.id}`);
   assert.ok(!shown.text.includes(payer.AccountNumber));
@@ -50,9 +56,22 @@ test('payments under one enduring consent ask the bank once: later ones take the
   const worker = h.runtime.deps.worker;
   const db = h.runtime.deps.db;
   const queuedFor = async (paymentId: string) =>
-    (await db.selectFrom('jobs').select('id').where('kind', '=', PAYER_ACCOUNT_JOB).where('payload', 'like', `%${paymentId}%`).execute()).length;
+    (
+      await db
+        .selectFrom('jobs')
+        .select('id')
+        .where('kind', '=', PAYER_ACCOUNT_JOB)
+        .where('payload', 'like', `%${paymentId}%`)
+        .execute()
+    ).length;
   const sealedOf = async (paymentId: string) =>
-    (await db.selectFrom('payments').select('payer_account_sealed').where('id', '=', paymentId).executeTakeFirstOrThrow()).payer_account_sealed;
+    (
+      await db
+        .selectFrom('payments')
+        .select('payer_account_sealed')
+        .where('id', '=', paymentId)
+        .executeTakeFirstOrThrow()
+    ).payer_account_sealed;
 
   const { consent, token } = await authorise(h, { period: 'monthly', max_per_period: '500.00 NZD' });
   const first = (await execute(h, token, '10.00 NZD', 'first')).body.payment;
@@ -62,7 +81,10 @@ test('payments under one enduring consent ask the bank once: later ones take the
   const kept = await sealedOf(first.id);
   assert.ok(kept?.startsWith('sealed:v1:'));
   const forConsent = await db.selectFrom('enduring_payer_accounts').selectAll().execute();
-  assert.deepEqual(forConsent.map((row) => [row.enduring_id, row.payer_account_sealed]), [[consent.id, kept]]);
+  assert.deepEqual(
+    forConsent.map((row) => [row.enduring_id, row.payer_account_sealed]),
+    [[consent.id, kept]],
+  );
 
   const second = (await execute(h, token, '12.00 NZD', 'second')).body.payment;
   assert.equal(second.status, 'successful');
@@ -93,7 +115,11 @@ test('a payer-account job finds its consent has an account kept by now and does 
   await worker.run(jobs.find((job) => job.payload.includes(first.id))!);
   h.runtime.deps.banks.connectorFor = () => null;
   await worker.run(jobs.find((job) => job.payload.includes(second.id))!);
-  const rows = await db.selectFrom('payments').select(['id', 'payer_account_sealed']).where('id', 'in', [first.id, second.id]).execute();
+  const rows = await db
+    .selectFrom('payments')
+    .select(['id', 'payer_account_sealed'])
+    .where('id', 'in', [first.id, second.id])
+    .execute();
   assert.equal(rows.length, 2);
   assert.ok(rows[0].payer_account_sealed);
   assert.equal(rows[0].payer_account_sealed, rows[1].payer_account_sealed);
@@ -107,11 +133,26 @@ test("a subscription's later charges take the account its first charge's payer-a
   const db = app.deps.db;
   const clockNow = async () => Date.parse((await api.get('/v1/test-helpers/clock')).body.clock.now);
   const advanceBy = async (ms: number) =>
-    assert.equal((await api.post('/v1/test-helpers/clock/advance', { to: new Date((await clockNow()) + ms).toISOString() })).status, 200);
-  const request = await createSubscriptionRequest(api, merchant.bankAccountId, { amount: '15.00 NZD', period: 'weekly', total_count: 3 });
+    assert.equal(
+      (await api.post('/v1/test-helpers/clock/advance', { to: new Date((await clockNow()) + ms).toISOString() }))
+        .status,
+      200,
+    );
+  const request = await createSubscriptionRequest(api, merchant.bankAccountId, {
+    amount: '15.00 NZD',
+    period: 'weekly',
+    total_count: 3,
+  });
   const subscription = (await api.post(`/v1/test-helpers/requests/${request.id}/pay`, {})).body.subscription;
-  const charges = async () => db.selectFrom('payments').select(['id', 'status', 'payer_account_sealed']).where('subscription_id', '=', subscription.id).orderBy('created_at').execute();
-  const payerAccountJobs = async () => db.selectFrom('jobs').select('payload').where('kind', '=', PAYER_ACCOUNT_JOB).execute();
+  const charges = async () =>
+    db
+      .selectFrom('payments')
+      .select(['id', 'status', 'payer_account_sealed'])
+      .where('subscription_id', '=', subscription.id)
+      .orderBy('created_at')
+      .execute();
+  const payerAccountJobs = async () =>
+    db.selectFrom('jobs').select('payload').where('kind', '=', PAYER_ACCOUNT_JOB).execute();
 
   await advanceBy(1000);
   const [first] = await charges();

@@ -22,7 +22,10 @@ export function bankReturnUrl(deps: Deps): string {
 }
 
 /** Who is paid: the merchant's account live; the service's test account in test mode. */
-export async function creditorOf(db: Kysely<Database>, request: { mode: string; user_id: string; bank_account_id: string }): Promise<Creditor> {
+export async function creditorOf(
+  db: Kysely<Database>,
+  request: { mode: string; user_id: string; bank_account_id: string },
+): Promise<Creditor> {
   if (request.mode === 'test') return { ...TEST_ACCOUNT };
   const row = await bankAccountWithOwner(db, request.bank_account_id);
   return { name: row.name ?? row.merchant_name, accountNumber: row.account_number };

@@ -2,7 +2,13 @@ import { backoffDelayMs, type Backoff } from '../../jobs/backoff.ts';
 import type { JobHandler } from '../../jobs/worker.ts';
 import { transact } from '../../store/tx.ts';
 import { connectorFor } from './payments.banks.ts';
-import { enduringPayerAccount, findPaymentById, keepEnduringPayerAccount, lockPayment, updatePayment } from './payments.repo.ts';
+import {
+  enduringPayerAccount,
+  findPaymentById,
+  keepEnduringPayerAccount,
+  lockPayment,
+  updatePayment,
+} from './payments.repo.ts';
 import { ABANDON_AFTER_MS } from './payments.rules.ts';
 import { finishPayment, RECONCILE_PAYMENT_JOB } from './one-off.service.ts';
 import { enduringIdOf, setPaymentStatus } from './payments.service.ts';
@@ -30,13 +36,22 @@ export function sweepPaymentJob(deps: Deps): JobHandler {
         const due = payment.created_at + ABANDON_AFTER_MS;
         if (due > now) return { retryAt: deps.clock.now() + (due - now) };
         if (payment.submitted_at === null) {
-          await setPaymentStatus(trx, payment, 'cancelled', now, { failure_reason: 'abandoned: not authorised at the bank within 30 minutes' });
+          await setPaymentStatus(trx, payment, 'cancelled', now, {
+            failure_reason: 'abandoned: not authorised at the bank within 30 minutes',
+          });
         } else {
           await setPaymentStatus(trx, payment, 'unconfirmed', now);
-          await enqueue(trx, {
-            kind: RECONCILE_PAYMENT_JOB, runAt: deps.clock.now(), clockId: payment.mode === 'test' ? payment.user_id : null,
-            payload: { payment_id: payment.id }, dedupeKey: `${RECONCILE_PAYMENT_JOB}:${payment.id}`,
-          }, deps.clock.now());
+          await enqueue(
+            trx,
+            {
+              kind: RECONCILE_PAYMENT_JOB,
+              runAt: deps.clock.now(),
+              clockId: payment.mode === 'test' ? payment.user_id : null,
+              payload: { payment_id: payment.id },
+              dedupeKey: `${RECONCILE_PAYMENT_JOB}:${payment.id}`,
+            },
+            deps.clock.now(),
+          );
         }
       }
       await finishIn(trx);
@@ -56,18 +71,34 @@ export function reconcilePaymentJob(deps: Deps): JobHandler {
       // The submission's answer was lost before the bank named the payment: an unused consent
       // means nothing was executed.
       if (!payment.bank_consent_id) return retry('no bank consent recorded');
-      const consent = await connector.getConsent({ consentId: payment.bank_consent_id, kind: 'single', at: clock.now(), trace: { payment_id: payment.id } });
+      const consent = await connector.getConsent({
+        consentId: payment.bank_consent_id,
+        kind: 'single',
+        at: clock.now(),
+        trace: { payment_id: payment.id },
+      });
       if (!consent.ok) return retry(consent.message);
       if (consent.status === 'Consumed') return retry('consent consumed; payment id unknown');
-      await finishPayment(deps, payment.id, 'failed', clock.now(), { failure_reason: 'not_executed: the bank did not take the payment' });
+      await finishPayment(deps, payment.id, 'failed', clock.now(), {
+        failure_reason: 'not_executed: the bank did not take the payment',
+      });
       return;
     }
     // `at`: the sandbox bank settles delayed payments by the caller's (test) clock.
-    const status = await connector.getPaymentStatus({ paymentId: payment.bank_payment_id, at: clock.now(), trace: { payment_id: payment.id } });
+    const status = await connector.getPaymentStatus({
+      paymentId: payment.bank_payment_id,
+      at: clock.now(),
+      trace: { payment_id: payment.id },
+    });
     if (!status.ok) return retry(status.message);
     if (status.outcome === 'pending') return retry('still pending at the bank');
-    await finishPayment(deps, payment.id, status.outcome, clock.now(),
-      status.outcome === 'failed' ? { failure_reason: status.failureReason ?? 'rejected_by_bank' } : {});
+    await finishPayment(
+      deps,
+      payment.id,
+      status.outcome,
+      clock.now(),
+      status.outcome === 'failed' ? { failure_reason: status.failureReason ?? 'rejected_by_bank' } : {},
+    );
   };
 }
 
@@ -90,13 +121,23 @@ export function payerAccountJob(deps: Deps): JobHandler {
     const retry = (error: string) => ({ retryAt: deps.clock.now() + reconcileDelay(job.attempts), error });
     const connector = connectorFor(deps, payment.bank_id, payment.mode);
     if (!connector) return retry('bank not connected');
-    const result = await connector.getDebtorAccount({ paymentId: payment.bank_payment_id, trace: { payment_id: payment.id } });
+    const result = await connector.getDebtorAccount({
+      paymentId: payment.bank_payment_id,
+      trace: { payment_id: payment.id },
+    });
     if (!result.ok) {
       if (result.unknown) return retry(result.message);
-      deps.log.warn({ payment_id: payment.id, reason: result.reason, bank_code: result.bankCode }, 'the bank did not release the payer account');
+      deps.log.warn(
+        { payment_id: payment.id, reason: result.reason, bank_code: result.bankCode },
+        'the bank did not release the payer account',
+      );
       return;
     }
-    const account = { scheme_name: result.account.schemeName, identification: result.account.identification, name: result.account.name };
+    const account = {
+      scheme_name: result.account.schemeName,
+      identification: result.account.identification,
+      name: result.account.name,
+    };
     const sealed = deps.secrets.seal(JSON.stringify(account));
     await transact(deps.db, async (trx) => {
       await updatePayment(trx, payment.id, { payer_account_sealed: sealed });

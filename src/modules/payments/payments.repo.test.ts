@@ -10,21 +10,58 @@ import type { PaymentRow } from './payments.tables.ts';
 test('a payment whose particulars are taken is not written; other constraints still fail loudly', async (t) => {
   const app = await buildTestApp(t);
   const merchant = await createTestMerchant(app);
-  const created = await apiClient(app, merchant.testKey).post('/v1/requests', { bank_account_id: merchant.bankAccountId, amount: '5.00 NZD', message: 'Particulars' });
+  const created = await apiClient(app, merchant.testKey).post('/v1/requests', {
+    bank_account_id: merchant.bankAccountId,
+    amount: '5.00 NZD',
+    message: 'Particulars',
+  });
   assert.equal(created.status, 201, created.text);
   const db = app.deps.db;
   const row = (id: string, particulars: string): PaymentRow => ({
-    id, user_id: merchant.userId, mode: 'test', request_id: created.body.request.id, status: 'awaiting-consent', amount_cents: 500, settled_cents: 1,
-    bank_id: null, particulars, code: 'TONO', reference: null, merchant_identifier: null, bank_consent_id: null, bank_payment_id: null,
-    auth_state: null, recurring_consent_id: null, subscription_id: null, idempotency_key: null, fingerprint: null, failure_reason: null,
-    created_at: 1, updated_at: 1, completed_at: null, submitted_at: null, channel: null, payer_account_sealed: null,
+    id,
+    user_id: merchant.userId,
+    mode: 'test',
+    request_id: created.body.request.id,
+    status: 'awaiting-consent',
+    amount_cents: 500,
+    settled_cents: 1,
+    bank_id: null,
+    particulars,
+    code: 'TONO',
+    reference: null,
+    merchant_identifier: null,
+    bank_consent_id: null,
+    bank_payment_id: null,
+    auth_state: null,
+    recurring_consent_id: null,
+    subscription_id: null,
+    idempotency_key: null,
+    fingerprint: null,
+    failure_reason: null,
+    created_at: 1,
+    updated_at: 1,
+    completed_at: null,
+    submitted_at: null,
+    channel: null,
+    payer_account_sealed: null,
   });
 
   assert.equal(await insertPaymentIfParticularsFree(db, row('payment_a', 'V-AAAAAA')), true);
   assert.equal(await insertPaymentIfParticularsFree(db, row('payment_b', 'V-AAAAAA')), false);
   assert.equal(await insertPaymentIfParticularsFree(db, row('payment_b', 'V-BBBBBB')), true);
-  const stored = await db.selectFrom('payments').select(['id', 'particulars']).where('request_id', '=', created.body.request.id).orderBy('id').execute();
-  assert.deepEqual(stored.map((r) => ({ ...r })), [{ id: 'payment_a', particulars: 'V-AAAAAA' }, { id: 'payment_b', particulars: 'V-BBBBBB' }]);
+  const stored = await db
+    .selectFrom('payments')
+    .select(['id', 'particulars'])
+    .where('request_id', '=', created.body.request.id)
+    .orderBy('id')
+    .execute();
+  assert.deepEqual(
+    stored.map((r) => ({ ...r })),
+    [
+      { id: 'payment_a', particulars: 'V-AAAAAA' },
+      { id: 'payment_b', particulars: 'V-BBBBBB' },
+    ],
+  );
   // A clash on anything but the particulars (here the id) is an error, not a silent no-op.
   await assert.rejects(insertPaymentIfParticularsFree(db, row('payment_a', 'V-CCCCCC')));
 });

@@ -16,7 +16,13 @@ export async function insertPaymentIfParticularsFree(db: Db, row: PaymentRow): P
 }
 
 export async function findPayment(db: Db, owner: Owner, id: string): Promise<PaymentRow | undefined> {
-  return db.selectFrom('payments').selectAll().where('id', '=', id).where('user_id', '=', owner.userId).where('mode', '=', owner.mode).executeTakeFirst();
+  return db
+    .selectFrom('payments')
+    .selectAll()
+    .where('id', '=', id)
+    .where('user_id', '=', owner.userId)
+    .where('mode', '=', owner.mode)
+    .executeTakeFirst();
 }
 
 export async function getPayment(db: Db, owner: Owner, id: string): Promise<PaymentRow> {
@@ -25,7 +31,9 @@ export async function getPayment(db: Db, owner: Owner, id: string): Promise<Paym
   return row;
 }
 
-const findPaymentByIdQuery = prepared<{ id: string }, PaymentRow>((db, arg) => db.selectFrom('payments').selectAll().where('id', '=', arg('id')));
+const findPaymentByIdQuery = prepared<{ id: string }, PaymentRow>((db, arg) =>
+  db.selectFrom('payments').selectAll().where('id', '=', arg('id')),
+);
 
 export async function findPaymentById(db: Db, id: string): Promise<PaymentRow | undefined> {
   return findPaymentByIdQuery.first(db, { id });
@@ -33,15 +41,24 @@ export async function findPaymentById(db: Db, id: string): Promise<PaymentRow | 
 
 /** A request's newest payment awaiting the payer's consent at a bank that has made the consent. */
 export async function findAwaitingPaymentOfRequest(db: Db, requestId: string): Promise<PaymentRow | undefined> {
-  return db.selectFrom('payments').selectAll().where('request_id', '=', requestId).where('status', '=', 'awaiting-consent')
-    .where('bank_consent_id', 'is not', null).orderBy('id', 'desc').limit(1).executeTakeFirst();
+  return db
+    .selectFrom('payments')
+    .selectAll()
+    .where('request_id', '=', requestId)
+    .where('status', '=', 'awaiting-consent')
+    .where('bank_consent_id', 'is not', null)
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
 }
 
 export async function findPaymentByState(db: Db, state: string): Promise<PaymentRow | undefined> {
   return db.selectFrom('payments').selectAll().where('auth_state', '=', state).executeTakeFirst();
 }
 
-const lockPaymentQuery = prepared<{ id: string }, PaymentRow>((db, arg) => lockForUpdate(db, db.selectFrom('payments').selectAll().where('id', '=', arg('id'))));
+const lockPaymentQuery = prepared<{ id: string }, PaymentRow>((db, arg) =>
+  lockForUpdate(db, db.selectFrom('payments').selectAll().where('id', '=', arg('id'))),
+);
 
 export async function lockPayment(db: Db, id: string): Promise<PaymentRow | undefined> {
   return lockPaymentQuery.first(db, { id });
@@ -52,7 +69,12 @@ export async function updatePayment(db: Db, id: string, changes: Partial<Payment
 }
 
 /** Updates the payment only while it has `status`; whether it did. */
-export async function updatePaymentIfStatus(db: Db, id: string, status: string, changes: Partial<PaymentRow>): Promise<boolean> {
+export async function updatePaymentIfStatus(
+  db: Db,
+  id: string,
+  status: string,
+  changes: Partial<PaymentRow>,
+): Promise<boolean> {
   return Number((await updateById(db, 'payments', id, changes, { status })).numAffectedRows ?? 0) > 0;
 }
 
@@ -60,14 +82,23 @@ export async function updatePaymentIfStatus(db: Db, id: string, status: string, 
  * Payments under recurring consents still awaiting the bank's answer (reserved, not yet recorded),
  * oldest first: through the (status, updated_at) index.
  */
-export async function executionsInFlight(db: Db, limit: number): Promise<Array<Pick<PaymentRow, 'id' | 'user_id' | 'mode' | 'updated_at'>>> {
-  return db.selectFrom('payments').select(['id', 'user_id', 'mode', 'updated_at'])
-    .where('status', '=', 'awaiting-consent').where('recurring_consent_id', 'is not', null)
-    .orderBy('updated_at').limit(limit).execute();
+export async function executionsInFlight(
+  db: Db,
+  limit: number,
+): Promise<Array<Pick<PaymentRow, 'id' | 'user_id' | 'mode' | 'updated_at'>>> {
+  return db
+    .selectFrom('payments')
+    .select(['id', 'user_id', 'mode', 'updated_at'])
+    .where('status', '=', 'awaiting-consent')
+    .where('recurring_consent_id', 'is not', null)
+    .orderBy('updated_at')
+    .limit(limit)
+    .execute();
 }
 
 const enduringPayerAccountQuery = prepared<{ enduringId: string }, { payer_account_sealed: string }>((db, arg) =>
-  db.selectFrom('enduring_payer_accounts').select('payer_account_sealed').where('enduring_id', '=', arg('enduringId')));
+  db.selectFrom('enduring_payer_accounts').select('payer_account_sealed').where('enduring_id', '=', arg('enduringId')),
+);
 
 /** The sealed payer account kept for an enduring consent (a recurring consent's or a subscription's id), if any. */
 export async function enduringPayerAccount(db: Db, enduringId: string): Promise<string | undefined> {
@@ -76,23 +107,44 @@ export async function enduringPayerAccount(db: Db, enduringId: string): Promise<
 
 /** Keeps the sealed payer account of an enduring consent, unless one is kept already. */
 export async function keepEnduringPayerAccount(db: Db, enduringId: string, sealed: string, now: number): Promise<void> {
-  await insertRow(db, 'enduring_payer_accounts', { enduring_id: enduringId, payer_account_sealed: sealed, created_at: now }, 'enduring_id');
+  await insertRow(
+    db,
+    'enduring_payer_accounts',
+    { enduring_id: enduringId, payer_account_sealed: sealed, created_at: now },
+    'enduring_id',
+  );
 }
 
 /**
  * Another payment of the request that holds or may take its one success: claimed for execution
  * and not failed or cancelled, or already successful.
  */
-export async function findBlockingPayment(db: Db, requestId: string, exceptId: string): Promise<PaymentRow | undefined> {
-  return db.selectFrom('payments').selectAll().where('request_id', '=', requestId).where('id', '!=', exceptId)
-    .where((eb) => eb.or([
-      eb('status', 'in', ['successful', 'unconfirmed']),
-      eb.and([eb('status', '=', 'awaiting-consent'), eb('submitted_at', 'is not', null)]),
-    ]))
+export async function findBlockingPayment(
+  db: Db,
+  requestId: string,
+  exceptId: string,
+): Promise<PaymentRow | undefined> {
+  return db
+    .selectFrom('payments')
+    .selectAll()
+    .where('request_id', '=', requestId)
+    .where('id', '!=', exceptId)
+    .where((eb) =>
+      eb.or([
+        eb('status', 'in', ['successful', 'unconfirmed']),
+        eb.and([eb('status', '=', 'awaiting-consent'), eb('submitted_at', 'is not', null)]),
+      ]),
+    )
     .executeTakeFirst();
 }
 
-export type PaymentFilters = { status?: string; request_id?: string; merchant_identifier?: string; limit: number; starting_after?: string };
+export type PaymentFilters = {
+  status?: string;
+  request_id?: string;
+  merchant_identifier?: string;
+  limit: number;
+  starting_after?: string;
+};
 
 export async function listPayments(db: Db, owner: Owner, filters: PaymentFilters): Promise<PaymentRow[]> {
   let query = db.selectFrom('payments').selectAll().where('user_id', '=', owner.userId).where('mode', '=', owner.mode);
@@ -100,14 +152,23 @@ export async function listPayments(db: Db, owner: Owner, filters: PaymentFilters
   if (filters.request_id) query = query.where('request_id', '=', filters.request_id);
   if (filters.merchant_identifier) query = query.where('merchant_identifier', '=', filters.merchant_identifier);
   if (filters.starting_after) query = query.where('id', '<', filters.starting_after);
-  return query.orderBy('id', 'desc').limit(filters.limit + 1).execute();
+  return query
+    .orderBy('id', 'desc')
+    .limit(filters.limit + 1)
+    .execute();
 }
 
 /**
  * Amount and count of a recurring consent's payments with one of `statuses`, created inside
  * [start, end). The index on (recurring_consent_id, created_at) limits the scan to that window.
  */
-export async function sumPaymentsOfConsent(db: Db, consentId: string, window: { start: number; end: number }, statuses: readonly string[], exceptPaymentId?: string) {
+export async function sumPaymentsOfConsent(
+  db: Db,
+  consentId: string,
+  window: { start: number; end: number },
+  statuses: readonly string[],
+  exceptPaymentId?: string,
+) {
   let query = db
     .selectFrom('payments')
     .where('recurring_consent_id', '=', consentId)
@@ -122,31 +183,62 @@ export async function sumPaymentsOfConsent(db: Db, consentId: string, window: { 
 }
 
 const paymentByIdempotencyKeyQuery = prepared<{ userId: string; mode: Mode; key: string }, PaymentRow>((db, arg) =>
-  db.selectFrom('payments').selectAll().where('user_id', '=', arg('userId')).where('mode', '=', arg('mode')).where('idempotency_key', '=', arg('key')));
+  db
+    .selectFrom('payments')
+    .selectAll()
+    .where('user_id', '=', arg('userId'))
+    .where('mode', '=', arg('mode'))
+    .where('idempotency_key', '=', arg('key')),
+);
 
 /** The payment a merchant's execution with this idempotency key created, if any. */
-export async function findPaymentByIdempotencyKey(db: Db, owner: { userId: string; mode: Mode }, key: string): Promise<PaymentRow | undefined> {
+export async function findPaymentByIdempotencyKey(
+  db: Db,
+  owner: { userId: string; mode: Mode },
+  key: string,
+): Promise<PaymentRow | undefined> {
   return paymentByIdempotencyKeyQuery.first(db, { userId: owner.userId, mode: owner.mode, key });
 }
 
 /** A subscription's charge payments, newest first (the payments table's subscription_id index). */
-export async function listPaymentsOfSubscription(db: Db, owner: { userId: string; mode: Mode }, subscriptionId: string, page: { limit?: number; starting_after?: string }) {
-  let query = db.selectFrom('payments').selectAll().where('subscription_id', '=', subscriptionId)
-    .where('user_id', '=', owner.userId).where('mode', '=', owner.mode);
+export async function listPaymentsOfSubscription(
+  db: Db,
+  owner: { userId: string; mode: Mode },
+  subscriptionId: string,
+  page: { limit?: number; starting_after?: string },
+) {
+  let query = db
+    .selectFrom('payments')
+    .selectAll()
+    .where('subscription_id', '=', subscriptionId)
+    .where('user_id', '=', owner.userId)
+    .where('mode', '=', owner.mode);
   if (page.starting_after) query = query.where('id', '<', page.starting_after);
   query = query.orderBy('id', 'desc');
   return page.limit === undefined ? query.execute() : query.limit(page.limit + 1).execute();
 }
 
 /** The newest payments taken under a recurring consent or a subscription, newest first. */
-export async function paymentsUnder(db: Db, under: { recurringConsentId: string } | { subscriptionId: string }, limit = 50): Promise<PaymentRow[]> {
+export async function paymentsUnder(
+  db: Db,
+  under: { recurringConsentId: string } | { subscriptionId: string },
+  limit = 50,
+): Promise<PaymentRow[]> {
   const query = db.selectFrom('payments').selectAll();
-  const filtered = 'recurringConsentId' in under ? query.where('recurring_consent_id', '=', under.recurringConsentId) : query.where('subscription_id', '=', under.subscriptionId);
+  const filtered =
+    'recurringConsentId' in under
+      ? query.where('recurring_consent_id', '=', under.recurringConsentId)
+      : query.where('subscription_id', '=', under.subscriptionId);
   return filtered.orderBy('id', 'desc').limit(limit).execute();
 }
 
 export type PaymentSearch = {
-  status?: string; search?: string; createdFrom?: number | null; createdBefore?: number | null; limit: number; starting_after?: string;
+  status?: string;
+  search?: string;
+  createdFrom?: number | null;
+  createdBefore?: number | null;
+  limit: number;
+  starting_after?: string;
   /** Payments the search also matches by something another module holds (the payer's email). */
   alsoIds?: string[];
   /** Only these payments (a customer's). */
@@ -164,30 +256,48 @@ export async function searchPayments(db: Db, owner: Owner, filters: PaymentSearc
   if (filters.createdBefore != null) query = query.where('created_at', '<', filters.createdBefore);
   const search = filters.search?.trim();
   if (search) {
-    query = query.where((eb) => eb.or([
-      eb('id', '=', search),
-      eb('request_id', '=', search),
-      containsText('particulars', search),
-      containsText('code', search),
-      containsText('reference', search),
-      containsText('merchant_identifier', search),
-      ...(filters.alsoIds?.length ? [eb('id', 'in', filters.alsoIds)] : []),
-    ]));
+    query = query.where((eb) =>
+      eb.or([
+        eb('id', '=', search),
+        eb('request_id', '=', search),
+        containsText('particulars', search),
+        containsText('code', search),
+        containsText('reference', search),
+        containsText('merchant_identifier', search),
+        ...(filters.alsoIds?.length ? [eb('id', 'in', filters.alsoIds)] : []),
+      ]),
+    );
   }
-  if (filters.onlyIds) query = filters.onlyIds.length ? query.where('id', 'in', filters.onlyIds) : query.where(sql<boolean>`1 = 0`);
+  if (filters.onlyIds)
+    query = filters.onlyIds.length ? query.where('id', 'in', filters.onlyIds) : query.where(sql<boolean>`1 = 0`);
   if (filters.starting_after) query = query.where('id', '<', filters.starting_after);
-  return query.orderBy('id', 'desc').limit(filters.limit + 1).execute();
+  return query
+    .orderBy('id', 'desc')
+    .limit(filters.limit + 1)
+    .execute();
 }
 
 /** Ids of this owner's requests that have a payment whose particulars contain the text. */
 export async function requestIdsByParticulars(db: Db, owner: Owner, search: string): Promise<string[]> {
-  const rows = await db.selectFrom('payments').select('request_id').distinct().where('user_id', '=', owner.userId).where('mode', '=', owner.mode)
-    .where(containsText('particulars', search)).limit(200).execute();
+  const rows = await db
+    .selectFrom('payments')
+    .select('request_id')
+    .distinct()
+    .where('user_id', '=', owner.userId)
+    .where('mode', '=', owner.mode)
+    .where(containsText('particulars', search))
+    .limit(200)
+    .execute();
   return rows.map((row) => row.request_id);
 }
 
 /** Status, amount and times of an owner's payments created since a time (the dashboard's home). */
 export async function paymentActivitySince(db: Db, owner: Owner, since: number) {
-  return db.selectFrom('payments').select(['status', 'amount_cents', 'created_at', 'completed_at'])
-    .where('user_id', '=', owner.userId).where('mode', '=', owner.mode).where('created_at', '>=', since).execute();
+  return db
+    .selectFrom('payments')
+    .select(['status', 'amount_cents', 'created_at', 'completed_at'])
+    .where('user_id', '=', owner.userId)
+    .where('mode', '=', owner.mode)
+    .where('created_at', '>=', since)
+    .execute();
 }

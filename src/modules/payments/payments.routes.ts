@@ -10,15 +10,31 @@ export async function registerPaymentRoutes(app: App, deps: Deps): Promise<void>
   const tags = ['Payments'];
   const getOne = {
     onRequest: auth,
-    schema: { tags, summary: 'Get a payment', params: IdParams('Payment id (payment_…)'), response: { 200: PaymentEnvelope, ...errorResponses } },
+    schema: {
+      tags,
+      summary: 'Get a payment',
+      params: IdParams('Payment id (payment_…)'),
+      response: { 200: PaymentEnvelope, ...errorResponses },
+    },
   };
   app.get('/v1/payments/:id', getOne, async (request) => retrievePayment(request.ctx, request.params.id));
-  app.get('/payments/:id', { ...getOne, schema: { ...getOne.schema, hide: true } }, async (request) => retrievePayment(request.ctx, request.params.id));
+  app.get('/payments/:id', { ...getOne, schema: { ...getOne.schema, hide: true } }, async (request) =>
+    retrievePayment(request.ctx, request.params.id),
+  );
 
-  app.get('/v1/payments', {
-    onRequest: auth,
-    schema: { tags, summary: 'List payments, newest first', querystring: ListPaymentsQuery, response: { 200: PaymentList, ...errorResponses } },
-  }, async (request) => listPaymentsFor(request.ctx, request.query));
+  app.get(
+    '/v1/payments',
+    {
+      onRequest: auth,
+      schema: {
+        tags,
+        summary: 'List payments, newest first',
+        querystring: ListPaymentsQuery,
+        response: { 200: PaymentList, ...errorResponses },
+      },
+    },
+    async (request) => listPaymentsFor(request.ctx, request.query),
+  );
 
   const requestPayments = {
     onRequest: auth,
@@ -30,7 +46,12 @@ export async function registerPaymentRoutes(app: App, deps: Deps): Promise<void>
       response: { 200: PaymentList, ...errorResponses },
     },
   };
-  app.get('/v1/requests/:id/payments', requestPayments, async (request) => listRequestPayments(request.ctx, request.params.id, request.query));
-  app.get('/requests/:id/payments', { ...requestPayments, schema: { ...requestPayments.schema, hide: true } },
-    async (request) => listRequestPayments(request.ctx, request.params.id, request.query));
+  app.get('/v1/requests/:id/payments', requestPayments, async (request) =>
+    listRequestPayments(request.ctx, request.params.id, request.query),
+  );
+  app.get(
+    '/requests/:id/payments',
+    { ...requestPayments, schema: { ...requestPayments.schema, hide: true } },
+    async (request) => listRequestPayments(request.ctx, request.params.id, request.query),
+  );
 }

@@ -53,7 +53,8 @@ export function boundsOf(rule: AmountRule): { min: number; max: number } {
 /** The amount of one payment: the fixed amount, or the payer's choice within the request's bounds and the 5000.00 cap. */
 export function paymentAmount(rule: AmountRule, chosenCents: number | null): AmountCheck {
   if (rule.fixedCents !== null) {
-    if (rule.fixedCents > MAX_PAYMENT_CENTS) return { ok: false, message: `A payment can be at most ${displayAmount(MAX_PAYMENT_CENTS)}` };
+    if (rule.fixedCents > MAX_PAYMENT_CENTS)
+      return { ok: false, message: `A payment can be at most ${displayAmount(MAX_PAYMENT_CENTS)}` };
     return { ok: true, cents: rule.fixedCents };
   }
   if (chosenCents === null) return { ok: false, message: 'Enter an amount' };
@@ -65,7 +66,11 @@ export function paymentAmount(rule: AmountRule, chosenCents: number | null): Amo
 
 /** A payer-typed amount: "12", "12.5", "$12.50", "1,200.00"; null when it is not a plain NZD amount. */
 export function parsePayerAmount(input: string): number | null {
-  const cleaned = input.trim().replace(/^\$/, '').replace(/,/g, '').replace(/\s*NZD$/i, '');
+  const cleaned = input
+    .trim()
+    .replace(/^\$/, '')
+    .replace(/,/g, '')
+    .replace(/\s*NZD$/i, '');
   const match = /^(\d{1,7})(?:\.(\d{1,2}))?$/.exec(cleaned);
   if (!match) return null;
   return Number(match[1]) * 100 + Number((match[2] ?? '0').padEnd(2, '0'));
@@ -86,7 +91,15 @@ export type DetailRequirements = {
   require_customer_address: number;
 };
 
-export type GivenDetails = { email: string | null; first_name: string | null; last_name: string | null; phone: string | null; address1: string; city: string; postcode: string };
+export type GivenDetails = {
+  email: string | null;
+  first_name: string | null;
+  last_name: string | null;
+  phone: string | null;
+  address1: string;
+  city: string;
+  postcode: string;
+};
 
 /** Fields the request requires that the details leave empty, in form order. */
 export function missingDetails(request: DetailRequirements, details: GivenDetails | null): string[] {

@@ -4,24 +4,27 @@ import { listQueryFields } from '../../shared/pagination.ts';
 import { CustInfoObject } from '../customers/customers.schemas.ts';
 import { PaymentStatus } from './payments.rules.ts';
 
-export const PaymentObject = Type.Object({
-  id: Type.String({ examples: ['payment_01JD2Q8Z7M3V4K5N6P7R8S9T0V'] }),
-  request_id: Type.String(),
-  amount: AmountObject,
-  requested_amount: AmountObject,
-  status: Type.Enum(PaymentStatus),
-  merchant_identifier: Nullable(Type.String()),
-  cust_info: Type.Optional(CustInfoObject),
-  provider: Nullable(Type.String({ description: "The paying bank's identifier" })),
-  pcr: Type.Object({ particulars: Type.String(), code: Type.String(), reference: Type.String() }),
-  is_test_mode: Type.Boolean(),
-  failure_reason: Nullable(Type.String({ description: 'Why a payment failed or was cancelled' })),
-  recurring_consent_id: Type.Optional(Type.String()),
-  subscription_id: Type.Optional(Type.String()),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-  completed_at: Nullable(Timestamp),
-}, { title: 'Payment' });
+export const PaymentObject = Type.Object(
+  {
+    id: Type.String({ examples: ['payment_01JD2Q8Z7M3V4K5N6P7R8S9T0V'] }),
+    request_id: Type.String(),
+    amount: AmountObject,
+    requested_amount: AmountObject,
+    status: Type.Enum(PaymentStatus),
+    merchant_identifier: Nullable(Type.String()),
+    cust_info: Type.Optional(CustInfoObject),
+    provider: Nullable(Type.String({ description: "The paying bank's identifier" })),
+    pcr: Type.Object({ particulars: Type.String(), code: Type.String(), reference: Type.String() }),
+    is_test_mode: Type.Boolean(),
+    failure_reason: Nullable(Type.String({ description: 'Why a payment failed or was cancelled' })),
+    recurring_consent_id: Type.Optional(Type.String()),
+    subscription_id: Type.Optional(Type.String()),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    completed_at: Nullable(Timestamp),
+  },
+  { title: 'Payment' },
+);
 export const PaymentEnvelope = Type.Object({ payment: PaymentObject });
 export const PaymentList = Type.Object({ payments: Type.Array(PaymentObject), has_more: Type.Boolean() });
 

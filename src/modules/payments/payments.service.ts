@@ -10,7 +10,19 @@ import { custInfosOfPayments, findCustInfoOfPayment, paymentIdsByPayerEmail } fr
 import { emitEvent } from '../events/events.service.ts';
 import { getRequest } from '../requests/requests.service.ts';
 import { presentPayment } from './payments.present.ts';
-import { enduringPayerAccount, findAwaitingPaymentOfRequest, getPayment, insertPaymentIfParticularsFree, listPayments, paymentActivitySince, requestIdsByParticulars, searchPayments, updatePayment, updatePaymentIfStatus, type PaymentSearch } from './payments.repo.ts';
+import {
+  enduringPayerAccount,
+  findAwaitingPaymentOfRequest,
+  getPayment,
+  insertPaymentIfParticularsFree,
+  listPayments,
+  paymentActivitySince,
+  requestIdsByParticulars,
+  searchPayments,
+  updatePayment,
+  updatePaymentIfStatus,
+  type PaymentSearch,
+} from './payments.repo.ts';
 import { isFinal, newParticulars, PCR_CODE, settledCents, type FinalStatus } from './payments.rules.ts';
 import type { ListPaymentsQuery, ListRequestPaymentsQuery } from './payments.schemas.ts';
 import type { Ctx, Deps } from '../context.ts';
@@ -26,7 +38,15 @@ type Db = Kysely<Database>;
 export { presentPayment, type PaymentObject } from './payments.present.ts';
 export type { PaymentRow } from './payments.tables.ts';
 // Reads other modules need (recurring executions, subscription charges) without reaching into the repo.
-export { executionsInFlight, findPaymentById, findPaymentByIdempotencyKey, listPaymentsOfSubscription, lockPayment, paymentsUnder, sumPaymentsOfConsent } from './payments.repo.ts';
+export {
+  executionsInFlight,
+  findPaymentById,
+  findPaymentByIdempotencyKey,
+  listPaymentsOfSubscription,
+  lockPayment,
+  paymentsUnder,
+  sumPaymentsOfConsent,
+} from './payments.repo.ts';
 
 export type NewPayment = {
   request: Pick<RequestRow, 'id' | 'user_id' | 'mode' | 'merchant_identifier' | 'reference'>;
@@ -57,7 +77,8 @@ export async function createPaymentRow(trx: Db, input: NewPayment, now: number):
     particulars: newParticulars(),
     code: PCR_CODE,
     reference: input.reference !== undefined ? input.reference : input.request.reference,
-    merchant_identifier: input.merchantIdentifier !== undefined ? input.merchantIdentifier : input.request.merchant_identifier,
+    merchant_identifier:
+      input.merchantIdentifier !== undefined ? input.merchantIdentifier : input.request.merchant_identifier,
     bank_consent_id: null,
     bank_payment_id: null,
     auth_state: input.authState ?? null,
@@ -75,9 +96,21 @@ export async function createPaymentRow(trx: Db, input: NewPayment, now: number):
   };
   // Particulars are random; on the rare clash, draw again (the unique index decides, no lookup first).
   while (!(await insertPaymentIfParticularsFree(trx, row))) row.particulars = newParticulars();
-  await emitEvent(trx, { userId: row.user_id, mode: row.mode }, 'payment.created', row.id, {
-    id: row.id, request_id: row.request_id, user_id: row.user_id, merchant_identifier: row.merchant_identifier, status: 'awaiting-consent', updated_at: iso(now),
-  }, now);
+  await emitEvent(
+    trx,
+    { userId: row.user_id, mode: row.mode },
+    'payment.created',
+    row.id,
+    {
+      id: row.id,
+      request_id: row.request_id,
+      user_id: row.user_id,
+      merchant_identifier: row.merchant_identifier,
+      status: 'awaiting-consent',
+      updated_at: iso(now),
+    },
+    now,
+  );
   return row;
 }
 
@@ -99,7 +132,13 @@ type StatusExtra = Partial<Pick<PaymentRow, 'failure_reason' | 'bank_payment_id'
  * Moves a payment to a new status with payment.status_updated, in the caller's transaction (the
  * caller holds the row lock). Final statuses set completed_at.
  */
-export async function setPaymentStatus(trx: Db, payment: PaymentRow, status: FinalStatus, now: number, extra: StatusExtra = {}): Promise<PaymentRow> {
+export async function setPaymentStatus(
+  trx: Db,
+  payment: PaymentRow,
+  status: FinalStatus,
+  now: number,
+  extra: StatusExtra = {},
+): Promise<PaymentRow> {
   return (await moveStatus(trx, payment, status, now, extra, false))!;
 }
 
@@ -108,11 +147,24 @@ export async function setPaymentStatus(trx: Db, payment: PaymentRow, status: Fin
  * and the update guarded by its status, so it happens only if nothing moved the payment since (a
  * payment's other columns change only with its status). Null, with nothing written, if something did.
  */
-export async function setPaymentStatusIfUnmoved(trx: Db, payment: PaymentRow, status: FinalStatus, now: number, extra: StatusExtra = {}): Promise<PaymentRow | null> {
+export async function setPaymentStatusIfUnmoved(
+  trx: Db,
+  payment: PaymentRow,
+  status: FinalStatus,
+  now: number,
+  extra: StatusExtra = {},
+): Promise<PaymentRow | null> {
   return moveStatus(trx, payment, status, now, extra, true);
 }
 
-async function moveStatus(trx: Db, payment: PaymentRow, status: FinalStatus, now: number, extra: StatusExtra, guarded: boolean): Promise<PaymentRow | null> {
+async function moveStatus(
+  trx: Db,
+  payment: PaymentRow,
+  status: FinalStatus,
+  now: number,
+  extra: StatusExtra,
+  guarded: boolean,
+): Promise<PaymentRow | null> {
   const changes: Partial<PaymentRow> = { status, updated_at: now, ...extra };
   if (isFinal(status)) changes.completed_at = now;
   const bankPaymentId = changes.bank_payment_id ?? payment.bank_payment_id;
@@ -129,11 +181,33 @@ async function moveStatus(trx: Db, payment: PaymentRow, status: FinalStatus, now
   if (!guarded) await updatePayment(trx, payment.id, changes);
   else if (!(await updatePaymentIfStatus(trx, payment.id, payment.status, changes))) return null;
   if (askTheBank) {
-    await enqueue(trx, { kind: PAYER_ACCOUNT_JOB, runAt: now, clockId: null, payload: { payment_id: payment.id }, dedupeKey: `${PAYER_ACCOUNT_JOB}:${payment.id}` }, now);
+    await enqueue(
+      trx,
+      {
+        kind: PAYER_ACCOUNT_JOB,
+        runAt: now,
+        clockId: null,
+        payload: { payment_id: payment.id },
+        dedupeKey: `${PAYER_ACCOUNT_JOB}:${payment.id}`,
+      },
+      now,
+    );
   }
-  await emitEvent(trx, { userId: payment.user_id, mode: payment.mode }, 'payment.status_updated', payment.id, {
-    id: payment.id, request_id: payment.request_id, user_id: payment.user_id, merchant_identifier: payment.merchant_identifier, status, updated_at: iso(now),
-  }, now);
+  await emitEvent(
+    trx,
+    { userId: payment.user_id, mode: payment.mode },
+    'payment.status_updated',
+    payment.id,
+    {
+      id: payment.id,
+      request_id: payment.request_id,
+      user_id: payment.user_id,
+      merchant_identifier: payment.merchant_identifier,
+      status,
+      updated_at: iso(now),
+    },
+    now,
+  );
   return { ...payment, ...changes };
 }
 
@@ -155,7 +229,10 @@ export async function retrievePayment(ctx: Ctx, id: string) {
 }
 
 /** The sandbox bank's consent and payment behind one of the caller's payments (the test helpers' bank hooks). */
-export async function bankIdsOfPayment(ctx: Ctx, id: string): Promise<{ consentId: string | null; paymentId: string | null }> {
+export async function bankIdsOfPayment(
+  ctx: Ctx,
+  id: string,
+): Promise<{ consentId: string | null; paymentId: string | null }> {
   const row = await getPayment(ctx.db, ownerOf(ctx), id);
   return { consentId: row.bank_consent_id, paymentId: row.bank_payment_id };
 }
@@ -168,7 +245,10 @@ export async function pendingBankConsentOfRequest(ctx: Ctx, requestId: string): 
 
 async function presentPage(ctx: Ctx, rows: PaymentRow[], limit: number) {
   const { items, hasMore } = pageOf(rows, limit);
-  const infos = await custInfosOfPayments(ctx.db, items.map((row) => row.id));
+  const infos = await custInfosOfPayments(
+    ctx.db,
+    items.map((row) => row.id),
+  );
   return { payments: items.map((row) => presentPayment(row, infos.get(row.id))), has_more: hasMore };
 }
 
@@ -183,12 +263,14 @@ export async function listRequestPayments(ctx: Ctx, requestId: string, query: Li
   return presentPage(ctx, await listPayments(ctx.db, ownerOf(ctx), { ...query, request_id: requestId, limit }), limit);
 }
 
-
 /**
  * The dashboard's list of payments: status, a date range and a search that also finds the payer's
  * email. `payerEmail` keeps a customer's payments.
  */
-export async function searchPaymentsFor(ctx: Ctx, query: Omit<PaymentSearch, 'limit' | 'alsoIds' | 'onlyIds'> & { limit?: number; payerEmail?: string }) {
+export async function searchPaymentsFor(
+  ctx: Ctx,
+  query: Omit<PaymentSearch, 'limit' | 'alsoIds' | 'onlyIds'> & { limit?: number; payerEmail?: string },
+) {
   const limit = query.limit ?? 25;
   const search = query.search?.trim();
   const owner = ownerOf(ctx);
@@ -206,5 +288,10 @@ export async function requestIdsWithParticulars(ctx: Ctx, search: string): Promi
 /** The caller's payments created since a time: status, asked amount, times (for the dashboard's charts). */
 export async function paymentActivityFor(ctx: Ctx, since: number) {
   const rows = await paymentActivitySince(ctx.db, ownerOf(ctx), since);
-  return rows.map((row) => ({ status: row.status, cents: Number(row.amount_cents), createdAt: Number(row.created_at), completedAt: row.completed_at == null ? null : Number(row.completed_at) }));
+  return rows.map((row) => ({
+    status: row.status,
+    cents: Number(row.amount_cents),
+    createdAt: Number(row.created_at),
+    completedAt: row.completed_at == null ? null : Number(row.completed_at),
+  }));
 }

@@ -23,27 +23,54 @@ test('the QR code decodes back to the URL it encodes', async () => {
 
 test('any payment URL round-trips through the QR code', () => {
   fc.assert(
-    fc.property(fc.webUrl({ withQueryParameters: false, withFragments: false }).filter((u) => u.length < 200), (url) => {
-      assert.equal(decode(qrPng(url)), url);
-    }),
+    fc.property(
+      fc.webUrl({ withQueryParameters: false, withFragments: false }).filter((u) => u.length < 200),
+      (url) => {
+        assert.equal(decode(qrPng(url)), url);
+      },
+    ),
     { numRuns: 40 },
   );
 });
 
 /** The same code drawn by the `qrcode` library, an encoder written apart from the one qr.ts uses. */
 function otherEncoderMatrix(text: string): boolean[][] {
-  const { modules } = QRCode.create([{ data: Buffer.from(text), mode: 'byte' }], { errorCorrectionLevel: 'M', maskPattern: 2 } as QRCode.QRCodeOptions);
-  return Array.from({ length: modules.size }, (_, y) => Array.from({ length: modules.size }, (_, x) => Boolean(modules.get(y, x))));
+  const { modules } = QRCode.create([{ data: Buffer.from(text), mode: 'byte' }], {
+    errorCorrectionLevel: 'M',
+    maskPattern: 2,
+  } as QRCode.QRCodeOptions);
+  return Array.from({ length: modules.size }, (_, y) =>
+    Array.from({ length: modules.size }, (_, x) => Boolean(modules.get(y, x))),
+  );
 }
 
 test('the matrix is the one another encoder draws for the same text, error correction and mask', () => {
   fc.assert(
-    fc.property(fc.oneof(fc.webUrl(), fc.string({ unit: 'grapheme', maxLength: 120 }), fc.string({ unit: 'binary', maxLength: 120 })).filter((text) => text.length > 0), (text) => {
-      const withMargin = qrMatrix(text);
-      const margin = withMargin.slice(0, 2).concat(withMargin.slice(-2)).flat().concat(withMargin.flatMap((row) => [...row.slice(0, 2), ...row.slice(-2)]));
-      assert.ok(margin.every((module) => !module), 'a white margin of 2 modules');
-      assert.deepEqual(withMargin.slice(2, -2).map((row) => row.slice(2, -2)), otherEncoderMatrix(text));
-    }),
+    fc.property(
+      fc
+        .oneof(
+          fc.webUrl(),
+          fc.string({ unit: 'grapheme', maxLength: 120 }),
+          fc.string({ unit: 'binary', maxLength: 120 }),
+        )
+        .filter((text) => text.length > 0),
+      (text) => {
+        const withMargin = qrMatrix(text);
+        const margin = withMargin
+          .slice(0, 2)
+          .concat(withMargin.slice(-2))
+          .flat()
+          .concat(withMargin.flatMap((row) => [...row.slice(0, 2), ...row.slice(-2)]));
+        assert.ok(
+          margin.every((module) => !module),
+          'a white margin of 2 modules',
+        );
+        assert.deepEqual(
+          withMargin.slice(2, -2).map((row) => row.slice(2, -2)),
+          otherEncoderMatrix(text),
+        );
+      },
+    ),
     { numRuns: 200 },
   );
 });

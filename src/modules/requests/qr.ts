@@ -19,7 +19,13 @@ const DEFLATE_CHUNK = 1024;
  * hash table: for a payment URL's code 249 bytes in 21–23 µs, against 294 bytes in 23–26 µs with
  * the default strategy and a 2 kB table (docs/performance.md, "The QR image's compression").
  */
-const DEFLATE_OPTIONS = { level: 6, strategy: constants.Z_FILTERED, windowBits: 10, memLevel: 4, chunkSize: DEFLATE_CHUNK };
+const DEFLATE_OPTIONS = {
+  level: 6,
+  strategy: constants.Z_FILTERED,
+  windowBits: 10,
+  memLevel: 4,
+  chunkSize: DEFLATE_CHUNK,
+};
 const MARGIN = 2;
 const FILTER_NONE = 0;
 const FILTER_UP = 2;

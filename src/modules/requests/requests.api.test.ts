@@ -9,11 +9,38 @@ const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 // Spec 2.3, plus recurring_options/subscription_options/expires_at only when they apply.
 const ALWAYS = [
-  'id', 'url', 'status', 'type', 'message', 'amount', 'bank_account_id', 'user_id', 'merchant_identifier', 'pcr', 'flow', 'qr_data',
-  'logo_image_url', 'banner_image_url', 'min_payment_amount', 'max_payment_amount', 'is_test_mode', 'is_donation', 'add_surcharge',
-  'surcharge_optional', 'allow_dynamic_amount', 'suggested_amounts', 'allow_marketing_opt_in', 'collect_customer_phone',
-  'require_customer_phone', 'require_customer_basic_info', 'require_customer_address', 'success_redirect_url', 'failure_redirect_url',
-  'created_at', 'updated_at', 'deleted_at',
+  'id',
+  'url',
+  'status',
+  'type',
+  'message',
+  'amount',
+  'bank_account_id',
+  'user_id',
+  'merchant_identifier',
+  'pcr',
+  'flow',
+  'qr_data',
+  'logo_image_url',
+  'banner_image_url',
+  'min_payment_amount',
+  'max_payment_amount',
+  'is_test_mode',
+  'is_donation',
+  'add_surcharge',
+  'surcharge_optional',
+  'allow_dynamic_amount',
+  'suggested_amounts',
+  'allow_marketing_opt_in',
+  'collect_customer_phone',
+  'require_customer_phone',
+  'require_customer_basic_info',
+  'require_customer_address',
+  'success_redirect_url',
+  'failure_redirect_url',
+  'created_at',
+  'updated_at',
+  'deleted_at',
 ];
 
 function pngOf(dataUri: string): Buffer {
@@ -27,7 +54,12 @@ function pngOf(dataUri: string): Buffer {
 }
 
 async function eventsOf(app: TestApp, objectId: string) {
-  const rows = await app.deps.db.selectFrom('events').selectAll().where('object_id', '=', objectId).orderBy('id').execute();
+  const rows = await app.deps.db
+    .selectFrom('events')
+    .selectAll()
+    .where('object_id', '=', objectId)
+    .orderBy('id')
+    .execute();
   return rows.map((row) => ({ ...row, body: JSON.parse(row.body) }));
 }
 
@@ -37,11 +69,24 @@ test('a fixed-amount request: every field on create, GET and the /requests alias
   const api = apiClient(app, merchant.testKey);
   const before = Date.now();
   const created = await api.post('/v1/requests', {
-    bank_account_id: merchant.bankAccountId, amount: '1234.50 NZD', message: 'Invoice 42', type: 'multi', reference: 'INV-42',
-    merchant_identifier: 'order-42', expires_in: '2h', is_donation: true, add_surcharge: true, surcharge_optional: true,
-    allow_marketing_opt_in: true, require_customer_phone: true, require_customer_basic_info: true, require_customer_address: true,
-    success_redirect_url: 'https://shop.example.nz/ok', failure_redirect_url: 'https://shop.example.nz/fail',
-    logo_image_url: 'https://shop.example.nz/logo.png', banner_image_url: 'https://shop.example.nz/banner.png',
+    bank_account_id: merchant.bankAccountId,
+    amount: '1234.50 NZD',
+    message: 'Invoice 42',
+    type: 'multi',
+    reference: 'INV-42',
+    merchant_identifier: 'order-42',
+    expires_in: '2h',
+    is_donation: true,
+    add_surcharge: true,
+    surcharge_optional: true,
+    allow_marketing_opt_in: true,
+    require_customer_phone: true,
+    require_customer_basic_info: true,
+    require_customer_address: true,
+    success_redirect_url: 'https://shop.example.nz/ok',
+    failure_redirect_url: 'https://shop.example.nz/fail',
+    logo_image_url: 'https://shop.example.nz/logo.png',
+    banner_image_url: 'https://shop.example.nz/banner.png',
   });
   assert.equal(created.status, 201, created.text);
   assert.deepEqual(Object.keys(created.body), ['request']);
@@ -96,7 +141,13 @@ test('a fixed-amount request: every field on create, GET and the /requests alias
   assert.equal(events.length, 1);
   assert.equal(events[0].type, 'request.created');
   assert.equal(events[0].mode, 'test');
-  assert.deepEqual(events[0].body.data, { id: request.id, merchant_identifier: 'order-42', user_id: merchant.userId, created_at, expires_at });
+  assert.deepEqual(events[0].body.data, {
+    id: request.id,
+    merchant_identifier: 'order-42',
+    user_id: merchant.userId,
+    created_at,
+    expires_at,
+  });
   assert.equal(events[0].body.version, 1);
   assert.match(events[0].body.id, /^event_/);
 });
@@ -114,34 +165,72 @@ test('defaults, live mode, dynamic, recurring and subscription request objects',
   assert.equal(plain.is_test_mode, false);
   assert.deepEqual(plain.pcr, { reference: '' });
   assert.equal(plain.merchant_identifier, null);
-  for (const flag of ['is_donation', 'add_surcharge', 'surcharge_optional', 'allow_dynamic_amount', 'allow_marketing_opt_in', 'collect_customer_phone',
-    'require_customer_phone', 'require_customer_basic_info', 'require_customer_address']) {
+  for (const flag of [
+    'is_donation',
+    'add_surcharge',
+    'surcharge_optional',
+    'allow_dynamic_amount',
+    'allow_marketing_opt_in',
+    'collect_customer_phone',
+    'require_customer_phone',
+    'require_customer_basic_info',
+    'require_customer_address',
+  ]) {
     assert.equal(plain[flag], false, flag);
   }
 
-  const dynamic = await live.post('/v1/requests', { ...base, allow_dynamic_amount: true, minimum_payment_amount: 500, maximum_payment_amount: 20000, suggested_amounts: '5.00, 10.00 NZD,200.00' });
+  const dynamic = await live.post('/v1/requests', {
+    ...base,
+    allow_dynamic_amount: true,
+    minimum_payment_amount: 500,
+    maximum_payment_amount: 20000,
+    suggested_amounts: '5.00, 10.00 NZD,200.00',
+  });
   assert.equal(dynamic.status, 201, dynamic.text);
   const d = dynamic.body.request;
-  assert.deepEqual([d.amount, d.allow_dynamic_amount, d.min_payment_amount, d.max_payment_amount, d.suggested_amounts], [null, true, 500, 20000, '5.00,10.00,200.00']);
+  assert.deepEqual(
+    [d.amount, d.allow_dynamic_amount, d.min_payment_amount, d.max_payment_amount, d.suggested_amounts],
+    [null, true, 500, 20000, '5.00,10.00,200.00'],
+  );
 
   const recurring = await live.post('/v1/requests', {
-    ...base, recurring_options: { period: 'monthly', max_per_period: '300.00 NZD', max_per_payment: '100.00 NZD', total_count: 10, total_amount: '1000.00 NZD', end_date: '2040-06-30' },
+    ...base,
+    recurring_options: {
+      period: 'monthly',
+      max_per_period: '300.00 NZD',
+      max_per_payment: '100.00 NZD',
+      total_count: 10,
+      total_amount: '1000.00 NZD',
+      end_date: '2040-06-30',
+    },
     cust_info: { email: 'Payer@Example.com' },
   });
   assert.equal(recurring.status, 201, recurring.text);
   assert.equal(recurring.body.request.amount, null);
   // A date means the end of that day in Pacific/Auckland (NZST, UTC+12, in June).
   assert.deepEqual(recurring.body.request.recurring_options, {
-    period: 'monthly', max_per_period: '300.00 NZD', max_per_payment: '100.00 NZD', total_count: 10, total_amount: '1000.00 NZD', end_date: '2040-06-30T11:59:59.999Z',
+    period: 'monthly',
+    max_per_period: '300.00 NZD',
+    max_per_payment: '100.00 NZD',
+    total_count: 10,
+    total_amount: '1000.00 NZD',
+    end_date: '2040-06-30T11:59:59.999Z',
   });
   assert.equal(recurring.body.request.subscription_options, undefined);
 
   const subscription = await live.post('/v1/requests', {
-    ...base, subscription_options: { amount: '15.00 NZD', period: 'quarterly', start_date: '2040-01-15', total_count: 4 }, cust_info: { email: 'payer@example.com' },
+    ...base,
+    subscription_options: { amount: '15.00 NZD', period: 'quarterly', start_date: '2040-01-15', total_count: 4 },
+    cust_info: { email: 'payer@example.com' },
   });
   assert.equal(subscription.status, 201, subscription.text);
   // 10:00 on the start date in Pacific/Auckland (NZDT, UTC+13, in January).
-  assert.deepEqual(subscription.body.request.subscription_options, { amount: '15.00 NZD', period: 'quarterly', start_date: '2040-01-14T21:00:00.000Z', total_count: 4 });
+  assert.deepEqual(subscription.body.request.subscription_options, {
+    amount: '15.00 NZD',
+    period: 'quarterly',
+    start_date: '2040-01-14T21:00:00.000Z',
+    total_count: 4,
+  });
   const got = await live.get(`/v1/requests/${subscription.body.request.id}`);
   assert.deepEqual(got.body, subscription.body);
 });
@@ -153,20 +242,29 @@ test('GET /v1/requests: newest first, limit, starting_after, has_more and filter
   const ids: string[] = [];
   for (let i = 0; i < 7; i += 1) {
     const response = await api.post('/v1/requests', {
-      bank_account_id: merchant.bankAccountId, amount: '1.00 NZD', message: `R${i}`, type: i % 2 ? 'multi' : 'single', merchant_identifier: i < 3 ? 'batch-a' : 'batch-b',
+      bank_account_id: merchant.bankAccountId,
+      amount: '1.00 NZD',
+      message: `R${i}`,
+      type: i % 2 ? 'multi' : 'single',
+      merchant_identifier: i < 3 ? 'batch-a' : 'batch-b',
     });
     ids.push(response.body.request.id);
   }
   const newestFirst = [...ids].sort().reverse();
   const all = await api.get('/v1/requests');
   assert.equal(all.status, 200);
-  assert.deepEqual(all.body.requests.map((r: any) => r.id), newestFirst);
+  assert.deepEqual(
+    all.body.requests.map((r: any) => r.id),
+    newestFirst,
+  );
   assert.equal(all.body.has_more, false);
 
   const pages: string[] = [];
   let cursor: string | undefined;
   for (let page = 0; ; page += 1) {
-    const response = await api.get('/v1/requests', { query: { limit: '3', ...(cursor && { starting_after: cursor }) } });
+    const response = await api.get('/v1/requests', {
+      query: { limit: '3', ...(cursor && { starting_after: cursor }) },
+    });
     assert.equal(response.status, 200, response.text);
     pages.push(...response.body.requests.map((r: any) => r.id));
     cursor = pages.at(-1);
@@ -177,25 +275,70 @@ test('GET /v1/requests: newest first, limit, starting_after, has_more and filter
 
   await api.delete(`/v1/requests/${ids[0]}`);
   const byStatus = await api.get('/v1/requests', { query: { status: 'deleted' } });
-  assert.deepEqual(byStatus.body.requests.map((r: any) => r.id), [ids[0]]);
+  assert.deepEqual(
+    byStatus.body.requests.map((r: any) => r.id),
+    [ids[0]],
+  );
   const byType = await api.get('/v1/requests', { query: { type: 'multi' } });
-  assert.deepEqual(byType.body.requests.map((r: any) => r.id), newestFirst.filter((id) => ids.indexOf(id) % 2 === 1));
+  assert.deepEqual(
+    byType.body.requests.map((r: any) => r.id),
+    newestFirst.filter((id) => ids.indexOf(id) % 2 === 1),
+  );
   const byMid = await api.get('/v1/requests', { query: { merchant_identifier: 'batch-a', status: 'active' } });
-  assert.deepEqual(byMid.body.requests.map((r: any) => r.id), [ids[2], ids[1]]);
+  assert.deepEqual(
+    byMid.body.requests.map((r: any) => r.id),
+    [ids[2], ids[1]],
+  );
 
-  assertError(await api.get('/v1/requests', { query: { limit: '0' } }), 400, 'bad_request.invalid_param.limit', 'limit must be a whole number from 1 to 1000', { field: 'limit' });
-  assertError(await api.get('/v1/requests', { query: { limit: '1001' } }), 400, 'bad_request.invalid_param.limit', 'limit must be a whole number from 1 to 1000', { field: 'limit' });
-  assertError(await api.get('/v1/requests', { query: { limit: 'ten' } }), 400, 'bad_request.invalid_param.limit', 'limit must be a whole number from 1 to 1000', { field: 'limit' });
-  assertError(await api.get('/v1/requests', { query: { status: 'new' } }), 400, 'bad_request.invalid_param.status',
-    'status must be one of "active", "paid", "expired", "deleted"', { field: 'status' });
-  assertError(await api.get('/v1/requests', { query: { colour: 'red' } }), 400, 'bad_request.unknown_param.colour', 'colour is not a parameter of this endpoint', { field: 'colour' });
+  assertError(
+    await api.get('/v1/requests', { query: { limit: '0' } }),
+    400,
+    'bad_request.invalid_param.limit',
+    'limit must be a whole number from 1 to 1000',
+    { field: 'limit' },
+  );
+  assertError(
+    await api.get('/v1/requests', { query: { limit: '1001' } }),
+    400,
+    'bad_request.invalid_param.limit',
+    'limit must be a whole number from 1 to 1000',
+    { field: 'limit' },
+  );
+  assertError(
+    await api.get('/v1/requests', { query: { limit: 'ten' } }),
+    400,
+    'bad_request.invalid_param.limit',
+    'limit must be a whole number from 1 to 1000',
+    { field: 'limit' },
+  );
+  assertError(
+    await api.get('/v1/requests', { query: { status: 'new' } }),
+    400,
+    'bad_request.invalid_param.status',
+    'status must be one of "active", "paid", "expired", "deleted"',
+    { field: 'status' },
+  );
+  assertError(
+    await api.get('/v1/requests', { query: { colour: 'red' } }),
+    400,
+    'bad_request.unknown_param.colour',
+    'colour is not a parameter of this endpoint',
+    { field: 'colour' },
+  );
 });
 
 test('DELETE /v1/requests/{id}: active to deleted with its event; again is 409', async (t) => {
   const app = await buildTestApp(t);
   const merchant = await createTestMerchant(app);
   const api = apiClient(app, merchant.testKey);
-  const created = (await api.post('/v1/requests', { bank_account_id: merchant.bankAccountId, amount: '5.00 NZD', message: 'Bye', merchant_identifier: 'm-1' })).body.request;
+  const created = (
+    await api.post('/v1/requests', {
+      bank_account_id: merchant.bankAccountId,
+      amount: '5.00 NZD',
+      message: 'Bye',
+      merchant_identifier: 'm-1',
+    })
+  ).body.request;
   const deleted = await api.delete(`/v1/requests/${created.id}`);
   assert.equal(deleted.status, 200, deleted.text);
   const request = deleted.body.request;
@@ -206,13 +349,34 @@ test('DELETE /v1/requests/{id}: active to deleted with its event; again is 409',
   assert.deepEqual((await api.get(`/v1/requests/${created.id}`)).body, deleted.body);
 
   const events = await eventsOf(app, created.id);
-  assert.deepEqual(events.map((e) => e.type), ['request.created', 'request.status_updated']);
-  assert.deepEqual(events[1].body.data, { id: created.id, user_id: merchant.userId, merchant_identifier: 'm-1', status: 'deleted', updated_at: request.deleted_at });
+  assert.deepEqual(
+    events.map((e) => e.type),
+    ['request.created', 'request.status_updated'],
+  );
+  assert.deepEqual(events[1].body.data, {
+    id: created.id,
+    user_id: merchant.userId,
+    merchant_identifier: 'm-1',
+    status: 'deleted',
+    updated_at: request.deleted_at,
+  });
   assert.equal('version' in events[1].body, false, 'request.status_updated carries no version');
 
-  assertError(await api.delete(`/v1/requests/${created.id}`), 409, 'conflict.invalid_state', 'Cannot delete a request whose status is deleted', { status: 'deleted' });
+  assertError(
+    await api.delete(`/v1/requests/${created.id}`),
+    409,
+    'conflict.invalid_state',
+    'Cannot delete a request whose status is deleted',
+    { status: 'deleted' },
+  );
   assert.equal((await eventsOf(app, created.id)).length, 2, 'a refused delete writes no event');
-  assertError(await api.delete('/v1/requests/request_01JD2Q8Z7M3V4K5N6P7R8S9T0V'), 404, 'not_found.request', 'No such request: request_01JD2Q8Z7M3V4K5N6P7R8S9T0V', { id: 'request_01JD2Q8Z7M3V4K5N6P7R8S9T0V' });
+  assertError(
+    await api.delete('/v1/requests/request_01JD2Q8Z7M3V4K5N6P7R8S9T0V'),
+    404,
+    'not_found.request',
+    'No such request: request_01JD2Q8Z7M3V4K5N6P7R8S9T0V',
+    { id: 'request_01JD2Q8Z7M3V4K5N6P7R8S9T0V' },
+  );
 });
 
 test('isolation: mode and merchant; other objects are 404, never 403', async (t) => {
@@ -220,7 +384,13 @@ test('isolation: mode and merchant; other objects are 404, never 403', async (t)
   const alice = await createTestMerchant(app, 'Alice');
   const bob = await createTestMerchant(app, 'Bob');
   const make = async (key: string, bankAccountId: string) =>
-    (await apiClient(app, key).post('/v1/requests', { bank_account_id: bankAccountId, amount: '3.00 NZD', message: 'x' })).body.request.id as string;
+    (
+      await apiClient(app, key).post('/v1/requests', {
+        bank_account_id: bankAccountId,
+        amount: '3.00 NZD',
+        message: 'x',
+      })
+    ).body.request.id as string;
   const aliceTest = await make(alice.testKey, alice.bankAccountId);
   const aliceLive = await make(alice.liveKey, alice.bankAccountId);
   const bobTest = await make(bob.testKey, bob.bankAccountId);
@@ -229,7 +399,10 @@ test('isolation: mode and merchant; other objects are 404, never 403', async (t)
   const check = async (key: string, own: string, others: string[]) => {
     const api = apiClient(app, key);
     assert.equal((await api.get(`/v1/requests/${own}`)).status, 200);
-    assert.deepEqual((await api.get('/v1/requests')).body.requests.map((r: any) => r.id), [own]);
+    assert.deepEqual(
+      (await api.get('/v1/requests')).body.requests.map((r: any) => r.id),
+      [own],
+    );
     for (const id of others) {
       for (const path of [`/v1/requests/${id}`, `/requests/${id}`]) assertError(await api.get(path), ...notFound(id));
       assertError(await api.delete(`/v1/requests/${id}`), ...notFound(id));
@@ -239,20 +412,38 @@ test('isolation: mode and merchant; other objects are 404, never 403', async (t)
   await check(alice.liveKey, aliceLive, [aliceTest, bobTest]);
   await check(bob.testKey, bobTest, [aliceTest, aliceLive]);
   const rows = await app.deps.db.selectFrom('requests').select(['id', 'status']).execute();
-  assert.ok(rows.every((row) => row.status === 'active'), 'no cross-merchant delete happened');
+  assert.ok(
+    rows.every((row) => row.status === 'active'),
+    'no cross-merchant delete happened',
+  );
   assertError(await apiClient(app, alice.testKey).get('/v1/requests/nonsense'), ...notFound('nonsense'));
 });
 
 test('auth: missing, malformed, unknown and revoked keys are 401 on every requests endpoint', async (t) => {
   const app = await buildTestApp(t);
   const merchant = await createTestMerchant(app);
-  const created = (await apiClient(app, merchant.testKey).post('/v1/requests', { bank_account_id: merchant.bankAccountId, amount: '1.00 NZD', message: 'x' })).body.request;
+  const created = (
+    await apiClient(app, merchant.testKey).post('/v1/requests', {
+      bank_account_id: merchant.bankAccountId,
+      amount: '1.00 NZD',
+      message: 'x',
+    })
+  ).body.request;
   const endpoints: Array<['GET' | 'POST' | 'DELETE', string]> = [
-    ['POST', '/v1/requests'], ['GET', '/v1/requests'], ['GET', `/v1/requests/${created.id}`], ['GET', `/requests/${created.id}`], ['DELETE', `/v1/requests/${created.id}`],
+    ['POST', '/v1/requests'],
+    ['GET', '/v1/requests'],
+    ['GET', `/v1/requests/${created.id}`],
+    ['GET', `/requests/${created.id}`],
+    ['DELETE', `/v1/requests/${created.id}`],
   ];
   const call = async (method: 'GET' | 'POST' | 'DELETE', url: string, authorization?: string) => {
     const response = await app.app.inject({
-      method, url, headers: { ...(authorization !== undefined && { authorization }), ...(method === 'POST' && { 'content-type': 'application/json' }) },
+      method,
+      url,
+      headers: {
+        ...(authorization !== undefined && { authorization }),
+        ...(method === 'POST' && { 'content-type': 'application/json' }),
+      },
       ...(method === 'POST' && { payload: '{not json' }),
     });
     return { status: response.statusCode, body: response.json(), text: response.body };
@@ -281,10 +472,26 @@ test('auth: missing, malformed, unknown and revoked keys are 401 on every reques
     }
   }
   // the scheme is case-insensitive
-  assert.equal((await app.app.inject({ method: 'GET', url: '/v1/requests', headers: { authorization: `bearer ${merchant.testKey}` } })).statusCode, 200);
-  assert.equal((await app.app.inject({ method: 'GET', url: '/v1/requests', headers: { authorization: `Bearer ${revokedKey}` } })).statusCode, 401);
+  assert.equal(
+    (
+      await app.app.inject({
+        method: 'GET',
+        url: '/v1/requests',
+        headers: { authorization: `bearer ${merchant.testKey}` },
+      })
+    ).statusCode,
+    200,
+  );
+  assert.equal(
+    (await app.app.inject({ method: 'GET', url: '/v1/requests', headers: { authorization: `Bearer ${revokedKey}` } }))
+      .statusCode,
+    401,
+  );
   const rows = await app.deps.db.selectFrom('requests').select('status').execute();
-  assert.deepEqual(rows.map((row) => row.status), ['active']);
+  assert.deepEqual(
+    rows.map((row) => row.status),
+    ['active'],
+  );
 });
 
 test('Idempotency-Key on POST /v1/requests', async (t) => {
@@ -307,8 +514,13 @@ test('Idempotency-Key on POST /v1/requests', async (t) => {
   assert.equal(replayed.status, 200, replayed.text);
   assert.deepEqual(replayed.body, first.body);
 
-  assertError(await api.post('/v1/requests', { ...body, amount: '21.00 NZD' }, { headers }), 409, 'conflict.idempotency_key_reused',
-    'This Idempotency-Key was used with a different request', { idempotency_key: 'order-1001' });
+  assertError(
+    await api.post('/v1/requests', { ...body, amount: '21.00 NZD' }, { headers }),
+    409,
+    'conflict.idempotency_key_reused',
+    'This Idempotency-Key was used with a different request',
+    { idempotency_key: 'order-1001' },
+  );
   // the key is per merchant and mode: the live key may use it for its own request
   const live = await apiClient(app, merchant.liveKey).post('/v1/requests', body, { headers });
   assert.equal(live.status, 201, live.text);
@@ -316,17 +528,36 @@ test('Idempotency-Key on POST /v1/requests', async (t) => {
 
   // concurrent duplicates create exactly one request
   const concurrentHeaders = { 'idempotency-key': 'burst-7' };
-  const burst = await Promise.all(Array.from({ length: 8 }, () => api.post('/v1/requests', { ...body, message: 'Burst' }, { headers: concurrentHeaders })));
+  const burst = await Promise.all(
+    Array.from({ length: 8 }, () =>
+      api.post('/v1/requests', { ...body, message: 'Burst' }, { headers: concurrentHeaders }),
+    ),
+  );
   assert.deepEqual(burst.map((r) => r.status).sort(), [200, 200, 200, 200, 200, 200, 200, 201]);
   assert.equal(new Set(burst.map((r) => r.body.request.id)).size, 1);
 
-  const rows = await app.deps.db.selectFrom('requests').select('id').where('user_id', '=', merchant.userId).where('mode', '=', 'test').execute();
+  const rows = await app.deps.db
+    .selectFrom('requests')
+    .select('id')
+    .where('user_id', '=', merchant.userId)
+    .where('mode', '=', 'test')
+    .execute();
   assert.equal(rows.length, 2);
-  const events = await app.deps.db.selectFrom('events').select('object_id').where('user_id', '=', merchant.userId).where('mode', '=', 'test').execute();
+  const events = await app.deps.db
+    .selectFrom('events')
+    .select('object_id')
+    .where('user_id', '=', merchant.userId)
+    .where('mode', '=', 'test')
+    .execute();
   assert.equal(events.length, 2);
   const jobs = await app.deps.db.selectFrom('jobs').select('id').where('kind', '=', 'request.expire').execute();
   assert.equal(jobs.length, 3);
 
-  assertError(await api.post('/v1/requests', body, { headers: { 'idempotency-key': 'k'.repeat(256) } }), 400, 'bad_request.invalid_param.idempotency-key',
-    'idempotency-key must be at most 255 characters', { field: 'idempotency-key' });
+  assertError(
+    await api.post('/v1/requests', body, { headers: { 'idempotency-key': 'k'.repeat(256) } }),
+    400,
+    'bad_request.invalid_param.idempotency-key',
+    'idempotency-key must be at most 255 characters',
+    { field: 'idempotency-key' },
+  );
 });

@@ -16,13 +16,20 @@ test('an expiry missed while the service was down runs when the worker starts', 
   let skewMs = 0;
   const clock: Clock = { now: () => Date.now() + skewMs };
   const reopen = (): Db =>
-    testDb.file ? openDb({ engine: 'sqlite', file: testDb.file }) : openDb({ engine: 'postgres', url: pgUrl, schema: testDb.schema });
+    testDb.file
+      ? openDb({ engine: 'sqlite', file: testDb.file })
+      : openDb({ engine: 'postgres', url: pgUrl, schema: testDb.schema });
   const log = pino({ level: 'silent' });
 
   const first = await createRuntime(testConfig({ workers: true }), { db: testDb.db, log, clock });
   const merchant = await createTestMerchant(first);
   const api = apiClient(first, merchant.liveKey);
-  const created = await api.post('/v1/requests', { bank_account_id: merchant.bankAccountId, amount: '8.00 NZD', message: 'Soon gone', expires_in: '1m' });
+  const created = await api.post('/v1/requests', {
+    bank_account_id: merchant.bankAccountId,
+    amount: '8.00 NZD',
+    message: 'Soon gone',
+    expires_in: '1m',
+  });
   assert.equal(created.status, 201, created.text);
   const request = created.body.request;
   await first.close(); // the service stops before the minute is up
@@ -39,12 +46,30 @@ test('an expiry missed while the service was down runs when the worker starts', 
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
   assert.equal(status, 'expired');
-  const events = await db.selectFrom('events').select(['type', 'body']).where('object_id', '=', request.id).orderBy('id').execute();
-  assert.deepEqual(events.map((e) => e.type), ['request.created', 'request.expired']);
+  const events = await db
+    .selectFrom('events')
+    .select(['type', 'body'])
+    .where('object_id', '=', request.id)
+    .orderBy('id')
+    .execute();
+  assert.deepEqual(
+    events.map((e) => e.type),
+    ['request.created', 'request.expired'],
+  );
   const data = JSON.parse(events[1].body).data;
-  assert.deepEqual(data, { id: request.id, user_id: merchant.userId, merchant_identifier: null, status: 'expired', updated_at: data.updated_at });
+  assert.deepEqual(data, {
+    id: request.id,
+    user_id: merchant.userId,
+    merchant_identifier: null,
+    status: 'expired',
+    updated_at: data.updated_at,
+  });
   assert.ok(Date.parse(data.updated_at) >= Date.parse(request.expires_at));
-  assert.deepEqual(await db.selectFrom('jobs').select('id').where('kind', '=', 'request.expire').execute(), [], 'the job is done');
+  assert.deepEqual(
+    await db.selectFrom('jobs').select('id').where('kind', '=', 'request.expire').execute(),
+    [],
+    'the job is done',
+  );
 });
 
 test('with workers on, an expiry due now is picked up without a test-clock advance', async (t) => {
@@ -52,11 +77,22 @@ test('with workers on, an expiry due now is picked up without a test-clock advan
   t.after(() => testDb.drop());
   let skewMs = 0;
   const clock: Clock = { now: () => Date.now() + skewMs };
-  const runtime = await createRuntime(testConfig({ workers: true }), { db: testDb.db, log: pino({ level: 'silent' }), clock });
+  const runtime = await createRuntime(testConfig({ workers: true }), {
+    db: testDb.db,
+    log: pino({ level: 'silent' }),
+    clock,
+  });
   t.after(() => runtime.close());
   const merchant = await createTestMerchant(runtime);
   const api = apiClient(runtime, merchant.liveKey);
-  const request = (await api.post('/v1/requests', { bank_account_id: merchant.bankAccountId, amount: '8.00 NZD', message: 'x', expires_in: '1m' })).body.request;
+  const request = (
+    await api.post('/v1/requests', {
+      bank_account_id: merchant.bankAccountId,
+      amount: '8.00 NZD',
+      message: 'x',
+      expires_in: '1m',
+    })
+  ).body.request;
   await new Promise((resolve) => setTimeout(resolve, 300));
   assert.equal((await api.get(`/v1/requests/${request.id}`)).body.request.status, 'active', 'not before it is due');
   skewMs = 61_000;

@@ -16,7 +16,13 @@ export async function insertRequest(db: Db, row: RequestRow): Promise<void> {
 }
 
 const findRequestQuery = prepared<{ id: string; userId: string; mode: Mode }, RequestRow>((db, arg) =>
-  db.selectFrom('requests').selectAll().where('id', '=', arg('id')).where('user_id', '=', arg('userId')).where('mode', '=', arg('mode')));
+  db
+    .selectFrom('requests')
+    .selectAll()
+    .where('id', '=', arg('id'))
+    .where('user_id', '=', arg('userId'))
+    .where('mode', '=', arg('mode')),
+);
 
 /** The owner's request, in hand when the database answers at once (prepared.ts, firstNow). */
 export function requestNow(db: Db, owner: Owner, id: string): NowOrLater<RequestRow> {
@@ -31,7 +37,9 @@ export async function getRequest(db: Db, owner: Owner, id: string): Promise<Requ
 }
 
 /** By id alone, for the public payment page (the id is the unguessable capability). */
-const findRequestByIdQuery = prepared<{ id: string }, RequestRow>((db, arg) => db.selectFrom('requests').selectAll().where('id', '=', arg('id')));
+const findRequestByIdQuery = prepared<{ id: string }, RequestRow>((db, arg) =>
+  db.selectFrom('requests').selectAll().where('id', '=', arg('id')),
+);
 
 export async function findRequestById(db: Db, id: string): Promise<RequestRow | undefined> {
   return findRequestByIdQuery.first(db, { id });
@@ -41,7 +49,13 @@ export async function lockRequest(db: Db, id: string): Promise<RequestRow | unde
   return lockForUpdate(db, db.selectFrom('requests').selectAll().where('id', '=', id)).executeTakeFirst();
 }
 
-export type RequestFilters = { status?: string; type?: string; merchant_identifier?: string; limit: number; starting_after?: string };
+export type RequestFilters = {
+  status?: string;
+  type?: string;
+  merchant_identifier?: string;
+  limit: number;
+  starting_after?: string;
+};
 
 export async function listRequests(db: Db, owner: Owner, filters: RequestFilters): Promise<RequestRow[]> {
   let query = db.selectFrom('requests').selectAll().where('user_id', '=', owner.userId).where('mode', '=', owner.mode);
@@ -49,15 +63,34 @@ export async function listRequests(db: Db, owner: Owner, filters: RequestFilters
   if (filters.type) query = query.where('type', '=', filters.type);
   if (filters.merchant_identifier) query = query.where('merchant_identifier', '=', filters.merchant_identifier);
   if (filters.starting_after) query = query.where('id', '<', filters.starting_after);
-  return query.orderBy('id', 'desc').limit(filters.limit + 1).execute();
+  return query
+    .orderBy('id', 'desc')
+    .limit(filters.limit + 1)
+    .execute();
 }
 
-export async function setRequestStatus(db: Db, id: string, status: string, now: number, extra: Partial<RequestRow> = {}): Promise<void> {
-  await db.updateTable('requests').set({ status, updated_at: now, ...extra }).where('id', '=', id).execute();
+export async function setRequestStatus(
+  db: Db,
+  id: string,
+  status: string,
+  now: number,
+  extra: Partial<RequestRow> = {},
+): Promise<void> {
+  await db
+    .updateTable('requests')
+    .set({ status, updated_at: now, ...extra })
+    .where('id', '=', id)
+    .execute();
 }
 
 export type RequestSearch = {
-  status?: string; type?: string; search?: string; createdFrom?: number | null; createdBefore?: number | null; limit: number; starting_after?: string;
+  status?: string;
+  type?: string;
+  search?: string;
+  createdFrom?: number | null;
+  createdBefore?: number | null;
+  limit: number;
+  starting_after?: string;
   /** Requests the search also matches by something another module holds (the particulars of their payments). */
   alsoIds?: string[];
 };
@@ -71,14 +104,19 @@ export async function searchRequests(db: Db, owner: Owner, filters: RequestSearc
   if (filters.createdBefore != null) query = query.where('created_at', '<', filters.createdBefore);
   const search = filters.search?.trim();
   if (search) {
-    query = query.where((eb) => eb.or([
-      eb('id', '=', search),
-      containsText('reference', search),
-      containsText('merchant_identifier', search),
-      containsText('message', search),
-      ...(filters.alsoIds?.length ? [eb('id', 'in', filters.alsoIds)] : []),
-    ]));
+    query = query.where((eb) =>
+      eb.or([
+        eb('id', '=', search),
+        containsText('reference', search),
+        containsText('merchant_identifier', search),
+        containsText('message', search),
+        ...(filters.alsoIds?.length ? [eb('id', 'in', filters.alsoIds)] : []),
+      ]),
+    );
   }
   if (filters.starting_after) query = query.where('id', '<', filters.starting_after);
-  return query.orderBy('id', 'desc').limit(filters.limit + 1).execute();
+  return query
+    .orderBy('id', 'desc')
+    .limit(filters.limit + 1)
+    .execute();
 }

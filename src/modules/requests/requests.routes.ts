@@ -11,21 +11,26 @@ export async function registerRequestRoutes(app: App, deps: Deps): Promise<void>
   const tags = ['Requests'];
   const params = IdParams('Request id (request_…)');
 
-  app.post('/v1/requests', {
-    onRequest: auth,
-    schema: {
-      tags,
-      summary: 'Create a payment request',
-      description: 'One-off (single or multi, fixed or payer-chosen amount), recurring (recurring_options) or subscription (subscription_options).',
-      headers: IdempotencyHeaders,
-      body: CreateRequestBody,
-      response: { 201: RequestEnvelope, 200: RequestEnvelope, ...errorResponses },
+  app.post(
+    '/v1/requests',
+    {
+      onRequest: auth,
+      schema: {
+        tags,
+        summary: 'Create a payment request',
+        description:
+          'One-off (single or multi, fixed or payer-chosen amount), recurring (recurring_options) or subscription (subscription_options).',
+        headers: IdempotencyHeaders,
+        body: CreateRequestBody,
+        response: { 201: RequestEnvelope, 200: RequestEnvelope, ...errorResponses },
+      },
     },
-  }, async (request, reply) => {
-    const result = await createRequest(request.ctx, request.body, request.headers['idempotency-key']);
-    if (result.replayed) reply.header('idempotent-replayed', 'true');
-    return reply.status(result.status).send(result.body);
-  });
+    async (request, reply) => {
+      const result = await createRequest(request.ctx, request.body, request.headers['idempotency-key']);
+      if (result.replayed) reply.header('idempotent-replayed', 'true');
+      return reply.status(result.status).send(result.body);
+    },
+  );
 
   const getOne = {
     onRequest: auth,
@@ -33,20 +38,38 @@ export async function registerRequestRoutes(app: App, deps: Deps): Promise<void>
   };
   // Not async: a request read at once is sent at once (requests.service.ts, retrieveRequest).
   app.get('/v1/requests/:id', getOne, (request) => retrieveRequest(request.ctx, request.params.id));
-  app.get('/requests/:id', { ...getOne, schema: { ...getOne.schema, hide: true } }, (request) => retrieveRequest(request.ctx, request.params.id));
+  app.get('/requests/:id', { ...getOne, schema: { ...getOne.schema, hide: true } }, (request) =>
+    retrieveRequest(request.ctx, request.params.id),
+  );
 
-  app.get('/v1/requests', {
-    onRequest: auth,
-    schema: {
-      tags,
-      summary: 'List payment requests, newest first',
-      querystring: ListRequestsQuery,
-      response: { 200: Type.Object({ requests: Type.Array(RequestObject), has_more: Type.Boolean() }), ...errorResponses },
+  app.get(
+    '/v1/requests',
+    {
+      onRequest: auth,
+      schema: {
+        tags,
+        summary: 'List payment requests, newest first',
+        querystring: ListRequestsQuery,
+        response: {
+          200: Type.Object({ requests: Type.Array(RequestObject), has_more: Type.Boolean() }),
+          ...errorResponses,
+        },
+      },
     },
-  }, async (request) => listRequestsFor(request.ctx, request.query));
+    async (request) => listRequestsFor(request.ctx, request.query),
+  );
 
-  app.delete('/v1/requests/:id', {
-    onRequest: auth,
-    schema: { tags, summary: 'Delete a payment request (no new payments)', params, response: { 200: RequestEnvelope, ...errorResponses } },
-  }, async (request) => deleteRequest(request.ctx, request.params.id));
+  app.delete(
+    '/v1/requests/:id',
+    {
+      onRequest: auth,
+      schema: {
+        tags,
+        summary: 'Delete a payment request (no new payments)',
+        params,
+        response: { 200: RequestEnvelope, ...errorResponses },
+      },
+    },
+    async (request) => deleteRequest(request.ctx, request.params.id),
+  );
 }

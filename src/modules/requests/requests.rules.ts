@@ -55,7 +55,8 @@ function amountField(field: string, value: string, max = MAX_PAYMENT_CENTS): num
   const cents = parseAmount(value);
   if (cents === null) throw invalidParam(field, `${field} must be ${AMOUNT_FORM}`);
   if (cents === 0) throw invalidParam(field, `${field} must be more than 0.00 NZD`);
-  if (cents > max) throw invalidParam(field, `${field} must be at most ${amountValue(max)}`, { maximum: amountValue(max) });
+  if (cents > max)
+    throw invalidParam(field, `${field} must be at most ${amountValue(max)}`, { maximum: amountValue(max) });
   return cents;
 }
 
@@ -78,22 +79,33 @@ function parseSuggested(value: string, min: number, max: number): string {
   const cents = items.map((item) => {
     const parsed = parseAmount(/ NZD$/.test(item) ? item : `${item} NZD`);
     if (parsed === null || parsed === 0) {
-      throw invalidParam('suggested_amounts', 'suggested_amounts must be comma-separated amounts such as "10.00,20.00,50.00"');
+      throw invalidParam(
+        'suggested_amounts',
+        'suggested_amounts must be comma-separated amounts such as "10.00,20.00,50.00"',
+      );
     }
     if (parsed < min || parsed > max) {
-      throw invalidParam('suggested_amounts', `each suggested amount must be between ${amountValue(min)} and ${amountValue(max)}`, { minimum: min, maximum: max });
+      throw invalidParam(
+        'suggested_amounts',
+        `each suggested amount must be between ${amountValue(min)} and ${amountValue(max)}`,
+        { minimum: min, maximum: max },
+      );
     }
     return parsed;
   });
-  if (new Set(cents).size !== cents.length) throw invalidParam('suggested_amounts', 'suggested_amounts must not repeat an amount');
+  if (new Set(cents).size !== cents.length)
+    throw invalidParam('suggested_amounts', 'suggested_amounts must not repeat an amount');
   return cents.map((c) => (c / 100).toFixed(2)).join(',');
 }
 
 function dateField(field: string, value: string, zone: string, kind: 'start' | 'end'): number {
-  const ms = kind === 'end' ? parseEndInput(value, zone) : (() => {
-    const date = localDateOf(value, zone);
-    return date === null ? null : atLocalTime(date, zone, 10);
-  })();
+  const ms =
+    kind === 'end'
+      ? parseEndInput(value, zone)
+      : (() => {
+          const date = localDateOf(value, zone);
+          return date === null ? null : atLocalTime(date, zone, 10);
+        })();
   if (ms === null) throw invalidParam(field, `${field} must be a real date YYYY-MM-DD or ISO 8601 date-time`);
   return ms;
 }
@@ -101,14 +113,19 @@ function dateField(field: string, value: string, zone: string, kind: 'start' | '
 export function normaliseCreateRequest(body: CreateRequestBody, now: number, zone: string): NormalisedRequest {
   for (const field of urlFields) {
     const value = body[field];
-    if (value !== undefined && !isAllowedUrl(value)) throw invalidParam(field, `${field} must be an https URL (http only for localhost)`);
+    if (value !== undefined && !isAllowedUrl(value))
+      throw invalidParam(field, `${field} must be an https URL (http only for localhost)`);
   }
   const type = body.type ?? 'single';
-  const expiresAt = body.expires_in === undefined ? null : (() => {
-    const ms = parseExpiresIn(body.expires_in);
-    if (ms === null) throw invalidParam('expires_in', 'expires_in must be <n>m, <n>h or <n>d, from 1 minute to 365 days');
-    return now + ms;
-  })();
+  const expiresAt =
+    body.expires_in === undefined
+      ? null
+      : (() => {
+          const ms = parseExpiresIn(body.expires_in);
+          if (ms === null)
+            throw invalidParam('expires_in', 'expires_in must be <n>m, <n>h or <n>d, from 1 minute to 365 days');
+          return now + ms;
+        })();
   const dynamic = body.allow_dynamic_amount === true;
   const recurringInput = body.recurring_options;
   const subscriptionInput = body.subscription_options;
@@ -118,16 +135,20 @@ export function normaliseCreateRequest(body: CreateRequestBody, now: number, zon
   }
   const special = recurringInput ? 'recurring_options' : subscriptionInput ? 'subscription_options' : null;
   if (special) {
-    if (body.amount !== undefined) throw invalidParam('amount', `amount is not taken with ${special}, which sets the amounts`);
+    if (body.amount !== undefined)
+      throw invalidParam('amount', `amount is not taken with ${special}, which sets the amounts`);
     if (dynamic) throw invalidParam('allow_dynamic_amount', `allow_dynamic_amount is not taken with ${special}`);
     if (type !== 'single') throw invalidParam('type', `${special} is only supported with type single`);
     if (!body.cust_info) throw missingParam('cust_info.email');
   }
-  const custInfo: CustInfo | null = body.cust_info ? { ...body.cust_info, email: body.cust_info.email.trim().toLowerCase() } : null;
+  const custInfo: CustInfo | null = body.cust_info
+    ? { ...body.cust_info, email: body.cust_info.email.trim().toLowerCase() }
+    : null;
 
   if (!dynamic) {
     for (const field of ['suggested_amounts', 'minimum_payment_amount', 'maximum_payment_amount'] as const) {
-      if (body[field] !== undefined) throw invalidParam(field, `${field} is only taken with allow_dynamic_amount: true`);
+      if (body[field] !== undefined)
+        throw invalidParam(field, `${field} is only taken with allow_dynamic_amount: true`);
     }
   }
 
@@ -136,13 +157,19 @@ export function normaliseCreateRequest(body: CreateRequestBody, now: number, zon
   let maxCents: number | null = null;
   let suggestedAmounts: string | null = null;
   if (dynamic) {
-    if (body.amount !== undefined) throw invalidParam('amount', 'amount is not taken with allow_dynamic_amount: the payer chooses it');
+    if (body.amount !== undefined)
+      throw invalidParam('amount', 'amount is not taken with allow_dynamic_amount: the payer chooses it');
     minCents = body.minimum_payment_amount ?? null;
     maxCents = body.maximum_payment_amount ?? null;
     if (minCents !== null && maxCents !== null && minCents > maxCents) {
-      throw invalidParam('minimum_payment_amount', 'minimum_payment_amount must not be more than maximum_payment_amount', { minimum_payment_amount: minCents, maximum_payment_amount: maxCents });
+      throw invalidParam(
+        'minimum_payment_amount',
+        'minimum_payment_amount must not be more than maximum_payment_amount',
+        { minimum_payment_amount: minCents, maximum_payment_amount: maxCents },
+      );
     }
-    if (body.suggested_amounts !== undefined) suggestedAmounts = parseSuggested(body.suggested_amounts, minCents ?? 1, maxCents ?? MAX_PAYMENT_CENTS);
+    if (body.suggested_amounts !== undefined)
+      suggestedAmounts = parseSuggested(body.suggested_amounts, minCents ?? 1, maxCents ?? MAX_PAYMENT_CENTS);
   } else if (!special) {
     if (body.amount === undefined) throw missingParam('amount');
     amountCents = amountField('amount', body.amount);
@@ -152,13 +179,24 @@ export function normaliseCreateRequest(body: CreateRequestBody, now: number, zon
   if (recurringInput) {
     const f = (name: string) => `recurring_options.${name}`;
     const maxPerPeriod = amountField(f('max_per_period'), recurringInput.max_per_period, MAX_LIMIT_CENTS);
-    const maxPerPayment = recurringInput.max_per_payment === undefined ? null : amountField(f('max_per_payment'), recurringInput.max_per_payment);
-    const totalAmount = recurringInput.total_amount === undefined ? null : amountField(f('total_amount'), recurringInput.total_amount, MAX_LIMIT_CENTS);
+    const maxPerPayment =
+      recurringInput.max_per_payment === undefined
+        ? null
+        : amountField(f('max_per_payment'), recurringInput.max_per_payment);
+    const totalAmount =
+      recurringInput.total_amount === undefined
+        ? null
+        : amountField(f('total_amount'), recurringInput.total_amount, MAX_LIMIT_CENTS);
     if (maxPerPayment !== null && maxPerPayment > maxPerPeriod) {
-      throw invalidParam(f('max_per_payment'), 'recurring_options.max_per_payment must not be more than max_per_period');
+      throw invalidParam(
+        f('max_per_payment'),
+        'recurring_options.max_per_payment must not be more than max_per_period',
+      );
     }
-    const endAt = recurringInput.end_date === undefined ? null : dateField(f('end_date'), recurringInput.end_date, zone, 'end');
-    if (endAt !== null && endAt <= now) throw invalidParam(f('end_date'), 'recurring_options.end_date must be in the future');
+    const endAt =
+      recurringInput.end_date === undefined ? null : dateField(f('end_date'), recurringInput.end_date, zone, 'end');
+    if (endAt !== null && endAt <= now)
+      throw invalidParam(f('end_date'), 'recurring_options.end_date must be in the future');
     recurring = {
       period: recurringInput.period,
       max_per_period_cents: maxPerPeriod,
@@ -173,15 +211,32 @@ export function normaliseCreateRequest(body: CreateRequestBody, now: number, zon
   if (subscriptionInput) {
     const f = (name: string) => `subscription_options.${name}`;
     const amount = amountField(f('amount'), subscriptionInput.amount);
-    const startAt = subscriptionInput.start_date === undefined ? null : dateField(f('start_date'), subscriptionInput.start_date, zone, 'start');
-    const endAt = subscriptionInput.end_date === undefined ? null : dateField(f('end_date'), subscriptionInput.end_date, zone, 'end');
-    if (endAt !== null && endAt <= now) throw invalidParam(f('end_date'), 'subscription_options.end_date must be in the future');
-    if (endAt !== null && startAt !== null && endAt < startAt) throw invalidParam(f('end_date'), 'subscription_options.end_date must not be before start_date');
-    subscription = { amount_cents: amount, period: subscriptionInput.period, start_at: startAt, end_at: endAt, total_count: subscriptionInput.total_count ?? null };
+    const startAt =
+      subscriptionInput.start_date === undefined
+        ? null
+        : dateField(f('start_date'), subscriptionInput.start_date, zone, 'start');
+    const endAt =
+      subscriptionInput.end_date === undefined
+        ? null
+        : dateField(f('end_date'), subscriptionInput.end_date, zone, 'end');
+    if (endAt !== null && endAt <= now)
+      throw invalidParam(f('end_date'), 'subscription_options.end_date must be in the future');
+    if (endAt !== null && startAt !== null && endAt < startAt)
+      throw invalidParam(f('end_date'), 'subscription_options.end_date must not be before start_date');
+    subscription = {
+      amount_cents: amount,
+      period: subscriptionInput.period,
+      start_at: startAt,
+      end_at: endAt,
+      total_count: subscriptionInput.total_count ?? null,
+    };
   }
 
   if (body.require_customer_phone && body.collect_customer_phone === false) {
-    throw invalidParam('collect_customer_phone', 'collect_customer_phone cannot be false when require_customer_phone is true');
+    throw invalidParam(
+      'collect_customer_phone',
+      'collect_customer_phone cannot be false when require_customer_phone is true',
+    );
   }
 
   return {

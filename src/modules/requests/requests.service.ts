@@ -11,7 +11,16 @@ import type { Database } from '../../store/tables.ts';
 import { transact } from '../../store/tx.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { qrDataUri } from './qr.ts';
-import { getRequest, insertRequest, listRequests, lockRequest, requestNow, searchRequests, setRequestStatus, type RequestSearch } from './requests.repo.ts';
+import {
+  getRequest,
+  insertRequest,
+  listRequests,
+  lockRequest,
+  requestNow,
+  searchRequests,
+  setRequestStatus,
+  type RequestSearch,
+} from './requests.repo.ts';
 
 // Reads other modules need (checkout, payments, consents, subscriptions) without reaching into the repo.
 export { findRequestById, getRequest, lockRequest } from './requests.repo.ts';
@@ -27,11 +36,16 @@ export const EXPIRE_REQUEST_JOB = 'request.expire';
 const owner = (ctx: Ctx) => ({ userId: ctx.merchant.id, mode: ctx.mode });
 const bool = (value: boolean | undefined) => (value ? 1 : 0);
 
-export async function createRequest(ctx: Ctx, body: CreateRequestBody, idempotencyKey?: string): Promise<Reply<{ request: RequestObject }>> {
+export async function createRequest(
+  ctx: Ctx,
+  body: CreateRequestBody,
+  idempotencyKey?: string,
+): Promise<Reply<{ request: RequestObject }>> {
   const now = ctx.clock.now();
   const normalised = normaliseCreateRequest(body, now, ctx.deps.config.serviceTimeZone);
   const account = await bankAccountOf(ctx.db, ctx.merchant.id, body.bank_account_id);
-  if (!account) throw invalidParam('bank_account_id', 'bank_account_id must be one of your bank accounts (GET /v1/bank-accounts)');
+  if (!account)
+    throw invalidParam('bank_account_id', 'bank_account_id must be one of your bank accounts (GET /v1/bank-accounts)');
 
   const id = newId('request');
   const publicBaseUrl = ctx.deps.config.publicBaseUrl;
@@ -76,21 +90,32 @@ export async function createRequest(ctx: Ctx, body: CreateRequestBody, idempoten
 
   return idempotent(ctx, idempotencyKey, 'POST /v1/requests', body, 201, async (trx) => {
     await insertRequest(trx, row);
-    await emitEvent(trx, owner(ctx), 'request.created', id, {
+    await emitEvent(
+      trx,
+      owner(ctx),
+      'request.created',
       id,
-      merchant_identifier: row.merchant_identifier,
-      user_id: row.user_id,
-      created_at: iso(now),
-      expires_at: isoOrNull(row.expires_at),
-    }, now);
+      {
+        id,
+        merchant_identifier: row.merchant_identifier,
+        user_id: row.user_id,
+        created_at: iso(now),
+        expires_at: isoOrNull(row.expires_at),
+      },
+      now,
+    );
     if (row.expires_at !== null) {
-      await enqueue(trx, {
-        kind: EXPIRE_REQUEST_JOB,
-        runAt: realTimeOf(row.expires_at, ctx.clock),
-        clockId: clockScope(ctx),
-        payload: { request_id: id },
-        dedupeKey: `${EXPIRE_REQUEST_JOB}:${id}`,
-      }, ctx.deps.clock.now());
+      await enqueue(
+        trx,
+        {
+          kind: EXPIRE_REQUEST_JOB,
+          runAt: realTimeOf(row.expires_at, ctx.clock),
+          clockId: clockScope(ctx),
+          payload: { request_id: id },
+          dedupeKey: `${EXPIRE_REQUEST_JOB}:${id}`,
+        },
+        ctx.deps.clock.now(),
+      );
     }
     return { request: presentRequest(row, publicBaseUrl) };
   });
@@ -98,7 +123,9 @@ export async function createRequest(ctx: Ctx, body: CreateRequestBody, idempoten
 
 /** The request as the API shows it; in hand when the database answers at once (the hottest read). */
 export function retrieveRequest(ctx: Ctx, id: string) {
-  return andThen(requestNow(ctx.db, owner(ctx), id), (row) => ({ request: presentRequest(row, ctx.deps.config.publicBaseUrl) }));
+  return andThen(requestNow(ctx.db, owner(ctx), id), (row) => ({
+    request: presentRequest(row, ctx.deps.config.publicBaseUrl),
+  }));
 }
 
 export async function listRequestsFor(ctx: Ctx, query: ListRequestsQuery) {
@@ -114,19 +141,46 @@ export async function deleteRequest(ctx: Ctx, id: string) {
     if (row.status !== 'active') throw invalidState('request', row.status, 'delete');
     const now = ctx.clock.now();
     await setRequestStatus(trx, id, 'deleted', now, { deleted_at: now });
-    await emitEvent(trx, owner(ctx), 'request.status_updated', id, {
-      id, user_id: row.user_id, merchant_identifier: row.merchant_identifier, status: 'deleted', updated_at: iso(now),
-    }, now);
-    return { request: presentRequest({ ...row, status: 'deleted', updated_at: now, deleted_at: now }, ctx.deps.config.publicBaseUrl) };
+    await emitEvent(
+      trx,
+      owner(ctx),
+      'request.status_updated',
+      id,
+      {
+        id,
+        user_id: row.user_id,
+        merchant_identifier: row.merchant_identifier,
+        status: 'deleted',
+        updated_at: iso(now),
+      },
+      now,
+    );
+    return {
+      request: presentRequest(
+        { ...row, status: 'deleted', updated_at: now, deleted_at: now },
+        ctx.deps.config.publicBaseUrl,
+      ),
+    };
   });
 }
 
 /** Marks an active single request paid (its first successful payment), with its event. */
 export async function markRequestPaid(trx: Kysely<Database>, row: RequestRow, now: number): Promise<void> {
   await setRequestStatus(trx, row.id, 'paid', now);
-  await emitEvent(trx, { userId: row.user_id, mode: row.mode }, 'request.status_updated', row.id, {
-    id: row.id, user_id: row.user_id, merchant_identifier: row.merchant_identifier, status: 'paid', updated_at: iso(now),
-  }, now);
+  await emitEvent(
+    trx,
+    { userId: row.user_id, mode: row.mode },
+    'request.status_updated',
+    row.id,
+    {
+      id: row.id,
+      user_id: row.user_id,
+      merchant_identifier: row.merchant_identifier,
+      status: 'paid',
+      updated_at: iso(now),
+    },
+    now,
+  );
 }
 
 /** Job: at expires_at an active request becomes expired, with request.expired. Safe to run twice. */
@@ -137,9 +191,20 @@ export const expireRequestJob: JobHandler = async (payload: { request_id: string
     if (row && row.status === 'active' && row.expires_at !== null) {
       if (row.expires_at > now) return { retryAt: Date.now() + (row.expires_at - now) };
       await setRequestStatus(trx, row.id, 'expired', now);
-      await emitEvent(trx, { userId: row.user_id, mode: row.mode }, 'request.expired', row.id, {
-        id: row.id, user_id: row.user_id, merchant_identifier: row.merchant_identifier, status: 'expired', updated_at: iso(now),
-      }, now);
+      await emitEvent(
+        trx,
+        { userId: row.user_id, mode: row.mode },
+        'request.expired',
+        row.id,
+        {
+          id: row.id,
+          user_id: row.user_id,
+          merchant_identifier: row.merchant_identifier,
+          status: 'expired',
+          updated_at: iso(now),
+        },
+        now,
+      );
     }
     await finishIn(trx);
   });

@@ -147,8 +147,10 @@ const anchorOf = memo((key: string): Anchor => {
   const [period, localDate, localTime] = key.split('|') as [SubscriptionPeriod, string, string];
   const date = localAt(localDate, 'utc');
   const time = localAt(`1970-01-01T${localTime}`, 'utc');
-  if (!localDatePattern.test(localDate) || !date.isValid) throw new RangeError(`makeAnchor: invalid local date ${localDate}`);
-  if (!localTimePattern.test(localTime) || !time.isValid) throw new RangeError(`makeAnchor: invalid local time ${localTime}`);
+  if (!localDatePattern.test(localDate) || !date.isValid)
+    throw new RangeError(`makeAnchor: invalid local date ${localDate}`);
+  if (!localTimePattern.test(localTime) || !time.isValid)
+    throw new RangeError(`makeAnchor: invalid local time ${localTime}`);
   return { period, localDate, localTime: time.toFormat(TIME_FORMAT), dayOfMonth: date.day, weekday: date.weekday };
 });
 
@@ -168,7 +170,9 @@ export function slotDate(anchor: Anchor, n: number): string {
 const slotDateOf = memo((key: string): string => {
   const [period, localDate, n] = key.split('|') as [SubscriptionPeriod, string, string];
   // Pure calendar arithmetic on a zone-less date; luxon clamps a missing day to the month's last day.
-  return localAt(localDate, 'utc').plus(step[period](Number(n))).toISODate()!;
+  return localAt(localDate, 'utc')
+    .plus(step[period](Number(n)))
+    .toISODate()!;
 });
 
 /**
@@ -179,7 +183,10 @@ const slotDateOf = memo((key: string): string => {
 function localInstant(localDate: string, localTime: string, zone: string): number {
   // Offsets change only on whole minutes, so the instant of HH:mm (gap and overlap rules included)
   // plus the seconds and milliseconds is the instant of HH:mm:ss.SSS.
-  return minuteInstant(`${zone}|${localDate}|${localTime.slice(0, 5)}`) + Math.round(Number(localTime.slice(6) || '0') * 1000);
+  return (
+    minuteInstant(`${zone}|${localDate}|${localTime.slice(0, 5)}`) +
+    Math.round(Number(localTime.slice(6) || '0') * 1000)
+  );
 }
 
 const minuteInstant = memo((key: string): number => {
@@ -190,7 +197,9 @@ const minuteInstant = memo((key: string): number => {
   const offsetBefore = chosen.minus({ days: 1 }).offset;
   if (offsetBefore === chosen.offset) return chosen.toMillis();
   const earlier = atFixedOffset(wallTime, offsetBefore).setZone(zone);
-  return earlier.toFormat(WALL_FORMAT) === wallTime && earlier.toMillis() < chosen.toMillis() ? earlier.toMillis() : chosen.toMillis();
+  return earlier.toFormat(WALL_FORMAT) === wallTime && earlier.toMillis() < chosen.toMillis()
+    ? earlier.toMillis()
+    : chosen.toMillis();
 });
 
 /** The nominal charge time of slot n: its local date at the anchor's local time of day, in `zone`. */
@@ -230,7 +239,8 @@ export function buildSchedule(options: ScheduleOptions, authorisedAt: number, zo
 
 /** When slot n is charged: the first slot at `firstChargeAt`, later slots at their nominal time. */
 export function slotTime(schedule: Schedule, n: number): number {
-  if (n < schedule.firstSlot) throw new RangeError(`slotTime: slot ${n} is before the first slot ${schedule.firstSlot}`);
+  if (n < schedule.firstSlot)
+    throw new RangeError(`slotTime: slot ${n} is before the first slot ${schedule.firstSlot}`);
   return n === schedule.firstSlot ? schedule.firstChargeAt : chargeAt(schedule.anchor, n, schedule.zone);
 }
 
@@ -258,7 +268,9 @@ export function retryTimes(period: SubscriptionPeriod, chargeTime: number, zone:
   const local = inZone(chargeTime, zone);
   if (!local.isValid) throw new RangeError(`retryTimes: invalid time ${chargeTime} or zone ${zone}`);
   const date = localAt(local.toISODate()!, 'utc');
-  return retryDays[period].map((days) => localInstant(date.plus({ days }).toISODate()!, local.toFormat(TIME_FORMAT), zone));
+  return retryDays[period].map((days) =>
+    localInstant(date.plus({ days }).toISODate()!, local.toFormat(TIME_FORMAT), zone),
+  );
 }
 
 /** The retries of slot n that the schedule allows: none after `end_at`, none at or after the next slot. */
@@ -283,7 +295,12 @@ export function resumeSchedule(schedule: Schedule, resumedAt: number): Schedule 
 }
 
 /** The charge times from slot `from` on, at most `max`, stopping at `end_at`; assumes every charge succeeds for `total_count`. */
-export function upcomingCharges(schedule: Schedule, from: number, max: number, successfulSoFar = 0): { slot: number; at: number }[] {
+export function upcomingCharges(
+  schedule: Schedule,
+  from: number,
+  max: number,
+  successfulSoFar = 0,
+): { slot: number; at: number }[] {
   const charges: { slot: number; at: number }[] = [];
   for (let n = Math.max(from, schedule.firstSlot); charges.length < max; n += 1) {
     if (isComplete(schedule, successfulSoFar + charges.length, n)) break;
@@ -309,7 +326,8 @@ function describeEnd(endAt: number, zone: string): string {
 
 function clampNote(period: SubscriptionPeriod, start: LocalDateTime): string | null {
   if (period === 'weekly' || period === 'fortnightly') return null;
-  if (period === 'annually') return start.month === 2 && start.day === 29 ? 'on 28 February when there is no 29th' : null;
+  if (period === 'annually')
+    return start.month === 2 && start.day === 29 ? 'on 28 February when there is no 29th' : null;
   return start.day > 28 ? 'on the last day of shorter months' : null;
 }
 
@@ -317,7 +335,10 @@ function clampNote(period: SubscriptionPeriod, start: LocalDateTime): string | n
  * The schedule in plain words for the payer page, for example
  * "$15.00 every fortnight from 3 March 2027, 6 payments".
  */
-export function describeSchedule(options: ScheduleOptions & { amount_cents: number }, zone: string = DEFAULT_ZONE): string {
+export function describeSchedule(
+  options: ScheduleOptions & { amount_cents: number },
+  zone: string = DEFAULT_ZONE,
+): string {
   const parts: string[] = [];
   let lead = `${displayAmount(options.amount_cents)} ${everyWords[options.period]}`;
   if (options.start_at === null) {

@@ -15,7 +15,8 @@ export async function revokeAtBank(deps: Deps, sub: SubscriptionRow): Promise<vo
   if (!bank) return;
   try {
     const result = await bank.revokeConsent({ consentId: sub.bank_consent_id });
-    if (!result.ok) deps.log.warn({ subscription_id: sub.id, reason: result.reason }, 'bank did not revoke the subscription consent');
+    if (!result.ok)
+      deps.log.warn({ subscription_id: sub.id, reason: result.reason }, 'bank did not revoke the subscription consent');
   } catch (error) {
     deps.log.warn({ err: error, subscription_id: sub.id }, 'could not revoke the subscription consent at the bank');
   }

@@ -12,7 +12,15 @@ import { createPaymentRow, findPaymentById, setPaymentStatus, type PaymentRow } 
 import { slotDate } from './schedule.ts';
 import { bankOf } from './subscriptions.bank.ts';
 import type { SubscriptionsTable } from './subscriptions.tables.ts';
-import { findCharge, insertChargeIfNew, lockSubscription, updateCharge, updateSubscription, type ChargeRow, type SubscriptionRow } from './subscriptions.repo.ts';
+import {
+  findCharge,
+  insertChargeIfNew,
+  lockSubscription,
+  updateCharge,
+  updateSubscription,
+  type ChargeRow,
+  type SubscriptionRow,
+} from './subscriptions.repo.ts';
 import { isConsentGone, nextAfterSlot, retryAfterFailure, scheduleOf } from './subscriptions.rules.ts';
 import { noticeChargeFailed, noticeChargeReceipt, noticeSubscriptionEnded } from './subscriptions.notices.ts';
 import { cancelInTransaction } from './subscriptions.service.ts';
@@ -48,7 +56,13 @@ function payerDetailsOf(sub: SubscriptionRow): PayerDetails {
 }
 
 /** Step 1. Returns the attempt to submit, or a job result when there is nothing to charge now. */
-async function claim(deps: Deps, trx: Trx, subscriptionId: string, now: number, finish: Finish): Promise<Attempt | { done: JobResult }> {
+async function claim(
+  deps: Deps,
+  trx: Trx,
+  subscriptionId: string,
+  now: number,
+  finish: Finish,
+): Promise<Attempt | { done: JobResult }> {
   const sub = await lockSubscription(trx, subscriptionId);
   if (sub?.status !== 'active' || sub.next_slot === null || sub.next_charge_at === null) {
     await finish(trx);
@@ -69,24 +83,50 @@ async function claim(deps: Deps, trx: Trx, subscriptionId: string, now: number, 
     await advance(deps, trx, sub, sub.next_slot, now);
     return { done: undefined };
   }
-  const payment = await createPaymentRow(trx, {
-    request: { id: sub.request_id, user_id: sub.user_id, mode: sub.mode, merchant_identifier: sub.merchant_identifier, reference: sub.reference },
-    amountCents: sub.amount_cents,
-    bankId: sub.bank_id,
-    channel: null,
-    subscriptionId: sub.id,
-  }, now);
+  const payment = await createPaymentRow(
+    trx,
+    {
+      request: {
+        id: sub.request_id,
+        user_id: sub.user_id,
+        mode: sub.mode,
+        merchant_identifier: sub.merchant_identifier,
+        reference: sub.reference,
+      },
+      amountCents: sub.amount_cents,
+      bankId: sub.bank_id,
+      channel: null,
+      subscriptionId: sub.id,
+    },
+    now,
+  );
   await recordCustInfo(trx, { userId: sub.user_id, mode: sub.mode }, payment.id, payerDetailsOf(sub), now);
   if (!charge) {
     // The slot's first attempt: its charge row is written once, already pointing at the payment.
     const fresh: ChargeRow = {
-      id: newId('charge'), subscription_id: sub.id, slot: sub.next_slot, slot_date: date, charge_at: sub.next_charge_at,
-      status: 'in_flight', attempts: 1, last_payment_id: payment.id, last_error: null, next_attempt_at: null, created_at: now, updated_at: now,
+      id: newId('charge'),
+      subscription_id: sub.id,
+      slot: sub.next_slot,
+      slot_date: date,
+      charge_at: sub.next_charge_at,
+      status: 'in_flight',
+      attempts: 1,
+      last_payment_id: payment.id,
+      last_error: null,
+      next_attempt_at: null,
+      created_at: now,
+      updated_at: now,
     };
     if (!(await insertChargeIfNew(trx, fresh))) throw new Error(`charge slot ${sub.id} ${date} taken concurrently`);
     return { sub, charge: fresh, payment };
   }
-  const changes = { status: 'in_flight', attempts: charge.attempts + 1, last_payment_id: payment.id, next_attempt_at: null, updated_at: now };
+  const changes = {
+    status: 'in_flight',
+    attempts: charge.attempts + 1,
+    last_payment_id: payment.id,
+    next_attempt_at: null,
+    updated_at: now,
+  };
   await updateCharge(trx, charge.id, changes);
   return { sub, charge: { ...charge, ...changes }, payment };
 }
@@ -94,31 +134,70 @@ async function claim(deps: Deps, trx: Trx, subscriptionId: string, now: number, 
 /** Step 2: outside any transaction. */
 async function submit(deps: Deps, db: Db, attempt: Attempt, now: number): Promise<Submission> {
   const bank = bankOf(deps, attempt.sub);
-  if (!bank) return { ok: false, reason: 'bank_unavailable', message: `bank ${attempt.sub.bank_id} is not connected`, unknown: true };
+  if (!bank)
+    return {
+      ok: false,
+      reason: 'bank_unavailable',
+      message: `bank ${attempt.sub.bank_id} is not connected`,
+      unknown: true,
+    };
   try {
     return await bank.submitPayment({
       trace: { payment_id: attempt.payment.id, subscription_id: attempt.sub.id },
       consentId: attempt.sub.bank_consent_id,
       accessToken: openStored(deps.secrets, attempt.sub.bank_access_token),
       amountCents: attempt.payment.settled_cents,
-      creditor: await creditorOf(db, { mode: attempt.sub.mode, user_id: attempt.sub.user_id, bank_account_id: attempt.sub.bank_account_id }),
+      creditor: await creditorOf(db, {
+        mode: attempt.sub.mode,
+        user_id: attempt.sub.user_id,
+        bank_account_id: attempt.sub.bank_account_id,
+      }),
       remittance: remittanceOf(attempt.payment),
       idempotencyKey: attempt.payment.id,
       at: now,
     });
   } catch (error) {
-    return { ok: false, reason: 'bank_error', message: error instanceof Error ? error.message : String(error), unknown: true };
+    return {
+      ok: false,
+      reason: 'bank_error',
+      message: error instanceof Error ? error.message : String(error),
+      unknown: true,
+    };
   }
 }
 
 /** The subscription moves past a settled slot: to the next slot's job, or to completion. */
-async function advance(deps: Deps, trx: Db, sub: SubscriptionRow, slot: number, now: number, counts: Updateable<SubscriptionsTable> = {}): Promise<number | null> {
+async function advance(
+  deps: Deps,
+  trx: Db,
+  sub: SubscriptionRow,
+  slot: number,
+  now: number,
+  counts: Updateable<SubscriptionsTable> = {},
+): Promise<number | null> {
   const next = nextAfterSlot(scheduleOf(sub), sub.successful_count, slot);
   if (next.kind === 'complete') {
-    await updateSubscription(trx, sub.id, { ...counts, status: 'completed', completed_at: now, next_slot: null, next_charge_at: null, updated_at: now });
-    await emitEvent(trx, scopeOf(sub), 'subscription.completed', sub.id, {
-      id: sub.id, user_id: sub.user_id, merchant_identifier: sub.merchant_identifier, updated_at: iso(now),
-    }, now);
+    await updateSubscription(trx, sub.id, {
+      ...counts,
+      status: 'completed',
+      completed_at: now,
+      next_slot: null,
+      next_charge_at: null,
+      updated_at: now,
+    });
+    await emitEvent(
+      trx,
+      scopeOf(sub),
+      'subscription.completed',
+      sub.id,
+      {
+        id: sub.id,
+        user_id: sub.user_id,
+        merchant_identifier: sub.merchant_identifier,
+        updated_at: iso(now),
+      },
+      now,
+    );
     await noticeSubscriptionEnded(trx, sub, 'completed', null, now);
     return null;
   }
@@ -128,18 +207,31 @@ async function advance(deps: Deps, trx: Db, sub: SubscriptionRow, slot: number, 
 }
 
 /** Step 3. */
-async function record(deps: Deps, trx: Trx, claimed: Attempt, result: Submission, now: number, finish: Finish): Promise<JobResult> {
+async function record(
+  deps: Deps,
+  trx: Trx,
+  claimed: Attempt,
+  result: Submission,
+  now: number,
+  finish: Finish,
+): Promise<JobResult> {
   const sub = (await lockSubscription(trx, claimed.sub.id))!;
   const charge = (await findCharge(trx, sub.id, claimed.charge.slot_date))!;
   const payment = (await findPaymentById(trx, claimed.payment.id))!;
-  if (charge.status !== 'in_flight' || charge.last_payment_id !== payment.id || payment.status === 'successful' || payment.status === 'failed') {
+  if (
+    charge.status !== 'in_flight' ||
+    charge.last_payment_id !== payment.id ||
+    payment.status === 'successful' ||
+    payment.status === 'failed'
+  ) {
     // Someone else recorded this attempt (a second process after a lease ran out).
     await finish(trx);
     return undefined;
   }
   if (!result.ok && result.unknown) return { retryAt: deps.clock.now() + UNKNOWN_RETRY_MS, error: result.message };
   if (result.ok && result.outcome === 'pending') {
-    if (payment.status !== 'unconfirmed') await setPaymentStatus(trx, payment, 'unconfirmed', now, { bank_payment_id: result.paymentId });
+    if (payment.status !== 'unconfirmed')
+      await setPaymentStatus(trx, payment, 'unconfirmed', now, { bank_payment_id: result.paymentId });
     return { retryAt: deps.clock.now() + PENDING_RETRY_MS, error: 'payment pending at the bank' };
   }
   await finish(trx);
@@ -159,7 +251,8 @@ async function record(deps: Deps, trx: Trx, claimed: Attempt, result: Submission
     ? { reason: result.failureReason ?? 'rejected_by_bank', message: result.failureReason ?? 'rejected by the bank' }
     : result;
   await setPaymentStatus(trx, payment, 'failed', now, {
-    failure_reason: failure.reason, ...(result.ok && { bank_payment_id: result.paymentId }),
+    failure_reason: failure.reason,
+    ...(result.ok && { bank_payment_id: result.paymentId }),
   });
   const failedSub = { ...sub, failed_count: sub.failed_count + 1 };
 
@@ -179,13 +272,35 @@ async function record(deps: Deps, trx: Trx, claimed: Attempt, result: Submission
   const schedule = scheduleOf(sub);
   const retryAt = retryAfterFailure(schedule, charge.slot, charge.attempts);
   const failed = {
-    id: sub.id, user_id: sub.user_id, merchant_identifier: sub.merchant_identifier, last_payment_id: payment.id,
-    last_error: failure.reason, attempts: charge.attempts, charge_at: iso(charge.charge_at), updated_at: iso(now),
+    id: sub.id,
+    user_id: sub.user_id,
+    merchant_identifier: sub.merchant_identifier,
+    last_payment_id: payment.id,
+    last_error: failure.reason,
+    attempts: charge.attempts,
+    charge_at: iso(charge.charge_at),
+    updated_at: iso(now),
   };
   if (retryAt !== null) {
-    await updateCharge(trx, charge.id, { status: 'retrying', last_error: failure.reason, next_attempt_at: retryAt, updated_at: now });
-    await updateSubscription(trx, sub.id, { failed_count: failedSub.failed_count, next_charge_at: retryAt, updated_at: now });
-    await emitEvent(trx, scopeOf(sub), 'subscription.charge_failed', sub.id, { ...failed, next_attempt_at: iso(retryAt) }, now);
+    await updateCharge(trx, charge.id, {
+      status: 'retrying',
+      last_error: failure.reason,
+      next_attempt_at: retryAt,
+      updated_at: now,
+    });
+    await updateSubscription(trx, sub.id, {
+      failed_count: failedSub.failed_count,
+      next_charge_at: retryAt,
+      updated_at: now,
+    });
+    await emitEvent(
+      trx,
+      scopeOf(sub),
+      'subscription.charge_failed',
+      sub.id,
+      { ...failed, next_attempt_at: iso(retryAt) },
+      now,
+    );
     await noticeChargeFailed(trx, sub, payment, charge.charge_at, retryAt, now);
     await scheduleCharge(trx, deps, sub, retryAt);
     return undefined;
@@ -193,16 +308,35 @@ async function record(deps: Deps, trx: Trx, claimed: Attempt, result: Submission
   await updateCharge(trx, charge.id, { status: 'skipped', last_error: failure.reason, updated_at: now });
   await emitEvent(trx, scopeOf(sub), 'subscription.charge_failed', sub.id, failed, now);
   await noticeChargeFailed(trx, sub, payment, charge.charge_at, null, now);
-  const nextAt = await advance(deps, trx, failedSub, charge.slot, now, { failed_count: failedSub.failed_count, skipped_count: sub.skipped_count + 1 });
-  await emitEvent(trx, scopeOf(sub), 'subscription.charge_skipped', sub.id, {
-    id: sub.id, user_id: sub.user_id, merchant_identifier: sub.merchant_identifier, attempts: charge.attempts,
-    skipped_charge_at: iso(charge.charge_at), next_charge_at: nextAt === null ? null : iso(nextAt), updated_at: iso(now),
-  }, now);
+  const nextAt = await advance(deps, trx, failedSub, charge.slot, now, {
+    failed_count: failedSub.failed_count,
+    skipped_count: sub.skipped_count + 1,
+  });
+  await emitEvent(
+    trx,
+    scopeOf(sub),
+    'subscription.charge_skipped',
+    sub.id,
+    {
+      id: sub.id,
+      user_id: sub.user_id,
+      merchant_identifier: sub.merchant_identifier,
+      attempts: charge.attempts,
+      skipped_charge_at: iso(charge.charge_at),
+      next_charge_at: nextAt === null ? null : iso(nextAt),
+      updated_at: iso(now),
+    },
+    now,
+  );
   return undefined;
 }
 
 /** Charges one subscription's due slot (or retry): the handler of the `subscription.charge` job. */
-export async function chargeDue(deps: Deps, subscriptionId: string, context: Pick<JobContext, 'clock' | 'db' | 'finishIn'>): Promise<JobResult> {
+export async function chargeDue(
+  deps: Deps,
+  subscriptionId: string,
+  context: Pick<JobContext, 'clock' | 'db' | 'finishIn'>,
+): Promise<JobResult> {
   const { clock, db, finishIn } = context;
   const claimedAt = clock.now();
   const claimed = await transact(db, (trx) => claim(deps, trx, subscriptionId, claimedAt, finishIn));

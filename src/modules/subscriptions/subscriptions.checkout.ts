@@ -1,5 +1,15 @@
-import type { CheckoutStrategy, ReturnInput, ReturnOutcome, SetUpView, Summary } from '../checkout/checkout.strategies.ts';
-import { completeAuthorisation, startAuthorisation, type EnduringKind } from '../authorisations/authorisations.service.ts';
+import type {
+  CheckoutStrategy,
+  ReturnInput,
+  ReturnOutcome,
+  SetUpView,
+  Summary,
+} from '../checkout/checkout.strategies.ts';
+import {
+  completeAuthorisation,
+  startAuthorisation,
+  type EnduringKind,
+} from '../authorisations/authorisations.service.ts';
 import { subscriptionOptionsOf } from '../requests/requests.present.ts';
 import { describeSchedule, type SubscriptionPeriod } from './schedule.ts';
 import { describeMoment } from '../../shared/zone.ts';
@@ -18,7 +28,8 @@ export function subscriptionSummary(request: RequestRow, zone: string): Summary 
   return {
     headline: describeSchedule(options, zone),
     lines: [],
-    consentText: 'You will authorise these regular payments in your bank. You can cancel at any time, on your Tono payer page or at your bank.',
+    consentText:
+      'You will authorise these regular payments in your bank. You can cancel at any time, on your Tono payer page or at your bank.',
     action: 'Continue to your bank',
   };
 }
@@ -79,20 +90,37 @@ async function subscriptionSetUpView(deps: Deps, request: RequestRow, merchant: 
   const subscription = await findSubscriptionByRequest(deps.db, request.id);
   if (!subscription) return null;
   const zone = subscription.zone;
-  const plan = describeSchedule({ ...subscription, start_at: subscription.start_at ?? subscription.first_charge_at, period: subscription.period as SubscriptionPeriod }, zone);
+  const plan = describeSchedule(
+    {
+      ...subscription,
+      start_at: subscription.start_at ?? subscription.first_charge_at,
+      period: subscription.period as SubscriptionPeriod,
+    },
+    zone,
+  );
   const planLine = `Your subscription to ${merchant}: ${plan}.`;
   switch (subscription.status) {
     case 'cancelled':
-      return { heading: 'Subscription cancelled', paragraphs: [planLine, `It was cancelled${subscription.cancelled_at ? ` on ${describeMoment(subscription.cancelled_at, zone)}` : ''}; nothing more will be charged.`] };
+      return {
+        heading: 'Subscription cancelled',
+        paragraphs: [
+          planLine,
+          `It was cancelled${subscription.cancelled_at ? ` on ${describeMoment(subscription.cancelled_at, zone)}` : ''}; nothing more will be charged.`,
+        ],
+      };
     case 'completed':
-      return { heading: 'Subscription completed', paragraphs: [planLine, 'Every payment has been made; nothing more will be charged.'] };
+      return {
+        heading: 'Subscription completed',
+        paragraphs: [planLine, 'Every payment has been made; nothing more will be charged.'],
+      };
     default: {
       const charged = subscription.successful_count + subscription.failed_count + subscription.skipped_count > 0;
-      const next = subscription.status === 'paused'
-        ? `${merchant} has paused it; nothing is charged until they resume it.`
-        : subscription.next_charge_at === null
-          ? 'No further charge is scheduled.'
-          : `${charged ? 'Next charge' : 'First charge'}: ${describeMoment(subscription.next_charge_at, zone)}.`;
+      const next =
+        subscription.status === 'paused'
+          ? `${merchant} has paused it; nothing is charged until they resume it.`
+          : subscription.next_charge_at === null
+            ? 'No further charge is scheduled.'
+            : `${charged ? 'Next charge' : 'First charge'}: ${describeMoment(subscription.next_charge_at, zone)}.`;
       return {
         heading: 'Subscription set up',
         paragraphs: [

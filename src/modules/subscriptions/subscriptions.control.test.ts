@@ -7,10 +7,22 @@ async function setUp(t: import('node:test').TestContext) {
   const app = await buildTestApp(t);
   const merchant = await createTestMerchant(app);
   const api = apiClient(app, merchant.testKey);
-  const request = await createSubscriptionRequest(api, merchant.bankAccountId, { amount: '15.00 NZD', period: 'fortnightly', start_date: '2099-03-03', total_count: 6 }, { merchant_identifier: 'cust-42' });
+  const request = await createSubscriptionRequest(
+    api,
+    merchant.bankAccountId,
+    { amount: '15.00 NZD', period: 'fortnightly', start_date: '2099-03-03', total_count: 6 },
+    { merchant_identifier: 'cust-42' },
+  );
   const sub = await authoriseDirectly(app, request.id);
-  const events = async () => (await app.deps.db.selectFrom('events').select(['type', 'body']).where('object_id', '=', sub.id).orderBy('id').execute())
-    .map((e) => ({ type: e.type, data: JSON.parse(e.body).data }));
+  const events = async () =>
+    (
+      await app.deps.db
+        .selectFrom('events')
+        .select(['type', 'body'])
+        .where('object_id', '=', sub.id)
+        .orderBy('id')
+        .execute()
+    ).map((e) => ({ type: e.type, data: JSON.parse(e.body).data }));
   return { app, merchant, api, request, sub, events };
 }
 
@@ -26,7 +38,12 @@ test('a new subscription reads back active with its options, next charge and cou
     merchant_identifier: 'cust-42',
     customer_id: null,
     email: 'payer@example.com',
-    subscription_options: { amount: '15.00 NZD', period: 'fortnightly', start_date: '2099-03-02T21:00:00.000Z', total_count: 6 },
+    subscription_options: {
+      amount: '15.00 NZD',
+      period: 'fortnightly',
+      start_date: '2099-03-02T21:00:00.000Z',
+      total_count: 6,
+    },
     next_charge_at: '2099-03-02T21:00:00.000Z',
     successful_charges: 0,
     failed_charges: 0,
@@ -40,13 +57,28 @@ test('a new subscription reads back active with its options, next charge and cou
     cancelled_at: null,
     completed_at: null,
   });
-  assert.deepEqual((await events()).map((e) => e.type), ['subscription.created']);
-  assert.deepEqual(Object.keys((await events())[0].data), ['id', 'request_id', 'user_id', 'merchant_identifier', 'created_at']);
+  assert.deepEqual(
+    (await events()).map((e) => e.type),
+    ['subscription.created'],
+  );
+  assert.deepEqual(Object.keys((await events())[0].data), [
+    'id',
+    'request_id',
+    'user_id',
+    'merchant_identifier',
+    'created_at',
+  ]);
 
   const list = await api.get('/v1/subscriptions', { query: { status: 'active', email: 'PAYER@example.com' } });
-  assert.deepEqual(list.body.subscriptions.map((s: any) => s.id), [sub.id]);
+  assert.deepEqual(
+    list.body.subscriptions.map((s: any) => s.id),
+    [sub.id],
+  );
   assert.equal(list.body.has_more, false);
-  assert.deepEqual((await api.get('/v1/subscriptions', { query: { status: 'paused' } })).body, { subscriptions: [], has_more: false });
+  assert.deepEqual((await api.get('/v1/subscriptions', { query: { status: 'paused' } })).body, {
+    subscriptions: [],
+    has_more: false,
+  });
 });
 
 test('pause, resume and cancel move through the lifecycle with their events; invalid moves are 409', async (t) => {
@@ -55,11 +87,17 @@ test('pause, resume and cancel move through the lifecycle with their events; inv
   assert.equal(paused.status, 200);
   assert.equal(paused.body.subscription.status, 'paused');
   assert.equal(paused.body.subscription.next_charge_at, null);
-  const jobs = await app.deps.db.selectFrom('jobs').select('id').where('dedupe_key', '=', `subscription.charge:${sub.id}`).execute();
+  const jobs = await app.deps.db
+    .selectFrom('jobs')
+    .select('id')
+    .where('dedupe_key', '=', `subscription.charge:${sub.id}`)
+    .execute();
   assert.equal(jobs.length, 0, 'no charge is scheduled while paused');
 
   assert.deepEqual((await api.post(`/v1/subscriptions/${sub.id}/pause`)).body, {
-    code: 'conflict.invalid_state', message: 'Cannot pause a subscription whose status is paused', params: { status: 'paused' },
+    code: 'conflict.invalid_state',
+    message: 'Cannot pause a subscription whose status is paused',
+    params: { status: 'paused' },
   });
 
   const resumed = await api.post(`/v1/subscriptions/${sub.id}/resume`);
@@ -77,12 +115,21 @@ test('pause, resume and cancel move through the lifecycle with their events; inv
   assert.equal(cancelled.status, 200);
   assert.equal(cancelled.body.subscription.status, 'cancelled');
   assert.equal(cancelled.body.subscription.cancelled_by, 'merchant');
-  for (const [method, action] of [['post', 'pause'], ['post', 'resume'], ['put', 'cancel']] as const) {
+  for (const [method, action] of [
+    ['post', 'pause'],
+    ['post', 'resume'],
+    ['put', 'cancel'],
+  ] as const) {
     assert.deepEqual((await api[method](`/v1/subscriptions/${sub.id}/${action}`)).body, {
-      code: 'conflict.invalid_state', message: `Cannot ${action} a subscription whose status is cancelled`, params: { status: 'cancelled' },
+      code: 'conflict.invalid_state',
+      message: `Cannot ${action} a subscription whose status is cancelled`,
+      params: { status: 'cancelled' },
     });
   }
-  assert.deepEqual((await events()).map((e) => e.type), ['subscription.created', 'subscription.paused', 'subscription.resumed', 'subscription.cancelled']);
+  assert.deepEqual(
+    (await events()).map((e) => e.type),
+    ['subscription.created', 'subscription.paused', 'subscription.resumed', 'subscription.cancelled'],
+  );
   assert.deepEqual(Object.keys((await events())[3].data), ['id', 'user_id', 'merchant_identifier', 'updated_at']);
 });
 
@@ -94,10 +141,17 @@ test('an Idempotency-Key replays the first result; another merchant or mode sees
   assert.equal(again.status, 200);
   assert.equal(again.headers['idempotent-replayed'], 'true');
   assert.deepEqual(again.body, first.body);
-  assert.equal((await api.post(`/v1/subscriptions/${sub.id}/resume`, {}, { headers })).body.code, 'conflict.idempotency_key_reused');
+  assert.equal(
+    (await api.post(`/v1/subscriptions/${sub.id}/resume`, {}, { headers })).body.code,
+    'conflict.idempotency_key_reused',
+  );
 
   const other = await createTestMerchant(app);
-  const notFound = { code: 'not_found.subscription', message: `No such subscription: ${sub.id}`, params: { id: sub.id } };
+  const notFound = {
+    code: 'not_found.subscription',
+    message: `No such subscription: ${sub.id}`,
+    params: { id: sub.id },
+  };
   assert.deepEqual((await apiClient(app, other.testKey).get(`/v1/subscriptions/${sub.id}`)).body, notFound);
   assert.deepEqual((await apiClient(app, other.testKey).put(`/v1/subscriptions/${sub.id}/cancel`)).body, notFound);
   assert.deepEqual((await apiClient(app, merchant.liveKey).get(`/v1/subscriptions/${sub.id}`)).body, notFound);

@@ -29,7 +29,14 @@ type Proc = { child: ChildProcess; url: string; output: () => string };
 async function startProcess(env: Record<string, string>): Promise<Proc> {
   const port = await freePort();
   const child = spawn(process.execPath, ['src/main.ts'], {
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '0', ...env },
+    env: {
+      ...process.env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      RATE_LIMIT_PER_SECOND: '0',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -53,7 +60,9 @@ async function stop(proc: Proc, signal: NodeJS.Signals): Promise<void> {
 function client(url: string, key: string) {
   return async (method: string, route: string, body?: unknown) => {
     const response = await fetch(url + route, {
-      method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body),
+      method,
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
     });
     return { status: response.status, body: (await response.json()) as any };
   };
@@ -69,7 +78,8 @@ async function store(): Promise<Store> {
     const url = `${pgUrl}${pgUrl.includes('?') ? '&' : '?'}options=-c%20search_path%3D${schema}`;
     const db = openDb({ engine: 'postgres', url: pgUrl, schema });
     return {
-      env: { DATABASE_URL: url, DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'tono-crash-')) }, db,
+      env: { DATABASE_URL: url, DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'tono-crash-')) },
+      db,
       async drop() {
         await db.destroy();
         // the schema stays until the next run (see test/helpers.ts)
@@ -80,8 +90,12 @@ async function store(): Promise<Store> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-crash-'));
   return {
     env: { DATA_DIR: dir },
-    get db() { return openDb({ engine: 'sqlite', file: path.join(dir, 'tono.db') }); },
-    async drop() { fs.rmSync(dir, { recursive: true, force: true }); },
+    get db() {
+      return openDb({ engine: 'sqlite', file: path.join(dir, 'tono.db') });
+    },
+    async drop() {
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
   } as Store;
 }
 
@@ -94,7 +108,10 @@ async function seed(env: Record<string, string>, count: number) {
   const ids: string[] = [];
   for (let i = 0; i < count; i += 1) {
     const created = await api('POST', '/v1/requests', {
-      bank_account_id: account, message: `Plan ${i}`, subscription_options: { amount: '15.00 NZD', period: 'weekly' }, cust_info: { email: `payer${i}@example.com` },
+      bank_account_id: account,
+      message: `Plan ${i}`,
+      subscription_options: { amount: '15.00 NZD', period: 'weekly' },
+      cust_info: { email: `payer${i}@example.com` },
     });
     const paid = await api('POST', `/v1/test-helpers/requests/${created.body.request.id}/pay`, {});
     assert.equal(paid.status, 200, JSON.stringify(paid.body));
@@ -105,8 +122,15 @@ async function seed(env: Record<string, string>, count: number) {
 }
 
 async function chargesOf(db: Db) {
-  const charges = await db.selectFrom('subscription_charges').select(['subscription_id', 'slot_date', 'status']).execute();
-  const payments = await db.selectFrom('payments').select(['subscription_id', 'status']).where('subscription_id', 'is not', null).execute();
+  const charges = await db
+    .selectFrom('subscription_charges')
+    .select(['subscription_id', 'slot_date', 'status'])
+    .execute();
+  const payments = await db
+    .selectFrom('payments')
+    .select(['subscription_id', 'status'])
+    .where('subscription_id', 'is not', null)
+    .execute();
   return { charges, payments };
 }
 
@@ -122,9 +146,16 @@ function assertExactlyOnce(ids: string[], found: Awaited<ReturnType<typeof charg
   for (const id of ids) {
     const charges = found.charges.filter((c) => c.subscription_id === id);
     assert.equal(charges.length, slots, `${id}: ${slots} slots`);
-    assert.ok(charges.every((c) => c.status === 'successful'), `${id}: every slot charged`);
+    assert.ok(
+      charges.every((c) => c.status === 'successful'),
+      `${id}: every slot charged`,
+    );
     const payments = found.payments.filter((p) => p.subscription_id === id);
-    assert.equal(payments.filter((p) => p.status === 'successful').length, slots, `${id}: one successful payment per slot`);
+    assert.equal(
+      payments.filter((p) => p.status === 'successful').length,
+      slots,
+      `${id}: one successful payment per slot`,
+    );
   }
 }
 
@@ -142,34 +173,52 @@ test('a process killed mid-run and restarted charges every slot exactly once', {
   proc = await startProcess({ ...s.env, DEMO_MERCHANT: 'false' });
   t.after(() => stop(proc, 'SIGKILL'));
   // Jobs the killed process held come back when their 60-second lease runs out.
-  await waitFor(async () => (await chargesOf(db)).charges.filter((c) => c.status === 'successful').length === ids.length, 120_000);
+  await waitFor(
+    async () => (await chargesOf(db)).charges.filter((c) => c.status === 'successful').length === ids.length,
+    120_000,
+  );
   assertExactlyOnce(ids, await chargesOf(db), 1);
 
   // Two more weeks through the test clock, killed part-way through the advance.
   const api = client(proc.url, key);
   const target = Date.parse((await api('GET', '/v1/test-helpers/clock')).body.clock.now) + 15 * DAY;
-  const advancing = api('POST', '/v1/test-helpers/clock/advance', { to: new Date(target).toISOString() }).catch(() => null);
+  const advancing = api('POST', '/v1/test-helpers/clock/advance', { to: new Date(target).toISOString() }).catch(
+    () => null,
+  );
   await waitFor(async () => (await chargesOf(db)).charges.length > ids.length);
   await stop(proc, 'SIGKILL');
   await advancing;
   proc = await startProcess({ ...s.env, DEMO_MERCHANT: 'false' });
-  const resumed = await client(proc.url, key)('POST', '/v1/test-helpers/clock/advance', { to: new Date(target).toISOString() });
+  const resumed = await client(proc.url, key)('POST', '/v1/test-helpers/clock/advance', {
+    to: new Date(target).toISOString(),
+  });
   assert.equal(resumed.status, 200, JSON.stringify(resumed.body));
-  await waitFor(async () => (await chargesOf(db)).charges.filter((c) => c.status === 'successful').length === ids.length * 3, 120_000);
+  await waitFor(
+    async () => (await chargesOf(db)).charges.filter((c) => c.status === 'successful').length === ids.length * 3,
+    120_000,
+  );
   assertExactlyOnce(ids, await chargesOf(db), 3);
 });
 
-test('two processes on PostgreSQL charge one due set without duplicates', { skip: engine !== 'postgres', timeout: 240_000 }, async (t) => {
+test('two processes on PostgreSQL charge one due set without duplicates', {
+  skip: engine !== 'postgres',
+  timeout: 240_000,
+}, async (t) => {
   const s = await store();
   t.after(() => s.drop());
   const { ids } = await seed(s.env, 60);
   const db = s.db;
   t.after(() => db.destroy());
-  const [a, b] = await Promise.all([startProcess({ ...s.env, DEMO_MERCHANT: 'false' }), startProcess({ ...s.env, DEMO_MERCHANT: 'false' })]);
+  const [a, b] = await Promise.all([
+    startProcess({ ...s.env, DEMO_MERCHANT: 'false' }),
+    startProcess({ ...s.env, DEMO_MERCHANT: 'false' }),
+  ]);
   t.after(async () => {
     await stop(a, 'SIGTERM');
     await stop(b, 'SIGTERM');
   });
-  await waitFor(async () => (await chargesOf(db)).charges.filter((c) => c.status === 'successful').length === ids.length);
+  await waitFor(
+    async () => (await chargesOf(db)).charges.filter((c) => c.status === 'successful').length === ids.length,
+  );
   assertExactlyOnce(ids, await chargesOf(db), 1);
 });

@@ -10,7 +10,12 @@ import type { SubscriptionRow } from './subscriptions.repo.ts';
 
 type Api = { post(url: string, body?: unknown): Promise<{ status: number; body: any }> };
 
-export async function createSubscriptionRequest(api: Api, bankAccountId: string, options: Record<string, unknown>, extra: Record<string, unknown> = {}) {
+export async function createSubscriptionRequest(
+  api: Api,
+  bankAccountId: string,
+  options: Record<string, unknown>,
+  extra: Record<string, unknown> = {},
+) {
   const created = await api.post('/v1/requests', {
     bank_account_id: bankAccountId,
     message: 'Coffee subscription',
@@ -23,20 +28,26 @@ export async function createSubscriptionRequest(api: Api, bankAccountId: string,
 }
 
 /** A subscription authorised now on its clock, with a made-up bank consent (no bank is called). */
-export async function authoriseDirectly(runtime: Runtime, requestId: string, bank = { id: 'sandbox', consentId: 'consent-1', token: 'token-1' }): Promise<SubscriptionRow> {
+export async function authoriseDirectly(
+  runtime: Runtime,
+  requestId: string,
+  bank = { id: 'sandbox', consentId: 'consent-1', token: 'token-1' },
+): Promise<SubscriptionRow> {
   const { deps } = runtime;
   const request = (await findRequestById(deps.db, requestId))!;
   const options = subscriptionOptionsOf(request)!;
   const clock = await clockOfSubscription(deps, deps.db, request);
-  return transact(deps.db, (trx) => createSubscription(trx, deps, {
-    request,
-    options,
-    email: JSON.parse(request.cust_info ?? '{}').email,
-    customerId: null,
-    payerDetails: request.cust_info ? JSON.parse(request.cust_info) : null,
-    bankId: bank.id,
-    bankConsentId: bank.consentId,
-    bankAccessToken: bank.token,
-    authorisedAt: clock.now(),
-  }));
+  return transact(deps.db, (trx) =>
+    createSubscription(trx, deps, {
+      request,
+      options,
+      email: JSON.parse(request.cust_info ?? '{}').email,
+      customerId: null,
+      payerDetails: request.cust_info ? JSON.parse(request.cust_info) : null,
+      bankId: bank.id,
+      bankConsentId: bank.consentId,
+      bankAccessToken: bank.token,
+      authorisedAt: clock.now(),
+    }),
+  );
 }

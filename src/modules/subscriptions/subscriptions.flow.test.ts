@@ -26,8 +26,15 @@ async function setUp(t: TestContext) {
     assert.equal(paid.body.subscription.status, 'active');
     return { request, sub: paid.body.subscription as { id: string } };
   };
-  const events = async (id: string) => (await app.deps.db.selectFrom('events').select(['type', 'body']).where('object_id', '=', id).orderBy('id').execute())
-    .map((e) => ({ type: e.type, ...JSON.parse(e.body).data }));
+  const events = async (id: string) =>
+    (
+      await app.deps.db
+        .selectFrom('events')
+        .select(['type', 'body'])
+        .where('object_id', '=', id)
+        .orderBy('id')
+        .execute()
+    ).map((e) => ({ type: e.type, ...JSON.parse(e.body).data }));
   const get = async (id: string) => (await api.get(`/v1/subscriptions/${id}`)).body.subscription;
   const payments = async (id: string) => (await api.get(`/v1/subscriptions/${id}/payments`)).body.payments as any[];
   return { app, merchant, api, clockNow, advanceTo, subscribe, events, get, payments };
@@ -58,7 +65,10 @@ test('authorisation creates the subscription, the customer and a paid request; t
   assert.equal(done.status, 'completed');
   assert.equal(done.successful_charges, 3);
   assert.equal(done.next_charge_at, null);
-  assert.deepEqual((await events(sub.id)).map((e) => e.type), ['subscription.created', 'subscription.completed']);
+  assert.deepEqual(
+    (await events(sub.id)).map((e) => e.type),
+    ['subscription.created', 'subscription.completed'],
+  );
   const all = await payments(sub.id);
   assert.equal(all.length, 3);
   assert.ok(all.every((p) => p.status === 'successful' && p.cust_info.email === 'payer@example.com'));
@@ -69,16 +79,25 @@ test('failures retry at +1, +3, +5 days at the charge time, then the slot is ski
   // The 15th of a month at least 10 days ahead: every month has the anchor day.
   const start = `${new Date((await clockNow()) + 40 * DAY).toISOString().slice(0, 8)}15`;
   const { sub } = await subscribe({ amount: '20.00 NZD', period: 'monthly', start_date: start });
-  const declined = await api.post(`/v1/test-helpers/subscriptions/${sub.id}/decline-next`, { count: 4, reason: 'insufficient_funds' });
+  const declined = await api.post(`/v1/test-helpers/subscriptions/${sub.id}/decline-next`, {
+    count: 4,
+    reason: 'insufficient_funds',
+  });
   assert.equal(declined.status, 200);
   const firstAt = Date.parse((await get(sub.id)).next_charge_at);
   assert.equal(nzTime(new Date(firstAt).toISOString()).split(', ')[1], '10:00:00');
 
   await advanceTo(firstAt + 10 * DAY);
   const failed = (await events(sub.id)).filter((e) => e.type === 'subscription.charge_failed');
-  assert.deepEqual(failed.map((e) => [e.attempts, e.next_attempt_at && Math.round((Date.parse(e.next_attempt_at) - firstAt) / DAY)]), [
-    [1, 1], [2, 3], [3, 5], [4, undefined],
-  ]);
+  assert.deepEqual(
+    failed.map((e) => [e.attempts, e.next_attempt_at && Math.round((Date.parse(e.next_attempt_at) - firstAt) / DAY)]),
+    [
+      [1, 1],
+      [2, 3],
+      [3, 5],
+      [4, undefined],
+    ],
+  );
   for (const e of failed) {
     assert.equal(e.charge_at, new Date(firstAt).toISOString());
     assert.equal(e.last_error, 'insufficient_funds');
@@ -91,7 +110,10 @@ test('failures retry at +1, +3, +5 days at the charge time, then the slot is ski
   assert.equal(skipped[0].skipped_charge_at, new Date(firstAt).toISOString());
   const nextAt = skipped[0].next_charge_at;
   assert.equal(nzTime(nextAt).split(', ')[1], '10:00:00');
-  assert.equal(new Date(nextAt).toLocaleDateString('en-NZ', { timeZone: 'Pacific/Auckland', day: 'numeric' }), new Date(firstAt).toLocaleDateString('en-NZ', { timeZone: 'Pacific/Auckland', day: 'numeric' }));
+  assert.equal(
+    new Date(nextAt).toLocaleDateString('en-NZ', { timeZone: 'Pacific/Auckland', day: 'numeric' }),
+    new Date(firstAt).toLocaleDateString('en-NZ', { timeZone: 'Pacific/Auckland', day: 'numeric' }),
+  );
   const state = await get(sub.id);
   assert.equal(state.status, 'active');
   assert.deepEqual([state.successful_charges, state.failed_charges, state.skipped_charges], [0, 4, 1]);
@@ -102,9 +124,13 @@ test('failures retry at +1, +3, +5 days at the charge time, then the slot is ski
   await advanceTo(Date.parse(nextAt) + 2 * DAY);
   const after = await get(sub.id);
   assert.equal(after.successful_charges, 1);
-  const anchorDay = (iso: string) => new Date(iso).toLocaleDateString('en-NZ', { timeZone: 'Pacific/Auckland', day: 'numeric' });
+  const anchorDay = (iso: string) =>
+    new Date(iso).toLocaleDateString('en-NZ', { timeZone: 'Pacific/Auckland', day: 'numeric' });
   assert.equal(anchorDay(after.next_charge_at), anchorDay(new Date(firstAt).toISOString()));
-  assert.deepEqual((await payments(sub.id)).map((p) => p.status), ['successful', 'failed', 'failed', 'failed', 'failed', 'failed']);
+  assert.deepEqual(
+    (await payments(sub.id)).map((p) => p.status),
+    ['successful', 'failed', 'failed', 'failed', 'failed', 'failed'],
+  );
 });
 
 test('pause drops pending retries; resume charges one period after resuming; time travel across years', async (t) => {
@@ -124,9 +150,10 @@ test('pause drops pending retries; resume charges one period after resuming; tim
   await advanceTo(resumedAt + 3 * 366 * DAY);
   const state = await get(sub.id);
   assert.equal(state.successful_charges, 3);
-  assert.deepEqual((await events(sub.id)).map((e) => e.type), [
-    'subscription.created', 'subscription.charge_failed', 'subscription.paused', 'subscription.resumed',
-  ]);
+  assert.deepEqual(
+    (await events(sub.id)).map((e) => e.type),
+    ['subscription.created', 'subscription.charge_failed', 'subscription.paused', 'subscription.resumed'],
+  );
 });
 
 test('completion by end date; cancellation by the merchant, by the payer and at the bank', async (t) => {
@@ -140,7 +167,10 @@ test('completion by end date; cancellation by the merchant, by the payer and at 
   // From the clock as it is after the set-up (it moves with real time), so a slow run never goes backwards.
   await advanceTo((await clockNow()) + 1000);
 
-  assert.equal((await api.put(`/v1/subscriptions/${merchantCancelled.sub.id}/cancel`)).body.subscription.cancelled_by, 'merchant');
+  assert.equal(
+    (await api.put(`/v1/subscriptions/${merchantCancelled.sub.id}/cancel`)).body.subscription.cancelled_by,
+    'merchant',
+  );
   const byPayer = await api.post(`/v1/test-helpers/subscriptions/${payerCancelled.sub.id}/cancel-by-payer`);
   assert.equal(byPayer.body.subscription.status, 'cancelled');
   assert.equal(byPayer.body.subscription.cancelled_by, 'payer');
@@ -151,16 +181,25 @@ test('completion by end date; cancellation by the merchant, by the payer and at 
   const d = await get(dated.sub.id);
   assert.equal(d.status, 'completed');
   assert.ok(d.successful_charges >= 4 && d.successful_charges <= 5);
-  assert.deepEqual((await events(dated.sub.id)).map((e) => e.type), ['subscription.created', 'subscription.completed']);
+  assert.deepEqual(
+    (await events(dated.sub.id)).map((e) => e.type),
+    ['subscription.created', 'subscription.completed'],
+  );
   for (const { sub } of [merchantCancelled, payerCancelled]) {
     assert.equal((await get(sub.id)).successful_charges, 1);
-    assert.deepEqual((await events(sub.id)).map((e) => e.type), ['subscription.created', 'subscription.cancelled']);
+    assert.deepEqual(
+      (await events(sub.id)).map((e) => e.type),
+      ['subscription.created', 'subscription.cancelled'],
+    );
   }
   const b = await get(bankCancelled.sub.id);
   assert.equal(b.status, 'cancelled');
   assert.equal(b.cancelled_by, 'bank');
   assert.equal(b.successful_charges, 1);
-  assert.deepEqual((await events(bankCancelled.sub.id)).map((e) => e.type), ['subscription.created', 'subscription.cancelled']);
+  assert.deepEqual(
+    (await events(bankCancelled.sub.id)).map((e) => e.type),
+    ['subscription.created', 'subscription.cancelled'],
+  );
 });
 
 test('test helpers: bad input is refused whole and changes nothing; a live key sees 404', async (t) => {
@@ -168,16 +207,38 @@ test('test helpers: bad input is refused whole and changes nothing; a live key s
   const { sub } = await subscribe({ amount: '5.00 NZD', period: 'weekly' });
   const before = await get(sub.id);
   const bad = await api.post(`/v1/test-helpers/subscriptions/${sub.id}/decline-next`, { count: 0 });
-  assert.deepEqual([bad.status, bad.body], [400, { code: 'bad_request.invalid_param.count', message: 'count must be at least 1', params: { field: 'count' } }]);
+  assert.deepEqual(
+    [bad.status, bad.body],
+    [400, { code: 'bad_request.invalid_param.count', message: 'count must be at least 1', params: { field: 'count' } }],
+  );
   const unknown = await api.post(`/v1/test-helpers/subscriptions/${sub.id}/decline-next`, { count: 1, extra: true });
-  assert.deepEqual([unknown.status, unknown.body], [400, { code: 'bad_request.unknown_param.extra', message: 'extra is not a parameter of this endpoint', params: { field: 'extra' } }]);
+  assert.deepEqual(
+    [unknown.status, unknown.body],
+    [
+      400,
+      {
+        code: 'bad_request.unknown_param.extra',
+        message: 'extra is not a parameter of this endpoint',
+        params: { field: 'extra' },
+      },
+    ],
+  );
   const live = apiClient(app, merchant.liveKey);
   for (const helper of ['decline-next', 'cancel-at-bank', 'cancel-by-payer']) {
-    const reply = await live.post(`/v1/test-helpers/subscriptions/${sub.id}/${helper}`, helper === 'decline-next' ? { count: 1 } : undefined);
-    assert.deepEqual([reply.status, reply.body], [404, { code: 'not_found.route', message: 'Test helpers exist only for test keys (sk_test_…)', params: {} }]);
+    const reply = await live.post(
+      `/v1/test-helpers/subscriptions/${sub.id}/${helper}`,
+      helper === 'decline-next' ? { count: 1 } : undefined,
+    );
+    assert.deepEqual(
+      [reply.status, reply.body],
+      [404, { code: 'not_found.route', message: 'Test helpers exist only for test keys (sk_test_…)', params: {} }],
+    );
   }
   const id = 'subscription_01ARZ3NDEKTSV4RRFFQ69G5FAV';
   const missing = await api.post(`/v1/test-helpers/subscriptions/${id}/cancel-by-payer`);
-  assert.deepEqual([missing.status, missing.body], [404, { code: 'not_found.subscription', message: `No such subscription: ${id}`, params: { id } }]);
+  assert.deepEqual(
+    [missing.status, missing.body],
+    [404, { code: 'not_found.subscription', message: `No such subscription: ${id}`, params: { id } }],
+  );
   assert.deepEqual(await get(sub.id), before);
 });

@@ -12,53 +12,121 @@ import type { PaymentRow } from '../payments/payments.tables.ts';
 
 /** The plan in plain words, with the start it actually got (a start "when you approve" is a date by now). */
 export function planWords(sub: SubscriptionRow): string {
-  return describeSchedule({ ...sub, start_at: sub.start_at ?? sub.first_charge_at, period: sub.period as SubscriptionPeriod }, sub.zone);
+  return describeSchedule(
+    { ...sub, start_at: sub.start_at ?? sub.first_charge_at, period: sub.period as SubscriptionPeriod },
+    sub.zone,
+  );
 }
 
-async function notice(trx: Db, sub: SubscriptionRow, mail: Omit<Parameters<typeof queueMail>[1], 'to' | 'related' | 'owner'>, now: number) {
-  await queueMail(trx, { ...mail, to: sub.email, related: { type: 'subscription', id: sub.id }, owner: { userId: sub.user_id, mode: sub.mode } } as Parameters<typeof queueMail>[1], now);
+async function notice(
+  trx: Db,
+  sub: SubscriptionRow,
+  mail: Omit<Parameters<typeof queueMail>[1], 'to' | 'related' | 'owner'>,
+  now: number,
+) {
+  await queueMail(
+    trx,
+    {
+      ...mail,
+      to: sub.email,
+      related: { type: 'subscription', id: sub.id },
+      owner: { userId: sub.user_id, mode: sub.mode },
+    } as Parameters<typeof queueMail>[1],
+    now,
+  );
 }
 
 export async function noticeSubscriptionSetUp(trx: Db, sub: SubscriptionRow, now: number): Promise<void> {
   if (sub.status !== 'active' || sub.next_charge_at === null) return;
   const { name } = await merchantContact(trx, sub.user_id);
-  await notice(trx, sub, {
-    template: 'subscription_set_up',
-    data: { merchant: name, plan: planWords(sub), first_charge: describeMoment(sub.next_charge_at, sub.zone), test: sub.mode === 'test' },
-    dedupeKey: `subscription_set_up:${sub.id}`,
-  }, now);
-}
-
-export async function noticeChargeReceipt(trx: Db, sub: SubscriptionRow, payment: PaymentRow, now: number): Promise<void> {
-  const { name } = await merchantContact(trx, sub.user_id);
-  await notice(trx, sub, {
-    template: 'charge_receipt',
-    data: {
-      merchant: name, amount: displayAmount(payment.amount_cents), date: describeMoment(now, sub.zone),
-      particulars: payment.particulars, code: payment.code, reference: payment.reference ?? '', test: sub.mode === 'test',
+  await notice(
+    trx,
+    sub,
+    {
+      template: 'subscription_set_up',
+      data: {
+        merchant: name,
+        plan: planWords(sub),
+        first_charge: describeMoment(sub.next_charge_at, sub.zone),
+        test: sub.mode === 'test',
+      },
+      dedupeKey: `subscription_set_up:${sub.id}`,
     },
-    dedupeKey: `charge_receipt:${payment.id}`,
-  }, now);
+    now,
+  );
 }
 
-export async function noticeChargeFailed(trx: Db, sub: SubscriptionRow, payment: PaymentRow, chargeAt: number, retryAt: number | null, now: number): Promise<void> {
+export async function noticeChargeReceipt(
+  trx: Db,
+  sub: SubscriptionRow,
+  payment: PaymentRow,
+  now: number,
+): Promise<void> {
   const { name } = await merchantContact(trx, sub.user_id);
-  await notice(trx, sub, {
-    template: 'charge_failed',
-    data: {
-      merchant: name, amount: displayAmount(payment.amount_cents), date: describeMoment(chargeAt, sub.zone),
-      retry: retryAt === null ? null : describeMoment(retryAt, sub.zone), test: sub.mode === 'test',
+  await notice(
+    trx,
+    sub,
+    {
+      template: 'charge_receipt',
+      data: {
+        merchant: name,
+        amount: displayAmount(payment.amount_cents),
+        date: describeMoment(now, sub.zone),
+        particulars: payment.particulars,
+        code: payment.code,
+        reference: payment.reference ?? '',
+        test: sub.mode === 'test',
+      },
+      dedupeKey: `charge_receipt:${payment.id}`,
     },
-    dedupeKey: `charge_failed:${payment.id}`,
-  }, now);
+    now,
+  );
 }
 
-export async function noticeSubscriptionEnded(trx: Db, sub: SubscriptionRow, how: 'cancelled' | 'completed', by: CancelledBy | null, now: number): Promise<void> {
+export async function noticeChargeFailed(
+  trx: Db,
+  sub: SubscriptionRow,
+  payment: PaymentRow,
+  chargeAt: number,
+  retryAt: number | null,
+  now: number,
+): Promise<void> {
+  const { name } = await merchantContact(trx, sub.user_id);
+  await notice(
+    trx,
+    sub,
+    {
+      template: 'charge_failed',
+      data: {
+        merchant: name,
+        amount: displayAmount(payment.amount_cents),
+        date: describeMoment(chargeAt, sub.zone),
+        retry: retryAt === null ? null : describeMoment(retryAt, sub.zone),
+        test: sub.mode === 'test',
+      },
+      dedupeKey: `charge_failed:${payment.id}`,
+    },
+    now,
+  );
+}
+
+export async function noticeSubscriptionEnded(
+  trx: Db,
+  sub: SubscriptionRow,
+  how: 'cancelled' | 'completed',
+  by: CancelledBy | null,
+  now: number,
+): Promise<void> {
   const { name } = await merchantContact(trx, sub.user_id);
   const byWords = by === 'payer' ? 'you' : by === 'bank' ? 'your bank' : by === 'merchant' ? name : null;
-  await notice(trx, sub, {
-    template: 'subscription_ended',
-    data: { merchant: name, plan: planWords(sub), how, by: byWords, test: sub.mode === 'test' },
-    dedupeKey: `subscription_ended:${sub.id}`,
-  }, now);
+  await notice(
+    trx,
+    sub,
+    {
+      template: 'subscription_ended',
+      data: { merchant: name, plan: planWords(sub), how, by: byWords, test: sub.mode === 'test' },
+      dedupeKey: `subscription_ended:${sub.id}`,
+    },
+    now,
+  );
 }

@@ -18,7 +18,11 @@ test('the hosted page states the plan; approval creates the subscription, the cu
   const landed = await payViaPage(world, request.id, {});
   assert.equal(landed, `/pay/${request.id}`);
   // the payer reads what was set up, not that a payment was received (no money has moved)
-  const textOf = (html: string) => html.replace(/<[^>]+>/g, ' ').replace(/&#39;/g, "'").replace(/\s+/g, ' ');
+  const textOf = (html: string) =>
+    html
+      .replace(/<[^>]+>/g, ' ')
+      .replace(/&#39;/g, "'")
+      .replace(/\s+/g, ' ');
   const setUp = textOf(await fetch(`${world.baseUrl}${landed}`).then((r) => r.text()));
   assert.match(setUp, /Subscription set up/);
   assert.match(setUp, /Your subscription to Kōwhai Coffee: \$15\.00 every fortnight from 3 March 2027, 6 payments\./);
@@ -34,7 +38,10 @@ test('the hosted page states the plan; approval creates the subscription, the cu
   assert.equal((await world.api.get(`/v1/requests/${request.id}`)).body.request.status, 'paid');
   const customers = await world.api.get('/v1/customers', { query: { email: 'pat@example.com' } });
   assert.equal(customers.body.customers[0].id, sub.customer_id);
-  assert.deepEqual((await eventsOf(world, sub.id)).map((e) => e.type), ['subscription.created']);
+  assert.deepEqual(
+    (await eventsOf(world, sub.id)).map((e) => e.type),
+    ['subscription.created'],
+  );
 
   // The whole plan through the test clock: six fortnightly charges, then subscription.completed.
   const advanced = await world.api.post('/v1/test-helpers/clock/advance', { to: '2027-06-01T00:00:00.000Z' });
@@ -44,12 +51,32 @@ test('the hosted page states the plan; approval creates the subscription, the cu
   assert.equal(done.successful_charges, 6);
   const payments = (await world.api.get(`/subscriptions/${sub.id}/payments`)).body.payments as any[];
   assert.equal(payments.length, 6);
-  assert.ok(payments.every((p) => p.status === 'successful' && p.cust_info.email === 'pat@example.com' && p.subscription_id === sub.id));
-  const nz = (iso: string) => new Date(iso).toLocaleString('en-NZ', { timeZone: 'Pacific/Auckland', hour12: false, day: 'numeric', month: 'short', hour: '2-digit', minute: '2-digit' });
+  assert.ok(
+    payments.every(
+      (p) => p.status === 'successful' && p.cust_info.email === 'pat@example.com' && p.subscription_id === sub.id,
+    ),
+  );
+  const nz = (iso: string) =>
+    new Date(iso).toLocaleString('en-NZ', {
+      timeZone: 'Pacific/Auckland',
+      hour12: false,
+      day: 'numeric',
+      month: 'short',
+      hour: '2-digit',
+      minute: '2-digit',
+    });
   assert.deepEqual(payments.map((p) => nz(p.created_at)).reverse(), [
-    '3 Mar, 10:00', '17 Mar, 10:00', '31 Mar, 10:00', '14 Apr, 10:00', '28 Apr, 10:00', '12 May, 10:00',
+    '3 Mar, 10:00',
+    '17 Mar, 10:00',
+    '31 Mar, 10:00',
+    '14 Apr, 10:00',
+    '28 Apr, 10:00',
+    '12 May, 10:00',
   ]);
-  assert.deepEqual((await eventsOf(world, sub.id)).map((e) => e.type), ['subscription.created', 'subscription.completed']);
+  assert.deepEqual(
+    (await eventsOf(world, sub.id)).map((e) => e.type),
+    ['subscription.created', 'subscription.completed'],
+  );
   const later = textOf(await fetch(`${world.baseUrl}/pay/${request.id}`).then((r) => r.text()));
   assert.match(later, /Subscription completed.*Every payment has been made; nothing more will be charged\./);
 });

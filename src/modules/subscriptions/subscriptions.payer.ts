@@ -4,7 +4,12 @@ import { describeMoment } from '../../shared/zone.ts';
 import { merchantContact } from '../merchants/merchants.service.ts';
 import { paymentsUnder } from '../payments/payments.service.ts';
 import { planWords } from './subscriptions.notices.ts';
-import { anySubscriptionOfEmail, findSubscriptionById, subscriptionsOfEmail, type SubscriptionRow } from './subscriptions.repo.ts';
+import {
+  anySubscriptionOfEmail,
+  findSubscriptionById,
+  subscriptionsOfEmail,
+  type SubscriptionRow,
+} from './subscriptions.repo.ts';
 import { cancelSubscriptionByPayer } from './subscriptions.service.ts';
 import { isIdOf } from '../../shared/ids.ts';
 import type { Deps } from '../context.ts';
@@ -36,10 +41,17 @@ async function view(deps: Deps, row: SubscriptionRow, withPayments: boolean): Pr
     agreed: planWords(row),
     next: row.status === 'active' && row.next_charge_at !== null ? describeMoment(row.next_charge_at, row.zone) : null,
     created: describeMoment(row.created_at, row.zone),
-    ended: row.status === 'cancelled' && row.cancelled_at !== null
-      ? `Cancelled by ${byWords[row.cancelled_by ?? ''] ?? 'the bank'} on ${describeMoment(row.cancelled_at, row.zone)}`
-      : row.status === 'completed' ? 'Completed: every payment has been made' : row.status === 'paused' ? `Paused by ${merchant}` : null,
-    payments: withPayments ? (await paymentsUnder(deps.db, { subscriptionId: row.id })).map((p) => paymentLine(p, row.zone)) : [],
+    ended:
+      row.status === 'cancelled' && row.cancelled_at !== null
+        ? `Cancelled by ${byWords[row.cancelled_by ?? ''] ?? 'the bank'} on ${describeMoment(row.cancelled_at, row.zone)}`
+        : row.status === 'completed'
+          ? 'Completed: every payment has been made'
+          : row.status === 'paused'
+            ? `Paused by ${merchant}`
+            : null,
+    payments: withPayments
+      ? (await paymentsUnder(deps.db, { subscriptionId: row.id })).map((p) => paymentLine(p, row.zone))
+      : [],
   };
 }
 

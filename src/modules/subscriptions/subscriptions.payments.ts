@@ -6,11 +6,18 @@ import { listPaymentsOfSubscription } from '../payments/payments.service.ts';
 import type { Ctx } from '../context.ts';
 
 /** GET /subscriptions/{id}/payments: every charge's payment with its cust_info; all of them unless `limit` is given. */
-export async function listSubscriptionPayments(ctx: Ctx, id: string, query: { limit?: number; starting_after?: string }) {
+export async function listSubscriptionPayments(
+  ctx: Ctx,
+  id: string,
+  query: { limit?: number; starting_after?: string },
+) {
   const owner = { userId: ctx.merchant.id, mode: ctx.mode };
   await getSubscription(ctx.db, owner, id);
   const rows = await listPaymentsOfSubscription(ctx.db, owner, id, query);
   const { items, hasMore } = query.limit === undefined ? { items: rows, hasMore: false } : pageOf(rows, query.limit);
-  const infos = await custInfosOfPayments(ctx.db, items.map((row) => row.id));
+  const infos = await custInfosOfPayments(
+    ctx.db,
+    items.map((row) => row.id),
+  );
   return { payments: items.map((row) => presentPayment(row, infos.get(row.id))), has_more: hasMore };
 }

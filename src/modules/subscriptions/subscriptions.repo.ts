@@ -19,7 +19,13 @@ export async function insertSubscription(db: Db, row: SubscriptionRow): Promise<
 }
 
 export async function findSubscription(db: Db, owner: Owner, id: string): Promise<SubscriptionRow | undefined> {
-  return db.selectFrom('subscriptions').selectAll().where('id', '=', id).where('user_id', '=', owner.userId).where('mode', '=', owner.mode).executeTakeFirst();
+  return db
+    .selectFrom('subscriptions')
+    .selectAll()
+    .where('id', '=', id)
+    .where('user_id', '=', owner.userId)
+    .where('mode', '=', owner.mode)
+    .executeTakeFirst();
 }
 
 export async function getSubscription(db: Db, owner: Owner, id: string): Promise<SubscriptionRow> {
@@ -33,7 +39,8 @@ export async function findSubscriptionByRequest(db: Db, requestId: string): Prom
 }
 
 const lockSubscriptionQuery = prepared<{ id: string }, SubscriptionRow>((db, arg) =>
-  lockForUpdate(db, db.selectFrom('subscriptions').selectAll().where('id', '=', arg('id'))));
+  lockForUpdate(db, db.selectFrom('subscriptions').selectAll().where('id', '=', arg('id'))),
+);
 
 export async function lockSubscription(db: Db, id: string): Promise<SubscriptionRow | undefined> {
   return lockSubscriptionQuery.first(db, { id });
@@ -43,20 +50,43 @@ export async function updateSubscription(db: Db, id: string, changes: Updateable
   await updateById(db, 'subscriptions', id, changes);
 }
 
-export type SubscriptionFilters = { status?: string; merchant_identifier?: string; email?: string; request_id?: string; limit: number; starting_after?: string };
+export type SubscriptionFilters = {
+  status?: string;
+  merchant_identifier?: string;
+  email?: string;
+  request_id?: string;
+  limit: number;
+  starting_after?: string;
+};
 
-export async function listSubscriptions(db: Db, owner: Owner, filters: SubscriptionFilters): Promise<SubscriptionRow[]> {
-  let query = db.selectFrom('subscriptions').selectAll().where('user_id', '=', owner.userId).where('mode', '=', owner.mode);
+export async function listSubscriptions(
+  db: Db,
+  owner: Owner,
+  filters: SubscriptionFilters,
+): Promise<SubscriptionRow[]> {
+  let query = db
+    .selectFrom('subscriptions')
+    .selectAll()
+    .where('user_id', '=', owner.userId)
+    .where('mode', '=', owner.mode);
   if (filters.status) query = query.where('status', '=', filters.status);
   if (filters.merchant_identifier) query = query.where('merchant_identifier', '=', filters.merchant_identifier);
   if (filters.email) query = query.where('email', '=', filters.email);
   if (filters.request_id) query = query.where('request_id', '=', filters.request_id);
   if (filters.starting_after) query = query.where('id', '<', filters.starting_after);
-  return query.orderBy('id', 'desc').limit(filters.limit + 1).execute();
+  return query
+    .orderBy('id', 'desc')
+    .limit(filters.limit + 1)
+    .execute();
 }
 
 const findChargeQuery = prepared<{ subscriptionId: string; slotDate: string }, ChargeRow>((db, arg) =>
-  db.selectFrom('subscription_charges').selectAll().where('subscription_id', '=', arg('subscriptionId')).where('slot_date', '=', arg('slotDate')));
+  db
+    .selectFrom('subscription_charges')
+    .selectAll()
+    .where('subscription_id', '=', arg('subscriptionId'))
+    .where('slot_date', '=', arg('slotDate')),
+);
 
 export async function findCharge(db: Db, subscriptionId: string, slotDate: string): Promise<ChargeRow | undefined> {
   return findChargeQuery.first(db, { subscriptionId, slotDate });
@@ -73,28 +103,54 @@ export async function updateCharge(db: Db, id: string, changes: Updateable<Subsc
 
 /** The slot whose retries are pending, if any (at most one per subscription). */
 export async function findOpenCharge(db: Db, subscriptionId: string): Promise<ChargeRow | undefined> {
-  return db.selectFrom('subscription_charges').selectAll().where('subscription_id', '=', subscriptionId)
-    .where('status', 'in', ['retrying', 'in_flight']).executeTakeFirst();
+  return db
+    .selectFrom('subscription_charges')
+    .selectAll()
+    .where('subscription_id', '=', subscriptionId)
+    .where('status', 'in', ['retrying', 'in_flight'])
+    .executeTakeFirst();
 }
 
 export async function listCharges(db: Db, subscriptionId: string): Promise<ChargeRow[]> {
-  return db.selectFrom('subscription_charges').selectAll().where('subscription_id', '=', subscriptionId).orderBy('slot_date').execute();
+  return db
+    .selectFrom('subscription_charges')
+    .selectAll()
+    .where('subscription_id', '=', subscriptionId)
+    .orderBy('slot_date')
+    .execute();
 }
-
 
 /** Bank access tokens stored in clear before secrets were sealed at rest. */
 export async function sealSubscriptionAccessTokens(db: Db, seal: (secret: string) => string): Promise<void> {
-  const rows = await db.selectFrom('subscriptions').select(['id', 'bank_access_token']).where(notSealed('bank_access_token')).execute();
-  for (const row of rows) await db.updateTable('subscriptions').set({ bank_access_token: seal(row.bank_access_token) }).where('id', '=', row.id).execute();
+  const rows = await db
+    .selectFrom('subscriptions')
+    .select(['id', 'bank_access_token'])
+    .where(notSealed('bank_access_token'))
+    .execute();
+  for (const row of rows)
+    await db
+      .updateTable('subscriptions')
+      .set({ bank_access_token: seal(row.bank_access_token) })
+      .where('id', '=', row.id)
+      .execute();
 }
 
 /** The subscriptions registered to a payer's email, newest first (at most 200). */
 export async function subscriptionsOfEmail(db: Db, email: string): Promise<SubscriptionRow[]> {
-  return db.selectFrom('subscriptions').selectAll().where('email', '=', email).orderBy('id', 'desc').limit(200).execute();
+  return db
+    .selectFrom('subscriptions')
+    .selectAll()
+    .where('email', '=', email)
+    .orderBy('id', 'desc')
+    .limit(200)
+    .execute();
 }
 
 export async function anySubscriptionOfEmail(db: Db, email: string): Promise<boolean> {
-  return (await db.selectFrom('subscriptions').select('id').where('email', '=', email).limit(1).executeTakeFirst()) !== undefined;
+  return (
+    (await db.selectFrom('subscriptions').select('id').where('email', '=', email).limit(1).executeTakeFirst()) !==
+    undefined
+  );
 }
 
 export async function findSubscriptionById(db: Db, id: string): Promise<SubscriptionRow | undefined> {
@@ -103,7 +159,12 @@ export async function findSubscriptionById(db: Db, id: string): Promise<Subscrip
 
 /** How many of an owner's subscriptions have each status (the dashboard's home). */
 export async function countSubscriptionsByStatus(db: Db, owner: Owner): Promise<Record<string, number>> {
-  const rows = await db.selectFrom('subscriptions').select(['status', (eb) => eb.fn.countAll<number>().as('n')])
-    .where('user_id', '=', owner.userId).where('mode', '=', owner.mode).groupBy('status').execute();
+  const rows = await db
+    .selectFrom('subscriptions')
+    .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
+    .where('user_id', '=', owner.userId)
+    .where('mode', '=', owner.mode)
+    .groupBy('status')
+    .execute();
   return Object.fromEntries(rows.map((row) => [row.status, Number(row.n)]));
 }

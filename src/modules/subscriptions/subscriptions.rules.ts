@@ -1,6 +1,13 @@
 import type { EnduringPeriod } from '../banks/bank-connector.ts';
 import {
-  isComplete, makeAnchor, retriesForSlot, slotDate, slotTime, type Schedule, type ScheduleOptions, type SubscriptionPeriod,
+  isComplete,
+  makeAnchor,
+  retriesForSlot,
+  slotDate,
+  slotTime,
+  type Schedule,
+  type ScheduleOptions,
+  type SubscriptionPeriod,
 } from './schedule.ts';
 
 // The subscription's rules as plain functions over its stored parts: which transitions are allowed,
@@ -57,9 +64,7 @@ export function allows(action: keyof typeof transitions, status: string): boolea
   return (transitions[action] as readonly string[]).includes(status);
 }
 
-export type Next =
-  | { kind: 'charge'; slot: number; slotDate: string; at: number }
-  | { kind: 'complete' };
+export type Next = { kind: 'charge'; slot: number; slotDate: string; at: number } | { kind: 'complete' };
 
 /** What follows a settled slot (charged or skipped): the next slot, or completion. */
 export function nextAfterSlot(schedule: Schedule, successfulCount: number, slot: number): Next {
@@ -123,5 +128,9 @@ export function consentPlan(options: ScheduleOptions & { amount_cents: number },
 
 /** Bank failures that mean the payer withdrew the consent at their bank. */
 export function isConsentGone(failure: { reason: string; bankCode?: string }): boolean {
-  return failure.reason === 'consent_revoked' || failure.reason === 'consent_expired' || /Consent\.(Revoked|InvalidStatus)|InvalidStatus/i.test(failure.bankCode ?? '');
+  return (
+    failure.reason === 'consent_revoked' ||
+    failure.reason === 'consent_expired' ||
+    /Consent\.(Revoked|InvalidStatus)|InvalidStatus/i.test(failure.bankCode ?? '')
+  );
 }

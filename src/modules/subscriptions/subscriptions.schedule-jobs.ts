@@ -26,13 +26,17 @@ export async function clockOfSubscription(deps: Deps, db: Kysely<Database>, sub:
 export async function scheduleCharge(trx: Kysely<Database>, deps: Deps, sub: Owned, at: number): Promise<void> {
   const realNow = deps.clock.now();
   const offset = sub.mode === 'test' ? await clockOffset(trx, sub.user_id) : 0;
-  await enqueue(trx, {
-    kind: CHARGE_SUBSCRIPTION_JOB,
-    runAt: realTimeOf(at, offset),
-    clockId: sub.mode === 'test' ? sub.user_id : null,
-    payload: { subscription_id: sub.id },
-    dedupeKey: dedupeKeyOf(sub.id),
-  }, realNow);
+  await enqueue(
+    trx,
+    {
+      kind: CHARGE_SUBSCRIPTION_JOB,
+      runAt: realTimeOf(at, offset),
+      clockId: sub.mode === 'test' ? sub.user_id : null,
+      payload: { subscription_id: sub.id },
+      dedupeKey: dedupeKeyOf(sub.id),
+    },
+    realNow,
+  );
 }
 
 /** Drops the subscription's pending charge job (pause, cancel). A running one finds the new status. */

@@ -12,7 +12,16 @@ import { buildSchedule, resumeSchedule } from './schedule.ts';
 import { revokeAtBank } from './subscriptions.bank.ts';
 import { presentSubscription, type SubscriptionObject } from './subscriptions.present.ts';
 import {
-  countSubscriptionsByStatus, findOpenCharge, findSubscriptionById, getSubscription, insertSubscription, listCharges, listSubscriptions, lockSubscription, updateCharge, updateSubscription,
+  countSubscriptionsByStatus,
+  findOpenCharge,
+  findSubscriptionById,
+  getSubscription,
+  insertSubscription,
+  listCharges,
+  listSubscriptions,
+  lockSubscription,
+  updateCharge,
+  updateSubscription,
   type SubscriptionRow,
 } from './subscriptions.repo.ts';
 import { allows, firstCharge, scheduleOf, storedParts, type CancelledBy } from './subscriptions.rules.ts';
@@ -31,7 +40,10 @@ type Db = Kysely<Database>;
 const owner = (ctx: Ctx) => ({ userId: ctx.merchant.id, mode: ctx.mode });
 const scopeOf = (row: { user_id: string; mode: Mode }) => ({ userId: row.user_id, mode: row.mode });
 const lifecycleData = (row: SubscriptionRow, now: number) => ({
-  id: row.id, user_id: row.user_id, merchant_identifier: row.merchant_identifier, updated_at: iso(now),
+  id: row.id,
+  user_id: row.user_id,
+  merchant_identifier: row.merchant_identifier,
+  updated_at: iso(now),
 });
 
 export type Authorisation = {
@@ -91,9 +103,20 @@ export async function createSubscription(trx: Db, deps: Deps, input: Authorisati
     updated_at: authorisedAt,
   };
   await insertSubscription(trx, row);
-  await emitEvent(trx, scopeOf(row), 'subscription.created', row.id, {
-    id: row.id, request_id: row.request_id, user_id: row.user_id, merchant_identifier: row.merchant_identifier, created_at: iso(authorisedAt),
-  }, authorisedAt);
+  await emitEvent(
+    trx,
+    scopeOf(row),
+    'subscription.created',
+    row.id,
+    {
+      id: row.id,
+      request_id: row.request_id,
+      user_id: row.user_id,
+      merchant_identifier: row.merchant_identifier,
+      created_at: iso(authorisedAt),
+    },
+    authorisedAt,
+  );
   if (first.kind === 'charge') await scheduleCharge(trx, deps, row, first.at);
   await noticeSubscriptionSetUp(trx, row, authorisedAt);
   return row;
@@ -122,7 +145,8 @@ async function pauseWork(trx: Db, row: SubscriptionRow, now: number): Promise<Ch
   await unscheduleCharge(trx, row.id);
   // Pending retries are dropped: the slot being retried is given up.
   const open = await findOpenCharge(trx, row.id);
-  if (open && open.status === 'retrying') await updateCharge(trx, open.id, { status: 'dropped', next_attempt_at: null, updated_at: now });
+  if (open && open.status === 'retrying')
+    await updateCharge(trx, open.id, { status: 'dropped', next_attempt_at: null, updated_at: now });
   const changes = { status: 'paused', paused_at: now, next_charge_at: null, updated_at: now };
   await updateSubscription(trx, row.id, changes);
   await emitEvent(trx, scopeOf(row), 'subscription.paused', row.id, lifecycleData(row, now), now);
@@ -155,11 +179,17 @@ function resumeWork(deps: Deps) {
 }
 
 /** Ends a subscription (merchant, payer or bank), with `subscription.cancelled`, in the caller's transaction. */
-export async function cancelInTransaction(trx: Db, row: SubscriptionRow, by: CancelledBy, now: number): Promise<SubscriptionRow> {
+export async function cancelInTransaction(
+  trx: Db,
+  row: SubscriptionRow,
+  by: CancelledBy,
+  now: number,
+): Promise<SubscriptionRow> {
   if (!allows('cancel', row.status)) throw invalidState('subscription', row.status, 'cancel');
   await unscheduleCharge(trx, row.id);
   const open = await findOpenCharge(trx, row.id);
-  if (open && open.status === 'retrying') await updateCharge(trx, open.id, { status: 'cancelled', next_attempt_at: null, updated_at: now });
+  if (open && open.status === 'retrying')
+    await updateCharge(trx, open.id, { status: 'cancelled', next_attempt_at: null, updated_at: now });
   const changes = { status: 'cancelled', cancelled_by: by, cancelled_at: now, next_charge_at: null, updated_at: now };
   await updateSubscription(trx, row.id, changes);
   await emitEvent(trx, scopeOf(row), 'subscription.cancelled', row.id, lifecycleData(row, now), now);
@@ -167,24 +197,38 @@ export async function cancelInTransaction(trx: Db, row: SubscriptionRow, by: Can
   return { ...row, ...changes };
 }
 
-const cancelWork = (by: CancelledBy) => async (trx: Db, row: SubscriptionRow, now: number): Promise<Change> => ({
-  row: await cancelInTransaction(trx, row, by, now),
-  revoke: by !== 'bank',
-});
+const cancelWork =
+  (by: CancelledBy) =>
+  async (trx: Db, row: SubscriptionRow, now: number): Promise<Change> => ({
+    row: await cancelInTransaction(trx, row, by, now),
+    revoke: by !== 'bank',
+  });
 
 type Action = 'pause' | 'resume' | 'cancel';
 
-async function act(ctx: Ctx, id: string, action: Action, idempotencyKey: string | undefined): Promise<Reply<{ subscription: SubscriptionObject }>> {
+async function act(
+  ctx: Ctx,
+  id: string,
+  action: Action,
+  idempotencyKey: string | undefined,
+): Promise<Reply<{ subscription: SubscriptionObject }>> {
   const work = action === 'pause' ? pauseWork : action === 'resume' ? resumeWork(ctx.deps) : cancelWork('merchant');
   let revoke: SubscriptionRow | null = null;
   const method = action === 'cancel' ? 'PUT' : 'POST';
-  const reply = await idempotent(ctx, idempotencyKey, `${method} /v1/subscriptions/${id}/${action}`, {}, 200, async (trx) => {
-    await getSubscription(trx, owner(ctx), id);
-    const locked = (await lockSubscription(trx, id))!;
-    const change = await work(trx, locked, ctx.clock.now());
-    if (change.revoke) revoke = change.row;
-    return { subscription: presentSubscription(change.row) };
-  });
+  const reply = await idempotent(
+    ctx,
+    idempotencyKey,
+    `${method} /v1/subscriptions/${id}/${action}`,
+    {},
+    200,
+    async (trx) => {
+      await getSubscription(trx, owner(ctx), id);
+      const locked = (await lockSubscription(trx, id))!;
+      const change = await work(trx, locked, ctx.clock.now());
+      if (change.revoke) revoke = change.row;
+      return { subscription: presentSubscription(change.row) };
+    },
+  );
   if (revoke) await revokeAtBank(ctx.deps, revoke);
   return reply;
 }
@@ -213,7 +257,17 @@ export async function bankConsentOfSubscription(ctx: Ctx, id: string): Promise<s
   return (await getSubscription(ctx.db, owner(ctx), id)).bank_consent_id;
 }
 
-export async function listSubscriptionsFor(ctx: Ctx, query: { status?: string; merchant_identifier?: string; email?: string; request_id?: string; limit?: number; starting_after?: string }) {
+export async function listSubscriptionsFor(
+  ctx: Ctx,
+  query: {
+    status?: string;
+    merchant_identifier?: string;
+    email?: string;
+    request_id?: string;
+    limit?: number;
+    starting_after?: string;
+  },
+) {
   const limit = query.limit ?? 100;
   const email = query.email?.trim().toLowerCase();
   const { items, hasMore } = pageOf(await listSubscriptions(ctx.db, owner(ctx), { ...query, email, limit }), limit);
@@ -230,7 +284,13 @@ export async function subscriptionChargesFor(ctx: Ctx, id: string) {
   const row = await getSubscription(ctx.db, owner(ctx), id);
   const charges = await listCharges(ctx.db, row.id);
   return charges.map((charge) => ({
-    slot: charge.slot, date: charge.slot_date, charge_at: iso(Number(charge.charge_at)), status: charge.status, attempts: charge.attempts,
-    last_payment_id: charge.last_payment_id, last_error: charge.last_error, next_attempt_at: isoOrNull(charge.next_attempt_at == null ? null : Number(charge.next_attempt_at)),
+    slot: charge.slot,
+    date: charge.slot_date,
+    charge_at: iso(Number(charge.charge_at)),
+    status: charge.status,
+    attempts: charge.attempts,
+    last_payment_id: charge.last_payment_id,
+    last_error: charge.last_error,
+    next_attempt_at: isoOrNull(charge.next_attempt_at == null ? null : Number(charge.next_attempt_at)),
   }));
 }

@@ -28,7 +28,10 @@ async function testSubscription(ctx: Ctx, id: string) {
 
 export async function declineNextCharges(ctx: Ctx, id: string, body: DeclineNextBody) {
   const sub = await testSubscription(ctx, id);
-  await sandboxHook(ctx, `/consents/${encodeURIComponent(sub.bank_consent_id)}/decline-next`, { count: body.count, reason: body.reason ?? 'insufficient_funds' });
+  await sandboxHook(ctx, `/consents/${encodeURIComponent(sub.bank_consent_id)}/decline-next`, {
+    count: body.count,
+    reason: body.reason ?? 'insufficient_funds',
+  });
   return { subscription: presentSubscription(sub) };
 }
 
@@ -50,7 +53,12 @@ export const paySubscriptionRequest: PayHelper = async (ctx, request, body) => {
   const deps = ctx.deps;
   const bank = banksFor(deps, 'test')[0];
   if (!bank) throw new AppError('service_unavailable', 'No bank is connected, so the sandbox bank cannot be used', {});
-  const started = await subscriptionCheckout(deps).start(deps, request, { amountCents: null, bankId: bank.id, details: detailsFromBody(body), channel: 'api' });
+  const started = await subscriptionCheckout(deps).start(deps, request, {
+    amountCents: null,
+    bankId: bank.id,
+    details: detailsFromBody(body),
+    channel: 'api',
+  });
   if (!started.ok) throw new AppError('service_unavailable', started.message, {});
   const back = await authoriseAtBank(started.redirectUrl, body.outcome ?? 'approve', bankReturnUrl(deps));
   const outcome = await completeSubscriptionReturn(deps, {

@@ -23,23 +23,58 @@ import { testKeysOnly } from './clock.service.ts';
 // do before the payer approves. The bank's own hooks need the service's client secret, which
 // nobody else holds.
 
-export const DelayBody = Type.Object({
-  seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 366 * 86400, description: 'How long the bank holds each confirmation; without it, until released', 'x-expected': 'a whole number of seconds up to 366 days' })),
-  status: Type.Optional(Type.Union([Type.Literal('Pending'), Type.Literal('AcceptedSettlementInProcess')], { description: 'What the bank answers meanwhile (default AcceptedSettlementInProcess)' })),
-  off: Type.Optional(Type.Boolean({ description: 'true: confirm at once again' })),
-}, { additionalProperties: false });
+export const DelayBody = Type.Object(
+  {
+    seconds: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 366 * 86400,
+        description: 'How long the bank holds each confirmation; without it, until released',
+        'x-expected': 'a whole number of seconds up to 366 days',
+      }),
+    ),
+    status: Type.Optional(
+      Type.Union([Type.Literal('Pending'), Type.Literal('AcceptedSettlementInProcess')], {
+        description: 'What the bank answers meanwhile (default AcceptedSettlementInProcess)',
+      }),
+    ),
+    off: Type.Optional(Type.Boolean({ description: 'true: confirm at once again' })),
+  },
+  { additionalProperties: false },
+);
 export type DelayBody = Static<typeof DelayBody>;
 
-export const LatencyBody = Type.Object({
-  ms: Type.Integer({ minimum: 0, maximum: 120_000, description: 'How long the bank waits before answering', 'x-expected': 'milliseconds from 0 to 120000' }),
-  count: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'For how many calls (default 1)' })),
-}, { additionalProperties: false });
+export const LatencyBody = Type.Object(
+  {
+    ms: Type.Integer({
+      minimum: 0,
+      maximum: 120_000,
+      description: 'How long the bank waits before answering',
+      'x-expected': 'milliseconds from 0 to 120000',
+    }),
+    count: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'For how many calls (default 1)' })),
+  },
+  { additionalProperties: false },
+);
 export type LatencyBody = Static<typeof LatencyBody>;
 
-export const ReleaseBody = Type.Object({
-  outcome: Type.Optional(Type.Union([Type.Literal('completed'), Type.Literal('rejected')], { description: 'How the bank settles the held payment (default completed)' })),
-  reason: Type.Optional(Type.String({ pattern: '^[a-z][a-z_]{0,39}$', description: 'With rejected: e.g. insufficient_funds', 'x-expected': 'snake_case, e.g. insufficient_funds' })),
-}, { additionalProperties: false });
+export const ReleaseBody = Type.Object(
+  {
+    outcome: Type.Optional(
+      Type.Union([Type.Literal('completed'), Type.Literal('rejected')], {
+        description: 'How the bank settles the held payment (default completed)',
+      }),
+    ),
+    reason: Type.Optional(
+      Type.String({
+        pattern: '^[a-z][a-z_]{0,39}$',
+        description: 'With rejected: e.g. insufficient_funds',
+        'x-expected': 'snake_case, e.g. insufficient_funds',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
 export type ReleaseBody = Static<typeof ReleaseBody>;
 
 type Target = { consentId: string | null; paymentId?: string | null };
@@ -50,18 +85,27 @@ type Action = {
   hook(target: Target, body: any): { path: string; body: unknown };
 };
 
-const noConsentYet = (noun: string) => new AppError('conflict.invalid_state', `No bank has been asked for this ${noun} yet: the payer has not chosen a bank`, { status: 'awaiting-bank' });
+const noConsentYet = (noun: string) =>
+  new AppError(
+    'conflict.invalid_state',
+    `No bank has been asked for this ${noun} yet: the payer has not chosen a bank`,
+    { status: 'awaiting-bank' },
+  );
 
 const ACTIONS: Record<Action['name'], Action> = {
   'decline-next': {
     name: 'decline-next',
     summary: (noun) => `The bank refuses the next \`count\` payments under this ${noun}'s consent`,
     body: DeclineNextBody,
-    hook: (target, body) => ({ path: `/consents/${encodeURIComponent(target.consentId!)}/decline-next`, body: { count: body.count ?? 1, ...(body.reason !== undefined && { reason: body.reason }) } }),
+    hook: (target, body) => ({
+      path: `/consents/${encodeURIComponent(target.consentId!)}/decline-next`,
+      body: { count: body.count ?? 1, ...(body.reason !== undefined && { reason: body.reason }) },
+    }),
   },
   delay: {
     name: 'delay',
-    summary: (noun) => `The bank holds the confirmation of payments under this ${noun}'s consent, so they are unconfirmed until it settles them`,
+    summary: (noun) =>
+      `The bank holds the confirmation of payments under this ${noun}'s consent, so they are unconfirmed until it settles them`,
     body: DelayBody,
     hook: (target, body) => ({ path: `/consents/${encodeURIComponent(target.consentId!)}/delay`, body }),
   },
@@ -69,7 +113,10 @@ const ACTIONS: Record<Action['name'], Action> = {
     name: 'latency',
     summary: (noun) => `The bank answers calls about this ${noun}'s consent slowly`,
     body: LatencyBody,
-    hook: (target, body) => ({ path: '/latency', body: { consent_id: target.consentId, ms: body.ms, count: body.count ?? 1 } }),
+    hook: (target, body) => ({
+      path: '/latency',
+      body: { consent_id: target.consentId, ms: body.ms, count: body.count ?? 1 },
+    }),
   },
   release: {
     name: 'release',
@@ -91,23 +138,45 @@ type Resource = {
 
 const RESOURCES: Resource[] = [
   {
-    path: 'payments', noun: 'payment', idOf: 'Payment id (payment_…)', envelope: PaymentEnvelope, actions: ['decline-next', 'delay', 'latency', 'release'],
-    target: bankIdsOfPayment, present: retrievePayment,
+    path: 'payments',
+    noun: 'payment',
+    idOf: 'Payment id (payment_…)',
+    envelope: PaymentEnvelope,
+    actions: ['decline-next', 'delay', 'latency', 'release'],
+    target: bankIdsOfPayment,
+    present: retrievePayment,
   },
   {
-    path: 'recurring-consents', noun: 'recurring consent', idOf: 'Recurring consent id (recurring_…)', envelope: ConsentEnvelope, actions: ['delay', 'latency'],
-    target: async (ctx, id) => ({ consentId: await bankConsentOfConsent(ctx, id) }), present: retrieveConsent,
+    path: 'recurring-consents',
+    noun: 'recurring consent',
+    idOf: 'Recurring consent id (recurring_…)',
+    envelope: ConsentEnvelope,
+    actions: ['delay', 'latency'],
+    target: async (ctx, id) => ({ consentId: await bankConsentOfConsent(ctx, id) }),
+    present: retrieveConsent,
   },
   {
-    path: 'subscriptions', noun: 'subscription', idOf: 'Subscription id (subscription_…)', envelope: SubscriptionEnvelope, actions: ['delay', 'latency'],
-    target: async (ctx, id) => ({ consentId: await bankConsentOfSubscription(ctx, id) }), present: retrieveSubscription,
+    path: 'subscriptions',
+    noun: 'subscription',
+    idOf: 'Subscription id (subscription_…)',
+    envelope: SubscriptionEnvelope,
+    actions: ['delay', 'latency'],
+    target: async (ctx, id) => ({ consentId: await bankConsentOfSubscription(ctx, id) }),
+    present: retrieveSubscription,
   },
   {
     // A request whose payer is at their bank now: what the bank does once they approve.
-    path: 'requests', noun: 'request', idOf: 'Request id (request_…)', envelope: RequestEnvelope, actions: ['decline-next', 'delay', 'latency'],
+    path: 'requests',
+    noun: 'request',
+    idOf: 'Request id (request_…)',
+    envelope: RequestEnvelope,
+    actions: ['decline-next', 'delay', 'latency'],
     target: async (ctx, id) => {
       await retrieveRequest(ctx, id);
-      return { consentId: (await pendingBankConsentOfRequest(ctx, id)) ?? (await pendingBankConsentOfAuthorisation(ctx.db, id)) };
+      return {
+        consentId:
+          (await pendingBankConsentOfRequest(ctx, id)) ?? (await pendingBankConsentOfAuthorisation(ctx.db, id)),
+      };
     },
     present: retrieveRequest,
   },
@@ -124,28 +193,36 @@ export async function registerBankHookRoutes(app: App, deps: Deps): Promise<void
   for (const resource of RESOURCES) {
     for (const name of resource.actions) {
       const action = ACTIONS[name];
-      app.post(`/v1/test-helpers/${resource.path}/:id/${name}`, {
-        onRequest: [auth, testKeysOnly],
-        config: { bodyOptional: true },
-        preValidation: async (request) => {
-          if (request.body === undefined) request.body = {};
+      app.post(
+        `/v1/test-helpers/${resource.path}/:id/${name}`,
+        {
+          onRequest: [auth, testKeysOnly],
+          config: { bodyOptional: true },
+          preValidation: async (request) => {
+            if (request.body === undefined) request.body = {};
+          },
+          schema: {
+            tags: ['Test helpers'],
+            summary: action.summary(resource.noun),
+            params: IdParams(resource.idOf),
+            body: action.body,
+            response: { 200: resource.envelope, ...errorResponses, 503: errorResponses[400] },
+          },
         },
-        schema: {
-          tags: ['Test helpers'],
-          summary: action.summary(resource.noun),
-          params: IdParams(resource.idOf),
-          body: action.body,
-          response: { 200: resource.envelope, ...errorResponses, 503: errorResponses[400] },
+        async (request) => {
+          const target = await resource.target(request.ctx, request.params.id);
+          if (!target.consentId) throw noConsentYet(resource.noun);
+          if (name === 'release' && !target.paymentId) {
+            throw new AppError(
+              'conflict.invalid_state',
+              'This payment has not been executed at the bank yet, so there is nothing to release',
+              { status: 'not-executed' },
+            );
+          }
+          await callBank(deps, action.hook(target, request.body));
+          return await resource.present(request.ctx, request.params.id);
         },
-      }, async (request) => {
-        const target = await resource.target(request.ctx, request.params.id);
-        if (!target.consentId) throw noConsentYet(resource.noun);
-        if (name === 'release' && !target.paymentId) {
-          throw new AppError('conflict.invalid_state', 'This payment has not been executed at the bank yet, so there is nothing to release', { status: 'not-executed' });
-        }
-        await callBank(deps, action.hook(target, request.body));
-        return await resource.present(request.ctx, request.params.id);
-      });
+      );
     }
   }
 }

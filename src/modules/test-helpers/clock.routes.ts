@@ -6,37 +6,64 @@ import type { Deps } from '../context.ts';
 import type { App } from '../../http/app-type.ts';
 
 const ClockEnvelope = Type.Object({
-  clock: Type.Object({ now: Timestamp, offset_seconds: Type.Integer({ description: 'How far the test clock is ahead of real time' }) }),
+  clock: Type.Object({
+    now: Timestamp,
+    offset_seconds: Type.Integer({ description: 'How far the test clock is ahead of real time' }),
+  }),
 });
 
 export async function registerTestClockRoutes(app: App, deps: Deps): Promise<void> {
   const tags = ['Test helpers'];
-  app.get('/v1/test-helpers/clock', {
-    onRequest: [apiKeyAuth(deps), testKeysOnly],
-    schema: { tags, summary: "The merchant's test clock (test keys only)", response: { 200: ClockEnvelope, ...errorResponses } },
-  }, async (request) => getClock(request.ctx));
-
-  app.post('/v1/test-helpers/clock/advance', {
-    onRequest: [apiKeyAuth(deps), testKeysOnly],
-    schema: {
-      tags,
-      summary: 'Move the test clock forward; returns once all work due up to then has run',
-      description: 'The test clock may be at most 20 years ahead of real time: an advance past that is refused (400, with the latest time allowed in ' +
-        'params.maximum) and moves nothing. At most TEST_CLOCK_MAX_JOBS jobs (100,000 by default) run per call: when that many ran first, ' +
-        'the clock stops where the work stopped and work_remaining is true; advance again to go on.',
-      body: Type.Object({
-        to: Type.Optional(Type.String({ format: 'date-time', description: 'New clock time', 'x-expected': 'an ISO 8601 date-time' })),
-        // No schema maximum: how many seconds are allowed depends on how far ahead the clock is
-        // already, and one refusal (with the most allowed now) serves every value past it.
-        seconds: Type.Optional(Type.Integer({ minimum: 1, description: 'Seconds to move forward' })),
-      }, { additionalProperties: false }),
-      response: {
-        200: Type.Object({
-          ...ClockEnvelope.properties,
-          work_remaining: Type.Boolean({ description: 'True when the job cap stopped this advance before the target: advance again to go on' }),
-        }),
-        ...errorResponses,
+  app.get(
+    '/v1/test-helpers/clock',
+    {
+      onRequest: [apiKeyAuth(deps), testKeysOnly],
+      schema: {
+        tags,
+        summary: "The merchant's test clock (test keys only)",
+        response: { 200: ClockEnvelope, ...errorResponses },
       },
     },
-  }, async (request) => advanceClock(request.ctx, request.body));
+    async (request) => getClock(request.ctx),
+  );
+
+  app.post(
+    '/v1/test-helpers/clock/advance',
+    {
+      onRequest: [apiKeyAuth(deps), testKeysOnly],
+      schema: {
+        tags,
+        summary: 'Move the test clock forward; returns once all work due up to then has run',
+        description:
+          'The test clock may be at most 20 years ahead of real time: an advance past that is refused (400, with the latest time allowed in ' +
+          'params.maximum) and moves nothing. At most TEST_CLOCK_MAX_JOBS jobs (100,000 by default) run per call: when that many ran first, ' +
+          'the clock stops where the work stopped and work_remaining is true; advance again to go on.',
+        body: Type.Object(
+          {
+            to: Type.Optional(
+              Type.String({
+                format: 'date-time',
+                description: 'New clock time',
+                'x-expected': 'an ISO 8601 date-time',
+              }),
+            ),
+            // No schema maximum: how many seconds are allowed depends on how far ahead the clock is
+            // already, and one refusal (with the most allowed now) serves every value past it.
+            seconds: Type.Optional(Type.Integer({ minimum: 1, description: 'Seconds to move forward' })),
+          },
+          { additionalProperties: false },
+        ),
+        response: {
+          200: Type.Object({
+            ...ClockEnvelope.properties,
+            work_remaining: Type.Boolean({
+              description: 'True when the job cap stopped this advance before the target: advance again to go on',
+            }),
+          }),
+          ...errorResponses,
+        },
+      },
+    },
+    async (request) => advanceClock(request.ctx, request.body),
+  );
 }

@@ -7,7 +7,8 @@ import { transact } from '../../store/tx.ts';
 import type { Ctx, Deps } from '../context.ts';
 
 export function requireTestMode(ctx: Ctx): void {
-  if (ctx.mode !== 'test') throw new AppError('not_found.route', 'Test helpers exist only for test keys (sk_test_…)', {});
+  if (ctx.mode !== 'test')
+    throw new AppError('not_found.route', 'Test helpers exist only for test keys (sk_test_…)', {});
 }
 
 /** onRequest hook after apiKeyAuth: a live key gets 404 before its body is even looked at. */
@@ -21,7 +22,10 @@ const advancing = new Map<string, Promise<unknown>>();
 function serialised<T>(key: string, work: () => Promise<T>): Promise<T> {
   const previous = advancing.get(key) ?? Promise.resolve();
   const next = previous.then(work, work);
-  advancing.set(key, next.catch(() => {}));
+  advancing.set(
+    key,
+    next.catch(() => {}),
+  );
   return next;
 }
 
@@ -38,11 +42,18 @@ const MAX_AHEAD_MS = MAX_AHEAD_SECONDS * 1000;
 function beyondCap(field: 'to' | 'seconds', now: number, realNow: number): AppError {
   const maximum = realNow + MAX_AHEAD_MS;
   if (field === 'to') {
-    return invalidParam('to', `to may be at most 20 years ahead of real time: the test clock can be advanced to ${iso(maximum)} at the latest`, { now: iso(now), maximum: iso(maximum) });
+    return invalidParam(
+      'to',
+      `to may be at most 20 years ahead of real time: the test clock can be advanced to ${iso(maximum)} at the latest`,
+      { now: iso(now), maximum: iso(maximum) },
+    );
   }
   const most = Math.max(0, Math.floor((maximum - now) / 1000));
-  return invalidParam('seconds', `seconds would take the test clock more than 20 years ahead of real time: it can be advanced by at most ${most} seconds now, to ${iso(maximum)} at the latest`,
-    { now: iso(now), maximum: iso(maximum), maximum_seconds: most });
+  return invalidParam(
+    'seconds',
+    `seconds would take the test clock more than 20 years ahead of real time: it can be advanced by at most ${most} seconds now, to ${iso(maximum)} at the latest`,
+    { now: iso(now), maximum: iso(maximum), maximum_seconds: most },
+  );
 }
 
 type Refusal = (now: number, realNow: number) => AppError;
@@ -74,7 +85,12 @@ export type Advanced = { now: number; workRemaining: boolean };
  * `maxJobs` jobs: past that, the clock stays where the work stopped and `workRemaining` says so
  * (advance again to go on), so one call cannot keep the service busy without end.
  */
-export async function advanceTestClock(deps: Deps, userId: string, target: number, maxJobs = Number.POSITIVE_INFINITY): Promise<Advanced> {
+export async function advanceTestClock(
+  deps: Deps,
+  userId: string,
+  target: number,
+  maxJobs = Number.POSITIVE_INFINITY,
+): Promise<Advanced> {
   return serialised(userId, async () => {
     const realNow = deps.clock.now();
     if (target > realNow + MAX_AHEAD_MS) throw refuseTo(await clockNow(deps, userId), realNow);
@@ -83,7 +99,13 @@ export async function advanceTestClock(deps: Deps, userId: string, target: numbe
 }
 
 /** advanceTestClock's work, in its merchant's turn, after the target was checked against the cap. */
-async function advanceTo(deps: Deps, userId: string, target: number, maxJobs: number, refuse: Refusal): Promise<Advanced> {
+async function advanceTo(
+  deps: Deps,
+  userId: string,
+  target: number,
+  maxJobs: number,
+  refuse: Refusal,
+): Promise<Advanced> {
   let budget = maxJobs;
   for (;;) {
     const offset = await clockOffset(deps.db, userId);
@@ -96,7 +118,10 @@ async function advanceTo(deps: Deps, userId: string, target: number, maxJobs: nu
     if (budget <= 0) {
       const left = await nextJobOfClock(deps.db, userId);
       const reached = await clockNow(deps, userId);
-      return { now: reached, workRemaining: reached < target || (left !== null && left + (await clockOffset(deps.db, userId)) <= target) };
+      return {
+        now: reached,
+        workRemaining: reached < target || (left !== null && left + (await clockOffset(deps.db, userId)) <= target),
+      };
     }
     if (stepTo >= target) return { now: await clockNow(deps, userId), workRemaining: false };
   }
@@ -125,7 +150,10 @@ export async function advanceClock(ctx: Ctx, input: { to?: string; seconds?: num
     if (input.to !== undefined) {
       target = Date.parse(input.to);
       if (!Number.isFinite(target)) throw invalidParam('to', 'to must be an ISO 8601 date-time');
-      if (target <= now) throw invalidParam('to', 'to must be later than the clock\'s current time; test clocks only move forward', { now: iso(now) });
+      if (target <= now)
+        throw invalidParam('to', "to must be later than the clock's current time; test clocks only move forward", {
+          now: iso(now),
+        });
     } else {
       target = now + input.seconds! * 1000;
     }
@@ -133,5 +161,8 @@ export async function advanceClock(ctx: Ctx, input: { to?: string; seconds?: num
     if (target > realNow + MAX_AHEAD_MS) throw refuse(now, realNow);
     return advanceTo(deps, userId, target, deps.config.testClockMaxJobs, refuse);
   });
-  return { clock: { now: iso(reached.now), offset_seconds: Math.round((reached.now - deps.clock.now()) / 1000) }, work_remaining: reached.workRemaining };
+  return {
+    clock: { now: iso(reached.now), offset_seconds: Math.round((reached.now - deps.clock.now()) / 1000) },
+    work_remaining: reached.workRemaining,
+  };
 }

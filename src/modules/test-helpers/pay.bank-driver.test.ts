@@ -14,7 +14,10 @@ const decide = `<form method="post" action="/sandbox-bank/authorize/decision"><i
 test('reads forms with their hidden fields and buttons', () => {
   const [form] = parseForms(login);
   assert.equal(form.action, '/sandbox-bank/authorize/login');
-  assert.deepEqual(form.controls.map((c) => c.attrs.name), ['consent_id', 'state', 'username', 'password', undefined]);
+  assert.deepEqual(
+    form.controls.map((c) => c.attrs.name),
+    ['consent_id', 'state', 'username', 'password', undefined],
+  );
   assert.equal(form.controls[0].attrs.value, 'c&1');
 });
 
@@ -22,7 +25,12 @@ test('signs in as sandbox, then presses the chosen button', () => {
   const signIn = nextStep(login, 'http://bank.test/sandbox-bank/authorize?x=1', 'approve')!;
   assert.equal(signIn.url, 'http://bank.test/sandbox-bank/authorize/login');
   assert.equal(signIn.method, 'post');
-  assert.deepEqual(Object.fromEntries(signIn.body!), { consent_id: 'c&1', state: 'abc', username: 'sandbox', password: 'test-password' });
+  assert.deepEqual(Object.fromEntries(signIn.body!), {
+    consent_id: 'c&1',
+    state: 'abc',
+    username: 'sandbox',
+    password: 'test-password',
+  });
   for (const decision of ['approve', 'decline'] as const) {
     const step = nextStep(decide, 'http://bank.test/sandbox-bank/authorize/login', decision)!;
     assert.equal(step.url, 'http://bank.test/sandbox-bank/authorize/decision');

@@ -15,7 +15,10 @@ const decisionWords: Record<Decision, RegExp> = {
 
 function decode(value: string): string {
   return value
-    .replace(/&quot;/g, '"').replace(/&#39;|&#x27;|&apos;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>')
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;|&#x27;|&apos;/g, "'")
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
     .replace(/&#(\d+);/g, (_m, n) => String.fromCodePoint(Number(n)))
     .replace(/&#x([0-9a-f]+);/gi, (_m, n) => String.fromCodePoint(parseInt(n, 16)))
     .replace(/&amp;/g, '&');
@@ -25,7 +28,8 @@ function attributesOf(tag: string): Record<string, string> {
   const attrs: Record<string, string> = {};
   const pattern = /([a-zA-Z_:][-a-zA-Z0-9_:.]*)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+)))?/g;
   const inner = tag.replace(/^<\s*[a-zA-Z]+/, '').replace(/\/?>$/, '');
-  for (const match of inner.matchAll(pattern)) attrs[match[1].toLowerCase()] = decode(match[2] ?? match[3] ?? match[4] ?? '');
+  for (const match of inner.matchAll(pattern))
+    attrs[match[1].toLowerCase()] = decode(match[2] ?? match[3] ?? match[4] ?? '');
   return attrs;
 }
 
@@ -36,14 +40,20 @@ export function parseForms(html: string): Form[] {
     const controls: Control[] = [];
     for (const c of match[1].matchAll(/<(input|button|select|textarea)\b[^>]*>(?:([\s\S]*?)<\/\1>)?/gi)) {
       const tag = c[1].toLowerCase() as Control['tag'];
-      controls.push({ tag, attrs: attributesOf(c[0].slice(0, c[0].indexOf('>') + 1)), text: decode((c[2] ?? '').replace(/<[^>]+>/g, ' ').trim()) });
+      controls.push({
+        tag,
+        attrs: attributesOf(c[0].slice(0, c[0].indexOf('>') + 1)),
+        text: decode((c[2] ?? '').replace(/<[^>]+>/g, ' ').trim()),
+      });
     }
     forms.push({ action: attrs.action ?? '', method: (attrs.method ?? 'get').toLowerCase(), controls });
   }
   return forms;
 }
 
-const isSubmit = (c: Control) => (c.tag === 'button' && (c.attrs.type ?? 'submit') === 'submit') || (c.tag === 'input' && ['submit', 'image'].includes(c.attrs.type ?? ''));
+const isSubmit = (c: Control) =>
+  (c.tag === 'button' && (c.attrs.type ?? 'submit') === 'submit') ||
+  (c.tag === 'input' && ['submit', 'image'].includes(c.attrs.type ?? ''));
 const label = (c: Control) => `${c.attrs.name ?? ''} ${c.attrs.value ?? ''} ${c.text} ${c.attrs.id ?? ''}`;
 
 /** The fields a browser would send for this form when `button` is pressed. */
@@ -68,18 +78,28 @@ export function nextStep(html: string, pageUrl: string, decision: Decision): Ste
   const forms = parseForms(html);
   const login = forms.find((f) => f.controls.some((c) => (c.attrs.type ?? '').toLowerCase() === 'password'));
   if (login) {
-    const user = login.controls.find((c) => c.tag === 'input' && /user|login|name/i.test(c.attrs.name ?? '') && (c.attrs.type ?? 'text') !== 'hidden');
+    const user = login.controls.find(
+      (c) => c.tag === 'input' && /user|login|name/i.test(c.attrs.name ?? '') && (c.attrs.type ?? 'text') !== 'hidden',
+    );
     const password = login.controls.find((c) => (c.attrs.type ?? '').toLowerCase() === 'password')!;
     const overrides: Record<string, string> = { [password.attrs.name ?? 'password']: 'test-password' };
     if (user?.attrs.name) overrides[user.attrs.name] = 'sandbox';
     const button = login.controls.find(isSubmit) ?? null;
-    return { url: new URL(login.action || pageUrl, pageUrl).toString(), method: login.method, body: fill(login, button, overrides) };
+    return {
+      url: new URL(login.action || pageUrl, pageUrl).toString(),
+      method: login.method,
+      body: fill(login, button, overrides),
+    };
   }
   for (const form of forms) {
     const button = form.controls.find((c) => isSubmit(c) && decisionWords[decision].test(label(c)));
     if (button) {
       const action = button.attrs.formaction || form.action || pageUrl;
-      return { url: new URL(action, pageUrl).toString(), method: (button.attrs.formmethod || form.method).toLowerCase(), body: fill(form, button, {}) };
+      return {
+        url: new URL(action, pageUrl).toString(),
+        method: (button.attrs.formmethod || form.method).toLowerCase(),
+        body: fill(form, button, {}),
+      };
     }
   }
   return null;
@@ -92,7 +112,8 @@ export async function authoriseAtBank(authoriseUrl: string, decision: Decision, 
   for (let hop = 0; hop < 12; hop += 1) {
     if (step.url.startsWith(returnPrefix)) return new URL(step.url);
     const isPost = step.method === 'post';
-    const target = isPost || !step.body ? step.url : `${step.url}${step.url.includes('?') ? '&' : '?'}${step.body.toString()}`;
+    const target =
+      isPost || !step.body ? step.url : `${step.url}${step.url.includes('?') ? '&' : '?'}${step.body.toString()}`;
     const response = await fetch(target, {
       method: isPost ? 'POST' : 'GET',
       redirect: 'manual',

@@ -28,30 +28,49 @@ async function payOneOff(ctx: Ctx, request: RequestRow, body: PayBody) {
   let amountCents: number | null = null;
   if (body.amount !== undefined) {
     amountCents = parseAmount(body.amount);
-    if (amountCents === null || amountCents === 0) throw invalidParam('amount', `amount must be ${AMOUNT_FORM}, more than 0.00 NZD`);
+    if (amountCents === null || amountCents === 0)
+      throw invalidParam('amount', `amount must be ${AMOUNT_FORM}, more than 0.00 NZD`);
     if (request.amount_cents !== null && amountCents !== request.amount_cents) {
-      throw invalidParam('amount', 'amount is only taken for requests with allow_dynamic_amount; this request has a fixed amount');
+      throw invalidParam(
+        'amount',
+        'amount is only taken for requests with allow_dynamic_amount; this request has a fixed amount',
+      );
     }
   } else if (request.amount_cents === null) {
-    throw new AppError('bad_request.missing_param.amount', 'amount is required: this request lets the payer choose the amount', { field: 'amount' });
+    throw new AppError(
+      'bad_request.missing_param.amount',
+      'amount is required: this request lets the payer choose the amount',
+      { field: 'amount' },
+    );
   }
   const deps = ctx.deps;
   const bank = banksFor(deps, 'test')[0];
   if (!bank) throw new AppError('service_unavailable', 'No bank is connected, so the sandbox bank cannot be used', {});
-  const started = await startOneOffPayment(deps, request, { amountCents, bankId: bank.id, details: detailsFromBody(body), channel: 'api' });
+  const started = await startOneOffPayment(deps, request, {
+    amountCents,
+    bankId: bank.id,
+    details: detailsFromBody(body),
+    channel: 'api',
+  });
   let payment = started.payment;
   if (started.ok) {
     const back = await authoriseAtBank(started.redirectUrl, body.outcome ?? 'approve', bankReturnUrl(deps));
-    payment = (await completeOneOffReturn(deps, {
-      state: back.searchParams.get('state') ?? '',
-      code: back.searchParams.get('code'),
-      error: back.searchParams.get('error'),
-    })) ?? payment;
+    payment =
+      (await completeOneOffReturn(deps, {
+        state: back.searchParams.get('state') ?? '',
+        code: back.searchParams.get('code'),
+        error: back.searchParams.get('error'),
+      })) ?? payment;
   }
   return { payment: presentPayment(payment, await findCustInfoOfPayment(deps.db, payment.id)) };
 }
 
-export async function payRequestAsPayer(ctx: Ctx, helpers: ReadonlyMap<string, PayHelper>, requestId: string, body: PayBody) {
+export async function payRequestAsPayer(
+  ctx: Ctx,
+  helpers: ReadonlyMap<string, PayHelper>,
+  requestId: string,
+  body: PayBody,
+) {
   requireTestMode(ctx);
   const request = await getRequest(ctx.db, { userId: ctx.merchant.id, mode: ctx.mode }, requestId);
   const problem = notPayable(request, ctx.clock.now());
@@ -59,7 +78,10 @@ export async function payRequestAsPayer(ctx: Ctx, helpers: ReadonlyMap<string, P
   if (request.kind === 'payment') return payOneOff(ctx, request, body);
   const helper = helpers.get(request.kind);
   if (!helper) {
-    throw new AppError('conflict.invalid_state', `The pay test helper does not take ${request.kind} requests yet`, { status: request.status, kind: request.kind });
+    throw new AppError('conflict.invalid_state', `The pay test helper does not take ${request.kind} requests yet`, {
+      status: request.status,
+      kind: request.kind,
+    });
   }
   return helper(ctx, request, body);
 }

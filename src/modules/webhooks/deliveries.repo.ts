@@ -52,7 +52,13 @@ export async function deliveriesOfEvent(db: Db, eventId: string): Promise<Delive
 
 export async function attemptsOfDeliveries(db: Db, deliveryIds: string[]): Promise<AttemptRow[]> {
   if (deliveryIds.length === 0) return [];
-  return db.selectFrom('webhook_attempts').selectAll().where('delivery_id', 'in', deliveryIds).orderBy('delivery_id').orderBy('attempt').execute();
+  return db
+    .selectFrom('webhook_attempts')
+    .selectAll()
+    .where('delivery_id', 'in', deliveryIds)
+    .orderBy('delivery_id')
+    .orderBy('attempt')
+    .execute();
 }
 
 /** Failed deliveries to an endpoint since a time that no later delivery has re-sent yet. */
@@ -70,8 +76,14 @@ export async function unrecoveredFailures(db: Db, endpointId: string, since: num
 
 /** Whether this endpoint was sent the event's secret when the event happened (so its resends may carry it too). */
 export async function endpointHadSecret(db: Db, eventId: string, endpointId: string): Promise<boolean> {
-  const row = await db.selectFrom('webhook_deliveries').select('id').where('event_id', '=', eventId).where('endpoint_id', '=', endpointId)
-    .where('with_secret', '=', 1).limit(1).executeTakeFirst();
+  const row = await db
+    .selectFrom('webhook_deliveries')
+    .select('id')
+    .where('event_id', '=', eventId)
+    .where('endpoint_id', '=', endpointId)
+    .where('with_secret', '=', 1)
+    .limit(1)
+    .executeTakeFirst();
   return row !== undefined;
 }
 
@@ -81,20 +93,38 @@ export async function markSuperseded(db: Db, deliveryId: string, by: string): Pr
 
 /** Cancels an endpoint's deliveries still waiting to be sent; their jobs then end without sending. */
 export async function cancelPendingDeliveries(db: Db, endpointId: string): Promise<number> {
-  const result = await db.updateTable('webhook_deliveries').set({ status: 'cancelled', next_attempt_at: null })
-    .where('endpoint_id', '=', endpointId).where('status', '=', 'pending').executeTakeFirst();
+  const result = await db
+    .updateTable('webhook_deliveries')
+    .set({ status: 'cancelled', next_attempt_at: null })
+    .where('endpoint_id', '=', endpointId)
+    .where('status', '=', 'pending')
+    .executeTakeFirst();
   return Number(result.numUpdatedRows);
 }
 
-type DeliveryToSend = { delivery_id: string } & Pick<DeliveryRow, 'status' | 'first_attempt_at' | 'mode' | 'with_secret' | 'event_id'>
-  & Pick<Selectable<WebhookEndpointsTable>, 'url' | 'secret' | 'deleted_at'>;
+type DeliveryToSend = { delivery_id: string } & Pick<
+  DeliveryRow,
+  'status' | 'first_attempt_at' | 'mode' | 'with_secret' | 'event_id'
+> &
+  Pick<Selectable<WebhookEndpointsTable>, 'url' | 'secret' | 'deleted_at'>;
 
 const deliveriesToSendQuery = prepared<{ ids: string }, DeliveryToSend>((db, arg) =>
   db
     .selectFrom('webhook_deliveries as d')
     .innerJoin('webhook_endpoints as w', 'w.id', 'd.endpoint_id')
-    .select(['d.id as delivery_id', 'd.status', 'd.first_attempt_at', 'd.mode', 'd.with_secret', 'd.event_id', 'w.url', 'w.secret', 'w.deleted_at'])
-    .where(inJsonArray(db, 'd.id', arg('ids'))));
+    .select([
+      'd.id as delivery_id',
+      'd.status',
+      'd.first_attempt_at',
+      'd.mode',
+      'd.with_secret',
+      'd.event_id',
+      'w.url',
+      'w.secret',
+      'w.deleted_at',
+    ])
+    .where(inJsonArray(db, 'd.id', arg('ids'))),
+);
 
 /** Deliveries with their endpoint's url and sealed secret, for the attempts about to be made. */
 export async function deliveriesToSend(db: Db, deliveryIds: string[]) {
@@ -103,36 +133,77 @@ export async function deliveriesToSend(db: Db, deliveryIds: string[]) {
 }
 
 export async function insertAttempts(db: Db, attempts: AttemptRow[]): Promise<void> {
-  for (let i = 0; i < attempts.length; i += 500) await db.insertInto('webhook_attempts').values(attempts.slice(i, i + 500)).execute();
+  for (let i = 0; i < attempts.length; i += 500)
+    await db
+      .insertInto('webhook_attempts')
+      .values(attempts.slice(i, i + 500))
+      .execute();
 }
 
-export async function endDelivery(db: Db, deliveryId: string, end: { status: 'cancelled' } | { status: 'failed'; at: number }): Promise<void> {
-  await db.updateTable('webhook_deliveries')
-    .set(end.status === 'cancelled' ? { status: 'cancelled', next_attempt_at: null } : { status: 'failed', next_attempt_at: null, failed_at: end.at })
-    .where('id', '=', deliveryId).where('status', '=', 'pending').execute();
+export async function endDelivery(
+  db: Db,
+  deliveryId: string,
+  end: { status: 'cancelled' } | { status: 'failed'; at: number },
+): Promise<void> {
+  await db
+    .updateTable('webhook_deliveries')
+    .set(
+      end.status === 'cancelled'
+        ? { status: 'cancelled', next_attempt_at: null }
+        : { status: 'failed', next_attempt_at: null, failed_at: end.at },
+    )
+    .where('id', '=', deliveryId)
+    .where('status', '=', 'pending')
+    .execute();
 }
 
-export async function recordAttemptOn(db: Db, deliveryId: string, changes: Partial<WebhookDeliveriesTable>): Promise<void> {
+export async function recordAttemptOn(
+  db: Db,
+  deliveryId: string,
+  changes: Partial<WebhookDeliveriesTable>,
+): Promise<void> {
   await updateById(db, 'webhook_deliveries', deliveryId, changes);
 }
 
 /** Deliveries made of these events so far were the events' own, so their retries may carry the secret. */
 export async function letDeliveriesCarrySecret(db: Db, eventIds: string[]): Promise<void> {
   for (let i = 0; i < eventIds.length; i += 500) {
-    await db.updateTable('webhook_deliveries').set({ with_secret: 1 }).where('event_id', 'in', eventIds.slice(i, i + 500)).execute();
+    await db
+      .updateTable('webhook_deliveries')
+      .set({ with_secret: 1 })
+      .where('event_id', 'in', eventIds.slice(i, i + 500))
+      .execute();
   }
 }
 
 /** The newest deliveries to an endpoint, for the dashboard. */
 export async function recentDeliveriesOfEndpoint(db: Db, endpointId: string, limit: number): Promise<DeliveryRow[]> {
-  return db.selectFrom('webhook_deliveries').selectAll().where('endpoint_id', '=', endpointId).orderBy('id', 'desc').limit(limit).execute();
+  return db
+    .selectFrom('webhook_deliveries')
+    .selectAll()
+    .where('endpoint_id', '=', endpointId)
+    .orderBy('id', 'desc')
+    .limit(limit)
+    .execute();
 }
 
 /** Failed deliveries of an owner since a time that were not re-sent: what needs the merchant's attention. */
-export async function unrecoveredFailuresOf(db: Db, owner: { userId: string; mode: string }, since: number): Promise<Array<DeliveryRow & { url: string }>> {
-  return db.selectFrom('webhook_deliveries').innerJoin('webhook_endpoints', 'webhook_endpoints.id', 'webhook_deliveries.endpoint_id')
-    .selectAll('webhook_deliveries').select('webhook_endpoints.url')
-    .where('webhook_deliveries.user_id', '=', owner.userId).where('webhook_deliveries.mode', '=', owner.mode as 'live' | 'test')
-    .where('webhook_deliveries.status', '=', 'failed').where('webhook_deliveries.failed_at', '>=', since).where('webhook_deliveries.superseded_by', 'is', null)
-    .orderBy('webhook_deliveries.id', 'desc').limit(200).execute();
+export async function unrecoveredFailuresOf(
+  db: Db,
+  owner: { userId: string; mode: string },
+  since: number,
+): Promise<Array<DeliveryRow & { url: string }>> {
+  return db
+    .selectFrom('webhook_deliveries')
+    .innerJoin('webhook_endpoints', 'webhook_endpoints.id', 'webhook_deliveries.endpoint_id')
+    .selectAll('webhook_deliveries')
+    .select('webhook_endpoints.url')
+    .where('webhook_deliveries.user_id', '=', owner.userId)
+    .where('webhook_deliveries.mode', '=', owner.mode as 'live' | 'test')
+    .where('webhook_deliveries.status', '=', 'failed')
+    .where('webhook_deliveries.failed_at', '>=', since)
+    .where('webhook_deliveries.superseded_by', 'is', null)
+    .orderBy('webhook_deliveries.id', 'desc')
+    .limit(200)
+    .execute();
 }

@@ -12,7 +12,8 @@ export function endpointTakes(filter: string | null, type: string): boolean {
 export function eventFilterProblem(events: string[]): string | null {
   const seen = new Set<string>();
   for (const type of events) {
-    if (!known.has(type)) return `events contains ${JSON.stringify(type)}, which is not an event type; known types: ${EVENT_TYPES.join(', ')}`;
+    if (!known.has(type))
+      return `events contains ${JSON.stringify(type)}, which is not an event type; known types: ${EVENT_TYPES.join(', ')}`;
     if (seen.has(type)) return `events lists ${JSON.stringify(type)} twice`;
     seen.add(type);
   }

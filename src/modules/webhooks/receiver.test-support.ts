@@ -25,7 +25,8 @@ export async function startReceiver(answer: Receiver['answer'] = () => ({ status
     async waitFor(count, timeoutMs = 20_000) {
       const deadline = Date.now() + timeoutMs;
       while (receiver.received.length < count) {
-        if (Date.now() > deadline) throw new Error(`receiver got ${receiver.received.length} of ${count} requests in ${timeoutMs} ms`);
+        if (Date.now() > deadline)
+          throw new Error(`receiver got ${receiver.received.length} of ${count} requests in ${timeoutMs} ms`);
         await new Promise((resolve) => setTimeout(resolve, 10));
       }
       return receiver.received;
@@ -41,7 +42,7 @@ export async function startReceiver(answer: Receiver['answer'] = () => ({ status
     req.on('data', (chunk) => chunks.push(chunk));
     req.on('end', () => {
       const raw = Buffer.concat(chunks);
-      let body: any ;
+      let body: any;
       try {
         body = JSON.parse(raw.toString('utf8'));
       } catch {}

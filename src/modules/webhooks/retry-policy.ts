@@ -1,7 +1,11 @@
 // When to try a webhook delivery again (docs/webhooks.md, "Delivery and retries"). Pure, so the caps can be
 // checked with any clock and any randomness. The backoff formula is the one every job uses (src/jobs/backoff.ts).
 
-import { backoffCeilingMs as jobBackoffCeilingMs, backoffDelayMs as jobBackoffDelayMs, type Backoff } from '../../jobs/backoff.ts';
+import {
+  backoffCeilingMs as jobBackoffCeilingMs,
+  backoffDelayMs as jobBackoffDelayMs,
+  type Backoff,
+} from '../../jobs/backoff.ts';
 
 export const DELIVERY_POLICY = {
   maxAttempts: 20,
@@ -14,7 +18,11 @@ export const DELIVERY_POLICY = {
 
 export type DeliveryPolicy = { maxAttempts: number; maxDurationMs: number; baseDelayMs: number; maxDelayMs: number };
 
-const asBackoff = (policy: DeliveryPolicy): Backoff => ({ baseMs: policy.baseDelayMs, maxMs: policy.maxDelayMs, jitter: true });
+const asBackoff = (policy: DeliveryPolicy): Backoff => ({
+  baseMs: policy.baseDelayMs,
+  maxMs: policy.maxDelayMs,
+  jitter: true,
+});
 
 /** The ceiling of the wait after attempt `attempt` (1-based): 0.25 s doubling, capped at 10 s. */
 export function backoffCeilingMs(attempt: number, policy: DeliveryPolicy = DELIVERY_POLICY): number {

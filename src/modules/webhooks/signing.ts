@@ -11,7 +11,11 @@ export type Keyring = { current: string; previous?: { secret: string; until: num
 
 export function encodeKeyring(keyring: Keyring): string {
   if (!keyring.previous) return keyring.current;
-  return JSON.stringify({ current: keyring.current, previous: keyring.previous.secret, previous_until: keyring.previous.until });
+  return JSON.stringify({
+    current: keyring.current,
+    previous: keyring.previous.secret,
+    previous_until: keyring.previous.until,
+  });
 }
 
 export function decodeKeyring(stored: string): Keyring {
@@ -22,7 +26,9 @@ export function decodeKeyring(stored: string): Keyring {
 
 /** The secrets that sign at `now`: the current one first, then the previous one until it lapses. */
 export function signingSecrets(keyring: Keyring, now: number): string[] {
-  return keyring.previous && now < keyring.previous.until ? [keyring.current, keyring.previous.secret] : [keyring.current];
+  return keyring.previous && now < keyring.previous.until
+    ? [keyring.current, keyring.previous.secret]
+    : [keyring.current];
 }
 
 /** The keyring after a rotation at `now`: the new secret, and the current one kept for 24 hours (an older one is dropped). */
@@ -36,7 +42,12 @@ export function rotated(keyring: Keyring, fresh: string, now: number): Keyring {
  * can use either Tono's helpers or any Standard Webhooks library, which also checks the timestamp
  * against replays.
  */
-export function deliverySignatureHeaders(body: string, storedKeyring: string, eventId: string, now: number): Record<string, string> {
+export function deliverySignatureHeaders(
+  body: string,
+  storedKeyring: string,
+  eventId: string,
+  now: number,
+): Record<string, string> {
   const secrets = signingSecrets(decodeKeyring(storedKeyring), now);
   const timestamp = Math.floor(now / 1000);
   return {

@@ -10,10 +10,15 @@ import type { Mode } from '../../shared/mode.ts';
 
 const URL_FORM = 'an https URL (http only to localhost with a test key), at most 2048 characters';
 export type Resolver = (hostname: string) => Promise<string[]>;
-const dnsResolver: Resolver = async (hostname) => (await lookup(hostname, { all: true, verbatim: true })).map((entry) => entry.address);
+const dnsResolver: Resolver = async (hostname) =>
+  (await lookup(hostname, { all: true, verbatim: true })).map((entry) => entry.address);
 
 /** Checks a webhook URL for a mode, resolving its host unless any target is allowed. Returns it normalised. */
-export async function validateWebhookUrl(raw: string, mode: Mode, options: { reach: Reach; resolve?: Resolver }): Promise<string> {
+export async function validateWebhookUrl(
+  raw: string,
+  mode: Mode,
+  options: { reach: Reach; resolve?: Resolver },
+): Promise<string> {
   let url: URL;
   try {
     url = new URL(raw);
@@ -40,8 +45,12 @@ export async function validateWebhookUrl(raw: string, mode: Mode, options: { rea
     }
     const loopbackName = isLoopbackHost(host) && options.reach !== 'loopback';
     if (addresses.length === 0 || loopbackName || !addresses.every((address) => mayReach(options.reach, address))) {
-      throw invalidParam('url', `url's host ${host} is not a globally routable address (private, loopback, link-local or another special-purpose range); `
-        + `webhooks must reach a public address${options.reach === 'loopback' ? ' or this machine' : ''} unless the operator sets ALLOW_PRIVATE_TARGETS=true`, { host });
+      throw invalidParam(
+        'url',
+        `url's host ${host} is not a globally routable address (private, loopback, link-local or another special-purpose range); ` +
+          `webhooks must reach a public address${options.reach === 'loopback' ? ' or this machine' : ''} unless the operator sets ALLOW_PRIVATE_TARGETS=true`,
+        { host },
+      );
     }
   }
   return url.toString();

@@ -54,8 +54,8 @@ export function verifyWebhookSignature(rawBody, header, secret) {
 }
 
 function headerOf(headers, name) {
-  const value = typeof headers.get === 'function' ? headers.get(name) : headers[name] ?? headers[name.toLowerCase()];
-  return Array.isArray(value) ? value[0] : value ?? undefined;
+  const value = typeof headers.get === 'function' ? headers.get(name) : (headers[name] ?? headers[name.toLowerCase()]);
+  return Array.isArray(value) ? value[0] : (value ?? undefined);
 }
 
 /**
@@ -69,7 +69,13 @@ export function verifyStandardWebhook(rawBody, headers, secret, options = {}) {
   const id = headerOf(headers, 'webhook-id');
   const timestamp = headerOf(headers, 'webhook-timestamp');
   const signatures = headerOf(headers, 'webhook-signature');
-  if (typeof id !== 'string' || typeof timestamp !== 'string' || typeof signatures !== 'string' || !/^\d{1,12}$/.test(timestamp)) return false;
+  if (
+    typeof id !== 'string' ||
+    typeof timestamp !== 'string' ||
+    typeof signatures !== 'string' ||
+    !/^\d{1,12}$/.test(timestamp)
+  )
+    return false;
   const now = Math.floor((options.now ?? Date.now()) / 1000);
   if (Math.abs(now - Number(timestamp)) > (options.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS)) return false;
   const expected = standardDigest(rawBody, id, timestamp, secret);

@@ -16,15 +16,29 @@ const secretArb = fc.uint8Array({ minLength: 32, maxLength: 32 }).map((bytes) =>
 
 test('a keyring survives storage, and the previous secret signs only until it lapses', () => {
   fc.assert(
-    fc.property(secretArb, secretArb, secretArb, fc.integer({ min: 0, max: 2 ** 45 }), fc.integer({ min: -2 * PREVIOUS_SECRET_KEPT_MS, max: 2 * PREVIOUS_SECRET_KEPT_MS }), (first, second, third, at, later) => {
-      assert.deepEqual(decodeKeyring(encodeKeyring({ current: first })), { current: first });
-      assert.equal(encodeKeyring({ current: first }), first, 'an unrotated keyring is the bare secret, as stored before rotation existed');
-      const once = rotated({ current: first }, second, at);
-      assert.deepEqual(decodeKeyring(encodeKeyring(once)), once);
-      assert.deepEqual(signingSecrets(once, at + later), later < PREVIOUS_SECRET_KEPT_MS ? [second, first] : [second]);
-      // a second rotation keeps only the secret it replaces
-      assert.deepEqual(signingSecrets(rotated(once, third, at), at), [third, second]);
-    }),
+    fc.property(
+      secretArb,
+      secretArb,
+      secretArb,
+      fc.integer({ min: 0, max: 2 ** 45 }),
+      fc.integer({ min: -2 * PREVIOUS_SECRET_KEPT_MS, max: 2 * PREVIOUS_SECRET_KEPT_MS }),
+      (first, second, third, at, later) => {
+        assert.deepEqual(decodeKeyring(encodeKeyring({ current: first })), { current: first });
+        assert.equal(
+          encodeKeyring({ current: first }),
+          first,
+          'an unrotated keyring is the bare secret, as stored before rotation existed',
+        );
+        const once = rotated({ current: first }, second, at);
+        assert.deepEqual(decodeKeyring(encodeKeyring(once)), once);
+        assert.deepEqual(
+          signingSecrets(once, at + later),
+          later < PREVIOUS_SECRET_KEPT_MS ? [second, first] : [second],
+        );
+        // a second rotation keeps only the secret it replaces
+        assert.deepEqual(signingSecrets(rotated(once, third, at), at), [third, second]);
+      },
+    ),
   );
 });
 
@@ -33,13 +47,21 @@ test('the Standard Webhooks signature matches the published test vector, and ver
   const body = '{"test": 2432232314}';
   const signature = signStandardWebhook(body, 'msg_p5jXN8AQM9LWM0D4loKWxJek', 1614265330, secret);
   assert.equal(signature, 'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=');
-  const headers = { 'webhook-id': 'msg_p5jXN8AQM9LWM0D4loKWxJek', 'webhook-timestamp': '1614265330', 'webhook-signature': `v1,bm9wZQ== ${signature}` };
+  const headers = {
+    'webhook-id': 'msg_p5jXN8AQM9LWM0D4loKWxJek',
+    'webhook-timestamp': '1614265330',
+    'webhook-signature': `v1,bm9wZQ== ${signature}`,
+  };
   const now = 1614265330_000;
   assert.equal(verifyStandardWebhook(body, headers, secret, { now }), true);
   assert.equal(verifyStandardWebhook(body, new Headers(headers), secret, { now }), true);
   assert.equal(verifyStandardWebhook(`${body} `, headers, secret, { now }), false);
   assert.equal(verifyStandardWebhook(body, { ...headers, 'webhook-id': 'msg_other' }, secret, { now }), false);
-  assert.equal(verifyStandardWebhook(body, headers, secret, { now: now + 301_000 }), false, 'a replay five minutes later is refused');
+  assert.equal(
+    verifyStandardWebhook(body, headers, secret, { now: now + 301_000 }),
+    false,
+    'a replay five minutes later is refused',
+  );
   assert.equal(verifyStandardWebhook(body, headers, secret, { now: now - 301_000 }), false);
   assert.equal(verifyStandardWebhook(body, { ...headers, 'webhook-timestamp': undefined }, secret, { now }), false);
 });
@@ -63,7 +85,14 @@ async function setup(t: TestContext, clock?: Clock) {
   const api = apiClient(app, merchant.testKey);
   const receiver = await startReceiver();
   t.after(() => receiver.close());
-  const dispatcher = new WebhookDispatcher({ db: app.deps.db, log: silent, pollMs: 20, reach: { live: 'any', test: 'any' }, secrets: app.deps.secrets, ...(clock && { clock }) });
+  const dispatcher = new WebhookDispatcher({
+    db: app.deps.db,
+    log: silent,
+    pollMs: 20,
+    reach: { live: 'any', test: 'any' },
+    secrets: app.deps.secrets,
+    ...(clock && { clock }),
+  });
   dispatcher.start();
   t.after(() => dispatcher.stop());
   const created = await api.post('/v1/webhooks', { url: receiver.url });
@@ -72,7 +101,11 @@ async function setup(t: TestContext, clock?: Clock) {
 }
 
 async function createRequest(api: ApiClient, bankAccountId: string): Promise<string> {
-  const created = await api.post('/v1/requests', { bank_account_id: bankAccountId, amount: '10.00 NZD', message: 'Controls' });
+  const created = await api.post('/v1/requests', {
+    bank_account_id: bankAccountId,
+    amount: '10.00 NZD',
+    message: 'Controls',
+  });
   assert.equal(created.status, 201, created.text);
   return created.body.request.id;
 }
@@ -89,7 +122,11 @@ test('PATCH changes the url, the events and disabled; a disabled endpoint gets n
   assert.equal((await api.get(`/v1/webhooks/${webhook.id}`)).body.webhook.disabled, true);
   await createRequest(api, merchant.bankAccountId);
   const quiet = (await api.get('/v1/events', { query: { type: 'request.created' } })).body.events[0];
-  assert.deepEqual((await api.get(`/v1/events/${quiet.id}`)).body.deliveries, [], 'no delivery is queued for a disabled endpoint');
+  assert.deepEqual(
+    (await api.get(`/v1/events/${quiet.id}`)).body.deliveries,
+    [],
+    'no delivery is queued for a disabled endpoint',
+  );
   const resend = await api.post(`/v1/events/${quiet.id}/resend`, { webhook_id: webhook.id });
   assert.equal(resend.status, 409);
   assert.equal(resend.body.code, 'conflict.webhook_disabled');
@@ -136,7 +173,9 @@ test('rotating the secret: shown once, both secrets sign for 24 hours, then only
   let offset = 0;
   const clock: Clock = { now: () => Date.now() + offset };
   const { app, merchant, api, receiver, webhook } = await setup(t, clock);
-  const rotatedReply = await api.post(`/v1/webhooks/${webhook.id}/rotate-secret`, undefined, { headers: { 'idempotency-key': 'rotate-1' } });
+  const rotatedReply = await api.post(`/v1/webhooks/${webhook.id}/rotate-secret`, undefined, {
+    headers: { 'idempotency-key': 'rotate-1' },
+  });
   assert.equal(rotatedReply.status, 200, rotatedReply.text);
   const fresh = rotatedReply.body.webhook.secret as string;
   assert.equal(Buffer.from(fresh, 'base64').length, 32);
@@ -144,10 +183,20 @@ test('rotating the secret: shown once, both secrets sign for 24 hours, then only
   const expires = Date.parse(rotatedReply.body.webhook.previous_secret_expires_at);
   assert.ok(Math.abs(expires - (Date.now() + PREVIOUS_SECRET_KEPT_MS)) < 60_000);
   // a retried rotation with the same key returns the same secret instead of rotating again
-  const replayed = await api.post(`/v1/webhooks/${webhook.id}/rotate-secret`, undefined, { headers: { 'idempotency-key': 'rotate-1' } });
+  const replayed = await api.post(`/v1/webhooks/${webhook.id}/rotate-secret`, undefined, {
+    headers: { 'idempotency-key': 'rotate-1' },
+  });
   assert.equal(replayed.body.webhook.secret, fresh);
-  assert.equal('secret' in (await api.get(`/v1/webhooks/${webhook.id}`)).body.webhook, false, 'the new secret is not shown again');
-  const stored = await app.deps.db.selectFrom('webhook_endpoints').select('secret').where('id', '=', webhook.id).executeTakeFirstOrThrow();
+  assert.equal(
+    'secret' in (await api.get(`/v1/webhooks/${webhook.id}`)).body.webhook,
+    false,
+    'the new secret is not shown again',
+  );
+  const stored = await app.deps.db
+    .selectFrom('webhook_endpoints')
+    .select('secret')
+    .where('id', '=', webhook.id)
+    .executeTakeFirstOrThrow();
   assert.equal(stored.secret.includes(fresh) || stored.secret.includes(webhook.secret), false, 'sealed at rest');
 
   await createRequest(api, merchant.bankAccountId);
@@ -166,7 +215,10 @@ test('rotating the secret: shown once, both secrets sign for 24 hours, then only
   const [, after] = await receiver.waitFor(2);
   assert.equal(String(after!.headers['x-service-signature']).split(', ').length, 1);
   assert.equal(verifyWebhookSignature(after!.raw, after!.headers['x-service-signature'] as string, fresh), true);
-  assert.equal(verifyWebhookSignature(after!.raw, after!.headers['x-service-signature'] as string, webhook.secret), false);
+  assert.equal(
+    verifyWebhookSignature(after!.raw, after!.headers['x-service-signature'] as string, webhook.secret),
+    false,
+  );
   assert.equal(verifyStandardWebhook(after!.raw, after!.headers, fresh, { now: clock.now() }), true);
   assert.equal(verifyStandardWebhook(after!.raw, after!.headers, webhook.secret, { now: clock.now() }), false);
 

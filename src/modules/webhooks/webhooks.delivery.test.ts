@@ -16,7 +16,14 @@ async function setup(t: TestContext, options: Partial<DispatcherOptions> = {}) {
   const app = await buildTestApp(t);
   const merchant = await createTestMerchant(app);
   const api = apiClient(app, merchant.testKey);
-  const dispatcher = new WebhookDispatcher({ db: app.deps.db, log: silent, pollMs: 20, reach: { live: 'any', test: 'any' }, secrets: app.deps.secrets, ...options });
+  const dispatcher = new WebhookDispatcher({
+    db: app.deps.db,
+    log: silent,
+    pollMs: 20,
+    reach: { live: 'any', test: 'any' },
+    secrets: app.deps.secrets,
+    ...options,
+  });
   dispatcher.start();
   t.after(() => dispatcher.stop());
   return { app, merchant, api, dispatcher };
@@ -30,7 +37,11 @@ async function addEndpoint(t: TestContext, api: ApiClient, receiver: Receiver, e
 }
 
 async function createRequest(_app: TestApp, api: ApiClient, bankAccountId: string) {
-  const created = await api.post('/v1/requests', { bank_account_id: bankAccountId, amount: '10.00 NZD', message: 'Webhook test' });
+  const created = await api.post('/v1/requests', {
+    bank_account_id: bankAccountId,
+    amount: '10.00 NZD',
+    message: 'Webhook test',
+  });
   assert.equal(created.status, 201, created.text);
   return created.body.request.id as string;
 }
@@ -59,7 +70,10 @@ test('a delivery is signed as documented, carries its headers, and a 204 acknowl
   const expected = `sha256=${createHmac('sha256', Buffer.from(endpoint.secret, 'base64')).update(got.raw).digest('hex')}`;
   assert.equal(got.headers['x-service-signature'], expected);
   assert.equal(verifyWebhookSignature(got.raw, got.headers['x-service-signature'] as string, endpoint.secret), true);
-  assert.equal(verifyWebhookSignature(got.raw.toString().replace('request.created', 'request.expired'), expected, endpoint.secret), false);
+  assert.equal(
+    verifyWebhookSignature(got.raw.toString().replace('request.created', 'request.expired'), expected, endpoint.secret),
+    false,
+  );
   assert.equal(got.headers['x-service-event-id'], got.body.id);
   assert.equal(got.headers['x-service-delivery-attempt'], '1');
   assert.equal(got.body.type, 'request.created');
@@ -77,17 +91,32 @@ test('a delivery is signed as documented, carries its headers, and a 204 acknowl
 
 test('5xx replies, timeouts and reset connections are retried with growing gaps until a 2xx', async (t) => {
   const { app, merchant, api } = await setup(t, { timeoutMs: 300, random: () => 0.999 });
-  const answers = [{ status: 500, body: 'x'.repeat(3000) }, { status: 503, body: 'busy' }, 'hang', 'reset', { status: 200, body: 'ok' }] as const;
+  const answers = [
+    { status: 500, body: 'x'.repeat(3000) },
+    { status: 503, body: 'busy' },
+    'hang',
+    'reset',
+    { status: 200, body: 'ok' },
+  ] as const;
   const receiver = await startReceiver((_request, index) => answers[index] ?? { status: 200 });
   await addEndpoint(t, api, receiver);
   await createRequest(app, api, merchant.bankAccountId);
   const got = await receiver.waitFor(5);
-  assert.deepEqual(got.map((r) => r.headers['x-service-delivery-attempt']), ['1', '2', '3', '4', '5']);
-  assert.ok(got.every((r) => r.body.id === got[0].body.id), 'the same event every time');
+  assert.deepEqual(
+    got.map((r) => r.headers['x-service-delivery-attempt']),
+    ['1', '2', '3', '4', '5'],
+  );
+  assert.ok(
+    got.every((r) => r.body.id === got[0].body.id),
+    'the same event every time',
+  );
 
   const delivery = await waitForDelivery(api, got[0].body.id, 'succeeded');
   const attempts = delivery.attempts;
-  assert.deepEqual(attempts.map((a: any) => a.status_code), [500, 503, null, null, 200]);
+  assert.deepEqual(
+    attempts.map((a: any) => a.status_code),
+    [500, 503, null, null, 200],
+  );
   assert.equal(attempts[0].response_body, 'x'.repeat(1024), 'the first 1 kB of the reply is kept');
   assert.equal(attempts[1].response_body, 'busy');
   assert.match(attempts[2].error, /^timeout/);
@@ -95,7 +124,8 @@ test('5xx replies, timeouts and reset connections are retried with growing gaps 
   assert.equal(attempts[4].response_body, 'ok');
   const starts = attempts.map((a: any) => Date.parse(a.started_at));
   const gaps = starts.slice(1).map((start: number, i: number) => start - starts[i] - attempts[i].latency_ms);
-  for (const [i, gap] of gaps.entries()) assert.ok(gap >= backoffCeilingMs(i + 1) * 0.99 - 5, `gap ${i + 1} is ${gap} ms`);
+  for (const [i, gap] of gaps.entries())
+    assert.ok(gap >= backoffCeilingMs(i + 1) * 0.99 - 5, `gap ${i + 1} is ${gap} ms`);
   assert.ok(gaps[3] > gaps[2] && gaps[2] > gaps[1] && gaps[1] > gaps[0], `gaps grow: ${gaps.join(', ')}`);
 });
 
@@ -146,7 +176,10 @@ test('at most 20 attempts, then the delivery is failed', async (t) => {
   const eventId = (await receiver.waitFor(1))[0].body.id;
   const delivery = await waitForDelivery(api, eventId, 'failed');
   assert.equal(receiver.received.length, 20);
-  assert.deepEqual(receiver.received.map((r) => Number(r.headers['x-service-delivery-attempt'])), Array.from({ length: 20 }, (_, i) => i + 1));
+  assert.deepEqual(
+    receiver.received.map((r) => Number(r.headers['x-service-delivery-attempt'])),
+    Array.from({ length: 20 }, (_, i) => i + 1),
+  );
   assert.equal(delivery.attempt_count, 20);
   assert.equal(delivery.attempts.length, 20);
   assert.equal(delivery.next_attempt_at, null);
@@ -180,7 +213,10 @@ test('a slow endpoint does not hold up another one', async (t) => {
   await addEndpoint(t, api, fast);
   for (let i = 0; i < 10; i += 1) await createRequest(app, api, merchant.bankAccountId);
   await fast.waitFor(10, 2500);
-  assert.ok(slow.received.length <= 2, `the slow endpoint has at most 2 attempts in flight, got ${slow.received.length}`);
+  assert.ok(
+    slow.received.length <= 2,
+    `the slow endpoint has at most 2 attempts in flight, got ${slow.received.length}`,
+  );
 });
 
 test('test endpoints get test events only, and a filter narrows the types', async (t) => {
@@ -190,7 +226,11 @@ test('test endpoints get test events only, and a filter narrows the types', asyn
   await addEndpoint(t, api, all);
   await addEndpoint(t, api, onlyUpdates, ['request.status_updated']);
   const live = apiClient(app, merchant.liveKey);
-  const liveRequest = await live.post('/v1/requests', { bank_account_id: merchant.bankAccountId, amount: '10.00 NZD', message: 'Live' });
+  const liveRequest = await live.post('/v1/requests', {
+    bank_account_id: merchant.bankAccountId,
+    amount: '10.00 NZD',
+    message: 'Live',
+  });
   assert.equal(liveRequest.status, 201);
   const requestId = await createRequest(app, api, merchant.bankAccountId);
   assert.equal((await api.delete(`/v1/requests/${requestId}`)).status, 200);
@@ -199,7 +239,10 @@ test('test endpoints get test events only, and a filter narrows the types', asyn
   await new Promise((resolve) => setTimeout(resolve, 300));
   assert.deepEqual(all.received.map((r) => r.body.type).sort(), ['request.created', 'request.status_updated']);
   assert.ok(all.received.every((r) => r.body.data.id === requestId));
-  assert.deepEqual(onlyUpdates.received.map((r) => r.body.type), ['request.status_updated']);
+  assert.deepEqual(
+    onlyUpdates.received.map((r) => r.body.type),
+    ['request.status_updated'],
+  );
   assert.equal('version' in onlyUpdates.received[0].body, false);
   const liveEvent = (await live.get('/v1/events')).body.events[0];
   assert.deepEqual((await live.get(`/v1/events/${liveEvent.id}`)).body.deliveries, []);

@@ -8,7 +8,13 @@ import { systemClock, type Clock } from '../../shared/time.ts';
 import type { Db } from '../../store/db.ts';
 import { eventBodies } from '../events/events.service.ts';
 import {
-  deliveriesToSend, endDelivery, insertAttempts, recordAttemptOn, WEBHOOK_DELIVERY_JOB, type AttemptRow, type DeliveryJobPayload,
+  deliveriesToSend,
+  endDelivery,
+  insertAttempts,
+  recordAttemptOn,
+  WEBHOOK_DELIVERY_JOB,
+  type AttemptRow,
+  type DeliveryJobPayload,
 } from './deliveries.repo.ts';
 import { DELIVERY_POLICY, isAcknowledged, nextAttemptAt, type DeliveryPolicy } from './retry-policy.ts';
 import { createUndiciSender, type SendResult, type Sender } from './webhooks.sender.ts';
@@ -64,7 +70,9 @@ type Outcome =
   | { work: Work; kind: 'attempted'; startedAt: number; result: SendResult; retryAt: number | null };
 
 /** The delivery job kind, as the batched lane runs it. */
-export function deliveryLaneKind(options: DispatcherOptions & { sender: Sender }): BatchLaneKind<DeliveryJobPayload, Work, Outcome> {
+export function deliveryLaneKind(
+  options: DispatcherOptions & { sender: Sender },
+): BatchLaneKind<DeliveryJobPayload, Work, Outcome> {
   const clock = options.clock ?? systemClock;
   const random = options.random ?? Math.random;
   const policy = options.policy ?? DELIVERY_POLICY;
@@ -76,7 +84,10 @@ export function deliveryLaneKind(options: DispatcherOptions & { sender: Sender }
     keyOf: (payload) => payload.endpoint_id,
 
     async load(trx, jobs) {
-      const rows = await deliveriesToSend(trx, jobs.map((job) => job.payload.delivery_id));
+      const rows = await deliveriesToSend(
+        trx,
+        jobs.map((job) => job.payload.delivery_id),
+      );
       const bodies = await eventBodies(trx, [...new Set(rows.map((row) => row.event_id))]);
       const byDelivery = new Map(rows.map((row) => [row.delivery_id, row]));
       // A batch is mostly one endpoint's deliveries: its secret is opened once per batch, not per delivery.
@@ -96,7 +107,12 @@ export function deliveryLaneKind(options: DispatcherOptions & { sender: Sender }
           url: row?.url ?? null,
           secret: row?.secret ? secretOf(row.secret) : null,
           eventId: row?.event_id ?? '',
-          body: event ? deliveredBody(event.body, row!.with_secret === 1 && event.secret_sealed ? secrets.open(event.secret_sealed) : null) : '',
+          body: event
+            ? deliveredBody(
+                event.body,
+                row!.with_secret === 1 && event.secret_sealed ? secrets.open(event.secret_sealed) : null,
+              )
+            : '',
           sendable: !!row && !!event && row.status === 'pending' && row.deleted_at === null,
         };
       });
@@ -122,12 +138,22 @@ export function deliveryLaneKind(options: DispatcherOptions & { sender: Sender }
       );
       const retryAt = isAcknowledged(result.statusCode)
         ? null
-        : nextAttemptAt({ attempt: job.attempt, firstAttemptAt: work.firstAttemptAt ?? startedAt, now: clock.now(), random: random() }, policy);
+        : nextAttemptAt(
+            {
+              attempt: job.attempt,
+              firstAttemptAt: work.firstAttemptAt ?? startedAt,
+              now: clock.now(),
+              random: random(),
+            },
+            policy,
+          );
       return { work, kind: 'attempted', startedAt, result, retryAt };
     },
 
     settlement: (outcome) =>
-      outcome.kind === 'attempted' && outcome.retryAt !== null ? { retryAt: outcome.retryAt, error: summary(outcome.result) } : { retryAt: null },
+      outcome.kind === 'attempted' && outcome.retryAt !== null
+        ? { retryAt: outcome.retryAt, error: summary(outcome.result) }
+        : { retryAt: null },
 
     async record(trx, finished) {
       const attempts: AttemptRow[] = [];
@@ -148,7 +174,8 @@ export function deliveryLaneKind(options: DispatcherOptions & { sender: Sender }
       for (const { job, outcome } of finished) {
         const { work } = outcome;
         if (outcome.kind === 'cancelled') await endDelivery(trx, work.deliveryId, { status: 'cancelled' });
-        else if (outcome.kind === 'exhausted') await endDelivery(trx, work.deliveryId, { status: 'failed', at: outcome.at });
+        else if (outcome.kind === 'exhausted')
+          await endDelivery(trx, work.deliveryId, { status: 'failed', at: outcome.at });
         else {
           const acknowledged = isAcknowledged(outcome.result.statusCode);
           const endedAt = outcome.startedAt + outcome.result.latencyMs;
@@ -174,7 +201,13 @@ export class WebhookDispatcher {
 
   constructor(options: DispatcherOptions) {
     const perEndpoint = options.perEndpoint ?? 256;
-    this.sender = options.sender ?? createUndiciSender({ reach: options.reach ?? { live: 'global', test: 'global' }, connectionsPerOrigin: perEndpoint, log: options.log });
+    this.sender =
+      options.sender ??
+      createUndiciSender({
+        reach: options.reach ?? { live: 'global', test: 'global' },
+        connectionsPerOrigin: perEndpoint,
+        log: options.log,
+      });
     this.lane = new BatchLane(deliveryLaneKind({ ...options, sender: this.sender }), {
       db: options.db,
       log: options.log,

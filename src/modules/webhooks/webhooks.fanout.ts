@@ -21,6 +21,16 @@ export async function fanOutToWebhooks(
   const now = realClock.now();
   for (const endpoint of endpoints) {
     if (!endpointTakes(endpoint.events, event.type)) continue;
-    await queueDelivery(db, { eventId: event.id, endpointId: endpoint.id, userId: event.userId, mode: event.mode, withSecret: event.hasSecret ?? false }, now);
+    await queueDelivery(
+      db,
+      {
+        eventId: event.id,
+        endpointId: endpoint.id,
+        userId: event.userId,
+        mode: event.mode,
+        withSecret: event.hasSecret ?? false,
+      },
+      now,
+    );
   }
 }

@@ -16,7 +16,14 @@ test('an endpoint whose deliveries have all failed for 24 hours is mailed to its
   let healthy = false;
   const receiver = await startReceiver(() => ({ status: healthy ? 204 : 500 }));
   t.after(() => receiver.close());
-  const dispatcher = new WebhookDispatcher({ db: app.deps.db, log: pino({ level: 'silent' }), pollMs: 20, reach: { live: 'any', test: 'any' }, secrets: app.deps.secrets, policy: { ...DELIVERY_POLICY, maxAttempts: 1 } });
+  const dispatcher = new WebhookDispatcher({
+    db: app.deps.db,
+    log: pino({ level: 'silent' }),
+    pollMs: 20,
+    reach: { live: 'any', test: 'any' },
+    secrets: app.deps.secrets,
+    policy: { ...DELIVERY_POLICY, maxAttempts: 1 },
+  });
   dispatcher.start();
   t.after(() => dispatcher.stop());
   const hook = (await api.post('/v1/webhooks', { url: receiver.url })).body.webhook;
@@ -27,12 +34,23 @@ test('an endpoint whose deliveries have all failed for 24 hours is mailed to its
   const now = Date.now();
   assert.deepEqual(await failingEndpoints(app.deps, now + 23 * HOUR), [], 'not yet a day');
   const failing = await failingEndpoints(app.deps, now + 25 * HOUR);
-  assert.deepEqual(failing.map((f) => f.id), [hook.id]);
+  assert.deepEqual(
+    failing.map((f) => f.id),
+    [hook.id],
+  );
   assert.equal(await noticeFailingEndpoints(app.deps, now + 25 * HOUR), 1);
   assert.equal(await noticeFailingEndpoints(app.deps, now + 26 * HOUR), 0, 'once per streak');
-  const mail = await app.deps.db.selectFrom('mail_messages').selectAll().where('template', '=', 'webhook_failing').execute();
+  const mail = await app.deps.db
+    .selectFrom('mail_messages')
+    .selectAll()
+    .where('template', '=', 'webhook_failing')
+    .execute();
   assert.equal(mail.length, 1);
-  assert.equal(mail[0].to_address, (await app.deps.db.selectFrom('users').select('email').where('id', '=', merchant.userId).executeTakeFirstOrThrow()).email);
+  assert.equal(
+    mail[0].to_address,
+    (await app.deps.db.selectFrom('users').select('email').where('id', '=', merchant.userId).executeTakeFirstOrThrow())
+      .email,
+  );
   assert.equal(mail[0].related_id, hook.id);
 
   // a success ends the streak
@@ -49,7 +67,14 @@ test('an endpoint whose deliveries have all failed for 3 days is disabled, with 
   const api = apiClient(app, merchant.testKey);
   const broken = await startReceiver(() => ({ status: 500 }));
   t.after(() => broken.close());
-  const dispatcher = new WebhookDispatcher({ db: app.deps.db, log: pino({ level: 'silent' }), pollMs: 20, reach: { live: 'any', test: 'any' }, secrets: app.deps.secrets, policy: { ...DELIVERY_POLICY, maxAttempts: 1 } });
+  const dispatcher = new WebhookDispatcher({
+    db: app.deps.db,
+    log: pino({ level: 'silent' }),
+    pollMs: 20,
+    reach: { live: 'any', test: 'any' },
+    secrets: app.deps.secrets,
+    policy: { ...DELIVERY_POLICY, maxAttempts: 1 },
+  });
   dispatcher.start();
   t.after(() => dispatcher.stop());
   const hook = (await api.post('/v1/webhooks', { url: broken.url })).body.webhook;
@@ -57,7 +82,9 @@ test('an endpoint whose deliveries have all failed for 3 days is disabled, with 
   await broken.waitFor(1);
   await new Promise((resolve) => setTimeout(resolve, 200));
   // another endpoint, added later (so it has no failures of its own), hears about it
-  const other = (await api.post('/v1/webhooks', { url: 'http://localhost:9/other', events: ['webhook_endpoint.disabled'] })).body.webhook;
+  const other = (
+    await api.post('/v1/webhooks', { url: 'http://localhost:9/other', events: ['webhook_endpoint.disabled'] })
+  ).body.webhook;
 
   const now = Date.now();
   assert.equal(await disableLongFailingEndpoints(app.deps, now + 71 * HOUR), 0, 'not yet 3 days');
@@ -70,13 +97,38 @@ test('an endpoint whose deliveries have all failed for 3 days is disabled, with 
   assert.deepEqual(Object.keys(event.data), ['id', 'url', 'disabled_at', 'failing_since']);
   assert.deepEqual([event.data.id, event.data.url], [hook.id, broken.url]);
   const deliveries = (await api.get(`/v1/events/${event.id}`)).body.deliveries;
-  assert.deepEqual(deliveries.map((d: any) => d.webhook_id), [other.id], 'the disabled endpoint is not sent its own notice');
-  const mail = await app.deps.db.selectFrom('mail_messages').selectAll().where('template', '=', 'webhook_disabled').execute();
-  assert.deepEqual(mail.map((m) => m.related_id), [hook.id]);
+  assert.deepEqual(
+    deliveries.map((d: any) => d.webhook_id),
+    [other.id],
+    'the disabled endpoint is not sent its own notice',
+  );
+  const mail = await app.deps.db
+    .selectFrom('mail_messages')
+    .selectAll()
+    .where('template', '=', 'webhook_disabled')
+    .execute();
+  assert.deepEqual(
+    mail.map((m) => m.related_id),
+    [hook.id],
+  );
 
   // nothing new goes to it, and it is no longer reported as failing
-  const request = await api.post('/v1/requests', { bank_account_id: merchant.bankAccountId, amount: '5.00 NZD', message: 'Two' });
-  const created = (await api.get('/v1/events', { query: { object_id: request.body.request.id, type: 'request.created' } })).body.events[0];
-  assert.deepEqual((await api.get(`/v1/events/${created.id}`)).body.deliveries, [], 'the disabled endpoint gets nothing, the other does not take request.created');
-  assert.equal((await failingEndpoints(app.deps, now + 80 * HOUR)).some((f) => f.id === hook.id), false, 'a disabled endpoint is not reported as failing');
+  const request = await api.post('/v1/requests', {
+    bank_account_id: merchant.bankAccountId,
+    amount: '5.00 NZD',
+    message: 'Two',
+  });
+  const created = (
+    await api.get('/v1/events', { query: { object_id: request.body.request.id, type: 'request.created' } })
+  ).body.events[0];
+  assert.deepEqual(
+    (await api.get(`/v1/events/${created.id}`)).body.deliveries,
+    [],
+    'the disabled endpoint gets nothing, the other does not take request.created',
+  );
+  assert.equal(
+    (await failingEndpoints(app.deps, now + 80 * HOUR)).some((f) => f.id === hook.id),
+    false,
+    'a disabled endpoint is not reported as failing',
+  );
 });

@@ -24,7 +24,14 @@ export async function failingEndpoints(deps: Deps, now: number): Promise<Failing
   const failing: FailingEndpoint[] = [];
   for (const endpoint of await allLiveEndpoints(deps.db)) {
     const since = await failingSinceOf(deps.db, endpoint.id);
-    if (since !== null && since <= now - DAY_MS) failing.push({ id: endpoint.id, userId: endpoint.user_id, mode: endpoint.mode, url: endpoint.url, failingSince: since });
+    if (since !== null && since <= now - DAY_MS)
+      failing.push({
+        id: endpoint.id,
+        userId: endpoint.user_id,
+        mode: endpoint.mode,
+        url: endpoint.url,
+        failingSince: since,
+      });
   }
   return failing;
 }
@@ -34,14 +41,25 @@ export async function noticeFailingEndpoints(deps: Deps, now: number): Promise<n
   let queued = 0;
   for (const endpoint of await failingEndpoints(deps, now)) {
     const merchant = await merchantContact(deps.db, endpoint.userId);
-    const id = await transact(deps.db, (trx) => queueMail(trx, {
-      to: merchant.email,
-      template: 'webhook_failing',
-      data: { url: endpoint.url, endpoint_id: endpoint.id, since: iso(endpoint.failingSince), test: endpoint.mode === 'test' },
-      related: { type: 'webhook', id: endpoint.id },
-      owner: { userId: endpoint.userId, mode: endpoint.mode },
-      dedupeKey: `webhook_failing:${endpoint.id}:${endpoint.failingSince}`,
-    }, now));
+    const id = await transact(deps.db, (trx) =>
+      queueMail(
+        trx,
+        {
+          to: merchant.email,
+          template: 'webhook_failing',
+          data: {
+            url: endpoint.url,
+            endpoint_id: endpoint.id,
+            since: iso(endpoint.failingSince),
+            test: endpoint.mode === 'test',
+          },
+          related: { type: 'webhook', id: endpoint.id },
+          owner: { userId: endpoint.userId, mode: endpoint.mode },
+          dedupeKey: `webhook_failing:${endpoint.id}:${endpoint.failingSince}`,
+        },
+        now,
+      ),
+    );
     if (id) queued++;
   }
   return queued;
@@ -61,15 +79,31 @@ export async function disableLongFailingEndpoints(deps: Deps, now: number): Prom
     await transact(deps.db, async (trx) => {
       // disabled before the event, so the event is not queued to the endpoint that cannot take it
       await updateEndpoint(trx, endpoint.id, { disabled_at: now });
-      await emitEvent(trx, owner, 'webhook_endpoint.disabled', endpoint.id, { id: endpoint.id, url: endpoint.url, disabled_at: iso(now), failing_since: iso(endpoint.failingSince) }, now);
-      await queueMail(trx, {
-        to: merchant.email,
-        template: 'webhook_disabled',
-        data: { url: endpoint.url, endpoint_id: endpoint.id, since: iso(endpoint.failingSince), test: endpoint.mode === 'test' },
-        related: { type: 'webhook', id: endpoint.id },
+      await emitEvent(
+        trx,
         owner,
-        dedupeKey: `webhook_disabled:${endpoint.id}:${endpoint.failingSince}`,
-      }, now);
+        'webhook_endpoint.disabled',
+        endpoint.id,
+        { id: endpoint.id, url: endpoint.url, disabled_at: iso(now), failing_since: iso(endpoint.failingSince) },
+        now,
+      );
+      await queueMail(
+        trx,
+        {
+          to: merchant.email,
+          template: 'webhook_disabled',
+          data: {
+            url: endpoint.url,
+            endpoint_id: endpoint.id,
+            since: iso(endpoint.failingSince),
+            test: endpoint.mode === 'test',
+          },
+          related: { type: 'webhook', id: endpoint.id },
+          owner,
+          dedupeKey: `webhook_disabled:${endpoint.id}:${endpoint.failingSince}`,
+        },
+        now,
+      );
     });
     disabled++;
   }
@@ -89,5 +123,11 @@ export function webhookHealthJob(deps: Deps): JobHandler {
 /** Makes sure the hourly check exists (at start; a no-op when it does). */
 export async function scheduleWebhookHealth(deps: Deps): Promise<void> {
   const now = deps.clock.now();
-  await transact(deps.db, (trx) => enqueue(trx, { kind: WEBHOOK_HEALTH_JOB, runAt: now + CHECK_EVERY_MS, payload: {}, dedupeKey: WEBHOOK_HEALTH_JOB }, now));
+  await transact(deps.db, (trx) =>
+    enqueue(
+      trx,
+      { kind: WEBHOOK_HEALTH_JOB, runAt: now + CHECK_EVERY_MS, payload: {}, dedupeKey: WEBHOOK_HEALTH_JOB },
+      now,
+    ),
+  );
 }

@@ -9,7 +9,14 @@ export const webhooksModule: ModuleManifest = {
   name: 'webhooks',
   routes: (app, deps) => registerWebhookRoutes(app, deps),
   jobs: [{ name: WEBHOOK_HEALTH_JOB, handler: webhookHealthJob }],
-  runners: (deps) => [new WebhookDispatcher({ db: deps.db, log: deps.log.child({ component: 'webhooks' }), reach: deps.config.targetReach, secrets: deps.secrets })],
+  runners: (deps) => [
+    new WebhookDispatcher({
+      db: deps.db,
+      log: deps.log.child({ component: 'webhooks' }),
+      reach: deps.config.targetReach,
+      secrets: deps.secrets,
+    }),
+  ],
   sealSecrets: (trx, secrets) => sealEndpointSecrets(trx, (secret) => secrets.seal(secret)),
   start: scheduleWebhookHealth,
 };

@@ -3,7 +3,10 @@ import type { AttemptRow, DeliveryRow } from './deliveries.repo.ts';
 import type { EndpointRow } from './webhooks.repo.ts';
 import type { DeliveryObject, WebhookObject } from './webhooks.schemas.ts';
 
-export function presentWebhook(row: EndpointRow, options: { withSecret?: boolean; previousSecretUntil?: number } = {}): WebhookObject {
+export function presentWebhook(
+  row: EndpointRow,
+  options: { withSecret?: boolean; previousSecretUntil?: number } = {},
+): WebhookObject {
   return {
     id: row.id,
     url: row.url,

@@ -33,10 +33,19 @@ export async function getEndpoint(db: Db, owner: Owner, id: string): Promise<End
 
 /** By id alone, for the admin CLI. */
 export async function findEndpointById(db: Db, id: string): Promise<EndpointRow | undefined> {
-  return db.selectFrom('webhook_endpoints').selectAll().where('id', '=', id).where('deleted_at', 'is', null).executeTakeFirst();
+  return db
+    .selectFrom('webhook_endpoints')
+    .selectAll()
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
 }
 
-export async function listEndpoints(db: Db, owner: Owner, page: { limit: number; starting_after?: string }): Promise<EndpointRow[]> {
+export async function listEndpoints(
+  db: Db,
+  owner: Owner,
+  page: { limit: number; starting_after?: string },
+): Promise<EndpointRow[]> {
   let query = db
     .selectFrom('webhook_endpoints')
     .selectAll()
@@ -44,12 +53,22 @@ export async function listEndpoints(db: Db, owner: Owner, page: { limit: number;
     .where('mode', '=', owner.mode)
     .where('deleted_at', 'is', null);
   if (page.starting_after) query = query.where('id', '<', page.starting_after);
-  return query.orderBy('id', 'desc').limit(page.limit + 1).execute();
+  return query
+    .orderBy('id', 'desc')
+    .limit(page.limit + 1)
+    .execute();
 }
 
 export async function liveEndpointsOf(db: Db, owner: Owner): Promise<EndpointRow[]> {
-  return db.selectFrom('webhook_endpoints').selectAll().where('user_id', '=', owner.userId).where('mode', '=', owner.mode)
-    .where('deleted_at', 'is', null).where('disabled_at', 'is', null).orderBy('id').execute();
+  return db
+    .selectFrom('webhook_endpoints')
+    .selectAll()
+    .where('user_id', '=', owner.userId)
+    .where('mode', '=', owner.mode)
+    .where('deleted_at', 'is', null)
+    .where('disabled_at', 'is', null)
+    .orderBy('id')
+    .execute();
 }
 
 export async function softDeleteEndpoint(db: Db, id: string, now: number): Promise<void> {
@@ -65,22 +84,46 @@ export async function updateEndpoint(db: Db, id: string, changes: EndpointChange
 
 /** Endpoint secrets stored in clear before secrets were sealed at rest. */
 export async function sealEndpointSecrets(db: Db, seal: (secret: string) => string): Promise<void> {
-  const rows = await db.selectFrom('webhook_endpoints').select(['id', 'secret']).where('secret', '!=', '').where(notSealed('secret')).execute();
-  for (const row of rows) await db.updateTable('webhook_endpoints').set({ secret: seal(row.secret) }).where('id', '=', row.id).execute();
+  const rows = await db
+    .selectFrom('webhook_endpoints')
+    .select(['id', 'secret'])
+    .where('secret', '!=', '')
+    .where(notSealed('secret'))
+    .execute();
+  for (const row of rows)
+    await db
+      .updateTable('webhook_endpoints')
+      .set({ secret: seal(row.secret) })
+      .where('id', '=', row.id)
+      .execute();
 }
 
 /** Every endpoint neither deleted nor disabled, of every merchant (the health check). */
 export async function allLiveEndpoints(db: Db): Promise<Array<Pick<EndpointRow, 'id' | 'user_id' | 'mode' | 'url'>>> {
-  return db.selectFrom('webhook_endpoints').select(['id', 'user_id', 'mode', 'url']).where('deleted_at', 'is', null)
-    .where('disabled_at', 'is', null).execute();
+  return db
+    .selectFrom('webhook_endpoints')
+    .select(['id', 'user_id', 'mode', 'url'])
+    .where('deleted_at', 'is', null)
+    .where('disabled_at', 'is', null)
+    .execute();
 }
 
 /** When the endpoint's current run of failed attempts began (after its last 2xx), or null when its last attempt succeeded. */
 export async function failingSinceOf(db: Db, endpointId: string): Promise<number | null> {
-  const attempts = db.selectFrom('webhook_attempts as a').innerJoin('webhook_deliveries as d', 'd.id', 'a.delivery_id').where('d.endpoint_id', '=', endpointId);
-  const success = await attempts.select(({ fn }) => fn.max('a.started_at').as('at')).where('a.status_code', '>=', 200).where('a.status_code', '<', 300).executeTakeFirst();
+  const attempts = db
+    .selectFrom('webhook_attempts as a')
+    .innerJoin('webhook_deliveries as d', 'd.id', 'a.delivery_id')
+    .where('d.endpoint_id', '=', endpointId);
+  const success = await attempts
+    .select(({ fn }) => fn.max('a.started_at').as('at'))
+    .where('a.status_code', '>=', 200)
+    .where('a.status_code', '<', 300)
+    .executeTakeFirst();
   const lastSuccess = success?.at == null ? 0 : Number(success.at);
-  const failure = await attempts.select(({ fn }) => fn.min('a.started_at').as('at')).where('a.started_at', '>', lastSuccess).executeTakeFirst();
+  const failure = await attempts
+    .select(({ fn }) => fn.min('a.started_at').as('at'))
+    .where('a.started_at', '>', lastSuccess)
+    .executeTakeFirst();
   return failure?.at == null ? null : Number(failure.at);
 }
 
@@ -89,9 +132,16 @@ export async function forgetEndpointSecret(db: Db, id: string): Promise<void> {
 }
 
 // Every event runs this, inside its transaction: prepared once rather than rebuilt per event.
-const endpointFiltersQuery = prepared<{ userId: string; mode: Mode }, { id: string; events: string | null }>((db, arg) =>
-  db.selectFrom('webhook_endpoints').select(['id', 'events']).where('user_id', '=', arg('userId')).where('mode', '=', arg('mode')).where('deleted_at', 'is', null)
-    .where('disabled_at', 'is', null));
+const endpointFiltersQuery = prepared<{ userId: string; mode: Mode }, { id: string; events: string | null }>(
+  (db, arg) =>
+    db
+      .selectFrom('webhook_endpoints')
+      .select(['id', 'events'])
+      .where('user_id', '=', arg('userId'))
+      .where('mode', '=', arg('mode'))
+      .where('deleted_at', 'is', null)
+      .where('disabled_at', 'is', null),
+);
 
 /** The merchant's endpoints in a mode, with the event types each takes. */
 export async function endpointFiltersOf(db: Db, owner: Owner): Promise<Array<{ id: string; events: string | null }>> {

@@ -12,8 +12,22 @@ test('create shows the secret once; get, list and delete', async (t) => {
   const webhook = first.body.webhook;
   assert.match(webhook.id, /^webhook_/);
   assert.equal(Buffer.from(webhook.secret, 'base64').length, 32);
-  assert.deepEqual({ ...webhook, id: undefined, secret: undefined, created_at: undefined }, { id: undefined, secret: undefined, created_at: undefined, url: 'http://localhost:4000/hooks', events: null, is_test_mode: true, disabled: false });
-  const second = await api.post('/v1/webhooks', { url: 'https://example.com/hooks', events: ['payment.status_updated', 'request.expired'] });
+  assert.deepEqual(
+    { ...webhook, id: undefined, secret: undefined, created_at: undefined },
+    {
+      id: undefined,
+      secret: undefined,
+      created_at: undefined,
+      url: 'http://localhost:4000/hooks',
+      events: null,
+      is_test_mode: true,
+      disabled: false,
+    },
+  );
+  const second = await api.post('/v1/webhooks', {
+    url: 'https://example.com/hooks',
+    events: ['payment.status_updated', 'request.expired'],
+  });
   assert.equal(second.status, 201);
   assert.deepEqual(second.body.webhook.events, ['payment.status_updated', 'request.expired']);
 
@@ -21,15 +35,25 @@ test('create shows the secret once; get, list and delete', async (t) => {
   assert.equal(got.status, 200);
   assert.equal('secret' in got.body.webhook, false, 'the secret is never shown again');
   const list = await api.get('/v1/webhooks', { query: { limit: '1' } });
-  assert.deepEqual(list.body.webhooks.map((w: any) => w.id), [second.body.webhook.id]);
+  assert.deepEqual(
+    list.body.webhooks.map((w: any) => w.id),
+    [second.body.webhook.id],
+  );
   assert.equal(list.body.has_more, true);
   assert.equal('secret' in list.body.webhooks[0], false);
   const next = await api.get('/v1/webhooks', { query: { limit: '1', starting_after: second.body.webhook.id } });
-  assert.deepEqual(next.body.webhooks.map((w: any) => w.id), [webhook.id]);
+  assert.deepEqual(
+    next.body.webhooks.map((w: any) => w.id),
+    [webhook.id],
+  );
   assert.equal(next.body.has_more, false);
 
   const live = apiClient(app, merchant.liveKey);
-  assert.deepEqual((await live.get(`/v1/webhooks/${webhook.id}`)).body, { code: 'not_found.webhook', message: `No such webhook: ${webhook.id}`, params: { id: webhook.id } });
+  assert.deepEqual((await live.get(`/v1/webhooks/${webhook.id}`)).body, {
+    code: 'not_found.webhook',
+    message: `No such webhook: ${webhook.id}`,
+    params: { id: webhook.id },
+  });
   assert.deepEqual((await live.get('/v1/webhooks')).body, { webhooks: [], has_more: false });
 
   const deleted = await api.delete(`/v1/webhooks/${webhook.id}`);
@@ -37,7 +61,11 @@ test('create shows the secret once; get, list and delete', async (t) => {
   assert.equal(deleted.body.deleted, true);
   assert.equal((await api.get(`/v1/webhooks/${webhook.id}`)).status, 404);
   assert.equal((await api.delete(`/v1/webhooks/${webhook.id}`)).status, 404);
-  const row = await app.deps.db.selectFrom('webhook_endpoints').select('secret').where('id', '=', webhook.id).executeTakeFirstOrThrow();
+  const row = await app.deps.db
+    .selectFrom('webhook_endpoints')
+    .select('secret')
+    .where('id', '=', webhook.id)
+    .executeTakeFirstOrThrow();
   assert.equal(row.secret, '', 'a deleted endpoint forgets its secret');
 });
 
@@ -49,17 +77,54 @@ test('bad input gets a clear error and creates nothing', async (t) => {
   const urlForm = 'url must be an https URL (http only to localhost with a test key), at most 2048 characters';
   const cases: Array<[typeof api, unknown, object]> = [
     [api, {}, { code: 'bad_request.missing_param.url', message: 'url is required', params: { field: 'url' } }],
-    [api, { url: 'https://example.com', secret: 'x' }, { code: 'bad_request.unknown_param.secret', message: 'secret is not a parameter of this endpoint', params: { field: 'secret' } }],
-    [api, { url: 'http://example.com/hook' }, { code: 'bad_request.invalid_param.url', message: urlForm, params: { field: 'url' } }],
+    [
+      api,
+      { url: 'https://example.com', secret: 'x' },
+      {
+        code: 'bad_request.unknown_param.secret',
+        message: 'secret is not a parameter of this endpoint',
+        params: { field: 'secret' },
+      },
+    ],
+    [
+      api,
+      { url: 'http://example.com/hook' },
+      { code: 'bad_request.invalid_param.url', message: urlForm, params: { field: 'url' } },
+    ],
     [api, { url: 'nonsense' }, { code: 'bad_request.invalid_param.url', message: urlForm, params: { field: 'url' } }],
-    [live, { url: 'http://localhost:4000/hook' }, { code: 'bad_request.invalid_param.url', message: urlForm, params: { field: 'url' } }],
-    [api, { url: 'https://example.com', events: ['payment.teleported'] }, {
-      code: 'bad_request.invalid_param.events',
-      message: 'events contains "payment.teleported", which is not an event type; known types: request.created, request.expired, request.status_updated, payment.created, payment.status_updated, recurring_payment.authorised, recurring_payment.revoked, subscription.created, subscription.charge_failed, subscription.charge_skipped, subscription.completed, subscription.cancelled, subscription.paused, subscription.resumed, customer.created, customer.updated, webhook_endpoint.disabled',
-      params: { field: 'events' },
-    }],
-    [api, { url: 'https://example.com', events: ['request.created', 'request.created'] }, { code: 'bad_request.invalid_param.events', message: 'events lists "request.created" twice', params: { field: 'events' } }],
-    [api, { url: 'https://example.com', events: [] }, { code: 'bad_request.invalid_param.events', message: 'events must be a non-empty list of event types', params: { field: 'events' } }],
+    [
+      live,
+      { url: 'http://localhost:4000/hook' },
+      { code: 'bad_request.invalid_param.url', message: urlForm, params: { field: 'url' } },
+    ],
+    [
+      api,
+      { url: 'https://example.com', events: ['payment.teleported'] },
+      {
+        code: 'bad_request.invalid_param.events',
+        message:
+          'events contains "payment.teleported", which is not an event type; known types: request.created, request.expired, request.status_updated, payment.created, payment.status_updated, recurring_payment.authorised, recurring_payment.revoked, subscription.created, subscription.charge_failed, subscription.charge_skipped, subscription.completed, subscription.cancelled, subscription.paused, subscription.resumed, customer.created, customer.updated, webhook_endpoint.disabled',
+        params: { field: 'events' },
+      },
+    ],
+    [
+      api,
+      { url: 'https://example.com', events: ['request.created', 'request.created'] },
+      {
+        code: 'bad_request.invalid_param.events',
+        message: 'events lists "request.created" twice',
+        params: { field: 'events' },
+      },
+    ],
+    [
+      api,
+      { url: 'https://example.com', events: [] },
+      {
+        code: 'bad_request.invalid_param.events',
+        message: 'events must be a non-empty list of event types',
+        params: { field: 'events' },
+      },
+    ],
   ];
   for (const [client, body, error] of cases) {
     const response = await client.post('/v1/webhooks', body);
@@ -75,18 +140,34 @@ test('where non-global targets are not allowed, no endpoint of either mode may p
   const app = await buildTestApp(t, { targetReach: { live: 'global', test: 'global' } });
   const merchant = await createTestMerchant(app);
   for (const key of [merchant.testKey, merchant.liveKey]) {
-    for (const url of ['https://127.0.0.1/hook', 'https://169.254.169.254/hook', 'https://[::ffff:127.0.0.1]/hook', 'https://192.0.2.1/hook']) {
+    for (const url of [
+      'https://127.0.0.1/hook',
+      'https://169.254.169.254/hook',
+      'https://[::ffff:127.0.0.1]/hook',
+      'https://192.0.2.1/hook',
+    ]) {
       const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
       const response = await apiClient(app, key).post('/v1/webhooks', { url });
-      assert.deepEqual([response.status, response.body], [400, {
-        code: 'bad_request.invalid_param.url',
-        message: `url's host ${host} is not a globally routable address (private, loopback, link-local or another special-purpose range); `
-          + 'webhooks must reach a public address unless the operator sets ALLOW_PRIVATE_TARGETS=true',
-        params: { field: 'url', host },
-      }], url);
+      assert.deepEqual(
+        [response.status, response.body],
+        [
+          400,
+          {
+            code: 'bad_request.invalid_param.url',
+            message:
+              `url's host ${host} is not a globally routable address (private, loopback, link-local or another special-purpose range); ` +
+              'webhooks must reach a public address unless the operator sets ALLOW_PRIVATE_TARGETS=true',
+            params: { field: 'url', host },
+          },
+        ],
+        url,
+      );
     }
   }
-  assert.equal((await apiClient(app, merchant.testKey).post('/v1/webhooks', { url: 'http://localhost:4000/hook' })).status, 400);
+  assert.equal(
+    (await apiClient(app, merchant.testKey).post('/v1/webhooks', { url: 'http://localhost:4000/hook' })).status,
+    400,
+  );
   assert.equal((await app.deps.db.selectFrom('webhook_endpoints').select('id').execute()).length, 0);
 });
 
@@ -95,8 +176,14 @@ test('on a service listening on loopback, live endpoints still reach only global
   const merchant = await createTestMerchant(app);
   const live = apiClient(app, merchant.liveKey);
   const test = apiClient(app, merchant.testKey);
-  assert.equal((await live.post('/v1/webhooks', { url: 'https://127.0.0.1:5201/hook' })).body.code, 'bad_request.invalid_param.url');
-  assert.equal((await test.post('/v1/webhooks', { url: 'https://10.0.0.8/hook' })).body.code, 'bad_request.invalid_param.url');
+  assert.equal(
+    (await live.post('/v1/webhooks', { url: 'https://127.0.0.1:5201/hook' })).body.code,
+    'bad_request.invalid_param.url',
+  );
+  assert.equal(
+    (await test.post('/v1/webhooks', { url: 'https://10.0.0.8/hook' })).body.code,
+    'bad_request.invalid_param.url',
+  );
   assert.equal((await test.post('/v1/webhooks', { url: 'http://localhost:4000/hook' })).status, 201);
 
   app.deps.config.targetReach = loadConfig({ HOST: '127.0.0.1', ALLOW_PRIVATE_TARGETS: 'true' }).targetReach;
@@ -116,7 +203,15 @@ test('an Idempotency-Key makes a retried create return the same endpoint instead
   assert.deepEqual([again.status, again.headers['idempotent-replayed'], again.body], [200, 'true', first.body]);
   assert.equal((await api.get('/v1/webhooks')).body.webhooks.length, 1);
   const other = await api.post('/v1/webhooks', { url: 'http://localhost:4000/other' }, { headers });
-  assert.deepEqual([other.status, other.body], [409, {
-    code: 'conflict.idempotency_key_reused', message: 'This Idempotency-Key was used with a different request', params: { idempotency_key: 'setup-hooks-1' },
-  }]);
+  assert.deepEqual(
+    [other.status, other.body],
+    [
+      409,
+      {
+        code: 'conflict.idempotency_key_reused',
+        message: 'This Idempotency-Key was used with a different request',
+        params: { idempotency_key: 'setup-hooks-1' },
+      },
+    ],
+  );
 });

@@ -27,22 +27,36 @@ export const UpdateWebhookBody = Type.Object(
   {
     url: Type.Optional(WebhookUrl),
     events: Type.Optional(Type.Union([EventFilter('Event types to send; null for every type.'), Type.Null()])),
-    disabled: Type.Optional(Type.Boolean({ description: 'true: no new deliveries (and those waiting are cancelled) until set back to false' })),
+    disabled: Type.Optional(
+      Type.Boolean({
+        description: 'true: no new deliveries (and those waiting are cancelled) until set back to false',
+      }),
+    ),
   },
   { additionalProperties: false, title: 'UpdateWebhook' },
 );
 export type UpdateWebhookBody = Static<typeof UpdateWebhookBody>;
 
-export const WebhookObject = Type.Object({
-  id: Type.String({ examples: ['webhook_01JD2Q8Z7M3V4K5N6P7R8S9T0V'] }),
-  url: Type.String(),
-  events: Nullable(Type.Array(Type.String(), { description: 'Event types sent to this endpoint; null means every type' })),
-  is_test_mode: Type.Boolean(),
-  disabled: Type.Boolean({ description: 'A disabled endpoint gets no new deliveries' }),
-  created_at: Timestamp,
-  secret: Type.Optional(Type.String({ description: 'base64 of 32 random bytes; returned only when the endpoint is created and when its secret is rotated' })),
-  previous_secret_expires_at: Type.Optional(Timestamp),
-}, { title: 'WebhookEndpoint' });
+export const WebhookObject = Type.Object(
+  {
+    id: Type.String({ examples: ['webhook_01JD2Q8Z7M3V4K5N6P7R8S9T0V'] }),
+    url: Type.String(),
+    events: Nullable(
+      Type.Array(Type.String(), { description: 'Event types sent to this endpoint; null means every type' }),
+    ),
+    is_test_mode: Type.Boolean(),
+    disabled: Type.Boolean({ description: 'A disabled endpoint gets no new deliveries' }),
+    created_at: Timestamp,
+    secret: Type.Optional(
+      Type.String({
+        description:
+          'base64 of 32 random bytes; returned only when the endpoint is created and when its secret is rotated',
+      }),
+    ),
+    previous_secret_expires_at: Type.Optional(Timestamp),
+  },
+  { title: 'WebhookEndpoint' },
+);
 export type WebhookObject = Static<typeof WebhookObject>;
 
 export const WebhookEnvelope = Type.Object({ webhook: WebhookObject });
@@ -61,29 +75,35 @@ export const RecoverBody = Type.Object(
 );
 export type RecoverBody = Static<typeof RecoverBody>;
 
-export const AttemptObject = Type.Object({
-  attempt: Type.Integer({ description: 'The X-Service-Delivery-Attempt sent' }),
-  started_at: Timestamp,
-  latency_ms: Type.Integer(),
-  status_code: Nullable(Type.Integer()),
-  response_body: Nullable(Type.String({ description: 'First 1 kB of the reply' })),
-  error: Nullable(Type.String({ description: 'Timeout or network error when there was no reply' })),
-}, { title: 'DeliveryAttempt' });
+export const AttemptObject = Type.Object(
+  {
+    attempt: Type.Integer({ description: 'The X-Service-Delivery-Attempt sent' }),
+    started_at: Timestamp,
+    latency_ms: Type.Integer(),
+    status_code: Nullable(Type.Integer()),
+    response_body: Nullable(Type.String({ description: 'First 1 kB of the reply' })),
+    error: Nullable(Type.String({ description: 'Timeout or network error when there was no reply' })),
+  },
+  { title: 'DeliveryAttempt' },
+);
 
-export const DeliveryObject = Type.Object({
-  id: Type.String(),
-  event_id: Type.String(),
-  webhook_id: Type.String(),
-  status: Type.Enum(['pending', 'succeeded', 'failed', 'cancelled']),
-  attempt_count: Type.Integer(),
-  created_at: Timestamp,
-  first_attempt_at: Nullable(Timestamp),
-  last_attempt_at: Nullable(Timestamp),
-  next_attempt_at: Nullable(Timestamp),
-  succeeded_at: Nullable(Timestamp),
-  failed_at: Nullable(Timestamp),
-  resent_by: Nullable(Type.String({ description: 'The delivery that re-sent this failed one (recover)' })),
-  attempts: Type.Optional(Type.Array(AttemptObject)),
-}, { title: 'Delivery' });
+export const DeliveryObject = Type.Object(
+  {
+    id: Type.String(),
+    event_id: Type.String(),
+    webhook_id: Type.String(),
+    status: Type.Enum(['pending', 'succeeded', 'failed', 'cancelled']),
+    attempt_count: Type.Integer(),
+    created_at: Timestamp,
+    first_attempt_at: Nullable(Timestamp),
+    last_attempt_at: Nullable(Timestamp),
+    next_attempt_at: Nullable(Timestamp),
+    succeeded_at: Nullable(Timestamp),
+    failed_at: Nullable(Timestamp),
+    resent_by: Nullable(Type.String({ description: 'The delivery that re-sent this failed one (recover)' })),
+    attempts: Type.Optional(Type.Array(AttemptObject)),
+  },
+  { title: 'Delivery' },
+);
 export type DeliveryObject = Static<typeof DeliveryObject>;
 export const DeliveryList = Type.Object({ deliveries: Type.Array(DeliveryObject) });

@@ -16,7 +16,12 @@ export type SendResult = {
 };
 
 export type Sender = {
-  send(target: { url: string; live: boolean }, body: string, headers: Record<string, string>, timeoutMs: number): Promise<SendResult>;
+  send(
+    target: { url: string; live: boolean },
+    body: string,
+    headers: Record<string, string>,
+    timeoutMs: number,
+  ): Promise<SendResult>;
   close(): Promise<void>;
 };
 
@@ -25,7 +30,12 @@ const REPLY_READ_BYTES = 64 * 1024;
 
 function describeError(error: unknown, timeoutMs: number): string {
   const err = error as { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
-  if (err?.name === 'TimeoutError' || err?.name === 'AbortError' || err?.code === 'UND_ERR_HEADERS_TIMEOUT' || err?.code === 'UND_ERR_BODY_TIMEOUT') {
+  if (
+    err?.name === 'TimeoutError' ||
+    err?.name === 'AbortError' ||
+    err?.code === 'UND_ERR_HEADERS_TIMEOUT' ||
+    err?.code === 'UND_ERR_BODY_TIMEOUT'
+  ) {
     return `timeout: no complete reply within ${timeoutMs} ms`;
   }
   const code = err?.cause?.code ?? err?.code;
@@ -38,8 +48,22 @@ function describeError(error: unknown, timeoutMs: number): string {
  * Each connection's address is checked against its mode's reach (docs/security.md), so live and
  * test deliveries go through agents of their own.
  */
-export function createUndiciSender(options: { reach: Record<Mode, Reach>; connectionsPerOrigin: number; lookup?: Lookup; log?: Logger }): Sender {
-  const agentOf = (mode: Mode) => outboundAgent({ reach: options.reach[mode], lookup: options.lookup }, { keepAliveTimeout: 30_000, keepAliveMaxTimeout: 60_000, connections: options.connectionsPerOrigin, pipelining: 1 });
+export function createUndiciSender(options: {
+  reach: Record<Mode, Reach>;
+  connectionsPerOrigin: number;
+  lookup?: Lookup;
+  log?: Logger;
+}): Sender {
+  const agentOf = (mode: Mode) =>
+    outboundAgent(
+      { reach: options.reach[mode], lookup: options.lookup },
+      {
+        keepAliveTimeout: 30_000,
+        keepAliveMaxTimeout: 60_000,
+        connections: options.connectionsPerOrigin,
+        pipelining: 1,
+      },
+    );
   const agents = { live: agentOf('live'), test: agentOf('test') };
   const sender: Sender = {
     async send(target, body, headers, timeoutMs) {
@@ -67,9 +91,19 @@ export function createUndiciSender(options: { reach: Record<Mode, Reach>; connec
           }
         }
         const kept = Buffer.concat(chunks).subarray(0, REPLY_KEEP_BYTES).toString('utf8');
-        return { statusCode: reply.statusCode, responseBody: kept, error: null, latencyMs: Math.round(performance.now() - started) };
+        return {
+          statusCode: reply.statusCode,
+          responseBody: kept,
+          error: null,
+          latencyMs: Math.round(performance.now() - started),
+        };
       } catch (error) {
-        return { statusCode: null, responseBody: null, error: describeError(error, timeoutMs), latencyMs: Math.round(performance.now() - started) };
+        return {
+          statusCode: null,
+          responseBody: null,
+          error: describeError(error, timeoutMs),
+          latencyMs: Math.round(performance.now() - started),
+        };
       }
     },
     async close() {
@@ -84,14 +118,17 @@ export function loggingAttempts(sender: Sender, log: Logger): Sender {
   return {
     async send(target, body, headers, timeoutMs) {
       const result = await sender.send(target, body, headers, timeoutMs);
-      log.debug({
-        event_id: headers['x-service-event-id'],
-        attempt: Number(headers['x-service-delivery-attempt']),
-        origin: originOf(target.url),
-        status_code: result.statusCode,
-        error: result.error,
-        latency_ms: result.latencyMs,
-      }, 'webhook attempt');
+      log.debug(
+        {
+          event_id: headers['x-service-event-id'],
+          attempt: Number(headers['x-service-delivery-attempt']),
+          origin: originOf(target.url),
+          status_code: result.statusCode,
+          error: result.error,
+          latency_ms: result.latencyMs,
+        },
+        'webhook attempt',
+      );
       return result;
     },
     close: () => sender.close(),

@@ -8,13 +8,33 @@ import { pageOf } from '../../shared/pagination.ts';
 import type { Database } from '../../store/tables.ts';
 import { transact } from '../../store/tx.ts';
 import {
-  attemptsOfDeliveries, deliveriesOfEvent, endpointHadSecret, cancelPendingDeliveries, markSuperseded, queueDelivery, recentDeliveriesOfEndpoint, unrecoveredFailures, unrecoveredFailuresOf,
+  attemptsOfDeliveries,
+  deliveriesOfEvent,
+  endpointHadSecret,
+  cancelPendingDeliveries,
+  markSuperseded,
+  queueDelivery,
+  recentDeliveriesOfEndpoint,
+  unrecoveredFailures,
+  unrecoveredFailuresOf,
 } from './deliveries.repo.ts';
 import { decodeKeyring, encodeKeyring, rotated } from './signing.ts';
 import { validateWebhookUrl } from './url-policy.ts';
 import { endpointTakes, eventFilterProblem } from './event-filter.ts';
 import { presentDelivery, presentWebhook } from './webhooks.present.ts';
-import { findEndpointById, forgetEndpointSecret, getEndpoint, insertEndpoint, listEndpoints, liveEndpointsOf, softDeleteEndpoint, updateEndpoint, type EndpointChanges, type EndpointRow, type Owner } from './webhooks.repo.ts';
+import {
+  findEndpointById,
+  forgetEndpointSecret,
+  getEndpoint,
+  insertEndpoint,
+  listEndpoints,
+  liveEndpointsOf,
+  softDeleteEndpoint,
+  updateEndpoint,
+  type EndpointChanges,
+  type EndpointRow,
+  type Owner,
+} from './webhooks.repo.ts';
 import type { CreateWebhookBody, DeliveryObject, ListWebhooksQuery, UpdateWebhookBody } from './webhooks.schemas.ts';
 import type { Ctx } from '../context.ts';
 
@@ -71,7 +91,10 @@ export async function updateWebhook(ctx: Ctx, id: string, body: UpdateWebhookBod
     const problem = eventFilterProblem(body.events);
     if (problem) throw invalidParam('events', problem);
   }
-  const url = body.url === undefined ? undefined : await validateWebhookUrl(body.url, ctx.mode, { reach: ctx.deps.config.targetReach[ctx.mode] });
+  const url =
+    body.url === undefined
+      ? undefined
+      : await validateWebhookUrl(body.url, ctx.mode, { reach: ctx.deps.config.targetReach[ctx.mode] });
   return transact(ctx.db, async (trx) => {
     const row = await getEndpoint(trx, owner(ctx), id);
     const changes: EndpointChanges = {};
@@ -97,13 +120,22 @@ export async function rotateWebhookSecret(ctx: Ctx, id: string, idempotencyKey?:
     const row = await getEndpoint(trx, owner(ctx), id);
     const keyring = rotated(decodeKeyring(openStored(ctx.deps.secrets, row.secret)), fresh, ctx.deps.clock.now());
     await updateEndpoint(trx, id, { secret: ctx.deps.secrets.seal(encodeKeyring(keyring)) });
-    return { webhook: presentWebhook({ ...row, secret: fresh }, { withSecret: true, previousSecretUntil: keyring.previous!.until }) };
+    return {
+      webhook: presentWebhook(
+        { ...row, secret: fresh },
+        { withSecret: true, previousSecretUntil: keyring.previous!.until },
+      ),
+    };
   });
 }
 
 function refuseDisabled(endpoint: EndpointRow): void {
   if (endpoint.disabled_at !== null) {
-    throw new AppError('conflict.webhook_disabled', `Webhook endpoint ${endpoint.id} is disabled: enable it first (PATCH /v1/webhooks/${endpoint.id} {"disabled": false})`, { id: endpoint.id });
+    throw new AppError(
+      'conflict.webhook_disabled',
+      `Webhook endpoint ${endpoint.id} is disabled: enable it first (PATCH /v1/webhooks/${endpoint.id} {"disabled": false})`,
+      { id: endpoint.id },
+    );
   }
 }
 
@@ -122,7 +154,13 @@ export async function deleteWebhook(ctx: Ctx, id: string) {
  * each as a new delivery with a fresh 20 attempts / 10 minutes: for outages longer than the window.
  * `scope` null is the operator (CLI), who may name any merchant's endpoint.
  */
-export async function recoverDeliveries(db: Db, scope: Owner | null, webhookId: string, since: number, realNow: number): Promise<{ deliveries: DeliveryObject[] }> {
+export async function recoverDeliveries(
+  db: Db,
+  scope: Owner | null,
+  webhookId: string,
+  since: number,
+  realNow: number,
+): Promise<{ deliveries: DeliveryObject[] }> {
   return transact(db, async (trx) => {
     const endpoint = scope ? await getEndpoint(trx, scope, webhookId) : await findEndpointById(trx, webhookId);
     if (!endpoint) throw notFound('webhook', webhookId);
@@ -130,9 +168,17 @@ export async function recoverDeliveries(db: Db, scope: Owner | null, webhookId: 
     const failed = await unrecoveredFailures(trx, endpoint.id, since);
     const deliveries: DeliveryObject[] = [];
     for (const old of failed) {
-      const fresh = await queueDelivery(trx, {
-        eventId: old.event_id, endpointId: endpoint.id, userId: endpoint.user_id, mode: endpoint.mode, withSecret: old.with_secret === 1,
-      }, realNow);
+      const fresh = await queueDelivery(
+        trx,
+        {
+          eventId: old.event_id,
+          endpointId: endpoint.id,
+          userId: endpoint.user_id,
+          mode: endpoint.mode,
+          withSecret: old.with_secret === 1,
+        },
+        realNow,
+      );
       await markSuperseded(trx, old.id, fresh.id);
       deliveries.push(presentDelivery(fresh));
     }
@@ -142,7 +188,8 @@ export async function recoverDeliveries(db: Db, scope: Owner | null, webhookId: 
 
 export async function recoverWebhook(ctx: Ctx, id: string, since: string) {
   const at = Date.parse(since);
-  if (!Number.isFinite(at)) throw invalidParam('since', 'since must be an ISO 8601 date-time such as 2026-11-21T10:00:00.000Z');
+  if (!Number.isFinite(at))
+    throw invalidParam('since', 'since must be an ISO 8601 date-time such as 2026-11-21T10:00:00.000Z');
   return recoverDeliveries(ctx.db, owner(ctx), id, at, ctx.deps.clock.now());
 }
 
@@ -166,7 +213,11 @@ export async function resendToWebhooks(
     for (const endpoint of targets) {
       // The event's secret goes only to endpoints that were sent it when the event happened.
       const withSecret = await endpointHadSecret(trx, event.id, endpoint.id);
-      const row = await queueDelivery(trx, { eventId: event.id, endpointId: endpoint.id, userId: event.userId, mode: event.mode, withSecret }, realNow);
+      const row = await queueDelivery(
+        trx,
+        { eventId: event.id, endpointId: endpoint.id, userId: event.userId, mode: event.mode, withSecret },
+        realNow,
+      );
       deliveries.push(presentDelivery(row));
     }
     return { deliveries };
@@ -176,20 +227,39 @@ export async function resendToWebhooks(
 /** Every delivery of an event with its attempts, oldest first. */
 export async function deliveriesWithAttempts(db: Db, eventId: string): Promise<DeliveryObject[]> {
   const deliveries = await deliveriesOfEvent(db, eventId);
-  const attempts = await attemptsOfDeliveries(db, deliveries.map((d) => d.id));
-  return deliveries.map((delivery) => presentDelivery(delivery, attempts.filter((a) => a.delivery_id === delivery.id)));
+  const attempts = await attemptsOfDeliveries(
+    db,
+    deliveries.map((d) => d.id),
+  );
+  return deliveries.map((delivery) =>
+    presentDelivery(
+      delivery,
+      attempts.filter((a) => a.delivery_id === delivery.id),
+    ),
+  );
 }
 
 /** An endpoint's newest deliveries with every attempt, newest first (the dashboard). */
 export async function recentDeliveriesFor(ctx: Ctx, webhookId: string, limit = 25): Promise<DeliveryObject[]> {
   const endpoint = await getEndpoint(ctx.db, owner(ctx), webhookId);
   const deliveries = await recentDeliveriesOfEndpoint(ctx.db, endpoint.id, limit);
-  const attempts = await attemptsOfDeliveries(ctx.db, deliveries.map((d) => d.id));
-  return deliveries.map((delivery) => presentDelivery(delivery, attempts.filter((a) => a.delivery_id === delivery.id)));
+  const attempts = await attemptsOfDeliveries(
+    ctx.db,
+    deliveries.map((d) => d.id),
+  );
+  return deliveries.map((delivery) =>
+    presentDelivery(
+      delivery,
+      attempts.filter((a) => a.delivery_id === delivery.id),
+    ),
+  );
 }
 
 /** Failed deliveries since a time that were not recovered, with the endpoint's URL (the dashboard's home). */
-export async function failuresNeedingAttention(ctx: Ctx, since: number): Promise<Array<DeliveryObject & { url: string }>> {
+export async function failuresNeedingAttention(
+  ctx: Ctx,
+  since: number,
+): Promise<Array<DeliveryObject & { url: string }>> {
   const rows = await unrecoveredFailuresOf(ctx.db, owner(ctx), since);
   return rows.map((row) => ({ ...presentDelivery(row), url: row.url }));
 }

@@ -73,7 +73,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('deleted_at', 'bigint')
     .execute();
   await db.schema.createIndex('requests_owner').on('requests').columns(['user_id', 'mode', 'id']).execute();
-  await db.schema.createIndex('requests_owner_mid').on('requests').columns(['user_id', 'mode', 'merchant_identifier']).execute();
+  await db.schema
+    .createIndex('requests_owner_mid')
+    .on('requests')
+    .columns(['user_id', 'mode', 'merchant_identifier'])
+    .execute();
 
   await db.schema
     .createTable('events')

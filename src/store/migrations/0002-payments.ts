@@ -31,10 +31,19 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
   await db.schema.createIndex('payments_owner').on('payments').columns(['user_id', 'mode', 'id']).execute();
   await db.schema.createIndex('payments_request').on('payments').columns(['request_id', 'id']).execute();
-  await db.schema.createIndex('payments_consent').on('payments').columns(['recurring_consent_id', 'created_at']).execute();
+  await db.schema
+    .createIndex('payments_consent')
+    .on('payments')
+    .columns(['recurring_consent_id', 'created_at'])
+    .execute();
   await db.schema.createIndex('payments_subscription').on('payments').columns(['subscription_id', 'id']).execute();
   await db.schema.createIndex('payments_status').on('payments').columns(['status', 'updated_at']).execute();
-  await db.schema.createIndex('payments_idempotency').on('payments').columns(['user_id', 'mode', 'idempotency_key']).unique().execute();
+  await db.schema
+    .createIndex('payments_idempotency')
+    .on('payments')
+    .columns(['user_id', 'mode', 'idempotency_key'])
+    .unique()
+    .execute();
 
   await db.schema
     .createTable('cust_infos')
@@ -74,6 +83,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .addColumn('updated_at', 'bigint', (c) => c.notNull())
     .execute();
-  await db.schema.createIndex('customers_email').on('customers').columns(['user_id', 'mode', 'email']).unique().execute();
+  await db.schema
+    .createIndex('customers_email')
+    .on('customers')
+    .columns(['user_id', 'mode', 'email'])
+    .unique()
+    .execute();
   await db.schema.createIndex('customers_owner').on('customers').columns(['user_id', 'mode', 'id']).execute();
 }

@@ -13,7 +13,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .addColumn('deleted_at', 'bigint')
     .execute();
-  await db.schema.createIndex('webhook_endpoints_owner').on('webhook_endpoints').columns(['user_id', 'mode', 'id']).execute();
+  await db.schema
+    .createIndex('webhook_endpoints_owner')
+    .on('webhook_endpoints')
+    .columns(['user_id', 'mode', 'id'])
+    .execute();
 
   await db.schema
     .createTable('webhook_deliveries')
@@ -32,8 +36,16 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('superseded_by', 'text')
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .execute();
-  await db.schema.createIndex('webhook_deliveries_event').on('webhook_deliveries').columns(['event_id', 'id']).execute();
-  await db.schema.createIndex('webhook_deliveries_failed').on('webhook_deliveries').columns(['endpoint_id', 'status', 'failed_at']).execute();
+  await db.schema
+    .createIndex('webhook_deliveries_event')
+    .on('webhook_deliveries')
+    .columns(['event_id', 'id'])
+    .execute();
+  await db.schema
+    .createIndex('webhook_deliveries_failed')
+    .on('webhook_deliveries')
+    .columns(['endpoint_id', 'status', 'failed_at'])
+    .execute();
 
   await db.schema
     .createTable('webhook_attempts')
@@ -46,7 +58,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('response_body', 'text')
     .addColumn('error', 'text')
     .execute();
-  await db.schema.createIndex('webhook_attempts_delivery').on('webhook_attempts').columns(['delivery_id', 'attempt']).execute();
+  await db.schema
+    .createIndex('webhook_attempts_delivery')
+    .on('webhook_attempts')
+    .columns(['delivery_id', 'attempt'])
+    .execute();
 
   // Event log filters: by type and by object, newest first.
   await db.schema.createIndex('events_owner_type').on('events').columns(['user_id', 'mode', 'type', 'id']).execute();

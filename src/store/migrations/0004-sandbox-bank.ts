@@ -85,7 +85,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .addColumn('updated_at', 'bigint', (c) => c.notNull())
     .execute();
-  await db.schema.createIndex('sandbox_payments_consent').on('sandbox_payments').columns(['consent_id', 'executed_at']).execute();
+  await db.schema
+    .createIndex('sandbox_payments_consent')
+    .on('sandbox_payments')
+    .columns(['consent_id', 'executed_at'])
+    .execute();
 
   await db.schema
     .createTable('sandbox_idempotency')

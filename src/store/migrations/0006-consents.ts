@@ -31,9 +31,22 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('revoked_at', 'bigint')
     .addColumn('expired_at', 'bigint')
     .execute();
-  await db.schema.createIndex('recurring_consents_owner').on('recurring_consents').columns(['user_id', 'mode', 'id']).execute();
-  await db.schema.createIndex('recurring_consents_email').on('recurring_consents').columns(['user_id', 'mode', 'email']).execute();
-  await db.schema.createIndex('recurring_consents_request').on('recurring_consents').column('request_id').unique().execute();
+  await db.schema
+    .createIndex('recurring_consents_owner')
+    .on('recurring_consents')
+    .columns(['user_id', 'mode', 'id'])
+    .execute();
+  await db.schema
+    .createIndex('recurring_consents_email')
+    .on('recurring_consents')
+    .columns(['user_id', 'mode', 'email'])
+    .execute();
+  await db.schema
+    .createIndex('recurring_consents_request')
+    .on('recurring_consents')
+    .column('request_id')
+    .unique()
+    .execute();
 
   await db.schema
     .createTable('consent_authorisations')

@@ -5,12 +5,24 @@ import { sql, type Kysely } from 'kysely';
 // awaiting-consent); the period counters cover one calendar window, [period_start, period_end),
 // and a null window means "unknown: sum that window's payments when it is next needed".
 export async function up(db: Kysely<any>): Promise<void> {
-  await db.schema.alterTable('recurring_consents').addColumn('used_count', 'integer', (c) => c.notNull().defaultTo(0)).execute();
-  await db.schema.alterTable('recurring_consents').addColumn('used_cents', 'bigint', (c) => c.notNull().defaultTo(0)).execute();
+  await db.schema
+    .alterTable('recurring_consents')
+    .addColumn('used_count', 'integer', (c) => c.notNull().defaultTo(0))
+    .execute();
+  await db.schema
+    .alterTable('recurring_consents')
+    .addColumn('used_cents', 'bigint', (c) => c.notNull().defaultTo(0))
+    .execute();
   await db.schema.alterTable('recurring_consents').addColumn('period_start', 'bigint').execute();
   await db.schema.alterTable('recurring_consents').addColumn('period_end', 'bigint').execute();
-  await db.schema.alterTable('recurring_consents').addColumn('period_count', 'integer', (c) => c.notNull().defaultTo(0)).execute();
-  await db.schema.alterTable('recurring_consents').addColumn('period_cents', 'bigint', (c) => c.notNull().defaultTo(0)).execute();
+  await db.schema
+    .alterTable('recurring_consents')
+    .addColumn('period_count', 'integer', (c) => c.notNull().defaultTo(0))
+    .execute();
+  await db.schema
+    .alterTable('recurring_consents')
+    .addColumn('period_cents', 'bigint', (c) => c.notNull().defaultTo(0))
+    .execute();
   await backfillConsentUsage(db);
   // The period sums read payments by (recurring_consent_id, created_at): 0002 created that index.
 }

@@ -8,12 +8,21 @@ export async function up(db: Kysely<any>): Promise<void> {
     .alterTable('sandbox_consents')
     .addColumn('used_count', 'integer', (c) => c.notNull().defaultTo(0))
     .execute();
-  await db.schema.alterTable('sandbox_consents').addColumn('used_cents', 'bigint', (c) => c.notNull().defaultTo(0)).execute();
+  await db.schema
+    .alterTable('sandbox_consents')
+    .addColumn('used_cents', 'bigint', (c) => c.notNull().defaultTo(0))
+    .execute();
   // The window the period counters are for; null until the first execution in a window.
   await db.schema.alterTable('sandbox_consents').addColumn('period_start', 'bigint').execute();
   await db.schema.alterTable('sandbox_consents').addColumn('period_end', 'bigint').execute();
-  await db.schema.alterTable('sandbox_consents').addColumn('period_count', 'integer', (c) => c.notNull().defaultTo(0)).execute();
-  await db.schema.alterTable('sandbox_consents').addColumn('period_cents', 'bigint', (c) => c.notNull().defaultTo(0)).execute();
+  await db.schema
+    .alterTable('sandbox_consents')
+    .addColumn('period_count', 'integer', (c) => c.notNull().defaultTo(0))
+    .execute();
+  await db.schema
+    .alterTable('sandbox_consents')
+    .addColumn('period_cents', 'bigint', (c) => c.notNull().defaultTo(0))
+    .execute();
   await sql`
     update sandbox_consents set
       used_count = (select count(*) from sandbox_payments p where p.consent_id = sandbox_consents.id and p.status <> 'Rejected'),

@@ -6,13 +6,22 @@ import { sql, type Kysely } from 'kysely';
 const partial: Array<{ name: string; columns: string[]; present: string; unique?: boolean }> = [
   { name: 'payments_consent', columns: ['recurring_consent_id', 'created_at'], present: 'recurring_consent_id' },
   { name: 'payments_subscription', columns: ['subscription_id', 'id'], present: 'subscription_id' },
-  { name: 'payments_idempotency', columns: ['user_id', 'mode', 'idempotency_key'], present: 'idempotency_key', unique: true },
+  {
+    name: 'payments_idempotency',
+    columns: ['user_id', 'mode', 'idempotency_key'],
+    present: 'idempotency_key',
+    unique: true,
+  },
 ];
 
 export async function up(db: Kysely<any>): Promise<void> {
   for (const index of partial) {
     await db.schema.dropIndex(index.name).execute();
-    const create = db.schema.createIndex(index.name).on('payments').columns(index.columns).where(sql.ref(index.present), 'is not', null);
+    const create = db.schema
+      .createIndex(index.name)
+      .on('payments')
+      .columns(index.columns)
+      .where(sql.ref(index.present), 'is not', null);
     await (index.unique ? create.unique() : create).execute();
   }
 }

@@ -22,7 +22,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('sent_at', 'bigint')
     .execute();
   await db.schema.createIndex('mail_messages_to').on('mail_messages').columns(['to_address', 'created_at']).execute();
-  await db.schema.createIndex('mail_messages_related').on('mail_messages').columns(['related_id', 'created_at']).execute();
+  await db.schema
+    .createIndex('mail_messages_related')
+    .on('mail_messages')
+    .columns(['related_id', 'created_at'])
+    .execute();
 
   // One-time sign-in codes: sealed, 10 minutes, 5 tries. One live code per email: a new code kills the old.
   await db.schema

@@ -6,7 +6,10 @@ import type { Kysely } from 'kysely';
 // because a migration has no service key.
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema.alterTable('events').addColumn('secret_sealed', 'text').execute();
-  await db.schema.alterTable('webhook_deliveries').addColumn('with_secret', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+  await db.schema
+    .alterTable('webhook_deliveries')
+    .addColumn('with_secret', 'integer', (c) => c.notNull().defaultTo(0))
+    .execute();
   await db.schema
     .createTable('store_tasks')
     .addColumn('name', 'text', (c) => c.primaryKey())

@@ -18,7 +18,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .addColumn('completed_at', 'bigint')
     .execute();
-  await db.schema.createIndex('enduring_authorisations_request').on('enduring_authorisations').column('request_id').execute();
+  await db.schema
+    .createIndex('enduring_authorisations_request')
+    .on('enduring_authorisations')
+    .column('request_id')
+    .execute();
 
   await sql`
     insert into enduring_authorisations (state, kind, request_id, bank_id, bank_consent_id, details, channel, outcome, object_id, created_at, completed_at)

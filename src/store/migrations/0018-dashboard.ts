@@ -15,7 +15,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('ended_at', 'bigint')
     .addColumn('user_agent', 'text')
     .execute();
-  await db.schema.createIndex('dashboard_sessions_user').on('dashboard_sessions').columns(['user_id', 'created_at']).execute();
+  await db.schema
+    .createIndex('dashboard_sessions_user')
+    .on('dashboard_sessions')
+    .columns(['user_id', 'created_at'])
+    .execute();
   await db.schema
     .createTable('dashboard_resets')
     .addColumn('token_hash', 'text', (c) => c.primaryKey())
@@ -24,6 +28,10 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('expires_at', 'bigint', (c) => c.notNull())
     .addColumn('used_at', 'bigint')
     .execute();
-  await db.schema.createIndex('dashboard_resets_user').on('dashboard_resets').columns(['user_id', 'created_at']).execute();
+  await db.schema
+    .createIndex('dashboard_resets_user')
+    .on('dashboard_resets')
+    .columns(['user_id', 'created_at'])
+    .execute();
   await db.schema.alterTable('api_keys').addColumn('last_used_at', 'bigint').execute();
 }

@@ -9,7 +9,22 @@ import { sql, type Kysely } from 'kysely';
 // an index of the failed ones alone for the metrics' count (it holds no row of a healthy queue).
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema.dropIndex('jobs_due').execute();
-  await db.schema.createIndex('jobs_claim').on('jobs').column('run_at').where(sql.ref('failed_at'), 'is', null).execute();
-  await db.schema.createIndex('jobs_claim_kind').on('jobs').columns(['kind', 'run_at']).where(sql.ref('failed_at'), 'is', null).execute();
-  await db.schema.createIndex('jobs_failed').on('jobs').column('failed_at').where(sql.ref('failed_at'), 'is not', null).execute();
+  await db.schema
+    .createIndex('jobs_claim')
+    .on('jobs')
+    .column('run_at')
+    .where(sql.ref('failed_at'), 'is', null)
+    .execute();
+  await db.schema
+    .createIndex('jobs_claim_kind')
+    .on('jobs')
+    .columns(['kind', 'run_at'])
+    .where(sql.ref('failed_at'), 'is', null)
+    .execute();
+  await db.schema
+    .createIndex('jobs_failed')
+    .on('jobs')
+    .column('failed_at')
+    .where(sql.ref('failed_at'), 'is not', null)
+    .execute();
 }

@@ -7,7 +7,16 @@ import { sql, type Kysely } from 'kysely';
 // Jobs queued before this migration get their lane from their kind.
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema.alterTable('jobs').addColumn('lane', 'text').execute();
-  await db.updateTable('jobs').set({ lane: sql.ref('kind') }).where('kind', 'in', ['webhook.deliver', 'mail.send']).execute();
+  await db
+    .updateTable('jobs')
+    .set({ lane: sql.ref('kind') })
+    .where('kind', 'in', ['webhook.deliver', 'mail.send'])
+    .execute();
   await db.schema.dropIndex('jobs_claim').execute();
-  await db.schema.createIndex('jobs_claim').on('jobs').column('run_at').where(sql<boolean>`failed_at is null and lane is null`).execute();
+  await db.schema
+    .createIndex('jobs_claim')
+    .on('jobs')
+    .column('run_at')
+    .where(sql<boolean>`failed_at is null and lane is null`)
+    .execute();
 }

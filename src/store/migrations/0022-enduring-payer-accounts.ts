@@ -6,7 +6,8 @@ import type { Kysely } from 'kysely';
 // the account of every later one, which take it from here instead of asking the bank again
 // (docs/banks.md).
 export async function up(db: Kysely<any>): Promise<void> {
-  await db.schema.createTable('enduring_payer_accounts')
+  await db.schema
+    .createTable('enduring_payer_accounts')
     .addColumn('enduring_id', 'text', (c) => c.primaryKey())
     .addColumn('payer_account_sealed', 'text', (c) => c.notNull())
     .addColumn('created_at', 'bigint', (c) => c.notNull())

@@ -9,5 +9,9 @@ export async function up(db: Kysely<any>): Promise<void> {
   await sql`update cust_infos set
     user_id = (select payments.user_id from payments where payments.id = cust_infos.payment_id),
     mode = (select payments.mode from payments where payments.id = cust_infos.payment_id)`.execute(db);
-  await db.schema.createIndex('cust_infos_owner_email').on('cust_infos').columns(['user_id', 'mode', 'email', 'payment_id']).execute();
+  await db.schema
+    .createIndex('cust_infos_owner_email')
+    .on('cust_infos')
+    .columns(['user_id', 'mode', 'email', 'payment_id'])
+    .execute();
 }

@@ -11,7 +11,13 @@ import {
 import { hasTrustedClientCertificate, type BankTime, type SandboxDeps } from './sandbox.context.ts';
 import { BankApiError, fieldInvalid, unauthorised } from './sandbox.errors.ts';
 import { authenticateBearer, type Caller } from './auth.service.ts';
-import { createDomesticConsent, createEnduringConsent, effectiveStatus, getConsentOf, revokeEnduringConsent } from './consents.service.ts';
+import {
+  createDomesticConsent,
+  createEnduringConsent,
+  effectiveStatus,
+  getConsentOf,
+  revokeEnduringConsent,
+} from './consents.service.ts';
 import { debtorAccountOf, getDomesticPayment, submitDomesticPayment } from './payments.service.ts';
 import { presentConsent, presentDebtorAccount, presentPayment } from './sandbox.present.ts';
 import type { PaymentRow } from './sandbox.repo.ts';
@@ -23,12 +29,15 @@ declare module 'fastify' {
   }
 }
 
-const IdempotencyHeaders = Type.Object({ 'x-idempotency-key': Type.String({ minLength: 1, maxLength: 40, pattern: '^(?!\\s)(.*)(\\S)$' }) });
+const IdempotencyHeaders = Type.Object({
+  'x-idempotency-key': Type.String({ minLength: 1, maxLength: 40, pattern: '^(?!\\s)(.*)(\\S)$' }),
+});
 const PaymentIdParams = Type.Object({ DomesticPaymentId: Type.String({ maxLength: 128 }) });
 
 /** The standard gives no reason for a rejection: the sandbox names the one its hooks chose in a header of its own. */
 function sendPayment(reply: FastifyReply, status: number, payment: PaymentRow, self: string) {
-  if (payment.status === 'Rejected' && payment.status_reason) reply.header(SANDBOX_REASON_HEADER, reasonToCode(payment.status_reason));
+  if (payment.status === 'Rejected' && payment.status_reason)
+    reply.header(SANDBOX_REASON_HEADER, reasonToCode(payment.status_reason));
   return reply.status(status).send(presentPayment(payment, self));
 }
 const ConsentIdParams = Type.Object({ ConsentId: Type.String({ maxLength: 128 }) });
@@ -38,7 +47,8 @@ export function bankTimeOf(request: FastifyRequest, deps: SandboxDeps): BankTime
   const raw = request.headers[SANDBOX_TIME_HEADER];
   if (raw === undefined) return deps.clock.now();
   const parsed = typeof raw === 'string' ? Date.parse(raw) : NaN;
-  if (Number.isNaN(parsed)) throw fieldInvalid(SANDBOX_TIME_HEADER, `${SANDBOX_TIME_HEADER} must be an ISO 8601 date-time`);
+  if (Number.isNaN(parsed))
+    throw fieldInvalid(SANDBOX_TIME_HEADER, `${SANDBOX_TIME_HEADER} must be an ISO 8601 date-time`);
   return parsed;
 }
 
@@ -67,61 +77,125 @@ export async function registerApiRoutes(app: FastifyInstance, deps: SandboxDeps,
     return payload;
   });
 
-  app.post('/domestic-payment-consents', { schema: { headers: IdempotencyHeaders, body: DomesticConsentRequest } }, async (request, reply) => {
-    const body = request.body as DomesticConsentRequest;
-    const { consent } = await createDomesticConsent(deps, request.bankCaller.clientId, body, request.headers['x-idempotency-key'] as string);
-    return reply.status(201).send(presentConsent(consent, effectiveStatus(consent, bankTimeOf(request, deps)), self(request, `/domestic-payment-consents/${consent.id}`)));
-  });
+  app.post(
+    '/domestic-payment-consents',
+    { schema: { headers: IdempotencyHeaders, body: DomesticConsentRequest } },
+    async (request, reply) => {
+      const body = request.body as DomesticConsentRequest;
+      const { consent } = await createDomesticConsent(
+        deps,
+        request.bankCaller.clientId,
+        body,
+        request.headers['x-idempotency-key'] as string,
+      );
+      return reply
+        .status(201)
+        .send(
+          presentConsent(
+            consent,
+            effectiveStatus(consent, bankTimeOf(request, deps)),
+            self(request, `/domestic-payment-consents/${consent.id}`),
+          ),
+        );
+    },
+  );
 
   app.get('/domestic-payment-consents/:ConsentId', { schema: { params: ConsentIdParams } }, async (request) => {
     const { ConsentId } = request.params as { ConsentId: string };
     const consent = await getConsentOf(deps, request.bankCaller.clientId, 'domestic', ConsentId);
-    return presentConsent(consent, effectiveStatus(consent, bankTimeOf(request, deps)), self(request, `/domestic-payment-consents/${consent.id}`));
+    return presentConsent(
+      consent,
+      effectiveStatus(consent, bankTimeOf(request, deps)),
+      self(request, `/domestic-payment-consents/${consent.id}`),
+    );
   });
 
-  app.post('/enduring-payment-consents', { schema: { headers: IdempotencyHeaders, body: EnduringConsentRequest } }, async (request, reply) => {
-    const body = request.body as EnduringConsentRequest;
-    const { consent } = await createEnduringConsent(deps, request.bankCaller.clientId, body, request.headers['x-idempotency-key'] as string);
-    return reply.status(201).send(presentConsent(consent, effectiveStatus(consent, bankTimeOf(request, deps)), self(request, `/enduring-payment-consents/${consent.id}`)));
-  });
+  app.post(
+    '/enduring-payment-consents',
+    { schema: { headers: IdempotencyHeaders, body: EnduringConsentRequest } },
+    async (request, reply) => {
+      const body = request.body as EnduringConsentRequest;
+      const { consent } = await createEnduringConsent(
+        deps,
+        request.bankCaller.clientId,
+        body,
+        request.headers['x-idempotency-key'] as string,
+      );
+      return reply
+        .status(201)
+        .send(
+          presentConsent(
+            consent,
+            effectiveStatus(consent, bankTimeOf(request, deps)),
+            self(request, `/enduring-payment-consents/${consent.id}`),
+          ),
+        );
+    },
+  );
 
   app.get('/enduring-payment-consents/:ConsentId', { schema: { params: ConsentIdParams } }, async (request) => {
     const { ConsentId } = request.params as { ConsentId: string };
     const consent = await getConsentOf(deps, request.bankCaller.clientId, 'enduring', ConsentId);
-    return presentConsent(consent, effectiveStatus(consent, bankTimeOf(request, deps)), self(request, `/enduring-payment-consents/${consent.id}`));
-  });
-
-  app.delete('/enduring-payment-consents/:ConsentId', { schema: { params: ConsentIdParams } }, async (request, reply) => {
-    const { ConsentId } = request.params as { ConsentId: string };
-    await revokeEnduringConsent(deps, ConsentId, request.bankCaller.clientId);
-    return reply.status(204).send();
-  });
-
-  app.post('/domestic-payments', { schema: { headers: IdempotencyHeaders, body: DomesticPaymentRequest } }, async (request, reply) => {
-    const caller = request.bankCaller;
-    if (caller.consentId === null) {
-      throw new BankApiError(403, 'Resource.Consent.Mismatch', 'Payments need the consent-bound token from the authorization_code grant', 'Authorization');
-    }
-    const body = request.body as DomesticPaymentRequest;
-    const { payment } = await submitDomesticPayment(
-      deps,
-      { clientId: caller.clientId, consentId: caller.consentId },
-      body,
-      request.headers['x-idempotency-key'] as string,
-      bankTimeOf(request, deps),
+    return presentConsent(
+      consent,
+      effectiveStatus(consent, bankTimeOf(request, deps)),
+      self(request, `/enduring-payment-consents/${consent.id}`),
     );
-    return sendPayment(reply, 201, payment, self(request, `/domestic-payments/${payment.id}`));
   });
+
+  app.delete(
+    '/enduring-payment-consents/:ConsentId',
+    { schema: { params: ConsentIdParams } },
+    async (request, reply) => {
+      const { ConsentId } = request.params as { ConsentId: string };
+      await revokeEnduringConsent(deps, ConsentId, request.bankCaller.clientId);
+      return reply.status(204).send();
+    },
+  );
+
+  app.post(
+    '/domestic-payments',
+    { schema: { headers: IdempotencyHeaders, body: DomesticPaymentRequest } },
+    async (request, reply) => {
+      const caller = request.bankCaller;
+      if (caller.consentId === null) {
+        throw new BankApiError(
+          403,
+          'Resource.Consent.Mismatch',
+          'Payments need the consent-bound token from the authorization_code grant',
+          'Authorization',
+        );
+      }
+      const body = request.body as DomesticPaymentRequest;
+      const { payment } = await submitDomesticPayment(
+        deps,
+        { clientId: caller.clientId, consentId: caller.consentId },
+        body,
+        request.headers['x-idempotency-key'] as string,
+        bankTimeOf(request, deps),
+      );
+      return sendPayment(reply, 201, payment, self(request, `/domestic-payments/${payment.id}`));
+    },
+  );
 
   app.get('/domestic-payments/:DomesticPaymentId', { schema: { params: PaymentIdParams } }, async (request, reply) => {
     const { DomesticPaymentId } = request.params as { DomesticPaymentId: string };
-    const payment = await getDomesticPayment(deps, request.bankCaller.clientId, DomesticPaymentId, bankTimeOf(request, deps));
+    const payment = await getDomesticPayment(
+      deps,
+      request.bankCaller.clientId,
+      DomesticPaymentId,
+      bankTimeOf(request, deps),
+    );
     return sendPayment(reply, 200, payment, self(request, `/domestic-payments/${payment.id}`));
   });
 
-  app.get('/domestic-payments/:DomesticPaymentId/debtor-account', { schema: { params: PaymentIdParams } }, async (request) => {
-    const { DomesticPaymentId } = request.params as { DomesticPaymentId: string };
-    const payer = await debtorAccountOf(deps, request.bankCaller.clientId, DomesticPaymentId);
-    return presentDebtorAccount(payer, self(request, `/domestic-payments/${DomesticPaymentId}/debtor-account`));
-  });
+  app.get(
+    '/domestic-payments/:DomesticPaymentId/debtor-account',
+    { schema: { params: PaymentIdParams } },
+    async (request) => {
+      const { DomesticPaymentId } = request.params as { DomesticPaymentId: string };
+      const payer = await debtorAccountOf(deps, request.bankCaller.clientId, DomesticPaymentId);
+      return presentDebtorAccount(payer, self(request, `/domestic-payments/${DomesticPaymentId}/debtor-account`));
+    },
+  );
 }

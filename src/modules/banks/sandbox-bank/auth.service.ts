@@ -40,7 +40,11 @@ export class OAuthError extends Error {
   }
 }
 
-export function authenticateClient(deps: SandboxDeps, clientId: string | undefined, secret: string | undefined): SandboxClient {
+export function authenticateClient(
+  deps: SandboxDeps,
+  clientId: string | undefined,
+  secret: string | undefined,
+): SandboxClient {
   const client = deps.clients().find((c) => c.clientId === clientId);
   if (!client || client.publicKey || secret === undefined || !constantTimeEqual(client.clientSecret, secret)) {
     throw new OAuthError(401, 'invalid_client', 'Unknown client or wrong client secret');
@@ -51,8 +55,17 @@ export function authenticateClient(deps: SandboxDeps, clientId: string | undefin
 export const JWT_BEARER = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
 
 /** private_key_jwt (RFC 7523): a JWT from the client, signed with its key, for this token endpoint, short-lived. */
-export async function authenticateAssertion(deps: SandboxDeps, clientId: string | undefined, assertion: string | undefined, tokenUrl: string): Promise<SandboxClient> {
-  const refused = new OAuthError(401, 'invalid_client', 'The client assertion is not valid for this client and token endpoint');
+export async function authenticateAssertion(
+  deps: SandboxDeps,
+  clientId: string | undefined,
+  assertion: string | undefined,
+  tokenUrl: string,
+): Promise<SandboxClient> {
+  const refused = new OAuthError(
+    401,
+    'invalid_client',
+    'The client assertion is not valid for this client and token endpoint',
+  );
   if (!assertion) throw refused;
   let issuer: string | undefined;
   try {
@@ -79,12 +92,24 @@ export async function authenticateAssertion(deps: SandboxDeps, clientId: string 
   return client;
 }
 
-export type TokenResponse = { access_token: string; token_type: 'Bearer'; expires_in?: number; scope: string; consent_id?: string };
+export type TokenResponse = {
+  access_token: string;
+  token_type: 'Bearer';
+  expires_in?: number;
+  scope: string;
+  consent_id?: string;
+};
 
 export async function issueClientToken(deps: SandboxDeps, client: SandboxClient): Promise<TokenResponse> {
   const token = randomSecret(32);
   const now = deps.clock.now();
-  await insertToken(deps.db, { token_hash: sha256Hex(token), client_id: client.clientId, consent_id: null, created_at: now, expires_at: now + CLIENT_TOKEN_TTL_MS });
+  await insertToken(deps.db, {
+    token_hash: sha256Hex(token),
+    client_id: client.clientId,
+    consent_id: null,
+    created_at: now,
+    expires_at: now + CLIENT_TOKEN_TTL_MS,
+  });
   return { access_token: token, token_type: 'Bearer', expires_in: CLIENT_TOKEN_TTL_MS / 1000, scope: 'payments' };
 }
 
@@ -95,7 +120,8 @@ export async function authenticateBearer(deps: SandboxDeps, header: string | und
   const match = /^Bearer ([A-Za-z0-9_-]{16,128})$/.exec(header ?? '');
   if (!match) throw unauthorised('Send Authorization: Bearer <access token> from POST /token', !header);
   const row = await findToken(deps.db, sha256Hex(match[1]));
-  if (!row || (row.expires_at !== null && row.expires_at <= deps.clock.now())) throw unauthorised('The access token is unknown or expired');
+  if (!row || (row.expires_at !== null && row.expires_at <= deps.clock.now()))
+    throw unauthorised('The access token is unknown or expired');
   return { clientId: row.client_id, consentId: row.consent_id };
 }
 
@@ -107,14 +133,20 @@ export function registeredRedirect(deps: SandboxDeps, clientId: string, redirect
 export class AuthorisePageError extends Error {}
 
 /** The consent a payer is asked to approve, checked against the redirect it will return to. */
-export async function consentToAuthorise(deps: SandboxDeps, consentId: string, redirectUri: string): Promise<ConsentRow> {
+export async function consentToAuthorise(
+  deps: SandboxDeps,
+  consentId: string,
+  redirectUri: string,
+): Promise<ConsentRow> {
   const consent = consentId ? await findConsent(deps.db, consentId) : undefined;
   if (!consent) throw new AuthorisePageError('This payment consent does not exist at Sandbox Bank.');
   if (!registeredRedirect(deps, consent.client_id, redirectUri)) {
     throw new AuthorisePageError('The return address does not match the one registered for this payment service.');
   }
   if (consent.status !== 'AwaitingAuthorisation') {
-    throw new AuthorisePageError(`This consent cannot be approved: its status is ${effectiveStatus(consent, deps.clock.now())}.`);
+    throw new AuthorisePageError(
+      `This consent cannot be approved: its status is ${effectiveStatus(consent, deps.clock.now())}.`,
+    );
   }
   return consent;
 }
@@ -176,7 +208,12 @@ export async function decide(deps: SandboxDeps, sessionId: string, decision: 'ap
       back.searchParams.set('error_description', 'The payer declined');
     } else {
       const code = randomSecret(24);
-      await updateConsent(trx, consent.id, { status: 'Authorised', payer_id: session.payer_id, updated_at: now, status_updated_at: now });
+      await updateConsent(trx, consent.id, {
+        status: 'Authorised',
+        payer_id: session.payer_id,
+        updated_at: now,
+        status_updated_at: now,
+      });
       await updateAuthorisation(trx, session.id, { code_hash: sha256Hex(code), code_expires_at: now + CODE_TTL_MS });
       back.searchParams.set('code', code);
     }
@@ -186,19 +223,32 @@ export async function decide(deps: SandboxDeps, sessionId: string, decision: 'ap
 }
 
 /** authorization_code grant: once per code, same client and redirect URI as the authorisation. */
-export async function exchangeCode(deps: SandboxDeps, client: SandboxClient, code: string | undefined, redirectUri: string | undefined): Promise<TokenResponse> {
+export async function exchangeCode(
+  deps: SandboxDeps,
+  client: SandboxClient,
+  code: string | undefined,
+  redirectUri: string | undefined,
+): Promise<TokenResponse> {
   if (!code) throw new OAuthError(400, 'invalid_request', 'code is required');
   const session = await findAuthorisationByCode(deps.db, sha256Hex(code));
   const now = deps.clock.now();
   if (!session || session.client_id !== client.clientId || (session.code_expires_at ?? 0) <= now) {
     throw new OAuthError(400, 'invalid_grant', 'The code is unknown, expired or for another client');
   }
-  if (session.redirect_uri !== redirectUri) throw new OAuthError(400, 'invalid_grant', 'redirect_uri does not match the authorisation request');
-  if (!(await useCode(deps.db, session.id, now))) throw new OAuthError(400, 'invalid_grant', 'The code has already been used');
+  if (session.redirect_uri !== redirectUri)
+    throw new OAuthError(400, 'invalid_grant', 'redirect_uri does not match the authorisation request');
+  if (!(await useCode(deps.db, session.id, now)))
+    throw new OAuthError(400, 'invalid_grant', 'The code has already been used');
   const consent = (await findConsent(deps.db, session.consent_id))!;
   const token = randomSecret(32);
   const expiresAt = consent.kind === 'domestic' ? now + DOMESTIC_TOKEN_TTL_MS : null;
-  await insertToken(deps.db, { token_hash: sha256Hex(token), client_id: client.clientId, consent_id: consent.id, created_at: now, expires_at: expiresAt });
+  await insertToken(deps.db, {
+    token_hash: sha256Hex(token),
+    client_id: client.clientId,
+    consent_id: consent.id,
+    created_at: now,
+    expires_at: expiresAt,
+  });
   return {
     access_token: token,
     token_type: 'Bearer',
@@ -220,7 +270,11 @@ export function basicCredentials(header: string | undefined): [string | undefine
     try {
       return decodeURIComponent(part.replace(/\+/g, ' '));
     } catch {
-      throw new OAuthError(401, 'invalid_client', 'The client credentials in Authorization: Basic are not validly encoded');
+      throw new OAuthError(
+        401,
+        'invalid_client',
+        'The client credentials in Authorization: Basic are not validly encoded',
+      );
     }
   };
   return [unescapePart(decoded.slice(0, colon)), unescapePart(decoded.slice(colon + 1))];

@@ -13,7 +13,8 @@ export type ConsentKind = 'domestic' | 'enduring';
 /** Positive cents from the standard's "12.50"; `path` names the field in the error. */
 export function centsOf(amount: string, path: string): number {
   const cents = parseAmount(`${amount} NZD`);
-  if (cents === null || cents <= 0) throw fieldInvalid(path, `${path} must be a positive amount with two decimals, e.g. "12.50"`);
+  if (cents === null || cents <= 0)
+    throw fieldInvalid(path, `${path} must be a positive amount with two decimals, e.g. "12.50"`);
   return cents;
 }
 
@@ -78,7 +79,8 @@ export async function createEnduringConsent(
   const data = body.Data.Consent;
   const fromAt = Date.parse(data.FromDateTime);
   const toAt = data.ToDateTime ? Date.parse(data.ToDateTime) : null;
-  if (toAt !== null && toAt <= fromAt) throw fieldInvalid('Data.Consent.ToDateTime', 'Data.Consent.ToDateTime must be after Data.Consent.FromDateTime');
+  if (toAt !== null && toAt <= fromAt)
+    throw fieldInvalid('Data.Consent.ToDateTime', 'Data.Consent.ToDateTime must be after Data.Consent.FromDateTime');
   const maxPerPeriod = centsOf(data.Frequency.TotalAmount.Amount, 'Data.Consent.Frequency.TotalAmount.Amount');
   const maxPerPayment = centsOf(data.MaximumAmount.Amount, 'Data.Consent.MaximumAmount.Amount');
   const totalAmount = data.TotalAmount ? centsOf(data.TotalAmount.Amount, 'Data.Consent.TotalAmount.Amount') : null;
@@ -148,7 +150,14 @@ async function createConsent(
   const now = deps.clock.now();
   const id = `${endpoint === 'domestic-payment-consents' ? 'dpc' : 'epc'}-${ulid()}`;
   return transaction(deps.db, async (trx) => {
-    const held = await holdIdempotencyKey(trx, { clientId, endpoint, key, fingerprint: fingerprintOf(body), newId: id, now });
+    const held = await holdIdempotencyKey(trx, {
+      clientId,
+      endpoint,
+      key,
+      fingerprint: fingerprintOf(body),
+      newId: id,
+      now,
+    });
     if (held.replayOf) return { consent: (await findConsent(trx, held.replayOf))!, replayed: true };
     const row = build(id, now);
     await insertConsent(trx, row);
@@ -157,24 +166,43 @@ async function createConsent(
 }
 
 /** A consent of this client, of this kind; anything else is an unknown id (400). */
-export async function getConsentOf(deps: SandboxDeps, clientId: string, kind: ConsentKind, id: string): Promise<ConsentRow> {
+export async function getConsentOf(
+  deps: SandboxDeps,
+  clientId: string,
+  kind: ConsentKind,
+  id: string,
+): Promise<ConsentRow> {
   const row = await findConsent(deps.db, id);
   if (!row || row.client_id !== clientId || row.kind !== kind) throw unknownId('ConsentId', id);
   return row;
 }
 
 /** DELETE by the client, or revocation by the payer at the bank: either way the consent is Revoked. */
-export async function revokeEnduringConsent(deps: SandboxDeps, id: string, clientId: string | null): Promise<ConsentRow> {
+export async function revokeEnduringConsent(
+  deps: SandboxDeps,
+  id: string,
+  clientId: string | null,
+): Promise<ConsentRow> {
   return transaction(deps.db, async (trx) => {
     const row = await findConsent(trx, id, { forUpdate: true });
     if (!row || (clientId !== null && row.client_id !== clientId)) throw unknownId('ConsentId', id);
     if (row.kind !== 'enduring') {
       if (clientId !== null) throw unknownId('ConsentId', id);
-      throw new BankApiError(400, 'Resource.Consent.InvalidStatus', 'Only enduring consents can be revoked', 'ConsentId');
+      throw new BankApiError(
+        400,
+        'Resource.Consent.InvalidStatus',
+        'Only enduring consents can be revoked',
+        'ConsentId',
+      );
     }
     if (row.status === 'Revoked') return row;
     if (row.status !== 'Authorised' && row.status !== 'AwaitingAuthorisation') {
-      throw new BankApiError(400, 'Resource.Consent.InvalidStatus', `Consent status is ${row.status}; it cannot be revoked`, 'ConsentId');
+      throw new BankApiError(
+        400,
+        'Resource.Consent.InvalidStatus',
+        `Consent status is ${row.status}; it cannot be revoked`,
+        'ConsentId',
+      );
     }
     const now = deps.clock.now();
     await updateConsent(trx, id, { status: 'Revoked', updated_at: now, status_updated_at: now });

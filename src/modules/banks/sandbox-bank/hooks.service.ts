@@ -4,7 +4,14 @@ import type { SandboxDeps } from './sandbox.context.ts';
 import { fieldInvalid, unknownId } from './sandbox.errors.ts';
 import { AuthorisePageError, LoginRefused, decide, logIn } from './auth.service.ts';
 import { revokeEnduringConsent } from './consents.service.ts';
-import { findConsent, findPayerByUsername, findPayment, insertPayerIfAbsent, updateConsent, type PayerRow } from './sandbox.repo.ts';
+import {
+  findConsent,
+  findPayerByUsername,
+  findPayment,
+  insertPayerIfAbsent,
+  updateConsent,
+  type PayerRow,
+} from './sandbox.repo.ts';
 
 // Scenarios for tests, behind /sandbox-bank/test/…: payers with balances, scripted declines,
 // delayed confirmation, revocation by the payer, and a shortcut through the approval pages.
@@ -28,7 +35,10 @@ export async function ensureDefaultPayer(deps: SandboxDeps): Promise<void> {
   });
 }
 
-export async function createPayer(deps: SandboxDeps, input: { username: string; balanceCents: number; name?: string }): Promise<PayerRow> {
+export async function createPayer(
+  deps: SandboxDeps,
+  input: { username: string; balanceCents: number; name?: string },
+): Promise<PayerRow> {
   const row: PayerRow = {
     id: `payer-${ulid()}`,
     username: input.username,
@@ -37,7 +47,8 @@ export async function createPayer(deps: SandboxDeps, input: { username: string; 
     balance_cents: input.balanceCents,
     created_at: deps.clock.now(),
   };
-  if (!(await insertPayerIfAbsent(deps.db, row))) throw fieldInvalid('username', `A payer named ${input.username} already exists`);
+  if (!(await insertPayerIfAbsent(deps.db, row)))
+    throw fieldInvalid('username', `A payer named ${input.username} already exists`);
   return row;
 }
 
@@ -61,9 +72,19 @@ export async function clientPayment(deps: SandboxDeps, clientId: string, id: str
   return row;
 }
 
-export async function declineNext(deps: SandboxDeps, clientId: string, consentId: string, count: number, reason: string): Promise<void> {
+export async function declineNext(
+  deps: SandboxDeps,
+  clientId: string,
+  consentId: string,
+  count: number,
+  reason: string,
+): Promise<void> {
   await clientConsent(deps, clientId, consentId);
-  await updateConsent(deps.db, consentId, { decline_next: count, decline_reason: reason, updated_at: deps.clock.now() });
+  await updateConsent(deps.db, consentId, {
+    decline_next: count,
+    decline_reason: reason,
+    updated_at: deps.clock.now(),
+  });
 }
 
 /** Hold new payments unconfirmed: for `seconds` of bank time, or until released (seconds null). */

@@ -4,7 +4,12 @@ import { createPublicKey, type KeyObject } from 'node:crypto';
 import pino from 'pino';
 import { ConfigError, loadConfig } from '../../../config.ts';
 import { openDb } from '../../../store/db.ts';
-import { buildSandboxBankApp, migrateSandboxBank, SERVICE_CLIENT_ID, STANDALONE_CLIENT_SECRET } from './sandbox-bank.app.ts';
+import {
+  buildSandboxBankApp,
+  migrateSandboxBank,
+  SERVICE_CLIENT_ID,
+  STANDALONE_CLIENT_SECRET,
+} from './sandbox-bank.app.ts';
 
 // npm run sandbox-bank: the sandbox bank alone, on its own SQLite file under DATA_DIR.
 // PORT (default 3001), HOST, DATA_DIR, SERVICE_TIME_ZONE as for the service; the client it
@@ -39,7 +44,9 @@ function readSetting(name: string): string | undefined {
   try {
     return fs.readFileSync(file, 'utf8');
   } catch (error) {
-    process.stderr.write(`sandbox-bank: ${name} cannot be read (${file}): ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}\n`);
+    process.stderr.write(
+      `sandbox-bank: ${name} cannot be read (${file}): ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}\n`,
+    );
     process.exit(1);
   }
 }
@@ -48,14 +55,18 @@ const tlsKey = readSetting('SANDBOX_TLS_KEY_FILE');
 const clientCa = readSetting('SANDBOX_CLIENT_CA_FILE');
 const clientPublicKeyPem = readSetting('SANDBOX_CLIENT_PUBLIC_KEY_FILE');
 if (Boolean(tlsCert) !== Boolean(tlsKey) || (clientCa && !tlsCert)) {
-  process.stderr.write('sandbox-bank: HTTPS needs both SANDBOX_TLS_CERT_FILE and SANDBOX_TLS_KEY_FILE (and SANDBOX_CLIENT_CA_FILE needs HTTPS)\n');
+  process.stderr.write(
+    'sandbox-bank: HTTPS needs both SANDBOX_TLS_CERT_FILE and SANDBOX_TLS_KEY_FILE (and SANDBOX_CLIENT_CA_FILE needs HTTPS)\n',
+  );
   process.exit(1);
 }
 let clientPublicKey: KeyObject | undefined;
 try {
   clientPublicKey = clientPublicKeyPem ? createPublicKey(clientPublicKeyPem) : undefined;
 } catch (error) {
-  process.stderr.write(`sandbox-bank: SANDBOX_CLIENT_PUBLIC_KEY_FILE is not a public key: ${(error as Error).message}\n`);
+  process.stderr.write(
+    `sandbox-bank: SANDBOX_CLIENT_PUBLIC_KEY_FILE is not a public key: ${(error as Error).message}\n`,
+  );
   process.exit(1);
 }
 
@@ -87,10 +98,18 @@ try {
   process.stderr.write(`sandbox-bank: cannot listen on ${config.host}:${config.port}: ${(error as Error).message}\n`);
   process.exit(1);
 }
-process.stdout.write(`Sandbox Bank is running at ${tlsCert ? 'https' : 'http'}://${config.host}:${config.port} (sign in as "sandbox", any password)\n`);
+process.stdout.write(
+  `Sandbox Bank is running at ${tlsCert ? 'https' : 'http'}://${config.host}:${config.port} (sign in as "sandbox", any password)\n`,
+);
 
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.on(signal, () => {
-    app.close().then(() => db.destroy()).then(() => process.exit(0), () => process.exit(1));
+    app
+      .close()
+      .then(() => db.destroy())
+      .then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
   });
 }

@@ -51,11 +51,17 @@ export function consentRows(consent: ConsentRow, zone: string): Array<[string, s
   if (consent.kind === 'domestic') {
     rows.push(['Amount', `${displayAmount(consent.amount_cents!)} NZD`]);
   } else {
-    if (consent.max_per_payment_cents !== null) rows.push(['Each payment', `up to ${displayAmount(consent.max_per_payment_cents)}`]);
-    rows.push([`Each ${periodLabels[consent.period!] ?? consent.period}`, `up to ${displayAmount(consent.max_per_period_cents!)}`]);
-    if (consent.max_count_per_period !== null) rows.push(['Payments per period', `at most ${consent.max_count_per_period}`]);
+    if (consent.max_per_payment_cents !== null)
+      rows.push(['Each payment', `up to ${displayAmount(consent.max_per_payment_cents)}`]);
+    rows.push([
+      `Each ${periodLabels[consent.period!] ?? consent.period}`,
+      `up to ${displayAmount(consent.max_per_period_cents!)}`,
+    ]);
+    if (consent.max_count_per_period !== null)
+      rows.push(['Payments per period', `at most ${consent.max_count_per_period}`]);
     if (consent.total_count !== null) rows.push(['Number of payments', `at most ${consent.total_count}`]);
-    if (consent.total_amount_cents !== null) rows.push(['Total of all payments', `up to ${displayAmount(consent.total_amount_cents)}`]);
+    if (consent.total_amount_cents !== null)
+      rows.push(['Total of all payments', `up to ${displayAmount(consent.total_amount_cents)}`]);
     rows.push(['Starting', localDate(consent.from_at!, zone)]);
     rows.push(['Ending', consent.to_at === null ? 'when you or the payee cancel' : localDate(consent.to_at, zone)]);
   }

@@ -37,12 +37,24 @@ export async function submitDomesticPayment(
   bankNow: BankTime,
 ): Promise<{ payment: PaymentRow; replayed: boolean }> {
   if (body.Data.ConsentId !== auth.consentId) {
-    throw new BankApiError(403, 'Resource.Consent.Mismatch', 'The access token was issued for another consent', 'Data.ConsentId');
+    throw new BankApiError(
+      403,
+      'Resource.Consent.Mismatch',
+      'The access token was issued for another consent',
+      'Data.ConsentId',
+    );
   }
   const now = deps.clock.now();
   const id = `dp-${ulid()}`;
   return transaction(deps.db, async (trx) => {
-    const held = await holdIdempotencyKey(trx, { clientId: auth.clientId, endpoint: ENDPOINT, key, fingerprint: fingerprintOf(body), newId: id, now });
+    const held = await holdIdempotencyKey(trx, {
+      clientId: auth.clientId,
+      endpoint: ENDPOINT,
+      key,
+      fingerprint: fingerprintOf(body),
+      newId: id,
+      now,
+    });
     if (held.replayOf) return { payment: (await findPayment(trx, held.replayOf))!, replayed: true };
 
     const consent = await findConsent(trx, body.Data.ConsentId, { forUpdate: true });
@@ -67,10 +79,20 @@ export async function submitDomesticPayment(
 function refuseUnlessExecutable(consent: ConsentRow, bankNow: BankTime): void {
   const status = effectiveStatus(consent, bankNow);
   if (status === 'Authorised' && hasEnded(consent, bankNow)) {
-    throw new BankApiError(400, 'Resource.Consent.Exceed.Dates', 'The consent ended at its ToDateTime', 'Data.ConsentId');
+    throw new BankApiError(
+      400,
+      'Resource.Consent.Exceed.Dates',
+      'The consent ended at its ToDateTime',
+      'Data.ConsentId',
+    );
   }
   if (status !== 'Authorised') {
-    throw new BankApiError(400, 'Resource.Consent.InvalidStatus', `Consent status is ${status}; payments need an Authorised consent`, 'Data.ConsentId');
+    throw new BankApiError(
+      400,
+      'Resource.Consent.InvalidStatus',
+      `Consent status is ${status}; payments need an Authorised consent`,
+      'Data.ConsentId',
+    );
   }
 }
 
@@ -83,7 +105,11 @@ function refuseMismatch(consent: ConsentRow, initiation: DomesticInitiation, amo
   if (consent.kind !== 'domestic') return;
   if (amountCents !== consent.amount_cents) throw mismatch('Data.Initiation.InstructedAmount.Amount', 'The amount');
   const block = initiation.RemittanceInformation.Reference?.CreditorReference ?? {};
-  if ((block.Particulars ?? '') !== consent.particulars || (block.Code ?? '') !== consent.code || (block.Reference ?? '') !== consent.reference) {
+  if (
+    (block.Particulars ?? '') !== consent.particulars ||
+    (block.Code ?? '') !== consent.code ||
+    (block.Reference ?? '') !== consent.reference
+  ) {
     throw mismatch('Data.Initiation.RemittanceInformation.Reference.CreditorReference', 'The statement reference');
   }
 }
@@ -99,11 +125,21 @@ const breachMessages = {
 type WindowedUsage = { used: UsageTotals; window: { start: number; end: number } };
 
 /** The consent's usage, its period counters read from the row when they hold the current window. */
-async function usageOf(trx: SandboxDb, consent: ConsentRow, window: { start: number; end: number }): Promise<UsageTotals> {
-  const period = consent.period_start === window.start && consent.period_end === window.end
-    ? { count: consent.period_count, amountCents: consent.period_cents }
-    : await windowUsage(trx, consent.id, window);
-  return { count: consent.used_count, amountCents: consent.used_cents, periodCount: period.count, periodAmountCents: period.amountCents };
+async function usageOf(
+  trx: SandboxDb,
+  consent: ConsentRow,
+  window: { start: number; end: number },
+): Promise<UsageTotals> {
+  const period =
+    consent.period_start === window.start && consent.period_end === window.end
+      ? { count: consent.period_count, amountCents: consent.period_cents }
+      : await windowUsage(trx, consent.id, window);
+  return {
+    count: consent.used_count,
+    amountCents: consent.used_cents,
+    periodCount: period.count,
+    periodAmountCents: period.amountCents,
+  };
 }
 
 /** The consent's counters once this payment is made (a rejected one counts for nothing). */
@@ -119,7 +155,13 @@ function countedUsage({ used, window }: WindowedUsage, payment: PaymentRow): Par
   };
 }
 
-async function refuseOverLimits(deps: SandboxDeps, trx: SandboxDb, consent: ConsentRow, amountCents: number, bankNow: BankTime): Promise<WindowedUsage> {
+async function refuseOverLimits(
+  deps: SandboxDeps,
+  trx: SandboxDb,
+  consent: ConsentRow,
+  amountCents: number,
+  bankNow: BankTime,
+): Promise<WindowedUsage> {
   const limits = {
     fromAt: consent.from_at!,
     toAt: consent.to_at,
@@ -133,7 +175,13 @@ async function refuseOverLimits(deps: SandboxDeps, trx: SandboxDb, consent: Cons
   const window = periodWindow(limits.period, bankNow, deps.zone, limits.fromAt);
   const used = await usageOf(trx, consent, window);
   const breach = checkLimitTotals(limits, used, amountCents, bankNow);
-  if (breach) throw new BankApiError(400, `Resource.Consent.Exceed.${breach}`, breachMessages[breach], 'Data.Initiation.InstructedAmount');
+  if (breach)
+    throw new BankApiError(
+      400,
+      `Resource.Consent.Exceed.${breach}`,
+      breachMessages[breach],
+      'Data.Initiation.InstructedAmount',
+    );
   return { used, window };
 }
 
@@ -159,7 +207,8 @@ async function decide(
     created_at: input.now,
     updated_at: input.now,
   };
-  if (consent.decline_next > 0) return { ...base, status: 'Rejected', status_reason: consent.decline_reason ?? 'declined' };
+  if (consent.decline_next > 0)
+    return { ...base, status: 'Rejected', status_reason: consent.decline_reason ?? 'declined' };
   if (!consent.payer_id || !(await debitIfFunded(trx, consent.payer_id, input.amountCents))) {
     return { ...base, status: 'Rejected', status_reason: 'insufficient_funds' };
   }
@@ -174,7 +223,12 @@ async function decide(
 }
 
 /** A payment of this client, settled first if its hold has run out by the bank's time. */
-export async function getDomesticPayment(deps: SandboxDeps, clientId: string, id: string, bankNow: BankTime): Promise<PaymentRow> {
+export async function getDomesticPayment(
+  deps: SandboxDeps,
+  clientId: string,
+  id: string,
+  bankNow: BankTime,
+): Promise<PaymentRow> {
   const row = await findPayment(deps.db, id);
   if (!row || row.client_id !== clientId) throw unknownId('DomesticPaymentId', id);
   if (row.held && row.release_at !== null && bankNow >= row.release_at) {
@@ -193,9 +247,20 @@ export async function debtorAccountOf(deps: SandboxDeps, clientId: string, id: s
   const consent = await findConsent(deps.db, payment.consent_id);
   const sent = consent ? (JSON.parse(consent.request_body) as { Consent?: { DebtorAccountRelease?: boolean } }) : {};
   if (!sent.Consent?.DebtorAccountRelease) {
-    throw new BankApiError(403, 'Resource.Consent.DebtorAccount', 'The consent did not ask for the debtor account (DebtorAccountRelease)', 'DomesticPaymentId');
+    throw new BankApiError(
+      403,
+      'Resource.Consent.DebtorAccount',
+      'The consent did not ask for the debtor account (DebtorAccountRelease)',
+      'DomesticPaymentId',
+    );
   }
-  if (payment.status === 'Rejected') throw new BankApiError(400, 'Resource.Invalid', 'The payment was rejected: no account was debited', 'DomesticPaymentId');
+  if (payment.status === 'Rejected')
+    throw new BankApiError(
+      400,
+      'Resource.Invalid',
+      'The payment was rejected: no account was debited',
+      'DomesticPaymentId',
+    );
   const payer = await findPayerById(deps.db, payment.payer_id);
   if (!payer) throw unknownId('DomesticPaymentId', id);
   return payer;

@@ -71,18 +71,27 @@ export async function sandboxBank(app: FastifyInstance, options: SandboxBankOpti
   // x-fapi-interaction-id on every answer: the caller's, echoed, or a new one to quote to the bank.
   app.addHook('onRequest', async (request, reply) => {
     const sent = request.headers[INTERACTION_ID_HEADER];
-    reply.header(INTERACTION_ID_HEADER, typeof sent === 'string' && /^[\x21-\x7e]{1,128}$/.test(sent) ? sent : randomUUID());
+    reply.header(
+      INTERACTION_ID_HEADER,
+      typeof sent === 'string' && /^[\x21-\x7e]{1,128}$/.test(sent) ? sent : randomUUID(),
+    );
   });
   // The same input checks as the service's (nesting depth, NUL), for the bank running alone too.
   app.addHook('preValidation', checksHook(refuseNulCharacters));
-  app.get('/', async () => ({ name: 'Sandbox Bank', standard: 'NZ payment initiation', login: 'username sandbox, any password' }));
+  app.get('/', async () => ({
+    name: 'Sandbox Bank',
+    standard: 'NZ payment initiation',
+    login: 'username sandbox, any password',
+  }));
   await registerAuthRoutes(app, deps);
   await app.register(async (hooks) => registerHookRoutes(hooks, deps, latency));
   await app.register(async (api) => registerApiRoutes(api, deps, latency));
 }
 
 /** The sandbox bank alone, as its own server (npm run sandbox-bank). */
-export async function buildSandboxBankApp(options: SandboxBankOptions & { log?: Logger; https?: { cert: string; key: string; clientCa?: string } }): Promise<FastifyInstance> {
+export async function buildSandboxBankApp(
+  options: SandboxBankOptions & { log?: Logger; https?: { cert: string; key: string; clientCa?: string } },
+): Promise<FastifyInstance> {
   const https = options.https;
   // With a client CA, certificates are asked for on every connection but checked only where the
   // API needs them: the payer's browser reaches the sign-in pages without one.
@@ -90,21 +99,38 @@ export async function buildSandboxBankApp(options: SandboxBankOptions & { log?: 
     loggerInstance: options.log as FastifyBaseLogger | undefined,
     routerOptions: { ignoreTrailingSlash: true },
     bodyLimit: 102_400,
-    ...(https && { https: { cert: https.cert, key: https.key, ...(https.clientCa && { ca: https.clientCa, requestCert: true, rejectUnauthorized: false }) } }),
+    ...(https && {
+      https: {
+        cert: https.cert,
+        key: https.key,
+        ...(https.clientCa && { ca: https.clientCa, requestCert: true, rejectUnauthorized: false }),
+      },
+    }),
   }) as unknown as FastifyInstance;
   await app.register(formbody);
   app.addHook('onSend', pageSecurityHeadersHook);
-  await app.register(sandboxBank, { ...options, requireClientCertificate: options.requireClientCertificate ?? Boolean(https?.clientCa) });
+  await app.register(sandboxBank, {
+    ...options,
+    requireClientCertificate: options.requireClientCertificate ?? Boolean(https?.clientCa),
+  });
   return app;
 }
 
 /** The bank's own tables on a database of its own (standalone): only its migration runs there. */
 export async function migrateSandboxBank(db: Kysely<any>): Promise<void> {
   // Name the schema on PostgreSQL: Kysely otherwise looks for its bookkeeping tables in every schema.
-  const schema = engineOf(db) === 'postgres' ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema : undefined;
+  const schema =
+    engineOf(db) === 'postgres'
+      ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema
+      : undefined;
   const migrator = new Migrator({
     db,
-    provider: { getMigrations: async () => ({ '0004-sandbox-bank': sandboxMigration, '0009-sandbox-usage': sandboxUsageMigration }) },
+    provider: {
+      getMigrations: async () => ({
+        '0004-sandbox-bank': sandboxMigration,
+        '0009-sandbox-usage': sandboxUsageMigration,
+      }),
+    },
     ...(schema && { migrationTableSchema: schema }),
   });
   const { error } = await migrator.migrateToLatest();

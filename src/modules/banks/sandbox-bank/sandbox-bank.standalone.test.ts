@@ -13,7 +13,9 @@ test('runs alone with its own tables and a configured client', async (t) => {
   const app = await buildSandboxBankApp({
     db: testDb.db,
     zone: 'Pacific/Auckland',
-    clients: () => [{ clientId: 'shop', clientSecret: 'shop-secret', redirectUris: ['https://shop.example/bank/return'] }],
+    clients: () => [
+      { clientId: 'shop', clientSecret: 'shop-secret', redirectUris: ['https://shop.example/bank/return'] },
+    ],
   });
   t.after(async () => {
     await app.close();
@@ -21,9 +23,19 @@ test('runs alone with its own tables and a configured client', async (t) => {
   });
   const url = (await app.listen({ port: 0, host: '127.0.0.1' })).replace('localhost', '127.0.0.1');
 
-  assert.equal((await call('POST', `${url}/token`, { form: { grant_type: 'client_credentials', client_id: 'tono', client_secret: 'tono-sandbox-secret' } })).status, 401);
+  assert.equal(
+    (
+      await call('POST', `${url}/token`, {
+        form: { grant_type: 'client_credentials', client_id: 'tono', client_secret: 'tono-sandbox-secret' },
+      })
+    ).status,
+    401,
+  );
   const basic = Buffer.from('shop:shop-secret').toString('base64');
-  const token = await call('POST', `${url}/token`, { form: { grant_type: 'client_credentials' }, headers: { authorization: `Basic ${basic}` } });
+  const token = await call('POST', `${url}/token`, {
+    form: { grant_type: 'client_credentials' },
+    headers: { authorization: `Basic ${basic}` },
+  });
   assert.equal(token.status, 200);
 
   const consent = await call('POST', `${url}/domestic-payment-consents`, {
@@ -32,8 +44,11 @@ test('runs alone with its own tables and a configured client', async (t) => {
     body: {
       Data: {
         Consent: {
-          InstructionIdentification: 'V-ZZZ999', EndToEndIdentification: 'V-ZZZ999',
-          InstructedAmount: { Amount: '3.00', Currency: 'NZD' }, CreditorAccount: creditor, RemittanceInformation: remittance('V-ZZZ999'),
+          InstructionIdentification: 'V-ZZZ999',
+          EndToEndIdentification: 'V-ZZZ999',
+          InstructedAmount: { Amount: '3.00', Currency: 'NZD' },
+          CreditorAccount: creditor,
+          RemittanceInformation: remittance('V-ZZZ999'),
         },
       },
       Risk: {},

@@ -25,7 +25,10 @@ export type SandboxDeps = {
 
 /** Whether a request came over TLS with a client certificate signed by a CA the bank trusts. */
 export function hasTrustedClientCertificate(socket: unknown): boolean {
-  return Boolean((socket as { authorized?: boolean; encrypted?: boolean }).encrypted && (socket as { authorized?: boolean }).authorized);
+  return Boolean(
+    (socket as { authorized?: boolean; encrypted?: boolean }).encrypted &&
+      (socket as { authorized?: boolean }).authorized,
+  );
 }
 
 /** The time a request is about: x-sandbox-time when given, else the bank's clock. */

@@ -45,9 +45,11 @@ export class BankApiError extends Error {
 export const fieldInvalid = (path: string, message: string) => new BankApiError(400, 'Field.Invalid', message, path);
 export const fieldMissing = (path: string) => new BankApiError(400, 'Field.Missing', `${path} is required`, path);
 /** Unknown ids are 400 in the standard, not 404. */
-export const unknownId = (path: string, id: string) => new BankApiError(400, 'Field.Invalid', `No such resource: ${id}`, path);
+export const unknownId = (path: string, id: string) =>
+  new BankApiError(400, 'Field.Invalid', `No such resource: ${id}`, path);
 /** 401: no credentials is Header.Missing, wrong or expired ones Header.Invalid. */
-export const unauthorised = (message: string, missing = false) => new BankApiError(401, missing ? 'Header.Missing' : 'Header.Invalid', message, 'Authorization');
+export const unauthorised = (message: string, missing = false) =>
+  new BankApiError(401, missing ? 'Header.Missing' : 'Header.Invalid', message, 'Authorization');
 
 function pathOf(error: ErrorObject, part: string, extra?: string): string {
   const segments = error.instancePath.split('/').slice(1);

@@ -25,12 +25,25 @@ async function twoClientBank(t: import('node:test').TestContext) {
     await testDb.drop();
   });
   const url = (await app.listen({ port: 0, host: '127.0.0.1' })).replace('localhost', '127.0.0.1');
-  const token = (await call('POST', `${url}/token`, { form: { grant_type: 'client_credentials' }, headers: { authorization: basic('shop', 'shop-secret') } })).body.access_token;
+  const token = (
+    await call('POST', `${url}/token`, {
+      form: { grant_type: 'client_credentials' },
+      headers: { authorization: basic('shop', 'shop-secret') },
+    })
+  ).body.access_token;
   const consent = await call('POST', `${url}/domestic-payment-consents`, {
     token,
     headers: { 'x-idempotency-key': 'c1' },
     body: {
-      Data: { Consent: { InstructionIdentification: 'V-1', EndToEndIdentification: 'V-1', InstructedAmount: { Amount: '3.00', Currency: 'NZD' }, CreditorAccount: creditor, RemittanceInformation: remittance('V-1') } },
+      Data: {
+        Consent: {
+          InstructionIdentification: 'V-1',
+          EndToEndIdentification: 'V-1',
+          InstructedAmount: { Amount: '3.00', Currency: 'NZD' },
+          CreditorAccount: creditor,
+          RemittanceInformation: remittance('V-1'),
+        },
+      },
       Risk: {},
     },
   });
@@ -38,7 +51,7 @@ async function twoClientBank(t: import('node:test').TestContext) {
   return { url, consentId: consent.body.Data.ConsentId as string, db: testDb.db };
 }
 
-test('test hooks refuse callers without the client credentials, and another client\'s consent is unknown', async (t) => {
+test("test hooks refuse callers without the client credentials, and another client's consent is unknown", async (t) => {
   const { url, consentId } = await twoClientBank(t);
   const path = `${url}/test/consents/${consentId}/decline-next`;
   for (const authorization of [undefined, basic('shop', 'wrong'), basic('nobody', 'x'), 'Bearer abc', 'Basic JTp4']) {
@@ -53,21 +66,35 @@ test('test hooks refuse callers without the client credentials, and another clie
     ['/test/latency', { consent_id: consentId, ms: 60_000, count: 100 }],
     ['/test/authorise', { consent_id: consentId, redirect_uri: 'https://other.example/return', state: 's' }],
   ] as const) {
-    const foreign = await call('POST', `${url}${hookPath}`, { body, headers: { authorization: basic('other', 'other-secret') } });
+    const foreign = await call('POST', `${url}${hookPath}`, {
+      body,
+      headers: { authorization: basic('other', 'other-secret') },
+    });
     assert.equal(foreign.status, 400, `${hookPath}: ${foreign.text}`);
     assert.equal(foreign.body.Errors[0].ErrorCode, 'Field.Invalid', hookPath);
   }
-  const own = await call('POST', path, { body: { count: 1 }, headers: { authorization: basic('shop', 'shop-secret') } });
+  const own = await call('POST', path, {
+    body: { count: 1 },
+    headers: { authorization: basic('shop', 'shop-secret') },
+  });
   assert.equal(own.status, 200, own.text);
   // the consent is untouched by the other client's attempts
-  const token = (await call('POST', `${url}/token`, { form: { grant_type: 'client_credentials' }, headers: { authorization: basic('shop', 'shop-secret') } })).body.access_token;
+  const token = (
+    await call('POST', `${url}/token`, {
+      form: { grant_type: 'client_credentials' },
+      headers: { authorization: basic('shop', 'shop-secret') },
+    })
+  ).body.access_token;
   const read = await call('GET', `${url}/domestic-payment-consents/${consentId}`, { token });
   assert.equal(read.body.Data.Status, 'AwaitingAuthorisation');
 });
 
 test('the token endpoint answers invalid_client for Basic credentials that are not validly encoded', async (t) => {
   const { url } = await twoClientBank(t);
-  const reply = await call('POST', `${url}/token`, { form: { grant_type: 'client_credentials' }, headers: { authorization: 'Basic JTp4' } });
+  const reply = await call('POST', `${url}/token`, {
+    form: { grant_type: 'client_credentials' },
+    headers: { authorization: 'Basic JTp4' },
+  });
   assert.equal(reply.status, 401, reply.text);
   assert.equal(reply.body.error, 'invalid_client');
 });

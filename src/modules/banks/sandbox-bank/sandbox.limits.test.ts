@@ -69,7 +69,10 @@ test('checkLimits agrees with a simple model of the limits', () => {
   fc.assert(
     fc.property(
       limitsArb,
-      fc.array(fc.record({ amountCents: fc.integer({ min: 1, max: 8_000 }), offset: fc.integer({ min: 0, max: span }) }), { maxLength: 8 }),
+      fc.array(
+        fc.record({ amountCents: fc.integer({ min: 1, max: 8_000 }), offset: fc.integer({ min: 0, max: span }) }),
+        { maxLength: 8 },
+      ),
       fc.integer({ min: 1, max: 12_000 }),
       fc.integer({ min: -86_400_000, max: span + 86_400_000 }),
       fc.option(fc.integer({ min: 1, max: span }), { nil: null }),
@@ -78,14 +81,18 @@ test('checkLimits agrees with a simple model of the limits', () => {
         const earlier = paid.map((p) => ({ amountCents: p.amountCents, executedAt: from + p.offset }));
         const now = from + nowOffset;
         const sum = (list: typeof earlier) => list.reduce((total, p) => total + p.amountCents, 0);
-        const samePeriod = earlier.filter((p) => label(limits.period, p.executedAt, from) === label(limits.period, now, from));
+        const samePeriod = earlier.filter(
+          (p) => label(limits.period, p.executedAt, from) === label(limits.period, now, from),
+        );
         let expected: string | null = null;
         if (now < limits.fromAt || (limits.toAt !== null && now > limits.toAt)) expected = 'Dates';
         else if (limits.maxPerPaymentCents !== null && amount > limits.maxPerPaymentCents) expected = 'MaximumAmount';
         else if (limits.totalCount !== null && earlier.length >= limits.totalCount) expected = 'TotalCount';
-        else if (limits.totalAmountCents !== null && sum(earlier) + amount > limits.totalAmountCents) expected = 'TotalAmount';
+        else if (limits.totalAmountCents !== null && sum(earlier) + amount > limits.totalAmountCents)
+          expected = 'TotalAmount';
         else if (sum(samePeriod) + amount > limits.maxPerPeriodCents) expected = 'Frequency';
-        else if (limits.maxCountPerPeriod !== null && samePeriod.length >= limits.maxCountPerPeriod) expected = 'Frequency';
+        else if (limits.maxCountPerPeriod !== null && samePeriod.length >= limits.maxCountPerPeriod)
+          expected = 'Frequency';
         assert.equal(checkLimits(limits, earlier, amount, now, zone), expected);
       },
     ),

@@ -28,7 +28,12 @@ export type LimitBreach = 'Dates' | 'MaximumAmount' | 'TotalCount' | 'TotalAmoun
  * The calendar period containing `at`: [start, end). Weeks run Monday to Sunday; fortnights are
  * pairs of such weeks counted from the week containing the consent's start (`anchorAt`).
  */
-export function periodWindow(period: Period, at: number, zone: string, anchorAt: number): { start: number; end: number } {
+export function periodWindow(
+  period: Period,
+  at: number,
+  zone: string,
+  anchorAt: number,
+): { start: number; end: number } {
   // A fortnight's window also depends on the consent's start.
   const key = period === 'Fortnight' ? `${period} ${zone} ${anchorAt}` : `${period} ${zone}`;
   return recentWindows(key, at, () => calendarWindow(period, at, zone, anchorAt));
@@ -82,15 +87,26 @@ export function checkLimits(
   now: number,
   zone: string,
 ): LimitBreach | null {
-  return checkLimitTotals(limits, totalsOf(earlier, periodWindow(limits.period, now, zone, limits.fromAt)), amountCents, now);
+  return checkLimitTotals(
+    limits,
+    totalsOf(earlier, periodWindow(limits.period, now, zone, limits.fromAt)),
+    amountCents,
+    now,
+  );
 }
 
 /** The same check over totals the caller summed (in SQL, over `periodWindow`), not a payment list. */
-export function checkLimitTotals(limits: ConsentLimits, used: UsageTotals, amountCents: number, now: number): LimitBreach | null {
+export function checkLimitTotals(
+  limits: ConsentLimits,
+  used: UsageTotals,
+  amountCents: number,
+  now: number,
+): LimitBreach | null {
   if (now < limits.fromAt || (limits.toAt !== null && now > limits.toAt)) return 'Dates';
   if (limits.maxPerPaymentCents !== null && amountCents > limits.maxPerPaymentCents) return 'MaximumAmount';
   if (limits.totalCount !== null && used.count + 1 > limits.totalCount) return 'TotalCount';
-  if (limits.totalAmountCents !== null && used.amountCents + amountCents > limits.totalAmountCents) return 'TotalAmount';
+  if (limits.totalAmountCents !== null && used.amountCents + amountCents > limits.totalAmountCents)
+    return 'TotalAmount';
   if (used.periodAmountCents + amountCents > limits.maxPerPeriodCents) return 'Frequency';
   if (limits.maxCountPerPeriod !== null && used.periodCount + 1 > limits.maxCountPerPeriod) return 'Frequency';
   return null;

@@ -1,6 +1,13 @@
 import { centsToDecimal } from '../../../shared/money.ts';
 import { iso } from '../../../shared/time.ts';
-import type { ActiveOrHistoricCurrencyAndAmount, ConsentResponse, ConsentStatus, DebtorAccountResponse, DomesticPaymentResponse, PaymentStatus } from '../open-banking.wire.ts';
+import type {
+  ActiveOrHistoricCurrencyAndAmount,
+  ConsentResponse,
+  ConsentStatus,
+  DebtorAccountResponse,
+  DomesticPaymentResponse,
+  PaymentStatus,
+} from '../open-banking.wire.ts';
 import type { ConsentRow, PayerRow, PaymentRow } from './sandbox.repo.ts';
 
 // Rows to the standard's bodies: the only code of the sandbox bank that knows the wire shape.
@@ -44,7 +51,13 @@ export function presentPayment(row: PaymentRow, self: string): DomesticPaymentRe
 
 export function presentDebtorAccount(payer: PayerRow, self: string): DebtorAccountResponse {
   return {
-    Data: { DebtorAccount: { SchemeName: 'BECSElectronicCredit', Identification: payer.account_number, Name: payer.name.slice(0, 70) } },
+    Data: {
+      DebtorAccount: {
+        SchemeName: 'BECSElectronicCredit',
+        Identification: payer.account_number,
+        Name: payer.name.slice(0, 70),
+      },
+    },
     Links: { Self: self },
     Meta: {},
   };

@@ -13,10 +13,18 @@ export async function insertConsent(db: SandboxDb, row: ConsentRow): Promise<voi
   await db.insertInto('sandbox_consents').values(row).execute();
 }
 
-const findConsentQuery = prepared<{ id: string }, ConsentRow>((db, arg) => db.selectFrom('sandbox_consents').selectAll().where('id', '=', arg('id')));
-const lockConsentQuery = prepared<{ id: string }, ConsentRow>((db, arg) => lockForUpdate(db, db.selectFrom('sandbox_consents').selectAll().where('id', '=', arg('id'))));
+const findConsentQuery = prepared<{ id: string }, ConsentRow>((db, arg) =>
+  db.selectFrom('sandbox_consents').selectAll().where('id', '=', arg('id')),
+);
+const lockConsentQuery = prepared<{ id: string }, ConsentRow>((db, arg) =>
+  lockForUpdate(db, db.selectFrom('sandbox_consents').selectAll().where('id', '=', arg('id'))),
+);
 
-export async function findConsent(db: SandboxDb, id: string, options: { forUpdate?: boolean } = {}): Promise<ConsentRow | undefined> {
+export async function findConsent(
+  db: SandboxDb,
+  id: string,
+  options: { forUpdate?: boolean } = {},
+): Promise<ConsentRow | undefined> {
   return (options.forUpdate ? lockConsentQuery : findConsentQuery).first(db, { id });
 }
 
@@ -28,7 +36,11 @@ export async function insertPayment(db: SandboxDb, row: PaymentRow): Promise<voi
   await insertRow(db, 'sandbox_payments', row);
 }
 
-export async function findPayment(db: SandboxDb, id: string, options: { forUpdate?: boolean } = {}): Promise<PaymentRow | undefined> {
+export async function findPayment(
+  db: SandboxDb,
+  id: string,
+  options: { forUpdate?: boolean } = {},
+): Promise<PaymentRow | undefined> {
   const query = db.selectFrom('sandbox_payments').selectAll().where('id', '=', id);
   return (options.forUpdate ? lockForUpdate(db, query) : query).executeTakeFirst();
 }
@@ -44,7 +56,10 @@ export async function updatePayment(db: SandboxDb, id: string, changes: Partial<
 export async function windowUsage(db: SandboxDb, consentId: string, window: { start: number; end: number }) {
   const row = await db
     .selectFrom('sandbox_payments')
-    .select((eb) => [eb.fn.countAll<number>().as('count'), eb.fn.coalesce(eb.fn.sum<number>('amount_cents'), eb.lit(0)).as('amount')])
+    .select((eb) => [
+      eb.fn.countAll<number>().as('count'),
+      eb.fn.coalesce(eb.fn.sum<number>('amount_cents'), eb.lit(0)).as('amount'),
+    ])
     .where('consent_id', '=', consentId)
     .where('executed_at', '>=', window.start)
     .where('executed_at', '<', window.end)
@@ -54,16 +69,32 @@ export async function windowUsage(db: SandboxDb, consentId: string, window: { st
 }
 
 /** A rejected payment stops counting: out of the totals, and out of the period counters if they hold its window. */
-export async function uncountPayment(db: SandboxDb, payment: { consent_id: string; amount_cents: number; executed_at: number }): Promise<void> {
+export async function uncountPayment(
+  db: SandboxDb,
+  payment: { consent_id: string; amount_cents: number; executed_at: number },
+): Promise<void> {
   await db
     .updateTable('sandbox_consents')
     .set((eb) => {
-      const inWindow = eb.and([eb('period_start', '<=', payment.executed_at), eb('period_end', '>', payment.executed_at)]);
+      const inWindow = eb.and([
+        eb('period_start', '<=', payment.executed_at),
+        eb('period_end', '>', payment.executed_at),
+      ]);
       return {
         used_count: eb('used_count', '-', 1),
         used_cents: eb('used_cents', '-', payment.amount_cents),
-        period_count: eb.case().when(inWindow).then(eb('period_count', '-', 1)).else(eb.ref('period_count')).end(),
-        period_cents: eb.case().when(inWindow).then(eb('period_cents', '-', payment.amount_cents)).else(eb.ref('period_cents')).end(),
+        period_count: eb
+          .case()
+          .when(inWindow)
+          .then(eb('period_count', '-', 1))
+          .else(eb.ref('period_count'))
+          .end(),
+        period_cents: eb
+          .case()
+          .when(inWindow)
+          .then(eb('period_cents', '-', payment.amount_cents))
+          .else(eb.ref('period_cents'))
+          .end(),
       };
     })
     .where('id', '=', payment.consent_id)
@@ -71,7 +102,11 @@ export async function uncountPayment(db: SandboxDb, payment: { consent_id: strin
     .execute();
 }
 
-export async function findPayerByUsername(db: SandboxDb, username: string, options: { forUpdate?: boolean } = {}): Promise<PayerRow | undefined> {
+export async function findPayerByUsername(
+  db: SandboxDb,
+  username: string,
+  options: { forUpdate?: boolean } = {},
+): Promise<PayerRow | undefined> {
   const query = db.selectFrom('sandbox_payers').selectAll().where('username', '=', username);
   return (options.forUpdate ? lockForUpdate(db, query) : query).executeTakeFirst();
 }
@@ -81,16 +116,22 @@ export async function findPayerById(db: SandboxDb, id: string): Promise<PayerRow
 }
 
 export async function insertPayerIfAbsent(db: SandboxDb, row: PayerRow): Promise<boolean> {
-  const result = await db.insertInto('sandbox_payers').values(row).onConflict((c) => c.column('username').doNothing()).executeTakeFirst();
+  const result = await db
+    .insertInto('sandbox_payers')
+    .values(row)
+    .onConflict((c) => c.column('username').doNothing())
+    .executeTakeFirst();
   return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
 }
 
 /** Takes the amount from the payer's balance if it is there; false (and nothing taken) if not. */
 const debitIfFundedQuery = prepared<{ payerId: string; amountCents: number }>((db, arg) =>
-  db.updateTable('sandbox_payers')
+  db
+    .updateTable('sandbox_payers')
     .set((eb) => ({ balance_cents: eb('balance_cents', '-', arg('amountCents')) }))
     .where('id', '=', arg('payerId'))
-    .where('balance_cents', '>=', arg('amountCents')));
+    .where('balance_cents', '>=', arg('amountCents')),
+);
 
 export async function debitIfFunded(db: SandboxDb, payerId: string, amountCents: number): Promise<boolean> {
   return Number((await debitIfFundedQuery.run(db, { payerId, amountCents })).numAffectedRows ?? 0) === 1;
@@ -115,18 +156,33 @@ export async function findIdempotency(db: SandboxDb, clientId: string, endpoint:
 }
 
 export async function deleteIdempotency(db: SandboxDb, clientId: string, endpoint: string, key: string): Promise<void> {
-  await db.deleteFrom('sandbox_idempotency').where('client_id', '=', clientId).where('endpoint', '=', endpoint).where('key', '=', key).execute();
+  await db
+    .deleteFrom('sandbox_idempotency')
+    .where('client_id', '=', clientId)
+    .where('endpoint', '=', endpoint)
+    .where('key', '=', key)
+    .execute();
 }
 
 /** False when another request holds the key already (the caller then replays that one). */
 export async function claimIdempotency(
   db: SandboxDb,
-  row: { client_id: string; endpoint: string; key: string; fingerprint: string; resource_id: string; created_at: number },
+  row: {
+    client_id: string;
+    endpoint: string;
+    key: string;
+    fingerprint: string;
+    resource_id: string;
+    created_at: number;
+  },
 ): Promise<boolean> {
   return inserted(await insertRow(db, 'sandbox_idempotency', row, ['client_id', 'endpoint', 'key']));
 }
 
-export async function insertAuthorisation(db: SandboxDb, row: import('./sandbox.tables.ts').SandboxAuthorisationsTable): Promise<void> {
+export async function insertAuthorisation(
+  db: SandboxDb,
+  row: import('./sandbox.tables.ts').SandboxAuthorisationsTable,
+): Promise<void> {
   await db.insertInto('sandbox_authorisations').values(row).execute();
 }
 
@@ -138,7 +194,11 @@ export async function findAuthorisationByCode(db: SandboxDb, codeHash: string) {
   return db.selectFrom('sandbox_authorisations').selectAll().where('code_hash', '=', codeHash).executeTakeFirst();
 }
 
-export async function updateAuthorisation(db: SandboxDb, id: string, changes: Partial<import('./sandbox.tables.ts').SandboxAuthorisationsTable>): Promise<void> {
+export async function updateAuthorisation(
+  db: SandboxDb,
+  id: string,
+  changes: Partial<import('./sandbox.tables.ts').SandboxAuthorisationsTable>,
+): Promise<void> {
   await db.updateTable('sandbox_authorisations').set(changes).where('id', '=', id).execute();
 }
 
@@ -158,7 +218,8 @@ export async function insertToken(db: SandboxDb, row: import('./sandbox.tables.t
 }
 
 const findTokenQuery = prepared<{ tokenHash: string }, import('./sandbox.tables.ts').SandboxTokensTable>((db, arg) =>
-  db.selectFrom('sandbox_tokens').selectAll().where('token_hash', '=', arg('tokenHash')));
+  db.selectFrom('sandbox_tokens').selectAll().where('token_hash', '=', arg('tokenHash')),
+);
 
 export async function findToken(db: SandboxDb, tokenHash: string) {
   return findTokenQuery.first(db, { tokenHash });

@@ -44,7 +44,9 @@
     });
   }
   for (var c = 0; c < choices.length; c++) {
-    choices[c].addEventListener('change', function () { if (other) other.value = ''; });
+    choices[c].addEventListener('change', function () {
+      if (other) other.value = '';
+    });
   }
 
   function statusUrl(pid) {
@@ -58,12 +60,16 @@
     var delay = 1500;
     function tick() {
       fetch(statusUrl(pid), { headers: { accept: 'application/json' }, cache: 'no-store' })
-        .then(function (r) { return r.json(); })
+        .then(function (r) {
+          return r.json();
+        })
         .then(function (s) {
           if (s.payment && FINAL[s.payment.status]) onFinal(s.payment.status);
-          else setTimeout(tick, delay = Math.min(delay * 1.5, 10000));
+          else setTimeout(tick, (delay = Math.min(delay * 1.5, 10000)));
         })
-        .catch(function () { setTimeout(tick, delay = Math.min(delay * 2, 10000)); });
+        .catch(function () {
+          setTimeout(tick, (delay = Math.min(delay * 2, 10000)));
+        });
     }
     setTimeout(tick, delay);
   }
@@ -71,9 +77,14 @@
   if (page === 'result' && paymentId) {
     if (FINAL[status]) {
       postToParent({ type: 'payment.' + status, request_id: requestId, payment_id: paymentId, status: status });
-      if (body.getAttribute('data-close') === 'yes' && window.opener) setTimeout(function () { window.close(); }, 1500);
+      if (body.getAttribute('data-close') === 'yes' && window.opener)
+        setTimeout(function () {
+          window.close();
+        }, 1500);
     } else {
-      poll(paymentId, function () { window.location.reload(); });
+      poll(paymentId, function () {
+        window.location.reload();
+      });
     }
   }
 
@@ -88,7 +99,9 @@
         headers: { accept: 'application/json', 'content-type': 'application/x-www-form-urlencoded' },
         body: new URLSearchParams(new FormData(form)).toString(),
       })
-        .then(function (r) { return r.json(); })
+        .then(function (r) {
+          return r.json();
+        })
         .then(function (result) {
           if (!result.redirect_url) {
             if (popup) popup.close();
@@ -121,7 +134,10 @@
             });
           }
         })
-        .catch(function () { if (popup) popup.close(); form.submit(); });
+        .catch(function () {
+          if (popup) popup.close();
+          form.submit();
+        });
     });
   }
 })();

@@ -14,7 +14,12 @@
       throw new Error('TonoCheckout.mount(element, { requestId: "request_…" })');
     }
     var iframe = document.createElement('iframe');
-    iframe.src = SERVICE_ORIGIN + '/pay/' + encodeURIComponent(options.requestId) + '?embed_origin=' + encodeURIComponent(window.location.origin);
+    iframe.src =
+      SERVICE_ORIGIN +
+      '/pay/' +
+      encodeURIComponent(options.requestId) +
+      '?embed_origin=' +
+      encodeURIComponent(window.location.origin);
     iframe.title = 'Payment';
     iframe.style.width = '100%';
     iframe.style.border = '0';
@@ -31,7 +36,12 @@
         return;
       }
       if (!TYPES[data.type]) return;
-      var message = { type: data.type, requestId: String(data.request_id), paymentId: String(data.payment_id), status: String(data.status) };
+      var message = {
+        type: data.type,
+        requestId: String(data.request_id),
+        paymentId: String(data.payment_id),
+        status: String(data.status),
+      };
       if (typeof options.onMessage === 'function') options.onMessage(message);
       element.dispatchEvent(new CustomEvent('tono:payment', { detail: message, bubbles: true }));
     }

@@ -6,9 +6,14 @@ document.addEventListener('click', (event) => {
   const source = document.getElementById(button.getAttribute('data-copy'));
   if (!source || !navigator.clipboard) return;
   const value = 'value' in source ? source.value : source.textContent;
-  navigator.clipboard.writeText(value).then(() => {
-    const status = document.getElementById(`${button.getAttribute('data-copy')}-status`);
-    if (status) status.textContent = 'Copied.';
-  }, () => {});
+  navigator.clipboard.writeText(value).then(
+    () => {
+      const status = document.getElementById(`${button.getAttribute('data-copy')}-status`);
+      if (status) status.textContent = 'Copied.';
+    },
+    () => {},
+  );
 });
-document.querySelectorAll('[data-copy]').forEach((button) => { button.hidden = false; });
+document.querySelectorAll('[data-copy]').forEach((button) => {
+  button.hidden = false;
+});

@@ -10,24 +10,66 @@ const hidden = { schema: { hide: true } };
 
 export function registerBankAccountPages(scope: Scope, kit: Kit): void {
   const deps = kit.deps;
-  const page = async (signed: Signed, values: Record<string, string>, error: string | null, flash: string | null = null) => ({
-    title: 'Bank accounts', ...kit.layoutOf(signed, 'bank-accounts'), accounts: await listBankAccountsOf(deps.db, signed.session.merchant.id),
-    values, error, flash, form: BANK_ACCOUNT_FORM,
+  const page = async (
+    signed: Signed,
+    values: Record<string, string>,
+    error: string | null,
+    flash: string | null = null,
+  ) => ({
+    title: 'Bank accounts',
+    ...kit.layoutOf(signed, 'bank-accounts'),
+    accounts: await listBankAccountsOf(deps.db, signed.session.merchant.id),
+    values,
+    error,
+    flash,
+    form: BANK_ACCOUNT_FORM,
   });
 
-  scope.get('/dashboard/:mode/bank-accounts', hidden, kit.guard(async (request, reply, signed) =>
-    kit.render(reply, 200, 'bank-accounts', await page(signed, {}, null, text(request.query.done) === 'added' ? 'The bank account is added.' : null))));
+  scope.get(
+    '/dashboard/:mode/bank-accounts',
+    hidden,
+    kit.guard(async (request, reply, signed) =>
+      kit.render(
+        reply,
+        200,
+        'bank-accounts',
+        await page(signed, {}, null, text(request.query.done) === 'added' ? 'The bank account is added.' : null),
+      ),
+    ),
+  );
 
-  scope.post('/dashboard/:mode/bank-accounts', hidden, kit.guard(async (request, reply, signed) => {
-    const form = formOf(request);
-    const values = { account_number: text(form.account_number, 40), name: text(form.name, 100) };
-    try {
-      await addBankAccount(deps.db, deps.clock, signed.session.merchant.id, values.account_number, values.name || null);
-    } catch (error) {
-      const problem = problemOf(error);
-      if (!problem) throw error;
-      return kit.render(reply, 400, 'bank-accounts', await page(signed, values, `That is not a valid New Zealand bank account number: enter it as ${BANK_ACCOUNT_FORM}.`));
-    }
-    return reply.redirect(`${signed.base}/bank-accounts?done=added`, 303);
-  }, { post: true }));
+  scope.post(
+    '/dashboard/:mode/bank-accounts',
+    hidden,
+    kit.guard(
+      async (request, reply, signed) => {
+        const form = formOf(request);
+        const values = { account_number: text(form.account_number, 40), name: text(form.name, 100) };
+        try {
+          await addBankAccount(
+            deps.db,
+            deps.clock,
+            signed.session.merchant.id,
+            values.account_number,
+            values.name || null,
+          );
+        } catch (error) {
+          const problem = problemOf(error);
+          if (!problem) throw error;
+          return kit.render(
+            reply,
+            400,
+            'bank-accounts',
+            await page(
+              signed,
+              values,
+              `That is not a valid New Zealand bank account number: enter it as ${BANK_ACCOUNT_FORM}.`,
+            ),
+          );
+        }
+        return reply.redirect(`${signed.base}/bank-accounts?done=added`, 303);
+      },
+      { post: true },
+    ),
+  );
 }

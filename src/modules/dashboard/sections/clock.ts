@@ -11,8 +11,13 @@ import { text, when } from '../dashboard.format.ts';
 
 const hidden = { schema: { hide: true } };
 export const CLOCK_STEPS: Array<[string, string, number]> = [
-  ['hour', '1 hour', 3_600], ['day', '1 day', 86_400], ['week', '1 week', 7 * 86_400], ['fortnight', '2 weeks', 14 * 86_400],
-  ['month', '30 days', 30 * 86_400], ['quarter', '90 days', 90 * 86_400], ['year', '365 days', 365 * 86_400],
+  ['hour', '1 hour', 3_600],
+  ['day', '1 day', 86_400],
+  ['week', '1 week', 7 * 86_400],
+  ['fortnight', '2 weeks', 14 * 86_400],
+  ['month', '30 days', 30 * 86_400],
+  ['quarter', '90 days', 90 * 86_400],
+  ['year', '365 days', 365 * 86_400],
 ];
 
 export function registerClockPages(scope: Scope, kit: Kit): void {
@@ -25,39 +30,71 @@ export function registerClockPages(scope: Scope, kit: Kit): void {
     }
     const local = (at: string) => localAt(at, kit.zone()).toFormat("yyyy-LL-dd'T'HH:mm");
     const latest = iso(signed.ctx.deps.clock.now() + MAX_AHEAD_SECONDS * 1000);
-    return { status, data: { title: 'Test clock', ...kit.layoutOf(signed, 'clock'), clock, steps: CLOCK_STEPS, ran, from, error, zoneNow: local(clock.now), zoneMax: local(latest) } };
+    return {
+      status,
+      data: {
+        title: 'Test clock',
+        ...kit.layoutOf(signed, 'clock'),
+        clock,
+        steps: CLOCK_STEPS,
+        ran,
+        from,
+        error,
+        zoneNow: local(clock.now),
+        zoneMax: local(latest),
+      },
+    };
   };
 
-  scope.get('/dashboard/:mode/clock', hidden, kit.guard(async (request, reply, signed) => {
-    const from = Number(text(request.query.from, 20));
-    const shown = await page(signed, Number.isSafeInteger(from) && from > 0 ? from : null, null);
-    return kit.render(reply, shown.status, 'clock', shown.data);
-  }, { testOnly: true }));
+  scope.get(
+    '/dashboard/:mode/clock',
+    hidden,
+    kit.guard(
+      async (request, reply, signed) => {
+        const from = Number(text(request.query.from, 20));
+        const shown = await page(signed, Number.isSafeInteger(from) && from > 0 ? from : null, null);
+        return kit.render(reply, shown.status, 'clock', shown.data);
+      },
+      { testOnly: true },
+    ),
+  );
 
-  scope.post('/dashboard/:mode/clock', hidden, kit.guard(async (request, reply, signed) => {
-    const form = formOf(request);
-    const before = Date.parse((await getClock(signed.ctx)).clock.now);
-    const step = CLOCK_STEPS.find(([name]) => name === text(form.step));
-    const to = text(form.to, 20);
-    try {
-      if (step && !to) {
-        await advanceClock(signed.ctx, { seconds: step[2] });
-      } else {
-        const target = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}$/.test(to) ? localAt(to, kit.zone()) : null;
-        await advanceClock(signed.ctx, { to: target?.isValid ? target.toUTC().toISO()! : 'not a time' });
-      }
-    } catch (error) {
-      const problem = problemOf(error);
-      if (!problem) throw error;
-      // The API's refusal past the cap names its fields (to, seconds); here they are a button or a
-      // date field, so the page says it in the merchant's words, with the latest time in their zone.
-      const latest = error instanceof AppError && typeof error.params.maximum === 'string' ? error.params.maximum : null;
-      const message = latest !== null
-        ? `The test clock can be at most 20 years ahead of real time, so it can move to ${when(latest, kit.zone())} at the latest.`
-        : problem.message.replace(/^to must be an ISO 8601 date-time$/, 'Enter the date and time to move the clock to');
-      const shown = await page(signed, null, message, 400);
-      return kit.render(reply, shown.status, 'clock', shown.data);
-    }
-    return reply.redirect(`${signed.base}/clock?from=${before}`, 303);
-  }, { post: true, testOnly: true }));
+  scope.post(
+    '/dashboard/:mode/clock',
+    hidden,
+    kit.guard(
+      async (request, reply, signed) => {
+        const form = formOf(request);
+        const before = Date.parse((await getClock(signed.ctx)).clock.now);
+        const step = CLOCK_STEPS.find(([name]) => name === text(form.step));
+        const to = text(form.to, 20);
+        try {
+          if (step && !to) {
+            await advanceClock(signed.ctx, { seconds: step[2] });
+          } else {
+            const target = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}$/.test(to) ? localAt(to, kit.zone()) : null;
+            await advanceClock(signed.ctx, { to: target?.isValid ? target.toUTC().toISO()! : 'not a time' });
+          }
+        } catch (error) {
+          const problem = problemOf(error);
+          if (!problem) throw error;
+          // The API's refusal past the cap names its fields (to, seconds); here they are a button or a
+          // date field, so the page says it in the merchant's words, with the latest time in their zone.
+          const latest =
+            error instanceof AppError && typeof error.params.maximum === 'string' ? error.params.maximum : null;
+          const message =
+            latest !== null
+              ? `The test clock can be at most 20 years ahead of real time, so it can move to ${when(latest, kit.zone())} at the latest.`
+              : problem.message.replace(
+                  /^to must be an ISO 8601 date-time$/,
+                  'Enter the date and time to move the clock to',
+                );
+          const shown = await page(signed, null, message, 400);
+          return kit.render(reply, shown.status, 'clock', shown.data);
+        }
+        return reply.redirect(`${signed.base}/clock?from=${before}`, 303);
+      },
+      { post: true, testOnly: true },
+    ),
+  );
 }

@@ -15,7 +15,6 @@ const PAGE = 25;
 /** The most rows one export holds; past it the page says to narrow the dates. */
 export const CSV_MAX_ROWS = 50_000;
 
-
 export function registerPaymentPages(scope: Scope, kit: Kit): void {
   const filtersOf = (query: Record<string, unknown>) => ({
     status: (PaymentStatus as readonly string[]).includes(text(query.status)) ? text(query.status) : '',
@@ -25,34 +24,73 @@ export function registerPaymentPages(scope: Scope, kit: Kit): void {
     after: isIdOf('payment', text(query.after)) ? text(query.after) : '',
   });
   const searchOf = (filters: ReturnType<typeof filtersOf>) => ({
-    status: filters.status || undefined, search: filters.q || undefined,
-    createdFrom: dayBound(filters.from, kit.zone(), false), createdBefore: dayBound(filters.to, kit.zone(), true),
+    status: filters.status || undefined,
+    search: filters.q || undefined,
+    createdFrom: dayBound(filters.from, kit.zone(), false),
+    createdBefore: dayBound(filters.to, kit.zone(), true),
   });
 
-  scope.get('/dashboard/:mode/payments', hidden, kit.guard(async (request, reply, signed) => {
-    const filters = filtersOf(request.query);
-    const page = await searchPaymentsFor(signed.ctx, { ...searchOf(filters), starting_after: filters.after || undefined, limit: PAGE });
-    const next = page.has_more ? page.payments[page.payments.length - 1].id : null;
-    return kit.render(reply, 200, 'payments', { title: 'Payments', ...kit.layoutOf(signed, 'payments'), filters, payments: page.payments, next, statuses: PaymentStatus });
-  }));
+  scope.get(
+    '/dashboard/:mode/payments',
+    hidden,
+    kit.guard(async (request, reply, signed) => {
+      const filters = filtersOf(request.query);
+      const page = await searchPaymentsFor(signed.ctx, {
+        ...searchOf(filters),
+        starting_after: filters.after || undefined,
+        limit: PAGE,
+      });
+      const next = page.has_more ? page.payments[page.payments.length - 1].id : null;
+      return kit.render(reply, 200, 'payments', {
+        title: 'Payments',
+        ...kit.layoutOf(signed, 'payments'),
+        filters,
+        payments: page.payments,
+        next,
+        statuses: PaymentStatus,
+      });
+    }),
+  );
 
-  scope.get('/dashboard/:mode/payments/export.csv', hidden, kit.guard(async (request, reply, signed) => {
-    const filters = filtersOf(request.query);
-    const page = await searchPaymentsFor(signed.ctx, { ...searchOf(filters), limit: CSV_MAX_ROWS });
-    if (page.has_more) {
-      return kit.message(reply, 413, 'Too many payments for one file', `The filters match more than ${CSV_MAX_ROWS} payments, the most one file holds. Narrow the dates and export in parts.`, signed, 'payments');
-    }
-    const csv = stringify([CSV_HEADER, ...csvRowsOfPayments(page.payments)], { record_delimiter: 'windows' });
-    const day = new Date(signed.ctx.clock.now()).toISOString().slice(0, 10);
-    return reply.header('content-type', 'text/csv; charset=utf-8').header('content-disposition', `attachment; filename="tono-${signed.mode}-payments-${day}.csv"`)
-      .header('cache-control', 'no-store').send(csv);
-  }));
+  scope.get(
+    '/dashboard/:mode/payments/export.csv',
+    hidden,
+    kit.guard(async (request, reply, signed) => {
+      const filters = filtersOf(request.query);
+      const page = await searchPaymentsFor(signed.ctx, { ...searchOf(filters), limit: CSV_MAX_ROWS });
+      if (page.has_more) {
+        return kit.message(
+          reply,
+          413,
+          'Too many payments for one file',
+          `The filters match more than ${CSV_MAX_ROWS} payments, the most one file holds. Narrow the dates and export in parts.`,
+          signed,
+          'payments',
+        );
+      }
+      const csv = stringify([CSV_HEADER, ...csvRowsOfPayments(page.payments)], { record_delimiter: 'windows' });
+      const day = new Date(signed.ctx.clock.now()).toISOString().slice(0, 10);
+      return reply
+        .header('content-type', 'text/csv; charset=utf-8')
+        .header('content-disposition', `attachment; filename="tono-${signed.mode}-payments-${day}.csv"`)
+        .header('cache-control', 'no-store')
+        .send(csv);
+    }),
+  );
 
-  scope.get('/dashboard/:mode/payments/:id', hidden, kit.guard(async (request, reply, signed) => {
-    const { payment } = await retrievePayment(signed.ctx, request.params.id);
-    const events = (await listEventsFor(signed.ctx, { object_id: payment.id, limit: 100 })).events;
-    return kit.render(reply, 200, 'payment', {
-      title: `Payment ${payment.id}`, ...kit.layoutOf(signed, 'payments'), item: payment, events, history: statusHistory(events),
-    });
-  }));
+  scope.get(
+    '/dashboard/:mode/payments/:id',
+    hidden,
+    kit.guard(async (request, reply, signed) => {
+      const { payment } = await retrievePayment(signed.ctx, request.params.id);
+      const events = (await listEventsFor(signed.ctx, { object_id: payment.id, limit: 100 })).events;
+      return kit.render(reply, 200, 'payment', {
+        title: `Payment ${payment.id}`,
+        ...kit.layoutOf(signed, 'payments'),
+        item: payment,
+        events,
+        history: statusHistory(events),
+      });
+    }),
+  );
 }

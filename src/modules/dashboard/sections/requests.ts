@@ -54,75 +54,154 @@ export function registerRequestPages(scope: Scope, kit: Kit): void {
     after: isIdOf('request', text(query.after)) ? text(query.after) : '',
   });
 
-  scope.get('/dashboard/:mode/requests', hidden, kit.guard(async (request, reply, signed) => {
-    const filters = filtersOf(request.query as Record<string, unknown>);
-    const alsoIds = filters.q ? await requestIdsWithParticulars(signed.ctx, filters.q) : undefined;
-    const page = await searchRequestsFor(signed.ctx, {
-      status: filters.status || undefined, type: filters.type || undefined, search: filters.q || undefined, alsoIds,
-      createdFrom: dayBound(filters.from, kit.zone(), false), createdBefore: dayBound(filters.to, kit.zone(), true),
-      starting_after: filters.after || undefined, limit: PAGE,
-    });
-    const next = page.has_more ? page.requests[page.requests.length - 1].id : null;
-    const flash = (request.query as { done?: string }).done === 'deleted' ? 'The request is deleted: its link no longer takes payments.' : null;
-    return kit.render(reply, 200, 'requests', { title: 'Requests', ...kit.layoutOf(signed, 'requests'), filters, requests: page.requests, next, statuses: RequestStatus, flash });
-  }));
+  scope.get(
+    '/dashboard/:mode/requests',
+    hidden,
+    kit.guard(async (request, reply, signed) => {
+      const filters = filtersOf(request.query as Record<string, unknown>);
+      const alsoIds = filters.q ? await requestIdsWithParticulars(signed.ctx, filters.q) : undefined;
+      const page = await searchRequestsFor(signed.ctx, {
+        status: filters.status || undefined,
+        type: filters.type || undefined,
+        search: filters.q || undefined,
+        alsoIds,
+        createdFrom: dayBound(filters.from, kit.zone(), false),
+        createdBefore: dayBound(filters.to, kit.zone(), true),
+        starting_after: filters.after || undefined,
+        limit: PAGE,
+      });
+      const next = page.has_more ? page.requests[page.requests.length - 1].id : null;
+      const flash =
+        (request.query as { done?: string }).done === 'deleted'
+          ? 'The request is deleted: its link no longer takes payments.'
+          : null;
+      return kit.render(reply, 200, 'requests', {
+        title: 'Requests',
+        ...kit.layoutOf(signed, 'requests'),
+        filters,
+        requests: page.requests,
+        next,
+        statuses: RequestStatus,
+        flash,
+      });
+    }),
+  );
 
-  const formPage = async (signed: Signed, values: Record<string, unknown>, error: { message: string; input: string } | null) => ({
-    title: 'New request', ...kit.layoutOf(signed, 'requests'), values, error, flags: REQUEST_FLAGS,
+  const formPage = async (
+    signed: Signed,
+    values: Record<string, unknown>,
+    error: { message: string; input: string } | null,
+  ) => ({
+    title: 'New request',
+    ...kit.layoutOf(signed, 'requests'),
+    values,
+    error,
+    flags: REQUEST_FLAGS,
     bankAccounts: await listBankAccountsOf(deps.db, signed.session.merchant.id),
   });
 
-  scope.get('/dashboard/:mode/requests/new', hidden, kit.guard(async (_request, reply, signed) =>
-    kit.render(reply, 200, 'request-new', await formPage(signed, { kind: 'one-off', pricing: 'fixed', type: 'single' }, null))));
+  scope.get(
+    '/dashboard/:mode/requests/new',
+    hidden,
+    kit.guard(async (_request, reply, signed) =>
+      kit.render(
+        reply,
+        200,
+        'request-new',
+        await formPage(signed, { kind: 'one-off', pricing: 'fixed', type: 'single' }, null),
+      ),
+    ),
+  );
 
-  scope.post('/dashboard/:mode/requests/new', hidden, kit.guard(async (request, reply, signed) => {
-    const form = formOf(request);
-    const body = requestBodyFromForm(form);
-    const again = async (error: AppError) => {
-      const field = typeof error.params.field === 'string' ? error.params.field : '';
-      const input = inputOfField[field] ?? field.replace(/\..*/, '');
-      return kit.render(reply, 400, 'request-new', await formPage(signed, form, { message: error.message, input }));
-    };
-    const invalid = apiBodyProblem(CreateRequestBody, body);
-    if (invalid) return again(invalid);
-    try {
-      const created = await createRequest(signed.ctx, body as CreateRequestBody);
-      return reply.redirect(`${signed.base}/requests/${created.body.request.id}?done=created`, 303);
-    } catch (error) {
-      if (problemOf(error)) return again(error as AppError);
-      throw error;
-    }
-  }, { post: true }));
+  scope.post(
+    '/dashboard/:mode/requests/new',
+    hidden,
+    kit.guard(
+      async (request, reply, signed) => {
+        const form = formOf(request);
+        const body = requestBodyFromForm(form);
+        const again = async (error: AppError) => {
+          const field = typeof error.params.field === 'string' ? error.params.field : '';
+          const input = inputOfField[field] ?? field.replace(/\..*/, '');
+          return kit.render(reply, 400, 'request-new', await formPage(signed, form, { message: error.message, input }));
+        };
+        const invalid = apiBodyProblem(CreateRequestBody, body);
+        if (invalid) return again(invalid);
+        try {
+          const created = await createRequest(signed.ctx, body as CreateRequestBody);
+          return reply.redirect(`${signed.base}/requests/${created.body.request.id}?done=created`, 303);
+        } catch (error) {
+          if (problemOf(error)) return again(error as AppError);
+          throw error;
+        }
+      },
+      { post: true },
+    ),
+  );
 
-  scope.get('/dashboard/:mode/requests/:id', hidden, kit.guard(async (request, reply, signed) => {
-    const { request: item } = await retrieveRequest(signed.ctx, request.params.id);
-    const [payments, events] = await Promise.all([
-      listRequestPayments(signed.ctx, item.id, { limit: 50 }),
-      listEventsFor(signed.ctx, { object_id: item.id, limit: 50 }),
-    ]);
-    const done = (request.query as { done?: string }).done;
-    const flash = done === 'created' ? 'The request is created. Send the link, or show the QR code.' : null;
-    return kit.render(reply, 200, 'request', { title: `Request ${item.id}`, ...kit.layoutOf(signed, 'requests'), item, payments: payments.payments, events: events.events, flash });
-  }));
+  scope.get(
+    '/dashboard/:mode/requests/:id',
+    hidden,
+    kit.guard(async (request, reply, signed) => {
+      const { request: item } = await retrieveRequest(signed.ctx, request.params.id);
+      const [payments, events] = await Promise.all([
+        listRequestPayments(signed.ctx, item.id, { limit: 50 }),
+        listEventsFor(signed.ctx, { object_id: item.id, limit: 50 }),
+      ]);
+      const done = (request.query as { done?: string }).done;
+      const flash = done === 'created' ? 'The request is created. Send the link, or show the QR code.' : null;
+      return kit.render(reply, 200, 'request', {
+        title: `Request ${item.id}`,
+        ...kit.layoutOf(signed, 'requests'),
+        item,
+        payments: payments.payments,
+        events: events.events,
+        flash,
+      });
+    }),
+  );
 
-  scope.get('/dashboard/:mode/requests/:id/delete', hidden, kit.guard(async (request, reply, signed) => {
-    const { request: item } = await retrieveRequest(signed.ctx, request.params.id);
-    return kit.render(reply, 200, 'confirm', {
-      title: 'Delete this request', ...kit.layoutOf(signed, 'requests'), heading: `Delete request “${item.message}”?`,
-      consequence: 'Its link stops taking payments at once, and request.status_updated is sent. Payments already made are kept. This cannot be undone.',
-      action: `${signed.base}/requests/${item.id}/delete`, confirm: 'Yes, delete it', back: `${signed.base}/requests/${item.id}`,
-    });
-  }));
+  scope.get(
+    '/dashboard/:mode/requests/:id/delete',
+    hidden,
+    kit.guard(async (request, reply, signed) => {
+      const { request: item } = await retrieveRequest(signed.ctx, request.params.id);
+      return kit.render(reply, 200, 'confirm', {
+        title: 'Delete this request',
+        ...kit.layoutOf(signed, 'requests'),
+        heading: `Delete request “${item.message}”?`,
+        consequence:
+          'Its link stops taking payments at once, and request.status_updated is sent. Payments already made are kept. This cannot be undone.',
+        action: `${signed.base}/requests/${item.id}/delete`,
+        confirm: 'Yes, delete it',
+        back: `${signed.base}/requests/${item.id}`,
+      });
+    }),
+  );
 
-  scope.post('/dashboard/:mode/requests/:id/delete', hidden, kit.guard(async (request, reply, signed) => {
-    try {
-      await deleteRequest(signed.ctx, request.params.id);
-    } catch (error) {
-      if (error instanceof AppError && error.code === 'conflict.invalid_state') {
-        return kit.message(reply, 409, 'This request cannot be deleted', `${error.message}. Nothing was changed.`, signed, 'requests');
-      }
-      throw error;
-    }
-    return reply.redirect(`${signed.base}/requests?done=deleted`, 303);
-  }, { post: true }));
+  scope.post(
+    '/dashboard/:mode/requests/:id/delete',
+    hidden,
+    kit.guard(
+      async (request, reply, signed) => {
+        try {
+          await deleteRequest(signed.ctx, request.params.id);
+        } catch (error) {
+          if (error instanceof AppError && error.code === 'conflict.invalid_state') {
+            return kit.message(
+              reply,
+              409,
+              'This request cannot be deleted',
+              `${error.message}. Nothing was changed.`,
+              signed,
+              'requests',
+            );
+          }
+          throw error;
+        }
+        return reply.redirect(`${signed.base}/requests?done=deleted`, 303);
+      },
+      { post: true },
+    ),
+  );
 }

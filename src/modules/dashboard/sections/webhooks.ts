@@ -5,7 +5,12 @@ import { EVENT_TYPES } from '../../events/events.builders.ts';
 import { listEventsFor, resendEventFor, retrieveEvent } from '../../events/events.service.ts';
 import { CreateWebhookBody } from '../../webhooks/webhooks.schemas.ts';
 import {
-  createWebhook, deleteWebhook, listWebhooksFor, recentDeliveriesFor, recoverWebhook, retrieveWebhook,
+  createWebhook,
+  deleteWebhook,
+  listWebhooksFor,
+  recentDeliveriesFor,
+  recoverWebhook,
+  retrieveWebhook,
 } from '../../webhooks/webhooks.service.ts';
 import { text, texts } from '../dashboard.format.ts';
 import { apiBodyProblem } from '../dashboard.forms.ts';
@@ -19,103 +24,209 @@ const hidden = { schema: { hide: true } };
 
 export function registerWebhookPages(scope: Scope, kit: Kit): void {
   const listPage = async (signed: Signed, values: { url?: string; events?: string[] }, error: string | null) => ({
-    title: 'Webhooks', ...kit.layoutOf(signed, 'webhooks'), webhooks: (await listWebhooksFor(signed.ctx, { limit: 100 })).webhooks,
-    eventTypes: EVENT_TYPES, values, error,
+    title: 'Webhooks',
+    ...kit.layoutOf(signed, 'webhooks'),
+    webhooks: (await listWebhooksFor(signed.ctx, { limit: 100 })).webhooks,
+    eventTypes: EVENT_TYPES,
+    values,
+    error,
   });
 
-  scope.get('/dashboard/:mode/webhooks', hidden, kit.guard(async (request, reply, signed) => {
-    const flash = request.query.done === 'deleted' ? 'The endpoint is deleted: nothing more is sent to it.' : null;
-    return kit.render(reply, 200, 'webhooks', { ...(await listPage(signed, {}, null)), flash });
-  }));
+  scope.get(
+    '/dashboard/:mode/webhooks',
+    hidden,
+    kit.guard(async (request, reply, signed) => {
+      const flash = request.query.done === 'deleted' ? 'The endpoint is deleted: nothing more is sent to it.' : null;
+      return kit.render(reply, 200, 'webhooks', { ...(await listPage(signed, {}, null)), flash });
+    }),
+  );
 
-  scope.post('/dashboard/:mode/webhooks', hidden, kit.guard(async (request, reply, signed) => {
-    const form = formOf(request);
-    const url = text(form.url, 2100);
-    const chosen = texts(form.events).filter((type) => type !== '');
-    const body = { url, ...(chosen.length ? { events: chosen } : {}) };
-    const again = async (message: string) => kit.render(reply, 400, 'webhooks', await listPage(signed, { url, events: chosen }, message));
-    const invalid = apiBodyProblem(CreateWebhookBody, body);
-    if (invalid) return again(invalid.message);
-    try {
-      const created = await createWebhook(signed.ctx, body);
-      // The secret is in this reply only: it is sealed at rest and never shown again.
-      return kit.render(reply, 201, 'webhook-created', { title: 'Webhook endpoint created', ...kit.layoutOf(signed, 'webhooks'), webhook: created.body.webhook });
-    } catch (error) {
-      const problem = problemOf(error);
-      if (problem) return again(problem.message);
-      throw error;
-    }
-  }, { post: true }));
+  scope.post(
+    '/dashboard/:mode/webhooks',
+    hidden,
+    kit.guard(
+      async (request, reply, signed) => {
+        const form = formOf(request);
+        const url = text(form.url, 2100);
+        const chosen = texts(form.events).filter((type) => type !== '');
+        const body = { url, ...(chosen.length ? { events: chosen } : {}) };
+        const again = async (message: string) =>
+          kit.render(reply, 400, 'webhooks', await listPage(signed, { url, events: chosen }, message));
+        const invalid = apiBodyProblem(CreateWebhookBody, body);
+        if (invalid) return again(invalid.message);
+        try {
+          const created = await createWebhook(signed.ctx, body);
+          // The secret is in this reply only: it is sealed at rest and never shown again.
+          return kit.render(reply, 201, 'webhook-created', {
+            title: 'Webhook endpoint created',
+            ...kit.layoutOf(signed, 'webhooks'),
+            webhook: created.body.webhook,
+          });
+        } catch (error) {
+          const problem = problemOf(error);
+          if (problem) return again(problem.message);
+          throw error;
+        }
+      },
+      { post: true },
+    ),
+  );
 
-  scope.get('/dashboard/:mode/webhooks/:id', hidden, kit.guard(async (request, reply, signed) => {
-    const { webhook } = await retrieveWebhook(signed.ctx, request.params.id);
-    const deliveries = await recentDeliveriesFor(signed.ctx, webhook.id);
-    const done = text(request.query.done);
-    const flash = done === 'recovered' ? `${text(request.query.count)} failed deliveries are queued to be sent again.` : done === 'resent' ? 'The event is queued to be sent again.' : null;
-    const dayAgo = inZone(signed.ctx.clock.now() - 86_400_000, kit.zone()).toFormat("yyyy-LL-dd'T'HH:mm");
-    return kit.render(reply, 200, 'webhook', { title: `Webhook ${webhook.url}`, ...kit.layoutOf(signed, 'webhooks'), webhook, deliveries, flash, since: text(request.query.since) || dayAgo, error: null });
-  }));
-
-  scope.post('/dashboard/:mode/webhooks/:id/recover', hidden, kit.guard(async (request, reply, signed) => {
-    const raw = text(formOf(request).since, 40);
-    const since = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}$/.test(raw) ? localAt(raw, kit.zone()) : null;
-    try {
-      if (!since?.isValid) throw invalidParam('since', 'Enter the time to recover from, as a date and time');
-      const recovered = await recoverWebhook(signed.ctx, request.params.id, since.toUTC().toISO()!);
-      return reply.redirect(`${signed.base}/webhooks/${request.params.id}?done=recovered&count=${recovered.deliveries.length}`, 303);
-    } catch (error) {
-      const problem = problemOf(error);
-      if (!problem) throw error;
+  scope.get(
+    '/dashboard/:mode/webhooks/:id',
+    hidden,
+    kit.guard(async (request, reply, signed) => {
       const { webhook } = await retrieveWebhook(signed.ctx, request.params.id);
-      return kit.render(reply, 400, 'webhook', {
-        title: `Webhook ${webhook.url}`, ...kit.layoutOf(signed, 'webhooks'), webhook, deliveries: await recentDeliveriesFor(signed.ctx, webhook.id), since: raw, error: problem.message,
+      const deliveries = await recentDeliveriesFor(signed.ctx, webhook.id);
+      const done = text(request.query.done);
+      const flash =
+        done === 'recovered'
+          ? `${text(request.query.count)} failed deliveries are queued to be sent again.`
+          : done === 'resent'
+            ? 'The event is queued to be sent again.'
+            : null;
+      const dayAgo = inZone(signed.ctx.clock.now() - 86_400_000, kit.zone()).toFormat("yyyy-LL-dd'T'HH:mm");
+      return kit.render(reply, 200, 'webhook', {
+        title: `Webhook ${webhook.url}`,
+        ...kit.layoutOf(signed, 'webhooks'),
+        webhook,
+        deliveries,
+        flash,
+        since: text(request.query.since) || dayAgo,
+        error: null,
       });
-    }
-  }, { post: true }));
+    }),
+  );
 
-  scope.get('/dashboard/:mode/webhooks/:id/delete', hidden, kit.guard(async (request, reply, signed) => {
-    const { webhook } = await retrieveWebhook(signed.ctx, request.params.id);
-    return kit.render(reply, 200, 'confirm', {
-      title: 'Delete this endpoint', ...kit.layoutOf(signed, 'webhooks'), heading: `Delete the endpoint ${webhook.url}?`,
-      consequence: 'Nothing more is sent to it, deliveries not yet made are cancelled, and its secret is forgotten. This cannot be undone.',
-      action: `${signed.base}/webhooks/${webhook.id}/delete`, confirm: 'Yes, delete it', back: `${signed.base}/webhooks/${webhook.id}`,
-    });
-  }));
+  scope.post(
+    '/dashboard/:mode/webhooks/:id/recover',
+    hidden,
+    kit.guard(
+      async (request, reply, signed) => {
+        const raw = text(formOf(request).since, 40);
+        const since = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}$/.test(raw) ? localAt(raw, kit.zone()) : null;
+        try {
+          if (!since?.isValid) throw invalidParam('since', 'Enter the time to recover from, as a date and time');
+          const recovered = await recoverWebhook(signed.ctx, request.params.id, since.toUTC().toISO()!);
+          return reply.redirect(
+            `${signed.base}/webhooks/${request.params.id}?done=recovered&count=${recovered.deliveries.length}`,
+            303,
+          );
+        } catch (error) {
+          const problem = problemOf(error);
+          if (!problem) throw error;
+          const { webhook } = await retrieveWebhook(signed.ctx, request.params.id);
+          return kit.render(reply, 400, 'webhook', {
+            title: `Webhook ${webhook.url}`,
+            ...kit.layoutOf(signed, 'webhooks'),
+            webhook,
+            deliveries: await recentDeliveriesFor(signed.ctx, webhook.id),
+            since: raw,
+            error: problem.message,
+          });
+        }
+      },
+      { post: true },
+    ),
+  );
 
-  scope.post('/dashboard/:mode/webhooks/:id/delete', hidden, kit.guard(async (request, reply, signed) => {
-    await deleteWebhook(signed.ctx, request.params.id);
-    return reply.redirect(`${signed.base}/webhooks?done=deleted`, 303);
-  }, { post: true }));
+  scope.get(
+    '/dashboard/:mode/webhooks/:id/delete',
+    hidden,
+    kit.guard(async (request, reply, signed) => {
+      const { webhook } = await retrieveWebhook(signed.ctx, request.params.id);
+      return kit.render(reply, 200, 'confirm', {
+        title: 'Delete this endpoint',
+        ...kit.layoutOf(signed, 'webhooks'),
+        heading: `Delete the endpoint ${webhook.url}?`,
+        consequence:
+          'Nothing more is sent to it, deliveries not yet made are cancelled, and its secret is forgotten. This cannot be undone.',
+        action: `${signed.base}/webhooks/${webhook.id}/delete`,
+        confirm: 'Yes, delete it',
+        back: `${signed.base}/webhooks/${webhook.id}`,
+      });
+    }),
+  );
+
+  scope.post(
+    '/dashboard/:mode/webhooks/:id/delete',
+    hidden,
+    kit.guard(
+      async (request, reply, signed) => {
+        await deleteWebhook(signed.ctx, request.params.id);
+        return reply.redirect(`${signed.base}/webhooks?done=deleted`, 303);
+      },
+      { post: true },
+    ),
+  );
 
   // Events
 
-  scope.get('/dashboard/:mode/events', hidden, kit.guard(async (request, reply, signed) => {
-    const type = EVENT_TYPES.find((t) => t === text(request.query.type)) ?? '';
-    const objectId = text(request.query.object_id, 64);
-    const after = isIdOf('event', text(request.query.after)) ? text(request.query.after) : '';
-    const page = await listEventsFor(signed.ctx, { type: type || undefined, object_id: objectId || undefined, starting_after: after || undefined, limit: 25 });
-    const filters = { type, object_id: objectId, after };
-    const next = page.has_more ? page.events[page.events.length - 1].id : null;
-    return kit.render(reply, 200, 'events', { title: 'Events', ...kit.layoutOf(signed, 'events'), events: page.events, eventTypes: EVENT_TYPES, filters, next });
-  }));
+  scope.get(
+    '/dashboard/:mode/events',
+    hidden,
+    kit.guard(async (request, reply, signed) => {
+      const type = EVENT_TYPES.find((t) => t === text(request.query.type)) ?? '';
+      const objectId = text(request.query.object_id, 64);
+      const after = isIdOf('event', text(request.query.after)) ? text(request.query.after) : '';
+      const page = await listEventsFor(signed.ctx, {
+        type: type || undefined,
+        object_id: objectId || undefined,
+        starting_after: after || undefined,
+        limit: 25,
+      });
+      const filters = { type, object_id: objectId, after };
+      const next = page.has_more ? page.events[page.events.length - 1].id : null;
+      return kit.render(reply, 200, 'events', {
+        title: 'Events',
+        ...kit.layoutOf(signed, 'events'),
+        events: page.events,
+        eventTypes: EVENT_TYPES,
+        filters,
+        next,
+      });
+    }),
+  );
 
-  scope.get('/dashboard/:mode/events/:id', hidden, kit.guard(async (request, reply, signed) => {
-    const { event, deliveries } = await retrieveEvent(signed.ctx, request.params.id);
-    const webhooks = (await listWebhooksFor(signed.ctx, { limit: 100 })).webhooks;
-    const flash = request.query.done === 'resent' ? `Queued to be sent again (${text(request.query.count)} deliveries).` : null;
-    return kit.render(reply, 200, 'event', { title: `Event ${event.id}`, ...kit.layoutOf(signed, 'events'), event, deliveries, webhooks, flash });
-  }));
+  scope.get(
+    '/dashboard/:mode/events/:id',
+    hidden,
+    kit.guard(async (request, reply, signed) => {
+      const { event, deliveries } = await retrieveEvent(signed.ctx, request.params.id);
+      const webhooks = (await listWebhooksFor(signed.ctx, { limit: 100 })).webhooks;
+      const flash =
+        request.query.done === 'resent' ? `Queued to be sent again (${text(request.query.count)} deliveries).` : null;
+      return kit.render(reply, 200, 'event', {
+        title: `Event ${event.id}`,
+        ...kit.layoutOf(signed, 'events'),
+        event,
+        deliveries,
+        webhooks,
+        flash,
+      });
+    }),
+  );
 
-  scope.post('/dashboard/:mode/events/:id/resend', hidden, kit.guard(async (request, reply, signed) => {
-    const webhookId = text(formOf(request).webhook_id, 64);
-    try {
-      const sent = await resendEventFor(signed.ctx, request.params.id, webhookId ? { webhook_id: webhookId } : {});
-      return reply.redirect(`${signed.base}/events/${request.params.id}?done=resent&count=${sent.deliveries.length}`, 303);
-    } catch (error) {
-      if (error instanceof AppError && error.status === 404) throw error;
-      const problem = problemOf(error);
-      if (!problem) throw error;
-      return kit.message(reply, 400, 'The event was not sent again', problem.message, signed, 'events');
-    }
-  }, { post: true }));
+  scope.post(
+    '/dashboard/:mode/events/:id/resend',
+    hidden,
+    kit.guard(
+      async (request, reply, signed) => {
+        const webhookId = text(formOf(request).webhook_id, 64);
+        try {
+          const sent = await resendEventFor(signed.ctx, request.params.id, webhookId ? { webhook_id: webhookId } : {});
+          return reply.redirect(
+            `${signed.base}/events/${request.params.id}?done=resent&count=${sent.deliveries.length}`,
+            303,
+          );
+        } catch (error) {
+          if (error instanceof AppError && error.status === 404) throw error;
+          const problem = problemOf(error);
+          if (!problem) throw error;
+          return kit.message(reply, 400, 'The event was not sent again', problem.message, signed, 'events');
+        }
+      },
+      { post: true },
+    ),
+  );
 }
