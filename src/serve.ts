@@ -61,6 +61,6 @@ export async function listenOrExit(runtime: Runtime, config: Config): Promise<vo
   }
   // Everything the service loads at start is loaded now: its compiled code (and the TypeScript
   // stripped of its types) is written to the compile cache now rather than at exit, which a
-  // SIGKILL never reaches (README, Running it).
+  // SIGKILL never reaches (docs/configuration.md, "Memory and start-up").
   flushCompileCache();
 }

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { processStore, startService, stop } from './process.ts';
 
-// `npm start`, the CLI and the sandbox bank keep Node's compile cache (README, Running it): the
+// `npm start`, the CLI and the sandbox bank keep Node's compile cache (docs/configuration.md, "Memory and start-up"): the
 // service's code, stripped of its types, is written once it listens, so even a start ended by
 // SIGKILL leaves it for the next.
 

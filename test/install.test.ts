@@ -5,7 +5,7 @@ import path from 'node:path';
 import semver from 'semver';
 
 // .npmrc hides npm's warnings because its engine check compares packages with the Node npm runs
-// on, not the pinned Node that runs them (README, "Install"). This is the check npm cannot make:
+// on, not the pinned Node that runs them (docs/configuration.md, "Install"). This is the check npm cannot make:
 // every installed package accepts the pinned Node, so hiding those warnings hides nothing true.
 
 const root = path.resolve(import.meta.dirname, '..');

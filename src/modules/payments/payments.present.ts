@@ -7,7 +7,7 @@ import type { CustInfoRow } from '../customers/customers.tables.ts';
 
 /**
  * The payment object of the API. `amount` is what moved at the bank (0.01 in test mode, see the
- * README's Decisions); `requested_amount` is what the payer was asked for, which limits and caps use.
+ * docs/decisions.md); `requested_amount` is what the payer was asked for, which limits and caps use.
  */
 export function presentPayment(row: PaymentRow, custInfo?: CustInfoRow | null) {
   const custInfoObject: CustInfoObject | undefined = custInfo ? presentCustInfo(custInfo) : undefined;

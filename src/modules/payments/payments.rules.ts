@@ -14,7 +14,7 @@ export const PCR_CODE = 'TONO';
 export const TEST_ACCOUNT = { name: 'Tono test account', accountNumber: '38-9000-0000001-00' } as const;
 /** Test mode moves this much, whatever was asked for. */
 export const TEST_SETTLED_CENTS = 1;
-/** In test mode a payment of this amount fails at the callback (README, Test mode). */
+/** In test mode a payment of this amount fails at the callback (docs/api-conventions.md, "Test mode and the test clock"). */
 export const TEST_FAILING_CENTS = 6780;
 /** awaiting-consent for longer than this is abandoned. */
 export const ABANDON_AFTER_MS = 30 * 60_000;

@@ -51,7 +51,7 @@ test('authorisation creates the subscription, the customer and a paid request; t
   await advanceTo((await clockNow()) + 1000);
   const [first] = await payments(sub.id);
   assert.equal(first.status, 'successful');
-  // Test mode moves 0.01 NZD; the amount asked for is requested_amount (the README's Decisions).
+  // Test mode moves 0.01 NZD; the amount asked for is requested_amount (docs/decisions.md).
   assert.deepEqual(first.amount, { value: '0.01 NZD', formatted: '$0.01' });
   assert.deepEqual(first.requested_amount, { value: '15.00 NZD', formatted: '$15.00' });
   assert.equal(first.subscription_id, sub.id);
