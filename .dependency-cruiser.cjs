@@ -18,6 +18,21 @@ module.exports = {
       to: { path: '^src/modules/([^/]+)/.+[.]repo[.]ts$', pathNot: '^src/modules/$1/' },
     },
     {
+      name: 'events-know-no-subscriber',
+      comment:
+        'The outbox knows nobody who listens to it: subscribers (webhooks) declare onEvent in their manifests. It uses only the key check every route uses and the address shape of customer events.',
+      severity: 'error',
+      from: { path: '^src/modules/events/' },
+      to: {
+        path: '^src/modules/[^/]+/',
+        pathNot: [
+          '^src/modules/events/',
+          '^src/modules/merchants/merchants[.]auth[.]ts$',
+          '^src/modules/customers/customers[.](rules|schemas)[.]ts$',
+        ],
+      },
+    },
+    {
       name: 'lower-layers-stay-low',
       comment:
         'src/shared, src/store, src/jobs and src/http never import a module; modules plug into them through their manifests (src/modules/index.ts).',

@@ -22,6 +22,7 @@ import { requestsModule } from './requests/requests.module.ts';
 import { subscriptionsModule } from './subscriptions/subscriptions.module.ts';
 import { testHelpersModule } from './test-helpers/test-helpers.module.ts';
 import { webhooksModule } from './webhooks/webhooks.module.ts';
+import { setEventSubscribers } from './events/events.subscribers.ts';
 
 /** Every module of Tono. The app, the runtime, the CLI and the tests are built from this list. */
 export const manifests: readonly ModuleManifest[] = [
@@ -41,6 +42,9 @@ export const manifests: readonly ModuleManifest[] = [
   banksModule,
   testHelpersModule,
 ];
+
+// Every event reaches the subscribers the manifests declare; wired once, as the list is.
+setEventSubscribers(manifests.flatMap((manifest) => (manifest.onEvent ? [manifest.onEvent] : [])));
 
 /** Gathers what modules contribute to one another; a kind contributed twice is a wiring mistake. */
 export function contributionsOf(deps: Deps, list: readonly ModuleManifest[] = manifests): Contributions {

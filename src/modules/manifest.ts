@@ -4,6 +4,7 @@ import type { JobHandler } from '../jobs/worker.ts';
 import type { SealSecrets } from '../store/seal-at-rest.ts';
 import type { CheckoutStrategy } from './checkout/checkout.strategies.ts';
 import type { Deps } from './context.ts';
+import type { EventSubscriber } from './events/events.subscribers.ts';
 import type { PayHelper } from './test-helpers/pay.service.ts';
 
 // What a module is, to the rest of Tono: one manifest per module, listed in src/modules/index.ts,
@@ -42,6 +43,8 @@ export type ModuleManifest = {
   payHelpers?: Record<string, PayHelper>;
   /** Seals this module's secrets stored in clear before secrets were sealed at rest (once per database). */
   sealSecrets?: SealSecrets;
+  /** Runs for every event as it is written, in its transaction (webhooks' fan-out). */
+  onEvent?: EventSubscriber;
   /** Work to set going once in a process that runs workers (scheduling a recurring job). */
   start?(deps: Deps): Promise<void>;
 };

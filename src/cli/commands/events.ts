@@ -1,5 +1,5 @@
 import { systemClock } from '../../shared/time.ts';
-import { resendEvent } from '../../modules/events/events.service.ts';
+import { resendEvent } from '../../modules/webhooks/webhooks.service.ts';
 import { recoverDeliveries } from '../../modules/webhooks/webhooks.service.ts';
 import type { CliCommand } from '../command.ts';
 import { print, withDb } from './open.ts';

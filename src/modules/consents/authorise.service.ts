@@ -11,14 +11,7 @@ import {
   type EnduringKind,
 } from '../authorisations/authorisations.service.ts';
 import { findConsentById, findConsentOfRequest, insertConsent, type ConsentRow } from './consents.repo.ts';
-import {
-  enduringPeriodOf,
-  hashConsentToken,
-  limitsOf,
-  maskConsentToken,
-  newConsentToken,
-  NO_USAGE,
-} from './consents.rules.ts';
+import { enduringPeriodOf, hashConsentToken, limitsOf, newConsentToken, NO_USAGE } from './consents.rules.ts';
 import { noticeConsentAuthorised } from './consents.notices.ts';
 import { scheduleExpiry } from './consents.service.ts';
 import { describeLimits, type RecurringLimits } from './limits.ts';
@@ -98,10 +91,10 @@ export const recurringKind: EnduringKind = {
         id: consent.id,
         merchant_identifier: consent.merchant_identifier,
         status: 'active',
-        token: maskConsentToken(secret),
+        token: secret,
       },
       now,
-      deps.secrets.seal(secret),
+      { secrets: deps.secrets },
     );
     await scheduleExpiry(trx, deps, consent);
     await noticeConsentAuthorised(trx, consent, deps.config.serviceTimeZone, now);

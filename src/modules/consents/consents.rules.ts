@@ -26,11 +26,6 @@ export function newConsentToken(): string {
   return TOKEN_PREFIX + randomBytes(TOKEN_BYTES).toString('base64url');
 }
 
-/** The token as the API shows it after its one showing: `rct_…` and its last 4 characters. */
-export function maskConsentToken(token: string): string {
-  return `${TOKEN_PREFIX}…${token.slice(-4)}`;
-}
-
 /** What is stored of a token: its SHA-256. A token of the wrong shape still hashes (and matches nothing). */
 export function hashConsentToken(token: string): string {
   return sha256Hex(token);

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { buildTestApp, createTestMerchant } from '../../../test/helpers.ts';
 import { transact } from '../../store/tx.ts';
-import { EVENT_TYPES, type EventType } from './events.builders.ts';
+import { EVENT_TYPES, maskSecret, secretFieldOf, type EventType } from './events.builders.ts';
 import { emitEvent } from './events.service.ts';
 
 // Spec 6.2, written out here independently of the builders.
@@ -89,7 +89,9 @@ test('every event type carries exactly the documented fields, in the documented 
   const now = Date.parse('2026-11-21T10:00:00.000Z');
   for (const type of EVENT_TYPES) {
     const envelope = await transact(app.deps.db, (trx) =>
-      emitEvent(trx, { userId: merchant.userId, mode: 'test' }, type, 'x_1', everything as any, now),
+      emitEvent(trx, { userId: merchant.userId, mode: 'test' }, type, 'x_1', everything as any, now, {
+        secrets: app.deps.secrets,
+      }),
     );
     const stored = await app.deps.db
       .selectFrom('events')
@@ -107,6 +109,13 @@ test('every event type carries exactly the documented fields, in the documented 
     if (type === 'request.status_updated') assert.equal('version' in sent, false);
     else assert.equal(sent.version, 1);
     assert.equal(stored.object_id, 'x_1');
+    // the secret an event carries is stored masked and sealed beside it, in one place for every type
+    const field = secretFieldOf(type);
+    if (field !== null) {
+      const secret = (everything as Record<string, unknown>)[field] as string;
+      assert.equal((sent.data as Record<string, unknown>)[field], maskSecret(secret));
+      assert.equal(app.deps.secrets.open(stored.secret_sealed!), secret);
+    } else assert.equal(stored.secret_sealed, null);
   }
 });
 

@@ -119,6 +119,24 @@ export const EVENT_TYPES = [
   'webhook_endpoint.disabled',
 ] as const satisfies readonly EventType[];
 
+/**
+ * The secret an event's data may carry, by type: today only the recurring token of
+ * `recurring_payment.authorised`. The stored event holds it masked, with the secret sealed beside
+ * it; a delivery to an endpoint the event was fanned out to when it was written carries it in clear
+ * (docs/security.md, "Secrets at rest").
+ */
+const SECRET_FIELDS: Partial<Record<EventType, string>> = { 'recurring_payment.authorised': 'token' };
+
+/** The data field that holds a secret in events of this type, if any. */
+export function secretFieldOf(type: EventType): string | null {
+  return SECRET_FIELDS[type] ?? null;
+}
+
+/** How a secret shows in the stored event and the events API: its prefix and last four characters (`rct_…a1b2`). */
+export function maskSecret(secret: string): string {
+  return `${secret.slice(0, secret.indexOf('_') + 1)}…${secret.slice(-4)}`;
+}
+
 /** `request.status_updated` carries no `version` (docs/webhooks.md); every other type carries version 1. */
 export function versionOf(type: EventType): 1 | undefined {
   return type === 'request.status_updated' ? undefined : 1;

@@ -79,33 +79,17 @@ export async function eventBodies(
 }
 
 /** The recurring token as the events API shows it: its prefix, an ellipsis and its last 4 characters. */
-function masked(token: string): string {
-  return `${token.slice(0, 4)}…${token.slice(-4)}`;
-}
-
-/**
- * Seals recurring tokens stored in clear before secrets were sealed at rest, masking them in the
- * envelope; returns the ids of the events changed.
- */
-export async function sealEventTokens(db: Db, seal: (secret: string) => string): Promise<string[]> {
-  const events = await db
+/** Events of these types whose secret is not sealed: those stored before secrets were sealed at rest. */
+export async function eventsWithUnsealedSecret(db: Db, types: string[]): Promise<Array<{ id: string; body: string }>> {
+  if (types.length === 0) return [];
+  return db
     .selectFrom('events')
     .select(['id', 'body'])
-    .where('type', '=', 'recurring_payment.authorised')
+    .where('type', 'in', types)
     .where('secret_sealed', 'is', null)
     .execute();
-  const sealed: string[] = [];
-  for (const event of events) {
-    const envelope = JSON.parse(event.body) as { data: { token?: unknown } };
-    const token = envelope.data.token;
-    if (typeof token !== 'string' || token.includes('…')) continue;
-    envelope.data.token = masked(token);
-    await db
-      .updateTable('events')
-      .set({ body: JSON.stringify(envelope), secret_sealed: seal(token) })
-      .where('id', '=', event.id)
-      .execute();
-    sealed.push(event.id);
-  }
-  return sealed;
+}
+
+export async function setEventBodyAndSecret(db: Db, id: string, body: string, secretSealed: string): Promise<void> {
+  await db.updateTable('events').set({ body, secret_sealed: secretSealed }).where('id', '=', id).execute();
 }

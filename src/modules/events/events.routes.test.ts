@@ -16,7 +16,8 @@ import { DELIVERY_POLICY, type DeliveryPolicy } from '../webhooks/retry-policy.t
 import { startReceiver } from '../webhooks/receiver.test-support.ts';
 import { WebhookDispatcher } from '../webhooks/webhooks.dispatcher.ts';
 import { transact } from '../../store/tx.ts';
-import { maskConsentToken, newConsentToken } from '../consents/consents.rules.ts';
+import { newConsentToken } from '../consents/consents.rules.ts';
+import { maskSecret } from './events.builders.ts';
 import { emitEvent } from './events.service.ts';
 
 async function setup(t: TestContext, policy: DeliveryPolicy = DELIVERY_POLICY) {
@@ -237,7 +238,7 @@ test('the recurring token: in clear in a recovered delivery to an endpoint that 
   const oldHook = (await api.post('/v1/webhooks', { url: old.url })).body.webhook;
   const since = new Date(Date.now() - 1000).toISOString();
   const token = newConsentToken();
-  const masked = maskConsentToken(token);
+  const masked = maskSecret(token);
   assert.equal(masked, `rct_…${token.slice(-4)}`);
   const event = await transact(app.deps.db, (trx) =>
     emitEvent(
@@ -249,10 +250,10 @@ test('the recurring token: in clear in a recovered delivery to an endpoint that 
         id: 'recurring_x',
         merchant_identifier: null,
         status: 'active',
-        token: masked,
+        token,
       },
       Date.now(),
-      app.deps.secrets.seal(token),
+      { secrets: app.deps.secrets },
     ),
   );
   const [first] = await old.waitFor(1);

@@ -1,7 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { Nullable, Timestamp } from '../../http/schemas.ts';
 import { listQueryFields } from '../../shared/pagination.ts';
-import { DeliveryObject } from '../webhooks/webhooks.schemas.ts';
 import { EVENT_TYPES } from './events.builders.ts';
 
 export const EventObject = Type.Object(
@@ -30,7 +29,6 @@ export const ListEventsQuery = Type.Object(
 export type ListEventsQuery = Static<typeof ListEventsQuery>;
 
 export const EventList = Type.Object({ events: Type.Array(EventObject), has_more: Type.Boolean() });
-export const EventDetail = Type.Object({ event: EventObject, deliveries: Type.Array(DeliveryObject) });
 
 export const ResendBody = Type.Object(
   {

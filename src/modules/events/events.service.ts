@@ -5,21 +5,30 @@ import { iso } from '../../shared/time.ts';
 import type { Database } from '../../store/tables.ts';
 import { invalidParam, notFound } from '../../shared/errors.ts';
 import { pageOf } from '../../shared/pagination.ts';
-import { deliveriesWithAttempts, letDeliveriesCarrySecret, resendToWebhooks } from '../webhooks/webhooks.service.ts';
-import { fanOutToWebhooks } from '../webhooks/webhooks.fanout.ts';
 import {
   buildEventData,
   EVENT_TYPES,
+  maskSecret,
+  secretFieldOf,
   versionOf,
   type EventData,
   type EventEnvelope,
   type EventType,
 } from './events.builders.ts';
-import { eventsAfter, findEvent, listEvents, newestEventId, sealEventTokens, type EventRow } from './events.repo.ts';
+import {
+  eventsAfter,
+  eventsWithUnsealedSecret,
+  findEvent,
+  listEvents,
+  newestEventId,
+  setEventBodyAndSecret,
+  type EventRow,
+} from './events.repo.ts';
 import type { SecretBox } from '../../shared/secret-box.ts';
 
 export { eventBodies } from './events.repo.ts';
-import type { EventFeedQuery, ListEventsQuery, ResendBody } from './events.schemas.ts';
+import type { EventFeedQuery, ListEventsQuery } from './events.schemas.ts';
+import { eventSubscribers } from './events.subscribers.ts';
 import type { Mode } from '../../shared/mode.ts';
 import type { Ctx } from '../context.ts';
 
@@ -27,9 +36,9 @@ export type EventScope = { userId: string; mode: Mode };
 
 /**
  * Writes an event in the caller's transaction (the outbox): it exists exactly when the change that
- * caused it does, and delivery picks it up from there. `sealedSecret` is a secret the data carries
- * masked (the recurring token): stored sealed beside it, and put back in clear only in deliveries to
- * the endpoints this event is fanned out to now (docs/security.md).
+ * caused it does, and delivery picks it up from there. Every subscriber (webhooks' fan-out) runs in
+ * that transaction too. An event whose type carries a secret (secretFieldOf) takes it in clear in
+ * `data` and needs `secrets`: it is stored masked, sealed beside it (docs/security.md).
  */
 export async function emitEvent<T extends EventType>(
   db: Kysely<Database>,
@@ -38,7 +47,7 @@ export async function emitEvent<T extends EventType>(
   objectId: string,
   data: EventData[T],
   now: number,
-  sealedSecret: string | null = null,
+  options: { secrets?: SecretBox } = {},
 ): Promise<EventEnvelope<T>> {
   const envelope: EventEnvelope<T> = {
     id: newId('event'),
@@ -48,6 +57,16 @@ export async function emitEvent<T extends EventType>(
     data: buildEventData[type](data as any) as EventData[T],
   };
   if (envelope.version === undefined) delete envelope.version;
+  let sealedSecret: string | null = null;
+  const secretField = secretFieldOf(type);
+  if (secretField !== null) {
+    const fields = envelope.data as Record<string, unknown>;
+    const secret = fields[secretField];
+    if (typeof secret !== 'string' || !options.secrets)
+      throw new Error(`a ${type} event needs its ${secretField} in clear and the secret box to seal it`);
+    sealedSecret = options.secrets.seal(secret);
+    fields[secretField] = maskSecret(secret);
+  }
   const body = JSON.stringify(envelope);
   await insertRow(db, 'events', {
     id: envelope.id,
@@ -59,21 +78,34 @@ export async function emitEvent<T extends EventType>(
     created_at: now,
     ...(sealedSecret !== null && { secret_sealed: sealedSecret }),
   });
-  // Deliveries are created in the same transaction, so an event and its deliveries commit (or vanish) together.
-  await fanOutToWebhooks(db, {
-    id: envelope.id,
-    userId: scope.userId,
-    mode: scope.mode,
-    type,
-    hasSecret: sealedSecret !== null,
-  });
+  const emitted = { id: envelope.id, userId: scope.userId, mode: scope.mode, type, hasSecret: sealedSecret !== null };
+  for (const subscriber of eventSubscribers()) await subscriber(db, emitted);
   return envelope;
 }
 
-/** Recurring tokens in events stored before sealing at rest: sealed, masked, and still carried by the event's own deliveries. */
-export async function sealEventSecrets(trx: Kysely<Database>, secrets: SecretBox): Promise<void> {
-  const sealed = await sealEventTokens(trx, (token) => secrets.seal(token));
-  await letDeliveriesCarrySecret(trx, sealed);
+/** An event's stored body with its secret put back in clear, for a delivery that may carry it. */
+export function revealSecret(storedBody: string, secret: string): string {
+  const envelope = JSON.parse(storedBody) as { type: EventType; data: Record<string, unknown> };
+  const field = secretFieldOf(envelope.type);
+  if (field === null) return storedBody;
+  envelope.data[field] = secret;
+  return JSON.stringify(envelope);
+}
+
+/** Secrets in events stored before sealing at rest: sealed and masked. Returns the events sealed, whose own deliveries still carry them. */
+export async function sealStoredEventSecrets(trx: Kysely<Database>, secrets: SecretBox): Promise<string[]> {
+  const types = EVENT_TYPES.filter((type) => secretFieldOf(type) !== null);
+  const sealed: string[] = [];
+  for (const event of await eventsWithUnsealedSecret(trx, types)) {
+    const envelope = JSON.parse(event.body) as { type: EventType; data: Record<string, unknown> };
+    const field = secretFieldOf(envelope.type)!;
+    const secret = envelope.data[field];
+    if (typeof secret !== 'string' || secret.includes('…')) continue;
+    envelope.data[field] = maskSecret(secret);
+    await setEventBodyAndSecret(trx, event.id, JSON.stringify(envelope), secrets.seal(secret));
+    sealed.push(event.id);
+  }
+  return sealed;
 }
 
 // The event log: what was sent, to whom, and how each attempt went; and re-sending.
@@ -91,28 +123,14 @@ export async function listEventsFor(ctx: Ctx, query: ListEventsQuery) {
   return { events: items.map(presentEvent), has_more: hasMore };
 }
 
-export async function retrieveEvent(ctx: Ctx, id: string) {
-  const row = await findEvent(ctx.db, ownerOf(ctx), id);
-  if (!row) throw notFound('event', id);
-  return { event: presentEvent(row), deliveries: await deliveriesWithAttempts(ctx.db, row.id) };
-}
-
-/** Re-sends an event as new deliveries. `scope` null is the operator (CLI): any merchant's event. */
-export async function resendEvent(
-  db: Kysely<Database>,
-  scope: EventScope | null,
-  id: string,
-  webhookId: string | undefined,
-  realNow: number,
-) {
+/** One of the caller's events (any merchant's for the operator, `scope` null); not_found.event otherwise. */
+export async function getEvent(db: Kysely<Database>, scope: EventScope | null, id: string): Promise<EventRow> {
   const row = await findEvent(db, scope, id);
   if (!row) throw notFound('event', id);
-  return resendToWebhooks(db, { id: row.id, type: row.type, userId: row.user_id, mode: row.mode }, webhookId, realNow);
+  return row;
 }
 
-export async function resendEventFor(ctx: Ctx, id: string, body: ResendBody) {
-  return resendEvent(ctx.db, ownerOf(ctx), id, body.webhook_id, ctx.deps.clock.now());
-}
+export type { EventRow };
 
 const FEED_POLL_MS = 250;
 const FEED_PAGE = 100;

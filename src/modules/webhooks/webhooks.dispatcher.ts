@@ -6,7 +6,7 @@ import { newId } from '../../shared/ids.ts';
 import { openStored, type SecretBox } from '../../shared/secret-box.ts';
 import { systemClock, type Clock } from '../../shared/time.ts';
 import type { Db } from '../../store/db.ts';
-import { eventBodies } from '../events/events.service.ts';
+import { eventBodies, revealSecret } from '../events/events.service.ts';
 import {
   deliveriesToSend,
   endDelivery,
@@ -56,14 +56,6 @@ type Work = {
   sendable: boolean;
 };
 
-/** The body a delivery sends: the stored envelope, with the event's secret (the recurring token) in clear when it may carry it. */
-export function deliveredBody(stored: string, secret: string | null): string {
-  if (secret === null) return stored;
-  const envelope = JSON.parse(stored) as { data: Record<string, unknown> };
-  envelope.data.token = secret;
-  return JSON.stringify(envelope);
-}
-
 type Outcome =
   | { work: Work; kind: 'cancelled' }
   | { work: Work; kind: 'exhausted'; at: number }
@@ -108,10 +100,9 @@ export function deliveryLaneKind(
           secret: row?.secret ? secretOf(row.secret) : null,
           eventId: row?.event_id ?? '',
           body: event
-            ? deliveredBody(
-                event.body,
-                row!.with_secret === 1 && event.secret_sealed ? secrets.open(event.secret_sealed) : null,
-              )
+            ? row!.with_secret === 1 && event.secret_sealed
+              ? revealSecret(event.body, secrets.open(event.secret_sealed))
+              : event.body
             : '',
           sendable: !!row && !!event && row.status === 'pending' && row.deleted_at === null,
         };

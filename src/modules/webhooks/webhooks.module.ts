@@ -2,9 +2,10 @@ import type { ModuleManifest } from '../manifest.ts';
 import { WebhookDispatcher } from './webhooks.dispatcher.ts';
 import { scheduleWebhookHealth, WEBHOOK_HEALTH_JOB, webhookHealthJob } from './webhooks.health.ts';
 import { registerWebhookRoutes } from './webhooks.routes.ts';
-import { sealEndpointSecrets } from './webhooks.service.ts';
+import { sealWebhookSecrets } from './webhooks.service.ts';
+import { fanOutToWebhooks } from './webhooks.fanout.ts';
 
-/** Webhooks: endpoints, signed deliveries with retries, and the hourly health check. */
+/** Webhooks: endpoints, signed deliveries with retries, the event detail and resend, and the hourly health check. */
 export const webhooksModule: ModuleManifest = {
   name: 'webhooks',
   routes: (app, deps) => registerWebhookRoutes(app, deps),
@@ -17,6 +18,8 @@ export const webhooksModule: ModuleManifest = {
       secrets: deps.secrets,
     }),
   ],
-  sealSecrets: (trx, secrets) => sealEndpointSecrets(trx, (secret) => secrets.seal(secret)),
+  sealSecrets: sealWebhookSecrets,
+  // Every event is fanned out to the endpoints that take it, in the event's own transaction.
+  onEvent: (db, event) => fanOutToWebhooks(db, event),
   start: scheduleWebhookHealth,
 };

@@ -4,6 +4,7 @@ import { errorResponses, IdempotencyHeaders, IdParams } from '../../http/schemas
 import {
   CreateWebhookBody,
   DeliveryList,
+  EventDetail,
   ListWebhooksQuery,
   RecoverBody,
   UpdateWebhookBody,
@@ -15,10 +16,13 @@ import {
   deleteWebhook,
   listWebhooksFor,
   recoverWebhook,
+  resendEventFor,
+  retrieveEvent,
   retrieveWebhook,
   rotateWebhookSecret,
   updateWebhook,
 } from './webhooks.service.ts';
+import { ResendBody } from '../events/events.schemas.ts';
 import type { Deps } from '../context.ts';
 import type { App } from '../../http/app-type.ts';
 
@@ -146,5 +150,43 @@ export async function registerWebhookRoutes(app: App, deps: Deps): Promise<void>
       },
     },
     async (request) => recoverWebhook(request.ctx, request.params.id, request.body.since),
+  );
+
+  // An event's deliveries and their resending are this module's: the events module knows nothing of webhooks.
+  const eventParams = IdParams('Event id (event_…)');
+  app.get(
+    '/v1/events/:id',
+    {
+      onRequest: auth,
+      schema: {
+        tags: ['Events'],
+        summary: 'Get an event with its webhook deliveries and every attempt',
+        params: eventParams,
+        response: { 200: EventDetail, ...errorResponses },
+      },
+    },
+    async (request) => retrieveEvent(request.ctx, request.params.id),
+  );
+
+  app.post(
+    '/v1/events/:id/resend',
+    {
+      onRequest: auth,
+      // No body is the same as {}: every endpoint that takes the event.
+      config: { bodyOptional: true },
+      preValidation: async (request) => {
+        if (request.body === undefined) request.body = {};
+      },
+      schema: {
+        tags: ['Events'],
+        summary: 'Send an event again',
+        description:
+          'To one endpoint (webhook_id) or to every endpoint whose filter takes the event; each as a new delivery with fresh attempts.',
+        params: eventParams,
+        body: ResendBody,
+        response: { 200: DeliveryList, ...errorResponses },
+      },
+    },
+    async (request) => resendEventFor(request.ctx, request.params.id, request.body ?? {}),
   );
 }

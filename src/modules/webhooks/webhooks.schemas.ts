@@ -2,6 +2,7 @@ import { Type, type Static } from 'typebox';
 import { Nullable, Timestamp } from '../../http/schemas.ts';
 import { listQueryFields } from '../../shared/pagination.ts';
 import { EVENT_TYPES } from '../events/events.builders.ts';
+import { EventObject } from '../events/events.schemas.ts';
 
 const WebhookUrl = Type.String({
   minLength: 1,
@@ -107,3 +108,6 @@ export const DeliveryObject = Type.Object(
 );
 export type DeliveryObject = Static<typeof DeliveryObject>;
 export const DeliveryList = Type.Object({ deliveries: Type.Array(DeliveryObject) });
+
+/** An event with every delivery of it and their attempts. */
+export const EventDetail = Type.Object({ event: EventObject, deliveries: Type.Array(DeliveryObject) });

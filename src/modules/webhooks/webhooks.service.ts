@@ -37,9 +37,11 @@ import {
 } from './webhooks.repo.ts';
 import type { CreateWebhookBody, DeliveryObject, ListWebhooksQuery, UpdateWebhookBody } from './webhooks.schemas.ts';
 import type { Ctx } from '../context.ts';
+import { getEvent, presentEvent, sealStoredEventSecrets, type EventScope } from '../events/events.service.ts';
+import type { SecretBox } from '../../shared/secret-box.ts';
+import { letDeliveriesCarrySecret } from './deliveries.repo.ts';
 
-export { letDeliveriesCarrySecret } from './deliveries.repo.ts';
-export { sealEndpointSecrets } from './webhooks.repo.ts';
+import { sealEndpointSecrets } from './webhooks.repo.ts';
 
 type Db = Kysely<Database>;
 const owner = (ctx: Ctx): Owner => ({ userId: ctx.merchant.id, mode: ctx.mode });
@@ -262,4 +264,35 @@ export async function failuresNeedingAttention(
 ): Promise<Array<DeliveryObject & { url: string }>> {
   const rows = await unrecoveredFailuresOf(ctx.db, owner(ctx), since);
   return rows.map((row) => ({ ...presentDelivery(row), url: row.url }));
+}
+
+/** An event of the caller with every delivery of it and their attempts (`GET /v1/events/{id}`). */
+export async function retrieveEvent(ctx: Ctx, id: string) {
+  const row = await getEvent(ctx.db, owner(ctx), id);
+  return { event: presentEvent(row), deliveries: await deliveriesWithAttempts(ctx.db, row.id) };
+}
+
+/** Re-sends an event as new deliveries. `scope` null is the operator (CLI): any merchant's event. */
+export async function resendEvent(
+  db: Db,
+  scope: EventScope | null,
+  id: string,
+  webhookId: string | undefined,
+  realNow: number,
+) {
+  const row = await getEvent(db, scope, id);
+  return resendToWebhooks(db, { id: row.id, type: row.type, userId: row.user_id, mode: row.mode }, webhookId, realNow);
+}
+
+export async function resendEventFor(ctx: Ctx, id: string, body: { webhook_id?: string }) {
+  return resendEvent(ctx.db, owner(ctx), id, body.webhook_id, ctx.deps.clock.now());
+}
+
+/**
+ * Seals what this module stored in clear before secrets were sealed at rest: endpoint secrets, and
+ * the secrets of events written then, which their own deliveries go on carrying.
+ */
+export async function sealWebhookSecrets(trx: Db, secrets: SecretBox): Promise<void> {
+  await sealEndpointSecrets(trx, (secret) => secrets.seal(secret));
+  await letDeliveriesCarrySecret(trx, await sealStoredEventSecrets(trx, secrets));
 }

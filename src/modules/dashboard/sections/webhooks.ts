@@ -2,7 +2,7 @@ import { inZone, localAt } from '../../../shared/zone.ts';
 import { AppError, invalidParam } from '../../../shared/errors.ts';
 import { isIdOf } from '../../../shared/ids.ts';
 import { EVENT_TYPES } from '../../events/events.builders.ts';
-import { listEventsFor, resendEventFor, retrieveEvent } from '../../events/events.service.ts';
+import { listEventsFor } from '../../events/events.service.ts';
 import { CreateWebhookBody } from '../../webhooks/webhooks.schemas.ts';
 import {
   createWebhook,
@@ -10,6 +10,8 @@ import {
   listWebhooksFor,
   recentDeliveriesFor,
   recoverWebhook,
+  resendEventFor,
+  retrieveEvent,
   retrieveWebhook,
 } from '../../webhooks/webhooks.service.ts';
 import { text, texts } from '../dashboard.format.ts';
