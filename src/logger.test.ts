@@ -11,7 +11,7 @@ import { buildTestApp } from '../test/helpers.ts';
 import { enqueue } from './jobs/queue.ts';
 import { Worker } from './jobs/worker.ts';
 import { jsonLines, logFormatFor, secretFreeLog } from './logger.ts';
-import { startReceiver } from './modules/webhooks/receiver.test-support.ts';
+import { startReceiver } from '../test/support/webhook-receiver.ts';
 import { createUndiciSender } from './modules/webhooks/webhooks.sender.ts';
 
 function captured() {

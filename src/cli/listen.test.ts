@@ -15,7 +15,7 @@ import {
   startService,
   type Store,
 } from '../../test/process.ts';
-import { startReceiver } from '../modules/webhooks/receiver.test-support.ts';
+import { startReceiver } from '../../test/support/webhook-receiver.ts';
 import { verifyStandardWebhook, verifyWebhookSignature } from '../modules/webhooks/verify.js';
 import {
   CATCH_UP_AFTER_MS,

@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { apiClient, buildTestApp, createTestMerchant, freshDb } from '../../test/helpers.ts';
 import { buildSandboxBankApp, migrateSandboxBank } from '../modules/banks/sandbox-bank/sandbox-bank.app.ts';
 import { inspectInput, MAX_JSON_DEPTH } from './text-guard.ts';
-import { SERVICE_BASIC } from '../modules/banks/banks.testing.ts';
+import { SERVICE_BASIC } from '../../test/support/banks.ts';
 
 // Deeply nested JSON and NUL characters, on the API, the pages and the sandbox bank (mounted and alone).
 

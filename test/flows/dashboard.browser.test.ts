@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { parse } from 'csv-parse/sync';
 import { dashWorld, detailPaths, objectsOf, PASSWORD, type DashMerchant, type DashWorld } from '../dashboard.ts';
-import { startReceiver } from '../../src/modules/webhooks/receiver.test-support.ts';
+import { startReceiver } from '../support/webhook-receiver.ts';
 import { verifyWebhookSignature } from '../../src/modules/webhooks/verify.js';
 
 const CHROMIUM = '/usr/bin/chromium';

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { request as forward } from 'undici';
-import { startReceiver } from '../../src/modules/webhooks/receiver.test-support.ts';
+import { startReceiver } from '../support/webhook-receiver.ts';
 import { merchantByCli, openStoreDb, processStore, runCli, startService } from '../process.ts';
 
 // A real `node src/main.ts` SIGKILLed while an execution's bank call is under way: the payment was

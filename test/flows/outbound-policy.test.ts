@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { loadConfig } from '../../src/config.ts';
-import { startReceiver } from '../../src/modules/webhooks/receiver.test-support.ts';
+import { startReceiver } from '../support/webhook-receiver.ts';
 import { apiClient, buildTestApp, createTestMerchant } from '../helpers.ts';
 
 // Outbound connections end to end (docs/security.md): the service's own webhook dispatcher, built

@@ -9,7 +9,7 @@ import { createRuntime } from '../../src/runtime.ts';
 import { openDb } from '../../src/store/db.ts';
 import { sealStoredSecrets } from '../../src/modules/index.ts';
 import { verifyWebhookSignature } from '../../src/modules/webhooks/verify.js';
-import { startReceiver } from '../../src/modules/webhooks/receiver.test-support.ts';
+import { startReceiver } from '../support/webhook-receiver.ts';
 import { apiClient, createTestMerchant, engine, freshDb, testConfig } from '../helpers.ts';
 
 // Secrets at rest (docs/security.md): after a whole recurring flow, with webhooks, retries, a resend

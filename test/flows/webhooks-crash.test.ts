@@ -7,7 +7,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { createMerchant } from '../../src/modules/merchants/merchants.service.ts';
 import { emitEvent } from '../../src/modules/events/events.service.ts';
-import { startReceiver } from '../../src/modules/webhooks/receiver.test-support.ts';
+import { startReceiver } from '../support/webhook-receiver.ts';
 import { systemClock } from '../../src/shared/time.ts';
 import { transact } from '../../src/store/tx.ts';
 import { engine, freshDb, pgUrl, VALID_ACCOUNT, type TestDb } from '../helpers.ts';

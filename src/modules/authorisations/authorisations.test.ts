@@ -1,9 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { consentHarness, createRecurringRequest, type ConsentHarness } from '../consents/consents.testing.ts';
+import { consentHarness, createRecurringRequest, type ConsentHarness } from '../../../test/support/consents.ts';
 import { recurringKind } from '../consents/authorise.service.ts';
 import { subscriptionKind } from '../subscriptions/subscriptions.checkout.ts';
-import { createSubscriptionRequest } from '../subscriptions/subscriptions.fixtures.ts';
+import { createSubscriptionRequest } from '../../../test/support/subscriptions.ts';
 import { bankReturnUrl, banksFor, connectorFor } from '../payments/payments.banks.ts';
 import { findRequestById } from '../requests/requests.service.ts';
 import { authoriseAtBank } from '../test-helpers/pay.bank-driver.ts';

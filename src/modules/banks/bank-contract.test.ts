@@ -9,7 +9,7 @@ import {
   operationFacts,
   StandardChecker,
   STANDARD_ENV,
-} from './standard.testing.ts';
+} from '../../../test/support/payment-initiation-standard.ts';
 
 // The contract with real banks: every exchange between the connector and the sandbox bank during
 // the flow tests (one-off approved and declined, recurring with a bank refusal and both

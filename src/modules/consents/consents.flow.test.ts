@@ -9,7 +9,7 @@ import {
   execute,
   sandboxBalance,
   type ConsentHarness,
-} from './consents.testing.ts';
+} from '../../../test/support/consents.ts';
 
 // Recurring consents end to end: the pay test helper authorises at the sandbox bank over HTTP,
 // executions go through the connector to the same bank. Runs on SQLite and on PostgreSQL

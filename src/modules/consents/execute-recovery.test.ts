@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { consentsModule } from './consents.module.ts';
 import { queueSettlesOfExecutionsInFlight, RECOVER_EXECUTIONS_JOB, SETTLE_EXECUTION_JOB } from './execute.service.ts';
-import { authorise, consentHarness, execute, type ConsentHarness } from './consents.testing.ts';
-import { hook } from '../banks/banks.testing.ts';
-import { startReceiver } from '../webhooks/receiver.test-support.ts';
+import { authorise, consentHarness, execute, type ConsentHarness } from '../../../test/support/consents.ts';
+import { hook } from '../../../test/support/banks.ts';
+import { startReceiver } from '../../../test/support/webhook-receiver.ts';
 
 // What becomes of an execution the service never recorded: the process died (or the record failed)
 // while the bank call was under way. Nothing is queued per execution for this; a sweep every

@@ -9,8 +9,8 @@ import { findConsentById, insertConsent, lockConsent, type ConsentRow } from './
 import { COUNTED_STATUSES, NO_USAGE } from './consents.rules.ts';
 import { periodWindow, type LimitPeriod, type UsageTotals, type Window } from './limits.ts';
 import { countReservation, followStatusChange, usageOf } from './usage.service.ts';
-import { advanceTo, authorise, consentHarness, execute, type ConsentHarness } from './consents.testing.ts';
-import { SERVICE_BASIC } from '../banks/banks.testing.ts';
+import { advanceTo, authorise, consentHarness, execute, type ConsentHarness } from '../../../test/support/consents.ts';
+import { SERVICE_BASIC } from '../../../test/support/banks.ts';
 
 // The usage counters on the consent row against the payments they summarise. Every test here
 // would fail if the counters drifted from the sums the limit check used to compute: a failure

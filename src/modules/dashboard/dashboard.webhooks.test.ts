@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Browser } from '../../../test/payer.ts';
 import { dashWorld, logIn, textOf } from '../../../test/dashboard.ts';
-import { startReceiver } from '../webhooks/receiver.test-support.ts';
+import { startReceiver } from '../../../test/support/webhook-receiver.ts';
 import { verifyWebhookSignature } from '../webhooks/verify.js';
 
 // Webhooks, events and API keys in the dashboard over HTTP, on SQLite and PostgreSQL.

@@ -13,7 +13,7 @@ import {
   type TestApp,
 } from '../../../test/helpers.ts';
 import { DELIVERY_POLICY, type DeliveryPolicy } from '../webhooks/retry-policy.ts';
-import { startReceiver } from '../webhooks/receiver.test-support.ts';
+import { startReceiver } from '../../../test/support/webhook-receiver.ts';
 import { WebhookDispatcher } from '../webhooks/webhooks.dispatcher.ts';
 import { transact } from '../../store/tx.ts';
 import { newConsentToken } from '../consents/consents.rules.ts';

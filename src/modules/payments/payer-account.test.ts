@@ -2,9 +2,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { apiClient, createTestMerchant } from '../../../test/helpers.ts';
 import { checkoutWorld, createRequest, payViaPage } from '../../../test/flows/checkout.fixtures.ts';
-import { hook, listeningApp } from '../banks/banks.testing.ts';
-import { authorise, consentHarness, execute } from '../consents/consents.testing.ts';
-import { createSubscriptionRequest } from '../subscriptions/subscriptions.fixtures.ts';
+import { hook, listeningApp } from '../../../test/support/banks.ts';
+import { authorise, consentHarness, execute } from '../../../test/support/consents.ts';
+import { createSubscriptionRequest } from '../../../test/support/subscriptions.ts';
 import type { Worker } from '../../jobs/worker.ts';
 import { PAYER_ACCOUNT_JOB } from './payments.service.ts';
 

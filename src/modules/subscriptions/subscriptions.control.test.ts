@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { apiClient, buildTestApp, createTestMerchant } from '../../../test/helpers.ts';
-import { authoriseDirectly, createSubscriptionRequest } from './subscriptions.fixtures.ts';
+import { authoriseDirectly, createSubscriptionRequest } from '../../../test/support/subscriptions.ts';
 
 async function setUp(t: import('node:test').TestContext) {
   const app = await buildTestApp(t);

@@ -4,8 +4,8 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { apiClient, createTestMerchant } from '../../../test/helpers.ts';
-import { listeningApp } from '../banks/banks.testing.ts';
-import { createSubscriptionRequest } from './subscriptions.fixtures.ts';
+import { listeningApp } from '../../../test/support/banks.ts';
+import { createSubscriptionRequest } from '../../../test/support/subscriptions.ts';
 
 const DAY = 86_400_000;
 const nzTime = (iso: string) => new Date(iso).toLocaleString('en-NZ', { timeZone: 'Pacific/Auckland', hour12: false });

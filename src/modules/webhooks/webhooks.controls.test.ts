@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import pino from 'pino';
 import { apiClient, buildTestApp, createTestMerchant, type ApiClient } from '../../../test/helpers.ts';
 import type { Clock } from '../../shared/time.ts';
-import { startReceiver } from './receiver.test-support.ts';
+import { startReceiver } from '../../../test/support/webhook-receiver.ts';
 import { decodeKeyring, encodeKeyring, PREVIOUS_SECRET_KEPT_MS, rotated, signingSecrets } from './signing.ts';
 import { signStandardWebhook, signWebhookBody, verifyStandardWebhook, verifyWebhookSignature } from './verify.js';
 import { WebhookDispatcher } from './webhooks.dispatcher.ts';

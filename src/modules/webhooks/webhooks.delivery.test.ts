@@ -6,7 +6,7 @@ import pino from 'pino';
 import { apiClient, buildTestApp, createTestMerchant, type ApiClient, type TestApp } from '../../../test/helpers.ts';
 import type { Clock } from '../../shared/time.ts';
 import { backoffCeilingMs } from './retry-policy.ts';
-import { startReceiver, type Receiver } from './receiver.test-support.ts';
+import { startReceiver, type Receiver } from '../../../test/support/webhook-receiver.ts';
 import { verifyWebhookSignature } from './verify.js';
 import { WebhookDispatcher, type DispatcherOptions } from './webhooks.dispatcher.ts';
 

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import pino from 'pino';
 import { apiClient, buildTestApp, createTestMerchant } from '../../../test/helpers.ts';
 import { DELIVERY_POLICY } from './retry-policy.ts';
-import { startReceiver } from './receiver.test-support.ts';
+import { startReceiver } from '../../../test/support/webhook-receiver.ts';
 import { WebhookDispatcher } from './webhooks.dispatcher.ts';
 import { disableLongFailingEndpoints, failingEndpoints, noticeFailingEndpoints } from './webhooks.health.ts';
 

@@ -4,17 +4,10 @@
 import { Writable } from 'node:stream';
 import type { TestContext } from 'node:test';
 import pino from 'pino';
-import {
-  apiClient,
-  createTestMerchant,
-  freshDb,
-  testConfig,
-  type ApiClient,
-  type TestMerchant,
-} from '../../../test/helpers.ts';
-import { loggerRedactPaths } from '../../app.ts';
-import { createRuntime, type Runtime } from '../../runtime.ts';
-import { SERVICE_BASIC } from '../banks/banks.testing.ts';
+import { apiClient, createTestMerchant, freshDb, testConfig, type ApiClient, type TestMerchant } from '../helpers.ts';
+import { loggerRedactPaths } from '../../src/app.ts';
+import { createRuntime, type Runtime } from '../../src/runtime.ts';
+import { SERVICE_BASIC } from './banks.ts';
 
 export type ConsentHarness = {
   runtime: Runtime;

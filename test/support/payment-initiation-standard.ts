@@ -7,7 +7,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
-import type { BankExchange } from './open-banking.http.ts';
+import type { BankExchange } from '../../src/modules/banks/open-banking.http.ts';
 
 type Json = any;
 type Operation = { method: string; template: string; pattern: RegExp; pathNames: string[]; id: string; op: Json };
@@ -24,7 +24,7 @@ export const STANDARD_ENV = 'PAYMENT_INITIATION_STANDARD';
 export function officialStandardFile(): string {
   const named = process.env[STANDARD_ENV];
   if (named) return path.resolve(named);
-  const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+  const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
   return path.resolve(repoRoot, '..', 'shared', 'standards', 'payment-initiation-nz-v3.0.2.json');
 }
 

@@ -1,12 +1,12 @@
 // Test fixtures: subscription requests over the API and subscriptions made straight through the
 // domain (as the checkout strategy does after the bank's approval), for tests and the bench.
-import type { Runtime } from '../../runtime.ts';
-import { transact } from '../../store/tx.ts';
-import { findRequestById } from '../requests/requests.service.ts';
-import { subscriptionOptionsOf } from '../requests/requests.present.ts';
-import { clockOfSubscription } from './subscriptions.schedule-jobs.ts';
-import { createSubscription } from './subscriptions.service.ts';
-import type { SubscriptionRow } from './subscriptions.repo.ts';
+import type { Runtime } from '../../src/runtime.ts';
+import { transact } from '../../src/store/tx.ts';
+import { findRequestById } from '../../src/modules/requests/requests.service.ts';
+import { subscriptionOptionsOf } from '../../src/modules/requests/requests.present.ts';
+import { clockOfSubscription } from '../../src/modules/subscriptions/subscriptions.schedule-jobs.ts';
+import { createSubscription } from '../../src/modules/subscriptions/subscriptions.service.ts';
+import type { SubscriptionRow } from '../../src/modules/subscriptions/subscriptions.repo.ts';
 
 type Api = { post(url: string, body?: unknown): Promise<{ status: number; body: any }> };
 

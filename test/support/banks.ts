@@ -2,8 +2,8 @@
 // bank is reached over HTTP), a tiny client of the standard, and a payer who signs in and
 // approves through the bank's HTML forms as a browser without JavaScript would.
 import type { TestContext } from 'node:test';
-import { buildTestApp, type TestApp } from '../../../test/helpers.ts';
-import { SERVICE_CLIENT_ID, STANDALONE_CLIENT_SECRET } from './sandbox-bank/sandbox-bank.app.ts';
+import { buildTestApp, type TestApp } from '../helpers.ts';
+import { SERVICE_CLIENT_ID, STANDALONE_CLIENT_SECRET } from '../../src/modules/banks/sandbox-bank/sandbox-bank.app.ts';
 
 export type Listening = TestApp & { baseUrl: string; bankUrl: string; redirectUri: string };
 
