@@ -1,4 +1,5 @@
 import type { FastifyDynamicSwaggerOptions } from '@fastify/swagger';
+import { statusForCode } from '../shared/errors.ts';
 import { ErrorBody } from './schemas.ts';
 
 // Turns what @fastify/swagger generates from the route schemas into the published API
@@ -125,17 +126,20 @@ export const RULE_ERRORS: Record<string, string[]> = {
   revokeRecurringConsentAtBank: ['service_unavailable'],
   revokeRecurringConsentByPayer: ['service_unavailable'],
   declineNextRecurringPayments: ['service_unavailable'],
+  delayRecurringPaymentConfirmations: ['service_unavailable'],
+  slowBankForRecurringConsent: ['service_unavailable'],
+  delaySubscriptionChargeConfirmations: ['service_unavailable'],
+  slowBankForSubscription: ['service_unavailable'],
+  declineTestPaymentAtBank: ['conflict.invalid_state', 'service_unavailable'],
+  delayTestPaymentConfirmation: ['conflict.invalid_state', 'service_unavailable'],
+  slowBankForPayment: ['conflict.invalid_state', 'service_unavailable'],
+  releaseTestPaymentAtBank: ['conflict.invalid_state', 'service_unavailable'],
+  declineNextAtBankForRequest: ['conflict.invalid_state', 'service_unavailable'],
+  delayConfirmationsForRequest: ['conflict.invalid_state', 'service_unavailable'],
+  slowBankForRequest: ['conflict.invalid_state', 'service_unavailable'],
 };
 
-const STATUS_OF_FAMILY: Record<string, string> = {
-  bad_request: '400',
-  unauthorized: '401',
-  not_found: '404',
-  conflict: '409',
-  payment_rejected: '422',
-  service_unavailable: '503',
-};
-const statusOf = (code: string) => STATUS_OF_FAMILY[code.split('.')[0]!]!;
+const statusOf = (code: string) => String(statusForCode(code));
 
 /** Field paths of a body schema, nested objects joined with dots, as the validator names them. */
 function fieldsOf(schema: Json, prefix = ''): Array<{ field: string; required: boolean }> {

@@ -1,5 +1,5 @@
 import { notFound } from '../../shared/errors.ts';
-import { paymentLine, type PaymentLine } from '../../shared/payer-words.ts';
+import { paymentLine, type PaymentLine } from '../payments/payments.payer.ts';
 import { describeMoment } from '../../shared/zone.ts';
 import { merchantContact } from '../merchants/merchants.service.ts';
 import { clockOf, paymentsUnder } from '../payments/payments.service.ts';

@@ -1,5 +1,5 @@
-import { displayAmount } from './money.ts';
-import { describeMoment } from './zone.ts';
+import { displayAmount } from '../../shared/money.ts';
+import { describeMoment } from '../../shared/zone.ts';
 
 // How a payment reads on the payer's pages and in their email.
 
