@@ -32,8 +32,3 @@ export type Ctx = {
   clock: Clock;
   log: Logger;
 };
-
-/** The merchant's clock for test-mode work; `null` when the context is live. */
-export function clockScope(ctx: Pick<Ctx, 'mode' | 'merchant'>): string | null {
-  return ctx.mode === 'test' ? ctx.merchant.id : null;
-}

@@ -4,7 +4,7 @@ import type { Runtime } from '../../src/runtime.ts';
 import { transact } from '../../src/store/tx.ts';
 import { findRequestById } from '../../src/modules/requests/requests.service.ts';
 import { subscriptionOptionsOf } from '../../src/modules/requests/requests.present.ts';
-import { clockOfSubscription } from '../../src/modules/subscriptions/subscriptions.schedule-jobs.ts';
+import { clockOf } from '../../src/modules/merchants/merchants.clock.ts';
 import { createSubscription } from '../../src/modules/subscriptions/subscriptions.service.ts';
 import type { SubscriptionRow } from '../../src/modules/subscriptions/subscriptions.repo.ts';
 
@@ -36,7 +36,7 @@ export async function authoriseDirectly(
   const { deps } = runtime;
   const request = (await findRequestById(deps.db, requestId))!;
   const options = subscriptionOptionsOf(request)!;
-  const clock = await clockOfSubscription(deps, deps.db, request);
+  const clock = await clockOf(deps, request);
   return transact(deps.db, (trx) =>
     createSubscription(trx, deps, {
       request,

@@ -2,7 +2,7 @@ import { AppError } from '../../shared/errors.ts';
 import { findPaymentById } from '../payments/payments.service.ts';
 import { banksFor } from '../payments/payments.banks.ts';
 import { effectiveStatus } from '../payments/payments.rules.ts';
-import { clockOf } from '../payments/payments.service.ts';
+import { clockOf } from '../merchants/merchants.clock.ts';
 import { findRequestById } from '../requests/requests.service.ts';
 import { parseCheckoutForm, type FieldError, type FormValues } from './checkout.form.ts';
 import {

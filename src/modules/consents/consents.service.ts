@@ -9,7 +9,7 @@ import type { Database } from '../../store/tables.ts';
 import { transact } from '../../store/tx.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { connectorFor } from '../payments/payments.banks.ts';
-import { clockIdOf, clockOf } from '../payments/payments.service.ts';
+import { clockIdOf, clockOf } from '../merchants/merchants.clock.ts';
 import {
   countConsentsByStatus,
   findConsentById,

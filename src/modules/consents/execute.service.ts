@@ -8,8 +8,6 @@ import type { Db } from '../../store/db.ts';
 import type { BankConnector, BankResult, BankPaymentOutcome } from '../banks/bank-connector.ts';
 import { connectorFor, creditorOf, remittanceOf } from '../payments/payments.banks.ts';
 import {
-  clockIdOf,
-  clockOf,
   createPaymentRow,
   executionsInFlight,
   findPaymentById,
@@ -20,6 +18,7 @@ import {
   setPaymentStatusIfUnmoved,
   type PaymentRow,
 } from '../payments/payments.service.ts';
+import { clockIdOf, clockOf } from '../merchants/merchants.clock.ts';
 import {
   findConsentById,
   findConsentByTokenHash,

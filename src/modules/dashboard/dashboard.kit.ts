@@ -4,7 +4,7 @@ import { Eta } from 'eta';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { constantTimeEqual } from '../../shared/crypto.ts';
 import { AppError } from '../../shared/errors.ts';
-import { shiftedClock } from '../../shared/time.ts';
+import { clockAt } from '../merchants/merchants.clock.ts';
 import { money, queryOf, text, when } from './dashboard.format.ts';
 import { sessionOf, type DashboardSession } from './dashboard.sessions.ts';
 import type { Ctx, Deps } from '../context.ts';
@@ -116,7 +116,7 @@ export function dashboardKit(deps: Deps) {
     db: deps.db,
     merchant: { id: session.merchant.id, name: session.merchant.name },
     mode,
-    clock: mode === 'test' ? shiftedClock(deps.clock, session.merchant.clockOffsetMs) : deps.clock,
+    clock: clockAt(deps.clock, mode, session.merchant.clockOffsetMs),
     log: request.log as unknown as Ctx['log'],
   });
 

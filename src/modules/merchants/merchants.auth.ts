@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, unauthorized } from '../../shared/errors.ts';
-import { shiftedClock } from '../../shared/time.ts';
+import { clockAt } from './merchants.clock.ts';
 import { authenticateKey, type Authenticated } from './merchants.service.ts';
 import type { NowOrLater } from '../../shared/now-or-later.ts';
 import { TokenBuckets } from '../../http/rate-limit.ts';
@@ -67,7 +67,7 @@ export function apiKeyAuth(deps: Deps) {
       db: deps.db,
       merchant: found.merchant,
       mode: found.mode,
-      clock: found.mode === 'test' ? shiftedClock(deps.clock, found.clockOffsetMs) : deps.clock,
+      clock: clockAt(deps.clock, found.mode, found.clockOffsetMs),
       log,
     };
   };

@@ -15,7 +15,8 @@ import {
   paymentAmount,
   type FinalStatus,
 } from './payments.rules.ts';
-import { clockIdOf, clockOf, createPaymentRow, newAuthState, setPaymentStatus } from './payments.service.ts';
+import { createPaymentRow, newAuthState, setPaymentStatus } from './payments.service.ts';
+import { clockIdOf, clockOf } from '../merchants/merchants.clock.ts';
 import type { Deps } from '../context.ts';
 import type { RequestRow } from '../requests/requests.tables.ts';
 import type { PaymentRow } from './payments.tables.ts';

@@ -14,6 +14,7 @@ import { finishPayment, RECONCILE_PAYMENT_JOB } from './one-off.service.ts';
 import { enduringIdOf, setPaymentStatus } from './payments.service.ts';
 import { enqueue } from '../../jobs/queue.ts';
 import type { Deps } from '../context.ts';
+import { clockIdOf } from '../merchants/merchants.clock.ts';
 
 const RECONCILE_BACKOFF: Backoff = { baseMs: 10_000, maxMs: 10 * 60_000, jitter: false };
 
@@ -46,7 +47,7 @@ export function sweepPaymentJob(deps: Deps): JobHandler {
             {
               kind: RECONCILE_PAYMENT_JOB,
               runAt: deps.clock.now(),
-              clockId: payment.mode === 'test' ? payment.user_id : null,
+              clockId: clockIdOf(payment),
               payload: { payment_id: payment.id },
               dedupeKey: `${RECONCILE_PAYMENT_JOB}:${payment.id}`,
             },

@@ -2,8 +2,7 @@ import type { Kysely } from 'kysely';
 import { randomSecret } from '../../shared/crypto.ts';
 import { newId } from '../../shared/ids.ts';
 import { pageOf } from '../../shared/pagination.ts';
-import { iso, shiftedClock, type Clock } from '../../shared/time.ts';
-import { testClockOffsetOf as clockOffset } from '../merchants/merchants.service.ts';
+import { iso } from '../../shared/time.ts';
 import { enqueue } from '../../jobs/queue.ts';
 import type { Database } from '../../store/tables.ts';
 import { custInfosOfPayments, findCustInfoOfPayment, paymentIdsByPayerEmail } from '../customers/customers.service.ts';
@@ -25,7 +24,7 @@ import {
 } from './payments.repo.ts';
 import { isFinal, newParticulars, PCR_CODE, settledCents, type FinalStatus } from './payments.rules.ts';
 import type { ListPaymentsQuery, ListRequestPaymentsQuery } from './payments.schemas.ts';
-import type { Ctx, Deps } from '../context.ts';
+import type { Ctx } from '../context.ts';
 import type { RequestRow } from '../requests/requests.tables.ts';
 import type { PaymentRow } from './payments.tables.ts';
 
@@ -209,16 +208,6 @@ async function moveStatus(
     now,
   );
   return { ...payment, ...changes };
-}
-
-/** The clock an owner's objects live on: real time live, the merchant's test clock in test mode. */
-export async function clockOf(deps: Deps, owner: { user_id: string; mode: string }): Promise<Clock> {
-  return owner.mode === 'test' ? shiftedClock(deps.clock, await clockOffset(deps.db, owner.user_id)) : deps.clock;
-}
-
-/** The job clock id for an owner's work (the merchant's test clock in test mode). */
-export function clockIdOf(owner: { user_id: string; mode: string }): string | null {
-  return owner.mode === 'test' ? owner.user_id : null;
 }
 
 const ownerOf = (ctx: Ctx) => ({ userId: ctx.merchant.id, mode: ctx.mode });

@@ -27,7 +27,8 @@ export { findRequestById, getRequest, lockRequest } from './requests.repo.ts';
 import { presentRequest, requestUrl, type RequestObject } from './requests.present.ts';
 import { normaliseCreateRequest } from './requests.rules.ts';
 import type { CreateRequestBody, ListRequestsQuery } from './requests.schemas.ts';
-import { clockScope, type Ctx } from '../context.ts';
+import type { Ctx } from '../context.ts';
+import { clockIdOf } from '../merchants/merchants.clock.ts';
 import type { RequestRow } from './requests.tables.ts';
 import { bankAccountOf } from '../merchants/merchants.service.ts';
 
@@ -110,7 +111,7 @@ export async function createRequest(
         {
           kind: EXPIRE_REQUEST_JOB,
           runAt: realTimeOf(row.expires_at, ctx.clock),
-          clockId: clockScope(ctx),
+          clockId: clockIdOf({ user_id: ctx.merchant.id, mode: ctx.mode }),
           payload: { request_id: id },
           dedupeKey: `${EXPIRE_REQUEST_JOB}:${id}`,
         },

@@ -26,7 +26,8 @@ import {
 } from './subscriptions.repo.ts';
 import { allows, firstCharge, scheduleOf, storedParts, type CancelledBy } from './subscriptions.rules.ts';
 import { noticeSubscriptionEnded, noticeSubscriptionSetUp } from './subscriptions.notices.ts';
-import { clockOfSubscription, scheduleCharge, unscheduleCharge } from './subscriptions.schedule-jobs.ts';
+import { clockOf } from '../merchants/merchants.clock.ts';
+import { scheduleCharge, unscheduleCharge } from './subscriptions.schedule-jobs.ts';
 import type { Mode } from '../../shared/mode.ts';
 import type { Ctx, Deps } from '../context.ts';
 import type { RequestRow } from '../requests/requests.tables.ts';
@@ -133,7 +134,7 @@ async function transition(
 ): Promise<SubscriptionRow> {
   const change = await transact(db, async (trx) => {
     const row = (await lockSubscription(trx, id))!;
-    const clock = await clockOfSubscription(deps, trx, row);
+    const clock = await clockOf(deps, row, trx);
     return work(trx, row, clock.now());
   });
   if (change.revoke) await revokeAtBank(deps, change.row);
