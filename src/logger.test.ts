@@ -14,6 +14,14 @@ import { jsonLines, logFormatFor, secretFreeLog } from './logger.ts';
 import { startReceiver } from '../test/support/webhook-receiver.ts';
 import { createUndiciSender } from './modules/webhooks/webhooks.sender.ts';
 
+// The kinds this test makes up.
+declare module './jobs/queue.ts' {
+  interface JobPayloads {
+    'test.fine': Record<string, never>;
+    'test.broken': Record<string, never>;
+  }
+}
+
 function captured() {
   const lines: Array<Record<string, any>> = [];
   const stream = new Writable({

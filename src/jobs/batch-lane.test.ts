@@ -8,6 +8,17 @@ import { transact } from '../store/tx.ts';
 import { BatchLane, type BatchLaneKind } from './batch-lane.ts';
 import { enqueue } from './queue.ts';
 
+// The kinds this test makes up.
+declare module './queue.ts' {
+  interface JobPayloads {
+    'test.capped': { n: number };
+    'test.full': { n: number };
+    'test.sliced': { n: number };
+    'test.stopping': { n: number };
+  }
+}
+type NumberedKind = 'test.capped' | 'test.full' | 'test.sliced' | 'test.stopping';
+
 // The per-key cap bounds the runs under way for one key (requests open to one webhook endpoint).
 // A finished run frees its key's slot at once: its job keeps its lease until its batch is
 // recorded, but recording must not hold back the key's next run. On both engines.
@@ -45,7 +56,7 @@ function numberedKind(
 /** Queues jobs 1..count of the kind, each due at runAt(n). */
 async function enqueueNumbered(
   db: Db,
-  kind: string,
+  kind: NumberedKind,
   count: number,
   runAt: (n: number) => number,
   now: number,

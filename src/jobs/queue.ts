@@ -5,11 +5,20 @@ import { insertRow, prepared } from '../store/prepared.ts';
 import { afterCommit } from '../store/tx.ts';
 import type { Clock } from '../shared/time.ts';
 
-export type NewJob = {
-  kind: string;
+/**
+ * Each kind of job's payload, by kind name. Every module adds its kinds from the file that names
+ * them (declaration merging, as its tables do), so what enqueue is given and what the kind's
+ * handler reads are one type.
+ */
+// biome-ignore lint/suspicious/noEmptyInterface: filled in by the modules
+export interface JobPayloads {}
+export type JobKindName = keyof JobPayloads;
+
+export type NewJob<K extends JobKindName = JobKindName> = {
+  kind: K;
   /** Real epoch milliseconds at which the job becomes due. */
   runAt: number;
-  payload: unknown;
+  payload: JobPayloads[K];
   /** The merchant whose test clock this job follows; null for live-mode and real-time work. */
   clockId?: string | null;
   /** At most one job per key exists at a time; enqueueing a duplicate is a no-op. */
@@ -47,7 +56,11 @@ export function onJobEnqueued(lane: string | null, waker: Waker): () => void {
 }
 
 /** Inserts a job in the caller's transaction, so the job exists exactly when the change does. */
-export async function enqueue(db: Kysely<Database>, job: NewJob, now = Date.now()): Promise<void> {
+export async function enqueue<K extends JobKindName>(
+  db: Kysely<Database>,
+  job: NewJob<K>,
+  now = Date.now(),
+): Promise<void> {
   await insertRow(
     db,
     'jobs',

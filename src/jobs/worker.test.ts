@@ -13,6 +13,15 @@ import { transact } from '../store/tx.ts';
 import { enqueue } from './queue.ts';
 import { Worker } from './worker.ts';
 
+// The kinds this test makes up.
+declare module './queue.ts' {
+  interface JobPayloads {
+    laned: { i: number };
+    plain: Record<string, never>;
+    send: { id: string };
+  }
+}
+
 // The generic worker and the batched lanes share the jobs table. A lane's jobs carry their lane and
 // sit outside the worker's claim index, so a backlog of them (a run's receipts, a burst of webhook
 // deliveries) costs the worker's claims nothing. On both engines.

@@ -28,7 +28,8 @@ export type JobContext = {
 
 /** A handler may ask to run again later (a webhook retry); throwing retries with a generic backoff. */
 export type JobResult = undefined | { retryAt: number; error?: string };
-export type JobHandler = (payload: any, context: JobContext) => Promise<JobResult>;
+/** Runs one job; `P` is its kind's payload (JobPayloads in queue.ts). */
+export type JobHandler<P = any> = (payload: P, context: JobContext) => Promise<JobResult>;
 
 /** How the worker runs one kind of job: its handler, and how it retries when the handler throws. */
 export type RunnableKind = { handler: JobHandler; backoff?: Backoff; maxAttempts?: number };

@@ -1,5 +1,6 @@
 import type { App } from '../http/app-type.ts';
 import type { Backoff } from '../jobs/backoff.ts';
+import type { JobKindName, JobPayloads } from '../jobs/queue.ts';
 import type { JobHandler } from '../jobs/worker.ts';
 import type { SealSecrets } from '../store/seal-at-rest.ts';
 import type { CheckoutStrategy } from './checkout/checkout.strategies.ts';
@@ -10,10 +11,10 @@ import type { PayHelper } from './test-helpers/pay.service.ts';
 // What a module is, to the rest of Tono: one manifest per module, listed in src/modules/index.ts,
 // from which the HTTP app, the runtime, the CLI and the tests are all built (docs/architecture.md).
 
-/** A kind of durable job: its name, what runs it, and how it retries when it throws. */
-export type JobKind = {
-  name: string;
-  handler(deps: Deps): JobHandler;
+/** A kind of durable job: its name, what runs it (taking that kind's payload), and how it retries when it throws. */
+export type JobKind<K extends JobKindName = JobKindName> = {
+  name: K;
+  handler(deps: Deps): JobHandler<JobPayloads[K]>;
   /** Waits between tries when the handler throws (default: 2 s doubling to an hour). */
   backoff?: Backoff;
   /** Tries before the job is kept as failed (default 12). */
@@ -35,7 +36,7 @@ export type ModuleManifest = {
   name: string;
   /** Its HTTP routes; `contributions` holds what other modules plug into this one. */
   routes?(app: App, deps: Deps, contributions: Contributions): Promise<void>;
-  jobs?: JobKind[];
+  jobs?: Array<{ [K in JobKindName]: JobKind<K> }[JobKindName]>;
   runners?(deps: Deps): Runner[];
   /** Checkout strategies this module provides, by request kind. */
   checkout?: Record<string, (deps: Deps) => CheckoutStrategy>;

@@ -35,6 +35,12 @@ import { mergePayerDetails } from './authorisations.rules.ts';
 
 export const GIVE_BACK_CONSENT_JOB = 'authorisation.give_back';
 
+declare module '../../jobs/queue.ts' {
+  interface JobPayloads {
+    'authorisation.give_back': { bank_id: string; mode: Mode; consent_id: string };
+  }
+}
+
 /** What an approval creates, and the consent it asks the bank for: the recurring and subscription kinds. */
 export type EnduringKind = {
   kind: 'recurring' | 'subscription';

@@ -36,6 +36,13 @@ export { sealConsentAccessTokens } from './consents.repo.ts';
 export const EXPIRE_CONSENT_JOB = 'recurring_consent.expire';
 export const REVOKE_AT_BANK_JOB = 'recurring_consent.revoke_at_bank';
 
+declare module '../../jobs/queue.ts' {
+  interface JobPayloads {
+    'recurring_consent.expire': { consent_id: string };
+    'recurring_consent.revoke_at_bank': { consent_id: string };
+  }
+}
+
 const ownerOf = (ctx: Ctx): Owner => ({ userId: ctx.merchant.id, mode: ctx.mode });
 
 /**

@@ -68,6 +68,13 @@ import type { Ctx, Deps } from '../context.ts';
 
 export const SETTLE_EXECUTION_JOB = 'recurring_payment.settle';
 export const RECOVER_EXECUTIONS_JOB = 'recurring_payment.recover';
+
+declare module '../../jobs/queue.ts' {
+  interface JobPayloads {
+    'recurring_payment.settle': { payment_id: string };
+    'recurring_payment.recover': Record<string, never>;
+  }
+}
 /** A payment still in flight or unconfirmed this long after it was reserved or recorded is asked about again. */
 const SETTLE_AFTER_MS = 2 * 60_000;
 const RECOVER_EVERY_MS = 60_000;

@@ -20,6 +20,12 @@ import { createMailDelivery, type DeliverySettings, type OutgoingMail as Deliver
 
 export const SEND_MAIL_JOB = 'mail.send';
 
+declare module '../../jobs/queue.ts' {
+  interface JobPayloads {
+    'mail.send': { id: string };
+  }
+}
+
 export type QueueMail<K extends TemplateName = TemplateName> = {
   to: string;
   template: K;

@@ -29,6 +29,13 @@ import type { PaymentRow } from './payments.tables.ts';
 export const SWEEP_PAYMENT_JOB = 'payment.sweep';
 export const RECONCILE_PAYMENT_JOB = 'payment.reconcile';
 
+declare module '../../jobs/queue.ts' {
+  interface JobPayloads {
+    'payment.sweep': { payment_id: string };
+    'payment.reconcile': { payment_id: string };
+  }
+}
+
 export type StartPaymentInput = {
   /** The payer's amount for dynamic requests; ignored for fixed ones. */
   amountCents: number | null;

@@ -116,6 +116,12 @@ export async function createPaymentRow(trx: Db, input: NewPayment, now: number):
 /** Job: reads the payer's account of a successful payment from the bank and keeps it sealed. */
 export const PAYER_ACCOUNT_JOB = 'payment.payer_account';
 
+declare module '../../jobs/queue.ts' {
+  interface JobPayloads {
+    'payment.payer_account': { payment_id: string };
+  }
+}
+
 /** The enduring consent a payment was made under (a recurring consent, or a subscription's), if any. */
 export function enduringIdOf(payment: Pick<PaymentRow, 'recurring_consent_id' | 'subscription_id'>): string | null {
   return payment.recurring_consent_id ?? payment.subscription_id;

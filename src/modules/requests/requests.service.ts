@@ -34,6 +34,12 @@ import { bankAccountOf } from '../merchants/merchants.service.ts';
 
 export const EXPIRE_REQUEST_JOB = 'request.expire';
 
+declare module '../../jobs/queue.ts' {
+  interface JobPayloads {
+    'request.expire': { request_id: string };
+  }
+}
+
 const owner = (ctx: Ctx) => ({ userId: ctx.merchant.id, mode: ctx.mode });
 const bool = (value: boolean | undefined) => (value ? 1 : 0);
 

@@ -10,6 +10,12 @@ import type { Deps } from '../context.ts';
 
 export const CHARGE_SUBSCRIPTION_JOB = 'subscription.charge';
 
+declare module '../../jobs/queue.ts' {
+  interface JobPayloads {
+    'subscription.charge': { subscription_id: string };
+  }
+}
+
 const dedupeKeyOf = (subscriptionId: string) => `${CHARGE_SUBSCRIPTION_JOB}:${subscriptionId}`;
 
 type Owned = { id: string; user_id: string; mode: string };

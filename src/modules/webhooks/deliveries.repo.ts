@@ -12,6 +12,12 @@ export type AttemptRow = Selectable<WebhookAttemptsTable>;
 type Db = Kysely<Database>;
 
 export const WEBHOOK_DELIVERY_JOB = 'webhook.deliver';
+
+declare module '../../jobs/queue.ts' {
+  interface JobPayloads {
+    'webhook.deliver': DeliveryJobPayload;
+  }
+}
 export type DeliveryJobPayload = { delivery_id: string; endpoint_id: string };
 
 /**

@@ -13,6 +13,12 @@ import { allLiveEndpoints, failingSinceOf, updateEndpoint } from './webhooks.rep
 // once per failing streak, checked every hour by a job that reschedules itself.
 
 export const WEBHOOK_HEALTH_JOB = 'webhooks.health';
+
+declare module '../../jobs/queue.ts' {
+  interface JobPayloads {
+    'webhooks.health': Record<string, never>;
+  }
+}
 const DAY_MS = 24 * 60 * 60_000;
 export const DISABLE_AFTER_MS = 3 * DAY_MS;
 const CHECK_EVERY_MS = 60 * 60_000;
