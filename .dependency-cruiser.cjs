@@ -33,6 +33,14 @@ module.exports = {
       },
     },
     {
+      name: 'no-repo-reexport',
+      comment:
+        "A repo's functions are its module's own: a service offers named operations instead of re-exporting them, so no other module can lock or write the rows behind them.",
+      severity: 'error',
+      from: {},
+      to: { path: '[.]repo[.]ts$', dependencyTypes: ['export'] },
+    },
+    {
       name: 'lower-layers-stay-low',
       comment:
         'src/shared, src/store, src/jobs and src/http never import a module; modules plug into them through their manifests (src/modules/index.ts).',

@@ -61,6 +61,7 @@ test('a tree that breaks each wall fails the check, rule by rule', async (t) => 
   );
   write('src/modules/orders/dates.ts', "import { DateTime } from 'luxon';\nexport const now = () => DateTime.now();\n");
   write('src/modules/webhooks/webhooks.fanout.ts', 'export const fanOut = () => 3;\n');
+  write('src/modules/invoices/invoices.reads.ts', "export { findInvoice } from './invoices.repo.ts';\n");
   write(
     'src/modules/events/events.service.ts',
     "import { fanOut } from '../webhooks/webhooks.fanout.ts';\nexport const emit = () => fanOut();\n",
@@ -71,6 +72,7 @@ test('a tree that breaks each wall fails the check, rule by rule', async (t) => 
     'no-foreign-repo: src/modules/orders/orders.service.ts → src/modules/invoices/invoices.repo.ts',
     'lower-layers-stay-low: src/http/reach-up.ts → src/modules/orders/orders.service.ts',
     'events-know-no-subscriber: src/modules/events/events.service.ts → src/modules/webhooks/webhooks.fanout.ts',
+    'no-repo-reexport: src/modules/invoices/invoices.reads.ts → src/modules/invoices/invoices.repo.ts',
   ])
     assert.ok(broken.has(expected), `${expected} is reported (got ${[...broken].join('; ')})`);
   assert.ok(

@@ -13,7 +13,7 @@ import { effectiveStatus } from '../payments/payments.rules.ts';
 import { newAuthState } from '../payments/payments.service.ts';
 import { clockOf } from '../merchants/merchants.clock.ts';
 import type { CustInfo } from '../requests/requests.rules.ts';
-import { findRequestById, lockRequest, markRequestPaid } from '../requests/requests.service.ts';
+import { findRequestById, holdRequestToPay, markRequestPaid } from '../requests/requests.service.ts';
 import type { RequestRow } from '../requests/requests.tables.ts';
 import type { Deps } from '../context.ts';
 import {
@@ -152,7 +152,7 @@ export async function completeAuthorisation(
 
   const created = await transact(deps.db, async (trx) => {
     const now = clock.now();
-    const locked = await lockRequest(trx, request.id);
+    const locked = await holdRequestToPay(trx, request.id);
     if (!locked || effectiveStatus(locked, now) !== 'active') {
       if (!(await closeAuthorisation(trx, pending.state, 'failed', now))) return null;
       // The request closed while the payer was at the bank: the consent goes back to the bank.

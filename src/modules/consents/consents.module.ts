@@ -1,7 +1,7 @@
 import type { ModuleManifest } from '../manifest.ts';
 import { recurringCheckout } from './authorise.service.ts';
 import { registerConsentRoutes } from './consents.routes.ts';
-import { sealConsentAccessTokens } from './consents.service.ts';
+import { sealConsentAccessTokens } from './consents.repo.ts';
 import { EXPIRE_CONSENT_JOB, expireConsentJob, REVOKE_AT_BANK_JOB, revokeAtBankJob } from './consents.service.ts';
 import { payRecurring } from './consents.test-helpers.ts';
 import {

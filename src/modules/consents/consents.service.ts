@@ -28,8 +28,6 @@ import { periodWindow } from './limits.ts';
 import { usageOf } from './usage.service.ts';
 import type { Ctx, Deps } from '../context.ts';
 
-export { sealConsentAccessTokens } from './consents.repo.ts';
-
 // Reading, revoking and expiring recurring consents. Executions are in execute.service.ts and
 // authorisation at checkout in authorise.service.ts.
 

@@ -12,7 +12,7 @@ import {
   executionsInFlight,
   findPaymentById,
   findPaymentByIdempotencyKey,
-  lockPayment,
+  holdPaymentToRecord,
   presentPayment,
   setPaymentStatus,
   setPaymentStatusIfUnmoved,
@@ -313,7 +313,7 @@ async function record(
       }
     }
     // Locked: the settle job may record the same payment's outcome at the same time.
-    const payment = (await lockPayment(trx, known.id))!;
+    const payment = (await holdPaymentToRecord(trx, known.id))!;
     // Found revoked at the bank: no webhook (the payer did it there), the consent is simply over.
     if (consentEnded && payment.recurring_consent_id) {
       const consent = await lockConsent(trx, payment.recurring_consent_id);

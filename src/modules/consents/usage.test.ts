@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { sql } from 'kysely';
 import * as consentUsageMigration from '../../store/migrations/0008-consent-usage.ts';
 import { transact } from '../../store/tx.ts';
-import { createPaymentRow, lockPayment, setPaymentStatus } from '../payments/payments.service.ts';
+import { createPaymentRow, holdPaymentToRecord, setPaymentStatus } from '../payments/payments.service.ts';
 import { findConsentById, insertConsent, lockConsent, type ConsentRow } from './consents.repo.ts';
 import { COUNTED_STATUSES, NO_USAGE } from './consents.rules.ts';
 import { periodWindow, type LimitPeriod, type UsageTotals, type Window } from './limits.ts';
@@ -416,7 +416,7 @@ test('property: reserving and settling at random times, forwards and backwards a
               .execute();
             if (open.length === 0) continue;
             await transact(db, async (trx) => {
-              const payment = (await lockPayment(trx, open[s.which % open.length].id))!;
+              const payment = (await holdPaymentToRecord(trx, open[s.which % open.length].id))!;
               await followStatusChange(trx, payment, s.to);
               await setPaymentStatus(trx, payment, s.to, now);
             });

@@ -6,8 +6,10 @@ import type { Database } from '../../store/tables.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { addressOf, presentCustomer } from './customers.present.ts';
 import {
-  findCustInfoOfPayment,
+  custInfosOfPayments as custInfosOf,
+  findCustInfoOfPayment as custInfoOf,
   getCustomer,
+  paymentIdsByPayerEmail as paymentIdsByEmail,
   insertCustInfo,
   insertCustomerIfNew,
   listCustomers,
@@ -24,7 +26,6 @@ import type { CustInfoRow } from './customers.tables.ts';
 export type { PayerDetails } from './customers.rules.ts';
 export { EMPTY_DETAILS } from './customers.rules.ts';
 export { presentCustInfo, presentCustomer, type CustInfoObject, type CustomerObject } from './customers.present.ts';
-export { findCustInfoOfPayment, custInfosOfPayments, paymentIdsByPayerEmail } from './customers.repo.ts';
 
 type Db = Kysely<Database>;
 export type CustomerScope = { userId: string; mode: Mode };
@@ -132,7 +133,7 @@ export async function recordCustomerOfPayment(
   paymentId: string,
   now: number,
 ): Promise<CustomerOutcome | null> {
-  const info = await findCustInfoOfPayment(trx, paymentId);
+  const info = await custInfoOf(trx, paymentId);
   if (!info?.email) return null;
   return upsertCustomer(trx, scope, { ...info, email: info.email, marketing_opt_in: info.marketing_opt_in === 1 }, now);
 }
@@ -157,4 +158,21 @@ export async function searchCustomersFor(
   const limit = query.limit ?? 25;
   const { items, hasMore } = pageOf(await searchCustomers(ctx.db, owner(ctx), { ...query, limit }), limit);
   return { customers: items.map(presentCustomer), has_more: hasMore };
+}
+
+// What payments may ask of the payer details recorded against them.
+
+/** The payer's details given with a payment, if any. */
+export function findCustInfoOfPayment(db: Db, paymentId: string): Promise<CustInfoRow | undefined> {
+  return custInfoOf(db, paymentId);
+}
+
+/** The payer's details of each of these payments that has them, by payment id. */
+export function custInfosOfPayments(db: Db, paymentIds: string[]): Promise<Map<string, CustInfoRow>> {
+  return custInfosOf(db, paymentIds);
+}
+
+/** This owner's payments whose payer gave an email containing the text (or exactly it), newest first. */
+export function paymentIdsByPayerEmail(db: Db, owner: CustomerScope, email: string, exact: boolean): Promise<string[]> {
+  return paymentIdsByEmail(db, owner, email, exact);
 }

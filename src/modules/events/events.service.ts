@@ -16,6 +16,7 @@ import {
   type EventType,
 } from './events.builders.ts';
 import {
+  eventBodies as storedBodies,
   eventsAfter,
   eventsWithUnsealedSecret,
   findEvent,
@@ -26,7 +27,6 @@ import {
 } from './events.repo.ts';
 import type { SecretBox } from '../../shared/secret-box.ts';
 
-export { eventBodies } from './events.repo.ts';
 import type { EventFeedQuery, ListEventsQuery } from './events.schemas.ts';
 import { eventSubscribers } from './events.subscribers.ts';
 import type { Mode } from '../../shared/mode.ts';
@@ -178,4 +178,12 @@ export async function eventFeedFor(ctx: Ctx, query: EventFeedQuery, stop: AbortS
       stop.addEventListener('abort', done, { once: true });
     });
   }
+}
+
+/** The stored envelopes (and sealed secrets) of these events, for their deliveries. */
+export function eventBodies(
+  db: Kysely<Database>,
+  ids: string[],
+): Promise<Map<string, { body: string; secret_sealed: string | null }>> {
+  return storedBodies(db, ids);
 }

@@ -6,8 +6,14 @@ import type { Clock } from '../../shared/time.ts';
 import { transact } from '../../store/tx.ts';
 import type { Database } from '../../store/tables.ts';
 import {
+  addToTestClockOffset as addToClockOffset,
   allBankAccountsOf,
   anyUser,
+  bankAccountWithOwner as accountWithOwner,
+  listBankAccounts as bankAccountsPage,
+  testClockOffsetOf as clockOffsetOf,
+  testClockOffsetsOf as clockOffsetsOf,
+  type BankAccountRow,
   apiKeysOf,
   findApiKey,
   findApiKeyOf,
@@ -175,14 +181,40 @@ export async function merchantContact(db: Db, userId: string): Promise<{ name: s
 }
 
 /** Whether any merchant exists yet (the first start creates a demo merchant). */
-export const anyMerchant = anyUser;
+export function anyMerchant(db: Db): Promise<boolean> {
+  return anyUser(db);
+}
 
 /** One of the merchant's bank accounts, or undefined when the id is not theirs. */
-export const bankAccountOf = findBankAccountOf;
-export { bankAccountWithOwner, listBankAccounts, type BankAccountRow } from './merchants.repo.ts';
+export function bankAccountOf(db: Db, userId: string, id: string): Promise<BankAccountRow | undefined> {
+  return findBankAccountOf(db, userId, id);
+}
+
+/** A bank account with its merchant's name, for the statement details of a payment into it. */
+export function bankAccountWithOwner(db: Db, id: string) {
+  return accountWithOwner(db, id);
+}
+
+export function listBankAccounts(db: Db, userId: string, page: { limit: number; startingAfter?: string }) {
+  return bankAccountsPage(db, userId, page);
+}
+
+export type { BankAccountRow };
 
 // A merchant's test clock runs this far ahead of real time (test mode; docs/api-conventions.md).
-export { testClockOffsetOf, testClockOffsetsOf, addToTestClockOffset } from './merchants.repo.ts';
+
+export function testClockOffsetOf(db: Db, userId: string): Promise<number> {
+  return clockOffsetOf(db, userId);
+}
+
+export function testClockOffsetsOf(db: Db, userIds: string[]): Promise<Map<string, number>> {
+  return clockOffsetsOf(db, userIds);
+}
+
+/** Moves a merchant's test clock on (the test helpers' advance, in its transaction). */
+export function addToTestClockOffset(db: Db, userId: string, deltaMs: number): Promise<void> {
+  return addToClockOffset(db, userId, deltaMs);
+}
 
 // What the merchant dashboard needs of merchants, keys and bank accounts (docs/dashboard.md).
 

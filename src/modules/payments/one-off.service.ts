@@ -2,7 +2,7 @@ import { AppError, invalidParam, invalidState } from '../../shared/errors.ts';
 import { enqueue } from '../../jobs/queue.ts';
 import { transact } from '../../store/tx.ts';
 import { recordCustInfo, recordCustomerOfPayment, type PayerDetails } from '../customers/customers.service.ts';
-import { lockRequest } from '../requests/requests.service.ts';
+import { holdRequestToPay } from '../requests/requests.service.ts';
 import { markRequestPaid } from '../requests/requests.service.ts';
 import { bankReturnUrl, connectorFor, creditorOf, remittanceOf } from './payments.banks.ts';
 import { findBlockingPayment, findPaymentByState, lockPayment, updatePayment } from './payments.repo.ts';
@@ -78,7 +78,7 @@ export async function startOneOffPayment(
   const clock = await clockOf(deps, request);
 
   const payment = await transact(deps.db, async (trx) => {
-    const locked = (await lockRequest(trx, request.id))!;
+    const locked = (await holdRequestToPay(trx, request.id))!;
     const now = clock.now();
     const problem = notPayable(locked, now);
     if (problem) throw problem;
@@ -203,7 +203,7 @@ async function claimExecution(deps: Deps, paymentId: string, now: number): Promi
   return transact(deps.db, async (trx) => {
     // Lock order everywhere: the payment, then its request.
     const payment = (await lockPayment(trx, paymentId))!;
-    const request = (await lockRequest(trx, payment.request_id))!;
+    const request = (await holdRequestToPay(trx, payment.request_id))!;
     if (payment.status !== 'awaiting-consent' || payment.submitted_at !== null) return { kind: 'gone', payment };
     const status = effectiveStatus(request, now);
     if (status !== 'active')
@@ -231,7 +231,7 @@ export async function finishPayment(
   return transact(deps.db, async (trx) => {
     const payment = (await lockPayment(trx, paymentId))!;
     if (isFinal(payment.status) || payment.status === status) return null;
-    const request = status === 'successful' ? await lockRequest(trx, payment.request_id) : undefined;
+    const request = status === 'successful' ? await holdRequestToPay(trx, payment.request_id) : undefined;
     const updated = await setPaymentStatus(trx, payment, status, now, extra);
     if (status === 'successful') {
       if (request && request.type === 'single' && request.status === 'active' && request.kind === 'payment')

@@ -25,6 +25,8 @@ import {
 import { isFinal, newParticulars, PCR_CODE, settledCents, type FinalStatus } from './payments.rules.ts';
 import type { ListPaymentsQuery, ListRequestPaymentsQuery } from './payments.schemas.ts';
 import type { Ctx } from '../context.ts';
+import * as repo from './payments.repo.ts';
+import type { Mode } from '../../shared/mode.ts';
 import type { RequestRow } from '../requests/requests.tables.ts';
 import type { PaymentRow } from './payments.tables.ts';
 
@@ -36,16 +38,6 @@ type Db = Kysely<Database>;
 
 export { presentPayment, type PaymentObject } from './payments.present.ts';
 export type { PaymentRow } from './payments.tables.ts';
-// Reads other modules need (recurring executions, subscription charges) without reaching into the repo.
-export {
-  executionsInFlight,
-  findPaymentById,
-  findPaymentByIdempotencyKey,
-  listPaymentsOfSubscription,
-  lockPayment,
-  paymentsUnder,
-  sumPaymentsOfConsent,
-} from './payments.repo.ts';
 
 export type NewPayment = {
   request: Pick<RequestRow, 'id' | 'user_id' | 'mode' | 'merchant_identifier' | 'reference'>;
@@ -289,4 +281,60 @@ export async function paymentActivityFor(ctx: Ctx, since: number) {
     createdAt: Number(row.created_at),
     completedAt: row.completed_at == null ? null : Number(row.completed_at),
   }));
+}
+
+// What other modules (recurring executions, subscription charges, checkout, the dashboards) may ask
+// of payments: reads by name, and one hold for recording an execution's outcome.
+
+/** Executions left awaiting the bank's answer, oldest first, for the sweep that settles them. */
+export function executionsInFlight(db: Db, limit: number) {
+  return repo.executionsInFlight(db, limit);
+}
+
+export function findPaymentById(db: Db, id: string): Promise<PaymentRow | undefined> {
+  return repo.findPaymentById(db, id);
+}
+
+/** The payment a merchant's execution with this idempotency key created, if any. */
+export function findPaymentByIdempotencyKey(
+  db: Db,
+  owner: { userId: string; mode: Mode },
+  key: string,
+): Promise<PaymentRow | undefined> {
+  return repo.findPaymentByIdempotencyKey(db, owner, key);
+}
+
+/** A subscription's charge payments, newest first. */
+export function listPaymentsOfSubscription(
+  db: Db,
+  owner: { userId: string; mode: Mode },
+  subscriptionId: string,
+  page: { limit?: number; starting_after?: string },
+) {
+  return repo.listPaymentsOfSubscription(db, owner, subscriptionId, page);
+}
+
+/** The newest payments taken under a recurring consent or a subscription, newest first. */
+export function paymentsUnder(
+  db: Db,
+  under: { recurringConsentId: string } | { subscriptionId: string },
+  limit = 50,
+): Promise<PaymentRow[]> {
+  return repo.paymentsUnder(db, under, limit);
+}
+
+/** What a consent's payments of these statuses add up to in a window (its usage against its limits). */
+export function sumPaymentsOfConsent(
+  db: Db,
+  consentId: string,
+  window: { start: number; end: number },
+  statuses: readonly string[],
+  exceptPaymentId?: string,
+) {
+  return repo.sumPaymentsOfConsent(db, consentId, window, statuses, exceptPaymentId);
+}
+
+/** An execution's payment, held for the rest of the caller's transaction while its outcome is recorded. */
+export function holdPaymentToRecord(trx: Db, id: string): Promise<PaymentRow | undefined> {
+  return repo.lockPayment(trx, id);
 }

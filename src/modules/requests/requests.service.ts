@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import type { Mode } from '../../shared/mode.ts';
 import { idempotent, type Reply } from '../../http/idempotency.ts';
 import { invalidParam, invalidState } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
@@ -12,9 +13,10 @@ import { transact } from '../../store/tx.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { qrDataUri } from './qr.ts';
 import {
-  getRequest,
   insertRequest,
   listRequests,
+  findRequestById as requestById,
+  getRequest as ownRequest,
   lockRequest,
   requestNow,
   searchRequests,
@@ -22,8 +24,6 @@ import {
   type RequestSearch,
 } from './requests.repo.ts';
 
-// Reads other modules need (checkout, payments, consents, subscriptions) without reaching into the repo.
-export { findRequestById, getRequest, lockRequest } from './requests.repo.ts';
 import { presentRequest, requestUrl, type RequestObject } from './requests.present.ts';
 import { normaliseCreateRequest } from './requests.rules.ts';
 import type { CreateRequestBody, ListRequestsQuery } from './requests.schemas.ts';
@@ -222,4 +222,28 @@ export async function searchRequestsFor(ctx: Ctx, query: Omit<RequestSearch, 'li
   const limit = query.limit ?? 25;
   const { items, hasMore } = pageOf(await searchRequests(ctx.db, owner(ctx), { ...query, limit }), limit);
   return { requests: items.map((row) => presentRequest(row, ctx.deps.config.publicBaseUrl)), has_more: hasMore };
+}
+
+// What other modules (checkout, payments, authorisations, the test helpers) may ask of a request.
+
+/** A request by its id alone: the public payment page's capability. */
+export function findRequestById(db: Kysely<Database>, id: string): Promise<RequestRow | undefined> {
+  return requestById(db, id);
+}
+
+/** One of this owner's requests; not_found.request otherwise. */
+export function getRequest(
+  db: Kysely<Database>,
+  owner: { userId: string; mode: Mode },
+  id: string,
+): Promise<RequestRow> {
+  return ownRequest(db, owner, id);
+}
+
+/**
+ * The request, held for the rest of the caller's transaction while a payer's payment or approval
+ * claims it: a single request takes one successful payment, however many payers approve at once.
+ */
+export function holdRequestToPay(trx: Kysely<Database>, id: string): Promise<RequestRow | undefined> {
+  return lockRequest(trx, id);
 }

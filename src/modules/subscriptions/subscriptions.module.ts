@@ -2,7 +2,7 @@ import type { ModuleManifest } from '../manifest.ts';
 import { chargeSubscriptionJob } from './subscriptions.charges.ts';
 import { subscriptionCheckout } from './subscriptions.checkout.ts';
 import { registerSubscriptionRoutes } from './subscriptions.routes.ts';
-import { sealSubscriptionAccessTokens } from './subscriptions.service.ts';
+import { sealSubscriptionAccessTokens } from './subscriptions.repo.ts';
 import { CHARGE_SUBSCRIPTION_JOB } from './subscriptions.schedule-jobs.ts';
 import { paySubscriptionRequest } from './subscriptions.test-helpers.ts';
 

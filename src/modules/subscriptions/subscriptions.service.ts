@@ -32,8 +32,6 @@ import type { Mode } from '../../shared/mode.ts';
 import type { Ctx, Deps } from '../context.ts';
 import type { RequestRow } from '../requests/requests.tables.ts';
 
-export { sealSubscriptionAccessTokens } from './subscriptions.repo.ts';
-
 // Subscription use cases: authorisation, pause, resume, cancellation (by merchant, payer or bank)
 // and reading. Each state change and its event share one transaction.
 
