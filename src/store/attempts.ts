@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { sha256Hex } from '../shared/crypto.ts';
 import type { Db } from './db.ts';
+import { transact } from './tx.ts';
 
 // Attempt limits kept in the database, so every process and every instance on one database shares
 // them (docs/security.md, "Limits"). An attempt is taken before the work it limits (a password
@@ -23,18 +24,25 @@ const keyHash = (key: string) => sha256Hex(key);
 export async function takeAttempt(db: Db, limit: AttemptLimit, key: string, now: number): Promise<TakenAttempt> {
   if (limit.max <= 0) return { ok: true, windowStart: now };
   const ended = now - limit.windowMs;
-  await db.deleteFrom('attempt_windows').where('scope', '=', limit.scope).where('window_start', '<=', ended).execute();
-  const row = await db
-    .insertInto('attempt_windows')
-    .values({ scope: limit.scope, key_hash: keyHash(key), window_start: now, attempts: 1 })
-    .onConflict((oc) =>
-      oc.columns(['scope', 'key_hash']).doUpdateSet({
-        window_start: sql<number>`case when attempt_windows.window_start <= ${ended} then ${now} else attempt_windows.window_start end`,
-        attempts: sql<number>`case when attempt_windows.window_start <= ${ended} then 1 when attempt_windows.attempts > ${limit.max} then attempt_windows.attempts else attempt_windows.attempts + 1 end`,
-      }),
-    )
-    .returning(['window_start', 'attempts'])
-    .executeTakeFirstOrThrow();
+  // One commit for both statements (on SQLite each would be its own otherwise).
+  const row = await transact(db, async (trx) => {
+    await trx
+      .deleteFrom('attempt_windows')
+      .where('scope', '=', limit.scope)
+      .where('window_start', '<=', ended)
+      .execute();
+    return trx
+      .insertInto('attempt_windows')
+      .values({ scope: limit.scope, key_hash: keyHash(key), window_start: now, attempts: 1 })
+      .onConflict((oc) =>
+        oc.columns(['scope', 'key_hash']).doUpdateSet({
+          window_start: sql<number>`case when attempt_windows.window_start <= ${ended} then ${now} else attempt_windows.window_start end`,
+          attempts: sql<number>`case when attempt_windows.window_start <= ${ended} then 1 when attempt_windows.attempts > ${limit.max} then attempt_windows.attempts else attempt_windows.attempts + 1 end`,
+        }),
+      )
+      .returning(['window_start', 'attempts'])
+      .executeTakeFirstOrThrow();
+  });
   const windowStart = Number(row.window_start);
   if (Number(row.attempts) <= limit.max) return { ok: true, windowStart };
   return { ok: false, retryAfterMs: Math.max(1, windowStart + limit.windowMs - now) };

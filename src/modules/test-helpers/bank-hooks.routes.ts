@@ -8,7 +8,7 @@ import { apiKeyAuth } from '../merchants/merchants.auth.ts';
 import { bankIdsOfPayment, pendingBankConsentOfRequest, retrievePayment } from '../payments/payments.service.ts';
 import { PaymentEnvelope } from '../payments/payments.schemas.ts';
 import { RequestEnvelope } from '../requests/requests.schemas.ts';
-import { retrieveRequest } from '../requests/requests.service.ts';
+import { getRequest, retrieveRequest } from '../requests/requests.service.ts';
 import { bankConsentOfSubscription, retrieveSubscription } from '../subscriptions/subscriptions.service.ts';
 import { SubscriptionEnvelope } from '../subscriptions/subscriptions.schemas.ts';
 import type { App } from '../../http/app-type.ts';
@@ -172,7 +172,8 @@ const RESOURCES: Resource[] = [
     envelope: RequestEnvelope,
     actions: ['decline-next', 'delay', 'latency'],
     target: async (ctx, id) => {
-      await retrieveRequest(ctx, id);
+      // Only the merchant's own request: presenting it (its QR code) waits for the answer.
+      await getRequest(ctx.db, { userId: ctx.merchant.id, mode: ctx.mode }, id);
       return {
         consentId:
           (await pendingBankConsentOfRequest(ctx, id)) ?? (await pendingBankConsentOfAuthorisation(ctx.db, id)),
