@@ -17,7 +17,7 @@ import type { CreateRequestBody } from '../src/modules/requests/requests.schemas
 import { createRequest, findRequestById } from '../src/modules/requests/requests.service.ts';
 import { subscriptionOptionsOf } from '../src/modules/requests/requests.present.ts';
 import { createSubscription } from '../src/modules/subscriptions/subscriptions.service.ts';
-import { transact } from '../src/store/tx.ts';
+import { transact } from '../src/store/store.ts';
 import type { Db } from '../src/store/db.ts';
 import type { Ctx, Deps } from '../src/modules/context.ts';
 

@@ -13,7 +13,8 @@ import { loadConfig } from '../src/config.ts';
 import { createRuntime } from '../src/runtime.ts';
 import { createMerchant } from '../src/modules/merchants/merchants.service.ts';
 import { systemClock } from '../src/shared/time.ts';
-import { openDb, type Db } from '../src/store/db.ts';
+import type { Db } from '../src/store/db.ts';
+import { openDb } from '../src/store/store.ts';
 import { childrenOf, freePort } from '../test/process.ts';
 import {
   countCharges,

@@ -3,7 +3,7 @@
 // committed on time and delivered, and the p99 from an event's commit to its first attempt arriving
 // is at most 250 ms. The capacity is the highest rate that passed.
 import { emitEvent } from '../src/modules/events/events.service.ts';
-import { transact } from '../src/store/tx.ts';
+import { transact } from '../src/store/store.ts';
 import { startService, type BenchContext, type BenchResult, type BenchService } from './lib.ts';
 import { spawnServer } from './process.ts';
 

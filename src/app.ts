@@ -15,7 +15,6 @@ import { emptyJsonIsNoBody, strictApiRoute } from './http/strict-routes.ts';
 import { pageSecurityHeaders } from './http/page-headers.ts';
 import { lazyRequestLogger } from './http/request-logger.ts';
 import { accessLineWriter, type AccessFields } from './http/access-line.ts';
-import { checkDb } from './store/db.ts';
 import { createMetrics, type HttpDurations } from './http/metrics.ts';
 import { refuseValidatingResponseSchemas } from './http/schemas.ts';
 import { docsUiOptions, swaggerOptions } from './http/openapi.ts';
@@ -138,7 +137,7 @@ export async function buildApp(deps: Deps): Promise<App> {
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
     try {
-      await checkDb(deps.db);
+      await deps.store.check();
       return { status: 'ready' };
     } catch {
       return reply

@@ -97,6 +97,54 @@ function wholeNumber(name: string, raw: string | undefined, fallback: number): n
   return Number(raw);
 }
 
+/**
+ * Where outbound calls (webhooks, merchant images) may go in each mode. An explicit value wins,
+ * either name. Left unset, live mode never leaves the global internet (a service bound to loopback
+ * behind a reverse proxy is a production set-up too), and test mode may reach this machine only
+ * when nothing else can reach the service.
+ */
+function targetReachOf(env: NodeJS.ProcessEnv, host: string): Record<Mode, Reach> {
+  const explicitPrivate = env.ALLOW_PRIVATE_TARGETS
+    ? 'ALLOW_PRIVATE_TARGETS'
+    : env.WEBHOOK_ALLOW_PRIVATE
+      ? 'WEBHOOK_ALLOW_PRIVATE'
+      : null;
+  return explicitPrivate
+    ? bool(env, explicitPrivate, false)
+      ? { live: 'any', test: 'any' }
+      : { live: 'global', test: 'global' }
+    : { live: 'global', test: isLoopbackHost(host) ? 'loopback' : 'global' };
+}
+
+/** BANKS_FILE, read once now so that a bad file stops start-up with one line naming it. */
+function checkedBanksFile(env: NodeJS.ProcessEnv): string | null {
+  const banksFile = env.BANKS_FILE ? path.resolve(env.BANKS_FILE) : null;
+  if (banksFile) {
+    try {
+      readBanksFile(banksFile);
+    } catch (error) {
+      if (error instanceof BanksFileError) throw new ConfigError(error.message);
+      throw error;
+    }
+  }
+  return banksFile;
+}
+
+/** SECRET_KEY: required with PostgreSQL (every process must share it); SQLite keeps a key file instead. */
+function secretKeyOf(env: NodeJS.ProcessEnv, databaseUrl: string | null): Buffer | null {
+  if (env.SECRET_KEY) {
+    const secretKey = decodeSecretKey(env.SECRET_KEY);
+    // The value itself is never echoed: it is the key to every stored secret.
+    if (!secretKey) throw new ConfigError('SECRET_KEY must be the base64 of 32 random bytes (openssl rand -base64 32)');
+    return secretKey;
+  } else if (databaseUrl) {
+    throw new ConfigError(
+      'SECRET_KEY is required with DATABASE_URL: set it to the base64 of 32 random bytes (openssl rand -base64 32), the same in every process',
+    );
+  }
+  return null;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const portRaw = env.PORT || '3000';
   const port = Number(portRaw);
@@ -120,19 +168,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!/^[^\r\n<>]*<[^\s@<>]+@[^\s@<>]+>$|^[^\s@<>]+@[^\s@<>]+$/.test(mailFrom)) {
     throw new ConfigError(`MAIL_FROM must be an address, or a name and <address>, got ${JSON.stringify(mailFrom)}`);
   }
-  // An explicit value wins, either name. Left unset, live mode never leaves the global internet (a
-  // service bound to loopback behind a reverse proxy is a production set-up too), and test mode may
-  // reach this machine only when nothing else can reach the service.
-  const explicitPrivate = env.ALLOW_PRIVATE_TARGETS
-    ? 'ALLOW_PRIVATE_TARGETS'
-    : env.WEBHOOK_ALLOW_PRIVATE
-      ? 'WEBHOOK_ALLOW_PRIVATE'
-      : null;
-  const targetReach: Record<Mode, Reach> = explicitPrivate
-    ? bool(env, explicitPrivate, false)
-      ? { live: 'any', test: 'any' }
-      : { live: 'global', test: 'global' }
-    : { live: 'global', test: isLoopbackHost(host) ? 'loopback' : 'global' };
+  const targetReach = targetReachOf(env, host);
   const testClockMaxJobs = wholeNumber('TEST_CLOCK_MAX_JOBS', env.TEST_CLOCK_MAX_JOBS, 100_000);
   const authFailuresPerMinute =
     env.AUTH_FAILURES_PER_MINUTE === '0'
@@ -150,25 +186,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(
       `SERVICE_TIME_ZONE must be an IANA time zone such as Pacific/Auckland, got ${JSON.stringify(serviceTimeZone)}`,
     );
-  const banksFile = env.BANKS_FILE ? path.resolve(env.BANKS_FILE) : null;
-  if (banksFile) {
-    try {
-      readBanksFile(banksFile);
-    } catch (error) {
-      if (error instanceof BanksFileError) throw new ConfigError(error.message);
-      throw error;
-    }
-  }
-  let secretKey: Buffer | null = null;
-  if (env.SECRET_KEY) {
-    secretKey = decodeSecretKey(env.SECRET_KEY);
-    // The value itself is never echoed: it is the key to every stored secret.
-    if (!secretKey) throw new ConfigError('SECRET_KEY must be the base64 of 32 random bytes (openssl rand -base64 32)');
-  } else if (databaseUrl) {
-    throw new ConfigError(
-      'SECRET_KEY is required with DATABASE_URL: set it to the base64 of 32 random bytes (openssl rand -base64 32), the same in every process',
-    );
-  }
+  const banksFile = checkedBanksFile(env);
+  const secretKey = secretKeyOf(env, databaseUrl);
   return {
     port,
     host,

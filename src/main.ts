@@ -5,7 +5,7 @@ import { LISTENING_MESSAGE, runCluster } from './cluster.ts';
 import { makeLogger, prepareStore, secretBoxFor } from './runtime.ts';
 import { closeOnStop, exitOnStartFailure, listenOrExit, openRuntime } from './serve.ts';
 import { systemClock } from './shared/time.ts';
-import { openDb } from './store/db.ts';
+import { openDb } from './store/store.ts';
 import { ensureDemoMerchant, DEMO_EMAIL } from './modules/merchants/demo.ts';
 import type { CreatedMerchant } from './modules/merchants/merchants.service.ts';
 

@@ -5,7 +5,8 @@ import { createLogger, secretFreeLog } from './logger.ts';
 import type { Config } from './config.ts';
 import { Worker } from './jobs/worker.ts';
 import { systemClock, type Clock } from './shared/time.ts';
-import { openDb, type Db, type StoreOptions } from './store/db.ts';
+import type { Db } from './store/db.ts';
+import { openDb, storeOf, type StoreOptions } from './store/store.ts';
 import { migrateToLatest } from './store/migrate.ts';
 import { testClockOffsetsOf } from './modules/merchants/merchants.service.ts';
 import { jobKindsOf, runnersOf, sealStoredSecrets, startModules } from './modules/index.ts';
@@ -80,7 +81,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     log: secretFreeLog(log.child({ component: 'banks' })),
     sandboxCredentials,
   });
-  const deps: Deps = { config, db, log, clock, worker, banks, secrets };
+  const deps: Deps = { config, store: storeOf(db), db, log, clock, worker, banks, secrets };
   worker.setKinds(jobKindsOf(deps));
   const runners = runnersOf(deps);
   const app = await buildApp(deps);

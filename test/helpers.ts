@@ -8,7 +8,8 @@ import pino from 'pino';
 import { STANDALONE_CLIENT_SECRET } from '../src/modules/banks/sandbox-bank/sandbox-bank.app.ts';
 import { loadConfig, type Config } from '../src/config.ts';
 import { createRuntime, type Runtime } from '../src/runtime.ts';
-import { openDb, type Db } from '../src/store/db.ts';
+import type { Db } from '../src/store/db.ts';
+import { openDb } from '../src/store/store.ts';
 import { createMerchant } from '../src/modules/merchants/merchants.service.ts';
 
 export const engine = process.env.TEST_ENGINE === 'postgres' ? 'postgres' : 'sqlite';

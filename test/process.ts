@@ -5,7 +5,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { TestContext } from 'node:test';
-import { openDb } from '../src/store/db.ts';
+import { openDb } from '../src/store/store.ts';
 import { engine, freshDb, pgUrl, TEST_SECRET_KEY, VALID_ACCOUNT } from './helpers.ts';
 
 // Real processes for tests of start-up, configuration, the CLI and crash durability.

@@ -4,7 +4,7 @@ import { AppError } from '../shared/errors.ts';
 import { sha256Hex } from '../shared/crypto.ts';
 import { DAY_MS } from '../shared/time.ts';
 import type { Database } from '../store/tables.ts';
-import { transact } from '../store/tx.ts';
+import { transact } from '../store/store.ts';
 import { openStored, type SecretBox } from '../shared/secret-box.ts';
 import type { Clock } from '../shared/time.ts';
 import type { Mode } from '../shared/mode.ts';

@@ -1,4 +1,5 @@
 import type { FastifyReply } from 'fastify';
+import { contentSecurityPolicy } from './pages.ts';
 
 // Every HTML page the service sends (the hosted page and its error pages, the payer dashboard,
 // the sandbox bank's pages) carries the same security headers, set here once. A page that needs a
@@ -7,8 +8,13 @@ import type { FastifyReply } from 'fastify';
 // Every other response (JSON, the widget's script, styles) gets nosniff too, so a browser never
 // reads one as a type it was not sent as.
 
-export const DEFAULT_PAGE_CSP =
-  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+export const DEFAULT_PAGE_CSP = contentSecurityPolicy({
+  scripts: true,
+  styles: 'self',
+  images: true,
+  connect: true,
+  formsTo: [],
+});
 
 /** Sets the headers on a reply about to be sent (from an onSend hook). */
 export function pageSecurityHeaders(reply: FastifyReply): void {

@@ -4,7 +4,7 @@ import pino from 'pino';
 import { freshDb, stoppedBeforeRelease } from '../../test/helpers.ts';
 import type { Db } from '../store/db.ts';
 import { migrateToLatest } from '../store/migrate.ts';
-import { transact } from '../store/tx.ts';
+import { transact } from '../store/store.ts';
 import { BatchLane, type BatchLaneKind } from './batch-lane.ts';
 import { enqueue } from './queue.ts';
 

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
 import type { Logger } from 'pino';
-import { inJsonArray, lockSkipLocked, relaxDurability, type Db } from '../store/db.ts';
+import { inJsonArray, lockSkipLocked, type Db } from '../store/db.ts';
 import { prepared } from '../store/prepared.ts';
 import type { Database } from '../store/tables.ts';
-import { transact } from '../store/tx.ts';
+import { storeOf, transact } from '../store/store.ts';
 import { systemClock, type Clock } from '../shared/time.ts';
 import { onJobEnqueued } from './queue.ts';
 
@@ -224,49 +224,50 @@ export class BatchLane<P, W, O> {
    */
   private async claim(room: number): Promise<{ scanned: number; work: Array<{ job: LaneJob<P>; work: W }> }> {
     const now = this.clock.now();
-    let ready: Promise<void> | null = null;
-    const claimed = await transact(this.db, async (trx) => {
-      const due = await dueJobsQuery.all(trx, { kind: this.spec.kind, now, room });
-      if (due.length === 0) return { scanned: 0, work: [] };
-      // A lease lost in a crash only lets the job be claimed again (at least once).
-      ({ ready } = await relaxDurability(trx));
+    // A lease lost in a crash only lets the job be claimed again (at least once): relaxed durability.
+    const { result: claimed, durable } = await storeOf(this.db).transaction(
+      async (trx) => {
+        const due = await dueJobsQuery.all(trx, { kind: this.spec.kind, now, room });
+        if (due.length === 0) return { scanned: 0, work: [] };
 
-      const take: Array<{ jobId: string; key: string; payload: P }> = [];
-      const later = new Map<string, string[]>();
-      const counts = new Map(this.perKeyCount);
-      for (const row of due) {
-        const payload = JSON.parse(row.payload) as P;
-        const key = this.spec.keyOf(payload);
-        const busy = counts.get(key) ?? 0;
-        if (busy >= this.perKey) {
-          const ids = later.get(key);
-          if (ids) ids.push(row.id);
-          else later.set(key, [row.id]);
-        } else {
-          counts.set(key, busy + 1);
-          take.push({ jobId: row.id, key, payload });
+        const take: Array<{ jobId: string; key: string; payload: P }> = [];
+        const later = new Map<string, string[]>();
+        const counts = new Map(this.perKeyCount);
+        for (const row of due) {
+          const payload = JSON.parse(row.payload) as P;
+          const key = this.spec.keyOf(payload);
+          const busy = counts.get(key) ?? 0;
+          if (busy >= this.perKey) {
+            const ids = later.get(key);
+            if (ids) ids.push(row.id);
+            else later.set(key, [row.id]);
+          } else {
+            counts.set(key, busy + 1);
+            take.push({ jobId: row.id, key, payload });
+          }
         }
-      }
-      for (const [key, ids] of later) {
-        const streak = (this.putOffStreak.get(key) ?? 0) + 1;
-        this.putOffStreak.set(key, streak);
-        const runAt = now + Math.min(PUT_OFF_MAX_MS, PUT_OFF_MS * 2 ** (streak - 1)) + Math.floor(this.random() * 30);
-        await putOffJobsQuery.run(trx, { ids: JSON.stringify(ids), runAt });
-      }
-      if (take.length === 0) return { scanned: due.length, work: [] };
+        for (const [key, ids] of later) {
+          const streak = (this.putOffStreak.get(key) ?? 0) + 1;
+          this.putOffStreak.set(key, streak);
+          const runAt = now + Math.min(PUT_OFF_MAX_MS, PUT_OFF_MS * 2 ** (streak - 1)) + Math.floor(this.random() * 30);
+          await putOffJobsQuery.run(trx, { ids: JSON.stringify(ids), runAt });
+        }
+        if (take.length === 0) return { scanned: due.length, work: [] };
 
-      const claimed = await claimJobsQuery.all(trx, {
-        ids: JSON.stringify(take.map((t) => t.jobId)),
-        owner: this.id,
-        until: now + this.leaseMs,
-      });
-      const attempts = new Map(claimed.map((row) => [row.id, Number(row.attempts)]));
-      const jobs: LaneJob<P>[] = take.map((t) => ({ ...t, attempt: attempts.get(t.jobId) ?? 1 }));
-      const loaded = await this.spec.load(trx, jobs);
-      return { scanned: due.length, work: jobs.map((job, i) => ({ job, work: loaded[i] })) };
-    });
+        const claimed = await claimJobsQuery.all(trx, {
+          ids: JSON.stringify(take.map((t) => t.jobId)),
+          owner: this.id,
+          until: now + this.leaseMs,
+        });
+        const attempts = new Map(claimed.map((row) => [row.id, Number(row.attempts)]));
+        const jobs: LaneJob<P>[] = take.map((t) => ({ ...t, attempt: attempts.get(t.jobId) ?? 1 }));
+        const loaded = await this.spec.load(trx, jobs);
+        return { scanned: due.length, work: jobs.map((job, i) => ({ job, work: loaded[i] })) };
+      },
+      { durability: 'relaxed' },
+    );
     // Nothing starts before the jobs it read, and what they carry, are on disk.
-    if (ready) await ready;
+    if (durable) await durable;
     return claimed;
   }
 

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import { newId } from '../shared/ids.ts';
 import type { Database } from '../store/tables.ts';
 import { insertRow, prepared } from '../store/prepared.ts';
-import { afterCommit } from '../store/tx.ts';
+import { afterCommit } from '../store/store.ts';
 import type { Clock } from '../shared/time.ts';
 
 /**

@@ -3,13 +3,11 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Kysely } from 'kysely';
 import pino from 'pino';
 import { freshDb, stoppedBeforeRelease } from '../../test/helpers.ts';
 import { migrateToLatest } from '../store/migrate.ts';
-import { nodeSqliteDialect, openSqlite, type FileSync } from '../store/sqlite-dialect.ts';
-import type { Database } from '../store/tables.ts';
-import { transact } from '../store/tx.ts';
+import type { FileSync } from '../store/sqlite/wal-syncer.ts';
+import { openDb, transact } from '../store/store.ts';
 import { enqueue } from './queue.ts';
 import { Worker } from './worker.ts';
 
@@ -100,7 +98,7 @@ test('on SQLite a claimed job runs only once the commit that queued it is on dis
     if (holding) heldSyncs.push(go);
     else go();
   };
-  const db = new Kysely<Database>({ dialect: nodeSqliteDialect(openSqlite(file), file, fsync) });
+  const db = openDb({ engine: 'sqlite', file, fsync });
   const ran: string[] = [];
   const worker = new Worker({
     db,

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { Logger } from 'pino';
 import { lazyChild } from '../logger.ts';
-import { inJsonArray, lockSkipLocked, relaxDurability, transaction, type Db } from '../store/db.ts';
+import { inJsonArray, lockSkipLocked, type Db } from '../store/db.ts';
+import { storeOf } from '../store/store.ts';
 import { prepared, type Arg } from '../store/prepared.ts';
 import type { Database } from '../store/tables.ts';
 import { shiftedClock, systemClock, type Clock } from '../shared/time.ts';
@@ -193,30 +194,32 @@ export class Worker {
   }
 
   /**
-   * Due jobs with their leases taken, and `ready` (store/db.ts, relaxDurability): the leases need
-   * not reach the disk, but the jobs must not run before the rows they were read from have.
+   * Due jobs with their leases taken, and `ready`: the leases need not reach the disk (a relaxed
+   * transaction, docs/store.md), but the jobs must not run before the rows they were read from have.
    */
   private async lease(limit: number, clockId?: string): Promise<{ jobs: ClaimedJob[]; ready: Promise<void> | null }> {
     const { db, leaseMs } = this.options;
     const now = this.options.realClock.now();
-    let ready: Promise<void> | null = null;
-    const jobs = await transaction(db, async (trx) => {
-      const due =
-        clockId === undefined
-          ? await dueJobsQuery.all(trx, { now, limit })
-          : await dueJobsOfClockQuery.all(trx, { now, limit, clockId });
-      if (due.length === 0) return [];
-      // A lease lost in a crash only lets the job be claimed again, which handlers allow for.
-      ({ ready } = await relaxDurability(trx));
-      const ids = JSON.stringify(due.map((row) => row.id));
-      const rows = await leaseJobsQuery.all(trx, { ids, owner: this.id, until: now + leaseMs });
-      // The test clocks' offsets, read once for the batch rather than once per job.
-      const clockIds = [...new Set(rows.map((row) => row.clock_id).filter((id): id is string => id !== null))];
-      const offsets = clockIds.length > 0 ? await this.options.clockOffsets(trx, clockIds) : new Map<string, number>();
-      return rows
-        .map((row) => ({ ...row, clock_offset_ms: row.clock_id ? (offsets.get(row.clock_id) ?? 0) : 0 }))
-        .sort((a, b) => a.run_at - b.run_at) as ClaimedJob[];
-    });
+    const { result: jobs, durable: ready } = await storeOf(db).transaction(
+      async (trx) => {
+        const due =
+          clockId === undefined
+            ? await dueJobsQuery.all(trx, { now, limit })
+            : await dueJobsOfClockQuery.all(trx, { now, limit, clockId });
+        if (due.length === 0) return [];
+        const ids = JSON.stringify(due.map((row) => row.id));
+        const rows = await leaseJobsQuery.all(trx, { ids, owner: this.id, until: now + leaseMs });
+        // The test clocks' offsets, read once for the batch rather than once per job.
+        const clockIds = [...new Set(rows.map((row) => row.clock_id).filter((id): id is string => id !== null))];
+        const offsets =
+          clockIds.length > 0 ? await this.options.clockOffsets(trx, clockIds) : new Map<string, number>();
+        return rows
+          .map((row) => ({ ...row, clock_offset_ms: row.clock_id ? (offsets.get(row.clock_id) ?? 0) : 0 }))
+          .sort((a, b) => a.run_at - b.run_at) as ClaimedJob[];
+        // A lease lost in a crash only lets the job be claimed again, which handlers allow for.
+      },
+      { durability: 'relaxed' },
+    );
     return { jobs, ready };
   }
 

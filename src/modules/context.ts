@@ -3,6 +3,7 @@ import type { Config } from '../config.ts';
 import type { Worker } from '../jobs/worker.ts';
 import type { Clock } from '../shared/time.ts';
 import type { Db } from '../store/db.ts';
+import type { Store } from '../store/store.ts';
 import type { SecretBox } from '../shared/secret-box.ts';
 import type { BankRegistry } from './banks/bank-connector.ts';
 import type { Mode } from '../shared/mode.ts';
@@ -10,6 +11,9 @@ import type { Mode } from '../shared/mode.ts';
 /** Long-lived dependencies, built once in main (or by the test harness). */
 export type Deps = {
   config: Config;
+  /** Transactions, durability and the engine's extras (docs/store.md). */
+  store: Store;
+  /** The store's query builder (`store.db`). */
   db: Db;
   log: Logger;
   /** Real time; test-mode work reads the merchant's test clock derived from it. */

@@ -3,13 +3,72 @@ import type { Backoff } from '../jobs/backoff.ts';
 import type { JobKindName, JobPayloads } from '../jobs/queue.ts';
 import type { JobHandler } from '../jobs/worker.ts';
 import type { SealSecrets } from '../store/seal-at-rest.ts';
-import type { CheckoutStrategy } from './checkout/checkout.strategies.ts';
-import type { Deps } from './context.ts';
-import type { EventSubscriber } from './events/events.subscribers.ts';
-import type { PayHelper } from './test-helpers/pay.service.ts';
+import type { Kysely } from 'kysely';
+import type { Mode } from '../shared/mode.ts';
+import type { Database } from '../store/tables.ts';
+import type { Ctx, Deps } from './context.ts';
+import type { PayerDetails } from './customers/customers.rules.ts';
+import type { RequestRow } from './requests/requests.tables.ts';
+import type { PayBody } from './test-helpers/pay.schemas.ts';
 
 // What a module is, to the rest of Tono: one manifest per module, listed in src/modules/index.ts,
 // from which the HTTP app, the runtime, the CLI and the tests are all built (docs/architecture.md).
+// What modules contribute to one another is typed here, beside the manifest that declares it: the
+// manifest names no module, only the shapes of their rows and forms.
+
+// Checkout: what differs between kinds of request on the hosted page (the summary the payer reads,
+// the consent to create at the bank, what happens when the payer comes back). One-off payments are
+// the checkout module's own; recurring consents and subscriptions provide theirs in their manifests.
+
+export type SummaryLine = { label: string; value: string };
+export type Summary = {
+  /** The big line: the amount, or what the payer is agreeing to. */
+  headline: string | null;
+  lines: SummaryLine[];
+  /** The consent wording above the bank choice. */
+  consentText: string;
+  /** Label of the continue button. */
+  action: string;
+};
+
+export type StartInput = {
+  amountCents: number | null;
+  bankId: string;
+  details: PayerDetails | null;
+  channel: 'page' | 'embed' | 'api';
+};
+export type StartOutcome =
+  | { ok: true; redirectUrl: string; paymentId: string | null }
+  | { ok: false; message: string; paymentId: string | null };
+export type ReturnInput = { state: string; code?: string | null; error?: string | null };
+/** Where the payer's return ended: the request, the payment (if one was made) and its status. */
+export type ReturnOutcome = { requestId: string; paymentId: string | null; status: string; channel: string | null };
+
+/** What the payer reads on the page of a request that set something up (a consent, a subscription). */
+export type SetUpView = { heading: string; paragraphs: string[] };
+
+export type CheckoutStrategy = {
+  summary(request: RequestRow): Summary;
+  /** Null when the page can take this request; otherwise a plain message for the payer. */
+  unavailable(request: RequestRow): string | null;
+  start(deps: Deps, request: RequestRow, input: StartInput): Promise<StartOutcome>;
+  /** Completes a return whose state this strategy issued; null when the state is not its own. */
+  completeReturn(deps: Deps, input: ReturnInput): Promise<ReturnOutcome | null>;
+  /**
+   * For kinds whose approval moves no money: what was set up, for the page of the request once it
+   * is done (right after approval and on every later visit). Absent for one-off payments.
+   */
+  setUpView?(deps: Deps, request: RequestRow, merchantName: string): Promise<SetUpView | null>;
+};
+
+/** An event as written: enough for a subscriber to decide what to do, without reading it back. */
+export type EmittedEvent = { id: string; userId: string; mode: Mode; type: string; hasSecret: boolean };
+
+/** Runs for every event as it is written, in the event's transaction. */
+export type EventSubscriber = (db: Kysely<Database>, event: EmittedEvent) => Promise<void>;
+
+/** How the pay test helper pays one kind of request the way a payer would. */
+export type PayHelper = (ctx: Ctx, request: RequestRow, body: PayBody) => Promise<Record<string, unknown>>;
 
 /** A kind of durable job: its name, what runs it (taking that kind's payload), and how it retries when it throws. */
 export type JobKind<K extends JobKindName = JobKindName> = {

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { sha256Hex } from '../shared/crypto.ts';
 import type { Db } from './db.ts';
-import { transact } from './tx.ts';
+import { transact } from './store.ts';
 
 // Attempt limits kept in the database, so every process and every instance on one database shares
 // them (docs/security.md, "Limits"). An attempt is taken before the work it limits (a password

@@ -6,11 +6,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { Kysely, sql } from 'kysely';
-import { directReaderOf, openDb, relaxDurability, transaction, unitRunnerOf } from './db.ts';
-import { nodeSqliteDialect, openSqlite, type DirectReader, type FileSync } from './sqlite-dialect.ts';
+import { sql } from 'kysely';
+import { openDb, openStore, storeOf, transact } from './store.ts';
+import type { FileSync } from './sqlite/wal-syncer.ts';
 import { insertRow, prepared } from './prepared.ts';
-import { transact } from './tx.ts';
+
+type DirectReader = (statement: string, parameters: unknown[]) => Promise<unknown[]> | unknown[] | null;
 
 function tempFile() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-gc-'));
@@ -51,8 +52,7 @@ test('a write is on disk when its promise resolves, even if the process dies rig
   const { file, cleanup } = tempFile();
   t.after(cleanup);
   const script = `
-    import { openDb } from ${JSON.stringify(path.resolve('src/store/db.ts'))};
-    import { transact } from ${JSON.stringify(path.resolve('src/store/tx.ts'))};
+    import { openDb, transact } from ${JSON.stringify(path.resolve('src/store/store.ts'))};
     import { sql } from 'kysely';
     const db = openDb({ engine: 'sqlite', file: ${JSON.stringify(file)} });
     await sql\`create table items (id integer primary key)\`.execute(db);
@@ -78,10 +78,12 @@ test('a relaxed unit (a job lease) still commits with its batch', async (t) => {
   t.after(cleanup);
   const db = openDb({ engine: 'sqlite', file }) as any;
   await sql`create table leases (id integer primary key)`.execute(db);
-  await transact(db, async (trx: any) => {
-    await trx.insertInto('leases').values({ id: 1 }).execute();
-    await relaxDurability(trx);
-  });
+  await storeOf(db).transaction(
+    async (trx: any) => {
+      await trx.insertInto('leases').values({ id: 1 }).execute();
+    },
+    { durability: 'relaxed' },
+  );
   await transact(db, async (trx: any) => trx.insertInto('leases').values({ id: 2 }).execute());
   await db.destroy();
   const check = new DatabaseSync(file);
@@ -198,10 +200,9 @@ async function heldDatabase(t: TestContext) {
   const { file, cleanup } = tempFile();
   t.after(cleanup);
   const held = heldFsync();
-  let read!: DirectReader;
-  const db = new Kysely<any>({
-    dialect: nodeSqliteDialect(openSqlite(file), file, held.fsync, (access) => (read = access.readNow)),
-  });
+  const store = openStore({ engine: 'sqlite', file, fsync: held.fsync });
+  const db = store.db as any;
+  const read: DirectReader = (statement, parameters) => store.readNow(statement, parameters);
   t.after(async () => {
     const closing = db.destroy();
     held.release();
@@ -213,7 +214,7 @@ async function heldDatabase(t: TestContext) {
   await until(() => held.calls.length === 1);
   held.calls[0]!.finish();
   await create;
-  return { db, held, file, read };
+  return { db, held, file, read, store };
 }
 
 test('no caller is released before the WAL fsync covering what it wrote or read; batches sync one at a time, in order', async (t) => {
@@ -232,7 +233,7 @@ test('no caller is released before the WAL fsync covering what it wrote or read;
       .selectFrom('items')
       .selectAll()
       .execute()
-      .then((rows) => (seen = rows)),
+      .then((rows: unknown[]) => (seen = rows)),
   );
   // The next writers' statements run while the first fsync is still under way; their batch stays
   // open until it ends (that fsync cannot cover them), so writers of several turns share it.
@@ -291,7 +292,7 @@ test('no caller is released before the WAL fsync covering what it wrote or read;
       .select('id')
       .where('id', '=', 4)
       .execute()
-      .then((rows) => (early = rows)),
+      .then((rows: unknown[]) => (early = rows)),
   );
   await until(() => held.calls.length === 5);
   await turns();
@@ -302,15 +303,19 @@ test('no caller is released before the WAL fsync covering what it wrote or read;
 });
 
 test("a relaxed unit (a job claim) is answered without its own writes' fsync, and says when the rows it read are durable", async (t) => {
-  const { db, held } = await heldDatabase(t);
-  /** Reads every item (the due jobs), relaxes, then writes one (the lease). */
-  const claim = (lease: number) =>
-    transact(db, async (trx: any) => {
-      const rows = await trx.selectFrom('items').select('id').execute();
-      const { ready } = await relaxDurability(trx);
-      await trx.insertInto('items').values({ id: lease }).execute();
-      return { ids: rows.map((row: { id: number }) => row.id as number), ready };
-    });
+  const { db, held, store } = await heldDatabase(t);
+  /** Reads every item (the due jobs), then writes one (the lease), in a relaxed transaction. */
+  const claim = async (lease: number) => {
+    const { result: ids, durable } = await store.transaction(
+      async (trx: any) => {
+        const rows = await trx.selectFrom('items').select('id').execute();
+        await trx.insertInto('items').values({ id: lease }).execute();
+        return rows.map((row: { id: number }) => row.id as number);
+      },
+      { durability: 'relaxed' },
+    );
+    return { ids, ready: durable };
+  };
 
   // Nothing pending: nothing to wait for, and the lease's own fsync is not waited for either.
   const quiet = await claim(100);
@@ -386,7 +391,7 @@ test('a write with RETURNING is part of its unit: answered once durable, and und
   // Each as its transaction's first write (prepared on the unit, and built through Kysely), side by
   // side with a transaction that succeeds and so holds the batch open.
   const outcomes = await Promise.allSettled([
-    transaction(store, async (trx: any) => {
+    transact(store, async (trx: any) => {
       assert.deepEqual(await relabel.all(trx, { id: 1, label: 'lost' }), [{ id: 1 }]);
       throw new Error('fails after its write');
     }),
@@ -448,14 +453,12 @@ test('prepared reads of a database opened by openDb take the direct read, and on
   t.after(() => db.destroy());
   await sql`create table items (id integer primary key, label text not null)`.execute(db);
   await db.insertInto('items').values({ id: 1, label: 'one' }).execute();
-  const direct = directReaderOf(db)!;
-  assert.ok(direct, 'openDb registers the direct read');
   const byId = prepared<{ id: number }, { id: number; label: string }>((base: any, arg) =>
     base.selectFrom('items').selectAll().where('id', '=', arg('id')),
   );
   assert.deepEqual(await byId.first(db, { id: 1 }), { id: 1, label: 'one' });
   await transact(db, async (trx: any) => {
-    assert.equal(directReaderOf(trx), undefined, 'a transaction reads through its own connection');
+    assert.equal(storeOf(trx).readNow('select 1', []), null, 'a transaction reads through its own connection');
     await trx.updateTable('items').set({ label: 'uno' }).where('id', '=', 1).execute();
     assert.deepEqual(await byId.first(trx, { id: 1 }), { id: 1, label: 'uno' }, 'and sees its own writes');
   });
@@ -502,11 +505,18 @@ test('prepared queries in a transaction run straight on its unit of work, and on
       .set({ label: arg('label') })
       .where('id', '=', arg('id')),
   );
-  assert.equal(unitRunnerOf(db), undefined, 'outside a transaction there is no unit to run on');
+  assert.equal(
+    storeOf(db).runInTransaction(db, 'select 1', []),
+    null,
+    'outside a transaction there is no unit to run on',
+  );
 
   let leaked: any;
   await transact(db, async (trx: any) => {
-    assert.ok(unitRunnerOf(trx), 'a transaction begun by transact runs its statements on its unit');
+    assert.ok(
+      storeOf(trx).runInTransaction(trx, 'select 1', []),
+      'a transaction begun by transact runs its statements on its unit',
+    );
     leaked = trx;
     const inserted = await insertRow(trx, 'items' as any, { id: 1, label: 'one' } as any);
     assert.equal(inserted.numAffectedRows, 1n);
@@ -517,10 +527,10 @@ test('prepared queries in a transaction run straight on its unit of work, and on
   assert.deepEqual(await byId.first(db, { id: 1 }), { id: 1, label: 'uno' }, 'committed');
   await assert.rejects(
     byId.first(leaked, { id: 1 }),
-    /already committed or rolled back/,
+    /already committed/,
     'a transaction used after its end is refused, as Kysely refuses it',
   );
-  await assert.rejects(relabel.run(leaked, { id: 1, label: 'late' }), /already committed or rolled back/);
+  await assert.rejects(relabel.run(leaked, { id: 1, label: 'late' }), /already committed/);
 
   // A failing statement rejects (it does not throw), and rolls back its own unit only.
   await transact(db, (trx: any) => insertRow(trx, 'items' as any, { id: 2, label: 'two' } as any));
@@ -538,7 +548,7 @@ test('prepared queries in a transaction run straight on its unit of work, and on
 
   // Transactions begun without transact go through Kysely as before.
   await db.transaction().execute(async (trx: any) => {
-    assert.equal(unitRunnerOf(trx), undefined);
+    assert.equal(storeOf(trx).runInTransaction(trx, 'select 1', []), null);
     await relabel.run(trx, { id: 2, label: 'zwei' });
   });
   assert.deepEqual(await byId.first(db, { id: 2 }), { id: 2, label: 'zwei' });
@@ -570,6 +580,6 @@ test('rows are objects named by their columns, whatever the names: odd character
   assert.equal(Object.getPrototypeOf(row), Object.prototype);
   assert.equal(row.constructor, 'c');
   // The direct read (outside any unit of work) makes its rows the same way.
-  const direct = directReaderOf(db)!(`select * from items`, []) as Array<Record<string, unknown>>;
+  const direct = storeOf(db).readNow(`select * from items`, []) as Array<Record<string, unknown>>;
   assert.deepEqual(Object.keys(direct[0]!), ['id', odd, '__proto__', 'constructor']);
 });

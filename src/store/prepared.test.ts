@@ -2,10 +2,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
 import { engine, freshDb, pgUrl } from '../../test/helpers.ts';
-import { openDb } from './db.ts';
 import { migrateToLatest } from './migrate.ts';
 import { inserted, insertRow, prepared, updateById } from './prepared.ts';
-import { transact } from './tx.ts';
+import { openDb, transact } from './store.ts';
 
 // Prepared queries against the real engines (SQLite here, PostgreSQL with TEST_ENGINE=postgres):
 // each call binds its own values into SQL compiled once.

@@ -1,7 +1,7 @@
 import type { Compilable, CompiledQuery, Insertable, Kysely, QueryResult } from 'kysely';
 import type { Database } from './tables.ts';
-import { directReaderOf, prepareOnServer, unitRunnerOf } from './db.ts';
-import type { UnitRunner } from './sqlite-dialect.ts';
+import { engineOf, type Engine } from './db.ts';
+import { storeOfOrNull, type Store } from './store.ts';
 import { andThen, type NowOrLater } from '../shared/now-or-later.ts';
 
 // Queries built and compiled once, then run with new values.
@@ -14,7 +14,7 @@ import { andThen, type NowOrLater } from '../shared/now-or-later.ts';
 // An argument is a whole value in a comparison, a SET or an inserted column, never a list (the SQL
 // of `in (...)` depends on the list's length) and never SQL text.
 //
-// On PostgreSQL the same statements are also prepared on the server (db.ts, prepareOnServer):
+// On PostgreSQL the same statements are also prepared on the server (Store.keepPreparedOnServer):
 // each connection parses and plans one once, and afterwards only binds and executes it.
 
 type Db = Kysely<Database>;
@@ -27,23 +27,20 @@ const PLACEHOLDER = '\u0000tono-arg:';
 /** Reads the argument `name` at run time; only valid inside a prepared query's builder. */
 export type Arg<Args> = <K extends keyof Args & string>(name: K) => Args[K];
 
-function planFor(
-  db: Runner,
-  plans: WeakMap<object, Plan>,
-  build: (db: Db, arg: Arg<any>) => Compilable<unknown>,
-): Plan {
-  // Plans are per dialect: the adapter object is shared by a Kysely instance and its transactions.
-  const adapter = db.getExecutor().adapter;
-  let plan = plans.get(adapter);
+function planFor(db: Runner, plans: Map<Engine, Plan>, build: (db: Db, arg: Arg<any>) => Compilable<unknown>): Plan {
+  // Plans are per SQL dialect.
+  const engine = engineOf(db);
+  let plan = plans.get(engine);
   if (!plan) {
     const query = build(db, ((name: string) => `${PLACEHOLDER}${name}`) as Arg<any>).compile();
     const slots = query.parameters.map((value) =>
       typeof value === 'string' && value.startsWith(PLACEHOLDER) ? value.slice(PLACEHOLDER.length) : null,
     );
     plan = { query, slots };
-    plans.set(adapter, plan);
-    prepareOnServer(query.sql);
+    plans.set(engine, plan);
   }
+  // Each PostgreSQL store keeps its own list of the statements it has prepared on the server.
+  if (engine === 'postgres') storeOfOrNull(db)?.keepPreparedOnServer(plan.query.sql);
   return plan;
 }
 
@@ -57,19 +54,33 @@ function bind(plan: Plan, args: Record<string, unknown>): CompiledQuery {
   return { ...plan.query, parameters };
 }
 
-/** The rows a SQLite transaction's unit answered with, or the statement's error as a rejection (never a throw). */
-function onUnit<Row>(runner: UnitRunner, query: CompiledQuery): QueryResult<Row> | Promise<never> {
+/**
+ * The rows of a query run straight on a SQLite transaction's unit of work (Store.runInTransaction),
+ * or null where that is not the way; the statement's error comes as a rejection, never a throw.
+ */
+function inTransactionNow<Row>(
+  store: Store | null,
+  db: Runner,
+  query: CompiledQuery,
+): NowOrLater<QueryResult<Row>> | null {
+  if (!store || !db.isTransaction) return null;
   try {
-    return runner(query.sql, query.parameters) as QueryResult<Row>;
+    return store.runInTransaction(db, query.sql, query.parameters) as QueryResult<Row> | null;
   } catch (error) {
     return Promise.reject(error);
   }
 }
 
-/** Runs a compiled query: straight on the SQLite transaction's unit when there is one (db.ts, unitRunnerOf), else through Kysely. */
+/** Runs a compiled query: straight on the SQLite transaction's unit when there is one, else through Kysely. */
 function execute<Row>(db: Runner, query: CompiledQuery): Promise<QueryResult<Row>> {
-  const runner = unitRunnerOf(db);
-  return runner ? Promise.resolve(onUnit<Row>(runner, query)) : db.executeQuery<Row>(query);
+  const now = inTransactionNow<Row>(storeOfOrNull(db), db, query);
+  if (now) return Promise.resolve(now);
+  try {
+    return db.executeQuery<Row>(query);
+  } catch (error) {
+    // Kysely refuses a transaction used after its end by throwing at once.
+    return Promise.reject(error);
+  }
 }
 
 export type PreparedQuery<Args, Row> = {
@@ -91,17 +102,18 @@ export type PreparedQuery<Args, Row> = {
 export function prepared<Args extends Record<string, unknown>, Row = unknown>(
   build: (db: Db, arg: Arg<Args>) => Compilable<Row>,
 ): PreparedQuery<Args, Row> {
-  const plans = new WeakMap<object, Plan>();
+  const plans = new Map<Engine, Plan>();
   const run = (db: Runner, args: Args) => execute<Row>(db, bind(planFor(db, plans, build as any), args));
   // On SQLite, a read outside a transaction skips Kysely's connection handling when the
-  // connection is free (store/sqlite-dialect.ts, readNow): half the cost of a key lookup, and the
-  // rows come back in hand when nothing they show is still waiting for its fsync. Inside a
-  // transaction the rows are in hand too: the transaction's caller waits for durability at its end.
+  // connection is free (Store.readNow): half the cost of a key lookup, and the rows come back in
+  // hand when nothing they show is still waiting for its fsync. Inside a transaction the rows are
+  // in hand too: the transaction's caller waits for durability at its end.
   const rowsNowOrLater = (db: Runner, args: Args): NowOrLater<Row[]> => {
     const query = bind(planFor(db, plans, build as any), args);
-    const runner = unitRunnerOf(db);
-    if (runner) return andThen(onUnit<Row>(runner, query), (result) => result.rows);
-    const rows = directReaderOf(db)?.(query.sql, query.parameters) as NowOrLater<Row[]> | null | undefined;
+    const store = storeOfOrNull(db);
+    const inTransaction = inTransactionNow<Row>(store, db, query);
+    if (inTransaction) return andThen(inTransaction, (result) => result.rows);
+    const rows = db.isTransaction ? null : (store?.readNow(query.sql, query.parameters) as NowOrLater<Row[]> | null);
     return rows ?? db.executeQuery<Row>(query).then((result) => result.rows);
   };
   return {
@@ -112,12 +124,12 @@ export function prepared<Args extends Record<string, unknown>, Row = unknown>(
   };
 }
 
-const shapePlans = new Map<string, WeakMap<object, Plan>>();
+const shapePlans = new Map<string, Map<Engine, Plan>>();
 
-function plansOfShape(shape: string): WeakMap<object, Plan> {
+function plansOfShape(shape: string): Map<Engine, Plan> {
   let plans = shapePlans.get(shape);
   if (!plans) {
-    plans = new WeakMap();
+    plans = new Map();
     shapePlans.set(shape, plans);
   }
   return plans;

@@ -2,7 +2,7 @@ import { sql, type Transaction } from 'kysely';
 import { isSealed, type SecretBox } from '../shared/secret-box.ts';
 import type { Db } from './db.ts';
 import type { Database } from './tables.ts';
-import { transact } from './tx.ts';
+import { transact } from './store.ts';
 
 // Secrets written before they were sealed at rest (docs/security.md) are sealed once, at the first
 // start with a service key: a migration cannot do it, having no key. Recorded in store_tasks, so

@@ -6,7 +6,7 @@ import path from 'node:path';
 import pino from 'pino';
 import { sql } from 'kysely';
 import { createRuntime } from '../../src/runtime.ts';
-import { openDb } from '../../src/store/db.ts';
+import { openDb } from '../../src/store/store.ts';
 import { sealStoredSecrets } from '../../src/modules/index.ts';
 import { verifyWebhookSignature } from '../../src/modules/webhooks/verify.js';
 import { startReceiver } from '../support/webhook-receiver.ts';

@@ -9,7 +9,7 @@ import { createMerchant } from '../../src/modules/merchants/merchants.service.ts
 import { emitEvent } from '../../src/modules/events/events.service.ts';
 import { startReceiver } from '../support/webhook-receiver.ts';
 import { systemClock } from '../../src/shared/time.ts';
-import { transact } from '../../src/store/tx.ts';
+import { transact } from '../../src/store/store.ts';
 import { engine, freshDb, pgUrl, VALID_ACCOUNT, type TestDb } from '../helpers.ts';
 
 async function freePort(): Promise<number> {

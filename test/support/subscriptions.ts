@@ -1,7 +1,7 @@
 // Test fixtures: subscription requests over the API and subscriptions made straight through the
 // domain (as the checkout strategy does after the bank's approval), for tests and the bench.
 import type { Runtime } from '../../src/runtime.ts';
-import { transact } from '../../src/store/tx.ts';
+import { transact } from '../../src/store/store.ts';
 import { findRequestById } from '../../src/modules/requests/requests.service.ts';
 import { subscriptionOptionsOf } from '../../src/modules/requests/requests.present.ts';
 import { clockOf } from '../../src/modules/merchants/merchants.clock.ts';

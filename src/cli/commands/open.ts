@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../../config.ts';
-import { openDb, type Db, type StoreOptions } from '../../store/db.ts';
+import type { Db } from '../../store/db.ts';
+import { openDb, type StoreOptions } from '../../store/store.ts';
 import { migrateToLatest, pendingMigrations } from '../../store/migrate.ts';
 import { storeOptionsFor } from '../../runtime.ts';
 

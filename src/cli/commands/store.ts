@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { backupSqlite } from '../../store/db.ts';
+import { storeOf } from '../../store/store.ts';
 import type { CliCommand } from '../command.ts';
 import { print, withDb } from './open.ts';
 
@@ -23,7 +23,7 @@ export const storeCommands: Record<string, CliCommand> = {
       const folder = path.dirname(target);
       if (!fs.existsSync(folder) || !fs.statSync(folder).isDirectory())
         throw new Error(`the folder ${folder} does not exist; create it first`);
-      await withDb(config, (db) => backupSqlite(db, target));
+      await withDb(config, (db) => storeOf(db).backupTo(target));
       print({ backup: target }, o.json, `backup written to ${target}`);
       return 0;
     },

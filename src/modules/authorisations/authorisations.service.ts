@@ -3,9 +3,8 @@ import type { JobHandler } from '../../jobs/worker.ts';
 import { invalidParam } from '../../shared/errors.ts';
 import type { Mode } from '../../shared/mode.ts';
 import type { Db } from '../../store/db.ts';
-import { transact } from '../../store/tx.ts';
 import type { EnduringConsentInput } from '../banks/bank-connector.ts';
-import type { ReturnInput, StartInput, StartOutcome } from '../checkout/checkout.strategies.ts';
+import type { ReturnInput, StartInput, StartOutcome } from '../manifest.ts';
 import { upsertCustomer } from '../customers/customers.service.ts';
 import type { PayerDetails } from '../customers/customers.rules.ts';
 import { bankReturnUrl, connectorFor, creditorOf } from '../payments/payments.banks.ts';
@@ -150,40 +149,42 @@ export async function completeAuthorisation(
     return (await closeAuthorisation(deps.db, pending.state, 'failed', clock.now())) ? result('failed') : repeated();
   }
 
-  const created = await transact(deps.db, async (trx) => {
-    const now = clock.now();
-    const locked = await holdRequestToPay(trx, request.id);
-    if (!locked || effectiveStatus(locked, now) !== 'active') {
-      if (!(await closeAuthorisation(trx, pending.state, 'failed', now))) return null;
-      // The request closed while the payer was at the bank: the consent goes back to the bank.
-      await enqueueGiveBack(
-        trx,
-        { bankId: pending.bank_id, mode: request.mode, consentId: token.consentId },
-        deps.clock.now(),
-      );
-      return { objectId: null, request: locked ?? request };
-    }
-    const scope = { userId: locked.user_id, mode: locked.mode };
-    const given = locked.cust_info ? (JSON.parse(locked.cust_info) as CustInfo as Partial<PayerDetails>) : null;
-    const details = mergePayerDetails(given, pending.details ? (JSON.parse(pending.details) as PayerDetails) : null);
-    const { customer } = await upsertCustomer(trx, scope, details, now);
-    const objectId = await kind.create(trx, deps, {
-      request: locked,
-      customer,
-      details,
-      bankId: pending.bank_id,
-      bankConsentId: token.consentId,
-      bankAccessToken: token.accessToken,
-      now,
+  const created = await deps.store
+    .transaction(async (trx) => {
+      const now = clock.now();
+      const locked = await holdRequestToPay(trx, request.id);
+      if (!locked || effectiveStatus(locked, now) !== 'active') {
+        if (!(await closeAuthorisation(trx, pending.state, 'failed', now))) return null;
+        // The request closed while the payer was at the bank: the consent goes back to the bank.
+        await enqueueGiveBack(
+          trx,
+          { bankId: pending.bank_id, mode: request.mode, consentId: token.consentId },
+          deps.clock.now(),
+        );
+        return { objectId: null, request: locked ?? request };
+      }
+      const scope = { userId: locked.user_id, mode: locked.mode };
+      const given = locked.cust_info ? (JSON.parse(locked.cust_info) as CustInfo as Partial<PayerDetails>) : null;
+      const details = mergePayerDetails(given, pending.details ? (JSON.parse(pending.details) as PayerDetails) : null);
+      const { customer } = await upsertCustomer(trx, scope, details, now);
+      const objectId = await kind.create(trx, deps, {
+        request: locked,
+        customer,
+        details,
+        bankId: pending.bank_id,
+        bankConsentId: token.consentId,
+        bankAccessToken: token.accessToken,
+        now,
+      });
+      // Settled last, so a concurrent return that settled first rolls all of this back.
+      if (!(await closeAuthorisation(trx, pending.state, 'authorised', now, objectId))) throw new AlreadySettled();
+      await markRequestPaid(trx, locked, now);
+      return { objectId, request: { ...locked, status: 'paid', updated_at: now } };
+    })
+    .catch((error: unknown) => {
+      if (error instanceof AlreadySettled) return null;
+      throw error;
     });
-    // Settled last, so a concurrent return that settled first rolls all of this back.
-    if (!(await closeAuthorisation(trx, pending.state, 'authorised', now, objectId))) throw new AlreadySettled();
-    await markRequestPaid(trx, locked, now);
-    return { objectId, request: { ...locked, status: 'paid', updated_at: now } };
-  }).catch((error: unknown) => {
-    if (error instanceof AlreadySettled) return null;
-    throw error;
-  });
   if (created === null) return repeated();
   return created.objectId === null
     ? result('failed', null, created.request)

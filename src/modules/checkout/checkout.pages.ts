@@ -9,7 +9,8 @@ import {
   type FieldError,
   type FormValues,
 } from './checkout.form.ts';
-import { strategyFor, type CheckoutStrategies, type SetUpView } from './checkout.strategies.ts';
+import { strategyFor, type CheckoutStrategies } from './checkout.strategies.ts';
+import type { SetUpView } from '../manifest.ts';
 import { render } from './checkout.views.ts';
 import type { Deps } from '../context.ts';
 import type { RequestRow } from '../requests/requests.tables.ts';

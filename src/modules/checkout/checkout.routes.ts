@@ -15,6 +15,7 @@ import {
 } from './checkout.pages.ts';
 import { loadRequest, paymentOfRequest, returnFromBank, setUpViewOf, submitCheckout } from './checkout.service.ts';
 import { parseEmbedOrigin, render, sendPage } from './checkout.views.ts';
+import { contentSecurityPolicy } from '../../http/pages.ts';
 import { isIdOf } from '../../shared/ids.ts';
 import type { Deps } from '../context.ts';
 import type { CheckoutStrategies } from './checkout.strategies.ts';
@@ -43,6 +44,14 @@ function formValues(body: unknown): Record<string, string> {
 const wantsJson = (request: FastifyRequest) => (request.headers.accept ?? '').includes('application/json');
 
 export async function registerCheckoutRoutes(app: App, deps: Deps, strategies: CheckoutStrategies): Promise<void> {
+  registerAssets(app, deps);
+  registerPayPages(app, deps, strategies);
+  registerPayReturn(app, deps, strategies);
+  registerPayReads(app, deps);
+}
+
+/** The page's own styles and script, the embed widget's script, and its demo page. */
+function registerAssets(app: App, deps: Deps): void {
   const assets = new Map<string, { type: string; body: string }>();
   for (const name of fs.readdirSync(assetsDir)) {
     const type = assetTypes[path.extname(name)];
@@ -83,29 +92,36 @@ export async function registerCheckoutRoutes(app: App, deps: Deps, strategies: C
       serviceOrigin(),
     );
   });
+}
 
-  const notFoundPage = (reply: FastifyReply) =>
-    reply
-      .status(404)
-      .header('content-type', 'text/html; charset=utf-8')
-      .header('content-security-policy', "default-src 'none'; style-src 'self'; frame-ancestors 'none'")
-      .send(
-        '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Not found</title><link rel="stylesheet" href="/checkout/assets/checkout.css"></head><body><main id="main"><h1>This payment link is not valid</h1><p>Check the link you were given, or ask the merchant for a new one.</p></main></body></html>',
-      );
+/** A payment link that leads nowhere. */
+const notFoundPage = (reply: FastifyReply) =>
+  sendPage(
+    reply,
+    404,
+    render('problem', {
+      title: 'Not found',
+      heading: 'This payment link is not valid',
+      text: 'Check the link you were given, or ask the merchant for a new one.',
+    }),
+  );
 
-  const contextOf = async (request: FastifyRequest<{ Params: Params; Querystring: Query }>) => {
-    const loaded = await loadRequest(deps, request.params.id);
-    if (!loaded) return null;
-    const ctx: PageContext = {
-      request: loaded.request,
-      merchantName: loaded.merchantName,
-      embedOrigin: parseEmbedOrigin(request.query.embed_origin),
-    };
-    return { loaded, ctx };
+/** The request a page is for, with what every page of it shows; null when there is no such request. */
+const contextOf = async (deps: Deps, request: FastifyRequest<{ Params: Params; Querystring: Query }>) => {
+  const loaded = await loadRequest(deps, request.params.id);
+  if (!loaded) return null;
+  const ctx: PageContext = {
+    request: loaded.request,
+    merchantName: loaded.merchantName,
+    embedOrigin: parseEmbedOrigin(request.query.embed_origin),
   };
+  return { loaded, ctx };
+};
 
+/** The hosted page: the request, and the payer's choice. */
+function registerPayPages(app: App, deps: Deps, strategies: CheckoutStrategies): void {
   app.get<{ Params: Params; Querystring: Query }>('/pay/:id', hidden, async (request, reply) => {
-    const found = await contextOf(request);
+    const found = await contextOf(deps, request);
     if (!found) return notFoundPage(reply);
     const { loaded, ctx } = found;
     if (loaded.status !== 'active')
@@ -119,7 +135,7 @@ export async function registerCheckoutRoutes(app: App, deps: Deps, strategies: C
   });
 
   app.post<{ Params: Params; Querystring: Query }>('/pay/:id', hidden, async (request, reply) => {
-    const found = await contextOf(request);
+    const found = await contextOf(deps, request);
     if (!found) return notFoundPage(reply);
     const { loaded, ctx } = found;
     const values = formValues(request.body);
@@ -144,7 +160,10 @@ export async function registerCheckoutRoutes(app: App, deps: Deps, strategies: C
         return sendPage(reply, 502, bankErrorPage(ctx, outcome.message), ctx.embedOrigin);
     }
   });
+}
 
+/** The payer back from the bank, and the page of the payment that came of it. */
+function registerPayReturn(app: App, deps: Deps, strategies: CheckoutStrategies): void {
   // The bank's one-time authorisation code is in this URL: it writes no info-level access line.
   app.get<{ Querystring: Query }>('/pay/return', { ...hidden, logLevel: 'warn' }, async (request, reply) => {
     const { state, code, error } = request.query;
@@ -155,13 +174,15 @@ export async function registerCheckoutRoutes(app: App, deps: Deps, strategies: C
     });
     const loaded = outcome && (await loadRequest(deps, outcome.requestId));
     if (!outcome || !loaded) {
-      return reply
-        .status(400)
-        .header('content-type', 'text/html; charset=utf-8')
-        .header('content-security-policy', "default-src 'none'; style-src 'self'; frame-ancestors 'none'")
-        .send(
-          '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Unknown bank response</title><link rel="stylesheet" href="/checkout/assets/checkout.css"></head><body><main id="main"><h1>We could not match this bank response to a payment</h1><p>No payment was made from this page. If you were paying, go back to the payment link and try again.</p></main></body></html>',
-        );
+      return sendPage(
+        reply,
+        400,
+        render('problem', {
+          title: 'Unknown bank response',
+          heading: 'We could not match this bank response to a payment',
+          text: 'No payment was made from this page. If you were paying, go back to the payment link and try again.',
+        }),
+      );
     }
     if (outcome.paymentId && outcome.channel !== 'embed') {
       const onward = merchantRedirect(loaded.request, { id: outcome.paymentId, status: outcome.status });
@@ -174,7 +195,7 @@ export async function registerCheckoutRoutes(app: App, deps: Deps, strategies: C
   });
 
   app.get<{ Params: Params; Querystring: Query }>('/pay/:id/result', hidden, async (request, reply) => {
-    const found = await contextOf(request);
+    const found = await contextOf(deps, request);
     if (!found) return notFoundPage(reply);
     const { loaded, ctx } = found;
     const payment = await paymentOfRequest(deps, loaded.request.id, request.query.payment_id);
@@ -200,7 +221,10 @@ export async function registerCheckoutRoutes(app: App, deps: Deps, strategies: C
     const inPopup = payment.channel === 'embed' && ctx.embedOrigin === null;
     return sendPage(reply, 200, resultPage(ctx, payment, loaded.status === 'active', inPopup), ctx.embedOrigin);
   });
+}
 
+/** What the page and the widget read besides pages: statuses to poll, and the merchant's images. */
+function registerPayReads(app: App, deps: Deps): void {
   // What the page and the widget poll: statuses only, no API key, nothing else about the payer.
   app.get<{ Params: Params; Querystring: Query }>('/pay/:id/status', hidden, async (request, reply) => {
     const loaded = await loadRequest(deps, request.params.id);
@@ -242,7 +266,7 @@ export async function registerCheckoutRoutes(app: App, deps: Deps, strategies: C
         .header('content-type', image.type)
         .header('cache-control', 'public, max-age=600')
         .header('x-content-type-options', 'nosniff')
-        .header('content-security-policy', "default-src 'none'")
+        .header('content-security-policy', contentSecurityPolicy({}))
         .send(image.bytes);
     });
   }

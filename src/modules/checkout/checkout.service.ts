@@ -5,14 +5,8 @@ import { effectiveStatus } from '../payments/payments.rules.ts';
 import { clockOf } from '../merchants/merchants.clock.ts';
 import { findRequestById } from '../requests/requests.service.ts';
 import { parseCheckoutForm, type FieldError, type FormValues } from './checkout.form.ts';
-import {
-  completeReturn,
-  strategyFor,
-  type CheckoutStrategies,
-  type ReturnInput,
-  type ReturnOutcome,
-  type SetUpView,
-} from './checkout.strategies.ts';
+import { completeReturn, strategyFor, type CheckoutStrategies } from './checkout.strategies.ts';
+import type { ReturnInput, ReturnOutcome, SetUpView } from '../manifest.ts';
 import { isIdOf } from '../../shared/ids.ts';
 import type { Deps } from '../context.ts';
 import type { RequestRow } from '../requests/requests.tables.ts';

@@ -1,54 +1,13 @@
 import { amountValue, displayAmount } from '../../shared/money.ts';
-import type { PayerDetails } from '../customers/customers.service.ts';
 import { completeOneOffReturn, startOneOffPayment } from '../payments/one-off.service.ts';
 import { recurringOptionsOf, subscriptionOptionsOf } from '../requests/requests.present.ts';
 import type { Deps } from '../context.ts';
+import type { CheckoutStrategy, ReturnInput, ReturnOutcome, Summary } from '../manifest.ts';
 import type { RequestRow } from '../requests/requests.tables.ts';
 
 // What differs between kinds of request at checkout: the summary the payer reads, the consent to
 // create at the bank and what happens when the payer comes back. One-off payments are built here;
 // recurring consents and subscriptions provide their own strategy in their module's manifest.
-
-export type SummaryLine = { label: string; value: string };
-export type Summary = {
-  /** The big line: the amount, or what the payer is agreeing to. */
-  headline: string | null;
-  lines: SummaryLine[];
-  /** The consent wording above the bank choice. */
-  consentText: string;
-  /** Label of the continue button. */
-  action: string;
-};
-
-export type StartInput = {
-  amountCents: number | null;
-  bankId: string;
-  details: PayerDetails | null;
-  channel: 'page' | 'embed' | 'api';
-};
-export type StartOutcome =
-  | { ok: true; redirectUrl: string; paymentId: string | null }
-  | { ok: false; message: string; paymentId: string | null };
-export type ReturnInput = { state: string; code?: string | null; error?: string | null };
-/** Where the payer's return ended: the request, the payment (if one was made) and its status. */
-export type ReturnOutcome = { requestId: string; paymentId: string | null; status: string; channel: string | null };
-
-/** What the payer reads on the page of a request that set something up (a consent, a subscription). */
-export type SetUpView = { heading: string; paragraphs: string[] };
-
-export type CheckoutStrategy = {
-  summary(request: RequestRow): Summary;
-  /** Null when the page can take this request; otherwise a plain message for the payer. */
-  unavailable(request: RequestRow): string | null;
-  start(deps: Deps, request: RequestRow, input: StartInput): Promise<StartOutcome>;
-  /** Completes a return whose state this strategy issued; null when the state is not its own. */
-  completeReturn(deps: Deps, input: ReturnInput): Promise<ReturnOutcome | null>;
-  /**
-   * For kinds whose approval moves no money: what was set up, for the page of the request once it
-   * is done (right after approval and on every later visit). Absent for one-off payments.
-   */
-  setUpView?(deps: Deps, request: RequestRow, merchantName: string): Promise<SetUpView | null>;
-};
 
 export const oneOffCheckout: CheckoutStrategy = {
   summary(request) {

@@ -1,16 +1,13 @@
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { Eta } from 'eta';
 import type { FastifyReply } from 'fastify';
+import { contentSecurityPolicy, sendPage as sendWithPolicy, templatesIn } from '../../http/pages.ts';
 
-// Server-rendered pages: Eta templates with auto-escaping on (`<%= %>` escapes; `<%~ %>` is used
-// only for our own rendered partials), and the security headers every checkout page carries.
+// The hosted page's templates (the page kit's set-up) and the policy every checkout page carries.
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const eta = new Eta({ views: path.join(here, 'templates'), autoEscape: true, cache: true, autoTrim: [false, 'nl'] });
+const templates = templatesIn(path.join(import.meta.dirname, 'templates'));
 
 export function render(template: string, data: Record<string, unknown>): string {
-  return eta.render(`./${template}`, data);
+  return templates.render(template, data);
 }
 
 /** An origin the page may be framed by (the embed widget's parent), or null when the value is not an origin. */
@@ -27,19 +24,18 @@ export function parseEmbedOrigin(value: unknown): string | null {
 
 /**
  * Strict CSP: our own scripts, styles and images only (data: for the QR code); no inline code.
- * Framing is refused except by the one origin the embed widget was mounted on.
+ * Framing is refused except by the one origin the embed widget was mounted on. Forms are not
+ * restricted: the bank choice is answered by a redirect to the bank, which form-action would block.
  */
-export function contentSecurityPolicy(embedOrigin: string | null, frameSrc: string | null = null): string {
-  return [
-    "default-src 'none'",
-    "script-src 'self'",
-    "style-src 'self'",
-    "img-src 'self' data:",
-    "connect-src 'self'",
-    "base-uri 'none'",
-    `frame-ancestors ${embedOrigin ?? "'none'"}`,
-    ...(frameSrc ? [`frame-src ${frameSrc}`] : []),
-  ].join('; ');
+export function checkoutPolicy(embedOrigin: string | null, frameSrc: string | null = null): string {
+  return contentSecurityPolicy({
+    scripts: true,
+    styles: 'self',
+    images: true,
+    connect: true,
+    framedBy: embedOrigin,
+    frames: frameSrc,
+  });
 }
 
 /**
@@ -53,9 +49,5 @@ export function sendPage(
   embedOrigin: string | null = null,
   frameSrc: string | null = null,
 ): FastifyReply {
-  return reply
-    .status(status)
-    .header('content-type', 'text/html; charset=utf-8')
-    .header('content-security-policy', contentSecurityPolicy(embedOrigin, frameSrc))
-    .send(html);
+  return sendWithPolicy(reply, status, html, checkoutPolicy(embedOrigin, frameSrc));
 }

@@ -1,5 +1,5 @@
 import { newId } from '../../shared/ids.ts';
-import type { CheckoutStrategy, ReturnOutcome, SetUpView } from '../checkout/checkout.strategies.ts';
+import type { CheckoutStrategy, ReturnOutcome, SetUpView } from '../manifest.ts';
 import { summaryOfEnduring } from '../checkout/checkout.strategies.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { PCR_CODE } from '../payments/payments.rules.ts';

@@ -6,7 +6,6 @@ import { enqueue, realTimeOf } from '../../jobs/queue.ts';
 import type { JobHandler } from '../../jobs/worker.ts';
 import { testClockOffsetOf as clockOffset } from '../merchants/merchants.service.ts';
 import type { Database } from '../../store/tables.ts';
-import { transact } from '../../store/tx.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { connectorFor } from '../payments/payments.banks.ts';
 import { clockIdOf, clockOf } from '../merchants/merchants.clock.ts';
@@ -86,7 +85,7 @@ type RevokedBy = 'merchant' | 'payer';
  * Revoking a revoked consent changes nothing; an expired one cannot be revoked.
  */
 async function revoke(deps: Deps, consentId: string, by: RevokedBy, clock: Clock): Promise<ConsentRow> {
-  const { row, changed } = await transact(deps.db, async (trx) => {
+  const { row, changed } = await deps.store.transaction(async (trx) => {
     const consent = (await lockConsent(trx, consentId))!;
     const now = clock.now();
     const status = effectiveConsentStatus(consent, now);
@@ -194,7 +193,7 @@ export async function scheduleExpiry(
 export function expireConsentJob(deps: Deps): JobHandler {
   return async (payload: { consent_id: string }, { clock, finishIn }) => {
     const now = clock.now();
-    return transact(deps.db, async (trx) => {
+    return deps.store.transaction(async (trx) => {
       const consent = await lockConsent(trx, payload.consent_id);
       if (consent && consent.status === 'active' && consent.end_at !== null) {
         if (Number(consent.end_at) >= now) return { retryAt: deps.clock.now() + (Number(consent.end_at) + 1 - now) };

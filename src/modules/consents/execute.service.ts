@@ -3,7 +3,7 @@ import { AMOUNT_FORM, parseAmount } from '../../shared/money.ts';
 import { bringQueuedJobForward, enqueue, realTimeOf } from '../../jobs/queue.ts';
 import type { JobHandler } from '../../jobs/worker.ts';
 import type { Clock } from '../../shared/time.ts';
-import { transact } from '../../store/tx.ts';
+import { transact } from '../../store/store.ts';
 import type { Db } from '../../store/db.ts';
 import type { BankConnector, BankResult, BankPaymentOutcome } from '../banks/bank-connector.ts';
 import { connectorFor, creditorOf, remittanceOf } from '../payments/payments.banks.ts';
@@ -300,7 +300,7 @@ async function record(
     if (outcome.status === 'unconfirmed') await queueSettle(trx, deps, before, deps.clock.now() + SETTLE_AFTER_MS);
     await followStatusChange(trx, before, outcome.status);
   };
-  return transact(deps.db, async (trx) => {
+  return deps.store.transaction(async (trx) => {
     const now = clock.now();
     // The usual case, the payment as it was read before the bank was called: its status guards
     // the update, so the row need not be read and locked first. Null when something (the settle
@@ -376,7 +376,7 @@ export async function queueSettlesOfExecutionsInFlight(deps: Deps): Promise<numb
   }
   // One transaction for the sweep's jobs, not one (and one commit) each.
   if (due.length > 0) {
-    await transact(deps.db, async (trx) => {
+    await deps.store.transaction(async (trx) => {
       for (const { payment, runAt } of due) await queueSettle(trx, deps, payment, runAt);
     });
   }
@@ -402,7 +402,7 @@ export function recoverExecutionsJob(deps: Deps): JobHandler {
  */
 export async function scheduleExecutionRecovery(deps: Deps): Promise<void> {
   const now = deps.clock.now();
-  await transact(deps.db, async (trx) => {
+  await deps.store.transaction(async (trx) => {
     await enqueue(
       trx,
       { kind: RECOVER_EXECUTIONS_JOB, runAt: now, payload: {}, dedupeKey: RECOVER_EXECUTIONS_JOB },

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import fc from 'fast-check';
 import { sql } from 'kysely';
 import * as consentUsageMigration from '../../store/migrations/0008-consent-usage.ts';
-import { transact } from '../../store/tx.ts';
+import { transact } from '../../store/store.ts';
 import { createPaymentRow, holdPaymentToRecord, setPaymentStatus } from '../payments/payments.service.ts';
 import { findConsentById, insertConsent, lockConsent, type ConsentRow } from './consents.repo.ts';
 import { COUNTED_STATUSES, NO_USAGE } from './consents.rules.ts';

@@ -1,31 +1,28 @@
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { Eta } from 'eta';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { constantTimeEqual } from '../../shared/crypto.ts';
+import {
+  contentSecurityPolicy,
+  formTokenMatches,
+  pageCookieOptions,
+  preSessionToken,
+  sendPage,
+  templatesIn,
+} from '../../http/pages.ts';
 import { AppError } from '../../shared/errors.ts';
 import { clockAt } from '../merchants/merchants.clock.ts';
-import { money, queryOf, text, when } from './dashboard.format.ts';
+import { money, queryOf, when } from './dashboard.format.ts';
 import { sessionOf, type DashboardSession } from './dashboard.sessions.ts';
 import type { Ctx, Deps } from '../context.ts';
 import type { Mode } from '../../shared/mode.ts';
-import { isSameOriginPost } from '../../http/same-origin.ts';
 
 // What every dashboard page shares: rendering with the layout, the signed-in guard, the CSRF and
 // same-origin check on every post, the mode in the URL, and the Ctx the module services take.
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-export const eta = new Eta({
-  views: path.join(here, 'templates'),
-  autoEscape: true,
-  cache: true,
-  autoTrim: [false, 'nl'],
-});
+const templates = templatesIn(path.join(import.meta.dirname, 'templates'));
 
 export const SESSION_COOKIE = 'tono_dash';
 export const PRE_SESSION_COOKIE = 'tono_dash_csrf';
-export const DASHBOARD_CSP =
-  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+export const DASHBOARD_CSP = contentSecurityPolicy({ scripts: true, styles: 'self', images: true, formsTo: [] });
 
 export const SECTIONS = [
   { path: '', label: 'Home' },
@@ -51,12 +48,8 @@ export type Kit = ReturnType<typeof dashboardKit>;
 export function dashboardKit(deps: Deps) {
   const zone = () => deps.config.serviceTimeZone;
   const origin = () => new URL(deps.config.publicBaseUrl).origin;
-  const cookieOptions = () => ({
-    path: '/dashboard',
-    httpOnly: true,
-    sameSite: 'lax' as const,
-    secure: deps.config.publicBaseUrl.startsWith('https:'),
-  });
+  // Read per request: tests set the public URL after the app is built.
+  const cookieOptions = () => pageCookieOptions('/dashboard', deps.config.publicBaseUrl);
 
   const helpers = {
     when: (ms: number | string | null | undefined) => when(ms, zone()),
@@ -66,22 +59,21 @@ export function dashboardKit(deps: Deps) {
   };
 
   const render = (reply: FastifyReply, status: number, template: string, data: Record<string, unknown>) =>
-    reply
-      .status(status)
-      .header('content-type', 'text/html; charset=utf-8')
-      .header('content-security-policy', DASHBOARD_CSP)
-      .send(
-        eta.render(`./${template}`, {
-          session: null,
-          mode: null,
-          section: null,
-          flash: null,
-          error: null,
-          sections: SECTIONS,
-          h: helpers,
-          ...data,
-        }),
-      );
+    sendPage(
+      reply,
+      status,
+      templates.render(template, {
+        session: null,
+        mode: null,
+        section: null,
+        flash: null,
+        error: null,
+        sections: SECTIONS,
+        h: helpers,
+        ...data,
+      }),
+      DASHBOARD_CSP,
+    );
 
   const message = (
     reply: FastifyReply,
@@ -101,16 +93,58 @@ export function dashboardKit(deps: Deps) {
     csrf: signed.session.csrfToken,
   });
 
-  const sameOrigin = (request: FastifyRequest): boolean => isSameOriginPost(request, origin());
+  const formCsrfMatches = (request: FastifyRequest, expected: string | undefined): boolean =>
+    formTokenMatches(request, expected, origin());
 
-  const formCsrfMatches = (request: FastifyRequest, expected: string | undefined): boolean => {
-    const sent = text((request.body as Record<string, unknown> | undefined)?.csrf, 200);
-    return sameOrigin(request) && !!expected && sent.length > 0 && constantTimeEqual(sent, expected);
+  /** Before sign-in the CSRF token lives in its own cookie (double submit); after, in the session. */
+  const preSessionCsrf = {
+    token: (request: FastifyRequest, reply: FastifyReply) =>
+      preSessionToken(request, reply, { name: PRE_SESSION_COOKIE, options: cookieOptions() }),
+    valid: (request: FastifyRequest) => formCsrfMatches(request, request.cookies[PRE_SESSION_COOKIE]),
   };
 
   const forbidden = (reply: FastifyReply) =>
     message(reply, 403, 'This form has expired', 'Nothing was changed. Go back, reload the page and try again.');
 
+  const guard = signedPageGuard(deps, { message, formCsrfMatches, forbidden });
+
+  return {
+    deps,
+    zone,
+    cookieOptions,
+    render,
+    message,
+    layoutOf,
+    guard,
+    formCsrfMatches,
+    preSessionCsrf,
+    forbidden,
+    helpers,
+  };
+}
+
+/** A page request: path parameters and query values as text. */
+export type PageRequest = FastifyRequest<{
+  Params: Record<string, string>;
+  Querystring: Record<string, unknown>;
+  Body: unknown;
+}>;
+
+type PageParts = {
+  message: (
+    reply: FastifyReply,
+    status: number,
+    heading: string,
+    body: string,
+    signed?: Signed | null,
+    section?: string | null,
+  ) => FastifyReply;
+  formCsrfMatches: (request: FastifyRequest, expected: string | undefined) => boolean;
+  forbidden: (reply: FastifyReply) => FastifyReply;
+};
+
+/** The guard every signed-in page goes through: a page handler wrapped with sign-in, mode and CSRF checks. */
+function signedPageGuard(deps: Deps, { message, formCsrfMatches, forbidden }: PageParts) {
   const ctxOf = (request: FastifyRequest, session: DashboardSession, mode: Mode): Ctx => ({
     deps,
     db: deps.db,
@@ -127,8 +161,7 @@ export function dashboardKit(deps: Deps) {
    * than live or test is 404; a post without this session's CSRF token, or from another site, is
    * 403 and runs nothing.
    */
-  const guard =
-    (handler: Handler, options: { post?: boolean; testOnly?: boolean } = {}) =>
+  return (handler: Handler, options: { post?: boolean; testOnly?: boolean } = {}) =>
     async (request: FastifyRequest<any>, reply: FastifyReply) => {
       const session = await sessionOf(deps, request.cookies[SESSION_COOKIE]);
       if (options.post && !formCsrfMatches(request, session?.csrfToken)) return forbidden(reply);
@@ -157,28 +190,7 @@ export function dashboardKit(deps: Deps) {
         throw error;
       }
     };
-
-  return {
-    deps,
-    zone,
-    cookieOptions,
-    render,
-    message,
-    layoutOf,
-    guard,
-    sameOrigin,
-    formCsrfMatches,
-    forbidden,
-    helpers,
-  };
 }
-
-/** A page request: path parameters and query values as text. */
-export type PageRequest = FastifyRequest<{
-  Params: Record<string, string>;
-  Querystring: Record<string, unknown>;
-  Body: unknown;
-}>;
 
 export type Scope = FastifyInstance<any, any, any, any, any>;
 

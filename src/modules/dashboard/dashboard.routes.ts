@@ -2,9 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import cookie from '@fastify/cookie';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply } from 'fastify';
 import { clientKey, retryAfterSeconds } from '../../http/failure-limiter.ts';
-import { randomSecret } from '../../shared/crypto.ts';
 import { text } from './dashboard.format.ts';
 import { dashboardKit, formOf, PRE_SESSION_COOKIE, SESSION_COOKIE, type Kit, type Scope } from './dashboard.kit.ts';
 import {
@@ -107,19 +106,16 @@ export async function registerDashboardRoutes(app: App, deps: Deps): Promise<voi
 }
 
 function registerSignIn(scope: Scope, kit: Kit): void {
+  registerLogin(scope, kit);
+  registerPasswordReset(scope, kit);
+}
+
+/** Logging in and out. */
+function registerLogin(scope: Scope, kit: Kit): void {
   const deps = kit.deps;
   const hidden = { schema: { hide: true } };
-
-  // Before sign-in the CSRF token lives in its own cookie (double submit); after, in the session.
-  const preSessionToken = (request: FastifyRequest, reply: FastifyReply): string => {
-    const existing = request.cookies[PRE_SESSION_COOKIE];
-    if (existing && /^[A-Za-z0-9_-]{32}$/.test(existing)) return existing;
-    const token = randomSecret(24);
-    reply.setCookie(PRE_SESSION_COOKIE, token, kit.cookieOptions());
-    return token;
-  };
-  const preSessionValid = (request: FastifyRequest) =>
-    kit.formCsrfMatches(request, request.cookies[PRE_SESSION_COOKIE]);
+  const preSessionToken = kit.preSessionCsrf.token;
+  const preSessionValid = kit.preSessionCsrf.valid;
   const minutes = (ms: number) => Math.max(1, Math.ceil(ms / 60_000));
 
   scope.get<{ Querystring: { next?: string } }>('/dashboard/login', hidden, async (request, reply) => {
@@ -177,6 +173,15 @@ function registerSignIn(scope: Scope, kit: Kit): void {
     reply.clearCookie(SESSION_COOKIE, kit.cookieOptions());
     return reply.redirect('/dashboard/login', 303);
   });
+}
+
+/** A forgotten password: a reset link by email, and the new password. */
+function registerPasswordReset(scope: Scope, kit: Kit): void {
+  const deps = kit.deps;
+  const hidden = { schema: { hide: true } };
+  const preSessionToken = kit.preSessionCsrf.token;
+  const preSessionValid = kit.preSessionCsrf.valid;
+  const minutes = (ms: number) => Math.max(1, Math.ceil(ms / 60_000));
 
   scope.get('/dashboard/forgot', hidden, async (request, reply) =>
     kit.render(reply, 200, 'forgot', { title: 'Reset your password', csrf: preSessionToken(request, reply) }),

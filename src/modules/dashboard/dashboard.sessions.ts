@@ -2,7 +2,6 @@ import type { Kysely } from 'kysely';
 import { PasswordHashingBusy, randomSecret, sha256Hex } from '../../shared/crypto.ts';
 import { giveBackAttempt, takeAttempt, type AttemptLimit } from '../../store/attempts.ts';
 import type { Database } from '../../store/tables.ts';
-import { transact } from '../../store/tx.ts';
 import { queueMail } from '../mail/mail.service.ts';
 import {
   checkMerchantPassword,
@@ -196,7 +195,7 @@ export async function askForReset(deps: Deps, email: string, client: string): Pr
   if (!allowed.ok) return { kind: 'limited', retryAfterMs: allowed.retryAfterMs };
   const merchant = await findMerchantByEmail(deps.db, email);
   if (!merchant) return { kind: 'asked' };
-  return transact(deps.db, async (trx) => {
+  return deps.store.transaction(async (trx) => {
     // Past the hourly limit the reply stays the same; only the email is not sent again. Taken in
     // the transaction that sends, so concurrent asks for one merchant queue on its count.
     if (!(await takeAttempt(trx, SIGN_IN_LIMITS.resetsByEmail, merchant.id, now)).ok) return { kind: 'asked' } as const;
@@ -246,7 +245,7 @@ export async function resetPassword(deps: Deps, token: string, password: string)
   const hash = sha256Hex(token);
   // One transaction: the token is spent (atomically, so two submissions of one link cannot both
   // set a password), the password set and every session ended, or none of it.
-  return transact(deps.db, async (trx) => {
+  return deps.store.transaction(async (trx) => {
     const now = deps.clock.now();
     if (!(await spendReset(trx, hash, now))) return { kind: 'dead' } as const;
     const row = await findReset(trx, hash);

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { buildTestApp, createTestMerchant } from '../../../test/helpers.ts';
-import { transact } from '../../store/tx.ts';
+import { transact } from '../../store/store.ts';
 import { EVENT_TYPES, maskSecret, secretFieldOf, type EventType } from './events.builders.ts';
 import { emitEvent } from './events.service.ts';
 

@@ -15,7 +15,7 @@ import {
 import { DELIVERY_POLICY, type DeliveryPolicy } from '../webhooks/retry-policy.ts';
 import { startReceiver } from '../../../test/support/webhook-receiver.ts';
 import { WebhookDispatcher } from '../webhooks/webhooks.dispatcher.ts';
-import { transact } from '../../store/tx.ts';
+import { transact } from '../../store/store.ts';
 import { newConsentToken } from '../consents/consents.rules.ts';
 import { maskSecret } from './events.builders.ts';
 import { emitEvent } from './events.service.ts';

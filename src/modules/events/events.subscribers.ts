@@ -1,17 +1,9 @@
-import type { Kysely } from 'kysely';
-import type { Mode } from '../../shared/mode.ts';
-import type { Database } from '../../store/tables.ts';
-import type { EventType } from './events.builders.ts';
+import type { EventSubscriber } from '../manifest.ts';
 
 // Who hears of an event as it is written. Modules declare a subscriber in their manifest
 // (`onEvent`), src/modules/index.ts hands them all over once, and emitEvent runs each in the
 // event's own transaction, so what a subscriber writes (webhook deliveries) commits or vanishes
 // with the event. The events module so knows no subscriber by name.
-
-/** An event as written: enough for a subscriber to decide what to do, without reading it back. */
-export type EmittedEvent = { id: string; userId: string; mode: Mode; type: EventType; hasSecret: boolean };
-
-export type EventSubscriber = (db: Kysely<Database>, event: EmittedEvent) => Promise<void>;
 
 let subscribers: readonly EventSubscriber[] | null = null;
 

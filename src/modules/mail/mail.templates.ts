@@ -1,6 +1,5 @@
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { Eta } from 'eta';
+import { templatesIn } from '../../http/pages.ts';
 
 // Every message Tono sends, as a template pair (templates/<name>.text.eta and .html.eta) and a
 // subject. The data is what the caller knew when it queued the message; `link` (the payer
@@ -60,10 +59,9 @@ const subjects: { [K in TemplateName]: (data: TemplateData[K]) => string } = {
   merchant_password_reset: () => 'Reset your Tono dashboard password',
 };
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const views = path.join(here, 'templates');
-const html = new Eta({ views, autoEscape: true, cache: true, autoTrim: [false, 'nl'] });
-const text = new Eta({ views, autoEscape: false, cache: true, autoTrim: false });
+const views = path.join(import.meta.dirname, 'templates');
+const html = templatesIn(views);
+const text = templatesIn(views, { plainText: true });
 
 export type RenderedMail = { subject: string; text: string; html: string };
 
@@ -79,7 +77,7 @@ export function renderMail<K extends TemplateName>(template: K, data: TemplateDa
   };
   return {
     subject,
-    text: `${text.render(`./${template}.text.eta`, it).trim()}\n`,
-    html: html.render(`./${template}.html.eta`, it),
+    text: `${text.render(`${template}.text.eta`, it).trim()}\n`,
+    html: html.render(`${template}.html.eta`, it),
   };
 }

@@ -8,7 +8,7 @@ import pino from 'pino';
 import { apiClient, buildTestApp, createTestMerchant, freshDb, testConfig } from '../../../test/helpers.ts';
 import { smtpReceiver } from '../../../test/smtp.ts';
 import { createRuntime } from '../../runtime.ts';
-import { transact } from '../../store/tx.ts';
+import { transact } from '../../store/store.ts';
 import { createMailSender, queueMail, type MailSender } from './mail.service.ts';
 import { TEST_MAIL_KEPT } from './mail.delivery.ts';
 import { MailDispatcher } from './mail.dispatcher.ts';

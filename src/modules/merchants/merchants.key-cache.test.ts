@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { apiClient, buildTestApp, createTestMerchant, engine } from '../../../test/helpers.ts';
-import { transaction } from '../../store/db.ts';
+import { transact } from '../../store/store.ts';
 import { KeyCache, keyCacheOf, keysWriteEnds, keysWriteStarts, type KeyRow } from './merchants.key-cache.ts';
 import { authenticateKey, revokeApiKey, createApiKey } from './merchants.service.ts';
 
@@ -73,7 +73,7 @@ test('only the SQLite database the service opened has a key cache; PostgreSQL an
   const app = await buildTestApp(t);
   if (engine === 'sqlite') assert.ok(keyCacheOf(app.deps.db) instanceof KeyCache);
   else assert.equal(keyCacheOf(app.deps.db), null);
-  await transaction(app.deps.db, async (trx) => assert.equal(keyCacheOf(trx), null));
+  await transact(app.deps.db, async (trx) => assert.equal(keyCacheOf(trx), null));
 });
 
 test('a key revoked while calls with it are under way refuses every call that starts after the revocation returned', async (t) => {

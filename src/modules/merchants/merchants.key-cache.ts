@@ -1,5 +1,9 @@
 import type { Mode } from '../../shared/mode.ts';
-import { commitsElsewhereOf, type CommitsElsewhere } from '../../store/db.ts';
+import type { Kysely } from 'kysely';
+import { storeOfOrNull } from '../../store/store.ts';
+
+/** Changes whenever another process has committed to the database (Store.commitsElsewhere). */
+type CommitsElsewhere = () => number;
 
 // The rows of the API keys in use, so that a call with a known key reads no row
 // (docs/security.md, "API keys and their revocation"; docs/performance.md). On SQLite only: there
@@ -83,12 +87,15 @@ export class KeyCache {
 
 const caches = new WeakMap<object, KeyCache | null>();
 
-/** The key cache of a database opened by openDb, or null where keys are read on every call. */
-export function keyCacheOf(db: object): KeyCache | null {
+/** The key cache of a SQLite store's database, or null where keys are read on every call. */
+export function keyCacheOf(db: Kysely<any>): KeyCache | null {
   let cache = caches.get(db);
   if (cache === undefined) {
-    const commitsElsewhere = commitsElsewhereOf(db);
-    cache = commitsElsewhere ? new KeyCache(commitsElsewhere) : null;
+    const store = storeOfOrNull(db);
+    cache =
+      !db.isTransaction && store && store.commitsElsewhere() !== null
+        ? new KeyCache(() => store.commitsElsewhere() ?? 0)
+        : null;
     caches.set(db, cache);
   }
   return cache;

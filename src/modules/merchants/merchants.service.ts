@@ -3,7 +3,7 @@ import { AppError, invalidParam, notFound } from '../../shared/errors.ts';
 import { hashPassword, randomSecret, sha256Hex, verifyPassword } from '../../shared/crypto.ts';
 import { newId } from '../../shared/ids.ts';
 import type { Clock } from '../../shared/time.ts';
-import { transact } from '../../store/tx.ts';
+import { transact } from '../../store/store.ts';
 import type { Database } from '../../store/tables.ts';
 import {
   addToTestClockOffset as addToClockOffset,

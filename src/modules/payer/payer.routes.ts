@@ -2,10 +2,17 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import cookie from '@fastify/cookie';
-import { Eta } from 'eta';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { clientKey } from '../../http/failure-limiter.ts';
-import { randomSecret, constantTimeEqual } from '../../shared/crypto.ts';
+import {
+  contentSecurityPolicy,
+  formField as field,
+  formTokenMatches,
+  pageCookieOptions,
+  preSessionToken as preSessionTokenOf,
+  sendPage,
+  templatesIn,
+} from '../../http/pages.ts';
 import { AppError } from '../../shared/errors.ts';
 import { consentOfPayer, consentsOfPayer, revokeConsentForPayer } from '../consents/consents.payer.ts';
 import {
@@ -24,7 +31,6 @@ import {
 } from './payer.signin.ts';
 import type { Deps } from '../context.ts';
 import type { App } from '../../http/app-type.ts';
-import { isSameOriginPost } from '../../http/same-origin.ts';
 
 // The payer dashboard at /customer (docs/payer.md): sign in with a code sent to the email on the
 // consents and subscriptions, see them all across merchants, cancel or revoke with a confirmation
@@ -32,41 +38,27 @@ import { isSameOriginPost } from '../../http/same-origin.ts';
 // refused; the security headers come from the app's page hook.
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const eta = new Eta({ views: path.join(here, 'templates'), autoEscape: true, cache: true, autoTrim: [false, 'nl'] });
+const templates = templatesIn(path.join(here, 'templates'));
 const stylesheet = fs.readFileSync(path.join(here, 'assets', 'payer.css'));
 
 const SESSION_COOKIE = 'tono_payer';
 const CSRF_COOKIE = 'tono_payer_csrf';
-const PAYER_CSP =
-  "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
-
-type Form = Record<string, unknown>;
-const field = (body: unknown, name: string): string => {
-  const value = (body as Form | undefined)?.[name];
-  return typeof value === 'string' ? value : '';
-};
+/** No scripts at all: every action is a form. */
+const PAYER_CSP = contentSecurityPolicy({ styles: 'self', images: true, formsTo: [] });
 
 const doneMessages: Record<string, string> = {
   cancelled: 'Your subscription is cancelled. Nothing more will be charged.',
   revoked: 'Your payment authority is revoked. No more payments can be taken with it.',
 };
 
-export async function registerPayerRoutes(app: App, deps: Deps): Promise<void> {
+/** What every payer page shares: rendering, who is signed in, and the checks of a posted form. */
+function payerPages(deps: Deps) {
   // Read per request: tests set the public URL after the app is built.
   const origin = () => new URL(deps.config.publicBaseUrl).origin;
-  const cookieOptions = () => ({
-    path: '/customer',
-    httpOnly: true,
-    sameSite: 'lax' as const,
-    secure: deps.config.publicBaseUrl.startsWith('https:'),
-  });
+  const cookieOptions = () => pageCookieOptions('/customer', deps.config.publicBaseUrl);
 
   const page = (reply: FastifyReply, status: number, template: string, data: Record<string, unknown>) =>
-    reply
-      .status(status)
-      .header('content-type', 'text/html; charset=utf-8')
-      .header('content-security-policy', PAYER_CSP)
-      .send(eta.render(`./${template}`, { session: null, ...data }));
+    sendPage(reply, status, templates.render(template, { session: null, ...data }), PAYER_CSP);
   const message = (
     reply: FastifyReply,
     status: number,
@@ -75,244 +67,276 @@ export async function registerPayerRoutes(app: App, deps: Deps): Promise<void> {
     session: PayerSession | null = null,
   ) => page(reply, status, 'message', { title: heading, heading, text, session });
 
-  const sameOrigin = (request: FastifyRequest): boolean => isSameOriginPost(request, origin());
-  const preSessionToken = (request: FastifyRequest, reply: FastifyReply): string => {
-    const existing = request.cookies[CSRF_COOKIE];
-    if (existing && /^[A-Za-z0-9_-]{32}$/.test(existing)) return existing;
-    const token = randomSecret(24);
-    reply.setCookie(CSRF_COOKIE, token, cookieOptions());
-    return token;
-  };
-  const preSessionValid = (request: FastifyRequest): boolean => {
-    const sent = field(request.body, 'csrf');
-    const held = request.cookies[CSRF_COOKIE];
-    return sameOrigin(request) && !!held && sent.length > 0 && constantTimeEqual(sent, held);
-  };
+  // Before sign-in the CSRF token lives in its own cookie (double submit); after, in the session.
+  const preSessionToken = (request: FastifyRequest, reply: FastifyReply): string =>
+    preSessionTokenOf(request, reply, { name: CSRF_COOKIE, options: cookieOptions() });
+  const preSessionValid = (request: FastifyRequest): boolean =>
+    formTokenMatches(request, request.cookies[CSRF_COOKIE], origin());
   const signedIn = async (request: FastifyRequest) => sessionOf(deps, request.cookies[SESSION_COOKIE]);
-  const sessionFormValid = (request: FastifyRequest, session: PayerSession) => {
-    const sent = field(request.body, 'csrf');
-    return sameOrigin(request) && sent.length > 0 && constantTimeEqual(sent, session.csrfToken);
-  };
+  const sessionFormValid = (request: FastifyRequest, session: PayerSession) =>
+    formTokenMatches(request, session.csrfToken, origin());
   const forbidden = (reply: FastifyReply) =>
     message(reply, 403, 'This form has expired', 'Nothing was changed. Go back, reload the page and try again.');
   const minutes = (ms: number) => Math.max(1, Math.ceil(ms / 60_000));
   const notFoundPage = (reply: FastifyReply, session: PayerSession) =>
     message(reply, 404, 'Not found', 'There is nothing with that address among what you agreed to.', session);
 
+  return {
+    deps,
+    cookieOptions,
+    page,
+    message,
+    preSessionToken,
+    preSessionValid,
+    signedIn,
+    sessionFormValid,
+    forbidden,
+    minutes,
+    notFoundPage,
+  };
+}
+
+type PayerPages = ReturnType<typeof payerPages>;
+type Scope = FastifyInstance<any, any, any, any, any>;
+const hidden = { schema: { hide: true } };
+
+export async function registerPayerRoutes(app: App, deps: Deps): Promise<void> {
+  const pages = payerPages(deps);
   await app.register(async (scope) => {
     await scope.register(cookie);
-    const hidden = { schema: { hide: true } };
+    registerHome(scope, pages);
+    registerSignIn(scope, pages);
+    registerAgreements(scope, pages);
+  });
+}
 
-    scope.get('/customer/assets/payer.css', hidden, async (_request, reply) =>
-      reply
-        .header('content-type', 'text/css; charset=utf-8')
-        .header('cache-control', 'public, max-age=300')
-        .header('x-content-type-options', 'nosniff')
-        .send(stylesheet),
-    );
+/** The stylesheet, and the home page: what the payer agreed to, or the sign-in form. */
+function registerHome(scope: Scope, { deps, page, preSessionToken, signedIn }: PayerPages): void {
+  scope.get('/customer/assets/payer.css', hidden, async (_request, reply) =>
+    reply
+      .header('content-type', 'text/css; charset=utf-8')
+      .header('cache-control', 'public, max-age=300')
+      .header('x-content-type-options', 'nosniff')
+      .send(stylesheet),
+  );
 
-    scope.get<{ Querystring: { done?: string } }>('/customer', hidden, async (request, reply) => {
-      const session = await signedIn(request);
-      if (!session) return page(reply, 200, 'signin', { title: 'Sign in', csrf: preSessionToken(request, reply) });
-      const [subscriptions, consents] = await Promise.all([
-        subscriptionsOfPayer(deps, session.email),
-        consentsOfPayer(deps, session.email),
-      ]);
-      return page(reply, 200, 'home', { title: 'What you agreed to', session, subscriptions, consents, flash: null });
-    });
+  scope.get<{ Querystring: { done?: string } }>('/customer', hidden, async (request, reply) => {
+    const session = await signedIn(request);
+    if (!session) return page(reply, 200, 'signin', { title: 'Sign in', csrf: preSessionToken(request, reply) });
+    const [subscriptions, consents] = await Promise.all([
+      subscriptionsOfPayer(deps, session.email),
+      consentsOfPayer(deps, session.email),
+    ]);
+    return page(reply, 200, 'home', { title: 'What you agreed to', session, subscriptions, consents, flash: null });
+  });
+}
 
-    scope.post('/customer/code', hidden, async (request, reply) => {
-      if (!preSessionValid(request)) return forbidden(reply);
-      const csrf = preSessionToken(request, reply);
-      const email = normaliseEmail(field(request.body, 'email'));
-      if (!email) {
-        return page(reply, 400, 'signin', {
-          title: 'Sign in',
+/** Sign-in by a code sent to the payer's email, and sign-out. */
+function registerSignIn(scope: Scope, pages: PayerPages): void {
+  const {
+    deps,
+    cookieOptions,
+    page,
+    preSessionToken,
+    preSessionValid,
+    signedIn,
+    sessionFormValid,
+    forbidden,
+    minutes,
+  } = pages;
+  scope.post('/customer/code', hidden, async (request, reply) => {
+    if (!preSessionValid(request)) return forbidden(reply);
+    const csrf = preSessionToken(request, reply);
+    const email = normaliseEmail(field(request.body, 'email'));
+    if (!email) {
+      return page(reply, 400, 'signin', {
+        title: 'Sign in',
+        csrf,
+        email: field(request.body, 'email').slice(0, 254),
+        error: 'Enter the email address you gave, like name@example.com',
+      });
+    }
+    const sent = await sendCode(deps, email, clientKey(request.ip));
+    if (sent.kind === 'limited') {
+      reply.header('retry-after', String(Math.ceil(sent.retryAfterMs / 1000)));
+      return page(reply, 429, 'signin', {
+        title: 'Sign in',
+        csrf,
+        email,
+        error: `Too many codes have been asked for. Try again in ${minutes(sent.retryAfterMs)} minutes.`,
+      });
+    }
+    return page(reply, 200, 'code', { title: 'Enter your code', csrf, email });
+  });
+
+  scope.post('/customer/verify', hidden, async (request, reply) => {
+    if (!preSessionValid(request)) return forbidden(reply);
+    const csrf = preSessionToken(request, reply);
+    const email = normaliseEmail(field(request.body, 'email'));
+    if (!email)
+      return page(reply, 400, 'signin', {
+        title: 'Sign in',
+        csrf,
+        error: 'Enter the email address you gave, like name@example.com',
+      });
+    const code = field(request.body, 'code').replace(/\s+/g, '');
+    const outcome = await verifyCode(deps, email, code, clientKey(request.ip));
+    switch (outcome.kind) {
+      case 'signed_in':
+        // A new session id at every sign-in; the pre-session token is done with.
+        reply.setCookie(SESSION_COOKIE, outcome.sessionId, { ...cookieOptions(), maxAge: SESSION_MAX_MS / 1000 });
+        reply.clearCookie(CSRF_COOKIE, cookieOptions());
+        return reply.redirect('/customer', 303);
+      case 'wrong':
+        return page(reply, 400, 'code', {
+          title: 'Enter your code',
           csrf,
-          email: field(request.body, 'email').slice(0, 254),
-          error: 'Enter the email address you gave, like name@example.com',
+          email,
+          error: `That code is not right. You have ${outcome.triesLeft} ${outcome.triesLeft === 1 ? 'try' : 'tries'} left.`,
         });
-      }
-      const sent = await sendCode(deps, email, clientKey(request.ip));
-      if (sent.kind === 'limited') {
-        reply.header('retry-after', String(Math.ceil(sent.retryAfterMs / 1000)));
-        return page(reply, 429, 'signin', {
+      case 'dead':
+        return page(reply, 400, 'signin', {
           title: 'Sign in',
           csrf,
           email,
-          error: `Too many codes have been asked for. Try again in ${minutes(sent.retryAfterMs)} minutes.`,
+          error: 'That code no longer works: it has expired, was used, or had too many wrong tries. Ask for a new one.',
         });
-      }
-      return page(reply, 200, 'code', { title: 'Enter your code', csrf, email });
-    });
-
-    scope.post('/customer/verify', hidden, async (request, reply) => {
-      if (!preSessionValid(request)) return forbidden(reply);
-      const csrf = preSessionToken(request, reply);
-      const email = normaliseEmail(field(request.body, 'email'));
-      if (!email)
-        return page(reply, 400, 'signin', {
-          title: 'Sign in',
+      case 'limited':
+        reply.header('retry-after', String(Math.ceil(outcome.retryAfterMs / 1000)));
+        return page(reply, 429, 'code', {
+          title: 'Enter your code',
           csrf,
-          error: 'Enter the email address you gave, like name@example.com',
+          email,
+          error: `Too many wrong codes from here. Try again in ${minutes(outcome.retryAfterMs)} minutes.`,
         });
-      const code = field(request.body, 'code').replace(/\s+/g, '');
-      const outcome = await verifyCode(deps, email, code, clientKey(request.ip));
-      switch (outcome.kind) {
-        case 'signed_in':
-          // A new session id at every sign-in; the pre-session token is done with.
-          reply.setCookie(SESSION_COOKIE, outcome.sessionId, { ...cookieOptions(), maxAge: SESSION_MAX_MS / 1000 });
-          reply.clearCookie(CSRF_COOKIE, cookieOptions());
-          return reply.redirect('/customer', 303);
-        case 'wrong':
-          return page(reply, 400, 'code', {
-            title: 'Enter your code',
-            csrf,
-            email,
-            error: `That code is not right. You have ${outcome.triesLeft} ${outcome.triesLeft === 1 ? 'try' : 'tries'} left.`,
-          });
-        case 'dead':
-          return page(reply, 400, 'signin', {
-            title: 'Sign in',
-            csrf,
-            email,
-            error:
-              'That code no longer works: it has expired, was used, or had too many wrong tries. Ask for a new one.',
-          });
-        case 'limited':
-          reply.header('retry-after', String(Math.ceil(outcome.retryAfterMs / 1000)));
-          return page(reply, 429, 'code', {
-            title: 'Enter your code',
-            csrf,
-            email,
-            error: `Too many wrong codes from here. Try again in ${minutes(outcome.retryAfterMs)} minutes.`,
-          });
-      }
-    });
-
-    scope.post('/customer/logout', hidden, async (request, reply) => {
-      const session = await signedIn(request);
-      if (session && !sessionFormValid(request, session)) return forbidden(reply);
-      await endSession(deps, request.cookies[SESSION_COOKIE]);
-      reply.clearCookie(SESSION_COOKIE, cookieOptions());
-      return reply.redirect('/customer', 303);
-    });
-
-    type Kind = {
-      path: string;
-      name: string;
-      load: (email: string, id: string) => Promise<any>;
-      act: (email: string, id: string) => Promise<void>;
-      verb: string;
-      actionLabel: string;
-      consequence: (item: any) => string;
-      done: string;
-    };
-    const kinds: Kind[] = [
-      {
-        path: 'subscriptions',
-        name: 'Subscription',
-        load: (email, id) => subscriptionOfPayer(deps, email, id),
-        act: (email, id) => cancelSubscriptionForPayer(deps, email, id),
-        verb: 'cancel',
-        actionLabel: 'Cancel this subscription',
-        done: 'cancelled',
-        consequence: (item) =>
-          `Nothing more will be charged, and ${item.merchant} is told at once. This cannot be undone.`,
-      },
-      {
-        path: 'recurring-consents',
-        name: 'Payment authority',
-        load: (email, id) => consentOfPayer(deps, email, id),
-        act: (email, id) => revokeConsentForPayer(deps, email, id),
-        verb: 'revoke',
-        actionLabel: 'Revoke this authority',
-        done: 'revoked',
-        consequence: (item) =>
-          `${item.merchant} will not be able to take any more payments with it, and your bank is told too. This cannot be undone.`,
-      },
-    ];
-    for (const kind of kinds) {
-      const load = async (reply: FastifyReply, session: PayerSession, id: string) => {
-        try {
-          return await kind.load(session.email, id);
-        } catch (error) {
-          if (error instanceof AppError && error.status === 404) {
-            notFoundPage(reply, session);
-            return null;
-          }
-          throw error;
-        }
-      };
-      scope.get<{ Params: { id: string }; Querystring: { done?: string } }>(
-        `/customer/${kind.path}/:id`,
-        hidden,
-        async (request, reply) => {
-          const session = await signedIn(request);
-          if (!session) return reply.redirect('/customer', 303);
-          const item = await load(reply, session, request.params.id);
-          if (!item) return reply;
-          const action =
-            item.status === 'active' || (kind.verb === 'cancel' && item.status === 'paused')
-              ? { href: `/customer/${kind.path}/${item.id}/${kind.verb}`, label: kind.actionLabel }
-              : null;
-          const flash = request.query.done === kind.done ? doneMessages[kind.done] : null;
-          return page(reply, 200, 'detail', {
-            title: `${kind.name} with ${item.merchant}`,
-            session,
-            item,
-            kindName: kind.name,
-            action,
-            flash,
-          });
-        },
-      );
-      scope.get<{ Params: { id: string } }>(
-        `/customer/${kind.path}/:id/${kind.verb}`,
-        hidden,
-        async (request, reply) => {
-          const session = await signedIn(request);
-          if (!session) return reply.redirect('/customer', 303);
-          const item = await load(reply, session, request.params.id);
-          if (!item) return reply;
-          return page(reply, 200, 'confirm', {
-            title: kind.actionLabel,
-            session,
-            item,
-            heading: `${kind.actionLabel}?`,
-            consequence: kind.consequence(item),
-            action: `/customer/${kind.path}/${item.id}/${kind.verb}`,
-            confirm: `Yes, ${kind.verb} it`,
-            back: `/customer/${kind.path}/${item.id}`,
-          });
-        },
-      );
-      scope.post<{ Params: { id: string } }>(
-        `/customer/${kind.path}/:id/${kind.verb}`,
-        hidden,
-        async (request, reply) => {
-          const session = await signedIn(request);
-          if (!session) return reply.redirect('/customer', 303);
-          if (!sessionFormValid(request, session)) return forbidden(reply);
-          const item = await load(reply, session, request.params.id);
-          if (!item) return reply;
-          try {
-            await kind.act(session.email, item.id);
-          } catch (error) {
-            if (error instanceof AppError && error.code === 'conflict.invalid_state') {
-              return message(
-                reply,
-                409,
-                `This ${kind.name.toLowerCase()} has already ended`,
-                'Nothing was changed.',
-                session,
-              );
-            }
-            throw error;
-          }
-          return reply.redirect(`/customer/${kind.path}/${item.id}?done=${kind.done}`, 303);
-        },
-      );
     }
+  });
+
+  scope.post('/customer/logout', hidden, async (request, reply) => {
+    const session = await signedIn(request);
+    if (session && !sessionFormValid(request, session)) return forbidden(reply);
+    await endSession(deps, request.cookies[SESSION_COOKIE]);
+    reply.clearCookie(SESSION_COOKIE, cookieOptions());
+    return reply.redirect('/customer', 303);
+  });
+}
+
+/** What the payer can end: a subscription (cancel) or a payment authority (revoke). */
+type AgreementKind = {
+  path: string;
+  name: string;
+  load: (email: string, id: string) => Promise<any>;
+  act: (email: string, id: string) => Promise<void>;
+  verb: string;
+  actionLabel: string;
+  consequence: (item: any) => string;
+  done: string;
+};
+
+function agreementKinds(deps: Deps): AgreementKind[] {
+  return [
+    {
+      path: 'subscriptions',
+      name: 'Subscription',
+      load: (email, id) => subscriptionOfPayer(deps, email, id),
+      act: (email, id) => cancelSubscriptionForPayer(deps, email, id),
+      verb: 'cancel',
+      actionLabel: 'Cancel this subscription',
+      done: 'cancelled',
+      consequence: (item) =>
+        `Nothing more will be charged, and ${item.merchant} is told at once. This cannot be undone.`,
+    },
+    {
+      path: 'recurring-consents',
+      name: 'Payment authority',
+      load: (email, id) => consentOfPayer(deps, email, id),
+      act: (email, id) => revokeConsentForPayer(deps, email, id),
+      verb: 'revoke',
+      actionLabel: 'Revoke this authority',
+      done: 'revoked',
+      consequence: (item) =>
+        `${item.merchant} will not be able to take any more payments with it, and your bank is told too. This cannot be undone.`,
+    },
+  ];
+}
+
+/** A subscription or a payment authority: its page, and cancelling or revoking it with a confirmation step. */
+function registerAgreements(scope: Scope, pages: PayerPages): void {
+  for (const kind of agreementKinds(pages.deps)) registerAgreementKind(scope, pages, kind);
+}
+
+function registerAgreementKind(scope: Scope, pages: PayerPages, kind: AgreementKind): void {
+  const { page, message, signedIn, sessionFormValid, forbidden, notFoundPage } = pages;
+  const load = async (reply: FastifyReply, session: PayerSession, id: string) => {
+    try {
+      return await kind.load(session.email, id);
+    } catch (error) {
+      if (error instanceof AppError && error.status === 404) {
+        notFoundPage(reply, session);
+        return null;
+      }
+      throw error;
+    }
+  };
+  scope.get<{ Params: { id: string }; Querystring: { done?: string } }>(
+    `/customer/${kind.path}/:id`,
+    hidden,
+    async (request, reply) => {
+      const session = await signedIn(request);
+      if (!session) return reply.redirect('/customer', 303);
+      const item = await load(reply, session, request.params.id);
+      if (!item) return reply;
+      const action =
+        item.status === 'active' || (kind.verb === 'cancel' && item.status === 'paused')
+          ? { href: `/customer/${kind.path}/${item.id}/${kind.verb}`, label: kind.actionLabel }
+          : null;
+      const flash = request.query.done === kind.done ? doneMessages[kind.done] : null;
+      return page(reply, 200, 'detail', {
+        title: `${kind.name} with ${item.merchant}`,
+        session,
+        item,
+        kindName: kind.name,
+        action,
+        flash,
+      });
+    },
+  );
+  scope.get<{ Params: { id: string } }>(`/customer/${kind.path}/:id/${kind.verb}`, hidden, async (request, reply) => {
+    const session = await signedIn(request);
+    if (!session) return reply.redirect('/customer', 303);
+    const item = await load(reply, session, request.params.id);
+    if (!item) return reply;
+    return page(reply, 200, 'confirm', {
+      title: kind.actionLabel,
+      session,
+      item,
+      heading: `${kind.actionLabel}?`,
+      consequence: kind.consequence(item),
+      action: `/customer/${kind.path}/${item.id}/${kind.verb}`,
+      confirm: `Yes, ${kind.verb} it`,
+      back: `/customer/${kind.path}/${item.id}`,
+    });
+  });
+  scope.post<{ Params: { id: string } }>(`/customer/${kind.path}/:id/${kind.verb}`, hidden, async (request, reply) => {
+    const session = await signedIn(request);
+    if (!session) return reply.redirect('/customer', 303);
+    if (!sessionFormValid(request, session)) return forbidden(reply);
+    const item = await load(reply, session, request.params.id);
+    if (!item) return reply;
+    try {
+      await kind.act(session.email, item.id);
+    } catch (error) {
+      if (error instanceof AppError && error.code === 'conflict.invalid_state') {
+        return message(
+          reply,
+          409,
+          `This ${kind.name.toLowerCase()} has already ended`,
+          'Nothing was changed.',
+          session,
+        );
+      }
+      throw error;
+    }
+    return reply.redirect(`/customer/${kind.path}/${item.id}?done=${kind.done}`, 303);
   });
 }

@@ -2,7 +2,6 @@ import { randomInt } from 'node:crypto';
 import { constantTimeEqual, randomSecret, sha256Hex } from '../../shared/crypto.ts';
 import { newId } from '../../shared/ids.ts';
 import { giveBackAttempt, takeAttempt, type AttemptLimit } from '../../store/attempts.ts';
-import { transact } from '../../store/tx.ts';
 import { payerHasConsents } from '../consents/consents.payer.ts';
 import { queueMail } from '../mail/mail.service.ts';
 import { payerHasSubscriptions } from '../subscriptions/subscriptions.payer.ts';
@@ -61,7 +60,7 @@ export async function sendCode(deps: Deps, email: string, clientAddress: string)
   const byAddress = await takeAttempt(deps.db, PAYER_LIMITS.sendsByClient, clientAddress, now);
   if (!byAddress.ok) return { kind: 'limited', retryAfterMs: byAddress.retryAfterMs };
   const known = (await payerHasSubscriptions(deps, email)) || (await payerHasConsents(deps, email));
-  return transact(deps.db, async (trx) => {
+  return deps.store.transaction(async (trx) => {
     // Taken in the transaction that makes the code: the email's count row stays locked until it
     // commits, so concurrent asks for one email run one after another, each killing the code before.
     const byEmail = await takeAttempt(trx, PAYER_LIMITS.codesByEmail, email, now);
@@ -114,7 +113,7 @@ export async function verifyCode(
   const now = deps.clock.now();
   const byAddress = await takeAttempt(deps.db, PAYER_LIMITS.checksByClient, clientAddress, now);
   if (!byAddress.ok) return { kind: 'limited', retryAfterMs: byAddress.retryAfterMs };
-  const outcome = await transact(deps.db, async (trx) => {
+  const outcome = await deps.store.transaction(async (trx) => {
     const live = await liveCodeOf(trx, email, now);
     if (!live || live.tries_left <= 0) return { kind: 'dead' } as const;
     // Spend a try first, atomically: concurrent guesses cannot share one.

@@ -1,6 +1,5 @@
 import { AppError, invalidParam, invalidState } from '../../shared/errors.ts';
 import { enqueue } from '../../jobs/queue.ts';
-import { transact } from '../../store/tx.ts';
 import { recordCustInfo, recordCustomerOfPayment, type PayerDetails } from '../customers/customers.service.ts';
 import { holdRequestToPay } from '../requests/requests.service.ts';
 import { markRequestPaid } from '../requests/requests.service.ts';
@@ -77,7 +76,7 @@ export async function startOneOffPayment(
   if (!connector) throw invalidParam('bank', 'Choose one of the banks offered for this request');
   const clock = await clockOf(deps, request);
 
-  const payment = await transact(deps.db, async (trx) => {
+  const payment = await deps.store.transaction(async (trx) => {
     const locked = (await holdRequestToPay(trx, request.id))!;
     const now = clock.now();
     const problem = notPayable(locked, now);
@@ -200,7 +199,7 @@ type Claim =
  * a single request at once exactly one claims it; the other is refused and never executed.
  */
 async function claimExecution(deps: Deps, paymentId: string, now: number): Promise<Claim> {
-  return transact(deps.db, async (trx) => {
+  return deps.store.transaction(async (trx) => {
     // Lock order everywhere: the payment, then its request.
     const payment = (await lockPayment(trx, paymentId))!;
     const request = (await holdRequestToPay(trx, payment.request_id))!;
@@ -228,7 +227,7 @@ export async function finishPayment(
   now: number,
   extra: Parameters<typeof setPaymentStatus>[4] = {},
 ): Promise<PaymentRow | null> {
-  return transact(deps.db, async (trx) => {
+  return deps.store.transaction(async (trx) => {
     const payment = (await lockPayment(trx, paymentId))!;
     if (isFinal(payment.status) || payment.status === status) return null;
     const request = status === 'successful' ? await holdRequestToPay(trx, payment.request_id) : undefined;
@@ -249,7 +248,7 @@ async function markUnconfirmed(
   now: number,
   bankPaymentId: string | null,
 ): Promise<PaymentRow> {
-  return transact(deps.db, async (trx) => {
+  return deps.store.transaction(async (trx) => {
     const payment = (await lockPayment(trx, paymentId))!;
     if (payment.status !== 'awaiting-consent') return payment;
     const updated = await setPaymentStatus(trx, payment, 'unconfirmed', now, { bank_payment_id: bankPaymentId });

@@ -1,6 +1,6 @@
 import { backoffDelayMs, type Backoff } from '../../jobs/backoff.ts';
 import type { JobHandler } from '../../jobs/worker.ts';
-import { transact } from '../../store/tx.ts';
+import { transact } from '../../store/store.ts';
 import { connectorFor } from './payments.banks.ts';
 import {
   enduringPayerAccount,
@@ -140,7 +140,7 @@ export function payerAccountJob(deps: Deps): JobHandler {
       name: result.account.name,
     };
     const sealed = deps.secrets.seal(JSON.stringify(account));
-    await transact(deps.db, async (trx) => {
+    await deps.store.transaction(async (trx) => {
       await updatePayment(trx, payment.id, { payer_account_sealed: sealed });
       // Later payments under the same enduring consent debit the same account: they take it from here.
       if (enduringId) await keepEnduringPayerAccount(trx, enduringId, sealed, deps.clock.now());

@@ -2,7 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
 import { createRuntime } from '../../runtime.ts';
-import { openDb, type Db } from '../../store/db.ts';
+import type { Db } from '../../store/db.ts';
+import { openDb } from '../../store/store.ts';
 import type { Clock } from '../../shared/time.ts';
 import { apiClient, createTestMerchant, freshDb, pgUrl, testConfig } from '../../../test/helpers.ts';
 

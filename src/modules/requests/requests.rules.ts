@@ -110,6 +110,91 @@ function dateField(field: string, value: string, zone: string, kind: 'start' | '
   return ms;
 }
 
+/** A fixed amount, or the bounds and suggestions of a payer-chosen one; none where the options set the amounts. */
+function amountsOf(body: CreateRequestBody, dynamic: boolean, special: string | null) {
+  let amountCents: number | null = null;
+  let minCents: number | null = null;
+  let maxCents: number | null = null;
+  let suggestedAmounts: string | null = null;
+  if (dynamic) {
+    if (body.amount !== undefined)
+      throw invalidParam('amount', 'amount is not taken with allow_dynamic_amount: the payer chooses it');
+    minCents = body.minimum_payment_amount ?? null;
+    maxCents = body.maximum_payment_amount ?? null;
+    if (minCents !== null && maxCents !== null && minCents > maxCents) {
+      throw invalidParam(
+        'minimum_payment_amount',
+        'minimum_payment_amount must not be more than maximum_payment_amount',
+        { minimum_payment_amount: minCents, maximum_payment_amount: maxCents },
+      );
+    }
+    if (body.suggested_amounts !== undefined)
+      suggestedAmounts = parseSuggested(body.suggested_amounts, minCents ?? 1, maxCents ?? MAX_PAYMENT_CENTS);
+  } else if (!special) {
+    if (body.amount === undefined) throw missingParam('amount');
+    amountCents = amountField('amount', body.amount);
+  }
+  return { amountCents, minCents, maxCents, suggestedAmounts };
+}
+
+function recurringOptionsOf(
+  recurringInput: NonNullable<CreateRequestBody['recurring_options']>,
+  now: number,
+  zone: string,
+): RecurringOptions {
+  const f = (name: string) => `recurring_options.${name}`;
+  const maxPerPeriod = amountField(f('max_per_period'), recurringInput.max_per_period, MAX_LIMIT_CENTS);
+  const maxPerPayment =
+    recurringInput.max_per_payment === undefined
+      ? null
+      : amountField(f('max_per_payment'), recurringInput.max_per_payment);
+  const totalAmount =
+    recurringInput.total_amount === undefined
+      ? null
+      : amountField(f('total_amount'), recurringInput.total_amount, MAX_LIMIT_CENTS);
+  if (maxPerPayment !== null && maxPerPayment > maxPerPeriod) {
+    throw invalidParam(f('max_per_payment'), 'recurring_options.max_per_payment must not be more than max_per_period');
+  }
+  const endAt =
+    recurringInput.end_date === undefined ? null : dateField(f('end_date'), recurringInput.end_date, zone, 'end');
+  if (endAt !== null && endAt <= now)
+    throw invalidParam(f('end_date'), 'recurring_options.end_date must be in the future');
+  return {
+    period: recurringInput.period,
+    max_per_period_cents: maxPerPeriod,
+    max_per_payment_cents: maxPerPayment,
+    total_count: recurringInput.total_count ?? null,
+    total_amount_cents: totalAmount,
+    end_at: endAt,
+  };
+}
+
+function subscriptionOptionsOf(
+  subscriptionInput: NonNullable<CreateRequestBody['subscription_options']>,
+  now: number,
+  zone: string,
+): SubscriptionOptions {
+  const f = (name: string) => `subscription_options.${name}`;
+  const amount = amountField(f('amount'), subscriptionInput.amount);
+  const startAt =
+    subscriptionInput.start_date === undefined
+      ? null
+      : dateField(f('start_date'), subscriptionInput.start_date, zone, 'start');
+  const endAt =
+    subscriptionInput.end_date === undefined ? null : dateField(f('end_date'), subscriptionInput.end_date, zone, 'end');
+  if (endAt !== null && endAt <= now)
+    throw invalidParam(f('end_date'), 'subscription_options.end_date must be in the future');
+  if (endAt !== null && startAt !== null && endAt < startAt)
+    throw invalidParam(f('end_date'), 'subscription_options.end_date must not be before start_date');
+  return {
+    amount_cents: amount,
+    period: subscriptionInput.period,
+    start_at: startAt,
+    end_at: endAt,
+    total_count: subscriptionInput.total_count ?? null,
+  };
+}
+
 export function normaliseCreateRequest(body: CreateRequestBody, now: number, zone: string): NormalisedRequest {
   for (const field of urlFields) {
     const value = body[field];
@@ -152,85 +237,10 @@ export function normaliseCreateRequest(body: CreateRequestBody, now: number, zon
     }
   }
 
-  let amountCents: number | null = null;
-  let minCents: number | null = null;
-  let maxCents: number | null = null;
-  let suggestedAmounts: string | null = null;
-  if (dynamic) {
-    if (body.amount !== undefined)
-      throw invalidParam('amount', 'amount is not taken with allow_dynamic_amount: the payer chooses it');
-    minCents = body.minimum_payment_amount ?? null;
-    maxCents = body.maximum_payment_amount ?? null;
-    if (minCents !== null && maxCents !== null && minCents > maxCents) {
-      throw invalidParam(
-        'minimum_payment_amount',
-        'minimum_payment_amount must not be more than maximum_payment_amount',
-        { minimum_payment_amount: minCents, maximum_payment_amount: maxCents },
-      );
-    }
-    if (body.suggested_amounts !== undefined)
-      suggestedAmounts = parseSuggested(body.suggested_amounts, minCents ?? 1, maxCents ?? MAX_PAYMENT_CENTS);
-  } else if (!special) {
-    if (body.amount === undefined) throw missingParam('amount');
-    amountCents = amountField('amount', body.amount);
-  }
+  const { amountCents, minCents, maxCents, suggestedAmounts } = amountsOf(body, dynamic, special);
 
-  let recurring: RecurringOptions | null = null;
-  if (recurringInput) {
-    const f = (name: string) => `recurring_options.${name}`;
-    const maxPerPeriod = amountField(f('max_per_period'), recurringInput.max_per_period, MAX_LIMIT_CENTS);
-    const maxPerPayment =
-      recurringInput.max_per_payment === undefined
-        ? null
-        : amountField(f('max_per_payment'), recurringInput.max_per_payment);
-    const totalAmount =
-      recurringInput.total_amount === undefined
-        ? null
-        : amountField(f('total_amount'), recurringInput.total_amount, MAX_LIMIT_CENTS);
-    if (maxPerPayment !== null && maxPerPayment > maxPerPeriod) {
-      throw invalidParam(
-        f('max_per_payment'),
-        'recurring_options.max_per_payment must not be more than max_per_period',
-      );
-    }
-    const endAt =
-      recurringInput.end_date === undefined ? null : dateField(f('end_date'), recurringInput.end_date, zone, 'end');
-    if (endAt !== null && endAt <= now)
-      throw invalidParam(f('end_date'), 'recurring_options.end_date must be in the future');
-    recurring = {
-      period: recurringInput.period,
-      max_per_period_cents: maxPerPeriod,
-      max_per_payment_cents: maxPerPayment,
-      total_count: recurringInput.total_count ?? null,
-      total_amount_cents: totalAmount,
-      end_at: endAt,
-    };
-  }
-
-  let subscription: SubscriptionOptions | null = null;
-  if (subscriptionInput) {
-    const f = (name: string) => `subscription_options.${name}`;
-    const amount = amountField(f('amount'), subscriptionInput.amount);
-    const startAt =
-      subscriptionInput.start_date === undefined
-        ? null
-        : dateField(f('start_date'), subscriptionInput.start_date, zone, 'start');
-    const endAt =
-      subscriptionInput.end_date === undefined
-        ? null
-        : dateField(f('end_date'), subscriptionInput.end_date, zone, 'end');
-    if (endAt !== null && endAt <= now)
-      throw invalidParam(f('end_date'), 'subscription_options.end_date must be in the future');
-    if (endAt !== null && startAt !== null && endAt < startAt)
-      throw invalidParam(f('end_date'), 'subscription_options.end_date must not be before start_date');
-    subscription = {
-      amount_cents: amount,
-      period: subscriptionInput.period,
-      start_at: startAt,
-      end_at: endAt,
-      total_count: subscriptionInput.total_count ?? null,
-    };
-  }
+  const recurring = recurringInput ? recurringOptionsOf(recurringInput, now, zone) : null;
+  const subscription = subscriptionInput ? subscriptionOptionsOf(subscriptionInput, now, zone) : null;
 
   if (body.require_customer_phone && body.collect_customer_phone === false) {
     throw invalidParam(

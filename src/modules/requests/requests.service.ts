@@ -9,7 +9,7 @@ import { iso, isoOrNull } from '../../shared/time.ts';
 import { enqueue, realTimeOf } from '../../jobs/queue.ts';
 import type { JobHandler } from '../../jobs/worker.ts';
 import type { Database } from '../../store/tables.ts';
-import { transact } from '../../store/tx.ts';
+import { transact } from '../../store/store.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { qrDataUri } from './qr.ts';
 import {

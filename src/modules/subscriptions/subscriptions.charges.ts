@@ -3,7 +3,7 @@ import type { JobContext, JobHandler, JobResult } from '../../jobs/worker.ts';
 import { newId } from '../../shared/ids.ts';
 import { iso } from '../../shared/time.ts';
 import type { Database } from '../../store/tables.ts';
-import { transact } from '../../store/tx.ts';
+import { transact } from '../../store/store.ts';
 import type { BankFailure, BankPaymentOutcome, BankResult } from '../banks/bank-connector.ts';
 import { EMPTY_DETAILS, recordCustInfo, type PayerDetails } from '../customers/customers.service.ts';
 import { emitEvent } from '../events/events.service.ts';
@@ -247,6 +247,22 @@ async function record(
     return undefined;
   }
 
+  await recordFailure(deps, trx, { sub, charge, payment }, result, now);
+  return undefined;
+}
+
+/**
+ * Step 3 for a charge the bank refused: the payment failed; the subscription ends when the payer
+ * withdrew the consent, and otherwise the charge is retried on the schedule's rule or skipped.
+ */
+async function recordFailure(
+  deps: Deps,
+  trx: Trx,
+  { sub, charge, payment }: Attempt,
+  result: Submission,
+  now: number,
+): Promise<void> {
+  const active = sub.status === 'active';
   const failure: Pick<BankFailure, 'reason' | 'message' | 'bankCode'> = result.ok
     ? { reason: result.failureReason ?? 'rejected_by_bank', message: result.failureReason ?? 'rejected by the bank' }
     : result;
@@ -261,12 +277,12 @@ async function record(
     await updateCharge(trx, charge.id, { status: 'cancelled', last_error: failure.reason, updated_at: now });
     await updateSubscription(trx, sub.id, { failed_count: failedSub.failed_count, updated_at: now });
     if (active || sub.status === 'paused') await cancelInTransaction(trx, failedSub, 'bank', now);
-    return undefined;
+    return;
   }
   if (!active) {
     await updateCharge(trx, charge.id, { status: 'dropped', last_error: failure.reason, updated_at: now });
     await updateSubscription(trx, sub.id, { failed_count: failedSub.failed_count, updated_at: now });
-    return undefined;
+    return;
   }
 
   const schedule = scheduleOf(sub);
@@ -303,7 +319,7 @@ async function record(
     );
     await noticeChargeFailed(trx, sub, payment, charge.charge_at, retryAt, now);
     await scheduleCharge(trx, deps, sub, retryAt);
-    return undefined;
+    return;
   }
   await updateCharge(trx, charge.id, { status: 'skipped', last_error: failure.reason, updated_at: now });
   await emitEvent(trx, scopeOf(sub), 'subscription.charge_failed', sub.id, failed, now);
@@ -328,7 +344,6 @@ async function record(
     },
     now,
   );
-  return undefined;
 }
 
 /** Charges one subscription's due slot (or retry): the handler of the `subscription.charge` job. */

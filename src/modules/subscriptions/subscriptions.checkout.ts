@@ -1,10 +1,4 @@
-import type {
-  CheckoutStrategy,
-  ReturnInput,
-  ReturnOutcome,
-  SetUpView,
-  Summary,
-} from '../checkout/checkout.strategies.ts';
+import type { CheckoutStrategy, ReturnInput, ReturnOutcome, SetUpView, Summary } from '../manifest.ts';
 import {
   completeAuthorisation,
   startAuthorisation,

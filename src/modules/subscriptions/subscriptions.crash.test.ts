@@ -11,7 +11,8 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import { engine, pgUrl } from '../../../test/helpers.ts';
-import { openDb, type Db } from '../../store/db.ts';
+import type { Db } from '../../store/db.ts';
+import { openDb } from '../../store/store.ts';
 
 const DAY = 86_400_000;
 

@@ -22,6 +22,13 @@ import type { Deps } from '../context.ts';
 import type { App } from '../../http/app-type.ts';
 
 export async function registerSubscriptionRoutes(app: App, deps: Deps): Promise<void> {
+  registerSubscriptionReads(app, deps);
+  registerSubscriptionActions(app, deps);
+  registerSubscriptionTestHelpers(app, deps);
+}
+
+/** A subscription and the list of them. */
+function registerSubscriptionReads(app: App, deps: Deps): void {
   const auth = apiKeyAuth(deps);
   const tags = ['Subscriptions'];
   const params = IdParams('Subscription id (subscription_…)');
@@ -56,6 +63,13 @@ export async function registerSubscriptionRoutes(app: App, deps: Deps): Promise<
     },
     async (request) => listSubscriptionsFor(request.ctx, request.query),
   );
+}
+
+/** Pausing, resuming, cancelling, and a subscription's payments. */
+function registerSubscriptionActions(app: App, deps: Deps): void {
+  const auth = apiKeyAuth(deps);
+  const tags = ['Subscriptions'];
+  const params = IdParams('Subscription id (subscription_…)');
 
   const actions = [
     {
@@ -118,6 +132,12 @@ export async function registerSubscriptionRoutes(app: App, deps: Deps): Promise<
     { ...paymentsRoute, schema: { ...paymentsRoute.schema, hide: true } },
     listPayments,
   );
+}
+
+/** Test helpers: what the payer's bank or the payer does to a subscription. */
+function registerSubscriptionTestHelpers(app: App, deps: Deps): void {
+  const auth = apiKeyAuth(deps);
+  const params = IdParams('Subscription id (subscription_…)');
 
   const helperTags = ['Test helpers'];
   app.post(

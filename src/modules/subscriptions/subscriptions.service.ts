@@ -5,7 +5,7 @@ import { newId } from '../../shared/ids.ts';
 import { pageOf } from '../../shared/pagination.ts';
 import { iso, isoOrNull } from '../../shared/time.ts';
 import type { Database } from '../../store/tables.ts';
-import { transact } from '../../store/tx.ts';
+import { transact } from '../../store/store.ts';
 import { emitEvent } from '../events/events.service.ts';
 import type { SubscriptionOptions } from '../requests/requests.rules.ts';
 import { buildSchedule, resumeSchedule } from './schedule.ts';

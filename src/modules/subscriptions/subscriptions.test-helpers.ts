@@ -1,6 +1,7 @@
 import { AppError } from '../../shared/errors.ts';
 import { authoriseAtBank } from '../test-helpers/pay.bank-driver.ts';
-import { detailsFromBody, type PayHelper } from '../test-helpers/pay.service.ts';
+import { detailsFromBody } from '../test-helpers/pay.service.ts';
+import type { PayHelper } from '../manifest.ts';
 import { requireTestMode } from '../test-helpers/clock.service.ts';
 import { banksFor, bankReturnUrl } from '../payments/payments.banks.ts';
 import { completeSubscriptionReturn, subscriptionCheckout } from './subscriptions.checkout.ts';

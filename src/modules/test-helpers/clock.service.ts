@@ -3,7 +3,6 @@ import { AppError, invalidParam } from '../../shared/errors.ts';
 import { iso } from '../../shared/time.ts';
 import { addToTestClockOffset, testClockOffsetOf as clockOffset } from '../merchants/merchants.service.ts';
 import { nextJobOfClock, shiftJobsOfClock } from '../../jobs/queue.ts';
-import { transact } from '../../store/tx.ts';
 import type { Ctx, Deps } from '../context.ts';
 
 export function requireTestMode(ctx: Ctx): void {
@@ -60,7 +59,7 @@ type Refusal = (now: number, realNow: number) => AppError;
 const refuseTo: Refusal = (now, realNow) => beyondCap('to', now, realNow);
 
 async function shiftClock(deps: Deps, userId: string, deltaMs: number, refuse: Refusal): Promise<void> {
-  await transact(deps.db, async (trx) => {
+  await deps.store.transaction(async (trx) => {
     await addToTestClockOffset(trx, userId, deltaMs);
     // Read back in the same transaction: another process advancing the same clock at once passes
     // its own check against the offset it read, and only the sum, seen here, shows the cap crossed.

@@ -3,7 +3,8 @@ import { apiKeyAuth } from '../merchants/merchants.auth.ts';
 import { errorResponses, IdParams } from '../../http/schemas.ts';
 import { PaymentObject } from '../payments/payments.schemas.ts';
 import { PayBody } from './pay.schemas.ts';
-import { payRequestAsPayer, type PayHelper } from './pay.service.ts';
+import { payRequestAsPayer } from './pay.service.ts';
+import type { PayHelper } from '../manifest.ts';
 import type { Deps } from '../context.ts';
 import type { App } from '../../http/app-type.ts';
 

@@ -1,3 +1,4 @@
+import type { PayHelper } from '../manifest.ts';
 import { AppError, invalidParam } from '../../shared/errors.ts';
 import { AMOUNT_FORM, parseAmount } from '../../shared/money.ts';
 import { EMPTY_DETAILS, findCustInfoOfPayment, type PayerDetails } from '../customers/customers.service.ts';
@@ -13,9 +14,6 @@ import type { RequestRow } from '../requests/requests.tables.ts';
 
 // POST /v1/test-helpers/requests/{id}/pay: pays a test-mode request the way a payer does, through
 // the same service functions, connector and sandbox bank (over HTTP), and returns the outcome.
-
-/** Recurring consents and subscriptions provide pay helpers for their kinds of request, in their manifests. */
-export type PayHelper = (ctx: Ctx, request: RequestRow, body: PayBody) => Promise<Record<string, unknown>>;
 
 export function detailsFromBody(body: PayBody): PayerDetails | null {
   if (!body.cust_info && body.marketing_opt_in === undefined) return null;

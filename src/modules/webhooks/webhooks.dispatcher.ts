@@ -61,128 +61,146 @@ type Outcome =
   | { work: Work; kind: 'exhausted'; at: number }
   | { work: Work; kind: 'attempted'; startedAt: number; result: SendResult; retryAt: number | null };
 
-/** The delivery job kind, as the batched lane runs it. */
-export function deliveryLaneKind(
-  options: DispatcherOptions & { sender: Sender },
-): BatchLaneKind<DeliveryJobPayload, Work, Outcome> {
-  const clock = options.clock ?? systemClock;
-  const random = options.random ?? Math.random;
-  const policy = options.policy ?? DELIVERY_POLICY;
-  const timeoutMs = options.timeoutMs ?? DELIVERY_POLICY.timeoutMs;
-  const { secrets, sender } = options;
+type DeliveryLane = BatchLaneKind<DeliveryJobPayload, Work, Outcome>;
+type SendSettings = { clock: Clock; random: () => number; policy: DeliveryPolicy; timeoutMs: number; sender: Sender };
 
+/** The delivery job kind, as the batched lane runs it. */
+export function deliveryLaneKind(options: DispatcherOptions & { sender: Sender }): DeliveryLane {
+  const settings: SendSettings = {
+    clock: options.clock ?? systemClock,
+    random: options.random ?? Math.random,
+    policy: options.policy ?? DELIVERY_POLICY,
+    timeoutMs: options.timeoutMs ?? DELIVERY_POLICY.timeoutMs,
+    sender: options.sender,
+  };
   return {
     kind: WEBHOOK_DELIVERY_JOB,
     keyOf: (payload) => payload.endpoint_id,
-
-    async load(trx, jobs) {
-      const rows = await deliveriesToSend(
-        trx,
-        jobs.map((job) => job.payload.delivery_id),
-      );
-      const bodies = await eventBodies(trx, [...new Set(rows.map((row) => row.event_id))]);
-      const byDelivery = new Map(rows.map((row) => [row.delivery_id, row]));
-      // A batch is mostly one endpoint's deliveries: its secret is opened once per batch, not per delivery.
-      const opened = new Map<string, string>();
-      const secretOf = (stored: string) => {
-        let secret = opened.get(stored);
-        if (secret === undefined) opened.set(stored, (secret = openStored(secrets, stored)));
-        return secret;
-      };
-      return jobs.map((job) => {
-        const row = byDelivery.get(job.payload.delivery_id);
-        const event = row ? bodies.get(row.event_id) : undefined;
-        return {
-          deliveryId: job.payload.delivery_id,
-          firstAttemptAt: row?.first_attempt_at == null ? null : Number(row.first_attempt_at),
-          live: row?.mode === 'live',
-          url: row?.url ?? null,
-          secret: row?.secret ? secretOf(row.secret) : null,
-          eventId: row?.event_id ?? '',
-          body: event
-            ? row!.with_secret === 1 && event.secret_sealed
-              ? revealSecret(event.body, secrets.open(event.secret_sealed))
-              : event.body
-            : '',
-          sendable: !!row && !!event && row.status === 'pending' && row.deleted_at === null,
-        };
-      });
-    },
-
-    async run(work, job): Promise<Outcome> {
-      if (!work.sendable || !work.url || !work.secret) return { work, kind: 'cancelled' };
-      const startedAt = clock.now();
-      // A job re-claimed after a crash, or held up past its window, is not sent beyond the caps.
-      const late = work.firstAttemptAt !== null && startedAt - work.firstAttemptAt > policy.maxDurationMs;
-      if (job.attempt > policy.maxAttempts || late) return { work, kind: 'exhausted', at: startedAt };
-      const result = await sender.send(
-        { url: work.url, live: work.live },
-        work.body,
-        {
-          'content-type': 'application/json',
-          'user-agent': 'Tono-Webhooks/1',
-          ...deliverySignatureHeaders(work.body, work.secret, work.eventId, startedAt),
-          'x-service-event-id': work.eventId,
-          'x-service-delivery-attempt': String(job.attempt),
-        },
-        timeoutMs,
-      );
-      const retryAt = isAcknowledged(result.statusCode)
-        ? null
-        : nextAttemptAt(
-            {
-              attempt: job.attempt,
-              firstAttemptAt: work.firstAttemptAt ?? startedAt,
-              now: clock.now(),
-              random: random(),
-            },
-            policy,
-          );
-      return { work, kind: 'attempted', startedAt, result, retryAt };
-    },
-
+    load: (trx, jobs) => loadDeliveries(options.secrets, trx, jobs),
+    run: (work, job) => sendDelivery(settings, work, job),
     settlement: (outcome) =>
       outcome.kind === 'attempted' && outcome.retryAt !== null
         ? { retryAt: outcome.retryAt, error: summary(outcome.result) }
         : { retryAt: null },
-
-    async record(trx, finished) {
-      const attempts: AttemptRow[] = [];
-      for (const { job, outcome } of finished) {
-        if (outcome.kind !== 'attempted') continue;
-        attempts.push({
-          id: newId('attempt'),
-          delivery_id: outcome.work.deliveryId,
-          attempt: job.attempt,
-          started_at: outcome.startedAt,
-          latency_ms: outcome.result.latencyMs,
-          status_code: outcome.result.statusCode,
-          response_body: outcome.result.responseBody,
-          error: outcome.result.error,
-        });
-      }
-      await insertAttempts(trx, attempts);
-      for (const { job, outcome } of finished) {
-        const { work } = outcome;
-        if (outcome.kind === 'cancelled') await endDelivery(trx, work.deliveryId, { status: 'cancelled' });
-        else if (outcome.kind === 'exhausted')
-          await endDelivery(trx, work.deliveryId, { status: 'failed', at: outcome.at });
-        else {
-          const acknowledged = isAcknowledged(outcome.result.statusCode);
-          const endedAt = outcome.startedAt + outcome.result.latencyMs;
-          await recordAttemptOn(trx, work.deliveryId, {
-            status: acknowledged ? 'succeeded' : outcome.retryAt === null ? 'failed' : 'pending',
-            attempts: job.attempt,
-            first_attempt_at: work.firstAttemptAt ?? outcome.startedAt,
-            last_attempt_at: outcome.startedAt,
-            next_attempt_at: outcome.retryAt,
-            succeeded_at: acknowledged ? endedAt : null,
-            failed_at: !acknowledged && outcome.retryAt === null ? endedAt : null,
-          });
-        }
-      }
-    },
+    record: recordDeliveries,
   };
+}
+
+/** What each claimed delivery needs to be sent: its endpoint, its secret opened, its event's body. */
+async function loadDeliveries(
+  secrets: SecretBox,
+  trx: Parameters<DeliveryLane['load']>[0],
+  jobs: Parameters<DeliveryLane['load']>[1],
+): Promise<Work[]> {
+  const rows = await deliveriesToSend(
+    trx,
+    jobs.map((job) => job.payload.delivery_id),
+  );
+  const bodies = await eventBodies(trx, [...new Set(rows.map((row) => row.event_id))]);
+  const byDelivery = new Map(rows.map((row) => [row.delivery_id, row]));
+  // A batch is mostly one endpoint's deliveries: its secret is opened once per batch, not per delivery.
+  const opened = new Map<string, string>();
+  const secretOf = (stored: string) => {
+    let secret = opened.get(stored);
+    if (secret === undefined) opened.set(stored, (secret = openStored(secrets, stored)));
+    return secret;
+  };
+  return jobs.map((job) => {
+    const row = byDelivery.get(job.payload.delivery_id);
+    const event = row ? bodies.get(row.event_id) : undefined;
+    return {
+      deliveryId: job.payload.delivery_id,
+      firstAttemptAt: row?.first_attempt_at == null ? null : Number(row.first_attempt_at),
+      live: row?.mode === 'live',
+      url: row?.url ?? null,
+      secret: row?.secret ? secretOf(row.secret) : null,
+      eventId: row?.event_id ?? '',
+      body: event
+        ? row!.with_secret === 1 && event.secret_sealed
+          ? revealSecret(event.body, secrets.open(event.secret_sealed))
+          : event.body
+        : '',
+      sendable: !!row && !!event && row.status === 'pending' && row.deleted_at === null,
+    };
+  });
+}
+
+/** One try: sent and signed, or given up (cancelled, or past the caps), with when to try again. */
+async function sendDelivery(
+  { clock, random, policy, timeoutMs, sender }: SendSettings,
+  work: Work,
+  job: Parameters<DeliveryLane['run']>[1],
+): Promise<Outcome> {
+  if (!work.sendable || !work.url || !work.secret) return { work, kind: 'cancelled' };
+  const startedAt = clock.now();
+  // A job re-claimed after a crash, or held up past its window, is not sent beyond the caps.
+  const late = work.firstAttemptAt !== null && startedAt - work.firstAttemptAt > policy.maxDurationMs;
+  if (job.attempt > policy.maxAttempts || late) return { work, kind: 'exhausted', at: startedAt };
+  const result = await sender.send(
+    { url: work.url, live: work.live },
+    work.body,
+    {
+      'content-type': 'application/json',
+      'user-agent': 'Tono-Webhooks/1',
+      ...deliverySignatureHeaders(work.body, work.secret, work.eventId, startedAt),
+      'x-service-event-id': work.eventId,
+      'x-service-delivery-attempt': String(job.attempt),
+    },
+    timeoutMs,
+  );
+  const retryAt = isAcknowledged(result.statusCode)
+    ? null
+    : nextAttemptAt(
+        {
+          attempt: job.attempt,
+          firstAttemptAt: work.firstAttemptAt ?? startedAt,
+          now: clock.now(),
+          random: random(),
+        },
+        policy,
+      );
+  return { work, kind: 'attempted', startedAt, result, retryAt };
+}
+
+/** The tries as attempts, and each delivery's state after them, in the lane's transaction. */
+async function recordDeliveries(
+  trx: Parameters<DeliveryLane['record']>[0],
+  finished: Parameters<DeliveryLane['record']>[1],
+): Promise<void> {
+  const attempts: AttemptRow[] = [];
+  for (const { job, outcome } of finished) {
+    if (outcome.kind !== 'attempted') continue;
+    attempts.push({
+      id: newId('attempt'),
+      delivery_id: outcome.work.deliveryId,
+      attempt: job.attempt,
+      started_at: outcome.startedAt,
+      latency_ms: outcome.result.latencyMs,
+      status_code: outcome.result.statusCode,
+      response_body: outcome.result.responseBody,
+      error: outcome.result.error,
+    });
+  }
+  await insertAttempts(trx, attempts);
+  for (const { job, outcome } of finished) {
+    const { work } = outcome;
+    if (outcome.kind === 'cancelled') await endDelivery(trx, work.deliveryId, { status: 'cancelled' });
+    else if (outcome.kind === 'exhausted')
+      await endDelivery(trx, work.deliveryId, { status: 'failed', at: outcome.at });
+    else {
+      const acknowledged = isAcknowledged(outcome.result.statusCode);
+      const endedAt = outcome.startedAt + outcome.result.latencyMs;
+      await recordAttemptOn(trx, work.deliveryId, {
+        status: acknowledged ? 'succeeded' : outcome.retryAt === null ? 'failed' : 'pending',
+        attempts: job.attempt,
+        first_attempt_at: work.firstAttemptAt ?? outcome.startedAt,
+        last_attempt_at: outcome.startedAt,
+        next_attempt_at: outcome.retryAt,
+        succeeded_at: acknowledged ? endedAt : null,
+        failed_at: !acknowledged && outcome.retryAt === null ? endedAt : null,
+      });
+    }
+  }
 }
 
 /** Sends webhook deliveries: the delivery job kind on a batched lane, with its HTTP sender. */

@@ -1,5 +1,4 @@
 import type { Kysely } from 'kysely';
-import type { EventType } from '../events/events.builders.ts';
 import { systemClock, type Clock } from '../../shared/time.ts';
 import type { Database } from '../../store/tables.ts';
 import { queueDelivery } from './deliveries.repo.ts';
@@ -13,7 +12,7 @@ import type { Mode } from '../../shared/mode.ts';
  */
 export async function fanOutToWebhooks(
   db: Kysely<Database>,
-  event: { id: string; userId: string; mode: Mode; type: EventType; hasSecret?: boolean },
+  event: { id: string; userId: string; mode: Mode; type: string; hasSecret?: boolean },
   realClock: Clock = systemClock,
 ): Promise<void> {
   const endpoints = await endpointFiltersOf(db, { userId: event.userId, mode: event.mode });

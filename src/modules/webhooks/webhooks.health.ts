@@ -1,7 +1,6 @@
 import { enqueue } from '../../jobs/queue.ts';
 import type { JobHandler } from '../../jobs/worker.ts';
 import { iso } from '../../shared/time.ts';
-import { transact } from '../../store/tx.ts';
 import { queueMail } from '../mail/mail.service.ts';
 import { merchantContact } from '../merchants/merchants.service.ts';
 import { emitEvent } from '../events/events.service.ts';
@@ -47,7 +46,7 @@ export async function noticeFailingEndpoints(deps: Deps, now: number): Promise<n
   let queued = 0;
   for (const endpoint of await failingEndpoints(deps, now)) {
     const merchant = await merchantContact(deps.db, endpoint.userId);
-    const id = await transact(deps.db, (trx) =>
+    const id = await deps.store.transaction((trx) =>
       queueMail(
         trx,
         {
@@ -82,7 +81,7 @@ export async function disableLongFailingEndpoints(deps: Deps, now: number): Prom
     if (endpoint.failingSince > now - DISABLE_AFTER_MS) continue;
     const merchant = await merchantContact(deps.db, endpoint.userId);
     const owner = { userId: endpoint.userId, mode: endpoint.mode };
-    await transact(deps.db, async (trx) => {
+    await deps.store.transaction(async (trx) => {
       // disabled before the event, so the event is not queued to the endpoint that cannot take it
       await updateEndpoint(trx, endpoint.id, { disabled_at: now });
       await emitEvent(
@@ -129,7 +128,7 @@ export function webhookHealthJob(deps: Deps): JobHandler {
 /** Makes sure the hourly check exists (at start; a no-op when it does). */
 export async function scheduleWebhookHealth(deps: Deps): Promise<void> {
   const now = deps.clock.now();
-  await transact(deps.db, (trx) =>
+  await deps.store.transaction((trx) =>
     enqueue(
       trx,
       { kind: WEBHOOK_HEALTH_JOB, runAt: now + CHECK_EVERY_MS, payload: {}, dedupeKey: WEBHOOK_HEALTH_JOB },

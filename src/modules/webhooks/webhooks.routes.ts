@@ -27,6 +27,13 @@ import type { Deps } from '../context.ts';
 import type { App } from '../../http/app-type.ts';
 
 export async function registerWebhookRoutes(app: App, deps: Deps): Promise<void> {
+  registerEndpointRoutes(app, deps);
+  registerEndpointActions(app, deps);
+  registerEventDeliveryRoutes(app, deps);
+}
+
+/** Webhook endpoints: created, listed, read and updated. */
+function registerEndpointRoutes(app: App, deps: Deps): void {
   const auth = apiKeyAuth(deps);
   const tags = ['Webhooks'];
   const params = IdParams('Webhook endpoint id (webhook_…)');
@@ -99,6 +106,13 @@ export async function registerWebhookRoutes(app: App, deps: Deps): Promise<void>
     },
     async (request) => updateWebhook(request.ctx, request.params.id, request.body),
   );
+}
+
+/** Rotating an endpoint's secret, deleting it, recovering it after it was disabled. */
+function registerEndpointActions(app: App, deps: Deps): void {
+  const auth = apiKeyAuth(deps);
+  const tags = ['Webhooks'];
+  const params = IdParams('Webhook endpoint id (webhook_…)');
 
   app.post(
     '/v1/webhooks/:id/rotate-secret',
@@ -151,8 +165,11 @@ export async function registerWebhookRoutes(app: App, deps: Deps): Promise<void>
     },
     async (request) => recoverWebhook(request.ctx, request.params.id, request.body.since),
   );
+}
 
-  // An event's deliveries and their resending are this module's: the events module knows nothing of webhooks.
+/** An event's deliveries and their resending are this module's: the events module knows nothing of webhooks. */
+function registerEventDeliveryRoutes(app: App, deps: Deps): void {
+  const auth = apiKeyAuth(deps);
   const eventParams = IdParams('Event id (event_…)');
   app.get(
     '/v1/events/:id',

@@ -6,7 +6,7 @@ import { openStored } from '../../shared/secret-box.ts';
 import { newId } from '../../shared/ids.ts';
 import { pageOf } from '../../shared/pagination.ts';
 import type { Database } from '../../store/tables.ts';
-import { transact } from '../../store/tx.ts';
+import { transact } from '../../store/store.ts';
 import {
   attemptsOfDeliveries,
   deliveriesOfEvent,

@@ -62,9 +62,13 @@ function consentOf(request: FastifyRequest): string | null {
 
 /** The standard's resource endpoints, each behind a bearer token from POST /token. */
 export async function registerApiRoutes(app: FastifyInstance, deps: SandboxDeps, latency: Latency): Promise<void> {
-  const prefix = app.prefix;
-  const self = (request: FastifyRequest, path: string) => `${request.protocol}://${request.host}${prefix}${path}`;
+  guardApi(app, deps, latency);
+  registerConsentApi(app, deps);
+  registerPaymentApi(app, deps);
+}
 
+/** Every call carries a token of this bank (and, where asked, a client certificate); a consent's latency hook slows its answers. */
+function guardApi(app: FastifyInstance, deps: SandboxDeps, latency: Latency): void {
   app.addHook('preValidation', async (request) => {
     if (deps.requireClientCertificate && !hasTrustedClientCertificate(request.raw.socket)) {
       throw unauthorised('This bank needs mutual TLS: connect with a client certificate it trusts');
@@ -76,6 +80,12 @@ export async function registerApiRoutes(app: FastifyInstance, deps: SandboxDeps,
     if (ms > 0) await new Promise((resolve) => setTimeout(resolve, ms));
     return payload;
   });
+}
+
+/** Payment consents: single and enduring, created, read and revoked. */
+function registerConsentApi(app: FastifyInstance, deps: SandboxDeps): void {
+  const prefix = app.prefix;
+  const self = (request: FastifyRequest, path: string) => `${request.protocol}://${request.host}${prefix}${path}`;
 
   app.post(
     '/domestic-payment-consents',
@@ -152,6 +162,12 @@ export async function registerApiRoutes(app: FastifyInstance, deps: SandboxDeps,
       return reply.status(204).send();
     },
   );
+}
+
+/** Payments under a consent, and the payer's account they came from. */
+function registerPaymentApi(app: FastifyInstance, deps: SandboxDeps): void {
+  const prefix = app.prefix;
+  const self = (request: FastifyRequest, path: string) => `${request.protocol}://${request.host}${prefix}${path}`;
 
   app.post(
     '/domestic-payments',

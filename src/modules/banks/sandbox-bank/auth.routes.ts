@@ -20,17 +20,26 @@ import { consentRows, sendPage } from './pages.ts';
 
 const text = (maxLength: number) => Type.String({ maxLength });
 
+/** A page the payer cannot go on from (an unknown consent, a redirect it does not own): said plainly, and nothing else. */
+function refuse(reply: FastifyReply, error: unknown) {
+  if (error instanceof AuthorisePageError)
+    return sendPage(reply, 400, 'message', {
+      title: 'Cannot continue',
+      heading: 'We cannot continue',
+      message: error.message,
+    });
+  throw error;
+}
+
 export async function registerAuthRoutes(app: FastifyInstance, deps: SandboxDeps): Promise<void> {
+  registerSignInPage(app, deps);
+  registerDecision(app, deps);
+  registerTokenEndpoint(app, deps);
+}
+
+/** The payer signs in at the bank. */
+function registerSignInPage(app: FastifyInstance, deps: SandboxDeps): void {
   const prefix = app.prefix;
-  const refuse = (reply: FastifyReply, error: unknown) => {
-    if (error instanceof AuthorisePageError)
-      return sendPage(reply, 400, 'message', {
-        title: 'Cannot continue',
-        heading: 'We cannot continue',
-        message: error.message,
-      });
-    throw error;
-  };
   const loginPage = (
     reply: FastifyReply,
     status: number,
@@ -119,7 +128,10 @@ export async function registerAuthRoutes(app: FastifyInstance, deps: SandboxDeps
       }
     },
   );
+}
 
+/** The payer approves or declines, and goes back to the service. */
+function registerDecision(app: FastifyInstance, deps: SandboxDeps): void {
   app.post(
     '/authorize/decision',
     {
@@ -140,6 +152,11 @@ export async function registerAuthRoutes(app: FastifyInstance, deps: SandboxDeps
       }
     },
   );
+}
+
+/** OAuth token endpoint: client_credentials for API calls, authorization_code after approval. */
+function registerTokenEndpoint(app: FastifyInstance, deps: SandboxDeps): void {
+  const prefix = app.prefix;
 
   // OAuth token endpoint: client_credentials for API calls, authorization_code after approval.
   app.post('/token', async (request, reply) => {

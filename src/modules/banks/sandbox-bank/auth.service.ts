@@ -1,5 +1,5 @@
 import { decodeJwt, jwtVerify } from 'jose';
-import { transaction } from '../../../store/db.ts';
+import { transact } from '../../../store/store.ts';
 import { constantTimeEqual, randomSecret, sha256Hex } from '../../../shared/crypto.ts';
 import { DAY_MS, HOUR_MS, MINUTE_MS } from '../../../shared/time.ts';
 import type { SandboxClient, SandboxDeps } from './sandbox.context.ts';
@@ -191,7 +191,7 @@ export async function sessionConsent(deps: SandboxDeps, sessionId: string): Prom
 /** Approve or decline; returns where to send the payer's browser. */
 export async function decide(deps: SandboxDeps, sessionId: string, decision: 'approve' | 'decline'): Promise<string> {
   const now = deps.clock.now();
-  return transaction(deps.db, async (trx) => {
+  return transact(deps.db, async (trx) => {
     const session = await findAuthorisation(trx, sessionId);
     if (!session || session.expires_at <= now || session.code_hash !== null) {
       throw new AuthorisePageError('This approval page has expired. Return to the payment service and start again.');

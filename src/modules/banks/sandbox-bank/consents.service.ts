@@ -1,5 +1,5 @@
 import { ulid } from '../../../shared/ids.ts';
-import { transaction } from '../../../store/db.ts';
+import { transact } from '../../../store/store.ts';
 import { parseAmount } from '../../../shared/money.ts';
 import type { ConsentStatus, DomesticConsentRequest, EnduringConsentRequest } from '../open-banking.wire.ts';
 import type { BankTime, SandboxDeps } from './sandbox.context.ts';
@@ -149,7 +149,7 @@ async function createConsent(
 ): Promise<Created> {
   const now = deps.clock.now();
   const id = `${endpoint === 'domestic-payment-consents' ? 'dpc' : 'epc'}-${ulid()}`;
-  return transaction(deps.db, async (trx) => {
+  return transact(deps.db, async (trx) => {
     const held = await holdIdempotencyKey(trx, {
       clientId,
       endpoint,
@@ -183,7 +183,7 @@ export async function revokeEnduringConsent(
   id: string,
   clientId: string | null,
 ): Promise<ConsentRow> {
-  return transaction(deps.db, async (trx) => {
+  return transact(deps.db, async (trx) => {
     const row = await findConsent(trx, id, { forUpdate: true });
     if (!row || (clientId !== null && row.client_id !== clientId)) throw unknownId('ConsentId', id);
     if (row.kind !== 'enduring') {

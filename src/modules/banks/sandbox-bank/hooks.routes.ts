@@ -48,6 +48,14 @@ declare module 'fastify' {
 }
 
 export async function registerHookRoutes(app: FastifyInstance, deps: SandboxDeps, latency: Latency): Promise<void> {
+  requireHookClient(app, deps);
+  registerPayerHooks(app, deps);
+  registerConsentHooks(app, deps);
+  registerFlowHooks(app, deps, latency);
+}
+
+/** Every hook is the bank client's own: it authenticates as it does at the token endpoint. */
+function requireHookClient(app: FastifyInstance, deps: SandboxDeps): void {
   app.addHook('onRequest', async (request) => {
     if (deps.requireClientCertificate && !hasTrustedClientCertificate(request.raw.socket)) {
       throw unauthorised('This bank needs mutual TLS: connect with a client certificate it trusts');
@@ -68,6 +76,10 @@ export async function registerHookRoutes(app: FastifyInstance, deps: SandboxDeps
       );
     }
   });
+}
+
+/** Test payers and their balances. */
+function registerPayerHooks(app: FastifyInstance, deps: SandboxDeps): void {
   app.post(
     '/test/payers',
     {
@@ -94,7 +106,10 @@ export async function registerHookRoutes(app: FastifyInstance, deps: SandboxDeps
     { schema: { params: Type.Object({ username: Type.String({ maxLength: 64 }) }) } },
     async (request) => presentPayer(await getPayer(deps, (request.params as { username: string }).username)),
   );
+}
 
+/** What a consent's next payments do: decline, wait for confirmation, or the consent revoked at the bank. */
+function registerConsentHooks(app: FastifyInstance, deps: SandboxDeps): void {
   app.post(
     '/test/consents/:ConsentId/decline-next',
     {
@@ -153,7 +168,10 @@ export async function registerHookRoutes(app: FastifyInstance, deps: SandboxDeps
     const consent = await revokeAtBank(deps, request.hookClient, (request.params as { ConsentId: string }).ConsentId);
     return { Data: { ConsentId: consent.id, Status: consent.status } };
   });
+}
 
+/** Driving a flow without a browser: release a held payment, approve a consent, slow the bank down. */
+function registerFlowHooks(app: FastifyInstance, deps: SandboxDeps, latency: Latency): void {
   app.post(
     '/test/payments/:DomesticPaymentId/release',
     {

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import pino from 'pino';
 import { ConfigError, loadConfig } from '../../../config.ts';
-import { openDb } from '../../../store/db.ts';
+import { openDb } from '../../../store/store.ts';
 import {
   buildSandboxBankApp,
   migrateSandboxBank,

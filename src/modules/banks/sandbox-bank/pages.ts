@@ -1,15 +1,15 @@
 import path from 'node:path';
-import { randomBytes } from 'node:crypto';
-import { Eta } from 'eta';
 import type { FastifyReply } from 'fastify';
+import { contentSecurityPolicy, sendPage as sendWithPolicy, styleNonce, templatesIn } from '../../../http/pages.ts';
 import { inZone } from '../../../shared/zone.ts';
 import { displayAmount } from '../../../shared/money.ts';
 import type { ConsentRow } from './sandbox.repo.ts';
 
-// The bank's own pages: server-rendered with auto-escaping, inline styles under a per-response
-// nonce, no scripts, no external assets, and forms that work without JavaScript.
+// The bank's own pages: server-rendered with auto-escaping (the page kit's set-up), inline styles
+// under a per-response nonce, no scripts, no external assets, and forms that work without
+// JavaScript. It sets its own page headers too: the sandbox bank also runs as its own server.
 
-const eta = new Eta({ views: path.join(import.meta.dirname, 'views'), autoEscape: true, cache: true });
+const templates = templatesIn(path.join(import.meta.dirname, 'views'));
 
 export function sendPage(
   reply: FastifyReply,
@@ -18,19 +18,17 @@ export function sendPage(
   data: Record<string, unknown>,
   formTarget?: string,
 ): FastifyReply {
-  const nonce = randomBytes(16).toString('base64');
-  const formAction = ["'self'", formTarget ? new URL(formTarget).origin : null].filter(Boolean).join(' ');
-  return reply
-    .status(status)
-    .header('content-type', 'text/html; charset=utf-8')
-    .header(
-      'content-security-policy',
-      `default-src 'none'; style-src 'nonce-${nonce}'; img-src 'self'; form-action ${formAction}; frame-ancestors 'none'; base-uri 'none'`,
-    )
+  const nonce = styleNonce();
+  const policy = contentSecurityPolicy({
+    styles: { nonce },
+    images: true,
+    formsTo: formTarget ? [new URL(formTarget).origin] : [],
+  });
+  reply
     .header('x-content-type-options', 'nosniff')
     .header('referrer-policy', 'no-referrer')
-    .header('cache-control', 'no-store')
-    .send(eta.render(`./${view}`, { ...data, nonce }));
+    .header('cache-control', 'no-store');
+  return sendWithPolicy(reply, status, templates.render(view, { ...data, nonce }), policy);
 }
 
 const periodLabels: Record<string, string> = {

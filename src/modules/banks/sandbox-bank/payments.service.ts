@@ -1,5 +1,5 @@
 import { ulid } from '../../../shared/ids.ts';
-import { transaction } from '../../../store/db.ts';
+import { transact } from '../../../store/store.ts';
 import type { DomesticInitiation, DomesticPaymentRequest } from '../open-banking.wire.ts';
 import type { BankTime, SandboxDeps, SandboxDb } from './sandbox.context.ts';
 import { BankApiError, unknownId } from './sandbox.errors.ts';
@@ -46,7 +46,7 @@ export async function submitDomesticPayment(
   }
   const now = deps.clock.now();
   const id = `dp-${ulid()}`;
-  return transaction(deps.db, async (trx) => {
+  return transact(deps.db, async (trx) => {
     const held = await holdIdempotencyKey(trx, {
       clientId: auth.clientId,
       endpoint: ENDPOINT,
@@ -272,7 +272,7 @@ export async function releasePayment(
   id: string,
   decision: { outcome: 'completed' | 'rejected'; reason?: string },
 ): Promise<PaymentRow> {
-  return transaction(deps.db, async (trx) => {
+  return transact(deps.db, async (trx) => {
     const row = await findPayment(trx, id, { forUpdate: true });
     if (!row) throw unknownId('DomesticPaymentId', id);
     if (!row.held) return row;

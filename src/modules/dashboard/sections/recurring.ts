@@ -61,21 +61,28 @@ const subscriptionActions: Action[] = [
   },
 ];
 
-export function registerRecurringPages(scope: Scope, kit: Kit): void {
-  const conflict = (reply: FastifyReply, signed: Signed, section: string, error: unknown) => {
-    if (error instanceof AppError && error.code === 'conflict.invalid_state') {
-      return kit.message(
-        reply,
-        409,
-        'That cannot be done now',
-        `${error.message}. Nothing was changed.`,
-        signed,
-        section,
-      );
-    }
-    throw error;
-  };
+/** An action the object's state no longer allows: 409, and nothing changed. */
+function conflict(kit: Kit, reply: FastifyReply, signed: Signed, section: string, error: unknown) {
+  if (error instanceof AppError && error.code === 'conflict.invalid_state') {
+    return kit.message(
+      reply,
+      409,
+      'That cannot be done now',
+      `${error.message}. Nothing was changed.`,
+      signed,
+      section,
+    );
+  }
+  throw error;
+}
 
+export function registerRecurringPages(scope: Scope, kit: Kit): void {
+  registerSubscriptionPages(scope, kit);
+  registerConsentPages(scope, kit);
+}
+
+/** Subscriptions: the list, one subscription with its charges and payments, and its actions with a confirmation step. */
+function registerSubscriptionPages(scope: Scope, kit: Kit): void {
   scope.get(
     '/dashboard/:mode/subscriptions',
     hidden,
@@ -150,7 +157,7 @@ export function registerRecurringPages(scope: Scope, kit: Kit): void {
           try {
             await action.run(signed, subscription.id);
           } catch (error) {
-            return conflict(reply, signed, 'subscriptions', error);
+            return conflict(kit, reply, signed, 'subscriptions', error);
           }
           return reply.redirect(`${signed.base}/subscriptions/${subscription.id}?done=${action.verb}`, 303);
         },
@@ -158,7 +165,10 @@ export function registerRecurringPages(scope: Scope, kit: Kit): void {
       ),
     );
   }
+}
 
+/** Recurring consents: the list, one consent with its usage and payments, and revoking it. */
+function registerConsentPages(scope: Scope, kit: Kit): void {
   scope.get(
     '/dashboard/:mode/recurring-consents',
     hidden,
@@ -234,7 +244,7 @@ export function registerRecurringPages(scope: Scope, kit: Kit): void {
           await revokeConsentByMerchant(signed.ctx, request.params.id);
         } catch (error) {
           if (error instanceof AppError && error.status === 404) throw error;
-          return conflict(reply, signed, 'recurring-consents', error);
+          return conflict(kit, reply, signed, 'recurring-consents', error);
         }
         return reply.redirect(`${signed.base}/recurring-consents/${request.params.id}?done=revoked`, 303);
       },

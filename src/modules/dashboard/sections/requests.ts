@@ -43,8 +43,13 @@ const inputOfField: Record<string, string> = {
 export type ListFilters = { status: string; type: string; q: string; from: string; to: string; after: string };
 
 export function registerRequestPages(scope: Scope, kit: Kit): void {
-  const deps = kit.deps;
+  registerRequestList(scope, kit);
+  registerRequestForm(scope, kit);
+  registerRequestDetail(scope, kit);
+}
 
+/** The requests, filtered and searched. */
+function registerRequestList(scope: Scope, kit: Kit): void {
   const filtersOf = (query: Record<string, unknown>): ListFilters => ({
     status: (RequestStatus as readonly string[]).includes(text(query.status)) ? text(query.status) : '',
     type: ['single', 'multi'].includes(text(query.type)) ? text(query.type) : '',
@@ -86,7 +91,10 @@ export function registerRequestPages(scope: Scope, kit: Kit): void {
       });
     }),
   );
+}
 
+/** A new request from the form, of any kind. */
+function registerRequestForm(scope: Scope, kit: Kit): void {
   const formPage = async (
     signed: Signed,
     values: Record<string, unknown>,
@@ -97,7 +105,7 @@ export function registerRequestPages(scope: Scope, kit: Kit): void {
     values,
     error,
     flags: REQUEST_FLAGS,
-    bankAccounts: await listBankAccountsOf(deps.db, signed.session.merchant.id),
+    bankAccounts: await listBankAccountsOf(kit.deps.db, signed.session.merchant.id),
   });
 
   scope.get(
@@ -138,7 +146,10 @@ export function registerRequestPages(scope: Scope, kit: Kit): void {
       { post: true },
     ),
   );
+}
 
+/** One request with its payments and events, and deleting it. */
+function registerRequestDetail(scope: Scope, kit: Kit): void {
   scope.get(
     '/dashboard/:mode/requests/:id',
     hidden,

@@ -25,6 +25,13 @@ import { formOf, problemOf, type Kit, type Scope, type Signed } from '../dashboa
 const hidden = { schema: { hide: true } };
 
 export function registerWebhookPages(scope: Scope, kit: Kit): void {
+  registerEndpointList(scope, kit);
+  registerEndpointPages(scope, kit);
+  registerEventPages(scope, kit);
+}
+
+/** The endpoints, and a new one (its secret shown once). */
+function registerEndpointList(scope: Scope, kit: Kit): void {
   const listPage = async (signed: Signed, values: { url?: string; events?: string[] }, error: string | null) => ({
     title: 'Webhooks',
     ...kit.layoutOf(signed, 'webhooks'),
@@ -73,7 +80,10 @@ export function registerWebhookPages(scope: Scope, kit: Kit): void {
       { post: true },
     ),
   );
+}
 
+/** One endpoint: its recent deliveries, recovering it, deleting it. */
+function registerEndpointPages(scope: Scope, kit: Kit): void {
   scope.get(
     '/dashboard/:mode/webhooks/:id',
     hidden,
@@ -161,9 +171,10 @@ export function registerWebhookPages(scope: Scope, kit: Kit): void {
       { post: true },
     ),
   );
+}
 
-  // Events
-
+/** The events, one event with its deliveries, and sending it again. */
+function registerEventPages(scope: Scope, kit: Kit): void {
   scope.get(
     '/dashboard/:mode/events',
     hidden,

@@ -1,0 +1,122 @@
+import {
+  PostgresDialect,
+  PostgresIntrospector,
+  sql,
+  type DatabaseIntrospector,
+  type DialectAdapter,
+  type Kysely,
+  type TableMetadata,
+} from 'kysely';
+import pg from 'pg';
+
+// int8 (counts, sums, epoch milliseconds) as numbers: every value we store fits in 2^53.
+pg.types.setTypeParser(20, (value) => Number(value));
+pg.types.setTypeParser(1700, (value) => Number(value));
+
+/**
+ * The statements PostgreSQL should keep parsed and planned, by the name they run under: the
+ * prepared queries of src/store/prepared.ts, built once and run many times. Each connection
+ * prepares one the first time it runs there and afterwards only binds and executes it.
+ */
+export class ServerPreparedStatements {
+  private readonly names = new Map<string, string>();
+  private counter = 0;
+
+  keep(text: string): void {
+    if (!this.names.has(text)) this.names.set(text, this.nextName());
+  }
+
+  nameOf(text: string): string | undefined {
+    return this.names.get(text);
+  }
+
+  /** A new name for a statement whose plan went stale, so every connection prepares it again. */
+  renew(text: string, staleName: string): string {
+    if (this.names.get(text) === staleName) this.names.set(text, this.nextName());
+    return this.names.get(text)!;
+  }
+
+  private nextName(): string {
+    return `tono_${this.counter++}`;
+  }
+}
+
+/** PostgreSQL refuses a prepared statement whose result columns a migration changed (`select *` after ADD COLUMN). */
+function isStalePlan(error: unknown): boolean {
+  const e = error as { code?: string; message?: string } | null;
+  return e?.code === '0A000' && /cached plan must not change result type/.test(e.message ?? '');
+}
+
+/**
+ * pg's Client, sending the statements in `statements` as named ones and everything else as
+ * given. A statement whose prepared form a migration made stale (one run while an older version of
+ * the service still runs: `npm run cli -- migrate`, another machine) gets a new name; the call
+ * that found it is run again at once when it was on its own, and fails (its transaction rolled
+ * back) when it was inside a transaction, which PostgreSQL has aborted.
+ */
+function serverPreparingClient(statements: ServerPreparedStatements): typeof pg.Client {
+  return class ServerPreparingClient extends pg.Client {
+    // Kysely calls query(text, values): that form is sent named when its text is kept prepared.
+    override query(...args: any[]): any {
+      const [text, values] = args;
+      const name = typeof text === 'string' && args.length === 2 ? statements.nameOf(text) : undefined;
+      if (name === undefined) return (super.query as (...a: any[]) => any)(...args);
+      return super.query({ name, text, values }).catch((error: unknown) => {
+        if (!isStalePlan(error)) throw error;
+        const renamed = statements.renew(text, name);
+        if (this.getTransactionStatus() !== 'I') throw error;
+        return super.query({ name: renamed, text, values });
+      });
+    }
+  };
+}
+
+export type PostgresOptions = { url: string; schema?: string; poolSize?: number; preparedStatements?: boolean };
+
+export function postgresPool(options: PostgresOptions, statements: ServerPreparedStatements | null): pg.Pool {
+  return new pg.Pool({
+    connectionString: options.url,
+    max: options.poolSize ?? 10,
+    options: options.schema ? `-c search_path=${options.schema}` : undefined,
+    ...(statements ? { Client: serverPreparingClient(statements) } : {}),
+  });
+}
+
+/**
+ * PostgreSQL through Kysely with the store's adapter. Kysely's own introspector reads every column
+ * of every schema in the database and resolves each by name, so any DROP COLUMN or DROP SCHEMA
+ * committed meanwhile elsewhere in the database (another application, another test's schema)
+ * fails our migrator's "does the migration table exist" check. The migrator only needs our
+ * schema's table names, so that is all this one lists.
+ */
+export class StorePostgresDialect extends PostgresDialect {
+  private readonly adapter: DialectAdapter;
+
+  constructor(pool: pg.Pool, adapter: DialectAdapter) {
+    super({ pool });
+    this.adapter = adapter;
+  }
+
+  override createAdapter(): DialectAdapter {
+    return this.adapter;
+  }
+
+  override createIntrospector(db: Kysely<any>): DatabaseIntrospector {
+    const schemas = new PostgresIntrospector(db);
+    return {
+      getSchemas: () => schemas.getSchemas(),
+      async getTables(): Promise<TableMetadata[]> {
+        const { rows } = await sql<{ schema: string; name: string; kind: string }>`
+          select n.nspname as schema, c.relname as name, c.relkind as kind
+          from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace
+          where n.nspname = current_schema() and c.relkind in ('r', 'v', 'p')
+          order by c.relname`.execute(db);
+        // Columns are not described: nothing of ours reads them.
+        return rows.map((row) => ({ schema: row.schema, name: row.name, isView: row.kind === 'v', columns: [] }));
+      },
+      async getMetadata(options) {
+        return { tables: await this.getTables(options) };
+      },
+    };
+  }
+}

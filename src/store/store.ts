@@ -1,0 +1,208 @@
+import fs from 'node:fs';
+import { Kysely, PostgresAdapter, SqliteAdapter, sql, type QueryResult, type Transaction } from 'kysely';
+import type { Database } from './tables.ts';
+import type { Db, Engine } from './db.ts';
+import { openSqlite, groupCommitDialect } from './sqlite/dialect.ts';
+import { GroupCommitDriver, type UnitConnection } from './sqlite/group-commit.ts';
+import type { Params } from './sqlite/rows.ts';
+import type { FileSync } from './sqlite/wal-syncer.ts';
+import {
+  postgresPool,
+  ServerPreparedStatements,
+  StorePostgresDialect,
+  type PostgresOptions,
+} from './postgres/dialect.ts';
+
+// The store: the one object through which the service reaches its database. docs/store.md says
+// what a commit promises on each engine and how a repo uses it.
+
+export type Tx = Transaction<Database>;
+
+/**
+ * `full`: the caller is answered once the transaction's writes, and everything it read, are on
+ * disk. `relaxed`: answered at once, with `durable` to wait for before acting on what it read; for
+ * writes whose loss in a crash does no harm (a job's lease).
+ */
+export type Durability = 'full' | 'relaxed';
+
+export type StoreOptions =
+  | { engine: 'sqlite'; file: string /** Makes the WAL durable; a test may watch or delay it. */; fsync?: FileSync }
+  | ({ engine: 'postgres' } & PostgresOptions);
+
+/** A transaction this store has begun and not yet ended. */
+type OpenTransaction = {
+  /** SQLite: the unit of work that holds the connection for it. */
+  unit: UnitConnection | null;
+  /** Work to run once it has committed (afterCommit). */
+  hooks: Set<() => void> | null;
+};
+
+/**
+ * Every query the store's `db` runs, in or out of a transaction, reaches its adapter through
+ * Kysely's own interface (`db.getExecutor().adapter`): ours carry the store, so a query can find
+ * the transaction it belongs to (storeOf).
+ */
+class SqliteStoreAdapter extends SqliteAdapter {
+  readonly store: Store;
+  constructor(store: Store) {
+    super();
+    this.store = store;
+  }
+}
+class PostgresStoreAdapter extends PostgresAdapter {
+  readonly store: Store;
+  constructor(store: Store) {
+    super();
+    this.store = store;
+  }
+}
+
+export class Store {
+  readonly engine: Engine;
+  /** Builds and runs queries (Kysely); begin transactions with `transaction`. */
+  readonly db: Db;
+  private readonly groupCommit: GroupCommitDriver | null = null;
+  private readonly serverPrepared: ServerPreparedStatements | null = null;
+  private readonly open = new Map<Tx, OpenTransaction>();
+
+  constructor(options: StoreOptions) {
+    this.engine = options.engine;
+    if (options.engine === 'sqlite') {
+      this.groupCommit = new GroupCommitDriver(openSqlite(options.file), options.file, options.fsync ?? fs.fsync);
+      this.db = new Kysely<Database>({
+        dialect: groupCommitDialect(this.groupCommit, new SqliteStoreAdapter(this)),
+      });
+    } else {
+      if (options.preparedStatements !== false) this.serverPrepared = new ServerPreparedStatements();
+      const pool = postgresPool(options, this.serverPrepared);
+      this.db = new Kysely<Database>({ dialect: new StorePostgresDialect(pool, new PostgresStoreAdapter(this)) });
+    }
+  }
+
+  /**
+   * Runs `work` in a transaction. It commits when `work` resolves and rolls back when it throws. With
+   * durability `full` (the default) the answer comes once the commit, and everything `work` read, is
+   * on disk; with `relaxed`, at once, with `durable` settling then (it rejects if the commit failed;
+   * null when nothing was waiting for the disk, and always on PostgreSQL, where a commit is durable).
+   */
+  transaction<T>(work: (trx: Tx) => Promise<T>, options?: { durability: 'full' }): Promise<T>;
+  transaction<T>(
+    work: (trx: Tx) => Promise<T>,
+    options: { durability: 'relaxed' },
+  ): Promise<{ result: T; durable: Promise<void> | null }>;
+  async transaction<T>(
+    work: (trx: Tx) => Promise<T>,
+    options?: { durability: Durability },
+  ): Promise<T | { result: T; durable: Promise<void> | null }> {
+    const relaxed = options?.durability === 'relaxed';
+    const open: OpenTransaction = { unit: null, hooks: null };
+    const result = await this.db.transaction().execute(async (trx) => {
+      // The work starts as soon as the transaction holds the connection: on SQLite, its unit is the one holding it.
+      open.unit = this.groupCommit?.transactionHoldingConnection() ?? null;
+      if (relaxed && open.unit) open.unit.relaxed = true;
+      this.open.set(trx, open);
+      try {
+        return await work(trx);
+      } finally {
+        this.open.delete(trx);
+      }
+    });
+    if (open.hooks) for (const hook of open.hooks) hook();
+    return relaxed ? { result, durable: open.unit?.durable ?? null } : result;
+  }
+
+  /** Runs `hook` once `db`'s transaction has committed (never if it rolls back); outside one, at once. */
+  afterCommit(db: Kysely<any>, hook: () => void): void {
+    const open = this.open.get(db as Tx);
+    if (!open) return queueMicrotask(hook);
+    open.hooks ??= new Set();
+    open.hooks.add(hook);
+  }
+
+  /**
+   * SQLite, inside one of this store's transactions: runs the statement straight on its unit of work,
+   * with its rows in hand (src/store/prepared.ts). Null anywhere else: run it through Kysely.
+   */
+  runInTransaction(trx: Kysely<any>, statement: string, parameters: Params): QueryResult<unknown> | null {
+    if (!this.groupCommit) return null;
+    const unit = this.open.get(trx as Tx)?.unit;
+    return unit ? this.groupCommit.runInTransaction(unit, statement, parameters) : null;
+  }
+
+  /**
+   * SQLite, outside any transaction: a read run at once when nothing holds the connection, its rows
+   * in hand when what they show is already on disk, else once it is. Null when it cannot be run now
+   * (a unit holds the connection, or the statement is not a read), and always on PostgreSQL.
+   */
+  readNow(statement: string, parameters: Params): Promise<unknown[]> | unknown[] | null {
+    return this.groupCommit ? this.groupCommit.readNow(statement, parameters) : null;
+  }
+
+  /** PostgreSQL: has each connection parse and plan this statement once, then only bind and run it. */
+  keepPreparedOnServer(statement: string): void {
+    this.serverPrepared?.keep(statement);
+  }
+
+  /**
+   * SQLite: a number that changes whenever another process (the CLI, a second service) has
+   * committed since it was last read. Null on PostgreSQL, where nothing in this process can tell
+   * what other processes changed, so nothing may be cached across calls.
+   */
+  commitsElsewhere(): number | null {
+    return this.groupCommit ? this.groupCommit.commitsElsewhere() : null;
+  }
+
+  async check(): Promise<void> {
+    await sql`select 1`.execute(this.db);
+  }
+
+  /** A consistent copy of the SQLite database (VACUUM INTO); for PostgreSQL use pg_dump. */
+  async backupTo(target: string): Promise<void> {
+    if (this.engine !== 'sqlite')
+      throw new Error('backup --to works on the embedded SQLite database; for PostgreSQL use pg_dump');
+    if (fs.existsSync(target)) throw new Error(`${target} already exists`);
+    await sql`VACUUM INTO ${sql.lit(target)}`.execute(this.db);
+  }
+
+  /** Waits for what is committed to reach the disk, then closes the database. */
+  close(): Promise<void> {
+    return this.db.destroy();
+  }
+}
+
+export function openStore(options: StoreOptions): Store {
+  return new Store(options);
+}
+
+/** The query builder of a new store; `storeOf` finds the store again. */
+export function openDb(options: StoreOptions): Db {
+  return openStore(options).db;
+}
+
+/** The store a query builder or transaction belongs to. */
+export function storeOf(db: Kysely<any>): Store {
+  const store = storeOfOrNull(db);
+  if (!store) throw new Error('this query builder was not made by a Store (src/store/store.ts)');
+  return store;
+}
+
+/** The store of a query builder, or null when it was made elsewhere (a test's own Kysely). */
+export function storeOfOrNull(db: Kysely<any>): Store | null {
+  const adapter = db.getExecutor().adapter;
+  return adapter instanceof SqliteStoreAdapter || adapter instanceof PostgresStoreAdapter ? adapter.store : null;
+}
+
+/**
+ * `work` inside `db`'s transaction when `db` is one, else in a new transaction of its store (full
+ * durability): how a service that may be called inside a caller's transaction joins it.
+ */
+export function transact<T, DB = Database>(db: Kysely<DB>, work: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
+  if (db.isTransaction) return work(db as Transaction<DB>);
+  // The sandbox bank's tables are another schema over the same kind of store.
+  return storeOf(db).transaction(work as unknown as (trx: Tx) => Promise<T>);
+}
+
+/** Runs `hook` once the transaction `db` belongs to has committed; outside one, at once. */
+export function afterCommit(db: Kysely<any>, hook: () => void): void {
+  storeOf(db).afterCommit(db, hook);
+}
