@@ -49,6 +49,25 @@ module.exports = {
       to: { path: '^src/modules/' },
     },
     {
+      name: 'sandbox-bank-stands-alone',
+      comment:
+        'The sandbox bank is an application of its own (it also runs alone): it uses the shared layers, never a module of the service.',
+      severity: 'error',
+      from: { path: '^src/sandbox-bank/' },
+      to: { path: '^src/modules/' },
+    },
+    {
+      name: 'sandbox-bank-through-its-manifest',
+      comment:
+        'The service reaches the sandbox bank only through its manifest (sandbox-bank.app.ts) and its migrations, as a host would.',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/sandbox-bank/' },
+      to: {
+        path: '^src/sandbox-bank/',
+        pathNot: ['^src/sandbox-bank/sandbox-bank[.]app[.]ts$', '^src/sandbox-bank/migrations/index[.]ts$'],
+      },
+    },
+    {
       name: 'luxon-behind-zone',
       comment: 'Local time is read through src/shared/zone.ts, the one file that imports luxon.',
       severity: 'error',

@@ -154,7 +154,7 @@ export async function spawnSandboxBank(
 ): Promise<{ env: Record<string, string>; pid: number; stop(): Promise<void> }> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-bench-bank-'));
   const bank = await spawnServer(
-    'src/modules/banks/sandbox-bank/main.ts',
+    'src/sandbox-bank/main.ts',
     {
       PORT: String(bankPort),
       HOST: '127.0.0.1',

@@ -50,7 +50,7 @@ async function startProfiler(variant: string): Promise<{ stop(): Promise<void> }
 async function sandboxBankThread(servicePort: number): Promise<{ url: string; stop(): Promise<void> }> {
   const port = await freePort();
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-bench-bank-'));
-  const thread = new WorkerThread(new URL('../src/modules/banks/sandbox-bank/main.ts', import.meta.url), {
+  const thread = new WorkerThread(new URL('../src/sandbox-bank/main.ts', import.meta.url), {
     env: {
       ...process.env,
       PORT: String(port),

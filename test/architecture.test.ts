@@ -108,12 +108,23 @@ test('a tree that breaks each wall fails the check, rule by rule', async (t) => 
     "import { fanOut } from '../webhooks/webhooks.fanout.ts';\nexport const emit = () => fanOut();\n",
   );
 
+  write(
+    'src/sandbox-bank/bank.ts',
+    "import { order } from '../modules/orders/orders.service.ts';\nexport const bank = order;\n",
+  );
+  write(
+    'src/modules/orders/orders.bank.ts',
+    "import { bank } from '../../sandbox-bank/bank.ts';\nexport const viaBank = bank;\n",
+  );
+
   const broken = new Set((await cruise(dir)).map((v) => `${v.rule.name}: ${v.from} → ${v.to}`));
   for (const expected of [
     'no-foreign-repo: src/modules/orders/orders.service.ts → src/modules/invoices/invoices.repo.ts',
     'lower-layers-stay-low: src/http/reach-up.ts → src/modules/orders/orders.service.ts',
     'events-know-no-subscriber: src/modules/events/events.service.ts → src/modules/webhooks/webhooks.fanout.ts',
     'no-repo-reexport: src/modules/invoices/invoices.reads.ts → src/modules/invoices/invoices.repo.ts',
+    'sandbox-bank-stands-alone: src/sandbox-bank/bank.ts → src/modules/orders/orders.service.ts',
+    'sandbox-bank-through-its-manifest: src/modules/orders/orders.bank.ts → src/sandbox-bank/bank.ts',
   ])
     assert.ok(broken.has(expected), `${expected} is reported (got ${[...broken].join('; ')})`);
   assert.ok(

@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import type { TestContext } from 'node:test';
 import { sql } from 'kysely';
 import pino from 'pino';
-import { STANDALONE_CLIENT_SECRET } from '../src/modules/banks/sandbox-bank/sandbox-bank.app.ts';
+import { STANDALONE_CLIENT_SECRET } from '../src/sandbox-bank/sandbox-bank.app.ts';
 import { loadConfig, type Config } from '../src/config.ts';
 import { createRuntime, type Runtime } from '../src/runtime.ts';
 import type { Db } from '../src/store/db.ts';

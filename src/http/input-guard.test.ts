@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { apiClient, buildTestApp, createTestMerchant, freshDb } from '../../test/helpers.ts';
-import { buildSandboxBankApp, migrateSandboxBank } from '../modules/banks/sandbox-bank/sandbox-bank.app.ts';
+import { buildSandboxBankApp, migrateSandboxBank } from '../sandbox-bank/sandbox-bank.app.ts';
 import { inspectInput, MAX_JSON_DEPTH } from './text-guard.ts';
 import { SERVICE_BASIC } from '../../test/support/banks.ts';
 

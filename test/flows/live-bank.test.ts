@@ -86,7 +86,7 @@ async function startBank(
   port: number,
   redirectUri: string,
 ): Promise<void> {
-  const child = spawn(nodeBin, ['src/modules/banks/sandbox-bank/main.ts'], {
+  const child = spawn(nodeBin, ['src/sandbox-bank/main.ts'], {
     cwd: root,
     env: {
       PATH: process.env.PATH ?? '',

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
 import { createRuntime } from '../../src/runtime.ts';
-import { STANDALONE_CLIENT_SECRET } from '../../src/modules/banks/sandbox-bank/sandbox-bank.app.ts';
+import { STANDALONE_CLIENT_SECRET } from '../../src/sandbox-bank/sandbox-bank.app.ts';
 import { authoriseAtBank } from '../../src/modules/test-helpers/pay.bank-driver.ts';
 import { apiClient, createTestMerchant, freshDb, testConfig } from '../helpers.ts';
 import { checkoutWorld, createRequest, returnToService, submitPage } from './checkout.fixtures.ts';

@@ -3,7 +3,7 @@
 // approves through the bank's HTML forms as a browser without JavaScript would.
 import type { TestContext } from 'node:test';
 import { buildTestApp, type TestApp } from '../helpers.ts';
-import { SERVICE_CLIENT_ID, STANDALONE_CLIENT_SECRET } from '../../src/modules/banks/sandbox-bank/sandbox-bank.app.ts';
+import { SERVICE_CLIENT_ID, STANDALONE_CLIENT_SECRET } from '../../src/sandbox-bank/sandbox-bank.app.ts';
 
 export type Listening = TestApp & { baseUrl: string; bankUrl: string; redirectUri: string };
 

@@ -1,11 +1,11 @@
 import type { ModuleManifest } from '../manifest.ts';
-import { sandboxBank, serviceClient } from './sandbox-bank/sandbox-bank.app.ts';
+import { sandboxBankManifest, serviceClient } from '../../sandbox-bank/sandbox-bank.app.ts';
 
-/** Banks: the connectors (deps.banks), and the sandbox bank served at /sandbox-bank. */
+/** Banks: the connectors (deps.banks), and the sandbox bank (src/sandbox-bank) mounted at /sandbox-bank. */
 export const banksModule: ModuleManifest = {
   name: 'banks',
   async routes(app, deps) {
-    await app.register(sandboxBank, {
+    await app.register(sandboxBankManifest.plugin, {
       prefix: '/sandbox-bank',
       db: deps.db,
       clock: deps.clock,

@@ -7,7 +7,7 @@ import { loggerOptionsFor } from '../../runtime.ts';
 import type { BankConnector } from './bank-connector.ts';
 import { hook, listeningApp, payerDecides, type Listening } from '../../../test/support/banks.ts';
 import { BankHttp, observeBankExchanges, type BankExchange } from './open-banking.http.ts';
-import { SERVICE_CLIENT_ID, STANDALONE_CLIENT_SECRET } from './sandbox-bank/sandbox-bank.app.ts';
+import { SERVICE_CLIENT_ID, STANDALONE_CLIENT_SECRET } from '../../sandbox-bank/sandbox-bank.app.ts';
 import { OpenBankingConnector } from './open-banking.connector.ts';
 import { OpenBankingRegistry } from './registry.ts';
 import { ClientSecretSecurity } from './security.ts';

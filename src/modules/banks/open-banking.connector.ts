@@ -21,7 +21,7 @@ import {
   outcomeOf,
   refusalOf,
 } from './open-banking.mapping.ts';
-import { SANDBOX_REASON_HEADER, SANDBOX_TIME_HEADER } from './open-banking.wire.ts';
+import { SANDBOX_REASON_HEADER, SANDBOX_TIME_HEADER } from '../../shared/open-banking.wire.ts';
 import type { BankSecurity } from './security.ts';
 
 // BankConnector for banks that follow the NZ payment-initiation standard, over HTTP. The

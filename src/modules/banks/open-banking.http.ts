@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request, type Dispatcher } from 'undici';
 import type { BankFailure } from './bank-connector.ts';
-import { INTERACTION_ID_HEADER } from './open-banking.wire.ts';
+import { INTERACTION_ID_HEADER } from '../../shared/open-banking.wire.ts';
 
 // HTTP to banks: one keep-alive pool, a deadline per call, and retries only where a repeat is
 // harmless (reads, and writes carrying an idempotency key). An outcome we cannot know (timeout,

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { bankIdempotencyKey, outcomeOf, refusalOf, statementName } from './open-banking.mapping.ts';
-import { codeToReason, reasonToCode } from './open-banking.wire.ts';
+import { codeToReason, reasonToCode } from '../../shared/open-banking.wire.ts';
 
 test('idempotency keys fit the standard: at most 40 printable characters, same key same result', () => {
   fc.assert(

@@ -7,7 +7,7 @@ import {
   type BankErrorBody,
   type DomesticInitiation,
   type RemittanceInformation,
-} from './open-banking.wire.ts';
+} from '../../shared/open-banking.wire.ts';
 
 // Pure translation between the connector's inputs and outcomes and the standard's bodies.
 

@@ -12,7 +12,7 @@ import {
   PaymentStatuses,
   RemittanceInformation,
   StandardErrorCodes,
-} from './open-banking.wire.ts';
+} from '../../shared/open-banking.wire.ts';
 
 // The Payments NZ Payment Initiation API v3.0.2, as far as Tono uses it: the eight operations, their
 // headers, security, bodies, statuses and error codes, written from the standard's facts so the

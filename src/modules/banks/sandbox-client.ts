@@ -3,7 +3,7 @@ import { randomSecret } from '../../shared/crypto.ts';
 import type { SecretBox } from '../../shared/secret-box.ts';
 import type { Db } from '../../store/db.ts';
 import { findClientSecret, insertClientSecretIfNone } from './banks.repo.ts';
-import { SERVICE_CLIENT_ID, STANDALONE_CLIENT_SECRET } from './sandbox-bank/sandbox-bank.app.ts';
+import { SERVICE_CLIENT_ID, STANDALONE_CLIENT_SECRET } from '../../sandbox-bank/sandbox-bank.app.ts';
 import type { ClientCredentials } from './security.ts';
 
 // The service's client at its sandbox bank (docs/banks.md, "The sandbox bank's client"). With the

@@ -2,12 +2,10 @@ import type { Migration } from 'kysely';
 import * as core from './0001-core.ts';
 import * as payments from './0002-payments.ts';
 import * as webhooks from './0003-webhooks.ts';
-import * as sandboxBank from './0004-sandbox-bank.ts';
 import * as checkout from './0005-checkout.ts';
 import * as consents from './0006-consents.ts';
 import * as subscriptions from './0007-subscriptions.ts';
 import * as consentUsage from './0008-consent-usage.ts';
-import * as sandboxUsage from './0009-sandbox-usage.ts';
 import * as partialPaymentIndexes from './0010-partial-payment-indexes.ts';
 import * as mailAndPayer from './0014-mail-and-payer.ts';
 import * as secretsAtRest from './0015-secrets-at-rest.ts';
@@ -21,18 +19,18 @@ import * as enduringPayerAccounts from './0022-enduring-payer-accounts.ts';
 import * as attemptWindows from './0023-attempt-windows.ts';
 import * as custInfoOwner from './0024-cust-info-owner.ts';
 import * as bankClientSecrets from './0025-bank-client-secrets.ts';
+import { sandboxBankMigrations } from '../../sandbox-bank/migrations/index.ts';
 
-// Every migration, in order. Each module appends its own file here; names never change once shipped.
-export const migrations: Record<string, Migration> = {
+// Every migration; they run in the order of their names. Each module appends its own file here;
+// names never change once shipped. The sandbox bank's own (0004, 0009) live with it.
+export const migrations: Record<string, Migration> = inNameOrder({
   '0001-core': core,
   '0002-payments': payments,
   '0003-webhooks': webhooks,
-  '0004-sandbox-bank': sandboxBank,
   '0005-checkout': checkout,
   '0006-consents': consents,
   '0007-subscriptions': subscriptions,
   '0008-consent-usage': consentUsage,
-  '0009-sandbox-usage': sandboxUsage,
   '0010-partial-payment-indexes': partialPaymentIndexes,
   '0014-mail-and-payer': mailAndPayer,
   '0015-secrets-at-rest': secretsAtRest,
@@ -46,4 +44,9 @@ export const migrations: Record<string, Migration> = {
   '0023-attempt-windows': attemptWindows,
   '0024-cust-info-owner': custInfoOwner,
   '0025-bank-client-secrets': bankClientSecrets,
-};
+  ...sandboxBankMigrations,
+});
+
+function inNameOrder(all: Record<string, Migration>): Record<string, Migration> {
+  return Object.fromEntries(Object.entries(all).sort(([a], [b]) => a.localeCompare(b)));
+}

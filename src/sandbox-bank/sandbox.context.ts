@@ -1,6 +1,6 @@
 import type { KeyObject } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import type { Clock } from '../../../shared/time.ts';
+import type { Clock } from '../shared/time.ts';
 import type { SandboxTables } from './sandbox.tables.ts';
 
 export type SandboxDb = Kysely<SandboxTables>;

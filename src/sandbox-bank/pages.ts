@@ -1,8 +1,8 @@
 import path from 'node:path';
 import type { FastifyReply } from 'fastify';
-import { contentSecurityPolicy, sendPage as sendWithPolicy, styleNonce, templatesIn } from '../../../http/pages.ts';
-import { inZone } from '../../../shared/zone.ts';
-import { displayAmount } from '../../../shared/money.ts';
+import { contentSecurityPolicy, sendPage as sendWithPolicy, styleNonce, templatesIn } from '../http/pages.ts';
+import { inZone } from '../shared/zone.ts';
+import { displayAmount } from '../shared/money.ts';
 import type { ConsentRow } from './sandbox.repo.ts';
 
 // The bank's own pages: server-rendered with auto-escaping (the page kit's set-up), inline styles

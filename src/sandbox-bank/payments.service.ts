@@ -1,6 +1,6 @@
-import { ulid } from '../../../shared/ids.ts';
-import { transact } from '../../../store/store.ts';
-import type { DomesticInitiation, DomesticPaymentRequest } from '../open-banking.wire.ts';
+import { ulid } from '../shared/ids.ts';
+import { transact } from '../store/store.ts';
+import type { DomesticInitiation, DomesticPaymentRequest } from '../shared/open-banking.wire.ts';
 import type { BankTime, SandboxDeps, SandboxDb } from './sandbox.context.ts';
 import { BankApiError, unknownId } from './sandbox.errors.ts';
 import { fingerprintOf, holdIdempotencyKey } from './sandbox.idempotency.ts';

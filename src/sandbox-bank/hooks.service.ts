@@ -1,5 +1,5 @@
 import { randomInt } from 'node:crypto';
-import { ulid } from '../../../shared/ids.ts';
+import { ulid } from '../shared/ids.ts';
 import type { SandboxDeps } from './sandbox.context.ts';
 import { fieldInvalid, unknownId } from './sandbox.errors.ts';
 import { AuthorisePageError, LoginRefused, decide, logIn } from './auth.service.ts';

@@ -1,7 +1,7 @@
 import { decodeJwt, jwtVerify } from 'jose';
-import { transact } from '../../../store/store.ts';
-import { constantTimeEqual, randomSecret, sha256Hex } from '../../../shared/crypto.ts';
-import { DAY_MS, HOUR_MS, MINUTE_MS } from '../../../shared/time.ts';
+import { transact } from '../store/store.ts';
+import { constantTimeEqual, randomSecret, sha256Hex } from '../shared/crypto.ts';
+import { DAY_MS, HOUR_MS, MINUTE_MS } from '../shared/time.ts';
 import type { SandboxClient, SandboxDeps } from './sandbox.context.ts';
 import { unauthorised } from './sandbox.errors.ts';
 import { effectiveStatus } from './consents.service.ts';

@@ -1,7 +1,7 @@
 import type { ErrorObject } from 'ajv';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError } from '../../../shared/errors.ts';
-import type { StandardErrorCode } from '../open-banking.wire.ts';
+import { AppError } from '../shared/errors.ts';
+import type { StandardErrorCode } from '../shared/open-banking.wire.ts';
 
 // The standard's error body: { Code, Id, Message, Errors: [{ ErrorCode, Message, Path }] }.
 // Every refusal of the sandbox bank's API goes through BankApiError and the handler below.

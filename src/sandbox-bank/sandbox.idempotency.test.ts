@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { freshDb } from '../../../../test/helpers.ts';
-import { migrateToLatest } from '../../../store/migrate.ts';
-import { transact } from '../../../store/store.ts';
+import { freshDb } from '../../test/helpers.ts';
+import { migrateToLatest } from '../store/migrate.ts';
+import { transact } from '../store/store.ts';
 import { holdIdempotencyKey, IDEMPOTENCY_WINDOW_MS } from './sandbox.idempotency.ts';
 
 // The bank's x-idempotency-key: claimed first, looked up only when the claim clashes.

@@ -1,5 +1,5 @@
-import { lockForUpdate } from '../../../store/db.ts';
-import { inserted, insertRow, prepared, updateById } from '../../../store/prepared.ts';
+import { lockForUpdate } from '../store/db.ts';
+import { inserted, insertRow, prepared, updateById } from '../store/prepared.ts';
 import type { SandboxDb } from './sandbox.context.ts';
 import type { SandboxConsentsTable, SandboxPaymentsTable, SandboxPayersTable } from './sandbox.tables.ts';
 

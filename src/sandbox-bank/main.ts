@@ -2,8 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import pino from 'pino';
-import { ConfigError, loadConfig } from '../../../config.ts';
-import { openDb } from '../../../store/store.ts';
+import { ConfigError, loadConfig } from '../config.ts';
+import { openDb } from '../store/store.ts';
 import {
   buildSandboxBankApp,
   migrateSandboxBank,

@@ -7,7 +7,7 @@ import {
   SANDBOX_REASON_HEADER,
   SANDBOX_TIME_HEADER,
   reasonToCode,
-} from '../open-banking.wire.ts';
+} from '../shared/open-banking.wire.ts';
 import { hasTrustedClientCertificate, type BankTime, type SandboxDeps } from './sandbox.context.ts';
 import { BankApiError, fieldInvalid, unauthorised } from './sandbox.errors.ts';
 import { authenticateBearer, type Caller } from './auth.service.ts';

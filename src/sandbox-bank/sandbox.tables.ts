@@ -117,6 +117,6 @@ export interface SandboxTables {
   sandbox_idempotency: SandboxIdempotencyTable;
 }
 
-declare module '../../../store/tables.ts' {
+declare module '../store/tables.ts' {
   interface Database extends SandboxTables {}
 }

@@ -1,5 +1,5 @@
-import { inZone, type LocalDateTime } from '../../../shared/zone.ts';
-import { lastWindowCache } from '../../../shared/time.ts';
+import { inZone, type LocalDateTime } from '../shared/zone.ts';
+import { lastWindowCache } from '../shared/time.ts';
 
 // The sandbox bank's own check of an enduring consent's limits. Pure: the caller loads the
 // consent's earlier payments (all but rejected ones) and says what time it is at the bank.

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { inZone } from '../../../shared/zone.ts';
+import { inZone } from '../shared/zone.ts';
 import { checkLimits, periodWindow, Periods, type ConsentLimits, type Period } from './sandbox.limits.ts';
 
 const zone = 'Pacific/Auckland';

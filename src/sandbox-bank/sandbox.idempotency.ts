@@ -1,6 +1,6 @@
 import { stringify as canonicalJson } from 'safe-stable-stringify';
-import { sha256Hex } from '../../../shared/crypto.ts';
-import { DAY_MS } from '../../../shared/time.ts';
+import { sha256Hex } from '../shared/crypto.ts';
+import { DAY_MS } from '../shared/time.ts';
 import { fieldInvalid } from './sandbox.errors.ts';
 import type { SandboxDb } from './sandbox.context.ts';
 import { claimIdempotency, deleteIdempotency, findIdempotency } from './sandbox.repo.ts';

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { freshDb } from '../../../../test/helpers.ts';
-import { call, creditor, remittance } from '../../../../test/support/banks.ts';
+import { freshDb } from '../../test/helpers.ts';
+import { call, creditor, remittance } from '../../test/support/banks.ts';
 import { buildSandboxBankApp, migrateSandboxBank } from './sandbox-bank.app.ts';
 import { Latency } from './hooks.service.ts';
 

@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import type { FastifyInstance } from 'fastify';
-import { parseAmount } from '../../../shared/money.ts';
-import { AmountPattern } from '../open-banking.wire.ts';
+import { parseAmount } from '../shared/money.ts';
+import { AmountPattern } from '../shared/open-banking.wire.ts';
 import { hasTrustedClientCertificate, type SandboxDeps } from './sandbox.context.ts';
 import { fieldInvalid, unauthorised } from './sandbox.errors.ts';
 import {

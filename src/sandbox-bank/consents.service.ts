@@ -1,7 +1,7 @@
-import { ulid } from '../../../shared/ids.ts';
-import { transact } from '../../../store/store.ts';
-import { parseAmount } from '../../../shared/money.ts';
-import type { ConsentStatus, DomesticConsentRequest, EnduringConsentRequest } from '../open-banking.wire.ts';
+import { ulid } from '../shared/ids.ts';
+import { transact } from '../store/store.ts';
+import { parseAmount } from '../shared/money.ts';
+import type { ConsentStatus, DomesticConsentRequest, EnduringConsentRequest } from '../shared/open-banking.wire.ts';
 import type { BankTime, SandboxDeps } from './sandbox.context.ts';
 import { BankApiError, fieldInvalid, unknownId } from './sandbox.errors.ts';
 import { fingerprintOf, holdIdempotencyKey } from './sandbox.idempotency.ts';

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { freshDb } from '../../../../test/helpers.ts';
-import { call, creditor, payerDecides, remittance } from '../../../../test/support/banks.ts';
+import { freshDb } from '../../test/helpers.ts';
+import { call, creditor, payerDecides, remittance } from '../../test/support/banks.ts';
 import { buildSandboxBankApp, migrateSandboxBank } from './sandbox-bank.app.ts';
 
 // The sandbox bank alone (npm run sandbox-bank): its own database with only its tables, and the

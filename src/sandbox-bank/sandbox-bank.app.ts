@@ -2,16 +2,15 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import formbody from '@fastify/formbody';
 import { Migrator, sql, type Kysely } from 'kysely';
-import { engineOf } from '../../../store/db.ts';
+import { engineOf } from '../store/db.ts';
 import type { Logger } from 'pino';
-import { validatorCompiler } from '../../../http/validation.ts';
-import { refuseNulCharacters } from '../../../http/text-guard.ts';
-import { checksHook } from '../../../http/hooks.ts';
-import { pageSecurityHeadersHook } from '../../../http/page-headers.ts';
-import * as sandboxMigration from '../../../store/migrations/0004-sandbox-bank.ts';
-import * as sandboxUsageMigration from '../../../store/migrations/0009-sandbox-usage.ts';
-import { systemClock, type Clock } from '../../../shared/time.ts';
-import { INTERACTION_ID_HEADER } from '../open-banking.wire.ts';
+import { validatorCompiler } from '../http/validation.ts';
+import { refuseNulCharacters } from '../http/text-guard.ts';
+import { checksHook } from '../http/hooks.ts';
+import { pageSecurityHeadersHook } from '../http/page-headers.ts';
+import { sandboxBankMigrations } from './migrations/index.ts';
+import { systemClock, type Clock } from '../shared/time.ts';
+import { INTERACTION_ID_HEADER } from '../shared/open-banking.wire.ts';
 import { registerApiRoutes } from './api.routes.ts';
 import { registerAuthRoutes } from './auth.routes.ts';
 import { bankErrorHandler, bankNotFoundHandler } from './sandbox.errors.ts';
@@ -126,13 +125,21 @@ export async function migrateSandboxBank(db: Kysely<any>): Promise<void> {
   const migrator = new Migrator({
     db,
     provider: {
-      getMigrations: async () => ({
-        '0004-sandbox-bank': sandboxMigration,
-        '0009-sandbox-usage': sandboxUsageMigration,
-      }),
+      getMigrations: async () => sandboxBankMigrations,
     },
     ...(schema && { migrationTableSchema: schema }),
   });
   const { error } = await migrator.migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error(String(error));
 }
+
+/**
+ * The sandbox bank as an application of its own: what a host mounts and migrates. The service
+ * mounts `plugin` at /sandbox-bank in its database (its migrations include these); `npm run
+ * sandbox-bank` serves it alone on its own database (main.ts, buildSandboxBankApp).
+ */
+export const sandboxBankManifest = {
+  name: 'sandbox-bank',
+  plugin: sandboxBank,
+  migrations: sandboxBankMigrations,
+} as const;

@@ -9,7 +9,7 @@ import {
   payerDecides,
   remittance,
   type Listening,
-} from '../../../../test/support/banks.ts';
+} from '../../test/support/banks.ts';
 
 // The sandbox bank driven over real HTTP with the standard's shapes, as a payment service would.
 // Both engines: listeningApp is buildTestApp (SQLite, or PostgreSQL with TEST_ENGINE) on a real port.

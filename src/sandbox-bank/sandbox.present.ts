@@ -1,5 +1,5 @@
-import { centsToDecimal } from '../../../shared/money.ts';
-import { iso } from '../../../shared/time.ts';
+import { centsToDecimal } from '../shared/money.ts';
+import { iso } from '../shared/time.ts';
 import type {
   ActiveOrHistoricCurrencyAndAmount,
   ConsentResponse,
@@ -7,7 +7,7 @@ import type {
   DebtorAccountResponse,
   DomesticPaymentResponse,
   PaymentStatus,
-} from '../open-banking.wire.ts';
+} from '../shared/open-banking.wire.ts';
 import type { ConsentRow, PayerRow, PaymentRow } from './sandbox.repo.ts';
 
 // Rows to the standard's bodies: the only code of the sandbox bank that knows the wire shape.
