@@ -17,10 +17,7 @@ test('npm start, the sandbox bank and the bench run Node without allocation-site
     string
   >;
   assert.match(scripts.start!, / node --no-allocation-site-pretenuring src\/main\.ts$/);
-  assert.match(
-    scripts['sandbox-bank']!,
-    / node --no-allocation-site-pretenuring src\/modules\/banks\/sandbox-bank\/main\.ts$/,
-  );
+  assert.match(scripts['sandbox-bank']!, / node --no-allocation-site-pretenuring src\/sandbox-bank\/main\.ts$/);
   assert.match(scripts.bench!, /^node --no-allocation-site-pretenuring bench\/run\.ts$/);
   assert.ok(serviceNodeFlags().includes(FLAG), 'the bench starts the service as npm start does');
   assert.deepEqual(
