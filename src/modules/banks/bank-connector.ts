@@ -123,7 +123,8 @@ export interface BankRegistry {
   connectorFor(bankId: string, mode: 'live' | 'test'): BankConnector | null;
   /**
    * Calls one of the sandbox bank's test hooks (`/test/…`) as the service's client, for the test
-   * helpers; throws with the bank's answer when it refuses.
+   * helpers. A refusal is 409 conflict.invalid_state with the bank's message; the bank failing or out of
+   * reach is 503 service_unavailable.
    */
   sandboxTestHook(path: string, body: unknown): Promise<void>;
   /** The service's client at the sandbox bank, which the mounted bank accepts. */

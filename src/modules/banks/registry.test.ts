@@ -3,7 +3,9 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import http from 'node:http';
 import { ConfigError, loadConfig } from '../../config.ts';
+import { AppError } from '../../shared/errors.ts';
 import { OpenBankingRegistry } from './registry.ts';
 
 const sandboxCredentials = { clientId: 'tono', clientSecret: 'made-at-first-start' };
@@ -43,6 +45,47 @@ test('the mounted sandbox URL follows PUBLIC_BASE_URL set after listening; SANDB
   });
   t.after(() => explicit.close());
   assert.equal(explicit.sandboxUrl(), 'http://127.0.0.1:3001');
+});
+
+test("a test hook the bank refuses is 409 with the bank's message; the bank failing or out of reach is 503", async (t) => {
+  const answers: Array<[number, string]> = [
+    [
+      400,
+      JSON.stringify({
+        Code: '400',
+        Message: 'Bad request',
+        Errors: [{ ErrorCode: 'U.Field.Invalid', Message: 'No such consent' }],
+      }),
+    ],
+    [500, 'boom'],
+  ];
+  const server = http.createServer((_request, response) => {
+    const [status, body] = answers.shift()!;
+    response.writeHead(status, { 'content-type': 'application/json' }).end(body);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => server.close());
+  const port = (server.address() as { port: number }).port;
+  const registry = new OpenBankingRegistry({
+    config: loadConfig({ ...env, SANDBOX_BANK_URL: `http://127.0.0.1:${port}` }),
+    sandboxCredentials,
+  });
+  t.after(() => registry.close());
+  const refusal = (code: string, status: number, message: RegExp) => (error: unknown) =>
+    error instanceof AppError && error.code === code && error.status === status && message.test(error.message);
+  await assert.rejects(
+    registry.sandboxTestHook('/consents/c-1/decline-next', {}),
+    refusal('conflict.invalid_state', 409, /refused the test hook: No such consent$/),
+  );
+  await assert.rejects(
+    registry.sandboxTestHook('/consents/c-1/decline-next', {}),
+    refusal('service_unavailable', 503, /failed the test hook \(500\): boom$/),
+  );
+  server.close();
+  await assert.rejects(
+    registry.sandboxTestHook('/consents/c-1/decline-next', {}),
+    refusal('service_unavailable', 503, /could not be reached/),
+  );
 });
 
 function banksFile(t: import('node:test').TestContext, content: string): string {

@@ -1,4 +1,5 @@
 import type { Config } from '../../config.ts';
+import { AppError } from '../../shared/errors.ts';
 import type { BankConnector, BankRegistry } from './bank-connector.ts';
 import { readBanksFile, type LiveBank } from './banks-file.ts';
 import { BankHttp, type BankHttpOptions, type BankLog } from './open-banking.http.ts';
@@ -111,11 +112,22 @@ export class OpenBankingRegistry implements BankRegistry {
       },
       body: JSON.stringify(body),
       signal: AbortSignal.timeout(15_000),
+    }).catch((error: Error) => {
+      throw new AppError('service_unavailable', `The sandbox bank could not be reached: ${error.message}`, {});
     });
-    if (!response.ok)
-      throw new Error(
-        `the sandbox bank refused the test hook (${response.status}): ${(await response.text()).slice(0, 200)}`,
-      );
+    if (response.ok) return;
+    const said = bankMessageOf(await response.text());
+    // The bank answered: a refusal of what was asked (the consent is no longer there to act on) is
+    // the caller's to see as a conflict; the bank failing is the service being unavailable.
+    if (response.status < 500)
+      throw new AppError('conflict.invalid_state', `The sandbox bank refused the test hook: ${said}`, {
+        bank_status: response.status,
+      });
+    throw new AppError(
+      'service_unavailable',
+      `The sandbox bank failed the test hook (${response.status}): ${said}`,
+      {},
+    );
   }
 
   /**
@@ -152,5 +164,15 @@ export class OpenBankingRegistry implements BankRegistry {
 
   async close(): Promise<void> {
     await Promise.all([this.http, ...this.ownHttp].map((http) => http.close()));
+  }
+}
+
+/** The message of a bank's error answer (the standard's error shape), or the start of its text. */
+function bankMessageOf(text: string): string {
+  try {
+    const parsed = JSON.parse(text) as { Message?: string; Errors?: Array<{ Message?: string }> };
+    return parsed.Errors?.[0]?.Message ?? parsed.Message ?? text.slice(0, 200);
+  } catch {
+    return text.slice(0, 200);
   }
 }
