@@ -23,6 +23,11 @@ export function atFixedOffset(iso: string, offsetMinutes: number): LocalDateTime
   return DateTime.fromISO(iso, { zone: FixedOffsetZone.instance(offsetMinutes) });
 }
 
+/** The moment `ms` as local date and time with its UTC offset, to the second: 2026-11-27T19:01:00+13:00. */
+export function localIsoWithOffset(ms: number, zone: string): string {
+  return DateTime.fromMillis(ms, { zone }).toISO({ suppressMilliseconds: true })!;
+}
+
 export function isValidZone(zone: string): boolean {
   return IANAZone.isValidZone(zone);
 }

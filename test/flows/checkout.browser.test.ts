@@ -268,6 +268,7 @@ test('a 390×844 phone viewport', { skip: skipReason ?? false }, async (t) => {
   const page = await newPage(t, { width: 390, height: 844 });
   await page.goto(`${world.baseUrl}/pay/${request.id}`);
   await shot(page, 'pay-mobile.png');
+  assert.equal(await page.locator('section.qr').isVisible(), false, 'no code to scan on the phone itself');
   const overflow = await page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth');
   assert.equal(overflow, 0, 'no sideways scrolling');
   const buttonBox = await page.getByRole('button', { name: 'Continue to your bank' }).boundingBox();
@@ -280,6 +281,22 @@ test('a 390×844 phone viewport', { skip: skipReason ?? false }, async (t) => {
   await atBank(page, 'Approve');
   await page.getByRole('heading', { name: 'Payment successful' }).waitFor();
   await shot(page, 'result-mobile.png');
+});
+
+test('the code for paying on another device shows on a desktop screen, not on one used by touch', {
+  skip: skipReason ?? false,
+}, async (t) => {
+  const world = await checkoutWorld(t);
+  const request = await createRequest(world, { amount: '3.00 NZD', message: 'Flat white' });
+  const desktop = await newPage(t);
+  await desktop.goto(`${world.baseUrl}/pay/${request.id}`);
+  assert.equal(await desktop.locator('section.qr').isVisible(), true);
+  const context = await (await launch()).newContext({ viewport: { width: 1280, height: 900 }, hasTouch: true });
+  t.after(() => context.close());
+  const tablet = await context.newPage();
+  await tablet.goto(`${world.baseUrl}/pay/${request.id}`);
+  assert.equal(await tablet.evaluate("matchMedia('(pointer: coarse)').matches"), true, 'a touch screen');
+  assert.equal(await tablet.locator('section.qr').isVisible(), false);
 });
 
 test('the /embed-demo page mounts the widget', { skip: skipReason ?? false }, async (t) => {

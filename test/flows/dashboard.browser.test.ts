@@ -301,7 +301,15 @@ test('a webhook endpoint created in the browser: the secret is shown once and si
   const secret = await page.getByLabel('Signing secret').inputValue();
   assert.equal(Buffer.from(secret, 'base64').length, 32);
   await shot(page, 'dashboard-webhook-secret-phone.png');
-  await page.getByRole('link', { name: 'I have copied it' }).click();
+  // a reload (or Back then Forward) of the page after the create shows the secret no more, and makes nothing
+  await page.reload();
+  await page.getByRole('heading', { name: 'The secret was already shown' }).waitFor();
+  assert.equal((await page.content()).includes(secret), false, 'shown once');
+  assert.equal((await kowhai.test.get('/v1/webhooks')).body.webhooks.length, 1, 'one endpoint');
+  await page.goBack();
+  await page.goForward();
+  assert.equal((await kowhai.test.get('/v1/webhooks')).body.webhooks.length, 1, 'still one endpoint');
+  await page.goto(`${world.baseUrl}/dashboard/test/webhooks`);
   assert.equal((await page.content()).includes(secret), false, 'never shown again');
   await kowhai.test.post('/v1/requests', { bank_account_id: kowhai.bankAccountId, message: 'Tea', amount: '3.00 NZD' });
   const [got] = await receiver.waitFor(1);

@@ -1314,7 +1314,7 @@ export interface components {
             expires_in?: string;
             /** @description The payer chooses the amount */
             allow_dynamic_amount?: boolean;
-            /** @description Comma-separated amounts offered as one-tap choices, e.g. "10.00,20.00,50.00" */
+            /** @description Comma-separated amounts offered as one-tap choices, in dollars or dollars and cents, e.g. "10,20,50" or "10.00,12.50"; answered with cents ("10.00,20.00,50.00") */
             suggested_amounts?: string;
             /** @description Lowest payer-chosen amount, in cents */
             minimum_payment_amount?: number;
@@ -2282,7 +2282,7 @@ export interface components {
             amount: string;
             /** @enum {unknown} */
             period: "weekly" | "fortnightly" | "monthly" | "quarterly" | "annually";
-            /** @description First charge at 10:00 service time on this date; default: when the payer approves; a date YYYY-MM-DD or an ISO 8601 date-time */
+            /** @description First charge: a date means 10:00 service time on it, a date-time that instant (later charges keep its time of day); default: when the payer approves; a date YYYY-MM-DD or an ISO 8601 date-time */
             start_date?: string;
             /** @description No charges after this; a date means the end of that day in the service time zone; a date YYYY-MM-DD or an ISO 8601 date-time */
             end_date?: string;

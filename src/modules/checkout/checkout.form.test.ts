@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { detailFieldsOf, parseCheckoutForm } from './checkout.form.ts';
+import fc from 'fast-check';
+import { detailFieldsOf, parseCheckoutForm, quickAmountsBetween, suggestionsOf } from './checkout.form.ts';
 import type { RequestRow } from '../requests/requests.tables.ts';
 
 const base = {
@@ -116,4 +117,29 @@ test('required details, formats and the marketing opt-in', () => {
       marketing_opt_in: true,
     },
   });
+});
+
+test('bounds without suggestions give a few round one-tap amounts inside them; suggestions win', () => {
+  const bounded = { ...base, suggested_amounts: null } as unknown as RequestRow;
+  assert.deepEqual(suggestionsOf(bounded), [500, 2000, 10_000], '$5, $20 and $100 between $5.00 and $100.00');
+  assert.deepEqual(suggestionsOf(base), [1000, 2500], "the merchant's own suggestions");
+  assert.deepEqual(quickAmountsBetween(750, 1200), [750, 1000, 1200], 'one round amount inside: the bounds too');
+  assert.deepEqual(quickAmountsBetween(1, 500_000), [100, 10_000, 500_000]);
+  assert.deepEqual(
+    suggestionsOf({ ...bounded, max_payment_cents: null } as unknown as RequestRow),
+    [],
+    'one bound: none',
+  );
+  fc.assert(
+    fc.property(fc.integer({ min: 1, max: 500_000 }), fc.integer({ min: 1, max: 500_000 }), (a, b) => {
+      const [min, max] = a <= b ? [a, b] : [b, a];
+      const amounts = quickAmountsBetween(min, max);
+      assert.ok(amounts.length >= 1 && amounts.length <= 3, `${amounts}`);
+      assert.ok(amounts.every((cents) => cents >= min && cents <= max));
+      assert.deepEqual(
+        amounts,
+        [...new Set(amounts)].sort((x, y) => x - y),
+      );
+    }),
+  );
 });

@@ -35,12 +35,41 @@ export function collectsDetails(fields: DetailFields): boolean {
   return fields.email !== 'none' || fields.phone !== 'none' || fields.address;
 }
 
+/**
+ * The one-tap amounts of a payer-chosen amount: the merchant's `suggested_amounts`, or, when it gave
+ * a minimum and a maximum only, a few derived from them (quickAmountsBetween).
+ */
 export function suggestionsOf(request: RequestRow): number[] {
-  if (!request.suggested_amounts) return [];
-  return request.suggested_amounts
-    .split(',')
-    .map((item) => parsePayerAmount(item))
-    .filter((c): c is number => c !== null);
+  if (request.suggested_amounts)
+    return request.suggested_amounts
+      .split(',')
+      .map((item) => parsePayerAmount(item))
+      .filter((c): c is number => c !== null);
+  if (request.min_payment_cents === null || request.max_payment_cents === null) return [];
+  return quickAmountsBetween(request.min_payment_cents, request.max_payment_cents);
+}
+
+/** Whole-dollar amounts a payer recognises: 1, 2, 5, 10, 20, 50, … dollars, in cents. */
+function roundAmountsUpTo(maxCents: number): number[] {
+  const amounts: number[] = [];
+  for (let decade = 100; decade <= maxCents; decade *= 10)
+    for (const step of [1, 2, 5]) if (decade * step <= maxCents) amounts.push(decade * step);
+  return amounts;
+}
+
+/**
+ * Up to three one-tap amounts between a minimum and a maximum (docs/checkout.md): of the round
+ * amounts (1, 2, 5, 10, 20, 50, … dollars) inside the bounds, the lowest, the middle one and the
+ * highest; with fewer than two round amounts inside, the bounds themselves and what lies between.
+ */
+export function quickAmountsBetween(minCents: number, maxCents: number): number[] {
+  if (minCents > maxCents) return [];
+  const inside = roundAmountsUpTo(maxCents).filter((cents) => cents >= minCents);
+  const picked =
+    inside.length >= 2
+      ? [inside[0]!, inside[Math.floor(inside.length / 2)]!, inside[inside.length - 1]!]
+      : [minCents, ...inside, maxCents];
+  return [...new Set(picked)].sort((a, b) => a - b);
 }
 
 const EMAIL = /^[^\s@<>()[\],;:"]+@[^\s@<>()[\],;:"]+\.[^\s@<>()[\],;:"]{2,}$/;

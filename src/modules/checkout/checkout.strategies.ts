@@ -2,7 +2,7 @@ import { amountValue, displayAmount } from '../../shared/money.ts';
 import { completeOneOffReturn, startOneOffPayment } from '../payments/one-off.service.ts';
 import { recurringOptionsOf, subscriptionOptionsOf } from '../requests/requests.present.ts';
 import type { Deps } from '../context.ts';
-import type { CheckoutStrategy, ReturnInput, ReturnOutcome, Summary } from '../manifest.ts';
+import type { CheckoutStrategy, ReturnInput, ReturnOutcome, Summary, SummaryLine } from '../manifest.ts';
 import type { RequestRow } from '../requests/requests.tables.ts';
 
 // What differs between kinds of request at checkout: the summary the payer reads, the consent to
@@ -48,6 +48,15 @@ const notYet = (what: string): CheckoutStrategy => ({
   completeReturn: async () => null,
 });
 
+/**
+ * The email a recurring consent or a subscription is set up with (the request's cust_info): the
+ * payer signs in to the payer dashboard with it, so the page says which one it is.
+ */
+export function setUpWithLine(request: RequestRow): SummaryLine[] {
+  const email = request.cust_info ? (JSON.parse(request.cust_info) as { email?: string }).email : undefined;
+  return email ? [{ label: 'Set up with the email', value: email.trim().toLowerCase() }] : [];
+}
+
 /** The summary of a recurring or subscription request, for whichever strategy shows it. */
 export function summaryOfEnduring(request: RequestRow): Summary {
   const recurring = recurringOptionsOf(request);
@@ -69,10 +78,12 @@ export function summaryOfEnduring(request: RequestRow): Summary {
     headline: recurring
       ? `Up to ${displayAmount(recurring.max_per_period_cents)} per ${recurring.period.replace(/ly$/, '').replace('dai', 'day')}`
       : null,
-    lines:
-      recurring?.max_per_payment_cents != null
+    lines: [
+      ...(recurring?.max_per_payment_cents != null
         ? [{ label: 'Most per payment', value: displayAmount(recurring.max_per_payment_cents) }]
-        : [],
+        : []),
+      ...setUpWithLine(request),
+    ],
     consentText:
       'You will authorise future payments within these limits in your bank. You can revoke this at any time, on your Tono payer page or at your bank.',
     action: 'Continue to your bank',

@@ -1,7 +1,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { customerChanges, EMPTY_DETAILS, type CustomerFields, type PayerDetails } from './customers.rules.ts';
+import {
+  ADDRESS_FIELDS,
+  customerChanges,
+  EMPTY_DETAILS,
+  filledFromCustomer,
+  PERSON_FIELDS,
+  type CustomerFields,
+  type PayerDetails,
+} from './customers.rules.ts';
 
 const str = fc.string({ maxLength: 8 });
 const customer = fc.record<CustomerFields>({
@@ -61,5 +69,21 @@ test('fields not given keep their stored value', () => {
   assert.deepEqual(
     customerChanges(current, { ...EMPTY_DETAILS, email: 'a@b.nz', address1: '2 B St', city: 'Wgtn', postcode: '6011' }),
     { address1: '2 B St', city: 'Wgtn', postcode: '6011' },
+  );
+});
+
+test('details filled from the customer keep what they say, take what they lack, and keep an address whole', () => {
+  fc.assert(
+    fc.property(details, customer, (given, known) => {
+      const filled = filledFromCustomer(given, known);
+      for (const field of PERSON_FIELDS) {
+        const said = given[field] !== null && given[field] !== '';
+        assert.equal(filled[field], said ? given[field] : known[field] || given[field]);
+      }
+      const givenAddress = ADDRESS_FIELDS.some((field) => given[field] !== '');
+      for (const field of ADDRESS_FIELDS) assert.equal(filled[field], givenAddress ? given[field] : known[field]);
+      assert.equal(filled.email, given.email);
+      assert.equal(filled.marketing_opt_in, given.marketing_opt_in);
+    }),
   );
 });

@@ -52,3 +52,18 @@ export function customerChanges(current: CustomerFields, details: PayerDetails):
   }
   return changes;
 }
+
+/**
+ * Details recorded with a payment, completed from the customer record where the payment says
+ * nothing (a subscription's charge carries what the payer gave at approval, often the email alone):
+ * a person field missing takes the customer's, and no address at all takes the customer's address.
+ */
+export function filledFromCustomer<T extends CustomerFields>(info: T, customer: CustomerFields): T {
+  const filled = { ...info };
+  for (const field of PERSON_FIELDS) {
+    if ((filled[field] === null || filled[field] === '') && customer[field]) filled[field] = customer[field];
+  }
+  const hasNoAddress = ADDRESS_FIELDS.every((field) => info[field] === '');
+  if (hasNoAddress) for (const field of ADDRESS_FIELDS) filled[field] = customer[field];
+  return filled;
+}

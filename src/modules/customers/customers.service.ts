@@ -18,7 +18,7 @@ import {
   updateCustomer,
   type CustomerRow,
 } from './customers.repo.ts';
-import { customerChanges, normaliseEmail, type PayerDetails } from './customers.rules.ts';
+import { customerChanges, filledFromCustomer, normaliseEmail, type PayerDetails } from './customers.rules.ts';
 import type { Mode } from '../../shared/mode.ts';
 import type { Ctx } from '../context.ts';
 import type { CustInfoRow } from './customers.tables.ts';
@@ -170,6 +170,22 @@ export function findCustInfoOfPayment(db: Db, paymentId: string): Promise<CustIn
 /** The payer's details of each of these payments that has them, by payment id. */
 export function custInfosOfPayments(db: Db, paymentIds: string[]): Promise<Map<string, CustInfoRow>> {
   return custInfosOf(db, paymentIds);
+}
+
+/**
+ * The details of each of these payments of one customer, completed from the customer record where
+ * a payment recorded nothing (a subscription's charges), by payment id.
+ */
+export async function custInfosOfCustomerPayments(
+  db: Db,
+  owner: CustomerScope,
+  customerId: string | null,
+  paymentIds: string[],
+): Promise<Map<string, CustInfoRow>> {
+  const infos = await custInfosOf(db, paymentIds);
+  if (customerId === null || infos.size === 0) return infos;
+  const customer = await getCustomer(db, owner, customerId);
+  return new Map([...infos].map(([paymentId, info]) => [paymentId, filledFromCustomer(info, customer)]));
 }
 
 /** This owner's payments whose payer gave an email containing the text (or exactly it), newest first. */

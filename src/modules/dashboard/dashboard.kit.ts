@@ -22,6 +22,8 @@ const templates = templatesIn(path.join(import.meta.dirname, 'templates'));
 
 export const SESSION_COOKIE = 'tono_dash';
 export const PRE_SESSION_COOKIE = 'tono_dash_csrf';
+/** The mode the merchant last looked at, so the dashboard opens there (docs/dashboard.md). */
+export const MODE_COOKIE = 'tono_dash_mode';
 export const DASHBOARD_CSP = contentSecurityPolicy({ scripts: true, styles: 'self', images: true, formsTo: [] });
 
 export const SECTIONS = [
@@ -83,7 +85,12 @@ export function dashboardKit(deps: Deps) {
     signed?: Signed | null,
     section: string | null = null,
   ) =>
-    render(reply, status, 'message', { title: heading, heading, body, ...(signed ? layoutOf(signed, section) : {}) });
+    render(reply, status, 'message', {
+      title: heading,
+      heading,
+      text: body,
+      ...(signed ? layoutOf(signed, section) : {}),
+    });
 
   const layoutOf = (signed: Signed, section: string | null) => ({
     session: signed.session,
@@ -106,7 +113,7 @@ export function dashboardKit(deps: Deps) {
   const forbidden = (reply: FastifyReply) =>
     message(reply, 403, 'This form has expired', 'Nothing was changed. Go back, reload the page and try again.');
 
-  const guard = signedPageGuard(deps, { message, formCsrfMatches, forbidden });
+  const guard = signedPageGuard(deps, { message, formCsrfMatches, forbidden, cookieOptions });
 
   return {
     deps,
@@ -141,10 +148,11 @@ type PageParts = {
   ) => FastifyReply;
   formCsrfMatches: (request: FastifyRequest, expected: string | undefined) => boolean;
   forbidden: (reply: FastifyReply) => FastifyReply;
+  cookieOptions: () => ReturnType<typeof pageCookieOptions>;
 };
 
 /** The guard every signed-in page goes through: a page handler wrapped with sign-in, mode and CSRF checks. */
-function signedPageGuard(deps: Deps, { message, formCsrfMatches, forbidden }: PageParts) {
+function signedPageGuard(deps: Deps, { message, formCsrfMatches, forbidden, cookieOptions }: PageParts) {
   const ctxOf = (request: FastifyRequest, session: DashboardSession, mode: Mode): Ctx => ({
     deps,
     db: deps.db,
@@ -180,6 +188,8 @@ function signedPageGuard(deps: Deps, { message, formCsrfMatches, forbidden }: Pa
       if (mode !== 'live' && mode !== 'test')
         return message(reply, 404, 'Not found', 'There is no page at this address.', signedShell('live'));
       const signed = signedShell(mode);
+      if (request.method === 'GET' && request.cookies[MODE_COOKIE] !== mode)
+        reply.setCookie(MODE_COOKIE, mode, { ...cookieOptions(), maxAge: 365 * 86_400 });
       if (options.testOnly && mode !== 'test')
         return message(reply, 404, 'Not found', 'The test clock is in test mode only.', signed);
       try {

@@ -1,3 +1,4 @@
+import { localIsoWithOffset } from '../../shared/zone.ts';
 import type { PaymentObject } from '../payments/payments.present.ts';
 import type { EventEnvelope } from '../events/events.builders.ts';
 
@@ -25,12 +26,16 @@ export function spreadsheetSafe(value: string): string {
   return /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
 }
 
-/** One CSV row per payment, in the API's values: amounts "12.50" without the currency, times ISO 8601 UTC. */
-export function csvRowsOfPayments(payments: PaymentObject[]): string[][] {
+/**
+ * One CSV row per payment, in the API's values: amounts "12.50" without the currency; times local,
+ * as the pages show them, with their offset (2026-11-27T19:01:00+13:00), so a spreadsheet sorts
+ * them and nobody reads UTC as local.
+ */
+export function csvRowsOfPayments(payments: PaymentObject[], zone: string): string[][] {
   return payments.map((p) =>
     [
       p.id,
-      p.created_at,
+      localIsoWithOffset(Date.parse(p.created_at), zone),
       p.amount.value.replace(/ NZD$/, ''),
       p.requested_amount.value.replace(/ NZD$/, ''),
       p.status,

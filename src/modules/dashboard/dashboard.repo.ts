@@ -1,5 +1,6 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { Database } from '../../store/tables.ts';
+import { lockForUpdate } from '../../store/db.ts';
 import type { DashboardResetsTable, DashboardSessionsTable } from './dashboard.tables.ts';
 
 type Db = Kysely<Database>;
@@ -83,4 +84,16 @@ export async function spendReset(db: Db, tokenHash: string, now: number): Promis
     .where('used_at', 'is', null)
     .executeTakeFirst();
   return Number(spent.numUpdatedRows) > 0;
+}
+
+export async function setShownOnce(db: Db, idHash: string, sealed: string | null): Promise<void> {
+  await db.updateTable('dashboard_sessions').set({ shown_once_sealed: sealed }).where('id_hash', '=', idHash).execute();
+}
+
+export async function lockShownOnce(db: Db, idHash: string): Promise<string | null> {
+  const row = await lockForUpdate(
+    db,
+    db.selectFrom('dashboard_sessions').select('shown_once_sealed').where('id_hash', '=', idHash),
+  ).executeTakeFirst();
+  return row?.shown_once_sealed ?? null;
 }

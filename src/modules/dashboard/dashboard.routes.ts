@@ -5,7 +5,17 @@ import cookie from '@fastify/cookie';
 import type { FastifyReply } from 'fastify';
 import { clientKey, retryAfterSeconds } from '../../http/failure-limiter.ts';
 import { text } from './dashboard.format.ts';
-import { dashboardKit, formOf, PRE_SESSION_COOKIE, SESSION_COOKIE, type Kit, type Scope } from './dashboard.kit.ts';
+import {
+  dashboardKit,
+  formOf,
+  MODE_COOKIE,
+  PRE_SESSION_COOKIE,
+  SESSION_COOKIE,
+  type Kit,
+  type Scope,
+} from './dashboard.kit.ts';
+import { hasAnyRequest } from '../requests/requests.service.ts';
+import type { Mode } from '../../shared/mode.ts';
 import {
   askForReset,
   endSession,
@@ -51,7 +61,16 @@ const assets = new Map<string, { type: string; body: Buffer }>([
 function safeNext(next: string): string {
   return /^\/dashboard\/(live|test)(\/[A-Za-z0-9_\-/?=&%.]*)?$/.test(next) && !next.includes('//')
     ? next
-    : '/dashboard/live';
+    : '/dashboard';
+}
+
+/**
+ * The mode the dashboard opens in: the one last looked at; the first time, test mode until the
+ * merchant has made something live (where everything they tried out is).
+ */
+async function homeMode(deps: Deps, merchantId: string, remembered: string | undefined): Promise<Mode> {
+  if (remembered === 'live' || remembered === 'test') return remembered;
+  return (await hasAnyRequest(deps.db, { userId: merchantId, mode: 'live' })) ? 'live' : 'test';
 }
 
 export async function registerDashboardRoutes(app: App, deps: Deps): Promise<void> {
@@ -69,7 +88,11 @@ export async function registerDashboardRoutes(app: App, deps: Deps): Promise<voi
 
     scope.get('/dashboard', hidden, async (request, reply) => {
       const session = await sessionOf(deps, request.cookies[SESSION_COOKIE]);
-      return reply.redirect(session ? '/dashboard/live' : '/dashboard/login', 303);
+      if (!session) return reply.redirect('/dashboard/login', 303);
+      return reply.redirect(
+        `/dashboard/${await homeMode(deps, session.merchant.id, request.cookies[MODE_COOKIE])}`,
+        303,
+      );
     });
 
     registerSignIn(scope, kit);

@@ -21,6 +21,8 @@ import {
   findSession,
   insertReset,
   insertSession,
+  lockShownOnce,
+  setShownOnce,
   liveSessionRowsOf,
   spendReset,
   touchSession,
@@ -121,6 +123,7 @@ export async function signIn(
     last_seen_at: now,
     expires_at: now + SESSION_MAX_MS,
     ended_at: null,
+    shown_once_sealed: null,
     user_agent: input.userAgent ? input.userAgent.slice(0, 120) : null,
   });
   return { kind: 'signed_in', sessionId };
@@ -253,5 +256,33 @@ export async function resetPassword(deps: Deps, token: string, password: string)
     await setMerchantPasswordHash(trx, deps.clock, row.user_id, passwordHash);
     await endSessionRowsOf(trx, row.user_id, now);
     return { kind: 'done' } as const;
+  });
+}
+
+/** What the dashboard shows once: a new webhook endpoint with its secret, or a new API key. */
+export type ShownOnce = { kind: 'webhook' | 'api_key'; id: string; value: unknown };
+
+/**
+ * Keeps a new secret for the one page view after the create's redirect (post/redirect/get), sealed
+ * in the session: a reload of the create, or Back then Forward, makes nothing twice.
+ */
+export async function holdForOneView(deps: Deps, session: DashboardSession, item: ShownOnce): Promise<void> {
+  await setShownOnce(deps.db, session.idHash, deps.secrets.seal(JSON.stringify(item)));
+}
+
+/** The held item, if it is this one, cleared as it is read: it shows once; afterwards null. */
+export async function takeOneView(
+  deps: Deps,
+  session: DashboardSession,
+  kind: ShownOnce['kind'],
+  id: string,
+): Promise<unknown | null> {
+  return deps.store.transaction(async (trx) => {
+    const sealed = await lockShownOnce(trx, session.idHash);
+    if (sealed === null) return null;
+    const item = JSON.parse(deps.secrets.open(sealed)) as ShownOnce;
+    if (item.kind !== kind || item.id !== id) return null;
+    await setShownOnce(trx, session.idHash, null);
+    return item.value;
   });
 }

@@ -56,7 +56,9 @@ test('signed out, /dashboard leads to the login page; a right password opens a r
   assert.match(textOf(home.text), /Kōwhai Coffee/);
   // a login page reached while signed in goes on, and an outside "next" is never followed
   const outside = await anonymous.request('/dashboard/login?next=https://evil.example/');
-  assert.equal(outside.headers.get('location'), '/dashboard/live');
+  assert.equal(outside.headers.get('location'), '/dashboard');
+  // the dashboard opens in the mode last looked at (live, just now)
+  assert.equal((await anonymous.request('/dashboard')).headers.get('location'), '/dashboard/live');
 
   const logout = await anonymous.request('/dashboard/logout', { form: { csrf: Browser.csrfOf(home.text) } });
   assert.equal(logout.status, 303);
@@ -393,4 +395,24 @@ test('the reset link never reaches the request log', async (t) => {
     'requests are logged',
   );
   assert.ok(!lines.some((line) => line.includes(token)), 'the token is not');
+});
+
+test('the dashboard opens in test mode until something is live, then in the mode last looked at', async (t) => {
+  const world = await dashWorld(t, { workers: false });
+  const [kowhai] = world.merchants;
+  const browser = await logIn(world, kowhai!);
+  const opened = async () => (await browser.request('/dashboard')).headers.get('location');
+  assert.equal(await opened(), '/dashboard/test', 'nothing live yet: where everything tried out is');
+  const live = await kowhai!.live.post('/v1/requests', {
+    bank_account_id: kowhai!.bankAccountId,
+    amount: '4.00 NZD',
+    message: 'Flat white',
+  });
+  assert.equal(live.status, 201, live.text);
+  assert.equal(await opened(), '/dashboard/live', 'a live request: live');
+  assert.equal((await browser.request('/dashboard/test/requests')).status, 200);
+  assert.equal(await opened(), '/dashboard/test', 'the mode last looked at');
+  const line = (await browser.request('/dashboard/live')).setCookies.find((l) => l.startsWith('tono_dash_mode='));
+  assert.match(line ?? '', /^tono_dash_mode=live; Max-Age=31536000; Path=\/dashboard; HttpOnly; SameSite=Lax$/);
+  assert.equal(await opened(), '/dashboard/live');
 });

@@ -12,6 +12,8 @@ export interface DashboardSessionsTable {
   ended_at: number | null;
   /** The browser's User-Agent at sign-in, cut short, so the merchant can tell sessions apart. */
   user_agent: string | null;
+  /** A new secret waiting for its one showing after a redirect: sealed JSON { kind, id, value } (migration 0026). */
+  shown_once_sealed: string | null;
 }
 
 export interface DashboardResetsTable {

@@ -23,12 +23,26 @@ test('a webhook endpoint made in the dashboard: the secret is shown once and sig
   assert.equal(bad.status, 400);
   assert.match(textOf(bad.text), /url/i);
   assert.match(textOf(bad.text), /Nothing was created/);
-  const created = await browser.request('/dashboard/test/webhooks', {
+  const posted = await browser.request('/dashboard/test/webhooks', {
     form: { csrf: Browser.csrfOf(list.text), url: receiver.url, events: 'request.created' },
   });
-  assert.equal(created.status, 201, created.text);
+  // post/redirect/get: the secret is on the page the redirect opens, once
+  assert.equal(posted.status, 303, posted.text);
+  const createdAt = posted.headers.get('location')!;
+  assert.match(createdAt, /^\/dashboard\/test\/webhooks\/webhook_[0-9A-Z]{26}\/created$/);
+  const created = await browser.request(createdAt);
+  assert.equal(created.status, 200, created.text);
   const secret = /id="secret" value="([^"]+)"/.exec(created.text)![1];
   assert.match(textOf(created.text), /shown this once, and never again/);
+  const reloaded = await browser.request(createdAt);
+  assert.ok(!reloaded.text.includes(secret), 'a reload shows it no more');
+  assert.match(textOf(reloaded.text), /The secret was already shown/);
+  assert.equal((await kowhai.test.get('/v1/webhooks')).body.webhooks.length, 1, 'a reload makes no second endpoint');
+  const stored = await world.app.deps.db.selectFrom('dashboard_sessions').select('shown_once_sealed').execute();
+  assert.ok(
+    stored.every((row) => row.shown_once_sealed === null),
+    'nothing held after its one view',
+  );
   const endpoint = (await kowhai.test.get('/v1/webhooks')).body.webhooks[0];
   assert.deepEqual([endpoint.url, endpoint.events, endpoint.secret], [receiver.url, ['request.created'], undefined]);
   const detail = await browser.request(`/dashboard/test/webhooks/${endpoint.id}`);
@@ -140,9 +154,22 @@ test('an API key created in the dashboard works on the API, is shown once, and o
   const list = await browser.request('/dashboard/live/api-keys');
   assert.match(textOf(list.text), /sk_live_…\S{4} live .* active/);
   assert.ok(!/never/.test(textOf(list.text)), 'the key in use shows when it was last used');
-  const created = await browser.request('/dashboard/live/api-keys', { form: { csrf: Browser.csrfOf(list.text) } });
-  assert.equal(created.status, 201);
+  const posted = await browser.request('/dashboard/live/api-keys', { form: { csrf: Browser.csrfOf(list.text) } });
+  assert.equal(posted.status, 303);
+  const createdAt = posted.headers.get('location')!;
+  assert.match(createdAt, /^\/dashboard\/live\/api-keys\/key_[0-9A-Z]{26}\/created$/);
+  const held = await world.app.deps.db.selectFrom('dashboard_sessions').select('shown_once_sealed').execute();
+  assert.ok(
+    held.some((row) => row.shown_once_sealed?.startsWith('sealed:v1:')),
+    'held sealed for its one view',
+  );
+  const created = await browser.request(createdAt);
+  assert.equal(created.status, 200);
   const key = /id="api-key" value="(sk_live_[A-Za-z0-9_-]{32})"/.exec(created.text)![1];
+  assert.ok(!JSON.stringify(held).includes(key), 'never in clear in the database');
+  const again = await browser.request(createdAt);
+  assert.ok(!again.text.includes(key) && /The key was already shown/.test(textOf(again.text)), 'shown once');
+  assert.equal((await browser.request(`/dashboard/test${createdAt.slice('/dashboard/live'.length)}`)).status, 404);
   const call = () =>
     world.app.app.inject({ method: 'GET', url: '/v1/requests', headers: { authorization: `Bearer ${key}` } });
   assert.equal((await call()).statusCode, 200);

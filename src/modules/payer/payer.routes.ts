@@ -153,7 +153,7 @@ function registerSignIn(scope: Scope, pages: PayerPages): void {
         title: 'Sign in',
         csrf,
         email: field(request.body, 'email').slice(0, 254),
-        error: 'Enter the email address you gave, like name@example.com',
+        error: 'Enter the email address your plans were set up with, like name@example.com',
       });
     }
     const sent = await sendCode(deps, email, clientKey(request.ip));
@@ -177,7 +177,7 @@ function registerSignIn(scope: Scope, pages: PayerPages): void {
       return page(reply, 400, 'signin', {
         title: 'Sign in',
         csrf,
-        error: 'Enter the email address you gave, like name@example.com',
+        error: 'Enter the email address your plans were set up with, like name@example.com',
       });
     const code = field(request.body, 'code').replace(/\s+/g, '');
     const outcome = await verifyCode(deps, email, code, clientKey(request.ip));

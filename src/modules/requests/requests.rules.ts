@@ -1,7 +1,7 @@
 import { invalidParam, missingParam } from '../../shared/errors.ts';
 import { AMOUNT_FORM, amountValue, MAX_PAYMENT_CENTS, parseAmount } from '../../shared/money.ts';
 import { DAY_MS, MINUTE_MS, HOUR_MS } from '../../shared/time.ts';
-import { atLocalTime, localDateOf, parseEndInput } from '../../shared/zone.ts';
+import { atLocalTime, isDateOnly, localDateOf, parseEndInput, parseInstant } from '../../shared/zone.ts';
 import type { CreateRequestBody } from './requests.schemas.ts';
 
 // The creation rules of requests (docs/api-conventions.md, docs/recurring.md, docs/subscriptions.md), as one pure function:
@@ -77,11 +77,13 @@ function parseSuggested(value: string, min: number, max: number): string {
   const items = value.split(',').map((item) => item.trim());
   if (items.length > 6) throw invalidParam('suggested_amounts', 'suggested_amounts takes at most 6 amounts');
   const cents = items.map((item) => {
-    const parsed = parseAmount(/ NZD$/.test(item) ? item : `${item} NZD`);
+    // Whole dollars ("5") are amounts too: the reply gives every amount with its cents ("5.00").
+    const amount = item.replace(/ NZD$/, '');
+    const parsed = parseAmount(/^\d+$/.test(amount) ? `${amount}.00 NZD` : `${amount} NZD`);
     if (parsed === null || parsed === 0) {
       throw invalidParam(
         'suggested_amounts',
-        'suggested_amounts must be comma-separated amounts such as "10.00,20.00,50.00"',
+        'suggested_amounts must be comma-separated amounts such as "10,20,50" or "10.00,20.00,50.00"',
       );
     }
     if (parsed < min || parsed > max) {
@@ -98,14 +100,20 @@ function parseSuggested(value: string, min: number, max: number): string {
   return cents.map((c) => (c / 100).toFixed(2)).join(',');
 }
 
+/**
+ * An end: a date is the end of that local day, a date-time that instant. A start: a date is 10:00
+ * local on it (docs/subscriptions.md), a date-time that very instant, whose local time of day the
+ * later charges keep.
+ */
 function dateField(field: string, value: string, zone: string, kind: 'start' | 'end'): number {
   const ms =
     kind === 'end'
       ? parseEndInput(value, zone)
-      : (() => {
-          const date = localDateOf(value, zone);
-          return date === null ? null : atLocalTime(date, zone, 10);
-        })();
+      : isDateOnly(value)
+        ? localDateOf(value, zone) === null
+          ? null
+          : atLocalTime(value, zone, 10)
+        : parseInstant(value);
   if (ms === null) throw invalidParam(field, `${field} must be a real date YYYY-MM-DD or ISO 8601 date-time`);
   return ms;
 }

@@ -43,7 +43,9 @@ export const SubscriptionOptionsInput = Type.Object(
     amount: AmountInput('Charged each period'),
     period: Type.Enum(SubscriptionPeriod),
     start_date: Type.Optional(
-      DateInput('First charge at 10:00 service time on this date; default: when the payer approves'),
+      DateInput(
+        'First charge: a date means 10:00 service time on it, a date-time that instant (later charges keep its time of day); default: when the payer approves',
+      ),
     ),
     end_date: Type.Optional(
       DateInput('No charges after this; a date means the end of that day in the service time zone'),
@@ -107,7 +109,8 @@ export const CreateRequestBody = Type.Object(
     suggested_amounts: Type.Optional(
       Type.String({
         maxLength: 200,
-        description: 'Comma-separated amounts offered as one-tap choices, e.g. "10.00,20.00,50.00"',
+        description:
+          'Comma-separated amounts offered as one-tap choices, in dollars or dollars and cents, e.g. "10,20,50" or "10.00,12.50"; answered with cents ("10.00,20.00,50.00")',
       }),
     ),
     minimum_payment_amount: Type.Optional(

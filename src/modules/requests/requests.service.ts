@@ -145,6 +145,8 @@ export async function deleteRequest(ctx: Ctx, id: string) {
   return transact(ctx.db, async (trx) => {
     await getRequest(trx, owner(ctx), id);
     const row = (await lockRequest(trx, id))!;
+    // A delete repeated (after a timeout, say) answers with the request as it is, and does nothing again.
+    if (row.status === 'deleted') return { request: presentRequest(row, ctx.deps.config.publicBaseUrl) };
     if (row.status !== 'active') throw invalidState('request', row.status, 'delete');
     const now = ctx.clock.now();
     await setRequestStatus(trx, id, 'deleted', now, { deleted_at: now });
@@ -246,4 +248,9 @@ export function getRequest(
  */
 export function holdRequestToPay(trx: Kysely<Database>, id: string): Promise<RequestRow | undefined> {
   return lockRequest(trx, id);
+}
+
+/** Whether the merchant has made any request in this mode (the dashboard opens in live mode once it has). */
+export async function hasAnyRequest(db: Kysely<Database>, owner: { userId: string; mode: Mode }): Promise<boolean> {
+  return (await listRequests(db, owner, { limit: 0 })).length > 0;
 }

@@ -224,12 +224,12 @@ const cases: Case[] = [
       { field },
     ],
   ),
-  ...['abc', '10', '10.00,,20.00', '0.00', '10.00,-1.00', '10.00 USD'].map(
+  ...['abc', '10.5', '10.00,,20.00', '0.00', '0', '10.00,-1.00', '10.00 USD', '1e3'].map(
     (suggested_amounts): Case => [
       `suggested_amounts ${JSON.stringify(suggested_amounts)}`,
       dynamic({ suggested_amounts }),
       invalid('suggested_amounts'),
-      'suggested_amounts must be comma-separated amounts such as "10.00,20.00,50.00"',
+      'suggested_amounts must be comma-separated amounts such as "10,20,50" or "10.00,20.00,50.00"',
       { field: 'suggested_amounts' },
     ],
   ),

@@ -5,9 +5,12 @@ import {
   type EnduringKind,
 } from '../authorisations/authorisations.service.ts';
 import { subscriptionOptionsOf } from '../requests/requests.present.ts';
+import { setUpWithLine } from '../checkout/checkout.strategies.ts';
 import { describeSchedule, type SubscriptionPeriod } from './schedule.ts';
 import { describeMoment } from '../../shared/zone.ts';
-import { consentPlan } from './subscriptions.rules.ts';
+import { displayAmount } from '../../shared/money.ts';
+import { paymentsUnder } from '../payments/payments.service.ts';
+import { bankLimitsSentence, consentPlan } from './subscriptions.rules.ts';
 import { createSubscription } from './subscriptions.service.ts';
 import { findSubscriptionById, findSubscriptionByRequest, type SubscriptionRow } from './subscriptions.repo.ts';
 import type { Deps } from '../context.ts';
@@ -21,9 +24,8 @@ export function subscriptionSummary(request: RequestRow, zone: string): Summary 
   const options = subscriptionOptionsOf(request)!;
   return {
     headline: describeSchedule(options, zone),
-    lines: [],
-    consentText:
-      'You will authorise these regular payments in your bank. You can cancel at any time, on your Tono payer page or at your bank.',
+    lines: setUpWithLine(request),
+    consentText: `You will authorise these regular payments in your bank. ${bankLimitsSentence(options)} You can cancel at any time, on your Tono payer page or at your bank.`,
     action: 'Continue to your bank',
   };
 }
@@ -109,6 +111,14 @@ async function subscriptionSetUpView(deps: Deps, request: RequestRow, merchant: 
       };
     default: {
       const charged = subscription.successful_count + subscription.failed_count + subscription.skipped_count > 0;
+      // What was taken already (the first charge, at once when the plan starts now), before what comes next.
+      const [latest] = await paymentsUnder(deps.db, { subscriptionId: subscription.id }, 1);
+      const taken =
+        latest?.status === 'successful'
+          ? [
+              `Charged: ${displayAmount(latest.amount_cents)} on ${describeMoment(latest.completed_at ?? latest.created_at, zone)}.`,
+            ]
+          : [];
       const next =
         subscription.status === 'paused'
           ? `${merchant} has paused it; nothing is charged until they resume it.`
@@ -119,6 +129,7 @@ async function subscriptionSetUpView(deps: Deps, request: RequestRow, merchant: 
         heading: 'Subscription set up',
         paragraphs: [
           planLine,
+          ...taken,
           next,
           `${charged ? '' : 'No money has moved yet. '}Each charge shows on your bank statement. To cancel, use your Tono payer page (sign in with your email) or your bank.`,
         ],

@@ -81,7 +81,7 @@ test('a new subscription reads back active with its options, next charge and cou
   });
 });
 
-test('pause, resume and cancel move through the lifecycle with their events; invalid moves are 409', async (t) => {
+test('pause, resume and cancel move through the lifecycle with their events; invalid moves are 409, a repeated cancel is 200', async (t) => {
   const { app, api, sub, events } = await setUp(t);
   const paused = await api.post(`/v1/subscriptions/${sub.id}/pause`);
   assert.equal(paused.status, 200);
@@ -115,10 +115,12 @@ test('pause, resume and cancel move through the lifecycle with their events; inv
   assert.equal(cancelled.status, 200);
   assert.equal(cancelled.body.subscription.status, 'cancelled');
   assert.equal(cancelled.body.subscription.cancelled_by, 'merchant');
+  const again = await api.put(`/v1/subscriptions/${sub.id}/cancel`);
+  assert.equal(again.status, 200, 'a repeated cancel answers with the subscription as it is');
+  assert.deepEqual(again.body, cancelled.body);
   for (const [method, action] of [
     ['post', 'pause'],
     ['post', 'resume'],
-    ['put', 'cancel'],
   ] as const) {
     assert.deepEqual((await api[method](`/v1/subscriptions/${sub.id}/${action}`)).body, {
       code: 'conflict.invalid_state',

@@ -40,6 +40,34 @@ async function setUp(t: TestContext) {
   return { app, merchant, api, clockNow, advanceTo, subscribe, events, get, payments };
 }
 
+test("a subscription's payments carry what Tono knows of the customer where the approval said nothing", async (t) => {
+  const { api, merchant, subscribe, payments, clockNow, advanceTo } = await setUp(t);
+  // An earlier payment told Tono the payer's phone and address; the plan's request gives names only.
+  const cup = await api.post('/v1/requests', {
+    bank_account_id: merchant.bankAccountId,
+    amount: '4.00 NZD',
+    message: 'Cup',
+  });
+  const paid = await api.post(`/v1/test-helpers/requests/${cup.body.request.id}/pay`, {
+    cust_info: {
+      email: 'payer@example.com',
+      phone: '021 555 0101',
+      address1: '1 Queen Street',
+      city: 'Auckland',
+      postcode: '1010',
+    },
+  });
+  assert.equal(paid.status, 200, JSON.stringify(paid.body));
+  const { sub } = await subscribe({ amount: '15.00 NZD', period: 'weekly', total_count: 3 });
+  await advanceTo((await clockNow()) + 1000);
+  const [first] = await payments(sub.id);
+  const { email, first_name, last_name, phone, address1, city, postcode } = first.cust_info;
+  assert.deepEqual(
+    [email, first_name, last_name, phone, address1, city, postcode],
+    ['payer@example.com', 'Pat', 'Payer', '021 555 0101', '1 Queen Street', 'Auckland', '1010'],
+  );
+});
+
 test('authorisation creates the subscription, the customer and a paid request; the first charge is immediate', async (t) => {
   const { api, subscribe, events, get, payments, clockNow, advanceTo } = await setUp(t);
   const { request, sub } = await subscribe({ amount: '15.00 NZD', period: 'weekly', total_count: 3 });

@@ -14,6 +14,16 @@ test('the hosted page states the plan; approval creates the subscription, the cu
   });
   const page = await fetch(`${world.baseUrl}/pay/${request.id}`).then((r) => r.text());
   assert.match(page, /\$15\.00 every fortnight from 3 March 2027, 6 payments/);
+  assert.match(
+    page.replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' '),
+    /Set up with the email pat@example\.com/,
+    'the payer sees which email manages the plan',
+  );
+  assert.match(
+    page.replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' '),
+    /Your bank will ask you to allow up to \$30\.00 a fortnight, at most 2 payments, although the plan charges \$15\.00 a fortnight: the room is for a retry when a charge fails/,
+    'why the bank asks for more than the plan, with its figures',
+  );
 
   const landed = await payViaPage(world, request.id, {});
   assert.equal(landed, `/pay/${request.id}`);
@@ -79,4 +89,22 @@ test('the hosted page states the plan; approval creates the subscription, the cu
   );
   const later = textOf(await fetch(`${world.baseUrl}/pay/${request.id}`).then((r) => r.text()));
   assert.match(later, /Subscription completed.*Every payment has been made; nothing more will be charged\./);
+});
+
+test('a plan whose first charge is taken at approval says what was charged, then when the next one is', async (t) => {
+  const world = await checkoutWorld(t);
+  const request = await createRequest(world, {
+    message: 'Veg box',
+    subscription_options: { amount: '15.00 NZD', period: 'monthly' },
+    cust_info: { email: 'pat@example.com' },
+  });
+  const landed = await payViaPage(world, request.id, {});
+  await world.api.post('/v1/test-helpers/clock/advance', { seconds: 5 });
+  const text = (await fetch(`${world.baseUrl}${landed}`).then((r) => r.text()))
+    .replace(/<[^>]+>/g, ' ')
+    .replace(/\s+/g, ' ');
+  assert.match(
+    text,
+    /Charged: \$15\.00 on [A-Z][a-z]+day \d{1,2} [A-Z][a-z]+ \d{4} at \d{1,2}:\d{2}[ap]m\. Next charge: /,
+  );
 });

@@ -1,4 +1,5 @@
 import type { EnduringPeriod } from '../banks/bank-connector.ts';
+import { displayAmount } from '../../shared/money.ts';
 import {
   isComplete,
   makeAnchor,
@@ -124,6 +125,31 @@ export function consentPlan(options: ScheduleOptions & { amount_cents: number },
     fromAt: now,
     toAt: options.end_at,
   };
+}
+
+const bankPeriodWords: Record<EnduringPeriod, string> = {
+  Daily: 'a day',
+  Weekly: 'a week',
+  Fortnightly: 'a fortnight',
+  Monthly: 'a month',
+  Annual: 'a year',
+};
+
+const planPeriodWords: Record<SubscriptionPeriod, string> = {
+  weekly: 'a week',
+  fortnightly: 'a fortnight',
+  monthly: 'a month',
+  quarterly: 'a quarter',
+  annually: 'a year',
+};
+
+/**
+ * Why the bank asks for more than the plan, with the figures the bank's page will show: the
+ * consent's room for a retry (consentPlan), said before the payer leaves for the bank.
+ */
+export function bankLimitsSentence(options: ScheduleOptions & { amount_cents: number }): string {
+  const plan = consentPlan(options, 0);
+  return `Your bank will ask you to allow up to ${displayAmount(plan.maxPerPeriodCents)} ${bankPeriodWords[plan.period]}, at most ${plan.maxCountPerPeriod} payments, although the plan charges ${displayAmount(options.amount_cents)} ${planPeriodWords[options.period as SubscriptionPeriod]}: the room is for a retry when a charge fails, and you are never charged more than the plan says.`;
 }
 
 /** Bank failures that mean the payer withdrew the consent at their bank. */

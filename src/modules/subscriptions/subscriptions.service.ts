@@ -196,12 +196,13 @@ export async function cancelInTransaction(
   return { ...row, ...changes };
 }
 
+/** A cancel repeated (after a timeout, say) answers with the subscription as it is, and does nothing again. */
 const cancelWork =
   (by: CancelledBy) =>
-  async (trx: Db, row: SubscriptionRow, now: number): Promise<Change> => ({
-    row: await cancelInTransaction(trx, row, by, now),
-    revoke: by !== 'bank',
-  });
+  async (trx: Db, row: SubscriptionRow, now: number): Promise<Change> =>
+    row.status === 'cancelled'
+      ? { row, revoke: false }
+      : { row: await cancelInTransaction(trx, row, by, now), revoke: by !== 'bank' };
 
 type Action = 'pause' | 'resume' | 'cancel';
 

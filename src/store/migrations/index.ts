@@ -19,6 +19,7 @@ import * as enduringPayerAccounts from './0022-enduring-payer-accounts.ts';
 import * as attemptWindows from './0023-attempt-windows.ts';
 import * as custInfoOwner from './0024-cust-info-owner.ts';
 import * as bankClientSecrets from './0025-bank-client-secrets.ts';
+import * as shownOnce from './0026-shown-once.ts';
 import { sandboxBankMigrations } from '../../sandbox-bank/migrations/index.ts';
 
 // Every migration; they run in the order of their names. Each module appends its own file here;
@@ -44,6 +45,7 @@ export const migrations: Record<string, Migration> = inNameOrder({
   '0023-attempt-windows': attemptWindows,
   '0024-cust-info-owner': custInfoOwner,
   '0025-bank-client-secrets': bankClientSecrets,
+  '0026-shown-once': shownOnce,
   ...sandboxBankMigrations,
 });
 

@@ -68,7 +68,9 @@ export function registerPaymentPages(scope: Scope, kit: Kit): void {
           'payments',
         );
       }
-      const csv = stringify([CSV_HEADER, ...csvRowsOfPayments(page.payments)], { record_delimiter: 'windows' });
+      const csv = stringify([CSV_HEADER, ...csvRowsOfPayments(page.payments, kit.zone())], {
+        record_delimiter: 'windows',
+      });
       const day = new Date(signed.ctx.clock.now()).toISOString().slice(0, 10);
       return reply
         .header('content-type', 'text/csv; charset=utf-8')

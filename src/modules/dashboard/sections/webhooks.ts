@@ -15,6 +15,7 @@ import {
   retrieveWebhook,
 } from '../../webhooks/webhooks.service.ts';
 import { text, texts } from '../dashboard.format.ts';
+import { holdForOneView, takeOneView } from '../dashboard.sessions.ts';
 import { apiBodyProblem } from '../dashboard.forms.ts';
 import { formOf, problemOf, type Kit, type Scope, type Signed } from '../dashboard.kit.ts';
 
@@ -26,6 +27,7 @@ const hidden = { schema: { hide: true } };
 
 export function registerWebhookPages(scope: Scope, kit: Kit): void {
   registerEndpointList(scope, kit);
+  registerEndpointCreated(scope, kit);
   registerEndpointPages(scope, kit);
   registerEventPages(scope, kit);
 }
@@ -65,12 +67,10 @@ function registerEndpointList(scope: Scope, kit: Kit): void {
         if (invalid) return again(invalid.message);
         try {
           const created = await createWebhook(signed.ctx, body);
-          // The secret is in this reply only: it is sealed at rest and never shown again.
-          return kit.render(reply, 201, 'webhook-created', {
-            title: 'Webhook endpoint created',
-            ...kit.layoutOf(signed, 'webhooks'),
-            webhook: created.body.webhook,
-          });
+          // Post/redirect/get: the secret waits, sealed, for the one view of the page the redirect opens.
+          const webhook = created.body.webhook;
+          await holdForOneView(kit.deps, signed.session, { kind: 'webhook', id: webhook.id, value: webhook });
+          return reply.redirect(`${signed.base}/webhooks/${webhook.id}/created`, 303);
         } catch (error) {
           const problem = problemOf(error);
           if (problem) return again(problem.message);
@@ -79,6 +79,33 @@ function registerEndpointList(scope: Scope, kit: Kit): void {
       },
       { post: true },
     ),
+  );
+}
+
+/** The page after an endpoint's creation: its secret, once. */
+function registerEndpointCreated(scope: Scope, kit: Kit): void {
+  scope.get(
+    '/dashboard/:mode/webhooks/:id/created',
+    hidden,
+    kit.guard(async (request, reply, signed) => {
+      const { webhook } = await retrieveWebhook(signed.ctx, request.params.id);
+      const shown = await takeOneView(kit.deps, signed.session, 'webhook', webhook.id);
+      if (!shown)
+        return kit.message(
+          reply,
+          200,
+          'The secret was already shown',
+          "An endpoint's secret is shown once, on the page right after it is created, and is not shown again. To get a new one, rotate the secret on the endpoint's page.",
+          signed,
+          'webhooks',
+        );
+      // The secret is on this one page view only: it is sealed at rest and never shown again.
+      return kit.render(reply, 200, 'webhook-created', {
+        title: 'Webhook endpoint created',
+        ...kit.layoutOf(signed, 'webhooks'),
+        webhook: shown,
+      });
+    }),
   );
 }
 
