@@ -8,7 +8,7 @@ import {
   SANDBOX_TIME_HEADER,
   reasonToCode,
 } from '../shared/open-banking.wire.ts';
-import { hasTrustedClientCertificate, type BankTime, type SandboxDeps } from './sandbox.context.ts';
+import { hasTrustedClientCertificate, selfUrl, type BankTime, type SandboxDeps } from './sandbox.context.ts';
 import { BankApiError, fieldInvalid, unauthorised } from './sandbox.errors.ts';
 import { authenticateBearer, type Caller } from './auth.service.ts';
 import {
@@ -20,7 +20,7 @@ import {
 } from './consents.service.ts';
 import { debtorAccountOf, getDomesticPayment, submitDomesticPayment } from './payments.service.ts';
 import { presentConsent, presentDebtorAccount, presentPayment } from './sandbox.present.ts';
-import type { PaymentRow } from './sandbox.repo.ts';
+import type { ConsentRow, PaymentRow } from './sandbox.repo.ts';
 import type { Latency } from './hooks.service.ts';
 
 declare module 'fastify' {
@@ -82,76 +82,51 @@ function guardApi(app: FastifyInstance, deps: SandboxDeps, latency: Latency): vo
   });
 }
 
+/** The two kinds of payment consent: the same routes, each with its own request body and creation. */
+const CONSENT_KINDS = [
+  {
+    path: '/domestic-payment-consents',
+    kind: 'domestic',
+    body: DomesticConsentRequest,
+    // The body has been validated against `body` by then.
+    create: (deps: SandboxDeps, clientId: string, body: unknown, key: string) =>
+      createDomesticConsent(deps, clientId, body as DomesticConsentRequest, key),
+  },
+  {
+    path: '/enduring-payment-consents',
+    kind: 'enduring',
+    body: EnduringConsentRequest,
+    create: (deps: SandboxDeps, clientId: string, body: unknown, key: string) =>
+      createEnduringConsent(deps, clientId, body as EnduringConsentRequest, key),
+  },
+] as const;
+
 /** Payment consents: single and enduring, created, read and revoked. */
 function registerConsentApi(app: FastifyInstance, deps: SandboxDeps): void {
-  const prefix = app.prefix;
-  const self = (request: FastifyRequest, path: string) => `${request.protocol}://${request.host}${prefix}${path}`;
-
-  app.post(
-    '/domestic-payment-consents',
-    { schema: { headers: IdempotencyHeaders, body: DomesticConsentRequest } },
-    async (request, reply) => {
-      const body = request.body as DomesticConsentRequest;
-      const { consent } = await createDomesticConsent(
-        deps,
-        request.bankCaller.clientId,
-        body,
-        request.headers['x-idempotency-key'] as string,
-      );
-      return reply
-        .status(201)
-        .send(
-          presentConsent(
-            consent,
-            effectiveStatus(consent, bankTimeOf(request, deps)),
-            self(request, `/domestic-payment-consents/${consent.id}`),
-          ),
-        );
-    },
-  );
-
-  app.get('/domestic-payment-consents/:ConsentId', { schema: { params: ConsentIdParams } }, async (request) => {
-    const { ConsentId } = request.params as { ConsentId: string };
-    const consent = await getConsentOf(deps, request.bankCaller.clientId, 'domestic', ConsentId);
-    return presentConsent(
+  const self = (request: FastifyRequest, path: string) => selfUrl(app, request, path);
+  const present = (request: FastifyRequest, consent: ConsentRow, path: string) =>
+    presentConsent(
       consent,
       effectiveStatus(consent, bankTimeOf(request, deps)),
-      self(request, `/domestic-payment-consents/${consent.id}`),
+      self(request, `${path}/${consent.id}`),
     );
-  });
 
-  app.post(
-    '/enduring-payment-consents',
-    { schema: { headers: IdempotencyHeaders, body: EnduringConsentRequest } },
-    async (request, reply) => {
-      const body = request.body as EnduringConsentRequest;
-      const { consent } = await createEnduringConsent(
+  for (const { path, kind, body, create } of CONSENT_KINDS) {
+    app.post(path, { schema: { headers: IdempotencyHeaders, body } }, async (request, reply) => {
+      const { consent } = await create(
         deps,
         request.bankCaller.clientId,
-        body,
+        request.body,
         request.headers['x-idempotency-key'] as string,
       );
-      return reply
-        .status(201)
-        .send(
-          presentConsent(
-            consent,
-            effectiveStatus(consent, bankTimeOf(request, deps)),
-            self(request, `/enduring-payment-consents/${consent.id}`),
-          ),
-        );
-    },
-  );
+      return reply.status(201).send(present(request, consent, path));
+    });
 
-  app.get('/enduring-payment-consents/:ConsentId', { schema: { params: ConsentIdParams } }, async (request) => {
-    const { ConsentId } = request.params as { ConsentId: string };
-    const consent = await getConsentOf(deps, request.bankCaller.clientId, 'enduring', ConsentId);
-    return presentConsent(
-      consent,
-      effectiveStatus(consent, bankTimeOf(request, deps)),
-      self(request, `/enduring-payment-consents/${consent.id}`),
-    );
-  });
+    app.get(`${path}/:ConsentId`, { schema: { params: ConsentIdParams } }, async (request) => {
+      const { ConsentId } = request.params as { ConsentId: string };
+      return present(request, await getConsentOf(deps, request.bankCaller.clientId, kind, ConsentId), path);
+    });
+  }
 
   app.delete(
     '/enduring-payment-consents/:ConsentId',
@@ -166,8 +141,7 @@ function registerConsentApi(app: FastifyInstance, deps: SandboxDeps): void {
 
 /** Payments under a consent, and the payer's account they came from. */
 function registerPaymentApi(app: FastifyInstance, deps: SandboxDeps): void {
-  const prefix = app.prefix;
-  const self = (request: FastifyRequest, path: string) => `${request.protocol}://${request.host}${prefix}${path}`;
+  const self = (request: FastifyRequest, path: string) => selfUrl(app, request, path);
 
   app.post(
     '/domestic-payments',

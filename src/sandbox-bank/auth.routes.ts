@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { hasTrustedClientCertificate, type SandboxDeps } from './sandbox.context.ts';
+import { hasTrustedClientCertificate, selfUrl, type SandboxDeps } from './sandbox.context.ts';
 import {
   AuthorisePageError,
   JWT_BEARER,
@@ -156,9 +156,6 @@ function registerDecision(app: FastifyInstance, deps: SandboxDeps): void {
 
 /** OAuth token endpoint: client_credentials for API calls, authorization_code after approval. */
 function registerTokenEndpoint(app: FastifyInstance, deps: SandboxDeps): void {
-  const prefix = app.prefix;
-
-  // OAuth token endpoint: client_credentials for API calls, authorization_code after approval.
   app.post('/token', async (request, reply) => {
     const body = (request.body ?? {}) as Record<string, string | undefined>;
     try {
@@ -175,7 +172,7 @@ function registerTokenEndpoint(app: FastifyInstance, deps: SandboxDeps): void {
           deps,
           body.client_id,
           body.client_assertion,
-          `${request.protocol}://${request.host}${prefix}/token`,
+          selfUrl(app, request, '/token'),
         );
       } else {
         const [basicId, basicSecret] = basicCredentials(request.headers.authorization);

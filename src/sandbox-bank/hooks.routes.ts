@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import type { FastifyInstance } from 'fastify';
 import { parseAmount } from '../shared/money.ts';
 import { AmountPattern } from '../shared/open-banking.wire.ts';
-import { hasTrustedClientCertificate, type SandboxDeps } from './sandbox.context.ts';
+import { hasTrustedClientCertificate, selfUrl, type SandboxDeps } from './sandbox.context.ts';
 import { fieldInvalid, unauthorised } from './sandbox.errors.ts';
 import {
   authoriseDirectly,
@@ -188,10 +188,7 @@ function registerFlowHooks(app: FastifyInstance, deps: SandboxDeps, latency: Lat
       const id = (request.params as { DomesticPaymentId: string }).DomesticPaymentId;
       await clientPayment(deps, request.hookClient, id);
       const payment = await releasePayment(deps, id, { outcome: body.outcome ?? 'completed', reason: body.reason });
-      return presentPayment(
-        payment,
-        `${request.protocol}://${request.host}${app.prefix}/domestic-payments/${payment.id}`,
-      );
+      return presentPayment(payment, selfUrl(app, request, `/domestic-payments/${payment.id}`));
     },
   );
 

@@ -1,4 +1,5 @@
 import type { KeyObject } from 'node:crypto';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../shared/time.ts';
 import type { SandboxTables } from './sandbox.tables.ts';
@@ -33,3 +34,8 @@ export function hasTrustedClientCertificate(socket: unknown): boolean {
 
 /** The time a request is about: x-sandbox-time when given, else the bank's clock. */
 export type BankTime = number;
+
+/** An address of this bank (a resource's `Self` link, the token endpoint), under the prefix it is mounted at. */
+export function selfUrl(app: FastifyInstance, request: FastifyRequest, path: string): string {
+  return `${request.protocol}://${request.host}${app.prefix}${path}`;
+}

@@ -1,3 +1,4 @@
+import { isIdOf, type IdKind } from '../../shared/ids.ts';
 import { atLocalTime, endOfLocalDay, inZone, isDateOnly, localDateOf } from '../../shared/zone.ts';
 
 // Pure helpers the dashboard's pages and forms use: how times and amounts read, how a form's
@@ -51,6 +52,18 @@ export function queryOf(values: Record<string, string | undefined | null>): stri
 export function text(value: unknown, max = 500): string {
   const first = Array.isArray(value) ? value[0] : value;
   return typeof first === 'string' ? first.trim().slice(0, max) : '';
+}
+
+/** A query value that must be one of `allowed` (a status filter, say), or '' for any other. */
+export function oneOf<T extends string>(value: unknown, allowed: readonly T[]): T | '' {
+  const given = text(value);
+  return (allowed as readonly string[]).includes(given) ? (given as T) : '';
+}
+
+/** A list's `after` cursor: an id of this kind, or '' for anything else. */
+export function cursorOf(kind: IdKind, value: unknown): string {
+  const given = text(value);
+  return isIdOf(kind, given) ? given : '';
 }
 
 /** Every string of a repeated form field (checkboxes). */

@@ -92,10 +92,8 @@ export function keyCacheOf(db: Kysely<any>): KeyCache | null {
   let cache = caches.get(db);
   if (cache === undefined) {
     const store = storeOfOrNull(db);
-    cache =
-      !db.isTransaction && store && store.commitsElsewhere() !== null
-        ? new KeyCache(() => store.commitsElsewhere() ?? 0)
-        : null;
+    // Only SQLite can tell that another process committed (Store.commitsElsewhere is a number there).
+    cache = !db.isTransaction && store?.engine === 'sqlite' ? new KeyCache(() => store.commitsElsewhere()!) : null;
     caches.set(db, cache);
   }
   return cache;

@@ -1,9 +1,8 @@
-import { isIdOf } from '../../../shared/ids.ts';
 import { retrieveCustomer, searchCustomersFor } from '../../customers/customers.service.ts';
 import { searchPaymentsFor } from '../../payments/payments.service.ts';
 import { listSubscriptionsFor } from '../../subscriptions/subscriptions.service.ts';
 import { listConsentsFor } from '../../consents/consents.service.ts';
-import { text } from '../dashboard.format.ts';
+import { text, cursorOf } from '../dashboard.format.ts';
 import type { Kit, Scope } from '../dashboard.kit.ts';
 
 // Customers: a list with search; a detail page with their payments, subscriptions and consents.
@@ -17,7 +16,7 @@ export function registerCustomerPages(scope: Scope, kit: Kit): void {
     kit.guard(async (request, reply, signed) => {
       const filters = {
         q: text(request.query.q, 200),
-        after: isIdOf('customer', text(request.query.after)) ? text(request.query.after) : '',
+        after: cursorOf('customer', request.query.after),
       };
       const page = await searchCustomersFor(signed.ctx, {
         search: filters.q || undefined,

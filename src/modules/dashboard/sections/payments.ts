@@ -2,8 +2,7 @@ import { stringify } from 'csv-stringify/sync';
 import { retrievePayment, searchPaymentsFor } from '../../payments/payments.service.ts';
 import { PaymentStatus } from '../../payments/payments.rules.ts';
 import { listEventsFor } from '../../events/events.service.ts';
-import { isIdOf } from '../../../shared/ids.ts';
-import { dayBound, text } from '../dashboard.format.ts';
+import { dayBound, text, oneOf, cursorOf } from '../dashboard.format.ts';
 import { csvRowsOfPayments, statusHistory, CSV_HEADER } from '../dashboard.present.ts';
 import type { Kit, Scope } from '../dashboard.kit.ts';
 
@@ -17,11 +16,11 @@ export const CSV_MAX_ROWS = 50_000;
 
 export function registerPaymentPages(scope: Scope, kit: Kit): void {
   const filtersOf = (query: Record<string, unknown>) => ({
-    status: (PaymentStatus as readonly string[]).includes(text(query.status)) ? text(query.status) : '',
+    status: oneOf(query.status, PaymentStatus),
     q: text(query.q, 200),
     from: text(query.from, 10),
     to: text(query.to, 10),
-    after: isIdOf('payment', text(query.after)) ? text(query.after) : '',
+    after: cursorOf('payment', query.after),
   });
   const searchOf = (filters: ReturnType<typeof filtersOf>) => ({
     status: filters.status || undefined,

@@ -1,5 +1,4 @@
 import { AppError } from '../../../shared/errors.ts';
-import { isIdOf } from '../../../shared/ids.ts';
 import {
   cancelSubscription,
   listSubscriptionsFor,
@@ -14,7 +13,7 @@ import { listConsentsFor, retrieveConsent, revokeConsentByMerchant } from '../..
 import { ConsentStatus } from '../../consents/consents.rules.ts';
 import { paymentsUnder } from '../../payments/payments.service.ts';
 import { presentPayment } from '../../payments/payments.present.ts';
-import { text } from '../dashboard.format.ts';
+import { text, oneOf, cursorOf } from '../dashboard.format.ts';
 import type { Kit, Scope, Signed } from '../dashboard.kit.ts';
 import type { FastifyReply } from 'fastify';
 
@@ -87,10 +86,8 @@ function registerSubscriptionPages(scope: Scope, kit: Kit): void {
     '/dashboard/:mode/subscriptions',
     hidden,
     kit.guard(async (request, reply, signed) => {
-      const status = (SubscriptionStatus as readonly string[]).includes(text(request.query.status))
-        ? text(request.query.status)
-        : '';
-      const after = isIdOf('subscription', text(request.query.after)) ? text(request.query.after) : '';
+      const status = oneOf(request.query.status, SubscriptionStatus);
+      const after = cursorOf('subscription', request.query.after);
       const page = await listSubscriptionsFor(signed.ctx, {
         status: status || undefined,
         starting_after: after || undefined,
@@ -173,8 +170,8 @@ function registerConsentPages(scope: Scope, kit: Kit): void {
     '/dashboard/:mode/recurring-consents',
     hidden,
     kit.guard(async (request, reply, signed) => {
-      const status = ConsentStatus.find((s) => s === text(request.query.status)) ?? '';
-      const after = isIdOf('recurring', text(request.query.after)) ? text(request.query.after) : '';
+      const status = oneOf(request.query.status, ConsentStatus);
+      const after = cursorOf('recurring', request.query.after);
       const page = await listConsentsFor(signed.ctx, {
         status: status || undefined,
         starting_after: after || undefined,

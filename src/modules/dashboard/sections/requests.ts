@@ -3,8 +3,7 @@ import { createRequest, deleteRequest, retrieveRequest, searchRequestsFor } from
 import { listRequestPayments, requestIdsWithParticulars } from '../../payments/payments.service.ts';
 import { listEventsFor } from '../../events/events.service.ts';
 import { listBankAccountsOf } from '../../merchants/merchants.service.ts';
-import { isIdOf } from '../../../shared/ids.ts';
-import { dayBound, text } from '../dashboard.format.ts';
+import { dayBound, text, oneOf, cursorOf } from '../dashboard.format.ts';
 import { apiBodyProblem, REQUEST_FLAGS, requestBodyFromForm } from '../dashboard.forms.ts';
 import { formOf, problemOf, type Kit, type Scope, type Signed } from '../dashboard.kit.ts';
 import { AppError } from '../../../shared/errors.ts';
@@ -51,12 +50,12 @@ export function registerRequestPages(scope: Scope, kit: Kit): void {
 /** The requests, filtered and searched. */
 function registerRequestList(scope: Scope, kit: Kit): void {
   const filtersOf = (query: Record<string, unknown>): ListFilters => ({
-    status: (RequestStatus as readonly string[]).includes(text(query.status)) ? text(query.status) : '',
-    type: ['single', 'multi'].includes(text(query.type)) ? text(query.type) : '',
+    status: oneOf(query.status, RequestStatus),
+    type: oneOf(query.type, ['single', 'multi']),
     q: text(query.q, 200),
     from: text(query.from, 10),
     to: text(query.to, 10),
-    after: isIdOf('request', text(query.after)) ? text(query.after) : '',
+    after: cursorOf('request', query.after),
   });
 
   scope.get(

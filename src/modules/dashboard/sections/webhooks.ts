@@ -1,6 +1,5 @@
 import { inZone, localAt } from '../../../shared/zone.ts';
 import { AppError, invalidParam } from '../../../shared/errors.ts';
-import { isIdOf } from '../../../shared/ids.ts';
 import { EVENT_TYPES } from '../../events/events.builders.ts';
 import { listEventsFor } from '../../events/events.service.ts';
 import { CreateWebhookBody } from '../../webhooks/webhooks.schemas.ts';
@@ -14,7 +13,7 @@ import {
   retrieveEvent,
   retrieveWebhook,
 } from '../../webhooks/webhooks.service.ts';
-import { text, texts } from '../dashboard.format.ts';
+import { text, texts, oneOf, cursorOf } from '../dashboard.format.ts';
 import { holdForOneView, takeOneView } from '../dashboard.sessions.ts';
 import { apiBodyProblem } from '../dashboard.forms.ts';
 import { formOf, problemOf, type Kit, type Scope, type Signed } from '../dashboard.kit.ts';
@@ -206,9 +205,9 @@ function registerEventPages(scope: Scope, kit: Kit): void {
     '/dashboard/:mode/events',
     hidden,
     kit.guard(async (request, reply, signed) => {
-      const type = EVENT_TYPES.find((t) => t === text(request.query.type)) ?? '';
+      const type = oneOf(request.query.type, EVENT_TYPES);
       const objectId = text(request.query.object_id, 64);
-      const after = isIdOf('event', text(request.query.after)) ? text(request.query.after) : '';
+      const after = cursorOf('event', request.query.after);
       const page = await listEventsFor(signed.ctx, {
         type: type || undefined,
         object_id: objectId || undefined,
