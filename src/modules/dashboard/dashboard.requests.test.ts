@@ -12,41 +12,48 @@ test('a request created with the form is the one the API creates, with its event
   const world = await dashWorld(t, { workers: false });
   const [kowhai] = world.merchants;
   const browser = await logIn(world, kowhai);
-  const blank = await browser.request('/dashboard/test/requests/new');
-  assert.equal(blank.status, 200);
-  for (const label of [
-    'Message to the payer',
-    'Amount (NZD)',
-    'Suggested amounts',
-    'Most each period (NZD)',
-    'Amount each period (NZD)',
-    'Payer email',
-    'Expires in',
-    'Statement reference',
-  ]) {
-    assert.ok(textOf(blank.text).includes(label), label);
+  const chooser = await browser.request('/dashboard/test/requests/new');
+  assert.equal(chooser.status, 200);
+  assert.match(textOf(chooser.text), /What does the payer agree to\?/);
+  assert.ok(!chooser.text.includes('name="amount"'), 'no fields before the kind is chosen');
+  const fieldsOfKind = {
+    fixed: ['Amount (NZD)'],
+    'payer-chosen': ['Suggested amounts', 'Lowest amount (NZD)'],
+    recurring: ['Most each period (NZD)'],
+    subscription: ['Amount each period (NZD)', 'First charge on'],
+  };
+  for (const [kind, labels] of Object.entries(fieldsOfKind)) {
+    const page = await browser.request(`/dashboard/test/requests/new?kind=${kind}`);
+    assert.equal(page.status, 200);
+    for (const label of ['Message to the payer', 'Payer email', 'Expires in', 'Statement reference', ...labels])
+      assert.ok(textOf(page.text).includes(label), `${kind}: ${label}`);
+    for (const [other, otherLabels] of Object.entries(fieldsOfKind))
+      if (other !== kind)
+        for (const label of otherLabels.filter((l) => !labels.includes(l)))
+          assert.ok(!textOf(page.text).includes(label), `${kind} hides ${label}`);
   }
+  assert.equal((await browser.request('/dashboard/test/requests/new?kind=loan')).status, 400);
+  const blank = await browser.request('/dashboard/test/requests/new?kind=fixed');
 
   const bad = await browser.request('/dashboard/test/requests/new', {
     form: {
       csrf: form(blank.text),
       message: 'Flat white',
       amount: '12.345',
-      kind: 'one-off',
-      pricing: 'fixed',
+      kind: 'fixed',
       bank_account_id: kowhai.bankAccountId,
     },
   });
   assert.equal(bad.status, 400);
-  assert.match(textOf(bad.text), /amount must be/);
+  assert.match(textOf(bad.text), /“Amount \(NZD\)” must be .* Enter dollars and cents, such as 25\.00\./);
+  assert.ok(!/\bamount must be\b/.test(textOf(bad.text)), "in the form's words, not the API field name");
   assert.match(bad.text, /id="amount" name="amount" value="12.345"[^>]*aria-invalid="true"/);
   const tooMuch = await browser.request('/dashboard/test/requests/new', {
     form: {
       csrf: form(blank.text),
       message: 'Car',
       amount: '9000',
-      kind: 'one-off',
-      pricing: 'fixed',
+      kind: 'fixed',
       bank_account_id: kowhai.bankAccountId,
     },
   });
@@ -62,7 +69,29 @@ test('a request created with the form is the one the API creates, with its event
     },
   });
   assert.equal(recurringNoEmail.status, 400);
-  assert.match(textOf(recurringNoEmail.text), /email/);
+  assert.match(textOf(recurringNoEmail.text), /“Payer email” is required\. Enter the payer’s email address/);
+  assert.ok(!textOf(recurringNoEmail.text).includes('cust_info'), 'no API field names on the page');
+  assert.match(recurringNoEmail.text, /id="payer_email"[^>]*aria-invalid="true"/);
+  // a value for another kind's field is refused, not dropped (the form only shows the chosen kind's)
+  const stray = await browser.request('/dashboard/test/requests/new', {
+    form: {
+      csrf: form(blank.text),
+      message: 'Veg box',
+      kind: 'subscription',
+      amount: '10.00',
+      subscription_amount: '12.00',
+      subscription_period: 'monthly',
+      payer_email: 'pat@example.com',
+      bank_account_id: kowhai.bankAccountId,
+    },
+  });
+  assert.equal(stray.status, 400);
+  assert.match(textOf(stray.text), /“Amount \(NZD\)” belongs to a payment of an amount you set, not to a subscription/);
+  const noKind = await browser.request('/dashboard/test/requests/new', {
+    form: { csrf: form(blank.text), message: 'Veg box', amount: '10.00', bank_account_id: kowhai.bankAccountId },
+  });
+  assert.equal(noKind.status, 400);
+  assert.match(textOf(noKind.text), /Choose what the payer agrees to/);
   assert.equal((await kowhai.test.get('/v1/requests')).body.requests.length, 0, 'nothing created');
 
   const created = await browser.request('/dashboard/test/requests/new', {
@@ -70,8 +99,7 @@ test('a request created with the form is the one the API creates, with its event
       csrf: form(blank.text),
       message: 'Flat <white>',
       amount: '4.50',
-      kind: 'one-off',
-      pricing: 'fixed',
+      kind: 'fixed',
       type: 'single',
       bank_account_id: kowhai.bankAccountId,
       reference: 'INV-77',
@@ -115,8 +143,7 @@ test('a request created with the form is the one the API creates, with its event
     form: {
       csrf: form(blank.text),
       message: 'Koha',
-      kind: 'one-off',
-      pricing: 'payer',
+      kind: 'payer-chosen',
       type: 'multi',
       suggested_amounts: '5.00, 10.00',
       minimum_amount: '2',

@@ -5,7 +5,8 @@ import { parse } from 'csv-parse/sync';
 import { stringify } from 'csv-stringify/sync';
 import { centsToDecimal } from '../../shared/money.ts';
 import { columnBars, receivedPerDay, rowBars, statusBreakdown, type Activity } from './dashboard.charts.ts';
-import { amountText, apiBodyProblem, dollarsToCents, requestBodyFromForm } from './dashboard.forms.ts';
+import { amountText, apiBodyProblem, dollarsToCents } from './dashboard.forms.ts';
+import { formProblemOf, REQUEST_INPUTS, REQUEST_KINDS, requestBodyFromForm, strayInputOf } from './request-form.ts';
 import { dayBound, money, queryOf } from './dashboard.format.ts';
 import { spreadsheetSafe, statusHistory } from './dashboard.present.ts';
 import { CreateRequestBody } from '../requests/requests.schemas.ts';
@@ -100,15 +101,16 @@ test('amounts typed in forms become the API amount; blank fields stay out of the
   assert.ok(Number.isNaN(dollarsToCents('ten')!));
   assert.equal(dollarsToCents(''), null);
 
-  const blank = requestBodyFromForm({
-    message: 'Tea',
-    bank_account_id: 'bankaccount_1',
-    kind: 'one-off',
-    pricing: 'fixed',
-    amount: '',
-    reference: '',
-    payer_email: '',
-  });
+  const blank = requestBodyFromForm(
+    {
+      message: 'Tea',
+      bank_account_id: 'bankaccount_1',
+      amount: '',
+      reference: '',
+      payer_email: '',
+    },
+    'fixed',
+  );
   assert.deepEqual(blank, { bank_account_id: 'bankaccount_1', message: 'Tea' });
   fc.assert(
     fc.property(
@@ -122,14 +124,12 @@ test('amounts typed in forms become the API amount; blank fields stay out of the
         const form: Record<string, unknown> = {
           message,
           bank_account_id: 'bankaccount_1',
-          kind: 'one-off',
-          pricing: 'fixed',
           amount: centsToDecimal(cents),
           reference,
           type: 'single',
         };
         for (const flag of flags) form[flag] = 'on';
-        const body = requestBodyFromForm(form);
+        const body = requestBodyFromForm(form, 'fixed');
         assert.equal(apiBodyProblem(CreateRequestBody, body), null, JSON.stringify(body));
         assert.equal(body.amount, `${centsToDecimal(cents)} NZD`);
         assert.equal('reference' in body, reference !== '');
@@ -137,20 +137,57 @@ test('amounts typed in forms become the API amount; blank fields stay out of the
       },
     ),
   );
-  const subscription = requestBodyFromForm({
-    message: 'Beans',
-    bank_account_id: 'b',
-    kind: 'subscription',
-    subscription_amount: '15',
-    subscription_period: 'monthly',
-    payer_email: 'p@example.com',
-    amount: '99',
-  });
+  const subscription = requestBodyFromForm(
+    {
+      message: 'Beans',
+      bank_account_id: 'b',
+      subscription_amount: '15',
+      subscription_period: 'monthly',
+      payer_email: 'p@example.com',
+      amount: '99',
+    },
+    'subscription',
+  );
   assert.deepEqual(subscription.subscription_options, { amount: '15.00 NZD', period: 'monthly' });
   assert.equal(subscription.amount, undefined, 'the one-off amount is not sent with a subscription');
   assert.equal(
     apiBodyProblem(CreateRequestBody, { ...subscription, extra: 1 })!.code,
     'bad_request.unknown_param.extra',
+  );
+});
+
+test('form errors name the form’s labels, never an API field name, and say how to fix it; only the chosen kind’s inputs are taken', () => {
+  const apiNames =
+    /\b(cust_info|recurring_options|subscription_options|max_per_period|minimum_payment_amount|start_date)\b/;
+  for (const [field, message] of [
+    ['cust_info.email', 'cust_info.email is required'],
+    ['recurring_options.max_per_payment', 'recurring_options.max_per_payment must not be more than max_per_period'],
+    ['subscription_options.end_date', 'subscription_options.end_date must not be before start_date'],
+    ['reference', 'reference must be text matching ^[a-zA-Z0-9-]{0,12}$'],
+    ['minimum_payment_amount', 'minimum_payment_amount must be an integer'],
+    ['message', 'message must be at least 1 character'],
+  ] as const) {
+    const problem = formProblemOf({ field, message });
+    assert.ok(REQUEST_INPUTS[problem.input], `${field} points at an input of the form`);
+    assert.ok(!apiNames.test(problem.message), problem.message);
+    assert.ok(problem.message.includes(`“${REQUEST_INPUTS[problem.input].label}”`), problem.message);
+    assert.ok(problem.message.endsWith(REQUEST_INPUTS[problem.input].fix), problem.message);
+  }
+  assert.equal(
+    formProblemOf({
+      field: 'recurring_options.max_per_payment',
+      message: 'recurring_options.max_per_payment must not be more than max_per_period',
+    }).message.split('. ')[0],
+    '“Most a payment (NZD)” must not be more than “Most each period (NZD)”',
+  );
+  const kinds = Object.keys(REQUEST_KINDS) as Array<keyof typeof REQUEST_KINDS>;
+  fc.assert(
+    fc.property(fc.constantFrom(...kinds), fc.constantFrom(...kinds), (chosen, other) => {
+      const input = REQUEST_KINDS[other].inputs.at(-1)!;
+      const stray = strayInputOf({ message: 'Tea', [input]: '12' }, chosen);
+      assert.equal(stray === null, REQUEST_KINDS[chosen].inputs.includes(input), `${input} with ${chosen}`);
+      for (const own of REQUEST_KINDS[chosen].inputs) assert.equal(strayInputOf({ [own]: '1' }, chosen), null);
+    }),
   );
 });
 

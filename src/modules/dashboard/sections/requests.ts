@@ -4,7 +4,17 @@ import { listRequestPayments, requestIdsWithParticulars } from '../../payments/p
 import { listEventsFor } from '../../events/events.service.ts';
 import { listBankAccountsOf } from '../../merchants/merchants.service.ts';
 import { dayBound, text, oneOf, cursorOf } from '../dashboard.format.ts';
-import { apiBodyProblem, REQUEST_FLAGS, requestBodyFromForm } from '../dashboard.forms.ts';
+import { apiBodyProblem } from '../dashboard.forms.ts';
+import {
+  formProblemOf,
+  REQUEST_FLAGS,
+  REQUEST_INPUTS,
+  REQUEST_KINDS,
+  type RequestKind,
+  requestBodyFromForm,
+  requestKindOf,
+  strayInputOf,
+} from '../request-form.ts';
 import { formOf, problemOf, type Kit, type Scope, type Signed } from '../dashboard.kit.ts';
 import { AppError } from '../../../shared/errors.ts';
 
@@ -13,31 +23,6 @@ import { AppError } from '../../../shared/errors.ts';
 
 const hidden = { schema: { hide: true } };
 const PAGE = 25;
-
-/** The form field an API error's `field` points at, so the message can link to it. */
-const inputOfField: Record<string, string> = {
-  'recurring_options.period': 'recurring_period',
-  'recurring_options.max_per_period': 'recurring_max_per_period',
-  'recurring_options.max_per_payment': 'recurring_max_per_payment',
-  'recurring_options.total_count': 'recurring_total_count',
-  'recurring_options.total_amount': 'recurring_total_amount',
-  'recurring_options.end_date': 'recurring_end_date',
-  recurring_options: 'recurring_max_per_period',
-  'subscription_options.amount': 'subscription_amount',
-  'subscription_options.period': 'subscription_period',
-  'subscription_options.start_date': 'subscription_start_date',
-  'subscription_options.end_date': 'subscription_end_date',
-  'subscription_options.total_count': 'subscription_total_count',
-  subscription_options: 'subscription_amount',
-  'cust_info.email': 'payer_email',
-  'cust_info.first_name': 'payer_first_name',
-  'cust_info.last_name': 'payer_last_name',
-  'cust_info.phone': 'payer_phone',
-  cust_info: 'payer_email',
-  minimum_payment_amount: 'minimum_amount',
-  maximum_payment_amount: 'maximum_amount',
-  allow_dynamic_amount: 'pricing-payer',
-};
 
 export type ListFilters = { status: string; type: string; q: string; from: string; to: string; after: string };
 
@@ -92,15 +77,19 @@ function registerRequestList(scope: Scope, kit: Kit): void {
   );
 }
 
-/** A new request from the form, of any kind. */
+/** A new request: first what the payer agrees to, then that kind's fields only. */
 function registerRequestForm(scope: Scope, kit: Kit): void {
   const formPage = async (
     signed: Signed,
+    kind: RequestKind | null,
     values: Record<string, unknown>,
     error: { message: string; input: string } | null,
   ) => ({
-    title: 'New request',
+    title: kind ? `New request: ${REQUEST_KINDS[kind].label.replace(/:.*/, '').toLowerCase()}` : 'New request',
     ...kit.layoutOf(signed, 'requests'),
+    kind,
+    kinds: Object.entries(REQUEST_KINDS).map(([value, { label }]) => ({ value, label })),
+    inputs: REQUEST_INPUTS,
     values,
     error,
     flags: REQUEST_FLAGS,
@@ -110,14 +99,18 @@ function registerRequestForm(scope: Scope, kit: Kit): void {
   scope.get(
     '/dashboard/:mode/requests/new',
     hidden,
-    kit.guard(async (_request, reply, signed) =>
-      kit.render(
+    kit.guard(async (request, reply, signed) => {
+      const query = request.query as Record<string, unknown>;
+      const kind = requestKindOf(query.kind);
+      const chooseAgain =
+        query.kind !== undefined && !kind ? { message: 'Choose what the payer agrees to.', input: 'kind-fixed' } : null;
+      return kit.render(
         reply,
-        200,
+        chooseAgain ? 400 : 200,
         'request-new',
-        await formPage(signed, { kind: 'one-off', pricing: 'fixed', type: 'single' }, null),
-      ),
-    ),
+        await formPage(signed, kind, { type: 'single' }, chooseAgain),
+      );
+    }),
   );
 
   scope.post(
@@ -126,19 +119,24 @@ function registerRequestForm(scope: Scope, kit: Kit): void {
     kit.guard(
       async (request, reply, signed) => {
         const form = formOf(request);
-        const body = requestBodyFromForm(form);
-        const again = async (error: AppError) => {
-          const field = typeof error.params.field === 'string' ? error.params.field : '';
-          const input = inputOfField[field] ?? field.replace(/\..*/, '');
-          return kit.render(reply, 400, 'request-new', await formPage(signed, form, { message: error.message, input }));
-        };
+        const kind = requestKindOf(form.kind);
+        if (!kind) {
+          const problem = { message: 'Choose what the payer agrees to: nothing was created.', input: 'kind-fixed' };
+          return kit.render(reply, 400, 'request-new', await formPage(signed, null, {}, problem));
+        }
+        const again = async (problem: { message: string; input: string }) =>
+          kit.render(reply, 400, 'request-new', await formPage(signed, kind, form, problem));
+        const stray = strayInputOf(form, kind);
+        if (stray) return again(stray);
+        const body = requestBodyFromForm(form, kind);
         const invalid = apiBodyProblem(CreateRequestBody, body);
-        if (invalid) return again(invalid);
+        if (invalid) return again(formProblemOf(problemOf(invalid)!));
         try {
           const created = await createRequest(signed.ctx, body as CreateRequestBody);
           return reply.redirect(`${signed.base}/requests/${created.body.request.id}?done=created`, 303);
         } catch (error) {
-          if (problemOf(error)) return again(error as AppError);
+          const problem = problemOf(error);
+          if (problem) return again(formProblemOf(problem));
           throw error;
         }
       },
