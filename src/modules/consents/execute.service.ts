@@ -22,6 +22,7 @@ import { clockIdOf, clockOf } from '../merchants/merchants.clock.ts';
 import {
   findConsentById,
   findConsentByTokenHash,
+  getConsent,
   lockConsent,
   lockConsentAsRead,
   updateConsent,
@@ -87,25 +88,67 @@ export type ExecutionReply = { status: 200 | 201; payment: ReturnType<typeof pre
 const ownerOf = (ctx: Ctx): Owner => ({ userId: ctx.merchant.id, mode: ctx.mode });
 
 export async function executePayment(ctx: Ctx, body: ExecutePaymentBody): Promise<ExecutionReply> {
-  const amountCents = parseAmount(body.amount);
+  const { token, ...charge } = body;
+  return executeUnder(ctx, hashConsentToken(token), charge, 'api');
+}
+
+export type Charge = Omit<ExecutePaymentBody, 'token'>;
+
+/**
+ * A payment under one of the caller's consents named by its id: the dashboard's Charge, for a
+ * merchant who never sees the token. The same reservation, limits, idempotency and events as
+ * POST /v1/payments; another merchant's consent is a 404.
+ */
+export async function executePaymentOnConsent(ctx: Ctx, consentId: string, charge: Charge): Promise<ExecutionReply> {
+  const consent = await getConsent(ctx.db, ownerOf(ctx), consentId);
+  return executeUnder(ctx, consent.token_hash, charge, 'dashboard');
+}
+
+/**
+ * What a charge of `amountCents` on the consent would meet now, without reserving anything: the
+ * refusal the execution would give (limits, status), or null. The execution checks again under
+ * the consent's lock.
+ */
+export async function refusalOfCharge(ctx: Ctx, consentId: string, amountCents: number): Promise<AppError | null> {
+  const consent = await getConsent(ctx.db, ownerOf(ctx), consentId);
+  const now = ctx.clock.now();
+  const zone = ctx.deps.config.serviceTimeZone;
+  try {
+    refuseUnlessExecutable(consent, now);
+  } catch (error) {
+    if (error instanceof AppError) return error;
+    throw error;
+  }
+  const limits = limitsOf(consent);
+  const usage = await usageOf(ctx.db, consent, periodWindow(limits.period, now, zone));
+  const check = checkLimits(limits, usage, amountCents, now, zone);
+  return check.ok ? null : limitRefusalError(check, limits.period, amountCents);
+}
+
+async function executeUnder(
+  ctx: Ctx,
+  tokenHash: string,
+  charge: Charge,
+  channel: 'api' | 'dashboard',
+): Promise<ExecutionReply> {
+  const amountCents = parseAmount(charge.amount);
   if (amountCents === null) throw invalidParam('amount', `amount must be ${AMOUNT_FORM}`);
   if (amountCents === 0) throw invalidParam('amount', 'amount must be more than 0.00 NZD');
   const owner = ownerOf(ctx);
-  const tokenHash = hashConsentToken(body.token);
   const fingerprint = executionFingerprint({
     tokenHash,
     amountCents,
-    reference: body.reference ?? null,
-    merchantIdentifier: body.merchant_identifier ?? null,
+    reference: charge.reference ?? null,
+    merchantIdentifier: charge.merchant_identifier ?? null,
   });
 
   let reserved: Reservation;
   try {
-    reserved = await reserve(ctx, tokenHash, { amountCents, fingerprint, body });
+    reserved = await reserve(ctx, tokenHash, { amountCents, fingerprint, charge, channel });
   } catch (error) {
     // The same key raced in, on this consent or another: the unique index decided; answer as the winner did.
     if (!(error instanceof AppError) && isUniqueViolation(error)) {
-      const winner = await findPaymentByIdempotencyKey(ctx.db, owner, body.idempotency_key);
+      const winner = await findPaymentByIdempotencyKey(ctx.db, owner, charge.idempotency_key);
       if (winner) return replay(ctx.deps, winner, fingerprint);
     }
     throw error;
@@ -114,7 +157,7 @@ export async function executePayment(ctx: Ctx, body: ExecutePaymentBody): Promis
   if (reserved.kind === 'unknown-token') {
     // The key may still name an earlier execution (then 200, or 409 for other parameters). Else the
     // same answer for an unknown token and another merchant's: tokens are never confirmed.
-    const earlier = await findPaymentByIdempotencyKey(ctx.db, owner, body.idempotency_key);
+    const earlier = await findPaymentByIdempotencyKey(ctx.db, owner, charge.idempotency_key);
     if (earlier) return replay(ctx.deps, earlier, fingerprint);
     throw notFound('recurring_consent');
   }
@@ -131,13 +174,13 @@ type Reservation =
 async function reserve(
   ctx: Ctx,
   tokenHash: string,
-  input: { amountCents: number; fingerprint: string; body: ExecutePaymentBody },
+  input: { amountCents: number; fingerprint: string; charge: Charge; channel: 'api' | 'dashboard' },
 ): Promise<Reservation> {
   const zone = ctx.deps.config.serviceTimeZone;
   return transact(ctx.db, async (trx) => {
     const found = await findConsentByTokenHash(trx, ownerOf(ctx), tokenHash);
     if (!found) return { kind: 'unknown-token' };
-    const earlier = await findPaymentByIdempotencyKey(trx, ownerOf(ctx), input.body.idempotency_key);
+    const earlier = await findPaymentByIdempotencyKey(trx, ownerOf(ctx), input.charge.idempotency_key);
     if (earlier) return { kind: 'earlier', payment: earlier };
 
     const now = ctx.clock.now();
@@ -155,11 +198,11 @@ async function reserve(
         },
         amountCents: input.amountCents,
         bankId: found.bank_id,
-        channel: 'api',
-        reference: input.body.reference,
-        merchantIdentifier: input.body.merchant_identifier,
+        channel: input.channel,
+        reference: input.charge.reference,
+        merchantIdentifier: input.charge.merchant_identifier,
         recurringConsentId: found.id,
-        idempotencyKey: input.body.idempotency_key,
+        idempotencyKey: input.charge.idempotency_key,
         fingerprint: input.fingerprint,
       },
       now,

@@ -35,6 +35,7 @@ import { registerWebhookPages } from './sections/webhooks.ts';
 import { registerKeyPages } from './sections/api-keys.ts';
 import { registerCustomerPages } from './sections/customers.ts';
 import { registerRecurringPages } from './sections/recurring.ts';
+import { registerConsentCharge } from './sections/consent-charge.ts';
 import { registerBankAccountPages } from './sections/bank-accounts.ts';
 import { registerClockPages } from './sections/clock.ts';
 import type { Deps } from '../context.ts';
@@ -121,6 +122,7 @@ export async function registerDashboardRoutes(app: App, deps: Deps): Promise<voi
     registerPaymentPages(scope, kit);
     registerCustomerPages(scope, kit);
     registerRecurringPages(scope, kit);
+    registerConsentCharge(scope, kit);
     registerWebhookPages(scope, kit);
     registerKeyPages(scope, kit);
     registerBankAccountPages(scope, kit);

@@ -43,7 +43,7 @@ export type NewPayment = {
   request: Pick<RequestRow, 'id' | 'user_id' | 'mode' | 'merchant_identifier' | 'reference'>;
   amountCents: number;
   bankId: string | null;
-  channel: 'page' | 'embed' | 'api' | null;
+  channel: 'page' | 'embed' | 'api' | 'dashboard' | null;
   /** Ties the bank's redirect back to this payment; null when no payer redirect is involved. */
   authState?: string | null;
   reference?: string | null;

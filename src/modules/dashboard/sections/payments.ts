@@ -91,7 +91,16 @@ export function registerPaymentPages(scope: Scope, kit: Kit): void {
         item: payment,
         events,
         history: statusHistory(events),
+        flash: text(request.query.done) === 'charged' ? chargedFlash(payment.status, payment.failure_reason) : null,
       });
     }),
   );
+}
+
+/** The outcome of a charge made from a consent's page, as the payment page opens after it. */
+function chargedFlash(status: string, failureReason: string | null): string {
+  if (status === 'successful') return 'Charged: the payment was successful.';
+  if (status === 'failed')
+    return `The bank refused the payment${failureReason ? ` (${failureReason})` : ''}: nothing was taken.`;
+  return 'Charged: the bank has not confirmed the payment yet; this page shows the outcome when it does.';
 }

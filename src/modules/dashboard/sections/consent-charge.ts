@@ -1,0 +1,139 @@
+import { randomUUID } from 'node:crypto';
+import { displayAmount, parseAmount } from '../../../shared/money.ts';
+import { retrieveConsent } from '../../consents/consents.service.ts';
+import { executePaymentOnConsent, refusalOfCharge } from '../../consents/execute.service.ts';
+import { ReferenceInput } from '../../../http/schemas.ts';
+import { text } from '../dashboard.format.ts';
+import { amountText } from '../dashboard.forms.ts';
+import { formOf, problemOf, type Kit, type Scope, type Signed } from '../dashboard.kit.ts';
+import { apiBodyProblem } from '../dashboard.forms.ts';
+
+// Charging a recurring consent from the dashboard, for a merchant who writes no code: the amount
+// and reference, then a confirmation that says what the limits leave, then one payment per
+// confirmation. The confirmation carries an idempotency key made when it was shown, so a double
+// submit, a reload or Back-and-resubmit answers with the first payment instead of a second one.
+
+const hidden = { schema: { hide: true } };
+const referenceSchema = ReferenceInput('Statement reference');
+
+type ChargeValues = { amount: string; reference: string };
+
+export function registerConsentCharge(scope: Scope, kit: Kit): void {
+  const formPage = async (signed: Signed, id: string, values: ChargeValues, error: string | null) => {
+    const { recurring_consent: consent } = await retrieveConsent(signed.ctx, id);
+    return {
+      title: 'Charge this consent',
+      ...kit.layoutOf(signed, 'recurring-consents'),
+      item: consent,
+      values,
+      error,
+    };
+  };
+
+  scope.get(
+    '/dashboard/:mode/recurring-consents/:id/charge',
+    hidden,
+    kit.guard(async (request, reply, signed) =>
+      kit.render(reply, 200, 'consent-charge', await formPage(signed, request.params.id, emptyCharge, null)),
+    ),
+  );
+
+  scope.post(
+    '/dashboard/:mode/recurring-consents/:id/charge',
+    hidden,
+    kit.guard(
+      async (request, reply, signed) => {
+        const id = request.params.id;
+        const values = valuesOf(formOf(request));
+        const again = async (status: number, message: string) =>
+          kit.render(reply, status, 'consent-charge', await formPage(signed, id, values, message));
+        const typed = problemOfValues(values);
+        if (typed) return again(400, typed);
+        const cents = parseAmount(amountText(values.amount))!;
+        const refusal = await refusalOfCharge(signed.ctx, id, cents);
+        if (refusal) return again(refusal.status, `${refusal.message}. Nothing was charged.`);
+        const { recurring_consent: consent } = await retrieveConsent(signed.ctx, id);
+        return kit.render(reply, 200, 'confirm', {
+          title: 'Confirm the charge',
+          ...kit.layoutOf(signed, 'recurring-consents'),
+          heading: `Charge ${displayAmount(cents)} to ${consent.email}?`,
+          consequence: `${leftAfter(consent, cents)} The payment is made at once at the payer’s bank, and payment.status_updated is sent.`,
+          action: `${signed.base}/recurring-consents/${id}/charge/confirm`,
+          fields: {
+            amount: values.amount,
+            reference: values.reference,
+            idempotency_key: `dashboard-${randomUUID()}`,
+          },
+          confirm: `Yes, charge ${displayAmount(cents)}`,
+          confirmClass: 'primary',
+          back: `${signed.base}/recurring-consents/${id}/charge`,
+        });
+      },
+      { post: true },
+    ),
+  );
+
+  scope.post(
+    '/dashboard/:mode/recurring-consents/:id/charge/confirm',
+    hidden,
+    kit.guard(
+      async (request, reply, signed) => {
+        const id = request.params.id;
+        const form = formOf(request);
+        const values = valuesOf(form);
+        const key = text(form.idempotency_key, 100);
+        const typed =
+          problemOfValues(values) ?? (/^dashboard-[0-9a-f-]{36}$/.test(key) ? null : 'The form is incomplete.');
+        if (typed) return kit.render(reply, 400, 'consent-charge', await formPage(signed, id, values, typed));
+        try {
+          const charged = await executePaymentOnConsent(signed.ctx, id, {
+            amount: amountText(values.amount),
+            idempotency_key: key,
+            ...(values.reference ? { reference: values.reference } : {}),
+          });
+          return reply.redirect(`${signed.base}/payments/${charged.payment.id}?done=charged`, 303);
+        } catch (error) {
+          const problem = problemOf(error);
+          if (!problem) throw error;
+          return kit.render(
+            reply,
+            (error as { status: number }).status,
+            'consent-charge',
+            await formPage(signed, id, values, `${problem.message}. Nothing was charged.`),
+          );
+        }
+      },
+      { post: true },
+    ),
+  );
+}
+
+const emptyCharge: ChargeValues = { amount: '', reference: '' };
+
+function valuesOf(form: Record<string, unknown>): ChargeValues {
+  return { amount: text(form.amount, 30), reference: text(form.reference, 40) };
+}
+
+/** What is wrong with the typed amount or reference, in the form's words; null when both are fine. */
+function problemOfValues(values: ChargeValues): string | null {
+  const cents = values.amount ? parseAmount(amountText(values.amount)) : null;
+  if (cents === null || cents === 0)
+    return '“Amount (NZD)” must be an amount of money. Enter dollars and cents, such as 25.00.';
+  if (apiBodyProblem(referenceSchema, values.reference))
+    return '“Statement reference” is not in a form Tono takes. Leave it blank, or enter up to 12 letters, digits or hyphens.';
+  return null;
+}
+
+type ConsentView = Awaited<ReturnType<typeof retrieveConsent>>['recurring_consent'];
+
+/** What the consent's limits still allow once this charge is taken, in one or two sentences. */
+export function leftAfter(consent: ConsentView, cents: number): string {
+  const period = { daily: 'today', weekly: 'this week', monthly: 'this month' }[consent.limits.period];
+  const parts = [`${displayAmount(centsOf(consent.usage.period.remaining.value) - cents)} ${period}`];
+  const { remaining_amount: totalLeft, remaining_count: countLeft } = consent.usage.total;
+  if (totalLeft) parts.push(`${displayAmount(centsOf(totalLeft.value) - cents)} in all`);
+  if (countLeft !== null) parts.push(`${countLeft - 1} more payment${countLeft - 1 === 1 ? '' : 's'}`);
+  return `After it, the consent leaves ${parts.join(', ')}.`;
+}
+
+const centsOf = (value: string) => parseAmount(value) ?? 0;
