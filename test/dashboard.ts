@@ -18,9 +18,13 @@ export const PASSWORD = 'correct horse battery';
 export type DashMerchant = TestMerchant & { email: string; live: ApiClient; test: ApiClient };
 export type DashWorld = { app: TestApp; baseUrl: string; smtp: SmtpReceiver; merchants: DashMerchant[] };
 
-export async function dashWorld(t: TestContext, options: { workers?: boolean } = {}): Promise<DashWorld> {
+export async function dashWorld(
+  t: TestContext,
+  options: { workers?: boolean; banksFile?: string | null } = {},
+): Promise<DashWorld> {
   const smtp = await smtpReceiver(t);
-  const app = await buildTestApp(t, { smtpUrl: smtp.url, workers: options.workers ?? true });
+  const { workers = true, ...overrides } = options;
+  const app = await buildTestApp(t, { smtpUrl: smtp.url, workers, ...overrides });
   const baseUrl = (await app.app.listen({ port: 0, host: '127.0.0.1' })).replace('localhost', '127.0.0.1');
   app.deps.config.publicBaseUrl = baseUrl;
   const merchants: DashMerchant[] = [];

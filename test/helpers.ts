@@ -63,6 +63,26 @@ function dataDirOfThisProcess(): string {
   return testDataDir;
 }
 
+/**
+ * A live bank for tests that make live objects: the API refuses live requests when no live bank is
+ * connected. Nothing listens at its address; a test that pays in live mode names its own bank, and
+ * a test of the refusal sets `banksFile: null`.
+ */
+function liveBanksFileOfThisProcess(): string {
+  const file = path.join(dataDirOfThisProcess(), 'live-banks.json');
+  if (!fs.existsSync(file)) {
+    const bank = {
+      id: 'kauri',
+      name: 'Kauri Bank',
+      base_url: 'http://127.0.0.1:9',
+      client_id: 'tono',
+      client_secret: 'unused',
+    };
+    fs.writeFileSync(file, JSON.stringify({ banks: [bank] }));
+  }
+  return file;
+}
+
 export function testConfig(overrides: Partial<Config> = {}): Config {
   return {
     ...loadConfig({
@@ -80,6 +100,7 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
     // The sandbox bank's documented standalone secret, so tests can call its hooks directly; the
     // secret a real start makes is tested in src/modules/banks/sandbox-client.test.ts.
     sandboxClientSecret: STANDALONE_CLIENT_SECRET,
+    banksFile: liveBanksFileOfThisProcess(),
     ...overrides,
   };
 }

@@ -1,10 +1,16 @@
 import { test } from 'node:test';
 import { loadConfig } from '../../config.ts';
 import assert from 'node:assert/strict';
-import { apiClient, buildTestApp, createTestMerchant } from '../../../test/helpers.ts';
+import { apiClient, buildTestApp, createTestMerchant, testConfig } from '../../../test/helpers.ts';
+import { createRuntime } from '../../runtime.ts';
+import pino from 'pino';
 
-async function setup(t: Parameters<typeof buildTestApp>[0], name = 'Cafe <b>Bold</b> & Co') {
-  const app = await buildTestApp(t);
+async function setup(
+  t: Parameters<typeof buildTestApp>[0],
+  overrides: Parameters<typeof buildTestApp>[1] = {},
+  name = 'Cafe <b>Bold</b> & Co',
+) {
+  const app = await buildTestApp(t, overrides);
   const merchant = await createTestMerchant(app, name);
   return { app, merchant, test: apiClient(app, merchant.testKey), live: apiClient(app, merchant.liveKey) };
 }
@@ -41,13 +47,30 @@ test('the page escapes merchant text, carries a strict CSP and refuses framing b
   );
 });
 
-test('live mode with no bank configured says so plainly', async (t) => {
-  const { app, merchant, live } = await setup(t);
-  const created = await live.post('/v1/requests', {
+test('live mode with no bank configured: the API refuses a live request naming the setting; a page made before says so plainly', async (t) => {
+  const { app, merchant, live } = await setup(t, { banksFile: null });
+  const refused = await live.post('/v1/requests', {
     bank_account_id: merchant.bankAccountId,
     amount: '5.00 NZD',
     message: 'Live thing',
   });
+  assert.equal(refused.status, 409);
+  assert.equal(refused.body.code, 'conflict.no_live_bank');
+  assert.match(refused.body.message, /has not connected a live bank \(BANKS_FILE, see docs\/banks\.md\)/);
+  assert.equal((await live.get('/v1/requests')).body.requests.length, 0, 'nothing is created');
+  // A live request made while a bank was connected (by a process of the service started with one,
+  // on the same database), opened after the bank is gone.
+  const withBank = await createRuntime(testConfig({ workers: false }), {
+    db: app.testDb.db,
+    log: pino({ level: 'silent' }),
+  });
+  t.after(() => withBank.app.close());
+  const created = await apiClient(withBank, merchant.liveKey).post('/v1/requests', {
+    bank_account_id: merchant.bankAccountId,
+    amount: '5.00 NZD',
+    message: 'Live thing',
+  });
+  assert.equal(created.status, 201);
   const res = await page(app, `/pay/${created.body.request.id}`);
   assert.equal(res.statusCode, 200);
   assert.match(res.body, /No bank is connected/);

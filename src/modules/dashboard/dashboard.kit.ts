@@ -98,6 +98,8 @@ export function dashboardKit(deps: Deps) {
     base: signed.base,
     section,
     csrf: signed.session.csrfToken,
+    // Said on every live page, before the merchant tries: the API would refuse a live request.
+    liveWithoutBank: signed.mode === 'live' && deps.banks.list('live').length === 0,
   });
 
   const formCsrfMatches = (request: FastifyRequest, expected: string | undefined): boolean =>

@@ -378,3 +378,31 @@ test('payments: filters, search by particulars, reference, request and payer ema
     'a formula is written as text',
   );
 });
+
+test('with no live bank connected, live pages say so before the merchant tries, and the new-request page offers test mode instead', async (t) => {
+  const world = await dashWorld(t, { workers: false, banksFile: null });
+  const [kowhai] = world.merchants;
+  const browser = await logIn(world, kowhai);
+  for (const path of ['/dashboard/live', '/dashboard/live/requests']) {
+    assert.match(
+      textOf((await browser.request(path)).text),
+      /No live bank is connected\. Live requests cannot be created until the operator of this service connects one \(the BANKS_FILE setting\)/,
+    );
+  }
+  assert.ok(!textOf((await browser.request('/dashboard/test')).text).includes('No live bank'), 'test mode is not told');
+  const page = await browser.request('/dashboard/live/requests/new');
+  assert.ok(!page.text.includes('name="kind"'), 'no form to fill in vain');
+  assert.match(page.text, /href="\/dashboard\/test\/requests\/new">create a test request</);
+  const posted = await browser.request('/dashboard/live/requests/new', {
+    form: {
+      csrf: form(page.text),
+      kind: 'fixed',
+      message: 'Tea',
+      amount: '4.00',
+      bank_account_id: kowhai.bankAccountId,
+    },
+  });
+  assert.equal(posted.status, 400);
+  assert.match(textOf(posted.text), /has not connected a live bank/);
+  assert.equal((await kowhai.live.get('/v1/requests')).body.requests.length, 0);
+});

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Mode } from '../../shared/mode.ts';
 import { idempotent, type Reply } from '../../http/idempotency.ts';
-import { invalidParam, invalidState } from '../../shared/errors.ts';
+import { AppError, invalidParam, invalidState } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
 import { pageOf } from '../../shared/pagination.ts';
 import { andThen } from '../../shared/now-or-later.ts';
@@ -18,6 +18,7 @@ import {
   findRequestById as requestById,
   getRequest as ownRequest,
   lockRequest,
+  requestIdsOfOwner,
   requestNow,
   searchRequests,
   setRequestStatus,
@@ -42,6 +43,15 @@ declare module '../../jobs/queue.ts' {
 
 const owner = (ctx: Ctx) => ({ userId: ctx.merchant.id, mode: ctx.mode });
 const bool = (value: boolean | undefined) => (value ? 1 : 0);
+
+/** A live request no payer could pay: the operator has connected no live bank (docs/banks.md). */
+export function noLiveBankError(): AppError {
+  return new AppError(
+    'conflict.no_live_bank',
+    'Live mode has no bank to pay with: the operator of this service has not connected a live bank (BANKS_FILE, see docs/banks.md), so no payer could pay this request. Use a test key, or ask the operator to connect a bank',
+    { setting: 'BANKS_FILE' },
+  );
+}
 
 export async function createRequest(
   ctx: Ctx,
@@ -96,6 +106,8 @@ export async function createRequest(
   };
 
   return idempotent(ctx, idempotencyKey, 'POST /v1/requests', body, 201, async (trx) => {
+    // Inside, so a key used while a bank was connected still answers with the request it made.
+    if (ctx.mode === 'live' && ctx.deps.banks.list('live').length === 0) throw noLiveBankError();
     await insertRequest(trx, row);
     await emitEvent(
       trx,
@@ -253,4 +265,12 @@ export function holdRequestToPay(trx: Kysely<Database>, id: string): Promise<Req
 /** Whether the merchant has made any request in this mode (the dashboard opens in live mode once it has). */
 export async function hasAnyRequest(db: Kysely<Database>, owner: { userId: string; mode: Mode }): Promise<boolean> {
   return (await listRequests(db, owner, { limit: 0 })).length > 0;
+}
+
+/**
+ * The ids of an owner's requests, as a subquery: how another module finds its rows that belong to
+ * them, to delete a merchant's test data with theirs.
+ */
+export function requestIdsOf(db: Kysely<Database>, owner: { userId: string; mode: Mode }) {
+  return requestIdsOfOwner(db, owner);
 }
