@@ -133,3 +133,22 @@ test('the store keeps its rules in its API: no marker statement, no WeakMap side
     assert.doesNotMatch(text, /select 'tono:/, `${file}: a marker statement`);
   }
 });
+
+test('a statement read again after the schema changed names its columns as they now are', async (t) => {
+  const { store } = await storeWithItems(t);
+  await sql`insert into items (id, label) values (1, 'tea')`.execute(store.db);
+  await sql`alter table items add column note text`.execute(store.db);
+  const before = await store.db
+    .selectFrom('items' as never)
+    .selectAll()
+    .execute();
+  assert.deepEqual(before, [{ id: 1, label: 'tea', note: null }]);
+  // The same `select *` after a column moves: dropped, and added again after another.
+  await sql`alter table items drop column label`.execute(store.db);
+  await sql`alter table items add column label text not null default 'coffee'`.execute(store.db);
+  const after = await store.db
+    .selectFrom('items' as never)
+    .selectAll()
+    .execute();
+  assert.deepEqual(after, [{ id: 1, note: null, label: 'coffee' }]);
+});

@@ -24,6 +24,7 @@ import { newBatch, WalSyncer, type Batch, type FileSync } from './wal-syncer.ts'
 const SELECT = /^\s*select\s/i;
 /** A statement that changes rows; with RETURNING it also has columns, and is still a write. */
 const WRITE = /^\s*(insert|update|delete|replace)\s/i;
+const SCHEMA_CHANGE = /^\s*(create|alter|drop)\s/i;
 
 /**
  * A prepared statement; a reader's rows come back as arrays and are named here (see `rowsOf`).
@@ -99,6 +100,9 @@ export class GroupCommitDriver implements Driver {
   }
 
   run(sql: string, parameters: Params, connection: UnitConnection): QueryResult<any> {
+    // SQLite re-prepares a statement after a schema change, and `select *` may then return its
+    // columns in another order than the names its row maker was built with: forget them all.
+    if (SCHEMA_CHANGE.test(sql)) this.statements.clear();
     const entry = this.prepare(sql);
     const { statement, reader, write } = entry;
     if (reader && !write) return { rows: allRows(entry, parameters) };
@@ -121,6 +125,7 @@ export class GroupCommitDriver implements Driver {
   }
 
   exec(sql: string): void {
+    if (SCHEMA_CHANGE.test(sql)) this.statements.clear();
     this.database.exec(sql);
   }
 
