@@ -103,11 +103,11 @@ test('merchant create, keys create|revoke, bank-accounts add, migrate', async (t
     [['merchant', 'create', '--email', 'x@kiwi.example'], 'error: merchant create needs --name and --email\n'],
     [
       ['merchant', 'create', '--name', 'X', '--email', 'y@kiwi.example', '--bank-account', '12-3456-7890123-00'],
-      'error: account_number must be a valid NZ bank account number BB-bbbb-AAAAAAA-SSS (bank, branch, account and suffix, passing the check digit)\n',
+      'error: account_number must be a valid NZ bank account number BB-bbbb-AAAAAAA-SS, such as 12-3456-7890138-00 (bank, branch, account and suffix, passing the check digit)\n',
     ],
     [
       ['bank-accounts', 'add', '--merchant', merchant.user_id, '--number', '01-0902-0068388-00'],
-      'error: account_number must be a valid NZ bank account number BB-bbbb-AAAAAAA-SSS (bank, branch, account and suffix, passing the check digit)\n',
+      'error: account_number must be a valid NZ bank account number BB-bbbb-AAAAAAA-SS, such as 12-3456-7890138-00 (bank, branch, account and suffix, passing the check digit)\n',
     ],
     [
       ['bank-accounts', 'add', '--merchant', 'nobody@kiwi.example', '--number', VALID_ACCOUNT],
@@ -142,7 +142,7 @@ test('merchant create, keys create|revoke, bank-accounts add, migrate', async (t
   assert.equal(added.status, 0, added.stderr);
   const account = JSON.parse(added.stdout);
   assert.deepEqual(Object.keys(account), ['id', 'account_number']);
-  assert.equal(account.account_number, '01-0902-0068389-000');
+  assert.equal(account.account_number, '01-0902-0068389-00');
 
   const key = JSON.parse(
     (await runCli(store, ['keys', 'create', '--merchant', merchant.user_id, '--mode', 'test', '--json'])).stdout,

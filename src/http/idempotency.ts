@@ -9,6 +9,7 @@ import { openStored, type SecretBox } from '../shared/secret-box.ts';
 import type { Clock } from '../shared/time.ts';
 import type { Mode } from '../shared/mode.ts';
 import type { Db } from '../store/db.ts';
+import { countOwned, deleteOwned } from '../store/owned-rows.ts';
 
 /** Who is asking: the fields of a service context that idempotency needs. */
 export type IdempotencyScope = {
@@ -94,4 +95,14 @@ export async function idempotent<T>(
       .execute();
     return { status, body, replayed: false };
   });
+}
+
+/** How many keys a merchant's mode has a reply kept for (their test data, when it is deleted). */
+export function countIdempotencyKeys(db: Db, owner: { userId: string; mode: Mode }): Promise<number> {
+  return countOwned(db, 'idempotency_keys', owner);
+}
+
+/** Forgets the replies kept for a merchant's mode, so a key used before names nothing deleted; how many. */
+export function forgetIdempotencyKeys(db: Db, owner: { userId: string; mode: Mode }): Promise<number> {
+  return deleteOwned(db, 'idempotency_keys', owner);
 }

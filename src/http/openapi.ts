@@ -31,13 +31,19 @@ export const TAGS = [
   },
   { name: 'Webhooks', description: 'Endpoints that receive events, signed with their secret.' },
   { name: 'Bank accounts', description: "The merchant's accounts that payments go into." },
-  { name: 'Test helpers', description: 'Test keys only: a test clock, and payers and banks acting on test objects.' },
+  {
+    name: 'Test helpers',
+    description: 'Test keys only: a test clock, payers and banks acting on test objects, and deleting all test data.',
+  },
 ];
 
 const ID_OVERRIDES: Record<string, string> = {
   'POST /v1/webhooks/{id}/rotate-secret': 'rotateWebhookSecret',
   'GET /v1/test-helpers/clock': 'getTestClock',
   'POST /v1/test-helpers/clock/advance': 'advanceTestClock',
+  'POST /v1/test-helpers/clock/reset': 'resetTestClock',
+  'GET /v1/test-helpers/data': 'getTestData',
+  'DELETE /v1/test-helpers/data': 'deleteTestData',
   'POST /v1/test-helpers/requests/{id}/pay': 'payTestRequest',
   'POST /v1/test-helpers/subscriptions/{id}/decline-next': 'declineNextSubscriptionCharges',
   'POST /v1/test-helpers/subscriptions/{id}/cancel-at-bank': 'cancelSubscriptionAtBank',

@@ -140,6 +140,30 @@ export async function nextJobOfClock(db: Kysely<Database>, clockId: string): Pro
   return next ? Number(next.run_at) : null;
 }
 
+/** How many jobs follow this test clock: due later, running, or kept as failed. */
+export async function countJobsOfClock(db: Kysely<Database>, clockId: string): Promise<number> {
+  const row = await db
+    .selectFrom('jobs')
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('clock_id', '=', clockId)
+    .executeTakeFirst();
+  return Number(row?.n ?? 0);
+}
+
+/**
+ * Deletes the jobs of this test clock, with its merchant's test data, in the caller's transaction;
+ * how many. A job a worker holds is left to it, as cancelQueuedJob leaves one: it finds its object
+ * gone, and ends.
+ */
+export async function deleteJobsOfClock(db: Kysely<Database>, clockId: string): Promise<number> {
+  const result = await db
+    .deleteFrom('jobs')
+    .where('clock_id', '=', clockId)
+    .where('locked_by', 'is', null)
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
 /** For the metrics: jobs due now by kind, and jobs kept as failed. */
 export async function jobCounts(
   db: Kysely<Database>,

@@ -62,7 +62,11 @@ export function contributionsOf(deps: Deps, list: readonly ModuleManifest[] = ma
       payHelpers.set(kind, helper);
     }
   }
-  return { checkout, payHelpers };
+  // Deleted last module first: a module is listed after those whose rows its rows point at.
+  const testData = list.flatMap((manifest) =>
+    manifest.testData ? [{ ...manifest.testData, module: manifest.name }] : [],
+  );
+  return { checkout, payHelpers, testData: testData.reverse() };
 }
 
 /** Every module's routes, on one app. */

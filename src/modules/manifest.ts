@@ -5,6 +5,7 @@ import type { JobHandler } from '../jobs/worker.ts';
 import type { SealSecrets } from '../store/seal-at-rest.ts';
 import type { Kysely } from 'kysely';
 import type { Mode } from '../shared/mode.ts';
+import type { Db } from '../store/db.ts';
 import type { Database } from '../store/tables.ts';
 import type { Ctx, Deps } from './context.ts';
 import type { PayerDetails } from './customers/customers.rules.ts';
@@ -80,12 +81,39 @@ export type JobKind<K extends JobKindName = JobKindName> = {
   maxAttempts?: number;
 };
 
+/**
+ * A module's part of a merchant's test-mode data, which the merchant can delete all at once
+ * (src/modules/test-helpers/test-data.service.ts): the rows of its own tables in test mode. What a
+ * merchant set up rather than made by testing (API keys, webhook endpoints, bank accounts) is
+ * settings, and no module declares it here. Every function works on the merchant's test mode only.
+ */
+export type TestData = {
+  /** The kinds it counts, by their name in the API's answer (snake_case), each with what the dashboard calls it. */
+  kinds: Record<string, string>;
+  /** How many of each kind the merchant has in test mode. */
+  count(db: Db, userId: string): Promise<Record<string, number>>;
+  /**
+   * Locks the rows its jobs lock before they write (PostgreSQL; nothing on SQLite, whose writers
+   * take turns already), before any module deletes anything: a job that got there first finishes
+   * first, and its writes are deleted with the rest; one that comes later finds its object gone.
+   */
+  hold?(trx: Db, userId: string): Promise<void>;
+  /**
+   * Deletes them in the one transaction of the whole deletion, writing no event and queueing no
+   * email; returns how many of each kind it deleted. Modules are called in the reverse order of
+   * src/modules/index.ts, so the rows that point at a module's rows are gone first.
+   */
+  delete(trx: Db, userId: string): Promise<Record<string, number>>;
+};
+
 /** What modules contribute to one another, gathered from every manifest. */
 export type Contributions = {
   /** How the hosted page takes each kind of request (payment, recurring, subscription). */
   checkout: ReadonlyMap<string, CheckoutStrategy>;
   /** How the pay test helper pays each kind of request the way a payer would. */
   payHelpers: ReadonlyMap<string, PayHelper>;
+  /** Each module's test-mode data, in the order it is deleted (the reverse of the module list). */
+  testData: ReadonlyArray<TestData & { module: string }>;
 };
 
 /** Something a process with workers keeps running beside the job worker (a batched job lane). */
@@ -101,6 +129,8 @@ export type ModuleManifest = {
   checkout?: Record<string, (deps: Deps) => CheckoutStrategy>;
   /** Pay test helpers this module provides, by request kind. */
   payHelpers?: Record<string, PayHelper>;
+  /** Its tables' rows of a merchant's test mode, for deleting them all at once. */
+  testData?: TestData;
   /** Seals this module's secrets stored in clear before secrets were sealed at rest (once per database). */
   sealSecrets?: SealSecrets;
   /** Runs for every event as it is written, in its transaction (webhooks' fan-out). */

@@ -16,7 +16,8 @@ export const ActiveOrHistoricCurrencyAndAmount = Type.Object(
 );
 export type ActiveOrHistoricCurrencyAndAmount = Static<typeof ActiveOrHistoricCurrencyAndAmount>;
 
-export const AccountNumberPattern = '^\\d{2}-\\d{4}-\\d{7}-\\d{2,3}$';
+/** The standard's NZ account number, 2-4-7-2: bank-branch-account-suffix, each zero-padded (12-0123-0012345-00). */
+export const AccountNumberPattern = '^\\d{2}-\\d{4}-\\d{7}-\\d{2}$';
 
 export const CreditorAccount = Type.Object(
   {
@@ -24,7 +25,7 @@ export const CreditorAccount = Type.Object(
     Identification: Type.String({
       pattern: AccountNumberPattern,
       maxLength: 34,
-      description: 'NZ account number 12-3456-7890123-00',
+      description: 'NZ account number, 2-4-7-2: 12-3456-7890123-00',
     }),
     Name: Type.String({ minLength: 1, maxLength: 70 }),
     SecondaryIdentification: Type.Optional(Type.String({ minLength: 1, maxLength: 34 })),

@@ -34,3 +34,12 @@ export function inJsonArray(db: Kysely<any>, column: string, valuesJson: string)
     ? sql<boolean>`${sql.ref(column)} in (select jsonb_array_elements_text(cast(${valuesJson} as jsonb)))`
     : sql<boolean>`${sql.ref(column)} in (select value from json_each(${valuesJson}))`;
 }
+
+/**
+ * Locks the rows `query` selects until the transaction ends, without reading them out
+ * (PostgreSQL: FOR UPDATE in a count). Nothing on SQLite, whose writers take turns already.
+ */
+export async function holdRows(db: Kysely<any>, query: SelectQueryBuilder<any, any, any>): Promise<void> {
+  if (engineOf(db) !== 'postgres') return;
+  await db.selectFrom(query.forUpdate().as('held')).select(sql<number>`count(*)`.as('n')).execute();
+}

@@ -13,6 +13,7 @@ import { parse } from 'csv-parse/sync';
 import { dashWorld, detailPaths, objectsOf, PASSWORD, type DashMerchant, type DashWorld } from '../dashboard.ts';
 import { startReceiver } from '../support/webhook-receiver.ts';
 import { verifyWebhookSignature } from '../../src/modules/webhooks/verify.js';
+import { newId } from '../../src/shared/ids.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const skipReason = !fs.existsSync(CHROMIUM)
@@ -161,10 +162,35 @@ test('every page passes axe with no serious violations, at desktop and phone siz
   const objects = await objectsOf(world, kowhai);
   await kowhai.test.post(`/v1/test-helpers/subscriptions/${objects.subscription.id}/decline-next`, { count: 1 });
   await kowhai.test.post('/v1/test-helpers/clock/advance', { seconds: 15 * 86_400 });
+  // a labelled endpoint, and a delivery that failed for good (one no job will try again): the pages
+  // show them, and a resend button
+  await kowhai.test.patch(`/v1/webhooks/${objects.webhook.id}`, { description: 'Order sync' });
+  const failedAt = Date.now();
+  await world.app.deps.db
+    .insertInto('webhook_deliveries')
+    .values({
+      id: newId('delivery'),
+      event_id: objects.event.id,
+      endpoint_id: objects.webhook.id,
+      user_id: kowhai.userId,
+      mode: 'test',
+      status: 'failed',
+      attempts: 20,
+      first_attempt_at: failedAt - 600_000,
+      last_attempt_at: failedAt,
+      next_attempt_at: null,
+      failed_at: failedAt,
+      succeeded_at: null,
+      superseded_by: null,
+      with_secret: 0,
+      created_at: failedAt - 600_000,
+    })
+    .execute();
   const sections = [
     '',
     '/requests',
     '/requests/new',
+    '/requests/new?kind=subscription',
     '/payments',
     '/customers',
     '/subscriptions',
@@ -174,11 +200,13 @@ test('every page passes axe with no serious violations, at desktop and phone siz
     '/api-keys',
     '/bank-accounts',
     '/clock',
+    '/clock/test-data',
   ];
   const pages = [
     ...sections.map((s) => `/dashboard/test${s}`),
     '/dashboard/live',
     ...detailPaths(objects).map((p) => `/dashboard/test/${p}`),
+    `/dashboard/test/recurring-consents/${objects.consent.id}/charge`,
     '/dashboard/account',
   ];
   for (const [size, viewport] of [
@@ -198,8 +226,9 @@ test('every page passes axe with no serious violations, at desktop and phone siz
       const name = url
         .replace('/dashboard/', '')
         .replace(/\/(request|payment|customer|subscription|recurring|webhook|event|key)_[0-9A-Z]{26}/, '-detail')
-        .replace(/\//g, '-');
-      if (sections.some((s) => url === `/dashboard/test${s}`) || /-detail$/.test(name))
+        .replace(/\//g, '-')
+        .replace('?kind=', '-');
+      if (sections.some((s) => url === `/dashboard/test${s}`) || /-detail(-charge)?$/.test(name))
         await shot(page, `dashboard-${name === 'test' ? 'test-home' : name}-${size}.png`);
     }
     assert.deepEqual(errors, [], `no script errors or CSP violations at ${size}`);
@@ -223,6 +252,8 @@ test('a request created in the dashboard is paid at the sandbox bank; the CSV ex
   await page.getByRole('link', { name: 'Test', exact: true }).click();
   await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Requests' }).click();
   await page.getByRole('link', { name: 'New request' }).click();
+  await page.getByRole('radio', { name: 'A payment of an amount you set' }).check();
+  await page.getByRole('button', { name: 'Continue' }).click();
   await page.getByLabel('Message to the payer').fill('Two flat whites');
   await page.getByLabel('Amount (NZD)', { exact: true }).fill('9.50');
   await page.getByLabel('Statement reference').fill('TABLE-7');

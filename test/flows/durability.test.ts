@@ -13,7 +13,7 @@ test('SIGKILL right after a 201 loses nothing: the request and its event are the
   const env = { DEMO_MERCHANT: 'false', PUBLIC_BASE_URL: 'https://tono.example.nz' };
   const first = await startService(t, store, env);
   assert.doesNotMatch(first.stdout(), /Demo merchant/);
-  const headers = { authorization: `Bearer ${merchant.live_key}`, 'content-type': 'application/json' };
+  const headers = { authorization: `Bearer ${merchant.test_key}`, 'content-type': 'application/json' };
   const response = await fetch(`${first.baseUrl}/v1/requests`, {
     method: 'POST',
     headers,

@@ -37,7 +37,7 @@ test('a message queued before SIGKILL is sent once after the restart', async (t)
   assert.equal(smtp.messages.length, 0);
 
   await startService(t, store, env);
-  const mail = await smtp.waitFor((m) => /Your subscription to Crash Cafe is set up/.test(m.subject));
+  const mail = await smtp.waitFor((m) => /Your subscription “Weekly beans” with Crash Cafe is set up/.test(m.subject));
   assert.equal(mail.to, 'pat@example.com');
   assert.match(mail.text, /First charge: Wednesday 1 January 2031 at 10:00am/);
   await new Promise((resolve) => setTimeout(resolve, 1_500));

@@ -50,8 +50,10 @@ test('a payer signs in with the mailed code, cancels a subscription after confir
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByRole('heading', { name: 'What you agreed to' }).waitFor();
   await shot('payer-home.png');
-  assert.equal(await page.getByRole('link', { name: 'Kōwhai Coffee' }).count(), 2);
-  assert.equal(await page.getByRole('link', { name: 'Tui Books' }).count(), 2);
+  // each plan titled by what it is, the merchant beside it
+  assert.equal(await page.getByRole('link', { name: 'Beans' }).count(), 2);
+  assert.equal(await page.getByRole('link', { name: 'Top-ups' }).count(), 2);
+  assert.equal(await page.getByText('with Kōwhai Coffee').count(), 2);
 
   const subscription = world.subscriptions['pat@example.com'][0];
   await page.goto(`${world.baseUrl}/customer/subscriptions/${subscription}`);

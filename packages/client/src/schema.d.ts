@@ -688,6 +688,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/test-helpers/clock/reset": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Set the test clock back to real time (offset 0)
+         * @description Work scheduled on the test clock (subscription charges and their retries, expiries, sweeps) keeps its time on the clock: it runs when the clock reaches that time again, as real time passes or by an advance, never twice and never early. Objects made while the clock was ahead keep their times. Webhook deliveries and their retries run on real time and do not move. DELETE /v1/test-helpers/data deletes the test data, for a fresh start.
+         */
+        post: operations["resetTestClock"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/test-helpers/requests/{id}/pay": {
         parameters: {
             query?: never;
@@ -923,6 +943,30 @@ export interface paths {
          */
         post: operations["slowBankForRequest"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/test-helpers/data": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * How much test data the merchant has: what DELETE /v1/test-helpers/data would delete now
+         * @description API keys, webhook endpoints, bank accounts and the test clock are settings and are kept; live mode is never touched.
+         */
+        get: operations["getTestData"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete all of the merchant's test-mode data, at once and with no event
+         * @description Deletes every test-mode request, payment, customer, recurring consent, subscription, event, webhook delivery, email record, job scheduled on the test clock and reply kept for an Idempotency-Key, in one transaction (all or nothing). No event is written and no webhook sent. API keys, webhook endpoints, bank accounts and the test clock are settings and are kept; live mode is never touched. Answers how many of each were deleted.
+         */
+        delete: operations["deleteTestData"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1354,6 +1398,8 @@ export interface components {
             url: string;
             /** @description Event types to send; omit for every type. Known types: request.created, request.expired, request.status_updated, payment.created, payment.status_updated, recurring_payment.authorised, recurring_payment.revoked, subscription.created, subscription.charge_failed, subscription.charge_skipped, subscription.completed, subscription.cancelled, subscription.paused, subscription.resumed, customer.created, customer.updated, webhook_endpoint.disabled */
             events?: string[];
+            /** @description A label of your own, to tell endpoints apart (two may share a URL); omit for none. Trimmed; empty text is the same as null. */
+            description?: string | null;
         };
         /** CustInfo */
         CustInfo: {
@@ -1713,6 +1759,11 @@ export interface components {
             merchant_identifier: string | null;
             customer_id: string | null;
             email: string;
+            /**
+             * @description What the consent is for: the request's message, its title on every page and email
+             * @example Top-ups
+             */
+            description: string;
             /** @description The payer's bank */
             provider: string;
             is_test_mode: boolean;
@@ -2037,6 +2088,11 @@ export interface components {
             customer_id: string | null;
             /** @description The payer's email from the request's cust_info */
             email: string;
+            /**
+             * @description What the subscription is for: the request's message, its title on every page and email
+             * @example Veg box
+             */
+            description: string;
             subscription_options: {
                 /** @example 15.00 NZD */
                 amount: string;
@@ -2349,6 +2405,32 @@ export interface components {
                 updated_at: string;
             };
         };
+        /**
+         * TestDataCounts
+         * @description How many of each kind of the merchant's test-mode data
+         */
+        TestDataCounts: {
+            /** @description Payment requests */
+            requests: number;
+            /** @description Payments */
+            payments: number;
+            /** @description Customers */
+            customers: number;
+            /** @description Recurring consents */
+            recurring_consents: number;
+            /** @description Subscriptions, with their charges */
+            subscriptions: number;
+            /** @description Events */
+            events: number;
+            /** @description Webhook deliveries, with their attempts */
+            webhook_deliveries: number;
+            /** @description Email records */
+            emails: number;
+            /** @description Work scheduled on the test clock */
+            scheduled_jobs: number;
+            /** @description Replies kept for Idempotency-Key */
+            idempotency_keys: number;
+        };
         /** UpdateWebhook */
         UpdateWebhook: {
             /** @description Where events are POSTed: https (http only to localhost with a test key) */
@@ -2356,12 +2438,16 @@ export interface components {
             events?: string[] | null;
             /** @description true: no new deliveries (and those waiting are cancelled) until set back to false */
             disabled?: boolean;
+            /** @description A label of your own for the endpoint; null removes it. Trimmed; empty text is the same as null. */
+            description?: string | null;
         };
         /** WebhookEndpoint */
         WebhookEndpoint: {
             /** @example webhook_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
             id: string;
             url: string;
+            /** @description Your label for the endpoint; null when it has none */
+            description: string | null;
             /** @description Event types sent to this endpoint; null means every type */
             events: string[] | null;
             is_test_mode: boolean;
@@ -2444,7 +2530,7 @@ export interface operations {
                     "application/json": {
                         bank_accounts: {
                             id: string;
-                            /** @example 12-3456-7890138-000 */
+                            /** @example 12-3456-7890138-00 */
                             account_number: string;
                             name: string | null;
                             /**
@@ -4369,7 +4455,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.events" | "bad_request.invalid_param.url" | "bad_request.missing_param.url") | string;
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.description" | "bad_request.invalid_param.events" | "bad_request.invalid_param.url" | "bad_request.missing_param.url") | string;
                     };
                 };
             };
@@ -4554,7 +4640,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: ("bad_request.empty_update" | "bad_request.invalid_json" | "bad_request.invalid_param.disabled" | "bad_request.invalid_param.events" | "bad_request.invalid_param.id" | "bad_request.invalid_param.url") | string;
+                        code?: ("bad_request.empty_update" | "bad_request.invalid_json" | "bad_request.invalid_param.description" | "bad_request.invalid_param.disabled" | "bad_request.invalid_param.events" | "bad_request.invalid_param.id" | "bad_request.invalid_param.url") | string;
                     };
                 };
             };
@@ -4997,6 +5083,72 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"] & {
                         code?: ("bad_request.invalid_json" | "bad_request.invalid_param.seconds" | "bad_request.invalid_param.to") | string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description No such object for this key's merchant and mode */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_found.route";
+                    };
+                };
+            };
+        };
+    };
+    resetTestClock: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        clock: {
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601 UTC with milliseconds
+                             */
+                            now: string;
+                            /** @description How far the test clock is ahead of real time */
+                            offset_seconds: number;
+                        };
+                    };
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @description bad_request.unknown_param.<field>: the field's name */
+                        code?: string;
                     };
                 };
             };
@@ -6124,6 +6276,122 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "service_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    getTestData: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        test_data: components["schemas"]["TestDataCounts"];
+                    };
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @description bad_request.unknown_param.<field>: the field's name */
+                        code?: string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description No such object for this key's merchant and mode */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_found.route";
+                    };
+                };
+            };
+        };
+    };
+    deleteTestData: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        deleted: components["schemas"]["TestDataCounts"];
+                    };
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @description bad_request.unknown_param.<field>: the field's name */
+                        code?: string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description No such object for this key's merchant and mode */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_found.route";
                     };
                 };
             };

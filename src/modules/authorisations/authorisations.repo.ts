@@ -1,4 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
+import type { IdsQuery } from '../../store/owned-rows.ts';
 import type { Database } from '../../store/tables.ts';
 import type { EnduringAuthorisationsTable } from './authorisations.tables.ts';
 
@@ -52,4 +53,13 @@ export async function findPendingAuthorisationOfRequest(
     .orderBy('created_at', 'desc')
     .limit(1)
     .executeTakeFirst();
+}
+
+/** Deletes the authorisations of some requests (a merchant's test data, manifest.ts TestData); how many there were. */
+export async function deleteAuthorisationsOfRequests(db: Db, requestIds: IdsQuery): Promise<number> {
+  const result = await db
+    .deleteFrom('enduring_authorisations')
+    .where('request_id', 'in', requestIds)
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
 }

@@ -61,6 +61,7 @@ export const recurringKind: EnduringKind = {
       bank_account_id: request.bank_account_id,
       customer_id: customer.id,
       email: customer.email,
+      description: request.message,
       merchant_identifier: request.merchant_identifier,
       reference: request.reference,
       token_hash: hashConsentToken(secret),

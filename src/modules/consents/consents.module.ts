@@ -1,7 +1,7 @@
 import type { ModuleManifest } from '../manifest.ts';
 import { recurringCheckout } from './authorise.service.ts';
 import { registerConsentRoutes } from './consents.routes.ts';
-import { sealConsentAccessTokens } from './consents.repo.ts';
+import { countTestConsents, deleteTestConsents, holdTestConsents, sealConsentAccessTokens } from './consents.repo.ts';
 import { EXPIRE_CONSENT_JOB, expireConsentJob, REVOKE_AT_BANK_JOB, revokeAtBankJob } from './consents.service.ts';
 import { payRecurring } from './consents.test-helpers.ts';
 import {
@@ -26,4 +26,10 @@ export const consentsModule: ModuleManifest = {
   payHelpers: { recurring: payRecurring },
   sealSecrets: (trx, secrets) => sealConsentAccessTokens(trx, (secret) => secrets.seal(secret)),
   start: scheduleExecutionRecovery,
+  testData: {
+    kinds: { recurring_consents: 'Recurring consents' },
+    count: async (db, userId) => ({ recurring_consents: await countTestConsents(db, userId) }),
+    hold: holdTestConsents,
+    delete: async (trx, userId) => ({ recurring_consents: await deleteTestConsents(trx, userId) }),
+  },
 };

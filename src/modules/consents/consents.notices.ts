@@ -14,7 +14,12 @@ export async function noticeConsentAuthorised(trx: Db, consent: ConsentRow, zone
     {
       to: consent.email,
       template: 'consent_authorised',
-      data: { merchant: merchant.name, limits: describeLimits(limitsOf(consent), zone), test: consent.mode === 'test' },
+      data: {
+        merchant: merchant.name,
+        title: consent.description,
+        limits: describeLimits(limitsOf(consent), zone),
+        test: consent.mode === 'test',
+      },
       related: { type: 'recurring_consent', id: consent.id },
       owner: { userId: consent.user_id, mode: consent.mode },
       dedupeKey: `consent_authorised:${consent.id}`,
@@ -36,7 +41,7 @@ export async function noticeConsentRevoked(
     {
       to: consent.email,
       template: 'consent_revoked',
-      data: { merchant: merchant.name, by: byWords, test: consent.mode === 'test' },
+      data: { merchant: merchant.name, title: consent.description, by: byWords, test: consent.mode === 'test' },
       related: { type: 'recurring_consent', id: consent.id },
       owner: { userId: consent.user_id, mode: consent.mode },
       dedupeKey: `consent_revoked:${consent.id}`,

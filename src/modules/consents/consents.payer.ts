@@ -16,6 +16,8 @@ import type { Deps } from '../context.ts';
 
 export type PayerConsent = {
   id: string;
+  /** What it is for (the request's message): its title. */
+  title: string;
   merchant: string;
   test: boolean;
   status: string;
@@ -37,6 +39,7 @@ async function view(deps: Deps, row: ConsentRow, withPayments: boolean): Promise
   const active = object.status === 'active';
   return {
     id: row.id,
+    title: row.description,
     merchant,
     test: row.mode === 'test',
     status: object.status,

@@ -18,6 +18,7 @@ export function presentConsent(row: ConsentRow, usage: UsageAggregate, now: numb
     merchant_identifier: row.merchant_identifier,
     customer_id: row.customer_id,
     email: row.email,
+    description: row.description,
     provider: row.bank_id,
     is_test_mode: row.mode === 'test',
     limits: {

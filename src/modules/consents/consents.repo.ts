@@ -7,6 +7,7 @@ import { notSealed } from '../../store/seal-at-rest.ts';
 import type { RecurringConsentsTable } from './consents.tables.ts';
 import type { UsageTotals, Window } from './limits.ts';
 import type { Mode } from '../../shared/mode.ts';
+import { countOwned, deleteOwned, holdOwned } from '../../store/owned-rows.ts';
 
 // SQL of the consents module, no rules. Executions are payments rows tagged with the consent; the
 // period sums and the idempotency lookup read them here because they are this module's questions,
@@ -217,4 +218,19 @@ export async function countConsentsByStatus(db: Db, owner: Owner): Promise<Recor
     .groupBy('status')
     .execute();
   return Object.fromEntries(rows.map((row) => [row.status, Number(row.n)]));
+}
+
+// A merchant's test-mode recurring consents, counted, held and deleted with the rest of their test
+// data (manifest.ts, TestData).
+
+export function countTestConsents(db: Db, userId: string): Promise<number> {
+  return countOwned(db, 'recurring_consents', { userId, mode: 'test' });
+}
+
+export function holdTestConsents(db: Db, userId: string): Promise<void> {
+  return holdOwned(db, 'recurring_consents', { userId, mode: 'test' });
+}
+
+export function deleteTestConsents(db: Db, userId: string): Promise<number> {
+  return deleteOwned(db, 'recurring_consents', { userId, mode: 'test' });
 }

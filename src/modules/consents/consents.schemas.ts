@@ -34,6 +34,10 @@ export const ConsentObject = Type.Object(
     merchant_identifier: Nullable(Type.String()),
     customer_id: Nullable(Type.String()),
     email: Type.String(),
+    description: Type.String({
+      description: "What the consent is for: the request's message, its title on every page and email",
+      examples: ['Top-ups'],
+    }),
     provider: Type.String({ description: "The payer's bank" }),
     is_test_mode: Type.Boolean(),
     limits: Type.Object({

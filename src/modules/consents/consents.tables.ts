@@ -11,6 +11,8 @@ export interface RecurringConsentsTable {
   bank_account_id: string;
   customer_id: string | null;
   email: string;
+  /** What it is for: the request's message ("Top-ups"), its title on every page and email. */
+  description: string;
   merchant_identifier: string | null;
   /** The request's statement reference, the default for executions that give none. */
   reference: string | null;

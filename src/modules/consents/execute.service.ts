@@ -356,7 +356,9 @@ async function record(
       }
     }
     // Locked: the settle job may record the same payment's outcome at the same time.
-    const payment = (await holdPaymentToRecord(trx, known.id))!;
+    const payment = await holdPaymentToRecord(trx, known.id);
+    // Deleted while the bank was asked (the merchant's test data): nothing to record; as the bank said.
+    if (!payment) return { ...known, ...extra, status: outcome.status };
     // Found revoked at the bank: no webhook (the payer did it there), the consent is simply over.
     if (consentEnded && payment.recurring_consent_id) {
       const consent = await lockConsent(trx, payment.recurring_consent_id);

@@ -6,6 +6,7 @@ import type { Database } from '../../store/tables.ts';
 import type { Mode } from '../../shared/mode.ts';
 import type { CustInfoRow, CustomersTable } from './customers.tables.ts';
 import { containsText } from '../../store/search.ts';
+import { countOwned, deleteOwned } from '../../store/owned-rows.ts';
 
 export type CustomerRow = Selectable<CustomersTable>;
 export type Owner = { userId: string; mode: Mode };
@@ -121,4 +122,16 @@ export async function paymentIdsByPayerEmail(
     .limit(limit)
     .execute();
   return rows.map((row) => row.payment_id);
+}
+
+// A merchant's test-mode customers, counted and deleted with the rest of their test data
+// (manifest.ts, TestData); with them the payers' details recorded on test payments.
+
+export function countTestCustomers(db: Db, userId: string): Promise<number> {
+  return countOwned(db, 'customers', { userId, mode: 'test' });
+}
+
+export async function deleteTestCustomers(db: Db, userId: string): Promise<number> {
+  await deleteOwned(db, 'cust_infos', { userId, mode: 'test' });
+  return deleteOwned(db, 'customers', { userId, mode: 'test' });
 }

@@ -34,7 +34,7 @@ test('a merchant charges a recurring consent from its page: limits shown and enf
   assert.equal(review.status, 200);
   assert.match(
     textOf(review.text),
-    /Charge \$30\.00 to pat@example\.com\? After it, the consent leaves \$70\.00 this week\./,
+    /Charge \$30\.00 to pat@example\.com for “Top-ups”\? After it, the consent leaves \$70\.00 this week\./,
   );
   const key = keyOf(review.text);
   const confirm = { csrf, amount: '30', reference: 'INV-9', idempotency_key: key };

@@ -48,11 +48,12 @@ export type Bar = { x: number; y: number; width: number; height: number };
 
 /**
  * Vertical bars for values in a box `width` × `height`: equal widths with a gap, heights in
- * proportion to the largest value, bottoms on the baseline. A zero value is a zero-height bar.
+ * proportion to `top` (by default the largest value), bottoms on the baseline. A zero value is a
+ * zero-height bar.
  */
-export function columnBars(values: number[], width: number, height: number): Bar[] {
+export function columnBars(values: number[], width: number, height: number, top?: number): Bar[] {
   if (values.length === 0) return [];
-  const max = Math.max(...values, 0);
+  const max = top ?? Math.max(...values, 0);
   const slot = width / values.length;
   const gap = Math.min(2, slot * 0.2);
   return values.map((value, i) => {
@@ -78,3 +79,76 @@ export function rowBars(values: number[], width: number, rowHeight: number): Bar
 }
 
 const round = (n: number) => Math.round(n * 100) / 100;
+
+/**
+ * The money axis of a column chart: 0 and a few round steps (1, 2 or 5 whole dollars times a power
+ * of ten) up to the first at or above the largest value, so every tick reads as a whole amount.
+ * With nothing received the axis still runs to $1.
+ */
+export function moneyTicks(maxCents: number, most = 5): { top: number; ticks: number[] } {
+  const dollars = Math.max(1, Math.ceil(Math.max(0, maxCents) / 100));
+  let step = 1;
+  for (let power = 1; ; power *= 10) {
+    const fit = [1, 2, 5].map((m) => m * power).find((s) => Math.ceil(dollars / s) <= most - 1);
+    if (fit) {
+      step = fit;
+      break;
+    }
+  }
+  const steps = Math.ceil(dollars / step);
+  const ticks = Array.from({ length: steps + 1 }, (_, i) => i * step * 100);
+  return { top: ticks[ticks.length - 1], ticks };
+}
+
+/** A tick's amount, short: "$0", "$500", "$2,000", "$15k", "$1.5m". */
+export function moneyTickLabel(cents: number): string {
+  const dollars = Math.round(cents / 100);
+  if (dollars >= 1_000_000) return `$${trim(dollars / 1_000_000)}m`;
+  if (dollars >= 10_000) return `$${trim(dollars / 1000)}k`;
+  return `$${dollars.toLocaleString('en-NZ')}`;
+}
+
+const trim = (n: number) => String(Math.round(n * 10) / 10);
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+
+/** Which days get a date under the axis: every `every`th counting back from the last (today), as "13 Dec". */
+export function dayLabels(days: Day[], every = 7): Array<{ index: number; label: string }> {
+  const labels: Array<{ index: number; label: string }> = [];
+  for (let index = days.length - 1; index >= 0; index -= every) {
+    const [, month, day] = days[index].date.split('-').map(Number);
+    labels.unshift({ index, label: `${day} ${MONTHS[month - 1]}` });
+  }
+  return labels;
+}
+
+export type ChartBox = { width: number; height: number; left: number; right: number; top: number; bottom: number };
+
+/**
+ * The received-per-day column chart in a box with margins for its axes: the bars (scaled to the top
+ * tick, so the highest stands at or under it), the money ticks up the left with their heights, and
+ * the dates under the axis centred on their bars.
+ */
+export function receivedChart(days: Day[], box: ChartBox) {
+  const plotWidth = box.width - box.left - box.right;
+  const plotHeight = box.height - box.top - box.bottom;
+  const axis = moneyTicks(Math.max(0, ...days.map((d) => d.cents)));
+  const bars = columnBars(
+    days.map((d) => d.cents),
+    plotWidth,
+    plotHeight,
+    axis.top,
+  ).map((bar) => ({ ...bar, x: round(bar.x + box.left), y: round(bar.y + box.top) }));
+  const baseline = box.top + plotHeight;
+  return {
+    bars,
+    baseline,
+    yTicks: axis.ticks.map((cents) => ({
+      y: round(baseline - (cents / axis.top) * plotHeight),
+      label: moneyTickLabel(cents),
+    })),
+    xLabels: dayLabels(days).map(({ index, label }) => ({
+      x: round(bars[index].x + bars[index].width / 2),
+      label,
+    })),
+  };
+}

@@ -193,7 +193,7 @@ function signedPageGuard(deps: Deps, { message, formCsrfMatches, forbidden, cook
       if (request.method === 'GET' && request.cookies[MODE_COOKIE] !== mode)
         reply.setCookie(MODE_COOKIE, mode, { ...cookieOptions(), maxAge: 365 * 86_400 });
       if (options.testOnly && mode !== 'test')
-        return message(reply, 404, 'Not found', 'The test clock is in test mode only.', signed);
+        return message(reply, 404, 'Not found', 'The test clock and test data are in test mode only.', signed);
       try {
         return await handler(request, reply, signed);
       } catch (error) {

@@ -4,5 +4,5 @@ import { registerDashboardRoutes } from './dashboard.routes.ts';
 /** The merchant dashboard at /dashboard. */
 export const dashboardModule: ModuleManifest = {
   name: 'dashboard',
-  routes: (app, deps) => registerDashboardRoutes(app, deps),
+  routes: (app, deps, contributions) => registerDashboardRoutes(app, deps, contributions),
 };

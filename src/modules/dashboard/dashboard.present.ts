@@ -58,3 +58,39 @@ export function statusHistory(events: EventEnvelope[]): HistoryStep[] {
     .map((e) => ({ status: String((e.data as { status: string }).status), at: e.created_at, eventId: e.id }))
     .sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : a.eventId < b.eventId ? -1 : 1));
 }
+
+const PAGE_OF_KIND: Record<string, string> = {
+  request: 'requests',
+  payment: 'payments',
+  customer: 'customers',
+  subscription: 'subscriptions',
+  recurring: 'recurring-consents',
+  webhook: 'webhooks',
+};
+
+/** The dashboard page of the object an event is about (`payments/payment_…`), by its id's kind; null for a kind with no page. */
+export function objectPathOf(id: unknown): string | null {
+  const match = typeof id === 'string' ? /^([a-z]+)_[0-9A-Z]{26}$/.exec(id) : null;
+  const section = match ? PAGE_OF_KIND[match[1]] : undefined;
+  return section ? `${section}/${id}` : null;
+}
+
+/** What a delivery state reads as in a badge. */
+export function deliveryStateLabel(state: string): string {
+  return state === 'no_endpoint' ? 'no endpoint' : state;
+}
+
+/** An endpoint's failed attempts over a window: "3 of 12 attempts failed (25%)", "none of 12 attempts failed", "no attempts". */
+export function failureRateText(failed: number, attempts: number): string {
+  if (attempts === 0) return 'no attempts';
+  const of = `of ${attempts} attempt${attempts === 1 ? '' : 's'} failed`;
+  if (failed === 0) return `none ${of}`;
+  const percent = (failed / attempts) * 100;
+  const shown = percent < 1 ? '<1' : String(Math.round(percent));
+  return `${failed} ${of} (${shown}%)`;
+}
+
+/** How an endpoint's newest attempted delivery stands, as a badge reads: the delivery's status in the dashboard's words. */
+export function lastDeliveryLabel(status: 'pending' | 'succeeded' | 'failed' | 'cancelled'): string {
+  return status === 'succeeded' ? 'delivered' : status === 'pending' ? 'retrying' : status;
+}

@@ -40,6 +40,7 @@ import { registerBankAccountPages } from './sections/bank-accounts.ts';
 import { registerClockPages } from './sections/clock.ts';
 import type { Deps } from '../context.ts';
 import type { App } from '../../http/app-type.ts';
+import type { Contributions } from '../manifest.ts';
 
 // The merchant dashboard at /dashboard (docs/dashboard.md): sign-in, then every section under
 // /dashboard/{live|test}/…, each action through the owning module's service, as the API does.
@@ -74,7 +75,7 @@ async function homeMode(deps: Deps, merchantId: string, remembered: string | und
   return (await hasAnyRequest(deps.db, { userId: merchantId, mode: 'live' })) ? 'live' : 'test';
 }
 
-export async function registerDashboardRoutes(app: App, deps: Deps): Promise<void> {
+export async function registerDashboardRoutes(app: App, deps: Deps, contributions: Contributions): Promise<void> {
   const kit = dashboardKit(deps);
 
   await app.register(async (scope) => {
@@ -126,7 +127,7 @@ export async function registerDashboardRoutes(app: App, deps: Deps): Promise<voi
     registerWebhookPages(scope, kit);
     registerKeyPages(scope, kit);
     registerBankAccountPages(scope, kit);
-    registerClockPages(scope, kit);
+    registerClockPages(scope, kit, contributions.testData);
   });
 }
 

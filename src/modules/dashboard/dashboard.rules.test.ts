@@ -4,11 +4,21 @@ import fc from 'fast-check';
 import { parse } from 'csv-parse/sync';
 import { stringify } from 'csv-stringify/sync';
 import { centsToDecimal } from '../../shared/money.ts';
-import { columnBars, receivedPerDay, rowBars, statusBreakdown, type Activity } from './dashboard.charts.ts';
+import {
+  columnBars,
+  dayLabels,
+  moneyTickLabel,
+  moneyTicks,
+  receivedChart,
+  receivedPerDay,
+  rowBars,
+  statusBreakdown,
+  type Activity,
+} from './dashboard.charts.ts';
 import { amountText, apiBodyProblem, dollarsToCents } from './dashboard.forms.ts';
 import { formProblemOf, REQUEST_INPUTS, REQUEST_KINDS, requestBodyFromForm, strayInputOf } from './request-form.ts';
 import { dayBound, money, queryOf } from './dashboard.format.ts';
-import { spreadsheetSafe, statusHistory } from './dashboard.present.ts';
+import { failureRateText, objectPathOf, spreadsheetSafe, statusHistory } from './dashboard.present.ts';
 import { CreateRequestBody } from '../requests/requests.schemas.ts';
 
 // The dashboard's pure parts: chart geometry, daily totals, form-to-body, CSV cells.
@@ -228,5 +238,102 @@ test('a day range covers whole local days; queries keep only filled values; stat
   assert.deepEqual(
     history.map((h) => h.status),
     ['awaiting-consent', 'successful'],
+  );
+});
+
+test('the money axis: round whole-dollar steps from $0 to the first at or above the largest day, a handful of them', () => {
+  fc.assert(
+    fc.property(fc.integer({ min: 0, max: 10_000_000_000 }), fc.integer({ min: 2, max: 8 }), (max, most) => {
+      const { top, ticks } = moneyTicks(max, most);
+      assert.equal(ticks[0], 0);
+      assert.equal(ticks[ticks.length - 1], top);
+      assert.ok(top >= max && top >= 100, 'covers the largest, and at least $1');
+      assert.ok(ticks.length >= 2 && ticks.length <= most, `${ticks.length} ticks`);
+      const step = ticks[1];
+      assert.ok(top - step < Math.max(max, 1), 'no empty step above the largest');
+      assert.match(String(step / 100), /^[125]0*$/, 'a step of 1, 2 or 5 whole dollars times a power of ten');
+      assert.deepEqual(
+        ticks,
+        ticks.map((_, i) => i * step),
+      );
+    }),
+  );
+  assert.deepEqual(moneyTicks(3400).ticks, [0, 1000, 2000, 3000, 4000]);
+  assert.deepEqual(moneyTicks(0).ticks, [0, 100]);
+  assert.deepEqual([0, 50_000, 200_000, 1_500_000, 250_000_000].map(moneyTickLabel), [
+    '$0',
+    '$500',
+    '$2,000',
+    '$15k',
+    '$2.5m',
+  ]);
+});
+
+test('the received chart: bars inside the plot under the top tick, ticks from the baseline up, dates under their bars', () => {
+  const box = { width: 600, height: 240, left: 72, right: 8, top: 12, bottom: 30 };
+  const now = Date.parse('2026-11-23T10:00:00Z');
+  fc.assert(
+    fc.property(fc.array(fc.integer({ min: 0, max: 5_000_000 }), { minLength: 30, maxLength: 30 }), (cents) => {
+      const days = receivedPerDay([], now, ZONE, 30).map((d, i) => ({ ...d, cents: cents[i] }));
+      const chart = receivedChart(days, box);
+      assert.equal(chart.baseline, 210);
+      for (const bar of chart.bars) {
+        assert.ok(bar.x >= box.left && bar.x + bar.width <= box.width - box.right + 0.01, 'inside horizontally');
+        assert.ok(bar.y >= box.top - 0.01 && Math.abs(bar.y + bar.height - chart.baseline) < 0.02, 'on the baseline');
+      }
+      assert.equal(chart.yTicks[0].y, chart.baseline);
+      assert.equal(chart.yTicks[chart.yTicks.length - 1].y, box.top);
+      for (const label of chart.xLabels) assert.ok(label.x > box.left && label.x < box.width - box.right);
+    }),
+  );
+  const days = receivedPerDay([], now, ZONE, 30);
+  assert.deepEqual(
+    dayLabels(days).map((l) => [l.index, l.label]),
+    [
+      [1, '26 Oct'],
+      [8, '2 Nov'],
+      [15, '9 Nov'],
+      [22, '16 Nov'],
+      [29, '23 Nov'],
+    ],
+  );
+});
+
+test('an event links to the page of what it is about; failure rates read as counts and a share', () => {
+  const ulid = '01JD2Q8Z7M3V4K5N6P7R8S9T0V';
+  assert.deepEqual(
+    ['request', 'payment', 'customer', 'subscription', 'recurring', 'webhook', 'charge', 'event'].map((kind) =>
+      objectPathOf(`${kind}_${ulid}`),
+    ),
+    [
+      `requests/request_${ulid}`,
+      `payments/payment_${ulid}`,
+      `customers/customer_${ulid}`,
+      `subscriptions/subscription_${ulid}`,
+      `recurring-consents/recurring_${ulid}`,
+      `webhooks/webhook_${ulid}`,
+      null,
+      null,
+    ],
+  );
+  for (const odd of [undefined, 42, 'payment_', `payment_${ulid}/../x`, `javascript:payment_${ulid}`])
+    assert.equal(objectPathOf(odd), null, String(odd));
+  assert.deepEqual(
+    [
+      [0, 0],
+      [0, 12],
+      [3, 12],
+      [1, 1000],
+      [12, 12],
+      [1, 1],
+    ].map(([failed, attempts]) => failureRateText(failed, attempts)),
+    [
+      'no attempts',
+      'none of 12 attempts failed',
+      '3 of 12 attempts failed (25%)',
+      '1 of 1000 attempts failed (<1%)',
+      '12 of 12 attempts failed (100%)',
+      '1 of 1 attempt failed (100%)',
+    ],
   );
 });

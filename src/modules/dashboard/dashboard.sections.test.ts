@@ -102,12 +102,17 @@ test('live and test are kept apart: lists, home numbers and the test-mode markin
   assert.ok(home.includes(`Received $${(received / 100).toFixed(2)}`), `received ${received}`);
   assert.match(home, /Active subscriptions 1/);
   assert.match(home, /Active recurring consents 1/);
-  assert.match(test.text, /<svg viewBox="0 0 360 140" role="img"/);
+  assert.match(
+    test.text,
+    /<svg class="columns" viewBox="0 0 600 240" role="img" aria-label="Money received per day from /,
+  );
+  assert.match(home, /Show the days as a table/, 'the days in a table, behind a summary');
   assert.match(
     home,
-    /successful 2/,
-    'the table beside the chart: the one-off payment and the first subscription charge',
+    /Payments by status Status Payments awaiting-consent \d+ successful 2 failed/,
+    'one table, each row with its bar and count: the one-off payment and the first subscription charge',
   );
+  assert.equal((test.text.match(/Payments by status/g) ?? []).length, 1, 'not repeated');
   assert.match(textOf(live.text), /Received \$0\.00/);
 });
 
@@ -125,7 +130,17 @@ test('customers, subscriptions (pause, resume, cancel after confirming), recurri
   assert.match(customer, /\$100\.00 weekly/);
 
   const detail = textOf((await browser.request(`/dashboard/test/subscriptions/${o.subscription.id}`)).text);
+  assert.match(detail, /^ Beans \(subscription of pat@example\.com\)/, 'the title is what it is, the payer beside it');
+  assert.match(detail, /Beans active Subscription of pat@example\.com/);
   assert.match(detail, /Plan \$15\.00 fortnightly/);
+  assert.match(
+    textOf((await browser.request('/dashboard/test/subscriptions')).text),
+    /Beans pat@example\.com \$15\.00 fortnightly/,
+  );
+  assert.match(
+    textOf((await browser.request('/dashboard/test/recurring-consents')).text),
+    /Top-ups pat@example\.com \$100\.00 weekly/,
+  );
   assert.match(detail, /Next charge \S+/);
   assert.match(detail, /Charges and retries .* successful 1/);
   for (const [verb, status, event] of [
@@ -162,7 +177,7 @@ test('customers, subscriptions (pause, resume, cancel after confirming), recurri
   assert.match(consent, /Each payment up to \$50\.00/);
   assert.match(consent, /Left \$100\.00/);
   const confirm = await browser.request(`/dashboard/test/recurring-consents/${o.consent.id}/revoke`);
-  assert.match(textOf(confirm.text), /Revoke the recurring consent of pat@example\.com\?/);
+  assert.match(textOf(confirm.text), /Revoke “Top-ups”, the recurring consent of pat@example\.com\?/);
   const revoked = await browser.request(`/dashboard/test/recurring-consents/${o.consent.id}/revoke`, {
     form: { csrf: Browser.csrfOf(confirm.text) },
   });
@@ -190,7 +205,7 @@ test('bank accounts are added with the check-digit validator; the test clock adv
   const o = await objectsOf(world, kowhai);
   const browser = await logIn(world, kowhai);
   const accounts = await browser.request('/dashboard/live/bank-accounts');
-  assert.ok(accounts.text.includes(VALID_ACCOUNT.replace(/-00$/, '-000')) || accounts.text.includes(VALID_ACCOUNT));
+  assert.ok(accounts.text.includes(VALID_ACCOUNT), 'the account number as it was typed, in the one form');
   const wrong = await browser.request('/dashboard/live/bank-accounts', {
     form: { csrf: Browser.csrfOf(accounts.text), account_number: '12-3456-7890139-00' },
   });

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Browser } from '../../../test/payer.ts';
-import { dashWorld, logIn, textOf } from '../../../test/dashboard.ts';
+import { dashWorld, logIn, objectsOf, textOf } from '../../../test/dashboard.ts';
 import { startReceiver } from '../../../test/support/webhook-receiver.ts';
 import { verifyWebhookSignature } from '../webhooks/verify.js';
 
@@ -190,4 +190,203 @@ test('an API key created in the dashboard works on the API, is shown once, and o
   assert.equal(revoked.status, 303);
   assert.equal((await call()).statusCode, 401);
   assert.equal((await kowhai.live.get('/v1/requests')).status, 200, 'the other key still works');
+});
+
+/** A page's table row of an object (by an id in it), its text and its HTML. */
+function rowOf(html: string, id: string): { text: string; html: string } {
+  const row = html.split('<tr>').find((r) => r.includes(`>${id}<`));
+  assert.ok(row, `a row of ${id}`);
+  return { html: row, text: textOf(row) };
+}
+
+/** Sets how a delivery stands, as the sender would have left it. */
+async function setDelivery(
+  world: Awaited<ReturnType<typeof dashWorld>>,
+  eventId: string,
+  state: { status: 'pending' | 'succeeded' | 'failed'; attempts: number; at: number },
+) {
+  await world.app.deps.db
+    .updateTable('webhook_deliveries')
+    .set({
+      status: state.status,
+      attempts: state.attempts,
+      created_at: state.at,
+      first_attempt_at: state.attempts ? state.at : null,
+      last_attempt_at: state.attempts ? state.at : null,
+      next_attempt_at: state.status === 'pending' ? state.at + 60_000 : null,
+      failed_at: state.status === 'failed' ? state.at : null,
+      succeeded_at: state.status === 'succeeded' ? state.at : null,
+    })
+    .where('event_id', '=', eventId)
+    .execute();
+}
+
+test('endpoints show their description, status, last delivery and failures over 7 days; the form refuses a long description in its own words', async (t) => {
+  const world = await dashWorld(t, { workers: false });
+  const [kowhai, tui] = world.merchants;
+  const browser = await logIn(world, kowhai);
+  const url = 'https://example.com/hooks';
+  const list = await browser.request('/dashboard/test/webhooks');
+  assert.match(list.text, /<label for="description">Description <span class="hint">\(optional\)<\/span><\/label>/);
+  const long = await browser.request('/dashboard/test/webhooks', {
+    form: { csrf: Browser.csrfOf(list.text), url, description: 'x'.repeat(201) },
+  });
+  assert.equal(long.status, 400);
+  assert.match(
+    textOf(long.text),
+    /The description can be at most 200 characters: shorten it, or leave it empty\. Nothing was created\./,
+  );
+  assert.match(long.text, /id="description"[^>]*aria-describedby="description-hint form-error" aria-invalid="true"/);
+  assert.match(long.text, /id="url"[^>]*value="https:\/\/example\.com\/hooks"/, 'what was typed stays');
+  const badUrl = await browser.request('/dashboard/test/webhooks', {
+    form: { csrf: Browser.csrfOf(list.text), url: 'example.com', description: 'Shop' },
+  });
+  assert.equal(badUrl.status, 400);
+  assert.match(textOf(badUrl.text), /Enter the URL to send events to: https:\/\/…/);
+  assert.match(badUrl.text, /id="url"[^>]*aria-invalid="true"/);
+  assert.equal((await kowhai.test.get('/v1/webhooks')).body.webhooks.length, 0, 'nothing created');
+
+  const made = await browser.request('/dashboard/test/webhooks', {
+    form: { csrf: Browser.csrfOf(list.text), url, description: '  <Shop> orders & more  ' },
+  });
+  assert.equal(made.status, 303, made.text);
+  const shop = (await kowhai.test.get('/v1/webhooks')).body.webhooks[0];
+  assert.equal(shop.description, '<Shop> orders & more', 'trimmed, through the same service as the API');
+  const crm = (await kowhai.test.post('/v1/webhooks', { url })).body.webhook;
+  await kowhai.test.patch(`/v1/webhooks/${crm.id}`, { disabled: true });
+
+  // four deliveries to the shop's endpoint: one older than the window, then delivered, failed, retrying
+  const now = world.app.deps.clock.now();
+  const states = [
+    { status: 'failed', attempts: 5, at: now - 8 * 86_400_000 },
+    { status: 'succeeded', attempts: 1, at: now - 3000 },
+    { status: 'failed', attempts: 3, at: now - 2000 },
+    { status: 'pending', attempts: 2, at: now - 1000 },
+  ] as const;
+  for (const state of states) {
+    const request = (
+      await kowhai.test.post('/v1/requests', {
+        bank_account_id: kowhai.bankAccountId,
+        message: 'Tea',
+        amount: '3.00 NZD',
+      })
+    ).body.request;
+    const event = (await kowhai.test.get('/v1/events', { query: { object_id: request.id } })).body.events[0];
+    await setDelivery(world, event.id, state);
+  }
+
+  const page = await browser.request('/dashboard/test/webhooks');
+  assert.ok(page.text.includes('&lt;Shop&gt; orders &amp; more'), 'escaped');
+  assert.ok(!page.text.includes('<Shop>'));
+  assert.match(
+    rowOf(page.text, '&lt;Shop&gt; orders &amp; more').text,
+    /^ <Shop> orders & more https:\/\/example\.com\/hooks enabled retrying \d.* 5 of 6 attempts failed \(83%\) all events/,
+  );
+  assert.match(
+    rowOf(page.text, url).text,
+    /^ https:\/\/example\.com\/hooks disabled none yet no attempts all events/,
+    'the other endpoint at the same URL, told apart',
+  );
+  const detail = textOf((await browser.request(`/dashboard/test/webhooks/${shop.id}`)).text);
+  assert.match(detail, /Endpoint <Shop> orders & more/);
+  assert.match(detail, /URL https:\/\/example\.com\/hooks Description <Shop> orders & more Status enabled/);
+  assert.match(detail, /Last delivery retrying [^,]+, [^,]+, 2 attempts/);
+  assert.match(detail, /Last 7 days 5 of 6 attempts failed \(83%\)/);
+  const disabled = textOf((await browser.request(`/dashboard/test/webhooks/${crm.id}`)).text);
+  assert.match(disabled, /Description none Status disabled no new deliveries are sent to it Last delivery none yet/);
+  const home = textOf((await browser.request('/dashboard/test')).text);
+  assert.match(home, /2 deliveries failed for good .* <Shop> orders & more event_\S+ .* <Shop> orders & more event_/);
+  const stranger = await logIn(world, tui);
+  assert.equal((await stranger.request(`/dashboard/test/webhooks/${shop.id}`)).status, 404);
+  assert.ok(!(await stranger.request('/dashboard/test/webhooks')).text.includes('Shop'), 'not in their list');
+});
+
+test('events list: each object links to its page, Sent on one line, the delivery state with attempts; a failed one is resent from the list', async (t) => {
+  const world = await dashWorld(t, { workers: false });
+  const [kowhai, tui] = world.merchants;
+  const o = await objectsOf(world, kowhai);
+  const browser = await logIn(world, kowhai);
+  for (const [type, path] of [
+    ['request.created', `requests/${o.request.id}`],
+    ['payment.created', `payments/${o.payment.id}`],
+    ['customer.created', `customers/${o.customer.id}`],
+    ['subscription.created', `subscriptions/${o.subscription.id}`],
+    ['recurring_payment.authorised', `recurring-consents/${o.consent.id}`],
+  ]) {
+    const html = (await browser.request(`/dashboard/test/events?type=${type}`)).text;
+    assert.ok(html.includes(`<a href="/dashboard/test/${path}">`), `${type} links to ${path}`);
+    assert.equal((await browser.request(`/dashboard/test/${path}`)).status, 200, path);
+  }
+  const first = (await browser.request(`/dashboard/test/events?object_id=${o.request.id}`)).text;
+  assert.match(first, /<td class="nowrap">[^<]+<\/td>/, 'Sent on one line');
+  assert.match(rowOf(first, o.event.id).text, /no endpoint/, 'no endpoint took it');
+
+  // the endpoint objectsOf made takes the events from here on: one waits, one failed, one delivered
+  const events: string[] = [];
+  for (let i = 0; i < 3; i++) {
+    const request = (
+      await kowhai.test.post('/v1/requests', {
+        bank_account_id: kowhai.bankAccountId,
+        message: 'Tea',
+        amount: '3.00 NZD',
+      })
+    ).body.request;
+    events.push((await kowhai.test.get('/v1/events', { query: { object_id: request.id } })).body.events[0].id);
+  }
+  const [waiting, failed, delivered] = events;
+  const now = world.app.deps.clock.now();
+  await setDelivery(world, failed, { status: 'failed', attempts: 20, at: now - 1000 });
+  await setDelivery(world, delivered, { status: 'succeeded', attempts: 2, at: now - 500 });
+  const list = (await browser.request('/dashboard/test/events?type=request.created')).text;
+  assert.match(rowOf(list, waiting).text, /request\.created .* sending $/);
+  assert.match(rowOf(list, delivered).text, /delivered 2 attempts $/);
+  assert.ok(!rowOf(list, delivered).html.includes('<form'), 'nothing to resend');
+  const failedRow = rowOf(list, failed);
+  assert.match(failedRow.text, /failed 20 attempts Resend $/);
+  assert.match(failedRow.html, new RegExp(`<button type="submit" class="small" aria-label="Resend ${failed}">`));
+  const fields = Object.fromEntries(
+    [...failedRow.html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]+)">/g)].map((m) => [m[1], m[2]]),
+  );
+  assert.deepEqual(
+    { ...fields, csrf: undefined },
+    { csrf: undefined, back: 'events', type: 'request.created', webhook_id: o.webhook.id },
+  );
+  assert.match(failedRow.html, new RegExp(`action="/dashboard/test/events/${failed}/resend"`));
+
+  // another merchant, another merchant's endpoint, no token: 404, 404, 403, and nothing is queued
+  const stranger = await logIn(world, tui);
+  const strangerCsrf = Browser.csrfOf((await stranger.request('/dashboard/test/events')).text);
+  const tuiHook = (await tui.test.post('/v1/webhooks', { url: 'https://example.com/tui' })).body.webhook;
+  const post = (who: typeof browser, form: Record<string, string>) =>
+    who.request(`/dashboard/test/events/${failed}/resend`, { form });
+  assert.equal((await post(stranger, { ...fields, csrf: strangerCsrf })).status, 404);
+  assert.equal((await post(browser, { ...fields, webhook_id: tuiHook.id })).status, 404);
+  assert.equal((await post(browser, { ...fields, csrf: 'forged' })).status, 403);
+  const count = async () =>
+    (await world.app.deps.db.selectFrom('webhook_deliveries').select('id').where('event_id', '=', failed).execute())
+      .length;
+  assert.equal(await count(), 1);
+
+  const resent = await post(browser, fields);
+  assert.equal(resent.status, 303, resent.text);
+  assert.equal(
+    resent.headers.get('location'),
+    `/dashboard/test/events?type=request.created&done=resent&count=1&event=${failed}`,
+    'back to the list, its filter kept',
+  );
+  assert.equal(await count(), 2);
+  const after = (await browser.request(resent.headers.get('location')!)).text;
+  assert.match(textOf(after), new RegExp(`Event ${failed} is queued to be sent again \\(1 deliveries\\)`));
+  assert.match(rowOf(after, failed).text, /sending 20 attempts $/, 'the new delivery waits; the old attempts count');
+
+  // a disabled endpoint is not sent to: the message says why
+  await setDelivery(world, failed, { status: 'failed', attempts: 20, at: now });
+  await kowhai.test.patch(`/v1/webhooks/${o.webhook.id}`, { disabled: true });
+  const refused = await post(browser, fields);
+  assert.equal(refused.status, 400);
+  assert.match(textOf(refused.text), /The event was not sent again .* is disabled: enable it first/);
+  assert.ok(
+    !rowOf((await browser.request('/dashboard/test/events?type=request.created')).text, failed).html.includes('<form'),
+    'no resend offered to a disabled endpoint',
+  );
 });

@@ -4,6 +4,7 @@ import { inJsonArray } from '../../store/db.ts';
 import { prepared } from '../../store/prepared.ts';
 import type { Mode } from '../../shared/mode.ts';
 import type { EventsTable } from './events.tables.ts';
+import { countOwned, deleteOwned, idsOfOwned } from '../../store/owned-rows.ts';
 
 export type EventRow = Selectable<EventsTable>;
 export type Owner = { userId: string; mode: Mode };
@@ -92,4 +93,20 @@ export async function eventsWithUnsealedSecret(db: Db, types: string[]): Promise
 
 export async function setEventBodyAndSecret(db: Db, id: string, body: string, secretSealed: string): Promise<void> {
   await db.updateTable('events').set({ body, secret_sealed: secretSealed }).where('id', '=', id).execute();
+}
+
+// A merchant's test-mode events, counted and deleted with the rest of their test data
+// (manifest.ts, TestData).
+
+export function countTestEvents(db: Db, userId: string): Promise<number> {
+  return countOwned(db, 'events', { userId, mode: 'test' });
+}
+
+export function deleteTestEvents(db: Db, userId: string): Promise<number> {
+  return deleteOwned(db, 'events', { userId, mode: 'test' });
+}
+
+/** The ids of the owner's events, as a subquery. */
+export function eventIdsOfOwner(db: Db, owner: Owner) {
+  return idsOfOwned(db, 'events', owner);
 }

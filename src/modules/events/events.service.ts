@@ -17,6 +17,7 @@ import {
 } from './events.builders.ts';
 import {
   eventBodies as storedBodies,
+  eventIdsOfOwner,
   eventsAfter,
   eventsWithUnsealedSecret,
   findEvent,
@@ -186,4 +187,12 @@ export function eventBodies(
   ids: string[],
 ): Promise<Map<string, { body: string; secret_sealed: string | null }>> {
   return storedBodies(db, ids);
+}
+
+/**
+ * The ids of an owner's events, as a subquery: how another module finds its rows that belong to
+ * them, to delete a merchant's test data with theirs.
+ */
+export function eventIdsOf(db: Kysely<Database>, owner: { userId: string; mode: Mode }) {
+  return eventIdsOfOwner(db, owner);
 }

@@ -3,6 +3,7 @@ import { inJsonArray } from '../../store/db.ts';
 import { inserted, insertRow, prepared } from '../../store/prepared.ts';
 import type { Database } from '../../store/tables.ts';
 import type { MailMessagesTable } from './mail.tables.ts';
+import { countOwned, deleteOwned } from '../../store/owned-rows.ts';
 
 // Every subscription charge queues a receipt, so the statements of queueing, loading and recording
 // a message are prepared (store/prepared.ts): built through Kysely for each message, they cost a
@@ -48,4 +49,16 @@ export async function recordFailedTry(db: Db, id: string, error: string, gaveUp:
     .set((eb) => ({ attempts: eb('attempts', '+', 1), last_error: error, status: gaveUp ? 'failed' : 'queued' }))
     .where('id', '=', id)
     .execute();
+}
+
+// A merchant's test-mode messages, counted and deleted with the rest of their test data
+// (manifest.ts, TestData). Messages have no index by merchant: both read the whole table, which
+// only a merchant deleting their test data asks for.
+
+export function countTestMessages(db: Db, userId: string): Promise<number> {
+  return countOwned(db, 'mail_messages', { userId, mode: 'test' });
+}
+
+export function deleteTestMessages(db: Db, userId: string): Promise<number> {
+  return deleteOwned(db, 'mail_messages', { userId, mode: 'test' });
 }

@@ -7,10 +7,12 @@ import { templatesIn } from '../../http/pages.ts';
 
 export type TemplateData = {
   payer_code: { code: string; minutes: number };
-  consent_authorised: { merchant: string; limits: string; test: boolean };
-  subscription_set_up: { merchant: string; plan: string; first_charge: string; test: boolean };
+  consent_authorised: { merchant: string; title?: string; limits: string; test: boolean };
+  subscription_set_up: { merchant: string; title?: string; plan: string; first_charge: string; test: boolean };
   charge_receipt: {
     merchant: string;
+    /** What was paid for (the subscription's description); absent in mail queued before it was kept. */
+    title?: string;
     amount: string;
     date: string;
     particulars: string;
@@ -18,15 +20,23 @@ export type TemplateData = {
     reference: string;
     test: boolean;
   };
-  charge_failed: { merchant: string; amount: string; date: string; retry: string | null; test: boolean };
+  charge_failed: {
+    merchant: string;
+    title?: string;
+    amount: string;
+    date: string;
+    retry: string | null;
+    test: boolean;
+  };
   subscription_ended: {
     merchant: string;
+    title?: string;
     plan: string;
     how: 'cancelled' | 'completed';
     by: string | null;
     test: boolean;
   };
-  consent_revoked: { merchant: string; by: string; test: boolean };
+  consent_revoked: { merchant: string; title?: string; by: string; test: boolean };
   webhook_failing: { url: string; endpoint_id: string; since: string; test: boolean };
   webhook_disabled: { url: string; endpoint_id: string; since: string; test: boolean };
   merchant_password_reset: { token: string; minutes: number };
@@ -45,15 +55,19 @@ export const TEMPLATE_NAMES = [
   'webhook_disabled',
 ] as const satisfies readonly TemplateName[];
 
+/** " for “Veg box”", or nothing for mail queued without a title. */
+const forTitle = (d: { title?: string }) => (d.title ? ` for “${d.title}”` : '');
+const named = (d: { title?: string }) => (d.title ? ` “${d.title}”` : '');
+
 const subjects: { [K in TemplateName]: (data: TemplateData[K]) => string } = {
   payer_code: (d) => `Your Tono sign-in code: ${d.code}`,
-  consent_authorised: (d) => `You authorised payments to ${d.merchant}`,
-  subscription_set_up: (d) => `Your subscription to ${d.merchant} is set up`,
-  charge_receipt: (d) => `Receipt: ${d.amount} to ${d.merchant}`,
-  charge_failed: (d) => `A payment to ${d.merchant} did not go through`,
+  consent_authorised: (d) => `You authorised payments to ${d.merchant}${forTitle(d)}`,
+  subscription_set_up: (d) => `Your subscription${named(d)} with ${d.merchant} is set up`,
+  charge_receipt: (d) => `Receipt: ${d.amount} to ${d.merchant}${forTitle(d)}`,
+  charge_failed: (d) => `A payment to ${d.merchant}${forTitle(d)} did not go through`,
   subscription_ended: (d) =>
-    `Your subscription to ${d.merchant} has ${d.how === 'cancelled' ? 'been cancelled' : 'ended'}`,
-  consent_revoked: (d) => `Your payment authority for ${d.merchant} has been revoked`,
+    `Your subscription${named(d)} with ${d.merchant} has ${d.how === 'cancelled' ? 'been cancelled' : 'ended'}`,
+  consent_revoked: (d) => `Your payment authority for ${d.merchant}${forTitle(d)} has been revoked`,
   webhook_failing: (d) => `Webhook deliveries to ${d.url} have failed for 24 hours`,
   webhook_disabled: (d) => `Webhook endpoint ${d.url} was disabled after 3 days of failed deliveries`,
   merchant_password_reset: () => 'Reset your Tono dashboard password',

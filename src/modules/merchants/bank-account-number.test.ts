@@ -1,7 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { formatBankAccountNumber, isValidBankAccountNumber, parseBankAccountNumber } from './bank-account-number.ts';
+import {
+  canonicalBankAccountNumber,
+  formatBankAccountNumber,
+  isValidBankAccountNumber,
+  parseBankAccountNumber,
+} from './bank-account-number.ts';
 
 // The published algorithm (IRD, "Validating bank account numbers"), as a model written from the
 // table: 18 digits (bank 2, branch 4, account base 8, suffix 4), a weight per digit, a modulus.
@@ -63,7 +68,10 @@ const candidate = fc.constantFrom(...Object.keys(branchOf)).chain((bank) =>
     bank: fc.constant(bank),
     branch: fc.integer({ min: branchOf[bank][0], max: branchOf[bank][1] }).map((n) => String(n).padStart(4, '0')),
     account: fc.oneof(digits(7), fc.stringMatching(/^09[89][0-9]{4}$/)),
-    suffix: fc.oneof(digits(2), digits(3)),
+    suffix: fc.oneof(
+      digits(2),
+      digits(2).map((two) => `0${two}`),
+    ),
   }),
 );
 const text = (c: { bank: string; branch: string; account: string; suffix: string }) =>
@@ -78,9 +86,14 @@ test('published examples are valid', () => {
     bank: '08',
     branch: '6523',
     account: '1954512',
-    suffix: '001',
+    suffix: '01',
   });
-  assert.equal(formatBankAccountNumber(parseBankAccountNumber('010902006838900')!), '01-0902-0068389-000');
+  assert.equal(formatBankAccountNumber(parseBankAccountNumber('010902006838900')!), '01-0902-0068389-00');
+  // One form whatever was typed: the standard's 2-4-7-2; a three-digit suffix is 0 and the two digits.
+  for (const typed of ['01-0902-0068389-000', '01 0902 0068389 00', '0109020068389000', '010902006838900'])
+    assert.equal(canonicalBankAccountNumber(typed), '01-0902-0068389-00', typed);
+  assert.equal(canonicalBankAccountNumber('26-2600-0320871-032'), '26-2600-0320871-32');
+  assert.equal(parseBankAccountNumber('26-2600-0320871-132'), null, 'a suffix over 99 is not a NZ account suffix');
   for (const invalid of [
     '01-0902-0068388-00',
     '08-6523-1954513-001',
@@ -91,6 +104,7 @@ test('published examples are valid', () => {
     '01-902-0068389-00',
     '01-0902-68389-00',
     '01-0902-0068389-0001',
+    '01-0902-0068389-100',
     'abc',
     '',
   ]) {
@@ -102,6 +116,10 @@ test('agrees with the published algorithm on any number in an issued branch rang
   fc.assert(
     fc.property(candidate, (c) => {
       assert.equal(isValidBankAccountNumber(text(c)), modelCheck(c.bank, c.branch, c.account, c.suffix), text(c));
+      // and whatever the suffix's width, the one form is 2-4-7-2 and checks the same
+      const canonical = canonicalBankAccountNumber(text(c));
+      assert.match(canonical, /^\d{2}-\d{4}-\d{7}-\d{2}$/);
+      assert.equal(isValidBankAccountNumber(canonical), isValidBankAccountNumber(text(c)));
     }),
     { numRuns: 5000 },
   );

@@ -1,4 +1,4 @@
-// NZ bank account numbers (BB-bbbb-AAAAAAA-SSS) checked with the published check-digit algorithm:
+// NZ bank account numbers (BB-bbbb-AAAAAAA-SS; a three-digit suffix 0xx is read as its two digits) checked with the published check-digit algorithm:
 // the bank/branch must be an issued range, and a weighted sum over the 18-digit form (bank 2,
 // branch 4, account base padded to 8, suffix padded to 4) must divide by the algorithm's modulus.
 
@@ -105,13 +105,14 @@ function foldDigits(value: number): number {
 
 export type BankAccountNumber = { bank: string; branch: string; account: string; suffix: string };
 
-const shape = /^(\d{2})[- ]?(\d{4})[- ]?(\d{7})[- ]?(\d{2,3})$/;
+/** Hyphens, spaces or nothing between the parts; a suffix of 2 digits, or of 3 starting with 0 (0xx). */
+const shape = /^(\d{2})[- ]?(\d{4})[- ]?(\d{7})[- ]?0?(\d{2})$/;
 
 export function parseBankAccountNumber(input: string): BankAccountNumber | null {
   const match = shape.exec(input.trim());
   if (!match) return null;
   const [, bank, branch, account, suffix] = match;
-  return { bank, branch, account, suffix: suffix.padStart(3, '0') };
+  return { bank, branch, account, suffix };
 }
 
 export function isValidBankAccountNumber(input: string): boolean {
@@ -133,10 +134,20 @@ export function isValidBankAccountNumber(input: string): boolean {
   return sum % algorithm.modulus === 0;
 }
 
-/** The display form, BB-bbbb-AAAAAAA-SSS. */
+/**
+ * The one form an account number is stored, sent and shown in: BB-bbbb-AAAAAAA-SS, the Payments NZ
+ * standard's 2-4-7-2 (its Identification, "12-0123-0012345-00"), and what payers see on a bank
+ * card or statement (docs/banks.md, "Account numbers").
+ */
 export function formatBankAccountNumber(parts: BankAccountNumber): string {
   return `${parts.bank}-${parts.branch}-${parts.account}-${parts.suffix}`;
 }
 
+/** Any accepted spelling in the one form; the input unchanged when it is not an account number. */
+export function canonicalBankAccountNumber(input: string): string {
+  const parts = parseBankAccountNumber(input);
+  return parts ? formatBankAccountNumber(parts) : input;
+}
+
 export const BANK_ACCOUNT_FORM =
-  'a valid NZ bank account number BB-bbbb-AAAAAAA-SSS (bank, branch, account and suffix, passing the check digit)';
+  'a valid NZ bank account number BB-bbbb-AAAAAAA-SS, such as 12-3456-7890138-00 (bank, branch, account and suffix, passing the check digit)';

@@ -9,7 +9,7 @@ import type { App } from '../../http/app-type.ts';
 
 const BankAccountObject = Type.Object({
   id: Type.String(),
-  account_number: Type.String({ examples: ['12-3456-7890138-000'] }),
+  account_number: Type.String({ examples: ['12-3456-7890138-00'] }),
   name: Nullable(Type.String()),
   created_at: Timestamp,
 });

@@ -292,7 +292,7 @@ function registerAgreementKind(scope: Scope, pages: PayerPages, kind: AgreementK
           : null;
       const flash = request.query.done === kind.done ? doneMessages[kind.done] : null;
       return page(reply, 200, 'detail', {
-        title: `${kind.name} with ${item.merchant}`,
+        title: `${item.title} (${kind.name.toLowerCase()} with ${item.merchant})`,
         session,
         item,
         kindName: kind.name,
@@ -310,7 +310,7 @@ function registerAgreementKind(scope: Scope, pages: PayerPages, kind: AgreementK
       title: kind.actionLabel,
       session,
       item,
-      heading: `${kind.actionLabel}?`,
+      heading: `${kind.actionLabel}: “${item.title}” with ${item.merchant}?`,
       consequence: kind.consequence(item),
       action: `/customer/${kind.path}/${item.id}/${kind.verb}`,
       confirm: `Yes, ${kind.verb} it`,

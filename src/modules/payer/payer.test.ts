@@ -31,6 +31,9 @@ test('sign in with the mailed code: every subscription and consent of that email
   ])
     assert.ok(!home.text.includes(id), `not ${id}`);
   assert.match(page, /\$15\.00 every fortnight/);
+  // each titled by what it is, the merchant beside it: two plans with one merchant are told apart
+  assert.match(page, /Beans with Kōwhai Coffee active test \$15\.00 every fortnight/);
+  assert.match(page, /Top-ups with Tui Books active test/);
   assert.match(page, /may take up to \$50\.00 a payment, \$100\.00 a week/);
   assert.match(page, /This period: \$100\.00 left until/);
   assert.match(page, /Next charge: /);
@@ -219,7 +222,7 @@ test('cancel and revoke, after a confirmation step: the events are sent, and no 
   assert.equal(confirm.status, 200);
   assert.match(
     text(confirm.text),
-    /Cancel this subscription\? .* Nothing more will be charged, and Kōwhai Coffee is told at once\./,
+    /Cancel this subscription: “Beans” with Kōwhai Coffee\? .* Nothing more will be charged, and Kōwhai Coffee is told at once\./,
   );
   const cancelled = await browser.request(`/customer/subscriptions/${subscription}/cancel`, {
     form: { csrf: Browser.csrfOf(confirm.text) },
@@ -244,7 +247,7 @@ test('cancel and revoke, after a confirmation step: the events are sent, and no 
   await world.smtp.waitFor((m) => m.to === 'pat@example.com' && /has been cancelled/.test(m.subject));
 
   const revokeConfirm = await browser.request(`/customer/recurring-consents/${consent.id}/revoke`);
-  assert.match(text(revokeConfirm.text), /Revoke this authority\?/);
+  assert.match(text(revokeConfirm.text), /Revoke this authority: “Top-ups” with Kōwhai Coffee\?/);
   const revoked = await browser.request(`/customer/recurring-consents/${consent.id}/revoke`, {
     form: { csrf: Browser.csrfOf(revokeConfirm.text) },
   });
@@ -278,13 +281,17 @@ test('cancel and revoke, after a confirmation step: the events are sent, and no 
 test('payers hear about what they set up: consent, subscription, receipts, failed charges, endings', async (t) => {
   const world = await payerWorld(t);
   const mailTo = (pattern: RegExp) => world.smtp.waitFor((m) => m.to === 'pat@example.com' && pattern.test(m.subject));
-  const consent = await mailTo(/You authorised payments to Kōwhai Coffee/);
-  assert.match(consent.text, /up to \$50\.00 a payment, \$100\.00 a week/);
+  const consent = await mailTo(/You authorised payments to Kōwhai Coffee for “Top-ups”/);
+  assert.match(
+    consent.text,
+    /to take payments for “Top-ups” from your bank account, up to \$50\.00 a payment, \$100\.00 a week/,
+  );
   assert.match(consent.text, /\/customer/);
-  const setUp = await mailTo(/Your subscription to Tui Books is set up/);
+  const setUp = await mailTo(/Your subscription “Beans” with Tui Books is set up/);
   assert.match(setUp.text, /\$15\.00 every fortnight/);
   assert.match(setUp.text, /First charge: /);
-  const receipt = await mailTo(/^\[Test\] Receipt: \$15\.00 to Kōwhai Coffee/);
+  const receipt = await mailTo(/^\[Test\] Receipt: \$15\.00 to Kōwhai Coffee for “Beans”$/);
+  assert.match(receipt.text, /You paid \$15\.00 to Kōwhai Coffee for “Beans” on /);
   assert.match(receipt.text, /Particulars {2}\S+\n {2}Code {9}\S+/);
   // a failed charge, with its retry
   const [{ api }] = world.merchants;

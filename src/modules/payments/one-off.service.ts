@@ -228,8 +228,9 @@ export async function finishPayment(
   extra: Parameters<typeof setPaymentStatus>[4] = {},
 ): Promise<PaymentRow | null> {
   return deps.store.transaction(async (trx) => {
-    const payment = (await lockPayment(trx, paymentId))!;
-    if (isFinal(payment.status) || payment.status === status) return null;
+    const payment = await lockPayment(trx, paymentId);
+    // Gone (the merchant's test data, deleted while the bank was asked), final, or already so.
+    if (!payment || isFinal(payment.status) || payment.status === status) return null;
     const request = status === 'successful' ? await holdRequestToPay(trx, payment.request_id) : undefined;
     const updated = await setPaymentStatus(trx, payment, status, now, extra);
     if (status === 'successful') {

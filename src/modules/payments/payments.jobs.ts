@@ -8,6 +8,7 @@ import {
   keepEnduringPayerAccount,
   lockPayment,
   updatePayment,
+  updatePaymentIfStatus,
 } from './payments.repo.ts';
 import { ABANDON_AFTER_MS } from './payments.rules.ts';
 import { finishPayment, RECONCILE_PAYMENT_JOB } from './one-off.service.ts';
@@ -141,7 +142,8 @@ export function payerAccountJob(deps: Deps): JobHandler {
     };
     const sealed = deps.secrets.seal(JSON.stringify(account));
     await deps.store.transaction(async (trx) => {
-      await updatePayment(trx, payment.id, { payer_account_sealed: sealed });
+      // Not kept for a payment deleted while the bank was asked (the merchant's test data).
+      if (!(await updatePaymentIfStatus(trx, payment.id, 'successful', { payer_account_sealed: sealed }))) return;
       // Later payments under the same enduring consent debit the same account: they take it from here.
       if (enduringId) await keepEnduringPayerAccount(trx, enduringId, sealed, deps.clock.now());
     });

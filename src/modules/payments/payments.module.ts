@@ -1,6 +1,7 @@
 import type { ModuleManifest } from '../manifest.ts';
 import { payerAccountJob, reconcilePaymentJob, sweepPaymentJob } from './payments.jobs.ts';
 import { RECONCILE_PAYMENT_JOB, SWEEP_PAYMENT_JOB } from './one-off.service.ts';
+import { countTestPayments, deleteTestPayments, holdTestPayments } from './payments.repo.ts';
 import { registerPaymentRoutes } from './payments.routes.ts';
 import { PAYER_ACCOUNT_JOB } from './payments.service.ts';
 
@@ -13,4 +14,10 @@ export const paymentsModule: ModuleManifest = {
     { name: RECONCILE_PAYMENT_JOB, handler: reconcilePaymentJob },
     { name: PAYER_ACCOUNT_JOB, handler: payerAccountJob },
   ],
+  testData: {
+    kinds: { payments: 'Payments' },
+    count: async (db, userId) => ({ payments: await countTestPayments(db, userId) }),
+    hold: holdTestPayments,
+    delete: async (trx, userId) => ({ payments: await deleteTestPayments(trx, userId) }),
+  },
 };

@@ -6,6 +6,7 @@ import type { Database } from '../../store/tables.ts';
 import type { Mode } from '../../shared/mode.ts';
 import type { PaymentRow } from './payments.tables.ts';
 import { containsText } from '../../store/search.ts';
+import { countOwned, deleteOwned, holdOwned } from '../../store/owned-rows.ts';
 
 export type Owner = { userId: string; mode: Mode };
 type Db = Kysely<Database>;
@@ -300,4 +301,36 @@ export async function paymentActivitySince(db: Db, owner: Owner, since: number) 
     .where('mode', '=', owner.mode)
     .where('created_at', '>=', since)
     .execute();
+}
+
+// A merchant's test-mode payments, counted, held and deleted with the rest of their test data
+// (manifest.ts, TestData); with them the payer accounts kept for their enduring consents.
+
+export function countTestPayments(db: Db, userId: string): Promise<number> {
+  return countOwned(db, 'payments', { userId, mode: 'test' });
+}
+
+export function holdTestPayments(db: Db, userId: string): Promise<void> {
+  return holdOwned(db, 'payments', { userId, mode: 'test' });
+}
+
+export async function deleteTestPayments(db: Db, userId: string): Promise<number> {
+  // Every kept payer account was read for a payment under its consent, so the payments name them all.
+  const enduringIds = (column: 'recurring_consent_id' | 'subscription_id') =>
+    db
+      .selectFrom('payments')
+      .select(column)
+      .where('user_id', '=', userId)
+      .where('mode', '=', 'test')
+      .where(column, 'is not', null);
+  await db
+    .deleteFrom('enduring_payer_accounts')
+    .where((eb) =>
+      eb.or([
+        eb('enduring_id', 'in', enduringIds('recurring_consent_id')),
+        eb('enduring_id', 'in', enduringIds('subscription_id')),
+      ]),
+    )
+    .execute();
+  return deleteOwned(db, 'payments', { userId, mode: 'test' });
 }

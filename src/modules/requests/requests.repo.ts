@@ -7,6 +7,7 @@ import type { Mode } from '../../shared/mode.ts';
 import type { RequestRow } from './requests.tables.ts';
 import { containsText } from '../../store/search.ts';
 import { andThen, type NowOrLater } from '../../shared/now-or-later.ts';
+import { countOwned, deleteOwned, holdOwned, idsOfOwned } from '../../store/owned-rows.ts';
 
 export type Owner = { userId: string; mode: Mode };
 type Db = Kysely<Database>;
@@ -119,4 +120,24 @@ export async function searchRequests(db: Db, owner: Owner, filters: RequestSearc
     .orderBy('id', 'desc')
     .limit(filters.limit + 1)
     .execute();
+}
+
+// A merchant's test-mode requests, counted, held and deleted with the rest of their test data
+// (manifest.ts, TestData).
+
+export function countTestRequests(db: Db, userId: string): Promise<number> {
+  return countOwned(db, 'requests', { userId, mode: 'test' });
+}
+
+export function holdTestRequests(db: Db, userId: string): Promise<void> {
+  return holdOwned(db, 'requests', { userId, mode: 'test' });
+}
+
+export function deleteTestRequests(db: Db, userId: string): Promise<number> {
+  return deleteOwned(db, 'requests', { userId, mode: 'test' });
+}
+
+/** The ids of the owner's requests, as a subquery. */
+export function requestIdsOfOwner(db: Db, owner: Owner) {
+  return idsOfOwned(db, 'requests', owner);
 }

@@ -94,7 +94,7 @@ async function subscriptionSetUpView(deps: Deps, request: RequestRow, merchant: 
     },
     zone,
   );
-  const planLine = `Your subscription to ${merchant}: ${plan}.`;
+  const planLine = `Your subscription “${subscription.description}” with ${merchant}: ${plan}.`;
   switch (subscription.status) {
     case 'cancelled':
       return {

@@ -38,6 +38,7 @@ test('a new subscription reads back active with its options, next charge and cou
     merchant_identifier: 'cust-42',
     customer_id: null,
     email: 'payer@example.com',
+    description: 'Coffee subscription',
     subscription_options: {
       amount: '15.00 NZD',
       period: 'fortnightly',

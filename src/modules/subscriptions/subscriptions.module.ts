@@ -2,7 +2,12 @@ import type { ModuleManifest } from '../manifest.ts';
 import { chargeSubscriptionJob } from './subscriptions.charges.ts';
 import { subscriptionCheckout } from './subscriptions.checkout.ts';
 import { registerSubscriptionRoutes } from './subscriptions.routes.ts';
-import { sealSubscriptionAccessTokens } from './subscriptions.repo.ts';
+import {
+  countTestSubscriptions,
+  deleteTestSubscriptions,
+  holdTestSubscriptions,
+  sealSubscriptionAccessTokens,
+} from './subscriptions.repo.ts';
 import { CHARGE_SUBSCRIPTION_JOB } from './subscriptions.schedule-jobs.ts';
 import { paySubscriptionRequest } from './subscriptions.test-helpers.ts';
 
@@ -14,4 +19,10 @@ export const subscriptionsModule: ModuleManifest = {
   checkout: { subscription: (deps) => subscriptionCheckout(deps) },
   payHelpers: { subscription: paySubscriptionRequest },
   sealSecrets: (trx, secrets) => sealSubscriptionAccessTokens(trx, (secret) => secrets.seal(secret)),
+  testData: {
+    kinds: { subscriptions: 'Subscriptions, with their charges' },
+    count: async (db, userId) => ({ subscriptions: await countTestSubscriptions(db, userId) }),
+    hold: holdTestSubscriptions,
+    delete: async (trx, userId) => ({ subscriptions: await deleteTestSubscriptions(trx, userId) }),
+  },
 };

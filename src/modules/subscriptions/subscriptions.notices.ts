@@ -46,6 +46,7 @@ export async function noticeSubscriptionSetUp(trx: Db, sub: SubscriptionRow, now
       template: 'subscription_set_up',
       data: {
         merchant: name,
+        title: sub.description,
         plan: planWords(sub),
         first_charge: describeMoment(sub.next_charge_at, sub.zone),
         test: sub.mode === 'test',
@@ -70,6 +71,7 @@ export async function noticeChargeReceipt(
       template: 'charge_receipt',
       data: {
         merchant: name,
+        title: sub.description,
         amount: displayAmount(payment.amount_cents),
         date: describeMoment(now, sub.zone),
         particulars: payment.particulars,
@@ -99,6 +101,7 @@ export async function noticeChargeFailed(
       template: 'charge_failed',
       data: {
         merchant: name,
+        title: sub.description,
         amount: displayAmount(payment.amount_cents),
         date: describeMoment(chargeAt, sub.zone),
         retry: retryAt === null ? null : describeMoment(retryAt, sub.zone),
@@ -124,7 +127,14 @@ export async function noticeSubscriptionEnded(
     sub,
     {
       template: 'subscription_ended',
-      data: { merchant: name, plan: planWords(sub), how, by: byWords, test: sub.mode === 'test' },
+      data: {
+        merchant: name,
+        title: sub.description,
+        plan: planWords(sub),
+        how,
+        by: byWords,
+        test: sub.mode === 'test',
+      },
       dedupeKey: `subscription_ended:${sub.id}`,
     },
     now,

@@ -35,7 +35,10 @@ test('the hosted page states the plan; approval creates the subscription, the cu
       .replace(/\s+/g, ' ');
   const setUp = textOf(await fetch(`${world.baseUrl}${landed}`).then((r) => r.text()));
   assert.match(setUp, /Subscription set up/);
-  assert.match(setUp, /Your subscription to Kōwhai Coffee: \$15\.00 every fortnight from 3 March 2027, 6 payments\./);
+  assert.match(
+    setUp,
+    /Your subscription “[^”]+” with Kōwhai Coffee: \$15\.00 every fortnight from 3 March 2027, 6 payments\./,
+  );
   assert.match(setUp, /First charge: Wednesday 3 March 2027 at 10:00am\./);
   assert.match(setUp, /No money has moved yet\./);
   assert.doesNotMatch(setUp, /has been paid|already received/);

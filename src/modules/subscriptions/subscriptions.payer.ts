@@ -19,6 +19,8 @@ import type { Deps } from '../context.ts';
 
 export type PayerSubscription = {
   id: string;
+  /** What it is for (the request's message): its title. */
+  title: string;
   merchant: string;
   test: boolean;
   status: string;
@@ -35,6 +37,7 @@ async function view(deps: Deps, row: SubscriptionRow, withPayments: boolean): Pr
   const merchant = (await merchantContact(deps.db, row.user_id)).name;
   return {
     id: row.id,
+    title: row.description,
     merchant,
     test: row.mode === 'test',
     status: row.status,

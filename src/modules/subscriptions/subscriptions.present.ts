@@ -14,6 +14,7 @@ export function presentSubscription(row: SubscriptionRow) {
     merchant_identifier: row.merchant_identifier,
     customer_id: row.customer_id,
     email: row.email,
+    description: row.description,
     subscription_options: {
       amount: amountValue(row.amount_cents),
       period: row.period as SubscriptionPeriod,

@@ -6,6 +6,7 @@ import type { Database } from '../../store/tables.ts';
 import { notSealed } from '../../store/seal-at-rest.ts';
 import type { SubscriptionChargesTable, SubscriptionsTable } from './subscriptions.tables.ts';
 import type { Mode } from '../../shared/mode.ts';
+import { countOwned, deleteOwned, holdOwned, idsOfOwned } from '../../store/owned-rows.ts';
 
 // SQL for subscriptions and their charge slots; no rules.
 
@@ -167,4 +168,23 @@ export async function countSubscriptionsByStatus(db: Db, owner: Owner): Promise<
     .groupBy('status')
     .execute();
   return Object.fromEntries(rows.map((row) => [row.status, Number(row.n)]));
+}
+
+// A merchant's test-mode subscriptions, counted, held and deleted with their charges and the rest
+// of their test data (manifest.ts, TestData).
+
+export function countTestSubscriptions(db: Db, userId: string): Promise<number> {
+  return countOwned(db, 'subscriptions', { userId, mode: 'test' });
+}
+
+export function holdTestSubscriptions(db: Db, userId: string): Promise<void> {
+  return holdOwned(db, 'subscriptions', { userId, mode: 'test' });
+}
+
+export async function deleteTestSubscriptions(db: Db, userId: string): Promise<number> {
+  await db
+    .deleteFrom('subscription_charges')
+    .where('subscription_id', 'in', idsOfOwned(db, 'subscriptions', { userId, mode: 'test' }))
+    .execute();
+  return deleteOwned(db, 'subscriptions', { userId, mode: 'test' });
 }

@@ -13,6 +13,10 @@ export const SubscriptionObject = Type.Object(
     merchant_identifier: Nullable(Type.String()),
     customer_id: Nullable(Type.String()),
     email: Type.String({ description: "The payer's email from the request's cust_info" }),
+    description: Type.String({
+      description: "What the subscription is for: the request's message, its title on every page and email",
+      examples: ['Veg box'],
+    }),
     subscription_options: Type.Object({
       amount: Type.String({ examples: ['15.00 NZD'] }),
       period: Type.Enum(SubscriptionPeriod),

@@ -46,7 +46,10 @@ const lifecycleData = (row: SubscriptionRow, now: number) => ({
 });
 
 export type Authorisation = {
-  request: Pick<RequestRow, 'id' | 'user_id' | 'mode' | 'merchant_identifier' | 'reference' | 'bank_account_id'>;
+  request: Pick<
+    RequestRow,
+    'id' | 'user_id' | 'mode' | 'message' | 'merchant_identifier' | 'reference' | 'bank_account_id'
+  >;
   options: SubscriptionOptions;
   email: string;
   customerId: string | null;
@@ -74,6 +77,7 @@ export async function createSubscription(trx: Db, deps: Deps, input: Authorisati
     request_id: request.id,
     customer_id: input.customerId,
     email: input.email,
+    description: request.message,
     merchant_identifier: request.merchant_identifier,
     reference: request.reference,
     bank_account_id: request.bank_account_id,

@@ -11,6 +11,8 @@ export interface SubscriptionsTable {
   customer_id: string | null;
   /** The payer's email from the request's cust_info (the customer's key). */
   email: string;
+  /** What it is for: the request's message ("Veg box"), its title on every page and email. */
+  description: string;
   merchant_identifier: string | null;
   /** The request's statement reference and account, copied so a charge needs no other row. */
   reference: string | null;

@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { apiKeyAuth } from '../merchants/merchants.auth.ts';
 import { errorResponses, Timestamp } from '../../http/schemas.ts';
-import { advanceClock, getClock, testKeysOnly } from './clock.service.ts';
+import { advanceClock, getClock, resetClock, testKeysOnly } from './clock.service.ts';
 import type { Deps } from '../context.ts';
 import type { App } from '../../http/app-type.ts';
 
@@ -65,5 +65,23 @@ export async function registerTestClockRoutes(app: App, deps: Deps): Promise<voi
       },
     },
     async (request) => advanceClock(request.ctx, request.body),
+  );
+
+  app.post(
+    '/v1/test-helpers/clock/reset',
+    {
+      onRequest: [apiKeyAuth(deps), testKeysOnly],
+      schema: {
+        tags,
+        summary: 'Set the test clock back to real time (offset 0)',
+        description:
+          'Work scheduled on the test clock (subscription charges and their retries, expiries, sweeps) keeps its time on the clock: ' +
+          'it runs when the clock reaches that time again, as real time passes or by an advance, never twice and never early. ' +
+          'Objects made while the clock was ahead keep their times. Webhook deliveries and their retries run on real time and do not move. ' +
+          'DELETE /v1/test-helpers/data deletes the test data, for a fresh start.',
+        response: { 200: ClockEnvelope, ...errorResponses },
+      },
+    },
+    async (request) => resetClock(request.ctx),
   );
 }

@@ -126,6 +126,32 @@ async function advanceTo(
   }
 }
 
+/**
+ * Sets the merchant's test clock back to real time (its offset to zero). Work scheduled on the clock
+ * keeps its time on the clock, as on every move: a charge due on the 9th of March on the clock is
+ * still due then, which the reset clock reaches later, as real time passes or by advancing it.
+ * Nothing that ran runs again, and nothing runs early; objects made while the clock was ahead keep
+ * their times, now in the clock's future. Work on real time (webhook deliveries and their retries,
+ * email) is not on the clock and does not move.
+ */
+export async function resetClock(ctx: Ctx) {
+  requireTestMode(ctx);
+  const { deps } = ctx;
+  const userId = ctx.merchant.id;
+  await serialised(userId, () =>
+    deps.store.transaction(async (trx) => {
+      // Written first so that the merchant's row is locked (PostgreSQL): an advance by another
+      // process waits for the reset, or the reset for it, and the offset read is the one undone.
+      await addToTestClockOffset(trx, userId, 0);
+      const offset = await clockOffset(trx, userId);
+      if (offset === 0) return;
+      await addToTestClockOffset(trx, userId, -offset);
+      await shiftJobsOfClock(trx, userId, -offset);
+    }),
+  );
+  return getClock(ctx);
+}
+
 export async function getClock(ctx: Ctx) {
   requireTestMode(ctx);
   const now = await clockNow(ctx.deps, ctx.merchant.id);

@@ -2,7 +2,8 @@ import type { Kysely, Selectable } from 'kysely';
 import { newId } from '../../shared/ids.ts';
 import { enqueue } from '../../jobs/queue.ts';
 import { insertRow, prepared, updateById } from '../../store/prepared.ts';
-import { inJsonArray } from '../../store/db.ts';
+import { holdRows, inJsonArray, lockForUpdate } from '../../store/db.ts';
+import type { IdsQuery } from '../../store/owned-rows.ts';
 import type { Database } from '../../store/tables.ts';
 import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEndpointsTable } from './webhooks.tables.ts';
 import type { Mode } from '../../shared/mode.ts';
@@ -10,6 +11,7 @@ import type { Mode } from '../../shared/mode.ts';
 export type DeliveryRow = Selectable<WebhookDeliveriesTable>;
 export type AttemptRow = Selectable<WebhookAttemptsTable>;
 type Db = Kysely<Database>;
+type Owner = { userId: string; mode: Mode };
 
 export const WEBHOOK_DELIVERY_JOB = 'webhook.deliver';
 
@@ -198,12 +200,12 @@ export async function unrecoveredFailuresOf(
   db: Db,
   owner: { userId: string; mode: string },
   since: number,
-): Promise<Array<DeliveryRow & { url: string }>> {
+): Promise<Array<DeliveryRow & { url: string; description: string | null }>> {
   return db
     .selectFrom('webhook_deliveries')
     .innerJoin('webhook_endpoints', 'webhook_endpoints.id', 'webhook_deliveries.endpoint_id')
     .selectAll('webhook_deliveries')
-    .select('webhook_endpoints.url')
+    .select(['webhook_endpoints.url', 'webhook_endpoints.description'])
     .where('webhook_deliveries.user_id', '=', owner.userId)
     .where('webhook_deliveries.mode', '=', owner.mode as 'live' | 'test')
     .where('webhook_deliveries.status', '=', 'failed')
@@ -212,4 +214,140 @@ export async function unrecoveredFailuresOf(
     .orderBy('webhook_deliveries.id', 'desc')
     .limit(200)
     .execute();
+}
+
+export type EventDeliveryRow = Pick<DeliveryRow, 'id' | 'event_id' | 'endpoint_id' | 'status' | 'attempts'> & {
+  endpoint_gone: boolean;
+};
+
+/** Every delivery of some events of an owner, oldest first per event, and whether its endpoint was deleted or disabled since. */
+export async function deliveriesOfEvents(db: Db, owner: Owner, eventIds: string[]): Promise<EventDeliveryRow[]> {
+  if (eventIds.length === 0) return [];
+  const rows = await db
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('webhook_endpoints as w', 'w.id', 'd.endpoint_id')
+    .select(['d.id', 'd.event_id', 'd.endpoint_id', 'd.status', 'd.attempts', 'w.deleted_at', 'w.disabled_at'])
+    .where('d.event_id', 'in', eventIds)
+    .where('d.user_id', '=', owner.userId)
+    .where('d.mode', '=', owner.mode)
+    .orderBy('d.event_id')
+    .orderBy('d.id')
+    .execute();
+  return rows.map(({ deleted_at, disabled_at, ...row }) => ({
+    ...row,
+    endpoint_gone: deleted_at !== null || disabled_at !== null,
+  }));
+}
+
+/** Per endpoint, over its deliveries made since a time: how many attempts they took, and how many of them succeeded. */
+export async function attemptCountsOfEndpoints(
+  db: Db,
+  owner: Owner,
+  endpointIds: string[],
+  since: number,
+): Promise<Array<{ endpoint_id: string; attempts: number; succeeded: number }>> {
+  if (endpointIds.length === 0) return [];
+  const rows = await db
+    .selectFrom('webhook_deliveries')
+    .select(({ fn }) => [
+      'endpoint_id',
+      fn.sum<number | string>('attempts').as('attempts'),
+      fn.count<number | string>('id').filterWhere('status', '=', 'succeeded').as('succeeded'),
+    ])
+    .where('endpoint_id', 'in', endpointIds)
+    .where('created_at', '>=', since)
+    .where('user_id', '=', owner.userId)
+    .where('mode', '=', owner.mode)
+    .groupBy('endpoint_id')
+    .execute();
+  return rows.map((row) => ({
+    endpoint_id: row.endpoint_id,
+    attempts: Number(row.attempts ?? 0),
+    succeeded: Number(row.succeeded),
+  }));
+}
+
+/** Each endpoint's newest delivery that was attempted (by when it was made), in one statement. */
+export async function lastAttemptedDeliveries(
+  db: Db,
+  owner: Owner,
+  endpointIds: string[],
+): Promise<Array<Pick<DeliveryRow, 'endpoint_id' | 'status' | 'attempts' | 'last_attempt_at'>>> {
+  if (endpointIds.length === 0) return [];
+  return db
+    .selectFrom('webhook_deliveries')
+    .select(['endpoint_id', 'status', 'attempts', 'last_attempt_at'])
+    .where('id', 'in', (eb) =>
+      eb
+        .selectFrom('webhook_endpoints as w')
+        .select((inner) =>
+          inner
+            .selectFrom('webhook_deliveries as n')
+            .select('n.id')
+            .whereRef('n.endpoint_id', '=', 'w.id')
+            .where('n.last_attempt_at', 'is not', null)
+            .orderBy('n.created_at', 'desc')
+            .limit(1)
+            .$asScalar()
+            .as('id'),
+        )
+        .where('w.id', 'in', endpointIds)
+        .where('w.user_id', '=', owner.userId)
+        .where('w.mode', '=', owner.mode),
+    )
+    .execute();
+}
+
+// A merchant's test-mode deliveries, with their attempts, counted, held and deleted with the rest of
+// their test data (manifest.ts, TestData). Found by their events (`eventIds`, the merchant's test
+// events), whose index they have.
+
+function testDeliveries(db: Db, userId: string, eventIds: IdsQuery) {
+  return db
+    .selectFrom('webhook_deliveries')
+    .where('event_id', 'in', eventIds)
+    .where('user_id', '=', userId)
+    .where('mode', '=', 'test');
+}
+
+export async function countTestDeliveries(db: Db, userId: string, eventIds: IdsQuery): Promise<number> {
+  const row = await testDeliveries(db, userId, eventIds)
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .executeTakeFirst();
+  return Number(row?.n ?? 0);
+}
+
+export async function holdTestDeliveries(db: Db, userId: string, eventIds: IdsQuery): Promise<void> {
+  await holdRows(db, testDeliveries(db, userId, eventIds).select('id'));
+}
+
+export async function deleteTestDeliveries(db: Db, userId: string, eventIds: IdsQuery): Promise<number> {
+  await db
+    .deleteFrom('webhook_attempts')
+    .where('delivery_id', 'in', testDeliveries(db, userId, eventIds).select('id'))
+    .execute();
+  const result = await db
+    .deleteFrom('webhook_deliveries')
+    .where('event_id', 'in', eventIds)
+    .where('user_id', '=', userId)
+    .where('mode', '=', 'test')
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
+/**
+ * Which of these deliveries still exist, locked until the transaction ends (PostgreSQL): a
+ * merchant's test data deleted while their attempts were under way takes the deliveries with it,
+ * and an attempt is recorded only on a delivery that is still there.
+ */
+export async function deliveriesStillThere(db: Db, deliveryIds: string[]): Promise<Set<string>> {
+  if (deliveryIds.length === 0) return new Set();
+  const rows = await lockForUpdate(
+    db,
+    db
+      .selectFrom('webhook_deliveries')
+      .select('id')
+      .where(inJsonArray(db, 'id', JSON.stringify(deliveryIds))),
+  ).execute();
+  return new Set(rows.map((row) => row.id));
 }

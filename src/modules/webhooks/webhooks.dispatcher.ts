@@ -8,6 +8,7 @@ import { systemClock, type Clock } from '../../shared/time.ts';
 import type { Db } from '../../store/db.ts';
 import { eventBodies, revealSecret } from '../events/events.service.ts';
 import {
+  deliveriesStillThere,
   deliveriesToSend,
   endDelivery,
   insertAttempts,
@@ -181,7 +182,15 @@ async function recordDeliveries(
       error: outcome.result.error,
     });
   }
-  await insertAttempts(trx, attempts);
+  // A delivery deleted meanwhile (its merchant's test data) takes no attempt: it would point at nothing.
+  const there = await deliveriesStillThere(
+    trx,
+    attempts.map((attempt) => attempt.delivery_id),
+  );
+  await insertAttempts(
+    trx,
+    attempts.filter((attempt) => there.has(attempt.delivery_id)),
+  );
   for (const { job, outcome } of finished) {
     const { work } = outcome;
     if (outcome.kind === 'cancelled') await endDelivery(trx, work.deliveryId, { status: 'cancelled' });

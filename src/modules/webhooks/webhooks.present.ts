@@ -10,6 +10,7 @@ export function presentWebhook(
   return {
     id: row.id,
     url: row.url,
+    description: row.description,
     events: row.events === null ? null : (JSON.parse(row.events) as string[]),
     is_test_mode: row.mode === 'test',
     disabled: row.disabled_at !== null,

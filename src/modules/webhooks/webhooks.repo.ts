@@ -75,7 +75,7 @@ export async function softDeleteEndpoint(db: Db, id: string, now: number): Promi
   await db.updateTable('webhook_endpoints').set({ deleted_at: now }).where('id', '=', id).execute();
 }
 
-export type EndpointChanges = Partial<Pick<EndpointRow, 'url' | 'events' | 'disabled_at' | 'secret'>>;
+export type EndpointChanges = Partial<Pick<EndpointRow, 'url' | 'events' | 'disabled_at' | 'secret' | 'description'>>;
 
 export async function updateEndpoint(db: Db, id: string, changes: EndpointChanges): Promise<void> {
   if (Object.keys(changes).length === 0) return;

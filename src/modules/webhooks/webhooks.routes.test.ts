@@ -19,6 +19,7 @@ test('create shows the secret once; get, list and delete', async (t) => {
       secret: undefined,
       created_at: undefined,
       url: 'http://localhost:4000/hooks',
+      description: null,
       events: null,
       is_test_mode: true,
       disabled: false,
@@ -214,4 +215,59 @@ test('an Idempotency-Key makes a retried create return the same endpoint instead
       },
     ],
   );
+});
+
+test('a description labels an endpoint: trimmed, empty is none, at most 200 characters, changed and removed with PATCH', async (t) => {
+  const app = await buildTestApp(t);
+  const merchant = await createTestMerchant(app);
+  const api = apiClient(app, merchant.testKey);
+  const url = 'http://localhost:4000/hooks';
+  const shop = await api.post('/v1/webhooks', { url, description: '  Shop orders  ' });
+  const crm = await api.post('/v1/webhooks', { url, description: 'CRM sync' });
+  assert.deepEqual([shop.status, shop.body.webhook.description], [201, 'Shop orders'], shop.text);
+  assert.equal(crm.body.webhook.description, 'CRM sync', 'two endpoints with one URL, told apart');
+  assert.equal((await api.get(`/v1/webhooks/${shop.body.webhook.id}`)).body.webhook.description, 'Shop orders');
+  assert.deepEqual(
+    (await api.get('/v1/webhooks')).body.webhooks.map((w: any) => w.description),
+    ['CRM sync', 'Shop orders'],
+  );
+  for (const blank of ['', '   ', null]) {
+    const none = await api.post('/v1/webhooks', { url, description: blank });
+    assert.deepEqual([none.status, none.body.webhook.description], [201, null], JSON.stringify(blank));
+  }
+  const longest = 'x'.repeat(200);
+  assert.equal((await api.post('/v1/webhooks', { url, description: longest })).body.webhook.description, longest);
+  const before = (await api.get('/v1/webhooks')).body.webhooks.length;
+  for (const description of ['x'.repeat(201), 42]) {
+    const refused = await api.post('/v1/webhooks', { url, description });
+    assert.deepEqual(
+      [refused.status, refused.body],
+      [
+        400,
+        {
+          code: 'bad_request.invalid_param.description',
+          message: 'description must be text of at most 200 characters, or null',
+          params: { field: 'description' },
+        },
+      ],
+    );
+  }
+  assert.equal((await api.get('/v1/webhooks')).body.webhooks.length, before, 'nothing created');
+
+  const id = shop.body.webhook.id;
+  const renamed = await api.patch(`/v1/webhooks/${id}`, { description: ' Shop orders (new) ' });
+  assert.deepEqual([renamed.status, renamed.body.webhook.description], [200, 'Shop orders (new)'], renamed.text);
+  assert.equal((await api.get(`/v1/webhooks/${id}`)).body.webhook.description, 'Shop orders (new)');
+  assert.equal((await api.patch(`/v1/webhooks/${id}`, { description: 'x'.repeat(201) })).status, 400);
+  assert.equal(
+    (await api.patch(`/v1/webhooks/${id}`, { disabled: true })).body.webhook.description,
+    'Shop orders (new)',
+  );
+  assert.equal((await api.patch(`/v1/webhooks/${id}`, { description: '' })).body.webhook.description, null);
+  await api.patch(`/v1/webhooks/${id}`, { description: 'again' });
+  assert.equal((await api.patch(`/v1/webhooks/${id}`, { description: null })).body.webhook.description, null);
+  assert.equal((await api.get(`/v1/webhooks/${id}`)).body.webhook.description, null);
+  const other = apiClient(app, (await createTestMerchant(app, 'Other')).testKey);
+  assert.equal((await other.patch(`/v1/webhooks/${crm.body.webhook.id}`, { description: 'mine' })).status, 404);
+  assert.equal((await api.get(`/v1/webhooks/${crm.body.webhook.id}`)).body.webhook.description, 'CRM sync');
 });

@@ -18,8 +18,23 @@ const EventFilter = (description: string) =>
     'x-expected': 'a non-empty list of event types',
   });
 
+const Description = (description: string) =>
+  Nullable(
+    Type.String({
+      maxLength: 200,
+      description: `${description} Trimmed; empty text is the same as null.`,
+      'x-expected': 'text of at most 200 characters, or null',
+    }),
+  );
+
 export const CreateWebhookBody = Type.Object(
-  { url: WebhookUrl, events: Type.Optional(EventFilter('Event types to send; omit for every type.')) },
+  {
+    url: WebhookUrl,
+    events: Type.Optional(EventFilter('Event types to send; omit for every type.')),
+    description: Type.Optional(
+      Description('A label of your own, to tell endpoints apart (two may share a URL); omit for none.'),
+    ),
+  },
   { additionalProperties: false, title: 'CreateWebhook' },
 );
 export type CreateWebhookBody = Static<typeof CreateWebhookBody>;
@@ -33,6 +48,7 @@ export const UpdateWebhookBody = Type.Object(
         description: 'true: no new deliveries (and those waiting are cancelled) until set back to false',
       }),
     ),
+    description: Type.Optional(Description('A label of your own for the endpoint; null removes it.')),
   },
   { additionalProperties: false, title: 'UpdateWebhook' },
 );
@@ -42,6 +58,7 @@ export const WebhookObject = Type.Object(
   {
     id: Type.String({ examples: ['webhook_01JD2Q8Z7M3V4K5N6P7R8S9T0V'] }),
     url: Type.String(),
+    description: Nullable(Type.String({ description: 'Your label for the endpoint; null when it has none' })),
     events: Nullable(
       Type.Array(Type.String(), { description: 'Event types sent to this endpoint; null means every type' }),
     ),

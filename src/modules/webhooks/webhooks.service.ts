@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { idempotent } from '../../http/idempotency.ts';
+import { DAY_MS, iso } from '../../shared/time.ts';
 import { AppError, invalidParam, notFound } from '../../shared/errors.ts';
 import { openStored } from '../../shared/secret-box.ts';
 import { newId } from '../../shared/ids.ts';
@@ -8,8 +9,11 @@ import { pageOf } from '../../shared/pagination.ts';
 import type { Database } from '../../store/tables.ts';
 import { transact } from '../../store/store.ts';
 import {
+  attemptCountsOfEndpoints,
   attemptsOfDeliveries,
   deliveriesOfEvent,
+  deliveriesOfEvents,
+  lastAttemptedDeliveries,
   endpointHadSecret,
   cancelPendingDeliveries,
   markSuperseded,
@@ -64,11 +68,18 @@ export async function createWebhook(ctx: Ctx, body: CreateWebhookBody, idempoten
     created_at: ctx.clock.now(),
     deleted_at: null,
     disabled_at: null,
+    description: descriptionOf(body.description),
   };
   return idempotent(ctx, idempotencyKey, 'POST /v1/webhooks', body, 201, async (trx) => {
     await insertEndpoint(trx, row);
     return { webhook: presentWebhook({ ...row, secret }, { withSecret: true }) };
   });
+}
+
+/** A description as stored: trimmed, and null when nothing is left (the schema has checked its length). */
+function descriptionOf(given: string | null | undefined): string | null {
+  const trimmed = given?.trim() ?? '';
+  return trimmed === '' ? null : trimmed;
 }
 
 export async function retrieveWebhook(ctx: Ctx, id: string) {
@@ -82,12 +93,12 @@ export async function listWebhooksFor(ctx: Ctx, query: ListWebhooksQuery) {
 }
 
 /**
- * Changes an endpoint's url, event filter or disabled flag. Disabling cancels the deliveries still
- * waiting to be sent, and no new ones are queued until it is enabled again.
+ * Changes an endpoint's url, event filter, description or disabled flag. Disabling cancels the
+ * deliveries still waiting to be sent, and no new ones are queued until it is enabled again.
  */
 export async function updateWebhook(ctx: Ctx, id: string, body: UpdateWebhookBody) {
-  if (body.url === undefined && body.events === undefined && body.disabled === undefined) {
-    throw new AppError('bad_request.empty_update', 'Give at least one of url, events and disabled', {});
+  if (Object.values(body).every((value) => value === undefined)) {
+    throw new AppError('bad_request.empty_update', 'Give at least one of url, events, description and disabled', {});
   }
   if (body.events) {
     const problem = eventFilterProblem(body.events);
@@ -102,6 +113,7 @@ export async function updateWebhook(ctx: Ctx, id: string, body: UpdateWebhookBod
     const changes: EndpointChanges = {};
     if (url !== undefined) changes.url = url;
     if (body.events !== undefined) changes.events = body.events === null ? null : JSON.stringify(body.events);
+    if (body.description !== undefined) changes.description = descriptionOf(body.description);
     if (body.disabled === true && row.disabled_at === null) changes.disabled_at = ctx.deps.clock.now();
     if (body.disabled === false) changes.disabled_at = null;
     await updateEndpoint(trx, id, changes);
@@ -257,13 +269,101 @@ export async function recentDeliveriesFor(ctx: Ctx, webhookId: string, limit = 2
   );
 }
 
-/** Failed deliveries since a time that were not recovered, with the endpoint's URL (the dashboard's home). */
+export const ACTIVITY_DAYS = 7;
+
+export type EndpointActivity = {
+  /** The endpoint's newest delivery that was attempted: when its last attempt was, and how it stands. */
+  lastDelivery: { at: string; status: DeliveryObject['status']; attempts: number } | null;
+  /** Attempts made for the deliveries of the last ACTIVITY_DAYS days, and how many of those failed. */
+  attempts: number;
+  failedAttempts: number;
+};
+
+/**
+ * How each of the caller's endpoints has been doing (the dashboard's endpoint list and page), in two
+ * statements whatever the number of endpoints. A delivery ends at its first acknowledged attempt, so
+ * its failed attempts are all of them but that one. Deliveries run on real time, so the window does
+ * too, not the test clock.
+ */
+export async function endpointActivityFor(ctx: Ctx, webhookIds: string[]): Promise<Map<string, EndpointActivity>> {
+  const since = ctx.deps.clock.now() - ACTIVITY_DAYS * DAY_MS;
+  const [counts, lasts] = await Promise.all([
+    attemptCountsOfEndpoints(ctx.db, owner(ctx), webhookIds, since),
+    lastAttemptedDeliveries(ctx.db, owner(ctx), webhookIds),
+  ]);
+  const activity = new Map<string, EndpointActivity>(
+    webhookIds.map((id) => [id, { lastDelivery: null, attempts: 0, failedAttempts: 0 }]),
+  );
+  for (const count of counts) {
+    const entry = activity.get(count.endpoint_id);
+    if (entry) Object.assign(entry, { attempts: count.attempts, failedAttempts: count.attempts - count.succeeded });
+  }
+  for (const last of lasts) {
+    const entry = activity.get(last.endpoint_id);
+    if (entry && last.last_attempt_at !== null)
+      entry.lastDelivery = {
+        at: iso(Number(last.last_attempt_at)),
+        status: last.status,
+        attempts: Number(last.attempts),
+      };
+  }
+  return activity;
+}
+
+/**
+ * Where an event stands with the endpoints it went to, from the newest delivery to each: `failed`
+ * when one ran out of attempts, `retrying` while one is between attempts, `sending` while one has
+ * not been tried yet, `delivered` when each that was not cancelled arrived, `cancelled` when every
+ * one was (its endpoint disabled or deleted first), `no_endpoint` when no endpoint took it.
+ */
+export type EventDeliveryState = {
+  state: 'delivered' | 'retrying' | 'sending' | 'failed' | 'cancelled' | 'no_endpoint';
+  /** Attempts over every delivery of the event, resends included. */
+  attempts: number;
+  /** How many endpoints it was sent to. */
+  endpoints: number;
+  /** Endpoints whose newest delivery failed and that can take it again (neither deleted nor disabled). */
+  failedWebhookIds: string[];
+};
+
+const STATE_ORDER: EventDeliveryState['state'][] = ['failed', 'retrying', 'sending', 'delivered', 'cancelled'];
+
+/** The delivery state of each of a page of the caller's events, in one statement (the dashboard's events list). */
+export async function deliveryStatesOf(ctx: Ctx, eventIds: string[]): Promise<Map<string, EventDeliveryState>> {
+  const rows = await deliveriesOfEvents(ctx.db, owner(ctx), eventIds);
+  const states = new Map<string, EventDeliveryState>();
+  for (const eventId of eventIds) {
+    const own = rows.filter((row) => row.event_id === eventId);
+    // Rows come oldest first: the last one for an endpoint is its newest delivery.
+    const newest = new Map(own.map((row) => [row.endpoint_id, row]));
+    const stateOf = (row: (typeof own)[number]): EventDeliveryState['state'] =>
+      row.status === 'succeeded'
+        ? 'delivered'
+        : row.status === 'pending'
+          ? Number(row.attempts) > 0
+            ? 'retrying'
+            : 'sending'
+          : row.status;
+    const found = new Set([...newest.values()].map(stateOf));
+    states.set(eventId, {
+      state: STATE_ORDER.find((state) => found.has(state)) ?? 'no_endpoint',
+      attempts: own.reduce((sum, row) => sum + Number(row.attempts), 0),
+      endpoints: newest.size,
+      failedWebhookIds: [...newest.values()]
+        .filter((row) => row.status === 'failed' && !row.endpoint_gone)
+        .map((row) => row.endpoint_id),
+    });
+  }
+  return states;
+}
+
+/** Failed deliveries since a time that were not recovered, with the endpoint's URL and description (the dashboard's home). */
 export async function failuresNeedingAttention(
   ctx: Ctx,
   since: number,
-): Promise<Array<DeliveryObject & { url: string }>> {
+): Promise<Array<DeliveryObject & { url: string; description: string | null }>> {
   const rows = await unrecoveredFailuresOf(ctx.db, owner(ctx), since);
-  return rows.map((row) => ({ ...presentDelivery(row), url: row.url }));
+  return rows.map((row) => ({ ...presentDelivery(row), url: row.url, description: row.description }));
 }
 
 /** An event of the caller with every delivery of it and their attempts (`GET /v1/events/{id}`). */

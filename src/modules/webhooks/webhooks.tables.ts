@@ -18,6 +18,8 @@ export interface WebhookEndpointsTable {
   deleted_at: number | null;
   /** Set while the merchant has the endpoint disabled: no new deliveries. */
   disabled_at: number | null;
+  /** The merchant's own label for the endpoint, trimmed, at most 200 characters; null when none (migration 0027). */
+  description: string | null;
 }
 
 /** pending | succeeded | failed | cancelled (endpoint deleted before delivery). */

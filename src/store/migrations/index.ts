@@ -20,6 +20,9 @@ import * as attemptWindows from './0023-attempt-windows.ts';
 import * as custInfoOwner from './0024-cust-info-owner.ts';
 import * as bankClientSecrets from './0025-bank-client-secrets.ts';
 import * as shownOnce from './0026-shown-once.ts';
+import * as webhookEndpointDescriptionAndActivity from './0027-webhook-endpoint-description-and-activity.ts';
+import * as accountNumbersInOneForm from './0028-account-numbers-in-one-form.ts';
+import * as planDescriptions from './0029-plan-descriptions.ts';
 import { sandboxBankMigrations } from '../../sandbox-bank/migrations/index.ts';
 
 // Every migration; they run in the order of their names. Each module appends its own file here;
@@ -46,6 +49,9 @@ export const migrations: Record<string, Migration> = inNameOrder({
   '0024-cust-info-owner': custInfoOwner,
   '0025-bank-client-secrets': bankClientSecrets,
   '0026-shown-once': shownOnce,
+  '0027-webhook-endpoint-description-and-activity': webhookEndpointDescriptionAndActivity,
+  '0028-account-numbers-in-one-form': accountNumbersInOneForm,
+  '0029-plan-descriptions': planDescriptions,
   ...sandboxBankMigrations,
 });
 

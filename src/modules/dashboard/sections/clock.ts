@@ -1,13 +1,20 @@
 import { AppError } from '../../../shared/errors.ts';
 import { iso } from '../../../shared/time.ts';
 import { localAt } from '../../../shared/zone.ts';
-import { advanceClock, getClock, MAX_AHEAD_SECONDS } from '../../test-helpers/clock.service.ts';
+import { advanceClock, getClock, MAX_AHEAD_SECONDS, resetClock } from '../../test-helpers/clock.service.ts';
+import {
+  countTestData,
+  deleteTestData,
+  testDataKinds,
+  type TestDataParts,
+} from '../../test-helpers/test-data.service.ts';
 import { listEventsFor } from '../../events/events.service.ts';
 import { formOf, problemOf, type Kit, type Scope, type Signed } from '../dashboard.kit.ts';
 import { text, when } from '../dashboard.format.ts';
 
 // The test clock (test mode only): show it, advance it by a period or to a date, and show what ran
-// on the way (the events sent while it moved).
+// on the way (the events sent while it moved); reset it to now; delete all test data, after a page
+// that says what goes and what stays.
 
 const hidden = { schema: { hide: true } };
 export const CLOCK_STEPS: Array<[string, string, number]> = [
@@ -20,7 +27,18 @@ export const CLOCK_STEPS: Array<[string, string, number]> = [
   ['year', '365 days', 365 * 86_400],
 ];
 
-export function registerClockPages(scope: Scope, kit: Kit): void {
+/** What the clock page says after a reset or a deletion (`done`, and `count` for a deletion). */
+function flashOf(done: string, count: string): string | null {
+  if (done === 'reset')
+    return 'The test clock is back at real time. Work scheduled on it keeps its time on the clock, and runs when the clock gets there again.';
+  if (done === 'deleted') {
+    const records = /^\d{1,12}$/.test(count) ? ` (${count} ${count === '1' ? 'record' : 'records'})` : '';
+    return `Your test data is deleted${records}. Your API keys, webhook endpoints and bank accounts are as they were.`;
+  }
+  return null;
+}
+
+export function registerClockPages(scope: Scope, kit: Kit, testData: TestDataParts): void {
   const page = async (signed: Signed, from: number | null, error: string | null, status = 200) => {
     const { clock } = await getClock(signed.ctx);
     let ran: unknown[] = [];
@@ -53,7 +71,8 @@ export function registerClockPages(scope: Scope, kit: Kit): void {
       async (request, reply, signed) => {
         const from = Number(text(request.query.from, 20));
         const shown = await page(signed, Number.isSafeInteger(from) && from > 0 ? from : null, null);
-        return kit.render(reply, shown.status, 'clock', shown.data);
+        const flash = flashOf(text(request.query.done, 20), text(request.query.count, 20));
+        return kit.render(reply, shown.status, 'clock', { ...shown.data, flash });
       },
       { testOnly: true },
     ),
@@ -93,6 +112,53 @@ export function registerClockPages(scope: Scope, kit: Kit): void {
           return kit.render(reply, shown.status, 'clock', shown.data);
         }
         return reply.redirect(`${signed.base}/clock?from=${before}`, 303);
+      },
+      { post: true, testOnly: true },
+    ),
+  );
+  registerStartAgain(scope, kit, testData);
+}
+
+/** Reset to now, and deleting all test data: on the clock page, in test mode only. */
+function registerStartAgain(scope: Scope, kit: Kit, testData: TestDataParts): void {
+  scope.post(
+    '/dashboard/:mode/clock/reset',
+    hidden,
+    kit.guard(
+      async (_request, reply, signed) => {
+        await resetClock(signed.ctx);
+        return reply.redirect(`${signed.base}/clock?done=reset`, 303);
+      },
+      { post: true, testOnly: true },
+    ),
+  );
+
+  scope.get(
+    '/dashboard/:mode/clock/test-data',
+    hidden,
+    kit.guard(
+      async (_request, reply, signed) => {
+        const counts = await countTestData(signed.ctx, testData);
+        const rows = testDataKinds(testData).map(({ name, label }) => ({ label, count: counts[name] ?? 0 }));
+        return kit.render(reply, 200, 'test-data', {
+          title: 'Delete all test data',
+          ...kit.layoutOf(signed, 'clock'),
+          rows,
+          total: rows.reduce((sum, row) => sum + row.count, 0),
+        });
+      },
+      { testOnly: true },
+    ),
+  );
+
+  scope.post(
+    '/dashboard/:mode/clock/test-data',
+    hidden,
+    kit.guard(
+      async (_request, reply, signed) => {
+        const deleted = await deleteTestData(signed.ctx, testData);
+        const count = Object.values(deleted).reduce((sum, n) => sum + n, 0);
+        return reply.redirect(`${signed.base}/clock?done=deleted&count=${count}`, 303);
       },
       { post: true, testOnly: true },
     ),

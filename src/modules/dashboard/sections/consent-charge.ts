@@ -56,7 +56,7 @@ export function registerConsentCharge(scope: Scope, kit: Kit): void {
         return kit.render(reply, 200, 'confirm', {
           title: 'Confirm the charge',
           ...kit.layoutOf(signed, 'recurring-consents'),
-          heading: `Charge ${displayAmount(cents)} to ${consent.email}?`,
+          heading: `Charge ${displayAmount(cents)} to ${consent.email} for “${consent.description}”?`,
           consequence: `${leftAfter(consent, cents)} The payment is made at once at the payer’s bank, and payment.status_updated is sent.`,
           action: `${signed.base}/recurring-consents/${id}/charge/confirm`,
           fields: {

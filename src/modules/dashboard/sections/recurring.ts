@@ -117,7 +117,7 @@ function registerSubscriptionPages(scope: Scope, kit: Kit): void {
       const done = subscriptionActions.find((a) => a.verb === text(request.query.done));
       const actions = subscriptionActions.filter((a) => a.allowedFrom.includes(subscription.status));
       return kit.render(reply, 200, 'subscription', {
-        title: `Subscription ${subscription.id}`,
+        title: `${subscription.description} (subscription of ${subscription.email})`,
         ...kit.layoutOf(signed, 'subscriptions'),
         item: subscription,
         charges,
@@ -137,7 +137,7 @@ function registerSubscriptionPages(scope: Scope, kit: Kit): void {
         return kit.render(reply, 200, 'confirm', {
           title: `${action.label} this subscription`,
           ...kit.layoutOf(signed, 'subscriptions'),
-          heading: `${action.label} the subscription of ${subscription.email}?`,
+          heading: `${action.label} “${subscription.description}”, the subscription of ${subscription.email}?`,
           consequence: action.consequence,
           action: `${signed.base}/subscriptions/${subscription.id}/${action.verb}`,
           confirm: `Yes, ${action.verb} it`,
@@ -205,7 +205,7 @@ function registerConsentPages(scope: Scope, kit: Kit): void {
           ? 'The consent is revoked: no more payments can be taken with it.'
           : null;
       return kit.render(reply, 200, 'consent', {
-        title: `Recurring consent ${consent.id}`,
+        title: `${consent.description} (recurring consent of ${consent.email})`,
         ...kit.layoutOf(signed, 'recurring-consents'),
         item: consent,
         payments: payments.payments,
@@ -222,7 +222,7 @@ function registerConsentPages(scope: Scope, kit: Kit): void {
       return kit.render(reply, 200, 'confirm', {
         title: 'Revoke this consent',
         ...kit.layoutOf(signed, 'recurring-consents'),
-        heading: `Revoke the recurring consent of ${consent.email}?`,
+        heading: `Revoke “${consent.description}”, the recurring consent of ${consent.email}?`,
         consequence:
           'No more payments can be taken with it, it is revoked at the payer’s bank too, and recurring_payment.revoked is sent. This cannot be undone.',
         action: `${signed.base}/recurring-consents/${consent.id}/revoke`,

@@ -4,8 +4,11 @@ import { EVENT_TYPES } from '../../events/events.builders.ts';
 import { listEventsFor } from '../../events/events.service.ts';
 import { CreateWebhookBody } from '../../webhooks/webhooks.schemas.ts';
 import {
+  ACTIVITY_DAYS,
   createWebhook,
   deleteWebhook,
+  deliveryStatesOf,
+  endpointActivityFor,
   listWebhooksFor,
   recentDeliveriesFor,
   recoverWebhook,
@@ -13,14 +16,17 @@ import {
   retrieveEvent,
   retrieveWebhook,
 } from '../../webhooks/webhooks.service.ts';
-import { text, texts, oneOf, cursorOf } from '../dashboard.format.ts';
+import { text, texts, oneOf, cursorOf, queryOf } from '../dashboard.format.ts';
 import { holdForOneView, takeOneView } from '../dashboard.sessions.ts';
 import { apiBodyProblem } from '../dashboard.forms.ts';
+import { deliveryStateLabel, failureRateText, lastDeliveryLabel, objectPathOf } from '../dashboard.present.ts';
 import { formOf, problemOf, type Kit, type Scope, type Signed } from '../dashboard.kit.ts';
 
-// Webhooks and events: endpoints (created with a URL and the events to send; the secret shown
-// once), each endpoint's recent deliveries with every attempt, resend and recover; events with
-// their JSON body (the recurring token is stored masked) and deliveries.
+// Webhooks and events: endpoints (created with a URL, an optional description and the events to
+// send; the secret shown once), listed with their status, last delivery and recent failures; each
+// endpoint's recent deliveries with every attempt, resend and recover; events with where their
+// delivery stands (a failed one resent from the list), their JSON body (the recurring token is
+// stored masked) and deliveries.
 
 const hidden = { schema: { hide: true } };
 
@@ -31,12 +37,53 @@ export function registerWebhookPages(scope: Scope, kit: Kit): void {
   registerEventPages(scope, kit);
 }
 
+type EndpointValues = { url?: string; description?: string; events?: string[] };
+type FormProblem = { message: string; input: string };
+
+/** The endpoints with how each has been doing, for the list and the endpoint page. */
+async function withActivity<T extends { id: string }>(signed: Signed, webhooks: T[]) {
+  const activity = await endpointActivityFor(
+    signed.ctx,
+    webhooks.map((w) => w.id),
+  );
+  return webhooks.map((webhook) => {
+    const seen = activity.get(webhook.id)!;
+    return {
+      ...webhook,
+      lastDelivery: seen.lastDelivery && { ...seen.lastDelivery, label: lastDeliveryLabel(seen.lastDelivery.status) },
+      failures: failureRateText(seen.failedAttempts, seen.attempts),
+    };
+  });
+}
+
+/**
+ * A refusal of the create form in the form's own words, with the input to mark: the service's
+ * message names the API's field, which the form calls by its label.
+ */
+function endpointFormProblem(problem: { message: string; field: string | null }): FormProblem {
+  if (problem.field === 'description')
+    return {
+      input: 'description',
+      message: 'The description can be at most 200 characters: shorten it, or leave it empty.',
+    };
+  if (problem.field === 'events')
+    return { input: 'event-request-created', message: `${problem.message.replace(/^events/, 'The events to send')}.` };
+  if (/url is required|must be an https URL/.test(problem.message))
+    return {
+      input: 'url',
+      message:
+        'Enter the URL to send events to: https://…, or http:// to localhost in test mode (at most 2048 characters).',
+    };
+  return { input: 'url', message: `${problem.message.replace(/^url\b/, 'The URL')}.` };
+}
+
 /** The endpoints, and a new one (its secret shown once). */
 function registerEndpointList(scope: Scope, kit: Kit): void {
-  const listPage = async (signed: Signed, values: { url?: string; events?: string[] }, error: string | null) => ({
+  const listPage = async (signed: Signed, values: EndpointValues, error: FormProblem | null) => ({
     title: 'Webhooks',
     ...kit.layoutOf(signed, 'webhooks'),
-    webhooks: (await listWebhooksFor(signed.ctx, { limit: 100 })).webhooks,
+    webhooks: await withActivity(signed, (await listWebhooksFor(signed.ctx, { limit: 100 })).webhooks),
+    activityDays: ACTIVITY_DAYS,
     eventTypes: EVENT_TYPES,
     values,
     error,
@@ -58,12 +105,14 @@ function registerEndpointList(scope: Scope, kit: Kit): void {
       async (request, reply, signed) => {
         const form = formOf(request);
         const url = text(form.url, 2100);
+        // Not cut short: a description over the limit is refused, not shortened without a word.
+        const description = text(form.description, 2000);
         const chosen = texts(form.events).filter((type) => type !== '');
-        const body = { url, ...(chosen.length ? { events: chosen } : {}) };
-        const again = async (message: string) =>
-          kit.render(reply, 400, 'webhooks', await listPage(signed, { url, events: chosen }, message));
+        const body = { url, ...(description ? { description } : {}), ...(chosen.length ? { events: chosen } : {}) };
+        const again = async (problem: FormProblem) =>
+          kit.render(reply, 400, 'webhooks', await listPage(signed, { url, description, events: chosen }, problem));
         const invalid = apiBodyProblem(CreateWebhookBody, body);
-        if (invalid) return again(invalid.message);
+        if (invalid) return again(endpointFormProblem(problemOf(invalid)!));
         try {
           const created = await createWebhook(signed.ctx, body);
           // Post/redirect/get: the secret waits, sealed, for the one view of the page the redirect opens.
@@ -72,7 +121,7 @@ function registerEndpointList(scope: Scope, kit: Kit): void {
           return reply.redirect(`${signed.base}/webhooks/${webhook.id}/created`, 303);
         } catch (error) {
           const problem = problemOf(error);
-          if (problem) return again(problem.message);
+          if (problem) return again(endpointFormProblem(problem));
           throw error;
         }
       },
@@ -108,14 +157,28 @@ function registerEndpointCreated(scope: Scope, kit: Kit): void {
   );
 }
 
+/** What the endpoint page shows: the endpoint with its status and recent activity, and its newest deliveries. */
+async function endpointPage(kit: Kit, signed: Signed, id: string) {
+  const { webhook } = await retrieveWebhook(signed.ctx, id);
+  const [[shown], deliveries] = await Promise.all([
+    withActivity(signed, [webhook]),
+    recentDeliveriesFor(signed.ctx, webhook.id),
+  ]);
+  return {
+    title: `Webhook ${webhook.description ?? webhook.url}`,
+    ...kit.layoutOf(signed, 'webhooks'),
+    webhook: shown,
+    activityDays: ACTIVITY_DAYS,
+    deliveries,
+  };
+}
+
 /** One endpoint: its recent deliveries, recovering it, deleting it. */
 function registerEndpointPages(scope: Scope, kit: Kit): void {
   scope.get(
     '/dashboard/:mode/webhooks/:id',
     hidden,
     kit.guard(async (request, reply, signed) => {
-      const { webhook } = await retrieveWebhook(signed.ctx, request.params.id);
-      const deliveries = await recentDeliveriesFor(signed.ctx, webhook.id);
       const done = text(request.query.done);
       const flash =
         done === 'recovered'
@@ -125,10 +188,7 @@ function registerEndpointPages(scope: Scope, kit: Kit): void {
             : null;
       const dayAgo = inZone(signed.ctx.clock.now() - 86_400_000, kit.zone()).toFormat("yyyy-LL-dd'T'HH:mm");
       return kit.render(reply, 200, 'webhook', {
-        title: `Webhook ${webhook.url}`,
-        ...kit.layoutOf(signed, 'webhooks'),
-        webhook,
-        deliveries,
+        ...(await endpointPage(kit, signed, request.params.id)),
         flash,
         since: text(request.query.since) || dayAgo,
         error: null,
@@ -153,12 +213,8 @@ function registerEndpointPages(scope: Scope, kit: Kit): void {
         } catch (error) {
           const problem = problemOf(error);
           if (!problem) throw error;
-          const { webhook } = await retrieveWebhook(signed.ctx, request.params.id);
           return kit.render(reply, 400, 'webhook', {
-            title: `Webhook ${webhook.url}`,
-            ...kit.layoutOf(signed, 'webhooks'),
-            webhook,
-            deliveries: await recentDeliveriesFor(signed.ctx, webhook.id),
+            ...(await endpointPage(kit, signed, request.params.id)),
             since: raw,
             error: problem.message,
           });
@@ -176,7 +232,7 @@ function registerEndpointPages(scope: Scope, kit: Kit): void {
       return kit.render(reply, 200, 'confirm', {
         title: 'Delete this endpoint',
         ...kit.layoutOf(signed, 'webhooks'),
-        heading: `Delete the endpoint ${webhook.url}?`,
+        heading: `Delete the endpoint ${webhook.description ? `“${webhook.description}” (${webhook.url})` : webhook.url}?`,
         consequence:
           'Nothing more is sent to it, deliveries not yet made are cancelled, and its secret is forgotten. This cannot be undone.',
         action: `${signed.base}/webhooks/${webhook.id}/delete`,
@@ -199,30 +255,46 @@ function registerEndpointPages(scope: Scope, kit: Kit): void {
   );
 }
 
+/** The events list's filters, from a query or from a form that came from the list (so a resend goes back to the same page). */
+function eventFiltersOf(values: Record<string, unknown>) {
+  return {
+    type: oneOf(values.type, EVENT_TYPES),
+    object_id: text(values.object_id, 64),
+    after: cursorOf('event', values.after),
+  };
+}
+
 /** The events, one event with its deliveries, and sending it again. */
 function registerEventPages(scope: Scope, kit: Kit): void {
   scope.get(
     '/dashboard/:mode/events',
     hidden,
     kit.guard(async (request, reply, signed) => {
-      const type = oneOf(request.query.type, EVENT_TYPES);
-      const objectId = text(request.query.object_id, 64);
-      const after = cursorOf('event', request.query.after);
+      const filters = eventFiltersOf(request.query);
       const page = await listEventsFor(signed.ctx, {
-        type: type || undefined,
-        object_id: objectId || undefined,
-        starting_after: after || undefined,
+        type: filters.type || undefined,
+        object_id: filters.object_id || undefined,
+        starting_after: filters.after || undefined,
         limit: 25,
       });
-      const filters = { type, object_id: objectId, after };
-      const next = page.has_more ? page.events[page.events.length - 1].id : null;
+      const states = await deliveryStatesOf(
+        signed.ctx,
+        page.events.map((e) => e.id),
+      );
+      const resent = request.query.done === 'resent' ? cursorOf('event', request.query.event) : '';
       return kit.render(reply, 200, 'events', {
         title: 'Events',
         ...kit.layoutOf(signed, 'events'),
-        events: page.events,
+        events: page.events.map((event) => {
+          const delivery = states.get(event.id)!;
+          return { ...event, path: objectPathOf(event.data.id), delivery, label: deliveryStateLabel(delivery.state) };
+        }),
         eventTypes: EVENT_TYPES,
         filters,
-        next,
+        next: page.has_more ? page.events[page.events.length - 1].id : null,
+        flash: resent
+          ? `Event ${resent} is queued to be sent again (${text(request.query.count, 4)} deliveries).`
+          : null,
       });
     }),
   );
@@ -246,24 +318,42 @@ function registerEventPages(scope: Scope, kit: Kit): void {
     }),
   );
 
+  registerEventResend(scope, kit);
+}
+
+/**
+ * Sending an event again: to the endpoints the form names (the event page names one or none, the
+ * events list each whose delivery failed), or with none to every endpoint that takes it. From the
+ * list, back to the list with its filters.
+ */
+function registerEventResend(scope: Scope, kit: Kit): void {
   scope.post(
     '/dashboard/:mode/events/:id/resend',
     hidden,
     kit.guard(
       async (request, reply, signed) => {
-        const webhookId = text(formOf(request).webhook_id, 64);
+        const form = formOf(request);
+        const id = request.params.id;
+        const webhookIds = [...new Set(texts(form.webhook_id).map((value) => text(value, 64)))].filter(Boolean);
+        let queued = 0;
         try {
-          const sent = await resendEventFor(signed.ctx, request.params.id, webhookId ? { webhook_id: webhookId } : {});
-          return reply.redirect(
-            `${signed.base}/events/${request.params.id}?done=resent&count=${sent.deliveries.length}`,
-            303,
-          );
+          for (const webhookId of webhookIds.length ? webhookIds.slice(0, 20) : [undefined])
+            queued += (await resendEventFor(signed.ctx, id, webhookId ? { webhook_id: webhookId } : {})).deliveries
+              .length;
         } catch (error) {
           if (error instanceof AppError && error.status === 404) throw error;
           const problem = problemOf(error);
           if (!problem) throw error;
-          return kit.message(reply, 400, 'The event was not sent again', problem.message, signed, 'events');
+          const already = queued ? ` It was queued again to the endpoints before that one (${queued} deliveries).` : '';
+          return kit.message(reply, 400, 'The event was not sent again', problem.message + already, signed, 'events');
         }
+        const done = { done: 'resent', count: String(queued) };
+        if (text(form.back) === 'events')
+          return reply.redirect(
+            `${signed.base}/events${queryOf({ ...eventFiltersOf(form), ...done, event: id })}`,
+            303,
+          );
+        return reply.redirect(`${signed.base}/events/${id}${queryOf(done)}`, 303);
       },
       { post: true },
     ),
