@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { sql } from 'kysely';
 import { engine, freshDb, pgUrl, type TestDb } from '../../test/helpers.ts';
+import { prepared } from './prepared.ts';
 import { openStore, storeOf, transact, type Store } from './store.ts';
 
 // One test per promise of docs/store.md that holds on both engines (the SQLite-only ones, about
@@ -136,19 +137,34 @@ test('the store keeps its rules in its API: no marker statement, no WeakMap side
 
 test('a statement read again after the schema changed names its columns as they now are', async (t) => {
   const { store } = await storeWithItems(t);
+  // A prepared query is kept parsed by the engine (on PostgreSQL, prepared on the server by name).
+  const itemById = prepared<{ id: number }, Record<string, unknown>>((db, arg) =>
+    db
+      .selectFrom('items' as never)
+      .selectAll()
+      .where('id' as never, '=', arg('id') as never),
+  );
   await sql`insert into items (id, label) values (1, 'tea')`.execute(store.db);
   await sql`alter table items add column note text`.execute(store.db);
-  const before = await store.db
-    .selectFrom('items' as never)
-    .selectAll()
-    .execute();
-  assert.deepEqual(before, [{ id: 1, label: 'tea', note: null }]);
+  assert.deepEqual(
+    await store.db
+      .selectFrom('items' as never)
+      .selectAll()
+      .execute(),
+    [{ id: 1, label: 'tea', note: null }],
+  );
+  assert.deepEqual(await itemById.first(store.db, { id: 1 }), { id: 1, label: 'tea', note: null });
   // The same `select *` after a column moves: dropped, and added again after another.
   await sql`alter table items drop column label`.execute(store.db);
   await sql`alter table items add column label text not null default 'coffee'`.execute(store.db);
-  const after = await store.db
-    .selectFrom('items' as never)
-    .selectAll()
-    .execute();
-  assert.deepEqual(after, [{ id: 1, note: null, label: 'coffee' }]);
+  assert.deepEqual(
+    await store.db
+      .selectFrom('items' as never)
+      .selectAll()
+      .execute(),
+    [{ id: 1, note: null, label: 'coffee' }],
+  );
+  // inside a transaction too, where a stale plan would abort it
+  const inside = await store.transaction((trx) => itemById.first(trx, { id: 1 }));
+  assert.deepEqual(inside, { id: 1, note: null, label: 'coffee' });
 });

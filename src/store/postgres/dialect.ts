@@ -36,10 +36,17 @@ export class ServerPreparedStatements {
     return this.names.get(text)!;
   }
 
+  /** New names for every statement, after this process changed the schema: each is prepared again. */
+  renewAll(): void {
+    for (const text of this.names.keys()) this.names.set(text, this.nextName());
+  }
+
   private nextName(): string {
     return `tono_${this.counter++}`;
   }
 }
+
+const SCHEMA_CHANGE = /^\s*(create|alter|drop)\s/i;
 
 /** PostgreSQL refuses a prepared statement whose result columns a migration changed (`select *` after ADD COLUMN). */
 function isStalePlan(error: unknown): boolean {
@@ -59,6 +66,13 @@ function serverPreparingClient(statements: ServerPreparedStatements): typeof pg.
     // Kysely calls query(text, values): that form is sent named when its text is kept prepared.
     override query(...args: any[]): any {
       const [text, values] = args;
+      // A schema change made here: statements prepared before it may return other columns now.
+      if (typeof text === 'string' && SCHEMA_CHANGE.test(text) && typeof args.at(-1) !== 'function') {
+        return (super.query as (...a: any[]) => Promise<unknown>)(...args).then((result) => {
+          statements.renewAll();
+          return result;
+        });
+      }
       const name = typeof text === 'string' && args.length === 2 ? statements.nameOf(text) : undefined;
       if (name === undefined) return (super.query as (...a: any[]) => any)(...args);
       return super.query({ name, text, values }).catch((error: unknown) => {
