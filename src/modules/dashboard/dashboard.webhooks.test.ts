@@ -390,3 +390,40 @@ test('events list: each object links to its page, Sent on one line, the delivery
     'no resend offered to a disabled endpoint',
   );
 });
+
+test('an endpoint is disabled after confirming and enabled again from its page, as PATCH { disabled } does; another merchant gets 404', async (t) => {
+  const world = await dashWorld(t, { workers: false });
+  const [kowhai, tui] = world.merchants;
+  const { webhook } = await objectsOf(world, kowhai);
+  const browser = await logIn(world, kowhai);
+  const base = `/dashboard/test/webhooks/${webhook.id}`;
+  const page = await browser.request(base);
+  const csrf = Browser.csrfOf(page.text);
+  assert.match(page.text, new RegExp(`href="${base}/disable">Disable endpoint</a>`));
+  const confirm = await browser.request(`${base}/disable`);
+  assert.match(
+    textOf(confirm.text),
+    /Disable the endpoint https:\/\/example\.com\/hooks\? Deliveries not yet made are cancelled/,
+  );
+
+  const stranger = await logIn(world, tui);
+  const strangerCsrf = Browser.csrfOf((await stranger.request('/dashboard/test')).text);
+  assert.equal((await stranger.request(`${base}/disable`, { form: { csrf: strangerCsrf } })).status, 404);
+  assert.equal((await browser.request(`${base}/disable`, { form: {} })).status, 403, 'no CSRF token, no change');
+  assert.equal((await kowhai.test.get(`/v1/webhooks/${webhook.id}`)).body.webhook.disabled, false);
+
+  const disabled = await browser.request(`${base}/disable`, { form: { csrf } });
+  assert.equal(disabled.status, 303);
+  assert.equal((await kowhai.test.get(`/v1/webhooks/${webhook.id}`)).body.webhook.disabled, true);
+  const off = await browser.request(disabled.headers.get('location')!);
+  assert.match(textOf(off.text), /The endpoint is disabled: .* Status disabled/);
+  assert.match(off.text, /<button type="submit" class="primary">Enable endpoint<\/button>/);
+
+  const enabled = await browser.request(`${base}/enable`, { form: { csrf } });
+  assert.equal(enabled.status, 303);
+  assert.equal((await kowhai.test.get(`/v1/webhooks/${webhook.id}`)).body.webhook.disabled, false);
+  assert.match(
+    textOf((await browser.request(enabled.headers.get('location')!)).text),
+    /The endpoint is enabled: new events are sent to it again/,
+  );
+});

@@ -15,6 +15,7 @@ import {
   resendEventFor,
   retrieveEvent,
   retrieveWebhook,
+  updateWebhook,
 } from '../../webhooks/webhooks.service.ts';
 import { text, texts, oneOf, cursorOf, queryOf } from '../dashboard.format.ts';
 import { holdForOneView, takeOneView } from '../dashboard.sessions.ts';
@@ -185,7 +186,11 @@ function registerEndpointPages(scope: Scope, kit: Kit): void {
           ? `${text(request.query.count)} failed deliveries are queued to be sent again.`
           : done === 'resent'
             ? 'The event is queued to be sent again.'
-            : null;
+            : done === 'enabled'
+              ? 'The endpoint is enabled: new events are sent to it again. Recover what failed while it was off below.'
+              : done === 'disabled'
+                ? 'The endpoint is disabled: deliveries not yet made are cancelled, and no new ones are sent.'
+                : null;
       const dayAgo = inZone(signed.ctx.clock.now() - 86_400_000, kit.zone()).toFormat("yyyy-LL-dd'T'HH:mm");
       return kit.render(reply, 200, 'webhook', {
         ...(await endpointPage(kit, signed, request.params.id)),
@@ -224,6 +229,8 @@ function registerEndpointPages(scope: Scope, kit: Kit): void {
     ),
   );
 
+  registerEndpointSwitch(scope, kit);
+
   scope.get(
     '/dashboard/:mode/webhooks/:id/delete',
     hidden,
@@ -253,6 +260,44 @@ function registerEndpointPages(scope: Scope, kit: Kit): void {
       { post: true },
     ),
   );
+}
+
+/** Turning an endpoint off (after confirming) and on again: the API's PATCH { disabled }. */
+function registerEndpointSwitch(scope: Scope, kit: Kit): void {
+  scope.get(
+    '/dashboard/:mode/webhooks/:id/disable',
+    hidden,
+    kit.guard(async (request, reply, signed) => {
+      const { webhook } = await retrieveWebhook(signed.ctx, request.params.id);
+      return kit.render(reply, 200, 'confirm', {
+        title: 'Disable this endpoint',
+        ...kit.layoutOf(signed, 'webhooks'),
+        heading: `Disable the endpoint ${webhook.description ? `“${webhook.description}” (${webhook.url})` : webhook.url}?`,
+        consequence:
+          'Deliveries not yet made are cancelled and no new ones are queued until you enable it again; its secret is kept. Events keep being recorded, and can be recovered once it is enabled.',
+        action: `${signed.base}/webhooks/${webhook.id}/disable`,
+        confirm: 'Yes, disable it',
+        back: `${signed.base}/webhooks/${webhook.id}`,
+      });
+    }),
+  );
+
+  for (const [verb, disabled] of [
+    ['disable', true],
+    ['enable', false],
+  ] as const) {
+    scope.post(
+      `/dashboard/:mode/webhooks/:id/${verb}`,
+      hidden,
+      kit.guard(
+        async (request, reply, signed) => {
+          await updateWebhook(signed.ctx, request.params.id, { disabled });
+          return reply.redirect(`${signed.base}/webhooks/${request.params.id}?done=${verb}d`, 303);
+        },
+        { post: true },
+      ),
+    );
+  }
 }
 
 /** The events list's filters, from a query or from a form that came from the list (so a resend goes back to the same page). */
