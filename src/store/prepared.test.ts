@@ -122,8 +122,11 @@ test('PostgreSQL keeps prepared queries parsed; one a migration made stale is pr
     JSON.stringify(onServer.rows),
   );
 
-  // What an older process sees when a newer version's migration adds a column meanwhile.
-  await sql`alter table jobs add column later text`.execute(db);
+  // What an older process sees when a newer version's migration, in another process, adds a column
+  // meanwhile (one made through this store prepares everything again: store.test.ts).
+  const other = openDb({ engine: 'postgres', url: pgUrl, schema, poolSize: 1 });
+  await sql`alter table jobs add column later text`.execute(other);
+  await other.destroy();
   assert.equal((await wholeJob.first(db, { id: 'a' }))?.later, null, 'on its own, the call is prepared again and run');
   await assert.rejects(
     transact(db, (trx) => wholeJobOfKind.first(trx, { kind: 'k' })),
