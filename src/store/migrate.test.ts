@@ -25,6 +25,8 @@ test('PostgreSQL: a migration is not disturbed by columns dropped in another sch
     for (let i = 0; churning; i++) {
       await sql.raw(`alter table churn add column c${i} integer`).execute(neighbour.db);
       await sql.raw(`alter table churn drop column c${i}`).execute(neighbour.db);
+      // A dropped column still counts towards PostgreSQL's 1,600 per table: start a new table now and then.
+      if (i % 500 === 499) await sql`drop table churn; create table churn (id integer)`.execute(neighbour.db);
     }
   })();
   try {

@@ -4,9 +4,8 @@ import { retrieveConsent } from '../../consents/consents.service.ts';
 import { executePaymentOnConsent, refusalOfCharge } from '../../consents/execute.service.ts';
 import { ReferenceInput } from '../../../http/schemas.ts';
 import { text } from '../dashboard.format.ts';
-import { amountText } from '../dashboard.forms.ts';
+import { amountText, apiBodyProblem } from '../dashboard.forms.ts';
 import { formOf, problemOf, type Kit, type Scope, type Signed } from '../dashboard.kit.ts';
-import { apiBodyProblem } from '../dashboard.forms.ts';
 
 // Charging a recurring consent from the dashboard, for a merchant who writes no code: the amount
 // and reference, then a confirmation that says what the limits leave, then one payment per
