@@ -498,7 +498,7 @@ describe('listen goes easy on the service', { concurrency: true }, () => {
     assert.ok(start.at - limitedStart.at >= 1_900, `${start.at - limitedStart.at} ms after the first 429`);
     assert.ok(poll.at - limitedPoll.at >= 1_900, `${poll.at - limitedPoll.at} ms after the second 429`);
     assert.equal(poll.query.get('after'), limitedPoll.query.get('after'), 'the same call again');
-    assert.equal(listen.stdout().match(/429/g)?.length, 2, listen.stdout());
+    assert.equal(listen.stdout().match(/ answered 429 /g)?.length, 2, listen.stdout());
     assert.match(
       listen.stdout(),
       /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d {2}http:\/\/127\.0\.0\.1:\d+ answered 429 rate_limited; trying again in 2 s, as it asks\n/m,
