@@ -24,6 +24,7 @@ export function registerConsentCharge(scope: Scope, kit: Kit): void {
       title: 'Charge this consent',
       ...kit.layoutOf(signed, 'recurring-consents'),
       item: consent,
+      thisPeriod: THIS_PERIOD[consent.limits.period],
       values,
       error,
     };
@@ -107,6 +108,9 @@ export function registerConsentCharge(scope: Scope, kit: Kit): void {
   );
 }
 
+/** The consent's current period, as the page and the confirmation say it. */
+const THIS_PERIOD = { daily: 'today', weekly: 'this week', monthly: 'this month' } as const;
+
 const emptyCharge: ChargeValues = { amount: '', reference: '' };
 
 function valuesOf(form: Record<string, unknown>): ChargeValues {
@@ -127,7 +131,7 @@ type ConsentView = Awaited<ReturnType<typeof retrieveConsent>>['recurring_consen
 
 /** What the consent's limits still allow once this charge is taken, in one or two sentences. */
 export function leftAfter(consent: ConsentView, cents: number): string {
-  const period = { daily: 'today', weekly: 'this week', monthly: 'this month' }[consent.limits.period];
+  const period = THIS_PERIOD[consent.limits.period];
   const parts = [`${displayAmount(centsOf(consent.usage.period.remaining.value) - cents)} ${period}`];
   const { remaining_amount: totalLeft, remaining_count: countLeft } = consent.usage.total;
   if (totalLeft) parts.push(`${displayAmount(centsOf(totalLeft.value) - cents)} in all`);
