@@ -30,7 +30,15 @@ const SCHEMA_CHANGE = /^\s*(create|alter|drop)\s/i;
  * A prepared statement; a reader's rows come back as arrays and are named here (see `rowsOf`).
  * `select` is a plain read; `write` changes rows, and with RETURNING has columns too: it still runs in a unit of work.
  */
-type Statement = { statement: StatementSync; reader: boolean; select: boolean; write: boolean; makeRow: RowMaker };
+type Statement = {
+  statement: StatementSync;
+  reader: boolean;
+  select: boolean;
+  write: boolean;
+  /** create, alter or drop: after it, statements prepared earlier may name their columns wrong. */
+  schemaChange: boolean;
+  makeRow: RowMaker;
+};
 
 /** Every row a reader (or a write with RETURNING) answers, as objects. */
 function allRows({ statement, makeRow }: Statement, parameters: Params): any[] {
@@ -83,6 +91,7 @@ export class GroupCommitDriver implements Driver {
         reader: columns.length > 0,
         select: columns.length > 0 && SELECT.test(sql),
         write: WRITE.test(sql),
+        schemaChange: SCHEMA_CHANGE.test(sql),
         makeRow: rowMakerFor(columns),
       };
       if (this.statements.size > 1000) this.statements.clear();
@@ -100,10 +109,10 @@ export class GroupCommitDriver implements Driver {
   }
 
   run(sql: string, parameters: Params, connection: UnitConnection): QueryResult<any> {
+    const entry = this.prepare(sql);
     // SQLite re-prepares a statement after a schema change, and `select *` may then return its
     // columns in another order than the names its row maker was built with: forget them all.
-    if (SCHEMA_CHANGE.test(sql)) this.statements.clear();
-    const entry = this.prepare(sql);
+    if (entry.schemaChange) this.statements.clear();
     const { statement, reader, write } = entry;
     if (reader && !write) return { rows: allRows(entry, parameters) };
     if (/^\s*vacuum/i.test(sql)) {
