@@ -18,6 +18,7 @@ import { mailModule } from './mail/mail.module.ts';
 import { merchantsModule } from './merchants/merchants.module.ts';
 import { payerModule } from './payer/payer.module.ts';
 import { paymentsModule } from './payments/payments.module.ts';
+import { refundsModule } from './refunds/refunds.module.ts';
 import { requestsModule } from './requests/requests.module.ts';
 import { subscriptionsModule } from './subscriptions/subscriptions.module.ts';
 import { testHelpersModule } from './test-helpers/test-helpers.module.ts';
@@ -33,6 +34,7 @@ export const manifests: readonly ModuleManifest[] = [
   authorisationsModule,
   consentsModule,
   subscriptionsModule,
+  refundsModule,
   checkoutModule,
   eventsModule,
   webhooksModule,
@@ -66,7 +68,8 @@ export function contributionsOf(deps: Deps, list: readonly ModuleManifest[] = ma
   const testData = list.flatMap((manifest) =>
     manifest.testData ? [{ ...manifest.testData, module: manifest.name }] : [],
   );
-  return { checkout, payHelpers, testData: testData.reverse() };
+  const bankReturns = list.flatMap((manifest) => manifest.bankReturns ?? []);
+  return { checkout, payHelpers, testData: testData.reverse(), bankReturns };
 }
 
 /** Every module's routes, on one app. */

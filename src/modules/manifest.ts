@@ -106,12 +106,17 @@ export type TestData = {
   delete(trx: Db, userId: string): Promise<Record<string, number>>;
 };
 
+/** Completes a bank return whose state the module issued; null when it is not its own. */
+export type BankReturn = (deps: Deps, input: ReturnInput) => Promise<string | null>;
+
 /** What modules contribute to one another, gathered from every manifest. */
 export type Contributions = {
   /** How the hosted page takes each kind of request (payment, recurring, subscription). */
   checkout: ReadonlyMap<string, CheckoutStrategy>;
   /** How the pay test helper pays each kind of request the way a payer would. */
   payHelpers: ReadonlyMap<string, PayHelper>;
+  /** Bank returns that are not a payer's checkout (BankReturn). */
+  bankReturns: ReadonlyArray<BankReturn>;
   /** Each module's test-mode data, in the order it is deleted (the reverse of the module list). */
   testData: ReadonlyArray<TestData & { module: string }>;
 };
@@ -125,6 +130,12 @@ export type ModuleManifest = {
   routes?(app: App, deps: Deps, contributions: Contributions): Promise<void>;
   jobs?: Array<{ [K in JobKindName]: JobKind<K> }[JobKindName]>;
   runners?(deps: Deps): Runner[];
+  /**
+   * Handlers of the bank's redirect back to PUBLIC_BASE_URL/pay/return for what is not a payer's
+   * checkout (a merchant approving its refund authority): each answers where to send the browser,
+   * or null when the state is not its own.
+   */
+  bankReturns?: BankReturn[];
   /** Checkout strategies this module provides, by request kind. */
   checkout?: Record<string, (deps: Deps) => CheckoutStrategy>;
   /** Pay test helpers this module provides, by request kind. */

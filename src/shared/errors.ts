@@ -31,6 +31,7 @@ const statusByFamily: Record<string, number> = {
   payload_too_large: 413,
   unsupported_media_type: 415,
   payment_rejected: 422,
+  refund_rejected: 422,
   rate_limited: 429,
   headers_too_large: 431,
   internal_error: 500,

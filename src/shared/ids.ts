@@ -36,6 +36,8 @@ export const IdPrefix = {
   delivery: 'delivery',
   attempt: 'attempt',
   charge: 'charge',
+  refund: 'refund',
+  refundAuthority: 'refundauth',
 } as const;
 export type IdKind = keyof typeof IdPrefix;
 

@@ -124,9 +124,9 @@ export interface BankRegistry {
   /**
    * Calls one of the sandbox bank's test hooks (`/test/…`) as the service's client, for the test
    * helpers. A refusal is 409 conflict.invalid_state with the bank's message; the bank failing or out of
-   * reach is 503 service_unavailable.
+   * reach is 503 service_unavailable. Answers the bank's JSON reply.
    */
-  sandboxTestHook(path: string, body: unknown): Promise<void>;
+  sandboxTestHook(path: string, body: unknown): Promise<unknown>;
   /** The service's client at the sandbox bank, which the mounted bank accepts. */
   readonly sandboxCredentials: { clientId: string; clientSecret: string };
 }

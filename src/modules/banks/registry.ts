@@ -103,7 +103,7 @@ export class OpenBankingRegistry implements BankRegistry {
     return connector;
   }
 
-  async sandboxTestHook(path: string, body: unknown): Promise<void> {
+  async sandboxTestHook(path: string, body: unknown): Promise<unknown> {
     const response = await fetch(`${this.sandboxUrl()}/test${path}`, {
       method: 'POST',
       headers: {
@@ -115,7 +115,7 @@ export class OpenBankingRegistry implements BankRegistry {
     }).catch((error: Error) => {
       throw new AppError('service_unavailable', `The sandbox bank could not be reached: ${error.message}`, {});
     });
-    if (response.ok) return;
+    if (response.ok) return response.json().catch(() => null);
     const said = bankMessageOf(await response.text());
     // The bank answered: a refusal of what was asked (the consent is no longer there to act on) is
     // the caller's to see as a conflict; the bank failing is the service being unavailable.

@@ -19,6 +19,7 @@ import { contentSecurityPolicy } from '../../http/pages.ts';
 import { isIdOf } from '../../shared/ids.ts';
 import type { Deps } from '../context.ts';
 import type { CheckoutStrategies } from './checkout.strategies.ts';
+import type { BankReturn } from '../manifest.ts';
 import type { App } from '../../http/app-type.ts';
 
 const assetsDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'assets');
@@ -43,10 +44,15 @@ function formValues(body: unknown): Record<string, string> {
 
 const wantsJson = (request: FastifyRequest) => (request.headers.accept ?? '').includes('application/json');
 
-export async function registerCheckoutRoutes(app: App, deps: Deps, strategies: CheckoutStrategies): Promise<void> {
+export async function registerCheckoutRoutes(
+  app: App,
+  deps: Deps,
+  strategies: CheckoutStrategies,
+  otherReturns: ReadonlyArray<BankReturn> = [],
+): Promise<void> {
   registerAssets(app, deps);
   registerPayPages(app, deps, strategies);
-  registerPayReturn(app, deps, strategies);
+  registerPayReturn(app, deps, strategies, otherReturns);
   registerPayReads(app, deps);
 }
 
@@ -163,7 +169,12 @@ function registerPayPages(app: App, deps: Deps, strategies: CheckoutStrategies):
 }
 
 /** The payer back from the bank, and the page of the payment that came of it. */
-function registerPayReturn(app: App, deps: Deps, strategies: CheckoutStrategies): void {
+function registerPayReturn(
+  app: App,
+  deps: Deps,
+  strategies: CheckoutStrategies,
+  otherReturns: ReadonlyArray<BankReturn>,
+): void {
   // The bank's one-time authorisation code is in this URL: it writes no info-level access line.
   app.get<{ Querystring: Query }>('/pay/return', { ...hidden, logLevel: 'warn' }, async (request, reply) => {
     const { state, code, error } = request.query;
@@ -172,6 +183,13 @@ function registerPayReturn(app: App, deps: Deps, strategies: CheckoutStrategies)
       code: code ?? null,
       error: error ?? null,
     });
+    if (!outcome) {
+      // Not a payer's checkout: a merchant back from approving something at its own bank.
+      for (const complete of otherReturns) {
+        const onward = await complete(deps, { state: state ?? '', code: code ?? null, error: error ?? null });
+        if (onward) return reply.redirect(onward, 303);
+      }
+    }
     const loaded = outcome && (await loadRequest(deps, outcome.requestId));
     if (!outcome || !loaded) {
       return sendPage(

@@ -208,3 +208,12 @@ export function expireConsentJob(deps: Deps): JobHandler {
 export async function consentCountsFor(ctx: Ctx): Promise<Record<string, number>> {
   return countConsentsByStatus(ctx.db, { userId: ctx.merchant.id, mode: ctx.mode });
 }
+
+/** The payer's email and what the consent is for, for mail about a payment made under it (a refund). */
+export async function payerOfConsent(
+  db: Deps['db'],
+  consentId: string,
+): Promise<{ email: string; title: string } | null> {
+  const consent = await findConsentById(db, consentId);
+  return consent ? { email: consent.email, title: consent.description } : null;
+}

@@ -42,6 +42,18 @@ const SPEC_FIELDS: Record<EventType, string[]> = {
   'customer.created': ['id', 'user_id', 'created_at', 'email', 'first_name', 'last_name', 'phone', 'address'],
   'customer.updated': ['id', 'user_id', 'updated_at', 'email', 'first_name', 'last_name', 'phone', 'address'],
   'webhook_endpoint.disabled': ['id', 'url', 'disabled_at', 'failing_since'],
+  // docs/refunds.md
+  'refund.created': ['id', 'payment_id', 'request_id', 'user_id', 'amount', 'status', 'created_at'],
+  'refund.status_updated': [
+    'id',
+    'payment_id',
+    'request_id',
+    'user_id',
+    'status',
+    'failure_reason',
+    'action_reason',
+    'updated_at',
+  ],
 };
 
 const address = {
@@ -80,6 +92,10 @@ const everything = {
   failing_since: '2026-11-18T10:00:00.000Z',
   secret_internal: 'must not leak',
   amount_cents: 1000,
+  payment_id: 'payment_1',
+  amount: { value: '1.00 NZD', formatted: '$1.00' },
+  failure_reason: null,
+  action_reason: null,
 };
 
 test('every event type carries exactly the documented fields, in the documented envelope', async (t) => {

@@ -96,6 +96,25 @@ export type EventData = {
     address: AddressData;
   };
   'webhook_endpoint.disabled': { id: string; url: string; disabled_at: string; failing_since: string };
+  'refund.created': {
+    id: string;
+    payment_id: string;
+    request_id: string;
+    user_id: string;
+    amount: { value: string; formatted: string };
+    status: 'pending' | 'requires_action';
+    created_at: string;
+  };
+  'refund.status_updated': {
+    id: string;
+    payment_id: string;
+    request_id: string;
+    user_id: string;
+    status: 'pending' | 'successful' | 'failed' | 'requires_action';
+    failure_reason: string | null;
+    action_reason: string | null;
+    updated_at: string;
+  };
 };
 
 export type EventType = keyof EventData;
@@ -117,6 +136,8 @@ export const EVENT_TYPES = [
   'customer.created',
   'customer.updated',
   'webhook_endpoint.disabled',
+  'refund.created',
+  'refund.status_updated',
 ] as const satisfies readonly EventType[];
 
 /**
@@ -244,4 +265,23 @@ export const buildEventData = {
     'address',
   ]),
   'webhook_endpoint.disabled': pick<'webhook_endpoint.disabled'>(['id', 'url', 'disabled_at', 'failing_since']),
+  'refund.created': pick<'refund.created'>([
+    'id',
+    'payment_id',
+    'request_id',
+    'user_id',
+    'amount',
+    'status',
+    'created_at',
+  ]),
+  'refund.status_updated': pick<'refund.status_updated'>([
+    'id',
+    'payment_id',
+    'request_id',
+    'user_id',
+    'status',
+    'failure_reason',
+    'action_reason',
+    'updated_at',
+  ]),
 } satisfies { [T in EventType]: (source: EventData[T]) => EventData[T] };

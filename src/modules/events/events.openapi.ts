@@ -1,5 +1,5 @@
 import { Type, type Static, type TSchema } from 'typebox';
-import { Nullable, Timestamp } from '../../http/schemas.ts';
+import { AmountObject, Nullable, Timestamp } from '../../http/schemas.ts';
 import { AddressObject } from '../customers/customers.schemas.ts';
 import { EVENT_TYPES, versionOf, type EventData, type EventType } from './events.builders.ts';
 
@@ -122,6 +122,27 @@ export const EVENT_DATA_SCHEMAS = {
     disabled_at: Timestamp,
     failing_since: Timestamp,
   }),
+  'refund.created': data({
+    id: Id('refund_01JD2Q8Z7M3V4K5N6P7R8S9T0V'),
+    payment_id: Id('payment_01JD2Q8Z7M3V4K5N6P7R8S9T0V'),
+    request_id: Id('request_01JD2Q8Z7M3V4K5N6P7R8S9T0V'),
+    user_id: UserId,
+    amount: AmountObject,
+    status: Type.Enum(['pending', 'requires_action']),
+    created_at: Timestamp,
+  }),
+  'refund.status_updated': data({
+    id: Id('refund_01JD2Q8Z7M3V4K5N6P7R8S9T0V'),
+    payment_id: Id('payment_01JD2Q8Z7M3V4K5N6P7R8S9T0V'),
+    request_id: Id('request_01JD2Q8Z7M3V4K5N6P7R8S9T0V'),
+    user_id: UserId,
+    status: Type.Enum(['pending', 'successful', 'failed', 'requires_action']),
+    failure_reason: Nullable(Type.String({ description: 'Why the refund failed' })),
+    action_reason: Nullable(
+      Type.String({ description: 'Why it requires action: payer_account_unknown or no_refund_authority' }),
+    ),
+    updated_at: Timestamp,
+  }),
 } satisfies Record<EventType, TSchema>;
 
 // A compile-time check that the schemas and the builders' types say the same.
@@ -144,6 +165,8 @@ const schemasMatchTypes: { [T in EventType]: Same<Static<(typeof EVENT_DATA_SCHE
   'customer.created': true,
   'customer.updated': true,
   'webhook_endpoint.disabled': true,
+  'refund.created': true,
+  'refund.status_updated': true,
 };
 void schemasMatchTypes;
 
@@ -173,6 +196,8 @@ const summaries: Record<EventType, string> = {
   'customer.created': "A customer was created from a payer's details",
   'customer.updated': "A customer's details changed",
   'webhook_endpoint.disabled': 'Tono disabled a webhook endpoint whose deliveries had all failed for 3 days',
+  'refund.created': 'A refund was created: it is pending at the bank, or requires you to pay it by hand',
+  'refund.status_updated': 'A refund succeeded, failed, or now requires you to pay it by hand',
 };
 
 /** The envelope of one event type, exactly as POSTed: named `<Type>Event` in the API description. */

@@ -40,6 +40,26 @@ export type TemplateData = {
   webhook_failing: { url: string; endpoint_id: string; since: string; test: boolean };
   webhook_disabled: { url: string; endpoint_id: string; since: string; test: boolean };
   merchant_password_reset: { token: string; minutes: number };
+  refund_sent: RefundMail;
+  refund_arrived: RefundMail;
+};
+
+/** A refund, as the payer's email tells it (docs/refunds.md). */
+type RefundMail = {
+  merchant: string;
+  title?: string;
+  amount: string;
+  /** What the payment was, and when it was made. */
+  paid: string;
+  paid_on: string;
+  date: string;
+  reason: string | null;
+  /** The merchant paid it from its internet banking, not through Tono. */
+  by_hand: boolean;
+  particulars: string;
+  code: string;
+  reference: string;
+  test: boolean;
 };
 export type TemplateName = keyof TemplateData;
 export const TEMPLATE_NAMES = [
@@ -53,6 +73,8 @@ export const TEMPLATE_NAMES = [
   'webhook_failing',
   'merchant_password_reset',
   'webhook_disabled',
+  'refund_sent',
+  'refund_arrived',
 ] as const satisfies readonly TemplateName[];
 
 /** " for “Veg box”", or nothing for mail queued without a title. */
@@ -71,6 +93,8 @@ const subjects: { [K in TemplateName]: (data: TemplateData[K]) => string } = {
   webhook_failing: (d) => `Webhook deliveries to ${d.url} have failed for 24 hours`,
   webhook_disabled: (d) => `Webhook endpoint ${d.url} was disabled after 3 days of failed deliveries`,
   merchant_password_reset: () => 'Reset your Tono dashboard password',
+  refund_sent: (d) => `${d.merchant} is refunding you ${d.amount}`,
+  refund_arrived: (d) => `Your refund of ${d.amount} from ${d.merchant} has arrived`,
 };
 
 const views = path.join(import.meta.dirname, 'templates');

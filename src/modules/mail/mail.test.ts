@@ -61,6 +61,33 @@ const samples: TemplateData = {
     test: true,
   },
   merchant_password_reset: { token: 'tok', minutes: 30 },
+  refund_sent: {
+    merchant: 'Kōwhai <Coffee>',
+    title: 'Veg box',
+    amount: '$5.00',
+    paid: '$12.50',
+    paid_on: 'Wednesday 3 March 2027 at 10:00am',
+    date: 'Thursday 4 March 2027 at 9:00am',
+    reason: 'Damaged <item>',
+    by_hand: false,
+    particulars: 'Refund',
+    code: 'V-ABC123',
+    reference: 'INV-1',
+    test: true,
+  },
+  refund_arrived: {
+    merchant: 'Kōwhai Coffee',
+    amount: '$5.00',
+    paid: '$12.50',
+    paid_on: 'Wednesday 3 March 2027 at 10:00am',
+    date: 'Thursday 4 March 2027 at 9:00am',
+    reason: null,
+    by_hand: false,
+    particulars: 'Refund',
+    code: 'V-ABC123',
+    reference: '',
+    test: false,
+  },
 };
 
 test('every template renders a subject, a plain-text part and an escaped HTML part carrying the link', () => {

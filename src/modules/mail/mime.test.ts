@@ -125,6 +125,33 @@ const samples = {
     test: true,
   },
   merchant_password_reset: { token: 'tok', minutes: 30 },
+  refund_sent: {
+    merchant: 'Kōwhai <Coffee>',
+    title: 'Veg box',
+    amount: '$5.00',
+    paid: '$12.50',
+    paid_on: 'Wednesday 3 March 2027 at 10:00am',
+    date: 'Thursday 4 March 2027 at 9:00am',
+    reason: 'Damaged <item>',
+    by_hand: false,
+    particulars: 'Refund',
+    code: 'V-ABC123',
+    reference: 'INV-1',
+    test: true,
+  },
+  refund_arrived: {
+    merchant: 'Kōwhai Coffee',
+    amount: '$5.00',
+    paid: '$12.50',
+    paid_on: 'Wednesday 3 March 2027 at 10:00am',
+    date: 'Thursday 4 March 2027 at 9:00am',
+    reason: null,
+    by_hand: false,
+    particulars: 'Refund',
+    code: 'V-ABC123',
+    reference: '',
+    test: false,
+  },
 } satisfies TemplateData;
 
 test('every template composes to what nodemailer builds, and reads back as what was rendered', async () => {

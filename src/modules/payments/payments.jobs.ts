@@ -2,17 +2,10 @@ import { backoffDelayMs, type Backoff } from '../../jobs/backoff.ts';
 import type { JobHandler } from '../../jobs/worker.ts';
 import { transact } from '../../store/store.ts';
 import { connectorFor } from './payments.banks.ts';
-import {
-  enduringPayerAccount,
-  findPaymentById,
-  keepEnduringPayerAccount,
-  lockPayment,
-  updatePayment,
-  updatePaymentIfStatus,
-} from './payments.repo.ts';
+import { findPaymentById, lockPayment } from './payments.repo.ts';
 import { ABANDON_AFTER_MS } from './payments.rules.ts';
 import { finishPayment, RECONCILE_PAYMENT_JOB } from './one-off.service.ts';
-import { enduringIdOf, setPaymentStatus } from './payments.service.ts';
+import { payerAccountOfPayment, setPaymentStatus } from './payments.service.ts';
 import { enqueue } from '../../jobs/queue.ts';
 import type { Deps } from '../context.ts';
 import { clockIdOf } from '../merchants/merchants.clock.ts';
@@ -106,46 +99,12 @@ export function reconcilePaymentJob(deps: Deps): JobHandler {
 
 /**
  * The payer's account of a successful payment, as the bank releases it (GET debtor-account), kept
- * sealed for refunds: scheme, account number and name, nothing else. Under an enduring consent it
- * is kept for the consent too, and a payment whose consent has one by now takes that instead of
- * asking. A bank that refuses is left alone; one that cannot be reached is asked again.
+ * sealed for refunds (payerAccountOfPayment). A bank that refuses is left alone; one that cannot be
+ * reached is asked again.
  */
 export function payerAccountJob(deps: Deps): JobHandler {
   return async (payload: { payment_id: string }, { job }) => {
-    const payment = await findPaymentById(deps.db, payload.payment_id);
-    if (payment?.status !== 'successful' || !payment.bank_payment_id || payment.payer_account_sealed) return;
-    const enduringId = enduringIdOf(payment);
-    const kept = enduringId ? await enduringPayerAccount(deps.db, enduringId) : undefined;
-    if (kept) {
-      await updatePayment(deps.db, payment.id, { payer_account_sealed: kept });
-      return;
-    }
-    const retry = (error: string) => ({ retryAt: deps.clock.now() + reconcileDelay(job.attempts), error });
-    const connector = connectorFor(deps, payment.bank_id, payment.mode);
-    if (!connector) return retry('bank not connected');
-    const result = await connector.getDebtorAccount({
-      paymentId: payment.bank_payment_id,
-      trace: { payment_id: payment.id },
-    });
-    if (!result.ok) {
-      if (result.unknown) return retry(result.message);
-      deps.log.warn(
-        { payment_id: payment.id, reason: result.reason, bank_code: result.bankCode },
-        'the bank did not release the payer account',
-      );
-      return;
-    }
-    const account = {
-      scheme_name: result.account.schemeName,
-      identification: result.account.identification,
-      name: result.account.name,
-    };
-    const sealed = deps.secrets.seal(JSON.stringify(account));
-    await deps.store.transaction(async (trx) => {
-      // Not kept for a payment deleted while the bank was asked (the merchant's test data).
-      if (!(await updatePaymentIfStatus(trx, payment.id, 'successful', { payer_account_sealed: sealed }))) return;
-      // Later payments under the same enduring consent debit the same account: they take it from here.
-      if (enduringId) await keepEnduringPayerAccount(trx, enduringId, sealed, deps.clock.now());
-    });
+    const found = await payerAccountOfPayment(deps, payload.payment_id);
+    if ('retry' in found) return { retryAt: deps.clock.now() + reconcileDelay(job.attempts), error: found.retry };
   };
 }

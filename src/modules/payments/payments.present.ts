@@ -16,6 +16,7 @@ export function presentPayment(row: PaymentRow, custInfo?: CustInfoRow | null) {
     request_id: row.request_id,
     amount: formatAmount(row.settled_cents),
     requested_amount: formatAmount(row.amount_cents),
+    amount_refunded: formatAmount(row.refunded_cents),
     status: row.status as PaymentStatus,
     merchant_identifier: row.merchant_identifier,
     ...(custInfoObject && { cust_info: custInfoObject }),

@@ -44,6 +44,7 @@ test('a payment whose particulars are taken is not written; other constraints st
     submitted_at: null,
     channel: null,
     payer_account_sealed: null,
+    refunded_cents: 0,
   });
 
   assert.equal(await insertPaymentIfParticularsFree(db, row('payment_a', 'V-AAAAAA')), true);

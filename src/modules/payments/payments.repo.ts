@@ -69,6 +69,15 @@ export async function updatePayment(db: Db, id: string, changes: Partial<Payment
   await updateById(db, 'payments', id, changes);
 }
 
+/** Adds `deltaCents` to what is refunded of the payment (the caller holds its row). */
+export async function addRefunded(db: Db, id: string, deltaCents: number): Promise<void> {
+  await db
+    .updateTable('payments')
+    .set((eb) => ({ refunded_cents: eb('refunded_cents', '+', deltaCents) }))
+    .where('id', '=', id)
+    .execute();
+}
+
 /** Updates the payment only while it has `status`; whether it did. */
 export async function updatePaymentIfStatus(
   db: Db,

@@ -10,6 +10,7 @@ export const PaymentObject = Type.Object(
     request_id: Type.String(),
     amount: AmountObject,
     requested_amount: AmountObject,
+    amount_refunded: AmountObject,
     status: Type.Enum(PaymentStatus),
     merchant_identifier: Nullable(Type.String()),
     cust_info: Type.Optional(CustInfoObject),

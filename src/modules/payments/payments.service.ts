@@ -24,7 +24,9 @@ import {
 } from './payments.repo.ts';
 import { isFinal, newParticulars, PCR_CODE, settledCents, type FinalStatus } from './payments.rules.ts';
 import type { ListPaymentsQuery, ListRequestPaymentsQuery } from './payments.schemas.ts';
-import type { Ctx } from '../context.ts';
+import type { Ctx, Deps } from '../context.ts';
+import { connectorFor } from './payments.banks.ts';
+import { notFound } from '../../shared/errors.ts';
 import * as repo from './payments.repo.ts';
 import type { Mode } from '../../shared/mode.ts';
 import type { RequestRow } from '../requests/requests.tables.ts';
@@ -84,6 +86,7 @@ export async function createPaymentRow(trx: Db, input: NewPayment, now: number):
     submitted_at: null,
     channel: input.channel,
     payer_account_sealed: null,
+    refunded_cents: 0,
   };
   // Particulars are random; on the rare clash, draw again (the unique index decides, no lookup first).
   while (!(await insertPaymentIfParticularsFree(trx, row))) row.particulars = newParticulars();
@@ -332,6 +335,78 @@ export function sumPaymentsOfConsent(
   exceptPaymentId?: string,
 ) {
   return repo.sumPaymentsOfConsent(db, consentId, window, statuses, exceptPaymentId);
+}
+
+/** The payer's account as kept for refunds: scheme, account number and name. */
+export type PayerAccount = { scheme_name: string; identification: string; name: string | null };
+/** What asking for a payer's account came to: the account, the bank's refusal, or try again later. */
+export type PayerAccountLookup = { found: PayerAccount } | { refused: string } | { retry: string };
+
+/**
+ * The payer's account of a successful payment: the one kept for it, else the one kept for its
+ * enduring consent, else read from the bank now (GET debtor-account) and kept sealed, also for the
+ * consent, whose later payments debit the same account (docs/banks.md).
+ */
+export async function payerAccountOfPayment(deps: Deps, paymentId: string): Promise<PayerAccountLookup> {
+  const payment = await repo.findPaymentById(deps.db, paymentId);
+  if (payment?.status !== 'successful') return { refused: 'the payment is not successful' };
+  const open = (sealed: string): PayerAccountLookup => ({
+    found: JSON.parse(deps.secrets.open(sealed)) as PayerAccount,
+  });
+  if (payment.payer_account_sealed) return open(payment.payer_account_sealed);
+  const enduringId = enduringIdOf(payment);
+  const kept = enduringId ? await enduringPayerAccount(deps.db, enduringId) : undefined;
+  if (kept) {
+    await updatePayment(deps.db, payment.id, { payer_account_sealed: kept });
+    return open(kept);
+  }
+  if (!payment.bank_payment_id) return { refused: 'the bank never named the payment' };
+  const connector = connectorFor(deps, payment.bank_id, payment.mode);
+  if (!connector) return { retry: 'bank not connected' };
+  const result = await connector.getDebtorAccount({
+    paymentId: payment.bank_payment_id,
+    trace: { payment_id: payment.id },
+  });
+  if (!result.ok) {
+    if (result.unknown) return { retry: result.message };
+    deps.log.warn(
+      { payment_id: payment.id, reason: result.reason, bank_code: result.bankCode },
+      'the bank did not release the payer account',
+    );
+    return { refused: result.reason };
+  }
+  const account: PayerAccount = {
+    scheme_name: result.account.schemeName,
+    identification: result.account.identification,
+    name: result.account.name,
+  };
+  const sealed = deps.secrets.seal(JSON.stringify(account));
+  await deps.store.transaction(async (trx) => {
+    // Not kept for a payment deleted while the bank was asked (the merchant's test data).
+    if (!(await updatePaymentIfStatus(trx, payment.id, 'successful', { payer_account_sealed: sealed }))) return;
+    // Later payments under the same enduring consent debit the same account: they take it from here.
+    if (enduringId) await repo.keepEnduringPayerAccount(trx, enduringId, sealed, deps.clock.now());
+  });
+  return { found: account };
+}
+
+/**
+ * A payment of the caller's, held (row-locked) for the rest of the transaction while a refund of
+ * it is counted: refunds of one payment queue here, so they never add up to more than it.
+ */
+export async function holdPaymentToRefund(
+  trx: Db,
+  owner: { userId: string; mode: Mode },
+  id: string,
+): Promise<PaymentRow> {
+  const row = await repo.lockPayment(trx, id);
+  if (!row || row.user_id !== owner.userId || row.mode !== owner.mode) throw notFound('payment', id);
+  return row;
+}
+
+/** Moves what is refunded of a payment by `deltaCents` (negative when a refund fails), under the caller's hold. */
+export async function countRefunded(trx: Db, paymentId: string, deltaCents: number): Promise<void> {
+  await repo.addRefunded(trx, paymentId, deltaCents);
 }
 
 /** An execution's payment, held for the rest of the caller's transaction while its outcome is recorded. */

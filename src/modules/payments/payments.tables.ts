@@ -35,6 +35,8 @@ export interface PaymentsTable {
   channel: string | null;
   /** The payer's account from the bank, sealed JSON { scheme_name, identification, name } (migration 0016); null until read. */
   payer_account_sealed: string | null;
+  /** What refunds not failed add up to, in requested cents (migration 0030); never more than amount_cents. */
+  refunded_cents: number;
 }
 
 /**

@@ -298,3 +298,9 @@ export async function subscriptionChargesFor(ctx: Ctx, id: string) {
     next_attempt_at: isoOrNull(charge.next_attempt_at == null ? null : Number(charge.next_attempt_at)),
   }));
 }
+
+/** The payer's email and what the subscription is for, for mail about one of its payments (a refund). */
+export async function payerOfSubscription(db: Db, id: string): Promise<{ email: string; title: string } | null> {
+  const subscription = await findSubscriptionById(db, id);
+  return subscription ? { email: subscription.email, title: subscription.description } : null;
+}

@@ -23,6 +23,7 @@ import * as shownOnce from './0026-shown-once.ts';
 import * as webhookEndpointDescriptionAndActivity from './0027-webhook-endpoint-description-and-activity.ts';
 import * as accountNumbersInOneForm from './0028-account-numbers-in-one-form.ts';
 import * as planDescriptions from './0029-plan-descriptions.ts';
+import * as refunds from './0030-refunds.ts';
 import { sandboxBankMigrations } from '../../sandbox-bank/migrations/index.ts';
 
 // Every migration; they run in the order of their names. Each module appends its own file here;
@@ -52,6 +53,7 @@ export const migrations: Record<string, Migration> = inNameOrder({
   '0027-webhook-endpoint-description-and-activity': webhookEndpointDescriptionAndActivity,
   '0028-account-numbers-in-one-form': accountNumbersInOneForm,
   '0029-plan-descriptions': planDescriptions,
+  '0030-refunds': refunds,
   ...sandboxBankMigrations,
 });
 

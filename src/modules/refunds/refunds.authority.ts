@@ -1,0 +1,343 @@
+import { randomSecret } from '../../shared/crypto.ts';
+import { AppError, invalidParam, notFound } from '../../shared/errors.ts';
+import { newId } from '../../shared/ids.ts';
+import type { Mode } from '../../shared/mode.ts';
+import { openStored } from '../../shared/secret-box.ts';
+import type { Db } from '../../store/db.ts';
+import { periodWindow, type LimitPeriod } from '../consents/limits.ts';
+import { enduringPeriodOf } from '../consents/consents.rules.ts';
+import type { Ctx, Deps } from '../context.ts';
+import { bankAccountOf } from '../merchants/merchants.service.ts';
+import { bankReturnUrl, connectorFor } from '../payments/payments.banks.ts';
+import * as repo from './refunds.repo.ts';
+import { REFUND_PARTICULARS, TEST_AUTHORITY_LIMITS, type AuthorityLimits } from './refunds.rules.ts';
+import type { RefundAuthorityRow } from './refunds.tables.ts';
+
+// The merchant's refund authority (docs/refunds.md): an enduring consent at the merchant's bank
+// over the account its payments go into, under which Tono pays refunds to payers. The merchant
+// approves it once at its bank, with limits it sets; Tono keeps its token sealed.
+//
+// The standard's enduring consent names at least one creditor account. A refund authority names
+// the merchant's own account there, and the bank lets payments under it go to the accounts payments
+// came from: that is the bank's side of the arrangement (the sandbox bank offers it to account
+// holders that have it), which the standard leaves to the bank and its customer.
+//
+// In test mode every merchant has one at the sandbox bank from the start: the row exists before
+// the first refund, and the sandbox consent behind it is made and approved the first time a refund
+// needs it (readyAuthority), from an account the sandbox bank keeps for the merchant.
+
+type Owner = { userId: string; mode: Mode };
+
+/** The test-mode merchant's sandbox account holder (its username at the sandbox bank). */
+export function sandboxHolderOf(userId: string): string {
+  return `tono-${userId}`.slice(0, 64);
+}
+/** What the merchant's sandbox account holds from the start: 1,000,000.00 NZD. */
+const SANDBOX_MERCHANT_BALANCE = '1000000.00';
+
+function authorityRow(
+  owner: Owner,
+  input: { bankId: string; bankAccountId: string | null; accountNumber: string; accountName: string },
+  limits: AuthorityLimits,
+  status: 'active' | 'awaiting_approval',
+  now: number,
+): RefundAuthorityRow {
+  return {
+    id: newId('refundAuthority'),
+    user_id: owner.userId,
+    mode: owner.mode,
+    status,
+    bank_id: input.bankId,
+    bank_account_id: input.bankAccountId,
+    account_number: input.accountNumber,
+    account_name: input.accountName,
+    period: limits.period,
+    max_per_refund_cents: limits.max_per_refund_cents,
+    max_per_period_cents: limits.max_per_period_cents,
+    bank_consent_id: null,
+    bank_access_token: null,
+    auth_state: randomSecret(24),
+    revoked_by: null,
+    created_at: now,
+    updated_at: now,
+    approved_at: status === 'active' ? now : null,
+    ended_at: null,
+  };
+}
+
+/**
+ * A test-mode merchant that never had a refund authority gets its sandbox one (the row; the bank
+ * side follows when first needed). One the merchant revoked stays revoked.
+ */
+export async function ensureTestAuthority(deps: Deps, owner: Owner, merchantName: string): Promise<void> {
+  if (owner.mode !== 'test') return;
+  if ((await repo.listAuthorities(deps.db, owner, 1)).length > 0) return;
+  const row = authorityRow(
+    owner,
+    { bankId: 'sandbox', bankAccountId: null, accountNumber: '', accountName: merchantName.slice(0, 70) || 'Merchant' },
+    TEST_AUTHORITY_LIMITS,
+    'active',
+    deps.clock.now(),
+  );
+  await repo.insertAuthority(deps.db, row);
+}
+
+export type ReadyAuthority = { authority: RefundAuthorityRow; accessToken: string };
+
+/**
+ * The authority with its consent at the bank, ready to pay under; for a test-mode one never used,
+ * the sandbox consent is made and approved first. Throws an error the refund job retries on.
+ */
+export async function readyAuthority(deps: Deps, authority: RefundAuthorityRow): Promise<ReadyAuthority> {
+  if (authority.bank_consent_id && authority.bank_access_token)
+    return { authority, accessToken: openStored(deps.secrets, authority.bank_access_token) };
+  if (authority.mode !== 'test') throw new Error('the refund authority was never approved at the bank');
+  return provisionAtSandbox(deps, authority);
+}
+
+async function provisionAtSandbox(deps: Deps, authority: RefundAuthorityRow): Promise<ReadyAuthority> {
+  const username = sandboxHolderOf(authority.user_id);
+  const holder = (await deps.banks.sandboxTestHook('/payers', {
+    username,
+    balance: SANDBOX_MERCHANT_BALANCE,
+    name: authority.account_name,
+    if_absent: true,
+    refund_arrangement: true,
+  })) as { Data: { AccountNumber: string } };
+  const accountNumber = holder.Data.AccountNumber;
+  const connector = connectorFor(deps, authority.bank_id, 'test');
+  if (!connector) throw new Error('the sandbox bank is not connected');
+  const now = deps.clock.now();
+  const consent = await connector.createEnduringConsent({
+    trace: { refund_authority_id: authority.id },
+    fromAt: now,
+    toAt: null,
+    maxPerPaymentCents: authority.max_per_refund_cents,
+    period: enduringPeriodOf(authority.period as LimitPeriod),
+    maxPerPeriodCents: authority.max_per_period_cents,
+    maxCountPerPeriod: null,
+    totalCount: null,
+    totalAmountCents: null,
+    creditor: { name: authority.account_name, accountNumber },
+    remittance: { particulars: REFUND_PARTICULARS, code: '', reference: '' },
+    idempotencyKey: authority.id,
+    at: now,
+  });
+  if (!consent.ok) throw new Error(`the sandbox bank refused the refund authority: ${consent.message}`);
+  const approved = (await deps.banks.sandboxTestHook('/authorise', {
+    consent_id: consent.consentId,
+    redirect_uri: bankReturnUrl(deps),
+    state: authority.auth_state ?? randomSecret(24),
+    username,
+  })) as { Data: { RedirectUri: string } };
+  const code = new URL(approved.Data.RedirectUri).searchParams.get('code');
+  if (!code) throw new Error('the sandbox bank did not approve the refund authority');
+  const token = await connector.exchangeCode({ code, redirectUri: bankReturnUrl(deps) });
+  if (!token.ok) throw new Error(`the sandbox bank did not give a token: ${token.message}`);
+  const sealed = deps.secrets.seal(token.accessToken);
+  await repo.updateAuthority(deps.db, authority.id, {
+    bank_consent_id: consent.consentId,
+    bank_access_token: sealed,
+    account_number: accountNumber,
+    updated_at: deps.clock.now(),
+  });
+  return {
+    authority: {
+      ...authority,
+      bank_consent_id: consent.consentId,
+      bank_access_token: sealed,
+      account_number: accountNumber,
+    },
+    accessToken: token.accessToken,
+  };
+}
+
+export function findAuthorityById(db: Db, id: string) {
+  return repo.findAuthorityById(db, id);
+}
+
+/** The bank revoked the authority (a refund under it was refused for that): it is over. */
+export async function endAuthorityAtBank(trx: Db, authorityId: string, now: number): Promise<void> {
+  const authority = await repo.lockAuthority(trx, authorityId);
+  if (authority?.status !== 'active') return;
+  await repo.updateAuthority(trx, authorityId, {
+    status: 'revoked',
+    revoked_by: 'bank',
+    ended_at: now,
+    updated_at: now,
+  });
+}
+
+// The dashboard's refund authority page.
+
+export type AuthorityView = {
+  active: (RefundAuthorityRow & { usedCents: number; periodEnd: number }) | null;
+  past: RefundAuthorityRow[];
+};
+
+export async function authorityViewFor(ctx: Ctx): Promise<AuthorityView> {
+  const owner = { userId: ctx.merchant.id, mode: ctx.mode };
+  await ensureTestAuthority(ctx.deps, owner, ctx.merchant.name);
+  const all = await repo.listAuthorities(ctx.db, owner);
+  const current = all.find((row) => row.status === 'active');
+  let active: AuthorityView['active'] = null;
+  if (current) {
+    const window = periodWindow(current.period as LimitPeriod, ctx.clock.now(), ctx.deps.config.serviceTimeZone);
+    active = { ...current, usedCents: await repo.authorityUsage(ctx.db, current.id, window), periodEnd: window.end };
+  }
+  return { active, past: all.filter((row) => row !== current) };
+}
+
+/**
+ * "Turn on refunds": a consent at the merchant's bank over one of its accounts, with its limits;
+ * answers where to send the merchant to approve it. Approval replaces the active authority.
+ */
+export async function startAuthority(
+  ctx: Ctx,
+  input: { bankId: string; bankAccountId: string; limits: AuthorityLimits },
+): Promise<{ authoriseUrl: string; username: string | null }> {
+  const owner = { userId: ctx.merchant.id, mode: ctx.mode };
+  const { limits } = input;
+  if (limits.max_per_refund_cents <= 0)
+    throw invalidParam('max_per_refund', 'The most for one refund must be more than 0.00');
+  if (limits.max_per_period_cents < limits.max_per_refund_cents)
+    throw invalidParam('max_per_period', 'The most each period must be at least the most for one refund');
+  const connector = connectorFor(ctx.deps, input.bankId, ctx.mode);
+  if (!connector) throw invalidParam('bank_id', 'Choose one of the banks listed');
+  const account = await bankAccountOf(ctx.db, ctx.merchant.id, input.bankAccountId);
+  if (!account) throw notFound('bank_account', input.bankAccountId);
+  const now = ctx.clock.now();
+  const row = authorityRow(
+    owner,
+    {
+      bankId: input.bankId,
+      bankAccountId: account.id,
+      accountNumber: account.account_number,
+      accountName: (account.name ?? ctx.merchant.name).slice(0, 70),
+    },
+    limits,
+    'awaiting_approval',
+    now,
+  );
+  let username: string | null = null;
+  let creditorAccount = account.account_number;
+  if (ctx.mode === 'test') {
+    // At the sandbox bank the merchant approves as its own account holder, which has the refund arrangement.
+    username = sandboxHolderOf(ctx.merchant.id);
+    const holder = (await ctx.deps.banks.sandboxTestHook('/payers', {
+      username,
+      balance: SANDBOX_MERCHANT_BALANCE,
+      name: row.account_name,
+      if_absent: true,
+      refund_arrangement: true,
+    })) as { Data: { AccountNumber: string } };
+    creditorAccount = holder.Data.AccountNumber;
+    row.account_number = creditorAccount;
+  }
+  const consent = await connector.createEnduringConsent({
+    trace: { refund_authority_id: row.id },
+    fromAt: now,
+    toAt: null,
+    maxPerPaymentCents: limits.max_per_refund_cents,
+    period: enduringPeriodOf(limits.period),
+    maxPerPeriodCents: limits.max_per_period_cents,
+    maxCountPerPeriod: null,
+    totalCount: null,
+    totalAmountCents: null,
+    creditor: { name: row.account_name, accountNumber: creditorAccount },
+    remittance: { particulars: REFUND_PARTICULARS, code: '', reference: '' },
+    idempotencyKey: row.id,
+    at: now,
+  });
+  if (!consent.ok)
+    throw new AppError('service_unavailable', `The bank did not take the refund authority: ${consent.message}`, {});
+  row.bank_consent_id = consent.consentId;
+  await repo.insertAuthority(ctx.db, row);
+  return {
+    authoriseUrl: connector.authoriseUrl({
+      consentId: consent.consentId,
+      redirectUri: bankReturnUrl(ctx.deps),
+      state: row.auth_state!,
+    }),
+    username,
+  };
+}
+
+/**
+ * The merchant's browser back from its bank with an authority's state: approved, it becomes the
+ * active authority (the one before it is revoked); declined, it is kept as declined. Answers where
+ * to send the browser, or null when the state is not an authority's.
+ */
+export async function completeAuthorityReturn(
+  deps: Deps,
+  input: { state: string; code?: string | null; error?: string | null },
+): Promise<string | null> {
+  if (!input.state) return null;
+  const authority = await repo.findAuthorityByState(deps.db, input.state);
+  if (!authority) return null;
+  const page = `/dashboard/refunds/authority?mode=${authority.mode}`;
+  if (authority.status !== 'awaiting_approval') return page;
+  const now = deps.clock.now();
+  const connector = connectorFor(deps, authority.bank_id, authority.mode);
+  const token =
+    input.code && !input.error && connector
+      ? await connector.exchangeCode({ code: input.code, redirectUri: bankReturnUrl(deps) })
+      : null;
+  if (!token?.ok) {
+    await repo.updateAuthority(deps.db, authority.id, {
+      status: 'declined',
+      ended_at: now,
+      updated_at: now,
+      auth_state: null,
+    });
+    return `${page}&outcome=declined`;
+  }
+  const superseded = await deps.store.transaction(async (trx) => {
+    const before = await repo.lockActiveAuthority(trx, { userId: authority.user_id, mode: authority.mode });
+    if (before)
+      await repo.updateAuthority(trx, before.id, {
+        status: 'revoked',
+        revoked_by: 'replaced',
+        ended_at: now,
+        updated_at: now,
+      });
+    await repo.updateAuthority(trx, authority.id, {
+      status: 'active',
+      bank_access_token: deps.secrets.seal(token.accessToken),
+      approved_at: now,
+      updated_at: now,
+      auth_state: null,
+    });
+    return before;
+  });
+  if (superseded) await revokeAtBank(deps, superseded);
+  return `${page}&outcome=approved`;
+}
+
+/** The merchant turns refunds off: the authority is revoked here at once, then at the bank. */
+export async function revokeAuthority(ctx: Ctx, id: string): Promise<void> {
+  const now = ctx.clock.now();
+  const revoked = await ctx.deps.store.transaction(async (trx) => {
+    const authority = await repo.lockAuthority(trx, id);
+    if (!authority || authority.user_id !== ctx.merchant.id || authority.mode !== ctx.mode)
+      throw notFound('refund_authority', id);
+    if (authority.status !== 'active') return null;
+    await repo.updateAuthority(trx, id, { status: 'revoked', revoked_by: 'merchant', ended_at: now, updated_at: now });
+    return authority;
+  });
+  if (revoked) await revokeAtBank(ctx.deps, revoked);
+}
+
+async function revokeAtBank(deps: Deps, authority: RefundAuthorityRow): Promise<void> {
+  const connector = connectorFor(deps, authority.bank_id, authority.mode);
+  if (!connector || !authority.bank_consent_id) return;
+  const result = await connector.revokeConsent({
+    consentId: authority.bank_consent_id,
+    trace: { refund_authority_id: authority.id },
+  });
+  if (!result.ok)
+    deps.log.warn(
+      { refund_authority_id: authority.id, reason: result.reason },
+      'the bank did not revoke the refund authority',
+    );
+}

@@ -1,0 +1,150 @@
+import { backoffDelayMs, type Backoff } from '../../jobs/backoff.ts';
+import type { JobHandler } from '../../jobs/worker.ts';
+import type { Deps } from '../context.ts';
+import { failureReasonOf } from '../consents/execute.service.ts';
+import { payerAccountOfPayment } from '../payments/payments.service.ts';
+import { connectorFor } from '../payments/payments.banks.ts';
+import { endAuthorityAtBank, findAuthorityById, readyAuthority, type ReadyAuthority } from './refunds.authority.ts';
+import { noticeRefundArrived } from './refunds.notices.ts';
+import * as repo from './refunds.repo.ts';
+import type { ActionReason } from './refunds.rules.ts';
+import { setRefundStatus } from './refunds.service.ts';
+import type { RefundRow } from './refunds.tables.ts';
+
+// Carries a pending refund out at the merchant's bank (docs/refunds.md): the payer's account (kept
+// for the payment, or read from the payer's bank now), then a payment under the merchant's refund
+// authority to it, with the refund's id as the bank's x-idempotency-key. An answer that is unknown
+// (a timeout) is never followed by a fresh payment: the job runs again and sends the same key, and
+// the bank answers with the one payment it holds for it. One the bank has taken but not settled is
+// asked about until it has.
+
+/** 10 s doubling to 10 minutes. */
+const REFUND_BACKOFF: Backoff = { baseMs: 10_000, maxMs: 10 * 60_000, jitter: false };
+
+type Step = { retryAt: number; error: string } | undefined;
+
+export function executeRefundJob(deps: Deps): JobHandler {
+  return async (payload: { refund_id: string }, { job, clock }): Promise<Step> => {
+    const refund = await repo.findRefundById(deps.db, payload.refund_id);
+    if (refund?.status !== 'pending') return;
+    const retry = (error: string): Step => ({
+      retryAt: deps.clock.now() + backoffDelayMs(job.attempts, REFUND_BACKOFF),
+      error,
+    });
+
+    const payer = await payerAccountOfPayment(deps, refund.payment_id);
+    if ('retry' in payer) return retry(`the payer's bank: ${payer.retry}`);
+    if ('refused' in payer) return requireAction(deps, refund, 'payer_account_unknown');
+
+    const authority = refund.authority_id ? await findAuthorityById(deps.db, refund.authority_id) : undefined;
+    if (authority?.status !== 'active') return requireAction(deps, refund, 'no_refund_authority');
+    let ready: ReadyAuthority;
+    try {
+      ready = await readyAuthority(deps, authority);
+    } catch (error) {
+      return retry((error as Error).message);
+    }
+    const connector = connectorFor(deps, authority.bank_id, authority.mode);
+    if (!connector) return retry('the merchant’s bank is not connected');
+
+    if (refund.bank_payment_id) {
+      const status = await connector.getPaymentStatus({
+        paymentId: refund.bank_payment_id,
+        at: clock.now(),
+        trace: { refund_id: refund.id },
+      });
+      if (!status.ok) return retry(status.message);
+      if (status.outcome === 'pending') return retry('still pending at the bank');
+      await record(
+        deps,
+        refund.id,
+        status.outcome === 'successful'
+          ? { status: 'successful' }
+          : {
+              status: 'failed',
+              failure_reason: status.failureReason ?? 'rejected_by_bank',
+            },
+      );
+      return;
+    }
+
+    if (refund.submitted_at === null) await repo.updateRefund(deps.db, refund.id, { submitted_at: deps.clock.now() });
+    const result = await connector.submitPayment({
+      trace: { refund_id: refund.id, payment_id: refund.payment_id },
+      consentId: ready.authority.bank_consent_id!,
+      accessToken: ready.accessToken,
+      amountCents: refund.settled_cents,
+      creditor: { name: (payer.found.name ?? 'Payer').slice(0, 70), accountNumber: payer.found.identification },
+      remittance: { particulars: refund.particulars, code: refund.code, reference: refund.reference },
+      idempotencyKey: refund.id,
+      at: clock.now(),
+    });
+    if (result.ok) {
+      if (result.outcome === 'successful') {
+        await record(deps, refund.id, { status: 'successful', bank_payment_id: result.paymentId });
+        return;
+      }
+      if (result.outcome === 'failed') {
+        await record(deps, refund.id, {
+          status: 'failed',
+          bank_payment_id: result.paymentId,
+          failure_reason: result.failureReason ?? 'declined',
+        });
+        return;
+      }
+      await record(deps, refund.id, { status: 'pending', bank_payment_id: result.paymentId });
+      return retry('taken by the bank, not settled yet');
+    }
+    if (result.unknown) return retry(result.message);
+    if (result.reason === 'consent_revoked' || result.reason === 'consent_expired') {
+      await deps.store.transaction((trx) => endAuthorityAtBank(trx, authority.id, deps.clock.now()));
+      return requireAction(deps, refund, 'no_refund_authority');
+    }
+    await record(deps, refund.id, { status: 'failed', failure_reason: failureReasonOf(result) });
+  };
+}
+
+type Outcome = {
+  status: 'successful' | 'failed' | 'pending';
+  bank_payment_id?: string;
+  failure_reason?: string;
+};
+
+/** Records what the bank said, once: under the refund's lock, and only while it is still pending. */
+async function record(deps: Deps, refundId: string, outcome: Outcome): Promise<void> {
+  await deps.store.transaction(async (trx) => {
+    const refund = await repo.lockRefund(trx, refundId);
+    if (refund?.status !== 'pending') return;
+    const now = deps.clock.now();
+    const accepted = outcome.status !== 'failed';
+    const after = await setRefundStatus(
+      trx,
+      deps,
+      refund,
+      {
+        status: outcome.status,
+        ...(outcome.bank_payment_id !== undefined && { bank_payment_id: outcome.bank_payment_id }),
+        ...(outcome.failure_reason !== undefined && { failure_reason: outcome.failure_reason }),
+        ...(accepted && refund.sent_at === null && { sent_at: now }),
+      },
+      now,
+    );
+    if (outcome.status === 'successful') await noticeRefundArrived(trx, deps, after, now);
+  });
+}
+
+/** The merchant must pay it by hand: it stays counted against the payment, and no longer against the authority. */
+async function requireAction(deps: Deps, refund: RefundRow, reason: ActionReason): Promise<Step> {
+  await deps.store.transaction(async (trx) => {
+    const locked = await repo.lockRefund(trx, refund.id);
+    if (locked?.status !== 'pending') return;
+    await setRefundStatus(
+      trx,
+      deps,
+      locked,
+      { status: 'requires_action', action_reason: reason, authority_id: null },
+      deps.clock.now(),
+    );
+  });
+  return undefined;
+}

@@ -1,0 +1,68 @@
+import { displayAmount } from '../../shared/money.ts';
+import { describeMoment } from '../../shared/zone.ts';
+import type { Db } from '../../store/db.ts';
+import { payerOfConsent } from '../consents/consents.service.ts';
+import type { Deps } from '../context.ts';
+import { findCustInfoOfPayment } from '../customers/customers.service.ts';
+import { queueMail } from '../mail/mail.service.ts';
+import { merchantContact } from '../merchants/merchants.service.ts';
+import { findPaymentById } from '../payments/payments.service.ts';
+import { payerOfSubscription } from '../subscriptions/subscriptions.service.ts';
+import type { RefundRow } from './refunds.tables.ts';
+
+// What the payer hears about a refund, queued in the transaction of the change: when it leaves the
+// merchant's account (the bank took it, or the merchant paid it by hand), and when the bank says it
+// arrived. The payer is whoever Tono has an email for: the details given at checkout, or the
+// recurring consent's or subscription's payer. Without one, nobody is told.
+
+async function payerOf(db: Db, paymentId: string): Promise<{ email: string; title: string | null } | null> {
+  const payment = await findPaymentById(db, paymentId);
+  if (!payment) return null;
+  if (payment.recurring_consent_id) return payerOfConsent(db, payment.recurring_consent_id);
+  if (payment.subscription_id) return payerOfSubscription(db, payment.subscription_id);
+  const details = await findCustInfoOfPayment(db, paymentId);
+  return details?.email ? { email: details.email, title: null } : null;
+}
+
+async function notice(
+  trx: Db,
+  deps: Deps,
+  refund: RefundRow,
+  template: 'refund_sent' | 'refund_arrived',
+  now: number,
+): Promise<void> {
+  const payer = await payerOf(trx, refund.payment_id);
+  if (!payer) return;
+  const merchant = await merchantContact(trx, refund.user_id);
+  const payment = await findPaymentById(trx, refund.payment_id);
+  await queueMail(
+    trx,
+    {
+      to: payer.email,
+      template,
+      data: {
+        merchant: merchant.name,
+        ...(payer.title && { title: payer.title }),
+        amount: displayAmount(refund.amount_cents),
+        paid: payment ? displayAmount(payment.amount_cents) : '',
+        paid_on: payment ? describeMoment(payment.created_at, deps.config.serviceTimeZone) : '',
+        date: describeMoment(now, deps.config.serviceTimeZone),
+        reason: refund.reason,
+        by_hand: refund.paid_by !== null,
+        particulars: refund.particulars,
+        code: refund.code,
+        reference: refund.reference,
+        test: refund.mode === 'test',
+      },
+      related: { type: 'refund', id: refund.id },
+      owner: { userId: refund.user_id, mode: refund.mode },
+      dedupeKey: `${template}:${refund.id}`,
+    },
+    now,
+  );
+}
+
+export const noticeRefundSent = (trx: Db, deps: Deps, refund: RefundRow, now: number) =>
+  notice(trx, deps, refund, 'refund_sent', now);
+export const noticeRefundArrived = (trx: Db, deps: Deps, refund: RefundRow, now: number) =>
+  notice(trx, deps, refund, 'refund_arrived', now);

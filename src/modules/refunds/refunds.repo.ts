@@ -1,0 +1,142 @@
+import { sql } from 'kysely';
+import type { Mode } from '../../shared/mode.ts';
+import { lockForUpdate, type Db } from '../../store/db.ts';
+import { countOwned, deleteOwned, holdOwned } from '../../store/owned-rows.ts';
+import { insertRow, updateById } from '../../store/prepared.ts';
+import type { RefundAuthorityRow, RefundRow } from './refunds.tables.ts';
+
+export type Owner = { userId: string; mode: Mode };
+
+export async function insertRefund(db: Db, row: RefundRow): Promise<void> {
+  await insertRow(db, 'refunds', row);
+}
+
+export async function findRefund(db: Db, owner: Owner, id: string): Promise<RefundRow | undefined> {
+  return db
+    .selectFrom('refunds')
+    .selectAll()
+    .where('id', '=', id)
+    .where('user_id', '=', owner.userId)
+    .where('mode', '=', owner.mode)
+    .executeTakeFirst();
+}
+
+export async function findRefundById(db: Db, id: string): Promise<RefundRow | undefined> {
+  return db.selectFrom('refunds').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export async function lockRefund(db: Db, id: string): Promise<RefundRow | undefined> {
+  return lockForUpdate(db, db.selectFrom('refunds').selectAll().where('id', '=', id)).executeTakeFirst();
+}
+
+export async function updateRefund(db: Db, id: string, changes: Partial<RefundRow>): Promise<void> {
+  await updateById(db, 'refunds', id, changes);
+}
+
+export type RefundFilters = {
+  limit: number;
+  starting_after?: string;
+  payment_id?: string;
+  status?: string;
+  created_from?: number;
+  created_to?: number;
+};
+
+/** The owner's refunds, newest first, one more than `limit` (pageOf tells whether there are more). */
+export async function listRefunds(db: Db, owner: Owner, filters: RefundFilters): Promise<RefundRow[]> {
+  let query = db.selectFrom('refunds').selectAll().where('user_id', '=', owner.userId).where('mode', '=', owner.mode);
+  if (filters.payment_id) query = query.where('payment_id', '=', filters.payment_id);
+  if (filters.status) query = query.where('status', '=', filters.status);
+  if (filters.starting_after) query = query.where('id', '<', filters.starting_after);
+  if (filters.created_from !== undefined) query = query.where('created_at', '>=', filters.created_from);
+  if (filters.created_to !== undefined) query = query.where('created_at', '<', filters.created_to);
+  return query
+    .orderBy('id', 'desc')
+    .limit(filters.limit + 1)
+    .execute();
+}
+
+/** Refunds of these payments, oldest first (the payment pages list them in order). */
+export async function refundsOfPayments(db: Db, paymentIds: readonly string[]): Promise<RefundRow[]> {
+  if (paymentIds.length === 0) return [];
+  return db.selectFrom('refunds').selectAll().where('payment_id', 'in', paymentIds).orderBy('id').execute();
+}
+
+/** What refunds counted against an authority (pending or successful) add up to in [start, end). */
+export async function authorityUsage(db: Db, authorityId: string, window: { start: number; end: number }) {
+  const row = await db
+    .selectFrom('refunds')
+    .select(sql<number | string | null>`sum(amount_cents)`.as('cents'))
+    .where('authority_id', '=', authorityId)
+    .where('created_at', '>=', window.start)
+    .where('created_at', '<', window.end)
+    .where('status', 'in', ['pending', 'successful'])
+    .executeTakeFirst();
+  return Number(row?.cents ?? 0);
+}
+
+export async function insertAuthority(db: Db, row: RefundAuthorityRow): Promise<boolean> {
+  const result = await db
+    .insertInto('refund_authorities')
+    .values(row)
+    // The index's own predicate, as a literal: a bound parameter would not match the partial index.
+    .onConflict((oc) => oc.columns(['user_id', 'mode']).where(sql<boolean>`status = 'active'`).doNothing())
+    .returning('id')
+    .executeTakeFirst();
+  return result !== undefined;
+}
+
+export async function findActiveAuthority(db: Db, owner: Owner): Promise<RefundAuthorityRow | undefined> {
+  return db
+    .selectFrom('refund_authorities')
+    .selectAll()
+    .where('user_id', '=', owner.userId)
+    .where('mode', '=', owner.mode)
+    .where('status', '=', 'active')
+    .executeTakeFirst();
+}
+
+export async function lockActiveAuthority(db: Db, owner: Owner): Promise<RefundAuthorityRow | undefined> {
+  return lockForUpdate(
+    db,
+    db
+      .selectFrom('refund_authorities')
+      .selectAll()
+      .where('user_id', '=', owner.userId)
+      .where('mode', '=', owner.mode)
+      .where('status', '=', 'active'),
+  ).executeTakeFirst();
+}
+
+export async function findAuthorityById(db: Db, id: string): Promise<RefundAuthorityRow | undefined> {
+  return db.selectFrom('refund_authorities').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export async function findAuthorityByState(db: Db, state: string): Promise<RefundAuthorityRow | undefined> {
+  return db.selectFrom('refund_authorities').selectAll().where('auth_state', '=', state).executeTakeFirst();
+}
+
+export async function lockAuthority(db: Db, id: string): Promise<RefundAuthorityRow | undefined> {
+  return lockForUpdate(db, db.selectFrom('refund_authorities').selectAll().where('id', '=', id)).executeTakeFirst();
+}
+
+export async function updateAuthority(db: Db, id: string, changes: Partial<RefundAuthorityRow>): Promise<boolean> {
+  const result = await updateById(db, 'refund_authorities', id, changes);
+  return Number(result.numAffectedRows ?? 0) > 0;
+}
+
+/** The owner's authorities, newest first (the active one, those awaiting approval, and past ones). */
+export async function listAuthorities(db: Db, owner: Owner, limit = 20): Promise<RefundAuthorityRow[]> {
+  return db
+    .selectFrom('refund_authorities')
+    .selectAll()
+    .where('user_id', '=', owner.userId)
+    .where('mode', '=', owner.mode)
+    .orderBy('id', 'desc')
+    .limit(limit)
+    .execute();
+}
+
+export const countTestRefunds = (db: Db, userId: string) => countOwned(db, 'refunds', { userId, mode: 'test' });
+export const holdTestRefunds = (db: Db, userId: string) => holdOwned(db, 'refunds', { userId, mode: 'test' });
+export const deleteTestRefunds = (db: Db, userId: string) => deleteOwned(db, 'refunds', { userId, mode: 'test' });

@@ -1,0 +1,277 @@
+import { idempotent, type Reply } from '../../http/idempotency.ts';
+import { enqueue } from '../../jobs/queue.ts';
+import { invalidParam, invalidState, notFound } from '../../shared/errors.ts';
+import { newId } from '../../shared/ids.ts';
+import { AMOUNT_FORM, formatAmount, parseAmount } from '../../shared/money.ts';
+import { pageOf } from '../../shared/pagination.ts';
+import { iso } from '../../shared/time.ts';
+import type { Db } from '../../store/db.ts';
+import { periodWindow, type LimitPeriod } from '../consents/limits.ts';
+import type { Ctx, Deps } from '../context.ts';
+import { emitEvent } from '../events/events.service.ts';
+import { countRefunded, holdPaymentToRefund, type PaymentRow } from '../payments/payments.service.ts';
+import { settledCents } from '../payments/payments.rules.ts';
+import { ensureTestAuthority } from './refunds.authority.ts';
+import { noticeRefundSent } from './refunds.notices.ts';
+import { presentRefund } from './refunds.present.ts';
+import * as repo from './refunds.repo.ts';
+import {
+  authorityRefusal,
+  authorityRefusalError,
+  exceedsRefundableError,
+  refundAmountOf,
+  refundStatementText,
+  type ActionReason,
+  type RefundStatus,
+} from './refunds.rules.ts';
+import type { CreateRefundBody, ListRefundsQuery } from './refunds.schemas.ts';
+import type { RefundRow } from './refunds.tables.ts';
+
+// Refunds (docs/refunds.md). Creating one is one transaction: the payment is held (row-locked) so
+// refunds of it queue, what remains refundable is checked and the refund counted against it, the
+// merchant's refund authority (if any) is held the same way for its limits, and the refund, its
+// refund.created and the job that carries it out are written. The bank is never called inside it.
+// A refund that fails gives its amount back to the payment in the transaction that records it.
+
+export const EXECUTE_REFUND_JOB = 'refund.execute';
+
+declare module '../../jobs/queue.ts' {
+  interface JobPayloads {
+    'refund.execute': { refund_id: string };
+  }
+}
+
+const ownerOf = (ctx: { merchant: { id: string }; mode: Ctx['mode'] }) => ({
+  userId: ctx.merchant.id,
+  mode: ctx.mode,
+});
+
+export async function createRefund(
+  ctx: Ctx,
+  body: CreateRefundBody,
+  idempotencyKey?: string,
+): Promise<Reply<{ refund: ReturnType<typeof presentRefund> }>> {
+  let cents: number | null = null;
+  if (body.amount !== undefined) {
+    cents = parseAmount(body.amount);
+    if (cents === null) throw invalidParam('amount', `amount must be ${AMOUNT_FORM}`);
+    if (cents === 0) throw invalidParam('amount', 'amount must be more than 0.00 NZD');
+  }
+  const reason = body.reason?.trim() || null;
+  // Test mode has its authority at the sandbox bank from the start: the row exists before the first refund.
+  if (ctx.mode === 'test') await ensureTestAuthority(ctx.deps, ownerOf(ctx), ctx.merchant.name);
+  return idempotent(ctx, idempotencyKey, 'POST /v1/refunds', body, 201, async (trx) => {
+    const owner = ownerOf(ctx);
+    const payment = await holdPaymentToRefund(trx, owner, body.payment_id);
+    if (payment.status !== 'successful') throw invalidState('payment', payment.status, 'refund');
+    const amount = refundAmountOf(payment, cents);
+    if (!amount.ok) throw exceedsRefundableError(amount.refundable);
+    const now = ctx.clock.now();
+
+    const authority = await repo.lockActiveAuthority(trx, owner);
+    if (authority) {
+      const period = authority.period as LimitPeriod;
+      const window = periodWindow(period, now, ctx.deps.config.serviceTimeZone);
+      const used = await repo.authorityUsage(trx, authority.id, window);
+      const refusal = authorityRefusal(
+        {
+          period,
+          max_per_refund_cents: authority.max_per_refund_cents,
+          max_per_period_cents: authority.max_per_period_cents,
+        },
+        used,
+        amount.cents,
+      );
+      if (refusal) throw authorityRefusalError(refusal, period);
+    }
+    await countRefunded(trx, payment.id, amount.cents);
+    const row = newRefundRow(payment, amount.cents, reason, authority?.id ?? null, now);
+    if (!authority) {
+      row.status = 'requires_action';
+      row.action_reason = 'no_refund_authority' satisfies ActionReason;
+    } else {
+      row.bank_id = authority.bank_id;
+    }
+    await repo.insertRefund(trx, row);
+    await emitEvent(
+      trx,
+      owner,
+      'refund.created',
+      row.id,
+      {
+        id: row.id,
+        payment_id: row.payment_id,
+        request_id: row.request_id,
+        user_id: row.user_id,
+        amount: formatAmount(row.amount_cents),
+        status: row.status as 'pending' | 'requires_action',
+        created_at: iso(now),
+      },
+      now,
+    );
+    if (row.status === 'pending') await queueExecution(trx, row.id, ctx.deps.clock.now());
+    return { refund: presentRefund(row) };
+  });
+}
+
+function newRefundRow(
+  payment: PaymentRow,
+  cents: number,
+  reason: string | null,
+  authorityId: string | null,
+  now: number,
+): RefundRow {
+  const text = refundStatementText(payment);
+  return {
+    id: newId('refund'),
+    user_id: payment.user_id,
+    mode: payment.mode,
+    payment_id: payment.id,
+    request_id: payment.request_id,
+    status: 'pending',
+    amount_cents: cents,
+    settled_cents: settledCents(payment.mode, cents),
+    reason,
+    failure_reason: null,
+    action_reason: null,
+    particulars: text.particulars,
+    code: text.code,
+    reference: text.reference,
+    authority_id: authorityId,
+    bank_id: null,
+    bank_payment_id: null,
+    submitted_at: null,
+    sent_at: null,
+    paid_by: null,
+    created_at: now,
+    updated_at: now,
+    completed_at: null,
+  };
+}
+
+/** Queues the job that carries a refund out at the bank, due at `runAt` (real time). */
+export async function queueExecution(trx: Db, refundId: string, runAt: number): Promise<void> {
+  await enqueue(
+    trx,
+    {
+      kind: EXECUTE_REFUND_JOB,
+      runAt,
+      clockId: null,
+      payload: { refund_id: refundId },
+      dedupeKey: `${EXECUTE_REFUND_JOB}:${refundId}`,
+    },
+    runAt,
+  );
+}
+
+export async function retrieveRefund(ctx: Ctx, id: string) {
+  return { refund: presentRefund(await getRefund(ctx, id)) };
+}
+
+export async function getRefund(ctx: Ctx, id: string): Promise<RefundRow> {
+  const row = await repo.findRefund(ctx.db, ownerOf(ctx), id);
+  if (!row) throw notFound('refund', id);
+  return row;
+}
+
+export async function listRefundsFor(ctx: Ctx, query: ListRefundsQuery) {
+  const limit = query.limit ?? 100;
+  const rows = await repo.listRefunds(ctx.db, ownerOf(ctx), { ...query, limit });
+  const { items, hasMore } = pageOf(rows, limit);
+  return { refunds: items.map(presentRefund), has_more: hasMore };
+}
+
+/** The refunds of one of the caller's payments, oldest first (the payment's page). */
+export async function refundsOfPayment(ctx: Ctx, paymentId: string): Promise<RefundRow[]> {
+  const rows = await repo.refundsOfPayments(ctx.db, [paymentId]);
+  return rows.filter((row) => row.user_id === ctx.merchant.id && row.mode === ctx.mode);
+}
+
+/** Refunds of these payments, for pages that list payments with their refunds (the payer's). */
+export function refundsOfPayments(db: Db, paymentIds: readonly string[]): Promise<RefundRow[]> {
+  return repo.refundsOfPayments(db, paymentIds);
+}
+
+/** Rows for the dashboard's lists and CSV: newest first, filtered as the API's list is. */
+export async function refundRowsFor(
+  ctx: Ctx,
+  filters: Omit<repo.RefundFilters, 'limit'> & { limit?: number },
+): Promise<{ items: RefundRow[]; hasMore: boolean }> {
+  const limit = filters.limit ?? 50;
+  return pageOf(await repo.listRefunds(ctx.db, ownerOf(ctx), { ...filters, limit }), limit);
+}
+
+type StatusChange = {
+  status: RefundStatus;
+  failure_reason?: string | null;
+  action_reason?: ActionReason | null;
+  bank_payment_id?: string | null;
+  sent_at?: number | null;
+  paid_by?: string | null;
+  authority_id?: string | null;
+};
+
+/**
+ * Moves a refund to a new status with refund.status_updated, in the caller's transaction (which
+ * holds the refund's row). A failed refund gives its amount back to the payment; one that leaves
+ * the merchant's account (sent_at set) tells the payer.
+ */
+export async function setRefundStatus(trx: Db, deps: Deps, refund: RefundRow, change: StatusChange, now: number) {
+  const changes: Partial<RefundRow> = { ...change, updated_at: now };
+  if (change.status === 'successful' || change.status === 'failed') changes.completed_at = now;
+  if (change.status === 'failed') {
+    await holdPaymentToRefund(trx, { userId: refund.user_id, mode: refund.mode }, refund.payment_id);
+    await countRefunded(trx, refund.payment_id, -refund.amount_cents);
+  }
+  await repo.updateRefund(trx, refund.id, changes);
+  const after: RefundRow = { ...refund, ...changes };
+  if (change.status !== refund.status) {
+    await emitEvent(
+      trx,
+      { userId: refund.user_id, mode: refund.mode },
+      'refund.status_updated',
+      refund.id,
+      {
+        id: refund.id,
+        payment_id: refund.payment_id,
+        request_id: refund.request_id,
+        user_id: refund.user_id,
+        status: change.status,
+        failure_reason: after.failure_reason,
+        action_reason: after.action_reason,
+        updated_at: iso(now),
+      },
+      now,
+    );
+  }
+  if (after.sent_at !== null && refund.sent_at === null) await noticeRefundSent(trx, deps, after, now);
+  return after;
+}
+
+/**
+ * The merchant paid a refund that required action by hand: it is successful, recorded with who
+ * (the dashboard user's email) and when. Only a refund that requires action can be marked.
+ */
+export async function markRefundPaid(ctx: Ctx, id: string, by: string): Promise<RefundRow> {
+  return ctx.deps.store.transaction(async (trx) => {
+    const refund = await repo.lockRefund(trx, id);
+    if (!refund || refund.user_id !== ctx.merchant.id || refund.mode !== ctx.mode) throw notFound('refund', id);
+    if (refund.status !== 'requires_action') throw invalidState('refund', refund.status, 'mark as paid');
+    const now = ctx.clock.now();
+    return setRefundStatus(trx, ctx.deps, refund, { status: 'successful', paid_by: by, sent_at: now }, now);
+  });
+}
+
+/** The merchant will not pay a refund that required action: it fails, and its amount is refundable again. */
+export async function cancelRefund(ctx: Ctx, id: string): Promise<RefundRow> {
+  return ctx.deps.store.transaction(async (trx) => {
+    const refund = await repo.lockRefund(trx, id);
+    if (!refund || refund.user_id !== ctx.merchant.id || refund.mode !== ctx.mode) throw notFound('refund', id);
+    if (refund.status !== 'requires_action') throw invalidState('refund', refund.status, 'cancel');
+    const now = ctx.clock.now();
+    return setRefundStatus(trx, ctx.deps, refund, { status: 'failed', failure_reason: 'cancelled_by_merchant' }, now);
+  });
+}
+
+export { presentRefund };
+export type { RefundRow };

@@ -1,0 +1,206 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { apiClient, createTestMerchant } from '../../../test/helpers.ts';
+import { checkoutWorld, createRequest, eventsOf, type CheckoutWorld } from '../../../test/flows/checkout.fixtures.ts';
+import { hook } from '../../../test/support/banks.ts';
+import { authorise, consentHarness, execute } from '../../../test/support/consents.ts';
+import type { Worker } from '../../jobs/worker.ts';
+import { sandboxHolderOf } from './refunds.authority.ts';
+
+// Refunds through the API, carried out by the sandbox bank over HTTP: counted against the payment
+// when created, paid under the merchant's test-mode refund authority to the account the payment
+// came from, given back when they fail. On both engines (TEST_ENGINE=postgres for PostgreSQL).
+
+const RUNNABLE = new Set(['payment.payer_account', 'refund.execute']);
+
+/** Runs the due payer-account and refund jobs until none is left; says how many ran. */
+export async function runRefundJobs(worker: Worker): Promise<number> {
+  let ran = 0;
+  for (let round = 0; round < 10; round += 1) {
+    const due = (await worker.claim(200)).filter((job) => RUNNABLE.has(job.kind));
+    if (due.length === 0) break;
+    for (const job of due) await worker.run(job);
+    ran += due.length;
+  }
+  return ran;
+}
+
+async function paidPayment(world: CheckoutWorld, amount = '12.50 NZD', email = 'aroha@example.com') {
+  const request = await createRequest(world, { amount, reference: 'INV-7' });
+  const paid = await world.api.post(`/v1/test-helpers/requests/${request.id}/pay`, { cust_info: { email } });
+  assert.equal(paid.status, 200, paid.text);
+  assert.equal(paid.body.payment.status, 'successful');
+  return paid.body.payment as { id: string; request_id: string; particulars: string };
+}
+
+const balanceOf = async (world: CheckoutWorld, username: string) =>
+  (await hook('GET', `${world.baseUrl}/sandbox-bank/test/payers/${username}`)).body.Data.Balance.Amount as string;
+
+const mailsOf = (world: CheckoutWorld, refundId: string) =>
+  world.app.deps.db
+    .selectFrom('mail_messages')
+    .select(['template', 'to_address'])
+    .where('related_id', '=', refundId)
+    .orderBy('created_at')
+    .execute();
+
+test('a full refund is paid from the merchant’s sandbox account to the payer’s, with its events and emails', async (t) => {
+  const world = await checkoutWorld(t);
+  const payment = await paidPayment(world);
+  const payerBefore = await balanceOf(world, 'sandbox');
+
+  const created = await world.api.post('/v1/refunds', { payment_id: payment.id, reason: 'Damaged in transit' });
+  assert.equal(created.status, 201, created.text);
+  const refund = created.body.refund;
+  assert.match(refund.id, /^refund_[0-9A-Z]{26}$/);
+  assert.equal(refund.status, 'pending');
+  assert.deepEqual(refund.amount, { value: '12.50 NZD', formatted: '$12.50' });
+  assert.equal(refund.payment_id, payment.id);
+  assert.equal(refund.request_id, payment.request_id);
+  assert.equal(refund.reason, 'Damaged in transit');
+  assert.equal(refund.is_test_mode, true);
+  const shownPayment = (await world.api.get(`/v1/payments/${payment.id}`)).body.payment;
+  assert.deepEqual(shownPayment.amount_refunded, { value: '12.50 NZD', formatted: '$12.50' });
+  assert.deepEqual(refund.pcr, { particulars: 'Refund', code: shownPayment.pcr.particulars, reference: 'INV-7' });
+
+  await runRefundJobs(world.app.deps.worker);
+  const done = (await world.api.get(`/v1/refunds/${refund.id}`)).body.refund;
+  assert.equal(done.status, 'successful');
+  assert.ok(done.completed_at);
+  // test mode moves 0.01, as payments do: out of the merchant's sandbox account, into the payer's
+  assert.equal(Math.round(Number(await balanceOf(world, 'sandbox')) * 100) - Math.round(Number(payerBefore) * 100), 1);
+  assert.equal(await balanceOf(world, sandboxHolderOf(world.merchant.userId)), '999999.99');
+
+  assert.deepEqual(
+    (await eventsOf(world, refund.id)).map((event) => [event.type, event.data.status]),
+    [
+      ['refund.created', 'pending'],
+      ['refund.status_updated', 'successful'],
+    ],
+  );
+  assert.deepEqual(await mailsOf(world, refund.id), [
+    { template: 'refund_sent', to_address: 'aroha@example.com' },
+    { template: 'refund_arrived', to_address: 'aroha@example.com' },
+  ]);
+
+  const again = await world.api.post('/v1/refunds', { payment_id: payment.id });
+  assert.equal(again.status, 422);
+  assert.equal(again.body.code, 'refund_rejected.exceeds_refundable');
+  assert.deepEqual(again.body.params.refundable, { value: '0.00 NZD', formatted: '$0.00' });
+});
+
+test('partial refunds add up to at most the payment; bad input, other modes and other merchants change nothing', async (t) => {
+  const world = await checkoutWorld(t);
+  const payment = await paidPayment(world);
+  const refund = (amount: string) => world.api.post('/v1/refunds', { payment_id: payment.id, amount });
+
+  assert.equal((await refund('5.00 NZD')).status, 201);
+  const over = await refund('8.00 NZD');
+  assert.equal(over.status, 422);
+  assert.deepEqual(over.body.params.refundable, { value: '7.50 NZD', formatted: '$7.50' });
+  assert.equal((await refund('7.50 NZD')).status, 201);
+
+  for (const [body, status, code] of [
+    [{ payment_id: payment.id, amount: 'five' }, 400, /^bad_request/],
+    [{ payment_id: payment.id, amount: '0.00 NZD' }, 400, /^bad_request/],
+    [{ payment_id: payment.id, reason: 'x'.repeat(61) }, 400, /^bad_request/],
+    [{ payment_id: 'payment_01JD2Q8Z7M3V4K5N6P7R8S9T0V' }, 404, /^not_found.payment/],
+    [{ amount: '1.00 NZD' }, 400, /^bad_request/],
+  ] as const) {
+    const answer = await world.api.post('/v1/refunds', body);
+    assert.equal(answer.status, status, JSON.stringify(body));
+    assert.match(answer.body.code, code);
+  }
+  // the live key does not see a test payment; another merchant does not see it at all
+  assert.equal((await world.live.post('/v1/refunds', { payment_id: payment.id })).status, 404);
+  const other = await createTestMerchant(world.app, 'Other');
+  assert.equal((await apiClient(world.app, other.testKey).post('/v1/refunds', { payment_id: payment.id })).status, 404);
+
+  const unpaid = await createRequest(world, { amount: '3.00 NZD' });
+  const declined = await world.api.post(`/v1/test-helpers/requests/${unpaid.id}/pay`, { outcome: 'decline' });
+  const failedPayment = declined.body.payment;
+  const notSuccessful = await world.api.post('/v1/refunds', { payment_id: failedPayment.id });
+  assert.equal(notSuccessful.status, 409);
+  assert.equal(notSuccessful.body.code, 'conflict.invalid_state');
+
+  const list = (await world.api.get(`/v1/refunds?payment_id=${payment.id}`)).body;
+  assert.deepEqual(
+    list.refunds.map((r: { amount: { value: string } }) => r.amount.value),
+    ['7.50 NZD', '5.00 NZD'],
+  );
+  assert.equal((await world.api.get('/v1/refunds?status=successful')).body.refunds.length, 0);
+  assert.equal((await apiClient(world.app, other.testKey).get('/v1/refunds')).body.refunds.length, 0);
+  const shown = (await world.api.get(`/v1/payments/${payment.id}`)).body.payment;
+  assert.equal(shown.amount_refunded.value, '12.50 NZD');
+});
+
+test('an Idempotency-Key gives one refund: the same body replays it, another body is a conflict', async (t) => {
+  const world = await checkoutWorld(t);
+  const payment = await paidPayment(world);
+  const headers = { headers: { 'idempotency-key': 'refund-order-42' } };
+  const body = { payment_id: payment.id, amount: '2.00 NZD' };
+  const [first, second] = await Promise.all([
+    world.api.post('/v1/refunds', body, headers),
+    world.api.post('/v1/refunds', body, headers),
+  ]);
+  const statuses = [first.status, second.status].sort();
+  assert.deepEqual(statuses, [200, 201]);
+  assert.equal(first.body.refund.id, second.body.refund.id);
+  const clash = await world.api.post('/v1/refunds', { ...body, amount: '3.00 NZD' }, headers);
+  assert.equal(clash.status, 409);
+  assert.equal(clash.body.code, 'conflict.idempotency_key_reused');
+  assert.equal((await world.api.get(`/v1/payments/${payment.id}`)).body.payment.amount_refunded.value, '2.00 NZD');
+});
+
+test('16 concurrent refunds of 2.00 on a 12.50 payment: 6 are taken, 10 refused, 12.00 refunded', async (t) => {
+  const world = await checkoutWorld(t);
+  const payment = await paidPayment(world);
+  const answers = await Promise.all(
+    Array.from({ length: 16 }, () => world.api.post('/v1/refunds', { payment_id: payment.id, amount: '2.00 NZD' })),
+  );
+  assert.equal(answers.filter((answer) => answer.status === 201).length, 6);
+  const refused = answers.filter((answer) => answer.status === 422);
+  assert.equal(refused.length, 10);
+  for (const answer of refused) assert.equal(answer.body.code, 'refund_rejected.exceeds_refundable');
+  assert.equal((await world.api.get(`/v1/payments/${payment.id}`)).body.payment.amount_refunded.value, '12.00 NZD');
+});
+
+test('a refund the bank refuses fails, and its amount is refundable again', async (t) => {
+  const world = await checkoutWorld(t);
+  const payment = await paidPayment(world);
+  const declined = await world.api.post('/v1/test-helpers/refunds/decline-next', { reason: 'insufficient_funds' });
+  assert.equal(declined.status, 200, declined.text);
+  const refund = (await world.api.post('/v1/refunds', { payment_id: payment.id, amount: '4.00 NZD' })).body.refund;
+  await runRefundJobs(world.app.deps.worker);
+  const failed = (await world.api.get(`/v1/refunds/${refund.id}`)).body.refund;
+  assert.equal(failed.status, 'failed');
+  assert.equal(failed.failure_reason, 'insufficient_funds');
+  assert.equal((await world.api.get(`/v1/payments/${payment.id}`)).body.payment.amount_refunded.value, '0.00 NZD');
+  assert.deepEqual(await mailsOf(world, refund.id), []);
+  // the next one goes through
+  const next = (await world.api.post('/v1/refunds', { payment_id: payment.id })).body.refund;
+  assert.equal(next.amount.value, '12.50 NZD');
+  await runRefundJobs(world.app.deps.worker);
+  assert.equal((await world.api.get(`/v1/refunds/${next.id}`)).body.refund.status, 'successful');
+});
+
+test('a payment under a recurring consent is refunded the same way, and the consent’s payer is told', async (t) => {
+  const h = await consentHarness(t);
+  const { token } = await authorise(h, { period: 'weekly', max_per_period: '50.00 NZD' });
+  const payment = (await execute(h, token, '20.00 NZD', 'charge-1')).body.payment;
+  assert.equal(payment.status, 'successful');
+  const refund = (await h.api.post('/v1/refunds', { payment_id: payment.id, amount: '5.00 NZD' })).body.refund;
+  assert.equal(refund.status, 'pending');
+  await runRefundJobs(h.runtime.deps.worker);
+  assert.equal((await h.api.get(`/v1/refunds/${refund.id}`)).body.refund.status, 'successful');
+  const mails = await h.runtime.deps.db
+    .selectFrom('mail_messages')
+    .select(['template', 'to_address'])
+    .where('related_id', '=', refund.id)
+    .orderBy('created_at')
+    .execute();
+  assert.deepEqual(
+    mails.map((mail) => mail.to_address),
+    ['payer@example.com', 'payer@example.com'],
+  );
+});
