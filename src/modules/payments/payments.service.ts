@@ -390,6 +390,16 @@ export async function payerAccountOfPayment(deps: Deps, paymentId: string): Prom
   return { found: account };
 }
 
+/** The payer's account kept for a payment (or its enduring consent), without asking the bank; null when none is kept. */
+export async function keptPayerAccountOf(deps: Deps, paymentId: string): Promise<PayerAccount | null> {
+  const payment = await repo.findPaymentById(deps.db, paymentId);
+  if (!payment) return null;
+  const enduringId = enduringIdOf(payment);
+  const sealed =
+    payment.payer_account_sealed ?? (enduringId ? await enduringPayerAccount(deps.db, enduringId) : undefined);
+  return sealed ? (JSON.parse(deps.secrets.open(sealed)) as PayerAccount) : null;
+}
+
 /**
  * A payment of the caller's, held (row-locked) for the rest of the transaction while a refund of
  * it is counted: refunds of one payment queue here, so they never add up to more than it.

@@ -275,7 +275,7 @@ export async function completeAuthorityReturn(
   if (!input.state) return null;
   const authority = await repo.findAuthorityByState(deps.db, input.state);
   if (!authority) return null;
-  const page = `/dashboard/refunds/authority?mode=${authority.mode}`;
+  const page = `/dashboard/${authority.mode}/refunds/authority`;
   if (authority.status !== 'awaiting_approval') return page;
   const now = deps.clock.now();
   const connector = connectorFor(deps, authority.bank_id, authority.mode);
@@ -290,7 +290,7 @@ export async function completeAuthorityReturn(
       updated_at: now,
       auth_state: null,
     });
-    return `${page}&outcome=declined`;
+    return `${page}?outcome=declined`;
   }
   const superseded = await deps.store.transaction(async (trx) => {
     const before = await repo.lockActiveAuthority(trx, { userId: authority.user_id, mode: authority.mode });
@@ -311,7 +311,7 @@ export async function completeAuthorityReturn(
     return before;
   });
   if (superseded) await revokeAtBank(deps, superseded);
-  return `${page}&outcome=approved`;
+  return `${page}?outcome=approved`;
 }
 
 /** The merchant turns refunds off: the authority is revoked here at once, then at the bank. */

@@ -9,7 +9,12 @@ import type { Db } from '../../store/db.ts';
 import { periodWindow, type LimitPeriod } from '../consents/limits.ts';
 import type { Ctx, Deps } from '../context.ts';
 import { emitEvent } from '../events/events.service.ts';
-import { countRefunded, holdPaymentToRefund, type PaymentRow } from '../payments/payments.service.ts';
+import {
+  countRefunded,
+  holdPaymentToRefund,
+  keptPayerAccountOf,
+  type PaymentRow,
+} from '../payments/payments.service.ts';
 import { settledCents } from '../payments/payments.rules.ts';
 import { ensureTestAuthority } from './refunds.authority.ts';
 import { noticeRefundSent } from './refunds.notices.ts';
@@ -199,6 +204,28 @@ export async function refundRowsFor(
 ): Promise<{ items: RefundRow[]; hasMore: boolean }> {
   const limit = filters.limit ?? 50;
   return pageOf(await repo.listRefunds(ctx.db, ownerOf(ctx), { ...filters, limit }), limit);
+}
+
+/** What the merchant pays by hand for a refund that requires action: the payer's account when it is known. */
+export type ManualPayment = {
+  refund: RefundRow;
+  /** The payer's account and name, shown only for a refund that requires action; null when the bank never said. */
+  payee: { accountNumber: string; name: string | null } | null;
+};
+
+/** The caller's refunds that require action, oldest first, each with the account to pay (the dashboard's list and its CSV). */
+export async function refundsRequiringAction(ctx: Ctx, limit = 5000): Promise<ManualPayment[]> {
+  const rows = await repo.listRefunds(ctx.db, ownerOf(ctx), { status: 'requires_action', limit });
+  const items = rows.slice(0, limit).reverse();
+  return Promise.all(
+    items.map(async (refund) => {
+      const account = await keptPayerAccountOf(ctx.deps, refund.payment_id);
+      return {
+        refund,
+        payee: account ? { accountNumber: account.identification, name: account.name } : null,
+      };
+    }),
+  );
 }
 
 type StatusChange = {
