@@ -109,6 +109,8 @@ export type LoadOptions = {
   body?: string;
   /** A fresh body per request (distinct idempotency keys, say). */
   bodyFor?: () => string;
+  /** Fresh headers per request (an Idempotency-Key, say); with bodyFor. */
+  headersFor?: () => Record<string, string>;
   connections: number;
   durationSec: number;
 };
@@ -127,7 +129,15 @@ export async function load(
     connections: options.connections,
     duration: options.durationSec,
     requests: options.bodyFor
-      ? [{ setupRequest: (request: any) => ({ ...request, body: options.bodyFor!() }) }]
+      ? [
+          {
+            setupRequest: (request: any) => ({
+              ...request,
+              body: options.bodyFor!(),
+              ...(options.headersFor && { headers: { ...request.headers, ...options.headersFor() } }),
+            }),
+          },
+        ]
       : undefined,
   });
   return {

@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import type { FastifyInstance } from 'fastify';
 import { parseAmount } from '../shared/money.ts';
-import { AmountPattern } from '../shared/open-banking.wire.ts';
+import { AccountNumberPattern, AmountPattern } from '../shared/open-banking.wire.ts';
 import { hasTrustedClientCertificate, selfUrl, type SandboxDeps } from './sandbox.context.ts';
 import { fieldInvalid, unauthorised } from './sandbox.errors.ts';
 import {
@@ -78,7 +78,7 @@ function requireHookClient(app: FastifyInstance, deps: SandboxDeps): void {
   });
 }
 
-/** Test payers and their balances. */
+/** Test payers and their balances: account holders, a merchant's account a refund is paid from among them. */
 function registerPayerHooks(app: FastifyInstance, deps: SandboxDeps): void {
   app.post(
     '/test/payers',
@@ -88,16 +88,32 @@ function registerPayerHooks(app: FastifyInstance, deps: SandboxDeps): void {
           username: Type.String({ pattern: '^[A-Za-z0-9._-]{1,64}$' }),
           balance: Type.String({ pattern: AmountPattern }),
           name: Type.Optional(Type.String({ minLength: 1, maxLength: 70 })),
+          account_number: Type.Optional(Type.String({ pattern: AccountNumberPattern })),
+          if_absent: Type.Optional(Type.Boolean()),
+          refund_arrangement: Type.Optional(Type.Boolean()),
         }),
       },
     },
     async (request, reply) => {
-      const body = request.body as { username: string; balance: string; name?: string };
+      const body = request.body as {
+        username: string;
+        balance: string;
+        name?: string;
+        account_number?: string;
+        if_absent?: boolean;
+        refund_arrangement?: boolean;
+      };
       const balanceCents = parseAmount(`${body.balance} NZD`);
       if (balanceCents === null) throw fieldInvalid('balance', 'balance must be an amount such as "100.00"');
-      return reply
-        .status(201)
-        .send(presentPayer(await createPayer(deps, { username: body.username, balanceCents, name: body.name })));
+      const { payer, created } = await createPayer(deps, {
+        username: body.username,
+        balanceCents,
+        name: body.name,
+        accountNumber: body.account_number,
+        ifAbsent: body.if_absent,
+        refundArrangement: body.refund_arrangement,
+      });
+      return reply.status(created ? 201 : 200).send(presentPayer(payer));
     },
   );
 

@@ -1,14 +1,14 @@
-import { randomInt } from 'node:crypto';
 import { ulid } from '../shared/ids.ts';
 import type { SandboxDeps } from './sandbox.context.ts';
 import { fieldInvalid, unknownId } from './sandbox.errors.ts';
 import { AuthorisePageError, LoginRefused, decide, logIn } from './auth.service.ts';
 import { revokeEnduringConsent } from './consents.service.ts';
+import { canonicalAccountNumber, newAccountNumber } from './sandbox.accounts.ts';
 import {
   findConsent,
   findPayerByUsername,
   findPayment,
-  insertPayerIfAbsent,
+  insertPayerUnlessTaken,
   updateConsent,
   type PayerRow,
 } from './sandbox.repo.ts';
@@ -20,36 +20,55 @@ export const DEFAULT_PAYER = 'sandbox';
 /** A large balance so everyday testing never runs out: 100,000,000.00 NZD. */
 export const DEFAULT_BALANCE_CENTS = 10_000_000_000;
 
-function accountNumber(): string {
-  return `02-0100-${String(randomInt(0, 10_000_000)).padStart(7, '0')}-00`;
-}
-
 export async function ensureDefaultPayer(deps: SandboxDeps): Promise<void> {
-  await insertPayerIfAbsent(deps.db, {
-    id: `payer-${ulid()}`,
+  await createPayer(deps, {
     username: DEFAULT_PAYER,
     name: 'Sandbox Payer',
-    account_number: accountNumber(),
-    balance_cents: DEFAULT_BALANCE_CENTS,
-    created_at: deps.clock.now(),
+    balanceCents: DEFAULT_BALANCE_CENTS,
+    ifAbsent: true,
   });
 }
 
-export async function createPayer(
-  deps: SandboxDeps,
-  input: { username: string; balanceCents: number; name?: string },
-): Promise<PayerRow> {
-  const row: PayerRow = {
+export type NewPayer = {
+  username: string;
+  balanceCents: number;
+  name?: string;
+  /** The holder's own account number (a merchant's, say); else the bank makes one. */
+  accountNumber?: string;
+  /** A holder of this username already there is the answer, as it is, instead of a refusal. */
+  ifAbsent?: boolean;
+  /** Payments under its enduring consents may go to any account (a merchant's refunds). */
+  refundArrangement?: boolean;
+};
+
+/** A number the bank makes is random, so it may be held already; it makes another, a few times. */
+const TRIES_AT_A_FREE_NUMBER = 5;
+
+/** An account holder at the bank (a payer, or a merchant a refund is paid from); `created` false when ifAbsent found one. */
+export async function createPayer(deps: SandboxDeps, input: NewPayer): Promise<{ payer: PayerRow; created: boolean }> {
+  for (let tries = 0; tries < TRIES_AT_A_FREE_NUMBER; tries++) {
+    const row = payerRow(deps, input);
+    if (await insertPayerUnlessTaken(deps.db, row)) return { payer: row, created: true };
+    const existing = await findPayerByUsername(deps.db, input.username);
+    if (existing && input.ifAbsent) return { payer: existing, created: false };
+    if (existing) throw fieldInvalid('username', `A payer named ${input.username} already exists`);
+    if (input.accountNumber !== undefined)
+      throw fieldInvalid('account_number', `The account ${row.account_number} is held by another payer`);
+  }
+  throw new Error(`No free account number in ${TRIES_AT_A_FREE_NUMBER} tries`);
+}
+
+function payerRow(deps: SandboxDeps, input: NewPayer): PayerRow {
+  return {
     id: `payer-${ulid()}`,
     username: input.username,
     name: input.name ?? input.username,
-    account_number: accountNumber(),
+    account_number:
+      input.accountNumber === undefined ? newAccountNumber() : canonicalAccountNumber(input.accountNumber),
     balance_cents: input.balanceCents,
+    refund_arrangement: input.refundArrangement ? 1 : 0,
     created_at: deps.clock.now(),
   };
-  if (!(await insertPayerIfAbsent(deps.db, row)))
-    throw fieldInvalid('username', `A payer named ${input.username} already exists`);
-  return row;
 }
 
 export async function getPayer(deps: SandboxDeps, username: string): Promise<PayerRow> {

@@ -6,15 +6,18 @@ import { BankApiError, unknownId } from './sandbox.errors.ts';
 import { fingerprintOf, holdIdempotencyKey } from './sandbox.idempotency.ts';
 import { checkLimitTotals, periodWindow, type Period, type UsageTotals } from './sandbox.limits.ts';
 import { centsOf, consentCreditorAccounts, effectiveStatus, hasEnded } from './consents.service.ts';
+import { canonicalAccountNumber } from './sandbox.accounts.ts';
 import {
   adjustBalance,
   uncountPayment,
   windowUsage,
   findConsent,
   debitIfFunded,
+  findPayerByAccountNumber,
   findPayerById,
   findPayment,
   insertPayment,
+  lockPayers,
   updateConsent,
   updatePayment,
   type ConsentRow,
@@ -62,7 +65,7 @@ export async function submitDomesticPayment(
     const initiation = body.Data.Initiation;
     const amountCents = centsOf(initiation.InstructedAmount.Amount, 'Data.Initiation.InstructedAmount.Amount');
     refuseUnlessExecutable(consent, bankNow);
-    refuseMismatch(consent, initiation, amountCents);
+    refuseMismatch(consent, initiation, amountCents, await mayPayAnyAccount(trx, consent));
     const usage = consent.kind === 'enduring' ? await refuseOverLimits(deps, trx, consent, amountCents, bankNow) : null;
 
     const payment = await decide(trx, consent, { id, amountCents, body, now, bankNow });
@@ -96,10 +99,21 @@ function refuseUnlessExecutable(consent: ConsentRow, bankNow: BankTime): void {
   }
 }
 
-function refuseMismatch(consent: ConsentRow, initiation: DomesticInitiation, amountCents: number): void {
+/** An enduring consent approved by a holder with the refund arrangement may pay any account. */
+async function mayPayAnyAccount(trx: SandboxDb, consent: ConsentRow): Promise<boolean> {
+  if (consent.kind !== 'enduring' || !consent.payer_id) return false;
+  return (await findPayerById(trx, consent.payer_id))?.refund_arrangement === 1;
+}
+
+function refuseMismatch(
+  consent: ConsentRow,
+  initiation: DomesticInitiation,
+  amountCents: number,
+  anyCreditor: boolean,
+): void {
   const mismatch = (path: string, what: string) =>
     new BankApiError(400, 'Resource.Consent.Mismatch', `${what} differs from the consent`, path);
-  if (!consentCreditorAccounts(consent).includes(initiation.CreditorAccount.Identification)) {
+  if (!anyCreditor && !consentCreditorAccounts(consent).includes(initiation.CreditorAccount.Identification)) {
     throw mismatch('Data.Initiation.CreditorAccount.Identification', 'The creditor account');
   }
   if (consent.kind !== 'domestic') return;
@@ -185,7 +199,7 @@ async function refuseOverLimits(
   return { used, window };
 }
 
-/** The bank's decision on the money: a scripted decline, insufficient funds, or a debit. */
+/** The bank's decision on the money: a scripted decline, insufficient funds, or a transfer. */
 async function decide(
   trx: SandboxDb,
   consent: ConsentRow,
@@ -200,6 +214,7 @@ async function decide(
     status_reason: null,
     amount_cents: input.amountCents,
     debited: 0,
+    credited_payer_id: null,
     request_body: JSON.stringify(input.body),
     executed_at: input.bankNow,
     release_at: null,
@@ -209,17 +224,43 @@ async function decide(
   };
   if (consent.decline_next > 0)
     return { ...base, status: 'Rejected', status_reason: consent.decline_reason ?? 'declined' };
-  if (!consent.payer_id || !(await debitIfFunded(trx, consent.payer_id, input.amountCents))) {
+  const creditor = await creditorHolderId(trx, input.body.Data.Initiation);
+  if (!consent.payer_id || !(await transfer(trx, consent.payer_id, creditor, input.amountCents))) {
     return { ...base, status: 'Rejected', status_reason: 'insufficient_funds' };
   }
-  if (consent.hold_seconds === null) return { ...base, debited: 1 };
+  const moved: PaymentRow = { ...base, debited: 1, credited_payer_id: creditor };
+  if (consent.hold_seconds === null) return moved;
   return {
-    ...base,
-    debited: 1,
+    ...moved,
     held: 1,
     status: consent.hold_status ?? 'AcceptedSettlementInProcess',
     release_at: consent.hold_seconds < 0 ? null : input.bankNow + consent.hold_seconds * 1000,
   };
+}
+
+/** The holder of the payment's creditor account, when this bank holds it; else the money leaves the bank. */
+async function creditorHolderId(trx: SandboxDb, initiation: DomesticInitiation): Promise<string | null> {
+  const accountNumber = canonicalAccountNumber(initiation.CreditorAccount.Identification);
+  return (await findPayerByAccountNumber(trx, accountNumber))?.id ?? null;
+}
+
+/** Debits the payer and credits the creditor's holder (if any) as one; false, and nothing moved, without the funds. */
+async function transfer(trx: SandboxDb, payerId: string, creditorId: string | null, amountCents: number) {
+  if (creditorId) await lockPayers(trx, [payerId, creditorId]);
+  if (!(await debitIfFunded(trx, payerId, amountCents))) return false;
+  if (creditorId) await adjustBalance(trx, creditorId, amountCents);
+  return true;
+}
+
+/**
+ * Undoes a payment's transfer: the payer gets the amount back, and the holder credited gives it up
+ * even if that takes their balance below zero, as a reversal is not the holder's to refuse.
+ */
+async function reverseTransfer(trx: SandboxDb, payment: PaymentRow): Promise<void> {
+  const creditorId = payment.credited_payer_id;
+  if (creditorId) await lockPayers(trx, [payment.payer_id, creditorId]);
+  await adjustBalance(trx, payment.payer_id, payment.amount_cents);
+  if (creditorId) await adjustBalance(trx, creditorId, -payment.amount_cents);
 }
 
 /** A payment of this client, settled first if its hold has run out by the bank's time. */
@@ -266,7 +307,7 @@ export async function debtorAccountOf(deps: SandboxDeps, clientId: string, id: s
   return payer;
 }
 
-/** Ends a hold: settles the payment, or rejects it and gives the money back. */
+/** Ends a hold: settles the payment, or rejects it and moves the money back where it came from. */
 export async function releasePayment(
   deps: SandboxDeps,
   id: string,
@@ -280,9 +321,17 @@ export async function releasePayment(
     const changes: Partial<PaymentRow> =
       decision.outcome === 'completed'
         ? { status: 'AcceptedSettlementCompleted', held: 0, updated_at: now }
-        : { status: 'Rejected', status_reason: decision.reason ?? 'declined', held: 0, debited: 0, updated_at: now };
-    if (decision.outcome === 'rejected' && row.debited) await adjustBalance(trx, row.payer_id, row.amount_cents);
+        : {
+            status: 'Rejected',
+            status_reason: decision.reason ?? 'declined',
+            held: 0,
+            debited: 0,
+            credited_payer_id: null,
+            updated_at: now,
+          };
+    // The consent before the balances, in the order a new payment takes them, so neither waits on the other.
     if (decision.outcome === 'rejected') await uncountPayment(trx, row);
+    if (decision.outcome === 'rejected' && row.debited) await reverseTransfer(trx, row);
     await updatePayment(trx, id, changes);
     return { ...row, ...changes };
   });

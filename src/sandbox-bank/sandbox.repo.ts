@@ -1,4 +1,4 @@
-import { lockForUpdate } from '../store/db.ts';
+import { holdRows, lockForUpdate } from '../store/db.ts';
 import { inserted, insertRow, prepared, updateById } from '../store/prepared.ts';
 import type { SandboxDb } from './sandbox.context.ts';
 import type { SandboxConsentsTable, SandboxPaymentsTable, SandboxPayersTable } from './sandbox.tables.ts';
@@ -115,13 +115,31 @@ export async function findPayerById(db: SandboxDb, id: string): Promise<PayerRow
   return db.selectFrom('sandbox_payers').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
-export async function insertPayerIfAbsent(db: SandboxDb, row: PayerRow): Promise<boolean> {
+const findPayerByAccountNumberQuery = prepared<{ accountNumber: string }, PayerRow>((db, arg) =>
+  db.selectFrom('sandbox_payers').selectAll().where('account_number', '=', arg('accountNumber')),
+);
+
+/** The holder of an account number, written in the one form (2-4-7-2). */
+export async function findPayerByAccountNumber(db: SandboxDb, accountNumber: string): Promise<PayerRow | undefined> {
+  return findPayerByAccountNumberQuery.first(db, { accountNumber });
+}
+
+/** Inserts the holder; false, and nothing written, when its username or its account number is held already. */
+export async function insertPayerUnlessTaken(db: SandboxDb, row: PayerRow): Promise<boolean> {
   const result = await db
     .insertInto('sandbox_payers')
     .values(row)
-    .onConflict((c) => c.column('username').doNothing())
+    .onConflict((c) => c.doNothing())
     .executeTakeFirst();
   return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
+}
+
+/**
+ * Locks the holders' rows in one order (by id) before money moves between them: two payments
+ * between the same two accounts in opposite directions would otherwise wait on each other.
+ */
+export async function lockPayers(db: SandboxDb, ids: string[]): Promise<void> {
+  await holdRows(db, db.selectFrom('sandbox_payers').select('id').where('id', 'in', ids).orderBy('id'));
 }
 
 /** Takes the amount from the payer's balance if it is there; false (and nothing taken) if not. */

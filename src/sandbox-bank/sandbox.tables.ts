@@ -7,6 +7,12 @@ export interface SandboxPayersTable {
   name: string;
   account_number: string;
   balance_cents: number;
+  /**
+   * A business customer's arrangement with the bank: payments under an enduring consent it
+   * approved may go to any account (refunds to the accounts payments came from), not only the
+   * creditor accounts the consent names. 1 or 0.
+   */
+  refund_arrangement: number;
   created_at: number;
 }
 
@@ -89,6 +95,11 @@ export interface SandboxPaymentsTable {
   amount_cents: number;
   /** Whether the payer's balance has been debited (and must be refunded if it is later rejected). */
   debited: number;
+  /**
+   * The holder of the creditor account, when this bank holds it, credited with the amount as the
+   * payer was debited; null when it holds no such account, and once a rejection took the credit back.
+   */
+  credited_payer_id: string | null;
   request_body: string;
   /** Bank time ("now" of the request) when it was made, for limit periods. */
   executed_at: number;

@@ -476,6 +476,70 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/refunds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List refunds, newest first
+         * @description List refunds, newest first. Page with `limit` (1–1000) and `starting_after` (the last id of the page before). A test key sees test objects only, a live key live ones.
+         */
+        get: operations["listRefunds"];
+        put?: never;
+        /**
+         * Refund a successful payment, in full or in part
+         * @description Counted against the payment at once (amount_refunded); paid to the account the payment came from under your refund authority, or requires_action when it cannot be (docs/refunds.md).
+         */
+        post: operations["createRefund"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/refunds/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a refund
+         * @description Get a refund. An object of another merchant, or of the other mode, is a 404, never a 403.
+         */
+        get: operations["getRefund"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/test-helpers/refunds/decline-next": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The sandbox bank refuses the next `count` refunds under your refund authority
+         * @description The sandbox bank refuses the next `count` refunds under your refund authority.
+         */
+        post: operations["postTestHelpersRefundsDeclineNext"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/events": {
         parameters: {
             query?: never;
@@ -1314,6 +1378,46 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "refund.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A refund was created: it is pending at the bank, or requires you to pay it by hand
+         * @description Sent to every endpoint of the merchant and mode whose `events` filter takes `refund.created`. Verify the signature on the raw body before parsing (docs/webhooks.md); any 2xx acknowledges, anything else is retried.
+         */
+        post: operations["onRefundCreatedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "refund.status_updated": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A refund succeeded, failed, or now requires you to pay it by hand
+         * @description Sent to every endpoint of the merchant and mode whose `events` filter takes `refund.status_updated`. Verify the signature on the raw body before parsing (docs/webhooks.md); any 2xx acknowledges, anything else is retried.
+         */
+        post: operations["onRefundStatusUpdatedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface components {
     schemas: {
@@ -1396,7 +1500,7 @@ export interface components {
         CreateWebhook: {
             /** @description Where events are POSTed: https (http only to localhost with a test key) */
             url: string;
-            /** @description Event types to send; omit for every type. Known types: request.created, request.expired, request.status_updated, payment.created, payment.status_updated, recurring_payment.authorised, recurring_payment.revoked, subscription.created, subscription.charge_failed, subscription.charge_skipped, subscription.completed, subscription.cancelled, subscription.paused, subscription.resumed, customer.created, customer.updated, webhook_endpoint.disabled */
+            /** @description Event types to send; omit for every type. Known types: request.created, request.expired, request.status_updated, payment.created, payment.status_updated, recurring_payment.authorised, recurring_payment.revoked, subscription.created, subscription.charge_failed, subscription.charge_skipped, subscription.completed, subscription.cancelled, subscription.paused, subscription.resumed, customer.created, customer.updated, webhook_endpoint.disabled, refund.created, refund.status_updated */
             events?: string[];
             /** @description A label of your own, to tell endpoints apart (two may share a URL); omit for none. Trimmed; empty text is the same as null. */
             description?: string | null;
@@ -1606,7 +1710,7 @@ export interface components {
             /** @example event_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
             id: string;
             /** @enum {unknown} */
-            type: "request.created" | "request.expired" | "request.status_updated" | "payment.created" | "payment.status_updated" | "recurring_payment.authorised" | "recurring_payment.revoked" | "subscription.created" | "subscription.charge_failed" | "subscription.charge_skipped" | "subscription.completed" | "subscription.cancelled" | "subscription.paused" | "subscription.resumed" | "customer.created" | "customer.updated" | "webhook_endpoint.disabled";
+            type: "request.created" | "request.expired" | "request.status_updated" | "payment.created" | "payment.status_updated" | "recurring_payment.authorised" | "recurring_payment.revoked" | "subscription.created" | "subscription.charge_failed" | "subscription.charge_skipped" | "subscription.completed" | "subscription.cancelled" | "subscription.paused" | "subscription.resumed" | "customer.created" | "customer.updated" | "webhook_endpoint.disabled" | "refund.created" | "refund.status_updated";
             /**
              * @description Absent on request.status_updated
              * @enum {number}
@@ -1649,6 +1753,7 @@ export interface components {
             request_id: string;
             amount: components["schemas"]["Amount"];
             requested_amount: components["schemas"]["Amount"];
+            amount_refunded: components["schemas"]["Amount"];
             /** @enum {unknown} */
             status: "awaiting-consent" | "successful" | "failed" | "cancelled" | "unconfirmed";
             merchant_identifier: string | null;
@@ -1892,6 +1997,119 @@ export interface components {
                 merchant_identifier: string | null;
                 /** @constant */
                 status: "revoked";
+            };
+        };
+        /** Refund */
+        Refund: {
+            /** @example refund_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
+            id: string;
+            payment_id: string;
+            request_id: string;
+            amount: components["schemas"]["Amount"];
+            /** @enum {unknown} */
+            status: "pending" | "successful" | "failed" | "requires_action";
+            reason: string | null;
+            /** @description Why the refund failed */
+            failure_reason: string | null;
+            /**
+             * @description Why the refund requires you to pay it by hand (status requires_action)
+             * @enum {unknown}
+             */
+            action_reason: "payer_account_unknown" | "no_refund_authority" | null;
+            /** @description What the payer’s statement shows: "Refund", the payment’s particulars, its reference */
+            pcr: {
+                particulars: string;
+                code: string;
+                reference: string;
+            };
+            is_test_mode: boolean;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updated_at: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            completed_at: string | null;
+        };
+        /**
+         * RefundCreatedEvent
+         * @description A refund was created: it is pending at the bank, or requires you to pay it by hand
+         */
+        RefundCreatedEvent: {
+            /** @example event_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
+            id: string;
+            /** @constant */
+            type: "refund.created";
+            /** @constant */
+            version: 1;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            created_at: string;
+            data: {
+                /** @example refund_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
+                id: string;
+                /** @example payment_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
+                payment_id: string;
+                /** @example request_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
+                request_id: string;
+                /** @example user_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
+                user_id: string;
+                amount: components["schemas"]["Amount"];
+                /** @enum {unknown} */
+                status: "pending" | "requires_action";
+                /**
+                 * Format: date-time
+                 * @description ISO 8601 UTC with milliseconds
+                 */
+                created_at: string;
+            };
+        };
+        /**
+         * RefundStatusUpdatedEvent
+         * @description A refund succeeded, failed, or now requires you to pay it by hand
+         */
+        RefundStatusUpdatedEvent: {
+            /** @example event_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
+            id: string;
+            /** @constant */
+            type: "refund.status_updated";
+            /** @constant */
+            version: 1;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            created_at: string;
+            data: {
+                /** @example refund_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
+                id: string;
+                /** @example payment_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
+                payment_id: string;
+                /** @example request_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
+                request_id: string;
+                /** @example user_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
+                user_id: string;
+                /** @enum {unknown} */
+                status: "pending" | "successful" | "failed" | "requires_action";
+                /** @description Why the refund failed */
+                failure_reason: string | null;
+                /** @description Why it requires action: payer_account_unknown or no_refund_authority */
+                action_reason: string | null;
+                /**
+                 * Format: date-time
+                 * @description ISO 8601 UTC with milliseconds
+                 */
+                updated_at: string;
             };
         };
         /** Request */
@@ -2420,6 +2638,8 @@ export interface components {
             recurring_consents: number;
             /** @description Subscriptions, with their charges */
             subscriptions: number;
+            /** @description Refunds */
+            refunds: number;
             /** @description Events */
             events: number;
             /** @description Webhook deliveries, with their attempts */
@@ -4254,6 +4474,258 @@ export interface operations {
             };
         };
     };
+    listRefunds: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 1000 (default 100) */
+                limit?: number;
+                /** @description Return objects older than this id (the last id of the previous page), a refund_… id */
+                starting_after?: string;
+                /** @description Only the refunds of this payment */
+                payment_id?: string;
+                status?: "pending" | "successful" | "failed" | "requires_action";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        refunds: components["schemas"]["Refund"][];
+                        has_more: boolean;
+                    };
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        code?: ("bad_request.invalid_param.limit" | "bad_request.invalid_param.payment_id" | "bad_request.invalid_param.starting_after" | "bad_request.invalid_param.status") | string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+        };
+    };
+    createRefund: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Retry-safe key: the same key and body within 24 hours returns the first result */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The successful payment to refund */
+                    payment_id: string;
+                    /** @description How much to refund; without it, everything that remains refundable, <decimal> NZD with two decimals, for example "10.00 NZD" */
+                    amount?: string;
+                    /** @description Why, for your records and the payer’s email */
+                    reason?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        refund: components["schemas"]["Refund"];
+                    };
+                };
+            };
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        refund: components["schemas"]["Refund"];
+                    };
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.amount" | "bad_request.invalid_param.payment_id" | "bad_request.invalid_param.reason" | "bad_request.missing_param.payment_id") | string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description Not allowed in the object's current state, or an Idempotency-Key reused with another body */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "conflict.idempotency_key_reused";
+                    };
+                };
+            };
+        };
+    };
+    getRefund: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Refund id (refund_…) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        refund: components["schemas"]["Refund"];
+                    };
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        code?: "bad_request.invalid_param.id" | string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+        };
+    };
+    postTestHelpersRefundsDeclineNext: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @default 1 */
+                    count?: number;
+                    /** @description e.g. insufficient_funds */
+                    reason?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        refund_authority_id: string;
+                        count: number;
+                        reason: string;
+                    };
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.count" | "bad_request.invalid_param.reason") | string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description No such object for this key's merchant and mode */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_found.route";
+                    };
+                };
+            };
+        };
+    };
     listEvents: {
         parameters: {
             query?: {
@@ -4262,7 +4734,7 @@ export interface operations {
                 /** @description Return objects older than this id (the last id of the previous page), a event_… id */
                 starting_after?: string;
                 /** @description Only events of this type */
-                type?: "request.created" | "request.expired" | "request.status_updated" | "payment.created" | "payment.status_updated" | "recurring_payment.authorised" | "recurring_payment.revoked" | "subscription.created" | "subscription.charge_failed" | "subscription.charge_skipped" | "subscription.completed" | "subscription.cancelled" | "subscription.paused" | "subscription.resumed" | "customer.created" | "customer.updated" | "webhook_endpoint.disabled";
+                type?: "request.created" | "request.expired" | "request.status_updated" | "payment.created" | "payment.status_updated" | "recurring_payment.authorised" | "recurring_payment.revoked" | "subscription.created" | "subscription.charge_failed" | "subscription.charge_skipped" | "subscription.completed" | "subscription.cancelled" | "subscription.paused" | "subscription.resumed" | "customer.created" | "customer.updated" | "webhook_endpoint.disabled" | "refund.created" | "refund.status_updated";
                 /** @description Only events about this object (request_…, payment_…, …) */
                 object_id?: string;
             };
@@ -6980,6 +7452,76 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["WebhookEndpointDisabledEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onRefundCreatedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `sha256=<hex HMAC-SHA256 of the raw body>` keyed with the base64-decoded endpoint secret; two, comma-separated, for 24 hours after a rotation */
+                "X-Service-Signature": string;
+                /** @description The event id: deduplicate on it */
+                "X-Service-Event-Id": string;
+                /** @description This attempt's number, from 1 */
+                "X-Service-Delivery-Attempt": string;
+                /** @description Standard Webhooks: the event id */
+                "webhook-id": string;
+                /** @description Standard Webhooks: seconds since the epoch when this attempt was signed */
+                "webhook-timestamp": string;
+                /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, space-separated when two secrets sign */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RefundCreatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onRefundStatusUpdatedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `sha256=<hex HMAC-SHA256 of the raw body>` keyed with the base64-decoded endpoint secret; two, comma-separated, for 24 hours after a rotation */
+                "X-Service-Signature": string;
+                /** @description The event id: deduplicate on it */
+                "X-Service-Event-Id": string;
+                /** @description This attempt's number, from 1 */
+                "X-Service-Delivery-Attempt": string;
+                /** @description Standard Webhooks: the event id */
+                "webhook-id": string;
+                /** @description Standard Webhooks: seconds since the epoch when this attempt was signed */
+                "webhook-timestamp": string;
+                /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, space-separated when two secrets sign */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RefundStatusUpdatedEvent"];
             };
         };
         responses: {

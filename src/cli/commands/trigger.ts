@@ -21,6 +21,8 @@ export const TRIGGERABLE = [
   'subscription.completed',
   'subscription.charge_failed',
   'subscription.charge_skipped',
+  'refund.created',
+  'refund.status_updated',
 ] as const;
 export type Triggerable = (typeof TRIGGERABLE)[number];
 
@@ -108,6 +110,27 @@ async function subscriptionDeclining(tono: TonoClient, steps: string[], declines
   );
 }
 
+/** Waits for the worker to carry a refund out at the sandbox bank (a few seconds at most); its status then. */
+async function refundSettled(tono: TonoClient, id: string): Promise<string> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const { refund } = await unwrap(tono.GET('/v1/refunds/{id}', { params: { path: { id } } }));
+    if (refund.status !== 'pending' || Date.now() > deadline) return refund.status;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+/** A payment made and refunded; with `settled`, waited on until the sandbox bank has paid it back. */
+async function refundedPayment(tono: TonoClient, steps: string[], settled: boolean): Promise<void> {
+  const request = await createRequest(tono, { amount: '1.00 NZD' });
+  const { payment } = await pay(tono, request.id);
+  if (!payment) throw new Error('the sandbox bank did not make the payment');
+  steps.push(`created request ${request.id} and paid it: payment ${payment.id} ${payment.status}`);
+  const { refund } = await unwrap(tono.POST('/v1/refunds', { body: { payment_id: payment.id, reason: MESSAGE } }));
+  steps.push(`refunded it: refund ${refund.id} ${refund.status}`);
+  if (settled) steps.push(`the sandbox bank paid it back: refund ${refund.id} ${await refundSettled(tono, refund.id)}`);
+}
+
 export async function triggerEvent(tono: TonoClient, type: Triggerable): Promise<string[]> {
   const steps: string[] = [];
   switch (type) {
@@ -184,6 +207,10 @@ export async function triggerEvent(tono: TonoClient, type: Triggerable): Promise
     case 'subscription.charge_failed':
       await subscriptionDeclining(tono, steps, 1);
       await advanceDays(tono, 9, steps);
+      break;
+    case 'refund.created':
+    case 'refund.status_updated':
+      await refundedPayment(tono, steps, type === 'refund.status_updated');
       break;
     case 'subscription.charge_skipped':
       // The first attempt and its retries 1, 3 and 5 days later all refused: the slot is skipped.

@@ -4,26 +4,12 @@ import { apiClient, createTestMerchant } from '../../../test/helpers.ts';
 import { checkoutWorld, createRequest, eventsOf, type CheckoutWorld } from '../../../test/flows/checkout.fixtures.ts';
 import { hook } from '../../../test/support/banks.ts';
 import { authorise, consentHarness, execute } from '../../../test/support/consents.ts';
-import type { Worker } from '../../jobs/worker.ts';
 import { sandboxHolderOf } from './refunds.authority.ts';
+import { runRefundJobs } from '../../../test/support/refunds.ts';
 
 // Refunds through the API, carried out by the sandbox bank over HTTP: counted against the payment
 // when created, paid under the merchant's test-mode refund authority to the account the payment
 // came from, given back when they fail. On both engines (TEST_ENGINE=postgres for PostgreSQL).
-
-const RUNNABLE = new Set(['payment.payer_account', 'refund.execute']);
-
-/** Runs the due payer-account and refund jobs until none is left; says how many ran. */
-export async function runRefundJobs(worker: Worker): Promise<number> {
-  let ran = 0;
-  for (let round = 0; round < 10; round += 1) {
-    const due = (await worker.claim(200)).filter((job) => RUNNABLE.has(job.kind));
-    if (due.length === 0) break;
-    for (const job of due) await worker.run(job);
-    ran += due.length;
-  }
-  return ran;
-}
 
 async function paidPayment(world: CheckoutWorld, amount = '12.50 NZD', email = 'aroha@example.com') {
   const request = await createRequest(world, { amount, reference: 'INV-7' });
