@@ -13,7 +13,8 @@ import {
 
 // The contract with real banks: every exchange between the connector and the sandbox bank during
 // the flow tests (one-off approved and declined, recurring with a bank refusal and both
-// revocations, subscriptions over the test clock, reconciliation of unconfirmed payments) is
+// revocations, subscriptions over the test clock, reconciliation of unconfirmed payments, refunds
+// under the merchant's refund authority) is
 // recorded and checked against the Payments NZ Payment Initiation v3.0.2 operations: parameters,
 // required headers, security, request and answer bodies per operation and status, error codes from
 // the standard's list, and x-fapi-interaction-id sent and echoed. The flows run on both engines
@@ -31,6 +32,8 @@ observeBankExchanges((exchange) => recorded.push(exchange));
 await import('../../../test/flows/checkout.flow.test.ts');
 await import('../consents/consents.flow.test.ts');
 await import('../subscriptions/subscriptions.flow.test.ts');
+// Refunds: the merchant's refund authority (an enduring consent) and refunds paid under it, declines included.
+await import('../refunds/refunds.test.ts');
 // Every call of the connector, debtor-account included.
 await import('./open-banking.connector.test.ts');
 
@@ -116,6 +119,19 @@ function refusesOldShapes(doc: unknown): void {
   );
   assert.match(refusal.join('\n'), /Errors\/0\/ErrorCode must be equal to one of the allowed values/);
 }
+
+test('refunds were among the exchanges: payments under a refund authority, with the statement text "Refund"', () => {
+  const refunds = recorded.filter((exchange) => {
+    const body = exchange.requestBody as { Data?: { Initiation?: { RemittanceInformation?: unknown } } } | undefined;
+    return (
+      exchange.method === 'POST' &&
+      new URL(exchange.url).pathname.endsWith('/domestic-payments') &&
+      JSON.stringify(body?.Data?.Initiation?.RemittanceInformation ?? {}).includes('"Particulars":"Refund"')
+    );
+  });
+  assert.ok(refunds.length >= 3, `${refunds.length} refund payments were recorded`);
+  assert.ok(refunds.some((exchange) => exchange.status === 201));
+});
 
 test('every exchange of the flows conforms to our description of Payment Initiation v3.0.2', () => {
   checkExchanges(paymentInitiationContract);

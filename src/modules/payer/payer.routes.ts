@@ -29,6 +29,7 @@ import {
   SESSION_MAX_MS,
   type PayerSession,
 } from './payer.signin.ts';
+import { withRefunds } from './payer.refunds.ts';
 import type { Deps } from '../context.ts';
 import type { App } from '../../http/app-type.ts';
 
@@ -266,7 +267,7 @@ function registerAgreements(scope: Scope, pages: PayerPages): void {
 }
 
 function registerAgreementKind(scope: Scope, pages: PayerPages, kind: AgreementKind): void {
-  const { page, message, signedIn, sessionFormValid, forbidden, notFoundPage } = pages;
+  const { deps, page, message, signedIn, sessionFormValid, forbidden, notFoundPage } = pages;
   const load = async (reply: FastifyReply, session: PayerSession, id: string) => {
     try {
       return await kind.load(session.email, id);
@@ -296,6 +297,8 @@ function registerAgreementKind(scope: Scope, pages: PayerPages, kind: AgreementK
         session,
         item,
         kindName: kind.name,
+        // Each payment with its refunds under it.
+        payments: await withRefunds(deps, item.payments),
         action,
         flash,
       });
