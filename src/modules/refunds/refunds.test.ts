@@ -4,7 +4,7 @@ import { apiClient, createTestMerchant } from '../../../test/helpers.ts';
 import { checkoutWorld, createRequest, eventsOf, type CheckoutWorld } from '../../../test/flows/checkout.fixtures.ts';
 import { hook } from '../../../test/support/banks.ts';
 import { authorise, consentHarness, execute } from '../../../test/support/consents.ts';
-import { sandboxHolderOf } from './refunds.authority.ts';
+import { readyAuthority, sandboxHolderOf } from './refunds.authority.ts';
 import { runRefundJobs } from '../../../test/support/refunds.ts';
 
 // Refunds through the API, carried out by the sandbox bank over HTTP: counted against the payment
@@ -189,4 +189,51 @@ test('a payment under a recurring consent is refunded the same way, and the cons
     mails.map((mail) => mail.to_address),
     ['payer@example.com', 'payer@example.com'],
   );
+});
+
+test('a refund sent to the bank whose answer was lost is sent again with the same key: one payment at the bank', async (t) => {
+  const world = await checkoutWorld(t);
+  const payment = await paidPayment(world);
+  const { deps } = world.app;
+  await runRefundJobs(deps.worker); // the payer's account, read from the payer's bank and kept
+  const refund = (await world.api.post('/v1/refunds', { payment_id: payment.id, amount: '3.00 NZD' })).body.refund;
+  // What the job does before a crash (or a timeout) loses the bank's answer: the payment is sent,
+  // under the authority, with the refund's id as the x-idempotency-key, and nothing is recorded.
+  const authority = await deps.db
+    .selectFrom('refund_authorities')
+    .selectAll()
+    .where('user_id', '=', world.merchant.userId)
+    .executeTakeFirstOrThrow();
+  const ready = await readyAuthority(deps, authority);
+  const payer = JSON.parse(
+    deps.secrets.open(
+      (
+        await deps.db
+          .selectFrom('payments')
+          .select('payer_account_sealed')
+          .where('id', '=', payment.id)
+          .executeTakeFirstOrThrow()
+      ).payer_account_sealed!,
+    ),
+  ) as { identification: string; name: string | null };
+  const merchantHolder = sandboxHolderOf(world.merchant.userId);
+  const lost = await deps.banks.connectorFor('sandbox', 'test')!.submitPayment({
+    consentId: ready.authority.bank_consent_id!,
+    accessToken: ready.accessToken,
+    amountCents: 1,
+    creditor: { name: payer.name ?? 'Payer', accountNumber: payer.identification },
+    remittance: { particulars: refund.pcr.particulars, code: refund.pcr.code, reference: refund.pcr.reference },
+    idempotencyKey: refund.id,
+  });
+  assert.ok(lost.ok);
+  const afterLost = await balanceOf(world, merchantHolder);
+
+  await runRefundJobs(deps.worker);
+  const done = (await world.api.get(`/v1/refunds/${refund.id}`)).body.refund;
+  assert.equal(done.status, 'successful');
+  assert.equal(await balanceOf(world, merchantHolder), afterLost, 'the bank took the second send as the first');
+  const bankPaymentId = (
+    await deps.db.selectFrom('refunds').select('bank_payment_id').where('id', '=', refund.id).executeTakeFirstOrThrow()
+  ).bank_payment_id;
+  assert.equal(bankPaymentId, lost.ok ? lost.paymentId : null);
 });
