@@ -162,6 +162,44 @@ test(
   },
 );
 
+test(
+  '16 concurrent refunds of 2.00 on a 12.50 payment across two processes: 6 taken, 10 refused',
+  postgresOnly,
+  async (t) => {
+    const { service, bankAccount, processes, api } = await twoProcesses(t);
+    const created = await api('POST', '/v1/requests', {
+      bank_account_id: bankAccount,
+      amount: '12.50 NZD',
+      message: 'Refunds',
+    });
+    const paid = await api('POST', `/v1/test-helpers/requests/${created.body.request.id}/pay`, {});
+    assert.equal(paid.body.payment.status, 'successful', JSON.stringify(paid.body));
+    const paymentId = paid.body.payment.id as string;
+    const answers = await Promise.all(
+      Array.from({ length: 16 }, () => api('POST', '/v1/refunds', { payment_id: paymentId, amount: '2.00 NZD' })),
+    );
+    assert.deepEqual(
+      answers.map((answer) => answer.status).sort(),
+      [...Array(6).fill(201), ...Array(10).fill(422)],
+      JSON.stringify(answers.map((answer) => answer.body)),
+    );
+    const shown = await api('GET', `/v1/payments/${paymentId}`);
+    assert.equal(shown.body.payment.amount_refunded.value, '12.00 NZD');
+    await until(
+      'the two processes both answered refunds',
+      () => {
+        const pids = new Set(
+          logLines(service)
+            .filter((l) => l.msg === 'request completed' && l.req?.url === '/v1/refunds')
+            .map((l) => l.pid),
+        );
+        return pids.size === processes.length || null;
+      },
+      5_000,
+    );
+  },
+);
+
 test('a service process that dies is replaced, and the service goes on', postgresOnly, async (t) => {
   const { service, bankAccount, processes, api } = await twoProcesses(t);
   const created = await api('POST', '/v1/requests', {
