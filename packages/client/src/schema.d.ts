@@ -520,6 +520,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/refund-authority": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Your refund authority in this mode: its limits and what is used this period, or null when refunds are off
+         * @description Turned on and off in the dashboard, which takes you to your bank to approve it (docs/refunds.md).
+         */
+        get: operations["listRefundAuthority"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/test-helpers/refunds/decline-next": {
         parameters: {
             query?: never;
@@ -1418,6 +1438,26 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "refund_authority.status_updated": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Your refund authority was approved at your bank, declined there, or ended (turned off, revoked at the bank, or replaced)
+         * @description Sent to every endpoint of the merchant and mode whose `events` filter takes `refund_authority.status_updated`. Verify the signature on the raw body before parsing (docs/webhooks.md); any 2xx acknowledges, anything else is retried.
+         */
+        post: operations["onRefundAuthorityStatusUpdatedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface components {
     schemas: {
@@ -1500,7 +1540,7 @@ export interface components {
         CreateWebhook: {
             /** @description Where events are POSTed: https (http only to localhost with a test key) */
             url: string;
-            /** @description Event types to send; omit for every type. Known types: request.created, request.expired, request.status_updated, payment.created, payment.status_updated, recurring_payment.authorised, recurring_payment.revoked, subscription.created, subscription.charge_failed, subscription.charge_skipped, subscription.completed, subscription.cancelled, subscription.paused, subscription.resumed, customer.created, customer.updated, webhook_endpoint.disabled, refund.created, refund.status_updated */
+            /** @description Event types to send; omit for every type. Known types: request.created, request.expired, request.status_updated, payment.created, payment.status_updated, recurring_payment.authorised, recurring_payment.revoked, subscription.created, subscription.charge_failed, subscription.charge_skipped, subscription.completed, subscription.cancelled, subscription.paused, subscription.resumed, customer.created, customer.updated, webhook_endpoint.disabled, refund.created, refund.status_updated, refund_authority.status_updated */
             events?: string[];
             /** @description A label of your own, to tell endpoints apart (two may share a URL); omit for none. Trimmed; empty text is the same as null. */
             description?: string | null;
@@ -1710,7 +1750,7 @@ export interface components {
             /** @example event_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
             id: string;
             /** @enum {unknown} */
-            type: "request.created" | "request.expired" | "request.status_updated" | "payment.created" | "payment.status_updated" | "recurring_payment.authorised" | "recurring_payment.revoked" | "subscription.created" | "subscription.charge_failed" | "subscription.charge_skipped" | "subscription.completed" | "subscription.cancelled" | "subscription.paused" | "subscription.resumed" | "customer.created" | "customer.updated" | "webhook_endpoint.disabled" | "refund.created" | "refund.status_updated";
+            type: "request.created" | "request.expired" | "request.status_updated" | "payment.created" | "payment.status_updated" | "recurring_payment.authorised" | "recurring_payment.revoked" | "subscription.created" | "subscription.charge_failed" | "subscription.charge_skipped" | "subscription.completed" | "subscription.cancelled" | "subscription.paused" | "subscription.resumed" | "customer.created" | "customer.updated" | "webhook_endpoint.disabled" | "refund.created" | "refund.status_updated" | "refund_authority.status_updated";
             /**
              * @description Absent on request.status_updated
              * @enum {number}
@@ -2038,6 +2078,65 @@ export interface components {
              * @description ISO 8601 UTC with milliseconds
              */
             completed_at: string | null;
+        };
+        /** RefundAuthority */
+        RefundAuthority: {
+            /** @example refundauth_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
+            id: string;
+            /** @enum {string} */
+            status: "active";
+            /** @description Your bank, where the enduring consent is */
+            bank: string;
+            /** @description Your account the refunds are paid from (in test mode, null until the first refund opens it) */
+            account_number: string | null;
+            /** @enum {unknown} */
+            period: "daily" | "weekly" | "monthly";
+            max_per_refund: components["schemas"]["Amount"];
+            max_per_period: components["schemas"]["Amount"];
+            used_this_period: components["schemas"]["Amount"];
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            period_ends_at: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            approved_at: string | null;
+            is_test_mode: boolean;
+        };
+        /**
+         * RefundAuthorityStatusUpdatedEvent
+         * @description Your refund authority was approved at your bank, declined there, or ended (turned off, revoked at the bank, or replaced)
+         */
+        RefundAuthorityStatusUpdatedEvent: {
+            /** @example event_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
+            id: string;
+            /** @constant */
+            type: "refund_authority.status_updated";
+            /** @constant */
+            version: 1;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            created_at: string;
+            data: {
+                /** @example refundauth_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
+                id: string;
+                /** @example user_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
+                user_id: string;
+                /** @enum {unknown} */
+                status: "active" | "declined" | "revoked";
+                /** @description Who ended it: merchant, bank, or replaced (a newer authority was approved) */
+                revoked_by: string | null;
+                /**
+                 * Format: date-time
+                 * @description ISO 8601 UTC with milliseconds
+                 */
+                updated_at: string;
+            };
         };
         /**
          * RefundCreatedEvent
@@ -4658,6 +4757,52 @@ export interface operations {
             };
         };
     };
+    listRefundAuthority: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        refund_authority: components["schemas"]["RefundAuthority"] | null;
+                    };
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @description bad_request.unknown_param.<field>: the field's name */
+                        code?: string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+        };
+    };
     postTestHelpersRefundsDeclineNext: {
         parameters: {
             query?: never;
@@ -4734,7 +4879,7 @@ export interface operations {
                 /** @description Return objects older than this id (the last id of the previous page), a event_… id */
                 starting_after?: string;
                 /** @description Only events of this type */
-                type?: "request.created" | "request.expired" | "request.status_updated" | "payment.created" | "payment.status_updated" | "recurring_payment.authorised" | "recurring_payment.revoked" | "subscription.created" | "subscription.charge_failed" | "subscription.charge_skipped" | "subscription.completed" | "subscription.cancelled" | "subscription.paused" | "subscription.resumed" | "customer.created" | "customer.updated" | "webhook_endpoint.disabled" | "refund.created" | "refund.status_updated";
+                type?: "request.created" | "request.expired" | "request.status_updated" | "payment.created" | "payment.status_updated" | "recurring_payment.authorised" | "recurring_payment.revoked" | "subscription.created" | "subscription.charge_failed" | "subscription.charge_skipped" | "subscription.completed" | "subscription.cancelled" | "subscription.paused" | "subscription.resumed" | "customer.created" | "customer.updated" | "webhook_endpoint.disabled" | "refund.created" | "refund.status_updated" | "refund_authority.status_updated";
                 /** @description Only events about this object (request_…, payment_…, …) */
                 object_id?: string;
             };
@@ -7522,6 +7667,41 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["RefundStatusUpdatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onRefundAuthorityStatusUpdatedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `sha256=<hex HMAC-SHA256 of the raw body>` keyed with the base64-decoded endpoint secret; two, comma-separated, for 24 hours after a rotation */
+                "X-Service-Signature": string;
+                /** @description The event id: deduplicate on it */
+                "X-Service-Event-Id": string;
+                /** @description This attempt's number, from 1 */
+                "X-Service-Delivery-Attempt": string;
+                /** @description Standard Webhooks: the event id */
+                "webhook-id": string;
+                /** @description Standard Webhooks: seconds since the epoch when this attempt was signed */
+                "webhook-timestamp": string;
+                /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, space-separated when two secrets sign */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RefundAuthorityStatusUpdatedEvent"];
             };
         };
         responses: {

@@ -54,6 +54,7 @@ const SPEC_FIELDS: Record<EventType, string[]> = {
     'action_reason',
     'updated_at',
   ],
+  'refund_authority.status_updated': ['id', 'user_id', 'status', 'revoked_by', 'updated_at'],
 };
 
 const address = {
@@ -96,6 +97,7 @@ const everything = {
   amount: { value: '1.00 NZD', formatted: '$1.00' },
   failure_reason: null,
   action_reason: null,
+  revoked_by: null,
 };
 
 test('every event type carries exactly the documented fields, in the documented envelope', async (t) => {

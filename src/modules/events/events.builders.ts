@@ -115,6 +115,13 @@ export type EventData = {
     action_reason: string | null;
     updated_at: string;
   };
+  'refund_authority.status_updated': {
+    id: string;
+    user_id: string;
+    status: 'active' | 'declined' | 'revoked';
+    revoked_by: string | null;
+    updated_at: string;
+  };
 };
 
 export type EventType = keyof EventData;
@@ -138,6 +145,7 @@ export const EVENT_TYPES = [
   'webhook_endpoint.disabled',
   'refund.created',
   'refund.status_updated',
+  'refund_authority.status_updated',
 ] as const satisfies readonly EventType[];
 
 /**
@@ -282,6 +290,13 @@ export const buildEventData = {
     'status',
     'failure_reason',
     'action_reason',
+    'updated_at',
+  ]),
+  'refund_authority.status_updated': pick<'refund_authority.status_updated'>([
+    'id',
+    'user_id',
+    'status',
+    'revoked_by',
     'updated_at',
   ]),
 } satisfies { [T in EventType]: (source: EventData[T]) => EventData[T] };

@@ -143,6 +143,15 @@ export const EVENT_DATA_SCHEMAS = {
     ),
     updated_at: Timestamp,
   }),
+  'refund_authority.status_updated': data({
+    id: Id('refundauth_01JD2Q8Z7M3V4K5N6P7R8S9T0V'),
+    user_id: UserId,
+    status: Type.Enum(['active', 'declined', 'revoked']),
+    revoked_by: Nullable(
+      Type.String({ description: 'Who ended it: merchant, bank, or replaced (a newer authority was approved)' }),
+    ),
+    updated_at: Timestamp,
+  }),
 } satisfies Record<EventType, TSchema>;
 
 // A compile-time check that the schemas and the builders' types say the same.
@@ -167,6 +176,7 @@ const schemasMatchTypes: { [T in EventType]: Same<Static<(typeof EVENT_DATA_SCHE
   'webhook_endpoint.disabled': true,
   'refund.created': true,
   'refund.status_updated': true,
+  'refund_authority.status_updated': true,
 };
 void schemasMatchTypes;
 
@@ -198,6 +208,8 @@ const summaries: Record<EventType, string> = {
   'webhook_endpoint.disabled': 'Tono disabled a webhook endpoint whose deliveries had all failed for 3 days',
   'refund.created': 'A refund was created: it is pending at the bank, or requires you to pay it by hand',
   'refund.status_updated': 'A refund succeeded, failed, or now requires you to pay it by hand',
+  'refund_authority.status_updated':
+    'Your refund authority was approved at your bank, declined there, or ended (turned off, revoked at the bank, or replaced)',
 };
 
 /** The envelope of one event type, exactly as POSTed: named `<Type>Event` in the API description. */

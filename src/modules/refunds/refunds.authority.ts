@@ -1,6 +1,9 @@
 import { randomSecret } from '../../shared/crypto.ts';
 import { AppError, invalidParam, notFound } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
+import { iso, isoOrNull } from '../../shared/time.ts';
+import { formatAmount } from '../../shared/money.ts';
+import { emitEvent } from '../events/events.service.ts';
 import type { Mode } from '../../shared/mode.ts';
 import { openStored } from '../../shared/secret-box.ts';
 import type { Db } from '../../store/db.ts';
@@ -166,6 +169,25 @@ export async function endAuthorityAtBank(trx: Db, authorityId: string, now: numb
     ended_at: now,
     updated_at: now,
   });
+  await authorityStatusEvent(trx, authority, 'revoked', 'bank', now);
+}
+
+/** refund_authority.status_updated, in the transaction of the change. */
+async function authorityStatusEvent(
+  trx: Db,
+  authority: RefundAuthorityRow,
+  status: 'active' | 'declined' | 'revoked',
+  revokedBy: string | null,
+  now: number,
+): Promise<void> {
+  await emitEvent(
+    trx,
+    { userId: authority.user_id, mode: authority.mode },
+    'refund_authority.status_updated',
+    authority.id,
+    { id: authority.id, user_id: authority.user_id, status, revoked_by: revokedBy, updated_at: iso(now) },
+    now,
+  );
 }
 
 // The dashboard's refund authority page.
@@ -284,30 +306,32 @@ export async function completeAuthorityReturn(
       ? await connector.exchangeCode({ code: input.code, redirectUri: bankReturnUrl(deps) })
       : null;
   if (!token?.ok) {
-    await repo.updateAuthority(deps.db, authority.id, {
-      status: 'declined',
-      ended_at: now,
-      updated_at: now,
-      auth_state: null,
+    await deps.store.transaction(async (trx) => {
+      const declined = { status: 'declined', ended_at: now, updated_at: now, auth_state: null };
+      if (await repo.updateAuthorityIfStatus(trx, authority.id, 'awaiting_approval', declined))
+        await authorityStatusEvent(trx, authority, 'declined', null, now);
     });
     return `${page}?outcome=declined`;
   }
   const superseded = await deps.store.transaction(async (trx) => {
     const before = await repo.lockActiveAuthority(trx, { userId: authority.user_id, mode: authority.mode });
-    if (before)
+    if (before) {
       await repo.updateAuthority(trx, before.id, {
         status: 'revoked',
         revoked_by: 'replaced',
         ended_at: now,
         updated_at: now,
       });
-    await repo.updateAuthority(trx, authority.id, {
+      await authorityStatusEvent(trx, before, 'revoked', 'replaced', now);
+    }
+    const activated = await repo.updateAuthorityIfStatus(trx, authority.id, 'awaiting_approval', {
       status: 'active',
       bank_access_token: deps.secrets.seal(token.accessToken),
       approved_at: now,
       updated_at: now,
       auth_state: null,
     });
+    if (activated) await authorityStatusEvent(trx, authority, 'active', null, now);
     return before;
   });
   if (superseded) await revokeAtBank(deps, superseded);
@@ -323,6 +347,7 @@ export async function revokeAuthority(ctx: Ctx, id: string): Promise<void> {
       throw notFound('refund_authority', id);
     if (authority.status !== 'active') return null;
     await repo.updateAuthority(trx, id, { status: 'revoked', revoked_by: 'merchant', ended_at: now, updated_at: now });
+    await authorityStatusEvent(trx, authority, 'revoked', 'merchant', now);
     return authority;
   });
   if (revoked) await revokeAtBank(ctx.deps, revoked);
@@ -340,4 +365,22 @@ async function revokeAtBank(deps: Deps, authority: RefundAuthorityRow): Promise<
       { refund_authority_id: authority.id, reason: result.reason },
       'the bank did not revoke the refund authority',
     );
+}
+
+/** The authority as the API shows it. */
+export function presentAuthority(authority: NonNullable<AuthorityView['active']>) {
+  return {
+    id: authority.id,
+    status: 'active' as const,
+    bank: authority.bank_id,
+    // A test-mode authority's sandbox account is opened by the first refund that needs it.
+    account_number: authority.account_number || null,
+    period: authority.period as LimitPeriod,
+    max_per_refund: formatAmount(authority.max_per_refund_cents),
+    max_per_period: formatAmount(authority.max_per_period_cents),
+    used_this_period: formatAmount(authority.usedCents),
+    period_ends_at: iso(authority.periodEnd),
+    approved_at: isoOrNull(authority.approved_at),
+    is_test_mode: authority.mode === 'test',
+  };
 }

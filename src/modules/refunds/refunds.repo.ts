@@ -125,6 +125,17 @@ export async function updateAuthority(db: Db, id: string, changes: Partial<Refun
   return Number(result.numAffectedRows ?? 0) > 0;
 }
 
+/** Updates the authority only while it has `status`; whether it did (a second return from the bank changes nothing). */
+export async function updateAuthorityIfStatus(
+  db: Db,
+  id: string,
+  status: string,
+  changes: Partial<RefundAuthorityRow>,
+): Promise<boolean> {
+  const result = await updateById(db, 'refund_authorities', id, changes, { status });
+  return Number(result.numAffectedRows ?? 0) > 0;
+}
+
 /** The owner's authorities, newest first (the active one, those awaiting approval, and past ones). */
 export async function listAuthorities(db: Db, owner: Owner, limit = 20): Promise<RefundAuthorityRow[]> {
   return db

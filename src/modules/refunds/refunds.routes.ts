@@ -3,9 +3,15 @@ import { apiKeyAuth } from '../merchants/merchants.auth.ts';
 import { errorResponses, IdempotencyHeaders, IdParams } from '../../http/schemas.ts';
 import { AppError } from '../../shared/errors.ts';
 import { requireTestMode } from '../test-helpers/clock.service.ts';
-import { ensureTestAuthority, readyAuthority } from './refunds.authority.ts';
+import { authorityViewFor, ensureTestAuthority, presentAuthority, readyAuthority } from './refunds.authority.ts';
 import * as repo from './refunds.repo.ts';
-import { CreateRefundBody, ListRefundsQuery, RefundEnvelope, RefundList } from './refunds.schemas.ts';
+import {
+  CreateRefundBody,
+  ListRefundsQuery,
+  RefundAuthorityEnvelope,
+  RefundEnvelope,
+  RefundList,
+} from './refunds.schemas.ts';
 import { createRefund, listRefundsFor, retrieveRefund } from './refunds.service.ts';
 import type { Ctx, Deps } from '../context.ts';
 import type { App } from '../../http/app-type.ts';
@@ -61,6 +67,25 @@ export async function registerRefundRoutes(app: App, deps: Deps): Promise<void> 
       },
     },
     async (request) => listRefundsFor(request.ctx, request.query),
+  );
+
+  app.get(
+    '/v1/refund-authority',
+    {
+      onRequest: auth,
+      schema: {
+        tags,
+        summary:
+          'Your refund authority in this mode: its limits and what is used this period, or null when refunds are off',
+        description:
+          'Turned on and off in the dashboard, which takes you to your bank to approve it (docs/refunds.md).',
+        response: { 200: RefundAuthorityEnvelope, ...errorResponses },
+      },
+    },
+    async (request) => {
+      const { active } = await authorityViewFor(request.ctx);
+      return { refund_authority: active ? presentAuthority(active) : null };
+    },
   );
 
   app.post(

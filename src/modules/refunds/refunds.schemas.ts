@@ -53,3 +53,25 @@ export const ListRefundsQuery = Type.Object(
   { additionalProperties: false },
 );
 export type ListRefundsQuery = Static<typeof ListRefundsQuery>;
+
+export const RefundAuthorityObject = Type.Object(
+  {
+    id: Type.String({ examples: ['refundauth_01JD2Q8Z7M3V4K5N6P7R8S9T0V'] }),
+    status: Type.Literal('active'),
+    bank: Type.String({ description: 'Your bank, where the enduring consent is' }),
+    account_number: Nullable(
+      Type.String({
+        description: 'Your account the refunds are paid from (in test mode, null until the first refund opens it)',
+      }),
+    ),
+    period: Type.Enum(['daily', 'weekly', 'monthly']),
+    max_per_refund: AmountObject,
+    max_per_period: AmountObject,
+    used_this_period: AmountObject,
+    period_ends_at: Timestamp,
+    approved_at: Nullable(Timestamp),
+    is_test_mode: Type.Boolean(),
+  },
+  { title: 'RefundAuthority' },
+);
+export const RefundAuthorityEnvelope = Type.Object({ refund_authority: Nullable(RefundAuthorityObject) });

@@ -4,7 +4,7 @@ import { apiClient, createTestMerchant } from '../../../test/helpers.ts';
 import { checkoutWorld, createRequest, eventsOf, type CheckoutWorld } from '../../../test/flows/checkout.fixtures.ts';
 import { hook } from '../../../test/support/banks.ts';
 import { authorise, consentHarness, execute } from '../../../test/support/consents.ts';
-import { readyAuthority, sandboxHolderOf } from './refunds.authority.ts';
+import { ensureTestAuthority, readyAuthority, sandboxHolderOf } from './refunds.authority.ts';
 import { runRefundJobs } from '../../../test/support/refunds.ts';
 
 // Refunds through the API, carried out by the sandbox bank over HTTP: counted against the payment
@@ -236,4 +236,55 @@ test('a refund sent to the bank whose answer was lost is sent again with the sam
     await deps.db.selectFrom('refunds').select('bank_payment_id').where('id', '=', refund.id).executeTakeFirstOrThrow()
   ).bank_payment_id;
   assert.equal(bankPaymentId, lost.ok ? lost.paymentId : null);
+});
+
+test('a refund the bank takes but has not settled stays pending, tells the payer it is on its way, and is asked about until it settles', async (t) => {
+  const world = await checkoutWorld(t);
+  const payment = await paidPayment(world);
+  const { deps } = world.app;
+  await runRefundJobs(deps.worker);
+  const bank = `${world.baseUrl}/sandbox-bank/test`;
+  // The test authority, with its sandbox consent made now rather than by the first refund.
+  await ensureTestAuthority(deps, { userId: world.merchant.userId, mode: 'test' }, 'Kōwhai Coffee');
+  const authority = await deps.db
+    .selectFrom('refund_authorities')
+    .selectAll()
+    .where('user_id', '=', world.merchant.userId)
+    .executeTakeFirstOrThrow();
+  const ready = await readyAuthority(deps, authority);
+  const consentId = ready.authority.bank_consent_id!;
+  assert.equal((await hook('POST', `${bank}/consents/${consentId}/delay`, {})).status, 200);
+
+  const refund = (await world.api.post('/v1/refunds', { payment_id: payment.id, amount: '4.00 NZD' })).body.refund;
+  await runRefundJobs(deps.worker);
+  assert.equal((await world.api.get(`/v1/refunds/${refund.id}`)).body.refund.status, 'pending');
+  assert.deepEqual(
+    (await mailsOf(world, refund.id)).map((mail) => mail.template),
+    ['refund_sent'],
+  );
+  const held = await deps.db
+    .selectFrom('refunds')
+    .select(['bank_payment_id', 'sent_at'])
+    .where('id', '=', refund.id)
+    .executeTakeFirstOrThrow();
+  assert.ok(held.bank_payment_id && held.sent_at);
+
+  // Due again later; made due now, it asks the bank, which still holds it.
+  const makeDue = () => deps.db.updateTable('jobs').set({ run_at: 0 }).where('kind', '=', 'refund.execute').execute();
+  await makeDue();
+  await runRefundJobs(deps.worker);
+  assert.equal((await world.api.get(`/v1/refunds/${refund.id}`)).body.refund.status, 'pending');
+
+  assert.equal((await hook('POST', `${bank}/payments/${held.bank_payment_id}/release`, {})).status, 200);
+  await makeDue();
+  await runRefundJobs(deps.worker);
+  assert.equal((await world.api.get(`/v1/refunds/${refund.id}`)).body.refund.status, 'successful');
+  assert.deepEqual(
+    (await mailsOf(world, refund.id)).map((mail) => mail.template),
+    ['refund_sent', 'refund_arrived'],
+  );
+  assert.deepEqual(
+    (await eventsOf(world, refund.id)).map((event) => event.data.status),
+    ['pending', 'successful'],
+  );
 });

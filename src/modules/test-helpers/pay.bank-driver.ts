@@ -1,7 +1,8 @@
 // Plays the payer at the sandbox bank over HTTP, as a browser would: follows the authorise
-// redirect, fills the login form (username `sandbox`, any password), presses approve or decline,
-// and stops at the bank's redirect back to the service. Reads the bank's HTML forms generically
-// (every hidden field is sent back), so it relies only on what a person sees on those pages.
+// redirect, fills the login form (username `sandbox` unless told another, any password), presses
+// approve or decline, and stops at the bank's redirect back to the service. Reads the bank's HTML
+// forms generically (every hidden field is sent back), so it relies only on what a person sees on
+// those pages.
 
 export type Decision = 'approve' | 'decline';
 
@@ -74,7 +75,7 @@ function fill(form: Form, button: Control | null, overrides: Record<string, stri
 type Step = { url: string; method: string; body?: URLSearchParams };
 
 /** The next request a payer makes on this bank page, or null when there is nothing to do. */
-export function nextStep(html: string, pageUrl: string, decision: Decision): Step | null {
+export function nextStep(html: string, pageUrl: string, decision: Decision, username = 'sandbox'): Step | null {
   const forms = parseForms(html);
   const login = forms.find((f) => f.controls.some((c) => (c.attrs.type ?? '').toLowerCase() === 'password'));
   if (login) {
@@ -83,7 +84,7 @@ export function nextStep(html: string, pageUrl: string, decision: Decision): Ste
     );
     const password = login.controls.find((c) => (c.attrs.type ?? '').toLowerCase() === 'password')!;
     const overrides: Record<string, string> = { [password.attrs.name ?? 'password']: 'test-password' };
-    if (user?.attrs.name) overrides[user.attrs.name] = 'sandbox';
+    if (user?.attrs.name) overrides[user.attrs.name] = username;
     const button = login.controls.find(isSubmit) ?? null;
     return {
       url: new URL(login.action || pageUrl, pageUrl).toString(),
@@ -105,8 +106,13 @@ export function nextStep(html: string, pageUrl: string, decision: Decision): Ste
   return null;
 }
 
-/** Walks the bank's pages until it redirects to `returnPrefix`; returns that return URL. */
-export async function authoriseAtBank(authoriseUrl: string, decision: Decision, returnPrefix: string): Promise<URL> {
+/** Walks the bank's pages until it redirects to `returnPrefix`; returns that return URL. Signs in as `username` (default `sandbox`). */
+export async function authoriseAtBank(
+  authoriseUrl: string,
+  decision: Decision,
+  returnPrefix: string,
+  options: { username?: string } = {},
+): Promise<URL> {
   const cookies = new Map<string, string>();
   let step: Step = { url: authoriseUrl, method: 'get' };
   for (let hop = 0; hop < 12; hop += 1) {
@@ -137,7 +143,7 @@ export async function authoriseAtBank(authoriseUrl: string, decision: Decision, 
       continue;
     }
     const html = await response.text();
-    const next = nextStep(html, target, decision);
+    const next = nextStep(html, target, decision, options.username);
     if (!next) throw new Error(`the bank page at ${target} (HTTP ${response.status}) offered no way to ${decision}`);
     step = next;
   }

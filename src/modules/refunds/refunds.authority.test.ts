@@ -1,0 +1,134 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  checkoutWorld,
+  createRequest,
+  eventsOf,
+  returnToService,
+  type CheckoutWorld,
+} from '../../../test/flows/checkout.fixtures.ts';
+import { runRefundJobs } from '../../../test/support/refunds.ts';
+import type { Ctx } from '../context.ts';
+import { authoriseAtBank } from '../test-helpers/pay.bank-driver.ts';
+import { revokeAuthority, startAuthority } from './refunds.authority.ts';
+
+// The merchant's refund authority: approved at its bank through the same redirect a payer uses,
+// its limits applied to every refund when it is created, its changes sent as events, and refunds
+// requiring action once it is turned off. On both engines (TEST_ENGINE=postgres for PostgreSQL).
+
+function ctxOf(world: CheckoutWorld): Ctx {
+  const { deps } = world.app;
+  return {
+    deps,
+    db: deps.db,
+    merchant: { id: world.merchant.userId, name: 'Kōwhai Coffee' },
+    mode: 'test',
+    clock: deps.clock,
+    log: deps.log,
+  };
+}
+
+/** "Turn on refunds" with these limits, approved (or declined) at the sandbox bank as the merchant. */
+async function turnOn(
+  world: CheckoutWorld,
+  limits: { period: 'daily' | 'weekly' | 'monthly'; perRefund: number; perPeriod: number },
+  decision: 'approve' | 'decline' = 'approve',
+) {
+  const started = await startAuthority(ctxOf(world), {
+    bankId: 'sandbox',
+    bankAccountId: world.merchant.bankAccountId,
+    limits: { period: limits.period, max_per_refund_cents: limits.perRefund, max_per_period_cents: limits.perPeriod },
+  });
+  assert.ok(started.username, 'test mode names the sandbox account holder to sign in as');
+  const back = await authoriseAtBank(started.authoriseUrl, decision, `${world.baseUrl}/pay/return`, {
+    username: started.username,
+  });
+  return returnToService(back);
+}
+
+async function paid(world: CheckoutWorld, amount: string) {
+  const request = await createRequest(world, { amount });
+  return (await world.api.post(`/v1/test-helpers/requests/${request.id}/pay`, {})).body.payment as { id: string };
+}
+
+test('a refund authority the merchant approves at its bank replaces the first; its limits refuse what is over them', async (t) => {
+  const world = await checkoutWorld(t);
+  const first = (await world.api.get('/v1/refund-authority')).body.refund_authority;
+  assert.equal(first.period, 'monthly');
+  assert.equal(first.max_per_refund.value, '10000.00 NZD');
+  assert.equal(first.account_number, null, 'the sandbox account is opened by the first refund');
+
+  assert.equal(
+    await turnOn(world, { period: 'weekly', perRefund: 500, perPeriod: 800 }),
+    '/dashboard/test/refunds/authority?outcome=approved',
+  );
+  const authority = (await world.api.get('/v1/refund-authority')).body.refund_authority;
+  assert.notEqual(authority.id, first.id);
+  assert.equal(authority.period, 'weekly');
+  assert.deepEqual([authority.max_per_refund.value, authority.max_per_period.value], ['5.00 NZD', '8.00 NZD']);
+  assert.match(authority.account_number, /^\d{2}-\d{4}-\d{7}-\d{2}$/);
+  assert.deepEqual(
+    (await eventsOf(world))
+      .filter((e) => e.type === 'refund_authority.status_updated')
+      .map((e) => [e.data.id, e.data.status, e.data.revoked_by]),
+    [
+      [first.id, 'revoked', 'replaced'],
+      [authority.id, 'active', null],
+    ],
+  );
+
+  const payment = await paid(world, '20.00 NZD');
+  const refund = (amount: string) => world.api.post('/v1/refunds', { payment_id: payment.id, amount });
+  const tooBig = await refund('6.00 NZD');
+  assert.equal(tooBig.status, 422);
+  assert.equal(tooBig.body.code, 'refund_rejected.max_per_refund');
+  assert.equal(tooBig.body.params.limit.value, '5.00 NZD');
+  assert.equal((await refund('5.00 NZD')).status, 201);
+  const overPeriod = await refund('4.00 NZD');
+  assert.equal(overPeriod.status, 422);
+  assert.equal(overPeriod.body.code, 'refund_rejected.max_per_period');
+  assert.equal(overPeriod.body.params.remaining.value, '3.00 NZD');
+  assert.equal(overPeriod.body.params.period, 'weekly');
+  assert.equal((await refund('3.00 NZD')).status, 201);
+  // refused refunds changed nothing
+  assert.equal((await world.api.get(`/v1/payments/${payment.id}`)).body.payment.amount_refunded.value, '8.00 NZD');
+  assert.equal((await world.api.get('/v1/refund-authority')).body.refund_authority.used_this_period.value, '8.00 NZD');
+
+  await runRefundJobs(world.app.deps.worker);
+  const refunds = (await world.api.get(`/v1/refunds?payment_id=${payment.id}`)).body.refunds;
+  assert.deepEqual(
+    refunds.map((r: { status: string }) => r.status),
+    ['successful', 'successful'],
+  );
+});
+
+test('with refunds turned off a refund requires action; a declined approval changes nothing', async (t) => {
+  const world = await checkoutWorld(t);
+  const first = (await world.api.get('/v1/refund-authority')).body.refund_authority;
+  await revokeAuthority(ctxOf(world), first.id);
+  assert.equal((await world.api.get('/v1/refund-authority')).body.refund_authority, null);
+  const revoked = (await eventsOf(world, first.id)).map((e) => [e.type, e.data.status, e.data.revoked_by]);
+  assert.deepEqual(revoked, [['refund_authority.status_updated', 'revoked', 'merchant']]);
+
+  const payment = await paid(world, '12.50 NZD');
+  const created = await world.api.post('/v1/refunds', { payment_id: payment.id, amount: '2.50 NZD' });
+  assert.equal(created.status, 201);
+  assert.equal(created.body.refund.status, 'requires_action');
+  assert.equal(created.body.refund.action_reason, 'no_refund_authority');
+  await runRefundJobs(world.app.deps.worker);
+  assert.equal((await world.api.get(`/v1/refunds/${created.body.refund.id}`)).body.refund.status, 'requires_action');
+  assert.deepEqual(
+    (await eventsOf(world, created.body.refund.id)).map((e) => [e.type, e.data.status]),
+    [['refund.created', 'requires_action']],
+  );
+  // still counted against the payment: the merchant pays it by hand
+  assert.equal((await world.api.get(`/v1/payments/${payment.id}`)).body.payment.amount_refunded.value, '2.50 NZD');
+
+  assert.equal(
+    await turnOn(world, { period: 'daily', perRefund: 100, perPeriod: 100 }, 'decline'),
+    '/dashboard/test/refunds/authority?outcome=declined',
+  );
+  assert.equal((await world.api.get('/v1/refund-authority')).body.refund_authority, null);
+  const declined = (await eventsOf(world)).filter((e) => e.type === 'refund_authority.status_updated').at(-1);
+  assert.equal(declined?.data.status, 'declined');
+});
