@@ -60,6 +60,11 @@ type RefundMail = {
   code: string;
   reference: string;
   test: boolean;
+  /**
+   * Whether the payer can see it in the payer dashboard (a payment under a recurring consent or a
+   * subscription); a one-off payer has nothing to sign in to, so the message carries no link.
+   */
+  dashboard?: boolean;
 };
 export type TemplateName = keyof TemplateData;
 export const TEMPLATE_NAMES = [
@@ -111,7 +116,11 @@ export function renderMail<K extends TemplateName>(template: K, data: TemplateDa
     link,
     subject,
     test,
-    payer: template !== 'webhook_failing' && template !== 'webhook_disabled' && template !== 'merchant_password_reset',
+    payer:
+      template !== 'webhook_failing' &&
+      template !== 'webhook_disabled' &&
+      template !== 'merchant_password_reset' &&
+      !('dashboard' in data && data.dashboard === false),
   };
   return {
     subject,

@@ -15,13 +15,19 @@ import type { RefundRow } from './refunds.tables.ts';
 // arrived. The payer is whoever Tono has an email for: the details given at checkout, or the
 // recurring consent's or subscription's payer. Without one, nobody is told.
 
-async function payerOf(db: Db, paymentId: string): Promise<{ email: string; title: string | null } | null> {
+type Payer = { email: string; title: string | null; dashboard: boolean };
+
+async function payerOf(db: Db, paymentId: string): Promise<Payer | null> {
   const payment = await findPaymentById(db, paymentId);
   if (!payment) return null;
-  if (payment.recurring_consent_id) return payerOfConsent(db, payment.recurring_consent_id);
-  if (payment.subscription_id) return payerOfSubscription(db, payment.subscription_id);
+  const enduring = payment.recurring_consent_id
+    ? await payerOfConsent(db, payment.recurring_consent_id)
+    : payment.subscription_id
+      ? await payerOfSubscription(db, payment.subscription_id)
+      : null;
+  if (enduring) return { ...enduring, dashboard: true };
   const details = await findCustInfoOfPayment(db, paymentId);
-  return details?.email ? { email: details.email, title: null } : null;
+  return details?.email ? { email: details.email, title: null, dashboard: false } : null;
 }
 
 async function notice(
@@ -53,6 +59,7 @@ async function notice(
         code: refund.code,
         reference: refund.reference,
         test: refund.mode === 'test',
+        dashboard: payer.dashboard,
       },
       related: { type: 'refund', id: refund.id },
       owner: { userId: refund.user_id, mode: refund.mode },

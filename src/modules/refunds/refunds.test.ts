@@ -6,10 +6,23 @@ import { hook } from '../../../test/support/banks.ts';
 import { authorise, consentHarness, execute } from '../../../test/support/consents.ts';
 import { ensureTestAuthority, readyAuthority, sandboxHolderOf } from './refunds.authority.ts';
 import { runRefundJobs } from '../../../test/support/refunds.ts';
+import type { Db } from '../../store/db.ts';
+import { renderMail } from '../mail/mail.templates.ts';
 
 // Refunds through the API, carried out by the sandbox bank over HTTP: counted against the payment
 // when created, paid under the merchant's test-mode refund authority to the account the payment
 // came from, given back when they fail. On both engines (TEST_ENGINE=postgres for PostgreSQL).
+
+/** A queued message about a refund, rendered as it is sent. */
+async function renderedMail(db: Db, refundId: string, template: 'refund_sent' | 'refund_arrived') {
+  const row = await db
+    .selectFrom('mail_messages')
+    .select('data')
+    .where('related_id', '=', refundId)
+    .where('template', '=', template)
+    .executeTakeFirstOrThrow();
+  return renderMail(template, JSON.parse(row.data), 'https://pay.example/customer');
+}
 
 async function paidPayment(world: CheckoutWorld, amount = '12.50 NZD', email = 'aroha@example.com') {
   const request = await createRequest(world, { amount, reference: 'INV-7' });
@@ -68,6 +81,11 @@ test('a full refund is paid from the merchant’s sandbox account to the payer�
     { template: 'refund_sent', to_address: 'aroha@example.com' },
     { template: 'refund_arrived', to_address: 'aroha@example.com' },
   ]);
+  // A one-off payer has no payer dashboard to sign in to: the message does not offer one.
+  const arrived = await renderedMail(world.app.deps.db, refund.id, 'refund_arrived');
+  assert.match(arrived.text, /Your refund of \$12\.50 from Kōwhai Coffee arrived in the account you paid from/);
+  assert.match(arrived.text, /Particulars {2}Refund\n {2}Code {9}V-/);
+  assert.doesNotMatch(arrived.text + arrived.html, /\/customer/);
 
   const again = await world.api.post('/v1/refunds', { payment_id: payment.id });
   assert.equal(again.status, 422);
@@ -189,6 +207,10 @@ test('a payment under a recurring consent is refunded the same way, and the cons
     mails.map((mail) => mail.to_address),
     ['payer@example.com', 'payer@example.com'],
   );
+  // The consent's payer sees the refund in the payer dashboard, which the message links to.
+  const sent = await renderedMail(h.runtime.deps.db, refund.id, 'refund_sent');
+  assert.match(sent.text, /is refunding you \$5\.00 of your payment of \$20\.00 for “Weekly veg box”/);
+  assert.match(sent.text, /Your payments: https:\/\/pay\.example\/customer/);
 });
 
 test('a refund sent to the bank whose answer was lost is sent again with the same key: one payment at the bank', async (t) => {
