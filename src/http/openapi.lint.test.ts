@@ -88,6 +88,7 @@ test('each error response lists its codes, each with the status its first segmen
     not_found: '404',
     conflict: '409',
     payment_rejected: '422',
+    refund_rejected: '422',
     service_unavailable: '503',
   };
   for (const { route, method, operation } of operations) {
@@ -196,6 +197,8 @@ test('every envelope the builders make is valid against its schema, and one with
     'recurring_payment.authorised': 'active',
     'recurring_payment.revoked': 'revoked',
     'request.status_updated': 'paid',
+    'refund.created': 'pending',
+    'refund.status_updated': 'successful',
   };
   for (const type of EVENT_TYPES) {
     const source = {
@@ -223,6 +226,11 @@ test('every envelope the builders make is valid against its schema, and one with
       url: 'https://example.com/hooks',
       disabled_at: at,
       failing_since: at,
+      payment_id: 'payment_1',
+      amount: { value: '1.00 NZD', formatted: '$1.00' },
+      failure_reason: null,
+      action_reason: null,
+      revoked_by: null,
     };
     const data = (buildEventData[type] as (s: unknown) => object)(source);
     const envelope = { id: 'event_1', type, ...(versionOf(type) && { version: 1 }), created_at: at, data };

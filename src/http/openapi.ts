@@ -30,6 +30,10 @@ export const TAGS = [
     description: 'Everything that happened, as sent to webhook endpoints; see also the webhooks section.',
   },
   { name: 'Webhooks', description: 'Endpoints that receive events, signed with their secret.' },
+  {
+    name: 'Refunds',
+    description: "Money back to the payer's account, in full or in part, under the merchant's refund authority.",
+  },
   { name: 'Bank accounts', description: "The merchant's accounts that payments go into." },
   {
     name: 'Test helpers',
@@ -62,6 +66,8 @@ const ID_OVERRIDES: Record<string, string> = {
   'POST /v1/test-helpers/requests/{id}/decline-next': 'declineNextAtBankForRequest',
   'POST /v1/test-helpers/requests/{id}/delay': 'delayConfirmationsForRequest',
   'POST /v1/test-helpers/requests/{id}/latency': 'slowBankForRequest',
+  'POST /v1/test-helpers/refunds/decline-next': 'declineNextRefunds',
+  'GET /v1/refund-authority': 'getRefundAuthority',
 };
 
 const pascal = (words: string) =>
@@ -123,6 +129,13 @@ export const RULE_ERRORS: Record<string, string[]> = {
     'payment_rejected.consent_revoked',
     'payment_rejected.consent_not_active',
   ],
+  createRefund: [
+    'refund_rejected.exceeds_refundable',
+    'refund_rejected.max_per_refund',
+    'refund_rejected.max_per_period',
+    'conflict.invalid_state',
+  ],
+  declineNextRefunds: ['conflict.invalid_state', 'service_unavailable'],
   resendEvent: ['conflict.webhook_disabled'],
   recoverWebhook: ['conflict.webhook_disabled'],
   updateWebhook: ['bad_request.empty_update'],

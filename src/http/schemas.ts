@@ -46,7 +46,7 @@ export const ErrorBody = Type.Object(
   {
     title: 'Error',
     description:
-      'Every error has this shape. The HTTP status follows from the first segment of code: bad_request 400, unauthorized 401, not_found 404, conflict 409, payment_rejected 422, rate_limited 429, service_unavailable 503',
+      'Every error has this shape. The HTTP status follows from the first segment of code: bad_request 400, unauthorized 401, not_found 404, conflict 409, payment_rejected 422, refund_rejected 422, rate_limited 429, service_unavailable 503',
   },
 );
 

@@ -485,7 +485,7 @@ export interface paths {
         };
         /**
          * List refunds, newest first
-         * @description List refunds, newest first. Page with `limit` (1–1000) and `starting_after` (the last id of the page before). A test key sees test objects only, a live key live ones.
+         * @description Filter by payment_id and status; paginate with limit and starting_after.
          */
         get: operations["listRefunds"];
         put?: never;
@@ -509,7 +509,7 @@ export interface paths {
         };
         /**
          * Get a refund
-         * @description Get a refund. An object of another merchant, or of the other mode, is a 404, never a 403.
+         * @description Its status, what the payer’s statement shows, and why it failed or requires action.
          */
         get: operations["getRefund"];
         put?: never;
@@ -531,7 +531,7 @@ export interface paths {
          * Your refund authority in this mode: its limits and what is used this period, or null when refunds are off
          * @description Turned on and off in the dashboard, which takes you to your bank to approve it (docs/refunds.md).
          */
-        get: operations["listRefundAuthority"];
+        get: operations["getRefundAuthority"];
         put?: never;
         post?: never;
         delete?: never;
@@ -551,9 +551,9 @@ export interface paths {
         put?: never;
         /**
          * The sandbox bank refuses the next `count` refunds under your refund authority
-         * @description The sandbox bank refuses the next `count` refunds under your refund authority.
+         * @description Test keys only. The refused refunds fail with the reason given, and their amounts are refundable again.
          */
-        post: operations["postTestHelpersRefundsDeclineNext"];
+        post: operations["declineNextRefunds"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1732,7 +1732,7 @@ export interface components {
         };
         /**
          * Error
-         * @description Every error has this shape. The HTTP status follows from the first segment of code: bad_request 400, unauthorized 401, not_found 404, conflict 409, payment_rejected 422, rate_limited 429, service_unavailable 503
+         * @description Every error has this shape. The HTTP status follows from the first segment of code: bad_request 400, unauthorized 401, not_found 404, conflict 409, payment_rejected 422, refund_rejected 422, rate_limited 429, service_unavailable 503
          */
         Error: {
             /** @example bad_request.invalid_param.amount */
@@ -4703,7 +4703,19 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
-                        code?: "conflict.idempotency_key_reused";
+                        code?: "conflict.idempotency_key_reused" | "conflict.invalid_state";
+                    };
+                };
+            };
+            /** @description The payment was refused before any money moved; `params` says what remains */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "refund_rejected.exceeds_refundable" | "refund_rejected.max_per_period" | "refund_rejected.max_per_refund";
                     };
                 };
             };
@@ -4757,7 +4769,7 @@ export interface operations {
             };
         };
     };
-    listRefundAuthority: {
+    getRefundAuthority: {
         parameters: {
             query?: never;
             header?: never;
@@ -4803,7 +4815,7 @@ export interface operations {
             };
         };
     };
-    postTestHelpersRefundsDeclineNext: {
+    declineNextRefunds: {
         parameters: {
             query?: never;
             header?: never;
@@ -4866,6 +4878,30 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "not_found.route";
+                    };
+                };
+            };
+            /** @description Not allowed in the object's current state, or an Idempotency-Key reused with another body */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "conflict.invalid_state";
+                    };
+                };
+            };
+            /** @description The bank could not be reached */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "service_unavailable";
                     };
                 };
             };

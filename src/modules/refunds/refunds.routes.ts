@@ -48,6 +48,7 @@ export async function registerRefundRoutes(app: App, deps: Deps): Promise<void> 
       schema: {
         tags,
         summary: 'Get a refund',
+        description: 'Its status, what the payer’s statement shows, and why it failed or requires action.',
         params: IdParams('Refund id (refund_…)'),
         response: { 200: RefundEnvelope, ...errorResponses },
       },
@@ -62,6 +63,7 @@ export async function registerRefundRoutes(app: App, deps: Deps): Promise<void> 
       schema: {
         tags,
         summary: 'List refunds, newest first',
+        description: 'Filter by payment_id and status; paginate with limit and starting_after.',
         querystring: ListRefundsQuery,
         response: { 200: RefundList, ...errorResponses },
       },
@@ -95,6 +97,8 @@ export async function registerRefundRoutes(app: App, deps: Deps): Promise<void> 
       schema: {
         tags: ['Test helpers'],
         summary: 'The sandbox bank refuses the next `count` refunds under your refund authority',
+        description:
+          'Test keys only. The refused refunds fail with the reason given, and their amounts are refundable again.',
         body: Type.Object(
           {
             count: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 1 })),

@@ -30,6 +30,7 @@ const OWNED = [
   'webhook_deliveries',
   'mail_messages',
   'idempotency_keys',
+  'refunds',
 ] as const;
 
 type Row = Record<string, unknown>;
@@ -114,6 +115,7 @@ async function mirrorAsLive(db: Kysely<any>, userId: string): Promise<void> {
     'webhook_attempts',
     'mail_messages',
     'idempotency_keys',
+    'refunds',
   ];
   for (const table of order) {
     const rows = dump
@@ -139,8 +141,10 @@ function ctxOf(app: TestApp, merchant: { userId: string }): Ctx {
 }
 
 /** More test data than objectsOf makes: a request that expires (a job on the clock), an idempotent create, a delivery with an attempt, a kept payer account. */
-async function moreTestData(world: DashWorld, merchant: DashMerchant, subscriptionId: string) {
+async function moreTestData(world: DashWorld, merchant: DashMerchant, subscriptionId: string, paymentId: string) {
   const { db } = world.app.deps;
+  const refund = await merchant.test.post('/v1/refunds', { payment_id: paymentId, amount: '0.50 NZD' });
+  assert.equal(refund.status, 201, refund.text);
   await merchant.test.post(
     '/v1/requests',
     { bank_account_id: merchant.bankAccountId, amount: '2.00 NZD', message: 'Later', expires_in: '3d' },
@@ -182,7 +186,7 @@ async function twoMerchantsWithData(t: TestContext) {
       amount: '1.00 NZD',
       message: 'Hook',
     });
-    await moreTestData(world, merchant, objects.subscription.id);
+    await moreTestData(world, merchant, objects.subscription.id, objects.payment.id);
     // a charge of the fortnightly subscription on the clock
     await merchant.test.post('/v1/test-helpers/clock/advance', { seconds: 15 * 86_400 });
   }
@@ -224,6 +228,7 @@ test("DELETE /v1/test-helpers/data deletes the merchant's test data, answers the
     emails: gone('mail_messages'),
     scheduled_jobs: gone('jobs'),
     idempotency_keys: gone('idempotency_keys'),
+    refunds: gone('refunds'),
   };
 
   const counted = await kowhai.test.get('/v1/test-helpers/data');
