@@ -207,6 +207,11 @@ test('every page passes axe with no serious violations, at desktop and phone siz
     '/dashboard/live',
     ...detailPaths(objects).map((p) => `/dashboard/test/${p}`),
     `/dashboard/test/recurring-consents/${objects.consent.id}/charge`,
+    // the refund pages, checked here at both sizes (their screenshots come from the refund case below)
+    `/dashboard/test/payments/${objects.payment.id}/refund`,
+    '/dashboard/test/refunds',
+    '/dashboard/test/refunds/action',
+    '/dashboard/test/refunds/authority',
     '/dashboard/account',
   ];
   for (const [size, viewport] of [
@@ -353,4 +358,83 @@ test('a webhook endpoint created in the browser: the secret is shown once and si
     (n) => n > 0,
   );
   assert.deepEqual(errors, []);
+});
+
+test('a payment is refunded from its page (review, confirm) and the refund is listed; turned off, refunds wait to be paid by hand', {
+  skip: skipReason ?? false,
+}, async (t) => {
+  const world = await dashWorld(t, { workers: false });
+  const [kowhai] = world.merchants;
+  const pay = async (amount: string) => {
+    const request = (
+      await kowhai.test.post('/v1/requests', {
+        bank_account_id: kowhai.bankAccountId,
+        message: 'Flat whites',
+        amount,
+        reference: 'INV-7',
+      })
+    ).body.request;
+    return (
+      await kowhai.test.post(`/v1/test-helpers/requests/${request.id}/pay`, {
+        cust_info: { email: 'aroha@example.com', first_name: 'Aroha' },
+      })
+    ).body.payment;
+  };
+  const payment = await pay('12.50 NZD');
+  // the payer's account is kept for refunds by a job: run it for this payment, not for the next
+  const { worker } = world.app.deps;
+  for (const job of await worker.claim(100)) if (job.kind === 'payment.payer_account') await worker.run(job);
+  const other = await pay('8.00 NZD');
+  const { page, errors } = await newContext(t);
+  const checked = async (name: string | null) => {
+    assert.deepEqual(await accessibilityProblems(page), [], page.url());
+    if (name) await shot(page, name);
+  };
+  await logInAt(page, world, kowhai);
+  await page.getByRole('heading', { name: 'The last 30 days' }).waitFor();
+
+  await page.goto(`${world.baseUrl}/dashboard/test/payments/${payment.id}`);
+  await page.getByRole('link', { name: 'Refund this payment' }).click();
+  assert.equal(await page.getByLabel('Amount (NZD)').inputValue(), '12.50', 'what remains, to start with');
+  await checked(null);
+  await page.getByLabel('Amount (NZD)').fill('5.00');
+  await page.getByLabel(/^Reason/).fill('Cup arrived cracked');
+  await page.getByRole('button', { name: 'Review the refund' }).click();
+  await page.getByRole('heading', { name: 'Refund $5.00 of the payment of $12.50?' }).waitFor();
+  await page.getByText(`Refund / ${payment.pcr.particulars} / INV-7`).waitFor();
+  await checked(null);
+  await page.getByRole('button', { name: 'Yes, refund $5.00' }).click();
+  await page.getByText('The refund of $5.00 is made').waitFor();
+  await checked(null);
+  await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Refunds' }).click();
+  const row = page.locator('tbody tr').filter({ hasText: payment.id });
+  await row.getByText('Cup arrived cracked').waitFor();
+  assert.match(await row.innerText(), /\$5\.00\s+pending/);
+  assert.equal((await kowhai.test.get(`/v1/payments/${payment.id}`)).body.payment.amount_refunded.value, '5.00 NZD');
+
+  // the authority in force, then turned off: new refunds wait to be paid by hand
+  await page.getByRole('link', { name: /refund authority/ }).click();
+  await page.getByRole('heading', { name: 'In force' }).waitFor();
+  await checked('dashboard-test-refunds-authority-desktop.png');
+  await page.getByRole('button', { name: 'Turn off refunds' }).click();
+  await page.getByText('Refunds are turned off: new refunds are yours to pay by hand.').waitFor();
+  await checked(null);
+  for (const [id, amount] of [
+    [payment.id, '2.50 NZD'],
+    [other.id, '8.00 NZD'],
+  ]) {
+    const made = await kowhai.test.post('/v1/refunds', { payment_id: id, amount, reason: 'Order cancelled' });
+    assert.equal(made.body.refund.status, 'requires_action');
+  }
+
+  await page.goto(`${world.baseUrl}/dashboard/test/payments/${payment.id}`);
+  await page.getByText('Refunded $7.50 of $12.50').waitFor();
+  await checked('dashboard-test-payments-detail-refunds-desktop.png');
+  await page.goto(`${world.baseUrl}/dashboard/test/refunds`);
+  await checked('dashboard-test-refunds-desktop.png');
+  await page.getByRole('link', { name: '2 refunds require action' }).click();
+  await page.getByRole('heading', { name: 'Requires action' }).waitFor();
+  await page.getByText('We do not know the payer’s account: contact the payer').waitFor();
+  await checked('dashboard-test-refunds-action-desktop.png');
+  assert.deepEqual(errors, [], 'no script errors and no CSP violations');
 });

@@ -30,6 +30,7 @@ export const SECTIONS = [
   { path: '', label: 'Home' },
   { path: 'requests', label: 'Requests' },
   { path: 'payments', label: 'Payments' },
+  { path: 'refunds', label: 'Refunds' },
   { path: 'customers', label: 'Customers' },
   { path: 'subscriptions', label: 'Subscriptions' },
   { path: 'recurring-consents', label: 'Recurring consents' },
@@ -47,6 +48,20 @@ export type Signed = { session: DashboardSession; mode: Mode; ctx: Ctx; base: st
 
 export type Kit = ReturnType<typeof dashboardKit>;
 
+/** A template rendered in the layout, with what every page starts from. */
+function pageHtml(template: string, helpers: Record<string, unknown>, data: Record<string, unknown>): string {
+  return templates.render(template, {
+    session: null,
+    mode: null,
+    section: null,
+    flash: null,
+    error: null,
+    sections: SECTIONS,
+    h: helpers,
+    ...data,
+  });
+}
+
 export function dashboardKit(deps: Deps) {
   const zone = () => deps.config.serviceTimeZone;
   const origin = () => new URL(deps.config.publicBaseUrl).origin;
@@ -60,22 +75,14 @@ export function dashboardKit(deps: Deps) {
     json: (value: unknown) => JSON.stringify(value, null, 2),
   };
 
-  const render = (reply: FastifyReply, status: number, template: string, data: Record<string, unknown>) =>
-    sendPage(
-      reply,
-      status,
-      templates.render(template, {
-        session: null,
-        mode: null,
-        section: null,
-        flash: null,
-        error: null,
-        sections: SECTIONS,
-        h: helpers,
-        ...data,
-      }),
-      DASHBOARD_CSP,
-    );
+  /** A page in the layout; `policy` only for a page whose form is answered by a redirect to a bank (form-action). */
+  const render = (
+    reply: FastifyReply,
+    status: number,
+    template: string,
+    data: Record<string, unknown>,
+    policy?: string,
+  ) => sendPage(reply, status, pageHtml(template, helpers, data), policy ?? DASHBOARD_CSP);
 
   const message = (
     reply: FastifyReply,

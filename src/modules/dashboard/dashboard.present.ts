@@ -1,5 +1,7 @@
+import { centsToDecimal } from '../../shared/money.ts';
 import { localIsoWithOffset } from '../../shared/zone.ts';
 import type { PaymentObject } from '../payments/payments.present.ts';
+import type { RefundRow } from '../refunds/refunds.tables.ts';
 import type { EventEnvelope } from '../events/events.builders.ts';
 
 // Pure shaping of what the pages and the CSV show, kept apart from I/O so it can be tested alone.
@@ -49,6 +51,68 @@ export function csvRowsOfPayments(payments: PaymentObject[], zone: string): stri
   );
 }
 
+/** The refunds export's columns. */
+export const REFUND_CSV_HEADER = [
+  'refund_id',
+  'payment_id',
+  'created',
+  'amount',
+  'status',
+  'reason',
+  'failure_reason',
+  'action_reason',
+  'completed',
+];
+
+/** One CSV row per refund: the amount as "5.00" (of the payment's requested amount), times local with their offset. */
+export function csvRowsOfRefunds(refunds: RefundRow[], zone: string): string[][] {
+  return refunds.map((r) =>
+    [
+      r.id,
+      r.payment_id,
+      localIsoWithOffset(r.created_at, zone),
+      centsToDecimal(r.amount_cents),
+      r.status,
+      r.reason ?? '',
+      r.failure_reason ?? '',
+      r.action_reason ?? '',
+      r.completed_at === null ? '' : localIsoWithOffset(r.completed_at, zone),
+    ].map(spreadsheetSafe),
+  );
+}
+
+/** The columns of the batch of refunds to pay by hand, as a bank's bulk-payment upload reads them. */
+export const MANUAL_BATCH_HEADER = [
+  'Payee account',
+  'Payee name',
+  'Amount',
+  'Particulars',
+  'Code',
+  'Reference',
+  'Refund id',
+];
+
+/** One row per refund whose payer's account is known (the others cannot be paid from a file): amounts "12.50". */
+export function batchRowsOf(
+  items: Array<{ refund: RefundRow; payee: { accountNumber: string; name: string | null } | null }>,
+): string[][] {
+  return items.flatMap(({ refund, payee }) =>
+    payee
+      ? [
+          [
+            payee.accountNumber,
+            payee.name ?? '',
+            centsToDecimal(refund.amount_cents),
+            refund.particulars,
+            refund.code,
+            refund.reference,
+            refund.id,
+          ].map(spreadsheetSafe),
+        ]
+      : [],
+  );
+}
+
 export type HistoryStep = { status: string; at: string; eventId: string };
 
 /** A payment's statuses in order, read from the events sent about it (payment.created, then each status_updated). */
@@ -66,6 +130,7 @@ const PAGE_OF_KIND: Record<string, string> = {
   subscription: 'subscriptions',
   recurring: 'recurring-consents',
   webhook: 'webhooks',
+  refund: 'refunds',
 };
 
 /** The dashboard page of the object an event is about (`payments/payment_…`), by its id's kind; null for a kind with no page. */

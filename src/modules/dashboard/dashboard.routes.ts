@@ -31,6 +31,9 @@ import {
 import { registerHome } from './sections/home.ts';
 import { registerRequestPages } from './sections/requests.ts';
 import { registerPaymentPages } from './sections/payments.ts';
+import { registerPaymentRefund } from './sections/payment-refund.ts';
+import { registerRefundPages } from './sections/refunds.ts';
+import { registerRefundAuthorityPages } from './sections/refund-authority.ts';
 import { registerWebhookPages } from './sections/webhooks.ts';
 import { registerKeyPages } from './sections/api-keys.ts';
 import { registerCustomerPages } from './sections/customers.ts';
@@ -121,6 +124,9 @@ export async function registerDashboardRoutes(app: App, deps: Deps, contribution
     registerHome(scope, kit);
     registerRequestPages(scope, kit);
     registerPaymentPages(scope, kit);
+    registerPaymentRefund(scope, kit);
+    registerRefundPages(scope, kit);
+    registerRefundAuthorityPages(scope, kit);
     registerCustomerPages(scope, kit);
     registerRecurringPages(scope, kit);
     registerConsentCharge(scope, kit);

@@ -90,6 +90,12 @@ export async function registerRefundRoutes(app: App, deps: Deps): Promise<void> 
     },
   );
 
+  registerRefundTestHelpers(app, deps);
+}
+
+/** Test keys only: the sandbox bank refusing the merchant's next refunds. */
+function registerRefundTestHelpers(app: App, deps: Deps): void {
+  const auth = apiKeyAuth(deps);
   app.post(
     '/v1/test-helpers/refunds/decline-next',
     {

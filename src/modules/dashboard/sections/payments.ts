@@ -2,12 +2,15 @@ import { stringify } from 'csv-stringify/sync';
 import { retrievePayment, searchPaymentsFor } from '../../payments/payments.service.ts';
 import { PaymentStatus } from '../../payments/payments.rules.ts';
 import { listEventsFor } from '../../events/events.service.ts';
+import { refundsOfPayment } from '../../refunds/refunds.service.ts';
 import { dayBound, text, oneOf, cursorOf } from '../dashboard.format.ts';
 import { csvRowsOfPayments, statusHistory, CSV_HEADER } from '../dashboard.present.ts';
 import type { Kit, Scope } from '../dashboard.kit.ts';
+import { remainingOf } from './payment-refund.ts';
 
 // Payments: a list with filters and search, a detail page with the statement lines, the status
-// history and the events sent, and a CSV export of the filtered list for reconciliation.
+// history, its refunds (and the way to make one) and the events sent, and a CSV export of the
+// filtered list for reconciliation.
 
 const hidden = { schema: { hide: true } };
 const PAGE = 25;
@@ -84,12 +87,17 @@ export function registerPaymentPages(scope: Scope, kit: Kit): void {
     hidden,
     kit.guard(async (request, reply, signed) => {
       const { payment } = await retrievePayment(signed.ctx, request.params.id);
-      const events = (await listEventsFor(signed.ctx, { object_id: payment.id, limit: 100 })).events;
+      const [events, refunds] = await Promise.all([
+        listEventsFor(signed.ctx, { object_id: payment.id, limit: 100 }).then((page) => page.events),
+        refundsOfPayment(signed.ctx, payment.id),
+      ]);
       return kit.render(reply, 200, 'payment', {
         title: `Payment ${payment.id}`,
         ...kit.layoutOf(signed, 'payments'),
         item: payment,
         events,
+        refunds,
+        refundable: payment.status === 'successful' && remainingOf(payment) > 0,
         history: statusHistory(events),
         flash: text(request.query.done) === 'charged' ? chargedFlash(payment.status, payment.failure_reason) : null,
       });
