@@ -54,7 +54,7 @@ async function measure(ctx: BenchContext, receiverUrl: string) {
     for (let i = 0; i < 20; i += 1) {
       const { request } = await post('/v1/requests', {
         bank_account_id: bankAccountId,
-        amount: '9000.00 NZD',
+        amount: '5000.00 NZD',
         message: 'Bench refundable',
       });
       const { payment } = await post(`/v1/test-helpers/requests/${request.id}/pay`, {});

@@ -89,6 +89,13 @@ test('a refund authority the merchant approves at its bank replaces the first; i
   assert.equal(overPeriod.body.code, 'refund_rejected.max_per_period');
   assert.equal(overPeriod.body.params.remaining.value, '3.00 NZD');
   assert.equal(overPeriod.body.params.period, 'weekly');
+  // one the bank refuses stops counting against the authority
+  await runRefundJobs(world.app.deps.worker);
+  assert.equal((await world.api.post('/v1/test-helpers/refunds/decline-next', { count: 1 })).status, 200);
+  const declined = (await refund('3.00 NZD')).body.refund;
+  await runRefundJobs(world.app.deps.worker);
+  assert.equal((await world.api.get(`/v1/refunds/${declined.id}`)).body.refund.status, 'failed');
+  assert.equal((await world.api.get('/v1/refund-authority')).body.refund_authority.used_this_period.value, '5.00 NZD');
   assert.equal((await refund('3.00 NZD')).status, 201);
   // refused refunds changed nothing
   assert.equal((await world.api.get(`/v1/payments/${payment.id}`)).body.payment.amount_refunded.value, '8.00 NZD');
@@ -98,7 +105,7 @@ test('a refund authority the merchant approves at its bank replaces the first; i
   const refunds = (await world.api.get(`/v1/refunds?payment_id=${payment.id}`)).body.refunds;
   assert.deepEqual(
     refunds.map((r: { status: string }) => r.status),
-    ['successful', 'successful'],
+    ['successful', 'failed', 'successful'],
   );
 });
 

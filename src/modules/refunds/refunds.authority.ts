@@ -57,6 +57,9 @@ function authorityRow(
     period: limits.period,
     max_per_refund_cents: limits.max_per_refund_cents,
     max_per_period_cents: limits.max_per_period_cents,
+    period_start: null,
+    period_end: null,
+    period_used_cents: 0,
     bank_consent_id: null,
     bank_access_token: null,
     auth_state: randomSecret(24),
@@ -205,7 +208,7 @@ export async function authorityViewFor(ctx: Ctx): Promise<AuthorityView> {
   let active: AuthorityView['active'] = null;
   if (current) {
     const window = periodWindow(current.period as LimitPeriod, ctx.clock.now(), ctx.deps.config.serviceTimeZone);
-    active = { ...current, usedCents: await repo.authorityUsage(ctx.db, current.id, window), periodEnd: window.end };
+    active = { ...current, usedCents: repo.authorityUsage(current, window), periodEnd: window.end };
   }
   return { active, past: all.filter((row) => row !== current) };
 }

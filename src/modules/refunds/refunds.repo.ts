@@ -62,17 +62,34 @@ export async function refundsOfPayments(db: Db, paymentIds: readonly string[]): 
   return db.selectFrom('refunds').selectAll().where('payment_id', 'in', paymentIds).orderBy('id').execute();
 }
 
-/** What refunds counted against an authority (pending or successful) add up to in [start, end). */
-export async function authorityUsage(db: Db, authorityId: string, window: { start: number; end: number }) {
-  const row = await db
-    .selectFrom('refunds')
-    .select(sql<number | string | null>`sum(amount_cents)`.as('cents'))
-    .where('authority_id', '=', authorityId)
-    .where('created_at', '>=', window.start)
-    .where('created_at', '<', window.end)
-    .where('status', 'in', ['pending', 'successful'])
-    .executeTakeFirst();
-  return Number(row?.cents ?? 0);
+/** What the authority's refunds use of its period limit in `window`: its counter, if it counts that window. */
+export function authorityUsage(authority: RefundAuthorityRow, window: { start: number; end: number }): number {
+  return authority.period_start === window.start ? authority.period_used_cents : 0;
+}
+
+/** Counts a refund of `cents` in `window` on the authority (the caller holds its row). */
+export async function countOnAuthority(
+  db: Db,
+  authority: RefundAuthorityRow,
+  window: { start: number; end: number },
+  cents: number,
+): Promise<void> {
+  await updateById(db, 'refund_authorities', authority.id, {
+    period_start: window.start,
+    period_end: window.end,
+    period_used_cents: authorityUsage(authority, window) + cents,
+  });
+}
+
+/** Takes a refund made at `createdAt` off the authority's counter, if it is in the window counted. */
+export async function uncountOnAuthority(db: Db, authorityId: string, createdAt: number, cents: number): Promise<void> {
+  await db
+    .updateTable('refund_authorities')
+    .set((eb) => ({ period_used_cents: eb('period_used_cents', '-', cents) }))
+    .where('id', '=', authorityId)
+    .where('period_start', '<=', createdAt)
+    .where('period_end', '>', createdAt)
+    .execute();
 }
 
 export async function insertAuthority(db: Db, row: RefundAuthorityRow): Promise<boolean> {

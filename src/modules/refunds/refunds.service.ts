@@ -77,7 +77,7 @@ export async function createRefund(
     if (authority) {
       const period = authority.period as LimitPeriod;
       const window = periodWindow(period, now, ctx.deps.config.serviceTimeZone);
-      const used = await repo.authorityUsage(trx, authority.id, window);
+      const used = repo.authorityUsage(authority, window);
       const refusal = authorityRefusal(
         {
           period,
@@ -88,6 +88,7 @@ export async function createRefund(
         amount.cents,
       );
       if (refusal) throw authorityRefusalError(refusal, period);
+      await repo.countOnAuthority(trx, authority, window, amount.cents);
     }
     await countRefunded(trx, payment.id, amount.cents);
     const row = newRefundRow(payment, amount.cents, reason, authority?.id ?? null, now);
@@ -250,6 +251,9 @@ export async function setRefundStatus(trx: Db, deps: Deps, refund: RefundRow, ch
     await holdPaymentToRefund(trx, { userId: refund.user_id, mode: refund.mode }, refund.payment_id);
     await countRefunded(trx, refund.payment_id, -refund.amount_cents);
   }
+  // A refund the authority will not pay (it failed, or the merchant pays it by hand) stops counting against it.
+  if ((change.status === 'failed' || change.status === 'requires_action') && refund.authority_id)
+    await repo.uncountOnAuthority(trx, refund.authority_id, refund.created_at, refund.amount_cents);
   await repo.updateRefund(trx, refund.id, changes);
   const after: RefundRow = { ...refund, ...changes };
   if (change.status !== refund.status) {

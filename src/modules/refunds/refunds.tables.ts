@@ -51,6 +51,11 @@ export interface RefundAuthoritiesTable {
   period: string;
   max_per_refund_cents: number;
   max_per_period_cents: number;
+  /** The calendar window period_used_cents counts, [start, end); null before the first refund. */
+  period_start: number | null;
+  period_end: number | null;
+  /** What pending and successful refunds created in that window add up to. */
+  period_used_cents: number;
   bank_consent_id: string | null;
   /** Sealed (docs/security.md). */
   bank_access_token: string | null;

@@ -3,7 +3,9 @@ import { sql, type Kysely } from 'kysely';
 // Refunds (docs/refunds.md). A payment counts what is refunded of it (`refunded_cents`), moved under
 // the payment's row lock in the transaction that creates or fails a refund, so partial refunds never
 // add up to more than the payment. A refund authority is the merchant's enduring consent over its
-// own account; at most one is active per merchant and mode.
+// own account; at most one is active per merchant and mode. It counts what its refunds use of its
+// period limit on its own row (the window and the sum), moved under that row's lock, so checking a
+// refund never reads the refunds already made.
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema
     .alterTable('payments')
@@ -23,6 +25,9 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('period', 'text', (c) => c.notNull())
     .addColumn('max_per_refund_cents', 'integer', (c) => c.notNull())
     .addColumn('max_per_period_cents', 'integer', (c) => c.notNull())
+    .addColumn('period_start', 'bigint')
+    .addColumn('period_end', 'bigint')
+    .addColumn('period_used_cents', 'integer', (c) => c.notNull().defaultTo(0))
     .addColumn('bank_consent_id', 'text')
     .addColumn('bank_access_token', 'text')
     .addColumn('auth_state', 'text')
@@ -75,6 +80,4 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
   await db.schema.createIndex('refunds_owner').on('refunds').columns(['user_id', 'mode', 'id']).execute();
   await db.schema.createIndex('refunds_payment').on('refunds').columns(['payment_id', 'id']).execute();
-  await db.schema.createIndex('refunds_authority').on('refunds').columns(['authority_id', 'created_at']).execute();
-  await db.schema.createIndex('refunds_status').on('refunds').columns(['status', 'updated_at']).execute();
 }
