@@ -104,7 +104,7 @@ test('bad input gets a clear error and creates nothing', async (t) => {
       {
         code: 'bad_request.invalid_param.events',
         message:
-          'events contains "payment.teleported", which is not an event type; known types: request.created, request.expired, request.status_updated, payment.created, payment.status_updated, recurring_payment.authorised, recurring_payment.revoked, subscription.created, subscription.charge_failed, subscription.charge_skipped, subscription.completed, subscription.cancelled, subscription.paused, subscription.resumed, customer.created, customer.updated, webhook_endpoint.disabled',
+          'events contains "payment.teleported", which is not an event type; known types: request.created, request.expired, request.status_updated, payment.created, payment.status_updated, recurring_payment.authorised, recurring_payment.revoked, subscription.created, subscription.charge_failed, subscription.charge_skipped, subscription.completed, subscription.cancelled, subscription.paused, subscription.resumed, customer.created, customer.updated, webhook_endpoint.disabled, refund.created, refund.status_updated, refund_authority.status_updated',
         params: { field: 'events' },
       },
     ],
