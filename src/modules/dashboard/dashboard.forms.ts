@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { TSchema } from 'typebox';
 import { schemaErrorToAppError, validatorCompiler } from '../../http/validation.ts';
 import type { AppError } from '../../shared/errors.ts';
@@ -37,4 +38,17 @@ export function apiBodyProblem(schema: TSchema, body: unknown): AppError | null 
   }
   if (validate(body)) return null;
   return schemaErrorToAppError((validate as any).errors ?? [], 'body');
+}
+
+/**
+ * The idempotency key a confirmation page carries, made when it is shown: submitting the same
+ * confirmation twice does the thing once (a charge, a refund).
+ */
+export function newConfirmationKey(): string {
+  return `dashboard-${randomUUID()}`;
+}
+
+/** The confirmation's key as posted, or null when it is not one newConfirmationKey made. */
+export function confirmationKeyOf(posted: string): string | null {
+  return /^dashboard-[0-9a-f-]{36}$/.test(posted) ? posted : null;
 }

@@ -1,10 +1,9 @@
-import { randomUUID } from 'node:crypto';
 import { displayAmount, parseAmount } from '../../../shared/money.ts';
 import { retrieveConsent } from '../../consents/consents.service.ts';
 import { executePaymentOnConsent, refusalOfCharge } from '../../consents/execute.service.ts';
 import { ReferenceInput } from '../../../http/schemas.ts';
 import { text } from '../dashboard.format.ts';
-import { amountText, apiBodyProblem } from '../dashboard.forms.ts';
+import { amountText, apiBodyProblem, confirmationKeyOf, newConfirmationKey } from '../dashboard.forms.ts';
 import { formOf, problemOf, type Kit, type Scope, type Signed } from '../dashboard.kit.ts';
 
 // Charging a recurring consent from the dashboard, for a merchant who writes no code: the amount
@@ -62,7 +61,7 @@ export function registerConsentCharge(scope: Scope, kit: Kit): void {
           fields: {
             amount: values.amount,
             reference: values.reference,
-            idempotency_key: `dashboard-${randomUUID()}`,
+            idempotency_key: newConfirmationKey(),
           },
           confirm: `Yes, charge ${displayAmount(cents)}`,
           confirmClass: 'primary',
@@ -82,8 +81,7 @@ export function registerConsentCharge(scope: Scope, kit: Kit): void {
         const form = formOf(request);
         const values = valuesOf(form);
         const key = text(form.idempotency_key, 100);
-        const typed =
-          problemOfValues(values) ?? (/^dashboard-[0-9a-f-]{36}$/.test(key) ? null : 'The form is incomplete.');
+        const typed = problemOfValues(values) ?? (confirmationKeyOf(key) ? null : 'The form is incomplete.');
         if (typed) return kit.render(reply, 400, 'consent-charge', await formPage(signed, id, values, typed));
         try {
           const charged = await executePaymentOnConsent(signed.ctx, id, {

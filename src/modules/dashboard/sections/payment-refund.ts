@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { AppError } from '../../../shared/errors.ts';
 import { displayAmount, parseAmount } from '../../../shared/money.ts';
 import { retrievePayment } from '../../payments/payments.service.ts';
@@ -6,7 +5,7 @@ import { authorityViewFor, type AuthorityView } from '../../refunds/refunds.auth
 import { REASON_MAX_LENGTH, refundableCents, refundStatementText } from '../../refunds/refunds.rules.ts';
 import { createRefund } from '../../refunds/refunds.service.ts';
 import { text } from '../dashboard.format.ts';
-import { amountText } from '../dashboard.forms.ts';
+import { amountText, confirmationKeyOf, newConfirmationKey } from '../dashboard.forms.ts';
 import { formOf, problemOf, type Kit, type Scope, type Signed } from '../dashboard.kit.ts';
 
 // Refunding a payment from its page: the amount (what remains, to start with) and a reason, then a
@@ -156,7 +155,7 @@ function registerRefundReview(scope: Scope, kit: Kit, formPage: FormPage): void 
           statement: refundStatementText({ particulars: payment.pcr.particulars, reference: payment.pcr.reference }),
           after: remaining - cents,
           authority: active,
-          fields: { amount: values.amount, reason: values.reason, idempotency_key: `dashboard-${randomUUID()}` },
+          fields: { amount: values.amount, reason: values.reason, idempotency_key: newConfirmationKey() },
           back: `${signed.base}/payments/${id}/refund${kit.helpers.queryOf(values)}`,
         });
       },
@@ -176,8 +175,7 @@ function registerRefundConfirm(scope: Scope, kit: Kit, formPage: FormPage): void
         const form = formOf(request);
         const values = valuesOf(form);
         const key = text(form.idempotency_key, 100);
-        const typed =
-          problemOfValues(values) ?? (/^dashboard-[0-9a-f-]{36}$/.test(key) ? null : 'The form is incomplete.');
+        const typed = problemOfValues(values) ?? (confirmationKeyOf(key) ? null : 'The form is incomplete.');
         if (typed) return kit.render(reply, 400, 'payment-refund', await formPage(signed, id, values, typed));
         try {
           const made = await createRefund(
