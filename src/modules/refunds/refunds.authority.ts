@@ -10,6 +10,7 @@ import type { Db } from '../../store/db.ts';
 import { periodWindow, type LimitPeriod } from '../consents/limits.ts';
 import { enduringPeriodOf } from '../consents/consents.rules.ts';
 import type { Ctx, Deps } from '../context.ts';
+import type { EnduringConsentInput } from '../banks/bank-connector.ts';
 import { bankAccountOf } from '../merchants/merchants.service.ts';
 import { bankReturnUrl, connectorFor } from '../payments/payments.banks.ts';
 import * as repo from './refunds.repo.ts';
@@ -88,6 +89,40 @@ export async function ensureTestAuthority(deps: Deps, owner: Owner, merchantName
   await repo.insertAuthority(deps.db, row);
 }
 
+/**
+ * The merchant's account holder at the sandbox bank, opened if it is not there yet, with the
+ * refund arrangement; answers its account number.
+ */
+async function openSandboxAccount(deps: Deps, username: string, name: string): Promise<string> {
+  const holder = (await deps.banks.sandboxTestHook('/payers', {
+    username,
+    balance: SANDBOX_MERCHANT_BALANCE,
+    name,
+    if_absent: true,
+    refund_arrangement: true,
+  })) as { Data: { AccountNumber: string } };
+  return holder.Data.AccountNumber;
+}
+
+/** The enduring consent an authority asks its bank for: its limits, over the merchant's own account. */
+function consentRequestOf(authority: RefundAuthorityRow, accountNumber: string, now: number): EnduringConsentInput {
+  return {
+    trace: { refund_authority_id: authority.id },
+    fromAt: now,
+    toAt: null,
+    maxPerPaymentCents: authority.max_per_refund_cents,
+    period: enduringPeriodOf(authority.period as LimitPeriod),
+    maxPerPeriodCents: authority.max_per_period_cents,
+    maxCountPerPeriod: null,
+    totalCount: null,
+    totalAmountCents: null,
+    creditor: { name: authority.account_name, accountNumber },
+    remittance: { particulars: REFUND_PARTICULARS, code: '', reference: '' },
+    idempotencyKey: authority.id,
+    at: now,
+  };
+}
+
 export type ReadyAuthority = { authority: RefundAuthorityRow; accessToken: string };
 
 /**
@@ -103,32 +138,11 @@ export async function readyAuthority(deps: Deps, authority: RefundAuthorityRow):
 
 async function provisionAtSandbox(deps: Deps, authority: RefundAuthorityRow): Promise<ReadyAuthority> {
   const username = sandboxHolderOf(authority.user_id);
-  const holder = (await deps.banks.sandboxTestHook('/payers', {
-    username,
-    balance: SANDBOX_MERCHANT_BALANCE,
-    name: authority.account_name,
-    if_absent: true,
-    refund_arrangement: true,
-  })) as { Data: { AccountNumber: string } };
-  const accountNumber = holder.Data.AccountNumber;
+  const accountNumber = await openSandboxAccount(deps, username, authority.account_name);
   const connector = connectorFor(deps, authority.bank_id, 'test');
   if (!connector) throw new Error('the sandbox bank is not connected');
   const now = deps.clock.now();
-  const consent = await connector.createEnduringConsent({
-    trace: { refund_authority_id: authority.id },
-    fromAt: now,
-    toAt: null,
-    maxPerPaymentCents: authority.max_per_refund_cents,
-    period: enduringPeriodOf(authority.period as LimitPeriod),
-    maxPerPeriodCents: authority.max_per_period_cents,
-    maxCountPerPeriod: null,
-    totalCount: null,
-    totalAmountCents: null,
-    creditor: { name: authority.account_name, accountNumber },
-    remittance: { particulars: REFUND_PARTICULARS, code: '', reference: '' },
-    idempotencyKey: authority.id,
-    at: now,
-  });
+  const consent = await connector.createEnduringConsent(consentRequestOf(authority, accountNumber, now));
   if (!consent.ok) throw new Error(`the sandbox bank refused the refund authority: ${consent.message}`);
   const approved = (await deps.banks.sandboxTestHook('/authorise', {
     consent_id: consent.consentId,
@@ -249,31 +263,10 @@ export async function startAuthority(
   if (ctx.mode === 'test') {
     // At the sandbox bank the merchant approves as its own account holder, which has the refund arrangement.
     username = sandboxHolderOf(ctx.merchant.id);
-    const holder = (await ctx.deps.banks.sandboxTestHook('/payers', {
-      username,
-      balance: SANDBOX_MERCHANT_BALANCE,
-      name: row.account_name,
-      if_absent: true,
-      refund_arrangement: true,
-    })) as { Data: { AccountNumber: string } };
-    creditorAccount = holder.Data.AccountNumber;
+    creditorAccount = await openSandboxAccount(ctx.deps, username, row.account_name);
     row.account_number = creditorAccount;
   }
-  const consent = await connector.createEnduringConsent({
-    trace: { refund_authority_id: row.id },
-    fromAt: now,
-    toAt: null,
-    maxPerPaymentCents: limits.max_per_refund_cents,
-    period: enduringPeriodOf(limits.period),
-    maxPerPeriodCents: limits.max_per_period_cents,
-    maxCountPerPeriod: null,
-    totalCount: null,
-    totalAmountCents: null,
-    creditor: { name: row.account_name, accountNumber: creditorAccount },
-    remittance: { particulars: REFUND_PARTICULARS, code: '', reference: '' },
-    idempotencyKey: row.id,
-    at: now,
-  });
+  const consent = await connector.createEnduringConsent(consentRequestOf(row, creditorAccount, now));
   if (!consent.ok)
     throw new AppError('service_unavailable', `The bank did not take the refund authority: ${consent.message}`, {});
   row.bank_consent_id = consent.consentId;
