@@ -115,9 +115,16 @@ export type LoadOptions = {
   durationSec: number;
 };
 
-export async function load(
-  options: LoadOptions,
-): Promise<{ rps: number; p50_ms: number; p99_ms: number; errors: number; non2xx: number; requests: number }> {
+export async function load(options: LoadOptions): Promise<{
+  rps: number;
+  p50_ms: number;
+  p99_ms: number;
+  errors: number;
+  non2xx: number;
+  requests: number;
+  /** How many answers had each status other than 2xx, e.g. "409 ×3". */
+  otherStatuses: string;
+}> {
   // Imported here rather than at the top: the service's own process (bench/servers/service.ts)
   // imports this file for startService, and must not carry the load generator.
   const { default: autocannon } = await import('autocannon');
@@ -147,6 +154,10 @@ export async function load(
     errors: result.errors,
     non2xx: result.non2xx,
     requests: result.requests.total,
+    otherStatuses: Object.entries(result.statusCodeStats ?? {})
+      .filter(([status]) => !status.startsWith('2'))
+      .map(([status, stat]) => `${status} ×${(stat as { count: number }).count}`)
+      .join(', '),
   };
 }
 

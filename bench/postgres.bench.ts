@@ -41,6 +41,9 @@ const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.
 const SUBSCRIPTIONS = Number(process.env.BENCH_SUBSCRIPTIONS ?? 20_000);
 const SECRET_KEY = randomBytes(32).toString('base64');
 const NAMES = [
+  'stack_limit_get_postgres',
+  'stack_limit_create_postgres',
+  'bank_call_baseline_postgres',
   'create_request_postgres',
   'create_request_postgres_x2',
   'get_request_postgres',
@@ -158,8 +161,72 @@ function peakRss(pids: number[]) {
   return { stop: () => Math.max(...samplers.map((s) => s.stop())) };
 }
 
+/** Requests per second of the PostgreSQL baselines (bench/servers/bare-postgres.ts), measured in this run. */
+type PgBaselines = { get: number; create: number; bankCall: number };
+
+/**
+ * The PostgreSQL baselines on a schema of their own, each warmed then measured as the service is:
+ * two point reads and the reply; one committed insert and the reply; one bank call and one
+ * committed insert (the bank stub in its own process, as the sandbox bank is for the service).
+ */
+async function pgBaselines(ctx: BenchContext): Promise<{ rps: PgBaselines; results: BenchResult[] }> {
+  const bankStub = await spawnServer('bench/servers/bank-stub.ts', {}, undefined, serviceNodeFlags());
+  const schema = await freshSchema();
+  const bare = await spawnServer(
+    'bench/servers/bare-postgres.ts',
+    { DATABASE_URL: schema.url, BANK_URL: (bankStub.info as { url: string }).url },
+    undefined,
+    serviceNodeFlags(),
+  );
+  try {
+    const info = bare.info as { url: string; stackLimitPath: string; stackLimitKey: string };
+    let counter = 0;
+    const get = await warmLoad({
+      url: `${info.url}${info.stackLimitPath}`,
+      headers: { authorization: `Bearer ${info.stackLimitKey}` },
+      connections: ctx.connections,
+      durationSec: ctx.durationSec,
+    });
+    const create = await warmLoad({
+      url: `${info.url}/create`,
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+      connections: 50,
+      durationSec: ctx.durationSec,
+    });
+    const bankCall = await warmLoad({
+      url: `${info.url}/bank-call`,
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      bodyFor: () => JSON.stringify({ idempotency_key: `baseline-${counter++}`, amount_cents: 100 }),
+      connections: ctx.connections,
+      durationSec: ctx.durationSec,
+    });
+    const figure = (name: string, load: typeof get, note: string): BenchResult => ({
+      name,
+      rps: load.rps,
+      p99_ms: load.p99_ms,
+      ratio: 1,
+      note: `baseline: ${note}, pg pool of 10; errors ${load.errors + load.non2xx}`,
+    });
+    return {
+      rps: { get: get.rps, create: create.rps, bankCall: bankCall.rps },
+      results: [
+        figure('stack_limit_get_postgres', get, 'two primary-key reads, the 1.4 kB reply'),
+        figure('stack_limit_create_postgres', create, 'one committed insert, the same reply (no QR code)'),
+        figure('bank_call_baseline_postgres', bankCall, 'one keep-alive HTTP call, one committed insert'),
+      ],
+    };
+  } finally {
+    await bare.stop();
+    await schema.drop();
+    await bankStub.stop();
+  }
+}
+
 /** create_request and get_request on `processes` processes. */
-async function requests(ctx: BenchContext, processes: number): Promise<BenchResult[]> {
+async function requests(ctx: BenchContext, processes: number, base: PgBaselines): Promise<BenchResult[]> {
   const suffix = processes > 1 ? `_x${processes}` : '';
   const schema = await freshSchema();
   const service = await startService(schema, processes).catch(async (error) => {
@@ -204,15 +271,15 @@ async function requests(ctx: BenchContext, processes: number): Promise<BenchResu
         name: `create_request_postgres${suffix}`,
         rps: create.rps,
         p99_ms: create.p99_ms,
-        ratio: create.rps / ctx.baseline.post_rps,
-        note: `× echo POST; errors ${create.errors + create.non2xx}; ${peakMb.toFixed(0)} MB peak resident${each}`,
+        ratio: create.rps / base.create,
+        note: `× stack_limit_create_postgres (budget ≥ 0.5 ×); errors ${create.errors + create.non2xx}; ${peakMb.toFixed(0)} MB peak resident${each}`,
       },
       {
         name: `get_request_postgres${suffix}`,
         rps: get.rps,
         p99_ms: get.p99_ms,
-        ratio: get.rps / ctx.baseline.stack_limit_get_rps,
-        note: `× stack_limit_get (SQLite); errors ${get.errors + get.non2xx}`,
+        ratio: get.rps / base.get,
+        note: `× stack_limit_get_postgres (budget ≥ 0.8 ×); errors ${get.errors + get.non2xx}`,
       },
     ];
   } finally {
@@ -221,8 +288,48 @@ async function requests(ctx: BenchContext, processes: number): Promise<BenchResu
   }
 }
 
-/** execute_payment (as bench/execute-payment.bench.ts: one consent, the sandbox bank in its own process) on `processes` processes. */
-async function executePayment(ctx: BenchContext, processes: number): Promise<BenchResult> {
+/** Consents the PostgreSQL executions spread over: a merchant's many payers, not one hot row. */
+const EXECUTE_CONSENTS = Number(process.env.BENCH_CONSENTS ?? 20);
+
+/**
+ * What PostgreSQL's backends of this schema's database wait on while `during` runs, sampled from
+ * pg_stat_activity every 20 ms: `wait_event_type:wait_event` (or `cpu` for an active backend
+ * waiting on nothing) with how many backend-samples each took. Where the time of a call goes.
+ */
+async function waitsDuring<T>(during: () => Promise<T>): Promise<{ result: T; waits: string }> {
+  const admin = new pg.Client({ connectionString: DATABASE_URL });
+  await admin.connect();
+  const counts = new Map<string, number>();
+  let sampling = true;
+  const sampler = (async () => {
+    while (sampling) {
+      const { rows } = await admin.query(
+        `select coalesce(wait_event_type || ':' || wait_event, 'cpu') as what from pg_stat_activity
+         where state = 'active' and pid <> pg_backend_pid() and backend_type = 'client backend'`,
+      );
+      for (const { what } of rows) counts.set(what, (counts.get(what) ?? 0) + 1);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  })();
+  try {
+    const result = await during();
+    return {
+      result,
+      waits: [...counts]
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, 6)
+        .map(([what, n]) => `${what} ${n}`)
+        .join(', '),
+    };
+  } finally {
+    sampling = false;
+    await sampler;
+    await admin.end();
+  }
+}
+
+/** execute_payment on PostgreSQL: EXECUTE_CONSENTS consents in turn, the sandbox bank in its own process, on `processes` processes. */
+async function executePayment(ctx: BenchContext, processes: number, base: PgBaselines): Promise<BenchResult> {
   const [servicePort, bankPort] = [await freePort(), await freePort()];
   const bank = await spawnSandboxBank(servicePort, bankPort);
   const schema = await freshSchema();
@@ -230,7 +337,9 @@ async function executePayment(ctx: BenchContext, processes: number): Promise<Ben
   try {
     service = await startService(schema, processes, bank.env);
     const { testKey, bankAccountId } = await merchantOn(schema.db);
-    const { token } = await recurringToken(service.url, testKey, bankAccountId);
+    const tokens: string[] = [];
+    for (let i = 0; i < EXECUTE_CONSENTS; i += 1)
+      tokens.push((await recurringToken(service.url, testKey, bankAccountId, `bench-payer-${i}@example.com`)).token);
     await analyze(schema.db);
     let counter = 0;
     const run = `${process.pid}-${Date.now()}`;
@@ -238,17 +347,22 @@ async function executePayment(ctx: BenchContext, processes: number): Promise<Ben
       url: `${service.url}/v1/payments`,
       method: 'POST',
       headers: { authorization: `Bearer ${testKey}`, 'content-type': 'application/json' },
-      bodyFor: () => JSON.stringify({ token, amount: '1.00 NZD', idempotency_key: `bench-${run}-${counter++}` }),
+      bodyFor: () =>
+        JSON.stringify({
+          token: tokens[counter % tokens.length],
+          amount: '1.00 NZD',
+          idempotency_key: `bench-${run}-${counter++}`,
+        }),
       connections: ctx.connections,
       durationSec: ctx.durationSec,
     };
-    const result = await warmLoad(executeOptions);
+    const { result, waits } = await waitsDuring(() => warmLoad(executeOptions));
     return {
       name: `execute_payment_postgres${processes > 1 ? `_x${processes}` : ''}`,
       rps: result.rps,
       p99_ms: result.p99_ms,
-      ratio: result.rps / ctx.baseline.bank_call_rps,
-      note: `× bank_call_baseline (SQLite); errors ${result.errors + result.non2xx}`,
+      ratio: result.rps / base.bankCall,
+      note: `× bank_call_baseline_postgres (budget ≥ 0.3 ×, p99 ≤ 100 ms); ${tokens.length} consents; PostgreSQL backends waiting (samples): ${waits}; errors ${result.errors + result.non2xx}${result.otherStatuses ? ` (${result.otherStatuses})` : ''}`,
     };
   } finally {
     await service?.stop();
@@ -352,13 +466,23 @@ export default async function benchPostgres(ctx: BenchContext): Promise<BenchRes
       results.push(...names.map((name) => ({ name, note: `failed: ${(error as Error).message}` })));
     }
   };
+  let base: PgBaselines = { get: Number.NaN, create: Number.NaN, bankCall: Number.NaN };
+  if (groups.includes('create') || groups.includes('execute'))
+    await attempt(
+      ['stack_limit_get_postgres', 'stack_limit_create_postgres', 'bank_call_baseline_postgres'],
+      async () => {
+        const measured = await pgBaselines(ctx);
+        base = measured.rps;
+        return measured.results;
+      },
+    );
   if (groups.includes('create')) {
-    await attempt(['create_request_postgres', 'get_request_postgres'], () => requests(ctx, 1));
-    await attempt(['create_request_postgres_x2', 'get_request_postgres_x2'], () => requests(ctx, 2));
+    await attempt(['create_request_postgres', 'get_request_postgres'], () => requests(ctx, 1, base));
+    await attempt(['create_request_postgres_x2', 'get_request_postgres_x2'], () => requests(ctx, 2, base));
   }
   if (groups.includes('execute')) {
-    await attempt(['execute_payment_postgres'], async () => [await executePayment(ctx, 1)]);
-    await attempt(['execute_payment_postgres_x2'], async () => [await executePayment(ctx, 2)]);
+    await attempt(['execute_payment_postgres'], async () => [await executePayment(ctx, 1, base)]);
+    await attempt(['execute_payment_postgres_x2'], async () => [await executePayment(ctx, 2, base)]);
   }
   if (groups.includes('subscriptions'))
     await attempt(['subscription_charges_postgres_x2'], async () => [await subscriptionCharges()]);

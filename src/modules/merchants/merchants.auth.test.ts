@@ -86,3 +86,26 @@ test('GET /v1/requests/:id gives the same answers whether the key and the row we
   assert.equal(locked.status, 429);
   assert.equal(locked.body.code, 'rate_limited');
 });
+
+test('a burst of calls with one valid key is not taken for guessing, however many lookups are in flight; unknown keys still are', async (t) => {
+  // On PostgreSQL every call looks its key up (no cache): before, each lookup in flight reserved a
+  // failed attempt of the address, so a merchant's server sending more calls at once than the
+  // limit was locked out with its own valid key.
+  const app = await buildTestApp(t, { authFailuresPerMinute: 3 });
+  const merchant = await createTestMerchant(app);
+  const api = apiClient(app, merchant.testKey);
+  const burst = await Promise.all(Array.from({ length: 40 }, () => api.get('/v1/requests?limit=1')));
+  assert.deepEqual(
+    [...new Set(burst.map((answer) => answer.status))],
+    [200],
+    JSON.stringify(burst.find((answer) => answer.status !== 200)?.body),
+  );
+  const guesses = await Promise.all(
+    Array.from({ length: 6 }, (_, i) => apiClient(app, `sk_test_${'x'.repeat(31)}${i}`).get('/v1/requests')),
+  );
+  assert.ok(guesses.every((answer) => answer.status === 401 || answer.status === 429));
+  assert.ok(
+    guesses.some((answer) => answer.status === 429),
+    'the address is locked out after 3 failures',
+  );
+});

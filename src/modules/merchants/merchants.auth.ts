@@ -40,8 +40,21 @@ function failuresFor(deps: Deps): FailureLimiter {
   return limiter;
 }
 
+/**
+ * Lookups in flight, by the Authorization header they check: one key read many times at once (a
+ * merchant's busy server) is one guess, and reserves one failed attempt, not one per call.
+ */
+const lookupsInFlight = new WeakMap<Deps, Map<string, number>>();
+
+function lookupsFor(deps: Deps): Map<string, number> {
+  let lookups = lookupsInFlight.get(deps);
+  if (!lookups) lookupsInFlight.set(deps, (lookups = new Map()));
+  return lookups;
+}
+
 export function apiKeyAuth(deps: Deps) {
   const failures = failuresFor(deps);
+  const lookups = lookupsFor(deps);
   const admit = (
     request: FastifyRequest,
     found: Authenticated | null,
@@ -92,15 +105,49 @@ export function apiKeyAuth(deps: Deps) {
       done(failure);
     };
     if (!(found instanceof Promise)) return finish(found, false);
-    // The key is looked up in the database (a cache miss, as every unknown key is): the attempt is
-    // counted as failed before the wait and given back if the key is found, so concurrent unknown
-    // keys cannot all pass the check above while their lookups are under way.
+    // The key is looked up in the database (a cache miss, as every unknown key is, and every key on
+    // PostgreSQL): the attempt is counted as failed before the wait and given back if the key is
+    // found, so concurrent unknown keys cannot all pass the check above while their lookups are
+    // under way. A lookup of a header already being looked up is the same attempt: it waits for
+    // its own answer without reserving another, and is counted as failed only if the key is not
+    // found (as a call answered from the cache is).
+    const header = request.headers.authorization!;
+    const alongside = lookups.get(header) ?? 0;
+    lookups.set(header, alongside + 1);
+    const settled = () => {
+      const left = (lookups.get(header) ?? 1) - 1;
+      if (left > 0) lookups.set(header, left);
+      else lookups.delete(header);
+    };
+    if (alongside > 0) {
+      found.then(
+        (answer) => {
+          settled();
+          finish(answer, false);
+        },
+        (error) => {
+          settled();
+          done(error);
+        },
+      );
+      return;
+    }
     const taken = failures.take(client, now);
-    if (!taken.ok) return done(addressLockedOut(taken.retryAfterMs));
-    found.then((answer) => {
-      if (answer) failures.giveBack(client, taken.windowStart);
-      finish(answer, true);
-    }, done);
+    if (!taken.ok) {
+      settled();
+      return done(addressLockedOut(taken.retryAfterMs));
+    }
+    found.then(
+      (answer) => {
+        settled();
+        if (answer) failures.giveBack(client, taken.windowStart);
+        finish(answer, true);
+      },
+      (error) => {
+        settled();
+        done(error);
+      },
+    );
   };
 }
 
