@@ -20,9 +20,11 @@ import {
   countCharges,
   countQueuedMail,
   countSuccessfulCharges,
+  load,
   recurringToken,
   setUpDueSubscriptions,
   warmLoad,
+  warmUp,
   type BenchContext,
   type BenchResult,
   type LoadOptions,
@@ -296,9 +298,15 @@ const EXECUTE_CONSENTS = Number(process.env.BENCH_CONSENTS ?? 20);
  * pg_stat_activity every 20 ms: `wait_event_type:wait_event` (or `cpu` for an active backend
  * waiting on nothing) with how many backend-samples each took. Where the time of a call goes.
  */
-async function waitsDuring<T>(during: () => Promise<T>): Promise<{ result: T; waits: string }> {
+async function waitsDuring<T>(during: () => Promise<T>): Promise<{ result: T; waits: string; commits: number }> {
   const admin = new pg.Client({ connectionString: DATABASE_URL });
   await admin.connect();
+  const committed = async () =>
+    Number(
+      (await admin.query(`select xact_commit from pg_stat_database where datname = current_database()`)).rows[0]
+        .xact_commit,
+    );
+  const commitsBefore = await committed();
   const counts = new Map<string, number>();
   let sampling = true;
   const sampler = (async () => {
@@ -313,8 +321,11 @@ async function waitsDuring<T>(during: () => Promise<T>): Promise<{ result: T; wa
   })();
   try {
     const result = await during();
+    sampling = false;
+    await sampler;
     return {
       result,
+      commits: (await committed()) - commitsBefore,
       waits: [...counts]
         .sort((a, b) => b[1] - a[1])
         .slice(0, 6)
@@ -356,13 +367,14 @@ async function executePayment(ctx: BenchContext, processes: number, base: PgBase
       connections: ctx.connections,
       durationSec: ctx.durationSec,
     };
-    const { result, waits } = await waitsDuring(() => warmLoad(executeOptions));
+    await warmUp(executeOptions);
+    const { result, waits, commits } = await waitsDuring(() => load(executeOptions));
     return {
       name: `execute_payment_postgres${processes > 1 ? `_x${processes}` : ''}`,
       rps: result.rps,
       p99_ms: result.p99_ms,
       ratio: result.rps / base.bankCall,
-      note: `× bank_call_baseline_postgres (budget ≥ 0.3 ×, p99 ≤ 100 ms); ${tokens.length} consents; PostgreSQL backends waiting (samples): ${waits}; errors ${result.errors + result.non2xx}${result.otherStatuses ? ` (${result.otherStatuses})` : ''}`,
+      note: `× bank_call_baseline_postgres (budget ≥ 0.3 ×, p99 ≤ 100 ms); ${tokens.length} consents; PostgreSQL backends waiting (samples): ${waits}; ${(commits / result.requests).toFixed(1)} commits a call; errors ${result.errors + result.non2xx}${result.otherStatuses ? ` (${result.otherStatuses})` : ''}`,
     };
   } finally {
     await service?.stop();
