@@ -1,4 +1,4 @@
-import type { Transaction } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import { stringify as canonicalJson } from 'safe-stable-stringify';
 import { AppError } from '../shared/errors.ts';
 import { sha256Hex } from '../shared/crypto.ts';
@@ -105,4 +105,36 @@ export function countIdempotencyKeys(db: Db, owner: { userId: string; mode: Mode
 /** Forgets the replies kept for a merchant's mode, so a key used before names nothing deleted; how many. */
 export function forgetIdempotencyKeys(db: Db, owner: { userId: string; mode: Mode }): Promise<number> {
   return deleteOwned(db, 'idempotency_keys', owner);
+}
+
+/**
+ * Deletes up to `limit` stored replies whose key has expired, and answers how many: a live key by
+ * real time, a test key by its merchant's test clock (as the key is read). Each row is deleted only
+ * as it was read, so a key reused meanwhile (a new reply, a new expiry) stays.
+ */
+export async function pruneExpiredIdempotencyKeys(db: Db, realNow: number, limit: number): Promise<number> {
+  const expired = await db
+    .selectFrom('idempotency_keys as k')
+    .innerJoin('users as u', 'u.id', 'k.user_id')
+    .select(['k.user_id', 'k.mode', 'k.key', 'k.expires_at'])
+    .where((eb) =>
+      eb.or([
+        eb.and([eb('k.mode', '=', 'live'), eb('k.expires_at', '<', realNow)]),
+        eb.and([eb('k.mode', '=', 'test'), eb('k.expires_at', '<', sql<number>`${realNow} + u.test_clock_offset_ms`)]),
+      ]),
+    )
+    .limit(limit)
+    .execute();
+  if (expired.length === 0) return 0;
+  const result = await db
+    .deleteFrom('idempotency_keys')
+    .where(({ eb, refTuple, tuple }) =>
+      eb(
+        refTuple('user_id', 'mode', 'key', 'expires_at'),
+        'in',
+        expired.map((row) => tuple(row.user_id, row.mode, row.key, row.expires_at)),
+      ),
+    )
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
 }

@@ -183,3 +183,29 @@ export async function jobCounts(
     .executeTakeFirst();
   return { dueByKind: new Map(due.map((row) => [row.kind, Number(row.n)])), failed: Number(failed?.n ?? 0) };
 }
+
+/**
+ * Deletes up to `limit` jobs given up on (kept failed, for an operator to look at) before
+ * `before`, and answers how many.
+ */
+export async function pruneGivenUpJobs(db: Kysely<Database>, before: number, limit: number): Promise<number> {
+  const old = await db
+    .selectFrom('jobs')
+    .select('id')
+    .where('failed_at', '<', before)
+    .where('locked_by', 'is', null)
+    .limit(limit)
+    .execute();
+  if (old.length === 0) return 0;
+  const result = await db
+    .deleteFrom('jobs')
+    .where(
+      'id',
+      'in',
+      old.map((row) => row.id),
+    )
+    .where('failed_at', '<', before)
+    .where('locked_by', 'is', null)
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}

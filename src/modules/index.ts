@@ -15,6 +15,7 @@ import { customersModule } from './customers/customers.module.ts';
 import { dashboardModule } from './dashboard/dashboard.module.ts';
 import { eventsModule } from './events/events.module.ts';
 import { mailModule } from './mail/mail.module.ts';
+import { maintenanceModule } from './maintenance/maintenance.module.ts';
 import { merchantsModule } from './merchants/merchants.module.ts';
 import { payerModule } from './payer/payer.module.ts';
 import { paymentsModule } from './payments/payments.module.ts';
@@ -43,6 +44,7 @@ export const manifests: readonly ModuleManifest[] = [
   dashboardModule,
   banksModule,
   testHelpersModule,
+  maintenanceModule,
 ];
 
 // Every event reaches the subscribers the manifests declare; wired once, as the list is.

@@ -1,0 +1,62 @@
+import { pruneExpiredIdempotencyKeys } from '../../http/idempotency.ts';
+import { bringQueuedJobForward, enqueue, pruneGivenUpJobs } from '../../jobs/queue.ts';
+import type { JobHandler } from '../../jobs/worker.ts';
+import { DAY_MS } from '../../shared/time.ts';
+import type { Deps } from '../context.ts';
+
+// Housekeeping of the tables every module writes through the lower layers, so that what the hot
+// paths read does not grow without end (docs/configuration.md, "Retention"): stored idempotent
+// replies once their key has expired (24 hours), and jobs given up on after 30 days. One job, due
+// every hour and at every start; each run deletes in batches, and stops after a bounded number so a
+// large backlog is worked off over a few runs rather than in one long one.
+
+export const PRUNE_JOB = 'maintenance.prune';
+
+declare module '../../jobs/queue.ts' {
+  interface JobPayloads {
+    'maintenance.prune': Record<string, never>;
+  }
+}
+
+const PRUNE_EVERY_MS = 60 * 60_000;
+/** How long a job given up on is kept for an operator to look at. */
+export const GIVEN_UP_JOBS_KEPT_MS = 30 * DAY_MS;
+const BATCH = 1000;
+const BATCHES_A_RUN = 50;
+
+/** Deletes what has outlived its retention, in batches; answers how many rows of each went. */
+export async function pruneOnce(deps: Deps): Promise<{ idempotency_keys: number; jobs: number }> {
+  const now = deps.clock.now();
+  const pruned = { idempotency_keys: 0, jobs: 0 };
+  for (let batch = 0; batch < BATCHES_A_RUN; batch += 1) {
+    const keys = await pruneExpiredIdempotencyKeys(deps.db, now, BATCH);
+    const jobs = await pruneGivenUpJobs(deps.db, now - GIVEN_UP_JOBS_KEPT_MS, BATCH);
+    pruned.idempotency_keys += keys;
+    pruned.jobs += jobs;
+    if (keys < BATCH && jobs < BATCH) break;
+  }
+  return pruned;
+}
+
+/** Job: the hourly prune (the same job, so there is always one). */
+export function pruneJob(deps: Deps): JobHandler {
+  return async (_payload, { log }) => {
+    try {
+      const pruned = await pruneOnce(deps);
+      if (pruned.idempotency_keys + pruned.jobs > 0) log.info({ pruned }, 'pruned what outlived its retention');
+    } catch (error) {
+      // A prune that failed is simply run again at the next hour; the job must not give up.
+      log.error({ err: error }, 'could not prune');
+    }
+    return { retryAt: deps.clock.now() + PRUNE_EVERY_MS };
+  };
+}
+
+/** At start: makes sure the prune job exists, and makes it due now. */
+export async function schedulePrune(deps: Deps): Promise<void> {
+  const now = deps.clock.now();
+  await deps.store.transaction(async (trx) => {
+    await enqueue(trx, { kind: PRUNE_JOB, runAt: now, payload: {}, dedupeKey: PRUNE_JOB }, now);
+    await bringQueuedJobForward(trx, PRUNE_JOB, now);
+  });
+}
