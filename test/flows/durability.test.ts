@@ -46,11 +46,12 @@ test('SIGKILL right after a 201 loses nothing: the request and its event are the
     ['request.created'],
   );
   assert.equal(JSON.parse(events[0].body).data.id, request.id);
-  // (besides the recurring jobs every service keeps scheduled: the webhook health check, the sweep of interrupted executions)
+  // (besides the recurring jobs every service keeps scheduled: the webhook health check, the sweep
+  // of interrupted executions, the hourly prune)
   const jobs = await db
     .selectFrom('jobs')
     .select(['kind', 'payload'])
-    .where('kind', 'not in', ['webhooks.health', 'recurring_payment.recover'])
+    .where('kind', 'not in', ['webhooks.health', 'recurring_payment.recover', 'maintenance.prune'])
     .execute();
   assert.deepEqual(
     jobs.map((j) => [j.kind, JSON.parse(j.payload).request_id]),
