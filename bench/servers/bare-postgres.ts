@@ -9,7 +9,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import Fastify from 'fastify';
 import pg from 'pg';
-import { Agent, request as httpRequest } from 'undici';
+import { callBank } from './bank-call.ts';
 
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
 await pool.query(`
@@ -26,7 +26,6 @@ await pool.query('INSERT INTO requests VALUES ($1, $2, $3)', [requestId, 'user_1
 await pool.query('ANALYZE');
 
 const bankUrl = process.env.BANK_URL;
-const bank = new Agent({ keepAliveTimeout: 60_000, connections: 64 });
 
 const app = Fastify({ logger: false });
 app.get<{ Params: { id: string } }>('/stack-limit/:id', async (request, reply) => {
@@ -54,22 +53,13 @@ app.post('/create', async (_request, reply) => {
   return reply.code(201).type('application/json').send(requestBody);
 });
 app.post<{ Body: { idempotency_key: string; amount_cents: number } }>('/bank-call', async (request, reply) => {
-  if (!bankUrl) throw new Error('BANK_URL is not set');
-  const response = await httpRequest(`${bankUrl}/payments`, {
-    method: 'POST',
-    dispatcher: bank,
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
-      Data: { InstructedAmount: { Amount: (request.body.amount_cents / 100).toFixed(2), Currency: 'NZD' } },
-    }),
-  });
-  const answer = (await response.body.json()) as { Data: { DomesticPaymentId: string; Status: string } };
+  const answer = await callBank(bankUrl, request.body.amount_cents);
   await pool.query({
     name: 'payment',
     text: 'INSERT INTO payments (idempotency_key, amount_cents, bank_payment_id, created_at) VALUES ($1, $2, $3, $4)',
-    values: [request.body.idempotency_key, request.body.amount_cents, answer.Data.DomesticPaymentId, Date.now()],
+    values: [request.body.idempotency_key, request.body.amount_cents, answer.DomesticPaymentId, Date.now()],
   });
-  return reply.code(201).send({ id: answer.Data.DomesticPaymentId, status: answer.Data.Status });
+  return reply.code(201).send({ id: answer.DomesticPaymentId, status: answer.Status });
 });
 const url = await app.listen({ port: 0, host: '127.0.0.1' });
 process.stdout.write(`${JSON.stringify({ url, stackLimitPath: `/stack-limit/${requestId}`, stackLimitKey: KEY })}\n`);

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import Fastify from 'fastify';
-import { Agent, request as httpRequest } from 'undici';
+import { callBank } from './bank-call.ts';
 
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-bench-bare-'));
 const sqlite = new DatabaseSync(path.join(dataDir, 'bare.db'));
@@ -34,7 +34,6 @@ const insertPayment = sqlite.prepare(
 );
 
 const bankUrl = process.env.BANK_URL;
-const bank = new Agent({ keepAliveTimeout: 60_000, connections: 64 });
 
 const app = Fastify({ logger: false });
 app.get('/get', async () => ({ hello: 'world' }));
@@ -49,18 +48,9 @@ app.get<{ Params: { id: string } }>('/stack-limit/:id', async (request, reply) =
   return JSON.parse(row.body);
 });
 app.post<{ Body: { idempotency_key: string; amount_cents: number } }>('/bank-call', async (request, reply) => {
-  if (!bankUrl) throw new Error('BANK_URL is not set');
-  const response = await httpRequest(`${bankUrl}/payments`, {
-    method: 'POST',
-    dispatcher: bank,
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
-      Data: { InstructedAmount: { Amount: (request.body.amount_cents / 100).toFixed(2), Currency: 'NZD' } },
-    }),
-  });
-  const answer = (await response.body.json()) as { Data: { DomesticPaymentId: string; Status: string } };
-  insertPayment.run(request.body.idempotency_key, request.body.amount_cents, answer.Data.DomesticPaymentId, Date.now());
-  return reply.code(201).send({ id: answer.Data.DomesticPaymentId, status: answer.Data.Status });
+  const answer = await callBank(bankUrl, request.body.amount_cents);
+  insertPayment.run(request.body.idempotency_key, request.body.amount_cents, answer.DomesticPaymentId, Date.now());
+  return reply.code(201).send({ id: answer.DomesticPaymentId, status: answer.Status });
 });
 const url = await app.listen({ port: 0, host: '127.0.0.1' });
 process.stdout.write(`${JSON.stringify({ url, stackLimitPath: `/stack-limit/${requestId}`, stackLimitKey: KEY })}\n`);

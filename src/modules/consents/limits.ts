@@ -38,6 +38,9 @@ import { lastWindowCache } from '../../shared/time.ts';
 export const LimitPeriod = ['daily', 'weekly', 'monthly'] as const;
 export type LimitPeriod = (typeof LimitPeriod)[number];
 
+/** The current period in words, as a page or an error says it: "this week". */
+export const THIS_PERIOD: Record<LimitPeriod, string> = { daily: 'today', weekly: 'this week', monthly: 'this month' };
+
 export const LimitReason = ['end_date', 'max_per_payment', 'total_count', 'total_amount', 'max_per_period'] as const;
 export type LimitReason = (typeof LimitReason)[number];
 

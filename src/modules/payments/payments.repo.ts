@@ -115,6 +115,27 @@ export async function enduringPayerAccount(db: Db, enduringId: string): Promise<
   return (await enduringPayerAccountQuery.first(db, { enduringId }))?.payer_account_sealed;
 }
 
+/** The sealed payer accounts of these payments, with the enduring consent each was made under. */
+export async function payerAccountsOfPayments(db: Db, ids: readonly string[]) {
+  if (ids.length === 0) return [];
+  return db
+    .selectFrom('payments')
+    .select(['id', 'payer_account_sealed', 'recurring_consent_id', 'subscription_id'])
+    .where('id', 'in', ids)
+    .execute();
+}
+
+/** The sealed payer accounts kept for these enduring consents, by enduring id. */
+export async function enduringPayerAccounts(db: Db, enduringIds: readonly string[]): Promise<Map<string, string>> {
+  if (enduringIds.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('enduring_payer_accounts')
+    .select(['enduring_id', 'payer_account_sealed'])
+    .where('enduring_id', 'in', enduringIds)
+    .execute();
+  return new Map(rows.map((row) => [row.enduring_id, row.payer_account_sealed]));
+}
+
 /** Keeps the sealed payer account of an enduring consent, unless one is kept already. */
 export async function keepEnduringPayerAccount(db: Db, enduringId: string, sealed: string, now: number): Promise<void> {
   await insertRow(

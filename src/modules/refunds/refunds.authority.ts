@@ -76,9 +76,14 @@ function authorityRow(
  * A test-mode merchant that never had a refund authority gets its sandbox one (the row; the bank
  * side follows when first needed). One the merchant revoked stays revoked.
  */
-export async function ensureTestAuthority(deps: Deps, owner: Owner, merchantName: string): Promise<void> {
+export async function ensureTestAuthority(
+  deps: Deps,
+  owner: Owner,
+  merchantName: string,
+  db: Db = deps.db,
+): Promise<void> {
   if (owner.mode !== 'test') return;
-  if ((await repo.listAuthorities(deps.db, owner, 1)).length > 0) return;
+  if ((await repo.listAuthorities(db, owner, 1)).length > 0) return;
   const row = authorityRow(
     owner,
     { bankId: 'sandbox', bankAccountId: null, accountNumber: '', accountName: merchantName.slice(0, 70) || 'Merchant' },
@@ -86,7 +91,7 @@ export async function ensureTestAuthority(deps: Deps, owner: Owner, merchantName
     'active',
     deps.clock.now(),
   );
-  await repo.insertAuthority(deps.db, row);
+  await repo.insertAuthority(db, row);
 }
 
 /**

@@ -68,7 +68,6 @@ export function executeRefundJob(deps: Deps): JobHandler {
       return;
     }
 
-    if (refund.submitted_at === null) await repo.updateRefund(deps.db, refund.id, { submitted_at: deps.clock.now() });
     const result = await connector.submitPayment({
       trace: { refund_id: refund.id, payment_id: refund.payment_id },
       consentId: ready.authority.bank_consent_id!,

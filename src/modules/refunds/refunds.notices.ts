@@ -6,7 +6,7 @@ import type { Deps } from '../context.ts';
 import { findCustInfoOfPayment } from '../customers/customers.service.ts';
 import { queueMail } from '../mail/mail.service.ts';
 import { merchantContact } from '../merchants/merchants.service.ts';
-import { findPaymentById } from '../payments/payments.service.ts';
+import { findPaymentById, type PaymentRow } from '../payments/payments.service.ts';
 import { payerOfSubscription } from '../subscriptions/subscriptions.service.ts';
 import type { RefundRow } from './refunds.tables.ts';
 
@@ -17,16 +17,14 @@ import type { RefundRow } from './refunds.tables.ts';
 
 type Payer = { email: string; title: string | null; dashboard: boolean };
 
-async function payerOf(db: Db, paymentId: string): Promise<Payer | null> {
-  const payment = await findPaymentById(db, paymentId);
-  if (!payment) return null;
+async function payerOf(db: Db, payment: PaymentRow): Promise<Payer | null> {
   const enduring = payment.recurring_consent_id
     ? await payerOfConsent(db, payment.recurring_consent_id)
     : payment.subscription_id
       ? await payerOfSubscription(db, payment.subscription_id)
       : null;
   if (enduring) return { ...enduring, dashboard: true };
-  const details = await findCustInfoOfPayment(db, paymentId);
+  const details = await findCustInfoOfPayment(db, payment.id);
   return details?.email ? { email: details.email, title: null, dashboard: false } : null;
 }
 
@@ -37,10 +35,10 @@ async function notice(
   template: 'refund_sent' | 'refund_arrived',
   now: number,
 ): Promise<void> {
-  const payer = await payerOf(trx, refund.payment_id);
+  const payment = await findPaymentById(trx, refund.payment_id);
+  const payer = payment && (await payerOf(trx, payment));
   if (!payer) return;
   const merchant = await merchantContact(trx, refund.user_id);
-  const payment = await findPaymentById(trx, refund.payment_id);
   await queueMail(
     trx,
     {
@@ -50,8 +48,8 @@ async function notice(
         merchant: merchant.name,
         ...(payer.title && { title: payer.title }),
         amount: displayAmount(refund.amount_cents),
-        paid: payment ? displayAmount(payment.amount_cents) : '',
-        paid_on: payment ? describeMoment(payment.created_at, deps.config.serviceTimeZone) : '',
+        paid: displayAmount(payment.amount_cents),
+        paid_on: describeMoment(payment.created_at, deps.config.serviceTimeZone),
         date: describeMoment(now, deps.config.serviceTimeZone),
         reason: refund.reason,
         by_hand: refund.paid_by !== null,

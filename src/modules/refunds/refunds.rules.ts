@@ -1,6 +1,6 @@
 import { AppError } from '../../shared/errors.ts';
 import { displayAmount, formatAmount } from '../../shared/money.ts';
-import type { LimitPeriod } from '../consents/limits.ts';
+import { THIS_PERIOD, type LimitPeriod } from '../consents/limits.ts';
 
 // Refunds as plain arithmetic and wording (docs/refunds.md): what remains refundable of a payment,
 // what a refund authority's limits allow, and the statement text the payer sees. No I/O.
@@ -66,13 +66,11 @@ export function authorityRefusal(limits: AuthorityLimits, usedCents: number, cen
   return null;
 }
 
-const PERIOD_WORDS: Record<LimitPeriod, string> = { daily: 'today', weekly: 'this week', monthly: 'this month' };
-
 export function authorityRefusalError(refusal: AuthorityRefusal, period: LimitPeriod): AppError {
   const message =
     refusal.limit === 'max_per_refund'
       ? `The refund is more than your refund authority allows for one refund (${displayAmount(refusal.limitCents)})`
-      : `The refund is more than your refund authority has left ${PERIOD_WORDS[period]} (${displayAmount(refusal.remaining)} of ${displayAmount(refusal.limitCents)})`;
+      : `The refund is more than your refund authority has left ${THIS_PERIOD[period]} (${displayAmount(refusal.remaining)} of ${displayAmount(refusal.limitCents)})`;
   return new AppError(`refund_rejected.${refusal.limit}`, message, {
     limit: formatAmount(refusal.limitCents),
     remaining: formatAmount(refusal.remaining),

@@ -1,6 +1,6 @@
 import { idempotent, type Reply } from '../../http/idempotency.ts';
 import { enqueue } from '../../jobs/queue.ts';
-import { invalidParam, invalidState, notFound } from '../../shared/errors.ts';
+import { invalidParam, invalidState, notFound, type AppError } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
 import { AMOUNT_FORM, formatAmount, parseAmount } from '../../shared/money.ts';
 import { pageOf } from '../../shared/pagination.ts';
@@ -11,8 +11,9 @@ import type { Ctx, Deps } from '../context.ts';
 import { emitEvent } from '../events/events.service.ts';
 import {
   countRefunded,
+  findPaymentById,
   holdPaymentToRefund,
-  keptPayerAccountOf,
+  keptPayerAccountsOf,
   type PaymentRow,
 } from '../payments/payments.service.ts';
 import { settledCents } from '../payments/payments.rules.ts';
@@ -30,7 +31,7 @@ import {
   type RefundStatus,
 } from './refunds.rules.ts';
 import type { CreateRefundBody, ListRefundsQuery } from './refunds.schemas.ts';
-import type { RefundRow } from './refunds.tables.ts';
+import type { RefundAuthorityRow, RefundRow } from './refunds.tables.ts';
 
 // Refunds (docs/refunds.md). Creating one is one transaction: the payment is held (row-locked) so
 // refunds of it queue, what remains refundable is checked and the refund counted against it, the
@@ -63,40 +64,20 @@ export async function createRefund(
     if (cents === 0) throw invalidParam('amount', 'amount must be more than 0.00 NZD');
   }
   const reason = body.reason?.trim() || null;
-  // Test mode has its authority at the sandbox bank from the start: the row exists before the first refund.
-  if (ctx.mode === 'test') await ensureTestAuthority(ctx.deps, ownerOf(ctx), ctx.merchant.name);
   return idempotent(ctx, idempotencyKey, 'POST /v1/refunds', body, 201, async (trx) => {
     const owner = ownerOf(ctx);
     const payment = await holdPaymentToRefund(trx, owner, body.payment_id);
-    if (payment.status !== 'successful') throw invalidState('payment', payment.status, 'refund');
-    const amount = refundAmountOf(payment, cents);
-    if (!amount.ok) throw exceedsRefundableError(amount.refundable);
+    const authority = await holdAuthority(trx, ctx);
     const now = ctx.clock.now();
-
-    const authority = await repo.lockActiveAuthority(trx, owner);
-    if (authority) {
-      const period = authority.period as LimitPeriod;
-      const window = periodWindow(period, now, ctx.deps.config.serviceTimeZone);
-      const used = repo.authorityUsage(authority, window);
-      const refusal = authorityRefusal(
-        {
-          period,
-          max_per_refund_cents: authority.max_per_refund_cents,
-          max_per_period_cents: authority.max_per_period_cents,
-        },
-        used,
-        amount.cents,
-      );
-      if (refusal) throw authorityRefusalError(refusal, period);
-      await repo.countOnAuthority(trx, authority, window, amount.cents);
-    }
+    const checked = checkRefund(payment, authority, cents, now, ctx.deps.config.serviceTimeZone);
+    if ('refusal' in checked) throw checked.refusal;
+    const amount = checked;
+    if (authority && checked.window) await repo.countOnAuthority(trx, authority, checked.window, amount.cents);
     await countRefunded(trx, payment.id, amount.cents);
     const row = newRefundRow(payment, amount.cents, reason, authority?.id ?? null, now);
     if (!authority) {
       row.status = 'requires_action';
       row.action_reason = 'no_refund_authority' satisfies ActionReason;
-    } else {
-      row.bank_id = authority.bank_id;
     }
     await repo.insertRefund(trx, row);
     await emitEvent(
@@ -118,6 +99,61 @@ export async function createRefund(
     if (row.status === 'pending') await queueExecution(trx, row.id, ctx.deps.clock.now());
     return { refund: presentRefund(row) };
   });
+}
+
+/**
+ * The caller's active refund authority, held (row-locked) for the rest of the transaction; in test
+ * mode, the sandbox one is made first if the merchant never had one, so it exists from the start.
+ */
+async function holdAuthority(trx: Db, ctx: Ctx): Promise<RefundAuthorityRow | undefined> {
+  const owner = ownerOf(ctx);
+  const held = await repo.lockActiveAuthority(trx, owner);
+  if (held || owner.mode !== 'test') return held;
+  await ensureTestAuthority(ctx.deps, owner, ctx.merchant.name, trx);
+  return repo.lockActiveAuthority(trx, owner);
+}
+
+type Checked = { refusal: AppError } | { cents: number; window: { start: number; end: number } | null };
+
+/**
+ * What a refund of `cents` (null: everything that remains) of this payment meets now: its refusal
+ * (the payment's status, what remains refundable, the authority's limits), or the amount and, with
+ * an authority, the limit period it counts in.
+ */
+function checkRefund(
+  payment: PaymentRow,
+  authority: RefundAuthorityRow | undefined,
+  cents: number | null,
+  now: number,
+  zone: string,
+): Checked {
+  if (payment.status !== 'successful') return { refusal: invalidState('payment', payment.status, 'refund') };
+  const amount = refundAmountOf(payment, cents);
+  if (!amount.ok) return { refusal: exceedsRefundableError(amount.refundable) };
+  if (!authority) return { cents: amount.cents, window: null };
+  const period = authority.period as LimitPeriod;
+  const window = periodWindow(period, now, zone);
+  const limits = {
+    period,
+    max_per_refund_cents: authority.max_per_refund_cents,
+    max_per_period_cents: authority.max_per_period_cents,
+  };
+  const refusal = authorityRefusal(limits, repo.authorityUsage(authority, window), amount.cents);
+  return refusal ? { refusal: authorityRefusalError(refusal, period) } : { cents: amount.cents, window };
+}
+
+/**
+ * What a refund of `cents` of one of the caller's payments would meet now, without counting
+ * anything: the refusal POST /v1/refunds would give, or null (the dashboard's review). The refund
+ * checks again with the payment and the authority held.
+ */
+export async function refusalOfRefund(ctx: Ctx, paymentId: string, cents: number): Promise<AppError | null> {
+  const owner = ownerOf(ctx);
+  const payment = await findPaymentById(ctx.db, paymentId);
+  if (!payment || payment.user_id !== owner.userId || payment.mode !== owner.mode) throw notFound('payment', paymentId);
+  const authority = await repo.findActiveAuthority(ctx.db, owner);
+  const checked = checkRefund(payment, authority, cents, ctx.clock.now(), ctx.deps.config.serviceTimeZone);
+  return 'refusal' in checked ? checked.refusal : null;
 }
 
 function newRefundRow(
@@ -144,9 +180,7 @@ function newRefundRow(
     code: text.code,
     reference: text.reference,
     authority_id: authorityId,
-    bank_id: null,
     bank_payment_id: null,
-    submitted_at: null,
     sent_at: null,
     paid_by: null,
     created_at: now,
@@ -218,15 +252,14 @@ export type ManualPayment = {
 export async function refundsRequiringAction(ctx: Ctx, limit = 5000): Promise<ManualPayment[]> {
   const rows = await repo.listRefunds(ctx.db, ownerOf(ctx), { status: 'requires_action', limit });
   const items = rows.slice(0, limit).reverse();
-  return Promise.all(
-    items.map(async (refund) => {
-      const account = await keptPayerAccountOf(ctx.deps, refund.payment_id);
-      return {
-        refund,
-        payee: account ? { accountNumber: account.identification, name: account.name } : null,
-      };
-    }),
+  const accounts = await keptPayerAccountsOf(
+    ctx.deps,
+    items.map((refund) => refund.payment_id),
   );
+  return items.map((refund) => {
+    const account = accounts.get(refund.payment_id);
+    return { refund, payee: account ? { accountNumber: account.identification, name: account.name } : null };
+  });
 }
 
 type StatusChange = {

@@ -22,11 +22,7 @@ export interface RefundsTable {
   reference: string;
   /** The refund authority it was counted against, if it goes through one. */
   authority_id: string | null;
-  /** The merchant's bank it was sent through. */
-  bank_id: string | null;
   bank_payment_id: string | null;
-  /** When it was first sent to the bank (its id is the bank's idempotency key from then on). */
-  submitted_at: number | null;
   /** When the money left the merchant's account: the bank accepted it, or the merchant paid it by hand. */
   sent_at: number | null;
   /** Who marked a refund that required action as paid by hand (the dashboard user's email). */

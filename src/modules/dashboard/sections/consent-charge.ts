@@ -1,3 +1,4 @@
+import { THIS_PERIOD } from '../../consents/limits.ts';
 import { displayAmount, parseAmount } from '../../../shared/money.ts';
 import { retrieveConsent } from '../../consents/consents.service.ts';
 import { executePaymentOnConsent, refusalOfCharge } from '../../consents/execute.service.ts';
@@ -107,7 +108,6 @@ export function registerConsentCharge(scope: Scope, kit: Kit): void {
 }
 
 /** The consent's current period, as the page and the confirmation say it. */
-const THIS_PERIOD = { daily: 'today', weekly: 'this week', monthly: 'this month' } as const;
 
 const emptyCharge: ChargeValues = { amount: '', reference: '' };
 

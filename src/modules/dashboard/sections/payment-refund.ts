@@ -1,9 +1,10 @@
+import { THIS_PERIOD, type LimitPeriod } from '../../consents/limits.ts';
 import type { AppError } from '../../../shared/errors.ts';
 import { displayAmount, parseAmount } from '../../../shared/money.ts';
 import { retrievePayment } from '../../payments/payments.service.ts';
-import { authorityViewFor, type AuthorityView } from '../../refunds/refunds.authority.ts';
+import { authorityViewFor } from '../../refunds/refunds.authority.ts';
 import { REASON_MAX_LENGTH, refundableCents, refundStatementText } from '../../refunds/refunds.rules.ts';
-import { createRefund } from '../../refunds/refunds.service.ts';
+import { createRefund, refusalOfRefund } from '../../refunds/refunds.service.ts';
 import { text } from '../dashboard.format.ts';
 import { amountText, confirmationKeyOf, newConfirmationKey } from '../dashboard.forms.ts';
 import { formOf, problemOf, type Kit, type Scope, type Signed } from '../dashboard.kit.ts';
@@ -19,7 +20,6 @@ type RefundValues = { amount: string; reason: string };
 type PaymentView = Awaited<ReturnType<typeof retrievePayment>>['payment'];
 
 const centsOf = (value: string) => parseAmount(value) ?? 0;
-const THIS_PERIOD = { daily: 'today', weekly: 'this week', monthly: 'this month' } as const;
 
 /** What remains refundable of a payment (in the terms of its requested amount). */
 export function remainingOf(payment: PaymentView): number {
@@ -48,7 +48,7 @@ export function refundProblemText(error: AppError): string {
     case 'refund_rejected.max_per_refund':
       return `Your refund authority allows at most ${amount(error.params.limit)} for one refund. Refund less, or change the limits on the refund authority page.`;
     case 'refund_rejected.max_per_period': {
-      const period = THIS_PERIOD[error.params.period as keyof typeof THIS_PERIOD] ?? 'this period';
+      const period = THIS_PERIOD[error.params.period as LimitPeriod] ?? 'this period';
       return `Your refund authority has ${amount(error.params.remaining)} left ${period}, of ${amount(error.params.limit)}. Refund less, or change the limits on the refund authority page.`;
     }
     case 'conflict.invalid_state':
@@ -109,17 +109,6 @@ function refundFormPage(kit: Kit) {
   };
 }
 
-/** Why the refund authority in force would refuse `cents` now, in words; null when it would not (or there is none). */
-function authorityProblem(active: AuthorityView['active'], cents: number): string | null {
-  if (!active) return null;
-  if (cents > active.max_per_refund_cents)
-    return `Your refund authority allows at most ${displayAmount(active.max_per_refund_cents)} for one refund. Refund less, or change the limits on the refund authority page.`;
-  const left = Math.max(0, active.max_per_period_cents - active.usedCents);
-  if (cents > left)
-    return `Your refund authority has ${displayAmount(left)} left ${THIS_PERIOD[active.period as keyof typeof THIS_PERIOD]}, of ${displayAmount(active.max_per_period_cents)}. Refund less, or change the limits on the refund authority page.`;
-  return null;
-}
-
 /** "Review the refund": the typed values and the payment checked, then the confirmation with its idempotency key. */
 function registerRefundReview(scope: Scope, kit: Kit, formPage: FormPage): void {
   scope.post(
@@ -137,15 +126,10 @@ function registerRefundReview(scope: Scope, kit: Kit, formPage: FormPage): void 
         const { payment } = await retrievePayment(signed.ctx, id);
         const cannot = notRefundable(payment);
         if (cannot) return again(409, `${cannot} Nothing was refunded.`);
+        const refusal = await refusalOfRefund(signed.ctx, id, cents);
+        if (refusal) return again(refusal.status, `${refundProblemText(refusal)} Nothing was refunded.`);
         const remaining = remainingOf(payment);
-        if (cents > remaining)
-          return again(
-            422,
-            `You can refund at most ${displayAmount(remaining)} of this payment. Nothing was refunded.`,
-          );
         const { active } = await authorityViewFor(signed.ctx);
-        const overLimit = authorityProblem(active, cents);
-        if (overLimit) return again(422, `${overLimit} Nothing was refunded.`);
         return kit.render(reply, 200, 'refund-confirm', {
           title: 'Confirm the refund',
           ...kit.layoutOf(signed, 'payments'),
