@@ -35,6 +35,7 @@ import {
   serviceNodeFlags,
   spawnSandboxBank,
   spawnServer,
+  withCpu,
   type SpawnedServer,
 } from './process.ts';
 
@@ -339,6 +340,31 @@ async function waitsDuring<T>(during: () => Promise<T>): Promise<{ result: T; wa
   }
 }
 
+/** PostgreSQL's own processes on this machine (its backends and its writers), by their command name. */
+function postgresPids(): number[] {
+  return fs
+    .readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((pid) => {
+      try {
+        return fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres';
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
+/** Microseconds a call for the service's processes, then `bank` processes, then the rest (PostgreSQL). */
+function cpuShares(perPid: number[], service: number, bank: number) {
+  const sum = (values: number[]) => values.reduce((total, value) => total + value, 0);
+  return {
+    service: sum(perPid.slice(0, service)),
+    bank: sum(perPid.slice(service, service + bank)),
+    postgres: sum(perPid.slice(service + bank)),
+  };
+}
+
 /** execute_payment on PostgreSQL: EXECUTE_CONSENTS consents in turn, the sandbox bank in its own process, on `processes` processes. */
 async function executePayment(ctx: BenchContext, processes: number, base: PgBaselines): Promise<BenchResult> {
   const [servicePort, bankPort] = [await freePort(), await freePort()];
@@ -368,13 +394,15 @@ async function executePayment(ctx: BenchContext, processes: number, base: PgBase
       durationSec: ctx.durationSec,
     };
     await warmUp(executeOptions);
-    const { result, waits, commits } = await waitsDuring(() => load(executeOptions));
+    const pids = [...service.processes(), bank.pid, ...postgresPids()];
+    const { result, waits, commits } = await waitsDuring(() => withCpu(pids, () => load(executeOptions)));
+    const cpu = cpuShares(result.cpu_us_per_call, service.processes().length, 1);
     return {
       name: `execute_payment_postgres${processes > 1 ? `_x${processes}` : ''}`,
       rps: result.rps,
       p99_ms: result.p99_ms,
       ratio: result.rps / base.bankCall,
-      note: `× bank_call_baseline_postgres (budget ≥ 0.3 ×, p99 ≤ 100 ms); ${tokens.length} consents; PostgreSQL backends waiting (samples): ${waits}; ${(commits / result.requests).toFixed(1)} commits a call; errors ${result.errors + result.non2xx}${result.otherStatuses ? ` (${result.otherStatuses})` : ''}`,
+      note: `× bank_call_baseline_postgres (budget ≥ 0.3 ×, p99 ≤ 100 ms); ${tokens.length} consents; PostgreSQL backends waiting (samples): ${waits}; ${(commits / result.requests).toFixed(1)} commits a call; CPU a call: service ${cpu.service} µs, bank ${cpu.bank} µs, PostgreSQL ${cpu.postgres} µs; errors ${result.errors + result.non2xx}${result.otherStatuses ? ` (${result.otherStatuses})` : ''}`,
     };
   } finally {
     await service?.stop();

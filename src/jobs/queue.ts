@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import { newId } from '../shared/ids.ts';
 import type { Database } from '../store/tables.ts';
-import { insertRow, prepared } from '../store/prepared.ts';
+import { insertLater, prepared } from '../store/prepared.ts';
 import { afterCommit } from '../store/store.ts';
 import type { Clock } from '../shared/time.ts';
 
@@ -61,7 +61,7 @@ export async function enqueue<K extends JobKindName>(
   job: NewJob<K>,
   now = Date.now(),
 ): Promise<void> {
-  await insertRow(
+  await insertLater(
     db,
     'jobs',
     {

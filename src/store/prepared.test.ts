@@ -1,9 +1,10 @@
+import net from 'node:net';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
 import { engine, freshDb, pgUrl } from '../../test/helpers.ts';
 import { migrateToLatest } from './migrate.ts';
-import { inserted, insertRow, prepared, updateById } from './prepared.ts';
+import { inserted, insertLater, insertRow, prepared, updateById } from './prepared.ts';
 import { openDb, transact } from './store.ts';
 
 // Prepared queries against the real engines (SQLite here, PostgreSQL with TEST_ENGINE=postgres):
@@ -152,4 +153,90 @@ test('DATABASE_PREPARED_STATEMENTS=false: nothing is prepared on the server', {
   assert.deepEqual((await sql`select name from pg_prepared_statements`.execute(db)).rows, []);
   await sql`alter table jobs add column later text`.execute(db);
   assert.equal((await transact(db, (trx) => wholeJob.first(trx, { id: 'a' })))?.later, null);
+});
+
+const moveJob = prepared<{ id: string; runAt: number }>((db, arg) =>
+  db
+    .updateTable('jobs')
+    .set({ run_at: arg('runAt') })
+    .where('id', '=', arg('id')),
+);
+
+test('writes run later are part of their transaction: seen by the next statement, and a failure fails the whole', async (t) => {
+  const { db, drop } = await freshDb();
+  t.after(drop);
+  await migrateToLatest(db);
+  await insertRow(db, 'jobs', job('taken'));
+
+  await transact(db, async (trx) => {
+    await insertLater(trx, 'jobs', job('a'));
+    await moveJob.later(trx, { id: 'a', runAt: 7 });
+    assert.equal((await jobById.first(trx, { id: 'a' }))?.id, 'a');
+  });
+  assert.equal((await db.selectFrom('jobs').select('run_at').where('id', '=', 'a').executeTakeFirst())?.run_at, 7);
+
+  // A clash is thrown by the next statement that is awaited, or by the commit, and nothing of the transaction stays.
+  const unique = /unique|duplicate key/i;
+  await assert.rejects(
+    transact(db, async (trx) => {
+      await insertRow(trx, 'jobs', job('b'));
+      await insertLater(trx, 'jobs', job('taken'));
+      await jobById.first(trx, { id: 'b' });
+    }),
+    unique,
+  );
+  await assert.rejects(
+    transact(db, async (trx) => {
+      await insertLater(trx, 'jobs', job('c'));
+      await insertLater(trx, 'jobs', job('taken'));
+    }),
+    unique,
+  );
+  const ids = (await db.selectFrom('jobs').select('id').orderBy('id').execute()).map((row) => row.id);
+  assert.deepEqual(ids, ['a', 'taken']);
+
+  // Outside a transaction a later write is awaited like any other.
+  await assert.rejects(insertLater(db, 'jobs', job('taken')), unique);
+  // A transaction that throws after writes run later rolls them back.
+  await assert.rejects(
+    transact(db, async (trx) => {
+      await insertLater(trx, 'jobs', job('d'));
+      throw new Error('refused');
+    }),
+    /refused/,
+  );
+  assert.equal(await jobById.first(db, { id: 'd' }), undefined);
+});
+
+test('PostgreSQL: a BEGIN and the writes run later go out with the next awaited statement, one write to the socket', {
+  skip: engine !== 'postgres' ? "the pipeline is PostgreSQL's" : false,
+}, async (t) => {
+  const { schema, drop } = await freshDb();
+  t.after(drop);
+  const db = openDb({ engine: 'postgres', url: pgUrl, schema, poolSize: 1 });
+  t.after(() => db.destroy());
+  await migrateToLatest(db);
+  await jobById.first(db, { id: 'warm' });
+
+  const port = Number(new URL(pgUrl).port || 5432);
+  const socket = net.Socket.prototype as unknown as { _writeGeneric: (...args: unknown[]) => unknown };
+  const write = socket._writeGeneric;
+  let writes = 0;
+  socket._writeGeneric = function (this: net.Socket, ...args: unknown[]) {
+    if (this.remotePort === port) writes += 1;
+    return write.apply(this, args);
+  };
+  try {
+    await transact(db, async (trx) => {
+      await insertLater(trx, 'jobs', job('a'));
+      await insertLater(trx, 'jobs', job('b'));
+      await moveJob.later(trx, { id: 'a', runAt: 7 });
+      assert.equal((await jobById.first(trx, { id: 'a' }))?.id, 'a');
+      await insertLater(trx, 'jobs', job('c'));
+    });
+  } finally {
+    socket._writeGeneric = write;
+  }
+  assert.equal(writes, 2, 'begin, three writes and a read; then a write and the commit');
+  assert.equal((await db.selectFrom('jobs').select('id').execute()).length, 3);
 });

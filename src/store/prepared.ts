@@ -3,6 +3,7 @@ import type { Database } from './tables.ts';
 import { engineOf, type Engine } from './db.ts';
 import { storeOfOrNull, type Store } from './store.ts';
 import { andThen, type NowOrLater } from '../shared/now-or-later.ts';
+import { UNAWAITED } from './postgres/dialect.ts';
 
 // Queries built and compiled once, then run with new values.
 //
@@ -27,12 +28,18 @@ const PLACEHOLDER = '\u0000tono-arg:';
 /** Reads the argument `name` at run time; only valid inside a prepared query's builder. */
 export type Arg<Args> = <K extends keyof Args & string>(name: K) => Args[K];
 
-function planFor(db: Runner, plans: Map<Engine, Plan>, build: (db: Db, arg: Arg<any>) => Compilable<unknown>): Plan {
+function planFor(
+  db: Runner,
+  plans: Map<Engine, Plan>,
+  build: (db: Db, arg: Arg<any>) => Compilable<unknown>,
+  unawaited = false,
+): Plan {
   // Plans are per SQL dialect.
   const engine = engineOf(db);
   let plan = plans.get(engine);
   if (!plan) {
-    const query = build(db, ((name: string) => `${PLACEHOLDER}${name}`) as Arg<any>).compile();
+    let query = build(db, ((name: string) => `${PLACEHOLDER}${name}`) as Arg<any>).compile();
+    if (unawaited && engine === 'postgres') query = { ...query, sql: `${UNAWAITED}${query.sql}` };
     const slots = query.parameters.map((value) =>
       typeof value === 'string' && value.startsWith(PLACEHOLDER) ? value.slice(PLACEHOLDER.length) : null,
     );
@@ -91,6 +98,12 @@ export type PreparedQuery<Args, Row> = {
   /** Rows affected (an update or a delete), or inserted. */
   run(db: Runner, args: Args): Promise<QueryResult<Row>>;
   /**
+   * A write whose answer the caller does not need: inside a PostgreSQL transaction it goes to the
+   * server with the next statement that is awaited (src/store/postgres/dialect.ts, UNAWAITED), and
+   * its error, if any, is thrown there. Elsewhere the same as `run`.
+   */
+  later(db: Runner, args: Args): Promise<void>;
+  /**
    * The first row, as a value when the database answered at once (SQLite, outside a unit of work,
    * with what it read already durable), else as a promise. For the hottest reads: an answer in hand
    * finishes the request without a turn of the event loop per step.
@@ -103,6 +116,7 @@ export function prepared<Args extends Record<string, unknown>, Row = unknown>(
   build: (db: Db, arg: Arg<Args>) => Compilable<Row>,
 ): PreparedQuery<Args, Row> {
   const plans = new Map<Engine, Plan>();
+  const unawaitedPlans = new Map<Engine, Plan>();
   const run = (db: Runner, args: Args) => execute<Row>(db, bind(planFor(db, plans, build as any), args));
   // On SQLite, a read outside a transaction skips Kysely's connection handling when the
   // connection is free (Store.readNow): half the cost of a key lookup, and the rows come back in
@@ -118,6 +132,9 @@ export function prepared<Args extends Record<string, unknown>, Row = unknown>(
   };
   return {
     run,
+    later: async (db, args) => {
+      await execute<Row>(db, bind(planFor(db, unawaitedPlans, build as any, true), args));
+    },
     all: async (db, args) => rowsNowOrLater(db, args),
     first: async (db, args) => (await rowsNowOrLater(db, args))[0],
     firstNow: (db, args) => andThen(rowsNowOrLater(db, args), (rows) => rows[0]),
@@ -145,6 +162,30 @@ export async function insertRow<T extends keyof Database & string>(
   row: Insertable<Database[T]>,
   ignoreConflictOn?: string | readonly string[],
 ): Promise<QueryResult<never>> {
+  return insertPrepared(db, table, row, ignoreConflictOn, false);
+}
+
+/**
+ * Inserts a row as `insertRow` does, without waiting for PostgreSQL's answer inside a transaction
+ * (PreparedQuery.later): for rows written beside a change (its event, deliveries, jobs) whose
+ * insert can only fail with the whole transaction.
+ */
+export async function insertLater<T extends keyof Database & string>(
+  db: Runner,
+  table: T,
+  row: Insertable<Database[T]>,
+  ignoreConflictOn?: string | readonly string[],
+): Promise<void> {
+  await insertPrepared(db, table, row, ignoreConflictOn, true);
+}
+
+function insertPrepared<T extends keyof Database & string>(
+  db: Runner,
+  table: T,
+  row: Insertable<Database[T]>,
+  ignoreConflictOn: string | readonly string[] | undefined,
+  unawaited: boolean,
+): Promise<QueryResult<never>> {
   // As Kysely does, a column given as undefined is left out (it takes its default).
   const columns = Object.keys(row).filter((column) => (row as Record<string, unknown>)[column] !== undefined);
   const conflict =
@@ -153,12 +194,18 @@ export async function insertRow<T extends keyof Database & string>(
       : typeof ignoreConflictOn === 'string'
         ? [ignoreConflictOn]
         : [...ignoreConflictOn];
-  const plan = planFor(db, plansOfShape(`insert ${table}(${columns.join(',')}) ${conflict.join(',')}`), (base, arg) => {
-    const insert = base
-      .insertInto(table)
-      .values(Object.fromEntries(columns.map((column) => [column, arg(column)])) as any);
-    return conflict.length > 0 ? insert.onConflict((c) => c.columns(conflict as any).doNothing()) : insert;
-  });
+  const shape = `${unawaited ? 'later ' : ''}insert ${table}(${columns.join(',')}) ${conflict.join(',')}`;
+  const plan = planFor(
+    db,
+    plansOfShape(shape),
+    (base, arg) => {
+      const insert = base
+        .insertInto(table)
+        .values(Object.fromEntries(columns.map((column) => [column, arg(column)])) as any);
+      return conflict.length > 0 ? insert.onConflict((c) => c.columns(conflict as any).doNothing()) : insert;
+    },
+    unawaited,
+  );
   return execute<never>(db, bind(plan, row as Record<string, unknown>));
 }
 

@@ -113,7 +113,7 @@ export async function countReservedPayment(
   window: Window,
   periodBefore: UsageTotals,
 ): Promise<void> {
-  await countReservedPaymentQuery.run(db, {
+  await countReservedPaymentQuery.later(db, {
     id: consentId,
     amountCents,
     start: window.start,

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import { newId } from '../../shared/ids.ts';
-import { insertRow } from '../../store/prepared.ts';
+import { insertLater } from '../../store/prepared.ts';
 import { iso } from '../../shared/time.ts';
 import type { Database } from '../../store/tables.ts';
 import { invalidParam, notFound } from '../../shared/errors.ts';
@@ -69,7 +69,7 @@ export async function emitEvent<T extends EventType>(
     fields[secretField] = maskSecret(secret);
   }
   const body = JSON.stringify(envelope);
-  await insertRow(db, 'events', {
+  await insertLater(db, 'events', {
     id: envelope.id,
     user_id: scope.userId,
     mode: scope.mode,

@@ -1,7 +1,7 @@
 import type { Kysely, Selectable } from 'kysely';
 import { newId } from '../../shared/ids.ts';
 import { enqueue } from '../../jobs/queue.ts';
-import { insertRow, prepared, updateById } from '../../store/prepared.ts';
+import { insertLater, prepared, updateById } from '../../store/prepared.ts';
 import { holdRows, inJsonArray, lockForUpdate } from '../../store/db.ts';
 import type { IdsQuery } from '../../store/owned-rows.ts';
 import type { Database } from '../../store/tables.ts';
@@ -48,7 +48,7 @@ export async function queueDelivery(
     with_secret: target.withSecret ? 1 : 0,
     created_at: realNow,
   };
-  await insertRow(db, 'webhook_deliveries', row);
+  await insertLater(db, 'webhook_deliveries', row);
   const payload: DeliveryJobPayload = { delivery_id: row.id, endpoint_id: target.endpointId };
   await enqueue(db, { kind: WEBHOOK_DELIVERY_JOB, runAt: realNow, clockId: null, payload, batched: true }, realNow);
   return row;
