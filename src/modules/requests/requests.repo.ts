@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import { notFound } from '../../shared/errors.ts';
 import { lockForUpdate } from '../../store/db.ts';
-import { insertRow, prepared } from '../../store/prepared.ts';
+import { insertLater, prepared } from '../../store/prepared.ts';
 import type { Database } from '../../store/tables.ts';
 import type { Mode } from '../../shared/mode.ts';
 import type { RequestRow } from './requests.tables.ts';
@@ -12,8 +12,9 @@ import { countOwned, deleteOwned, holdOwned, idsOfOwned } from '../../store/owne
 export type Owner = { userId: string; mode: Mode };
 type Db = Kysely<Database>;
 
+/** A new request under a fresh id: nothing but the whole transaction can make it fail. */
 export async function insertRequest(db: Db, row: RequestRow): Promise<void> {
-  await insertRow(db, 'requests', row);
+  await insertLater(db, 'requests', row);
 }
 
 const findRequestQuery = prepared<{ id: string; userId: string; mode: Mode }, RequestRow>((db, arg) =>
