@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, unauthorized } from '../../shared/errors.ts';
 import { clockAt } from './merchants.clock.ts';
 import { authenticateKey, type Authenticated } from './merchants.service.ts';
-import { andThen, type NowOrLater } from '../../shared/now-or-later.ts';
+import type { NowOrLater } from '../../shared/now-or-later.ts';
 import { SharedTokenBuckets, TokenBuckets, type RateLimiter, type TakeResult } from '../../http/rate-limit.ts';
 import { clientKey, FailureLimiter, recordInDatabase, retryAfterSeconds } from '../../http/failure-limiter.ts';
 import { reportBucketUse } from '../../store/rate-buckets.ts';
@@ -14,11 +14,6 @@ declare module 'fastify' {
   }
 }
 
-/**
- * Hook for every /v1 API route: a valid bearer key, turned into the request's Ctx. Register it as
- * `onRequest` so a caller without a valid key gets 401 before the body is read or validated (it
- * also works as a preHandler).
- */
 const limiters = new WeakMap<Deps, RateLimiter | null>();
 
 /** Each key's calls: in this process on SQLite, shared by every process on PostgreSQL. */
@@ -75,6 +70,11 @@ function lookupsFor(deps: Deps): Map<string, number> {
   return lookups;
 }
 
+/**
+ * Hook for every /v1 API route: a valid bearer key, turned into the request's Ctx. Register it as
+ * `onRequest` so a caller without a valid key gets 401 before the body is read or validated (it
+ * also works as a preHandler).
+ */
 export function apiKeyAuth(deps: Deps) {
   const failures = failuresFor(deps);
   const lookups = lookupsFor(deps);
@@ -170,20 +170,24 @@ const OK: TakeResult = { ok: true };
 
 /** The key's call, within its rate, made the request's Ctx. */
 function admit(deps: Deps, request: FastifyRequest, found: Authenticated): NowOrLater<void> {
-  const limiter = limiterFor(deps);
-  return andThen(limiter ? limiter.take(found.keyId, deps.clock.now()) : OK, (limited) => {
-    if (!limited.ok) throw rateLimited(deps, limited.retryAfterMs);
-    const log = request.log as unknown as Ctx['log'];
-    log.setBindings({ merchant_id: found.merchant.id, mode: found.mode });
-    request.ctx = {
-      deps,
-      db: deps.db,
-      merchant: found.merchant,
-      mode: found.mode,
-      clock: clockAt(deps.clock, found.mode, found.clockOffsetMs),
-      log,
-    };
-  });
+  const limited = limiterFor(deps)?.take(found.keyId, deps.clock.now()) ?? OK;
+  // Decided in memory almost always: only a burst past a process's share of the rate waits.
+  if (limited instanceof Promise) return limited.then((result) => enter(deps, request, found, result));
+  enter(deps, request, found, limited);
+}
+
+function enter(deps: Deps, request: FastifyRequest, found: Authenticated, limited: TakeResult): void {
+  if (!limited.ok) throw rateLimited(deps, limited.retryAfterMs);
+  const log = request.log as unknown as Ctx['log'];
+  log.setBindings({ merchant_id: found.merchant.id, mode: found.mode });
+  request.ctx = {
+    deps,
+    db: deps.db,
+    merchant: found.merchant,
+    mode: found.mode,
+    clock: clockAt(deps.clock, found.mode, found.clockOffsetMs),
+    log,
+  };
 }
 
 function rateLimited(deps: Deps, retryAfterMs: number): AppError {
