@@ -2,9 +2,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { randomBytes } from 'node:crypto';
-import { apiClient, buildTestApp, createTestMerchant } from '../../test/helpers.ts';
+import { apiClient, buildTestApp, createTestMerchant, freshDb } from '../../test/helpers.ts';
 import { shiftedClock, systemClock } from '../shared/time.ts';
-import { clientKey, FailureLimiter } from './failure-limiter.ts';
+import { migrateToLatest } from '../store/migrate.ts';
+import { clientKey, FailureLimiter, recordInDatabase } from './failure-limiter.ts';
 
 test('FailureLimiter: at most max failures per window, then refused until the window ends; keys are independent', () => {
   fc.assert(
@@ -171,4 +172,27 @@ test('take counts an attempt before its outcome is known, and giveBack uncounts 
   limiter.take('b', 1_600);
   if (late.ok) limiter.giveBack('b', late.windowStart);
   assert.equal(limiter.take('b', 1_700).ok, false);
+});
+
+test('failures spread over processes that count them in one database add up, and the address is refused in each', async (t) => {
+  const testDb = await freshDb();
+  t.after(() => testDb.drop());
+  await migrateToLatest(testDb.db);
+  const processes = [0, 1].map(
+    () => new FailureLimiter({ max: 5, windowMs: 60_000, record: recordInDatabase(testDb.db, 'test', 5, 60_000) }),
+  );
+  let failed = 0;
+  for (let i = 0; i < 10; i++) {
+    const limiter = processes[i % 2]!;
+    if (!limiter.check('ip', 1_000 + i).ok) continue;
+    limiter.fail('ip', 1_000 + i);
+    await limiter.shared('ip', 1_000 + i);
+    failed += 1;
+  }
+  // Each process knows the count as of its own last failure: one more per other process gets through.
+  assert.equal(failed, 5 + 1);
+  for (const limiter of processes) assert.equal(limiter.check('ip', 2_000).ok, false);
+  for (const limiter of processes) assert.equal(limiter.check('other', 2_000).ok, true);
+  for (const limiter of processes) assert.equal(limiter.check('ip', 61_010).ok, true, 'a minute later');
+  assert.equal(new FailureLimiter({ max: 5, windowMs: 60_000 }).shared('ip', 0), null, 'one process: nothing to share');
 });

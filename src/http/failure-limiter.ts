@@ -1,10 +1,13 @@
 import ipaddr from 'ipaddr.js';
+import { takeAttempt } from '../store/attempts.ts';
+import type { Db } from '../store/db.ts';
 
 // Limits failed attempts (bad API keys) per key, usually a client address: after `max` failures
 // within `windowMs`, every attempt from that key is refused until the window that began with the
-// first failure has passed. Successes do not count. In memory, per process: guessing a key needs
-// far more tries than any number of processes multiplies the limit by (docs/security.md, "Limits").
-// Limits that protect an account are kept in the database instead (src/store/attempts.ts).
+// first failure has passed. Successes do not count. Checked in memory, so a call is never slowed
+// by the check; with several processes on one database each failure is also counted there
+// (`record`, src/store/attempts.ts), and the count read back closes the window in the process that
+// reads it, so failures spread over the processes add up (docs/security.md, "Limits").
 //
 // Memory is bounded: windows are kept in the order they began, so the expired ones are always at
 // the front and are dropped a few at a time as new failures arrive, and past `maxKeys` live
@@ -14,16 +17,32 @@ import ipaddr from 'ipaddr.js';
 export type FailureCheck = { ok: true } | { ok: false; retryAfterMs: number };
 export type TakenFailure = { ok: true; windowStart: number } | { ok: false; retryAfterMs: number };
 
+/** Counts a failure where every process sees it; answers that window's start and its failures. */
+export type FailureRecord = (key: string, now: number) => Promise<{ windowStart: number; failures: number }>;
+
+export type FailureLimiterOptions = {
+  max: number;
+  windowMs: number;
+  maxKeys?: number;
+  /** Where the processes on one database count failures together; none for a service of one process. */
+  record?: FailureRecord;
+  recordFailed?: (error: unknown) => void;
+};
+
 export class FailureLimiter {
   private readonly max: number;
   private readonly windowMs: number;
   private readonly maxKeys: number;
+  private readonly record: FailureRecord | null;
+  private readonly recordFailed: (error: unknown) => void;
   private readonly windows = new Map<string, { start: number; failures: number }>();
 
-  constructor(options: { max: number; windowMs: number; maxKeys?: number }) {
+  constructor(options: FailureLimiterOptions) {
     this.max = options.max;
     this.windowMs = options.windowMs;
     this.maxKeys = options.maxKeys ?? 100_000;
+    this.record = options.record ?? null;
+    this.recordFailed = options.recordFailed ?? (() => {});
   }
 
   /** How many keys have a window open (or not yet dropped). */
@@ -70,12 +89,52 @@ export class FailureLimiter {
     if (window && window.start === windowStart && window.failures > 0) window.failures -= 1;
   }
 
+  /**
+   * Counts a failure, already counted here, where every process sees it, and takes on the count
+   * found there. Settles (never rejects) once done; null when there is nowhere to record it.
+   */
+  shared(key: string, now: number): Promise<void> | null {
+    if (!this.record || this.max <= 0) return null;
+    return this.record(key, now).then(
+      ({ windowStart, failures }) => this.learn(key, windowStart, failures, now),
+      (error: unknown) => this.recordFailed(error),
+    );
+  }
+
+  /**
+   * `failures` in the window that began at `windowStart`, counted by every process: an open window
+   * here keeps its start (attempts taken in it are given back by it) and takes the larger count.
+   */
+  private learn(key: string, windowStart: number, failures: number, now: number): void {
+    const window = this.windows.get(key);
+    if (window && now - window.start < this.windowMs) {
+      window.failures = Math.max(window.failures, failures);
+      return;
+    }
+    if (now - windowStart >= this.windowMs) return;
+    this.windows.delete(key);
+    this.windows.set(key, { start: windowStart, failures });
+    this.forget(now);
+  }
+
   private forget(now: number): void {
     for (const [key, window] of this.windows) {
       if (now - window.start < this.windowMs && this.windows.size <= this.maxKeys) break;
       this.windows.delete(key);
     }
   }
+}
+
+/** Failures counted in the database's attempt windows under `scope` (src/store/attempts.ts). */
+export function recordInDatabase(db: Db, scope: string, max: number, windowMs: number): FailureRecord {
+  const limit = { scope, max, windowMs };
+  return async (key, now) => {
+    const taken = await takeAttempt(db, limit, key, now);
+    // Refused: the count stopped one past the limit, in a window that ends in `retryAfterMs`.
+    return taken.ok
+      ? { windowStart: taken.windowStart, failures: taken.attempts }
+      : { windowStart: now + taken.retryAfterMs - windowMs, failures: max + 1 };
+  };
 }
 
 /**

@@ -1,6 +1,6 @@
-import { Registry, collectDefaultMetrics, Gauge, type Metric } from 'prom-client';
+import { Registry, collectDefaultMetrics, Counter, Gauge, type Metric } from 'prom-client';
 import type { Db } from '../store/db.ts';
-import { jobCounts } from '../jobs/queue.ts';
+import { jobCounts, jobNotificationsHeard } from '../jobs/queue.ts';
 
 export const HTTP_DURATION_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10];
 
@@ -136,6 +136,15 @@ export function createMetrics(deps: { db: Db }) {
     registers: [registry],
     async collect() {
       this.set((await jobCounts(deps.db, Date.now())).failed);
+    },
+  });
+  new Counter({
+    name: 'tono_job_notifications_heard_total',
+    help: "Notifications of jobs another process queued that woke this process's workers (PostgreSQL)",
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(jobNotificationsHeard());
     },
   });
   return { registry, httpDuration };

@@ -157,7 +157,11 @@ export class BatchLane<P, W, O> {
   start(): void {
     if (this.running) return;
     this.running = true;
-    this.unregister = onJobEnqueued(this.spec.kind, () => this.poke());
+    this.unregister = onJobEnqueued(
+      this.spec.kind,
+      { poke: () => this.poke(), hasRoom: () => this.running && this.inFlight.size < this.maxInFlight },
+      { db: this.db, log: this.log },
+    );
     this.heartbeat = setInterval(() => void this.renewLeases(), Math.max(50, Math.floor(this.leaseMs / 3)));
     this.heartbeat.unref?.();
     this.poke();

@@ -1,8 +1,12 @@
+import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
 import { newId } from '../shared/ids.ts';
 import type { Database } from '../store/tables.ts';
+import { engineOf } from '../store/db.ts';
 import { insertLater, prepared } from '../store/prepared.ts';
-import { afterCommit } from '../store/store.ts';
+import { afterCommit, storeOf, type Store } from '../store/store.ts';
+import { notifySql } from '../store/postgres/listener.ts';
 import type { Clock } from '../shared/time.ts';
 
 /**
@@ -27,9 +31,16 @@ export type NewJob<K extends JobKindName = JobKindName> = {
   batched?: boolean;
 };
 
-type Waker = () => void;
-/** The wakers of each lane; null is the generic worker's. */
-const wakers = new Map<string | null, Set<Waker>>();
+/** What claims the jobs of one lane in this process: the generic worker, or a batched lane. */
+export type JobRunner = {
+  /** Claim what is due now. */
+  poke(): void;
+  /** Whether it would start another job now (it runs, and is below its cap). */
+  hasRoom(): boolean;
+};
+
+/** The runners of each lane in this process; null is the generic worker's. */
+const runners = new Map<string | null, Set<JobRunner>>();
 /** One function per lane, so a transaction that queues many jobs of a lane wakes its workers once (afterCommit). */
 const wakeFunctions = new Map<string | null, () => void>();
 
@@ -37,23 +48,127 @@ function wakerOfLane(lane: string | null): () => void {
   let wake = wakeFunctions.get(lane);
   if (!wake) {
     wake = () => {
-      for (const waker of wakers.get(lane) ?? []) waker();
+      for (const runner of runners.get(lane) ?? []) runner.poke();
     };
     wakeFunctions.set(lane, wake);
   }
   return wake;
 }
 
+function canStartHere(lane: string | null): boolean {
+  for (const runner of runners.get(lane) ?? []) if (runner.hasRoom()) return true;
+  return false;
+}
+
+// Across processes (PostgreSQL): a transaction that queues a job due now which no runner of this
+// process can start sends a notification on JOBS_CHANNEL with the job's insert, delivered at
+// commit, and the runners of the lane in every other process that listens claim at once rather than
+// at their next poll. Only then: PostgreSQL serialises the commits of transactions that notify (they
+// hold a database-wide lock until their commit is flushed), so a notification on every commit that
+// queues mail or a webhook would undo the group commit of the busiest paths; and a runner here with
+// room claims the job as soon as the commit returns, before any other process could. The payload
+// names the lane and this process, which ignores its own notifications (it woke its runners already).
+
+export const JOBS_CHANNEL = 'tono_jobs';
+/** This process, in the notifications it sends. */
+const PROCESS_ID = randomUUID();
+let heard = 0;
+
+/** Notifications of another process's jobs that woke this process's runners, since it started. */
+export function jobNotificationsHeard(): number {
+  return heard;
+}
+
+const listening = new Map<Store, { runners: number; stop: () => void }>();
+
+/** Listens for jobs other processes queue, while any runner of this store runs (PostgreSQL). */
+function listenForJobs(store: Store, log: Logger): () => void {
+  let entry = listening.get(store);
+  if (!entry) {
+    const stop = store.listen(JOBS_CHANNEL, {
+      notice(payload) {
+        const space = payload.indexOf(' ');
+        if (space < 0 || payload.slice(0, space) === PROCESS_ID) return;
+        const lane = payload.slice(space + 1) || null;
+        if (!runners.has(lane)) return;
+        heard += 1;
+        wakerOfLane(lane)();
+      },
+      listening() {
+        // Whatever was queued while nobody listened is due now.
+        for (const lane of runners.keys()) wakerOfLane(lane)();
+      },
+      lost(error, retryInMs) {
+        log.warn(
+          { err: error, retry_in_ms: retryInMs },
+          "lost the connection that hears of other processes' jobs; polling meanwhile",
+        );
+      },
+    });
+    if (!stop) return () => {};
+    entry = { runners: 0, stop };
+    listening.set(store, entry);
+  }
+  const own = entry;
+  own.runners += 1;
+  let stopped = false;
+  return () => {
+    if (stopped) return;
+    stopped = true;
+    own.runners -= 1;
+    if (own.runners === 0 && listening.get(store) === own) {
+      listening.delete(store);
+      own.stop();
+    }
+  };
+}
+
 /**
  * Workers register here so that a committed job due now starts without waiting for a poll: the
- * generic worker for jobs of no lane (null), a batched lane for its own kind's.
+ * generic worker for jobs of no lane (null), a batched lane for its own kind's; with PostgreSQL,
+ * also a job another process queued that no runner there could start.
  */
-export function onJobEnqueued(lane: string | null, waker: Waker): () => void {
-  let own = wakers.get(lane);
-  if (!own) wakers.set(lane, (own = new Set()));
-  own.add(waker);
-  return () => own.delete(waker);
+export function onJobEnqueued(
+  lane: string | null,
+  runner: JobRunner,
+  options: { db: Kysely<Database>; log: Logger },
+): () => void {
+  let own = runners.get(lane);
+  if (!own) runners.set(lane, (own = new Set()));
+  own.add(runner);
+  const stopListening = listenForJobs(storeOf(options.db), options.log);
+  return () => {
+    own.delete(runner);
+    if (own.size === 0 && runners.get(lane) === own) runners.delete(lane);
+    stopListening();
+  };
 }
+
+type JobRow = Omit<Database['jobs'], 'attempts'>;
+
+/** The insert that also tells other processes, at commit, that a job of its lane is due. */
+const queueAndTell = (onDuplicate: 'fail' | 'ignore') =>
+  prepared<JobRow & { wake: string }>((db, arg) => {
+    const insert = db.insertInto('jobs').values({
+      id: arg('id'),
+      kind: arg('kind'),
+      run_at: arg('run_at'),
+      clock_id: arg('clock_id'),
+      payload: arg('payload'),
+      lane: arg('lane'),
+      dedupe_key: arg('dedupe_key'),
+      locked_by: arg('locked_by'),
+      locked_until: arg('locked_until'),
+      last_error: arg('last_error'),
+      failed_at: arg('failed_at'),
+      created_at: arg('created_at'),
+    });
+    return (onDuplicate === 'ignore' ? insert.onConflict((c) => c.column('dedupe_key').doNothing()) : insert).returning(
+      notifySql(JOBS_CHANNEL, arg('wake')).as('told'),
+    );
+  });
+const queueAndTellQuery = queueAndTell('fail');
+const queueOnceAndTellQuery = queueAndTell('ignore');
 
 /** Inserts a job in the caller's transaction, so the job exists exactly when the change does. */
 export async function enqueue<K extends JobKindName>(
@@ -61,26 +176,30 @@ export async function enqueue<K extends JobKindName>(
   job: NewJob<K>,
   now = Date.now(),
 ): Promise<void> {
-  await insertLater(
-    db,
-    'jobs',
-    {
-      id: newId('job'),
-      kind: job.kind,
-      run_at: job.runAt,
-      clock_id: job.clockId ?? null,
-      payload: JSON.stringify(job.payload ?? {}),
-      lane: job.batched ? job.kind : null,
-      dedupe_key: job.dedupeKey ?? null,
-      locked_by: null,
-      locked_until: null,
-      last_error: null,
-      failed_at: null,
-      created_at: now,
-    },
-    job.dedupeKey ? 'dedupe_key' : undefined,
-  );
-  if (job.runAt <= now + 50) afterCommit(db, wakerOfLane(job.batched ? job.kind : null));
+  const lane = job.batched ? job.kind : null;
+  const row: JobRow = {
+    id: newId('job'),
+    kind: job.kind,
+    run_at: job.runAt,
+    clock_id: job.clockId ?? null,
+    payload: JSON.stringify(job.payload ?? {}),
+    lane,
+    dedupe_key: job.dedupeKey ?? null,
+    locked_by: null,
+    locked_until: null,
+    last_error: null,
+    failed_at: null,
+    created_at: now,
+  };
+  // Other processes are told once per lane and transaction, with its first job due now.
+  const tell =
+    job.runAt <= now + 50 && afterCommit(db, wakerOfLane(lane)) && engineOf(db) === 'postgres' && !canStartHere(lane);
+  if (tell) {
+    const query = job.dedupeKey ? queueOnceAndTellQuery : queueAndTellQuery;
+    await query.later(db, { ...row, wake: `${PROCESS_ID} ${lane ?? ''}` });
+  } else {
+    await insertLater(db, 'jobs', row, job.dedupeKey ? 'dedupe_key' : undefined);
+  }
 }
 
 /**

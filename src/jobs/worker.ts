@@ -108,7 +108,11 @@ export class Worker {
   start(): void {
     if (this.running) return;
     this.running = true;
-    this.unregister = onJobEnqueued(null, () => this.poke());
+    this.unregister = onJobEnqueued(
+      null,
+      { poke: () => this.poke(), hasRoom: () => this.running && this.inFlight.size < this.options.concurrency },
+      this.options,
+    );
     this.poke();
   }
 

@@ -12,7 +12,8 @@ import { transact } from './store.ts';
 /** One limit: a name of its own, how many attempts a key may make, and over how long. */
 export type AttemptLimit = { scope: string; max: number; windowMs: number };
 
-export type TakenAttempt = { ok: true; windowStart: number } | { ok: false; retryAfterMs: number };
+/** Taken: when its window began, and how many attempts the window holds with it. */
+export type TakenAttempt = { ok: true; windowStart: number; attempts: number } | { ok: false; retryAfterMs: number };
 
 /** Keys are stored as hashes: the table need not hold addresses or emails. */
 const keyHash = (key: string) => sha256Hex(key);
@@ -22,7 +23,7 @@ const keyHash = (key: string) => sha256Hex(key);
  * marks the window as refusing; windows that have ended are dropped on the way.
  */
 export async function takeAttempt(db: Db, limit: AttemptLimit, key: string, now: number): Promise<TakenAttempt> {
-  if (limit.max <= 0) return { ok: true, windowStart: now };
+  if (limit.max <= 0) return { ok: true, windowStart: now, attempts: 0 };
   const ended = now - limit.windowMs;
   // One commit for both statements (on SQLite each would be its own otherwise).
   const row = await transact(db, async (trx) => {
@@ -44,7 +45,8 @@ export async function takeAttempt(db: Db, limit: AttemptLimit, key: string, now:
       .executeTakeFirstOrThrow();
   });
   const windowStart = Number(row.window_start);
-  if (Number(row.attempts) <= limit.max) return { ok: true, windowStart };
+  const attempts = Number(row.attempts);
+  if (attempts <= limit.max) return { ok: true, windowStart, attempts };
   return { ok: false, retryAfterMs: Math.max(1, windowStart + limit.windowMs - now) };
 }
 

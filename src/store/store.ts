@@ -6,12 +6,15 @@ import { openSqlite, groupCommitDialect } from './sqlite/dialect.ts';
 import { GroupCommitDriver, type UnitConnection } from './sqlite/group-commit.ts';
 import type { Params } from './sqlite/rows.ts';
 import type { FileSync } from './sqlite/wal-syncer.ts';
+import pg from 'pg';
 import {
+  clientConfig,
   postgresPool,
   ServerPreparedStatements,
   StorePostgresDialect,
   type PostgresOptions,
 } from './postgres/dialect.ts';
+import { Listener, type ListenHandlers } from './postgres/listener.ts';
 
 // The store: the one object through which the service reaches its database. docs/store.md says
 // what a commit promises on each engine and how a repo uses it.
@@ -63,6 +66,7 @@ export class Store {
   readonly db: Db;
   private readonly groupCommit: GroupCommitDriver | null = null;
   private readonly serverPrepared: ServerPreparedStatements | null = null;
+  private readonly listener: Listener | null = null;
   private readonly open = new Map<Tx, OpenTransaction>();
 
   constructor(options: StoreOptions) {
@@ -75,7 +79,20 @@ export class Store {
     } else {
       if (options.preparedStatements !== false) this.serverPrepared = new ServerPreparedStatements();
       const pool = postgresPool(options, this.serverPrepared);
-      this.db = new Kysely<Database>({ dialect: new StorePostgresDialect(pool, new PostgresStoreAdapter(this)) });
+      // A half-open connection would otherwise go unnoticed for hours while nothing is sent on it.
+      const listener = new Listener(
+        () =>
+          new pg.Client({
+            ...clientConfig(options),
+            keepAlive: true,
+            keepAliveInitialDelayMillis: 10_000,
+            connectionTimeoutMillis: 10_000,
+          }),
+      );
+      this.listener = listener;
+      this.db = new Kysely<Database>({
+        dialect: new StorePostgresDialect(pool, new PostgresStoreAdapter(this), () => listener.close()),
+      });
     }
   }
 
@@ -111,12 +128,29 @@ export class Store {
     return relaxed ? { result, durable: open.unit?.durable ?? null } : result;
   }
 
-  /** Runs `hook` once `db`'s transaction has committed (never if it rolls back); outside one, at once. */
-  afterCommit(db: Kysely<any>, hook: () => void): void {
+  /**
+   * Runs `hook` once `db`'s transaction has committed (never if it rolls back); outside one, at once.
+   * False when the same hook was already to run at that commit.
+   */
+  afterCommit(db: Kysely<any>, hook: () => void): boolean {
     const open = this.open.get(db as Tx);
-    if (!open) return queueMicrotask(hook);
+    if (!open) {
+      queueMicrotask(hook);
+      return true;
+    }
     open.hooks ??= new Set();
+    if (open.hooks.has(hook)) return false;
     open.hooks.add(hook);
+    return true;
+  }
+
+  /**
+   * PostgreSQL: `handlers` hear what other connections send on channel `name` of this store's
+   * schema (`notifySql`, src/store/postgres/listener.ts), over one connection of the store's own,
+   * until the returned function is called. Null on SQLite, which one process uses.
+   */
+  listen(name: string, handlers: ListenHandlers): (() => void) | null {
+    return this.listener ? this.listener.listen(name, handlers) : null;
   }
 
   /**
@@ -202,7 +236,10 @@ export function transact<T, DB = Database>(db: Kysely<DB>, work: (trx: Transacti
   return storeOf(db).transaction(work as unknown as (trx: Tx) => Promise<T>);
 }
 
-/** Runs `hook` once the transaction `db` belongs to has committed; outside one, at once. */
-export function afterCommit(db: Kysely<any>, hook: () => void): void {
-  storeOf(db).afterCommit(db, hook);
+/**
+ * Runs `hook` once the transaction `db` belongs to has committed; outside one, at once. False when
+ * the same hook was already to run at that commit.
+ */
+export function afterCommit(db: Kysely<any>, hook: () => void): boolean {
+  return storeOf(db).afterCommit(db, hook);
 }

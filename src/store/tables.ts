@@ -31,6 +31,16 @@ export interface AttemptWindowsTable {
   attempts: number;
 }
 
+/** A key's token bucket under one rate limit, shared by the processes on one database (store/rate-buckets.ts). */
+export interface RateBucketsTable {
+  scope: string;
+  /** An API key's id. */
+  key: string;
+  /** Tokens left at `at`; below zero while the key owes calls let through before a process saw the others'. */
+  tokens: number;
+  at: number;
+}
+
 /**
  * Every table, by name. The store owns only the tables below; each module adds its own tables to
  * this interface from its *.tables.ts file (declaration merging), so the store never imports a module.
@@ -39,4 +49,5 @@ export interface Database {
   store_tasks: StoreTasksTable;
   idempotency_keys: IdempotencyKeysTable;
   attempt_windows: AttemptWindowsTable;
+  rate_buckets: RateBucketsTable;
 }

@@ -1,12 +1,14 @@
 import { pruneExpiredIdempotencyKeys } from '../../http/idempotency.ts';
 import { bringQueuedJobForward, enqueue, pruneGivenUpJobs } from '../../jobs/queue.ts';
 import type { JobHandler } from '../../jobs/worker.ts';
+import { pruneRateBuckets } from '../../store/rate-buckets.ts';
 import { DAY_MS } from '../../shared/time.ts';
 import type { Deps } from '../context.ts';
 
 // Housekeeping of the tables every module writes through the lower layers, so that what the hot
 // paths read does not grow without end (docs/configuration.md, "Retention"): stored idempotent
-// replies once their key has expired (24 hours), and jobs given up on after 30 days. One job, due
+// replies once their key has expired (24 hours), jobs given up on after 30 days, and API keys'
+// shared rate buckets an hour after their last use (refilled long since). One job, due
 // every hour and at every start; each run deletes in batches, and stops after a bounded number so a
 // large backlog is worked off over a few runs rather than in one long one.
 
@@ -21,13 +23,20 @@ declare module '../../jobs/queue.ts' {
 const PRUNE_EVERY_MS = 60 * 60_000;
 /** How long a job given up on is kept for an operator to look at. */
 export const GIVEN_UP_JOBS_KEPT_MS = 30 * DAY_MS;
+/** A rate bucket unused this long is full again, as a bucket with no row is. */
+const RATE_BUCKETS_KEPT_MS = 60 * 60_000;
 const BATCH = 1000;
 const BATCHES_A_RUN = 50;
 
 /** Deletes what has outlived its retention, in batches; answers how many rows of each went. */
-export async function pruneOnce(deps: Deps): Promise<{ idempotency_keys: number; jobs: number }> {
+export async function pruneOnce(deps: Deps): Promise<{ idempotency_keys: number; jobs: number; rate_buckets: number }> {
   const now = deps.clock.now();
-  const pruned = { idempotency_keys: 0, jobs: 0 };
+  // One row per API key used within the hour: few enough for one statement.
+  const pruned = {
+    idempotency_keys: 0,
+    jobs: 0,
+    rate_buckets: await pruneRateBuckets(deps.db, now - RATE_BUCKETS_KEPT_MS),
+  };
   for (let batch = 0; batch < BATCHES_A_RUN; batch += 1) {
     const keys = await pruneExpiredIdempotencyKeys(deps.db, now, BATCH);
     const jobs = await pruneGivenUpJobs(deps.db, now - GIVEN_UP_JOBS_KEPT_MS, BATCH);
@@ -43,7 +52,8 @@ export function pruneJob(deps: Deps): JobHandler {
   return async (_payload, { log }) => {
     try {
       const pruned = await pruneOnce(deps);
-      if (pruned.idempotency_keys + pruned.jobs > 0) log.info({ pruned }, 'pruned what outlived its retention');
+      if (pruned.idempotency_keys + pruned.jobs + pruned.rate_buckets > 0)
+        log.info({ pruned }, 'pruned what outlived its retention');
     } catch (error) {
       // A prune that failed is simply run again at the next hour; the job must not give up.
       log.error({ err: error }, 'could not prune');

@@ -7,7 +7,7 @@ import { GIVEN_UP_JOBS_KEPT_MS, PRUNE_JOB, pruneOnce, schedulePrune } from './ma
 
 // What outlives its retention is pruned: stored idempotent replies once their key has expired
 // (a live key by real time, a test key by its merchant's test clock), jobs given up on after 30
-// days; nothing else. On both engines (TEST_ENGINE=postgres for PostgreSQL).
+// days, rate buckets an hour after their last use; nothing else. On both engines (TEST_ENGINE=postgres for PostgreSQL).
 
 test('expired idempotency keys and old given-up jobs are pruned, and nothing else', async (t) => {
   const app = await buildTestApp(t);
@@ -47,6 +47,11 @@ test('expired idempotency keys and old given-up jobs are pruned, and nothing els
       })
       .execute();
   }
+  for (const [key, at] of [
+    ['key_idle', now - 2 * 60 * 60_000],
+    ['key_busy', now],
+  ] as const)
+    await db.insertInto('rate_buckets').values({ scope: 'api_calls', key, tokens: 1, at }).execute();
   const keys = async () =>
     (await db.selectFrom('idempotency_keys').select(['mode', 'key']).orderBy('key').execute()).map(
       (row) => `${row.mode}:${row.key}`,
@@ -55,7 +60,11 @@ test('expired idempotency keys and old given-up jobs are pruned, and nothing els
 
   assert.deepEqual(await keys(), ['live:live-1', 'test:test-1', 'test:test-2']);
   const jobsBefore = await jobs();
-  assert.deepEqual(await pruneOnce(app.deps), { idempotency_keys: 1, jobs: 1 });
+  assert.deepEqual(await pruneOnce(app.deps), { idempotency_keys: 1, jobs: 1, rate_buckets: 1 });
+  assert.deepEqual(
+    (await db.selectFrom('rate_buckets').select('key').execute()).map((row) => row.key),
+    ['key_busy'],
+  );
   assert.deepEqual(await keys(), ['live:live-1', 'test:test-2'], 'the test key made two test days ago is gone');
   assert.equal(await jobs(), jobsBefore - 1);
   assert.ok(await db.selectFrom('jobs').select('id').where('id', '=', 'job_given_up_lately').executeTakeFirst());
@@ -64,7 +73,7 @@ test('expired idempotency keys and old given-up jobs are pruned, and nothing els
 
   // a day and a half of real time later, the live key and the fresh test key have expired too
   const later = { ...app.deps, clock: { ...app.deps.clock, now: () => Date.now() + 1.5 * DAY_MS } };
-  assert.deepEqual(await pruneOnce(later), { idempotency_keys: 3, jobs: 0 });
+  assert.deepEqual(await pruneOnce(later), { idempotency_keys: 3, jobs: 0, rate_buckets: 1 });
   assert.deepEqual(await keys(), []);
 });
 

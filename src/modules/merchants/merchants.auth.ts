@@ -3,8 +3,9 @@ import { AppError, unauthorized } from '../../shared/errors.ts';
 import { clockAt } from './merchants.clock.ts';
 import { authenticateKey, type Authenticated } from './merchants.service.ts';
 import type { NowOrLater } from '../../shared/now-or-later.ts';
-import { TokenBuckets } from '../../http/rate-limit.ts';
-import { clientKey, FailureLimiter, retryAfterSeconds } from '../../http/failure-limiter.ts';
+import { SharedTokenBuckets, TokenBuckets, type RateLimiter, type TakeResult } from '../../http/rate-limit.ts';
+import { clientKey, FailureLimiter, recordInDatabase, retryAfterSeconds } from '../../http/failure-limiter.ts';
+import { reportBucketUse } from '../../store/rate-buckets.ts';
 import type { Ctx, Deps } from '../context.ts';
 
 declare module 'fastify' {
@@ -13,28 +14,45 @@ declare module 'fastify' {
   }
 }
 
-/**
- * Hook for every /v1 API route: a valid bearer key, turned into the request's Ctx. Register it as
- * `onRequest` so a caller without a valid key gets 401 before the body is read or validated (it
- * also works as a preHandler).
- */
-const limiters = new WeakMap<Deps, TokenBuckets | null>();
+const limiters = new WeakMap<Deps, RateLimiter | null>();
 
-function limiterFor(deps: Deps): TokenBuckets | null {
+/** Each key's calls: in this process on SQLite, shared by every process on PostgreSQL. */
+function limiterFor(deps: Deps): RateLimiter | null {
   if (!limiters.has(deps)) {
     const perSecond = deps.config.rateLimitPerSecond;
-    limiters.set(deps, perSecond > 0 ? new TokenBuckets(perSecond) : null);
+    const burst = perSecond * 2;
+    limiters.set(
+      deps,
+      perSecond <= 0
+        ? null
+        : deps.store.engine === 'postgres'
+          ? new SharedTokenBuckets({
+              perSecond,
+              burst,
+              now: () => deps.clock.now(),
+              report: (uses, now) => reportBucketUse(deps.db, { scope: 'api_calls', perSecond, burst }, uses, now),
+              reportFailed: (error) =>
+                deps.log.warn({ err: error }, 'could not share API rate limits; limiting in this process alone'),
+            })
+          : new TokenBuckets(perSecond, burst),
+    );
   }
   return limiters.get(deps)!;
 }
 
 const failedAuth = new WeakMap<Deps, FailureLimiter>();
 
-/** Failed authentications per client address, shared by every route of one app. */
+/** Failed authentications per client address, shared by every route of one app (and on PostgreSQL, every process). */
 function failuresFor(deps: Deps): FailureLimiter {
   let limiter = failedAuth.get(deps);
   if (!limiter) {
-    limiter = new FailureLimiter({ max: deps.config.authFailuresPerMinute, windowMs: 60_000 });
+    const max = deps.config.authFailuresPerMinute;
+    limiter = new FailureLimiter({
+      max,
+      windowMs: 60_000,
+      record: deps.store.engine === 'postgres' ? recordInDatabase(deps.db, 'api_key_failures', max, 60_000) : undefined,
+      recordFailed: (error) => deps.log.warn({ err: error }, 'could not count a failed authentication in the database'),
+    });
     failedAuth.set(deps, limiter);
   }
   return limiter;
@@ -52,57 +70,54 @@ function lookupsFor(deps: Deps): Map<string, number> {
   return lookups;
 }
 
+/**
+ * Hook for every /v1 API route: a valid bearer key, turned into the request's Ctx. Register it as
+ * `onRequest` so a caller without a valid key gets 401 before the body is read or validated (it
+ * also works as a preHandler).
+ */
 export function apiKeyAuth(deps: Deps) {
   const failures = failuresFor(deps);
   const lookups = lookupsFor(deps);
-  const admit = (
-    request: FastifyRequest,
-    found: Authenticated | null,
-    client: string,
-    now: number,
-    counted: boolean,
-  ): void => {
-    if (!found) throw counted ? unauthorized(UNKNOWN_KEY) : refused(failures, client, now, UNKNOWN_KEY);
-    const limited = limiterFor(deps)?.take(found.keyId, deps.clock.now());
-    if (limited && !limited.ok) {
-      const seconds = Math.max(1, Math.ceil(limited.retryAfterMs / 1000));
-      throw new AppError(
-        'rate_limited',
-        `Too many requests for this API key: at most ${deps.config.rateLimitPerSecond} a second; retry after ${seconds} s`,
-        { limit_per_second: deps.config.rateLimitPerSecond, retry_after_seconds: seconds },
-        { 'retry-after': String(seconds) },
-      );
-    }
-    const log = request.log as unknown as Ctx['log'];
-    log.setBindings({ merchant_id: found.merchant.id, mode: found.mode });
-    request.ctx = {
-      deps,
-      db: deps.db,
-      merchant: found.merchant,
-      mode: found.mode,
-      clock: clockAt(deps.clock, found.mode, found.clockOffsetMs),
-      log,
-    };
-  };
   // Callback-style, and finished at once when the key's row is read at once: an async hook would
   // cost every API call a promise and a turn of the microtask queue.
   return function requireApiKey(request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void): void {
     const now = deps.clock.now();
     const client = clientKey(request.ip);
+    /**
+     * A failed authentication, already counted here, is answered once it is counted where every
+     * process sees it too (PostgreSQL), so the next attempt finds it counted whichever process it reaches.
+     */
+    const refuse = (message: string) => {
+      const shared = failures.shared(client, now);
+      if (shared) void shared.then(() => done(unauthorized(message)));
+      else done(unauthorized(message));
+    };
     let found: NowOrLater<Authenticated | null>;
     try {
-      found = authenticate(deps, failures, request.headers.authorization, client, now);
+      const allowed = failures.check(client, now);
+      if (!allowed.ok) return done(addressLockedOut(allowed.retryAfterMs));
+      const key = bearerKey(request.headers.authorization);
+      if (typeof key !== 'string') {
+        failures.fail(client, now);
+        return refuse(key.malformed);
+      }
+      found = authenticateKey(deps.db, key);
     } catch (error) {
       return done(error as Error);
     }
     const finish = (answer: Authenticated | null, counted: boolean) => {
-      let failure: Error | undefined;
-      try {
-        admit(request, answer, client, now, counted);
-      } catch (error) {
-        failure = error as Error;
+      if (!answer) {
+        if (!counted) failures.fail(client, now);
+        return refuse(UNKNOWN_KEY);
       }
-      done(failure);
+      let admitted: NowOrLater<void>;
+      try {
+        admitted = admit(deps, request, answer);
+      } catch (error) {
+        return done(error as Error);
+      }
+      if (admitted instanceof Promise) admitted.then(() => done(), done);
+      else done();
     };
     if (!(found instanceof Promise)) return finish(found, false);
     // The key is looked up in the database (a cache miss, as every unknown key is, and every key on
@@ -151,6 +166,40 @@ export function apiKeyAuth(deps: Deps) {
   };
 }
 
+const OK: TakeResult = { ok: true };
+
+/** The key's call, within its rate, made the request's Ctx. */
+function admit(deps: Deps, request: FastifyRequest, found: Authenticated): NowOrLater<void> {
+  const limited = limiterFor(deps)?.take(found.keyId, deps.clock.now()) ?? OK;
+  // Decided in memory almost always: only a burst past a process's share of the rate waits.
+  if (limited instanceof Promise) return limited.then((result) => enter(deps, request, found, result));
+  enter(deps, request, found, limited);
+}
+
+function enter(deps: Deps, request: FastifyRequest, found: Authenticated, limited: TakeResult): void {
+  if (!limited.ok) throw rateLimited(deps, limited.retryAfterMs);
+  const log = request.log as unknown as Ctx['log'];
+  log.setBindings({ merchant_id: found.merchant.id, mode: found.mode });
+  request.ctx = {
+    deps,
+    db: deps.db,
+    merchant: found.merchant,
+    mode: found.mode,
+    clock: clockAt(deps.clock, found.mode, found.clockOffsetMs),
+    log,
+  };
+}
+
+function rateLimited(deps: Deps, retryAfterMs: number): AppError {
+  const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
+  return new AppError(
+    'rate_limited',
+    `Too many requests for this API key: at most ${deps.config.rateLimitPerSecond} a second; retry after ${seconds} s`,
+    { limit_per_second: deps.config.rateLimitPerSecond, retry_after_seconds: seconds },
+    { 'retry-after': String(seconds) },
+  );
+}
+
 const UNKNOWN_KEY = 'Unknown or revoked API key';
 
 function addressLockedOut(retryAfterMs: number): AppError {
@@ -163,26 +212,12 @@ function addressLockedOut(retryAfterMs: number): AppError {
   );
 }
 
-function refused(failures: FailureLimiter, client: string, now: number, message: string): AppError {
-  failures.fail(client, now);
-  return unauthorized(message);
-}
-
-/** The key's merchant, from a well-formed Authorization header; throws when the address is locked out or the header is malformed. */
-function authenticate(
-  deps: Deps,
-  failures: FailureLimiter,
-  header: string | undefined,
-  client: string,
-  now: number,
-): NowOrLater<Authenticated | null> {
-  const allowed = failures.check(client, now);
-  if (!allowed.ok) throw addressLockedOut(allowed.retryAfterMs);
-  if (!header)
-    throw refused(failures, client, now, 'Missing Authorization header: send Authorization: Bearer <API key>');
+/** The key of a well-formed Authorization header, or what is wrong with the header. */
+function bearerKey(header: string | undefined): string | { malformed: string } {
+  if (!header) return { malformed: 'Missing Authorization header: send Authorization: Bearer <API key>' };
   const [scheme, key, extra] = header.split(' ');
   if (scheme?.toLowerCase() !== 'bearer' || !key || extra !== undefined) {
-    throw refused(failures, client, now, 'Malformed Authorization header: send Authorization: Bearer <API key>');
+    return { malformed: 'Malformed Authorization header: send Authorization: Bearer <API key>' };
   }
-  return authenticateKey(deps.db, key);
+  return key;
 }

@@ -4,6 +4,7 @@ import {
   sql,
   type DatabaseIntrospector,
   type DialectAdapter,
+  type Driver,
   type Kysely,
   type TableMetadata,
 } from 'kysely';
@@ -157,11 +158,18 @@ function pipeliningClient(statements: ServerPreparedStatements | null): typeof p
 
 export type PostgresOptions = { url: string; schema?: string; poolSize?: number; preparedStatements?: boolean };
 
+/** How each of the store's connections reaches the server: its pool's, and the one it listens on. */
+export function clientConfig(options: PostgresOptions): pg.ClientConfig {
+  return {
+    connectionString: options.url,
+    options: options.schema ? `-c search_path=${options.schema}` : undefined,
+  };
+}
+
 export function postgresPool(options: PostgresOptions, statements: ServerPreparedStatements | null): pg.Pool {
   return new pg.Pool({
-    connectionString: options.url,
+    ...clientConfig(options),
     max: options.poolSize ?? 10,
-    options: options.schema ? `-c search_path=${options.schema}` : undefined,
     Client: pipeliningClient(statements),
     pipeline: true,
   } as pg.PoolConfig);
@@ -176,14 +184,27 @@ export function postgresPool(options: PostgresOptions, statements: ServerPrepare
  */
 export class StorePostgresDialect extends PostgresDialect {
   private readonly adapter: DialectAdapter;
+  private readonly beforeDestroy: () => Promise<void>;
 
-  constructor(pool: pg.Pool, adapter: DialectAdapter) {
+  /** `beforeDestroy` runs when the store is closed, before the pool ends (`db.destroy()`). */
+  constructor(pool: pg.Pool, adapter: DialectAdapter, beforeDestroy: () => Promise<void>) {
     super({ pool });
     this.adapter = adapter;
+    this.beforeDestroy = beforeDestroy;
   }
 
   override createAdapter(): DialectAdapter {
     return this.adapter;
+  }
+
+  override createDriver(): Driver {
+    const driver = super.createDriver();
+    const destroy = driver.destroy.bind(driver);
+    driver.destroy = async () => {
+      await this.beforeDestroy();
+      await destroy();
+    };
+    return driver;
   }
 
   override createIntrospector(db: Kysely<any>): DatabaseIntrospector {
