@@ -845,7 +845,8 @@ try {
   };
   const shopClockLane = async () => {
     while (!stopping) {
-      await sleep(10_000 + Math.random() * 5000);
+      const next = Date.now() + 10_000 + Math.random() * 5000;
+      while (!stopping && Date.now() < next) await sleep(200);
       if (stopping) break;
       await sweepShop().catch((error: Error) => problem(`load: ${error.message}`));
     }
