@@ -5,6 +5,8 @@ import type { AddressInfo } from 'node:net';
 import { request as forward } from 'undici';
 import { startReceiver } from '../support/webhook-receiver.ts';
 import { merchantByCli, openStoreDb, processStore, runCli, startService } from '../process.ts';
+import { authoriseAtBank } from '../../src/modules/test-helpers/pay.bank-driver.ts';
+import { returnToService, submitPage } from './checkout.fixtures.ts';
 
 // A real `node src/main.ts` SIGKILLed while an execution's bank call is under way: the payment was
 // reserved, the bank never answered, and nothing recorded the outcome. After a restart the sweep of
@@ -19,7 +21,7 @@ import { merchantByCli, openStoreDb, processStore, runCli, startService } from '
  * keeps unanswered.
  */
 async function bankForwarder(t: TestContext) {
-  const state = { target: '', holding: false, held: 0 };
+  const state = { target: '', holding: false, held: 0, swallowing: false, swallowed: 0 };
   const server = http.createServer(async (incoming, outgoing) => {
     const chunks: Buffer[] = [];
     for await (const chunk of incoming) chunks.push(chunk as Buffer);
@@ -41,6 +43,11 @@ async function bankForwarder(t: TestContext) {
         body: chunks.length > 0 ? Buffer.concat(chunks) : undefined,
       });
       const body = Buffer.from(await answer.body.arrayBuffer());
+      // The bank has done it; its answer never reaches the service.
+      if (state.swallowing && incoming.method === 'POST' && incoming.url!.includes('domestic-payments')) {
+        state.swallowed++;
+        return;
+      }
       const { connection: _c, 'transfer-encoding': _te, 'keep-alive': _ka, ...answerHeaders } = answer.headers;
       outgoing.writeHead(answer.statusCode, answerHeaders as http.OutgoingHttpHeaders).end(body);
     } catch (error) {
@@ -165,3 +172,96 @@ test("SIGKILL during an execution's bank call: after restart the payment is subm
   assert.equal(retried.body.payment.id, paymentId);
   assert.equal(retried.body.payment.status, 'successful');
 });
+
+/**
+ * A one-off payment whose process is SIGKILLed during its submission: `took` when the bank executed
+ * it and its answer was lost, else when the submission never reached the bank. Either way the
+ * reconciler submits it again under the same key with the token kept for it, and it is paid once.
+ */
+async function oneOffKilledDuringSubmission(t: TestContext, bankTookIt: boolean) {
+  const store = await processStore(t);
+  assert.equal((await runCli(store, ['migrate'])).status, 0);
+  const merchant = await merchantByCli(store, 'Crash Ltd', 'crash@example.com');
+  const bank = await bankForwarder(t);
+  const env = { DEMO_MERCHANT: 'false', SANDBOX_BANK_URL: `${bank.url}/sandbox-bank` };
+  const first = await startService(t, store, env);
+  bank.state.target = first.baseUrl;
+  const call = async (base: string, method: string, url: string, body?: unknown) => {
+    const response = await fetch(`${base}${url}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${merchant.test_key}`,
+        ...(body !== undefined && { 'content-type': 'application/json' }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: response.status, body: (await response.json()) as any };
+  };
+  const created = await call(first.baseUrl, 'POST', '/v1/requests', {
+    bank_account_id: merchant.bank_account_id,
+    amount: '9.99 NZD',
+    message: 'One coffee',
+  });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  const request = created.body.request;
+  const page = await submitPage(first.baseUrl, request.id, { bank: 'sandbox' });
+  assert.equal(page.status, 303, page.body);
+  const back = await authoriseAtBank(page.location!, 'approve', `${first.baseUrl}/pay/return`);
+
+  // The bank executes the payment and its answer is lost, or it never gets it; the service dies meanwhile.
+  if (bankTookIt) bank.state.swallowing = true;
+  else bank.state.holding = true;
+  const returned = returnToService(back).catch(() => null);
+  const deadline = Date.now() + 20_000;
+  while (bank.state.swallowed + bank.state.held === 0) {
+    assert.ok(Date.now() < deadline, 'the submission reached the bank');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  first.child.kill('SIGKILL');
+  assert.equal(await first.exited, null, 'killed, not exited');
+  assert.equal(await returned, null, 'the payer had no answer');
+  bank.state.swallowing = false;
+  bank.state.holding = false;
+
+  const db = openStoreDb(store);
+  t.after(() => db.destroy());
+  const [claimed] = await db.selectFrom('payments').selectAll().where('request_id', '=', request.id).execute();
+  assert.equal(claimed!.status, 'awaiting-consent', 'claimed, never recorded');
+  assert.ok(claimed!.submission_token_sealed, 'the token it was submitted with is kept, sealed');
+  assert.doesNotMatch(claimed!.submission_token_sealed!, /^sandbox|^[A-Za-z0-9_-]{20,}$/);
+
+  const second = await startService(t, store, env);
+  bank.state.target = second.baseUrl;
+  // Past the 30 minutes a payer has at the bank: the sweep finds it claimed, and the reconciler asks.
+  assert.equal(
+    (await call(second.baseUrl, 'POST', '/v1/test-helpers/clock/advance', { seconds: 31 * 60 })).status,
+    200,
+  );
+  let payment: any;
+  for (;;) {
+    payment = (await call(second.baseUrl, 'GET', `/v1/payments/${claimed!.id}`)).body.payment;
+    if (payment.status === 'successful') break;
+    assert.ok(Date.now() < deadline + 30_000, `reconciled (now ${payment.status})`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  assert.equal((await call(second.baseUrl, 'GET', `/v1/requests/${request.id}`)).body.request.status, 'paid');
+  const atBank = await db
+    .selectFrom('sandbox_payments')
+    .select(['id'])
+    .where('consent_id', '=', claimed!.bank_consent_id!)
+    .execute();
+  assert.equal(atBank.length, 1, 'paid once at the bank');
+  const [recorded] = await db
+    .selectFrom('payments')
+    .select(['bank_payment_id', 'submission_token_sealed'])
+    .where('id', '=', claimed!.id)
+    .execute();
+  assert.equal(recorded!.bank_payment_id, atBank[0]!.id);
+  assert.equal(recorded!.submission_token_sealed, null, 'the token is dropped once the bank named the payment');
+}
+
+test('SIGKILL after the bank took a one-off payment, before its answer was recorded: submitted again under the same key, paid once', (t) =>
+  oneOffKilledDuringSubmission(t, true));
+
+test('SIGKILL while a one-off payment was on its way to the bank: submitted again with the kept token, paid once', (t) =>
+  oneOffKilledDuringSubmission(t, false));

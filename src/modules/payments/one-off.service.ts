@@ -19,6 +19,7 @@ import { clockIdOf, clockOf } from '../merchants/merchants.clock.ts';
 import type { Deps } from '../context.ts';
 import type { RequestRow } from '../requests/requests.tables.ts';
 import type { PaymentRow } from './payments.tables.ts';
+import type { BankConnector } from '../banks/bank-connector.ts';
 
 // One-off payments at the hosted page (and the test helper, which walks the same path):
 // pick a bank → payment awaiting-consent + single consent at the bank → payer authorises there →
@@ -161,19 +162,16 @@ export async function completeOneOffReturn(deps: Deps, input: ReturnInput): Prom
     });
   }
 
-  const claim = await claimExecution(deps, payment.id, clock.now());
+  const claim = await claimExecution(deps, payment.id, clock.now(), {
+    bank_consent_id: token.consentId,
+    submission_token_sealed: deps.secrets.seal(token.accessToken),
+  });
   if (claim.kind === 'gone') return claim.payment;
   if (claim.kind === 'refused') return finish('cancelled', { failure_reason: claim.reason });
 
-  const request = claim.request;
-  const submitted = await connector.submitPayment({
-    trace: { payment_id: payment.id },
+  const submitted = await submitOneOff(deps, connector, payment, claim.request, {
     consentId: token.consentId,
     accessToken: token.accessToken,
-    amountCents: payment.settled_cents,
-    creditor: await creditorOf(deps.db, request),
-    remittance: remittanceOf(payment),
-    idempotencyKey: payment.id,
     at: clock.now(),
   });
   if (submitted.ok) {
@@ -189,6 +187,31 @@ export async function completeOneOffReturn(deps: Deps, input: ReturnInput): Prom
   return finish('failed', { failure_reason: `${submitted.reason}: ${submitted.message}` });
 }
 
+/**
+ * Submits the payment the payer approved, with its id as the bank's idempotency key: submitted
+ * again after a lost answer, the bank names the payment it already made rather than make another.
+ */
+export function submitOneOff(
+  deps: Deps,
+  connector: BankConnector,
+  payment: PaymentRow,
+  request: RequestRow,
+  authority: { consentId: string; accessToken: string; at: number },
+) {
+  return creditorOf(deps.db, request).then((creditor) =>
+    connector.submitPayment({
+      trace: { payment_id: payment.id },
+      consentId: authority.consentId,
+      accessToken: authority.accessToken,
+      amountCents: payment.settled_cents,
+      creditor,
+      remittance: remittanceOf(payment),
+      idempotencyKey: payment.id,
+      at: authority.at,
+    }),
+  );
+}
+
 type Claim =
   | { kind: 'claimed'; request: RequestRow }
   | { kind: 'refused'; reason: string }
@@ -198,7 +221,12 @@ type Claim =
  * Claims the right to execute, atomically: the request row is locked, so of two payers approving
  * a single request at once exactly one claims it; the other is refused and never executed.
  */
-async function claimExecution(deps: Deps, paymentId: string, now: number): Promise<Claim> {
+async function claimExecution(
+  deps: Deps,
+  paymentId: string,
+  now: number,
+  submission: Pick<PaymentRow, 'bank_consent_id' | 'submission_token_sealed'>,
+): Promise<Claim> {
   return deps.store.transaction(async (trx) => {
     // Lock order everywhere: the payment, then its request.
     const payment = (await lockPayment(trx, paymentId))!;
@@ -210,7 +238,9 @@ async function claimExecution(deps: Deps, paymentId: string, now: number): Promi
     if (request.type === 'single' && (await findBlockingPayment(trx, request.id, payment.id))) {
       return { kind: 'refused', reason: 'request_already_paid' };
     }
-    await updatePayment(trx, payment.id, { submitted_at: now });
+    // The token is kept until the bank names the payment: submitted again after a crash, under the
+    // same key, the bank says what it did (payments.jobs.ts, the reconciler).
+    await updatePayment(trx, payment.id, { submitted_at: now, ...submission });
     return { kind: 'claimed', request };
   });
 }

@@ -2,9 +2,10 @@ import { backoffDelayMs, type Backoff } from '../../jobs/backoff.ts';
 import type { JobHandler } from '../../jobs/worker.ts';
 import { transact } from '../../store/store.ts';
 import { connectorFor } from './payments.banks.ts';
-import { findPaymentById, lockPayment } from './payments.repo.ts';
+import { findPaymentById, lockPayment, updatePaymentIfStatus } from './payments.repo.ts';
 import { ABANDON_AFTER_MS } from './payments.rules.ts';
-import { finishPayment, RECONCILE_PAYMENT_JOB } from './one-off.service.ts';
+import { finishPayment, RECONCILE_PAYMENT_JOB, submitOneOff } from './one-off.service.ts';
+import { findRequestById } from '../requests/requests.service.ts';
 import { payerAccountOfPayment, setPaymentStatus } from './payments.service.ts';
 import { enqueue } from '../../jobs/queue.ts';
 import type { Deps } from '../context.ts';
@@ -63,9 +64,37 @@ export function reconcilePaymentJob(deps: Deps): JobHandler {
     const retry = (error: string) => ({ retryAt: deps.clock.now() + reconcileDelay(job.attempts), error });
     if (!connector) return retry('bank not connected');
     if (!payment.bank_payment_id) {
-      // The submission's answer was lost before the bank named the payment: an unused consent
-      // means nothing was executed.
       if (!payment.bank_consent_id) return retry('no bank consent recorded');
+      // The process that submitted it died before recording the bank's answer. The same
+      // submission, under the same key, names the payment the bank made, or makes the one the
+      // payer approved.
+      if (payment.submission_token_sealed) {
+        const request = await findRequestById(deps.db, payment.request_id);
+        if (!request) return retry('the payment has no request');
+        const submitted = await submitOneOff(deps, connector, payment, request, {
+          consentId: payment.bank_consent_id,
+          accessToken: deps.secrets.open(payment.submission_token_sealed),
+          at: clock.now(),
+        });
+        if (submitted.ok) {
+          if (submitted.outcome === 'pending') {
+            await recordBankPaymentId(deps.db, payment.id, submitted.paymentId);
+            return retry('still pending at the bank');
+          }
+          await finishPayment(
+            deps,
+            payment.id,
+            submitted.outcome,
+            clock.now(),
+            submitted.outcome === 'failed'
+              ? { bank_payment_id: submitted.paymentId, failure_reason: submitted.failureReason ?? 'rejected_by_bank' }
+              : { bank_payment_id: submitted.paymentId },
+          );
+          return;
+        }
+        if (submitted.unknown) return retry(`submitted again: ${submitted.message}`);
+      }
+      // Refused, or submitted before tokens were kept: an unused consent means nothing was executed.
       const consent = await connector.getConsent({
         consentId: payment.bank_consent_id,
         kind: 'single',
@@ -95,6 +124,14 @@ export function reconcilePaymentJob(deps: Deps): JobHandler {
       status.outcome === 'failed' ? { failure_reason: status.failureReason ?? 'rejected_by_bank' } : {},
     );
   };
+}
+
+/** The bank has named an unconfirmed payment: its id is kept, and the token it was submitted with is no longer needed. */
+async function recordBankPaymentId(db: Deps['db'], paymentId: string, bankPaymentId: string): Promise<void> {
+  await updatePaymentIfStatus(db, paymentId, 'unconfirmed', {
+    bank_payment_id: bankPaymentId,
+    submission_token_sealed: null,
+  });
 }
 
 /**

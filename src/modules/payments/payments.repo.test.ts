@@ -45,6 +45,7 @@ test('a payment whose particulars are taken is not written; other constraints st
     channel: null,
     payer_account_sealed: null,
     refunded_cents: 0,
+    submission_token_sealed: null,
   });
 
   assert.equal(await insertPaymentIfParticularsFree(db, row('payment_a', 'V-AAAAAA')), true);

@@ -87,6 +87,7 @@ export async function createPaymentRow(trx: Db, input: NewPayment, now: number):
     channel: input.channel,
     payer_account_sealed: null,
     refunded_cents: 0,
+    submission_token_sealed: null,
   };
   // Particulars are random; on the rare clash, draw again (the unique index decides, no lookup first).
   while (!(await insertPaymentIfParticularsFree(trx, row))) row.particulars = newParticulars();
@@ -167,6 +168,9 @@ async function moveStatus(
 ): Promise<PaymentRow | null> {
   const changes: Partial<PaymentRow> = { status, updated_at: now, ...extra };
   if (isFinal(status)) changes.completed_at = now;
+  // Kept only until the bank has named the payment or it has ended (one-off.service.ts, claimExecution).
+  if (payment.submission_token_sealed && (isFinal(status) || changes.bank_payment_id))
+    changes.submission_token_sealed = null;
   const bankPaymentId = changes.bank_payment_id ?? payment.bank_payment_id;
   let askTheBank = false;
   if (status === 'successful' && bankPaymentId && !payment.payer_account_sealed) {

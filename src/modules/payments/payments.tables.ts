@@ -37,6 +37,11 @@ export interface PaymentsTable {
   payer_account_sealed: string | null;
   /** What refunds not failed add up to, in requested cents (migration 0030); never more than amount_cents. */
   refunded_cents: number;
+  /**
+   * A one-off payment's bank access token, sealed, while it is claimed for submission and the bank
+   * has not named it (migration 0032): the reconciler submits again with it, under the same key.
+   */
+  submission_token_sealed: string | null;
 }
 
 /**
