@@ -55,7 +55,7 @@ test('expired idempotency keys and old given-up jobs are pruned, and nothing els
 
   assert.deepEqual(await keys(), ['live:live-1', 'test:test-1', 'test:test-2']);
   const jobsBefore = await jobs();
-  assert.deepEqual(await pruneOnce(app.deps), { idempotency_keys: 1, jobs: 1 });
+  assert.deepEqual(await pruneOnce(app.deps), { idempotency_keys: 1, jobs: 1, webhook_deliveries: 0 });
   assert.deepEqual(await keys(), ['live:live-1', 'test:test-2'], 'the test key made two test days ago is gone');
   assert.equal(await jobs(), jobsBefore - 1);
   assert.ok(await db.selectFrom('jobs').select('id').where('id', '=', 'job_given_up_lately').executeTakeFirst());
@@ -64,7 +64,7 @@ test('expired idempotency keys and old given-up jobs are pruned, and nothing els
 
   // a day and a half of real time later, the live key and the fresh test key have expired too
   const later = { ...app.deps, clock: { ...app.deps.clock, now: () => Date.now() + 1.5 * DAY_MS } };
-  assert.deepEqual(await pruneOnce(later), { idempotency_keys: 3, jobs: 0 });
+  assert.deepEqual(await pruneOnce(later), { idempotency_keys: 3, jobs: 0, webhook_deliveries: 0 });
   assert.deepEqual(await keys(), []);
 });
 

@@ -24,6 +24,7 @@ import * as webhookEndpointDescriptionAndActivity from './0027-webhook-endpoint-
 import * as accountNumbersInOneForm from './0028-account-numbers-in-one-form.ts';
 import * as planDescriptions from './0029-plan-descriptions.ts';
 import * as refunds from './0030-refunds.ts';
+import * as eventDeliverySummaries from './0032-event-delivery-summaries.ts';
 import { sandboxBankMigrations } from '../../sandbox-bank/migrations/index.ts';
 
 // Every migration; they run in the order of their names. Each module appends its own file here;
@@ -54,6 +55,7 @@ export const migrations: Record<string, Migration> = inNameOrder({
   '0028-account-numbers-in-one-form': accountNumbersInOneForm,
   '0029-plan-descriptions': planDescriptions,
   '0030-refunds': refunds,
+  '0032-event-delivery-summaries': eventDeliverySummaries,
   ...sandboxBankMigrations,
 });
 
