@@ -1,5 +1,5 @@
 import { randomFillSync } from 'node:crypto';
-import { ulid as makeUlid } from 'ulid';
+import { encodeTime, ulid as makeUlid } from 'ulid';
 
 // ULIDs: 48 bits of time then 80 random bits, so ids sort by creation and cannot be guessed.
 // The random characters come from the OS CSPRNG, drawn in blocks: the library's default source
@@ -43,6 +43,14 @@ export type IdKind = keyof typeof IdPrefix;
 
 export function newId(kind: IdKind): string {
   return `${IdPrefix[kind]}_${ulid()}`;
+}
+
+/**
+ * Every id of this kind made before `time` sorts below this string, and every id made at or after
+ * it above: an id's first characters after its prefix are the millisecond it was made in.
+ */
+export function idPrefixAt(kind: IdKind, time: number): string {
+  return `${IdPrefix[kind]}_${encodeTime(time, 10)}`;
 }
 
 /** The shape of an id of one kind (prefix and 26 ULID characters), for input checked before any lookup. */

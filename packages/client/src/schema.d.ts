@@ -1894,6 +1894,34 @@ export interface components {
                 updated_at: string;
             };
         };
+        /**
+         * PrunedDeliveries
+         * @description What the deliveries of the event that were pruned came to, per endpoint: a delivery and its attempts are kept for kept_days once it is no longer pending
+         */
+        PrunedDeliveries: {
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            pruned_at: string;
+            /** @description How long a delivery is kept once it is no longer pending */
+            kept_days: number;
+            webhooks: {
+                webhook_id: string;
+                /**
+                 * @description How the newest pruned delivery to this endpoint ended
+                 * @enum {unknown}
+                 */
+                status: "succeeded" | "failed" | "cancelled";
+                delivery_count: number;
+                attempt_count: number;
+                /**
+                 * Format: date-time
+                 * @description ISO 8601 UTC with milliseconds
+                 */
+                last_attempt_at: string | null;
+            }[];
+        };
         /** RecurringConsent */
         RecurringConsent: {
             /** @example recurring_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
@@ -5501,6 +5529,7 @@ export interface operations {
                     "application/json": {
                         event: components["schemas"]["Event"];
                         deliveries: components["schemas"]["Delivery"][];
+                        pruned_deliveries: components["schemas"]["PrunedDeliveries"] | null;
                     };
                 };
             };

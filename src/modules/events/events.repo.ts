@@ -95,6 +95,26 @@ export async function setEventBodyAndSecret(db: Db, id: string, body: string, se
   await db.updateTable('events').set({ body, secret_sealed: secretSealed }).where('id', '=', id).execute();
 }
 
+const deliverySummariesQuery = prepared<{ ids: string }, { id: string; delivery_summary: string | null }>((db, arg) =>
+  db
+    .selectFrom('events')
+    .select(['id', 'delivery_summary'])
+    .where(inJsonArray(db, 'id', arg('ids'))),
+);
+
+/** The delivery summaries kept on these events (those that have one). */
+export async function deliverySummaries(db: Db, ids: string[]): Promise<Map<string, string>> {
+  const summaries = new Map<string, string>();
+  if (ids.length === 0) return summaries;
+  for (const row of await deliverySummariesQuery.all(db, { ids: JSON.stringify(ids) }))
+    if (row.delivery_summary !== null) summaries.set(row.id, row.delivery_summary);
+  return summaries;
+}
+
+export async function setDeliverySummary(db: Db, id: string, summary: string): Promise<void> {
+  await db.updateTable('events').set({ delivery_summary: summary }).where('id', '=', id).execute();
+}
+
 // A merchant's test-mode events, counted and deleted with the rest of their test data
 // (manifest.ts, TestData).
 

@@ -16,6 +16,7 @@ import {
   type EventType,
 } from './events.builders.ts';
 import {
+  deliverySummaries,
   eventBodies as storedBodies,
   eventIdsOfOwner,
   eventsAfter,
@@ -23,6 +24,7 @@ import {
   findEvent,
   listEvents,
   newestEventId,
+  setDeliverySummary,
   setEventBodyAndSecret,
   type EventRow,
 } from './events.repo.ts';
@@ -195,4 +197,17 @@ export function eventBodies(
  */
 export function eventIdsOf(db: Kysely<Database>, owner: { userId: string; mode: Mode }) {
   return eventIdsOfOwner(db, owner);
+}
+
+/**
+ * The summaries a subscriber kept on these events when it pruned its records of them
+ * (`delivery_summary`), by event id; an event without one is left out.
+ */
+export function deliverySummariesOf(db: Kysely<Database>, ids: string[]): Promise<Map<string, string>> {
+  return deliverySummaries(db, ids);
+}
+
+/** Keeps a subscriber's summary of its pruned records of an event on the event, in place of any earlier one. */
+export function keepDeliverySummary(db: Kysely<Database>, id: string, summary: string): Promise<void> {
+  return setDeliverySummary(db, id, summary);
 }

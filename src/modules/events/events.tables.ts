@@ -12,6 +12,12 @@ export interface EventsTable {
   /** That secret, sealed; only a delivery allowed to carry it puts it back in clear. */
   secret_sealed: Generated<string | null>;
   created_at: number;
+  /**
+   * What a subscriber kept of its handling of the event once it pruned its own records of it
+   * (webhooks: how the pruned deliveries ended), as JSON this module stores and never reads; null
+   * while nothing was pruned (migration 0033).
+   */
+  delivery_summary: Generated<string | null>;
 }
 
 export interface EventTables {

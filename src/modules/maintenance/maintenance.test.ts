@@ -60,7 +60,12 @@ test('expired idempotency keys and old given-up jobs are pruned, and nothing els
 
   assert.deepEqual(await keys(), ['live:live-1', 'test:test-1', 'test:test-2']);
   const jobsBefore = await jobs();
-  assert.deepEqual(await pruneOnce(app.deps), { idempotency_keys: 1, jobs: 1, rate_buckets: 1 });
+  assert.deepEqual(await pruneOnce(app.deps), {
+    idempotency_keys: 1,
+    jobs: 1,
+    rate_buckets: 1,
+    webhook_deliveries: 0,
+  });
   assert.deepEqual(
     (await db.selectFrom('rate_buckets').select('key').execute()).map((row) => row.key),
     ['key_busy'],
@@ -73,7 +78,7 @@ test('expired idempotency keys and old given-up jobs are pruned, and nothing els
 
   // a day and a half of real time later, the live key and the fresh test key have expired too
   const later = { ...app.deps, clock: { ...app.deps.clock, now: () => Date.now() + 1.5 * DAY_MS } };
-  assert.deepEqual(await pruneOnce(later), { idempotency_keys: 3, jobs: 0, rate_buckets: 1 });
+  assert.deepEqual(await pruneOnce(later), { idempotency_keys: 3, jobs: 0, rate_buckets: 1, webhook_deliveries: 0 });
   assert.deepEqual(await keys(), []);
 });
 

@@ -1,5 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
-import { newId } from '../../shared/ids.ts';
+import { idPrefixAt, newId } from '../../shared/ids.ts';
 import { enqueue } from '../../jobs/queue.ts';
 import { insertLater, prepared, updateById } from '../../store/prepared.ts';
 import { holdRows, inJsonArray, lockForUpdate } from '../../store/db.ts';
@@ -296,6 +296,50 @@ export async function lastAttemptedDeliveries(
         .where('w.mode', '=', owner.mode),
     )
     .execute();
+}
+
+export type OldDelivery = Pick<
+  DeliveryRow,
+  'id' | 'event_id' | 'endpoint_id' | 'status' | 'attempts' | 'last_attempt_at'
+>;
+
+const oldDeliveriesQuery = prepared<{ below: string; before: number; limit: number }, OldDelivery>((db, arg) =>
+  db
+    .selectFrom('webhook_deliveries')
+    .select(['id', 'event_id', 'endpoint_id', 'status', 'attempts', 'last_attempt_at'])
+    .where('id', '<', arg('below'))
+    .where('created_at', '<', arg('before'))
+    .where('status', '<>', 'pending')
+    .orderBy('id')
+    .limit(arg('limit')),
+);
+
+/**
+ * The oldest deliveries made before `before` that are no longer pending, oldest first. Their ids
+ * begin with the time they were made (ULIDs), so they are read from the start of the primary key,
+ * up to the first id of `before`'s millisecond, with no index of their own to keep up on every
+ * insert; `created_at` is checked too.
+ */
+export async function oldDeliveries(db: Db, before: number, limit: number): Promise<OldDelivery[]> {
+  return oldDeliveriesQuery.all(db, { below: idPrefixAt('delivery', before), before, limit });
+}
+
+const deleteAttemptsQuery = prepared<{ ids: string }>((db, arg) =>
+  db.deleteFrom('webhook_attempts').where(inJsonArray(db, 'delivery_id', arg('ids'))),
+);
+const deleteDeliveriesQuery = prepared<{ ids: string }>((db, arg) =>
+  db
+    .deleteFrom('webhook_deliveries')
+    .where(inJsonArray(db, 'id', arg('ids')))
+    .where('status', '<>', 'pending'),
+);
+
+/** Deletes these deliveries, unless pending, with their attempts; answers how many deliveries went. */
+export async function deleteDeliveries(db: Db, ids: string[]): Promise<number> {
+  if (ids.length === 0) return 0;
+  const json = JSON.stringify(ids);
+  await deleteAttemptsQuery.run(db, { ids: json });
+  return Number((await deleteDeliveriesQuery.run(db, { ids: json })).numAffectedRows ?? 0);
 }
 
 // A merchant's test-mode deliveries, with their attempts, counted, held and deleted with the rest of

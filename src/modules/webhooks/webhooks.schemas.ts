@@ -126,5 +126,33 @@ export const DeliveryObject = Type.Object(
 export type DeliveryObject = Static<typeof DeliveryObject>;
 export const DeliveryList = Type.Object({ deliveries: Type.Array(DeliveryObject) });
 
-/** An event with every delivery of it and their attempts. */
-export const EventDetail = Type.Object({ event: EventObject, deliveries: Type.Array(DeliveryObject) });
+export const PrunedDeliveries = Type.Object(
+  {
+    pruned_at: Timestamp,
+    kept_days: Type.Integer({ description: 'How long a delivery is kept once it is no longer pending' }),
+    webhooks: Type.Array(
+      Type.Object({
+        webhook_id: Type.String(),
+        status: Type.Enum(['succeeded', 'failed', 'cancelled'], {
+          description: 'How the newest pruned delivery to this endpoint ended',
+        }),
+        delivery_count: Type.Integer(),
+        attempt_count: Type.Integer(),
+        last_attempt_at: Nullable(Timestamp),
+      }),
+    ),
+  },
+  {
+    title: 'PrunedDeliveries',
+    description:
+      'What the deliveries of the event that were pruned came to, per endpoint: a delivery and its attempts are kept for kept_days once it is no longer pending',
+  },
+);
+export type PrunedDeliveries = Static<typeof PrunedDeliveries>;
+
+/** An event with every delivery of it still kept and their attempts, and what the pruned ones came to. */
+export const EventDetail = Type.Object({
+  event: EventObject,
+  deliveries: Type.Array(DeliveryObject),
+  pruned_deliveries: Nullable(PrunedDeliveries),
+});

@@ -9,6 +9,8 @@ import { pageOf } from '../../shared/pagination.ts';
 import type { Database } from '../../store/tables.ts';
 import { transact } from '../../store/store.ts';
 import {
+  deleteDeliveries,
+  oldDeliveries,
   attemptCountsOfEndpoints,
   attemptsOfDeliveries,
   deliveriesOfEvent,
@@ -39,9 +41,23 @@ import {
   type EndpointRow,
   type Owner,
 } from './webhooks.repo.ts';
-import type { CreateWebhookBody, DeliveryObject, ListWebhooksQuery, UpdateWebhookBody } from './webhooks.schemas.ts';
+import type {
+  CreateWebhookBody,
+  DeliveryObject,
+  ListWebhooksQuery,
+  PrunedDeliveries,
+  UpdateWebhookBody,
+} from './webhooks.schemas.ts';
 import type { Ctx } from '../context.ts';
-import { getEvent, presentEvent, sealStoredEventSecrets, type EventScope } from '../events/events.service.ts';
+import {
+  deliverySummariesOf,
+  getEvent,
+  keepDeliverySummary,
+  presentEvent,
+  sealStoredEventSecrets,
+  type EventScope,
+} from '../events/events.service.ts';
+import { parseDeliverySummary, withPruned, type DeliverySummary } from './delivery-summary.ts';
 import type { SecretBox } from '../../shared/secret-box.ts';
 import { letDeliveriesCarrySecret } from './deliveries.repo.ts';
 
@@ -311,47 +327,66 @@ export async function endpointActivityFor(ctx: Ctx, webhookIds: string[]): Promi
 }
 
 /**
- * Where an event stands with the endpoints it went to, from the newest delivery to each: `failed`
- * when one ran out of attempts, `retrying` while one is between attempts, `sending` while one has
- * not been tried yet, `delivered` when each that was not cancelled arrived, `cancelled` when every
- * one was (its endpoint disabled or deleted first), `no_endpoint` when no endpoint took it.
+ * Where an event stands with the endpoints it went to, from the newest delivery to each (kept, or
+ * pruned and summarised on the event): `failed` when one ran out of attempts, `retrying` while one
+ * is between attempts, `sending` while one has not been tried yet, `delivered` when each that was
+ * not cancelled arrived, `cancelled` when every one was (its endpoint disabled or deleted first),
+ * `no_endpoint` when no endpoint took it.
  */
 export type EventDeliveryState = {
   state: 'delivered' | 'retrying' | 'sending' | 'failed' | 'cancelled' | 'no_endpoint';
-  /** Attempts over every delivery of the event, resends included. */
+  /** Attempts over every delivery of the event, resends and pruned ones included. */
   attempts: number;
   /** How many endpoints it was sent to. */
   endpoints: number;
-  /** Endpoints whose newest delivery failed and that can take it again (neither deleted nor disabled). */
+  /** Endpoints whose newest delivery, still kept, failed and that can take it again (neither deleted nor disabled). */
   failedWebhookIds: string[];
+  /** Whether records of some of its deliveries were pruned (their outcome is from the event's summary). */
+  pruned: boolean;
 };
 
 const STATE_ORDER: EventDeliveryState['state'][] = ['failed', 'retrying', 'sending', 'delivered', 'cancelled'];
 
-/** The delivery state of each of a page of the caller's events, in one statement (the dashboard's events list). */
+/** The delivery state of each of a page of the caller's events, in two statements (the dashboard's events list). */
 export async function deliveryStatesOf(ctx: Ctx, eventIds: string[]): Promise<Map<string, EventDeliveryState>> {
-  const rows = await deliveriesOfEvents(ctx.db, owner(ctx), eventIds);
+  const [rows, summaries] = await Promise.all([
+    deliveriesOfEvents(ctx.db, owner(ctx), eventIds),
+    deliverySummariesOf(ctx.db, eventIds),
+  ]);
   const states = new Map<string, EventDeliveryState>();
   for (const eventId of eventIds) {
     const own = rows.filter((row) => row.event_id === eventId);
-    // Rows come oldest first: the last one for an endpoint is its newest delivery.
-    const newest = new Map(own.map((row) => [row.endpoint_id, row]));
-    const stateOf = (row: (typeof own)[number]): EventDeliveryState['state'] =>
+    const pruned = Object.entries(parseDeliverySummary(summaries.get(eventId))?.webhooks ?? {}).map(
+      ([endpointId, summary]) => ({
+        endpoint_id: endpointId,
+        status: summary.status,
+        attempts: summary.attempts,
+        endpoint_gone: false,
+        kept: false,
+      }),
+    );
+    // Pruned deliveries are older than any kept, and kept rows come oldest first: the last one for
+    // an endpoint is its newest delivery.
+    const newest = new Map(
+      [...pruned, ...own.map((row) => ({ ...row, kept: true }))].map((row) => [row.endpoint_id, row]),
+    );
+    const stateOf = (row: { status: string; attempts: number }): EventDeliveryState['state'] =>
       row.status === 'succeeded'
         ? 'delivered'
         : row.status === 'pending'
           ? Number(row.attempts) > 0
             ? 'retrying'
             : 'sending'
-          : row.status;
+          : (row.status as EventDeliveryState['state']);
     const found = new Set([...newest.values()].map(stateOf));
     states.set(eventId, {
       state: STATE_ORDER.find((state) => found.has(state)) ?? 'no_endpoint',
-      attempts: own.reduce((sum, row) => sum + Number(row.attempts), 0),
+      attempts: [...pruned, ...own].reduce((sum, row) => sum + Number(row.attempts), 0),
       endpoints: newest.size,
       failedWebhookIds: [...newest.values()]
-        .filter((row) => row.status === 'failed' && !row.endpoint_gone)
+        .filter((row) => row.kept && row.status === 'failed' && !row.endpoint_gone)
         .map((row) => row.endpoint_id),
+      pruned: pruned.length > 0,
     });
   }
   return states;
@@ -366,10 +401,60 @@ export async function failuresNeedingAttention(
   return rows.map((row) => ({ ...presentDelivery(row), url: row.url, description: row.description }));
 }
 
-/** An event of the caller with every delivery of it and their attempts (`GET /v1/events/{id}`). */
+/**
+ * An event of the caller with every delivery of it still kept and their attempts, and what the
+ * pruned ones came to (`GET /v1/events/{id}`).
+ */
 export async function retrieveEvent(ctx: Ctx, id: string) {
   const row = await getEvent(ctx.db, owner(ctx), id);
-  return { event: presentEvent(row), deliveries: await deliveriesWithAttempts(ctx.db, row.id) };
+  return {
+    event: presentEvent(row),
+    deliveries: await deliveriesWithAttempts(ctx.db, row.id),
+    pruned_deliveries: presentPruned(parseDeliverySummary(row.delivery_summary)),
+  };
+}
+
+/** How long a delivery's record, with its attempts, is kept once it is no longer pending. */
+export const DELIVERIES_KEPT_DAYS = 30;
+
+/**
+ * Deletes up to `limit` of the oldest deliveries made more than DELIVERIES_KEPT_DAYS before `now`
+ * that are no longer pending, with their attempts, keeping on each of their events what they came
+ * to; answers how many went. In one transaction, so an event never shows a delivery both kept and
+ * summarised.
+ */
+export async function pruneOldDeliveries(db: Db, now: number, limit: number): Promise<number> {
+  return transact(db, async (trx) => {
+    const old = await oldDeliveries(trx, now - DELIVERIES_KEPT_DAYS * DAY_MS, limit);
+    if (old.length === 0) return 0;
+    const byEvent = Map.groupBy(old, (delivery) => delivery.event_id);
+    const earlier = await deliverySummariesOf(trx, [...byEvent.keys()]);
+    for (const [eventId, deliveries] of byEvent)
+      await keepDeliverySummary(
+        trx,
+        eventId,
+        JSON.stringify(withPruned(parseDeliverySummary(earlier.get(eventId)), deliveries, now)),
+      );
+    return deleteDeliveries(
+      trx,
+      old.map((delivery) => delivery.id),
+    );
+  });
+}
+
+function presentPruned(summary: DeliverySummary | null): PrunedDeliveries | null {
+  if (!summary) return null;
+  return {
+    pruned_at: iso(summary.pruned_at),
+    kept_days: DELIVERIES_KEPT_DAYS,
+    webhooks: Object.entries(summary.webhooks).map(([webhookId, pruned]) => ({
+      webhook_id: webhookId,
+      status: pruned.status,
+      delivery_count: pruned.deliveries,
+      attempt_count: pruned.attempts,
+      last_attempt_at: pruned.last_attempt_at === null ? null : iso(pruned.last_attempt_at),
+    })),
+  };
 }
 
 /** Re-sends an event as new deliveries. `scope` null is the operator (CLI): any merchant's event. */

@@ -26,6 +26,7 @@ import * as planDescriptions from './0029-plan-descriptions.ts';
 import * as refunds from './0030-refunds.ts';
 import * as rateBuckets from './0031-rate-buckets.ts';
 import * as paymentSubmissionToken from './0032-payment-submission-token.ts';
+import * as eventDeliverySummaries from './0033-event-delivery-summaries.ts';
 import { sandboxBankMigrations } from '../../sandbox-bank/migrations/index.ts';
 
 // Every migration; they run in the order of their names. Each module appends its own file here;
@@ -58,6 +59,7 @@ export const migrations: Record<string, Migration> = inNameOrder({
   '0030-refunds': refunds,
   '0031-rate-buckets': rateBuckets,
   '0032-payment-submission-token': paymentSubmissionToken,
+  '0033-event-delivery-summaries': eventDeliverySummaries,
   ...sandboxBankMigrations,
 });
 

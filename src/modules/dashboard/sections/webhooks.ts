@@ -348,7 +348,7 @@ function registerEventPages(scope: Scope, kit: Kit): void {
     '/dashboard/:mode/events/:id',
     hidden,
     kit.guard(async (request, reply, signed) => {
-      const { event, deliveries } = await retrieveEvent(signed.ctx, request.params.id);
+      const { event, deliveries, pruned_deliveries: pruned } = await retrieveEvent(signed.ctx, request.params.id);
       const webhooks = (await listWebhooksFor(signed.ctx, { limit: 100 })).webhooks;
       const flash =
         request.query.done === 'resent' ? `Queued to be sent again (${text(request.query.count)} deliveries).` : null;
@@ -357,6 +357,7 @@ function registerEventPages(scope: Scope, kit: Kit): void {
         ...kit.layoutOf(signed, 'events'),
         event,
         deliveries,
+        pruned,
         webhooks,
         flash,
       });
