@@ -1,9 +1,7 @@
-import { test, type TestContext } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
-import { engine, freshDb, pgUrl } from '../../test/helpers.ts';
-import { migrateToLatest } from '../store/migrate.ts';
-import { openStore, storeOf, type Store } from '../store/store.ts';
+import { listenOn, postgresOnly, settle, twoStores, until } from '../../test/support/listening.ts';
 import { enqueue, JOBS_CHANNEL, onJobEnqueued } from './queue.ts';
 
 // Which transactions that queue jobs tell other processes (PostgreSQL LISTEN/NOTIFY). Two stores on
@@ -16,55 +14,13 @@ declare module './queue.ts' {
   }
 }
 
-const postgresOnly = { skip: engine !== 'postgres' ? 'notifications are PostgreSQL’s (TEST_ENGINE=postgres)' : false };
 const log = pino({ level: 'silent' });
-
-async function twoStores(t: TestContext): Promise<{ here: Store; there: Store }> {
-  const testDb = await freshDb();
-  t.after(() => testDb.drop());
-  await migrateToLatest(testDb.db);
-  const there = openStore({ engine: 'postgres', url: pgUrl, schema: testDb.schema, poolSize: 2 });
-  t.after(() => there.close());
-  return { here: storeOf(testDb.db), there };
-}
-
-type Heard = { notices: string[]; listening: number; lost: number };
-
-/** Listens on `store`'s channel `name`; resolves once the connection listens. */
-async function listenOn(t: TestContext, store: Store, name: string): Promise<Heard> {
-  const heard: Heard = { notices: [], listening: 0, lost: 0 };
-  let ready: () => void;
-  const listening = new Promise<void>((resolve) => (ready = resolve));
-  const stop = store.listen(name, {
-    notice: (payload) => heard.notices.push(payload),
-    listening: () => {
-      heard.listening += 1;
-      ready();
-    },
-    lost: () => (heard.lost += 1),
-  });
-  assert.ok(stop);
-  t.after(stop);
-  await listening;
-  return heard;
-}
-
-async function until(what: string, check: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
-
-/** Time for a notification that was sent to have arrived. */
-const settle = () => new Promise((resolve) => setTimeout(resolve, 200));
 
 test(
   'a job due now is announced to other processes only when no runner here can start it, once per lane and transaction',
   postgresOnly,
   async (t) => {
-    const { here, there } = await twoStores(t);
+    const { here, there } = await twoStores(t, { migrate: true });
     const heard = await listenOn(t, there, JOBS_CHANNEL);
     const lanesOf = () => heard.notices.map((payload) => payload.split(' ')[1]);
 

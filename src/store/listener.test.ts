@@ -1,54 +1,13 @@
-import { test, type TestContext } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
-import { engine, freshDb, pgUrl } from '../../test/helpers.ts';
+import { freshDb } from '../../test/helpers.ts';
+import { listenOn, postgresOnly, settle, twoStores, until } from '../../test/support/listening.ts';
+import { storeOf } from './store.ts';
 import { notifySql } from './postgres/listener.ts';
-import { openStore, storeOf, type Store } from './store.ts';
 
 // The store's one listening connection (PostgreSQL LISTEN/NOTIFY). Two stores on one schema stand
 // for two processes.
-
-const postgresOnly = { skip: engine !== 'postgres' ? 'notifications are PostgreSQL’s (TEST_ENGINE=postgres)' : false };
-
-async function twoStores(t: TestContext): Promise<{ here: Store; there: Store }> {
-  const testDb = await freshDb();
-  t.after(() => testDb.drop());
-  const there = openStore({ engine: 'postgres', url: pgUrl, schema: testDb.schema, poolSize: 2 });
-  t.after(() => there.close());
-  return { here: storeOf(testDb.db), there };
-}
-
-type Heard = { notices: string[]; listening: number; lost: number };
-
-/** Listens on `store`'s channel `name`; resolves once the connection listens. */
-async function listenOn(t: TestContext, store: Store, name: string): Promise<Heard> {
-  const heard: Heard = { notices: [], listening: 0, lost: 0 };
-  let ready: () => void;
-  const listening = new Promise<void>((resolve) => (ready = resolve));
-  const stop = store.listen(name, {
-    notice: (payload) => heard.notices.push(payload),
-    listening: () => {
-      heard.listening += 1;
-      ready();
-    },
-    lost: () => (heard.lost += 1),
-  });
-  assert.ok(stop);
-  t.after(stop);
-  await listening;
-  return heard;
-}
-
-async function until(what: string, check: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
-
-/** Time for a notification that was sent to have arrived. */
-const settle = () => new Promise((resolve) => setTimeout(resolve, 200));
 
 test(
   'a notification sent in a transaction is heard once it commits, never if it rolls back, and only on its schema',

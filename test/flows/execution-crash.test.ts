@@ -62,6 +62,21 @@ async function bankForwarder(t: TestContext) {
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, state };
 }
 
+/** A call to the API of whichever service `base` names, with `key`. */
+function caller(key: string) {
+  return async (base: string, method: string, url: string, body?: unknown) => {
+    const response = await fetch(`${base}${url}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${key}`,
+        ...(body !== undefined && { 'content-type': 'application/json' }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: response.status, body: (await response.json()) as any };
+  };
+}
+
 test("SIGKILL during an execution's bank call: after restart the payment is submitted again with the same key and charged once", async (t) => {
   const store = await processStore(t);
   assert.equal((await runCli(store, ['migrate'])).status, 0);
@@ -73,17 +88,7 @@ test("SIGKILL during an execution's bank call: after restart the payment is subm
 
   const first = await startService(t, store, env);
   bank.state.target = first.baseUrl;
-  const call = async (base: string, method: string, url: string, body?: unknown) => {
-    const response = await fetch(`${base}${url}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${merchant.test_key}`,
-        ...(body !== undefined && { 'content-type': 'application/json' }),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: response.status, body: (await response.json()) as any };
-  };
+  const call = caller(merchant.test_key);
   assert.equal(
     (await call(first.baseUrl, 'POST', '/v1/webhooks', { url: receiver.url, events: ['recurring_payment.authorised'] }))
       .status,
@@ -186,17 +191,7 @@ async function oneOffKilledDuringSubmission(t: TestContext, bankTookIt: boolean)
   const env = { DEMO_MERCHANT: 'false', SANDBOX_BANK_URL: `${bank.url}/sandbox-bank` };
   const first = await startService(t, store, env);
   bank.state.target = first.baseUrl;
-  const call = async (base: string, method: string, url: string, body?: unknown) => {
-    const response = await fetch(`${base}${url}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${merchant.test_key}`,
-        ...(body !== undefined && { 'content-type': 'application/json' }),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: response.status, body: (await response.json()) as any };
-  };
+  const call = caller(merchant.test_key);
   const created = await call(first.baseUrl, 'POST', '/v1/requests', {
     bank_account_id: merchant.bank_account_id,
     amount: '9.99 NZD',
