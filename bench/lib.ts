@@ -419,3 +419,30 @@ export async function countCharges(db: Db, expected: number): Promise<{ exactlyO
     summary: `${charged} charged, ${charges} charge rows, ${payments} payments, ${paid} subscriptions paid`,
   };
 }
+
+/**
+ * Executions of 1.00 NZD at `url` (a service's base), one consent's token after another, each with
+ * an idempotency key of its own.
+ */
+export function executionLoad(
+  url: string,
+  headers: Record<string, string>,
+  tokens: readonly string[],
+  ctx: Pick<BenchContext, 'connections' | 'durationSec'>,
+): LoadOptions {
+  let counter = 0;
+  const run = `${process.pid}-${Date.now()}`;
+  return {
+    url: `${url}/v1/payments`,
+    method: 'POST',
+    headers,
+    bodyFor: () =>
+      JSON.stringify({
+        token: tokens[counter % tokens.length],
+        amount: '1.00 NZD',
+        idempotency_key: `bench-${run}-${counter++}`,
+      }),
+    connections: ctx.connections,
+    durationSec: ctx.durationSec,
+  };
+}

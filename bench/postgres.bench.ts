@@ -23,6 +23,7 @@ import {
   load,
   recurringToken,
   setUpDueSubscriptions,
+  executionLoad,
   warmLoad,
   warmUp,
   type BenchContext,
@@ -378,21 +379,12 @@ async function executePayment(ctx: BenchContext, processes: number, base: PgBase
     for (let i = 0; i < EXECUTE_CONSENTS; i += 1)
       tokens.push((await recurringToken(service.url, testKey, bankAccountId, `bench-payer-${i}@example.com`)).token);
     await analyze(schema.db);
-    let counter = 0;
-    const run = `${process.pid}-${Date.now()}`;
-    const executeOptions: LoadOptions = {
-      url: `${service.url}/v1/payments`,
-      method: 'POST',
-      headers: { authorization: `Bearer ${testKey}`, 'content-type': 'application/json' },
-      bodyFor: () =>
-        JSON.stringify({
-          token: tokens[counter % tokens.length],
-          amount: '1.00 NZD',
-          idempotency_key: `bench-${run}-${counter++}`,
-        }),
-      connections: ctx.connections,
-      durationSec: ctx.durationSec,
-    };
+    const executeOptions = executionLoad(
+      service.url,
+      { authorization: `Bearer ${testKey}`, 'content-type': 'application/json' },
+      tokens,
+      ctx,
+    );
     await warmUp(executeOptions);
     const pids = [...service.processes(), bank.pid, ...postgresPids()];
     const { result, waits, commits } = await waitsDuring(() => withCpu(pids, () => load(executeOptions)));

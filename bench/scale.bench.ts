@@ -18,6 +18,7 @@ import { createMerchant } from '../src/modules/merchants/merchants.service.ts';
 import { systemClock } from '../src/shared/time.ts';
 import { freePort } from '../test/process.ts';
 import {
+  executionLoad,
   load,
   recurringToken,
   setUpDueSubscriptions,
@@ -334,8 +335,6 @@ async function benchEngine(ctx: BenchContext, engine: Engine): Promise<BenchResu
         const created = await fetch(`${url}/v1/requests`, { method: 'POST', headers, body }).then(
           (r) => r.json() as Promise<any>,
         );
-        let counter = 0;
-        const run = `${process.pid}-${Date.now()}`;
         const options: Record<'get' | 'create' | 'execute', LoadOptions> = {
           get: {
             url: `${url}/v1/requests/${created.request.id}`,
@@ -351,19 +350,7 @@ async function benchEngine(ctx: BenchContext, engine: Engine): Promise<BenchResu
             connections: 50,
             durationSec: ctx.durationSec,
           },
-          execute: {
-            url: `${url}/v1/payments`,
-            method: 'POST',
-            headers,
-            bodyFor: () =>
-              JSON.stringify({
-                token: tokens[counter % tokens.length],
-                amount: '1.00 NZD',
-                idempotency_key: `bench-${run}-${counter++}`,
-              }),
-            connections: ctx.connections,
-            durationSec: ctx.durationSec,
-          },
+          execute: executionLoad(url, headers, tokens, ctx),
         };
         return options;
       }),

@@ -5,7 +5,7 @@ import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { engine } from './helpers.ts';
-import { childrenOf, processStore, startService, stop, type Service } from './process.ts';
+import { apiCall, childrenOf, processStore, startService, stop, type Service } from './process.ts';
 
 const postgresOnly = {
   skip: engine !== 'postgres' ? 'several processes need PostgreSQL (TEST_ENGINE=postgres)' : false,
@@ -34,37 +34,8 @@ async function until<T>(what: string, check: () => T | Promise<T>, timeoutMs = 3
  * One call on a connection of its own: the primary hands each new connection to the next process,
  * where fetch would keep one connection (and one process) for every call.
  */
-function call(
-  baseUrl: string,
-  key: string,
-  method: 'GET' | 'POST',
-  path: string,
-  body?: unknown,
-): Promise<{ status: number; body: any }> {
-  return new Promise((resolve, reject) => {
-    const payload = body === undefined ? undefined : JSON.stringify(body);
-    const request = http.request(
-      `${baseUrl}${path}`,
-      {
-        method,
-        agent: false,
-        headers: {
-          authorization: `Bearer ${key}`,
-          ...(payload !== undefined && { 'content-type': 'application/json' }),
-        },
-      },
-      (response) => {
-        let text = '';
-        response
-          .setEncoding('utf8')
-          .on('data', (chunk) => (text += chunk))
-          .on('end', () => resolve({ status: response.statusCode!, body: text ? JSON.parse(text) : undefined }));
-      },
-    );
-    request.once('error', reject);
-    request.end(payload);
-  });
-}
+const call = (baseUrl: string, key: string, method: 'GET' | 'POST', path: string, body?: unknown) =>
+  apiCall(baseUrl, key, method, path, body);
 
 type LogLine = { pid: number; msg: string; req?: { method: string; url: string }; [key: string]: unknown };
 

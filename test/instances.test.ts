@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import { sql } from 'kysely';
 import { engine } from './helpers.ts';
-import { openStoreDb, processStore, startService, type Service } from './process.ts';
+import { apiCall, openStoreDb, processStore, startService, type Service } from './process.ts';
 import { smtpReceiver } from './smtp.ts';
 import { startReceiver } from './support/webhook-receiver.ts';
 
@@ -31,29 +31,7 @@ function call(
   const agentKey = `${service.baseUrl} ${localAddress}`;
   let agent = agents.get(agentKey);
   if (!agent) agents.set(agentKey, (agent = new http.Agent({ keepAlive: true, localAddress })));
-  return new Promise((resolve, reject) => {
-    const payload = body === undefined ? undefined : JSON.stringify(body);
-    const request = http.request(
-      `${service.baseUrl}${path}`,
-      {
-        method,
-        agent,
-        headers: {
-          authorization: `Bearer ${key}`,
-          ...(payload !== undefined && { 'content-type': 'application/json' }),
-        },
-      },
-      (response) => {
-        let text = '';
-        response
-          .setEncoding('utf8')
-          .on('data', (chunk) => (text += chunk))
-          .on('end', () => resolve({ status: response.statusCode!, body: text ? JSON.parse(text) : undefined }));
-      },
-    );
-    request.once('error', reject);
-    request.end(payload);
-  });
+  return apiCall(service.baseUrl, key, method, path, body, agent);
 }
 
 async function until<T>(what: string, check: () => T | Promise<T>, timeoutMs = 30_000): Promise<NonNullable<T>> {

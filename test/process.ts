@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -195,4 +196,42 @@ async function startOnce(
 export async function stop(service: Service, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
   service.child.kill(signal);
   return service.exited;
+}
+
+/**
+ * One API call with `key` over node:http, so the caller picks the connection: `agent: false` opens
+ * one of its own (the cluster's primary hands each new connection to the next process), an agent
+ * keeps them (from a `localAddress` of its own, another client).
+ */
+export function apiCall(
+  baseUrl: string,
+  key: string,
+  method: 'GET' | 'POST',
+  path: string,
+  body?: unknown,
+  agent: http.Agent | false = false,
+): Promise<{ status: number; body: any }> {
+  return new Promise((resolve, reject) => {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const request = http.request(
+      `${baseUrl}${path}`,
+      {
+        method,
+        agent,
+        headers: {
+          authorization: `Bearer ${key}`,
+          ...(payload !== undefined && { 'content-type': 'application/json' }),
+        },
+      },
+      (response) => {
+        let text = '';
+        response
+          .setEncoding('utf8')
+          .on('data', (chunk) => (text += chunk))
+          .on('end', () => resolve({ status: response.statusCode!, body: text ? JSON.parse(text) : undefined }));
+      },
+    );
+    request.once('error', reject);
+    request.end(payload);
+  });
 }

@@ -1,5 +1,5 @@
 import net from 'node:net';
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
 import { engine, freshDb, pgUrl } from '../../test/helpers.ts';
@@ -105,15 +105,21 @@ const wholeJobOfKind = prepared<{ kind: string }, Record<string, unknown>>((db, 
   db.selectFrom('jobs').selectAll().where('kind', '=', arg('kind')),
 );
 
+/** A migrated PostgreSQL schema of the test's own, through a store of one connection. */
+async function oneConnection(t: TestContext, options: { preparedStatements?: boolean } = {}) {
+  const { schema, drop } = await freshDb();
+  t.after(drop);
+  const db = openDb({ engine: 'postgres', url: pgUrl, schema, poolSize: 1, ...options });
+  t.after(() => db.destroy());
+  await migrateToLatest(db);
+  return { db, schema };
+}
+
 test('PostgreSQL keeps prepared queries parsed; one a migration made stale is prepared again', {
   skip: engine !== 'postgres' ? "server-side statements are PostgreSQL's" : false,
 }, async (t) => {
-  const { schema, drop } = await freshDb();
-  t.after(drop);
   // One connection, so every statement below runs where the earlier ones were prepared.
-  const db = openDb({ engine: 'postgres', url: pgUrl, schema, poolSize: 1 });
-  t.after(() => db.destroy());
-  await migrateToLatest(db);
+  const { db, schema } = await oneConnection(t);
   await insertRow(db, 'jobs', job('a'));
   assert.equal((await wholeJob.first(db, { id: 'a' }))?.id, 'a');
   assert.equal((await wholeJobOfKind.first(db, { kind: 'k' }))?.id, 'a');
@@ -143,11 +149,7 @@ test('PostgreSQL keeps prepared queries parsed; one a migration made stale is pr
 test('DATABASE_PREPARED_STATEMENTS=false: nothing is prepared on the server', {
   skip: engine !== 'postgres' ? "server-side statements are PostgreSQL's" : false,
 }, async (t) => {
-  const { schema, drop } = await freshDb();
-  t.after(drop);
-  const db = openDb({ engine: 'postgres', url: pgUrl, schema, poolSize: 1, preparedStatements: false });
-  t.after(() => db.destroy());
-  await migrateToLatest(db);
+  const { db } = await oneConnection(t, { preparedStatements: false });
   await insertRow(db, 'jobs', job('a'));
   assert.equal((await wholeJob.first(db, { id: 'a' }))?.id, 'a');
   assert.deepEqual((await sql`select name from pg_prepared_statements`.execute(db)).rows, []);
@@ -211,11 +213,7 @@ test('writes run later are part of their transaction: seen by the next statement
 test('PostgreSQL: a BEGIN and the writes run later go out with the next awaited statement, one write to the socket', {
   skip: engine !== 'postgres' ? "the pipeline is PostgreSQL's" : false,
 }, async (t) => {
-  const { schema, drop } = await freshDb();
-  t.after(drop);
-  const db = openDb({ engine: 'postgres', url: pgUrl, schema, poolSize: 1 });
-  t.after(() => db.destroy());
-  await migrateToLatest(db);
+  const { db } = await oneConnection(t);
   await jobById.first(db, { id: 'warm' });
 
   const port = Number(new URL(pgUrl).port || 5432);

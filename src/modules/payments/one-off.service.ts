@@ -191,25 +191,23 @@ export async function completeOneOffReturn(deps: Deps, input: ReturnInput): Prom
  * Submits the payment the payer approved, with its id as the bank's idempotency key: submitted
  * again after a lost answer, the bank names the payment it already made rather than make another.
  */
-export function submitOneOff(
+export async function submitOneOff(
   deps: Deps,
   connector: BankConnector,
   payment: PaymentRow,
   request: RequestRow,
   authority: { consentId: string; accessToken: string; at: number },
 ) {
-  return creditorOf(deps.db, request).then((creditor) =>
-    connector.submitPayment({
-      trace: { payment_id: payment.id },
-      consentId: authority.consentId,
-      accessToken: authority.accessToken,
-      amountCents: payment.settled_cents,
-      creditor,
-      remittance: remittanceOf(payment),
-      idempotencyKey: payment.id,
-      at: authority.at,
-    }),
-  );
+  return connector.submitPayment({
+    trace: { payment_id: payment.id },
+    consentId: authority.consentId,
+    accessToken: authority.accessToken,
+    amountCents: payment.settled_cents,
+    creditor: await creditorOf(deps.db, request),
+    remittance: remittanceOf(payment),
+    idempotencyKey: payment.id,
+    at: authority.at,
+  });
 }
 
 type Claim =
