@@ -19,7 +19,7 @@ import { subscriptionOptionsOf } from '../src/modules/requests/requests.present.
 import { createSubscription } from '../src/modules/subscriptions/subscriptions.service.ts';
 import { transact } from '../src/store/store.ts';
 import type { Db } from '../src/store/db.ts';
-import type { Ctx, Deps } from '../src/modules/context.ts';
+import { NO_ORIGIN, type Ctx, type Deps } from '../src/modules/context.ts';
 
 export type BenchResult = {
   name: string;
@@ -314,7 +314,16 @@ export async function setUpDueSubscriptions(
   // One request per subscription (a subscription owns its request) and the subscription, both
   // straight through the domain functions the API and checkout use, without browser flows.
   const { merchant } = (await authenticateKey(deps.db, options.testKey))!;
-  const ctx: Ctx = { deps, db: deps.db, merchant, mode: 'test', clock: deps.clock, log: deps.log };
+  const ctx: Ctx = {
+    deps,
+    db: deps.db,
+    merchant,
+    mode: 'test',
+    clock: deps.clock,
+    log: deps.log,
+    actor: { kind: 'operator', name: 'bench' },
+    origin: NO_ORIGIN,
+  };
   const body = {
     bank_account_id: options.bankAccountId,
     message: 'Bench plan',

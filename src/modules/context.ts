@@ -27,6 +27,23 @@ export type Deps = {
 
 export type Merchant = { id: string; name: string };
 
+/**
+ * Who made a change, as the audit trail records it (docs/audit.md): an API key, a dashboard member,
+ * a payer on the payer dashboard, an operator at the CLI, or the service's own jobs.
+ */
+export type Actor =
+  | { kind: 'api_key'; id: string }
+  | { kind: 'member'; id: string; email: string }
+  | { kind: 'payer'; email: string }
+  | { kind: 'operator'; name: string }
+  | { kind: 'service'; job: string };
+
+/** Where a change came from: the client's address and browser for people, and the request's id. */
+export type Origin = { ip: string | null; userAgent: string | null; requestId: string | null };
+
+/** The origin of a change no request carried: a job's, the CLI's. */
+export const NO_ORIGIN: Origin = { ip: null, userAgent: null, requestId: null };
+
 /** What a service call needs: who is asking, in which mode, and what time it is for them. */
 export type Ctx = {
   deps: Deps;
@@ -35,4 +52,6 @@ export type Ctx = {
   mode: Mode;
   clock: Clock;
   log: Logger;
+  actor: Actor;
+  origin: Origin;
 };

@@ -169,6 +169,8 @@ function signedPageGuard(deps: Deps, { message, formCsrfMatches, forbidden, cook
     mode,
     clock: clockAt(deps.clock, mode, session.merchant.clockOffsetMs),
     log: request.log as unknown as Ctx['log'],
+    actor: { kind: 'member', id: session.merchant.id, email: session.merchant.email },
+    origin: { ip: request.ip, userAgent: request.headers['user-agent']?.slice(0, 200) ?? null, requestId: request.id },
   });
 
   type Handler = (request: PageRequest, reply: FastifyReply, signed: Signed) => Promise<unknown>;

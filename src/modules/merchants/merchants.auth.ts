@@ -187,6 +187,8 @@ function enter(deps: Deps, request: FastifyRequest, found: Authenticated, limite
     mode: found.mode,
     clock: clockAt(deps.clock, found.mode, found.clockOffsetMs),
     log,
+    actor: { kind: 'api_key', id: found.keyId },
+    origin: { ip: request.ip, userAgent: null, requestId: request.id },
   };
 }
 

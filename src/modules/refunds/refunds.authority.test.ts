@@ -8,7 +8,7 @@ import {
   type CheckoutWorld,
 } from '../../../test/flows/checkout.fixtures.ts';
 import { runRefundJobs } from '../../../test/support/refunds.ts';
-import type { Ctx } from '../context.ts';
+import { NO_ORIGIN, type Ctx } from '../context.ts';
 import { authoriseAtBank } from '../test-helpers/pay.bank-driver.ts';
 import { revokeAuthority, startAuthority } from './refunds.authority.ts';
 
@@ -25,6 +25,8 @@ function ctxOf(world: CheckoutWorld): Ctx {
     mode: 'test',
     clock: deps.clock,
     log: deps.log,
+    actor: { kind: 'operator', name: 'test' },
+    origin: NO_ORIGIN,
   };
 }
 

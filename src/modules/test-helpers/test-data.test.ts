@@ -8,7 +8,7 @@ import { Browser } from '../../../test/payer.ts';
 import { startReceiver } from '../../../test/support/webhook-receiver.ts';
 import { authorise, consentHarness, execute } from '../../../test/support/consents.ts';
 import { contributionsOf } from '../index.ts';
-import type { Ctx } from '../context.ts';
+import { NO_ORIGIN, type Ctx } from '../context.ts';
 import { countTestData, deleteTestData } from './test-data.service.ts';
 
 const DAY = 86_400_000;
@@ -137,6 +137,8 @@ function ctxOf(app: TestApp, merchant: { userId: string }): Ctx {
     mode: 'test',
     clock: deps.clock,
     log: deps.log,
+    actor: { kind: 'operator', name: 'test' },
+    origin: NO_ORIGIN,
   };
 }
 
