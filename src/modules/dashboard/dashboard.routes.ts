@@ -8,6 +8,8 @@ import { text } from './dashboard.format.ts';
 import {
   dashboardKit,
   formOf,
+  permissionOfHandler,
+  ROUTE_PERMISSIONS,
   MODE_COOKIE,
   PRE_SESSION_COOKIE,
   SESSION_COOKIE,
@@ -41,6 +43,7 @@ import { registerRecurringPages } from './sections/recurring.ts';
 import { registerConsentCharge } from './sections/consent-charge.ts';
 import { registerBankAccountPages } from './sections/bank-accounts.ts';
 import { registerClockPages } from './sections/clock.ts';
+import { registerInvitationPages, registerTeamPages } from './sections/team.ts';
 import type { Deps } from '../context.ts';
 import type { App } from '../../http/app-type.ts';
 import type { Contributions } from '../manifest.ts';
@@ -84,6 +87,12 @@ export async function registerDashboardRoutes(app: App, deps: Deps, contribution
   await app.register(async (scope) => {
     await scope.register(cookie);
     const hidden = { schema: { hide: true } };
+    // The registry of route → permission (docs/team.md), from the guard each route is wrapped in.
+    scope.addHook('onRoute', (route) => {
+      const permission = permissionOfHandler(route.handler);
+      if (!permission) return;
+      for (const method of [route.method].flat()) ROUTE_PERMISSIONS.set(`${method} ${route.url}`, permission);
+    });
 
     scope.get<{ Params: { name: string } }>('/dashboard/assets/:name', hidden, async (request, reply) => {
       const asset = assets.get(request.params.name);
@@ -121,6 +130,8 @@ export async function registerDashboardRoutes(app: App, deps: Deps, contribution
       return reply.redirect('/dashboard/account?done=ended', 303);
     });
 
+    registerTeamPages(scope, kit);
+    registerInvitationPages(scope, kit);
     registerHome(scope, kit);
     registerRequestPages(scope, kit);
     registerPaymentPages(scope, kit);

@@ -37,6 +37,7 @@ import {
 } from './bank-account-number.ts';
 import type { Mode } from '../../shared/mode.ts';
 import { andThen, type NowOrLater } from '../../shared/now-or-later.ts';
+import { createOwnerMember, firstOwnerOf, liveMemberByEmail, setMemberPassword } from '../team/team.service.ts';
 
 type Db = Kysely<Database>;
 
@@ -112,6 +113,8 @@ export async function createMerchant(db: Db, clock: Clock, input: NewMerchant): 
       created_at: now,
       updated_at: now,
     });
+    // The merchant's first member, who signs in to the dashboard with this email and password.
+    await createOwnerMember(trx, { userId, email, passwordHash, now });
     const bankAccount = input.bankAccount ? await addBankAccount(trx, clock, userId, input.bankAccount) : null;
     const live = await createApiKey(trx, clock, userId, 'live');
     const test = await createApiKey(trx, clock, userId, 'test');
@@ -265,18 +268,25 @@ export async function setMerchantPasswordHash(
   await setUserPasswordHash(db, userId, passwordHash, clock.now());
 }
 
-/** Sets a merchant's dashboard password (scrypt), by id or email. */
+/**
+ * Sets a dashboard password (scrypt), by the merchant's id (its first owner's) or a member's email:
+ * the operator's way back in (docs/team.md).
+ */
 export async function setMerchantPassword(
   db: Db,
   clock: Clock,
   who: string,
   password: string,
-): Promise<{ id: string }> {
+): Promise<{ id: string; memberId: string }> {
   const passwordHash = await hashNewPassword(password);
-  const row = who.startsWith('user_') ? await findUserById(db, who) : await findMerchantByEmail(db, who);
-  if (!row) throw notFound('merchant', who);
-  await setMerchantPasswordHash(db, clock, row.id, passwordHash);
-  return { id: row.id };
+  const member = who.startsWith('user_') ? await firstOwnerOf(db, who) : await liveMemberByEmail(db, who);
+  if (!member) throw notFound('merchant', who);
+  await transact(db, async (trx) => {
+    await setMemberPassword(trx, member.id, passwordHash);
+    if (member.role === 'owner' && member.email === (await findUserById(trx, member.userId))?.email)
+      await setMerchantPasswordHash(trx, clock, member.userId, passwordHash);
+  });
+  return { id: member.userId, memberId: member.id };
 }
 
 export type ApiKeySummary = {
