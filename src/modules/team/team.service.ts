@@ -94,6 +94,24 @@ export async function createOwnerMember(
   return memberOf(row);
 }
 
+/**
+ * The operator's way to give a merchant an owner (`member create-owner`): a new owner member, or,
+ * when the email is already a member of this merchant's team, that member made owner (with the new
+ * password). Refused when the email signs in to another merchant's team.
+ */
+export async function createOwnerByOperator(
+  trx: Db,
+  input: { userId: string; email: string; passwordHash: string; now: number },
+): Promise<TeamMember & { created: boolean }> {
+  const email = input.email.trim().toLowerCase();
+  const existing = await findLiveMemberByEmail(trx, email);
+  if (existing && existing.user_id !== input.userId) throw emailTaken(email);
+  if (!existing) return { ...(await createOwnerMember(trx, { ...input, email })), created: true };
+  await setMemberRole(trx, existing.id, 'owner');
+  await setMemberPasswordHash(trx, existing.id, input.passwordHash);
+  return { ...memberOf(existing), role: 'owner', created: false };
+}
+
 // Checked against when the email is unknown, so a wrong email costs the same scrypt as a wrong password.
 let decoyHash: Promise<string> | null = null;
 
