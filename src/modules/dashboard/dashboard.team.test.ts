@@ -182,6 +182,12 @@ test('roles: admins cannot make or unmake owners, the last owner stays, a role c
     .execute();
   assert.deepEqual(new Set(roles.map((r) => r.role)), new Set(['owner', 'admin', 'viewer']), 'nothing changed');
 
+  // The pages offer a role only what it can do; the server refuses the rest.
+  const requestsOf = async (who: Signed) => (await who.browser.request('/dashboard/test/requests')).text;
+  assert.ok((await requestsOf(owner)).includes('/requests/new">New request'));
+  assert.ok(!(await requestsOf(viewer)).includes('/requests/new">New request'));
+  assert.ok(!(await viewer.browser.request('/dashboard/test/api-keys')).text.includes('Create a test key'));
+
   // The viewer's action is refused with 403; once an admin makes them a developer it is allowed.
   const keys = `/dashboard/test/api-keys`;
   const before = await post(viewer, keys);

@@ -50,10 +50,11 @@ export function can(role: Role, permission: Permission): boolean {
 
 /** The table as docs/team.md shows it: a row per permission, a column per role. */
 export function permissionTableMarkdown(): string {
-  const header = `| permission | ${ROLES.join(' | ')} |`;
-  const rule = `|---|${ROLES.map(() => '---').join('|')}|`;
+  const header = `| permission | what it allows | ${ROLES.join(' | ')} |`;
+  const rule = `|---|---|${ROLES.map(() => '---').join('|')}|`;
   const rows = ALL.map(
-    (permission) => `| \`${permission}\` | ${ROLES.map((role) => (can(role, permission) ? 'yes' : '')).join(' | ')} |`,
+    (permission) =>
+      `| \`${permission}\` | ${PERMISSIONS[permission]} | ${ROLES.map((role) => (can(role, permission) ? 'yes' : '')).join(' | ')} |`,
   );
   return [header, rule, ...rows].join('\n');
 }
