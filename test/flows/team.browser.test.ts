@@ -3,6 +3,7 @@
 // is signed in, logs out and in again, and is refused with 403 when opening an action.
 // SQLite only; skipped when Chromium is absent.
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -14,6 +15,24 @@ const skipReason = !fs.existsSync(CHROMIUM)
   : process.env.TEST_ENGINE === 'postgres'
     ? 'browser tests run on SQLite only'
     : null;
+
+const AXE_SOURCE = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+/** axe-core's serious and critical violations on the page (as the dashboard's browser test checks every page). */
+async function accessibilityProblems(page: Page): Promise<string[]> {
+  await page.evaluate(AXE_SOURCE);
+  const violations = await page.evaluate(async () => {
+    const result = await (globalThis as any).axe.run((globalThis as any).document, { resultTypes: ['violations'] });
+    return result.violations.map((v: any) => ({
+      id: v.id,
+      impact: v.impact,
+      nodes: v.nodes.slice(0, 3).map((n: any) => n.target.join(' ')),
+    }));
+  });
+  return violations
+    .filter((v: any) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v: any) => `${v.id} (${v.impact}): ${v.nodes.join(', ')}`);
+}
 
 let browser: Browser | null = null;
 test.after(async () => {
@@ -58,6 +77,7 @@ test('an owner invites a viewer, who accepts from the email, signs in, and is re
   await owner.page.getByRole('button', { name: 'Send the invitation' }).click();
   await owner.page.getByText('The invitation is sent.').waitFor();
   assert.match(await owner.page.locator('table').nth(1).innerText(), /mere@example\.com\s+Viewer/);
+  assert.deepEqual(await accessibilityProblems(owner.page), [], 'the Team page');
 
   const mail = await world.smtp.waitFor((m) => m.to === 'mere@example.com');
   assert.equal(mail.subject, 'You are invited to the Tono dashboard of Kōwhai Coffee');
@@ -66,6 +86,7 @@ test('an owner invites a viewer, who accepts from the email, signs in, and is re
   const invitee = await newPage(t);
   await invitee.page.goto(link);
   await invitee.page.getByText('You are invited as Viewer').waitFor();
+  assert.deepEqual(await accessibilityProblems(invitee.page), [], 'the invitation page');
   await invitee.page.getByLabel('Your name').fill('Mere Tui');
   await invitee.page.getByLabel('Password').fill('mere’s own passphrase');
   await invitee.page.getByRole('button', { name: 'Join and log in' }).click();
@@ -88,6 +109,7 @@ test('an owner invites a viewer, who accepts from the email, signs in, and is re
   const refused = await invitee.page.goto(`${world.baseUrl}/dashboard/test/requests/new`);
   assert.equal(refused?.status(), 403);
   await invitee.page.getByRole('heading', { name: 'Your role does not allow this' }).waitFor();
+  assert.deepEqual(await accessibilityProblems(invitee.page), [], 'the 403 page');
   assert.match(
     await invitee.page.locator('main').innerText(),
     /You are signed in as Viewer, which cannot do this\. Nothing was changed\./,
