@@ -222,7 +222,7 @@ function registerRefundDetail(scope: Scope, kit: Kit): void {
         { permission: 'refunds.manage', post: true },
       ),
     );
-  act('mark-paid', (signed, id) => markRefundPaid(signed.ctx, id, signed.session.merchant.email));
+  act('mark-paid', (signed, id) => markRefundPaid(signed.ctx, id, signed.session.member.email));
   act('cancel', (signed, id) => cancelRefund(signed.ctx, id));
 }
 
