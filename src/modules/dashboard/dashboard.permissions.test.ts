@@ -25,7 +25,7 @@ function registeredRoutes(tree: string): string[] {
   return routes;
 }
 
-const guarded = (route: string) => /^(GET|POST) \/dashboard\/(:mode|team)(\/|$)/.test(route);
+const guarded = (route: string) => /^(GET|POST) \/dashboard\/(:mode|team|account)(\/|$)/.test(route);
 
 test('every dashboard route × every role: allowed or 403 as the permission table says', async (t) => {
   const world = await dashWorld(t, { workers: false });
@@ -33,7 +33,11 @@ test('every dashboard route × every role: allowed or 403 as the permission tabl
   const routes = registeredRoutes(world.app.app.printRoutes({ commonPrefix: false })).filter(guarded);
   assert.ok(routes.length >= 60, `the dashboard's routes are found (${routes.length})`);
   const missing = routes.filter((route) => !ROUTE_PERMISSIONS.has(route));
-  assert.deepEqual(missing, [], 'every dashboard route under a mode, and the team pages, names its permission');
+  assert.deepEqual(
+    missing,
+    [],
+    'every dashboard route under a mode, and the team and account pages, names its permission',
+  );
 
   const sessions = new Map<Role, { browser: Browser; csrf: string }>();
   for (const role of ROLES) {

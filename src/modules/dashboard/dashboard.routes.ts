@@ -111,25 +111,7 @@ export async function registerDashboardRoutes(app: App, deps: Deps, contribution
 
     registerSignIn(scope, kit);
 
-    scope.get('/dashboard/account', hidden, async (request, reply) => {
-      const session = await sessionOf(deps, request.cookies[SESSION_COOKIE]);
-      if (!session) return reply.redirect('/dashboard/login', 303);
-      const flash = (request.query as { done?: string }).done === 'ended' ? 'That session is ended.' : null;
-      return kit.render(reply, 200, 'account', {
-        title: 'Account',
-        session,
-        sessions: await liveSessions(deps, session),
-        flash,
-      });
-    });
-    scope.post<{ Params: { ref: string } }>('/dashboard/account/sessions/:ref/end', hidden, async (request, reply) => {
-      const session = await sessionOf(deps, request.cookies[SESSION_COOKIE]);
-      if (!kit.formCsrfMatches(request, session?.csrfToken)) return kit.forbidden(reply);
-      if (!session) return reply.redirect('/dashboard/login', 303);
-      await revokeSession(deps, session, request.params.ref);
-      return reply.redirect('/dashboard/account?done=ended', 303);
-    });
-
+    registerAccountPages(scope, kit);
     registerTeamPages(scope, kit);
     registerInvitationPages(scope, kit);
     registerHome(scope, kit);
@@ -146,6 +128,39 @@ export async function registerDashboardRoutes(app: App, deps: Deps, contribution
     registerBankAccountPages(scope, kit);
     registerClockPages(scope, kit, contributions.testData);
   });
+}
+
+/** The signed-in member's own account: their sessions, any of which they can end. */
+function registerAccountPages(scope: Scope, kit: Kit): void {
+  const deps = kit.deps;
+  const hidden = { schema: { hide: true } };
+  scope.get(
+    '/dashboard/account',
+    hidden,
+    kit.accountGuard(
+      async (request, reply, { session }) => {
+        const flash = (request.query as { done?: string }).done === 'ended' ? 'That session is ended.' : null;
+        return kit.render(reply, 200, 'account', {
+          title: 'Account',
+          session,
+          sessions: await liveSessions(deps, session),
+          flash,
+        });
+      },
+      { permission: 'read' },
+    ),
+  );
+  scope.post<{ Params: { ref: string } }>(
+    '/dashboard/account/sessions/:ref/end',
+    hidden,
+    kit.accountGuard(
+      async (request, reply, { session }) => {
+        await revokeSession(deps, session, request.params.ref);
+        return reply.redirect('/dashboard/account?done=ended', 303);
+      },
+      { permission: 'read', post: true },
+    ),
+  );
 }
 
 function registerSignIn(scope: Scope, kit: Kit): void {
