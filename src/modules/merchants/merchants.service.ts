@@ -26,7 +26,6 @@ import {
   keyByHashQuery,
   setApiKeyLastUsed,
   setApiKeyRevoked,
-  setUserPasswordHash,
 } from './merchants.repo.ts';
 import { keyCacheOf, type KeyRow } from './merchants.key-cache.ts';
 import {
@@ -250,22 +249,12 @@ export async function checkMerchantPassword(
 
 export const MIN_PASSWORD_LENGTH = 12;
 
-/** Checks a new dashboard password and returns its scrypt hash, to store with setMerchantPasswordHash. */
+/** Checks a new dashboard password and returns its scrypt hash, to store as a team member's. */
 export async function hashNewPassword(password: string): Promise<string> {
   if (password.length < MIN_PASSWORD_LENGTH)
     throw invalidParam('password', `password must be at least ${MIN_PASSWORD_LENGTH} characters`);
   if (password.length > 200) throw invalidParam('password', 'password must be at most 200 characters');
   return hashPassword(password);
-}
-
-/** Stores a hash from hashNewPassword as the merchant's password (in the caller's transaction). */
-export async function setMerchantPasswordHash(
-  db: Db,
-  clock: Clock,
-  userId: string,
-  passwordHash: string,
-): Promise<void> {
-  await setUserPasswordHash(db, userId, passwordHash, clock.now());
 }
 
 /**
@@ -274,18 +263,13 @@ export async function setMerchantPasswordHash(
  */
 export async function setMerchantPassword(
   db: Db,
-  clock: Clock,
   who: string,
   password: string,
 ): Promise<{ id: string; memberId: string }> {
   const passwordHash = await hashNewPassword(password);
   const member = who.startsWith('user_') ? await firstOwnerOf(db, who) : await liveMemberByEmail(db, who);
   if (!member) throw notFound('merchant', who);
-  await transact(db, async (trx) => {
-    await setMemberPassword(trx, member.id, passwordHash);
-    if (member.role === 'owner' && member.email === (await findUserById(trx, member.userId))?.email)
-      await setMerchantPasswordHash(trx, clock, member.userId, passwordHash);
-  });
+  await setMemberPassword(db, member.id, passwordHash);
   return { id: member.userId, memberId: member.id };
 }
 

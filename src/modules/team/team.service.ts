@@ -6,7 +6,7 @@ import { giveBackAttempt, takeAttempt, type AttemptLimit } from '../../store/att
 import type { Database } from '../../store/tables.ts';
 import { queueMail } from '../mail/mail.service.ts';
 import type { Deps } from '../context.ts';
-import { ROLE_LABELS, type Role } from './team.permissions.ts';
+import { can, ROLE_LABELS, type Role } from './team.permissions.ts';
 import { inviteProblem, removalProblem, roleChangeProblem } from './team.rules.ts';
 import {
   findInvitationByHash,
@@ -182,7 +182,7 @@ export async function supportRefundLimit(db: Db, userId: string): Promise<number
 }
 
 export async function setSupportRefundLimit(deps: Deps, actor: TeamActor, cents: number): Promise<TeamProblem | null> {
-  if (actor.role !== 'owner' && actor.role !== 'admin')
+  if (!can(actor.role, 'team.manage'))
     return { kind: 'problem', message: 'Only an owner or an admin can set the refund limit.' };
   await upsertSupportRefundLimit(deps.db, actor.userId, cents, deps.clock.now());
   return null;
@@ -241,7 +241,7 @@ export async function inviteMember(
 
 /** Revokes a pending invitation of the actor's merchant; another merchant's, or one gone, is 404. */
 export async function revokeInvitation(deps: Deps, actor: TeamActor, id: string): Promise<TeamProblem | null> {
-  if (actor.role !== 'owner' && actor.role !== 'admin')
+  if (!can(actor.role, 'team.manage'))
     return { kind: 'problem', message: 'Only an owner or an admin can revoke invitations.' };
   if (!(await setInvitationRevoked(deps.db, actor.userId, id, deps.clock.now()))) throw notFound('invitation', id);
   return null;

@@ -29,7 +29,7 @@ import {
   type Scope,
   type SignedAccount,
 } from '../dashboard.kit.ts';
-import { SESSION_MAX_MS, startSession, type DashboardSession } from '../dashboard.sessions.ts';
+import { endSessionsOfMember, SESSION_MAX_MS, startSession, type DashboardSession } from '../dashboard.sessions.ts';
 
 // The Team page (docs/team.md), outside the modes like the Account page: the members with their
 // roles, pending invitations, inviting, revoking, changing a role, removing, and the support refund
@@ -199,7 +199,10 @@ function registerTeamChanges(scope: Scope, kit: Kit, { refused, done }: Answers)
       async (request, reply, signed) =>
         orNotFound(kit, reply, signed, async () => {
           const problem = await removeMember(deps, actorOf(signed.session), request.params.id);
-          return problem ? refused(reply, signed, problem) : done(reply, 'removed');
+          if (problem) return refused(reply, signed, problem);
+          // A session is good only while its member is on the team; the rows are ended too, so the list of sessions says so.
+          await endSessionsOfMember(deps.db, deps.clock.now(), request.params.id);
+          return done(reply, 'removed');
         }),
       { permission: 'team.manage', post: true },
     ),
