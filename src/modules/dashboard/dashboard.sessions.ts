@@ -34,11 +34,11 @@ import {
 } from './dashboard.repo.ts';
 
 // Sign-in to the dashboard (docs/dashboard.md) by a member of the merchant's team (docs/team.md):
-// email and the member's scrypt password; server-side sessions found by the SHA-256 of the cookie's value, 12 hours
-// idle and 7 days at most, a new id at every sign-in, ended at logout, at a password change, or
-// from the sessions list. Failed sign-ins are limited per email and per client address, in the
-// database so every process shares the count; a password is reset by a link emailed to the
-// merchant, which works once for 30 minutes.
+// email and the member's scrypt password; server-side sessions found by the SHA-256 of the cookie's
+// value, each of one member, 12 hours idle and 7 days at most, a new id at every sign-in, ended at
+// logout, at a password change, from the sessions list, or when the member leaves the team. Failed
+// sign-ins are limited per email and per client address, in the database so every process shares
+// the count; a password is reset by a link emailed to the member, which works once for 30 minutes.
 
 export const SESSION_IDLE_MS = 12 * 60 * 60_000;
 export const SESSION_MAX_MS = 7 * 24 * 60 * 60_000;
