@@ -187,6 +187,8 @@ test('roles: admins cannot make or unmake owners, the last owner stays, a role c
   assert.ok((await requestsOf(owner)).includes('/requests/new">New request'));
   assert.ok(!(await requestsOf(viewer)).includes('/requests/new">New request'));
   assert.ok(!(await viewer.browser.request('/dashboard/test/api-keys')).text.includes('Create a test key'));
+  assert.ok(!(await viewer.browser.request('/dashboard/test/clock')).text.includes('Move the clock'));
+  assert.ok((await owner.browser.request('/dashboard/test/clock')).text.includes('Move the clock'));
 
   // The viewer's action is refused with 403; once an admin makes them a developer it is allowed.
   const keys = `/dashboard/test/api-keys`;
