@@ -8,6 +8,9 @@ import {
   type TestMerchant,
 } from './helpers.ts';
 import { Browser } from './payer.ts';
+import { hashPassword } from '../src/shared/crypto.ts';
+import type { Role } from '../src/modules/team/team.permissions.ts';
+import { changeMemberRole, createOwnerMember, firstOwnerOf } from '../src/modules/team/team.service.ts';
 import { smtpReceiver, type SmtpReceiver } from './smtp.ts';
 
 // The merchant dashboard's world for tests: a listening service that mails through a real SMTP
@@ -45,12 +48,50 @@ export async function dashWorld(
   return { app, baseUrl, smtp, merchants };
 }
 
-/** Signs a merchant in through the login page; the browser then holds the session cookie. */
+/** Signs a merchant's owner in through the login page; the browser then holds the session cookie. */
 export async function logIn(world: DashWorld, merchant: DashMerchant, password = PASSWORD): Promise<Browser> {
+  return logInAs(world, merchant.email, password);
+}
+
+let memberCounter = 0;
+let passwordHash: Promise<string> | null = null;
+
+/**
+ * A member of the merchant's team with `role` and the password PASSWORD, made as the operator's
+ * owner and then given the role by the merchant's first owner, through the team service.
+ */
+export async function addMember(
+  world: DashWorld,
+  merchant: DashMerchant,
+  role: Role,
+): Promise<{ id: string; email: string }> {
+  memberCounter += 1;
+  const deps = world.app.deps;
+  const email = `${role}-${memberCounter}-${merchant.userId.slice(-6).toLowerCase()}@example.com`;
+  passwordHash ??= hashPassword(PASSWORD);
+  const member = await createOwnerMember(deps.db, {
+    userId: merchant.userId,
+    email,
+    passwordHash: await passwordHash,
+    now: deps.clock.now(),
+  });
+  const owner = (await firstOwnerOf(deps.db, merchant.userId))!;
+  const refused = await changeMemberRole(
+    deps,
+    { userId: merchant.userId, memberId: owner.id, role: 'owner' },
+    member.id,
+    role,
+  );
+  if (refused) throw new Error(refused.message);
+  return { id: member.id, email };
+}
+
+/** Signs anyone in through the login page by email; the browser then holds the session cookie. */
+export async function logInAs(world: DashWorld, email: string, password = PASSWORD): Promise<Browser> {
   const browser = new Browser(world.baseUrl);
   const page = await browser.request('/dashboard/login');
   const done = await browser.request('/dashboard/login', {
-    form: { email: merchant.email, password, csrf: Browser.csrfOf(page.text) },
+    form: { email, password, csrf: Browser.csrfOf(page.text) },
   });
   if (done.status !== 303) throw new Error(`login failed: ${done.status} ${done.text.slice(0, 500)}`);
   return browser;

@@ -22,6 +22,7 @@ import { paymentsModule } from './payments/payments.module.ts';
 import { refundsModule } from './refunds/refunds.module.ts';
 import { requestsModule } from './requests/requests.module.ts';
 import { subscriptionsModule } from './subscriptions/subscriptions.module.ts';
+import { teamModule } from './team/team.module.ts';
 import { testHelpersModule } from './test-helpers/test-helpers.module.ts';
 import { webhooksModule } from './webhooks/webhooks.module.ts';
 import { setEventSubscribers } from './events/events.subscribers.ts';
@@ -29,6 +30,7 @@ import { setEventSubscribers } from './events/events.subscribers.ts';
 /** Every module of Tono. The app, the runtime, the CLI and the tests are built from this list. */
 export const manifests: readonly ModuleManifest[] = [
   merchantsModule,
+  teamModule,
   requestsModule,
   paymentsModule,
   customersModule,

@@ -38,6 +38,8 @@ export const IdPrefix = {
   charge: 'charge',
   refund: 'refund',
   refundAuthority: 'refundauth',
+  member: 'mem',
+  invitation: 'inv',
 } as const;
 export type IdKind = keyof typeof IdPrefix;
 

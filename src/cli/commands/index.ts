@@ -1,4 +1,5 @@
 import type { CliCommand } from '../command.ts';
+import { memberCommands } from './members.ts';
 import { merchantCommands } from './merchants.ts';
 import { storeCommands } from './store.ts';
 import { eventCommands } from './events.ts';
@@ -6,6 +7,7 @@ import { devCommands } from './listen.ts';
 
 export const commands: Record<string, CliCommand> = {
   ...merchantCommands,
+  ...memberCommands,
   ...storeCommands,
   ...eventCommands,
   ...devCommands,

@@ -64,7 +64,7 @@ export const merchantCommands: Record<string, CliCommand> = {
       const given = o['password-stdin'] ? (await readStdin()).replace(/\r?\n$/, '') : null;
       const password = given ?? randomSecret(12);
       const done = await withDb(config, async (db) => {
-        const user = await setMerchantPassword(db, systemClock, positionals[0], password);
+        const user = await setMerchantPassword(db, positionals[0], password);
         // A new password signs every dashboard session out, as a reset does.
         await endSessionsOfMerchant(db, systemClock.now(), user.id);
         return user;
@@ -126,7 +126,7 @@ export const merchantCommands: Record<string, CliCommand> = {
   },
 };
 
-async function readStdin(): Promise<string> {
+export async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks).toString('utf8');

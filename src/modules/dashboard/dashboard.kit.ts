@@ -12,6 +12,7 @@ import { AppError } from '../../shared/errors.ts';
 import { clockAt } from '../merchants/merchants.clock.ts';
 import { money, queryOf, when } from './dashboard.format.ts';
 import { sessionOf, type DashboardSession } from './dashboard.sessions.ts';
+import { can, ROLE_LABELS, type Permission } from '../team/team.permissions.ts';
 import type { Ctx, Deps } from '../context.ts';
 import type { Mode } from '../../shared/mode.ts';
 
@@ -26,20 +27,38 @@ export const PRE_SESSION_COOKIE = 'tono_dash_csrf';
 export const MODE_COOKIE = 'tono_dash_mode';
 export const DASHBOARD_CSP = contentSecurityPolicy({ scripts: true, styles: 'self', images: true, formsTo: [] });
 
+/** The sections in the navigation, each shown to the roles with its permission (docs/team.md). */
 export const SECTIONS = [
-  { path: '', label: 'Home' },
-  { path: 'requests', label: 'Requests' },
-  { path: 'payments', label: 'Payments' },
-  { path: 'refunds', label: 'Refunds' },
-  { path: 'customers', label: 'Customers' },
-  { path: 'subscriptions', label: 'Subscriptions' },
-  { path: 'recurring-consents', label: 'Recurring consents' },
-  { path: 'webhooks', label: 'Webhooks' },
-  { path: 'events', label: 'Events' },
-  { path: 'api-keys', label: 'API keys' },
-  { path: 'bank-accounts', label: 'Bank accounts' },
-  { path: 'clock', label: 'Test clock', testOnly: true },
-] as const;
+  { path: '', label: 'Home', permission: 'read' },
+  { path: 'requests', label: 'Requests', permission: 'read' },
+  { path: 'payments', label: 'Payments', permission: 'read' },
+  { path: 'refunds', label: 'Refunds', permission: 'read' },
+  { path: 'customers', label: 'Customers', permission: 'read' },
+  { path: 'subscriptions', label: 'Subscriptions', permission: 'read' },
+  { path: 'recurring-consents', label: 'Recurring consents', permission: 'read' },
+  { path: 'webhooks', label: 'Webhooks', permission: 'read' },
+  { path: 'events', label: 'Events', permission: 'read' },
+  { path: 'api-keys', label: 'API keys', permission: 'read' },
+  { path: 'bank-accounts', label: 'Bank accounts', permission: 'read' },
+  { path: 'clock', label: 'Test clock', testOnly: true, permission: 'read' },
+] as const satisfies readonly { path: string; label: string; permission: Permission; testOnly?: boolean }[];
+
+/**
+ * Every signed-in dashboard route and the permission it needs, as `METHOD /path` (the path as
+ * registered, `/dashboard/:mode/…`). Filled as routes are registered, from the guard each one is
+ * wrapped in (an onRoute hook of the dashboard's scope); a test fails on a route under a mode that
+ * is not here.
+ */
+export const ROUTE_PERMISSIONS = new Map<string, Permission>();
+const PERMISSION_OF = Symbol('dashboard route permission');
+
+/** The permission a guarded handler was made with; undefined for a handler the guard did not wrap. */
+export function permissionOfHandler(handler: unknown): Permission | undefined {
+  return (handler as { [PERMISSION_OF]?: Permission } | null)?.[PERMISSION_OF];
+}
+
+/** What a route's guard decides on: the permission it needs is required, so no route is written without a decision. */
+export type GuardOptions = { permission: Permission; post?: boolean; testOnly?: boolean };
 
 export type Section = (typeof SECTIONS)[number]['path'];
 
@@ -101,6 +120,7 @@ export function dashboardKit(deps: Deps) {
 
   const layoutOf = (signed: Signed, section: string | null) => ({
     session: signed.session,
+    can: (permission: Permission) => can(signed.session.member.role, permission),
     mode: signed.mode,
     base: signed.base,
     section,
@@ -122,7 +142,10 @@ export function dashboardKit(deps: Deps) {
   const forbidden = (reply: FastifyReply) =>
     message(reply, 403, 'This form has expired', 'Nothing was changed. Go back, reload the page and try again.');
 
-  const guard = signedPageGuard(deps, { message, formCsrfMatches, forbidden, cookieOptions });
+  const notAllowed = notAllowedPage(render, layoutOf);
+
+  const guard = signedPageGuard(deps, { message, formCsrfMatches, forbidden, cookieOptions, notAllowed });
+  const accountGuard = accountPageGuard(deps, { formCsrfMatches, forbidden, notAllowed });
 
   return {
     deps,
@@ -132,11 +155,29 @@ export function dashboardKit(deps: Deps) {
     message,
     layoutOf,
     guard,
+    accountGuard,
+    notAllowed,
     formCsrfMatches,
     preSessionCsrf,
     forbidden,
     helpers,
   };
+}
+
+/** A signed-in member whose role lacks the route's permission: 403 in the layout, nothing done. */
+function notAllowedPage(
+  render: (reply: FastifyReply, status: number, template: string, data: Record<string, unknown>) => FastifyReply,
+  layoutOf: (signed: Signed, section: string | null) => Record<string, unknown>,
+) {
+  return (reply: FastifyReply, signed: Signed | null, session: DashboardSession) =>
+    render(reply, 403, 'message', {
+      title: 'Not allowed',
+      heading: 'Your role does not allow this',
+      text: `You are signed in as ${ROLE_LABELS[session.member.role]}, which cannot do this. Nothing was changed. An owner or an admin of the team can change your role.`,
+      ...(signed
+        ? layoutOf(signed, null)
+        : { session, can: (permission: Permission) => can(session.member.role, permission) }),
+    });
 }
 
 /** A page request: path parameters and query values as text. */
@@ -158,10 +199,42 @@ type PageParts = {
   formCsrfMatches: (request: FastifyRequest, expected: string | undefined) => boolean;
   forbidden: (reply: FastifyReply) => FastifyReply;
   cookieOptions: () => ReturnType<typeof pageCookieOptions>;
+  notAllowed: (reply: FastifyReply, signed: Signed | null, session: DashboardSession) => FastifyReply;
 };
 
+/** Marks a guarded handler with its permission, for the route registry. */
+function withPermission<H extends object>(handler: H, permission: Permission): H {
+  return Object.assign(handler, { [PERMISSION_OF]: permission });
+}
+
+/** What a signed-in page outside the modes (the account, the team) gets. */
+export type SignedAccount = { session: DashboardSession };
+
+/**
+ * The guard of the signed-in pages outside the modes (/dashboard/team…): signed out leads to the
+ * login page; a post without this session's CSRF token is 403; a role without the permission is 403.
+ */
+function accountPageGuard(
+  deps: Deps,
+  { formCsrfMatches, forbidden, notAllowed }: Pick<PageParts, 'formCsrfMatches' | 'forbidden' | 'notAllowed'>,
+) {
+  type Handler = (request: PageRequest, reply: FastifyReply, signed: SignedAccount) => Promise<unknown>;
+  return (handler: Handler, options: GuardOptions) =>
+    withPermission(async (request: FastifyRequest<any>, reply: FastifyReply) => {
+      const session = await sessionOf(deps, request.cookies[SESSION_COOKIE]);
+      if (options.post && !formCsrfMatches(request, session?.csrfToken)) return forbidden(reply);
+      if (!session)
+        return reply.redirect(
+          `/dashboard/login${queryOf({ next: request.method === 'GET' ? request.url : undefined })}`,
+          303,
+        );
+      if (!can(session.member.role, options.permission)) return notAllowed(reply, null, session);
+      return handler(request, reply, { session });
+    }, options.permission);
+}
+
 /** The guard every signed-in page goes through: a page handler wrapped with sign-in, mode and CSRF checks. */
-function signedPageGuard(deps: Deps, { message, formCsrfMatches, forbidden, cookieOptions }: PageParts) {
+function signedPageGuard(deps: Deps, { message, formCsrfMatches, forbidden, cookieOptions, notAllowed }: PageParts) {
   const ctxOf = (request: FastifyRequest, session: DashboardSession, mode: Mode): Ctx => ({
     deps,
     db: deps.db,
@@ -169,7 +242,7 @@ function signedPageGuard(deps: Deps, { message, formCsrfMatches, forbidden, cook
     mode,
     clock: clockAt(deps.clock, mode, session.merchant.clockOffsetMs),
     log: request.log as unknown as Ctx['log'],
-    actor: { kind: 'member', id: session.merchant.id, email: session.merchant.email },
+    actor: { kind: 'member', id: session.member.id, email: session.member.email },
     origin: { ip: request.ip, userAgent: request.headers['user-agent']?.slice(0, 200) ?? null, requestId: request.id },
   });
 
@@ -178,10 +251,10 @@ function signedPageGuard(deps: Deps, { message, formCsrfMatches, forbidden, cook
   /**
    * A signed-in page under /dashboard/{mode}/…: signed out leads to the login page; a mode other
    * than live or test is 404; a post without this session's CSRF token, or from another site, is
-   * 403 and runs nothing.
+   * 403 and runs nothing; so is any request of a member whose role lacks the route's permission.
    */
-  return (handler: Handler, options: { post?: boolean; testOnly?: boolean } = {}) =>
-    async (request: FastifyRequest<any>, reply: FastifyReply) => {
+  return (handler: Handler, options: GuardOptions) =>
+    withPermission(async (request: FastifyRequest<any>, reply: FastifyReply) => {
       const session = await sessionOf(deps, request.cookies[SESSION_COOKIE]);
       if (options.post && !formCsrfMatches(request, session?.csrfToken)) return forbidden(reply);
       if (!session)
@@ -203,6 +276,7 @@ function signedPageGuard(deps: Deps, { message, formCsrfMatches, forbidden, cook
         reply.setCookie(MODE_COOKIE, mode, { ...cookieOptions(), maxAge: 365 * 86_400 });
       if (options.testOnly && mode !== 'test')
         return message(reply, 404, 'Not found', 'The test clock and test data are in test mode only.', signed);
+      if (!can(session.member.role, options.permission)) return notAllowed(reply, signed, session);
       try {
         return await handler(request, reply, signed);
       } catch (error) {
@@ -210,7 +284,7 @@ function signedPageGuard(deps: Deps, { message, formCsrfMatches, forbidden, cook
           return message(reply, 404, 'Not found', `There is nothing with that address in ${mode} mode.`, signed);
         throw error;
       }
-    };
+    }, options.permission);
 }
 
 export type Scope = FastifyInstance<any, any, any, any, any>;

@@ -27,6 +27,16 @@ export async function endSessionRow(db: Db, idHash: string, now: number): Promis
     .execute();
 }
 
+/** Ends every live session of one team member. */
+export async function endSessionRowsOfMember(db: Db, memberId: string, now: number): Promise<void> {
+  await db
+    .updateTable('dashboard_sessions')
+    .set({ ended_at: now })
+    .where('member_id', '=', memberId)
+    .where('ended_at', 'is', null)
+    .execute();
+}
+
 export async function endSessionRowsOf(db: Db, userId: string, now: number): Promise<void> {
   await db
     .updateTable('dashboard_sessions')
@@ -36,17 +46,17 @@ export async function endSessionRowsOf(db: Db, userId: string, now: number): Pro
     .execute();
 }
 
-/** Sessions of a merchant still live at `now`, newest first. */
+/** Sessions of a team member still live at `now`, newest first. */
 export async function liveSessionRowsOf(
   db: Db,
-  userId: string,
+  memberId: string,
   now: number,
   idleMs: number,
 ): Promise<DashboardSessionRow[]> {
   return db
     .selectFrom('dashboard_sessions')
     .selectAll()
-    .where('user_id', '=', userId)
+    .where('member_id', '=', memberId)
     .where('ended_at', 'is', null)
     .where('expires_at', '>', now)
     .where('last_seen_at', '>', now - idleMs)
@@ -55,12 +65,12 @@ export async function liveSessionRowsOf(
     .execute();
 }
 
-/** Ends the merchant's live session whose hash starts with `ref`; false when there is none. */
-export async function endSessionByRef(db: Db, userId: string, ref: string, now: number): Promise<boolean> {
+/** Ends the member's live session whose hash starts with `ref`; false when there is none. */
+export async function endSessionByRef(db: Db, memberId: string, ref: string, now: number): Promise<boolean> {
   const result = await db
     .updateTable('dashboard_sessions')
     .set({ ended_at: now })
-    .where('user_id', '=', userId)
+    .where('member_id', '=', memberId)
     .where('id_hash', 'like', `${ref}%`)
     .where('ended_at', 'is', null)
     .executeTakeFirst();

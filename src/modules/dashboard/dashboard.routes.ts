@@ -8,6 +8,8 @@ import { text } from './dashboard.format.ts';
 import {
   dashboardKit,
   formOf,
+  permissionOfHandler,
+  ROUTE_PERMISSIONS,
   MODE_COOKIE,
   PRE_SESSION_COOKIE,
   SESSION_COOKIE,
@@ -41,6 +43,7 @@ import { registerRecurringPages } from './sections/recurring.ts';
 import { registerConsentCharge } from './sections/consent-charge.ts';
 import { registerBankAccountPages } from './sections/bank-accounts.ts';
 import { registerClockPages } from './sections/clock.ts';
+import { registerInvitationPages, registerTeamPages } from './sections/team.ts';
 import type { Deps } from '../context.ts';
 import type { App } from '../../http/app-type.ts';
 import type { Contributions } from '../manifest.ts';
@@ -84,6 +87,12 @@ export async function registerDashboardRoutes(app: App, deps: Deps, contribution
   await app.register(async (scope) => {
     await scope.register(cookie);
     const hidden = { schema: { hide: true } };
+    // The registry of route → permission (docs/team.md), from the guard each route is wrapped in.
+    scope.addHook('onRoute', (route) => {
+      const permission = permissionOfHandler(route.handler);
+      if (!permission) return;
+      for (const method of [route.method].flat()) ROUTE_PERMISSIONS.set(`${method} ${route.url}`, permission);
+    });
 
     scope.get<{ Params: { name: string } }>('/dashboard/assets/:name', hidden, async (request, reply) => {
       const asset = assets.get(request.params.name);
@@ -102,25 +111,9 @@ export async function registerDashboardRoutes(app: App, deps: Deps, contribution
 
     registerSignIn(scope, kit);
 
-    scope.get('/dashboard/account', hidden, async (request, reply) => {
-      const session = await sessionOf(deps, request.cookies[SESSION_COOKIE]);
-      if (!session) return reply.redirect('/dashboard/login', 303);
-      const flash = (request.query as { done?: string }).done === 'ended' ? 'That session is ended.' : null;
-      return kit.render(reply, 200, 'account', {
-        title: 'Account',
-        session,
-        sessions: await liveSessions(deps, session),
-        flash,
-      });
-    });
-    scope.post<{ Params: { ref: string } }>('/dashboard/account/sessions/:ref/end', hidden, async (request, reply) => {
-      const session = await sessionOf(deps, request.cookies[SESSION_COOKIE]);
-      if (!kit.formCsrfMatches(request, session?.csrfToken)) return kit.forbidden(reply);
-      if (!session) return reply.redirect('/dashboard/login', 303);
-      await revokeSession(deps, session, request.params.ref);
-      return reply.redirect('/dashboard/account?done=ended', 303);
-    });
-
+    registerAccountPages(scope, kit);
+    registerTeamPages(scope, kit);
+    registerInvitationPages(scope, kit);
     registerHome(scope, kit);
     registerRequestPages(scope, kit);
     registerPaymentPages(scope, kit);
@@ -135,6 +128,39 @@ export async function registerDashboardRoutes(app: App, deps: Deps, contribution
     registerBankAccountPages(scope, kit);
     registerClockPages(scope, kit, contributions.testData);
   });
+}
+
+/** The signed-in member's own account: their sessions, any of which they can end. */
+function registerAccountPages(scope: Scope, kit: Kit): void {
+  const deps = kit.deps;
+  const hidden = { schema: { hide: true } };
+  scope.get(
+    '/dashboard/account',
+    hidden,
+    kit.accountGuard(
+      async (request, reply, { session }) => {
+        const flash = (request.query as { done?: string }).done === 'ended' ? 'That session is ended.' : null;
+        return kit.render(reply, 200, 'account', {
+          title: 'Account',
+          session,
+          sessions: await liveSessions(deps, session),
+          flash,
+        });
+      },
+      { permission: 'read' },
+    ),
+  );
+  scope.post<{ Params: { ref: string } }>(
+    '/dashboard/account/sessions/:ref/end',
+    hidden,
+    kit.accountGuard(
+      async (request, reply, { session }) => {
+        await revokeSession(deps, session, request.params.ref);
+        return reply.redirect('/dashboard/account?done=ended', 303);
+      },
+      { permission: 'read', post: true },
+    ),
+  );
 }
 
 function registerSignIn(scope: Scope, kit: Kit): void {

@@ -4,19 +4,24 @@ import { giveBackAttempt, takeAttempt, type AttemptLimit } from '../../store/att
 import type { Database } from '../../store/tables.ts';
 import { queueMail } from '../mail/mail.service.ts';
 import {
-  checkMerchantPassword,
-  findMerchantByEmail,
   hashNewPassword,
   merchantById,
   MIN_PASSWORD_LENGTH,
-  setMerchantPasswordHash,
   type DashboardMerchant,
 } from '../merchants/merchants.service.ts';
+import {
+  checkMemberPassword,
+  liveMemberByEmail,
+  liveMemberById,
+  setMemberPassword,
+  type TeamMember,
+} from '../team/team.service.ts';
 import type { Deps } from '../context.ts';
 import {
   endSessionByRef,
   endSessionRow,
   endSessionRowsOf,
+  endSessionRowsOfMember,
   findReset,
   findSession,
   insertReset,
@@ -28,12 +33,12 @@ import {
   touchSession,
 } from './dashboard.repo.ts';
 
-// Merchant sign-in to the dashboard (docs/dashboard.md): email and the scrypt password that
-// `merchant create` sets; server-side sessions found by the SHA-256 of the cookie's value, 12 hours
-// idle and 7 days at most, a new id at every sign-in, ended at logout, at a password change, or
-// from the sessions list. Failed sign-ins are limited per email and per client address, in the
-// database so every process shares the count; a password is reset by a link emailed to the
-// merchant, which works once for 30 minutes.
+// Sign-in to the dashboard (docs/dashboard.md) by a member of the merchant's team (docs/team.md):
+// email and the member's scrypt password; server-side sessions found by the SHA-256 of the cookie's
+// value, each of one member, 12 hours idle and 7 days at most, a new id at every sign-in, ended at
+// logout, at a password change, from the sessions list, or when the member leaves the team. Failed
+// sign-ins are limited per email and per client address, in the database so every process shares
+// the count; a password is reset by a link emailed to the member, which works once for 30 minutes.
 
 export const SESSION_IDLE_MS = 12 * 60 * 60_000;
 export const SESSION_MAX_MS = 7 * 24 * 60 * 60_000;
@@ -56,7 +61,14 @@ export const SIGN_IN_LIMITS = {
 
 type Db = Kysely<Database>;
 
-export type DashboardSession = { idHash: string; csrfToken: string; merchant: DashboardMerchant; createdAt: number };
+/** A signed-in session: the team member who signed in, and the merchant whose dashboard it is. */
+export type DashboardSession = {
+  idHash: string;
+  csrfToken: string;
+  member: TeamMember;
+  merchant: DashboardMerchant;
+  createdAt: number;
+};
 
 export function normaliseEmail(raw: unknown): string | null {
   if (typeof raw !== 'string') return null;
@@ -99,25 +111,40 @@ export async function signIn(
     await giveBack(false);
     return { kind: 'limited', retryAfterMs: byEmail.retryAfterMs };
   }
-  let merchant: DashboardMerchant | null;
+  let member: TeamMember | null;
   try {
-    merchant =
+    member =
       input.password.length > 0 && input.password.length <= 200
-        ? await checkMerchantPassword(deps.db, input.email, input.password)
+        ? await checkMemberPassword(deps.db, input.email, input.password)
         : null;
   } catch (error) {
     if (!(error instanceof PasswordHashingBusy)) throw error;
     await giveBack(true);
     return { kind: 'busy' };
   }
-  if (!merchant) return { kind: 'wrong' };
+  if (!member) return { kind: 'wrong' };
   await giveBack(true);
-  // A new id at every sign-in: a session id planted in the browser before sign-in never becomes a signed-in one.
+  const sessionId = await startSession(deps, member, input);
+  return { kind: 'signed_in', sessionId };
+}
+
+/**
+ * Opens a new session for a member who has just proved who they are (a right password, or an
+ * accepted invitation). A new id at every sign-in: a session id planted in the browser before
+ * sign-in never becomes a signed-in one.
+ */
+export async function startSession(
+  deps: Deps,
+  member: TeamMember,
+  input: { userAgent: string | undefined; previousSessionId: string | undefined },
+): Promise<string> {
+  const now = deps.clock.now();
   if (input.previousSessionId) await endSession(deps, input.previousSessionId);
   const sessionId = randomSecret(32);
   await insertSession(deps.db, {
     id_hash: sha256Hex(sessionId),
-    user_id: merchant.id,
+    user_id: member.userId,
+    member_id: member.id,
     csrf_token: randomSecret(24),
     created_at: now,
     last_seen_at: now,
@@ -126,7 +153,7 @@ export async function signIn(
     shown_once_sealed: null,
     user_agent: input.userAgent ? input.userAgent.slice(0, 120) : null,
   });
-  return { kind: 'signed_in', sessionId };
+  return sessionId;
 }
 
 /** The live session a cookie names; seeing it keeps it alive (12 hours idle, 7 days at most). */
@@ -142,10 +169,14 @@ export async function sessionOf(deps: Deps, sessionId: string | undefined): Prom
     Number(row.last_seen_at) + SESSION_IDLE_MS <= now
   )
     return null;
+  // Read on every request: a member removed from the team is signed out at their next request,
+  // and a role changed applies to it.
+  const member = row.member_id ? await liveMemberById(deps.db, row.member_id) : null;
+  if (!member || member.userId !== row.user_id) return null;
   const merchant = await merchantById(deps.db, row.user_id);
   if (!merchant) return null;
   if (now - Number(row.last_seen_at) > 60_000) await touchSession(deps.db, idHash, now);
-  return { idHash, csrfToken: row.csrf_token, merchant, createdAt: Number(row.created_at) };
+  return { idHash, csrfToken: row.csrf_token, member, merchant, createdAt: Number(row.created_at) };
 }
 
 export async function endSession(deps: Deps, sessionId: string | undefined): Promise<void> {
@@ -155,6 +186,10 @@ export async function endSession(deps: Deps, sessionId: string | undefined): Pro
 
 export async function endSessionsOfMerchant(db: Db, now: number, userId: string): Promise<void> {
   await endSessionRowsOf(db, userId, now);
+}
+
+export async function endSessionsOfMember(db: Db, now: number, memberId: string): Promise<void> {
+  await endSessionRowsOfMember(db, memberId, now);
 }
 
 export type SessionSummary = {
@@ -171,7 +206,7 @@ export type SessionSummary = {
  */
 export async function liveSessions(deps: Deps, session: DashboardSession): Promise<SessionSummary[]> {
   const now = deps.clock.now();
-  const rows = await liveSessionRowsOf(deps.db, session.merchant.id, now, SESSION_IDLE_MS);
+  const rows = await liveSessionRowsOf(deps.db, session.member.id, now, SESSION_IDLE_MS);
   return rows.map((row) => ({
     ref: row.id_hash.slice(0, 16),
     createdAt: Number(row.created_at),
@@ -183,46 +218,60 @@ export async function liveSessions(deps: Deps, session: DashboardSession): Promi
 
 export async function revokeSession(deps: Deps, session: DashboardSession, ref: string): Promise<boolean> {
   if (!/^[0-9a-f]{16}$/.test(ref)) return false;
-  return endSessionByRef(deps.db, session.merchant.id, ref, deps.clock.now());
+  return endSessionByRef(deps.db, session.member.id, ref, deps.clock.now());
 }
 
 export type ResetAsk = { kind: 'asked' } | { kind: 'limited'; retryAfterMs: number };
 
 /**
- * Emails a reset link when the email is a merchant's. The reply is the same either way, so the
+ * Emails a reset link when the email is a team member's. The reply is the same either way, so the
  * form does not tell who has an account.
  */
 export async function askForReset(deps: Deps, email: string, client: string): Promise<ResetAsk> {
   const now = deps.clock.now();
   const allowed = await takeAttempt(deps.db, SIGN_IN_LIMITS.resetsByClient, client, now);
   if (!allowed.ok) return { kind: 'limited', retryAfterMs: allowed.retryAfterMs };
-  const merchant = await findMerchantByEmail(deps.db, email);
-  if (!merchant) return { kind: 'asked' };
+  const member = await liveMemberByEmail(deps.db, email);
+  if (!member) return { kind: 'asked' };
   return deps.store.transaction(async (trx) => {
     // Past the hourly limit the reply stays the same; only the email is not sent again. Taken in
-    // the transaction that sends, so concurrent asks for one merchant queue on its count.
-    if (!(await takeAttempt(trx, SIGN_IN_LIMITS.resetsByEmail, merchant.id, now)).ok) return { kind: 'asked' } as const;
-    const token = randomSecret(32);
-    await insertReset(trx, {
-      token_hash: sha256Hex(token),
-      user_id: merchant.id,
-      created_at: now,
-      expires_at: now + RESET_TTL_MS,
-      used_at: null,
-    });
+    // the transaction that sends, so concurrent asks for one member queue on its count.
+    if (!(await takeAttempt(trx, SIGN_IN_LIMITS.resetsByEmail, member.id, now)).ok) return { kind: 'asked' } as const;
+    const token = await insertResetToken(trx, member, now);
     await queueMail(
       trx,
       {
-        to: merchant.email,
+        to: member.email,
         template: 'merchant_password_reset',
         data: { token, minutes: RESET_TTL_MS / 60_000 },
-        related: { type: 'user', id: merchant.id },
+        related: { type: 'member', id: member.id },
       },
       now,
       deps.secrets,
     );
     return { kind: 'asked' } as const;
   });
+}
+
+async function insertResetToken(db: Db, member: TeamMember, now: number): Promise<string> {
+  const token = randomSecret(32);
+  await insertReset(db, {
+    token_hash: sha256Hex(token),
+    user_id: member.userId,
+    member_id: member.id,
+    created_at: now,
+    expires_at: now + RESET_TTL_MS,
+    used_at: null,
+  });
+  return token;
+}
+
+/**
+ * A set-password link for a member, made by the operator (`member create-owner`): the same
+ * one-time token as an emailed reset, for 30 minutes.
+ */
+export async function setPasswordLinkFor(db: Db, member: TeamMember, now: number, baseUrl: string): Promise<string> {
+  return `${baseUrl}/dashboard/reset/${await insertResetToken(db, member, now)}`;
 }
 
 /** Whether a reset token can still be used. */
@@ -234,7 +283,7 @@ export async function resetIsLive(deps: Deps, token: string): Promise<boolean> {
 
 export type ResetOutcome = { kind: 'done' } | { kind: 'dead' } | { kind: 'weak' } | { kind: 'busy' };
 
-/** Sets the new password with a live token, once; every session of the merchant ends. */
+/** Sets the new password with a live token, once; every session of the member ends. */
 export async function resetPassword(deps: Deps, token: string, password: string): Promise<ResetOutcome> {
   if (!(await resetIsLive(deps, token))) return { kind: 'dead' };
   if (password.length < MIN_PASSWORD_LENGTH || password.length > 200) return { kind: 'weak' };
@@ -252,9 +301,9 @@ export async function resetPassword(deps: Deps, token: string, password: string)
     const now = deps.clock.now();
     if (!(await spendReset(trx, hash, now))) return { kind: 'dead' } as const;
     const row = await findReset(trx, hash);
-    if (!row) return { kind: 'dead' } as const;
-    await setMerchantPasswordHash(trx, deps.clock, row.user_id, passwordHash);
-    await endSessionRowsOf(trx, row.user_id, now);
+    if (!row?.member_id) return { kind: 'dead' } as const;
+    await setMemberPassword(trx, row.member_id, passwordHash);
+    await endSessionRowsOfMember(trx, row.member_id, now);
     return { kind: 'done' } as const;
   });
 }

@@ -4,6 +4,8 @@ export interface DashboardSessionsTable {
   /** SHA-256 (hex) of the session cookie's value; the value itself is stored nowhere. */
   id_hash: string;
   user_id: string;
+  /** The team member signed in (migration 0035); the session is good only while they are on the team. */
+  member_id: string | null;
   csrf_token: string;
   created_at: number;
   last_seen_at: number;
@@ -20,6 +22,8 @@ export interface DashboardResetsTable {
   /** SHA-256 (hex) of the emailed token. */
   token_hash: string;
   user_id: string;
+  /** The member whose password the link sets (migration 0035). */
+  member_id: string | null;
   created_at: number;
   expires_at: number;
   used_at: number | null;

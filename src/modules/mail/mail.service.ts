@@ -116,5 +116,7 @@ export function outgoingMailOf(row: MailRow, secrets: SecretBox, baseUrl: string
 function linkFor(template: TemplateName, data: TemplateData[TemplateName], baseUrl: string): string {
   if (template === 'merchant_password_reset')
     return `${baseUrl}/dashboard/reset/${(data as TemplateData['merchant_password_reset']).token}`;
+  if (template === 'team_invitation')
+    return `${baseUrl}/dashboard/invitations/${(data as TemplateData['team_invitation']).token}`;
   return template === 'webhook_failing' || template === 'webhook_disabled' ? `${baseUrl}/docs` : `${baseUrl}/customer`;
 }

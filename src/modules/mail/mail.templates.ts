@@ -40,6 +40,7 @@ export type TemplateData = {
   webhook_failing: { url: string; endpoint_id: string; since: string; test: boolean };
   webhook_disabled: { url: string; endpoint_id: string; since: string; test: boolean };
   merchant_password_reset: { token: string; minutes: number };
+  team_invitation: { token: string; merchant: string; role: string; hours: number };
   refund_sent: RefundMail;
   refund_arrived: RefundMail;
 };
@@ -77,6 +78,7 @@ export const TEMPLATE_NAMES = [
   'consent_revoked',
   'webhook_failing',
   'merchant_password_reset',
+  'team_invitation',
   'webhook_disabled',
   'refund_sent',
   'refund_arrived',
@@ -98,6 +100,7 @@ const subjects: { [K in TemplateName]: (data: TemplateData[K]) => string } = {
   webhook_failing: (d) => `Webhook deliveries to ${d.url} have failed for 24 hours`,
   webhook_disabled: (d) => `Webhook endpoint ${d.url} was disabled after 3 days of failed deliveries`,
   merchant_password_reset: () => 'Reset your Tono dashboard password',
+  team_invitation: (d) => `You are invited to the Tono dashboard of ${d.merchant}`,
   refund_sent: (d) => `${d.merchant} is refunding you ${d.amount}`,
   refund_arrived: (d) => `Your refund of ${d.amount} from ${d.merchant} has arrived`,
 };
@@ -120,6 +123,7 @@ export function renderMail<K extends TemplateName>(template: K, data: TemplateDa
       template !== 'webhook_failing' &&
       template !== 'webhook_disabled' &&
       template !== 'merchant_password_reset' &&
+      template !== 'team_invitation' &&
       !('dashboard' in data && data.dashboard === false),
   };
   return {

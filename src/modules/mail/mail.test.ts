@@ -61,6 +61,7 @@ const samples: TemplateData = {
     test: true,
   },
   merchant_password_reset: { token: 'tok', minutes: 30 },
+  team_invitation: { token: 'tok', merchant: 'Kōwhai <Coffee>', role: 'Support', hours: 72 },
   refund_sent: {
     merchant: 'Kōwhai <Coffee>',
     title: 'Veg box',

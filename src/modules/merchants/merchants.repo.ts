@@ -177,9 +177,3 @@ export async function findApiKeyOf(db: Db, userId: string, mode: Mode, id: strin
 export async function allBankAccountsOf(db: Db, userId: string): Promise<BankAccountRow[]> {
   return db.selectFrom('bank_accounts').selectAll().where('user_id', '=', userId).orderBy('id', 'desc').execute();
 }
-
-export async function setUserPasswordHash(db: Db, id: string, passwordHash: string, at: number): Promise<void> {
-  await writingKeys(() =>
-    db.updateTable('users').set({ password_hash: passwordHash, updated_at: at }).where('id', '=', id).execute(),
-  );
-}

@@ -26,7 +26,6 @@ import {
   keyByHashQuery,
   setApiKeyLastUsed,
   setApiKeyRevoked,
-  setUserPasswordHash,
 } from './merchants.repo.ts';
 import { keyCacheOf, type KeyRow } from './merchants.key-cache.ts';
 import {
@@ -37,6 +36,7 @@ import {
 } from './bank-account-number.ts';
 import type { Mode } from '../../shared/mode.ts';
 import { andThen, type NowOrLater } from '../../shared/now-or-later.ts';
+import { createOwnerMember, firstOwnerOf, liveMemberByEmail, setMemberPassword } from '../team/team.service.ts';
 
 type Db = Kysely<Database>;
 
@@ -112,6 +112,8 @@ export async function createMerchant(db: Db, clock: Clock, input: NewMerchant): 
       created_at: now,
       updated_at: now,
     });
+    // The merchant's first member, who signs in to the dashboard with this email and password.
+    await createOwnerMember(trx, { userId, email, passwordHash, now });
     const bankAccount = input.bankAccount ? await addBankAccount(trx, clock, userId, input.bankAccount) : null;
     const live = await createApiKey(trx, clock, userId, 'live');
     const test = await createApiKey(trx, clock, userId, 'test');
@@ -247,7 +249,7 @@ export async function checkMerchantPassword(
 
 export const MIN_PASSWORD_LENGTH = 12;
 
-/** Checks a new dashboard password and returns its scrypt hash, to store with setMerchantPasswordHash. */
+/** Checks a new dashboard password and returns its scrypt hash, to store as a team member's. */
 export async function hashNewPassword(password: string): Promise<string> {
   if (password.length < MIN_PASSWORD_LENGTH)
     throw invalidParam('password', `password must be at least ${MIN_PASSWORD_LENGTH} characters`);
@@ -255,28 +257,20 @@ export async function hashNewPassword(password: string): Promise<string> {
   return hashPassword(password);
 }
 
-/** Stores a hash from hashNewPassword as the merchant's password (in the caller's transaction). */
-export async function setMerchantPasswordHash(
-  db: Db,
-  clock: Clock,
-  userId: string,
-  passwordHash: string,
-): Promise<void> {
-  await setUserPasswordHash(db, userId, passwordHash, clock.now());
-}
-
-/** Sets a merchant's dashboard password (scrypt), by id or email. */
+/**
+ * Sets a dashboard password (scrypt), by the merchant's id (its first owner's) or a member's email:
+ * the operator's way back in (docs/team.md).
+ */
 export async function setMerchantPassword(
   db: Db,
-  clock: Clock,
   who: string,
   password: string,
-): Promise<{ id: string }> {
+): Promise<{ id: string; memberId: string }> {
   const passwordHash = await hashNewPassword(password);
-  const row = who.startsWith('user_') ? await findUserById(db, who) : await findMerchantByEmail(db, who);
-  if (!row) throw notFound('merchant', who);
-  await setMerchantPasswordHash(db, clock, row.id, passwordHash);
-  return { id: row.id };
+  const member = who.startsWith('user_') ? await firstOwnerOf(db, who) : await liveMemberByEmail(db, who);
+  if (!member) throw notFound('merchant', who);
+  await setMemberPassword(db, member.id, passwordHash);
+  return { id: member.userId, memberId: member.id };
 }
 
 export type ApiKeySummary = {

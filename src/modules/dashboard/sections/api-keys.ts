@@ -36,16 +36,19 @@ function registerKeyList(scope: Scope, kit: Kit): void {
   scope.get(
     '/dashboard/:mode/api-keys',
     hidden,
-    kit.guard(async (request, reply, signed) => {
-      const keys = await listApiKeysOf(deps.db, signed.session.merchant.id, signed.mode);
-      const flash = text(request.query.done) === 'revoked' ? 'The key is revoked: calls with it now get 401.' : null;
-      return kit.render(reply, 200, 'api-keys', {
-        title: 'API keys',
-        ...kit.layoutOf(signed, 'api-keys'),
-        keys,
-        flash,
-      });
-    }),
+    kit.guard(
+      async (request, reply, signed) => {
+        const keys = await listApiKeysOf(deps.db, signed.session.merchant.id, signed.mode);
+        const flash = text(request.query.done) === 'revoked' ? 'The key is revoked: calls with it now get 401.' : null;
+        return kit.render(reply, 200, 'api-keys', {
+          title: 'API keys',
+          ...kit.layoutOf(signed, 'api-keys'),
+          keys,
+          flash,
+        });
+      },
+      { permission: 'read' },
+    ),
   );
 
   scope.post(
@@ -58,7 +61,7 @@ function registerKeyList(scope: Scope, kit: Kit): void {
         await holdForOneView(deps, signed.session, { kind: 'api_key', id: key.id, value: key });
         return reply.redirect(`${signed.base}/api-keys/${key.id}/created`, 303);
       },
-      { post: true },
+      { permission: 'api_keys.manage', post: true },
     ),
   );
 }
@@ -70,24 +73,27 @@ function registerKeyCreated(scope: Scope, kit: Kit): void {
   scope.get(
     '/dashboard/:mode/api-keys/:id/created',
     hidden,
-    kit.guard(async (request, reply, signed) => {
-      if (!(await findKey(kit, signed, request.params.id))) return notFound(kit, reply, signed);
-      const key = await takeOneView(deps, signed.session, 'api_key', request.params.id);
-      if (!key)
-        return kit.message(
-          reply,
-          200,
-          'The key was already shown',
-          'A new key is shown once, on the page right after it is created; only its hash is kept. Create another key if you need one, and revoke the one you cannot use.',
-          signed,
-          'api-keys',
-        );
-      return kit.render(reply, 200, 'api-key-created', {
-        title: 'API key created',
-        ...kit.layoutOf(signed, 'api-keys'),
-        key,
-      });
-    }),
+    kit.guard(
+      async (request, reply, signed) => {
+        if (!(await findKey(kit, signed, request.params.id))) return notFound(kit, reply, signed);
+        const key = await takeOneView(deps, signed.session, 'api_key', request.params.id);
+        if (!key)
+          return kit.message(
+            reply,
+            200,
+            'The key was already shown',
+            'A new key is shown once, on the page right after it is created; only its hash is kept. Create another key if you need one, and revoke the one you cannot use.',
+            signed,
+            'api-keys',
+          );
+        return kit.render(reply, 200, 'api-key-created', {
+          title: 'API key created',
+          ...kit.layoutOf(signed, 'api-keys'),
+          key,
+        });
+      },
+      { permission: 'api_keys.manage' },
+    ),
   );
 }
 
@@ -98,20 +104,23 @@ function registerKeyRevoke(scope: Scope, kit: Kit): void {
   scope.get(
     '/dashboard/:mode/api-keys/:id/revoke',
     hidden,
-    kit.guard(async (request, reply, signed) => {
-      const key = await findKey(kit, signed, request.params.id);
-      if (!key) return notFound(kit, reply, signed);
-      return kit.render(reply, 200, 'confirm', {
-        title: 'Revoke this key',
-        ...kit.layoutOf(signed, 'api-keys'),
-        heading: `Revoke the key ${key.hint}?`,
-        consequence:
-          'Every call with it is refused with 401 from now on. Anything still using it stops working. This cannot be undone.',
-        action: `${signed.base}/api-keys/${key.id}/revoke`,
-        confirm: 'Yes, revoke it',
-        back: `${signed.base}/api-keys`,
-      });
-    }),
+    kit.guard(
+      async (request, reply, signed) => {
+        const key = await findKey(kit, signed, request.params.id);
+        if (!key) return notFound(kit, reply, signed);
+        return kit.render(reply, 200, 'confirm', {
+          title: 'Revoke this key',
+          ...kit.layoutOf(signed, 'api-keys'),
+          heading: `Revoke the key ${key.hint}?`,
+          consequence:
+            'Every call with it is refused with 401 from now on. Anything still using it stops working. This cannot be undone.',
+          action: `${signed.base}/api-keys/${key.id}/revoke`,
+          confirm: 'Yes, revoke it',
+          back: `${signed.base}/api-keys`,
+        });
+      },
+      { permission: 'api_keys.manage' },
+    ),
   );
 
   scope.post(
@@ -122,7 +131,7 @@ function registerKeyRevoke(scope: Scope, kit: Kit): void {
         await revokeApiKeyOf(deps.db, deps.clock, signed.session.merchant.id, signed.mode, request.params.id);
         return reply.redirect(`${signed.base}/api-keys?done=revoked`, 303);
       },
-      { post: true },
+      { permission: 'api_keys.manage', post: true },
     ),
   );
 }

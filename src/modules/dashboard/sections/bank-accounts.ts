@@ -28,13 +28,15 @@ export function registerBankAccountPages(scope: Scope, kit: Kit): void {
   scope.get(
     '/dashboard/:mode/bank-accounts',
     hidden,
-    kit.guard(async (request, reply, signed) =>
-      kit.render(
-        reply,
-        200,
-        'bank-accounts',
-        await page(signed, {}, null, text(request.query.done) === 'added' ? 'The bank account is added.' : null),
-      ),
+    kit.guard(
+      async (request, reply, signed) =>
+        kit.render(
+          reply,
+          200,
+          'bank-accounts',
+          await page(signed, {}, null, text(request.query.done) === 'added' ? 'The bank account is added.' : null),
+        ),
+      { permission: 'read' },
     ),
   );
 
@@ -69,7 +71,7 @@ export function registerBankAccountPages(scope: Scope, kit: Kit): void {
         }
         return reply.redirect(`${signed.base}/bank-accounts?done=added`, 303);
       },
-      { post: true },
+      { permission: 'bank_settings.manage', post: true },
     ),
   );
 }

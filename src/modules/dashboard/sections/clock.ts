@@ -74,7 +74,7 @@ export function registerClockPages(scope: Scope, kit: Kit, testData: TestDataPar
         const flash = flashOf(text(request.query.done, 20), text(request.query.count, 20));
         return kit.render(reply, shown.status, 'clock', { ...shown.data, flash });
       },
-      { testOnly: true },
+      { permission: 'read', testOnly: true },
     ),
   );
 
@@ -113,7 +113,7 @@ export function registerClockPages(scope: Scope, kit: Kit, testData: TestDataPar
         }
         return reply.redirect(`${signed.base}/clock?from=${before}`, 303);
       },
-      { post: true, testOnly: true },
+      { permission: 'test_clock.manage', post: true, testOnly: true },
     ),
   );
   registerStartAgain(scope, kit, testData);
@@ -129,7 +129,7 @@ function registerStartAgain(scope: Scope, kit: Kit, testData: TestDataParts): vo
         await resetClock(signed.ctx);
         return reply.redirect(`${signed.base}/clock?done=reset`, 303);
       },
-      { post: true, testOnly: true },
+      { permission: 'test_clock.manage', post: true, testOnly: true },
     ),
   );
 
@@ -147,7 +147,7 @@ function registerStartAgain(scope: Scope, kit: Kit, testData: TestDataParts): vo
           total: rows.reduce((sum, row) => sum + row.count, 0),
         });
       },
-      { testOnly: true },
+      { permission: 'test_clock.manage', testOnly: true },
     ),
   );
 
@@ -160,7 +160,7 @@ function registerStartAgain(scope: Scope, kit: Kit, testData: TestDataParts): vo
         const count = Object.values(deleted).reduce((sum, n) => sum + n, 0);
         return reply.redirect(`${signed.base}/clock?done=deleted&count=${count}`, 303);
       },
-      { post: true, testOnly: true },
+      { permission: 'test_clock.manage', post: true, testOnly: true },
     ),
   );
 }

@@ -33,8 +33,10 @@ export function registerConsentCharge(scope: Scope, kit: Kit): void {
   scope.get(
     '/dashboard/:mode/recurring-consents/:id/charge',
     hidden,
-    kit.guard(async (request, reply, signed) =>
-      kit.render(reply, 200, 'consent-charge', await formPage(signed, request.params.id, emptyCharge, null)),
+    kit.guard(
+      async (request, reply, signed) =>
+        kit.render(reply, 200, 'consent-charge', await formPage(signed, request.params.id, emptyCharge, null)),
+      { permission: 'recurring.manage' },
     ),
   );
 
@@ -69,7 +71,7 @@ export function registerConsentCharge(scope: Scope, kit: Kit): void {
           back: `${signed.base}/recurring-consents/${id}/charge`,
         });
       },
-      { post: true },
+      { permission: 'recurring.manage', post: true },
     ),
   );
 
@@ -102,7 +104,7 @@ export function registerConsentCharge(scope: Scope, kit: Kit): void {
           );
         }
       },
-      { post: true },
+      { permission: 'recurring.manage', post: true },
     ),
   );
 }

@@ -13,45 +13,51 @@ export function registerCustomerPages(scope: Scope, kit: Kit): void {
   scope.get(
     '/dashboard/:mode/customers',
     hidden,
-    kit.guard(async (request, reply, signed) => {
-      const filters = {
-        q: text(request.query.q, 200),
-        after: cursorOf('customer', request.query.after),
-      };
-      const page = await searchCustomersFor(signed.ctx, {
-        search: filters.q || undefined,
-        starting_after: filters.after || undefined,
-        limit: 25,
-      });
-      const next = page.has_more ? page.customers[page.customers.length - 1].id : null;
-      return kit.render(reply, 200, 'customers', {
-        title: 'Customers',
-        ...kit.layoutOf(signed, 'customers'),
-        customers: page.customers,
-        filters,
-        next,
-      });
-    }),
+    kit.guard(
+      async (request, reply, signed) => {
+        const filters = {
+          q: text(request.query.q, 200),
+          after: cursorOf('customer', request.query.after),
+        };
+        const page = await searchCustomersFor(signed.ctx, {
+          search: filters.q || undefined,
+          starting_after: filters.after || undefined,
+          limit: 25,
+        });
+        const next = page.has_more ? page.customers[page.customers.length - 1].id : null;
+        return kit.render(reply, 200, 'customers', {
+          title: 'Customers',
+          ...kit.layoutOf(signed, 'customers'),
+          customers: page.customers,
+          filters,
+          next,
+        });
+      },
+      { permission: 'read' },
+    ),
   );
 
   scope.get(
     '/dashboard/:mode/customers/:id',
     hidden,
-    kit.guard(async (request, reply, signed) => {
-      const { customer } = await retrieveCustomer(signed.ctx, request.params.id);
-      const [payments, subscriptions, consents] = await Promise.all([
-        searchPaymentsFor(signed.ctx, { payerEmail: customer.email, limit: 50 }),
-        listSubscriptionsFor(signed.ctx, { email: customer.email, limit: 50 }),
-        listConsentsFor(signed.ctx, { email: customer.email, limit: 50 }),
-      ]);
-      return kit.render(reply, 200, 'customer', {
-        title: `Customer ${customer.email}`,
-        ...kit.layoutOf(signed, 'customers'),
-        customer,
-        payments: payments.payments,
-        subscriptions: subscriptions.subscriptions,
-        consents: consents.recurring_consents,
-      });
-    }),
+    kit.guard(
+      async (request, reply, signed) => {
+        const { customer } = await retrieveCustomer(signed.ctx, request.params.id);
+        const [payments, subscriptions, consents] = await Promise.all([
+          searchPaymentsFor(signed.ctx, { payerEmail: customer.email, limit: 50 }),
+          listSubscriptionsFor(signed.ctx, { email: customer.email, limit: 50 }),
+          listConsentsFor(signed.ctx, { email: customer.email, limit: 50 }),
+        ]);
+        return kit.render(reply, 200, 'customer', {
+          title: `Customer ${customer.email}`,
+          ...kit.layoutOf(signed, 'customers'),
+          customer,
+          payments: payments.payments,
+          subscriptions: subscriptions.subscriptions,
+          consents: consents.recurring_consents,
+        });
+      },
+      { permission: 'read' },
+    ),
   );
 }

@@ -20,38 +20,41 @@ export function registerHome(scope: Scope, kit: Kit): void {
   scope.get(
     '/dashboard/:mode',
     { schema: { hide: true } },
-    kit.guard(async (_request, reply, signed) => {
-      const now = signed.ctx.clock.now();
-      const since = now - HOME_DAYS * DAY_MS;
-      const [activity, subscriptions, consents, failures] = await Promise.all([
-        paymentActivityFor(signed.ctx, since - DAY_MS),
-        subscriptionCountsFor(signed.ctx),
-        consentCountsFor(signed.ctx),
-        failuresNeedingAttention(signed.ctx, since),
-      ]);
-      const days = receivedPerDay(activity, now, kit.zone(), HOME_DAYS);
-      const recent = activity.filter((p) => p.createdAt >= since);
-      const breakdown = statusBreakdown(recent, PaymentStatus);
-      return kit.render(reply, 200, 'home', {
-        title: 'Home',
-        ...kit.layoutOf(signed, ''),
-        days,
-        received: receivedChart(days, CHART),
-        chart: CHART,
-        totalCents: days.reduce((sum, d) => sum + d.cents, 0),
-        breakdown,
-        statusBars: rowBars(
-          breakdown.counts.map((c) => c.count),
-          STATUS_BAR.width,
-          STATUS_BAR.height,
-        ),
-        statusBar: STATUS_BAR,
-        activeSubscriptions: subscriptions.active ?? 0,
-        pausedSubscriptions: subscriptions.paused ?? 0,
-        activeConsents: consents.active ?? 0,
-        failures: failures.slice(0, 20),
-        failureCount: failures.length,
-      });
-    }),
+    kit.guard(
+      async (_request, reply, signed) => {
+        const now = signed.ctx.clock.now();
+        const since = now - HOME_DAYS * DAY_MS;
+        const [activity, subscriptions, consents, failures] = await Promise.all([
+          paymentActivityFor(signed.ctx, since - DAY_MS),
+          subscriptionCountsFor(signed.ctx),
+          consentCountsFor(signed.ctx),
+          failuresNeedingAttention(signed.ctx, since),
+        ]);
+        const days = receivedPerDay(activity, now, kit.zone(), HOME_DAYS);
+        const recent = activity.filter((p) => p.createdAt >= since);
+        const breakdown = statusBreakdown(recent, PaymentStatus);
+        return kit.render(reply, 200, 'home', {
+          title: 'Home',
+          ...kit.layoutOf(signed, ''),
+          days,
+          received: receivedChart(days, CHART),
+          chart: CHART,
+          totalCents: days.reduce((sum, d) => sum + d.cents, 0),
+          breakdown,
+          statusBars: rowBars(
+            breakdown.counts.map((c) => c.count),
+            STATUS_BAR.width,
+            STATUS_BAR.height,
+          ),
+          statusBar: STATUS_BAR,
+          activeSubscriptions: subscriptions.active ?? 0,
+          pausedSubscriptions: subscriptions.paused ?? 0,
+          activeConsents: consents.active ?? 0,
+          failures: failures.slice(0, 20),
+          failureCount: failures.length,
+        });
+      },
+      { permission: 'read' },
+    ),
   );
 }

@@ -1,4 +1,6 @@
 import { THIS_PERIOD, type LimitPeriod } from '../../consents/limits.ts';
+import { supportRefundLimit } from '../../team/team.service.ts';
+import { can, ROLE_LABELS } from '../../team/team.permissions.ts';
 import type { AppError } from '../../../shared/errors.ts';
 import { displayAmount, parseAmount } from '../../../shared/money.ts';
 import { retrievePayment } from '../../payments/payments.service.ts';
@@ -78,11 +80,14 @@ export function registerPaymentRefund(scope: Scope, kit: Kit): void {
   scope.get(
     '/dashboard/:mode/payments/:id/refund',
     hidden,
-    kit.guard(async (request, reply, signed) => {
-      // Go back from the confirmation keeps what was typed.
-      const typed = text(request.query.amount) ? valuesOf(request.query) : null;
-      return kit.render(reply, 200, 'payment-refund', await formPage(signed, request.params.id, typed, null));
-    }),
+    kit.guard(
+      async (request, reply, signed) => {
+        // Go back from the confirmation keeps what was typed.
+        const typed = text(request.query.amount) ? valuesOf(request.query) : null;
+        return kit.render(reply, 200, 'payment-refund', await formPage(signed, request.params.id, typed, null));
+      },
+      { permission: 'refunds.create' },
+    ),
   );
   registerRefundReview(scope, kit, formPage);
   registerRefundConfirm(scope, kit, formPage);
@@ -109,6 +114,18 @@ function refundFormPage(kit: Kit) {
   };
 }
 
+/**
+ * A role that refunds only up to the team's limit (support, docs/team.md): the sentence refusing an
+ * amount over it, or null. Checked at the review and again at the confirmation, which can be posted alone.
+ */
+async function overRefundLimit(signed: Signed, cents: number): Promise<string | null> {
+  const role = signed.session.member.role;
+  if (can(role, 'refunds.any_amount')) return null;
+  const limit = await supportRefundLimit(signed.ctx.db, signed.ctx.merchant.id);
+  if (cents <= limit) return null;
+  return `As ${ROLE_LABELS[role]} you can refund at most ${displayAmount(limit)} at once. Nothing was refunded. An owner or an admin can refund more, or raise the limit on the Team page.`;
+}
+
 /** "Review the refund": the typed values and the payment checked, then the confirmation with its idempotency key. */
 function registerRefundReview(scope: Scope, kit: Kit, formPage: FormPage): void {
   scope.post(
@@ -123,6 +140,8 @@ function registerRefundReview(scope: Scope, kit: Kit, formPage: FormPage): void 
         const typed = problemOfValues(values);
         if (typed) return again(400, typed);
         const cents = parseAmount(amountText(values.amount))!;
+        const limited = await overRefundLimit(signed, cents);
+        if (limited) return again(400, limited);
         const { payment } = await retrievePayment(signed.ctx, id);
         const cannot = notRefundable(payment);
         if (cannot) return again(409, `${cannot} Nothing was refunded.`);
@@ -143,7 +162,7 @@ function registerRefundReview(scope: Scope, kit: Kit, formPage: FormPage): void 
           back: `${signed.base}/payments/${id}/refund${kit.helpers.queryOf(values)}`,
         });
       },
-      { post: true },
+      { permission: 'refunds.create', post: true },
     ),
   );
 }
@@ -160,7 +179,9 @@ function registerRefundConfirm(scope: Scope, kit: Kit, formPage: FormPage): void
         const values = valuesOf(form);
         const key = text(form.idempotency_key, 100);
         const typed = problemOfValues(values) ?? (confirmationKeyOf(key) ? null : 'The form is incomplete.');
-        if (typed) return kit.render(reply, 400, 'payment-refund', await formPage(signed, id, values, typed));
+        const limited = typed ? null : await overRefundLimit(signed, parseAmount(amountText(values.amount))!);
+        if (typed || limited)
+          return kit.render(reply, 400, 'payment-refund', await formPage(signed, id, values, (typed ?? limited)!));
         try {
           const made = await createRefund(
             signed.ctx,
@@ -184,7 +205,7 @@ function registerRefundConfirm(scope: Scope, kit: Kit, formPage: FormPage): void
           );
         }
       },
-      { post: true },
+      { permission: 'refunds.create', post: true },
     ),
   );
 }

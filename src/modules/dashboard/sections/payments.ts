@@ -17,14 +17,15 @@ const PAGE = 25;
 /** The most rows one export holds; past it the page says to narrow the dates. */
 export const CSV_MAX_ROWS = 50_000;
 
+const filtersOf = (query: Record<string, unknown>) => ({
+  status: oneOf(query.status, PaymentStatus),
+  q: text(query.q, 200),
+  from: text(query.from, 10),
+  to: text(query.to, 10),
+  after: cursorOf('payment', query.after),
+});
+
 export function registerPaymentPages(scope: Scope, kit: Kit): void {
-  const filtersOf = (query: Record<string, unknown>) => ({
-    status: oneOf(query.status, PaymentStatus),
-    q: text(query.q, 200),
-    from: text(query.from, 10),
-    to: text(query.to, 10),
-    after: cursorOf('payment', query.after),
-  });
   const searchOf = (filters: ReturnType<typeof filtersOf>) => ({
     status: filters.status || undefined,
     search: filters.q || undefined,
@@ -35,73 +36,82 @@ export function registerPaymentPages(scope: Scope, kit: Kit): void {
   scope.get(
     '/dashboard/:mode/payments',
     hidden,
-    kit.guard(async (request, reply, signed) => {
-      const filters = filtersOf(request.query);
-      const page = await searchPaymentsFor(signed.ctx, {
-        ...searchOf(filters),
-        starting_after: filters.after || undefined,
-        limit: PAGE,
-      });
-      const next = page.has_more ? page.payments[page.payments.length - 1].id : null;
-      return kit.render(reply, 200, 'payments', {
-        title: 'Payments',
-        ...kit.layoutOf(signed, 'payments'),
-        filters,
-        payments: page.payments,
-        next,
-        statuses: PaymentStatus,
-      });
-    }),
+    kit.guard(
+      async (request, reply, signed) => {
+        const filters = filtersOf(request.query);
+        const page = await searchPaymentsFor(signed.ctx, {
+          ...searchOf(filters),
+          starting_after: filters.after || undefined,
+          limit: PAGE,
+        });
+        const next = page.has_more ? page.payments[page.payments.length - 1].id : null;
+        return kit.render(reply, 200, 'payments', {
+          title: 'Payments',
+          ...kit.layoutOf(signed, 'payments'),
+          filters,
+          payments: page.payments,
+          next,
+          statuses: PaymentStatus,
+        });
+      },
+      { permission: 'read' },
+    ),
   );
 
   scope.get(
     '/dashboard/:mode/payments/export.csv',
     hidden,
-    kit.guard(async (request, reply, signed) => {
-      const filters = filtersOf(request.query);
-      const page = await searchPaymentsFor(signed.ctx, { ...searchOf(filters), limit: CSV_MAX_ROWS });
-      if (page.has_more) {
-        return kit.message(
-          reply,
-          413,
-          'Too many payments for one file',
-          `The filters match more than ${CSV_MAX_ROWS} payments, the most one file holds. Narrow the dates and export in parts.`,
-          signed,
-          'payments',
-        );
-      }
-      const csv = stringify([CSV_HEADER, ...csvRowsOfPayments(page.payments, kit.zone())], {
-        record_delimiter: 'windows',
-      });
-      const day = new Date(signed.ctx.clock.now()).toISOString().slice(0, 10);
-      return reply
-        .header('content-type', 'text/csv; charset=utf-8')
-        .header('content-disposition', `attachment; filename="tono-${signed.mode}-payments-${day}.csv"`)
-        .header('cache-control', 'no-store')
-        .send(csv);
-    }),
+    kit.guard(
+      async (request, reply, signed) => {
+        const filters = filtersOf(request.query);
+        const page = await searchPaymentsFor(signed.ctx, { ...searchOf(filters), limit: CSV_MAX_ROWS });
+        if (page.has_more) {
+          return kit.message(
+            reply,
+            413,
+            'Too many payments for one file',
+            `The filters match more than ${CSV_MAX_ROWS} payments, the most one file holds. Narrow the dates and export in parts.`,
+            signed,
+            'payments',
+          );
+        }
+        const csv = stringify([CSV_HEADER, ...csvRowsOfPayments(page.payments, kit.zone())], {
+          record_delimiter: 'windows',
+        });
+        const day = new Date(signed.ctx.clock.now()).toISOString().slice(0, 10);
+        return reply
+          .header('content-type', 'text/csv; charset=utf-8')
+          .header('content-disposition', `attachment; filename="tono-${signed.mode}-payments-${day}.csv"`)
+          .header('cache-control', 'no-store')
+          .send(csv);
+      },
+      { permission: 'read' },
+    ),
   );
 
   scope.get(
     '/dashboard/:mode/payments/:id',
     hidden,
-    kit.guard(async (request, reply, signed) => {
-      const { payment } = await retrievePayment(signed.ctx, request.params.id);
-      const [events, refunds] = await Promise.all([
-        listEventsFor(signed.ctx, { object_id: payment.id, limit: 100 }).then((page) => page.events),
-        refundsOfPayment(signed.ctx, payment.id),
-      ]);
-      return kit.render(reply, 200, 'payment', {
-        title: `Payment ${payment.id}`,
-        ...kit.layoutOf(signed, 'payments'),
-        item: payment,
-        events,
-        refunds,
-        refundable: payment.status === 'successful' && remainingOf(payment) > 0,
-        history: statusHistory(events),
-        flash: text(request.query.done) === 'charged' ? chargedFlash(payment.status, payment.failure_reason) : null,
-      });
-    }),
+    kit.guard(
+      async (request, reply, signed) => {
+        const { payment } = await retrievePayment(signed.ctx, request.params.id);
+        const [events, refunds] = await Promise.all([
+          listEventsFor(signed.ctx, { object_id: payment.id, limit: 100 }).then((page) => page.events),
+          refundsOfPayment(signed.ctx, payment.id),
+        ]);
+        return kit.render(reply, 200, 'payment', {
+          title: `Payment ${payment.id}`,
+          ...kit.layoutOf(signed, 'payments'),
+          item: payment,
+          events,
+          refunds,
+          refundable: payment.status === 'successful' && remainingOf(payment) > 0,
+          history: statusHistory(events),
+          flash: text(request.query.done) === 'charged' ? chargedFlash(payment.status, payment.failure_reason) : null,
+        });
+      },
+      { permission: 'read' },
+    ),
   );
 }
 

@@ -85,65 +85,74 @@ function registerSubscriptionPages(scope: Scope, kit: Kit): void {
   scope.get(
     '/dashboard/:mode/subscriptions',
     hidden,
-    kit.guard(async (request, reply, signed) => {
-      const status = oneOf(request.query.status, SubscriptionStatus);
-      const after = cursorOf('subscription', request.query.after);
-      const page = await listSubscriptionsFor(signed.ctx, {
-        status: status || undefined,
-        starting_after: after || undefined,
-        limit: 25,
-      });
-      const next = page.has_more ? page.subscriptions[page.subscriptions.length - 1].id : null;
-      return kit.render(reply, 200, 'subscriptions', {
-        title: 'Subscriptions',
-        ...kit.layoutOf(signed, 'subscriptions'),
-        subscriptions: page.subscriptions,
-        filters: { status, after },
-        statuses: SubscriptionStatus,
-        next,
-      });
-    }),
+    kit.guard(
+      async (request, reply, signed) => {
+        const status = oneOf(request.query.status, SubscriptionStatus);
+        const after = cursorOf('subscription', request.query.after);
+        const page = await listSubscriptionsFor(signed.ctx, {
+          status: status || undefined,
+          starting_after: after || undefined,
+          limit: 25,
+        });
+        const next = page.has_more ? page.subscriptions[page.subscriptions.length - 1].id : null;
+        return kit.render(reply, 200, 'subscriptions', {
+          title: 'Subscriptions',
+          ...kit.layoutOf(signed, 'subscriptions'),
+          subscriptions: page.subscriptions,
+          filters: { status, after },
+          statuses: SubscriptionStatus,
+          next,
+        });
+      },
+      { permission: 'read' },
+    ),
   );
 
   scope.get(
     '/dashboard/:mode/subscriptions/:id',
     hidden,
-    kit.guard(async (request, reply, signed) => {
-      const { subscription } = await retrieveSubscription(signed.ctx, request.params.id);
-      const [charges, payments] = await Promise.all([
-        subscriptionChargesFor(signed.ctx, subscription.id),
-        listSubscriptionPayments(signed.ctx, subscription.id, { limit: 50 }),
-      ]);
-      const done = subscriptionActions.find((a) => a.verb === text(request.query.done));
-      const actions = subscriptionActions.filter((a) => a.allowedFrom.includes(subscription.status));
-      return kit.render(reply, 200, 'subscription', {
-        title: `${subscription.description} (subscription of ${subscription.email})`,
-        ...kit.layoutOf(signed, 'subscriptions'),
-        item: subscription,
-        charges,
-        payments: payments.payments,
-        actions,
-        flash: done?.done ?? null,
-      });
-    }),
+    kit.guard(
+      async (request, reply, signed) => {
+        const { subscription } = await retrieveSubscription(signed.ctx, request.params.id);
+        const [charges, payments] = await Promise.all([
+          subscriptionChargesFor(signed.ctx, subscription.id),
+          listSubscriptionPayments(signed.ctx, subscription.id, { limit: 50 }),
+        ]);
+        const done = subscriptionActions.find((a) => a.verb === text(request.query.done));
+        const actions = subscriptionActions.filter((a) => a.allowedFrom.includes(subscription.status));
+        return kit.render(reply, 200, 'subscription', {
+          title: `${subscription.description} (subscription of ${subscription.email})`,
+          ...kit.layoutOf(signed, 'subscriptions'),
+          item: subscription,
+          charges,
+          payments: payments.payments,
+          actions,
+          flash: done?.done ?? null,
+        });
+      },
+      { permission: 'read' },
+    ),
   );
 
   for (const action of subscriptionActions) {
     scope.get(
       `/dashboard/:mode/subscriptions/:id/${action.verb}`,
       hidden,
-      kit.guard(async (request, reply, signed) => {
-        const { subscription } = await retrieveSubscription(signed.ctx, request.params.id);
-        return kit.render(reply, 200, 'confirm', {
-          title: `${action.label} this subscription`,
-          ...kit.layoutOf(signed, 'subscriptions'),
-          heading: `${action.label} “${subscription.description}”, the subscription of ${subscription.email}?`,
-          consequence: action.consequence,
-          action: `${signed.base}/subscriptions/${subscription.id}/${action.verb}`,
-          confirm: `Yes, ${action.verb} it`,
-          back: `${signed.base}/subscriptions/${subscription.id}`,
-        });
-      }),
+      kit.guard(
+        async (request, reply, signed) => {
+          const { subscription } = await retrieveSubscription(signed.ctx, request.params.id);
+          return kit.render(reply, 200, 'confirm', {
+            title: `${action.label} this subscription`,
+            ...kit.layoutOf(signed, 'subscriptions'),
+            heading: `${action.label} “${subscription.description}”, the subscription of ${subscription.email}?`,
+            consequence: action.consequence,
+            action: `${signed.base}/subscriptions/${subscription.id}/${action.verb}`,
+            confirm: `Yes, ${action.verb} it`,
+            back: `${signed.base}/subscriptions/${subscription.id}`,
+          });
+        },
+        { permission: 'recurring.manage' },
+      ),
     );
     scope.post(
       `/dashboard/:mode/subscriptions/:id/${action.verb}`,
@@ -158,7 +167,7 @@ function registerSubscriptionPages(scope: Scope, kit: Kit): void {
           }
           return reply.redirect(`${signed.base}/subscriptions/${subscription.id}?done=${action.verb}`, 303);
         },
-        { post: true },
+        { permission: 'recurring.manage', post: true },
       ),
     );
   }
@@ -169,67 +178,76 @@ function registerConsentPages(scope: Scope, kit: Kit): void {
   scope.get(
     '/dashboard/:mode/recurring-consents',
     hidden,
-    kit.guard(async (request, reply, signed) => {
-      const status = oneOf(request.query.status, ConsentStatus);
-      const after = cursorOf('recurring', request.query.after);
-      const page = await listConsentsFor(signed.ctx, {
-        status: status || undefined,
-        starting_after: after || undefined,
-        limit: 25,
-      });
-      const next = page.has_more ? page.recurring_consents[page.recurring_consents.length - 1].id : null;
-      return kit.render(reply, 200, 'consents', {
-        title: 'Recurring consents',
-        ...kit.layoutOf(signed, 'recurring-consents'),
-        consents: page.recurring_consents,
-        filters: { status, after },
-        statuses: ConsentStatus,
-        next,
-      });
-    }),
+    kit.guard(
+      async (request, reply, signed) => {
+        const status = oneOf(request.query.status, ConsentStatus);
+        const after = cursorOf('recurring', request.query.after);
+        const page = await listConsentsFor(signed.ctx, {
+          status: status || undefined,
+          starting_after: after || undefined,
+          limit: 25,
+        });
+        const next = page.has_more ? page.recurring_consents[page.recurring_consents.length - 1].id : null;
+        return kit.render(reply, 200, 'consents', {
+          title: 'Recurring consents',
+          ...kit.layoutOf(signed, 'recurring-consents'),
+          consents: page.recurring_consents,
+          filters: { status, after },
+          statuses: ConsentStatus,
+          next,
+        });
+      },
+      { permission: 'read' },
+    ),
   );
 
   scope.get(
     '/dashboard/:mode/recurring-consents/:id',
     hidden,
-    kit.guard(async (request, reply, signed) => {
-      const { recurring_consent: consent } = await retrieveConsent(signed.ctx, request.params.id);
-      // The consent is the caller's (retrieveConsent is scoped), so its payments are too.
-      const payments = {
-        payments: (await paymentsUnder(signed.ctx.db, { recurringConsentId: consent.id })).map((row) =>
-          presentPayment(row),
-        ),
-      };
-      const flash =
-        text(request.query.done) === 'revoked'
-          ? 'The consent is revoked: no more payments can be taken with it.'
-          : null;
-      return kit.render(reply, 200, 'consent', {
-        title: `${consent.description} (recurring consent of ${consent.email})`,
-        ...kit.layoutOf(signed, 'recurring-consents'),
-        item: consent,
-        payments: payments.payments,
-        flash,
-      });
-    }),
+    kit.guard(
+      async (request, reply, signed) => {
+        const { recurring_consent: consent } = await retrieveConsent(signed.ctx, request.params.id);
+        // The consent is the caller's (retrieveConsent is scoped), so its payments are too.
+        const payments = {
+          payments: (await paymentsUnder(signed.ctx.db, { recurringConsentId: consent.id })).map((row) =>
+            presentPayment(row),
+          ),
+        };
+        const flash =
+          text(request.query.done) === 'revoked'
+            ? 'The consent is revoked: no more payments can be taken with it.'
+            : null;
+        return kit.render(reply, 200, 'consent', {
+          title: `${consent.description} (recurring consent of ${consent.email})`,
+          ...kit.layoutOf(signed, 'recurring-consents'),
+          item: consent,
+          payments: payments.payments,
+          flash,
+        });
+      },
+      { permission: 'read' },
+    ),
   );
 
   scope.get(
     '/dashboard/:mode/recurring-consents/:id/revoke',
     hidden,
-    kit.guard(async (request, reply, signed) => {
-      const { recurring_consent: consent } = await retrieveConsent(signed.ctx, request.params.id);
-      return kit.render(reply, 200, 'confirm', {
-        title: 'Revoke this consent',
-        ...kit.layoutOf(signed, 'recurring-consents'),
-        heading: `Revoke “${consent.description}”, the recurring consent of ${consent.email}?`,
-        consequence:
-          'No more payments can be taken with it, it is revoked at the payer’s bank too, and recurring_payment.revoked is sent. This cannot be undone.',
-        action: `${signed.base}/recurring-consents/${consent.id}/revoke`,
-        confirm: 'Yes, revoke it',
-        back: `${signed.base}/recurring-consents/${consent.id}`,
-      });
-    }),
+    kit.guard(
+      async (request, reply, signed) => {
+        const { recurring_consent: consent } = await retrieveConsent(signed.ctx, request.params.id);
+        return kit.render(reply, 200, 'confirm', {
+          title: 'Revoke this consent',
+          ...kit.layoutOf(signed, 'recurring-consents'),
+          heading: `Revoke “${consent.description}”, the recurring consent of ${consent.email}?`,
+          consequence:
+            'No more payments can be taken with it, it is revoked at the payer’s bank too, and recurring_payment.revoked is sent. This cannot be undone.',
+          action: `${signed.base}/recurring-consents/${consent.id}/revoke`,
+          confirm: 'Yes, revoke it',
+          back: `${signed.base}/recurring-consents/${consent.id}`,
+        });
+      },
+      { permission: 'recurring.manage' },
+    ),
   );
 
   scope.post(
@@ -245,7 +263,7 @@ function registerConsentPages(scope: Scope, kit: Kit): void {
         }
         return reply.redirect(`${signed.base}/recurring-consents/${request.params.id}?done=revoked`, 303);
       },
-      { post: true },
+      { permission: 'recurring.manage', post: true },
     ),
   );
 }

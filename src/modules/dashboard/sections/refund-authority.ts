@@ -67,14 +67,16 @@ export function registerRefundAuthorityPages(scope: Scope, kit: Kit): void {
   scope.get(
     '/dashboard/:mode/refunds/authority',
     hidden,
-    kit.guard(async (request, reply, signed) =>
-      kit.render(
-        reply,
-        200,
-        'refund-authority',
-        await page(signed, null, null, flashOf(request.query)),
-        policyOf(kit.deps, signed.mode),
-      ),
+    kit.guard(
+      async (request, reply, signed) =>
+        kit.render(
+          reply,
+          200,
+          'refund-authority',
+          await page(signed, null, null, flashOf(request.query)),
+          policyOf(kit.deps, signed.mode),
+        ),
+      { permission: 'read' },
     ),
   );
   registerTurnOn(scope, kit, page);
@@ -87,7 +89,7 @@ export function registerRefundAuthorityPages(scope: Scope, kit: Kit): void {
         await revokeAuthority(signed.ctx, request.params.id);
         return reply.redirect(`${signed.base}/refunds/authority?done=off`, 303);
       },
-      { post: true },
+      { permission: 'bank_settings.manage', post: true },
     ),
   );
 }
@@ -214,7 +216,7 @@ function registerTurnOn(scope: Scope, kit: Kit, page: PageOf): void {
         }
         return reply.redirect(started.authoriseUrl, 303);
       },
-      { post: true },
+      { permission: 'bank_settings.manage', post: true },
     ),
   );
 }

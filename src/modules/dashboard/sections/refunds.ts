@@ -69,49 +69,55 @@ function registerRefundList(scope: Scope, kit: Kit): void {
   scope.get(
     '/dashboard/:mode/refunds',
     hidden,
-    kit.guard(async (request, reply, signed) => {
-      const filters = filtersOf(request.query);
-      const [page, waiting, authority] = await Promise.all([
-        refundRowsFor(signed.ctx, { ...searchOf(filters), starting_after: filters.after || undefined, limit: PAGE }),
-        refundRowsFor(signed.ctx, { status: 'requires_action', limit: ACTION_COUNT_MAX }),
-        authorityViewFor(signed.ctx),
-      ]);
-      const next = page.hasMore ? page.items[page.items.length - 1].id : null;
-      return kit.render(reply, 200, 'refunds', {
-        title: 'Refunds',
-        ...kit.layoutOf(signed, 'refunds'),
-        filters,
-        refunds: page.items,
-        next,
-        statuses: RefundStatus,
-        actionCount: waiting.hasMore ? `more than ${ACTION_COUNT_MAX}` : String(waiting.items.length),
-        actionAny: waiting.items.length > 0,
-        authority: authority.active,
-      });
-    }),
+    kit.guard(
+      async (request, reply, signed) => {
+        const filters = filtersOf(request.query);
+        const [page, waiting, authority] = await Promise.all([
+          refundRowsFor(signed.ctx, { ...searchOf(filters), starting_after: filters.after || undefined, limit: PAGE }),
+          refundRowsFor(signed.ctx, { status: 'requires_action', limit: ACTION_COUNT_MAX }),
+          authorityViewFor(signed.ctx),
+        ]);
+        const next = page.hasMore ? page.items[page.items.length - 1].id : null;
+        return kit.render(reply, 200, 'refunds', {
+          title: 'Refunds',
+          ...kit.layoutOf(signed, 'refunds'),
+          filters,
+          refunds: page.items,
+          next,
+          statuses: RefundStatus,
+          actionCount: waiting.hasMore ? `more than ${ACTION_COUNT_MAX}` : String(waiting.items.length),
+          actionAny: waiting.items.length > 0,
+          authority: authority.active,
+        });
+      },
+      { permission: 'read' },
+    ),
   );
 
   scope.get(
     '/dashboard/:mode/refunds/export.csv',
     hidden,
-    kit.guard(async (request, reply, signed) => {
-      const filters = filtersOf(request.query);
-      const page = await refundRowsFor(signed.ctx, { ...searchOf(filters), limit: CSV_MAX_ROWS });
-      if (page.hasMore) {
-        return kit.message(
-          reply,
-          413,
-          'Too many refunds for one file',
-          `The filters match more than ${CSV_MAX_ROWS} refunds, the most one file holds. Narrow the dates and export in parts.`,
-          signed,
-          'refunds',
-        );
-      }
-      const csv = stringify([REFUND_CSV_HEADER, ...csvRowsOfRefunds(page.items, kit.zone())], {
-        record_delimiter: 'windows',
-      });
-      return sendCsv(reply, csv, `tono-${signed.mode}-refunds-${dayOf(signed)}.csv`);
-    }),
+    kit.guard(
+      async (request, reply, signed) => {
+        const filters = filtersOf(request.query);
+        const page = await refundRowsFor(signed.ctx, { ...searchOf(filters), limit: CSV_MAX_ROWS });
+        if (page.hasMore) {
+          return kit.message(
+            reply,
+            413,
+            'Too many refunds for one file',
+            `The filters match more than ${CSV_MAX_ROWS} refunds, the most one file holds. Narrow the dates and export in parts.`,
+            signed,
+            'refunds',
+          );
+        }
+        const csv = stringify([REFUND_CSV_HEADER, ...csvRowsOfRefunds(page.items, kit.zone())], {
+          record_delimiter: 'windows',
+        });
+        return sendCsv(reply, csv, `tono-${signed.mode}-refunds-${dayOf(signed)}.csv`);
+      },
+      { permission: 'read' },
+    ),
   );
 }
 
@@ -120,37 +126,43 @@ function registerRefundsToPay(scope: Scope, kit: Kit): void {
   scope.get(
     '/dashboard/:mode/refunds/action',
     hidden,
-    kit.guard(async (request, reply, signed) => {
-      const items = await refundsRequiringAction(signed.ctx);
-      const done = text(request.query.done);
-      const which = cursorOf('refund', request.query.refund);
-      return kit.render(reply, 200, 'refunds-action', {
-        title: 'Requires action: refunds to pay by hand',
-        ...kit.layoutOf(signed, 'refunds'),
-        items: items.map((item) => ({
-          ...item,
-          why: actionReasonText(item.refund.action_reason),
-          unknown: unknownPayeeText(item.refund.action_reason),
-        })),
-        inBatch: items.filter((item) => item.payee).length,
-        flash:
-          done === 'paid'
-            ? `Refund ${which} is marked as paid.`
-            : done === 'cancelled'
-              ? `Refund ${which} is cancelled: its amount can be refunded again.`
-              : null,
-      });
-    }),
+    kit.guard(
+      async (request, reply, signed) => {
+        const items = await refundsRequiringAction(signed.ctx);
+        const done = text(request.query.done);
+        const which = cursorOf('refund', request.query.refund);
+        return kit.render(reply, 200, 'refunds-action', {
+          title: 'Requires action: refunds to pay by hand',
+          ...kit.layoutOf(signed, 'refunds'),
+          items: items.map((item) => ({
+            ...item,
+            why: actionReasonText(item.refund.action_reason),
+            unknown: unknownPayeeText(item.refund.action_reason),
+          })),
+          inBatch: items.filter((item) => item.payee).length,
+          flash:
+            done === 'paid'
+              ? `Refund ${which} is marked as paid.`
+              : done === 'cancelled'
+                ? `Refund ${which} is cancelled: its amount can be refunded again.`
+                : null,
+        });
+      },
+      { permission: 'read' },
+    ),
   );
 
   scope.get(
     '/dashboard/:mode/refunds/action.csv',
     hidden,
-    kit.guard(async (_request, reply, signed) => {
-      const items = await refundsRequiringAction(signed.ctx);
-      const csv = stringify([MANUAL_BATCH_HEADER, ...batchRowsOf(items)], { record_delimiter: 'windows' });
-      return sendCsv(reply, csv, `tono-${signed.mode}-refunds-to-pay-${dayOf(signed)}.csv`);
-    }),
+    kit.guard(
+      async (_request, reply, signed) => {
+        const items = await refundsRequiringAction(signed.ctx);
+        const csv = stringify([MANUAL_BATCH_HEADER, ...batchRowsOf(items)], { record_delimiter: 'windows' });
+        return sendCsv(reply, csv, `tono-${signed.mode}-refunds-to-pay-${dayOf(signed)}.csv`);
+      },
+      { permission: 'read' },
+    ),
   );
 }
 
@@ -159,17 +171,20 @@ function registerRefundDetail(scope: Scope, kit: Kit): void {
   scope.get(
     '/dashboard/:mode/refunds/:id',
     hidden,
-    kit.guard(async (request, reply, signed) => {
-      const refund = await getRefund(signed.ctx, request.params.id);
-      return kit.render(reply, 200, 'refund', {
-        title: `Refund ${refund.id}`,
-        ...kit.layoutOf(signed, 'refunds'),
-        item: refund,
-        failure: failureText(refund.failure_reason),
-        why: actionReasonText(refund.action_reason),
-        flash: doneFlash(text(request.query.done), refund),
-      });
-    }),
+    kit.guard(
+      async (request, reply, signed) => {
+        const refund = await getRefund(signed.ctx, request.params.id);
+        return kit.render(reply, 200, 'refund', {
+          title: `Refund ${refund.id}`,
+          ...kit.layoutOf(signed, 'refunds'),
+          item: refund,
+          failure: failureText(refund.failure_reason),
+          why: actionReasonText(refund.action_reason),
+          flash: doneFlash(text(request.query.done), refund),
+        });
+      },
+      { permission: 'read' },
+    ),
   );
 
   const act = (verb: 'mark-paid' | 'cancel', run: (signed: Signed, id: string) => Promise<RefundRow>) =>
@@ -204,10 +219,10 @@ function registerRefundDetail(scope: Scope, kit: Kit): void {
             303,
           );
         },
-        { post: true },
+        { permission: 'refunds.manage', post: true },
       ),
     );
-  act('mark-paid', (signed, id) => markRefundPaid(signed.ctx, id, signed.session.merchant.email));
+  act('mark-paid', (signed, id) => markRefundPaid(signed.ctx, id, signed.session.member.email));
   act('cancel', (signed, id) => cancelRefund(signed.ctx, id));
 }
 

@@ -46,34 +46,37 @@ function registerRequestList(scope: Scope, kit: Kit): void {
   scope.get(
     '/dashboard/:mode/requests',
     hidden,
-    kit.guard(async (request, reply, signed) => {
-      const filters = filtersOf(request.query as Record<string, unknown>);
-      const alsoIds = filters.q ? await requestIdsWithParticulars(signed.ctx, filters.q) : undefined;
-      const page = await searchRequestsFor(signed.ctx, {
-        status: filters.status || undefined,
-        type: filters.type || undefined,
-        search: filters.q || undefined,
-        alsoIds,
-        createdFrom: dayBound(filters.from, kit.zone(), false),
-        createdBefore: dayBound(filters.to, kit.zone(), true),
-        starting_after: filters.after || undefined,
-        limit: PAGE,
-      });
-      const next = page.has_more ? page.requests[page.requests.length - 1].id : null;
-      const flash =
-        (request.query as { done?: string }).done === 'deleted'
-          ? 'The request is deleted: its link no longer takes payments.'
-          : null;
-      return kit.render(reply, 200, 'requests', {
-        title: 'Requests',
-        ...kit.layoutOf(signed, 'requests'),
-        filters,
-        requests: page.requests,
-        next,
-        statuses: RequestStatus,
-        flash,
-      });
-    }),
+    kit.guard(
+      async (request, reply, signed) => {
+        const filters = filtersOf(request.query as Record<string, unknown>);
+        const alsoIds = filters.q ? await requestIdsWithParticulars(signed.ctx, filters.q) : undefined;
+        const page = await searchRequestsFor(signed.ctx, {
+          status: filters.status || undefined,
+          type: filters.type || undefined,
+          search: filters.q || undefined,
+          alsoIds,
+          createdFrom: dayBound(filters.from, kit.zone(), false),
+          createdBefore: dayBound(filters.to, kit.zone(), true),
+          starting_after: filters.after || undefined,
+          limit: PAGE,
+        });
+        const next = page.has_more ? page.requests[page.requests.length - 1].id : null;
+        const flash =
+          (request.query as { done?: string }).done === 'deleted'
+            ? 'The request is deleted: its link no longer takes payments.'
+            : null;
+        return kit.render(reply, 200, 'requests', {
+          title: 'Requests',
+          ...kit.layoutOf(signed, 'requests'),
+          filters,
+          requests: page.requests,
+          next,
+          statuses: RequestStatus,
+          flash,
+        });
+      },
+      { permission: 'read' },
+    ),
   );
 }
 
@@ -99,18 +102,23 @@ function registerRequestForm(scope: Scope, kit: Kit): void {
   scope.get(
     '/dashboard/:mode/requests/new',
     hidden,
-    kit.guard(async (request, reply, signed) => {
-      const query = request.query as Record<string, unknown>;
-      const kind = requestKindOf(query.kind);
-      const chooseAgain =
-        query.kind !== undefined && !kind ? { message: 'Choose what the payer agrees to.', input: 'kind-fixed' } : null;
-      return kit.render(
-        reply,
-        chooseAgain ? 400 : 200,
-        'request-new',
-        await formPage(signed, kind, { type: 'single' }, chooseAgain),
-      );
-    }),
+    kit.guard(
+      async (request, reply, signed) => {
+        const query = request.query as Record<string, unknown>;
+        const kind = requestKindOf(query.kind);
+        const chooseAgain =
+          query.kind !== undefined && !kind
+            ? { message: 'Choose what the payer agrees to.', input: 'kind-fixed' }
+            : null;
+        return kit.render(
+          reply,
+          chooseAgain ? 400 : 200,
+          'request-new',
+          await formPage(signed, kind, { type: 'single' }, chooseAgain),
+        );
+      },
+      { permission: 'requests.manage' },
+    ),
   );
 
   scope.post(
@@ -140,7 +148,7 @@ function registerRequestForm(scope: Scope, kit: Kit): void {
           throw error;
         }
       },
-      { post: true },
+      { permission: 'requests.manage', post: true },
     ),
   );
 }
@@ -150,41 +158,47 @@ function registerRequestDetail(scope: Scope, kit: Kit): void {
   scope.get(
     '/dashboard/:mode/requests/:id',
     hidden,
-    kit.guard(async (request, reply, signed) => {
-      const { request: item } = await retrieveRequest(signed.ctx, request.params.id);
-      const [payments, events] = await Promise.all([
-        listRequestPayments(signed.ctx, item.id, { limit: 50 }),
-        listEventsFor(signed.ctx, { object_id: item.id, limit: 50 }),
-      ]);
-      const done = (request.query as { done?: string }).done;
-      const flash = done === 'created' ? 'The request is created. Send the link, or show the QR code.' : null;
-      return kit.render(reply, 200, 'request', {
-        title: `Request ${item.id}`,
-        ...kit.layoutOf(signed, 'requests'),
-        item,
-        payments: payments.payments,
-        events: events.events,
-        flash,
-      });
-    }),
+    kit.guard(
+      async (request, reply, signed) => {
+        const { request: item } = await retrieveRequest(signed.ctx, request.params.id);
+        const [payments, events] = await Promise.all([
+          listRequestPayments(signed.ctx, item.id, { limit: 50 }),
+          listEventsFor(signed.ctx, { object_id: item.id, limit: 50 }),
+        ]);
+        const done = (request.query as { done?: string }).done;
+        const flash = done === 'created' ? 'The request is created. Send the link, or show the QR code.' : null;
+        return kit.render(reply, 200, 'request', {
+          title: `Request ${item.id}`,
+          ...kit.layoutOf(signed, 'requests'),
+          item,
+          payments: payments.payments,
+          events: events.events,
+          flash,
+        });
+      },
+      { permission: 'read' },
+    ),
   );
 
   scope.get(
     '/dashboard/:mode/requests/:id/delete',
     hidden,
-    kit.guard(async (request, reply, signed) => {
-      const { request: item } = await retrieveRequest(signed.ctx, request.params.id);
-      return kit.render(reply, 200, 'confirm', {
-        title: 'Delete this request',
-        ...kit.layoutOf(signed, 'requests'),
-        heading: `Delete request “${item.message}”?`,
-        consequence:
-          'Its link stops taking payments at once, and request.status_updated is sent. Payments already made are kept. This cannot be undone.',
-        action: `${signed.base}/requests/${item.id}/delete`,
-        confirm: 'Yes, delete it',
-        back: `${signed.base}/requests/${item.id}`,
-      });
-    }),
+    kit.guard(
+      async (request, reply, signed) => {
+        const { request: item } = await retrieveRequest(signed.ctx, request.params.id);
+        return kit.render(reply, 200, 'confirm', {
+          title: 'Delete this request',
+          ...kit.layoutOf(signed, 'requests'),
+          heading: `Delete request “${item.message}”?`,
+          consequence:
+            'Its link stops taking payments at once, and request.status_updated is sent. Payments already made are kept. This cannot be undone.',
+          action: `${signed.base}/requests/${item.id}/delete`,
+          confirm: 'Yes, delete it',
+          back: `${signed.base}/requests/${item.id}`,
+        });
+      },
+      { permission: 'requests.manage' },
+    ),
   );
 
   scope.post(
@@ -209,7 +223,7 @@ function registerRequestDetail(scope: Scope, kit: Kit): void {
         }
         return reply.redirect(`${signed.base}/requests?done=deleted`, 303);
       },
-      { post: true },
+      { permission: 'requests.manage', post: true },
     ),
   );
 }

@@ -93,10 +93,13 @@ function registerEndpointList(scope: Scope, kit: Kit): void {
   scope.get(
     '/dashboard/:mode/webhooks',
     hidden,
-    kit.guard(async (request, reply, signed) => {
-      const flash = request.query.done === 'deleted' ? 'The endpoint is deleted: nothing more is sent to it.' : null;
-      return kit.render(reply, 200, 'webhooks', { ...(await listPage(signed, {}, null)), flash });
-    }),
+    kit.guard(
+      async (request, reply, signed) => {
+        const flash = request.query.done === 'deleted' ? 'The endpoint is deleted: nothing more is sent to it.' : null;
+        return kit.render(reply, 200, 'webhooks', { ...(await listPage(signed, {}, null)), flash });
+      },
+      { permission: 'read' },
+    ),
   );
 
   scope.post(
@@ -126,7 +129,7 @@ function registerEndpointList(scope: Scope, kit: Kit): void {
           throw error;
         }
       },
-      { post: true },
+      { permission: 'webhooks.manage', post: true },
     ),
   );
 }
@@ -136,25 +139,28 @@ function registerEndpointCreated(scope: Scope, kit: Kit): void {
   scope.get(
     '/dashboard/:mode/webhooks/:id/created',
     hidden,
-    kit.guard(async (request, reply, signed) => {
-      const { webhook } = await retrieveWebhook(signed.ctx, request.params.id);
-      const shown = await takeOneView(kit.deps, signed.session, 'webhook', webhook.id);
-      if (!shown)
-        return kit.message(
-          reply,
-          200,
-          'The secret was already shown',
-          "An endpoint's secret is shown once, on the page right after it is created, and is not shown again. To get a new one, rotate the secret on the endpoint's page.",
-          signed,
-          'webhooks',
-        );
-      // The secret is on this one page view only: it is sealed at rest and never shown again.
-      return kit.render(reply, 200, 'webhook-created', {
-        title: 'Webhook endpoint created',
-        ...kit.layoutOf(signed, 'webhooks'),
-        webhook: shown,
-      });
-    }),
+    kit.guard(
+      async (request, reply, signed) => {
+        const { webhook } = await retrieveWebhook(signed.ctx, request.params.id);
+        const shown = await takeOneView(kit.deps, signed.session, 'webhook', webhook.id);
+        if (!shown)
+          return kit.message(
+            reply,
+            200,
+            'The secret was already shown',
+            "An endpoint's secret is shown once, on the page right after it is created, and is not shown again. To get a new one, rotate the secret on the endpoint's page.",
+            signed,
+            'webhooks',
+          );
+        // The secret is on this one page view only: it is sealed at rest and never shown again.
+        return kit.render(reply, 200, 'webhook-created', {
+          title: 'Webhook endpoint created',
+          ...kit.layoutOf(signed, 'webhooks'),
+          webhook: shown,
+        });
+      },
+      { permission: 'webhooks.manage' },
+    ),
   );
 }
 
@@ -179,26 +185,29 @@ function registerEndpointPages(scope: Scope, kit: Kit): void {
   scope.get(
     '/dashboard/:mode/webhooks/:id',
     hidden,
-    kit.guard(async (request, reply, signed) => {
-      const done = text(request.query.done);
-      const flash =
-        done === 'recovered'
-          ? `${text(request.query.count)} failed deliveries are queued to be sent again.`
-          : done === 'resent'
-            ? 'The event is queued to be sent again.'
-            : done === 'enabled'
-              ? 'The endpoint is enabled: new events are sent to it again. Recover what failed while it was off below.'
-              : done === 'disabled'
-                ? 'The endpoint is disabled: deliveries not yet made are cancelled, and no new ones are sent.'
-                : null;
-      const dayAgo = inZone(signed.ctx.clock.now() - 86_400_000, kit.zone()).toFormat("yyyy-LL-dd'T'HH:mm");
-      return kit.render(reply, 200, 'webhook', {
-        ...(await endpointPage(kit, signed, request.params.id)),
-        flash,
-        since: text(request.query.since) || dayAgo,
-        error: null,
-      });
-    }),
+    kit.guard(
+      async (request, reply, signed) => {
+        const done = text(request.query.done);
+        const flash =
+          done === 'recovered'
+            ? `${text(request.query.count)} failed deliveries are queued to be sent again.`
+            : done === 'resent'
+              ? 'The event is queued to be sent again.'
+              : done === 'enabled'
+                ? 'The endpoint is enabled: new events are sent to it again. Recover what failed while it was off below.'
+                : done === 'disabled'
+                  ? 'The endpoint is disabled: deliveries not yet made are cancelled, and no new ones are sent.'
+                  : null;
+        const dayAgo = inZone(signed.ctx.clock.now() - 86_400_000, kit.zone()).toFormat("yyyy-LL-dd'T'HH:mm");
+        return kit.render(reply, 200, 'webhook', {
+          ...(await endpointPage(kit, signed, request.params.id)),
+          flash,
+          since: text(request.query.since) || dayAgo,
+          error: null,
+        });
+      },
+      { permission: 'read' },
+    ),
   );
 
   scope.post(
@@ -225,7 +234,7 @@ function registerEndpointPages(scope: Scope, kit: Kit): void {
           });
         }
       },
-      { post: true },
+      { permission: 'webhooks.manage', post: true },
     ),
   );
 
@@ -234,19 +243,22 @@ function registerEndpointPages(scope: Scope, kit: Kit): void {
   scope.get(
     '/dashboard/:mode/webhooks/:id/delete',
     hidden,
-    kit.guard(async (request, reply, signed) => {
-      const { webhook } = await retrieveWebhook(signed.ctx, request.params.id);
-      return kit.render(reply, 200, 'confirm', {
-        title: 'Delete this endpoint',
-        ...kit.layoutOf(signed, 'webhooks'),
-        heading: `Delete the endpoint ${webhook.description ? `“${webhook.description}” (${webhook.url})` : webhook.url}?`,
-        consequence:
-          'Nothing more is sent to it, deliveries not yet made are cancelled, and its secret is forgotten. This cannot be undone.',
-        action: `${signed.base}/webhooks/${webhook.id}/delete`,
-        confirm: 'Yes, delete it',
-        back: `${signed.base}/webhooks/${webhook.id}`,
-      });
-    }),
+    kit.guard(
+      async (request, reply, signed) => {
+        const { webhook } = await retrieveWebhook(signed.ctx, request.params.id);
+        return kit.render(reply, 200, 'confirm', {
+          title: 'Delete this endpoint',
+          ...kit.layoutOf(signed, 'webhooks'),
+          heading: `Delete the endpoint ${webhook.description ? `“${webhook.description}” (${webhook.url})` : webhook.url}?`,
+          consequence:
+            'Nothing more is sent to it, deliveries not yet made are cancelled, and its secret is forgotten. This cannot be undone.',
+          action: `${signed.base}/webhooks/${webhook.id}/delete`,
+          confirm: 'Yes, delete it',
+          back: `${signed.base}/webhooks/${webhook.id}`,
+        });
+      },
+      { permission: 'webhooks.manage' },
+    ),
   );
 
   scope.post(
@@ -257,7 +269,7 @@ function registerEndpointPages(scope: Scope, kit: Kit): void {
         await deleteWebhook(signed.ctx, request.params.id);
         return reply.redirect(`${signed.base}/webhooks?done=deleted`, 303);
       },
-      { post: true },
+      { permission: 'webhooks.manage', post: true },
     ),
   );
 }
@@ -267,19 +279,22 @@ function registerEndpointSwitch(scope: Scope, kit: Kit): void {
   scope.get(
     '/dashboard/:mode/webhooks/:id/disable',
     hidden,
-    kit.guard(async (request, reply, signed) => {
-      const { webhook } = await retrieveWebhook(signed.ctx, request.params.id);
-      return kit.render(reply, 200, 'confirm', {
-        title: 'Disable this endpoint',
-        ...kit.layoutOf(signed, 'webhooks'),
-        heading: `Disable the endpoint ${webhook.description ? `“${webhook.description}” (${webhook.url})` : webhook.url}?`,
-        consequence:
-          'Deliveries not yet made are cancelled and no new ones are queued until you enable it again; its secret is kept. Events keep being recorded, and can be recovered once it is enabled.',
-        action: `${signed.base}/webhooks/${webhook.id}/disable`,
-        confirm: 'Yes, disable it',
-        back: `${signed.base}/webhooks/${webhook.id}`,
-      });
-    }),
+    kit.guard(
+      async (request, reply, signed) => {
+        const { webhook } = await retrieveWebhook(signed.ctx, request.params.id);
+        return kit.render(reply, 200, 'confirm', {
+          title: 'Disable this endpoint',
+          ...kit.layoutOf(signed, 'webhooks'),
+          heading: `Disable the endpoint ${webhook.description ? `“${webhook.description}” (${webhook.url})` : webhook.url}?`,
+          consequence:
+            'Deliveries not yet made are cancelled and no new ones are queued until you enable it again; its secret is kept. Events keep being recorded, and can be recovered once it is enabled.',
+          action: `${signed.base}/webhooks/${webhook.id}/disable`,
+          confirm: 'Yes, disable it',
+          back: `${signed.base}/webhooks/${webhook.id}`,
+        });
+      },
+      { permission: 'webhooks.manage' },
+    ),
   );
 
   for (const [verb, disabled] of [
@@ -294,7 +309,7 @@ function registerEndpointSwitch(scope: Scope, kit: Kit): void {
           await updateWebhook(signed.ctx, request.params.id, { disabled });
           return reply.redirect(`${signed.base}/webhooks/${request.params.id}?done=${verb}d`, 303);
         },
-        { post: true },
+        { permission: 'webhooks.manage', post: true },
       ),
     );
   }
@@ -314,54 +329,60 @@ function registerEventPages(scope: Scope, kit: Kit): void {
   scope.get(
     '/dashboard/:mode/events',
     hidden,
-    kit.guard(async (request, reply, signed) => {
-      const filters = eventFiltersOf(request.query);
-      const page = await listEventsFor(signed.ctx, {
-        type: filters.type || undefined,
-        object_id: filters.object_id || undefined,
-        starting_after: filters.after || undefined,
-        limit: 25,
-      });
-      const states = await deliveryStatesOf(
-        signed.ctx,
-        page.events.map((e) => e.id),
-      );
-      const resent = request.query.done === 'resent' ? cursorOf('event', request.query.event) : '';
-      return kit.render(reply, 200, 'events', {
-        title: 'Events',
-        ...kit.layoutOf(signed, 'events'),
-        events: page.events.map((event) => {
-          const delivery = states.get(event.id)!;
-          return { ...event, path: objectPathOf(event.data.id), delivery, label: deliveryStateLabel(delivery.state) };
-        }),
-        eventTypes: EVENT_TYPES,
-        filters,
-        next: page.has_more ? page.events[page.events.length - 1].id : null,
-        flash: resent
-          ? `Event ${resent} is queued to be sent again (${text(request.query.count, 4)} deliveries).`
-          : null,
-      });
-    }),
+    kit.guard(
+      async (request, reply, signed) => {
+        const filters = eventFiltersOf(request.query);
+        const page = await listEventsFor(signed.ctx, {
+          type: filters.type || undefined,
+          object_id: filters.object_id || undefined,
+          starting_after: filters.after || undefined,
+          limit: 25,
+        });
+        const states = await deliveryStatesOf(
+          signed.ctx,
+          page.events.map((e) => e.id),
+        );
+        const resent = request.query.done === 'resent' ? cursorOf('event', request.query.event) : '';
+        return kit.render(reply, 200, 'events', {
+          title: 'Events',
+          ...kit.layoutOf(signed, 'events'),
+          events: page.events.map((event) => {
+            const delivery = states.get(event.id)!;
+            return { ...event, path: objectPathOf(event.data.id), delivery, label: deliveryStateLabel(delivery.state) };
+          }),
+          eventTypes: EVENT_TYPES,
+          filters,
+          next: page.has_more ? page.events[page.events.length - 1].id : null,
+          flash: resent
+            ? `Event ${resent} is queued to be sent again (${text(request.query.count, 4)} deliveries).`
+            : null,
+        });
+      },
+      { permission: 'read' },
+    ),
   );
 
   scope.get(
     '/dashboard/:mode/events/:id',
     hidden,
-    kit.guard(async (request, reply, signed) => {
-      const { event, deliveries, pruned_deliveries: pruned } = await retrieveEvent(signed.ctx, request.params.id);
-      const webhooks = (await listWebhooksFor(signed.ctx, { limit: 100 })).webhooks;
-      const flash =
-        request.query.done === 'resent' ? `Queued to be sent again (${text(request.query.count)} deliveries).` : null;
-      return kit.render(reply, 200, 'event', {
-        title: `Event ${event.id}`,
-        ...kit.layoutOf(signed, 'events'),
-        event,
-        deliveries,
-        pruned,
-        webhooks,
-        flash,
-      });
-    }),
+    kit.guard(
+      async (request, reply, signed) => {
+        const { event, deliveries, pruned_deliveries: pruned } = await retrieveEvent(signed.ctx, request.params.id);
+        const webhooks = (await listWebhooksFor(signed.ctx, { limit: 100 })).webhooks;
+        const flash =
+          request.query.done === 'resent' ? `Queued to be sent again (${text(request.query.count)} deliveries).` : null;
+        return kit.render(reply, 200, 'event', {
+          title: `Event ${event.id}`,
+          ...kit.layoutOf(signed, 'events'),
+          event,
+          deliveries,
+          pruned,
+          webhooks,
+          flash,
+        });
+      },
+      { permission: 'read' },
+    ),
   );
 
   registerEventResend(scope, kit);
@@ -401,7 +422,7 @@ function registerEventResend(scope: Scope, kit: Kit): void {
           );
         return reply.redirect(`${signed.base}/events/${id}${queryOf(done)}`, 303);
       },
-      { post: true },
+      { permission: 'events.resend', post: true },
     ),
   );
 }

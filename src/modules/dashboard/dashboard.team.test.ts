@@ -1,0 +1,315 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  addMember,
+  dashWorld,
+  logInAs,
+  PASSWORD,
+  textOf,
+  type DashMerchant,
+  type DashWorld,
+} from '../../../test/dashboard.ts';
+import { Browser } from '../../../test/payer.ts';
+import { shiftedClock, systemClock } from '../../shared/time.ts';
+
+// The Team page over HTTP on SQLite and PostgreSQL (docs/team.md): inviting by email, accepting
+// from the emailed link (once, for 72 hours, limited per address), roles and who may change them,
+// the last owner, removal that signs out at once, the support refund limit, another merchant's
+// member or invitation as 404, CSRF and escaping.
+
+type Signed = { browser: Browser; csrf: string };
+
+async function signedIn(world: DashWorld, email: string, password = PASSWORD): Promise<Signed> {
+  const browser = await logInAs(world, email, password);
+  const page = await browser.request('/dashboard/team');
+  assert.equal(page.status, 200, page.text);
+  return { browser, csrf: Browser.csrfOf(page.text) };
+}
+
+const post = (who: Signed, path: string, form: Record<string, string> = {}) =>
+  who.browser.request(path, { form: { csrf: who.csrf, ...form } });
+
+/** Invites `email` as `role` from the page and returns the emailed link's path. */
+async function invite(world: DashWorld, owner: Signed, email: string, role: string): Promise<string> {
+  const sent = await post(owner, '/dashboard/team/invitations', { email, role });
+  assert.equal(sent.status, 303, sent.text);
+  assert.equal(sent.headers.get('location'), '/dashboard/team?done=invited');
+  const mail = await world.smtp.waitFor((m) => m.to === email.toLowerCase() && /invited/.test(m.subject));
+  return new RegExp(`${world.baseUrl}(/dashboard/invitations/[A-Za-z0-9_-]+)`).exec(mail.text)![1];
+}
+
+async function accept(world: DashWorld, link: string, name: string, password = PASSWORD) {
+  const browser = new Browser(world.baseUrl);
+  const page = await browser.request(link);
+  assert.equal(page.status, 200, page.text);
+  const done = await browser.request(link, { form: { csrf: Browser.csrfOf(page.text), name, password } });
+  return { browser, page, done };
+}
+
+const memberIdOf = async (world: DashWorld, email: string) =>
+  (
+    await world.app.deps.db
+      .selectFrom('members')
+      .select('id')
+      .where('email', '=', email)
+      .where('removed_at', 'is', null)
+      .executeTakeFirstOrThrow()
+  ).id;
+
+test('an owner invites a member, who joins from the emailed link, is signed in and listed with their role', async (t) => {
+  const world = await dashWorld(t);
+  const [kowhai] = world.merchants;
+  const owner = await signedIn(world, kowhai.email);
+  const link = await invite(world, owner, 'Aroha@Example.com', 'support');
+  const tokenInDb = await world.app.deps.db.selectFrom('invitations').select('token_hash').executeTakeFirstOrThrow();
+  assert.ok(!link.includes(tokenInDb.token_hash), 'the token is stored as its hash only');
+  const listed = textOf((await owner.browser.request('/dashboard/team')).text);
+  assert.match(listed, /Pending invitations Email Role Sent Works until Action aroha@example\.com Support/);
+
+  const joined = await accept(world, link, 'Aroha <b>Ngata</b>');
+  assert.match(textOf(joined.page.text), /You are invited as Support , with the email aroha@example\.com/);
+  assert.equal(joined.done.status, 303, joined.done.text);
+  assert.equal(joined.done.headers.get('location'), '/dashboard');
+  const team = await joined.browser.request('/dashboard/team');
+  assert.equal(team.status, 200);
+  assert.ok(team.text.includes('Aroha &lt;b&gt;Ngata&lt;/b&gt;'), 'the name is escaped');
+  assert.match(textOf(team.text), /aroha@example\.com you Aroha <b>Ngata<\/b> Support/);
+  assert.ok(!team.text.includes('/dashboard/team/invitations"'), 'support sees no invite form');
+  const account = textOf((await joined.browser.request('/dashboard/account')).text);
+  assert.match(account, /Email aroha@example\.com Role support/);
+
+  // The link works once.
+  assert.equal((await new Browser(world.baseUrl).request(link)).status, 400);
+  // The new member logs in with their own password, and resets it by email like anyone.
+  await signedIn(world, 'aroha@example.com');
+  assert.match(textOf((await owner.browser.request('/dashboard/team')).text), /Pending invitations None\./);
+});
+
+test('invitations: revoked or 72 hours old they no longer work; wrong tokens are limited per address; bad input changes nothing', async (t) => {
+  const world = await dashWorld(t);
+  const [kowhai] = world.merchants;
+  const owner = await signedIn(world, kowhai.email);
+  const revoked = await invite(world, owner, 'revoked@example.com', 'viewer');
+  const { id } = await world.app.deps.db
+    .selectFrom('invitations')
+    .select('id')
+    .where('email', '=', 'revoked@example.com')
+    .executeTakeFirstOrThrow();
+  const revoking = await post(owner, `/dashboard/team/invitations/${id}/revoke`);
+  assert.equal(revoking.headers.get('location'), '/dashboard/team?done=revoked');
+  assert.match(textOf((await new Browser(world.baseUrl).request(revoked)).text), /This invitation no longer works/);
+
+  const late = await invite(world, owner, 'late@example.com', 'viewer');
+
+  for (const [form, message] of [
+    [{ email: 'not-an-email', role: 'viewer' }, /Enter their email address and choose a role\. Nothing was changed\./],
+    [{ email: 'x@example.com', role: 'emperor' }, /Enter their email address and choose a role/],
+    [{ email: kowhai.email, role: 'viewer' }, /already signs in to a Tono dashboard/],
+  ] as const) {
+    const refused = await post(owner, '/dashboard/team/invitations', form);
+    assert.equal(refused.status, 400);
+    assert.match(textOf(refused.text), message);
+  }
+  const noCsrf = await owner.browser.request('/dashboard/team/invitations', {
+    form: { email: 'y@example.com', role: 'viewer' },
+  });
+  assert.equal(noCsrf.status, 403);
+  assert.match(textOf(noCsrf.text), /This form has expired/);
+  const invitations = await world.app.deps.db.selectFrom('invitations').select('email').execute();
+  assert.deepEqual(invitations.map((row) => row.email).sort(), ['late@example.com', 'revoked@example.com']);
+
+  // Every look at a dead link counts against the address (20 in 15 minutes): one was above.
+  const guesser = new Browser(world.baseUrl);
+  const statuses: number[] = [];
+  for (let i = 0; i < 20; i += 1)
+    statuses.push((await guesser.request(`/dashboard/invitations/guess${String(i).padStart(20, '0')}`)).status);
+  assert.deepEqual(statuses, [...Array(19).fill(400), 429], 'the 21st wrong token from one address is refused');
+
+  // 72 hours on (the address's window long over), the invitation no longer works.
+  world.app.deps.clock = shiftedClock(systemClock, 72 * 60 * 60_000 + 60_000);
+  t.after(() => void (world.app.deps.clock = systemClock));
+  assert.equal((await new Browser(world.baseUrl).request(late)).status, 400);
+  world.app.deps.clock = systemClock;
+});
+
+test('roles: admins cannot make or unmake owners, the last owner stays, a role change applies at the next page', async (t) => {
+  const world = await dashWorld(t, { workers: false });
+  const [kowhai] = world.merchants;
+  const owner = await signedIn(world, kowhai.email);
+  const ownerId = await memberIdOf(world, kowhai.email);
+  const adminMember = await addMember(world, kowhai, 'admin');
+  const viewerMember = await addMember(world, kowhai, 'viewer');
+  const admin = await signedIn(world, adminMember.email);
+  const viewer = await signedIn(world, viewerMember.email);
+
+  const refusals: Array<[Signed, string, Record<string, string>, RegExp]> = [
+    [
+      admin,
+      `/dashboard/team/members/${viewerMember.id}/role`,
+      { role: 'owner' },
+      /Only an owner can make a member an owner/,
+    ],
+    [
+      admin,
+      `/dashboard/team/members/${ownerId}/role`,
+      { role: 'viewer' },
+      /Only an owner can make a member an owner, or change an owner’s role/,
+    ],
+    [admin, `/dashboard/team/members/${ownerId}/remove`, {}, /Only an owner can remove an owner/],
+    [
+      owner,
+      `/dashboard/team/members/${ownerId}/role`,
+      { role: 'admin' },
+      /The team’s last owner cannot be given another role/,
+    ],
+    [owner, `/dashboard/team/members/${ownerId}/remove`, {}, /The team’s last owner cannot be removed/],
+    [
+      admin,
+      '/dashboard/team/invitations',
+      { email: 'o@example.com', role: 'owner' },
+      /Only an owner can invite another owner/,
+    ],
+  ];
+  for (const [who, path, form, message] of refusals) {
+    const refused = await post(who, path, form);
+    assert.equal(refused.status, 400, `${path} ${refused.text.slice(0, 200)}`);
+    assert.match(textOf(refused.text), message);
+  }
+  const roles = await world.app.deps.db
+    .selectFrom('members')
+    .select(['email', 'role'])
+    .where('user_id', '=', kowhai.userId)
+    .execute();
+  assert.deepEqual(new Set(roles.map((r) => r.role)), new Set(['owner', 'admin', 'viewer']), 'nothing changed');
+
+  // The pages offer a role only what it can do; the server refuses the rest.
+  const requestsOf = async (who: Signed) => (await who.browser.request('/dashboard/test/requests')).text;
+  assert.ok((await requestsOf(owner)).includes('/requests/new">New request'));
+  assert.ok(!(await requestsOf(viewer)).includes('/requests/new">New request'));
+  assert.ok(!(await viewer.browser.request('/dashboard/test/api-keys')).text.includes('Create a test key'));
+  assert.ok(!(await viewer.browser.request('/dashboard/test/clock')).text.includes('Move the clock'));
+  assert.ok((await owner.browser.request('/dashboard/test/clock')).text.includes('Move the clock'));
+
+  // The viewer's action is refused with 403; once an admin makes them a developer it is allowed.
+  const keys = `/dashboard/test/api-keys`;
+  const before = await post(viewer, keys);
+  assert.equal(before.status, 403);
+  assert.match(textOf(before.text), /Your role does not allow this You are signed in as Viewer/);
+  assert.equal(
+    (await world.app.deps.db.selectFrom('api_keys').select('id').where('user_id', '=', kowhai.userId).execute()).length,
+    2,
+  );
+  assert.equal(
+    (await post(admin, `/dashboard/team/members/${viewerMember.id}/role`, { role: 'developer' })).status,
+    303,
+  );
+  assert.equal((await post(viewer, keys)).status, 303, 'the new role applies to the session at once');
+
+  // An owner makes another owner, after which the first can step down.
+  assert.equal((await post(owner, `/dashboard/team/members/${adminMember.id}/role`, { role: 'owner' })).status, 303);
+  assert.equal((await post(owner, `/dashboard/team/members/${ownerId}/role`, { role: 'admin' })).status, 303);
+  assert.match(textOf((await owner.browser.request('/dashboard/account')).text), /Role admin/);
+});
+
+test('removing a member signs them out at their next request; another merchant’s member or invitation is 404', async (t) => {
+  const world = await dashWorld(t, { workers: false });
+  const [kowhai, tui] = world.merchants;
+  const owner = await signedIn(world, kowhai.email);
+  const gone = await addMember(world, kowhai, 'developer');
+  const goneSession = await signedIn(world, gone.email);
+  const confirm = await owner.browser.request(`/dashboard/team/members/${gone.id}/remove`);
+  assert.match(textOf(confirm.text), new RegExp(`Remove ${gone.email.replace('.', '\\.')} from the team\\?`));
+  const removed = await post(owner, `/dashboard/team/members/${gone.id}/remove`);
+  assert.equal(removed.headers.get('location'), '/dashboard/team?done=removed');
+  const next = await goneSession.browser.request('/dashboard/test');
+  assert.equal(next.status, 303);
+  assert.match(next.headers.get('location')!, /^\/dashboard\/login/);
+  const again = await new Browser(world.baseUrl).request('/dashboard/login');
+  const login = await new Browser(world.baseUrl).request('/dashboard/login', {
+    form: { email: gone.email, password: PASSWORD, csrf: Browser.csrfOf(again.text) },
+  });
+  assert.notEqual(login.status, 303, 'a removed member cannot log in');
+  assert.ok(!textOf((await owner.browser.request('/dashboard/team')).text).includes(gone.email));
+
+  const tuiOwner = await signedIn(world, tui.email);
+  const kowhaiMember = await addMember(world, kowhai, 'viewer');
+  await post(owner, '/dashboard/team/invitations', { email: 'someone@example.com', role: 'viewer' });
+  const { id: invitationId } = await world.app.deps.db.selectFrom('invitations').select('id').executeTakeFirstOrThrow();
+  for (const [path, form] of [
+    [`/dashboard/team/members/${kowhaiMember.id}/role`, { role: 'admin' }],
+    [`/dashboard/team/members/${kowhaiMember.id}/remove`, {}],
+    [`/dashboard/team/invitations/${invitationId}/revoke`, {}],
+  ] as const) {
+    const response = await post(tuiOwner, path, form);
+    assert.equal(response.status, 404, path);
+  }
+  assert.equal((await tuiOwner.browser.request(`/dashboard/team/members/${kowhaiMember.id}/remove`)).status, 404);
+  const still = await world.app.deps.db
+    .selectFrom('members')
+    .select(['role', 'removed_at'])
+    .where('id', '=', kowhaiMember.id)
+    .executeTakeFirstOrThrow();
+  assert.deepEqual([still.role, still.removed_at], ['viewer', null]);
+  const pending = await world.app.deps.db.selectFrom('invitations').select('revoked_at').executeTakeFirstOrThrow();
+  assert.equal(pending.revoked_at, null);
+});
+
+async function paidPayment(merchant: DashMerchant, amount: string) {
+  const request = (
+    await merchant.test.post('/v1/requests', { bank_account_id: merchant.bankAccountId, message: 'Cups', amount })
+  ).body.request;
+  const paid = await merchant.test.post(`/v1/test-helpers/requests/${request.id}/pay`, {
+    cust_info: { email: 'pat@example.com' },
+  });
+  assert.equal(paid.body.payment.status, 'successful');
+  return paid.body.payment as { id: string };
+}
+
+test('support refunds up to the limit an owner sets, on the review and on the confirmation', async (t) => {
+  const world = await dashWorld(t, { workers: false });
+  const [kowhai] = world.merchants;
+  const owner = await signedIn(world, kowhai.email);
+  const support = await signedIn(world, (await addMember(world, kowhai, 'support')).email);
+  const payment = await paidPayment(kowhai, '20.00 NZD');
+  const refund = `/dashboard/test/payments/${payment.id}/refund`;
+  const supportCsrf = Browser.csrfOf((await support.browser.request(refund)).text);
+
+  const none = await support.browser.request(refund, { form: { csrf: supportCsrf, amount: '1.00', reason: '' } });
+  assert.equal(none.status, 400);
+  assert.match(textOf(none.text), /As Support you can refund at most \$0\.00 at once\. Nothing was refunded\./);
+
+  assert.equal((await post(owner, '/dashboard/team/refund-limit', { limit: 'lots' })).status, 400);
+  const set = await post(owner, '/dashboard/team/refund-limit', { limit: '5.00' });
+  assert.equal(set.headers.get('location'), '/dashboard/team?done=limit');
+  assert.match(textOf((await support.browser.request('/dashboard/team')).text), /The support refund limit is \$5\.00/);
+
+  const over = await support.browser.request(refund, { form: { csrf: supportCsrf, amount: '5.01', reason: '' } });
+  assert.equal(over.status, 400);
+  assert.match(textOf(over.text), /at most \$5\.00 at once/);
+  // The confirmation is checked again: a hand-made post over the limit refunds nothing.
+  const forged = await support.browser.request(`${refund}/confirm`, {
+    form: {
+      csrf: supportCsrf,
+      amount: '6.00',
+      reason: '',
+      idempotency_key: 'dashboard-8f7c1a52-6a5e-4a8e-9b59-3c7e0e6b2f10',
+    },
+  });
+  assert.equal(forged.status, 400);
+  assert.match(textOf(forged.text), /at most \$5\.00 at once/);
+  const review = await support.browser.request(refund, { form: { csrf: supportCsrf, amount: '5.00', reason: '' } });
+  assert.equal(review.status, 200, review.text);
+  const key = /name="idempotency_key" value="([^"]+)"/.exec(review.text)![1];
+  const made = await support.browser.request(`${refund}/confirm`, {
+    form: { csrf: supportCsrf, amount: '5.00', reason: '', idempotency_key: key },
+  });
+  assert.equal(made.status, 303, made.text);
+  const refunds = (await kowhai.test.get('/v1/refunds', { query: { payment_id: payment.id } })).body.refunds as any[];
+  assert.deepEqual(
+    refunds.map((r) => r.amount.value),
+    ['5.00 NZD'],
+  );
+  // An owner refunds beyond the support limit.
+  const ownerReview = await post(owner, refund, { amount: '10.00', reason: '' });
+  assert.equal(ownerReview.status, 200);
+});

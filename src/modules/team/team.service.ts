@@ -1,0 +1,351 @@
+import type { Kysely } from 'kysely';
+import { hashPassword, randomSecret, sha256Hex, verifyPassword } from '../../shared/crypto.ts';
+import { AppError, notFound } from '../../shared/errors.ts';
+import { newId } from '../../shared/ids.ts';
+import { giveBackAttempt, takeAttempt, type AttemptLimit } from '../../store/attempts.ts';
+import type { Database } from '../../store/tables.ts';
+import { queueMail } from '../mail/mail.service.ts';
+import type { Deps } from '../context.ts';
+import { can, ROLE_LABELS, type Role } from './team.permissions.ts';
+import { inviteProblem, removalProblem, roleChangeProblem } from './team.rules.ts';
+import {
+  findInvitationByHash,
+  findLiveMemberByEmail,
+  findMember,
+  findMemberOf,
+  insertInvitation,
+  insertMember,
+  liveMembersOf,
+  lockLiveMembersOf,
+  pendingInvitationsOf,
+  setInvitationRevoked,
+  setMemberPasswordHash,
+  setMemberRemoved,
+  setMemberRole,
+  spendInvitation,
+  supportRefundLimitOf,
+  upsertSupportRefundLimit,
+  type InvitationRow,
+  type MemberRow,
+} from './team.repo.ts';
+
+// A merchant's team (docs/team.md): the members who sign in to its dashboard, each with one role,
+// and the invitations that bring new members in. Each action that changes the team is one named
+// function here (invite, revoke, accept, change a role, remove, set the refund limit), so what is
+// recorded of it later has one place to go.
+
+type Db = Kysely<Database>;
+
+export const INVITATION_TTL_MS = 72 * 60 * 60_000;
+
+export const TEAM_LIMITS = {
+  /** Looks at invitation links from one client address in 15 minutes (a wrong token counts; a live one is given back). */
+  invitationsByClient: { scope: 'team.invitation.client', max: 20, windowMs: 15 * 60_000 },
+  /** Invitations one merchant sends in an hour. */
+  invitesByMerchant: { scope: 'team.invite.merchant', max: 30, windowMs: 60 * 60_000 },
+} as const satisfies Record<string, AttemptLimit>;
+
+/** A member as the dashboard's session holds them. */
+export type TeamMember = { id: string; userId: string; email: string; name: string | null; role: Role };
+/** Who is acting on the team: a signed-in member of the merchant `userId`. */
+export type TeamActor = { userId: string; memberId: string; role: Role };
+
+export type TeamProblem = { kind: 'problem'; message: string };
+
+const memberOf = (row: MemberRow): TeamMember => ({
+  id: row.id,
+  userId: row.user_id,
+  email: row.email,
+  name: row.name,
+  role: row.role,
+});
+
+export function normaliseMemberEmail(raw: unknown): string | null {
+  if (typeof raw !== 'string') return null;
+  const email = raw.trim().toLowerCase();
+  return email.length <= 254 && /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) ? email : null;
+}
+
+const emailTaken = (email: string) =>
+  new AppError('conflict.email_taken', `A dashboard member with email ${email} already exists`, { email });
+
+/**
+ * The owner a new merchant starts with (or one the operator adds, `member create-owner`), in the
+ * caller's transaction; refused when the email already signs in to a team.
+ */
+export async function createOwnerMember(
+  trx: Db,
+  input: { userId: string; email: string; passwordHash: string; name?: string | null; now: number },
+): Promise<TeamMember> {
+  const email = input.email.trim().toLowerCase();
+  if (await findLiveMemberByEmail(trx, email)) throw emailTaken(email);
+  const row: MemberRow = {
+    id: newId('member'),
+    user_id: input.userId,
+    email,
+    name: input.name ?? null,
+    password_hash: input.passwordHash,
+    role: 'owner',
+    created_at: input.now,
+    invited_by: null,
+    removed_at: null,
+  };
+  await insertMember(trx, row);
+  return memberOf(row);
+}
+
+/**
+ * The operator's way to give a merchant an owner (`member create-owner`): a new owner member, or,
+ * when the email is already a member of this merchant's team, that member made owner (with the new
+ * password). Refused when the email signs in to another merchant's team.
+ */
+export async function createOwnerByOperator(
+  trx: Db,
+  input: { userId: string; email: string; passwordHash: string; now: number },
+): Promise<TeamMember & { created: boolean }> {
+  const email = input.email.trim().toLowerCase();
+  const existing = await findLiveMemberByEmail(trx, email);
+  if (existing && existing.user_id !== input.userId) throw emailTaken(email);
+  if (!existing) return { ...(await createOwnerMember(trx, { ...input, email })), created: true };
+  await setMemberRole(trx, existing.id, 'owner');
+  await setMemberPasswordHash(trx, existing.id, input.passwordHash);
+  return { ...memberOf(existing), role: 'owner', created: false };
+}
+
+// Checked against when the email is unknown, so a wrong email costs the same scrypt as a wrong password.
+let decoyHash: Promise<string> | null = null;
+
+/** The member whose email and password these are; null otherwise, after the same work either way. */
+export async function checkMemberPassword(db: Db, email: string, password: string): Promise<TeamMember | null> {
+  const row = await findLiveMemberByEmail(db, email.trim().toLowerCase());
+  decoyHash ??= hashPassword(randomSecret(12)).catch((error: unknown) => {
+    decoyHash = null;
+    throw error;
+  });
+  const ok = await verifyPassword(password, row?.password_hash ?? (await decoyHash));
+  return row && ok ? memberOf(row) : null;
+}
+
+/** A member who is still on the team; null once removed (their sessions end with that). */
+export async function liveMemberById(db: Db, id: string): Promise<TeamMember | null> {
+  const row = await findMember(db, id);
+  return row && row.removed_at === null ? memberOf(row) : null;
+}
+
+export async function liveMemberByEmail(db: Db, email: string): Promise<TeamMember | null> {
+  const row = await findLiveMemberByEmail(db, email.trim().toLowerCase());
+  return row ? memberOf(row) : null;
+}
+
+/** The merchant's first owner still on the team (the one `merchant set-password user_…` sets). */
+export async function firstOwnerOf(db: Db, userId: string): Promise<TeamMember | null> {
+  const owner = (await liveMembersOf(db, userId)).find((row) => row.role === 'owner');
+  return owner ? memberOf(owner) : null;
+}
+
+/** Stores a new password hash for a member (in the caller's transaction: a reset spends its token in it). */
+export async function setMemberPassword(trx: Db, memberId: string, passwordHash: string): Promise<void> {
+  await setMemberPasswordHash(trx, memberId, passwordHash);
+}
+
+export type MemberListing = TeamMember & { createdAt: number; invitedBy: string | null };
+export type InvitationListing = { id: string; email: string; role: Role; createdAt: number; expiresAt: number };
+
+/** The team page: live members, oldest first; pending invitations; the support refund limit. */
+export async function teamOf(deps: Deps, userId: string) {
+  const now = deps.clock.now();
+  const [members, invitations, limit] = await Promise.all([
+    liveMembersOf(deps.db, userId),
+    pendingInvitationsOf(deps.db, userId, now),
+    supportRefundLimitOf(deps.db, userId),
+  ]);
+  return {
+    members: members.map(
+      (row): MemberListing => ({ ...memberOf(row), createdAt: Number(row.created_at), invitedBy: row.invited_by }),
+    ),
+    invitations: invitations.map(
+      (row): InvitationListing => ({
+        id: row.id,
+        email: row.email,
+        role: row.role,
+        createdAt: Number(row.created_at),
+        expiresAt: Number(row.expires_at),
+      }),
+    ),
+    supportRefundLimitCents: limit ?? 0,
+  };
+}
+
+/** The most a support member may refund at once, in cents; nothing until an owner or admin sets it. */
+export async function supportRefundLimit(db: Db, userId: string): Promise<number> {
+  return (await supportRefundLimitOf(db, userId)) ?? 0;
+}
+
+export async function setSupportRefundLimit(deps: Deps, actor: TeamActor, cents: number): Promise<TeamProblem | null> {
+  if (!can(actor.role, 'team.manage'))
+    return { kind: 'problem', message: 'Only an owner or an admin can set the refund limit.' };
+  await upsertSupportRefundLimit(deps.db, actor.userId, cents, deps.clock.now());
+  return null;
+}
+
+/**
+ * Invites `email` to the team with `role`: an invitation row holding the token's SHA-256, and an
+ * email with the link, in one transaction. The link works once, for 72 hours.
+ */
+export async function inviteMember(
+  deps: Deps,
+  actor: TeamActor & { merchantName: string },
+  input: { email: string; role: Role },
+): Promise<{ kind: 'invited'; id: string } | TeamProblem> {
+  const refused = inviteProblem(actor.role, input.role);
+  if (refused) return { kind: 'problem', message: refused };
+  if (await findLiveMemberByEmail(deps.db, input.email))
+    return { kind: 'problem', message: `${input.email} already signs in to a Tono dashboard.` };
+  const now = deps.clock.now();
+  return deps.store.transaction(async (trx) => {
+    if (!(await takeAttempt(trx, TEAM_LIMITS.invitesByMerchant, actor.userId, now)).ok)
+      return { kind: 'problem', message: 'Too many invitations were sent in the last hour. Try again later.' } as const;
+    const token = randomSecret(32);
+    const id = newId('invitation');
+    await insertInvitation(trx, {
+      id,
+      token_hash: sha256Hex(token),
+      user_id: actor.userId,
+      email: input.email,
+      role: input.role,
+      invited_by: actor.memberId,
+      created_at: now,
+      expires_at: now + INVITATION_TTL_MS,
+      accepted_at: null,
+      revoked_at: null,
+    });
+    await queueMail(
+      trx,
+      {
+        to: input.email,
+        template: 'team_invitation',
+        data: {
+          token,
+          merchant: actor.merchantName,
+          role: ROLE_LABELS[input.role],
+          hours: INVITATION_TTL_MS / 3_600_000,
+        },
+        related: { type: 'invitation', id },
+      },
+      now,
+      deps.secrets,
+    );
+    return { kind: 'invited', id } as const;
+  });
+}
+
+/** Revokes a pending invitation of the actor's merchant; another merchant's, or one gone, is 404. */
+export async function revokeInvitation(deps: Deps, actor: TeamActor, id: string): Promise<TeamProblem | null> {
+  if (!can(actor.role, 'team.manage'))
+    return { kind: 'problem', message: 'Only an owner or an admin can revoke invitations.' };
+  if (!(await setInvitationRevoked(deps.db, actor.userId, id, deps.clock.now()))) throw notFound('invitation', id);
+  return null;
+}
+
+export type OpenedInvitation =
+  | { kind: 'live'; invitation: { email: string; role: Role; userId: string } }
+  | { kind: 'dead' }
+  | { kind: 'limited'; retryAfterMs: number };
+
+const TOKEN_SHAPE = /^[A-Za-z0-9_-]{20,100}$/;
+
+/**
+ * The invitation a link names, if it still works. Every look costs the client an attempt, given
+ * back when the token was live, so guessing tokens is limited per address.
+ */
+export async function openInvitation(deps: Deps, token: string, client: string): Promise<OpenedInvitation> {
+  const now = deps.clock.now();
+  const taken = await takeAttempt(deps.db, TEAM_LIMITS.invitationsByClient, client, now);
+  if (!taken.ok) return { kind: 'limited', retryAfterMs: taken.retryAfterMs };
+  const row = TOKEN_SHAPE.test(token) ? await findInvitationByHash(deps.db, sha256Hex(token)) : undefined;
+  if (!row || !invitationIsLive(row, now)) return { kind: 'dead' };
+  await giveBackAttempt(deps.db, TEAM_LIMITS.invitationsByClient, client, taken.windowStart);
+  return { kind: 'live', invitation: { email: row.email, role: row.role, userId: row.user_id } };
+}
+
+const invitationIsLive = (row: InvitationRow, now: number) =>
+  row.accepted_at === null && row.revoked_at === null && Number(row.expires_at) > now;
+
+/**
+ * Accepts a live invitation: the token is spent and the member made in one transaction, so a link
+ * works once. Refused when the email meanwhile signs in to a team.
+ */
+export async function acceptInvitation(
+  deps: Deps,
+  token: string,
+  input: { name: string; passwordHash: string },
+): Promise<{ kind: 'accepted'; member: TeamMember } | { kind: 'dead' } | { kind: 'taken' }> {
+  if (!TOKEN_SHAPE.test(token)) return { kind: 'dead' };
+  const hash = sha256Hex(token);
+  return deps.store.transaction(async (trx) => {
+    const now = deps.clock.now();
+    if (!(await spendInvitation(trx, hash, now))) return { kind: 'dead' } as const;
+    const invitation = await findInvitationByHash(trx, hash);
+    if (!invitation) return { kind: 'dead' } as const;
+    if (await findLiveMemberByEmail(trx, invitation.email)) return { kind: 'taken' } as const;
+    const row: MemberRow = {
+      id: newId('member'),
+      user_id: invitation.user_id,
+      email: invitation.email,
+      name: input.name,
+      password_hash: input.passwordHash,
+      role: invitation.role,
+      created_at: now,
+      invited_by: invitation.invited_by,
+      removed_at: null,
+    };
+    await insertMember(trx, row);
+    return { kind: 'accepted', member: memberOf(row) } as const;
+  });
+}
+
+/**
+ * Changes a member's role. Only an owner makes or unmakes an owner, and the last owner keeps the
+ * role; the owners are counted under a lock on the team's rows, so two demotions cannot both pass.
+ */
+export async function changeMemberRole(
+  deps: Deps,
+  actor: TeamActor,
+  memberId: string,
+  role: Role,
+): Promise<TeamProblem | null> {
+  return deps.store.transaction(async (trx) => {
+    const members = await lockLiveMembersOf(trx, actor.userId);
+    const target = members.find((member) => member.id === memberId);
+    if (!target) throw notFound('member', memberId);
+    const owners = members.filter((member) => member.role === 'owner').length;
+    const refused = roleChangeProblem({ actor: actor.role, target: target.role, to: role, owners });
+    if (refused) return { kind: 'problem', message: refused } as const;
+    if (target.role !== role) await setMemberRole(trx, memberId, role);
+    return null;
+  });
+}
+
+/**
+ * Removes a member from the team. Their sessions end at once: a session is only good while its
+ * member is on the team (the dashboard checks on every request).
+ */
+export async function removeMember(deps: Deps, actor: TeamActor, memberId: string): Promise<TeamProblem | null> {
+  return deps.store.transaction(async (trx) => {
+    const members = await lockLiveMembersOf(trx, actor.userId);
+    const target = members.find((member) => member.id === memberId);
+    if (!target) throw notFound('member', memberId);
+    const owners = members.filter((member) => member.role === 'owner').length;
+    const refused = removalProblem({ actor: actor.role, target: target.role, owners });
+    if (refused) return { kind: 'problem', message: refused } as const;
+    await setMemberRemoved(trx, memberId, deps.clock.now());
+    return null;
+  });
+}
+
+/** One live member of the merchant, for the pages that act on them; another merchant's is 404. */
+export async function memberOfTeam(db: Db, userId: string, memberId: string): Promise<TeamMember> {
+  const row = await findMemberOf(db, userId, memberId);
+  if (!row) throw notFound('member', memberId);
+  return memberOf(row);
+}
