@@ -13,6 +13,7 @@ import {
   type DashboardMerchant,
 } from '../merchants/merchants.service.ts';
 import type { Deps } from '../context.ts';
+import { secondStepAfterPassword, type SecondStep } from './dashboard.two-factor.ts';
 import {
   endSessionByRef,
   endSessionRow,
@@ -66,12 +67,14 @@ export function normaliseEmail(raw: unknown): string | null {
 
 export type SignInOutcome =
   | { kind: 'signed_in'; sessionId: string }
+  | SecondStep
   | { kind: 'wrong' }
   | { kind: 'limited'; retryAfterMs: number }
   | { kind: 'busy' };
 
 /**
- * Checks the password and opens a new session. The attempt is taken from the client's and the
+ * Checks the password and opens a new session, or, for a member with two-factor sign-in (or whose
+ * team requires it), a pending sign-in for the second step (dashboard.two-factor.ts). The attempt is taken from the client's and the
  * email's limits first, so a locked email or client is refused before the password is looked at
  * and concurrent guesses cannot all slip past the count; the reply for an unknown email is the same
  * as for a wrong password.
@@ -112,12 +115,24 @@ export async function signIn(
   }
   if (!merchant) return { kind: 'wrong' };
   await giveBack(true);
+  const secondStep = await secondStepAfterPassword(deps, merchant);
+  if (secondStep) return secondStep;
+  return { kind: 'signed_in', sessionId: await openSession(deps, merchant.id, input) };
+}
+
+/** A new session for the merchant, once every step of sign-in has passed; the cookie's value is returned. */
+export async function openSession(
+  deps: Deps,
+  userId: string,
+  input: { userAgent: string | undefined; previousSessionId: string | undefined },
+): Promise<string> {
+  const now = deps.clock.now();
   // A new id at every sign-in: a session id planted in the browser before sign-in never becomes a signed-in one.
   if (input.previousSessionId) await endSession(deps, input.previousSessionId);
   const sessionId = randomSecret(32);
   await insertSession(deps.db, {
     id_hash: sha256Hex(sessionId),
-    user_id: merchant.id,
+    user_id: userId,
     csrf_token: randomSecret(24),
     created_at: now,
     last_seen_at: now,
@@ -126,7 +141,7 @@ export async function signIn(
     shown_once_sealed: null,
     user_agent: input.userAgent ? input.userAgent.slice(0, 120) : null,
   });
-  return { kind: 'signed_in', sessionId };
+  return sessionId;
 }
 
 /** The live session a cookie names; seeing it keeps it alive (12 hours idle, 7 days at most). */
@@ -259,8 +274,8 @@ export async function resetPassword(deps: Deps, token: string, password: string)
   });
 }
 
-/** What the dashboard shows once: a new webhook endpoint with its secret, or a new API key. */
-export type ShownOnce = { kind: 'webhook' | 'api_key'; id: string; value: unknown };
+/** What the dashboard shows once: a new webhook endpoint with its secret, a new API key, new recovery codes. */
+export type ShownOnce = { kind: 'webhook' | 'api_key' | 'recovery_codes'; id: string; value: unknown };
 
 /**
  * Keeps a new secret for the one page view after the create's redirect (post/redirect/get), sealed
