@@ -122,7 +122,7 @@ async function openSignedInSession(
   return { sessionId };
 }
 
-/** The pending sign-in of this step, or the login page again. */
+/** The pending sign-in of this step; otherwise on to its own step's page, or the login page again. */
 async function pendingOr(
   kit: Kit,
   request: FastifyRequest,
@@ -131,8 +131,12 @@ async function pendingOr(
 ): Promise<PendingSignIn | null> {
   const pending = await pendingSignInOf(kit.deps, request.cookies[PENDING_COOKIE]);
   if (pending?.step === step) return pending;
-  reply.clearCookie(PENDING_COOKIE, kit.cookieOptions());
-  await reply.redirect('/dashboard/login', 303);
+  // The other step's page is where this sign-in goes on; with none live, the login page.
+  if (pending) await reply.redirect(pending.step === 'code' ? CODE_PAGE : SETUP_PAGE, 303);
+  else {
+    reply.clearCookie(PENDING_COOKIE, kit.cookieOptions());
+    await reply.redirect('/dashboard/login', 303);
+  }
   return null;
 }
 
