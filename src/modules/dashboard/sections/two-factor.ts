@@ -122,6 +122,12 @@ async function openSignedInSession(
   return { sessionId };
 }
 
+/** A pending sign-in that ended while its page was open (5 minutes, or spent in another tab). */
+function loginAgain(kit: Kit, reply: FastifyReply, error: string): FastifyReply {
+  reply.clearCookie(PENDING_COOKIE, kit.cookieOptions());
+  return kit.message(reply, 400, 'Log in again', error);
+}
+
 /** The pending sign-in of this step; otherwise on to its own step's page, or the login page again. */
 async function pendingOr(
   kit: Kit,
@@ -161,7 +167,7 @@ function registerSignInCode(scope: Scope, kit: Kit): void {
     const outcome = await passSignInWithCode(kit.deps, pending, formOf(request).code, clientKey(request.ip));
     if (outcome.kind !== 'passed') {
       const refused = refusalOf(reply, outcome, true);
-      if (outcome.kind === 'expired') reply.clearCookie(PENDING_COOKIE, kit.cookieOptions());
+      if (outcome.kind === 'expired') return loginAgain(kit, reply, refused.error);
       return page(request, reply, refused.status, refused.error);
     }
     await openSignedInSession(kit, request, reply, outcome.userId);
@@ -203,10 +209,7 @@ function registerSignInSetup(scope: Scope, kit: Kit): void {
     const outcome = await passSignInWithSetup(kit.deps, pending, formOf(request).code, clientKey(request.ip));
     if (outcome.kind !== 'passed') {
       const refused = refusalOf(reply, outcome, false);
-      if (outcome.kind === 'expired') {
-        reply.clearCookie(PENDING_COOKIE, kit.cookieOptions());
-        return kit.message(reply, 400, 'Log in again', refused.error);
-      }
+      if (outcome.kind === 'expired') return loginAgain(kit, reply, refused.error);
       return page(request, reply, pending, refused.status, refused.error);
     }
     const { sessionId } = await openSignedInSession(kit, request, reply, outcome.userId);
