@@ -1,6 +1,6 @@
 import type { CliCommand } from '../command.ts';
-import { memberCommands } from './members.ts';
 import { merchantCommands } from './merchants.ts';
+import { memberCommands } from './members.ts';
 import { storeCommands } from './store.ts';
 import { eventCommands } from './events.ts';
 import { devCommands } from './listen.ts';

@@ -44,6 +44,7 @@ import { registerConsentCharge } from './sections/consent-charge.ts';
 import { registerBankAccountPages } from './sections/bank-accounts.ts';
 import { registerClockPages } from './sections/clock.ts';
 import { registerInvitationPages, registerTeamPages } from './sections/team.ts';
+import { continueToSecondStep, registerTwoFactorPages, twoFactorAccountView } from './sections/two-factor.ts';
 import type { Deps } from '../context.ts';
 import type { App } from '../../http/app-type.ts';
 import type { Contributions } from '../manifest.ts';
@@ -127,6 +128,7 @@ export async function registerDashboardRoutes(app: App, deps: Deps, contribution
     registerKeyPages(scope, kit);
     registerBankAccountPages(scope, kit);
     registerClockPages(scope, kit, contributions.testData);
+    registerTwoFactorPages(scope, kit);
   });
 }
 
@@ -145,6 +147,7 @@ function registerAccountPages(scope: Scope, kit: Kit): void {
           session,
           sessions: await liveSessions(deps, session),
           flash,
+          twoFactor: await twoFactorAccountView(kit, session, (request.query as { done?: string }).done),
         });
       },
       { permission: 'read' },
@@ -219,6 +222,7 @@ function registerLogin(scope: Scope, kit: Kit): void {
       return again(429, 'Too many people are logging in right now. Wait a few seconds and log in again.');
     }
     if (outcome.kind === 'wrong') return again(400, 'That email and password do not match. Check them and try again.');
+    if (outcome.kind === 'second_step') return continueToSecondStep(kit, reply, outcome, safeNext(next));
     reply.setCookie(SESSION_COOKIE, outcome.sessionId, { ...kit.cookieOptions(), maxAge: SESSION_MAX_MS / 1000 });
     reply.clearCookie(PRE_SESSION_COOKIE, kit.cookieOptions());
     return reply.redirect(safeNext(next), 303);

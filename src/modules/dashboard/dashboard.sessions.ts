@@ -17,6 +17,7 @@ import {
   type TeamMember,
 } from '../team/team.service.ts';
 import type { Deps } from '../context.ts';
+import { secondStepAfterPassword, type SecondStep } from './dashboard.two-factor.ts';
 import {
   endSessionByRef,
   endSessionRow,
@@ -78,12 +79,14 @@ export function normaliseEmail(raw: unknown): string | null {
 
 export type SignInOutcome =
   | { kind: 'signed_in'; sessionId: string }
+  | SecondStep
   | { kind: 'wrong' }
   | { kind: 'limited'; retryAfterMs: number }
   | { kind: 'busy' };
 
 /**
- * Checks the password and opens a new session. The attempt is taken from the client's and the
+ * Checks the password and opens a new session, or, for a member with two-factor sign-in (or whose
+ * team requires it), a pending sign-in for the second step (dashboard.two-factor.ts). The attempt is taken from the client's and the
  * email's limits first, so a locked email or client is refused before the password is looked at
  * and concurrent guesses cannot all slip past the count; the reply for an unknown email is the same
  * as for a wrong password.
@@ -124,13 +127,15 @@ export async function signIn(
   }
   if (!member) return { kind: 'wrong' };
   await giveBack(true);
+  const secondStep = await secondStepAfterPassword(deps, member);
+  if (secondStep) return secondStep;
   const sessionId = await startSession(deps, member, input);
   return { kind: 'signed_in', sessionId };
 }
 
 /**
- * Opens a new session for a member who has just proved who they are (a right password, or an
- * accepted invitation). A new id at every sign-in: a session id planted in the browser before
+ * Opens a new session for a member who has just proved who they are (every step of sign-in passed,
+ * or an accepted invitation). A new id at every sign-in: a session id planted in the browser before
  * sign-in never becomes a signed-in one.
  */
 export async function startSession(
@@ -308,8 +313,8 @@ export async function resetPassword(deps: Deps, token: string, password: string)
   });
 }
 
-/** What the dashboard shows once: a new webhook endpoint with its secret, or a new API key. */
-export type ShownOnce = { kind: 'webhook' | 'api_key'; id: string; value: unknown };
+/** What the dashboard shows once: a new webhook endpoint with its secret, a new API key, new recovery codes. */
+export type ShownOnce = { kind: 'webhook' | 'api_key' | 'recovery_codes'; id: string; value: unknown };
 
 /**
  * Keeps a new secret for the one page view after the create's redirect (post/redirect/get), sealed

@@ -19,6 +19,7 @@ export const PERMISSIONS = {
   'test_clock.manage': 'Move and reset the test clock; delete all test data',
   'team.manage': 'Invite, remove and change the role of members (not owners); set the support refund limit',
   'team.owners': 'Make a member an owner, or an owner something else',
+  'team.two_factor': 'Require two-factor sign-in for the whole team',
 } as const;
 export type Permission = keyof typeof PERMISSIONS;
 
@@ -26,7 +27,7 @@ const ALL = Object.keys(PERMISSIONS) as Permission[];
 
 export const ROLE_PERMISSIONS: { readonly [R in Role]: readonly Permission[] } = {
   owner: ALL,
-  admin: ALL.filter((permission) => permission !== 'team.owners'),
+  admin: ALL.filter((permission) => permission !== 'team.owners' && permission !== 'team.two_factor'),
   developer: ['read', 'api_keys.manage', 'webhooks.manage', 'events.resend', 'test_clock.manage'],
   support: ['read', 'refunds.create', 'events.resend'],
   viewer: ['read'],

@@ -28,6 +28,7 @@ import * as rateBuckets from './0031-rate-buckets.ts';
 import * as paymentSubmissionToken from './0032-payment-submission-token.ts';
 import * as eventDeliverySummaries from './0033-event-delivery-summaries.ts';
 import * as team from './0035-team.ts';
+import * as twoFactor from './0036-two-factor.ts';
 import { sandboxBankMigrations } from '../../sandbox-bank/migrations/index.ts';
 
 // Every migration; they run in the order of their names. Each module appends its own file here;
@@ -62,6 +63,7 @@ export const migrations: Record<string, Migration> = inNameOrder({
   '0032-payment-submission-token': paymentSubmissionToken,
   '0033-event-delivery-summaries': eventDeliverySummaries,
   '0035-team': team,
+  '0036-two-factor': twoFactor,
   ...sandboxBankMigrations,
 });
 
