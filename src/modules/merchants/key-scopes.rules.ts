@@ -25,10 +25,7 @@ export type Permission = `${KeyResource}:${KeyAccess}`;
  */
 export type KeyScope = { resource: KeyResource | 'all'; access?: KeyAccess };
 
-export type KeyRestriction =
-  | { kind: 'full' }
-  | { kind: 'read_only' }
-  | { kind: 'limited'; permissions: Permission[] };
+export type KeyRestriction = { kind: 'full' } | { kind: 'read_only' } | { kind: 'limited'; permissions: Permission[] };
 
 export const FULL_ACCESS: KeyRestriction = { kind: 'full' };
 

@@ -7,7 +7,14 @@ import { SharedTokenBuckets, TokenBuckets, type RateLimiter, type TakeResult } f
 import { clientKey, FailureLimiter, recordInDatabase, retryAfterSeconds } from '../../http/failure-limiter.ts';
 import { reportBucketUse } from '../../store/rate-buckets.ts';
 import type { Ctx, Deps } from '../context.ts';
-import { allows, accessOf, permissionNeeded, refusalMessage, type KeyAccess, type KeyScope } from './key-scopes.rules.ts';
+import {
+  allows,
+  accessOf,
+  permissionNeeded,
+  refusalMessage,
+  type KeyAccess,
+  type KeyScope,
+} from './key-scopes.rules.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {

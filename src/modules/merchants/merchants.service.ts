@@ -39,12 +39,7 @@ import {
 import type { Mode } from '../../shared/mode.ts';
 import { andThen, type NowOrLater } from '../../shared/now-or-later.ts';
 import { DAY_MS, HOUR_MS } from '../../shared/time.ts';
-import {
-  FULL_ACCESS,
-  restrictionFromColumn,
-  restrictionToColumn,
-  type KeyRestriction,
-} from './key-scopes.rules.ts';
+import { FULL_ACCESS, restrictionFromColumn, restrictionToColumn, type KeyRestriction } from './key-scopes.rules.ts';
 import type { Ctx } from '../context.ts';
 
 type Db = Kysely<Database>;
@@ -185,10 +180,7 @@ export function creatorLabelOf(actor: Ctx['actor']): string {
 }
 
 /** A new key of the caller's merchant and mode, created by the caller (the dashboard's create). */
-export function createApiKeyOf(
-  ctx: Ctx,
-  details: { name: string; restriction: KeyRestriction },
-): Promise<CreatedKey> {
+export function createApiKeyOf(ctx: Ctx, details: { name: string; restriction: KeyRestriction }): Promise<CreatedKey> {
   return createApiKey(ctx.db, ctx.deps.clock, ctx.merchant.id, ctx.mode, {
     ...details,
     createdBy: creatorLabelOf(ctx.actor),
