@@ -360,6 +360,7 @@ export function swaggerOptions(extras: OpenApiExtras): FastifyDynamicSwaggerOpti
         description:
           'Payment requests, payments, recurring consents, subscriptions, customers and webhooks for New Zealand bank payments. ' +
           "Authenticate with `Authorization: Bearer sk_live_…` or `sk_test_…`; test keys see test objects only, and another merchant's object is a 404. " +
+          'A restricted key gets 403 `forbidden.key_scope` from an operation whose `x-permission` it lacks. ' +
           "Errors are `{ code, message, params }`, with the status fixed by the code's first segment; each operation lists the codes it answers. " +
           'Events are POSTed to your webhook endpoints, signed (see the webhooks section).',
         license: { name: 'MIT', identifier: 'MIT' },

@@ -2,11 +2,14 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import {
+  accessOf,
   allows,
   describeRestriction,
   KEY_RESOURCES,
   normalisePermissions,
   parsePermissions,
+  permissionNeeded,
+  refusalMessage,
   restrictionFromColumn,
   restrictionToColumn,
   type KeyAccess,
@@ -69,5 +72,20 @@ test('a permission list parses to one permission per resource, and anything else
   assert.equal(
     describeRestriction({ kind: 'limited', permissions: ['refunds:read', 'requests:write'] }),
     'Read and write requests; read refunds',
+  );
+});
+
+test('a route reads with GET or HEAD and writes otherwise, unless it says which', () => {
+  assert.equal(accessOf({ resource: 'events' }, 'GET'), 'read');
+  assert.equal(accessOf({ resource: 'events' }, 'HEAD'), 'read');
+  for (const method of ['POST', 'PUT', 'PATCH', 'DELETE']) {
+    assert.equal(accessOf({ resource: 'events' }, method), 'write');
+    assert.equal(accessOf({ resource: 'events', access: 'read' }, method), 'read', `${method} declared a read`);
+    assert.equal(permissionNeeded({ resource: 'events', access: 'read' }, method), 'events:read');
+  }
+  assert.equal(accessOf({ resource: 'all', access: 'write' }, 'GET'), 'write');
+  assert.equal(
+    refusalMessage({ resource: 'refunds' }, 'POST'),
+    'This key cannot write refunds: it needs refunds:write',
   );
 });

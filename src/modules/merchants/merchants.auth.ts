@@ -86,9 +86,10 @@ function lookupsFor(deps: Deps): Map<string, number> {
 }
 
 /**
- * Hook for every /v1 API route: a valid bearer key, turned into the request's Ctx. Register it as
- * `onRequest` so a caller without a valid key gets 401 before the body is read or validated (it
- * also works as a preHandler).
+ * Hook for every /v1 API route: a valid bearer key, turned into the request's Ctx, and for a
+ * restricted key the permission the route's `config.keyScope` names. Register it as `onRequest` so
+ * a caller without a valid key gets 401, or a key without the permission 403, before the body is
+ * read or validated (it also works as a preHandler).
  */
 export function apiKeyAuth(deps: Deps) {
   const failures = failuresFor(deps);
