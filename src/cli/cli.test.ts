@@ -18,7 +18,7 @@ async function serviceOn(t: Parameters<typeof processStore>[0], store: Store) {
   return runtime;
 }
 
-test('merchant create, keys create|revoke, bank-accounts add, migrate', async (t) => {
+test('merchant create, keys create|roll|revoke, bank-accounts add, migrate', async (t) => {
   const store = await processStore(t);
   // before `migrate`, no command creates or touches a database
   const early = await runCli(store, ['merchant', 'create', '--name', 'Too Early', '--email', 'early@kiwi.example']);
@@ -237,6 +237,25 @@ test('merchant create, keys create|revoke, bank-accounts add, migrate', async (t
   assert.deepEqual(
     [noRefund.status, noRefund.body.code, noRefund.body.message],
     [403, 'forbidden.key_scope', 'This key cannot write refunds: it needs refunds:write'],
+  );
+  const rolledOut = await runCli(store, ['keys', 'roll', limited.id, '--period', '1h', '--json']);
+  assert.equal(rolledOut.status, 0, rolledOut.stderr);
+  const rolled = JSON.parse(rolledOut.stdout);
+  assert.equal(rolled.name, 'Requests only');
+  assert.equal(rolled.old.id, limited.id);
+  assert.ok(Math.abs(Date.parse(rolled.old.stops_at) - (Date.now() + 3_600_000)) < 60_000, 'stops in an hour');
+  assert.equal((await limitedApi.get('/v1/requests')).status, 200, 'the old key works for its hour');
+  assert.equal((await apiClient(runtime, rolled.key).get('/v1/requests')).status, 200, 'the new key works');
+  assert.equal((await apiClient(runtime, rolled.key).get('/v1/customers')).status, 403, 'with the same restriction');
+  const badRoll = await runCli(store, ['keys', 'roll', rolled.id, '--period', '30d']);
+  assert.deepEqual(
+    [badRoll.status, badRoll.stderr.split('\n')[0]],
+    [1, 'error: keys roll needs --period, how long the old key keeps working: now, 1h, 24h, 3d, 7d'],
+  );
+  const rolledAgain = await runCli(store, ['keys', 'roll', limited.id, '--period', '1h']);
+  assert.deepEqual(
+    [rolledAgain.status, rolledAgain.stderr],
+    [1, 'error: This key was rolled already: it stops at its expiry\n'],
   );
   const readOnlyApi = apiClient(runtime, readOnly.key);
   assert.equal((await readOnlyApi.get('/v1/refunds')).status, 200);

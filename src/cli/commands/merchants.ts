@@ -4,7 +4,10 @@ import {
   createApiKey,
   createMerchant,
   findMerchantByEmail,
+  isRollPeriod,
   revokeApiKey,
+  rollApiKeyById,
+  ROLL_PERIODS,
   setMerchantPassword,
 } from '../../modules/merchants/merchants.service.ts';
 import { endSessionsOfMerchant } from '../../modules/dashboard/dashboard.sessions.ts';
@@ -117,6 +120,31 @@ export const merchantCommands: Record<string, CliCommand> = {
         { id: key.id, key: key.key, mode: key.mode, name: key.name, access },
         o.json,
         `${key.key}  (id ${key.id}; ${key.name}; ${access}; shown once)`,
+      );
+      return 0;
+    },
+  },
+  'keys roll': {
+    usage: 'KEY_ID --period now|1h|24h|3d|7d [--json]',
+    options: { period: { type: 'string' }, json: { type: 'boolean' } },
+    async run(config, o, positionals) {
+      if (!positionals[0]) throw new Error('keys roll needs a key id (key_…)');
+      if (!isRollPeriod(o.period))
+        throw new Error(
+          `keys roll needs --period, how long the old key keeps working: ${Object.keys(ROLL_PERIODS).join(', ')}`,
+        );
+      const period = o.period;
+      const rolled = await withDb(config, (db) => rollApiKeyById(db, systemClock, positionals[0], period));
+      const stops = new Date(rolled.old.stopsAt).toISOString();
+      print(
+        {
+          id: rolled.created.id,
+          key: rolled.created.key,
+          name: rolled.created.name,
+          old: { id: rolled.old.id, stops_at: stops },
+        },
+        o.json,
+        `${rolled.created.key}  (id ${rolled.created.id}; ${rolled.created.name}; shown once)\nthe old key ${rolled.old.id} stops at ${stops}`,
       );
       return 0;
     },

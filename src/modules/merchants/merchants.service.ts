@@ -163,6 +163,13 @@ export async function rollApiKey(
   });
 }
 
+/** Rolls a key found by its id alone (the CLI's `keys roll`, run by the operator). */
+export async function rollApiKeyById(db: Db, clock: Clock, keyId: string, period: RollPeriod): Promise<RolledKey> {
+  const row = await findApiKey(db, { id: keyId });
+  if (!row) throw notFound('api_key', keyId);
+  return rollApiKey(db, clock, { id: row.id, user_id: row.user_id, mode: row.mode }, period, 'operator');
+}
+
 /** Who the signed-in caller is, as a key's `created_by` records it. */
 export function creatorLabelOf(actor: Ctx['actor']): string {
   switch (actor.kind) {
