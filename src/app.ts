@@ -19,6 +19,7 @@ import { createMetrics, type HttpDurations } from './http/metrics.ts';
 import { refuseValidatingResponseSchemas } from './http/schemas.ts';
 import { docsUiOptions, swaggerOptions } from './http/openapi.ts';
 import { eventWebhooks } from './modules/events/events.openapi.ts';
+import { keyScopeExtension } from './modules/merchants/merchants.auth.ts';
 import { registerModuleRoutes } from './modules/index.ts';
 import type { Deps } from './modules/context.ts';
 
@@ -126,7 +127,7 @@ export async function buildApp(deps: Deps): Promise<App> {
   });
   await app.register(formbody);
 
-  await app.register(swagger, swaggerOptions({ webhooks: eventWebhooks() }));
+  await app.register(swagger, swaggerOptions({ webhooks: eventWebhooks(), operationExtensions: keyScopeExtension }));
   await app.register(swaggerUi, docsUiOptions(deps.config.publicBaseUrl));
 
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());

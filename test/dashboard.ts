@@ -167,5 +167,6 @@ export function detailPaths(o: Awaited<ReturnType<typeof objectsOf>>): string[] 
     `webhooks/${o.webhook.id}/delete`,
     `events/${o.event.id}`,
     `api-keys/${o.key}/revoke`,
+    `api-keys/${o.key}/roll`,
   ];
 }

@@ -76,7 +76,7 @@ export class Browser {
 
   async request(
     path: string,
-    init: { method?: string; form?: Record<string, string>; headers?: Record<string, string> } = {},
+    init: { method?: string; form?: Record<string, string | string[]>; headers?: Record<string, string> } = {},
   ) {
     const headers: Record<string, string> = { ...init.headers };
     if (this.cookies.size > 0) headers.cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
@@ -87,7 +87,14 @@ export class Browser {
     const response = await fetch(`${this.baseUrl}${path}`, {
       method: init.method ?? (init.form ? 'POST' : 'GET'),
       headers,
-      body: init.form ? new URLSearchParams(init.form).toString() : undefined,
+      // A field given as a list is sent once per value, as ticked checkboxes are.
+      body: init.form
+        ? new URLSearchParams(
+            Object.entries(init.form).flatMap(([name, value]) =>
+              (Array.isArray(value) ? value : [value]).map((one): [string, string] => [name, one]),
+            ),
+          ).toString()
+        : undefined,
       redirect: 'manual',
     });
     for (const line of response.headers.getSetCookie()) {

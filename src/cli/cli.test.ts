@@ -18,7 +18,7 @@ async function serviceOn(t: Parameters<typeof processStore>[0], store: Store) {
   return runtime;
 }
 
-test('merchant create, keys create|revoke, bank-accounts add, migrate', async (t) => {
+test('merchant create, keys create|roll|revoke, bank-accounts add, migrate', async (t) => {
   const store = await processStore(t);
   // before `migrate`, no command creates or touches a database
   const early = await runCli(store, ['merchant', 'create', '--name', 'Too Early', '--email', 'early@kiwi.example']);
@@ -118,6 +118,30 @@ test('merchant create, keys create|revoke, bank-accounts add, migrate', async (t
       'error: keys create needs --merchant and --mode live|test\n',
     ],
     [['keys', 'revoke', 'key_01JD2Q8Z7M3V4K5N6P7R8S9T0V'], 'error: No such api key: key_01JD2Q8Z7M3V4K5N6P7R8S9T0V\n'],
+    [
+      ['keys', 'create', '--merchant', merchant.user_id, '--mode', 'test'],
+      'error: keys create needs --name: say what uses the key, e.g. --name "Shop server"\n',
+    ],
+    [
+      ['keys', 'create', '--merchant', merchant.user_id, '--mode', 'test', '--name', 'X', '--allow', 'money:write'],
+      'error: --allow: money:write is not a permission: use resource:read or resource:write, the resource one of requests, payments, refunds, customers, subscriptions, consents, webhooks, events, audit\n',
+    ],
+    [
+      [
+        'keys',
+        'create',
+        '--merchant',
+        merchant.user_id,
+        '--mode',
+        'test',
+        '--name',
+        'X',
+        '--read-only',
+        '--allow',
+        'requests:read',
+      ],
+      'error: give --read-only or --allow, not both\n',
+    ],
   ];
   for (const [args, stderr] of refusals) {
     const result = await runCli(store, args);
@@ -145,12 +169,53 @@ test('merchant create, keys create|revoke, bank-accounts add, migrate', async (t
   assert.equal(account.account_number, '01-0902-0068389-00');
 
   const key = JSON.parse(
-    (await runCli(store, ['keys', 'create', '--merchant', merchant.user_id, '--mode', 'test', '--json'])).stdout,
+    (
+      await runCli(store, [
+        'keys',
+        'create',
+        '--merchant',
+        merchant.user_id,
+        '--mode',
+        'test',
+        '--name',
+        'Till',
+        '--json',
+      ])
+    ).stdout,
   );
   assert.match(key.key, /^sk_test_/);
-  assert.equal(key.mode, 'test');
+  assert.deepEqual([key.mode, key.name, key.access], ['test', 'Till', 'Full access']);
+  const limited = JSON.parse(
+    (
+      await runCli(store, [
+        ...['keys', 'create', '--merchant', 'owner@kiwi.example', '--mode', 'test', '--name', 'Requests only'],
+        ...['--allow', 'requests:write,refunds:read', '--json'],
+      ])
+    ).stdout,
+  );
+  assert.equal(limited.access, 'Read and write requests; read refunds');
+  const readOnly = JSON.parse(
+    (
+      await runCli(store, [
+        ...['keys', 'create', '--merchant', 'owner@kiwi.example', '--mode', 'test', '--name', 'Reports'],
+        ...['--read-only', '--json'],
+      ])
+    ).stdout,
+  );
+  assert.equal(readOnly.access, 'Read-only');
 
   const runtime = await serviceOn(t, store);
+  const stored = await runtime.deps.db
+    .selectFrom('api_keys')
+    .select(['id', 'name', 'created_by', 'permissions'])
+    .where('id', 'in', [key.id, limited.id, readOnly.id])
+    .orderBy('id')
+    .execute();
+  assert.deepEqual(stored, [
+    { id: key.id, name: 'Till', created_by: 'operator', permissions: null },
+    { id: limited.id, name: 'Requests only', created_by: 'operator', permissions: 'requests:write,refunds:read' },
+    { id: readOnly.id, name: 'Reports', created_by: 'operator', permissions: 'read_only' },
+  ]);
   const api = apiClient(runtime, key.key);
   const request = await api.post('/v1/requests', {
     bank_account_id: account.id,
@@ -166,6 +231,36 @@ test('merchant create, keys create|revoke, bank-accounts add, migrate', async (t
 
   const revoked = await runCli(store, ['keys', 'revoke', key.id, '--json']);
   assert.deepEqual([revoked.status, JSON.parse(revoked.stdout)], [0, { id: key.id, revoked: true }]);
+  const limitedApi = apiClient(runtime, limited.key);
+  assert.equal((await limitedApi.get('/v1/requests')).status, 200);
+  const noRefund = await limitedApi.post('/v1/refunds', { payment_id: 'payment_01JD2Q8Z7M3V4K5N6P7R8S9T0V' });
+  assert.deepEqual(
+    [noRefund.status, noRefund.body.code, noRefund.body.message],
+    [403, 'forbidden.key_scope', 'This key cannot write refunds: it needs refunds:write'],
+  );
+  const rolledOut = await runCli(store, ['keys', 'roll', limited.id, '--period', '1h', '--json']);
+  assert.equal(rolledOut.status, 0, rolledOut.stderr);
+  const rolled = JSON.parse(rolledOut.stdout);
+  assert.equal(rolled.name, 'Requests only');
+  assert.equal(rolled.old.id, limited.id);
+  assert.ok(Math.abs(Date.parse(rolled.old.stops_at) - (Date.now() + 3_600_000)) < 60_000, 'stops in an hour');
+  assert.equal((await limitedApi.get('/v1/requests')).status, 200, 'the old key works for its hour');
+  assert.equal((await apiClient(runtime, rolled.key).get('/v1/requests')).status, 200, 'the new key works');
+  assert.equal((await apiClient(runtime, rolled.key).get('/v1/customers')).status, 403, 'with the same restriction');
+  const badRoll = await runCli(store, ['keys', 'roll', rolled.id, '--period', '30d']);
+  assert.deepEqual(
+    [badRoll.status, badRoll.stderr.split('\n')[0]],
+    [1, 'error: keys roll needs --period, how long the old key keeps working: now, 1h, 24h, 3d, 7d'],
+  );
+  const rolledAgain = await runCli(store, ['keys', 'roll', limited.id, '--period', '1h']);
+  assert.deepEqual(
+    [rolledAgain.status, rolledAgain.stderr],
+    [1, 'error: This key was rolled already: it stops at its expiry\n'],
+  );
+  const readOnlyApi = apiClient(runtime, readOnly.key);
+  assert.equal((await readOnlyApi.get('/v1/refunds')).status, 200);
+  assert.equal((await readOnlyApi.post('/v1/requests', {})).status, 403);
+
   const refused = await api.get('/v1/requests');
   assert.deepEqual(
     [refused.status, refused.body],

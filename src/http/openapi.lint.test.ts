@@ -85,6 +85,7 @@ test('each error response lists its codes, each with the status its first segmen
   const statusOf: Record<string, string> = {
     bad_request: '400',
     unauthorized: '401',
+    forbidden: '403',
     not_found: '404',
     conflict: '409',
     payment_rejected: '422',
@@ -176,6 +177,7 @@ test('the error codes of an operation follow from its fields, its path and its r
       'bad_request.unknown_param.<field>',
     ],
     '401': ['unauthorized'],
+    '403': ['forbidden.key_scope'],
     '409': ['conflict.idempotency_key_reused'],
   });
 });

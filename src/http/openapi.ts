@@ -12,7 +12,15 @@ type Json = any;
 export type OpenApiExtras = {
   /** The OpenAPI 3.1 `webhooks` section (one POST per event type). */
   webhooks: Record<string, Json>;
+  /**
+   * `x-` fields a route's config adds to its operation (the permission a restricted API key needs,
+   * `x-permission`, from the merchants module's key check).
+   */
+  operationExtensions?: (route: { method: string; config: unknown }) => Record<string, Json> | undefined;
 };
+
+/** Extensions by `METHOD /path/{param}`, gathered while the routes are turned into operations. */
+type ExtensionsByOperation = Map<string, Record<string, Json>>;
 
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;
 
@@ -203,7 +211,10 @@ export function errorCodesOf(operationId: string, path: string, operation: Json)
   ) {
     codes.add('conflict.idempotency_key_reused');
   }
-  if (operation.security === undefined || operation.security.length > 0) codes.add('unauthorized');
+  if (operation.security === undefined || operation.security.length > 0) {
+    codes.add('unauthorized');
+    codes.add('forbidden.key_scope');
+  }
   const segments = path.replace(/^\/v1\//, '').split('/');
   const helper = segments[0] === 'test-helpers';
   if (helper) codes.add('not_found.route');
@@ -221,6 +232,7 @@ export function errorCodesOf(operationId: string, path: string, operation: Json)
 const ERROR_DESCRIPTIONS: Record<string, string> = {
   '400': 'The request is not valid; `params.field` names the field',
   '401': 'No valid API key',
+  '403': 'The API key is restricted and lacks the permission this operation needs (`params.needed`)',
   '404': "No such object for this key's merchant and mode",
   '409': "Not allowed in the object's current state, or an Idempotency-Key reused with another body",
   '422': 'The payment was refused before any money moved; `params` says what remains',
@@ -297,12 +309,17 @@ function describedByKind(operation: Json): string {
 }
 
 /** The whole post-processing, in order. */
-export function finishOpenApiDocument(generated: Json, extras: OpenApiExtras): Json {
+export function finishOpenApiDocument(
+  generated: Json,
+  extras: OpenApiExtras,
+  extensions: ExtensionsByOperation = new Map(),
+): Json {
   const document = structuredClone(generated);
   for (const [path, item] of Object.entries(document.paths ?? {}) as Array<[string, Json]>) {
     for (const method of HTTP_METHODS) {
       const operation = item[method];
       if (!operation) continue;
+      Object.assign(operation, extensions.get(`${method.toUpperCase()} ${path}`));
       operation.operationId ??= operationIdFor(method, path);
       operation.description ??= describedByKind(operation);
       const byStatus = errorCodesOf(operation.operationId, path, operation);
@@ -325,7 +342,16 @@ export function finishOpenApiDocument(generated: Json, extras: OpenApiExtras): J
 
 /** The @fastify/swagger options: the document's fixed parts and the post-processing above. */
 export function swaggerOptions(extras: OpenApiExtras): FastifyDynamicSwaggerOptions {
+  const extensions: ExtensionsByOperation = new Map();
   return {
+    transform: ({ schema, url, route }) => {
+      const methods = typeof route.method === 'string' ? [route.method] : route.method;
+      for (const method of methods) {
+        const fields = extras.operationExtensions?.({ method, config: route.config });
+        if (fields) extensions.set(`${method} ${url.replace(/:([A-Za-z0-9_]+)/g, '{$1}')}`, fields);
+      }
+      return { schema, url };
+    },
     openapi: {
       openapi: '3.1.0',
       info: {
@@ -334,6 +360,7 @@ export function swaggerOptions(extras: OpenApiExtras): FastifyDynamicSwaggerOpti
         description:
           'Payment requests, payments, recurring consents, subscriptions, customers and webhooks for New Zealand bank payments. ' +
           "Authenticate with `Authorization: Bearer sk_live_…` or `sk_test_…`; test keys see test objects only, and another merchant's object is a 404. " +
+          'A restricted key gets 403 `forbidden.key_scope` from an operation whose `x-permission` it lacks. ' +
           "Errors are `{ code, message, params }`, with the status fixed by the code's first segment; each operation lists the codes it answers. " +
           'Events are POSTed to your webhook endpoints, signed (see the webhooks section).',
         license: { name: 'MIT', identifier: 'MIT' },
@@ -350,7 +377,8 @@ export function swaggerOptions(extras: OpenApiExtras): FastifyDynamicSwaggerOpti
       },
       security: [{ bearer: [] }],
     },
-    transformObject: (documents) => finishOpenApiDocument((documents as { openapiObject: Json }).openapiObject, extras),
+    transformObject: (documents) =>
+      finishOpenApiDocument((documents as { openapiObject: Json }).openapiObject, extras, extensions),
   };
 }
 

@@ -25,6 +25,7 @@ export class AppError extends Error {
 const statusByFamily: Record<string, number> = {
   bad_request: 400,
   unauthorized: 401,
+  forbidden: 403,
   not_found: 404,
   conflict: 409,
   request_timeout: 408,

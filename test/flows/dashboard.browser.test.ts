@@ -306,18 +306,36 @@ test('a request created in the dashboard is paid at the sandbox bank; the CSV ex
   );
   assert.equal(rows[1][7], 'TABLE-7');
 
-  // an API key, shown once, works; revoked after confirming, 401 at once
+  // an API key, named and restricted, shown once, works for what it may; rolled with an hour's
+  // grace, both keys work and the old one shows when it stops; revoked after confirming, 401 at once
   await page.goto(`${world.baseUrl}/dashboard/live/api-keys`);
+  await page.getByLabel('Name', { exact: true }).fill('Till <one>');
+  await page.getByLabel('Only what is ticked below').check();
+  await page.getByLabel('write requests', { exact: true }).check();
   await page.getByRole('button', { name: 'Create a live key' }).click();
   const key = await page.getByLabel('API key').inputValue();
-  const call = () =>
-    world.app.app.inject({ method: 'GET', url: '/v1/requests', headers: { authorization: `Bearer ${key}` } });
-  assert.equal((await call()).statusCode, 200);
+  const call = (bearer: string, url = '/v1/requests') =>
+    world.app.app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${bearer}` } });
+  assert.equal((await call(key)).statusCode, 200);
+  assert.equal((await call(key, '/v1/refunds')).statusCode, 403, 'restricted to requests');
   await page.getByRole('link', { name: 'I have copied it' }).click();
-  await page.getByRole('link', { name: `Revoke sk_live_…${key.slice(-4)}` }).click();
+  const row = page.getByRole('row', { name: new RegExp(`sk_live_…${key.slice(-4)}`) });
+  assert.match(await row.innerText(), /Till <one>[\s\S]*Read and write requests[\s\S]*@[\s\S]*active/);
+  await page.getByRole('link', { name: `Roll Till <one> sk_live_…${key.slice(-4)}` }).click();
+  await page.getByLabel('Keep the old key working for 1 hour').check();
+  await page.getByRole('button', { name: 'Yes, roll it' }).click();
+  const rolled = await page.getByLabel('API key').inputValue();
+  await page.getByText(/keeps working until/).waitFor();
+  assert.notEqual(rolled, key);
+  assert.equal((await call(rolled)).statusCode, 200, 'the new key works at once');
+  assert.equal((await call(rolled, '/v1/refunds')).statusCode, 403, 'with the same restriction');
+  assert.equal((await call(key)).statusCode, 200, 'the old key works during its hour');
+  await page.getByRole('link', { name: 'I have copied it' }).click();
+  assert.match(await row.innerText(), /Till <one>[\s\S]*expiring[\s\S]*stops/);
+  await page.getByRole('link', { name: `Revoke Till <one> sk_live_…${rolled.slice(-4)}` }).click();
   await page.getByRole('button', { name: 'Yes, revoke it' }).click();
   await page.getByText('The key is revoked').waitFor();
-  assert.equal((await call()).statusCode, 401);
+  assert.equal((await call(rolled)).statusCode, 401);
   assert.deepEqual(errors, [], 'no script errors and no CSP violations');
 });
 

@@ -2913,6 +2913,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
+                    };
+                };
+            };
         };
     };
     listRequests: {
@@ -2964,6 +2976,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
                     };
                 };
             };
@@ -3030,6 +3054,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
+                    };
+                };
+            };
             /** @description Not allowed in the object's current state, or an Idempotency-Key reused with another body */
             409: {
                 headers: {
@@ -3090,6 +3126,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
+                    };
+                };
+            };
             /** @description No such object for this key's merchant and mode */
             404: {
                 headers: {
@@ -3147,6 +3195,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
                     };
                 };
             };
@@ -3222,6 +3282,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
+                    };
+                };
+            };
             /** @description No such object for this key's merchant and mode */
             404: {
                 headers: {
@@ -3288,6 +3360,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
+                    };
+                };
+            };
         };
     };
     createPayment: {
@@ -3345,6 +3429,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
                     };
                 };
             };
@@ -3427,6 +3523,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
+                    };
+                };
+            };
             /** @description No such object for this key's merchant and mode */
             404: {
                 headers: {
@@ -3484,6 +3592,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
                     };
                 };
             };
@@ -3552,6 +3672,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
+                    };
+                };
+            };
         };
     };
     getRecurringConsent: {
@@ -3597,6 +3729,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
                     };
                 };
             };
@@ -3668,6 +3812,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
+                    };
+                };
+            };
         };
     };
     revokeRecurringConsent: {
@@ -3713,6 +3869,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
                     };
                 };
             };
@@ -3788,6 +3956,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
+                    };
+                };
+            };
             /** @description No such object for this key's merchant and mode */
             404: {
                 headers: {
@@ -3857,6 +4037,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
                     };
                 };
             };
@@ -3944,6 +4136,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
+                    };
+                };
+            };
             /** @description No such object for this key's merchant and mode */
             404: {
                 headers: {
@@ -4016,6 +4220,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
+                    };
+                };
+            };
             /** @description No such object for this key's merchant and mode */
             404: {
                 headers: {
@@ -4083,6 +4299,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
+                    };
+                };
+            };
         };
     };
     pauseSubscription: {
@@ -4131,6 +4359,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
                     };
                 };
             };
@@ -4209,6 +4449,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
+                    };
+                };
+            };
             /** @description No such object for this key's merchant and mode */
             404: {
                 headers: {
@@ -4281,6 +4533,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
                     };
                 };
             };
@@ -4362,6 +4626,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
+                    };
+                };
+            };
             /** @description No such object for this key's merchant and mode */
             404: {
                 headers: {
@@ -4428,6 +4704,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
                     };
                 };
             };
@@ -4503,6 +4791,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
+                    };
+                };
+            };
             /** @description No such object for this key's merchant and mode */
             404: {
                 headers: {
@@ -4572,6 +4872,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
                     };
                 };
             };
@@ -4653,6 +4965,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
+                    };
+                };
+            };
         };
     };
     createRefund: {
@@ -4720,6 +5044,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
                     };
                 };
             };
@@ -4795,6 +5131,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
+                    };
+                };
+            };
         };
     };
     getRefundAuthority: {
@@ -4838,6 +5186,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
                     };
                 };
             };
@@ -4894,6 +5254,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
                     };
                 };
             };
@@ -4988,6 +5360,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
+                    };
+                };
+            };
         };
     };
     getEventsFeed: {
@@ -5035,6 +5419,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
                     };
                 };
             };
@@ -5086,6 +5482,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
                     };
                 };
             };
@@ -5152,6 +5560,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
+                    };
+                };
+            };
             /** @description Not allowed in the object's current state, or an Idempotency-Key reused with another body */
             409: {
                 headers: {
@@ -5209,6 +5629,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
                     };
                 };
             };
@@ -5270,6 +5702,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
                     };
                 };
             };
@@ -5337,6 +5781,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
+                    };
+                };
+            };
             /** @description No such object for this key's merchant and mode */
             404: {
                 headers: {
@@ -5397,6 +5853,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
                     };
                 };
             };
@@ -5482,6 +5950,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
+                    };
+                };
+            };
             /** @description No such object for this key's merchant and mode */
             404: {
                 headers: {
@@ -5556,6 +6036,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
+                    };
+                };
+            };
             /** @description No such object for this key's merchant and mode */
             404: {
                 headers: {
@@ -5620,6 +6112,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
                     };
                 };
             };
@@ -5698,6 +6202,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
                     };
                 };
             };
@@ -5780,6 +6296,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
+                    };
+                };
+            };
             /** @description No such object for this key's merchant and mode */
             404: {
                 headers: {
@@ -5843,6 +6371,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
                     };
                 };
             };
@@ -5933,6 +6473,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
                     };
                 };
             };
@@ -6032,6 +6584,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
+                    };
+                };
+            };
             /** @description No such object for this key's merchant and mode */
             404: {
                 headers: {
@@ -6124,6 +6688,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
                     };
                 };
             };
@@ -6220,6 +6796,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
+                    };
+                };
+            };
             /** @description No such object for this key's merchant and mode */
             404: {
                 headers: {
@@ -6310,6 +6898,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
                     };
                 };
             };
@@ -6408,6 +7008,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
+                    };
+                };
+            };
             /** @description No such object for this key's merchant and mode */
             404: {
                 headers: {
@@ -6486,6 +7098,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
                     };
                 };
             };
@@ -6572,6 +7196,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
+                    };
+                };
+            };
             /** @description No such object for this key's merchant and mode */
             404: {
                 headers: {
@@ -6650,6 +7286,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
                     };
                 };
             };
@@ -6734,6 +7382,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
                     };
                 };
             };
@@ -6832,6 +7492,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
+                    };
+                };
+            };
             /** @description No such object for this key's merchant and mode */
             404: {
                 headers: {
@@ -6925,6 +7597,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
+                    };
+                };
+            };
             /** @description No such object for this key's merchant and mode */
             404: {
                 headers: {
@@ -7007,6 +7691,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
+                    };
+                };
+            };
             /** @description No such object for this key's merchant and mode */
             404: {
                 headers: {
@@ -7062,6 +7758,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
                     };
                 };
             };

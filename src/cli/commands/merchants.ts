@@ -4,11 +4,20 @@ import {
   createApiKey,
   createMerchant,
   findMerchantByEmail,
+  isRollPeriod,
   revokeApiKey,
+  rollApiKeyById,
+  ROLL_PERIODS,
   setMerchantPassword,
 } from '../../modules/merchants/merchants.service.ts';
 import { endSessionsOfMerchant } from '../../modules/dashboard/dashboard.sessions.ts';
 import { randomSecret } from '../../shared/crypto.ts';
+import {
+  describeRestriction,
+  FULL_ACCESS,
+  parsePermissions,
+  type KeyRestriction,
+} from '../../modules/merchants/key-scopes.rules.ts';
 import type { CliCommand } from '../command.ts';
 import { print, withDb } from './open.ts';
 
@@ -37,6 +46,7 @@ export const merchantCommands: Record<string, CliCommand> = {
           email: o.email,
           password: o.password,
           bankAccount: o['bank-account'],
+          createdBy: 'operator',
         }),
       );
       // The operator's own password is never echoed; a generated one is shown this once.
@@ -81,15 +91,61 @@ export const merchantCommands: Record<string, CliCommand> = {
     },
   },
   'keys create': {
-    usage: '--merchant user_…|EMAIL --mode live|test [--json]',
-    options: { merchant: { type: 'string' }, mode: { type: 'string' }, json: { type: 'boolean' } },
+    usage:
+      '--merchant user_…|EMAIL --mode live|test --name N [--read-only | --allow requests:write,refunds:read,…] [--json]',
+    options: {
+      merchant: { type: 'string' },
+      mode: { type: 'string' },
+      name: { type: 'string' },
+      'read-only': { type: 'boolean' },
+      allow: { type: 'string' },
+      json: { type: 'boolean' },
+    },
     async run(config, o) {
       if (!o.merchant || (o.mode !== 'live' && o.mode !== 'test'))
         throw new Error('keys create needs --merchant and --mode live|test');
+      if (!o.name?.trim())
+        throw new Error('keys create needs --name: say what uses the key, e.g. --name "Shop server"');
+      const restriction = restrictionOfOptions(o['read-only'], o.allow);
+      const mode = o.mode;
       const key = await withDb(config, async (db) =>
-        createApiKey(db, systemClock, await merchantId(db, o.merchant), o.mode),
+        createApiKey(db, systemClock, await merchantId(db, o.merchant), mode, {
+          name: o.name,
+          createdBy: 'operator',
+          restriction,
+        }),
       );
-      print({ id: key.id, key: key.key, mode: key.mode }, o.json, `${key.key}  (id ${key.id}; shown once)`);
+      const access = describeRestriction(restriction);
+      print(
+        { id: key.id, key: key.key, mode: key.mode, name: key.name, access },
+        o.json,
+        `${key.key}  (id ${key.id}; ${key.name}; ${access}; shown once)`,
+      );
+      return 0;
+    },
+  },
+  'keys roll': {
+    usage: 'KEY_ID --period now|1h|24h|3d|7d [--json]',
+    options: { period: { type: 'string' }, json: { type: 'boolean' } },
+    async run(config, o, positionals) {
+      if (!positionals[0]) throw new Error('keys roll needs a key id (key_…)');
+      if (!isRollPeriod(o.period))
+        throw new Error(
+          `keys roll needs --period, how long the old key keeps working: ${Object.keys(ROLL_PERIODS).join(', ')}`,
+        );
+      const period = o.period;
+      const rolled = await withDb(config, (db) => rollApiKeyById(db, systemClock, positionals[0], period));
+      const stops = new Date(rolled.old.stopsAt).toISOString();
+      print(
+        {
+          id: rolled.created.id,
+          key: rolled.created.key,
+          name: rolled.created.name,
+          old: { id: rolled.old.id, stops_at: stops },
+        },
+        o.json,
+        `${rolled.created.key}  (id ${rolled.created.id}; ${rolled.created.name}; shown once)\nthe old key ${rolled.old.id} stops at ${stops}`,
+      );
       return 0;
     },
   },
@@ -125,6 +181,16 @@ export const merchantCommands: Record<string, CliCommand> = {
     },
   },
 };
+
+/** --read-only, --allow LIST, or neither (a full key); both at once is a mistake. */
+function restrictionOfOptions(readOnly: boolean | undefined, allow: string | undefined): KeyRestriction {
+  if (readOnly && allow !== undefined) throw new Error('give --read-only or --allow, not both');
+  if (readOnly) return { kind: 'read_only' };
+  if (allow === undefined) return FULL_ACCESS;
+  const permissions = parsePermissions(allow);
+  if (!Array.isArray(permissions)) throw new Error(`--allow: ${permissions.error}`);
+  return { kind: 'limited', permissions };
+}
 
 export async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];

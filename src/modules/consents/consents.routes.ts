@@ -1,4 +1,4 @@
-import { apiKeyAuth } from '../merchants/merchants.auth.ts';
+import { apiKeyAuth, keyScope } from '../merchants/merchants.auth.ts';
 import { errorResponses, IdParams } from '../../http/schemas.ts';
 import { PaymentEnvelope } from '../payments/payments.schemas.ts';
 import { ConsentEnvelope, ConsentList, ExecutePaymentBody, ListConsentsQuery } from './consents.schemas.ts';
@@ -16,6 +16,7 @@ export async function registerConsentRoutes(app: App, deps: Deps): Promise<void>
     '/v1/payments',
     {
       onRequest: auth,
+      config: { keyScope: keyScope('payments') },
       schema: {
         tags: ['Payments'],
         summary: 'Execute a payment under a recurring consent',
@@ -37,6 +38,7 @@ export async function registerConsentRoutes(app: App, deps: Deps): Promise<void>
   const tags = ['Recurring consents'];
   const getOne = {
     onRequest: auth,
+    config: { keyScope: keyScope('consents') },
     schema: {
       tags,
       summary: 'Get a recurring consent: status, limits and usage (never the token)',
@@ -53,6 +55,7 @@ export async function registerConsentRoutes(app: App, deps: Deps): Promise<void>
     '/v1/recurring-consents',
     {
       onRequest: auth,
+      config: { keyScope: keyScope('consents') },
       schema: {
         tags,
         summary: 'List recurring consents, newest first',
@@ -67,6 +70,7 @@ export async function registerConsentRoutes(app: App, deps: Deps): Promise<void>
     '/v1/recurring-consents/:id/revoke',
     {
       onRequest: auth,
+      config: { keyScope: keyScope('consents') },
       schema: {
         tags,
         summary: 'Revoke a recurring consent, here and at the bank; no further payments can be executed',

@@ -1,4 +1,4 @@
-import { apiKeyAuth } from '../merchants/merchants.auth.ts';
+import { apiKeyAuth, keyScope } from '../merchants/merchants.auth.ts';
 import { errorResponses, IdParams } from '../../http/schemas.ts';
 import { AppError } from '../../shared/errors.ts';
 import { bankReturnUrl, banksFor } from '../payments/payments.banks.ts';
@@ -72,6 +72,7 @@ export async function registerConsentTestHelperRoutes(app: App, deps: Deps): Pro
     '/v1/test-helpers/recurring-consents/:id/revoke-at-bank',
     {
       onRequest: auth,
+      config: { keyScope: keyScope('consents') },
       schema: {
         tags,
         summary: 'The payer revokes the consent at their bank: no webhook; the next execution finds out',
@@ -90,6 +91,7 @@ export async function registerConsentTestHelperRoutes(app: App, deps: Deps): Pro
     '/v1/test-helpers/recurring-consents/:id/revoke-by-payer',
     {
       onRequest: auth,
+      config: { keyScope: keyScope('consents') },
       schema: {
         tags,
         summary: 'The payer revokes the consent in the payer dashboard: recurring_payment.revoked',
@@ -108,6 +110,7 @@ export async function registerConsentTestHelperRoutes(app: App, deps: Deps): Pro
     '/v1/test-helpers/recurring-consents/:id/decline-next',
     {
       onRequest: auth,
+      config: { keyScope: keyScope('consents') },
       schema: {
         tags,
         summary: 'The bank refuses the next `count` executions under this consent',

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { apiKeyAuth } from '../merchants/merchants.auth.ts';
+import { apiKeyAuth, keyScope } from '../merchants/merchants.auth.ts';
 import { errorResponses, IdParams } from '../../http/schemas.ts';
 import { CustomerEnvelope, CustomerObject, ListCustomersQuery } from './customers.schemas.ts';
 import { listCustomersFor, retrieveCustomer } from './customers.service.ts';
@@ -11,6 +11,7 @@ export async function registerCustomerRoutes(app: App, deps: Deps): Promise<void
   const tags = ['Customers'];
   const getOne = {
     onRequest: auth,
+    config: { keyScope: keyScope('customers') },
     schema: {
       tags,
       summary: 'Get a customer',
@@ -26,6 +27,7 @@ export async function registerCustomerRoutes(app: App, deps: Deps): Promise<void
     '/v1/customers',
     {
       onRequest: auth,
+      config: { keyScope: keyScope('customers') },
       schema: {
         tags,
         summary: 'List customers, newest first',

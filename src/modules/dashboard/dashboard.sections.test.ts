@@ -28,6 +28,7 @@ test('every detail route is 404 for another merchant and in the other mode; post
     `recurring-consents/${mine.consent.id}/revoke`,
     `webhooks/${mine.webhook.id}/delete`,
     `api-keys/${mine.key}/revoke`,
+    `api-keys/${mine.key}/roll`,
     `events/${mine.event.id}/resend`,
   ]) {
     assert.equal(

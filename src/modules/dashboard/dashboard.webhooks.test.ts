@@ -152,9 +152,11 @@ test('an API key created in the dashboard works on the API, is shown once, and o
   const browser = await logIn(world, kowhai);
   await kowhai.live.get('/v1/requests');
   const list = await browser.request('/dashboard/live/api-keys');
-  assert.match(textOf(list.text), /sk_live_…\S{4} live .* active/);
+  assert.match(textOf(list.text), /First live key sk_live_…\S{4} Full access .* active/);
   assert.ok(!/never/.test(textOf(list.text)), 'the key in use shows when it was last used');
-  const posted = await browser.request('/dashboard/live/api-keys', { form: { csrf: Browser.csrfOf(list.text) } });
+  const posted = await browser.request('/dashboard/live/api-keys', {
+    form: { csrf: Browser.csrfOf(list.text), name: 'Till', access: 'full' },
+  });
   assert.equal(posted.status, 303);
   const createdAt = posted.headers.get('location')!;
   assert.match(createdAt, /^\/dashboard\/live\/api-keys\/key_[0-9A-Z]{26}\/created$/);

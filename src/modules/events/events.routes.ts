@@ -1,4 +1,4 @@
-import { apiKeyAuth } from '../merchants/merchants.auth.ts';
+import { apiKeyAuth, keyScope } from '../merchants/merchants.auth.ts';
 import { errorResponses } from '../../http/schemas.ts';
 import { EventFeed, EventFeedQuery, EventList, ListEventsQuery } from './events.schemas.ts';
 import { eventFeedFor, listEventsFor } from './events.service.ts';
@@ -13,6 +13,7 @@ export async function registerEventRoutes(app: App, deps: Deps): Promise<void> {
     '/v1/events',
     {
       onRequest: auth,
+      config: { keyScope: keyScope('events') },
       schema: {
         tags,
         summary: 'List events, newest first',
@@ -33,6 +34,7 @@ export async function registerEventRoutes(app: App, deps: Deps): Promise<void> {
     '/v1/events/feed',
     {
       onRequest: auth,
+      config: { keyScope: keyScope('events') },
       schema: {
         tags,
         summary: 'Follow new events (long polling)',

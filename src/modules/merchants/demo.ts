@@ -10,5 +10,11 @@ export const DEMO_BANK_ACCOUNT = '12-3456-7890138-00';
  */
 export async function ensureDemoMerchant(deps: Pick<Deps, 'db' | 'clock'>): Promise<CreatedMerchant | 'exists' | null> {
   if (await anyMerchant(deps.db)) return (await findMerchantByEmail(deps.db, DEMO_EMAIL)) ? 'exists' : null;
-  return createMerchant(deps.db, deps.clock, { name: 'Demo Store', email: DEMO_EMAIL, bankAccount: DEMO_BANK_ACCOUNT });
+  return createMerchant(deps.db, deps.clock, {
+    name: 'Demo Store',
+    email: DEMO_EMAIL,
+    bankAccount: DEMO_BANK_ACCOUNT,
+    keyNamePrefix: 'Demo',
+    createdBy: 'first start',
+  });
 }

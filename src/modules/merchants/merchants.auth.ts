@@ -7,10 +7,25 @@ import { SharedTokenBuckets, TokenBuckets, type RateLimiter, type TakeResult } f
 import { clientKey, FailureLimiter, recordInDatabase, retryAfterSeconds } from '../../http/failure-limiter.ts';
 import { reportBucketUse } from '../../store/rate-buckets.ts';
 import type { Ctx, Deps } from '../context.ts';
+import {
+  allows,
+  accessOf,
+  permissionNeeded,
+  refusalMessage,
+  type KeyAccess,
+  type KeyScope,
+} from './key-scopes.rules.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
     ctx: Ctx;
+  }
+  interface FastifyContextConfig {
+    /**
+     * What a /v1 route touches, for restricted keys (key-scopes.rules.ts): every route with the key
+     * check declares it. A route without it is refused to every key but a full one.
+     */
+    keyScope?: KeyScope;
   }
 }
 
@@ -71,9 +86,10 @@ function lookupsFor(deps: Deps): Map<string, number> {
 }
 
 /**
- * Hook for every /v1 API route: a valid bearer key, turned into the request's Ctx. Register it as
- * `onRequest` so a caller without a valid key gets 401 before the body is read or validated (it
- * also works as a preHandler).
+ * Hook for every /v1 API route: a valid bearer key, turned into the request's Ctx, and for a
+ * restricted key the permission the route's `config.keyScope` names. Register it as `onRequest` so
+ * a caller without a valid key gets 401, or a key without the permission 403, before the body is
+ * read or validated (it also works as a preHandler).
  */
 export function apiKeyAuth(deps: Deps) {
   const failures = failuresFor(deps);
@@ -101,7 +117,7 @@ export function apiKeyAuth(deps: Deps) {
         failures.fail(client, now);
         return refuse(key.malformed);
       }
-      found = authenticateKey(deps.db, key);
+      found = authenticateKey(deps.db, key, now);
     } catch (error) {
       return done(error as Error);
     }
@@ -178,6 +194,7 @@ function admit(deps: Deps, request: FastifyRequest, found: Authenticated): NowOr
 
 function enter(deps: Deps, request: FastifyRequest, found: Authenticated, limited: TakeResult): void {
   if (!limited.ok) throw rateLimited(deps, limited.retryAfterMs);
+  if (found.restriction.kind !== 'full') checkKeyScope(request, found);
   const log = request.log as unknown as Ctx['log'];
   log.setBindings({ merchant_id: found.merchant.id, mode: found.mode });
   request.ctx = {
@@ -204,6 +221,24 @@ function rateLimited(deps: Deps, retryAfterMs: number): AppError {
 
 const UNKNOWN_KEY = 'Unknown or revoked API key';
 
+/**
+ * The one place a restricted key's permissions are checked: against the route's declared scope,
+ * before the body is read, so a refused call does nothing. A route that declares none is open to
+ * full keys only (test/key-scopes.test.ts fails on such a route).
+ */
+function checkKeyScope(request: FastifyRequest, found: Authenticated): void {
+  const scope = request.routeOptions.config.keyScope;
+  if (!scope)
+    throw new AppError('forbidden.key_scope', 'This route declares no permission: only a full-access key can call it', {
+      needed: 'full',
+    });
+  const access = accessOf(scope, request.method);
+  if (!allows(found.restriction, scope.resource, access))
+    throw new AppError('forbidden.key_scope', refusalMessage(scope, request.method), {
+      needed: permissionNeeded(scope, request.method),
+    });
+}
+
 function addressLockedOut(retryAfterMs: number): AppError {
   const seconds = retryAfterSeconds(retryAfterMs);
   return new AppError(
@@ -222,4 +257,18 @@ function bearerKey(header: string | undefined): string | { malformed: string } {
     return { malformed: 'Malformed Authorization header: send Authorization: Bearer <API key>' };
   }
   return key;
+}
+
+/**
+ * A route's `config.keyScope`: the resource it touches, and its access when its method does not say
+ * it (GET reads, anything else writes).
+ */
+export function keyScope(resource: KeyScope['resource'], access?: KeyAccess): KeyScope {
+  return access ? { resource, access } : { resource };
+}
+
+/** The permission a route needs, for its operation in the API description (`x-permission`). */
+export function keyScopeExtension(route: { method: string; config: unknown }): Record<string, string> | undefined {
+  const scope = (route.config as { keyScope?: KeyScope } | undefined)?.keyScope;
+  return scope ? { 'x-permission': permissionNeeded(scope, route.method) } : undefined;
 }

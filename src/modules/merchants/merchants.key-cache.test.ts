@@ -11,6 +11,8 @@ const row = (id: string): KeyRow => ({
   key_id: id,
   mode: 'test',
   revoked_at: null,
+  expires_at: null,
+  permissions: null,
   last_used_at: null,
   user_id: 'user_1',
   name: 'M',

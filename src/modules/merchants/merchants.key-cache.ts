@@ -22,6 +22,9 @@ export type KeyRow = {
   key_id: string;
   mode: Mode;
   revoked_at: number | null;
+  /** Checked on every call against the time of the call, so a cached rolled key stops at its expiry. */
+  expires_at: number | null;
+  permissions: string | null;
   last_used_at: number | null;
   user_id: string;
   name: string;

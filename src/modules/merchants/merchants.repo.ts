@@ -31,7 +31,7 @@ export async function insertApiKey(db: Db, row: Selectable<ApiKeysTable>): Promi
 export async function findApiKey(db: Db, by: { id: string } | { keyHash: string }) {
   return db
     .selectFrom('api_keys')
-    .select(['id', 'revoked_at'])
+    .select(['id', 'user_id', 'mode', 'name', 'permissions', 'revoked_at', 'expires_at'])
     .where('id' in by ? 'id' : 'key_hash', '=', 'id' in by ? by.id : by.keyHash)
     .executeTakeFirst();
 }
@@ -39,6 +39,19 @@ export async function findApiKey(db: Db, by: { id: string } | { keyHash: string 
 export async function setApiKeyRevoked(db: Db, id: string, at: number): Promise<void> {
   await writingKeys(() =>
     db.updateTable('api_keys').set({ revoked_at: at }).where('id', '=', id).where('revoked_at', 'is', null).execute(),
+  );
+}
+
+/** Sets when a rolled key stops; a key that already stops sooner keeps its sooner time. */
+export async function setApiKeyExpiry(db: Db, id: string, at: number): Promise<void> {
+  await writingKeys(() =>
+    db
+      .updateTable('api_keys')
+      .set({ expires_at: at })
+      .where('id', '=', id)
+      .where('revoked_at', 'is', null)
+      .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', at)]))
+      .execute(),
   );
 }
 
@@ -108,6 +121,8 @@ export const keyByHashQuery = prepared<{ keyHash: string }, KeyRow>((db, arg) =>
       'api_keys.id as key_id',
       'api_keys.mode',
       'api_keys.revoked_at',
+      'api_keys.expires_at',
+      'api_keys.permissions',
       'api_keys.last_used_at',
       'users.id as user_id',
       'users.name',
@@ -157,7 +172,18 @@ export async function setApiKeyLastUsed(db: Db, id: string, at: number): Promise
 export async function apiKeysOf(db: Db, userId: string, mode: Mode) {
   return db
     .selectFrom('api_keys')
-    .select(['id', 'mode', 'hint', 'created_at', 'last_used_at', 'revoked_at'])
+    .select([
+      'id',
+      'mode',
+      'name',
+      'hint',
+      'created_by',
+      'permissions',
+      'created_at',
+      'last_used_at',
+      'revoked_at',
+      'expires_at',
+    ])
     .where('user_id', '=', userId)
     .where('mode', '=', mode)
     .orderBy('id', 'desc')
@@ -167,7 +193,7 @@ export async function apiKeysOf(db: Db, userId: string, mode: Mode) {
 export async function findApiKeyOf(db: Db, userId: string, mode: Mode, id: string) {
   return db
     .selectFrom('api_keys')
-    .select('id')
+    .select(['id', 'user_id', 'mode', 'name', 'permissions', 'revoked_at', 'expires_at'])
     .where('id', '=', id)
     .where('user_id', '=', userId)
     .where('mode', '=', mode)

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { apiKeyAuth } from './merchants.auth.ts';
+import { apiKeyAuth, keyScope } from './merchants.auth.ts';
 import { listBankAccounts } from './merchants.service.ts';
 import { errorResponses, Nullable, Timestamp } from '../../http/schemas.ts';
 import { iso } from '../../shared/time.ts';
@@ -19,6 +19,8 @@ export async function registerMerchantRoutes(app: App, deps: Deps): Promise<void
     '/v1/bank-accounts',
     {
       onRequest: apiKeyAuth(deps),
+      // Bank accounts are where requests are paid into: reading them is part of making requests.
+      config: { keyScope: keyScope('requests') },
       schema: {
         tags: ['Bank accounts'],
         summary: 'List your bank accounts (payments are made into one of them)',

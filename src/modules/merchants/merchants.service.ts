@@ -24,6 +24,7 @@ import {
   insertBankAccount,
   insertUser,
   keyByHashQuery,
+  setApiKeyExpiry,
   setApiKeyLastUsed,
   setApiKeyRevoked,
 } from './merchants.repo.ts';
@@ -37,14 +38,50 @@ import {
 import type { Mode } from '../../shared/mode.ts';
 import { andThen, type NowOrLater } from '../../shared/now-or-later.ts';
 import { createOwnerMember, firstOwnerOf, liveMemberByEmail, setMemberPassword } from '../team/team.service.ts';
+import { DAY_MS, HOUR_MS } from '../../shared/time.ts';
+import { FULL_ACCESS, restrictionFromColumn, restrictionToColumn, type KeyRestriction } from './key-scopes.rules.ts';
+import type { Ctx } from '../context.ts';
 
 type Db = Kysely<Database>;
 
 export const KEY_PATTERN = /^sk_(live|test)_[A-Za-z0-9_-]{32}$/;
 
-export type CreatedKey = { id: string; key: string; mode: Mode };
+export type CreatedKey = { id: string; key: string; mode: Mode; name: string };
 
-export async function createApiKey(db: Db, clock: Clock, userId: string, mode: Mode): Promise<CreatedKey> {
+/** What a new key is: its name, who creates it (a member's email, `operator`), and what it may do. */
+export type NewKeyDetails = { name?: string; createdBy?: string | null; restriction?: KeyRestriction };
+
+export const MAX_KEY_NAME_LENGTH = 100;
+
+function keyNameOf(name: string | undefined, mode: Mode): string {
+  if (name === undefined) return mode === 'live' ? 'Live key' : 'Test key';
+  const trimmed = name.trim();
+  if (!trimmed) throw invalidParam('name', 'name must not be empty: say what the key is for, e.g. "Shop server"');
+  if (trimmed.length > MAX_KEY_NAME_LENGTH)
+    throw invalidParam('name', `name must be at most ${MAX_KEY_NAME_LENGTH} characters`);
+  return trimmed;
+}
+
+function checkedRestriction(restriction: KeyRestriction): KeyRestriction {
+  if (restriction.kind === 'limited' && restriction.permissions.length === 0)
+    throw invalidParam('permissions', 'choose at least one permission, or make the key read-only or full');
+  return restriction;
+}
+
+/**
+ * Creates a key and returns it, the one time it is known; only its hash is kept. Every key is made
+ * here: by the CLI, the dashboard, a new merchant's first keys and a roll (an audit trail records
+ * this call).
+ */
+export async function createApiKey(
+  db: Db,
+  clock: Clock,
+  userId: string,
+  mode: Mode,
+  details: NewKeyDetails = {},
+): Promise<CreatedKey> {
+  const name = keyNameOf(details.name, mode);
+  const restriction = checkedRestriction(details.restriction ?? FULL_ACCESS);
   const key = `sk_${mode}_${randomSecret(24)}`;
   const id = newId('key');
   await insertApiKey(db, {
@@ -56,16 +93,116 @@ export async function createApiKey(db: Db, clock: Clock, userId: string, mode: M
     created_at: clock.now(),
     revoked_at: null,
     last_used_at: null,
+    name,
+    created_by: details.createdBy ?? null,
+    permissions: restrictionToColumn(restriction),
+    expires_at: null,
   });
-  return { id, key, mode };
+  return { id, key, mode, name };
 }
 
+/** Revokes a key by id or by the key itself (the CLI's `keys revoke`; an audit trail records this call). */
 export async function revokeApiKey(db: Db, clock: Clock, keyIdOrKey: string): Promise<{ id: string }> {
   const byKey = KEY_PATTERN.test(keyIdOrKey);
   const row = await findApiKey(db, byKey ? { keyHash: sha256Hex(keyIdOrKey) } : { id: keyIdOrKey });
   if (!row) throw notFound('api_key', byKey ? undefined : keyIdOrKey);
   if (row.revoked_at == null) await setApiKeyRevoked(db, row.id, clock.now());
   return { id: row.id };
+}
+
+/** How long the old key of a roll keeps working: from now (revoked at once) to 7 days. */
+export const ROLL_PERIODS = {
+  now: 0,
+  '1h': HOUR_MS,
+  '24h': DAY_MS,
+  '3d': 3 * DAY_MS,
+  '7d': 7 * DAY_MS,
+} as const;
+export type RollPeriod = keyof typeof ROLL_PERIODS;
+
+export const isRollPeriod = (value: unknown): value is RollPeriod =>
+  typeof value === 'string' && Object.hasOwn(ROLL_PERIODS, value);
+
+export type RolledKey = { created: CreatedKey; old: { id: string; stopsAt: number } };
+
+/**
+ * Rolls a key: a new key with the same name and restriction at once, and the old one stopping after
+ * `period` (revoked at once for `now`). The old key is refused as revoked from then, cached or not.
+ * A revoked, expired or already rolled key cannot be rolled. An audit trail records this call.
+ */
+export async function rollApiKey(
+  db: Db,
+  clock: Clock,
+  old: { id: string; user_id: string; mode: Mode },
+  period: RollPeriod,
+  createdBy: string | null,
+): Promise<RolledKey> {
+  if (!isRollPeriod(period))
+    throw invalidParam('period', `period must be one of ${Object.keys(ROLL_PERIODS).join(', ')}`);
+  return transact(db, async (trx) => {
+    const row = await findApiKey(trx, { id: old.id });
+    if (!row || row.user_id !== old.user_id || row.mode !== old.mode) throw notFound('api_key', old.id);
+    const now = clock.now();
+    if (row.revoked_at != null || (row.expires_at != null && Number(row.expires_at) <= now))
+      throw new AppError('conflict.invalid_state', 'This key is revoked or expired: create a new key instead', {
+        status: 'revoked',
+      });
+    if (row.expires_at != null)
+      throw new AppError('conflict.invalid_state', 'This key was rolled already: it stops at its expiry', {
+        status: 'expiring',
+      });
+    const created = await createApiKey(trx, clock, row.user_id, row.mode, {
+      name: row.name,
+      createdBy,
+      restriction: restrictionFromColumn(row.permissions),
+    });
+    const stopsAt = now + ROLL_PERIODS[period];
+    if (ROLL_PERIODS[period] === 0) await setApiKeyRevoked(trx, row.id, now);
+    else await setApiKeyExpiry(trx, row.id, stopsAt);
+    return { created, old: { id: row.id, stopsAt } };
+  });
+}
+
+/** Rolls a key found by its id alone (the CLI's `keys roll`, run by the operator). */
+export async function rollApiKeyById(db: Db, clock: Clock, keyId: string, period: RollPeriod): Promise<RolledKey> {
+  const row = await findApiKey(db, { id: keyId });
+  if (!row) throw notFound('api_key', keyId);
+  return rollApiKey(db, clock, { id: row.id, user_id: row.user_id, mode: row.mode }, period, 'operator');
+}
+
+/** Who the signed-in caller is, as a key's `created_by` records it. */
+export function creatorLabelOf(actor: Ctx['actor']): string {
+  switch (actor.kind) {
+    case 'member':
+      return actor.email;
+    case 'operator':
+      return 'operator';
+    case 'api_key':
+      return `key ${actor.id}`;
+    case 'payer':
+      return actor.email;
+    case 'service':
+      return `service (${actor.job})`;
+  }
+}
+
+/** A new key of the caller's merchant and mode, created by the caller (the dashboard's create). */
+export function createApiKeyOf(ctx: Ctx, details: { name: string; restriction: KeyRestriction }): Promise<CreatedKey> {
+  return createApiKey(ctx.db, ctx.deps.clock, ctx.merchant.id, ctx.mode, {
+    ...details,
+    createdBy: creatorLabelOf(ctx.actor),
+  });
+}
+
+/** Rolls one of the caller's keys of its mode; another merchant's, or the other mode's, is not found. */
+export async function rollApiKeyOf(ctx: Ctx, keyId: string, period: RollPeriod): Promise<RolledKey> {
+  return rollApiKey(
+    ctx.db,
+    ctx.deps.clock,
+    { id: keyId, user_id: ctx.merchant.id, mode: ctx.mode },
+    period,
+    creatorLabelOf(ctx.actor),
+  );
 }
 
 export async function addBankAccount(db: Db, clock: Clock, userId: string, number: string, name?: string | null) {
@@ -83,7 +220,16 @@ export async function addBankAccount(db: Db, clock: Clock, userId: string, numbe
   return row;
 }
 
-export type NewMerchant = { name: string; email: string; password?: string; bankAccount?: string };
+export type NewMerchant = {
+  name: string;
+  email: string;
+  password?: string;
+  bankAccount?: string;
+  /** Names the merchant's first keys' creator (`operator` at the CLI). */
+  createdBy?: string;
+  /** The first keys' names are `<keyNamePrefix> live key` and `… test key` (default `First`). */
+  keyNamePrefix?: string;
+};
 export type CreatedMerchant = {
   user_id: string;
   live_key: string;
@@ -115,8 +261,10 @@ export async function createMerchant(db: Db, clock: Clock, input: NewMerchant): 
     // The merchant's first member, who signs in to the dashboard with this email and password.
     await createOwnerMember(trx, { userId, email, passwordHash, now });
     const bankAccount = input.bankAccount ? await addBankAccount(trx, clock, userId, input.bankAccount) : null;
-    const live = await createApiKey(trx, clock, userId, 'live');
-    const test = await createApiKey(trx, clock, userId, 'test');
+    const prefix = input.keyNamePrefix ?? 'First';
+    const createdBy = input.createdBy ?? null;
+    const live = await createApiKey(trx, clock, userId, 'live', { name: `${prefix} live key`, createdBy });
+    const test = await createApiKey(trx, clock, userId, 'test', { name: `${prefix} test key`, createdBy });
     return {
       user_id: userId,
       live_key: live.key,
@@ -132,19 +280,20 @@ const LAST_USED_PRECISION_MS = 60_000;
 export type Authenticated = {
   keyId: string;
   mode: Mode;
+  restriction: KeyRestriction;
   merchant: { id: string; name: string };
   clockOffsetMs: number;
 };
 
 /**
- * Resolves a bearer key to its merchant and mode; null when unknown, malformed or revoked. In hand
- * when the key's row could be read at once and its last use needs no write.
+ * Resolves a bearer key to its merchant and mode; null when unknown, malformed, revoked or past its
+ * expiry at `now` (real time). In hand when the key's row could be read at once and its last use
+ * needs no write.
  */
-export function authenticateKey(db: Db, key: string): NowOrLater<Authenticated | null> {
+export function authenticateKey(db: Db, key: string, now: number = Date.now()): NowOrLater<Authenticated | null> {
   const match = KEY_PATTERN.exec(key);
   if (!match) return null;
   const keyHash = sha256Hex(key);
-  const now = Date.now();
   const cache = keyCacheOf(db);
   const cached = cache?.get(keyHash, now);
   if (cached) return withKeyRow(db, cached, match[1]!, now);
@@ -156,9 +305,13 @@ export function authenticateKey(db: Db, key: string): NowOrLater<Authenticated |
 
 function withKeyRow(db: Db, row: KeyRow | undefined, mode: string, now: number): NowOrLater<Authenticated | null> {
   if (!row || row.revoked_at != null || row.mode !== mode) return null;
+  // A rolled key's expiry is checked here, on every call, against the row whether it came from the
+  // cache or not: the cache keeps rows until a write, and reaching an expiry writes nothing.
+  if (row.expires_at != null && now >= Number(row.expires_at)) return null;
   const found: Authenticated = {
     keyId: row.key_id,
     mode: row.mode,
+    restriction: restrictionOf(row.permissions),
     merchant: { id: row.user_id, name: row.name },
     clockOffsetMs: Number(row.test_clock_offset_ms),
   };
@@ -169,6 +322,19 @@ function withKeyRow(db: Db, row: KeyRow | undefined, mode: string, now: number):
     return setApiKeyLastUsed(db, row.key_id, now).then(() => found);
   }
   return found;
+}
+
+const restrictions = new Map<string, KeyRestriction>();
+
+/** A key's restriction, read once per distinct column value rather than once per call. */
+function restrictionOf(column: string | null): KeyRestriction {
+  if (column == null) return FULL_ACCESS;
+  let restriction = restrictions.get(column);
+  if (!restriction) {
+    if (restrictions.size >= 1000) restrictions.clear();
+    restrictions.set(column, (restriction = restrictionFromColumn(column)));
+  }
+  return restriction;
 }
 
 export async function findMerchantByEmail(db: Db, email: string) {
@@ -276,33 +442,39 @@ export async function setMerchantPassword(
 export type ApiKeySummary = {
   id: string;
   mode: Mode;
+  name: string;
   hint: string;
+  created_by: string | null;
+  restriction: KeyRestriction;
   created_at: number;
   last_used_at: number | null;
   revoked_at: number | null;
+  /** When a rolled key stops (it still works before). */
+  expires_at: number | null;
 };
+
+const numberOrNull = (value: number | string | null) => (value == null ? null : Number(value));
 
 export async function listApiKeysOf(db: Db, userId: string, mode: Mode): Promise<ApiKeySummary[]> {
   const rows = await apiKeysOf(db, userId, mode);
-  return rows.map((row) => ({
+  return rows.map(({ permissions, ...row }) => ({
     ...row,
+    restriction: restrictionFromColumn(permissions),
     created_at: Number(row.created_at),
-    last_used_at: row.last_used_at == null ? null : Number(row.last_used_at),
-    revoked_at: row.revoked_at == null ? null : Number(row.revoked_at),
+    last_used_at: numberOrNull(row.last_used_at),
+    revoked_at: numberOrNull(row.revoked_at),
+    expires_at: numberOrNull(row.expires_at),
   }));
 }
 
-/** Revokes one of this merchant's keys in this mode; another merchant's key, or the other mode's, is not found. */
-export async function revokeApiKeyOf(
-  db: Db,
-  clock: Clock,
-  userId: string,
-  mode: Mode,
-  keyId: string,
-): Promise<{ id: string }> {
-  const row = await findApiKeyOf(db, userId, mode, keyId);
+/**
+ * Revokes one of the caller's keys of its mode; another merchant's key, or the other mode's, is not
+ * found (the dashboard's revoke; an audit trail records this call).
+ */
+export async function revokeApiKeyOf(ctx: Ctx, keyId: string): Promise<{ id: string }> {
+  const row = await findApiKeyOf(ctx.db, ctx.merchant.id, ctx.mode, keyId);
   if (!row) throw notFound('api_key', keyId);
-  return revokeApiKey(db, clock, row.id);
+  return revokeApiKey(ctx.db, ctx.deps.clock, row.id);
 }
 
 export async function listBankAccountsOf(db: Db, userId: string) {

@@ -29,6 +29,14 @@ export interface ApiKeysTable {
   revoked_at: number | null;
   /** Real time of the last call with the key, kept to the minute (migration 0018). */
   last_used_at: number | null;
+  /** Given at creation (migration 0037). */
+  name: string;
+  /** Who created it: the signed-in member's email, `operator` at the CLI; null for keys older than 0037. */
+  created_by: string | null;
+  /** Null: full access; `read_only`; or `resource:access,…` (key-scopes.rules.ts). */
+  permissions: string | null;
+  /** Set on a rolled key: real time from which it is refused as revoked. */
+  expires_at: number | null;
 }
 
 export interface MerchantTables {

@@ -1,4 +1,4 @@
-import { apiKeyAuth } from '../merchants/merchants.auth.ts';
+import { apiKeyAuth, keyScope } from '../merchants/merchants.auth.ts';
 import { errorResponses, IdParams } from '../../http/schemas.ts';
 import { ListPaymentsQuery, ListRequestPaymentsQuery, PaymentEnvelope, PaymentList } from './payments.schemas.ts';
 import { listPaymentsFor, listRequestPayments, retrievePayment } from './payments.service.ts';
@@ -10,6 +10,7 @@ export async function registerPaymentRoutes(app: App, deps: Deps): Promise<void>
   const tags = ['Payments'];
   const getOne = {
     onRequest: auth,
+    config: { keyScope: keyScope('payments') },
     schema: {
       tags,
       summary: 'Get a payment',
@@ -26,6 +27,7 @@ export async function registerPaymentRoutes(app: App, deps: Deps): Promise<void>
     '/v1/payments',
     {
       onRequest: auth,
+      config: { keyScope: keyScope('payments') },
       schema: {
         tags,
         summary: 'List payments, newest first',
@@ -38,6 +40,7 @@ export async function registerPaymentRoutes(app: App, deps: Deps): Promise<void>
 
   const requestPayments = {
     onRequest: auth,
+    config: { keyScope: keyScope('payments') },
     schema: {
       tags,
       summary: "List a request's payments, newest first",

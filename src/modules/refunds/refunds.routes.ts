@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { apiKeyAuth } from '../merchants/merchants.auth.ts';
+import { apiKeyAuth, keyScope } from '../merchants/merchants.auth.ts';
 import { errorResponses, IdempotencyHeaders, IdParams } from '../../http/schemas.ts';
 import { AppError } from '../../shared/errors.ts';
 import { requireTestMode } from '../test-helpers/clock.service.ts';
@@ -24,6 +24,7 @@ export async function registerRefundRoutes(app: App, deps: Deps): Promise<void> 
     '/v1/refunds',
     {
       onRequest: auth,
+      config: { keyScope: keyScope('refunds') },
       schema: {
         tags,
         summary: 'Refund a successful payment, in full or in part',
@@ -45,6 +46,7 @@ export async function registerRefundRoutes(app: App, deps: Deps): Promise<void> 
     '/v1/refunds/:id',
     {
       onRequest: auth,
+      config: { keyScope: keyScope('refunds') },
       schema: {
         tags,
         summary: 'Get a refund',
@@ -60,6 +62,7 @@ export async function registerRefundRoutes(app: App, deps: Deps): Promise<void> 
     '/v1/refunds',
     {
       onRequest: auth,
+      config: { keyScope: keyScope('refunds') },
       schema: {
         tags,
         summary: 'List refunds, newest first',
@@ -75,6 +78,7 @@ export async function registerRefundRoutes(app: App, deps: Deps): Promise<void> 
     '/v1/refund-authority',
     {
       onRequest: auth,
+      config: { keyScope: keyScope('refunds') },
       schema: {
         tags,
         summary:
@@ -100,6 +104,7 @@ function registerRefundTestHelpers(app: App, deps: Deps): void {
     '/v1/test-helpers/refunds/decline-next',
     {
       onRequest: auth,
+      config: { keyScope: keyScope('refunds') },
       schema: {
         tags: ['Test helpers'],
         summary: 'The sandbox bank refuses the next `count` refunds under your refund authority',

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { apiKeyAuth } from '../merchants/merchants.auth.ts';
+import { apiKeyAuth, keyScope } from '../merchants/merchants.auth.ts';
 import { errorResponses, IdempotencyHeaders, IdParams } from '../../http/schemas.ts';
 import { CreateRequestBody, ListRequestsQuery, RequestEnvelope, RequestObject } from './requests.schemas.ts';
 import { createRequest, deleteRequest, listRequestsFor, retrieveRequest } from './requests.service.ts';
@@ -15,6 +15,7 @@ export async function registerRequestRoutes(app: App, deps: Deps): Promise<void>
     '/v1/requests',
     {
       onRequest: auth,
+      config: { keyScope: keyScope('requests') },
       schema: {
         tags,
         summary: 'Create a payment request',
@@ -34,6 +35,7 @@ export async function registerRequestRoutes(app: App, deps: Deps): Promise<void>
 
   const getOne = {
     onRequest: auth,
+    config: { keyScope: keyScope('requests') },
     schema: { tags, summary: 'Get a payment request', params, response: { 200: RequestEnvelope, ...errorResponses } },
   };
   // Not async: a request read at once is sent at once (requests.service.ts, retrieveRequest).
@@ -46,6 +48,7 @@ export async function registerRequestRoutes(app: App, deps: Deps): Promise<void>
     '/v1/requests',
     {
       onRequest: auth,
+      config: { keyScope: keyScope('requests') },
       schema: {
         tags,
         summary: 'List payment requests, newest first',
@@ -63,6 +66,7 @@ export async function registerRequestRoutes(app: App, deps: Deps): Promise<void>
     '/v1/requests/:id',
     {
       onRequest: auth,
+      config: { keyScope: keyScope('requests') },
       schema: {
         tags,
         summary: 'Delete a payment request (no new payments)',

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { apiKeyAuth } from '../merchants/merchants.auth.ts';
+import { apiKeyAuth, keyScope } from '../merchants/merchants.auth.ts';
 import { errorResponses, IdempotencyHeaders, IdParams } from '../../http/schemas.ts';
 import { listQueryFields } from '../../shared/pagination.ts';
 import { PaymentObject } from '../payments/payments.schemas.ts';
@@ -37,6 +37,7 @@ function registerSubscriptionReads(app: App, deps: Deps): void {
     '/v1/subscriptions/:id',
     {
       onRequest: auth,
+      config: { keyScope: keyScope('subscriptions') },
       schema: {
         tags,
         summary: 'Get a subscription',
@@ -51,6 +52,7 @@ function registerSubscriptionReads(app: App, deps: Deps): void {
     '/v1/subscriptions',
     {
       onRequest: auth,
+      config: { keyScope: keyScope('subscriptions') },
       schema: {
         tags,
         summary: 'List subscriptions, newest first',
@@ -96,6 +98,7 @@ function registerSubscriptionActions(app: App, deps: Deps): void {
       `/v1/subscriptions/:id/${action}`,
       {
         onRequest: auth,
+        config: { keyScope: keyScope('subscriptions') },
         schema: {
           tags,
           summary,
@@ -114,6 +117,7 @@ function registerSubscriptionActions(app: App, deps: Deps): void {
 
   const paymentsRoute = {
     onRequest: auth,
+    config: { keyScope: keyScope('payments') },
     schema: {
       tags,
       summary: "A subscription's payments, newest first, each with cust_info (all of them unless limit is given)",
@@ -144,6 +148,7 @@ function registerSubscriptionTestHelpers(app: App, deps: Deps): void {
     '/v1/test-helpers/subscriptions/:id/decline-next',
     {
       onRequest: auth,
+      config: { keyScope: keyScope('subscriptions') },
       schema: {
         tags: helperTags,
         summary: 'Make the bank refuse the next charge attempts (test keys only)',
@@ -158,6 +163,7 @@ function registerSubscriptionTestHelpers(app: App, deps: Deps): void {
     '/v1/test-helpers/subscriptions/:id/cancel-at-bank',
     {
       onRequest: auth,
+      config: { keyScope: keyScope('subscriptions') },
       schema: {
         tags: helperTags,
         summary: 'The payer revokes the consent at their bank; the next charge finds out (test keys only)',
@@ -171,6 +177,7 @@ function registerSubscriptionTestHelpers(app: App, deps: Deps): void {
     '/v1/test-helpers/subscriptions/:id/cancel-by-payer',
     {
       onRequest: auth,
+      config: { keyScope: keyScope('subscriptions') },
       schema: {
         tags: helperTags,
         summary: 'The payer cancels in the customer dashboard (test keys only)',

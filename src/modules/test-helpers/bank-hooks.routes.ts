@@ -4,7 +4,8 @@ import { AppError } from '../../shared/errors.ts';
 import { pendingBankConsentOfAuthorisation } from '../authorisations/authorisations.service.ts';
 import { bankConsentOfConsent, retrieveConsent } from '../consents/consents.service.ts';
 import { ConsentEnvelope, DeclineNextBody } from '../consents/consents.schemas.ts';
-import { apiKeyAuth } from '../merchants/merchants.auth.ts';
+import { apiKeyAuth, keyScope } from '../merchants/merchants.auth.ts';
+import type { KeyResource } from '../merchants/key-scopes.rules.ts';
 import { bankIdsOfPayment, pendingBankConsentOfRequest, retrievePayment } from '../payments/payments.service.ts';
 import { PaymentEnvelope } from '../payments/payments.schemas.ts';
 import { RequestEnvelope } from '../requests/requests.schemas.ts';
@@ -188,6 +189,14 @@ async function callBank(deps: Deps, hook: { path: string; body: unknown }): Prom
   await deps.banks.sandboxTestHook(hook.path, hook.body);
 }
 
+/** The permission each hook needs: write of the object it acts on. */
+const KEY_RESOURCE_OF: Record<Resource['path'], KeyResource> = {
+  payments: 'payments',
+  'recurring-consents': 'consents',
+  subscriptions: 'subscriptions',
+  requests: 'requests',
+};
+
 export async function registerBankHookRoutes(app: App, deps: Deps): Promise<void> {
   const auth = apiKeyAuth(deps);
   for (const resource of RESOURCES) {
@@ -197,7 +206,7 @@ export async function registerBankHookRoutes(app: App, deps: Deps): Promise<void
         `/v1/test-helpers/${resource.path}/:id/${name}`,
         {
           onRequest: [auth, testKeysOnly],
-          config: { bodyOptional: true },
+          config: { bodyOptional: true, keyScope: keyScope(KEY_RESOURCE_OF[resource.path]) },
           preValidation: async (request) => {
             if (request.body === undefined) request.body = {};
           },

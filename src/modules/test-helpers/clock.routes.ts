@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { apiKeyAuth } from '../merchants/merchants.auth.ts';
+import { apiKeyAuth, keyScope } from '../merchants/merchants.auth.ts';
 import { errorResponses, Timestamp } from '../../http/schemas.ts';
 import { advanceClock, getClock, resetClock, testKeysOnly } from './clock.service.ts';
 import type { Deps } from '../context.ts';
@@ -18,6 +18,7 @@ export async function registerTestClockRoutes(app: App, deps: Deps): Promise<voi
     '/v1/test-helpers/clock',
     {
       onRequest: [apiKeyAuth(deps), testKeysOnly],
+      config: { keyScope: keyScope('all') },
       schema: {
         tags,
         summary: "The merchant's test clock (test keys only)",
@@ -31,6 +32,7 @@ export async function registerTestClockRoutes(app: App, deps: Deps): Promise<voi
     '/v1/test-helpers/clock/advance',
     {
       onRequest: [apiKeyAuth(deps), testKeysOnly],
+      config: { keyScope: keyScope('all') },
       schema: {
         tags,
         summary: 'Move the test clock forward; returns once all work due up to then has run',
@@ -71,6 +73,7 @@ export async function registerTestClockRoutes(app: App, deps: Deps): Promise<voi
     '/v1/test-helpers/clock/reset',
     {
       onRequest: [apiKeyAuth(deps), testKeysOnly],
+      config: { keyScope: keyScope('all') },
       schema: {
         tags,
         summary: 'Set the test clock back to real time (offset 0)',

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { apiKeyAuth } from '../merchants/merchants.auth.ts';
+import { apiKeyAuth, keyScope } from '../merchants/merchants.auth.ts';
 import { errorResponses, IdParams } from '../../http/schemas.ts';
 import { PaymentObject } from '../payments/payments.schemas.ts';
 import { PayBody } from './pay.schemas.ts';
@@ -17,6 +17,7 @@ export async function registerPayTestHelperRoutes(
     '/v1/test-helpers/requests/:id/pay',
     {
       onRequest: apiKeyAuth(deps),
+      config: { keyScope: keyScope('requests') },
       schema: {
         tags: ['Test helpers'],
         summary: 'Pay a test-mode request as a payer would, through the sandbox bank (test keys only)',

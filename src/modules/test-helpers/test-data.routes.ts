@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { apiKeyAuth } from '../merchants/merchants.auth.ts';
+import { apiKeyAuth, keyScope } from '../merchants/merchants.auth.ts';
 import { errorResponses } from '../../http/schemas.ts';
 import type { Deps } from '../context.ts';
 import type { App } from '../../http/app-type.ts';
@@ -29,6 +29,7 @@ export async function registerTestDataRoutes(app: App, deps: Deps, parts: TestDa
     '/v1/test-helpers/data',
     {
       onRequest: [apiKeyAuth(deps), testKeysOnly],
+      config: { keyScope: keyScope('all') },
       schema: {
         tags,
         summary: 'How much test data the merchant has: what DELETE /v1/test-helpers/data would delete now',
@@ -43,6 +44,7 @@ export async function registerTestDataRoutes(app: App, deps: Deps, parts: TestDa
     '/v1/test-helpers/data',
     {
       onRequest: [apiKeyAuth(deps), testKeysOnly],
+      config: { keyScope: keyScope('all') },
       schema: {
         tags,
         summary: "Delete all of the merchant's test-mode data, at once and with no event",

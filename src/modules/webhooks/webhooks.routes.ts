@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { apiKeyAuth } from '../merchants/merchants.auth.ts';
+import { apiKeyAuth, keyScope } from '../merchants/merchants.auth.ts';
 import { errorResponses, IdempotencyHeaders, IdParams } from '../../http/schemas.ts';
 import {
   CreateWebhookBody,
@@ -42,6 +42,7 @@ function registerEndpointRoutes(app: App, deps: Deps): void {
     '/v1/webhooks',
     {
       onRequest: auth,
+      config: { keyScope: keyScope('webhooks') },
       schema: {
         tags,
         summary: 'Create a webhook endpoint',
@@ -63,6 +64,7 @@ function registerEndpointRoutes(app: App, deps: Deps): void {
     '/v1/webhooks',
     {
       onRequest: auth,
+      config: { keyScope: keyScope('webhooks') },
       schema: {
         tags,
         summary: 'List webhook endpoints, newest first',
@@ -80,6 +82,7 @@ function registerEndpointRoutes(app: App, deps: Deps): void {
     '/v1/webhooks/:id',
     {
       onRequest: auth,
+      config: { keyScope: keyScope('webhooks') },
       schema: {
         tags,
         summary: 'Get a webhook endpoint',
@@ -94,6 +97,7 @@ function registerEndpointRoutes(app: App, deps: Deps): void {
     '/v1/webhooks/:id',
     {
       onRequest: auth,
+      config: { keyScope: keyScope('webhooks') },
       schema: {
         tags,
         summary: 'Update a webhook endpoint',
@@ -118,6 +122,7 @@ function registerEndpointActions(app: App, deps: Deps): void {
     '/v1/webhooks/:id/rotate-secret',
     {
       onRequest: auth,
+      config: { keyScope: keyScope('webhooks') },
       schema: {
         tags,
         summary: 'Rotate the signing secret of a webhook endpoint',
@@ -139,6 +144,7 @@ function registerEndpointActions(app: App, deps: Deps): void {
     '/v1/webhooks/:id',
     {
       onRequest: auth,
+      config: { keyScope: keyScope('webhooks') },
       schema: {
         tags,
         summary: 'Delete a webhook endpoint (nothing more is sent to it)',
@@ -153,6 +159,7 @@ function registerEndpointActions(app: App, deps: Deps): void {
     '/v1/webhooks/:id/recover',
     {
       onRequest: auth,
+      config: { keyScope: keyScope('webhooks') },
       schema: {
         tags,
         summary: 'Re-send every delivery to this endpoint that failed since a time',
@@ -175,6 +182,7 @@ function registerEventDeliveryRoutes(app: App, deps: Deps): void {
     '/v1/events/:id',
     {
       onRequest: auth,
+      config: { keyScope: keyScope('events') },
       schema: {
         tags: ['Events'],
         summary: 'Get an event with its webhook deliveries and every attempt',
@@ -190,7 +198,7 @@ function registerEventDeliveryRoutes(app: App, deps: Deps): void {
     {
       onRequest: auth,
       // No body is the same as {}: every endpoint that takes the event.
-      config: { bodyOptional: true },
+      config: { bodyOptional: true, keyScope: keyScope('events') },
       preValidation: async (request) => {
         if (request.body === undefined) request.body = {};
       },

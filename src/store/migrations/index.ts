@@ -29,6 +29,7 @@ import * as paymentSubmissionToken from './0032-payment-submission-token.ts';
 import * as eventDeliverySummaries from './0033-event-delivery-summaries.ts';
 import * as team from './0035-team.ts';
 import * as twoFactor from './0036-two-factor.ts';
+import * as apiKeyNamesScopesAndExpiry from './0037-api-key-names-scopes-and-expiry.ts';
 import { sandboxBankMigrations } from '../../sandbox-bank/migrations/index.ts';
 
 // Every migration; they run in the order of their names. Each module appends its own file here;
@@ -64,6 +65,7 @@ export const migrations: Record<string, Migration> = inNameOrder({
   '0033-event-delivery-summaries': eventDeliverySummaries,
   '0035-team': team,
   '0036-two-factor': twoFactor,
+  '0037-api-key-names-scopes-and-expiry': apiKeyNamesScopesAndExpiry,
   ...sandboxBankMigrations,
 });
 

@@ -1,11 +1,29 @@
-import { createApiKey, listApiKeysOf, revokeApiKeyOf } from '../../merchants/merchants.service.ts';
-import type { Kit, Scope, Signed } from '../dashboard.kit.ts';
+import {
+  createApiKeyOf,
+  isRollPeriod,
+  listApiKeysOf,
+  MAX_KEY_NAME_LENGTH,
+  revokeApiKeyOf,
+  rollApiKeyOf,
+  type ApiKeySummary,
+  type RollPeriod,
+} from '../../merchants/merchants.service.ts';
+import {
+  describeRestriction,
+  KEY_RESOURCES,
+  normalisePermissions,
+  parsePermissions,
+  type KeyRestriction,
+} from '../../merchants/key-scopes.rules.ts';
+import { formOf, problemOf, type Kit, type Scope, type Signed } from '../dashboard.kit.ts';
 import type { FastifyReply } from 'fastify';
-import { text } from '../dashboard.format.ts';
+import { oneOf, text, texts } from '../dashboard.format.ts';
 import { holdForOneView, takeOneView } from '../dashboard.sessions.ts';
 
-// API keys of the mode in the URL: prefix, created, last used; a new key is shown once; revoking
-// one (after confirming) makes it fail with 401 at once.
+// API keys of the mode in the URL (docs/api-keys.md): each with its name, restriction, creator,
+// creation, last use and, for a rolled key, when it stops. A new key is shown once; rolling one
+// makes a new key with the same name and restriction and keeps the old one working for the period
+// chosen; revoking one (after confirming) makes it fail with 401 at once.
 
 const hidden = { schema: { hide: true } };
 
@@ -23,29 +41,80 @@ const notFound = (kit: Kit, reply: FastifyReply, signed: Signed) =>
     'api-keys',
   );
 
+const ACCESS_KINDS = ['full', 'read_only', 'limited'] as const;
+
+/** The roll periods as the form offers them, in order. */
+const ROLL_CHOICES: Array<{ value: RollPeriod; label: string }> = [
+  { value: 'now', label: 'Stop the old key now' },
+  { value: '1h', label: 'Keep the old key working for 1 hour' },
+  { value: '24h', label: 'Keep the old key working for 24 hours' },
+  { value: '3d', label: 'Keep the old key working for 3 days' },
+  { value: '7d', label: 'Keep the old key working for 7 days' },
+];
+
+type KeyStatus = 'active' | 'expiring' | 'expired' | 'revoked';
+
+function statusOf(key: ApiKeySummary, now: number): KeyStatus {
+  if (key.revoked_at != null) return 'revoked';
+  if (key.expires_at != null) return key.expires_at <= now ? 'expired' : 'expiring';
+  return 'active';
+}
+
+type KeyFormValues = { name?: string; access?: string; permissions?: string[] };
+type FormProblem = { input: string; message: string };
+
 export function registerKeyPages(scope: Scope, kit: Kit): void {
   registerKeyList(scope, kit);
   registerKeyCreated(scope, kit);
+  registerKeyRoll(scope, kit);
   registerKeyRevoke(scope, kit);
+}
+
+/** The restriction the form asks for, or what is wrong with it. */
+function restrictionOfForm(access: string, permissions: string[]): KeyRestriction | FormProblem {
+  if (access === 'full') return { kind: 'full' };
+  if (access === 'read_only') return { kind: 'read_only' };
+  if (access !== 'limited') return { input: 'access-full', message: 'Choose what the key may do.' };
+  if (permissions.length === 0)
+    return {
+      input: 'perm-requests-read',
+      message: 'Tick at least one permission for a restricted key, or choose read-only or full access.',
+    };
+  const parsed = parsePermissions(permissions.join(','));
+  if (!Array.isArray(parsed)) return { input: 'perm-requests-read', message: `${parsed.error}.` };
+  return { kind: 'limited', permissions: normalisePermissions(parsed) };
 }
 
 /** The keys of the mode, and a new one. */
 function registerKeyList(scope: Scope, kit: Kit): void {
   const deps = kit.deps;
 
+  const listPage = async (signed: Signed, values: KeyFormValues, error: FormProblem | null) => {
+    const now = deps.clock.now();
+    const keys = await listApiKeysOf(deps.db, signed.session.merchant.id, signed.mode);
+    return {
+      title: 'API keys',
+      ...kit.layoutOf(signed, 'api-keys'),
+      keys: keys.map((key) => ({
+        ...key,
+        status: statusOf(key, now),
+        restrictionText: describeRestriction(key.restriction),
+      })),
+      resources: KEY_RESOURCES,
+      maxNameLength: MAX_KEY_NAME_LENGTH,
+      values,
+      error,
+    };
+  };
+
   scope.get(
     '/dashboard/:mode/api-keys',
     hidden,
     kit.guard(
       async (request, reply, signed) => {
-        const keys = await listApiKeysOf(deps.db, signed.session.merchant.id, signed.mode);
-        const flash = text(request.query.done) === 'revoked' ? 'The key is revoked: calls with it now get 401.' : null;
-        return kit.render(reply, 200, 'api-keys', {
-          title: 'API keys',
-          ...kit.layoutOf(signed, 'api-keys'),
-          keys,
-          flash,
-        });
+        const done = text(request.query.done);
+        const flash = done === 'revoked' ? 'The key is revoked: calls with it now get 401.' : null;
+        return kit.render(reply, 200, 'api-keys', { ...(await listPage(signed, {}, null)), flash });
       },
       { permission: 'read' },
     ),
@@ -55,18 +124,37 @@ function registerKeyList(scope: Scope, kit: Kit): void {
     '/dashboard/:mode/api-keys',
     hidden,
     kit.guard(
-      async (_request, reply, signed) => {
-        const key = await createApiKey(deps.db, deps.clock, signed.session.merchant.id, signed.mode);
-        // Post/redirect/get: only the key's hash is kept; the key itself waits, sealed, for one view.
-        await holdForOneView(deps, signed.session, { kind: 'api_key', id: key.id, value: key });
-        return reply.redirect(`${signed.base}/api-keys/${key.id}/created`, 303);
+      async (request, reply, signed) => {
+        const form = formOf(request);
+        // Not cut to the limit: a name over it is refused, not shortened without a word.
+        const name = text(form.name, 1000);
+        const access = oneOf(form.access, ACCESS_KINDS);
+        const permissions = texts(form.permissions);
+        const values = { name, access, permissions };
+        const again = (problem: FormProblem) =>
+          listPage(signed, values, problem).then((page) => kit.render(reply, 400, 'api-keys', page));
+        if (!name)
+          return again({ input: 'name', message: 'Give the key a name: say what uses it, e.g. "Shop server".' });
+        const restriction = restrictionOfForm(access, permissions);
+        if ('input' in restriction) return again(restriction);
+        try {
+          const key = await createApiKeyOf(signed.ctx, { name, restriction });
+          // Post/redirect/get: only the key's hash is kept; the key itself waits, sealed, for one view.
+          await holdForOneView(deps, signed.session, { kind: 'api_key', id: key.id, value: key });
+          return reply.redirect(`${signed.base}/api-keys/${key.id}/created`, 303);
+        } catch (error) {
+          const problem = problemOf(error);
+          if (problem)
+            return again({ input: problem.field === 'name' ? 'name' : 'access-full', message: problem.message });
+          throw error;
+        }
       },
       { permission: 'api_keys.manage', post: true },
     ),
   );
 }
 
-/** The page after a key's creation: the key, once. */
+/** The page after a key's creation or roll: the key, once. */
 function registerKeyCreated(scope: Scope, kit: Kit): void {
   const deps = kit.deps;
 
@@ -97,10 +185,80 @@ function registerKeyCreated(scope: Scope, kit: Kit): void {
   );
 }
 
-/** Revoking a key, after confirming. */
-function registerKeyRevoke(scope: Scope, kit: Kit): void {
+/** Rolling a key: the period the old one keeps working, confirmed on its own page. */
+function registerKeyRoll(scope: Scope, kit: Kit): void {
   const deps = kit.deps;
 
+  const rollPage = (signed: Signed, key: ApiKeySummary, period: string, error: string | null) => ({
+    title: 'Roll this key',
+    ...kit.layoutOf(signed, 'api-keys'),
+    key: { ...key, restrictionText: describeRestriction(key.restriction) },
+    choices: ROLL_CHOICES,
+    period,
+    error,
+  });
+
+  scope.get(
+    '/dashboard/:mode/api-keys/:id/roll',
+    hidden,
+    kit.guard(
+      async (request, reply, signed) => {
+        const key = await findKey(kit, signed, request.params.id);
+        if (!key) return notFound(kit, reply, signed);
+        if (statusOf(key, deps.clock.now()) !== 'active')
+          return kit.message(
+            reply,
+            409,
+            'This key cannot be rolled',
+            'Only an active key can be rolled: this one is revoked, expired or already rolled. Create a new key instead.',
+            signed,
+            'api-keys',
+          );
+        return kit.render(reply, 200, 'api-key-roll', rollPage(signed, key, '24h', null));
+      },
+      { permission: 'api_keys.manage' },
+    ),
+  );
+
+  scope.post(
+    '/dashboard/:mode/api-keys/:id/roll',
+    hidden,
+    kit.guard(
+      async (request, reply, signed) => {
+        const key = await findKey(kit, signed, request.params.id);
+        if (!key) return notFound(kit, reply, signed);
+        const period = text(formOf(request).period, 10);
+        if (!isRollPeriod(period))
+          return kit.render(
+            reply,
+            400,
+            'api-key-roll',
+            rollPage(signed, key, '24h', 'Choose how long the old key keeps working: at most 7 days.'),
+          );
+        try {
+          const rolled = await rollApiKeyOf(signed.ctx, key.id, period);
+          await holdForOneView(deps, signed.session, {
+            kind: 'api_key',
+            id: rolled.created.id,
+            value: {
+              ...rolled.created,
+              replaces: { hint: key.hint, stopsAt: rolled.old.stopsAt, now: period === 'now' },
+            },
+          });
+          return reply.redirect(`${signed.base}/api-keys/${rolled.created.id}/created`, 303);
+        } catch (error) {
+          const problem = problemOf(error);
+          if (problem) return kit.message(reply, 409, 'This key cannot be rolled', problem.message, signed, 'api-keys');
+          throw error;
+        }
+      },
+      { permission: 'api_keys.manage', post: true },
+    ),
+  );
+}
+
+/** Revoking a key, after confirming. */
+function registerKeyRevoke(scope: Scope, kit: Kit): void {
   scope.get(
     '/dashboard/:mode/api-keys/:id/revoke',
     hidden,
@@ -111,7 +269,7 @@ function registerKeyRevoke(scope: Scope, kit: Kit): void {
         return kit.render(reply, 200, 'confirm', {
           title: 'Revoke this key',
           ...kit.layoutOf(signed, 'api-keys'),
-          heading: `Revoke the key ${key.hint}?`,
+          heading: `Revoke the key ${key.hint} (${key.name})?`,
           consequence:
             'Every call with it is refused with 401 from now on. Anything still using it stops working. This cannot be undone.',
           action: `${signed.base}/api-keys/${key.id}/revoke`,
@@ -128,7 +286,7 @@ function registerKeyRevoke(scope: Scope, kit: Kit): void {
     hidden,
     kit.guard(
       async (request, reply, signed) => {
-        await revokeApiKeyOf(deps.db, deps.clock, signed.session.merchant.id, signed.mode, request.params.id);
+        await revokeApiKeyOf(signed.ctx, request.params.id);
         return reply.redirect(`${signed.base}/api-keys?done=revoked`, 303);
       },
       { permission: 'api_keys.manage', post: true },
