@@ -38,6 +38,7 @@ export const IdPrefix = {
   charge: 'charge',
   refund: 'refund',
   refundAuthority: 'refundauth',
+  audit: 'aud',
 } as const;
 export type IdKind = keyof typeof IdPrefix;
 

@@ -27,6 +27,7 @@ import * as refunds from './0030-refunds.ts';
 import * as rateBuckets from './0031-rate-buckets.ts';
 import * as paymentSubmissionToken from './0032-payment-submission-token.ts';
 import * as eventDeliverySummaries from './0033-event-delivery-summaries.ts';
+import * as auditTrail from './0034-audit-trail.ts';
 import { sandboxBankMigrations } from '../../sandbox-bank/migrations/index.ts';
 
 // Every migration; they run in the order of their names. Each module appends its own file here;
@@ -60,6 +61,7 @@ export const migrations: Record<string, Migration> = inNameOrder({
   '0031-rate-buckets': rateBuckets,
   '0032-payment-submission-token': paymentSubmissionToken,
   '0033-event-delivery-summaries': eventDeliverySummaries,
+  '0034-audit-trail': auditTrail,
   ...sandboxBankMigrations,
 });
 
