@@ -10,7 +10,7 @@ import {
 import { endSessionsOfMerchant } from '../../modules/dashboard/dashboard.sessions.ts';
 import { randomSecret } from '../../shared/crypto.ts';
 import type { CliCommand } from '../command.ts';
-import { print, withDb } from './open.ts';
+import { operator, print, withDb } from './open.ts';
 
 async function merchantId(db: Parameters<Parameters<typeof withDb>[1]>[0], who: string): Promise<string> {
   if (who.startsWith('user_')) return who;
@@ -32,12 +32,17 @@ export const merchantCommands: Record<string, CliCommand> = {
     async run(config, o) {
       if (!o.name || !o.email) throw new Error('merchant create needs --name and --email');
       const created = await withDb(config, (db) =>
-        createMerchant(db, systemClock, {
-          name: o.name,
-          email: o.email,
-          password: o.password,
-          bankAccount: o['bank-account'],
-        }),
+        createMerchant(
+          db,
+          systemClock,
+          {
+            name: o.name,
+            email: o.email,
+            password: o.password,
+            bankAccount: o['bank-account'],
+          },
+          operator(),
+        ),
       );
       // The operator's own password is never echoed; a generated one is shown this once.
       const { dashboard_password: generated, ...shown } = created;
@@ -64,7 +69,7 @@ export const merchantCommands: Record<string, CliCommand> = {
       const given = o['password-stdin'] ? (await readStdin()).replace(/\r?\n$/, '') : null;
       const password = given ?? randomSecret(12);
       const done = await withDb(config, async (db) => {
-        const user = await setMerchantPassword(db, systemClock, positionals[0], password);
+        const user = await setMerchantPassword(db, systemClock, positionals[0], password, operator());
         // A new password signs every dashboard session out, as a reset does.
         await endSessionsOfMerchant(db, systemClock.now(), user.id);
         return user;
@@ -87,7 +92,7 @@ export const merchantCommands: Record<string, CliCommand> = {
       if (!o.merchant || (o.mode !== 'live' && o.mode !== 'test'))
         throw new Error('keys create needs --merchant and --mode live|test');
       const key = await withDb(config, async (db) =>
-        createApiKey(db, systemClock, await merchantId(db, o.merchant), o.mode),
+        createApiKey(db, systemClock, await merchantId(db, o.merchant), o.mode, operator()),
       );
       print({ id: key.id, key: key.key, mode: key.mode }, o.json, `${key.key}  (id ${key.id}; shown once)`);
       return 0;
@@ -98,7 +103,7 @@ export const merchantCommands: Record<string, CliCommand> = {
     options: { json: { type: 'boolean' } },
     async run(config, o, positionals) {
       if (!positionals[0]) throw new Error('keys revoke needs a key id (key_…) or the key itself');
-      const revoked = await withDb(config, (db) => revokeApiKey(db, systemClock, positionals[0]));
+      const revoked = await withDb(config, (db) => revokeApiKey(db, systemClock, positionals[0], operator()));
       print({ id: revoked.id, revoked: true }, o.json, `revoked ${revoked.id}`);
       return 0;
     },
@@ -114,7 +119,7 @@ export const merchantCommands: Record<string, CliCommand> = {
     async run(config, o) {
       if (!o.merchant || !o.number) throw new Error('bank-accounts add needs --merchant and --number');
       const account = await withDb(config, async (db) =>
-        addBankAccount(db, systemClock, await merchantId(db, o.merchant), o.number, o.name),
+        addBankAccount(db, systemClock, await merchantId(db, o.merchant), o.number, o.name, operator()),
       );
       print(
         { id: account.id, account_number: account.account_number },

@@ -21,6 +21,9 @@ import type { ActorKind } from './audit.tables.ts';
 /** What changed, for the record's `summary`: plain values; secrets are masked before it is stored. */
 export type AuditSummary = Record<string, unknown>;
 
+/** Who made a change where no `Ctx` is at hand: an actor, and where the change came from. */
+export type AuditBy = { actor: Actor; origin?: Origin };
+
 /** One change, as a module records it. */
 export type AuditEntry = {
   /** The merchant whose data changed. */
@@ -86,6 +89,19 @@ export function recordAuditFor(
     summary,
     at: ctx.clock.now(),
   });
+}
+
+/**
+ * For a change made outside this database (a test hook at the sandbox bank, over HTTP): no
+ * transaction can hold both, so it is recorded in one of its own once the change has succeeded.
+ */
+export async function recordAuditAfter(
+  ctx: Ctx,
+  action: string,
+  objectId: string | null,
+  summary: AuditSummary = {},
+): Promise<void> {
+  await ctx.deps.store.transaction((trx) => recordAuditFor(trx, ctx, action, objectId, summary));
 }
 
 export function actorColumns(actor: Actor): { kind: ActorKind; id: string } {

@@ -12,7 +12,7 @@ import { AppError } from '../../shared/errors.ts';
 import { clockAt } from '../merchants/merchants.clock.ts';
 import { money, queryOf, when } from './dashboard.format.ts';
 import { sessionOf, type DashboardSession } from './dashboard.sessions.ts';
-import type { Ctx, Deps } from '../context.ts';
+import type { Ctx, Deps, Origin } from '../context.ts';
 import type { Mode } from '../../shared/mode.ts';
 
 // What every dashboard page shares: rendering with the layout, the signed-in guard, the CSRF and
@@ -160,6 +160,11 @@ type PageParts = {
   cookieOptions: () => ReturnType<typeof pageCookieOptions>;
 };
 
+/** Where a change on a page came from, as the audit trail records it. */
+export function originOf(request: FastifyRequest): Origin {
+  return { ip: request.ip, userAgent: request.headers['user-agent']?.slice(0, 200) ?? null, requestId: request.id };
+}
+
 /** The guard every signed-in page goes through: a page handler wrapped with sign-in, mode and CSRF checks. */
 function signedPageGuard(deps: Deps, { message, formCsrfMatches, forbidden, cookieOptions }: PageParts) {
   const ctxOf = (request: FastifyRequest, session: DashboardSession, mode: Mode): Ctx => ({
@@ -170,7 +175,7 @@ function signedPageGuard(deps: Deps, { message, formCsrfMatches, forbidden, cook
     clock: clockAt(deps.clock, mode, session.merchant.clockOffsetMs),
     log: request.log as unknown as Ctx['log'],
     actor: { kind: 'member', id: session.merchant.id, email: session.merchant.email },
-    origin: { ip: request.ip, userAgent: request.headers['user-agent']?.slice(0, 200) ?? null, requestId: request.id },
+    origin: originOf(request),
   });
 
   type Handler = (request: PageRequest, reply: FastifyReply, signed: Signed) => Promise<unknown>;

@@ -9,6 +9,7 @@ import {
   dashboardKit,
   formOf,
   MODE_COOKIE,
+  originOf,
   PRE_SESSION_COOKIE,
   SESSION_COOKIE,
   type Kit,
@@ -117,7 +118,7 @@ export async function registerDashboardRoutes(app: App, deps: Deps, contribution
       const session = await sessionOf(deps, request.cookies[SESSION_COOKIE]);
       if (!kit.formCsrfMatches(request, session?.csrfToken)) return kit.forbidden(reply);
       if (!session) return reply.redirect('/dashboard/login', 303);
-      await revokeSession(deps, session, request.params.ref);
+      await revokeSession(deps, session, request.params.ref, originOf(request));
       return reply.redirect('/dashboard/account?done=ended', 303);
     });
 
@@ -267,7 +268,12 @@ function registerPasswordReset(scope: Scope, kit: Kit): void {
   scope.post<{ Params: { token: string } }>('/dashboard/reset/:token', quiet, async (request, reply) => {
     if (!preSessionValid(request)) return kit.forbidden(reply);
     const password = formOf(request).password;
-    const outcome = await resetPassword(deps, request.params.token, typeof password === 'string' ? password : '');
+    const outcome = await resetPassword(
+      deps,
+      request.params.token,
+      typeof password === 'string' ? password : '',
+      originOf(request),
+    );
     if (outcome.kind === 'dead') return deadLink(reply);
     if (outcome.kind === 'busy') {
       reply.header('retry-after', '5');

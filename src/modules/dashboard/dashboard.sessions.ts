@@ -12,7 +12,8 @@ import {
   setMerchantPasswordHash,
   type DashboardMerchant,
 } from '../merchants/merchants.service.ts';
-import type { Deps } from '../context.ts';
+import type { Deps, Origin } from '../context.ts';
+import { recordAudit } from '../audit/audit.service.ts';
 import {
   endSessionByRef,
   endSessionRow,
@@ -181,9 +182,29 @@ export async function liveSessions(deps: Deps, session: DashboardSession): Promi
   }));
 }
 
-export async function revokeSession(deps: Deps, session: DashboardSession, ref: string): Promise<boolean> {
+export async function revokeSession(
+  deps: Deps,
+  session: DashboardSession,
+  ref: string,
+  origin: Origin,
+): Promise<boolean> {
   if (!/^[0-9a-f]{16}$/.test(ref)) return false;
-  return endSessionByRef(deps.db, session.merchant.id, ref, deps.clock.now());
+  return deps.store.transaction(async (trx) => {
+    const now = deps.clock.now();
+    const ended = await endSessionByRef(trx, session.merchant.id, ref, now);
+    if (ended)
+      await recordAudit(trx, {
+        userId: session.merchant.id,
+        mode: null,
+        actor: { kind: 'member', id: session.merchant.id, email: session.merchant.email },
+        origin,
+        action: 'session.end',
+        objectId: null,
+        summary: { session: ref },
+        at: now,
+      });
+    return ended;
+  });
 }
 
 export type ResetAsk = { kind: 'asked' } | { kind: 'limited'; retryAfterMs: number };
@@ -235,7 +256,12 @@ export async function resetIsLive(deps: Deps, token: string): Promise<boolean> {
 export type ResetOutcome = { kind: 'done' } | { kind: 'dead' } | { kind: 'weak' } | { kind: 'busy' };
 
 /** Sets the new password with a live token, once; every session of the merchant ends. */
-export async function resetPassword(deps: Deps, token: string, password: string): Promise<ResetOutcome> {
+export async function resetPassword(
+  deps: Deps,
+  token: string,
+  password: string,
+  origin: Origin,
+): Promise<ResetOutcome> {
   if (!(await resetIsLive(deps, token))) return { kind: 'dead' };
   if (password.length < MIN_PASSWORD_LENGTH || password.length > 200) return { kind: 'weak' };
   let passwordHash: string;
@@ -253,7 +279,12 @@ export async function resetPassword(deps: Deps, token: string, password: string)
     if (!(await spendReset(trx, hash, now))) return { kind: 'dead' } as const;
     const row = await findReset(trx, hash);
     if (!row) return { kind: 'dead' } as const;
-    await setMerchantPasswordHash(trx, deps.clock, row.user_id, passwordHash);
+    // The member who holds the merchant's email reset it (the link went there).
+    const member = await merchantById(trx, row.user_id);
+    await setMerchantPasswordHash(trx, deps.clock, row.user_id, passwordHash, {
+      actor: { kind: 'member', id: row.user_id, email: member?.email ?? '' },
+      origin,
+    });
     await endSessionRowsOf(trx, row.user_id, now);
     return { kind: 'done' } as const;
   });

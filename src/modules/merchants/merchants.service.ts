@@ -5,6 +5,7 @@ import { newId } from '../../shared/ids.ts';
 import type { Clock } from '../../shared/time.ts';
 import { transact } from '../../store/store.ts';
 import type { Database } from '../../store/tables.ts';
+import { recordAudit, type AuditBy } from '../audit/audit.service.ts';
 import {
   addToTestClockOffset as addToClockOffset,
   allBankAccountsOf,
@@ -44,31 +45,62 @@ export const KEY_PATTERN = /^sk_(live|test)_[A-Za-z0-9_-]{32}$/;
 
 export type CreatedKey = { id: string; key: string; mode: Mode };
 
-export async function createApiKey(db: Db, clock: Clock, userId: string, mode: Mode): Promise<CreatedKey> {
+/** Settings (keys, bank accounts, passwords) are recorded with no mode unless they have one. */
+function audit(
+  trx: Db,
+  by: AuditBy,
+  userId: string,
+  mode: Mode | null,
+  action: string,
+  objectId: string,
+  at: number,
+  summary = {},
+) {
+  return recordAudit(trx, { ...by, userId, mode, action, objectId, summary, at });
+}
+
+export async function createApiKey(db: Db, clock: Clock, userId: string, mode: Mode, by: AuditBy): Promise<CreatedKey> {
   const key = `sk_${mode}_${randomSecret(24)}`;
   const id = newId('key');
-  await insertApiKey(db, {
-    id,
-    user_id: userId,
-    mode,
-    key_hash: sha256Hex(key),
-    hint: `sk_${mode}_…${key.slice(-4)}`,
-    created_at: clock.now(),
-    revoked_at: null,
-    last_used_at: null,
+  const hint = `sk_${mode}_…${key.slice(-4)}`;
+  await transact(db, async (trx) => {
+    const now = clock.now();
+    await insertApiKey(trx, {
+      id,
+      user_id: userId,
+      mode,
+      key_hash: sha256Hex(key),
+      hint,
+      created_at: now,
+      revoked_at: null,
+      last_used_at: null,
+    });
+    await audit(trx, by, userId, mode, 'api_key.create', id, now, { hint });
   });
   return { id, key, mode };
 }
 
-export async function revokeApiKey(db: Db, clock: Clock, keyIdOrKey: string): Promise<{ id: string }> {
+export async function revokeApiKey(db: Db, clock: Clock, keyIdOrKey: string, by: AuditBy): Promise<{ id: string }> {
   const byKey = KEY_PATTERN.test(keyIdOrKey);
   const row = await findApiKey(db, byKey ? { keyHash: sha256Hex(keyIdOrKey) } : { id: keyIdOrKey });
   if (!row) throw notFound('api_key', byKey ? undefined : keyIdOrKey);
-  if (row.revoked_at == null) await setApiKeyRevoked(db, row.id, clock.now());
+  if (row.revoked_at == null)
+    await transact(db, async (trx) => {
+      const now = clock.now();
+      await setApiKeyRevoked(trx, row.id, now);
+      await audit(trx, by, row.user_id, row.mode, 'api_key.revoke', row.id, now, { hint: row.hint });
+    });
   return { id: row.id };
 }
 
-export async function addBankAccount(db: Db, clock: Clock, userId: string, number: string, name?: string | null) {
+export async function addBankAccount(
+  db: Db,
+  clock: Clock,
+  userId: string,
+  number: string,
+  name: string | null | undefined,
+  by: AuditBy,
+) {
   const parts = parseBankAccountNumber(number);
   if (!parts || !isValidBankAccountNumber(number))
     throw invalidParam('account_number', `account_number must be ${BANK_ACCOUNT_FORM}`);
@@ -79,7 +111,13 @@ export async function addBankAccount(db: Db, clock: Clock, userId: string, numbe
     name: name ?? null,
     created_at: clock.now(),
   };
-  await insertBankAccount(db, row);
+  await transact(db, async (trx) => {
+    await insertBankAccount(trx, row);
+    await audit(trx, by, userId, null, 'bank_account.create', row.id, row.created_at, {
+      account_number: row.account_number,
+      name: row.name,
+    });
+  });
   return row;
 }
 
@@ -92,7 +130,15 @@ export type CreatedMerchant = {
   dashboard_password: string;
 };
 
-export async function createMerchant(db: Db, clock: Clock, input: NewMerchant): Promise<CreatedMerchant> {
+/** Who made a merchant when no one says: the operator setting the service up (tests, the demo). */
+const SET_UP: AuditBy = { actor: { kind: 'operator', name: 'setup' } };
+
+export async function createMerchant(
+  db: Db,
+  clock: Clock,
+  input: NewMerchant,
+  by: AuditBy = SET_UP,
+): Promise<CreatedMerchant> {
   const email = input.email.trim().toLowerCase();
   if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) throw invalidParam('email', 'email must be an email address');
   if (!input.name.trim()) throw invalidParam('name', 'name must not be empty');
@@ -112,9 +158,12 @@ export async function createMerchant(db: Db, clock: Clock, input: NewMerchant): 
       created_at: now,
       updated_at: now,
     });
-    const bankAccount = input.bankAccount ? await addBankAccount(trx, clock, userId, input.bankAccount) : null;
-    const live = await createApiKey(trx, clock, userId, 'live');
-    const test = await createApiKey(trx, clock, userId, 'test');
+    await audit(trx, by, userId, null, 'merchant.create', userId, now, { name: input.name.trim(), email });
+    const bankAccount = input.bankAccount
+      ? await addBankAccount(trx, clock, userId, input.bankAccount, null, by)
+      : null;
+    const live = await createApiKey(trx, clock, userId, 'live', by);
+    const test = await createApiKey(trx, clock, userId, 'test', by);
     return {
       user_id: userId,
       live_key: live.key,
@@ -261,8 +310,13 @@ export async function setMerchantPasswordHash(
   clock: Clock,
   userId: string,
   passwordHash: string,
+  by: AuditBy,
 ): Promise<void> {
-  await setUserPasswordHash(db, userId, passwordHash, clock.now());
+  await transact(db, async (trx) => {
+    const now = clock.now();
+    await setUserPasswordHash(trx, userId, passwordHash, now);
+    await audit(trx, by, userId, null, 'merchant.password_change', userId, now);
+  });
 }
 
 /** Sets a merchant's dashboard password (scrypt), by id or email. */
@@ -271,11 +325,12 @@ export async function setMerchantPassword(
   clock: Clock,
   who: string,
   password: string,
+  by: AuditBy,
 ): Promise<{ id: string }> {
   const passwordHash = await hashNewPassword(password);
   const row = who.startsWith('user_') ? await findUserById(db, who) : await findMerchantByEmail(db, who);
   if (!row) throw notFound('merchant', who);
-  await setMerchantPasswordHash(db, clock, row.id, passwordHash);
+  await setMerchantPasswordHash(db, clock, row.id, passwordHash, by);
   return { id: row.id };
 }
 
@@ -305,10 +360,11 @@ export async function revokeApiKeyOf(
   userId: string,
   mode: Mode,
   keyId: string,
+  by: AuditBy,
 ): Promise<{ id: string }> {
   const row = await findApiKeyOf(db, userId, mode, keyId);
   if (!row) throw notFound('api_key', keyId);
-  return revokeApiKey(db, clock, row.id);
+  return revokeApiKey(db, clock, row.id, by);
 }
 
 export async function listBankAccountsOf(db: Db, userId: string) {

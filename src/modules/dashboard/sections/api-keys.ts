@@ -53,7 +53,7 @@ function registerKeyList(scope: Scope, kit: Kit): void {
     hidden,
     kit.guard(
       async (_request, reply, signed) => {
-        const key = await createApiKey(deps.db, deps.clock, signed.session.merchant.id, signed.mode);
+        const key = await createApiKey(deps.db, deps.clock, signed.session.merchant.id, signed.mode, signed.ctx);
         // Post/redirect/get: only the key's hash is kept; the key itself waits, sealed, for one view.
         await holdForOneView(deps, signed.session, { kind: 'api_key', id: key.id, value: key });
         return reply.redirect(`${signed.base}/api-keys/${key.id}/created`, 303);
@@ -119,7 +119,14 @@ function registerKeyRevoke(scope: Scope, kit: Kit): void {
     hidden,
     kit.guard(
       async (request, reply, signed) => {
-        await revokeApiKeyOf(deps.db, deps.clock, signed.session.merchant.id, signed.mode, request.params.id);
+        await revokeApiKeyOf(
+          deps.db,
+          deps.clock,
+          signed.session.merchant.id,
+          signed.mode,
+          request.params.id,
+          signed.ctx,
+        );
         return reply.redirect(`${signed.base}/api-keys?done=revoked`, 303);
       },
       { post: true },
