@@ -3,10 +3,12 @@ import { merchantCommands } from './merchants.ts';
 import { storeCommands } from './store.ts';
 import { eventCommands } from './events.ts';
 import { devCommands } from './listen.ts';
+import { auditCommands } from './audit.ts';
 
 export const commands: Record<string, CliCommand> = {
   ...merchantCommands,
   ...storeCommands,
   ...eventCommands,
+  ...auditCommands,
   ...devCommands,
 };
