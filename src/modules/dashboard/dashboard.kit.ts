@@ -38,6 +38,7 @@ export const SECTIONS = [
   { path: 'events', label: 'Events' },
   { path: 'api-keys', label: 'API keys' },
   { path: 'bank-accounts', label: 'Bank accounts' },
+  { path: 'audit', label: 'Audit log' },
   { path: 'clock', label: 'Test clock', testOnly: true },
 ] as const;
 

@@ -15,6 +15,7 @@ import {
   type Kit,
   type Scope,
 } from './dashboard.kit.ts';
+import { registerAuditPages } from './sections/audit.ts';
 import { hasAnyRequest } from '../requests/requests.service.ts';
 import type { Mode } from '../../shared/mode.ts';
 import {
@@ -134,6 +135,7 @@ export async function registerDashboardRoutes(app: App, deps: Deps, contribution
     registerWebhookPages(scope, kit);
     registerKeyPages(scope, kit);
     registerBankAccountPages(scope, kit);
+    registerAuditPages(scope, kit);
     registerClockPages(scope, kit, contributions.testData);
   });
 }
