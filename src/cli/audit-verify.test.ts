@@ -13,6 +13,7 @@ import { chainHash } from '../modules/audit/audit.chain.ts';
 test('audit verify: counts every chain, and names the record altered, removed or inserted in the database', async (t) => {
   const store = await processStore(t);
   assert.equal((await runCli(store, ['migrate'])).status, 0);
+  store.env.TONO_OPERATOR = 'ana';
   const created = await runCli(store, [
     'merchant',
     'create',
@@ -52,6 +53,16 @@ test('audit verify: counts every chain, and names the record altered, removed or
   const db = openStoreDb(store);
   t.after(() => db.destroy());
   const rows = await db.selectFrom('audit_events').selectAll().orderBy('seq').execute();
+  // the CLI's changes are the operator's
+  assert.deepEqual(
+    rows.slice(0, 4).map((row) => [row.action, row.actor_kind, row.actor_id]),
+    [
+      ['merchant.create', 'operator', 'ana'],
+      ['bank_account.create', 'operator', 'ana'],
+      ['api_key.create', 'operator', 'ana'],
+      ['api_key.create', 'operator', 'ana'],
+    ],
+  );
   const fifth = rows[4]!;
   const broken = async () => {
     const run = await runCli(store, ['audit', 'verify', '--json']);
