@@ -90,55 +90,73 @@ export type ChainReport = { records: number; broken: ChainBreak | null };
  * more), or one that does not follow the record before it (inserted).
  */
 export function verifyChain(records: readonly ChainedRecord[], head: ChainHead | null): ChainReport {
-  let last: { seq: number; hash: string } = { seq: 0, hash: GENESIS_HASH };
+  const walk = chainWalk(head);
   for (const record of records) {
-    const seq = Number(record.seq);
-    const expected = last.seq + 1;
-    const broken = (kind: ChainBreak['kind'], reason: string, at = seq, id: string | null = record.id) => ({
-      records: records.length,
-      broken: { kind, seq: at, id, reason },
-    });
-    if (chainHash(record.prev_hash, record) !== record.hash)
-      return broken('altered', `record ${seq} (${record.id}) does not match its hash`);
-    const linked = record.prev_hash === last.hash;
-    if (linked && seq !== expected)
-      return broken('inserted', `record ${record.id} follows record ${last.seq} but is numbered ${seq}`);
-    if (!linked && seq > expected)
-      return broken('removed', `record ${expected} is missing (the next is ${seq})`, expected, null);
-    if (!linked) return broken('inserted', `record ${seq} (${record.id}) does not follow record ${last.seq}`);
-    last = { seq, hash: record.hash };
+    const broken = walk.step(record);
+    if (broken) return { records: records.length, broken };
   }
-  const result = (broken: ChainBreak | null): ChainReport => ({ records: records.length, broken });
-  if (!head) {
-    if (records.length === 0) return result(null);
-    const first = records[0]!;
-    return result({ kind: 'inserted', seq: Number(first.seq), id: first.id, reason: 'there are records but no head' });
-  }
-  const headSeq = Number(head.seq);
-  if (headSeq < last.seq) {
-    const first = records.find((record) => Number(record.seq) > headSeq)!;
-    return result({
-      kind: 'inserted',
-      seq: Number(first.seq),
-      id: first.id,
-      reason: `record ${first.seq} (${first.id}) is beyond the head (record ${headSeq})`,
-    });
-  }
-  if (headSeq > last.seq)
-    return result({
-      kind: 'removed',
-      seq: last.seq + 1,
-      id: null,
-      reason: `the head is at record ${headSeq} but the last record is ${last.seq}`,
-    });
-  if (head.hash !== last.hash) {
-    const newest = records.at(-1);
-    return result({
-      kind: 'altered',
-      seq: last.seq,
-      id: newest?.id ?? null,
-      reason: `the head's hash does not match record ${last.seq}`,
-    });
-  }
-  return result(null);
+  return { records: records.length, broken: walk.finish() };
+}
+
+/**
+ * `verifyChain` a record at a time, for chains read in pages: `step` each record in seq order
+ * until one answers a break, then `finish` (the checks against the head).
+ */
+export function chainWalk(head: ChainHead | null) {
+  let last: { seq: number; hash: string } = { seq: 0, hash: GENESIS_HASH };
+  let first: ChainedRecord | null = null;
+  let beyondHead: ChainedRecord | null = null;
+  const headSeq = head ? Number(head.seq) : 0;
+  return {
+    step(record: ChainedRecord): ChainBreak | null {
+      const seq = Number(record.seq);
+      const expected = last.seq + 1;
+      const broken = (kind: ChainBreak['kind'], reason: string, at = seq, id: string | null = record.id) => ({
+        kind,
+        seq: at,
+        id,
+        reason,
+      });
+      if (chainHash(record.prev_hash, record) !== record.hash)
+        return broken('altered', `record ${seq} (${record.id}) does not match its hash`);
+      const linked = record.prev_hash === last.hash;
+      if (linked && seq !== expected)
+        return broken('inserted', `record ${record.id} follows record ${last.seq} but is numbered ${seq}`);
+      if (!linked && seq > expected)
+        return broken('removed', `record ${expected} is missing (the next is ${seq})`, expected, null);
+      if (!linked) return broken('inserted', `record ${seq} (${record.id}) does not follow record ${last.seq}`);
+      first ??= record;
+      if (head && seq > headSeq) beyondHead ??= record;
+      last = { seq, hash: record.hash };
+      return null;
+    },
+    finish(): ChainBreak | null {
+      if (!head) {
+        if (!first) return null;
+        return { kind: 'inserted', seq: Number(first.seq), id: first.id, reason: 'there are records but no head' };
+      }
+      if (beyondHead)
+        return {
+          kind: 'inserted',
+          seq: Number(beyondHead.seq),
+          id: beyondHead.id,
+          reason: `record ${beyondHead.seq} (${beyondHead.id}) is beyond the head (record ${headSeq})`,
+        };
+      if (headSeq > last.seq)
+        return {
+          kind: 'removed',
+          seq: last.seq + 1,
+          id: null,
+          reason: `the head is at record ${headSeq} but the last record is ${last.seq}`,
+        };
+      if (head.hash !== last.hash)
+        return {
+          kind: 'altered',
+          seq: last.seq,
+          id: null,
+          reason: `the head's hash does not match record ${last.seq}`,
+        };
+      return null;
+    },
+  };
 }

@@ -123,15 +123,20 @@ export async function merchantsWithChains(db: Db): Promise<string[]> {
   return rows.map((row) => row.user_id).sort();
 }
 
-/** One merchant's chain in order, and its head. */
-export async function chainOf(db: Db, userId: string): Promise<{ records: AuditRow[]; head: AuditHeadRow | null }> {
-  const records = await db
+/** A page of one merchant's chain in order, from after `afterSeq`. */
+export async function chainPage(db: Db, userId: string, afterSeq: number, limit: number): Promise<AuditRow[]> {
+  return db
     .selectFrom('audit_events')
     .selectAll()
     .where('user_id', '=', userId)
+    .where('seq', '>', afterSeq)
     .orderBy('seq')
     .orderBy('id')
+    .limit(limit)
     .execute();
-  const head = await db.selectFrom('audit_heads').selectAll().where('user_id', '=', userId).executeTakeFirst();
-  return { records, head: head ?? null };
+}
+
+/** One merchant's head row, if it has one. */
+export async function chainHead(db: Db, userId: string): Promise<AuditHeadRow | null> {
+  return (await db.selectFrom('audit_heads').selectAll().where('user_id', '=', userId).executeTakeFirst()) ?? null;
 }

@@ -4,10 +4,11 @@ import type { Database } from '../../store/tables.ts';
 import { newId } from '../../shared/ids.ts';
 import type { Mode } from '../../shared/mode.ts';
 import { NO_ORIGIN, type Actor, type Ctx, type Origin } from '../context.ts';
-import { verifyChain, type ChainReport } from './audit.chain.ts';
+import { chainWalk, type ChainBreak, type ChainReport } from './audit.chain.ts';
 import {
   appendRecord,
-  chainOf,
+  chainHead,
+  chainPage,
   listAudit,
   merchantsWithChains,
   type AuditFilters,
@@ -173,13 +174,28 @@ export async function historyOf(db: Kysely<Database>, userId: string, objectId: 
 
 export type MerchantChainReport = ChainReport & { userId: string };
 
-/** Walks each merchant's chain (or one merchant's) and says where each first breaks. */
+const VERIFY_PAGE = 5000;
+
+/** Walks each merchant's chain (or one merchant's), a page at a time, and says where each first breaks. */
 export async function verifyChains(db: Kysely<Database>, userId?: string): Promise<MerchantChainReport[]> {
   const merchants = userId ? [userId] : await merchantsWithChains(db);
   const reports: MerchantChainReport[] = [];
   for (const merchant of merchants) {
-    const { records, head } = await chainOf(db, merchant);
-    reports.push({ userId: merchant, ...verifyChain(records, head) });
+    const walk = chainWalk(await chainHead(db, merchant));
+    let records = 0;
+    let broken: ChainBreak | null = null;
+    let afterSeq = 0;
+    for (;;) {
+      const page = await chainPage(db, merchant, afterSeq, VERIFY_PAGE);
+      for (const record of page) {
+        records += 1;
+        broken = walk.step(record);
+        if (broken) break;
+      }
+      if (broken || page.length < VERIFY_PAGE) break;
+      afterSeq = Number(page.at(-1)!.seq);
+    }
+    reports.push({ userId: merchant, records, broken: broken ?? walk.finish() });
   }
   return reports;
 }
