@@ -39,6 +39,10 @@ export const TAGS = [
   },
   { name: 'Webhooks', description: 'Endpoints that receive events, signed with their secret.' },
   {
+    name: 'Audit',
+    description: "Every change to the merchant's data, who made it and from where, hash-chained so edits show.",
+  },
+  {
     name: 'Refunds',
     description: "Money back to the payer's account, in full or in part, under the merchant's refund authority.",
   },

@@ -7,6 +7,7 @@ import type { CheckoutStrategy } from './manifest.ts';
 import type { RunnableKind } from '../jobs/worker.ts';
 import type { Contributions, ModuleManifest, Runner } from './manifest.ts';
 import type { PayHelper } from './manifest.ts';
+import { auditModule } from './audit/audit.module.ts';
 import { authorisationsModule } from './authorisations/authorisations.module.ts';
 import { banksModule } from './banks/banks.module.ts';
 import { checkoutModule } from './checkout/checkout.module.ts';
@@ -30,6 +31,7 @@ import { setEventSubscribers } from './events/events.subscribers.ts';
 /** Every module of Tono. The app, the runtime, the CLI and the tests are built from this list. */
 export const manifests: readonly ModuleManifest[] = [
   merchantsModule,
+  auditModule,
   teamModule,
   requestsModule,
   paymentsModule,

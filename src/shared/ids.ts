@@ -40,6 +40,7 @@ export const IdPrefix = {
   refundAuthority: 'refundauth',
   member: 'mem',
   invitation: 'inv',
+  audit: 'aud',
 } as const;
 export type IdKind = keyof typeof IdPrefix;
 

@@ -199,6 +199,7 @@ test('every page passes axe with no serious violations, at desktop and phone siz
     '/events',
     '/api-keys',
     '/bank-accounts',
+    '/audit',
     '/clock',
     '/clock/test-data',
   ];

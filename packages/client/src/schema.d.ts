@@ -24,6 +24,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/audit-events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the audit trail, newest first
+         * @description Every change to the merchant's data: the key's mode's, and those without a mode (settings). Each record is hash-chained to the one before it (docs/audit.md).
+         */
+        get: operations["listAuditEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/requests": {
         parameters: {
             query?: never;
@@ -1480,6 +1500,49 @@ export interface components {
             /** @example $10.00 */
             formatted: string;
         };
+        /**
+         * AuditEvent
+         * @description One change to the merchant’s data, in the audit trail
+         */
+        AuditEvent: {
+            /** @example aud_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
+            id: string;
+            /** @description The record's number in the merchant's chain: 1, 2, … */
+            seq: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            created_at: string;
+            /**
+             * @description Null for what has no mode (settings)
+             * @enum {unknown}
+             */
+            mode: "live" | "test" | null;
+            actor: {
+                /** @enum {unknown} */
+                kind: "api_key" | "member" | "payer" | "operator" | "service";
+                /** @description The API key id, dashboard member id, payer email, operator name or job kind */
+                id: string;
+            };
+            /**
+             * @description What was done, `<object>.<verb>`
+             * @example request.create
+             */
+            action: string;
+            object_id: string | null;
+            ip: string | null;
+            user_agent: string | null;
+            request_id: string | null;
+            /** @description What changed; secrets masked */
+            summary: {
+                [key: string]: unknown;
+            };
+            /** @description The hash of the merchant's record before this one (64 zeros for the first) */
+            prev_hash: string;
+            /** @description sha256(prev_hash + the canonical record), hex (docs/audit.md) */
+            hash: string;
+        };
         /** CreateRequest */
         CreateRequest: {
             /** @description The merchant bank account paid into (bankaccount_…) */
@@ -2898,6 +2961,81 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"] & {
                         code?: ("bad_request.invalid_param.limit" | "bad_request.invalid_param.starting_after") | string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
+                    };
+                };
+            };
+        };
+    };
+    listAuditEvents: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 1000 (default 100) */
+                limit?: number;
+                /** @description Return objects older than this id (the last id of the previous page), a aud_… id */
+                starting_after?: string;
+                /** @description Only changes made by this kind of actor */
+                actor_kind?: "api_key" | "member" | "payer" | "operator" | "service";
+                /** @description Only changes made by this actor */
+                actor_id?: string;
+                /** @description Only this action (`request.create`) */
+                action?: string;
+                /** @description Only changes to this object */
+                object_id?: string;
+                /** @description Only changes at or after this time */
+                "created[gte]"?: string;
+                /** @description Only changes before this time */
+                "created[lt]"?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        audit_events: components["schemas"]["AuditEvent"][];
+                        has_more: boolean;
+                    };
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        code?: ("bad_request.invalid_param.action" | "bad_request.invalid_param.actor_id" | "bad_request.invalid_param.actor_kind" | "bad_request.invalid_param.created[gte]" | "bad_request.invalid_param.created[lt]" | "bad_request.invalid_param.limit" | "bad_request.invalid_param.object_id" | "bad_request.invalid_param.starting_after") | string;
                     };
                 };
             };

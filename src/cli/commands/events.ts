@@ -2,7 +2,7 @@ import { systemClock } from '../../shared/time.ts';
 import { resendEvent } from '../../modules/webhooks/webhooks.service.ts';
 import { recoverDeliveries } from '../../modules/webhooks/webhooks.service.ts';
 import type { CliCommand } from '../command.ts';
-import { print, withDb } from './open.ts';
+import { operator, print, withDb } from './open.ts';
 
 // Operator commands for webhook delivery; a running service picks the queued deliveries up.
 
@@ -13,7 +13,9 @@ export const eventCommands: Record<string, CliCommand> = {
     options: { webhook: { type: 'string' }, json: { type: 'boolean' } },
     async run(config, o, positionals) {
       if (!positionals[0]) throw new Error('events resend needs an event id (event_…)');
-      const result = await withDb(config, (db) => resendEvent(db, null, positionals[0], o.webhook, systemClock.now()));
+      const result = await withDb(config, (db) =>
+        resendEvent(db, null, positionals[0], o.webhook, systemClock.now(), operator()),
+      );
       const lines = result.deliveries.map((d) => `queued ${d.id} to ${d.webhook_id}`);
       print(result, o.json, lines.length > 0 ? lines.join('\n') : 'no endpoint takes this event; nothing queued');
       return 0;
@@ -30,7 +32,7 @@ export const eventCommands: Record<string, CliCommand> = {
       if (!Number.isFinite(since))
         throw new Error(`--since must be an ISO 8601 date-time, got ${JSON.stringify(o.since)}`);
       const result = await withDb(config, (db) =>
-        recoverDeliveries(db, null, positionals[0], since, systemClock.now()),
+        recoverDeliveries(db, null, positionals[0], since, systemClock.now(), operator()),
       );
       print(
         result,

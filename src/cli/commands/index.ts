@@ -4,11 +4,13 @@ import { memberCommands } from './members.ts';
 import { storeCommands } from './store.ts';
 import { eventCommands } from './events.ts';
 import { devCommands } from './listen.ts';
+import { auditCommands } from './audit.ts';
 
 export const commands: Record<string, CliCommand> = {
   ...merchantCommands,
   ...memberCommands,
   ...storeCommands,
   ...eventCommands,
+  ...auditCommands,
   ...devCommands,
 };

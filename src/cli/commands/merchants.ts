@@ -19,7 +19,7 @@ import {
   type KeyRestriction,
 } from '../../modules/merchants/key-scopes.rules.ts';
 import type { CliCommand } from '../command.ts';
-import { print, withDb } from './open.ts';
+import { operator, print, withDb } from './open.ts';
 
 async function merchantId(db: Parameters<Parameters<typeof withDb>[1]>[0], who: string): Promise<string> {
   if (who.startsWith('user_')) return who;
@@ -41,13 +41,18 @@ export const merchantCommands: Record<string, CliCommand> = {
     async run(config, o) {
       if (!o.name || !o.email) throw new Error('merchant create needs --name and --email');
       const created = await withDb(config, (db) =>
-        createMerchant(db, systemClock, {
-          name: o.name,
-          email: o.email,
-          password: o.password,
-          bankAccount: o['bank-account'],
-          createdBy: 'operator',
-        }),
+        createMerchant(
+          db,
+          systemClock,
+          {
+            name: o.name,
+            email: o.email,
+            password: o.password,
+            bankAccount: o['bank-account'],
+            createdBy: 'operator',
+          },
+          operator(),
+        ),
       );
       // The operator's own password is never echoed; a generated one is shown this once.
       const { dashboard_password: generated, ...shown } = created;
@@ -74,7 +79,7 @@ export const merchantCommands: Record<string, CliCommand> = {
       const given = o['password-stdin'] ? (await readStdin()).replace(/\r?\n$/, '') : null;
       const password = given ?? randomSecret(12);
       const done = await withDb(config, async (db) => {
-        const user = await setMerchantPassword(db, positionals[0], password);
+        const user = await setMerchantPassword(db, systemClock, positionals[0], password, operator());
         // A new password signs every dashboard session out, as a reset does.
         await endSessionsOfMerchant(db, systemClock.now(), user.id);
         return user;
@@ -109,11 +114,14 @@ export const merchantCommands: Record<string, CliCommand> = {
       const restriction = restrictionOfOptions(o['read-only'], o.allow);
       const mode = o.mode;
       const key = await withDb(config, async (db) =>
-        createApiKey(db, systemClock, await merchantId(db, o.merchant), mode, {
-          name: o.name,
-          createdBy: 'operator',
-          restriction,
-        }),
+        createApiKey(
+          db,
+          systemClock,
+          await merchantId(db, o.merchant),
+          mode,
+          { name: o.name, createdBy: 'operator', restriction },
+          operator(),
+        ),
       );
       const access = describeRestriction(restriction);
       print(
@@ -134,7 +142,7 @@ export const merchantCommands: Record<string, CliCommand> = {
           `keys roll needs --period, how long the old key keeps working: ${Object.keys(ROLL_PERIODS).join(', ')}`,
         );
       const period = o.period;
-      const rolled = await withDb(config, (db) => rollApiKeyById(db, systemClock, positionals[0], period));
+      const rolled = await withDb(config, (db) => rollApiKeyById(db, systemClock, positionals[0], period, operator()));
       const stops = new Date(rolled.old.stopsAt).toISOString();
       print(
         {
@@ -154,7 +162,7 @@ export const merchantCommands: Record<string, CliCommand> = {
     options: { json: { type: 'boolean' } },
     async run(config, o, positionals) {
       if (!positionals[0]) throw new Error('keys revoke needs a key id (key_…) or the key itself');
-      const revoked = await withDb(config, (db) => revokeApiKey(db, systemClock, positionals[0]));
+      const revoked = await withDb(config, (db) => revokeApiKey(db, systemClock, positionals[0], operator()));
       print({ id: revoked.id, revoked: true }, o.json, `revoked ${revoked.id}`);
       return 0;
     },
@@ -170,7 +178,7 @@ export const merchantCommands: Record<string, CliCommand> = {
     async run(config, o) {
       if (!o.merchant || !o.number) throw new Error('bank-accounts add needs --merchant and --number');
       const account = await withDb(config, async (db) =>
-        addBankAccount(db, systemClock, await merchantId(db, o.merchant), o.number, o.name),
+        addBankAccount(db, systemClock, await merchantId(db, o.merchant), o.number, o.name, operator()),
       );
       print(
         { id: account.id, account_number: account.account_number },

@@ -1,10 +1,12 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../store/db.ts';
 import { openDb, type StoreOptions } from '../../store/store.ts';
 import { migrateToLatest, pendingMigrations } from '../../store/migrate.ts';
 import { storeOptionsFor } from '../../runtime.ts';
+import type { AuditBy } from '../../modules/audit/audit.service.ts';
 
 function describe(store: StoreOptions): string {
   return store.engine === 'sqlite'
@@ -44,6 +46,15 @@ export async function withDb<T>(
   } finally {
     await db.destroy();
   }
+}
+
+/**
+ * Who runs a command, as the audit trail records it: TONO_OPERATOR, or the login name of the
+ * account running the CLI.
+ */
+export function operator(): AuditBy {
+  const name = process.env.TONO_OPERATOR?.trim() || os.userInfo().username || 'operator';
+  return { actor: { kind: 'operator', name: name.slice(0, 100) } };
 }
 
 export function print(value: unknown, json: boolean, text: string): void {

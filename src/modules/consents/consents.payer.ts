@@ -9,7 +9,7 @@ import { limitsOf } from './consents.rules.ts';
 import { consentObject, revokeConsentByPayer } from './consents.service.ts';
 import { describeLimits } from './limits.ts';
 import { isIdOf } from '../../shared/ids.ts';
-import type { Deps } from '../context.ts';
+import type { Deps, Origin } from '../context.ts';
 
 // Recurring consents as their payer sees them in the payer dashboard: every one registered to
 // their email, across merchants and modes. Another payer's consent is unknown (404).
@@ -76,9 +76,9 @@ export async function consentOfPayer(deps: Deps, email: string, id: string): Pro
 }
 
 /** The payer revokes: the same operation as the payer test helper (recurring_payment.revoked, and at the bank). */
-export async function revokeConsentForPayer(deps: Deps, email: string, id: string): Promise<void> {
+export async function revokeConsentForPayer(deps: Deps, email: string, id: string, origin?: Origin): Promise<void> {
   await ownConsent(deps, email, id);
-  await revokeConsentByPayer(deps, id);
+  await revokeConsentByPayer(deps, id, { actor: { kind: 'payer', email }, origin });
 }
 
 /** Whether any recurring consent is registered to this email (a sign-in code is only worth sending then). */

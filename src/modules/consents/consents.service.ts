@@ -7,6 +7,7 @@ import type { JobHandler } from '../../jobs/worker.ts';
 import { testClockOffsetOf as clockOffset } from '../merchants/merchants.service.ts';
 import type { Database } from '../../store/tables.ts';
 import { emitEvent } from '../events/events.service.ts';
+import { recordAudit } from '../audit/audit.service.ts';
 import { connectorFor } from '../payments/payments.banks.ts';
 import { clockIdOf, clockOf } from '../merchants/merchants.clock.ts';
 import {
@@ -25,7 +26,7 @@ import { noticeConsentRevoked } from './consents.notices.ts';
 import type { ListConsentsQuery } from './consents.schemas.ts';
 import { periodWindow } from './limits.ts';
 import { usageOf } from './usage.service.ts';
-import type { Ctx, Deps } from '../context.ts';
+import type { Actor, Ctx, Deps, Origin } from '../context.ts';
 
 // Reading, revoking and expiring recurring consents. Executions are in execute.service.ts and
 // authorisation at checkout in authorise.service.ts.
@@ -84,7 +85,13 @@ type RevokedBy = 'merchant' | 'payer';
  * The bank call happens after the commit; a job in the same transaction retries it if it fails.
  * Revoking a revoked consent changes nothing; an expired one cannot be revoked.
  */
-async function revoke(deps: Deps, consentId: string, by: RevokedBy, clock: Clock): Promise<ConsentRow> {
+async function revoke(
+  deps: Deps,
+  consentId: string,
+  by: RevokedBy,
+  clock: Clock,
+  who: { actor: Actor; origin?: Origin },
+): Promise<ConsentRow> {
   const { row, changed } = await deps.store.transaction(async (trx) => {
     const consent = (await lockConsent(trx, consentId))!;
     const now = clock.now();
@@ -118,6 +125,15 @@ async function revoke(deps: Deps, consentId: string, by: RevokedBy, clock: Clock
       },
       deps.clock.now(),
     );
+    await recordAudit(trx, {
+      userId: consent.user_id,
+      mode: consent.mode,
+      ...who,
+      action: 'consent.revoke',
+      objectId: consent.id,
+      summary: { status: { from: status, to: 'revoked' }, revoked_by: by },
+      at: now,
+    });
     return { row: revoked, changed: true };
   });
   if (changed)
@@ -140,15 +156,19 @@ async function revokeAtBank(deps: Deps, consent: ConsentRow): Promise<boolean> {
 /** PUT /v1/recurring-consents/{id}/revoke. */
 export async function revokeConsentByMerchant(ctx: Ctx, id: string) {
   const found = await getConsent(ctx.db, ownerOf(ctx), id);
-  const row = await revoke(ctx.deps, found.id, 'merchant', ctx.clock);
+  const row = await revoke(ctx.deps, found.id, 'merchant', ctx.clock, ctx);
   return { recurring_consent: await consentObject(ctx.db, row, ctx.clock.now(), ctx.deps.config.serviceTimeZone) };
 }
 
 /** The payer revoked in the payer dashboard: revoked here and at the bank, recurring_payment.revoked to the merchant. */
-export async function revokeConsentByPayer(deps: Deps, consentId: string): Promise<ConsentRow> {
+export async function revokeConsentByPayer(
+  deps: Deps,
+  consentId: string,
+  who: { actor: Actor; origin?: Origin },
+): Promise<ConsentRow> {
   const found = await findConsentById(deps.db, consentId);
   if (!found) throw new Error(`no recurring consent ${consentId}`);
-  return revoke(deps, consentId, 'payer', await clockOf(deps, found));
+  return revoke(deps, consentId, 'payer', await clockOf(deps, found), who);
 }
 
 /** Job: retries revocation at the bank until the bank confirms it. */
@@ -161,6 +181,18 @@ export function revokeAtBankJob(deps: Deps): JobHandler {
         retryAt: deps.clock.now() + Math.min(30_000 * 2 ** job.attempts, 3_600_000),
         error: 'bank did not revoke yet',
       };
+    // The bank confirmed: the consent can take no payment there either.
+    await deps.store.transaction((trx) =>
+      recordAudit(trx, {
+        userId: consent.user_id,
+        mode: consent.mode,
+        actor: { kind: 'service', job: REVOKE_AT_BANK_JOB },
+        action: 'consent.revoke_at_bank',
+        objectId: consent.id,
+        summary: { revoked_by: consent.revoked_by },
+        at: deps.clock.now(),
+      }),
+    );
   };
 }
 
@@ -198,6 +230,17 @@ export function expireConsentJob(deps: Deps): JobHandler {
       if (consent && consent.status === 'active' && consent.end_at !== null) {
         if (Number(consent.end_at) >= now) return { retryAt: deps.clock.now() + (Number(consent.end_at) + 1 - now) };
         await updateConsent(trx, consent.id, { status: 'expired', expired_at: now, updated_at: now });
+        await finishIn(trx);
+        await recordAudit(trx, {
+          userId: consent.user_id,
+          mode: consent.mode,
+          actor: { kind: 'service', job: EXPIRE_CONSENT_JOB },
+          action: 'consent.expire',
+          objectId: consent.id,
+          summary: { status: { from: 'active', to: 'expired' } },
+          at: now,
+        });
+        return;
       }
       await finishIn(trx);
     });

@@ -10,6 +10,7 @@ import { recurringCheckout } from './authorise.service.ts';
 import { getConsent } from './consents.repo.ts';
 import { ConsentEnvelope, DeclineNextBody } from './consents.schemas.ts';
 import { consentObject, revokeConsentByPayer } from './consents.service.ts';
+import { recordAuditAfter } from '../audit/audit.service.ts';
 import type { Ctx, Deps } from '../context.ts';
 import type { App } from '../../http/app-type.ts';
 import type { RequestRow } from '../requests/requests.tables.ts';
@@ -83,6 +84,7 @@ export async function registerConsentTestHelperRoutes(app: App, deps: Deps): Pro
     async (request) => {
       const consent = await testConsent(request.ctx, request.params.id);
       await sandboxHook(deps, `/test/consents/${encodeURIComponent(consent.bank_consent_id)}/revoke`, {});
+      await recordAuditAfter(request.ctx, 'consent.test_revoke_at_bank', consent.id);
       return present(request.ctx, consent.id);
     },
   );
@@ -101,7 +103,7 @@ export async function registerConsentTestHelperRoutes(app: App, deps: Deps): Pro
     },
     async (request) => {
       const consent = await testConsent(request.ctx, request.params.id);
-      await revokeConsentByPayer(deps, consent.id);
+      await revokeConsentByPayer(deps, consent.id, request.ctx);
       return present(request.ctx, consent.id);
     },
   );
@@ -125,6 +127,10 @@ export async function registerConsentTestHelperRoutes(app: App, deps: Deps): Pro
       await sandboxHook(deps, `/test/consents/${encodeURIComponent(consent.bank_consent_id)}/decline-next`, {
         count: body.count ?? 1,
         ...(body.reason !== undefined && { reason: body.reason }),
+      });
+      await recordAuditAfter(request.ctx, 'consent.test_decline_next', consent.id, {
+        count: body.count ?? 1,
+        reason: body.reason ?? null,
       });
       return present(request.ctx, consent.id);
     },

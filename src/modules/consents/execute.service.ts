@@ -4,6 +4,7 @@ import { bringQueuedJobForward, enqueue, realTimeOf } from '../../jobs/queue.ts'
 import type { JobHandler } from '../../jobs/worker.ts';
 import type { Clock } from '../../shared/time.ts';
 import { transact } from '../../store/store.ts';
+import { recordAudit, recordAuditFor } from '../audit/audit.service.ts';
 import type { Db } from '../../store/db.ts';
 import type { BankConnector, BankResult, BankPaymentOutcome } from '../banks/bank-connector.ts';
 import { connectorFor, creditorOf, remittanceOf } from '../payments/payments.banks.ts';
@@ -220,6 +221,12 @@ async function reserve(
     const check = checkLimits(limits, usage, input.amountCents, now, zone);
     if (!check.ok) throw limitRefusalError(check, limits.period, input.amountCents);
     await countReservation(trx, consent.id, input.amountCents, window, usage.period);
+    await recordAuditFor(trx, ctx, 'payment.charge', payment.id, {
+      recurring_consent_id: consent.id,
+      amount_cents: input.amountCents,
+      reference: input.charge.reference ?? null,
+      channel: input.channel,
+    });
     return { kind: 'new', consent, payment };
   });
 }
@@ -296,9 +303,10 @@ export async function submitAndRecord(
   payment: PaymentRow,
   at: number,
   clock: Clock,
+  job: string | null = null,
 ): Promise<PaymentRow> {
   const settle = (outcome: Outcome, consentEnded: 'revoked' | 'expired' | null = null) =>
-    record(deps, payment, outcome, consentEnded, clock);
+    record(deps, payment, outcome, consentEnded, clock, job);
   const connector = connectorFor(deps, consent.bank_id, consent.mode);
   if (!connector) return settle({ status: 'failed', failure_reason: 'bank_unavailable' });
   const result = await submit(deps, connector, consent, payment, at);
@@ -335,6 +343,7 @@ async function record(
   outcome: Outcome,
   consentEnded: 'revoked' | 'expired' | null,
   clock: Clock,
+  job: string | null,
 ): Promise<PaymentRow> {
   const extra: Parameters<typeof setPaymentStatus>[4] = {};
   if (outcome.bank_payment_id !== undefined) extra.bank_payment_id = outcome.bank_payment_id;
@@ -344,6 +353,23 @@ async function record(
     await followStatusChange(trx, before, outcome.status);
   };
   return deps.store.transaction(async (trx) => {
+    const recorded = await recordIn(trx);
+    // A settle job's outcome is the service's own change to the merchant's money (the API's call
+    // was recorded when it reserved the payment).
+    if (job !== null && recorded.status !== known.status)
+      await recordAudit(trx, {
+        userId: known.user_id,
+        mode: known.mode,
+        actor: { kind: 'service', job },
+        action: 'payment.settle',
+        objectId: known.id,
+        summary: { status: { from: known.status, to: recorded.status }, failure_reason: recorded.failure_reason },
+        at: clock.now(),
+      });
+    return recorded;
+  });
+
+  async function recordIn(trx: Db): Promise<PaymentRow> {
     const now = clock.now();
     // The usual case, the payment as it was read before the bank was called: its status guards
     // the update, so the row need not be read and locked first. Null when something (the settle
@@ -376,7 +402,7 @@ async function record(
     if (settledAlready(payment, outcome)) return payment;
     await followUp(trx, payment);
     return setPaymentStatus(trx, payment, outcome.status, now, extra);
-  });
+  }
 }
 
 /** Whether recording `outcome` would change nothing: the payment has it already, or has settled. */
@@ -471,7 +497,7 @@ export function settleExecutionJob(deps: Deps): JobHandler {
     if (!payment?.recurring_consent_id || !['awaiting-consent', 'unconfirmed'].includes(payment.status)) return;
     const consent = await findConsentById(deps.db, payment.recurring_consent_id);
     if (!consent) return;
-    const recorded = await submitAndRecord(deps, consent, payment, clock.now(), clock);
+    const recorded = await submitAndRecord(deps, consent, payment, clock.now(), clock, SETTLE_EXECUTION_JOB);
     if (recorded.status === 'unconfirmed' || recorded.status === 'awaiting-consent') {
       return {
         retryAt: deps.clock.now() + backoffDelayMs(job.attempts, SETTLE_BACKOFF),

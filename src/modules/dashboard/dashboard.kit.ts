@@ -13,7 +13,7 @@ import { clockAt } from '../merchants/merchants.clock.ts';
 import { money, queryOf, when } from './dashboard.format.ts';
 import { sessionOf, type DashboardSession } from './dashboard.sessions.ts';
 import { can, ROLE_LABELS, type Permission } from '../team/team.permissions.ts';
-import type { Ctx, Deps } from '../context.ts';
+import type { Ctx, Deps, Origin } from '../context.ts';
 import type { Mode } from '../../shared/mode.ts';
 
 // What every dashboard page shares: rendering with the layout, the signed-in guard, the CSRF and
@@ -40,6 +40,7 @@ export const SECTIONS = [
   { path: 'events', label: 'Events', permission: 'read' },
   { path: 'api-keys', label: 'API keys', permission: 'read' },
   { path: 'bank-accounts', label: 'Bank accounts', permission: 'read' },
+  { path: 'audit', label: 'Audit log', permission: 'read' },
   { path: 'clock', label: 'Test clock', testOnly: true, permission: 'read' },
 ] as const satisfies readonly { path: string; label: string; permission: Permission; testOnly?: boolean }[];
 
@@ -202,6 +203,11 @@ type PageParts = {
   notAllowed: (reply: FastifyReply, signed: Signed | null, session: DashboardSession) => FastifyReply;
 };
 
+/** Where a change on a page came from, as the audit trail records it. */
+export function originOf(request: FastifyRequest): Origin {
+  return { ip: request.ip, userAgent: request.headers['user-agent']?.slice(0, 200) ?? null, requestId: request.id };
+}
+
 /** Marks a guarded handler with its permission, for the route registry. */
 function withPermission<H extends object>(handler: H, permission: Permission): H {
   return Object.assign(handler, { [PERMISSION_OF]: permission });
@@ -243,7 +249,7 @@ function signedPageGuard(deps: Deps, { message, formCsrfMatches, forbidden, cook
     clock: clockAt(deps.clock, mode, session.merchant.clockOffsetMs),
     log: request.log as unknown as Ctx['log'],
     actor: { kind: 'member', id: session.member.id, email: session.member.email },
-    origin: { ip: request.ip, userAgent: request.headers['user-agent']?.slice(0, 200) ?? null, requestId: request.id },
+    origin: originOf(request),
   });
 
   type Handler = (request: PageRequest, reply: FastifyReply, signed: Signed) => Promise<unknown>;

@@ -11,11 +11,13 @@ import {
   permissionOfHandler,
   ROUTE_PERMISSIONS,
   MODE_COOKIE,
+  originOf,
   PRE_SESSION_COOKIE,
   SESSION_COOKIE,
   type Kit,
   type Scope,
 } from './dashboard.kit.ts';
+import { registerAuditPages } from './sections/audit.ts';
 import { hasAnyRequest } from '../requests/requests.service.ts';
 import type { Mode } from '../../shared/mode.ts';
 import {
@@ -127,6 +129,7 @@ export async function registerDashboardRoutes(app: App, deps: Deps, contribution
     registerWebhookPages(scope, kit);
     registerKeyPages(scope, kit);
     registerBankAccountPages(scope, kit);
+    registerAuditPages(scope, kit);
     registerClockPages(scope, kit, contributions.testData);
     registerTwoFactorPages(scope, kit);
   });
@@ -158,7 +161,7 @@ function registerAccountPages(scope: Scope, kit: Kit): void {
     hidden,
     kit.accountGuard(
       async (request, reply, { session }) => {
-        await revokeSession(deps, session, request.params.ref);
+        await revokeSession(deps, session, request.params.ref, originOf(request));
         return reply.redirect('/dashboard/account?done=ended', 303);
       },
       { permission: 'read', post: true },
@@ -297,7 +300,12 @@ function registerPasswordReset(scope: Scope, kit: Kit): void {
   scope.post<{ Params: { token: string } }>('/dashboard/reset/:token', quiet, async (request, reply) => {
     if (!preSessionValid(request)) return kit.forbidden(reply);
     const password = formOf(request).password;
-    const outcome = await resetPassword(deps, request.params.token, typeof password === 'string' ? password : '');
+    const outcome = await resetPassword(
+      deps,
+      request.params.token,
+      typeof password === 'string' ? password : '',
+      originOf(request),
+    );
     if (outcome.kind === 'dead') return deadLink(reply);
     if (outcome.kind === 'busy') {
       reply.header('retry-after', '5');

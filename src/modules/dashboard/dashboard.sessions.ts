@@ -16,7 +16,8 @@ import {
   setMemberPassword,
   type TeamMember,
 } from '../team/team.service.ts';
-import type { Deps } from '../context.ts';
+import type { Deps, Origin } from '../context.ts';
+import { recordAudit } from '../audit/audit.service.ts';
 import { secondStepAfterPassword, type SecondStep } from './dashboard.two-factor.ts';
 import {
   endSessionByRef,
@@ -221,9 +222,29 @@ export async function liveSessions(deps: Deps, session: DashboardSession): Promi
   }));
 }
 
-export async function revokeSession(deps: Deps, session: DashboardSession, ref: string): Promise<boolean> {
+export async function revokeSession(
+  deps: Deps,
+  session: DashboardSession,
+  ref: string,
+  origin: Origin,
+): Promise<boolean> {
   if (!/^[0-9a-f]{16}$/.test(ref)) return false;
-  return endSessionByRef(deps.db, session.member.id, ref, deps.clock.now());
+  return deps.store.transaction(async (trx) => {
+    const now = deps.clock.now();
+    const ended = await endSessionByRef(trx, session.member.id, ref, now);
+    if (ended)
+      await recordAudit(trx, {
+        userId: session.merchant.id,
+        mode: null,
+        actor: { kind: 'member', id: session.member.id, email: session.member.email },
+        origin,
+        action: 'session.end',
+        objectId: session.member.id,
+        summary: { session: ref },
+        at: now,
+      });
+    return ended;
+  });
 }
 
 export type ResetAsk = { kind: 'asked' } | { kind: 'limited'; retryAfterMs: number };
@@ -289,7 +310,12 @@ export async function resetIsLive(deps: Deps, token: string): Promise<boolean> {
 export type ResetOutcome = { kind: 'done' } | { kind: 'dead' } | { kind: 'weak' } | { kind: 'busy' };
 
 /** Sets the new password with a live token, once; every session of the member ends. */
-export async function resetPassword(deps: Deps, token: string, password: string): Promise<ResetOutcome> {
+export async function resetPassword(
+  deps: Deps,
+  token: string,
+  password: string,
+  origin: Origin,
+): Promise<ResetOutcome> {
   if (!(await resetIsLive(deps, token))) return { kind: 'dead' };
   if (password.length < MIN_PASSWORD_LENGTH || password.length > 200) return { kind: 'weak' };
   let passwordHash: string;
@@ -309,6 +335,18 @@ export async function resetPassword(deps: Deps, token: string, password: string)
     if (!row?.member_id) return { kind: 'dead' } as const;
     await setMemberPassword(trx, row.member_id, passwordHash);
     await endSessionRowsOfMember(trx, row.member_id, now);
+    // The link went to the member's email: whoever used it is that member.
+    const member = await liveMemberById(trx, row.member_id);
+    if (member)
+      await recordAudit(trx, {
+        userId: member.userId,
+        mode: null,
+        actor: { kind: 'member', id: member.id, email: member.email },
+        origin,
+        action: 'member.password_reset',
+        objectId: member.id,
+        at: now,
+      });
     return { kind: 'done' } as const;
   });
 }

@@ -46,11 +46,18 @@ test('a rolled key keeps working until its period ends, then gets 401 even when 
   const { app, moveClock } = await appWithMovableClock(t);
   const merchant = await createTestMerchant(app);
   const ctx = memberCtx(app, merchant.userId);
-  const old = await createApiKey(app.deps.db, app.deps.clock, merchant.userId, 'test', {
-    name: 'Shop server',
-    createdBy: 'operator',
-    restriction: { kind: 'limited', permissions: ['requests:write'] },
-  });
+  const old = await createApiKey(
+    app.deps.db,
+    app.deps.clock,
+    merchant.userId,
+    'test',
+    {
+      name: 'Shop server',
+      createdBy: 'operator',
+      restriction: { kind: 'limited', permissions: ['requests:write'] },
+    },
+    { actor: { kind: 'operator', name: 'test' } },
+  );
   const oldApi = apiClient(app, old.key);
   assert.equal((await oldApi.get('/v1/requests')).status, 200);
   assert.equal((await oldApi.get('/v1/requests')).status, 200, 'read again: cached on SQLite');
@@ -97,18 +104,39 @@ test('rolling with "now" revokes the old key at once; another merchant\'s key, o
   const merchant = await createTestMerchant(app);
   const other = await createTestMerchant(app, 'Other Merchant');
   const ctx = memberCtx(app, merchant.userId);
-  const old = await createApiKey(app.deps.db, app.deps.clock, merchant.userId, 'test', { name: 'Till' });
+  const old = await createApiKey(
+    app.deps.db,
+    app.deps.clock,
+    merchant.userId,
+    'test',
+    { name: 'Till' },
+    { actor: { kind: 'operator', name: 'test' } },
+  );
   assert.equal((await apiClient(app, old.key).get('/v1/requests')).status, 200);
   const rolled = await rollApiKeyOf(ctx, old.id, 'now');
   assert.equal((await apiClient(app, old.key).get('/v1/requests')).status, 401);
   assert.equal((await apiClient(app, rolled.created.key).get('/v1/requests')).status, 200);
   await assert.rejects(rollApiKeyOf(ctx, old.id, '1h'), /revoked or expired/);
 
-  const othersKey = await createApiKey(app.deps.db, app.deps.clock, other.userId, 'test', { name: 'Theirs' });
+  const othersKey = await createApiKey(
+    app.deps.db,
+    app.deps.clock,
+    other.userId,
+    'test',
+    { name: 'Theirs' },
+    { actor: { kind: 'operator', name: 'test' } },
+  );
   await assert.rejects(rollApiKeyOf(ctx, othersKey.id, '1h'), /No such api key/);
   await assert.rejects(revokeApiKeyOf(ctx, othersKey.id), /No such api key/);
   await assert.rejects(rollApiKeyOf(ctx, rolled.created.id, '30d' as '7d'), /period must be one of/);
   assert.equal((await apiClient(app, othersKey.key).get('/v1/requests')).status, 200, 'theirs untouched');
-  const live = await createApiKey(app.deps.db, app.deps.clock, merchant.userId, 'live', { name: 'Live one' });
+  const live = await createApiKey(
+    app.deps.db,
+    app.deps.clock,
+    merchant.userId,
+    'live',
+    { name: 'Live one' },
+    { actor: { kind: 'operator', name: 'test' } },
+  );
   await assert.rejects(rollApiKeyOf(ctx, live.id, '1h'), /No such api key/, 'the other mode is not found');
 });

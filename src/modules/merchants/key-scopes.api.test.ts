@@ -33,7 +33,16 @@ function operationsOf(document: any): Operation[] {
 
 /** A key of the merchant's test mode with this restriction. */
 async function keyWith(app: TestApp, userId: string, restriction: KeyRestriction): Promise<string> {
-  return (await createApiKey(app.deps.db, app.deps.clock, userId, 'test', { name: 'Scoped', restriction })).key;
+  return (
+    await createApiKey(
+      app.deps.db,
+      app.deps.clock,
+      userId,
+      'test',
+      { name: 'Scoped', restriction },
+      { actor: { kind: 'operator', name: 'test' } },
+    )
+  ).key;
 }
 
 /** The key that holds exactly the permission (`all:read`: read-only; `all:write`: full). */

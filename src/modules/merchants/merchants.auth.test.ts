@@ -13,7 +13,14 @@ const lastUsedOf = async (app: Awaited<ReturnType<typeof buildTestApp>>, keyId: 
 test('a key is resolved at once when its last use is fresh, through a promise when that needs writing; both give the same merchant', async (t) => {
   const app = await buildTestApp(t);
   const merchant = await createTestMerchant(app);
-  const key = await createApiKey(app.deps.db, app.deps.clock, merchant.userId, 'test');
+  const key = await createApiKey(
+    app.deps.db,
+    app.deps.clock,
+    merchant.userId,
+    'test',
+    {},
+    { actor: { kind: 'operator', name: 'test' } },
+  );
   assert.equal(await lastUsedOf(app, key.id), null);
 
   const first = authenticateKey(app.deps.db, key.key);
@@ -39,7 +46,7 @@ test('a key is resolved at once when its last use is fresh, through a promise wh
     null,
     'a key of the other mode is unknown',
   );
-  await revokeApiKey(app.deps.db, app.deps.clock, key.id);
+  await revokeApiKey(app.deps.db, app.deps.clock, key.id, { actor: { kind: 'operator', name: 'test' } });
   assert.equal(await authenticateKey(app.deps.db, key.key), null, 'revoked at once');
 });
 

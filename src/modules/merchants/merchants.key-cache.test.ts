@@ -81,7 +81,14 @@ test('only the SQLite database the service opened has a key cache; PostgreSQL an
 test('a key revoked while calls with it are under way refuses every call that starts after the revocation returned', async (t) => {
   const app = await buildTestApp(t);
   const merchant = await createTestMerchant(app);
-  const key = await createApiKey(app.deps.db, app.deps.clock, merchant.userId, 'test');
+  const key = await createApiKey(
+    app.deps.db,
+    app.deps.clock,
+    merchant.userId,
+    'test',
+    {},
+    { actor: { kind: 'operator', name: 'test' } },
+  );
   const api = apiClient(app, key.key);
   const created = await api.post('/v1/requests', {
     bank_account_id: merchant.bankAccountId,
@@ -93,7 +100,7 @@ test('a key revoked while calls with it are under way refuses every call that st
   assert.equal((await api.get(path)).status, 200, 'the key is in use (and cached on SQLite)');
 
   const during = [api.get(path), api.get(path)];
-  const revoking = revokeApiKey(app.deps.db, app.deps.clock, key.id);
+  const revoking = revokeApiKey(app.deps.db, app.deps.clock, key.id, { actor: { kind: 'operator', name: 'test' } });
   const alsoDuring = api.get(path);
   await revoking;
   const after = await Promise.all([api.get(path), api.get(path)]);

@@ -31,7 +31,7 @@ export async function insertApiKey(db: Db, row: Selectable<ApiKeysTable>): Promi
 export async function findApiKey(db: Db, by: { id: string } | { keyHash: string }) {
   return db
     .selectFrom('api_keys')
-    .select(['id', 'user_id', 'mode', 'name', 'permissions', 'revoked_at', 'expires_at'])
+    .select(['id', 'user_id', 'mode', 'hint', 'name', 'permissions', 'revoked_at', 'expires_at'])
     .where('id' in by ? 'id' : 'key_hash', '=', 'id' in by ? by.id : by.keyHash)
     .executeTakeFirst();
 }

@@ -5,6 +5,7 @@ import { newId } from '../../shared/ids.ts';
 import type { Clock } from '../../shared/time.ts';
 import { transact } from '../../store/store.ts';
 import type { Database } from '../../store/tables.ts';
+import { recordAudit, type AuditBy } from '../audit/audit.service.ts';
 import {
   addToTestClockOffset as addToClockOffset,
   allBankAccountsOf,
@@ -39,7 +40,13 @@ import type { Mode } from '../../shared/mode.ts';
 import { andThen, type NowOrLater } from '../../shared/now-or-later.ts';
 import { createOwnerMember, firstOwnerOf, liveMemberByEmail, setMemberPassword } from '../team/team.service.ts';
 import { DAY_MS, HOUR_MS } from '../../shared/time.ts';
-import { FULL_ACCESS, restrictionFromColumn, restrictionToColumn, type KeyRestriction } from './key-scopes.rules.ts';
+import {
+  describeRestriction,
+  FULL_ACCESS,
+  restrictionFromColumn,
+  restrictionToColumn,
+  type KeyRestriction,
+} from './key-scopes.rules.ts';
 import type { Ctx } from '../context.ts';
 
 type Db = Kysely<Database>;
@@ -47,6 +54,20 @@ type Db = Kysely<Database>;
 export const KEY_PATTERN = /^sk_(live|test)_[A-Za-z0-9_-]{32}$/;
 
 export type CreatedKey = { id: string; key: string; mode: Mode; name: string };
+
+/** Settings (keys, bank accounts, passwords) are recorded with no mode unless they have one. */
+function audit(
+  trx: Db,
+  by: AuditBy,
+  userId: string,
+  mode: Mode | null,
+  action: string,
+  objectId: string,
+  at: number,
+  summary = {},
+) {
+  return recordAudit(trx, { ...by, userId, mode, action, objectId, summary, at });
+}
 
 /** What a new key is: its name, who creates it (a member's email, `operator`), and what it may do. */
 export type NewKeyDetails = { name?: string; createdBy?: string | null; restriction?: KeyRestriction };
@@ -70,43 +91,58 @@ function checkedRestriction(restriction: KeyRestriction): KeyRestriction {
 
 /**
  * Creates a key and returns it, the one time it is known; only its hash is kept. Every key is made
- * here: by the CLI, the dashboard, a new merchant's first keys and a roll (an audit trail records
- * this call).
+ * here: by the CLI, the dashboard, a new merchant's first keys and a roll, each recorded in the
+ * audit trail with who made it.
  */
 export async function createApiKey(
   db: Db,
   clock: Clock,
   userId: string,
   mode: Mode,
-  details: NewKeyDetails = {},
+  details: NewKeyDetails,
+  by: AuditBy,
 ): Promise<CreatedKey> {
   const name = keyNameOf(details.name, mode);
   const restriction = checkedRestriction(details.restriction ?? FULL_ACCESS);
   const key = `sk_${mode}_${randomSecret(24)}`;
   const id = newId('key');
-  await insertApiKey(db, {
-    id,
-    user_id: userId,
-    mode,
-    key_hash: sha256Hex(key),
-    hint: `sk_${mode}_…${key.slice(-4)}`,
-    created_at: clock.now(),
-    revoked_at: null,
-    last_used_at: null,
-    name,
-    created_by: details.createdBy ?? null,
-    permissions: restrictionToColumn(restriction),
-    expires_at: null,
+  const hint = `sk_${mode}_…${key.slice(-4)}`;
+  await transact(db, async (trx) => {
+    const now = clock.now();
+    await insertApiKey(trx, {
+      id,
+      user_id: userId,
+      mode,
+      key_hash: sha256Hex(key),
+      hint,
+      created_at: now,
+      revoked_at: null,
+      last_used_at: null,
+      name,
+      created_by: details.createdBy ?? null,
+      permissions: restrictionToColumn(restriction),
+      expires_at: null,
+    });
+    await audit(trx, by, userId, mode, 'api_key.create', id, now, {
+      hint,
+      name,
+      access: describeRestriction(restriction),
+    });
   });
   return { id, key, mode, name };
 }
 
-/** Revokes a key by id or by the key itself (the CLI's `keys revoke`; an audit trail records this call). */
-export async function revokeApiKey(db: Db, clock: Clock, keyIdOrKey: string): Promise<{ id: string }> {
+/** Revokes a key by id or by the key itself (the CLI's `keys revoke`, the dashboard's revoke). */
+export async function revokeApiKey(db: Db, clock: Clock, keyIdOrKey: string, by: AuditBy): Promise<{ id: string }> {
   const byKey = KEY_PATTERN.test(keyIdOrKey);
   const row = await findApiKey(db, byKey ? { keyHash: sha256Hex(keyIdOrKey) } : { id: keyIdOrKey });
   if (!row) throw notFound('api_key', byKey ? undefined : keyIdOrKey);
-  if (row.revoked_at == null) await setApiKeyRevoked(db, row.id, clock.now());
+  if (row.revoked_at == null)
+    await transact(db, async (trx) => {
+      const now = clock.now();
+      await setApiKeyRevoked(trx, row.id, now);
+      await audit(trx, by, row.user_id, row.mode, 'api_key.revoke', row.id, now, { hint: row.hint });
+    });
   return { id: row.id };
 }
 
@@ -136,6 +172,7 @@ export async function rollApiKey(
   old: { id: string; user_id: string; mode: Mode },
   period: RollPeriod,
   createdBy: string | null,
+  by: AuditBy,
 ): Promise<RolledKey> {
   if (!isRollPeriod(period))
     throw invalidParam('period', `period must be one of ${Object.keys(ROLL_PERIODS).join(', ')}`);
@@ -151,24 +188,40 @@ export async function rollApiKey(
       throw new AppError('conflict.invalid_state', 'This key was rolled already: it stops at its expiry', {
         status: 'expiring',
       });
-    const created = await createApiKey(trx, clock, row.user_id, row.mode, {
-      name: row.name,
-      createdBy,
-      restriction: restrictionFromColumn(row.permissions),
-    });
+    const created = await createApiKey(
+      trx,
+      clock,
+      row.user_id,
+      row.mode,
+      { name: row.name, createdBy, restriction: restrictionFromColumn(row.permissions) },
+      by,
+    );
     const stopsAt = now + ROLL_PERIODS[period];
     if (ROLL_PERIODS[period] === 0) await setApiKeyRevoked(trx, row.id, now);
     else await setApiKeyExpiry(trx, row.id, stopsAt);
+    await audit(trx, by, row.user_id, row.mode, 'api_key.roll', row.id, now, {
+      hint: row.hint,
+      replaced_by: created.id,
+      stops_at: new Date(stopsAt).toISOString(),
+    });
     return { created, old: { id: row.id, stopsAt } };
   });
 }
 
 /** Rolls a key found by its id alone (the CLI's `keys roll`, run by the operator). */
-export async function rollApiKeyById(db: Db, clock: Clock, keyId: string, period: RollPeriod): Promise<RolledKey> {
+export async function rollApiKeyById(
+  db: Db,
+  clock: Clock,
+  keyId: string,
+  period: RollPeriod,
+  by: AuditBy,
+): Promise<RolledKey> {
   const row = await findApiKey(db, { id: keyId });
   if (!row) throw notFound('api_key', keyId);
-  return rollApiKey(db, clock, { id: row.id, user_id: row.user_id, mode: row.mode }, period, 'operator');
+  return rollApiKey(db, clock, { id: row.id, user_id: row.user_id, mode: row.mode }, period, 'operator', by);
 }
+
+const byOf = (ctx: Ctx): AuditBy => ({ actor: ctx.actor, origin: ctx.origin });
 
 /** Who the signed-in caller is, as a key's `created_by` records it. */
 export function creatorLabelOf(actor: Ctx['actor']): string {
@@ -188,10 +241,14 @@ export function creatorLabelOf(actor: Ctx['actor']): string {
 
 /** A new key of the caller's merchant and mode, created by the caller (the dashboard's create). */
 export function createApiKeyOf(ctx: Ctx, details: { name: string; restriction: KeyRestriction }): Promise<CreatedKey> {
-  return createApiKey(ctx.db, ctx.deps.clock, ctx.merchant.id, ctx.mode, {
-    ...details,
-    createdBy: creatorLabelOf(ctx.actor),
-  });
+  return createApiKey(
+    ctx.db,
+    ctx.deps.clock,
+    ctx.merchant.id,
+    ctx.mode,
+    { ...details, createdBy: creatorLabelOf(ctx.actor) },
+    byOf(ctx),
+  );
 }
 
 /** Rolls one of the caller's keys of its mode; another merchant's, or the other mode's, is not found. */
@@ -202,10 +259,18 @@ export async function rollApiKeyOf(ctx: Ctx, keyId: string, period: RollPeriod):
     { id: keyId, user_id: ctx.merchant.id, mode: ctx.mode },
     period,
     creatorLabelOf(ctx.actor),
+    byOf(ctx),
   );
 }
 
-export async function addBankAccount(db: Db, clock: Clock, userId: string, number: string, name?: string | null) {
+export async function addBankAccount(
+  db: Db,
+  clock: Clock,
+  userId: string,
+  number: string,
+  name: string | null | undefined,
+  by: AuditBy,
+) {
   const parts = parseBankAccountNumber(number);
   if (!parts || !isValidBankAccountNumber(number))
     throw invalidParam('account_number', `account_number must be ${BANK_ACCOUNT_FORM}`);
@@ -216,7 +281,13 @@ export async function addBankAccount(db: Db, clock: Clock, userId: string, numbe
     name: name ?? null,
     created_at: clock.now(),
   };
-  await insertBankAccount(db, row);
+  await transact(db, async (trx) => {
+    await insertBankAccount(trx, row);
+    await audit(trx, by, userId, null, 'bank_account.create', row.id, row.created_at, {
+      account_number: row.account_number,
+      name: row.name,
+    });
+  });
   return row;
 }
 
@@ -238,7 +309,15 @@ export type CreatedMerchant = {
   dashboard_password: string;
 };
 
-export async function createMerchant(db: Db, clock: Clock, input: NewMerchant): Promise<CreatedMerchant> {
+/** Who made a merchant when no one says: the operator setting the service up (tests, the demo). */
+const SET_UP: AuditBy = { actor: { kind: 'operator', name: 'setup' } };
+
+export async function createMerchant(
+  db: Db,
+  clock: Clock,
+  input: NewMerchant,
+  by: AuditBy = SET_UP,
+): Promise<CreatedMerchant> {
   const email = input.email.trim().toLowerCase();
   if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) throw invalidParam('email', 'email must be an email address');
   if (!input.name.trim()) throw invalidParam('name', 'name must not be empty');
@@ -258,13 +337,16 @@ export async function createMerchant(db: Db, clock: Clock, input: NewMerchant): 
       created_at: now,
       updated_at: now,
     });
+    await audit(trx, by, userId, null, 'merchant.create', userId, now, { name: input.name.trim(), email });
     // The merchant's first member, who signs in to the dashboard with this email and password.
     await createOwnerMember(trx, { userId, email, passwordHash, now });
-    const bankAccount = input.bankAccount ? await addBankAccount(trx, clock, userId, input.bankAccount) : null;
+    const bankAccount = input.bankAccount
+      ? await addBankAccount(trx, clock, userId, input.bankAccount, null, by)
+      : null;
     const prefix = input.keyNamePrefix ?? 'First';
     const createdBy = input.createdBy ?? null;
-    const live = await createApiKey(trx, clock, userId, 'live', { name: `${prefix} live key`, createdBy });
-    const test = await createApiKey(trx, clock, userId, 'test', { name: `${prefix} test key`, createdBy });
+    const live = await createApiKey(trx, clock, userId, 'live', { name: `${prefix} live key`, createdBy }, by);
+    const test = await createApiKey(trx, clock, userId, 'test', { name: `${prefix} test key`, createdBy }, by);
     return {
       user_id: userId,
       live_key: live.key,
@@ -429,13 +511,18 @@ export async function hashNewPassword(password: string): Promise<string> {
  */
 export async function setMerchantPassword(
   db: Db,
+  clock: Clock,
   who: string,
   password: string,
+  by: AuditBy,
 ): Promise<{ id: string; memberId: string }> {
   const passwordHash = await hashNewPassword(password);
   const member = who.startsWith('user_') ? await firstOwnerOf(db, who) : await liveMemberByEmail(db, who);
   if (!member) throw notFound('merchant', who);
-  await setMemberPassword(db, member.id, passwordHash);
+  await transact(db, async (trx) => {
+    await setMemberPassword(trx, member.id, passwordHash);
+    await audit(trx, by, member.userId, null, 'member.password_change', member.id, clock.now());
+  });
   return { id: member.userId, memberId: member.id };
 }
 
@@ -469,12 +556,12 @@ export async function listApiKeysOf(db: Db, userId: string, mode: Mode): Promise
 
 /**
  * Revokes one of the caller's keys of its mode; another merchant's key, or the other mode's, is not
- * found (the dashboard's revoke; an audit trail records this call).
+ * found (the dashboard's revoke).
  */
 export async function revokeApiKeyOf(ctx: Ctx, keyId: string): Promise<{ id: string }> {
   const row = await findApiKeyOf(ctx.db, ctx.merchant.id, ctx.mode, keyId);
   if (!row) throw notFound('api_key', keyId);
-  return revokeApiKey(ctx.db, ctx.deps.clock, row.id);
+  return revokeApiKey(ctx.db, ctx.deps.clock, row.id, byOf(ctx));
 }
 
 export async function listBankAccountsOf(db: Db, userId: string) {

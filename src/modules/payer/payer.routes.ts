@@ -30,7 +30,7 @@ import {
   type PayerSession,
 } from './payer.signin.ts';
 import { withRefunds } from './payer.refunds.ts';
-import type { Deps } from '../context.ts';
+import type { Deps, Origin } from '../context.ts';
 import type { App } from '../../http/app-type.ts';
 
 // The payer dashboard at /customer (docs/payer.md): sign in with a code sent to the email on the
@@ -227,7 +227,7 @@ type AgreementKind = {
   path: string;
   name: string;
   load: (email: string, id: string) => Promise<any>;
-  act: (email: string, id: string) => Promise<void>;
+  act: (email: string, id: string, origin: Origin) => Promise<void>;
   verb: string;
   actionLabel: string;
   consequence: (item: any) => string;
@@ -240,7 +240,7 @@ function agreementKinds(deps: Deps): AgreementKind[] {
       path: 'subscriptions',
       name: 'Subscription',
       load: (email, id) => subscriptionOfPayer(deps, email, id),
-      act: (email, id) => cancelSubscriptionForPayer(deps, email, id),
+      act: (email, id, origin) => cancelSubscriptionForPayer(deps, email, id, origin),
       verb: 'cancel',
       actionLabel: 'Cancel this subscription',
       done: 'cancelled',
@@ -251,7 +251,7 @@ function agreementKinds(deps: Deps): AgreementKind[] {
       path: 'recurring-consents',
       name: 'Payment authority',
       load: (email, id) => consentOfPayer(deps, email, id),
-      act: (email, id) => revokeConsentForPayer(deps, email, id),
+      act: (email, id, origin) => revokeConsentForPayer(deps, email, id, origin),
       verb: 'revoke',
       actionLabel: 'Revoke this authority',
       done: 'revoked',
@@ -327,7 +327,11 @@ function registerAgreementKind(scope: Scope, pages: PayerPages, kind: AgreementK
     const item = await load(reply, session, request.params.id);
     if (!item) return reply;
     try {
-      await kind.act(session.email, item.id);
+      await kind.act(session.email, item.id, {
+        ip: request.ip,
+        userAgent: request.headers['user-agent']?.slice(0, 200) ?? null,
+        requestId: request.id,
+      });
     } catch (error) {
       if (error instanceof AppError && error.code === 'conflict.invalid_state') {
         return message(

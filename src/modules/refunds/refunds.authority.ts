@@ -1,4 +1,5 @@
 import { randomSecret } from '../../shared/crypto.ts';
+import { recordAuditFor } from '../audit/audit.service.ts';
 import { AppError, invalidParam, notFound } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
 import { iso, isoOrNull } from '../../shared/time.ts';
@@ -275,7 +276,15 @@ export async function startAuthority(
   if (!consent.ok)
     throw new AppError('service_unavailable', `The bank did not take the refund authority: ${consent.message}`, {});
   row.bank_consent_id = consent.consentId;
-  await repo.insertAuthority(ctx.db, row);
+  await ctx.deps.store.transaction(async (trx) => {
+    await repo.insertAuthority(trx, row);
+    await recordAuditFor(trx, ctx, 'refund_authority.create', row.id, {
+      bank: row.bank_id,
+      period: row.period,
+      max_per_refund_cents: row.max_per_refund_cents,
+      max_per_period_cents: row.max_per_period_cents,
+    });
+  });
   return {
     authoriseUrl: connector.authoriseUrl({
       consentId: consent.consentId,
@@ -349,6 +358,7 @@ export async function revokeAuthority(ctx: Ctx, id: string): Promise<void> {
     if (authority.status !== 'active') return null;
     await repo.updateAuthority(trx, id, { status: 'revoked', revoked_by: 'merchant', ended_at: now, updated_at: now });
     await authorityStatusEvent(trx, authority, 'revoked', 'merchant', now);
+    await recordAuditFor(trx, ctx, 'refund_authority.revoke', id, { status: { from: 'active', to: 'revoked' } });
     return authority;
   });
   if (revoked) await revokeAtBank(ctx.deps, revoked);

@@ -1,4 +1,5 @@
 import { backoffDelayMs, type Backoff } from '../../jobs/backoff.ts';
+import { recordAudit } from '../audit/audit.service.ts';
 import type { JobHandler } from '../../jobs/worker.ts';
 import type { Deps } from '../context.ts';
 import { failureReasonOf } from '../consents/execute.service.ts';
@@ -8,7 +9,8 @@ import { endAuthorityAtBank, findAuthorityById, readyAuthority, type ReadyAuthor
 import { noticeRefundArrived } from './refunds.notices.ts';
 import * as repo from './refunds.repo.ts';
 import type { ActionReason } from './refunds.rules.ts';
-import { setRefundStatus } from './refunds.service.ts';
+import { EXECUTE_REFUND_JOB, setRefundStatus } from './refunds.service.ts';
+import type { Db } from '../../store/db.ts';
 import type { RefundRow } from './refunds.tables.ts';
 
 // Carries a pending refund out at the merchant's bank (docs/refunds.md): the payer's account (kept
@@ -129,6 +131,20 @@ async function record(deps: Deps, refundId: string, outcome: Outcome): Promise<v
       now,
     );
     if (outcome.status === 'successful') await noticeRefundArrived(trx, deps, after, now);
+    await auditPayout(trx, refund, outcome.status, now, { failure_reason: outcome.failure_reason ?? null });
+  });
+}
+
+/** A payout's step, in the audit trail: the service moves the merchant's money. */
+function auditPayout(trx: Db, refund: RefundRow, status: string, now: number, extra: Record<string, unknown> = {}) {
+  return recordAudit(trx, {
+    userId: refund.user_id,
+    mode: refund.mode,
+    actor: { kind: 'service', job: EXECUTE_REFUND_JOB },
+    action: 'refund.execute',
+    objectId: refund.id,
+    summary: { status: { from: refund.status, to: status }, amount_cents: refund.amount_cents, ...extra },
+    at: now,
   });
 }
 
@@ -137,13 +153,15 @@ async function requireAction(deps: Deps, refund: RefundRow, reason: ActionReason
   await deps.store.transaction(async (trx) => {
     const locked = await repo.lockRefund(trx, refund.id);
     if (locked?.status !== 'pending') return;
+    const now = deps.clock.now();
     await setRefundStatus(
       trx,
       deps,
       locked,
       { status: 'requires_action', action_reason: reason, authority_id: null },
-      deps.clock.now(),
+      now,
     );
+    await auditPayout(trx, locked, 'requires_action', now, { action_reason: reason });
   });
   return undefined;
 }

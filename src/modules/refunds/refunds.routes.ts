@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { recordAuditAfter } from '../audit/audit.service.ts';
 import { apiKeyAuth, keyScope } from '../merchants/merchants.auth.ts';
 import { errorResponses, IdempotencyHeaders, IdParams } from '../../http/schemas.ts';
 import { AppError } from '../../shared/errors.ts';
@@ -139,6 +140,7 @@ function registerRefundTestHelpers(app: App, deps: Deps): void {
         count,
         reason,
       });
+      await recordAuditAfter(request.ctx, 'refund_authority.test_decline_next', authority.id, { count, reason });
       return { refund_authority_id: authority.id, count, reason };
     },
   );

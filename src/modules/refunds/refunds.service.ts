@@ -1,4 +1,5 @@
 import { idempotent, type Reply } from '../../http/idempotency.ts';
+import { recordAuditFor } from '../audit/audit.service.ts';
 import { enqueue } from '../../jobs/queue.ts';
 import { invalidParam, invalidState, notFound, type AppError } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
@@ -97,6 +98,12 @@ export async function createRefund(
       now,
     );
     if (row.status === 'pending') await queueExecution(trx, row.id, ctx.deps.clock.now());
+    await recordAuditFor(trx, ctx, 'refund.create', row.id, {
+      payment_id: row.payment_id,
+      amount_cents: row.amount_cents,
+      status: row.status,
+      reason,
+    });
     return { refund: presentRefund(row) };
   });
 }
@@ -322,7 +329,15 @@ export async function markRefundPaid(ctx: Ctx, id: string, by: string): Promise<
     if (!refund || refund.user_id !== ctx.merchant.id || refund.mode !== ctx.mode) throw notFound('refund', id);
     if (refund.status !== 'requires_action') throw invalidState('refund', refund.status, 'mark as paid');
     const now = ctx.clock.now();
-    return setRefundStatus(trx, ctx.deps, refund, { status: 'successful', paid_by: by, sent_at: now }, now);
+    const after = await setRefundStatus(
+      trx,
+      ctx.deps,
+      refund,
+      { status: 'successful', paid_by: by, sent_at: now },
+      now,
+    );
+    await recordAuditFor(trx, ctx, 'refund.mark_paid', id, { status: { from: refund.status, to: 'successful' } });
+    return after;
   });
 }
 
@@ -333,7 +348,15 @@ export async function cancelRefund(ctx: Ctx, id: string): Promise<RefundRow> {
     if (!refund || refund.user_id !== ctx.merchant.id || refund.mode !== ctx.mode) throw notFound('refund', id);
     if (refund.status !== 'requires_action') throw invalidState('refund', refund.status, 'cancel');
     const now = ctx.clock.now();
-    return setRefundStatus(trx, ctx.deps, refund, { status: 'failed', failure_reason: 'cancelled_by_merchant' }, now);
+    const after = await setRefundStatus(
+      trx,
+      ctx.deps,
+      refund,
+      { status: 'failed', failure_reason: 'cancelled_by_merchant' },
+      now,
+    );
+    await recordAuditFor(trx, ctx, 'refund.cancel', id, { status: { from: refund.status, to: 'failed' } });
+    return after;
   });
 }
 

@@ -455,8 +455,15 @@ test('auth: missing, malformed, unknown and revoked keys are 401 on every reques
   };
   const malformed = 'Malformed Authorization header: send Authorization: Bearer <API key>';
   const unknown = 'Unknown or revoked API key';
-  const revoked = await createApiKey(app.deps.db, app.deps.clock, merchant.userId, 'test');
-  await revokeApiKey(app.deps.db, app.deps.clock, revoked.id);
+  const revoked = await createApiKey(
+    app.deps.db,
+    app.deps.clock,
+    merchant.userId,
+    'test',
+    {},
+    { actor: { kind: 'operator', name: 'test' } },
+  );
+  await revokeApiKey(app.deps.db, app.deps.clock, revoked.id, { actor: { kind: 'operator', name: 'test' } });
   const revokedKey = revoked.key;
   const cases: Array<[string | undefined, string]> = [
     [undefined, 'Missing Authorization header: send Authorization: Bearer <API key>'],

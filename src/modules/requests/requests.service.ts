@@ -11,6 +11,7 @@ import type { JobHandler } from '../../jobs/worker.ts';
 import type { Database } from '../../store/tables.ts';
 import { transact } from '../../store/store.ts';
 import { emitEvent } from '../events/events.service.ts';
+import { recordAuditFor } from '../audit/audit.service.ts';
 import { qrDataUri } from './qr.ts';
 import {
   insertRequest,
@@ -136,6 +137,13 @@ export async function createRequest(
         ctx.deps.clock.now(),
       );
     }
+    await recordAuditFor(trx, ctx, 'request.create', id, {
+      kind: row.kind,
+      type: row.type,
+      amount_cents: row.amount_cents,
+      reference: row.reference,
+      merchant_identifier: row.merchant_identifier,
+    });
     return { request: presentRequest(row, publicBaseUrl) };
   });
 }
@@ -176,6 +184,7 @@ export async function deleteRequest(ctx: Ctx, id: string) {
       },
       now,
     );
+    await recordAuditFor(trx, ctx, 'request.delete', id, { status: { from: row.status, to: 'deleted' } });
     return {
       request: presentRequest(
         { ...row, status: 'deleted', updated_at: now, deleted_at: now },

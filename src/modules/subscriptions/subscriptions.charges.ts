@@ -1,4 +1,5 @@
 import type { Kysely, Transaction, Updateable } from 'kysely';
+import { recordAudit } from '../audit/audit.service.ts';
 import type { JobContext, JobHandler, JobResult } from '../../jobs/worker.ts';
 import { newId } from '../../shared/ids.ts';
 import { iso } from '../../shared/time.ts';
@@ -249,11 +250,33 @@ async function record(
     const counts = { successful_count: sub.successful_count + 1 };
     if (active) await advance(deps, trx, { ...sub, ...counts }, charge.slot, now, counts);
     else await updateSubscription(trx, sub.id, { ...counts, updated_at: now });
+    await auditCharge(trx, { sub, charge, payment }, 'successful', null, now);
     return undefined;
   }
 
-  await recordFailure(deps, trx, { sub, charge, payment }, result, now);
+  const reason = await recordFailure(deps, trx, { sub, charge, payment }, result, now);
+  await auditCharge(trx, { sub, charge, payment }, 'failed', reason, now);
   return undefined;
+}
+
+/** Each attempt's outcome, in the audit trail: a charge the service made on the merchant's behalf. */
+function auditCharge(trx: Trx, { sub, charge, payment }: Attempt, status: string, reason: string | null, now: number) {
+  return recordAudit(trx, {
+    userId: sub.user_id,
+    mode: sub.mode,
+    actor: { kind: 'service', job: 'subscription.charge' },
+    action: 'subscription.charge',
+    objectId: sub.id,
+    summary: {
+      payment_id: payment.id,
+      amount_cents: payment.settled_cents,
+      slot_date: charge.slot_date,
+      attempt: charge.attempts,
+      status,
+      failure_reason: reason,
+    },
+    at: now,
+  });
 }
 
 /**
@@ -266,7 +289,7 @@ async function recordFailure(
   { sub, charge, payment }: Attempt,
   result: Submission,
   now: number,
-): Promise<void> {
+): Promise<string> {
   const active = sub.status === 'active';
   const failure: Pick<BankFailure, 'reason' | 'message' | 'bankCode'> = result.ok
     ? { reason: result.failureReason ?? 'rejected_by_bank', message: result.failureReason ?? 'rejected by the bank' }
@@ -282,12 +305,12 @@ async function recordFailure(
     await updateCharge(trx, charge.id, { status: 'cancelled', last_error: failure.reason, updated_at: now });
     await updateSubscription(trx, sub.id, { failed_count: failedSub.failed_count, updated_at: now });
     if (active || sub.status === 'paused') await cancelInTransaction(trx, failedSub, 'bank', now);
-    return;
+    return failure.reason;
   }
   if (!active) {
     await updateCharge(trx, charge.id, { status: 'dropped', last_error: failure.reason, updated_at: now });
     await updateSubscription(trx, sub.id, { failed_count: failedSub.failed_count, updated_at: now });
-    return;
+    return failure.reason;
   }
 
   const schedule = scheduleOf(sub);
@@ -324,7 +347,7 @@ async function recordFailure(
     );
     await noticeChargeFailed(trx, sub, payment, charge.charge_at, retryAt, now);
     await scheduleCharge(trx, deps, sub, retryAt);
-    return;
+    return failure.reason;
   }
   await updateCharge(trx, charge.id, { status: 'skipped', last_error: failure.reason, updated_at: now });
   await emitEvent(trx, scopeOf(sub), 'subscription.charge_failed', sub.id, failed, now);
@@ -349,6 +372,7 @@ async function recordFailure(
     },
     now,
   );
+  return failure.reason;
 }
 
 /** Charges one subscription's due slot (or retry): the handler of the `subscription.charge` job. */

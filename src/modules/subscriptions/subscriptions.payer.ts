@@ -12,7 +12,7 @@ import {
 } from './subscriptions.repo.ts';
 import { cancelSubscriptionByPayer } from './subscriptions.service.ts';
 import { isIdOf } from '../../shared/ids.ts';
-import type { Deps } from '../context.ts';
+import type { Deps, Origin } from '../context.ts';
 
 // Subscriptions as their payer sees them in the payer dashboard: every one registered to their
 // email, across merchants and modes. Another payer's subscription is unknown (404).
@@ -74,9 +74,14 @@ export async function subscriptionOfPayer(deps: Deps, email: string, id: string)
 }
 
 /** The payer cancels: the same operation as the payer test helper (subscription.cancelled at once, revoked at the bank). */
-export async function cancelSubscriptionForPayer(deps: Deps, email: string, id: string): Promise<void> {
+export async function cancelSubscriptionForPayer(
+  deps: Deps,
+  email: string,
+  id: string,
+  origin?: Origin,
+): Promise<void> {
   await ownSubscription(deps, email, id);
-  await cancelSubscriptionByPayer(deps, id, email);
+  await cancelSubscriptionByPayer(deps, id, email, { actor: { kind: 'payer', email }, origin });
 }
 
 /** Whether any consent or subscription is registered to this email (a sign-in code is only worth sending then). */

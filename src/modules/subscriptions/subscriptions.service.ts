@@ -7,6 +7,7 @@ import { iso, isoOrNull } from '../../shared/time.ts';
 import type { Database } from '../../store/tables.ts';
 import { transact } from '../../store/store.ts';
 import { emitEvent } from '../events/events.service.ts';
+import { recordAudit, recordAuditFor } from '../audit/audit.service.ts';
 import type { SubscriptionOptions } from '../requests/requests.rules.ts';
 import { buildSchedule, resumeSchedule } from './schedule.ts';
 import { revokeAtBank } from './subscriptions.bank.ts';
@@ -29,7 +30,7 @@ import { noticeSubscriptionEnded, noticeSubscriptionSetUp } from './subscription
 import { clockOf } from '../merchants/merchants.clock.ts';
 import { scheduleCharge, unscheduleCharge } from './subscriptions.schedule-jobs.ts';
 import type { Mode } from '../../shared/mode.ts';
-import type { Ctx, Deps } from '../context.ts';
+import type { Actor, Ctx, Deps, Origin } from '../context.ts';
 import type { RequestRow } from '../requests/requests.tables.ts';
 
 // Subscription use cases: authorisation, pause, resume, cancellation (by merchant, payer or bank)
@@ -133,11 +134,24 @@ async function transition(
   db: Db,
   id: string,
   work: (trx: Db, row: SubscriptionRow, now: number) => Promise<Change>,
+  audit: { action: string; actor: Actor; origin?: Origin },
 ): Promise<SubscriptionRow> {
   const change = await transact(db, async (trx) => {
     const row = (await lockSubscription(trx, id))!;
-    const clock = await clockOf(deps, row, trx);
-    return work(trx, row, clock.now());
+    const now = (await clockOf(deps, row, trx)).now();
+    const change = await work(trx, row, now);
+    if (change.row !== row)
+      await recordAudit(trx, {
+        userId: row.user_id,
+        mode: row.mode,
+        actor: audit.actor,
+        origin: audit.origin,
+        action: audit.action,
+        objectId: row.id,
+        summary: { status: { from: row.status, to: change.row.status } },
+        at: now,
+      });
+    return change;
   });
   if (change.revoke) await revokeAtBank(deps, change.row);
   return change.row;
@@ -230,6 +244,10 @@ async function act(
       const locked = (await lockSubscription(trx, id))!;
       const change = await work(trx, locked, ctx.clock.now());
       if (change.revoke) revoke = change.row;
+      if (change.row !== locked)
+        await recordAuditFor(trx, ctx, `subscription.${action}`, id, {
+          status: { from: locked.status, to: change.row.status },
+        });
       return { subscription: presentSubscription(change.row) };
     },
   );
@@ -245,11 +263,16 @@ export const cancelSubscription = (ctx: Ctx, id: string, key?: string) => act(ct
  * The payer cancelled in the service's customer dashboard: `subscription.cancelled` at once and
  * the consent revoked at the bank. `payerEmail` must be the subscription's.
  */
-export async function cancelSubscriptionByPayer(deps: Deps, id: string, payerEmail: string): Promise<SubscriptionRow> {
+export async function cancelSubscriptionByPayer(
+  deps: Deps,
+  id: string,
+  payerEmail: string,
+  who: { actor: Actor; origin?: Origin },
+): Promise<SubscriptionRow> {
   const row = await findSubscriptionById(deps.db, id);
   // Another payer's subscription is as unknown as a missing one.
   if (!row || row.email !== payerEmail.trim().toLowerCase()) throw notFound('subscription', id);
-  return transition(deps, deps.db, id, cancelWork('payer'));
+  return transition(deps, deps.db, id, cancelWork('payer'), { action: 'subscription.cancel', ...who });
 }
 
 export async function retrieveSubscription(ctx: Ctx, id: string) {

@@ -10,6 +10,7 @@ import { getSubscription } from './subscriptions.repo.ts';
 import { cancelSubscriptionByPayer } from './subscriptions.service.ts';
 import type { DeclineNextBody } from './subscriptions.schemas.ts';
 import type { Ctx } from '../context.ts';
+import { recordAuditAfter } from '../audit/audit.service.ts';
 
 // Test helpers for subscriptions (test keys only). They act where a payer or their bank would:
 // the sandbox bank's own test hooks over HTTP, and the payer's cancellation in the service.
@@ -33,6 +34,10 @@ export async function declineNextCharges(ctx: Ctx, id: string, body: DeclineNext
     count: body.count,
     reason: body.reason ?? 'insufficient_funds',
   });
+  await recordAuditAfter(ctx, 'subscription.test_decline_next', sub.id, {
+    count: body.count,
+    reason: body.reason ?? 'insufficient_funds',
+  });
   return { subscription: presentSubscription(sub) };
 }
 
@@ -40,13 +45,14 @@ export async function declineNextCharges(ctx: Ctx, id: string, body: DeclineNext
 export async function cancelAtBank(ctx: Ctx, id: string) {
   const sub = await testSubscription(ctx, id);
   await sandboxHook(ctx, `/consents/${encodeURIComponent(sub.bank_consent_id)}/revoke`, {});
+  await recordAuditAfter(ctx, 'subscription.test_cancel_at_bank', sub.id);
   return { subscription: presentSubscription(sub) };
 }
 
 /** As from the payer's dashboard: cancelled at once with subscription.cancelled. */
 export async function cancelByPayer(ctx: Ctx, id: string) {
   const sub = await testSubscription(ctx, id);
-  return { subscription: presentSubscription(await cancelSubscriptionByPayer(ctx.deps, sub.id, sub.email)) };
+  return { subscription: presentSubscription(await cancelSubscriptionByPayer(ctx.deps, sub.id, sub.email, ctx)) };
 }
 
 /** POST /v1/test-helpers/requests/{id}/pay on a subscription request: approve (or decline) at the sandbox bank. */

@@ -1,4 +1,5 @@
 import { Type, type Static, type TSchema } from 'typebox';
+import { recordAuditAfter } from '../audit/audit.service.ts';
 import { errorResponses, IdParams } from '../../http/schemas.ts';
 import { AppError } from '../../shared/errors.ts';
 import { pendingBankConsentOfAuthorisation } from '../authorisations/authorisations.service.ts';
@@ -184,6 +185,14 @@ const RESOURCES: Resource[] = [
   },
 ];
 
+/** The object a hook acts on, as the audit trail names it (`payment.test_delay`). */
+const AUDITED_AS: Record<string, string> = {
+  payments: 'payment',
+  'recurring-consents': 'consent',
+  subscriptions: 'subscription',
+  requests: 'request',
+};
+
 /** A refusal by the bank is 409 conflict.invalid_state, the bank out of reach 503 (BankRegistry.sandboxTestHook). */
 async function callBank(deps: Deps, hook: { path: string; body: unknown }): Promise<void> {
   await deps.banks.sandboxTestHook(hook.path, hook.body);
@@ -229,6 +238,12 @@ export async function registerBankHookRoutes(app: App, deps: Deps): Promise<void
             );
           }
           await callBank(deps, action.hook(target, request.body));
+          await recordAuditAfter(
+            request.ctx,
+            `${AUDITED_AS[resource.path]}.test_${name.replace('-', '_')}`,
+            request.params.id,
+            (request.body ?? {}) as Record<string, unknown>,
+          );
           return await resource.present(request.ctx, request.params.id);
         },
       );

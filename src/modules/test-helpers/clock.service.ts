@@ -4,6 +4,8 @@ import { iso } from '../../shared/time.ts';
 import { addToTestClockOffset, testClockOffsetOf as clockOffset } from '../merchants/merchants.service.ts';
 import { nextJobOfClock, shiftJobsOfClock } from '../../jobs/queue.ts';
 import type { Ctx, Deps } from '../context.ts';
+import type { Db } from '../../store/db.ts';
+import { recordAuditFor } from '../audit/audit.service.ts';
 
 export function requireTestMode(ctx: Ctx): void {
   if (ctx.mode !== 'test')
@@ -58,7 +60,16 @@ function beyondCap(field: 'to' | 'seconds', now: number, realNow: number): AppEr
 type Refusal = (now: number, realNow: number) => AppError;
 const refuseTo: Refusal = (now, realNow) => beyondCap('to', now, realNow);
 
-async function shiftClock(deps: Deps, userId: string, deltaMs: number, refuse: Refusal): Promise<void> {
+/** Records the advance in the transaction of its first move (audit trail). */
+type AuditMove = (trx: Db) => Promise<void>;
+
+async function shiftClock(
+  deps: Deps,
+  userId: string,
+  deltaMs: number,
+  refuse: Refusal,
+  audit: AuditMove | null = null,
+): Promise<void> {
   await deps.store.transaction(async (trx) => {
     await addToTestClockOffset(trx, userId, deltaMs);
     // Read back in the same transaction: another process advancing the same clock at once passes
@@ -69,6 +80,7 @@ async function shiftClock(deps: Deps, userId: string, deltaMs: number, refuse: R
       throw refuse(realNow + offset - deltaMs, realNow);
     }
     await shiftJobsOfClock(trx, userId, deltaMs);
+    await audit?.(trx);
   });
 }
 
@@ -104,15 +116,20 @@ async function advanceTo(
   target: number,
   maxJobs: number,
   refuse: Refusal,
+  audit: AuditMove | null = null,
 ): Promise<Advanced> {
   let budget = maxJobs;
+  let unrecorded = audit;
   for (;;) {
     const offset = await clockOffset(deps.db, userId);
     const now = deps.clock.now() + offset;
     const next = await nextJobOfClock(deps.db, userId);
     const nextAt = next !== null ? next + offset : null;
     const stepTo = nextAt !== null && nextAt < target ? nextAt : target;
-    if (stepTo > now) await shiftClock(deps, userId, stepTo - now, refuse);
+    if (stepTo > now) {
+      await shiftClock(deps, userId, stepTo - now, refuse, unrecorded);
+      unrecorded = null;
+    }
     budget -= await deps.worker.drain(userId, budget);
     if (budget <= 0) {
       const left = await nextJobOfClock(deps.db, userId);
@@ -147,6 +164,9 @@ export async function resetClock(ctx: Ctx) {
       if (offset === 0) return;
       await addToTestClockOffset(trx, userId, -offset);
       await shiftJobsOfClock(trx, userId, -offset);
+      await recordAuditFor(trx, ctx, 'test_clock.reset', null, {
+        offset_seconds: { from: Math.round(offset / 1000), to: 0 },
+      });
     }),
   );
   return getClock(ctx);
@@ -184,7 +204,9 @@ export async function advanceClock(ctx: Ctx, input: { to?: string; seconds?: num
     }
     const realNow = deps.clock.now();
     if (target > realNow + MAX_AHEAD_MS) throw refuse(now, realNow);
-    return advanceTo(deps, userId, target, deps.config.testClockMaxJobs, refuse);
+    const audit: AuditMove = (trx) =>
+      recordAuditFor(trx, ctx, 'test_clock.advance', null, { from: iso(now), to: iso(target) });
+    return advanceTo(deps, userId, target, deps.config.testClockMaxJobs, refuse, audit);
   });
   return {
     clock: { now: iso(reached.now), offset_seconds: Math.round((reached.now - deps.clock.now()) / 1000) },

@@ -1,4 +1,5 @@
 import type { PayHelper } from '../manifest.ts';
+import { recordAuditAfter } from '../audit/audit.service.ts';
 import { AppError, invalidParam } from '../../shared/errors.ts';
 import { AMOUNT_FORM, parseAmount } from '../../shared/money.ts';
 import { EMPTY_DETAILS, findCustInfoOfPayment, type PayerDetails } from '../customers/customers.service.ts';
@@ -73,13 +74,15 @@ export async function payRequestAsPayer(
   const request = await getRequest(ctx.db, { userId: ctx.merchant.id, mode: ctx.mode }, requestId);
   const problem = notPayable(request, ctx.clock.now());
   if (problem) throw problem;
-  if (request.kind === 'payment') return payOneOff(ctx, request, body);
-  const helper = helpers.get(request.kind);
-  if (!helper) {
+  const helper = request.kind === 'payment' ? null : helpers.get(request.kind);
+  if (request.kind !== 'payment' && !helper) {
     throw new AppError('conflict.invalid_state', `The pay test helper does not take ${request.kind} requests yet`, {
       status: request.status,
       kind: request.kind,
     });
   }
-  return helper(ctx, request, body);
+  const paid = helper ? await helper(ctx, request, body) : await payOneOff(ctx, request, body);
+  // Recorded once the payer's part (through the checkout and the sandbox bank) has run.
+  await recordAuditAfter(ctx, 'request.test_pay', request.id, { outcome: body.outcome ?? 'approve' });
+  return paid;
 }

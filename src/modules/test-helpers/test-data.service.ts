@@ -1,6 +1,7 @@
 import { countJobsOfClock, deleteJobsOfClock } from '../../jobs/queue.ts';
 import { countIdempotencyKeys, forgetIdempotencyKeys } from '../../http/idempotency.ts';
 import type { Ctx } from '../context.ts';
+import { recordAuditFor } from '../audit/audit.service.ts';
 import type { Contributions, TestData } from '../manifest.ts';
 import { requireTestMode } from './clock.service.ts';
 
@@ -76,6 +77,7 @@ export async function deleteTestData(ctx: Ctx, parts: TestDataParts): Promise<Te
         for (const part of parts) await part.hold?.(trx, userId);
         const counts: TestDataCounts = {};
         for (const part of parts) Object.assign(counts, await part.delete(trx, userId));
+        await recordAuditFor(trx, ctx, 'test_data.delete', null, { deleted: counts });
         return counts;
       });
       ctx.log.info({ deleted }, 'test data deleted');

@@ -244,12 +244,23 @@ test("DELETE /v1/test-helpers/data deletes the merchant's test data, answers the
 
   // exactly the merchant's test data went: every other row of every table is as it was, and none was written (no event)
   const after = await dumpAll(db);
+  // The audit trail keeps every record, the test data's included, and gains the deletion's own.
+  const audit = ['audit_events', 'audit_heads'];
+  const added = after
+    .get('audit_events')!
+    .filter((row) => !before.get('audit_events')!.some((old) => old.id === row.id));
+  assert.deepEqual(
+    added.map((row) => [row.user_id, row.action, row.mode]),
+    [[kowhai.userId, 'test_data.delete', 'test']],
+  );
+  assert.equal(after.get('audit_events')!.length, before.get('audit_events')!.length + 1);
   for (const [table, rows] of before)
-    assert.deepEqual(
-      after.get(table),
-      rows.filter((row) => !isTest(table, row)),
-      `${table} is as it was, less the test data`,
-    );
+    if (!audit.includes(table))
+      assert.deepEqual(
+        after.get(table),
+        rows.filter((row) => !isTest(table, row)),
+        `${table} is as it was, less the test data`,
+      );
   for (const table of OWNED.filter((name) => name !== 'webhook_endpoints')) {
     const live = (dump: Dump) =>
       dump.get(table)!.filter((row) => row.user_id === kowhai.userId && row.mode === 'live').length;

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { recordAudit, recordAuditFor, type AuditBy } from '../audit/audit.service.ts';
 import type { Kysely } from 'kysely';
 import { idempotent } from '../../http/idempotency.ts';
 import { DAY_MS, iso } from '../../shared/time.ts';
@@ -88,6 +89,11 @@ export async function createWebhook(ctx: Ctx, body: CreateWebhookBody, idempoten
   };
   return idempotent(ctx, idempotencyKey, 'POST /v1/webhooks', body, 201, async (trx) => {
     await insertEndpoint(trx, row);
+    await recordAuditFor(trx, ctx, 'webhook_endpoint.create', row.id, {
+      url,
+      events: body.events ?? null,
+      description: row.description,
+    });
     return { webhook: presentWebhook({ ...row, secret }, { withSecret: true }) };
   });
 }
@@ -134,8 +140,19 @@ export async function updateWebhook(ctx: Ctx, id: string, body: UpdateWebhookBod
     if (body.disabled === false) changes.disabled_at = null;
     await updateEndpoint(trx, id, changes);
     if (changes.disabled_at) await cancelPendingDeliveries(trx, id);
+    await recordAuditFor(trx, ctx, 'webhook_endpoint.update', id, changeSummary(row, changes));
     return { webhook: presentWebhook({ ...row, ...changes }) };
   });
+}
+
+/** What an update changed, field by field, as the audit trail records it. */
+function changeSummary(row: EndpointRow, changes: EndpointChanges): Record<string, unknown> {
+  const summary: Record<string, unknown> = {};
+  for (const [field, to] of Object.entries(changes)) {
+    const from = row[field as keyof EndpointRow];
+    if (from !== to) summary[field] = { from, to };
+  }
+  return summary;
 }
 
 /**
@@ -150,6 +167,10 @@ export async function rotateWebhookSecret(ctx: Ctx, id: string, idempotencyKey?:
     const row = await getEndpoint(trx, owner(ctx), id);
     const keyring = rotated(decodeKeyring(openStored(ctx.deps.secrets, row.secret)), fresh, ctx.deps.clock.now());
     await updateEndpoint(trx, id, { secret: ctx.deps.secrets.seal(encodeKeyring(keyring)) });
+    // The new secret itself is never recorded, masked or not.
+    await recordAuditFor(trx, ctx, 'webhook_endpoint.rotate_secret', id, {
+      previous_secret_until: iso(keyring.previous!.until),
+    });
     return {
       webhook: presentWebhook(
         { ...row, secret: fresh },
@@ -175,6 +196,7 @@ export async function deleteWebhook(ctx: Ctx, id: string) {
     const row = await getEndpoint(trx, owner(ctx), id);
     await softDeleteEndpoint(trx, id, ctx.clock.now());
     await forgetEndpointSecret(trx, id);
+    await recordAuditFor(trx, ctx, 'webhook_endpoint.delete', id, { url: row.url });
     return { webhook: presentWebhook(row), deleted: true };
   });
 }
@@ -190,6 +212,7 @@ export async function recoverDeliveries(
   webhookId: string,
   since: number,
   realNow: number,
+  by: AuditBy,
 ): Promise<{ deliveries: DeliveryObject[] }> {
   return transact(db, async (trx) => {
     const endpoint = scope ? await getEndpoint(trx, scope, webhookId) : await findEndpointById(trx, webhookId);
@@ -212,6 +235,15 @@ export async function recoverDeliveries(
       await markSuperseded(trx, old.id, fresh.id);
       deliveries.push(presentDelivery(fresh));
     }
+    await recordAudit(trx, {
+      userId: endpoint.user_id,
+      mode: endpoint.mode,
+      ...by,
+      action: 'webhook_endpoint.recover',
+      objectId: endpoint.id,
+      summary: { since: iso(since), deliveries: deliveries.length },
+      at: realNow,
+    });
     return { deliveries };
   });
 }
@@ -220,7 +252,7 @@ export async function recoverWebhook(ctx: Ctx, id: string, since: string) {
   const at = Date.parse(since);
   if (!Number.isFinite(at))
     throw invalidParam('since', 'since must be an ISO 8601 date-time such as 2026-11-21T10:00:00.000Z');
-  return recoverDeliveries(ctx.db, owner(ctx), id, at, ctx.deps.clock.now());
+  return recoverDeliveries(ctx.db, owner(ctx), id, at, ctx.deps.clock.now(), ctx);
 }
 
 /**
@@ -232,6 +264,7 @@ export async function resendToWebhooks(
   event: { id: string; type: string; userId: string; mode: Owner['mode'] },
   webhookId: string | undefined,
   realNow: number,
+  by: AuditBy,
 ): Promise<{ deliveries: DeliveryObject[] }> {
   return transact(db, async (trx) => {
     const scope = { userId: event.userId, mode: event.mode };
@@ -250,6 +283,15 @@ export async function resendToWebhooks(
       );
       deliveries.push(presentDelivery(row));
     }
+    await recordAudit(trx, {
+      userId: event.userId,
+      mode: event.mode,
+      ...by,
+      action: 'event.resend',
+      objectId: event.id,
+      summary: { webhook_id: webhookId ?? null, deliveries: deliveries.length },
+      at: realNow,
+    });
     return { deliveries };
   });
 }
@@ -464,13 +506,20 @@ export async function resendEvent(
   id: string,
   webhookId: string | undefined,
   realNow: number,
+  by: AuditBy,
 ) {
   const row = await getEvent(db, scope, id);
-  return resendToWebhooks(db, { id: row.id, type: row.type, userId: row.user_id, mode: row.mode }, webhookId, realNow);
+  return resendToWebhooks(
+    db,
+    { id: row.id, type: row.type, userId: row.user_id, mode: row.mode },
+    webhookId,
+    realNow,
+    by,
+  );
 }
 
 export async function resendEventFor(ctx: Ctx, id: string, body: { webhook_id?: string }) {
-  return resendEvent(ctx.db, owner(ctx), id, body.webhook_id, ctx.deps.clock.now());
+  return resendEvent(ctx.db, owner(ctx), id, body.webhook_id, ctx.deps.clock.now(), ctx);
 }
 
 /**

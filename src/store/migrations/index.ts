@@ -27,6 +27,7 @@ import * as refunds from './0030-refunds.ts';
 import * as rateBuckets from './0031-rate-buckets.ts';
 import * as paymentSubmissionToken from './0032-payment-submission-token.ts';
 import * as eventDeliverySummaries from './0033-event-delivery-summaries.ts';
+import * as auditTrail from './0034-audit-trail.ts';
 import * as team from './0035-team.ts';
 import * as twoFactor from './0036-two-factor.ts';
 import * as apiKeyNamesScopesAndExpiry from './0037-api-key-names-scopes-and-expiry.ts';
@@ -63,6 +64,7 @@ export const migrations: Record<string, Migration> = inNameOrder({
   '0031-rate-buckets': rateBuckets,
   '0032-payment-submission-token': paymentSubmissionToken,
   '0033-event-delivery-summaries': eventDeliverySummaries,
+  '0034-audit-trail': auditTrail,
   '0035-team': team,
   '0036-two-factor': twoFactor,
   '0037-api-key-names-scopes-and-expiry': apiKeyNamesScopesAndExpiry,

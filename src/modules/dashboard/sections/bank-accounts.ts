@@ -54,6 +54,7 @@ export function registerBankAccountPages(scope: Scope, kit: Kit): void {
             signed.session.merchant.id,
             values.account_number,
             values.name || null,
+            signed.ctx,
           );
         } catch (error) {
           const problem = problemOf(error);

@@ -4,6 +4,7 @@ import { listSubscriptionsFor } from '../../subscriptions/subscriptions.service.
 import { listConsentsFor } from '../../consents/consents.service.ts';
 import { text, cursorOf } from '../dashboard.format.ts';
 import type { Kit, Scope } from '../dashboard.kit.ts';
+import { auditTrailOf } from './audit.ts';
 
 // Customers: a list with search; a detail page with their payments, subscriptions and consents.
 
@@ -52,6 +53,7 @@ export function registerCustomerPages(scope: Scope, kit: Kit): void {
           title: `Customer ${customer.email}`,
           ...kit.layoutOf(signed, 'customers'),
           customer,
+          audit: await auditTrailOf(signed, customer.id),
           payments: payments.payments,
           subscriptions: subscriptions.subscriptions,
           consents: consents.recurring_consents,

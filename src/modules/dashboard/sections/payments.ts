@@ -7,6 +7,7 @@ import { dayBound, text, oneOf, cursorOf } from '../dashboard.format.ts';
 import { csvRowsOfPayments, statusHistory, CSV_HEADER } from '../dashboard.present.ts';
 import type { Kit, Scope } from '../dashboard.kit.ts';
 import { remainingOf } from './payment-refund.ts';
+import { auditTrailOf } from './audit.ts';
 
 // Payments: a list with filters and search, a detail page with the statement lines, the status
 // history, its refunds (and the way to make one) and the events sent, and a CSV export of the
@@ -103,6 +104,7 @@ export function registerPaymentPages(scope: Scope, kit: Kit): void {
           title: `Payment ${payment.id}`,
           ...kit.layoutOf(signed, 'payments'),
           item: payment,
+          audit: await auditTrailOf(signed, payment.id),
           events,
           refunds,
           refundable: payment.status === 'successful' && remainingOf(payment) > 0,

@@ -16,6 +16,7 @@ import { presentPayment } from '../../payments/payments.present.ts';
 import { text, oneOf, cursorOf } from '../dashboard.format.ts';
 import type { Kit, Scope, Signed } from '../dashboard.kit.ts';
 import type { FastifyReply } from 'fastify';
+import { auditTrailOf } from './audit.ts';
 
 // Subscriptions (pause, resume, cancel) and recurring consents (revoke), each action after a
 // confirmation step and through the same service call as the API.
@@ -124,6 +125,7 @@ function registerSubscriptionPages(scope: Scope, kit: Kit): void {
           title: `${subscription.description} (subscription of ${subscription.email})`,
           ...kit.layoutOf(signed, 'subscriptions'),
           item: subscription,
+          audit: await auditTrailOf(signed, subscription.id),
           charges,
           payments: payments.payments,
           actions,
@@ -221,6 +223,7 @@ function registerConsentPages(scope: Scope, kit: Kit): void {
           title: `${consent.description} (recurring consent of ${consent.email})`,
           ...kit.layoutOf(signed, 'recurring-consents'),
           item: consent,
+          audit: await auditTrailOf(signed, consent.id),
           payments: payments.payments,
           flash,
         });

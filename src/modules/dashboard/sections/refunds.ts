@@ -16,6 +16,7 @@ import { cursorOf, dayBound, oneOf, text } from '../dashboard.format.ts';
 import { batchRowsOf, csvRowsOfRefunds, MANUAL_BATCH_HEADER, REFUND_CSV_HEADER } from '../dashboard.present.ts';
 import { formOf, type Kit, type Scope, type Signed } from '../dashboard.kit.ts';
 import { CSV_MAX_ROWS } from './payments.ts';
+import { auditTrailOf } from './audit.ts';
 
 // Refunds (docs/refunds.md): the list with its filters and CSV export, one refund's page, and the
 // refunds that require action — what the merchant pays by hand, as a list and as a batch file for
@@ -178,6 +179,7 @@ function registerRefundDetail(scope: Scope, kit: Kit): void {
           title: `Refund ${refund.id}`,
           ...kit.layoutOf(signed, 'refunds'),
           item: refund,
+          audit: await auditTrailOf(signed, refund.id),
           failure: failureText(refund.failure_reason),
           why: actionReasonText(refund.action_reason),
           flash: doneFlash(text(request.query.done), refund),

@@ -17,6 +17,7 @@ import {
 } from '../request-form.ts';
 import { formOf, problemOf, type Kit, type Scope, type Signed } from '../dashboard.kit.ts';
 import { AppError } from '../../../shared/errors.ts';
+import { auditTrailOf } from './audit.ts';
 
 // Requests: a list with filters, search and paging; a detail page with its payments, link, QR
 // code and events; a create form with every option the API takes; delete after confirming.
@@ -171,6 +172,7 @@ function registerRequestDetail(scope: Scope, kit: Kit): void {
           title: `Request ${item.id}`,
           ...kit.layoutOf(signed, 'requests'),
           item,
+          audit: await auditTrailOf(signed, item.id),
           payments: payments.payments,
           events: events.events,
           flash,

@@ -22,6 +22,7 @@ import { holdForOneView, takeOneView } from '../dashboard.sessions.ts';
 import { apiBodyProblem } from '../dashboard.forms.ts';
 import { deliveryStateLabel, failureRateText, lastDeliveryLabel, objectPathOf } from '../dashboard.present.ts';
 import { formOf, problemOf, type Kit, type Scope, type Signed } from '../dashboard.kit.ts';
+import { auditTrailOf } from './audit.ts';
 
 // Webhooks and events: endpoints (created with a URL, an optional description and the events to
 // send; the secret shown once), listed with their status, last delivery and recent failures; each
@@ -177,6 +178,7 @@ async function endpointPage(kit: Kit, signed: Signed, id: string) {
     webhook: shown,
     activityDays: ACTIVITY_DAYS,
     deliveries,
+    audit: await auditTrailOf(signed, webhook.id),
   };
 }
 

@@ -1,0 +1,36 @@
+import { apiKeyAuth, keyScope } from '../merchants/merchants.auth.ts';
+import { errorResponses } from '../../http/schemas.ts';
+import { AuditEventList, ListAuditEventsQuery } from './audit.schemas.ts';
+import { listAuditEvents } from './audit.service.ts';
+import { presentAuditEvent } from './audit.present.ts';
+import type { Deps } from '../context.ts';
+import type { App } from '../../http/app-type.ts';
+
+export async function registerAuditRoutes(app: App, deps: Deps): Promise<void> {
+  app.get(
+    '/v1/audit-events',
+    {
+      onRequest: apiKeyAuth(deps),
+      config: { keyScope: keyScope('audit') },
+      schema: {
+        tags: ['Audit'],
+        summary: 'List the audit trail, newest first',
+        description:
+          "Every change to the merchant's data: the key's mode's, and those without a mode (settings). Each record is hash-chained to the one before it (docs/audit.md).",
+        querystring: ListAuditEventsQuery,
+        response: { 200: AuditEventList, ...errorResponses },
+      },
+    },
+    async (request) => {
+      const { ctx, query } = request;
+      const gte = query['created[gte]'];
+      const lt = query['created[lt]'];
+      const { items, hasMore } = await listAuditEvents(ctx.db, ctx.merchant.id, ctx.mode, {
+        ...query,
+        created_gte: gte === undefined ? undefined : Date.parse(gte),
+        created_lt: lt === undefined ? undefined : Date.parse(lt),
+      });
+      return { audit_events: items.map(presentAuditEvent), has_more: hasMore };
+    },
+  );
+}

@@ -1,0 +1,143 @@
+import { stringify } from 'csv-stringify/sync';
+import { historyOf, listAuditEvents, type AuditRow } from '../../audit/audit.service.ts';
+import { ACTOR_KINDS } from '../../audit/audit.schemas.ts';
+import { cursorOf, dayBound, oneOf, text } from '../dashboard.format.ts';
+import type { Kit, Scope, Signed } from '../dashboard.kit.ts';
+import { spreadsheetSafe } from '../dashboard.present.ts';
+
+// The audit log: every change to the merchant's data in this mode (and the settings, which have
+// none), who made it and from where, with filters, pages and a CSV export; and each object's
+// history on its own page (the `audit-history` partial).
+
+const hidden = { schema: { hide: true } };
+const PAGE = 50;
+/** The most records one export holds; past it the page says to narrow the dates. */
+export const AUDIT_CSV_MAX_ROWS = 50_000;
+
+const CSV_HEADER = [
+  'seq',
+  'id',
+  'at',
+  'mode',
+  'actor_kind',
+  'actor_id',
+  'action',
+  'object_id',
+  'ip',
+  'user_agent',
+  'request_id',
+  'summary',
+  'hash',
+];
+
+/** A record as a page shows it: the summary as compact text. */
+function shown(row: AuditRow) {
+  return {
+    id: row.id,
+    seq: Number(row.seq),
+    at: Number(row.at),
+    mode: row.mode,
+    actor: `${row.actor_kind}: ${row.actor_id}`,
+    action: row.action,
+    object_id: row.object_id,
+    ip: row.ip,
+    summary: row.summary === '{}' ? '' : row.summary,
+  };
+}
+
+/** One object's history, newest first, for its page; never another merchant's. */
+export async function auditTrailOf(signed: Signed, objectId: string) {
+  return (await historyOf(signed.ctx.db, signed.ctx.merchant.id, objectId)).map(shown);
+}
+
+export function registerAuditPages(scope: Scope, kit: Kit): void {
+  const filtersOf = (query: Record<string, unknown>) => ({
+    actor_kind: oneOf(query.actor_kind, ACTOR_KINDS),
+    actor: text(query.actor, 320),
+    action: /^[a-z_]+(\.[a-z_]+)+$/.test(text(query.action, 64)) ? text(query.action, 64) : '',
+    object: text(query.object, 64),
+    from: text(query.from, 10),
+    to: text(query.to, 10),
+    after: cursorOf('audit', query.after),
+  });
+  const queryOf = (filters: ReturnType<typeof filtersOf>) => ({
+    actor_kind: filters.actor_kind || undefined,
+    actor_id: filters.actor || undefined,
+    action: filters.action || undefined,
+    object_id: filters.object || undefined,
+    created_gte: dayBound(filters.from, kit.zone(), false) ?? undefined,
+    created_lt: dayBound(filters.to, kit.zone(), true) ?? undefined,
+  });
+
+  scope.get(
+    '/dashboard/:mode/audit',
+    hidden,
+    kit.guard(
+      async (request, reply, signed) => {
+        const filters = filtersOf(request.query);
+        const page = await listAuditEvents(signed.ctx.db, signed.ctx.merchant.id, signed.mode, {
+          ...queryOf(filters),
+          starting_after: filters.after || undefined,
+          limit: PAGE,
+        });
+        return kit.render(reply, 200, 'audit', {
+          title: 'Audit log',
+          ...kit.layoutOf(signed, 'audit'),
+          filters,
+          records: page.items.map(shown),
+          next: page.hasMore ? page.items[page.items.length - 1]!.id : null,
+          actorKinds: ACTOR_KINDS,
+        });
+      },
+      { permission: 'read' },
+    ),
+  );
+
+  scope.get(
+    '/dashboard/:mode/audit/export.csv',
+    hidden,
+    kit.guard(
+      async (request, reply, signed) => {
+        const filters = filtersOf(request.query);
+        const page = await listAuditEvents(signed.ctx.db, signed.ctx.merchant.id, signed.mode, {
+          ...queryOf(filters),
+          limit: AUDIT_CSV_MAX_ROWS,
+        });
+        if (page.hasMore) {
+          return kit.message(
+            reply,
+            413,
+            'Too many records for one file',
+            `The filters match more than ${AUDIT_CSV_MAX_ROWS} records, the most one file holds. Narrow the dates and export in parts.`,
+            signed,
+            'audit',
+          );
+        }
+        const rows = page.items.map((row) => [
+          Number(row.seq),
+          row.id,
+          new Date(Number(row.at)).toISOString(),
+          row.mode ?? '',
+          row.actor_kind,
+          row.actor_id,
+          row.action,
+          row.object_id ?? '',
+          row.ip ?? '',
+          row.user_agent ?? '',
+          row.request_id ?? '',
+          row.summary,
+          row.hash,
+        ]);
+        const safe = rows.map((row) => row.map((cell) => (typeof cell === 'string' ? spreadsheetSafe(cell) : cell)));
+        const csv = stringify([CSV_HEADER, ...safe], { record_delimiter: 'windows' });
+        const day = new Date(signed.ctx.clock.now()).toISOString().slice(0, 10);
+        return reply
+          .header('content-type', 'text/csv; charset=utf-8')
+          .header('content-disposition', `attachment; filename="tono-${signed.mode}-audit-${day}.csv"`)
+          .header('cache-control', 'no-store')
+          .send(csv);
+      },
+      { permission: 'read' },
+    ),
+  );
+}
