@@ -1,4 +1,5 @@
 import type { TestContext } from 'node:test';
+import { NO_ORIGIN } from '../src/modules/context.ts';
 import {
   apiClient,
   buildTestApp,
@@ -78,7 +79,7 @@ export async function addMember(
   const owner = (await firstOwnerOf(deps.db, merchant.userId))!;
   const refused = await changeMemberRole(
     deps,
-    { userId: merchant.userId, memberId: owner.id, role: 'owner' },
+    { userId: merchant.userId, memberId: owner.id, email: owner.email, role: 'owner', origin: NO_ORIGIN },
     member.id,
     role,
   );

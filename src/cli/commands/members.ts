@@ -5,7 +5,7 @@ import { endSessionsOfMember, setPasswordLinkFor } from '../../modules/dashboard
 import { findMerchantByEmail, hashNewPassword, merchantById } from '../../modules/merchants/merchants.service.ts';
 import { createOwnerByOperator, normaliseMemberEmail } from '../../modules/team/team.service.ts';
 import type { CliCommand } from '../command.ts';
-import { print, withDb } from './open.ts';
+import { operator, print, withDb } from './open.ts';
 import { readStdin } from './merchants.ts';
 import { memberByEmail, resetTwoFactorByOperator } from '../../modules/dashboard/dashboard.two-factor.ts';
 
@@ -35,7 +35,7 @@ export const memberCommands: Record<string, CliCommand> = {
         if (!userId || !(await merchantById(db, userId))) throw new Error(`no merchant ${o.merchant}`);
         const now = systemClock.now();
         return transact(db, async (trx) => {
-          const member = await createOwnerByOperator(trx, { userId, email, passwordHash, now });
+          const member = await createOwnerByOperator(trx, { userId, email, passwordHash, now }, operator());
           // A member made owner from an existing one starts again: their old sessions end.
           if (!member.created) await endSessionsOfMember(trx, now, member.id);
           const link = given === null ? await setPasswordLinkFor(trx, member, now, config.publicBaseUrl) : null;
@@ -72,7 +72,7 @@ export const memberCommands: Record<string, CliCommand> = {
       const done = await withDb(config, async (db) => {
         const member = await memberByEmail(db, o.email);
         if (!member) throw new Error(`no member with email ${o.email}`);
-        return { member, had: await resetTwoFactorByOperator(db, member, systemClock.now()) };
+        return { member, had: await resetTwoFactorByOperator(db, member, systemClock.now(), operator()) };
       });
       print(
         { member_id: done.member.memberId, two_factor_removed: done.had, sessions_ended: true },

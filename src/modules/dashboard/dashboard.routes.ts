@@ -210,7 +210,7 @@ function registerLogin(scope: Scope, kit: Kit): void {
       email,
       password,
       client: clientKey(request.ip),
-      userAgent: request.headers['user-agent'],
+      origin: originOf(request),
       previousSessionId: request.cookies[SESSION_COOKIE],
     });
     if (outcome.kind === 'limited') {

@@ -98,7 +98,7 @@ export async function signIn(
     email: string;
     password: string;
     client: string;
-    userAgent: string | undefined;
+    origin: Origin;
     previousSessionId: string | undefined;
   },
 ): Promise<SignInOutcome> {
@@ -126,7 +126,10 @@ export async function signIn(
     await giveBack(true);
     return { kind: 'busy' };
   }
-  if (!member) return { kind: 'wrong' };
+  if (!member) {
+    await recordFailedSignIn(deps, input.email, input.origin, 'password');
+    return { kind: 'wrong' };
+  }
   await giveBack(true);
   const secondStep = await secondStepAfterPassword(deps, member);
   if (secondStep) return secondStep;
@@ -142,24 +145,63 @@ export async function signIn(
 export async function startSession(
   deps: Deps,
   member: TeamMember,
-  input: { userAgent: string | undefined; previousSessionId: string | undefined },
+  input: { origin: Origin; previousSessionId: string | undefined },
 ): Promise<string> {
   const now = deps.clock.now();
   if (input.previousSessionId) await endSession(deps, input.previousSessionId);
   const sessionId = randomSecret(32);
-  await insertSession(deps.db, {
-    id_hash: sha256Hex(sessionId),
-    user_id: member.userId,
-    member_id: member.id,
-    csrf_token: randomSecret(24),
-    created_at: now,
-    last_seen_at: now,
-    expires_at: now + SESSION_MAX_MS,
-    ended_at: null,
-    shown_once_sealed: null,
-    user_agent: input.userAgent ? input.userAgent.slice(0, 120) : null,
+  const userAgent = input.origin.userAgent;
+  await deps.store.transaction(async (trx) => {
+    await insertSession(trx, {
+      id_hash: sha256Hex(sessionId),
+      user_id: member.userId,
+      member_id: member.id,
+      csrf_token: randomSecret(24),
+      created_at: now,
+      last_seen_at: now,
+      expires_at: now + SESSION_MAX_MS,
+      ended_at: null,
+      shown_once_sealed: null,
+      user_agent: userAgent ? userAgent.slice(0, 120) : null,
+    });
+    await recordAudit(trx, {
+      userId: member.userId,
+      mode: null,
+      actor: { kind: 'member', id: member.id, email: member.email },
+      origin: input.origin,
+      action: 'member.sign_in',
+      objectId: member.id,
+      at: now,
+    });
   });
   return sessionId;
+}
+
+/**
+ * A wrong password or code for a member is recorded in their team's audit trail, by the member it
+ * was tried for (with where it came from); a wrong password for an email that is no member belongs
+ * to no team and is only counted against the limits.
+ */
+export async function recordFailedSignIn(
+  deps: Deps,
+  email: string,
+  origin: Origin,
+  step: 'password' | 'code',
+): Promise<void> {
+  const member = await liveMemberByEmail(deps.db, email.trim().toLowerCase());
+  if (!member) return;
+  await deps.store.transaction((trx) =>
+    recordAudit(trx, {
+      userId: member.userId,
+      mode: null,
+      actor: { kind: 'member', id: member.id, email: member.email },
+      origin,
+      action: 'member.sign_in_failed',
+      objectId: member.id,
+      summary: { step },
+      at: deps.clock.now(),
+    }),
+  );
 }
 
 /** The live session a cookie names; seeing it keeps it alive (12 hours idle, 7 days at most). */

@@ -203,7 +203,11 @@ test('roles: admins cannot make or unmake owners, the last owner stays, a role c
     (await post(admin, `/dashboard/team/members/${viewerMember.id}/role`, { role: 'developer' })).status,
     303,
   );
-  assert.equal((await post(viewer, keys)).status, 303, 'the new role applies to the session at once');
+  assert.equal(
+    (await post(viewer, keys, { name: 'Shop server', access: 'full' })).status,
+    303,
+    'the new role applies to the session at once',
+  );
 
   // An owner makes another owner, after which the first can step down.
   assert.equal((await post(owner, `/dashboard/team/members/${adminMember.id}/role`, { role: 'owner' })).status, 303);
@@ -312,4 +316,65 @@ test('support refunds up to the limit an owner sets, on the review and on the co
   // An owner refunds beyond the support limit.
   const ownerReview = await post(owner, refund, { amount: '10.00', reason: '' });
   assert.equal(ownerReview.status, 200);
+});
+
+test('the audit trail records sign-ins, failed sign-ins, invitations, joins, role changes, removals and the refund limit, by member and address', async (t) => {
+  const world = await dashWorld(t);
+  const [kowhai, tui] = world.merchants;
+  const wrong = new Browser(world.baseUrl);
+  const login = await wrong.request('/dashboard/login');
+  await wrong.request('/dashboard/login', {
+    form: { email: kowhai.email, password: 'not the password', csrf: Browser.csrfOf(login.text) },
+  });
+  const owner = await signedIn(world, kowhai.email);
+  const ownerId = await memberIdOf(world, kowhai.email);
+  const link = await invite(world, owner, 'rua@example.com', 'viewer');
+  assert.equal((await accept(world, link, 'Rua')).done.status, 303);
+  const ruaId = await memberIdOf(world, 'rua@example.com');
+  assert.equal((await post(owner, `/dashboard/team/members/${ruaId}/role`, { role: 'support' })).status, 303);
+  assert.equal((await post(owner, '/dashboard/team/refund-limit', { limit: '25.00' })).status, 303);
+  assert.equal((await post(owner, `/dashboard/team/members/${ruaId}/remove`)).status, 303);
+  // a refused change leaves no record
+  assert.equal((await post(owner, `/dashboard/team/members/${ownerId}/remove`)).status, 400);
+
+  const records = await world.app.deps.db
+    .selectFrom('audit_events')
+    .selectAll()
+    .where('user_id', '=', kowhai.userId)
+    .where('action', 'like', '%.%')
+    .where('action', 'not in', ['merchant.create', 'api_key.create', 'bank_account.create'])
+    .orderBy('seq')
+    .execute();
+  const invitationId = (await world.app.deps.db.selectFrom('invitations').select('id').executeTakeFirstOrThrow()).id;
+  assert.deepEqual(
+    records.map((r) => [r.action, r.actor_kind, r.actor_id, r.object_id, r.mode]),
+    [
+      ['member.sign_in_failed', 'member', ownerId, ownerId, null],
+      ['member.sign_in', 'member', ownerId, ownerId, null],
+      ['invitation.create', 'member', ownerId, invitationId, null],
+      ['member.join', 'member', ruaId, ruaId, null],
+      ['member.sign_in', 'member', ruaId, ruaId, null],
+      ['member.role_change', 'member', ownerId, ruaId, null],
+      ['team.support_refund_limit', 'member', ownerId, kowhai.userId, null],
+      ['member.remove', 'member', ownerId, ruaId, null],
+    ],
+  );
+  assert.deepEqual(JSON.parse(records[5].summary), { email: 'rua@example.com', from: 'viewer', to: 'support' });
+  assert.ok(
+    records.every((r) => r.ip && r.request_id),
+    'each from an address, with its request',
+  );
+  assert.ok(records.every((r) => !r.summary.includes(PASSWORD) && !r.summary.includes('not the password')));
+  // nothing of this reaches another merchant's trail
+  assert.equal(
+    (
+      await world.app.deps.db
+        .selectFrom('audit_events')
+        .select('id')
+        .where('user_id', '=', tui.userId)
+        .where('action', 'like', 'member.%')
+        .execute()
+    ).length,
+    0,
+  );
 });

@@ -294,6 +294,31 @@ test('recovery codes: each signs in once; a new set ends the old one; turning of
   assert.equal((await world.app.deps.db.selectFrom('two_factor_members').selectAll().execute()).length, 0);
   assert.equal((await world.app.deps.db.selectFrom('two_factor_recovery_codes').selectAll().execute()).length, 0);
   await signedIn(world, kowhai);
+
+  // every change to the second step, and every wrong code at sign-in, is in the team's audit trail
+  const ownerId = await ownerIdOf(world.app.deps.db, kowhai.userId);
+  const trail = await world.app.deps.db
+    .selectFrom('audit_events')
+    .select(['action', 'actor_id', 'object_id', 'summary'])
+    .where('user_id', '=', kowhai.userId)
+    .where('action', 'in', [
+      'member.two_factor_enable',
+      'member.recovery_codes_renew',
+      'member.two_factor_disable',
+      'member.sign_in_failed',
+    ])
+    .orderBy('seq')
+    .execute();
+  assert.deepEqual(
+    trail.map((r) => [r.action, r.actor_id, r.object_id, r.summary]),
+    [
+      ['member.two_factor_enable', ownerId, ownerId, '{}'],
+      ['member.sign_in_failed', ownerId, ownerId, '{"step":"code"}'],
+      ['member.recovery_codes_renew', ownerId, ownerId, '{}'],
+      ['member.sign_in_failed', ownerId, ownerId, '{"step":"code"}'],
+      ['member.two_factor_disable', ownerId, ownerId, '{}'],
+    ],
+  );
 });
 
 test('wrong codes are limited per member (then the right one is refused too) and per client address', async (t) => {

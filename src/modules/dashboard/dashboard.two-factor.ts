@@ -6,7 +6,8 @@ import { giveBackAttempt, takeAttempt, type AttemptLimit } from '../../store/att
 import type { Db } from '../../store/db.ts';
 import { transact } from '../../store/store.ts';
 import { liveMemberByEmail, liveMemberById, type TeamMember } from '../team/team.service.ts';
-import type { Deps } from '../context.ts';
+import type { Deps, Origin } from '../context.ts';
+import { recordAudit, type AuditBy } from '../audit/audit.service.ts';
 import { endSessionRowsOfMember } from './dashboard.repo.ts';
 import {
   acceptedStep,
@@ -66,6 +67,19 @@ export async function memberByEmail(db: Db, email: string): Promise<Member | nul
 }
 
 export const PENDING_SIGN_IN_MS = 5 * 60_000;
+
+/** A change to a member's second step, recorded in the team's audit trail by that member. */
+function recordChange(trx: Db, member: Member, origin: Origin, action: string, at: number): Promise<void> {
+  return recordAudit(trx, {
+    userId: member.userId,
+    mode: null,
+    actor: { kind: 'member', id: member.memberId, email: member.email },
+    origin,
+    action,
+    objectId: member.memberId,
+    at,
+  });
+}
 
 /**
  * Code limits (docs/security.md, "Limits"), as for passwords: an attempt is taken before a code is
@@ -220,19 +234,22 @@ export async function confirmTwoFactorEnrolment(
   member: Member,
   rawCode: unknown,
   client: string,
+  origin: Origin,
 ): Promise<Enabled | CodeRefusal> {
   const typed = readCode(rawCode);
   if (typed?.kind !== 'totp') return { kind: 'malformed' };
   return underCodeLimits(deps, member.memberId, client, () =>
-    inTransaction(deps, (trx) => enableWith(deps, trx, member.memberId, typed)),
+    inTransaction(deps, (trx) => enableWith(deps, trx, member, typed, origin)),
   );
 }
 
-async function enableWith(deps: Deps, trx: Db, memberId: string, typed: TypedCode): Promise<Enabled> {
+async function enableWith(deps: Deps, trx: Db, member: Member, typed: TypedCode, origin: Origin): Promise<Enabled> {
   const now = deps.clock.now();
-  await acceptCode(deps, trx, memberId, typed, false);
-  if (!(await markEnabled(trx, memberId, now))) throw new Refused({ kind: 'wrong' });
-  return { kind: 'enabled', recoveryCodes: await newRecoveryCodes(trx, memberId, now) };
+  await acceptCode(deps, trx, member.memberId, typed, false);
+  if (!(await markEnabled(trx, member.memberId, now))) throw new Refused({ kind: 'wrong' });
+  const recoveryCodes = await newRecoveryCodes(trx, member.memberId, now);
+  await recordChange(trx, member, origin, 'member.two_factor_enable', now);
+  return { kind: 'enabled', recoveryCodes };
 }
 
 /** A new set of recovery codes (the old ones stop working), with a current code or an unused recovery code. */
@@ -241,13 +258,17 @@ export async function makeNewRecoveryCodes(
   member: Member,
   rawCode: unknown,
   client: string,
+  origin: Origin,
 ): Promise<{ kind: 'made'; recoveryCodes: string[] } | CodeRefusal> {
   const typed = readCode(rawCode);
   if (!typed) return { kind: 'malformed' };
   return underCodeLimits(deps, member.memberId, client, () =>
     inTransaction(deps, async (trx) => {
       await acceptCode(deps, trx, member.memberId, typed, true);
-      return { kind: 'made' as const, recoveryCodes: await newRecoveryCodes(trx, member.memberId, deps.clock.now()) };
+      const now = deps.clock.now();
+      const recoveryCodes = await newRecoveryCodes(trx, member.memberId, now);
+      await recordChange(trx, member, origin, 'member.recovery_codes_renew', now);
+      return { kind: 'made' as const, recoveryCodes };
     }),
   );
 }
@@ -261,6 +282,7 @@ export async function turnOffTwoFactor(
   member: Member,
   rawCode: unknown,
   client: string,
+  origin: Origin,
 ): Promise<{ kind: 'off' } | { kind: 'required' } | CodeRefusal> {
   if (await teamRequiresTwoFactor(deps.db, member.userId)) return { kind: 'required' };
   const typed = readCode(rawCode);
@@ -269,6 +291,7 @@ export async function turnOffTwoFactor(
     inTransaction(deps, async (trx) => {
       await acceptCode(deps, trx, member.memberId, typed, true);
       await removeTwoFactorRows(trx, member.memberId);
+      await recordChange(trx, member, origin, 'member.two_factor_disable', deps.clock.now());
       return { kind: 'off' as const };
     }),
   );
@@ -282,17 +305,30 @@ async function removeTwoFactorRows(trx: Db, memberId: string): Promise<boolean> 
 }
 
 /**
- * The team's requirement (only the owner may change it; until the dashboard has roles, the
- * merchant's login is the owner). Turning it on needs the member's own authenticator in use, so
+ * The team's requirement (only the owner may change it: `team.two_factor`). Turning it on needs the member's own authenticator in use, so
  * the one who requires it is never the one locked into set-up.
  */
 export async function setTeamTwoFactorRequirement(
   deps: Deps,
   member: Member,
   required: boolean,
+  origin: Origin,
 ): Promise<{ kind: 'set' } | { kind: 'own_first' }> {
   if (required && !enabledRow(await findTwoFactorMember(deps.db, member.memberId))) return { kind: 'own_first' };
-  await putTeamRequirement(deps.db, member.userId, required, deps.clock.now());
+  await deps.store.transaction(async (trx) => {
+    const now = deps.clock.now();
+    await putTeamRequirement(trx, member.userId, required, now);
+    await recordAudit(trx, {
+      userId: member.userId,
+      mode: null,
+      actor: { kind: 'member', id: member.memberId, email: member.email },
+      origin,
+      action: 'team.two_factor_requirement',
+      objectId: member.userId,
+      summary: { required },
+      at: now,
+    });
+  });
   return { kind: 'set' };
 }
 
@@ -300,10 +336,19 @@ export async function setTeamTwoFactorRequirement(
  * Operator recovery (`member reset-2fa`): the member's authenticator, recovery codes and pending
  * sign-ins are deleted and their sessions ended, in one transaction. True when they had any.
  */
-export async function resetTwoFactorByOperator(db: Db, member: Member, now: number): Promise<boolean> {
+export async function resetTwoFactorByOperator(db: Db, member: Member, now: number, by: AuditBy): Promise<boolean> {
   return transact(db, async (trx) => {
     const had = await removeTwoFactorRows(trx, member.memberId);
     await endSessionRowsOfMember(trx, member.memberId, now);
+    await recordAudit(trx, {
+      ...by,
+      userId: member.userId,
+      mode: null,
+      action: 'member.two_factor_reset',
+      objectId: member.memberId,
+      summary: { email: member.email, had_two_factor: had },
+      at: now,
+    });
     return had;
   });
 }
@@ -393,6 +438,7 @@ export async function passSignInWithSetup(
   pending: PendingSignIn,
   rawCode: unknown,
   client: string,
+  origin: Origin,
 ): Promise<(Passed & { recoveryCodes: string[] }) | CodeRefusal> {
   if (pending.step !== 'setup') return { kind: 'expired' };
   const typed = readCode(rawCode);
@@ -400,7 +446,7 @@ export async function passSignInWithSetup(
   return underCodeLimits(deps, pending.member.memberId, client, () =>
     inTransaction(deps, async (trx) => {
       if (!(await spendPendingSignIn(trx, pending.tokenHash, deps.clock.now()))) throw new Refused({ kind: 'expired' });
-      const enabled = await enableWith(deps, trx, pending.member.memberId, typed);
+      const enabled = await enableWith(deps, trx, pending.member, typed, origin);
       return { kind: 'passed' as const, memberId: pending.member.memberId, recoveryCodes: enabled.recoveryCodes };
     }),
   );

@@ -47,6 +47,11 @@ export function liveMembersOf(db: Db, userId: string): Promise<MemberRow[]> {
 }
 
 /** The merchant's live members, locked: a role change or removal counts the owners under this lock. */
+/** Every member the merchant ever had, removed ones too (the audit log names them). */
+export function everyMemberOf(db: Db, userId: string): Promise<Pick<MemberRow, 'id' | 'email' | 'removed_at'>[]> {
+  return db.selectFrom('members').select(['id', 'email', 'removed_at']).where('user_id', '=', userId).execute();
+}
+
 export function lockLiveMembersOf(db: Db, userId: string): Promise<MemberRow[]> {
   return lockForUpdate(
     db,

@@ -5,7 +5,8 @@ import { newId } from '../../shared/ids.ts';
 import { giveBackAttempt, takeAttempt, type AttemptLimit } from '../../store/attempts.ts';
 import type { Database } from '../../store/tables.ts';
 import { queueMail } from '../mail/mail.service.ts';
-import type { Deps } from '../context.ts';
+import type { Deps, Origin } from '../context.ts';
+import { recordAudit, type AuditBy } from '../audit/audit.service.ts';
 import { can, ROLE_LABELS, type Role } from './team.permissions.ts';
 import { inviteProblem, removalProblem, roleChangeProblem } from './team.rules.ts';
 import {
@@ -15,6 +16,7 @@ import {
   findMemberOf,
   insertInvitation,
   insertMember,
+  everyMemberOf,
   liveMembersOf,
   lockLiveMembersOf,
   pendingInvitationsOf,
@@ -48,7 +50,28 @@ export const TEAM_LIMITS = {
 /** A member as the dashboard's session holds them. */
 export type TeamMember = { id: string; userId: string; email: string; name: string | null; role: Role };
 /** Who is acting on the team: a signed-in member of the merchant `userId`. */
-export type TeamActor = { userId: string; memberId: string; role: Role };
+export type TeamActor = { userId: string; memberId: string; email: string; role: Role; origin: Origin };
+
+/** Team changes are the merchant's settings: recorded with no mode, by the member who made them. */
+function recordTeamChange(
+  trx: Db,
+  actor: TeamActor,
+  action: string,
+  objectId: string,
+  at: number,
+  summary: Record<string, unknown> = {},
+): Promise<void> {
+  return recordAudit(trx, {
+    userId: actor.userId,
+    mode: null,
+    actor: { kind: 'member', id: actor.memberId, email: actor.email },
+    origin: actor.origin,
+    action,
+    objectId,
+    summary,
+    at,
+  });
+}
 
 export type TeamProblem = { kind: 'problem'; message: string };
 
@@ -102,14 +125,28 @@ export async function createOwnerMember(
 export async function createOwnerByOperator(
   trx: Db,
   input: { userId: string; email: string; passwordHash: string; now: number },
+  by: AuditBy,
 ): Promise<TeamMember & { created: boolean }> {
   const email = input.email.trim().toLowerCase();
   const existing = await findLiveMemberByEmail(trx, email);
   if (existing && existing.user_id !== input.userId) throw emailTaken(email);
-  if (!existing) return { ...(await createOwnerMember(trx, { ...input, email })), created: true };
-  await setMemberRole(trx, existing.id, 'owner');
-  await setMemberPasswordHash(trx, existing.id, input.passwordHash);
-  return { ...memberOf(existing), role: 'owner', created: false };
+  const made = existing
+    ? { ...memberOf(existing), role: 'owner' as const, created: false }
+    : { ...(await createOwnerMember(trx, { ...input, email })), created: true };
+  if (existing) {
+    await setMemberRole(trx, existing.id, 'owner');
+    await setMemberPasswordHash(trx, existing.id, input.passwordHash);
+  }
+  await recordAudit(trx, {
+    ...by,
+    userId: input.userId,
+    mode: null,
+    action: made.created ? 'member.create_owner' : 'member.make_owner',
+    objectId: made.id,
+    summary: { email, ...(existing ? { from: existing.role } : {}) },
+    at: input.now,
+  });
+  return made;
 }
 
 // Checked against when the email is unknown, so a wrong email costs the same scrypt as a wrong password.
@@ -184,7 +221,11 @@ export async function supportRefundLimit(db: Db, userId: string): Promise<number
 export async function setSupportRefundLimit(deps: Deps, actor: TeamActor, cents: number): Promise<TeamProblem | null> {
   if (!can(actor.role, 'team.manage'))
     return { kind: 'problem', message: 'Only an owner or an admin can set the refund limit.' };
-  await upsertSupportRefundLimit(deps.db, actor.userId, cents, deps.clock.now());
+  await deps.store.transaction(async (trx) => {
+    const now = deps.clock.now();
+    await upsertSupportRefundLimit(trx, actor.userId, cents, now);
+    await recordTeamChange(trx, actor, 'team.support_refund_limit', actor.userId, now, { cents });
+  });
   return null;
 }
 
@@ -235,6 +276,7 @@ export async function inviteMember(
       now,
       deps.secrets,
     );
+    await recordTeamChange(trx, actor, 'invitation.create', id, now, { email: input.email, role: input.role });
     return { kind: 'invited', id } as const;
   });
 }
@@ -243,7 +285,11 @@ export async function inviteMember(
 export async function revokeInvitation(deps: Deps, actor: TeamActor, id: string): Promise<TeamProblem | null> {
   if (!can(actor.role, 'team.manage'))
     return { kind: 'problem', message: 'Only an owner or an admin can revoke invitations.' };
-  if (!(await setInvitationRevoked(deps.db, actor.userId, id, deps.clock.now()))) throw notFound('invitation', id);
+  await deps.store.transaction(async (trx) => {
+    const now = deps.clock.now();
+    if (!(await setInvitationRevoked(trx, actor.userId, id, now))) throw notFound('invitation', id);
+    await recordTeamChange(trx, actor, 'invitation.revoke', id, now);
+  });
   return null;
 }
 
@@ -278,7 +324,7 @@ const invitationIsLive = (row: InvitationRow, now: number) =>
 export async function acceptInvitation(
   deps: Deps,
   token: string,
-  input: { name: string; passwordHash: string },
+  input: { name: string; passwordHash: string; origin: Origin },
 ): Promise<{ kind: 'accepted'; member: TeamMember } | { kind: 'dead' } | { kind: 'taken' }> {
   if (!TOKEN_SHAPE.test(token)) return { kind: 'dead' };
   const hash = sha256Hex(token);
@@ -300,6 +346,16 @@ export async function acceptInvitation(
       removed_at: null,
     };
     await insertMember(trx, row);
+    await recordAudit(trx, {
+      userId: row.user_id,
+      mode: null,
+      actor: { kind: 'member', id: row.id, email: row.email },
+      origin: input.origin,
+      action: 'member.join',
+      objectId: row.id,
+      summary: { invitation: invitation.id, role: row.role, invited_by: invitation.invited_by },
+      at: now,
+    });
     return { kind: 'accepted', member: memberOf(row) } as const;
   });
 }
@@ -321,7 +377,14 @@ export async function changeMemberRole(
     const owners = members.filter((member) => member.role === 'owner').length;
     const refused = roleChangeProblem({ actor: actor.role, target: target.role, to: role, owners });
     if (refused) return { kind: 'problem', message: refused } as const;
-    if (target.role !== role) await setMemberRole(trx, memberId, role);
+    if (target.role !== role) {
+      await setMemberRole(trx, memberId, role);
+      await recordTeamChange(trx, actor, 'member.role_change', memberId, deps.clock.now(), {
+        email: target.email,
+        from: target.role,
+        to: role,
+      });
+    }
     return null;
   });
 }
@@ -338,7 +401,9 @@ export async function removeMember(deps: Deps, actor: TeamActor, memberId: strin
     const owners = members.filter((member) => member.role === 'owner').length;
     const refused = removalProblem({ actor: actor.role, target: target.role, owners });
     if (refused) return { kind: 'problem', message: refused } as const;
-    await setMemberRemoved(trx, memberId, deps.clock.now());
+    const now = deps.clock.now();
+    await setMemberRemoved(trx, memberId, now);
+    await recordTeamChange(trx, actor, 'member.remove', memberId, now, { email: target.email, role: target.role });
     return null;
   });
 }
@@ -348,4 +413,10 @@ export async function memberOfTeam(db: Db, userId: string, memberId: string): Pr
   const row = await findMemberOf(db, userId, memberId);
   if (!row) throw notFound('member', memberId);
   return memberOf(row);
+}
+
+/** The emails of every member the merchant ever had, by member id, removed ones marked (for the audit log). */
+export async function memberNamesOf(db: Db, userId: string): Promise<Map<string, string>> {
+  const rows = await everyMemberOf(db, userId);
+  return new Map(rows.map((row) => [row.id, row.removed_at === null ? row.email : `${row.email} (removed)`]));
 }

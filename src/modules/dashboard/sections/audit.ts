@@ -4,6 +4,7 @@ import { ACTOR_KINDS } from '../../audit/audit.schemas.ts';
 import { cursorOf, dayBound, oneOf, text } from '../dashboard.format.ts';
 import type { Kit, Scope, Signed } from '../dashboard.kit.ts';
 import { spreadsheetSafe } from '../dashboard.present.ts';
+import { memberNamesOf } from '../../team/team.service.ts';
 
 // The audit log: every change to the merchant's data in this mode (and the settings, which have
 // none), who made it and from where, with filters, pages and a CSV export; and each object's
@@ -30,14 +31,15 @@ const CSV_HEADER = [
   'hash',
 ];
 
-/** A record as a page shows it: the summary as compact text. */
-function shown(row: AuditRow) {
+/** A record as a page shows it: the summary as compact text, a member by their email. */
+function shown(row: AuditRow, members: Map<string, string>) {
+  const member = row.actor_kind === 'member' ? members.get(row.actor_id) : undefined;
   return {
     id: row.id,
     seq: Number(row.seq),
     at: Number(row.at),
     mode: row.mode,
-    actor: `${row.actor_kind}: ${row.actor_id}`,
+    actor: member ? `member: ${member}` : `${row.actor_kind}: ${row.actor_id}`,
     action: row.action,
     object_id: row.object_id,
     ip: row.ip,
@@ -47,44 +49,55 @@ function shown(row: AuditRow) {
 
 /** One object's history, newest first, for its page; never another merchant's. */
 export async function auditTrailOf(signed: Signed, objectId: string) {
-  return (await historyOf(signed.ctx.db, signed.ctx.merchant.id, objectId)).map(shown);
+  const [rows, members] = await Promise.all([
+    historyOf(signed.ctx.db, signed.ctx.merchant.id, objectId),
+    memberNamesOf(signed.ctx.db, signed.ctx.merchant.id),
+  ]);
+  return rows.map((row) => shown(row, members));
 }
 
-export function registerAuditPages(scope: Scope, kit: Kit): void {
-  const filtersOf = (query: Record<string, unknown>) => ({
-    actor_kind: oneOf(query.actor_kind, ACTOR_KINDS),
-    actor: text(query.actor, 320),
-    action: /^[a-z_]+(\.[a-z_]+)+$/.test(text(query.action, 64)) ? text(query.action, 64) : '',
-    object: text(query.object, 64),
-    from: text(query.from, 10),
-    to: text(query.to, 10),
-    after: cursorOf('audit', query.after),
-  });
-  const queryOf = (filters: ReturnType<typeof filtersOf>) => ({
-    actor_kind: filters.actor_kind || undefined,
-    actor_id: filters.actor || undefined,
-    action: filters.action || undefined,
-    object_id: filters.object || undefined,
-    created_gte: dayBound(filters.from, kit.zone(), false) ?? undefined,
-    created_lt: dayBound(filters.to, kit.zone(), true) ?? undefined,
-  });
+/** The filters of the log's form, each dropped when it is not well formed. */
+const filtersOf = (query: Record<string, unknown>) => ({
+  member: /^mem_[0-9A-Z]{26}$/.test(text(query.member, 40)) ? text(query.member, 40) : '',
+  actor_kind: oneOf(query.actor_kind, ACTOR_KINDS),
+  actor: text(query.actor, 320),
+  action: /^[a-z_]+(\.[a-z_]+)+$/.test(text(query.action, 64)) ? text(query.action, 64) : '',
+  object: text(query.object, 64),
+  from: text(query.from, 10),
+  to: text(query.to, 10),
+  after: cursorOf('audit', query.after),
+});
+// A member chosen from the list is an actor of kind member with that id.
+const queryOf = (filters: ReturnType<typeof filtersOf>, zone: string) => ({
+  actor_kind: filters.member ? 'member' : filters.actor_kind || undefined,
+  actor_id: filters.member || filters.actor || undefined,
+  action: filters.action || undefined,
+  object_id: filters.object || undefined,
+  created_gte: dayBound(filters.from, zone, false) ?? undefined,
+  created_lt: dayBound(filters.to, zone, true) ?? undefined,
+});
 
+export function registerAuditPages(scope: Scope, kit: Kit): void {
   scope.get(
     '/dashboard/:mode/audit',
     hidden,
     kit.guard(
       async (request, reply, signed) => {
         const filters = filtersOf(request.query);
-        const page = await listAuditEvents(signed.ctx.db, signed.ctx.merchant.id, signed.mode, {
-          ...queryOf(filters),
-          starting_after: filters.after || undefined,
-          limit: PAGE,
-        });
+        const [page, members] = await Promise.all([
+          listAuditEvents(signed.ctx.db, signed.ctx.merchant.id, signed.mode, {
+            ...queryOf(filters, kit.zone()),
+            starting_after: filters.after || undefined,
+            limit: PAGE,
+          }),
+          memberNamesOf(signed.ctx.db, signed.ctx.merchant.id),
+        ]);
         return kit.render(reply, 200, 'audit', {
           title: 'Audit log',
           ...kit.layoutOf(signed, 'audit'),
           filters,
-          records: page.items.map(shown),
+          members: [...members].map(([id, email]) => ({ id, email })),
+          records: page.items.map((row) => shown(row, members)),
           next: page.hasMore ? page.items[page.items.length - 1]!.id : null,
           actorKinds: ACTOR_KINDS,
         });
@@ -100,7 +113,7 @@ export function registerAuditPages(scope: Scope, kit: Kit): void {
       async (request, reply, signed) => {
         const filters = filtersOf(request.query);
         const page = await listAuditEvents(signed.ctx.db, signed.ctx.merchant.id, signed.mode, {
-          ...queryOf(filters),
+          ...queryOf(filters, kit.zone()),
           limit: AUDIT_CSV_MAX_ROWS,
         });
         if (page.hasMore) {

@@ -1,4 +1,4 @@
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { clientKey, retryAfterSeconds } from '../../../http/failure-limiter.ts';
 import { PasswordHashingBusy } from '../../../shared/crypto.ts';
 import { AppError } from '../../../shared/errors.ts';
@@ -23,6 +23,7 @@ import { text } from '../dashboard.format.ts';
 import { dollarsToCents } from '../dashboard.forms.ts';
 import {
   formOf,
+  originOf,
   PRE_SESSION_COOKIE,
   SESSION_COOKIE,
   type Kit,
@@ -39,10 +40,12 @@ import { endSessionsOfMember, SESSION_MAX_MS, startSession, type DashboardSessio
 const hidden = { schema: { hide: true } };
 const MAX_REFUND_LIMIT_CENTS = 100_000_000;
 
-const actorOf = (session: DashboardSession): TeamActor => ({
+const actorOf = (session: DashboardSession, request: FastifyRequest): TeamActor => ({
   userId: session.merchant.id,
   memberId: session.member.id,
+  email: session.member.email,
   role: session.member.role,
+  origin: originOf(request),
 });
 
 const layoutOf = (session: DashboardSession) => ({
@@ -107,7 +110,7 @@ export function registerTeamPages(scope: Scope, kit: Kit): void {
           );
         const invited = await inviteMember(
           kit.deps,
-          { ...actorOf(signed.session), merchantName: signed.session.merchant.name },
+          { ...actorOf(signed.session, request), merchantName: signed.session.merchant.name },
           { email, role: values.role },
         );
         if (invited.kind === 'problem') return refused(reply, signed, invited, values);
@@ -149,7 +152,7 @@ function registerTeamChanges(scope: Scope, kit: Kit, { refused, done }: Answers)
     kit.accountGuard(
       async (request, reply, signed) =>
         orNotFound(kit, reply, signed, async () => {
-          const problem = await revokeInvitation(deps, actorOf(signed.session), request.params.id);
+          const problem = await revokeInvitation(deps, actorOf(signed.session, request), request.params.id);
           return problem ? refused(reply, signed, problem) : done(reply, 'revoked');
         }),
       { permission: 'team.manage', post: true },
@@ -164,7 +167,7 @@ function registerTeamChanges(scope: Scope, kit: Kit, { refused, done }: Answers)
         orNotFound(kit, reply, signed, async () => {
           const role = text(formOf(request).role, 20);
           if (!isRole(role)) return refused(reply, signed, { kind: 'problem', message: 'Choose a role.' });
-          const problem = await changeMemberRole(deps, actorOf(signed.session), request.params.id, role);
+          const problem = await changeMemberRole(deps, actorOf(signed.session, request), request.params.id, role);
           return problem ? refused(reply, signed, problem) : done(reply, 'role');
         }),
       { permission: 'team.manage', post: true },
@@ -198,7 +201,7 @@ function registerTeamChanges(scope: Scope, kit: Kit, { refused, done }: Answers)
     kit.accountGuard(
       async (request, reply, signed) =>
         orNotFound(kit, reply, signed, async () => {
-          const problem = await removeMember(deps, actorOf(signed.session), request.params.id);
+          const problem = await removeMember(deps, actorOf(signed.session, request), request.params.id);
           if (problem) return refused(reply, signed, problem);
           // A session is good only while its member is on the team; the rows are ended too, so the list of sessions says so.
           await endSessionsOfMember(deps.db, deps.clock.now(), request.params.id);
@@ -219,7 +222,7 @@ function registerTeamChanges(scope: Scope, kit: Kit, { refused, done }: Answers)
             kind: 'problem',
             message: '“Support refund limit” must be an amount of money, such as 50.00 (0.00 for none).',
           });
-        const problem = await setSupportRefundLimit(deps, actorOf(signed.session), cents);
+        const problem = await setSupportRefundLimit(deps, actorOf(signed.session, request), cents);
         return problem ? refused(reply, signed, problem) : done(reply, 'limit');
       },
       { permission: 'team.manage', post: true },
@@ -291,7 +294,11 @@ export function registerInvitationPages(scope: Scope, kit: Kit): void {
       reply.header('retry-after', '5');
       return again(429, 'Too many passwords are being checked right now. Wait a few seconds and send it again.');
     }
-    const accepted = await acceptInvitation(deps, request.params.token, { name, passwordHash });
+    const accepted = await acceptInvitation(deps, request.params.token, {
+      name,
+      passwordHash,
+      origin: originOf(request),
+    });
     if (accepted.kind === 'dead') return dead(reply);
     if (accepted.kind === 'taken')
       return kit.message(
@@ -301,7 +308,7 @@ export function registerInvitationPages(scope: Scope, kit: Kit): void {
         `${opened.invitation.email} already signs in to a Tono dashboard. Log in with it.`,
       );
     const sessionId = await startSession(deps, accepted.member, {
-      userAgent: request.headers['user-agent'],
+      origin: originOf(request),
       previousSessionId: request.cookies[SESSION_COOKIE],
     });
     reply.setCookie(SESSION_COOKIE, sessionId, { ...kit.cookieOptions(), maxAge: SESSION_MAX_MS / 1000 });

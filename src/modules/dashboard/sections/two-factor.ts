@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto';
+import type { Origin } from '../../context.ts';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { clientKey, retryAfterSeconds } from '../../../http/failure-limiter.ts';
 import { text } from '../dashboard.format.ts';
-import { formOf, PRE_SESSION_COOKIE, SESSION_COOKIE, type Kit, type Scope } from '../dashboard.kit.ts';
+import { formOf, originOf, PRE_SESSION_COOKIE, SESSION_COOKIE, type Kit, type Scope } from '../dashboard.kit.ts';
 import {
   holdForOneView,
+  recordFailedSignIn,
   SESSION_MAX_MS,
   startSession,
   sessionOf,
@@ -116,7 +118,7 @@ async function openSignedInSession(
   const member = await liveMemberById(kit.deps.db, memberId);
   if (!member) return null;
   const sessionId = await startSession(kit.deps, member, {
-    userAgent: request.headers['user-agent'],
+    origin: originOf(request),
     previousSessionId: request.cookies[SESSION_COOKIE],
   });
   reply.setCookie(SESSION_COOKIE, sessionId, { ...kit.cookieOptions(), maxAge: SESSION_MAX_MS / 1000 });
@@ -170,6 +172,7 @@ function registerSignInCode(scope: Scope, kit: Kit): void {
     const pending = await pendingOr(kit, request, reply, 'code');
     if (!pending) return reply;
     const outcome = await passSignInWithCode(kit.deps, pending, formOf(request).code, clientKey(request.ip));
+    if (outcome.kind === 'wrong') await recordFailedSignIn(kit.deps, pending.member.email, originOf(request), 'code');
     if (outcome.kind !== 'passed') {
       const refused = refusalOf(reply, outcome, true);
       if (outcome.kind === 'expired') return loginAgain(kit, reply, refused.error);
@@ -212,7 +215,13 @@ function registerSignInSetup(scope: Scope, kit: Kit): void {
     if (!kit.preSessionCsrf.valid(request)) return kit.forbidden(reply);
     const pending = await pendingOr(kit, request, reply, 'setup');
     if (!pending) return reply;
-    const outcome = await passSignInWithSetup(kit.deps, pending, formOf(request).code, clientKey(request.ip));
+    const outcome = await passSignInWithSetup(
+      kit.deps,
+      pending,
+      formOf(request).code,
+      clientKey(request.ip),
+      originOf(request),
+    );
     if (outcome.kind !== 'passed') {
       const refused = refusalOf(reply, outcome, false);
       if (outcome.kind === 'expired') return loginAgain(kit, reply, refused.error);
@@ -289,6 +298,7 @@ function registerAccountSetup(scope: Scope, kit: Kit): void {
           memberOf(session),
           formOf(request).code,
           clientKey(request.ip),
+          originOf(request),
         );
         if (outcome.kind !== 'enabled') {
           const refused = refusalOf(reply, outcome, false);
@@ -328,6 +338,7 @@ function registerAccountChanges(scope: Scope, kit: Kit): void {
       session: DashboardSession,
       code: unknown,
       client: string,
+      origin: Origin,
     ) => ReturnType<typeof makeNewRecoveryCodes | typeof turnOffTwoFactor>,
     done: (reply: FastifyReply, session: DashboardSession, outcome: any) => Promise<unknown>,
   ) => {
@@ -352,7 +363,7 @@ function registerAccountChanges(scope: Scope, kit: Kit): void {
       accountPage(
         kit,
         async (request, reply, session) => {
-          const outcome = await act(session, formOf(request).code, clientKey(request.ip));
+          const outcome = await act(session, formOf(request).code, clientKey(request.ip), originOf(request));
           if (outcome.kind === 'required')
             return page(reply, session, 409, 'Your team requires two-factor sign-in, so it cannot be turned off.');
           if (outcome.kind === 'made' || outcome.kind === 'off') return done(reply, session, outcome);
@@ -374,7 +385,7 @@ function registerAccountChanges(scope: Scope, kit: Kit): void {
       confirm: 'Make new codes',
       confirmClass: 'primary',
     },
-    (session, code, client) => makeNewRecoveryCodes(kit.deps, memberOf(session), code, client),
+    (session, code, client, origin) => makeNewRecoveryCodes(kit.deps, memberOf(session), code, client, origin),
     (reply, session, outcome) => showRecoveryCodesNext(kit, reply, session, outcome.recoveryCodes),
   );
 
@@ -388,7 +399,7 @@ function registerAccountChanges(scope: Scope, kit: Kit): void {
       confirm: 'Turn it off',
       confirmClass: 'danger',
     },
-    (session, code, client) => turnOffTwoFactor(kit.deps, memberOf(session), code, client),
+    (session, code, client, origin) => turnOffTwoFactor(kit.deps, memberOf(session), code, client, origin),
     async (reply) => reply.redirect(`${ACCOUNT}?done=two-factor-off`, 303),
   );
 }
@@ -409,7 +420,12 @@ function registerTeamRequirement(scope: Scope, kit: Kit): void {
             'Nothing was changed',
             'Choose whether your team requires two-factor sign-in.',
           );
-        const outcome = await setTeamTwoFactorRequirement(kit.deps, memberOf(session), required === 'yes');
+        const outcome = await setTeamTwoFactorRequirement(
+          kit.deps,
+          memberOf(session),
+          required === 'yes',
+          originOf(request),
+        );
         const done =
           outcome.kind === 'own_first'
             ? 'two-factor-own-first'
