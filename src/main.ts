@@ -38,7 +38,7 @@ function portProblem(host: string, port: number): Promise<string | null> {
 function printDemo(demo: CreatedMerchant | 'exists' | null): void {
   if (demo === 'exists') {
     process.stdout.write(
-      `Demo merchant ${DEMO_EMAIL} (its keys were shown on the first start). New keys: npm run --silent cli -- keys create --merchant ${DEMO_EMAIL} --mode test --name NAME\n`,
+      `Demo merchant ${DEMO_EMAIL} (its keys were shown on the first start). New keys: npm run --silent cli -- keys create --merchant ${DEMO_EMAIL} --mode test --name "Shop server"\n`,
     );
   } else if (demo) {
     process.stdout.write(

@@ -39,6 +39,7 @@ test('a key made in the dashboard shows in the Audit log, by the member, and the
   await page.getByRole('button', { name: 'Log in' }).click();
   await page.getByRole('heading', { name: 'The last 30 days' }).waitFor();
   await page.goto(`${world.baseUrl}/dashboard/test/api-keys`);
+  await page.getByLabel('Name').fill('Shop server');
   await page.getByRole('button', { name: 'Create a test key' }).click();
   const key = await page.getByLabel('API key').inputValue();
   await page.getByRole('link', { name: 'I have copied it' }).click();
@@ -46,7 +47,7 @@ test('a key made in the dashboard shows in the Audit log, by the member, and the
   await page.getByRole('link', { name: 'Audit log' }).first().click();
   await page.getByRole('heading', { name: 'Audit log' }).waitFor();
   const newest = page.locator('table.audit tbody tr').first();
-  assert.match(await newest.innerText(), new RegExp(`api_key\\.create\\s+member: ${kowhai.userId}`));
+  assert.match(await newest.innerText(), new RegExp(`api_key\\.create\\s+member: ${kowhai.email}`));
   assert.ok(!(await newest.innerText()).includes(key), 'the key itself is never in the log');
   assert.match(await newest.innerText(), new RegExp(`sk_test_…${key.slice(-4)}`));
   assert.ok(!(await page.content()).includes(theirs.id), "another merchant's records are not shown");

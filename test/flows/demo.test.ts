@@ -48,9 +48,10 @@ test('first start prints the demo merchant once, and its curl example works', as
   const second = await startService(t, store);
   assert.doesNotMatch(second.stdout(), /sk_live_|sk_test_/);
   // and says how to get new keys, with a command that works as printed
-  const again = /New keys: (npm run --silent cli -- keys create --merchant demo@tono\.example --mode test)\n/.exec(
-    second.stdout(),
-  );
+  const again =
+    /New keys: (npm run --silent cli -- keys create --merchant demo@tono\.example --mode test --name "Shop server")\n/.exec(
+      second.stdout(),
+    );
   assert.ok(again, second.stdout());
   const keys = spawnSync('sh', ['-c', `${again[1]} --json`], {
     encoding: 'utf8',

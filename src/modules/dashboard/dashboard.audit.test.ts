@@ -113,7 +113,7 @@ test('the audit log: member changes, filters, pages, CSV, object histories; esca
   assert.equal(paused.status, 303, paused.text);
   assert.match(
     textOf((await browser.request(`/dashboard/test/subscriptions/${objects.subscription.id}`)).text),
-    new RegExp(`subscription\\.pause member: ${kowhai.userId}`),
+    new RegExp(`subscription\\.pause member: ${kowhai.email}`),
   );
   // another merchant's object is a 404, its history with it
   assert.equal((await browser.request(`/dashboard/test/requests/${theirs.id}`)).status, 404);
