@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
+import { stringify } from 'safe-stable-stringify';
 import {
   canonicalParts,
   canonicalRecord,
@@ -55,6 +56,16 @@ test('the canonical form splits around the seq so it can be numbered where it is
     fc.property(fieldsArb, fc.integer({ min: 1, max: 2 ** 40 }), (fields, seq) => {
       const { before, after } = canonicalParts({ ...fields, user_id: 'user_1' });
       assert.equal(before + String(seq) + after, canonicalRecord({ ...fields, user_id: 'user_1', seq }));
+    }),
+  );
+});
+
+test('the canonical form is the record as JSON with its keys sorted, whatever its text holds', () => {
+  const anyText = fc.string({ unit: 'binary', maxLength: 16 });
+  fc.assert(
+    fc.property(fieldsArb, anyText, anyText, fc.integer({ min: 1, max: 2 ** 40 }), (fields, summary, ip, seq) => {
+      const record = { ...fields, summary, ip, user_id: 'user_1', seq };
+      assert.equal(canonicalRecord(record), stringify(record));
     }),
   );
 });

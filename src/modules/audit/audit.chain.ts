@@ -1,4 +1,3 @@
-import { stringify } from 'safe-stable-stringify';
 import { sha256Hex } from '../../shared/crypto.ts';
 
 // The audit trail's chain, as pure functions (docs/audit.md, "The chain"). A record's hash covers
@@ -42,22 +41,24 @@ export function canonicalParts(fields: Omit<ChainedFields, 'seq'>): { before: st
 }
 
 function canonicalText(fields: ChainedFields): string {
-  const picked: ChainedFields = {
-    id: fields.id,
-    user_id: fields.user_id,
-    seq: Number(fields.seq),
-    at: Number(fields.at),
-    mode: fields.mode,
-    actor_kind: fields.actor_kind,
-    actor_id: fields.actor_id,
+  // The keys in sorted order, so JSON.stringify (which keeps insertion order) gives the sorted-key
+  // form without sorting on every change; a test holds it equal to a sorted-key stringify.
+  const sorted = {
     action: fields.action,
-    object_id: fields.object_id,
+    actor_id: fields.actor_id,
+    actor_kind: fields.actor_kind,
+    at: Number(fields.at),
+    id: fields.id,
     ip: fields.ip,
-    user_agent: fields.user_agent,
+    mode: fields.mode,
+    object_id: fields.object_id,
     request_id: fields.request_id,
+    seq: Number(fields.seq),
     summary: fields.summary,
+    user_agent: fields.user_agent,
+    user_id: fields.user_id,
   };
-  return stringify(picked) as string;
+  return JSON.stringify(sorted);
 }
 
 /** The canonical form of a record: its chained fields as JSON, keys sorted. */

@@ -106,9 +106,15 @@ export async function listAudit(db: Db, userId: string, mode: Mode | null, filte
   if (filters.object_id) query = query.where('object_id', '=', filters.object_id);
   if (filters.createdGte !== undefined) query = query.where('at', '>=', filters.createdGte);
   if (filters.createdLt !== undefined) query = query.where('at', '<', filters.createdLt);
-  if (filters.starting_after) query = query.where('id', '<', filters.starting_after);
+  // Newest first is the chain's order; a page starts after its cursor record's place in it.
+  if (filters.starting_after) {
+    const after = filters.starting_after;
+    query = query.where('seq', '<', (eb) =>
+      eb.selectFrom('audit_events').select('seq').where('user_id', '=', userId).where('id', '=', after),
+    );
+  }
   return query
-    .orderBy('id', 'desc')
+    .orderBy('seq', 'desc')
     .limit(filters.limit + 1)
     .execute();
 }

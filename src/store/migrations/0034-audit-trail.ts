@@ -23,15 +23,19 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('hash', 'text', (c) => c.notNull())
     .addUniqueConstraint('audit_events_user_seq', ['user_id', 'seq'])
     .execute();
-  // The list (newest first, by id) and an object's history.
-  await db.schema.createIndex('audit_events_user_id').on('audit_events').columns(['user_id', 'id']).execute();
+  // The list, newest first, reads the unique (user_id, seq); an object's history (on every object's
+  // page) and a member's or key's changes have their own. Every index is written by every change,
+  // so an action filter reads the merchant's records newest first instead (docs/audit.md).
   await db.schema
     .createIndex('audit_events_object')
     .on('audit_events')
-    .columns(['user_id', 'object_id', 'id'])
+    .columns(['user_id', 'object_id', 'seq'])
     .execute();
-  await db.schema.createIndex('audit_events_action').on('audit_events').columns(['user_id', 'action', 'id']).execute();
-  await db.schema.createIndex('audit_events_actor').on('audit_events').columns(['user_id', 'actor_id', 'id']).execute();
+  await db.schema
+    .createIndex('audit_events_actor')
+    .on('audit_events')
+    .columns(['user_id', 'actor_id', 'seq'])
+    .execute();
   await db.schema
     .createTable('audit_heads')
     .addColumn('user_id', 'text', (c) => c.primaryKey())
