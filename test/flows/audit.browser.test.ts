@@ -1,37 +1,20 @@
 // The audit log in a real browser (Debian's Chromium through playwright-core): a change made on a
 // dashboard page shows in the Audit log at once, with the member who made it, and the filters
 // narrow it. SQLite only; skipped when Chromium is absent.
-import fs from 'node:fs';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chromium } from 'playwright-core';
+import { browserSkipReason, newBrowserPage } from '../support/chromium.ts';
 import { dashWorld, PASSWORD } from '../dashboard.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-const skipReason = !fs.existsSync(CHROMIUM)
-  ? `${CHROMIUM} is not installed`
-  : process.env.TEST_ENGINE === 'postgres'
-    ? 'browser tests run on SQLite only'
-    : null;
-
 test('a key made in the dashboard shows in the Audit log, by the member, and the filters narrow the log', {
-  skip: skipReason ?? false,
+  skip: browserSkipReason ?? false,
 }, async (t) => {
   const world = await dashWorld(t, { workers: false });
   const [kowhai, tui] = world.merchants;
   const theirs = (
     await tui.test.post('/v1/requests', { bank_account_id: tui.bankAccountId, message: 'Theirs', amount: '2.00 NZD' })
   ).body.request;
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu'],
-  });
-  t.after(() => browser.close());
-  const page = await (await browser.newContext()).newPage();
-  page.setDefaultTimeout(15_000);
-  const errors: string[] = [];
-  page.on('pageerror', (error) => errors.push(error.message));
+  const { page, errors } = await newBrowserPage(t);
 
   await page.goto(`${world.baseUrl}/dashboard`);
   await page.getByLabel('Email').fill(kowhai.email);

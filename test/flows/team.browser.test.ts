@@ -2,57 +2,11 @@
 // viewer from the Team page, the invitee accepts from the emailed link (a real SMTP receiver),
 // is signed in, logs out and in again, and is refused with 403 when opening an action.
 // SQLite only; skipped when Chromium is absent.
-import fs from 'node:fs';
-import { createRequire } from 'node:module';
-import { test, type TestContext } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
+import { accessibilityProblems, browserSkipReason, newBrowserPage } from '../support/chromium.ts';
 import { dashWorld, PASSWORD } from '../dashboard.ts';
-
-const CHROMIUM = '/usr/bin/chromium';
-const skipReason = !fs.existsSync(CHROMIUM)
-  ? `${CHROMIUM} is not installed`
-  : process.env.TEST_ENGINE === 'postgres'
-    ? 'browser tests run on SQLite only'
-    : null;
-
-const AXE_SOURCE = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-
-/** axe-core's serious and critical violations on the page (as the dashboard's browser test checks every page). */
-async function accessibilityProblems(page: Page): Promise<string[]> {
-  await page.evaluate(AXE_SOURCE);
-  const violations = await page.evaluate(async () => {
-    const result = await (globalThis as any).axe.run((globalThis as any).document, { resultTypes: ['violations'] });
-    return result.violations.map((v: any) => ({
-      id: v.id,
-      impact: v.impact,
-      nodes: v.nodes.slice(0, 3).map((n: any) => n.target.join(' ')),
-    }));
-  });
-  return violations
-    .filter((v: any) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v: any) => `${v.id} (${v.impact}): ${v.nodes.join(', ')}`);
-}
-
-let browser: Browser | null = null;
-test.after(async () => {
-  await browser?.close();
-});
-
-async function newPage(t: TestContext): Promise<{ page: Page; errors: string[] }> {
-  browser ??= await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--no-first-run', '--disable-sync'],
-  });
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-  t.after(() => context.close());
-  const page = await context.newPage();
-  page.setDefaultTimeout(15_000);
-  const errors: string[] = [];
-  page.on('pageerror', (error) => errors.push(error.message));
-  return { page, errors };
-}
 
 async function logInAt(page: Page, baseUrl: string, email: string, password: string): Promise<void> {
   await page.goto(`${baseUrl}/dashboard/login`);
@@ -63,12 +17,12 @@ async function logInAt(page: Page, baseUrl: string, email: string, password: str
 }
 
 test('an owner invites a viewer, who accepts from the email, signs in, and is refused an action', {
-  skip: skipReason ?? false,
+  skip: browserSkipReason ?? false,
 }, async (t) => {
   const world = await dashWorld(t);
   const [kowhai] = world.merchants;
 
-  const owner = await newPage(t);
+  const owner = await newBrowserPage(t);
   await logInAt(owner.page, world.baseUrl, kowhai.email, PASSWORD);
   await owner.page.getByRole('link', { name: 'Team' }).click();
   await owner.page.getByRole('heading', { name: 'Team', level: 1 }).waitFor();
@@ -83,7 +37,7 @@ test('an owner invites a viewer, who accepts from the email, signs in, and is re
   assert.equal(mail.subject, 'You are invited to the Tono dashboard of Kōwhai Coffee');
   const link = new RegExp(`${world.baseUrl}/dashboard/invitations/[A-Za-z0-9_-]+`).exec(mail.text)![0];
 
-  const invitee = await newPage(t);
+  const invitee = await newBrowserPage(t);
   await invitee.page.goto(link);
   await invitee.page.getByText('You are invited as Viewer').waitFor();
   assert.deepEqual(await accessibilityProblems(invitee.page), [], 'the invitation page');

@@ -2,58 +2,21 @@
 // from the account page with a code computed here from the secret the page shows, log out, log in
 // with the password and a fresh code. Each two-factor page is checked with axe-core (no serious or
 // critical violations). SQLite only; skipped when Chromium is absent.
-import fs from 'node:fs';
-import { createRequire } from 'node:module';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { accessibilityProblems, browserSkipReason, newBrowserPage } from '../support/chromium.ts';
 import { TOTP } from 'otpauth';
 import { dashWorld, PASSWORD } from '../dashboard.ts';
-
-const CHROMIUM = '/usr/bin/chromium';
-const skipReason = !fs.existsSync(CHROMIUM)
-  ? `${CHROMIUM} is not installed`
-  : process.env.TEST_ENGINE === 'postgres'
-    ? 'browser tests run on SQLite only'
-    : null;
-const AXE_SOURCE = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-
-let browser: Browser | null = null;
-test.after(async () => {
-  await browser?.close();
-});
-
-/** axe-core's serious and critical violations on the page. */
-async function accessibilityProblems(page: Page): Promise<string[]> {
-  await page.evaluate(AXE_SOURCE);
-  const violations = await page.evaluate(async () => {
-    const result = await (globalThis as any).axe.run((globalThis as any).document, { resultTypes: ['violations'] });
-    return result.violations.map((v: any) => ({ id: v.id, impact: v.impact }));
-  });
-  return violations
-    .filter((v: any) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v: any) => `${v.id} (${v.impact})`);
-}
 
 const codeAt = (secret: string, timestamp: number) =>
   new TOTP({ secret, algorithm: 'SHA1', digits: 6, period: 30 }).generate({ timestamp });
 
 test('set up two-factor sign-in from the account page, log out, log in with the password and a fresh code', {
-  skip: skipReason ?? false,
+  skip: browserSkipReason ?? false,
 }, async (t) => {
   const world = await dashWorld(t, { workers: false });
   const [kowhai] = world.merchants;
-  browser ??= await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--no-first-run', '--disable-sync'],
-  });
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-  t.after(() => context.close());
-  const page = await context.newPage();
-  page.setDefaultTimeout(15_000);
-  const errors: string[] = [];
-  page.on('pageerror', (error) => errors.push(error.message));
+  const { page, errors } = await newBrowserPage(t);
 
   const logIn = async () => {
     await page.goto(`${world.baseUrl}/dashboard`);
