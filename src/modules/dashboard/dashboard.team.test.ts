@@ -104,7 +104,7 @@ test('invitations: revoked or 72 hours old they no longer work; wrong tokens are
   for (const [form, message] of [
     [{ email: 'not-an-email', role: 'viewer' }, /Enter their email address and choose a role\. Nothing was changed\./],
     [{ email: 'x@example.com', role: 'emperor' }, /Enter their email address and choose a role/],
-    [{ email: kowhai.email, role: 'viewer' }, /already signs in to a Tono dashboard/],
+    [{ email: kowhai.email, role: 'viewer' }, /is already on your team\. Nothing was changed\./],
   ] as const) {
     const refused = await post(owner, '/dashboard/team/invitations', form);
     assert.equal(refused.status, 400);
@@ -117,6 +117,18 @@ test('invitations: revoked or 72 hours old they no longer work; wrong tokens are
   assert.match(textOf(noCsrf.text), /This form has expired/);
   const invitations = await world.app.deps.db.selectFrom('invitations').select('email').execute();
   assert.deepEqual(invitations.map((row) => row.email).sort(), ['late@example.com', 'revoked@example.com']);
+
+  // Another merchant's member is invited like anyone (the inviter does not learn where an email
+  // signs in); the link tells its owner, and makes no member.
+  const [, tui] = world.merchants;
+  const theirs = await invite(world, owner, tui.email, 'viewer');
+  const taken = await accept(world, theirs, 'Tūī');
+  assert.equal(taken.done.status, 409);
+  assert.match(textOf(taken.done.text), /already signs in to a Tono dashboard\. Log in with it\./);
+  assert.equal(
+    (await world.app.deps.db.selectFrom('members').select('id').where('email', '=', tui.email).execute()).length,
+    1,
+  );
 
   // Every look at a dead link counts against the address (20 in 15 minutes): one was above.
   const guesser = new Browser(world.baseUrl);

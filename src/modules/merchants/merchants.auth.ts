@@ -224,7 +224,7 @@ const UNKNOWN_KEY = 'Unknown or revoked API key';
 /**
  * The one place a restricted key's permissions are checked: against the route's declared scope,
  * before the body is read, so a refused call does nothing. A route that declares none is open to
- * full keys only (test/key-scopes.test.ts fails on such a route).
+ * full keys only (src/modules/merchants/key-scopes.api.test.ts fails on such a route).
  */
 function checkKeyScope(request: FastifyRequest, found: Authenticated): void {
   const scope = request.routeOptions.config.keyScope;

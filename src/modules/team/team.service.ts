@@ -240,8 +240,11 @@ export async function inviteMember(
 ): Promise<{ kind: 'invited'; id: string } | TeamProblem> {
   const refused = inviteProblem(actor.role, input.role);
   if (refused) return { kind: 'problem', message: refused };
-  if (await findLiveMemberByEmail(deps.db, input.email))
-    return { kind: 'problem', message: `${input.email} already signs in to a Tono dashboard.` };
+  // Only this team's own members are refused here: whether an email belongs to another merchant's
+  // team is not the inviter's to learn. Such an invitee is told when they open the link.
+  const existing = await findLiveMemberByEmail(deps.db, input.email);
+  if (existing?.user_id === actor.userId)
+    return { kind: 'problem', message: `${input.email} is already on your team.` };
   const now = deps.clock.now();
   return deps.store.transaction(async (trx) => {
     if (!(await takeAttempt(trx, TEAM_LIMITS.invitesByMerchant, actor.userId, now)).ok)
