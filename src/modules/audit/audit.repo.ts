@@ -17,23 +17,7 @@ export type UnchainedRecord = Omit<ChainedFields, 'seq'>;
 // upsert of the head row takes the merchant's lock, numbers the record and hashes it from the head's
 // hash, and the insert writes it with what the upsert returned; the lock is held from there to the
 // commit only. The canonical text is built around the number (canonicalParts).
-const appendOnPostgres = prepared<{
-  id: string;
-  user_id: string;
-  at: number;
-  mode: string | null;
-  actor_kind: string;
-  actor_id: string;
-  action: string;
-  object_id: string | null;
-  ip: string | null;
-  user_agent: string | null;
-  request_id: string | null;
-  summary: string;
-  before: string;
-  after: string;
-  genesis: string;
-}>((db, arg) => {
+const appendOnPostgres = prepared<UnchainedRecord & { before: string; after: string; genesis: string }>((db, arg) => {
   const text = (name: Parameters<typeof arg>[0]) => sql`cast(${arg(name)} as text)`;
   const digest = (prev: unknown, seq: unknown) =>
     sql`encode(sha256(convert_to(${prev} || ${text('before')} || ${seq} || ${text('after')}, 'UTF8')), 'hex')`;

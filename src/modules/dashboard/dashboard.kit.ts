@@ -217,6 +217,27 @@ function withPermission<H extends object>(handler: H, permission: Permission): H
 export type SignedAccount = { session: DashboardSession };
 
 /**
+ * What both guards check first: the session the cookie names, or the reply already sent: a post
+ * without its CSRF token is 403, and signed out leads to the login page (back here after a GET).
+ */
+async function signedInOr(
+  deps: Deps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  options: GuardOptions,
+  { formCsrfMatches, forbidden }: Pick<PageParts, 'formCsrfMatches' | 'forbidden'>,
+): Promise<DashboardSession | FastifyReply> {
+  const session = await sessionOf(deps, request.cookies[SESSION_COOKIE]);
+  if (options.post && !formCsrfMatches(request, session?.csrfToken)) return forbidden(reply);
+  if (!session)
+    return reply.redirect(
+      `/dashboard/login${queryOf({ next: request.method === 'GET' ? request.url : undefined })}`,
+      303,
+    );
+  return session;
+}
+
+/**
  * The guard of the signed-in pages outside the modes (/dashboard/team…): signed out leads to the
  * login page; a post without this session's CSRF token is 403; a role without the permission is 403.
  */
@@ -227,13 +248,8 @@ function accountPageGuard(
   type Handler = (request: PageRequest, reply: FastifyReply, signed: SignedAccount) => Promise<unknown>;
   return (handler: Handler, options: GuardOptions) =>
     withPermission(async (request: FastifyRequest<any>, reply: FastifyReply) => {
-      const session = await sessionOf(deps, request.cookies[SESSION_COOKIE]);
-      if (options.post && !formCsrfMatches(request, session?.csrfToken)) return forbidden(reply);
-      if (!session)
-        return reply.redirect(
-          `/dashboard/login${queryOf({ next: request.method === 'GET' ? request.url : undefined })}`,
-          303,
-        );
+      const session = await signedInOr(deps, request, reply, options, { formCsrfMatches, forbidden });
+      if (!('member' in session)) return session;
       if (!can(session.member.role, options.permission)) return notAllowed(reply, null, session);
       return handler(request, reply, { session });
     }, options.permission);
@@ -261,13 +277,8 @@ function signedPageGuard(deps: Deps, { message, formCsrfMatches, forbidden, cook
    */
   return (handler: Handler, options: GuardOptions) =>
     withPermission(async (request: FastifyRequest<any>, reply: FastifyReply) => {
-      const session = await sessionOf(deps, request.cookies[SESSION_COOKIE]);
-      if (options.post && !formCsrfMatches(request, session?.csrfToken)) return forbidden(reply);
-      if (!session)
-        return reply.redirect(
-          `/dashboard/login${queryOf({ next: request.method === 'GET' ? request.url : undefined })}`,
-          303,
-        );
+      const session = await signedInOr(deps, request, reply, options, { formCsrfMatches, forbidden });
+      if (!('member' in session)) return session;
       const mode = (request.params as { mode?: string }).mode;
       const signedShell = (m: Mode): Signed => ({
         session,
