@@ -18,6 +18,7 @@ import {
   type Scope,
 } from './dashboard.kit.ts';
 import { registerAuditPages } from './sections/audit.ts';
+import { registerPayerEmailPages } from './sections/payer-emails.ts';
 import { hasAnyRequest } from '../requests/requests.service.ts';
 import type { Mode } from '../../shared/mode.ts';
 import {
@@ -130,6 +131,7 @@ export async function registerDashboardRoutes(app: App, deps: Deps, contribution
     registerKeyPages(scope, kit);
     registerBankAccountPages(scope, kit);
     registerAuditPages(scope, kit);
+    registerPayerEmailPages(scope, kit);
     registerClockPages(scope, kit, contributions.testData);
     registerTwoFactorPages(scope, kit);
   });

@@ -62,3 +62,38 @@ export function countTestMessages(db: Db, userId: string): Promise<number> {
 export function deleteTestMessages(db: Db, userId: string): Promise<number> {
   return deleteOwned(db, 'mail_messages', { userId, mode: 'test' });
 }
+
+/** A merchant's messages about one object in one mode, newest first (the `mail_messages_related` index). */
+export function messagesAbout(
+  db: Db,
+  owner: { userId: string; mode: string },
+  related: { type: string; id: string },
+  limit: number,
+): Promise<MailRow[]> {
+  return db
+    .selectFrom('mail_messages')
+    .selectAll()
+    .where('related_type', '=', related.type)
+    .where('related_id', '=', related.id)
+    .where('user_id', '=', owner.userId)
+    .where('mode', '=', owner.mode as MailRow['mode'])
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(limit)
+    .execute();
+}
+
+/** One of a merchant's messages in one mode, or undefined. */
+export function ownedMessage(
+  db: Db,
+  owner: { userId: string; mode: string },
+  id: string,
+): Promise<MailRow | undefined> {
+  return db
+    .selectFrom('mail_messages')
+    .selectAll()
+    .where('id', '=', id)
+    .where('user_id', '=', owner.userId)
+    .where('mode', '=', owner.mode as MailRow['mode'])
+    .executeTakeFirst();
+}

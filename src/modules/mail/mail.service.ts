@@ -5,9 +5,12 @@ import { enqueue } from '../../jobs/queue.ts';
 import { newId } from '../../shared/ids.ts';
 import { isSealed, type SecretBox } from '../../shared/secret-box.ts';
 import type { Database } from '../../store/tables.ts';
-import { renderMail, type TemplateData, type TemplateName } from './mail.templates.ts';
+import { renderMail, RESENDABLE_TO_PAYER, subjectOf, type TemplateData, type TemplateName } from './mail.templates.ts';
 import type { Mode } from '../../shared/mode.ts';
-import { insertMessage, type MailRow } from './mail.repo.ts';
+import { insertMessage, messagesAbout, ownedMessage, type MailRow } from './mail.repo.ts';
+import { notFound } from '../../shared/errors.ts';
+import { recordAuditFor } from '../audit/audit.service.ts';
+import type { Ctx } from '../context.ts';
 import { createMailDelivery, type DeliverySettings, type OutgoingMail as Delivered } from './mail.delivery.ts';
 
 // Email: a message is a row written in the caller's transaction with a job to send it, so a
@@ -119,4 +122,82 @@ function linkFor(template: TemplateName, data: TemplateData[TemplateName], baseU
   if (template === 'team_invitation')
     return `${baseUrl}/dashboard/invitations/${(data as TemplateData['team_invitation']).token}`;
   return template === 'webhook_failing' || template === 'webhook_disabled' ? `${baseUrl}/docs` : `${baseUrl}/customer`;
+}
+
+/** A message to a payer, as the merchant's page of what it was about lists it. */
+export type PayerMessage = {
+  id: string;
+  to: string;
+  subject: string;
+  status: string;
+  created_at: number;
+  sent_at: number | null;
+};
+
+/** The most messages an object's page lists. */
+const MESSAGES_LISTED = 50;
+
+/**
+ * The messages to payers about one of the merchant's objects in the caller's mode, newest first:
+ * only those the dashboard can send again (RESENDABLE_TO_PAYER), none with a secret in them.
+ */
+export async function payerMessagesAbout(ctx: Ctx, related: { type: string; id: string }): Promise<PayerMessage[]> {
+  const rows = await messagesAbout(ctx.db, { userId: ctx.merchant.id, mode: ctx.mode }, related, MESSAGES_LISTED);
+  return rows.filter(resendable).map((row) => ({
+    id: row.id,
+    to: row.to_address,
+    subject: subjectOf(row.template as TemplateName, JSON.parse(row.data)),
+    status: row.status,
+    created_at: Number(row.created_at),
+    sent_at: row.sent_at === null ? null : Number(row.sent_at),
+  }));
+}
+
+const resendable = (row: MailRow) => RESENDABLE_TO_PAYER.has(row.template as TemplateName) && !isSealed(row.data);
+
+/**
+ * A message is sent again at most once in a minute of real time (a second click, a form posted
+ * twice): the copy's dedupe key names the minute.
+ */
+const RESEND_WINDOW_MS = 60_000;
+
+/**
+ * Queues a copy of one of the merchant's messages to a payer, to the same address with the same
+ * content, and records who asked in the audit trail under the object the message is about. Another
+ * merchant's message, another mode's, or one that is never sent again is not found. Returns the
+ * copy's id, or null when the same message was sent again in this minute (nothing queued).
+ */
+export async function resendPayerMessage(
+  ctx: Ctx,
+  id: string,
+): Promise<{ id: string | null; related: { type: string; id: string } | null }> {
+  return ctx.deps.store.transaction(async (trx) => {
+    const original = await ownedMessage(trx, { userId: ctx.merchant.id, mode: ctx.mode }, id);
+    if (!original || !resendable(original)) throw notFound('message', id);
+    const related =
+      original.related_type !== null && original.related_id !== null
+        ? { type: original.related_type, id: original.related_id }
+        : null;
+    const now = ctx.clock.now();
+    const copy = await queueMail(
+      trx,
+      {
+        to: original.to_address,
+        template: original.template as TemplateName,
+        data: JSON.parse(original.data),
+        related,
+        owner: { userId: ctx.merchant.id, mode: ctx.mode },
+        dedupeKey: `resend:${original.id}:${Math.floor(Date.now() / RESEND_WINDOW_MS)}`,
+      },
+      now,
+    );
+    if (copy !== null)
+      await recordAuditFor(trx, ctx, 'email.resend', related?.id ?? original.id, {
+        message: original.id,
+        copy,
+        to: original.to_address,
+        template: original.template,
+      });
+    return { id: copy, related };
+  });
 }

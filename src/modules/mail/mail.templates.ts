@@ -84,6 +84,23 @@ export const TEMPLATE_NAMES = [
   'refund_arrived',
 ] as const satisfies readonly TemplateName[];
 
+/**
+ * The messages to a payer that can be sent again from the dashboard (docs/email.md, "Sending a
+ * message again"): what a payer was told about their payments and consents. A sign-in code, a
+ * password reset or an invitation is never sent again (each carries a secret that works once), nor
+ * a notice to the merchant.
+ */
+export const RESENDABLE_TO_PAYER: ReadonlySet<TemplateName> = new Set<TemplateName>([
+  'consent_authorised',
+  'subscription_set_up',
+  'charge_receipt',
+  'charge_failed',
+  'subscription_ended',
+  'consent_revoked',
+  'refund_sent',
+  'refund_arrived',
+]);
+
 /** " for “Veg box”", or nothing for mail queued without a title. */
 const forTitle = (d: { title?: string }) => (d.title ? ` for “${d.title}”` : '');
 const named = (d: { title?: string }) => (d.title ? ` “${d.title}”` : '');
@@ -111,9 +128,14 @@ const text = templatesIn(views, { plainText: true });
 
 export type RenderedMail = { subject: string; text: string; html: string };
 
+/** A message's subject, without the test-mode mark. */
+export function subjectOf<K extends TemplateName>(template: K, data: TemplateData[K]): string {
+  return subjects[template](data as any);
+}
+
 export function renderMail<K extends TemplateName>(template: K, data: TemplateData[K], link: string): RenderedMail {
   const test = 'test' in data && data.test;
-  const subject = `${test ? '[Test] ' : ''}${subjects[template](data as any)}`;
+  const subject = `${test ? '[Test] ' : ''}${subjectOf(template, data)}`;
   const it = {
     ...data,
     link,

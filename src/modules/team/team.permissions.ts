@@ -16,6 +16,7 @@ export const PERMISSIONS = {
   'api_keys.manage': 'Create and revoke API keys',
   'webhooks.manage': 'Create, change, disable, recover and delete webhook endpoints',
   'events.resend': 'Resend events to webhook endpoints',
+  'emails.resend': 'Send an email to a payer again (a consent, subscription or refund notice, a receipt)',
   'test_clock.manage': 'Move and reset the test clock; delete all test data',
   'team.manage': 'Invite, remove and change the role of members (not owners); set the support refund limit',
   'team.owners': 'Make a member an owner, or an owner something else',
@@ -29,7 +30,7 @@ export const ROLE_PERMISSIONS: { readonly [R in Role]: readonly Permission[] } =
   owner: ALL,
   admin: ALL.filter((permission) => permission !== 'team.owners' && permission !== 'team.two_factor'),
   developer: ['read', 'api_keys.manage', 'webhooks.manage', 'events.resend', 'test_clock.manage'],
-  support: ['read', 'refunds.create', 'events.resend'],
+  support: ['read', 'refunds.create', 'events.resend', 'emails.resend'],
   viewer: ['read'],
 };
 

@@ -17,6 +17,7 @@ import { text, oneOf, cursorOf } from '../dashboard.format.ts';
 import type { Kit, Scope, Signed } from '../dashboard.kit.ts';
 import type { FastifyReply } from 'fastify';
 import { auditTrailOf } from './audit.ts';
+import { payerEmailsOf } from './payer-emails.ts';
 
 // Subscriptions (pause, resume, cancel) and recurring consents (revoke), each action after a
 // confirmation step and through the same service call as the API.
@@ -126,6 +127,7 @@ function registerSubscriptionPages(scope: Scope, kit: Kit): void {
           ...kit.layoutOf(signed, 'subscriptions'),
           item: subscription,
           audit: await auditTrailOf(signed, subscription.id),
+          emails: await payerEmailsOf(signed, { type: 'subscription', id: subscription.id }, request.query),
           charges,
           payments: payments.payments,
           actions,
@@ -224,6 +226,7 @@ function registerConsentPages(scope: Scope, kit: Kit): void {
           ...kit.layoutOf(signed, 'recurring-consents'),
           item: consent,
           audit: await auditTrailOf(signed, consent.id),
+          emails: await payerEmailsOf(signed, { type: 'recurring_consent', id: consent.id }, request.query),
           payments: payments.payments,
           flash,
         });

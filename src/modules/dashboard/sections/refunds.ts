@@ -17,6 +17,7 @@ import { batchRowsOf, csvRowsOfRefunds, MANUAL_BATCH_HEADER, REFUND_CSV_HEADER }
 import { formOf, type Kit, type Scope, type Signed } from '../dashboard.kit.ts';
 import { CSV_MAX_ROWS } from './payments.ts';
 import { auditTrailOf } from './audit.ts';
+import { payerEmailsOf } from './payer-emails.ts';
 
 // Refunds (docs/refunds.md): the list with its filters and CSV export, one refund's page, and the
 // refunds that require action — what the merchant pays by hand, as a list and as a batch file for
@@ -180,6 +181,7 @@ function registerRefundDetail(scope: Scope, kit: Kit): void {
           ...kit.layoutOf(signed, 'refunds'),
           item: refund,
           audit: await auditTrailOf(signed, refund.id),
+          emails: await payerEmailsOf(signed, { type: 'refund', id: refund.id }, request.query),
           failure: failureText(refund.failure_reason),
           why: actionReasonText(refund.action_reason),
           flash: doneFlash(text(request.query.done), refund),
