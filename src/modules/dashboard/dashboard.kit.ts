@@ -25,7 +25,14 @@ export const SESSION_COOKIE = 'tono_dash';
 export const PRE_SESSION_COOKIE = 'tono_dash_csrf';
 /** The mode the merchant last looked at, so the dashboard opens there (docs/dashboard.md). */
 export const MODE_COOKIE = 'tono_dash_mode';
-export const DASHBOARD_CSP = contentSecurityPolicy({ scripts: true, styles: 'self', images: true, formsTo: [] });
+export const DASHBOARD_CSP = contentSecurityPolicy({
+  scripts: true,
+  styles: 'self',
+  images: true,
+  // The passkey script posts the WebAuthn ceremony's steps to the dashboard itself.
+  connect: true,
+  formsTo: [],
+});
 
 /** The sections in the navigation, each shown to the roles with its permission (docs/team.md). */
 export const SECTIONS = [
@@ -217,8 +224,9 @@ function withPermission<H extends object>(handler: H, permission: Permission): H
 export type SignedAccount = { session: DashboardSession };
 
 /**
- * What both guards check first: the session the cookie names, or the reply already sent: a post
- * without its CSRF token is 403, and signed out leads to the login page (back here after a GET).
+ * What both guards check first: the session the cookie names, or null once the reply is sent: a
+ * post without its CSRF token is 403, and signed out leads to the login page (back here after a
+ * GET). Null rather than the reply, which is thenable: awaited, it gives undefined.
  */
 async function signedInOr(
   deps: Deps,
@@ -226,14 +234,16 @@ async function signedInOr(
   reply: FastifyReply,
   options: GuardOptions,
   { formCsrfMatches, forbidden }: Pick<PageParts, 'formCsrfMatches' | 'forbidden'>,
-): Promise<DashboardSession | FastifyReply> {
+): Promise<DashboardSession | null> {
   const session = await sessionOf(deps, request.cookies[SESSION_COOKIE]);
-  if (options.post && !formCsrfMatches(request, session?.csrfToken)) return forbidden(reply);
-  if (!session)
-    return reply.redirect(
-      `/dashboard/login${queryOf({ next: request.method === 'GET' ? request.url : undefined })}`,
-      303,
-    );
+  if (options.post && !formCsrfMatches(request, session?.csrfToken)) {
+    forbidden(reply);
+    return null;
+  }
+  if (!session) {
+    reply.redirect(`/dashboard/login${queryOf({ next: request.method === 'GET' ? request.url : undefined })}`, 303);
+    return null;
+  }
   return session;
 }
 
@@ -249,7 +259,7 @@ function accountPageGuard(
   return (handler: Handler, options: GuardOptions) =>
     withPermission(async (request: FastifyRequest<any>, reply: FastifyReply) => {
       const session = await signedInOr(deps, request, reply, options, { formCsrfMatches, forbidden });
-      if (!('member' in session)) return session;
+      if (!session) return reply;
       if (!can(session.member.role, options.permission)) return notAllowed(reply, null, session);
       return handler(request, reply, { session });
     }, options.permission);
@@ -278,7 +288,7 @@ function signedPageGuard(deps: Deps, { message, formCsrfMatches, forbidden, cook
   return (handler: Handler, options: GuardOptions) =>
     withPermission(async (request: FastifyRequest<any>, reply: FastifyReply) => {
       const session = await signedInOr(deps, request, reply, options, { formCsrfMatches, forbidden });
-      if (!('member' in session)) return session;
+      if (!session) return reply;
       const mode = (request.params as { mode?: string }).mode;
       const signedShell = (m: Mode): Signed => ({
         session,
