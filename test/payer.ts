@@ -76,25 +76,34 @@ export class Browser {
 
   async request(
     path: string,
-    init: { method?: string; form?: Record<string, string | string[]>; headers?: Record<string, string> } = {},
+    init: {
+      method?: string;
+      form?: Record<string, string | string[]>;
+      /** A JSON body, as a page's script posts it. */
+      json?: unknown;
+      headers?: Record<string, string>;
+    } = {},
   ) {
     const headers: Record<string, string> = { ...init.headers };
     if (this.cookies.size > 0) headers.cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
-    if (init.form) {
-      headers['content-type'] = 'application/x-www-form-urlencoded';
+    if (init.form || init.json !== undefined) {
+      headers['content-type'] = init.form ? 'application/x-www-form-urlencoded' : 'application/json';
       headers.origin ??= this.baseUrl;
     }
     const response = await fetch(`${this.baseUrl}${path}`, {
-      method: init.method ?? (init.form ? 'POST' : 'GET'),
+      method: init.method ?? (init.form || init.json !== undefined ? 'POST' : 'GET'),
       headers,
       // A field given as a list is sent once per value, as ticked checkboxes are.
-      body: init.form
-        ? new URLSearchParams(
-            Object.entries(init.form).flatMap(([name, value]) =>
-              (Array.isArray(value) ? value : [value]).map((one): [string, string] => [name, one]),
-            ),
-          ).toString()
-        : undefined,
+      body:
+        init.json !== undefined
+          ? JSON.stringify(init.json)
+          : init.form
+            ? new URLSearchParams(
+                Object.entries(init.form).flatMap(([name, value]) =>
+                  (Array.isArray(value) ? value : [value]).map((one): [string, string] => [name, one]),
+                ),
+              ).toString()
+            : undefined,
       redirect: 'manual',
     });
     for (const line of response.headers.getSetCookie()) {

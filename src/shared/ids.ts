@@ -40,6 +40,7 @@ export const IdPrefix = {
   refundAuthority: 'refundauth',
   member: 'mem',
   invitation: 'inv',
+  passkey: 'passkey',
   audit: 'aud',
 } as const;
 export type IdKind = keyof typeof IdPrefix;

@@ -1,7 +1,8 @@
 // Two-factor sign-in in a real browser (Debian's Chromium through playwright-core): set up TOTP
 // from the account page with a code computed here from the secret the page shows, log out, log in
-// with the password and a fresh code. Each two-factor page is checked with axe-core (no serious or
-// critical violations). SQLite only; skipped when Chromium is absent.
+// with the password and a fresh code; and a passkey added on the account page and used to sign in,
+// with Chromium's virtual authenticator (DevTools' WebAuthn domain). Each two-factor page is
+// checked with axe-core (no serious or critical violations). SQLite only; skipped when Chromium is absent.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { accessibilityProblems, browserSkipReason, newBrowserPage } from '../support/chromium.ts';
@@ -56,5 +57,77 @@ test('set up two-factor sign-in from the account page, log out, log in with the 
   await page.getByRole('button', { name: 'Log in' }).click();
   await page.waitForURL(/\/dashboard\/(live|test)$/);
   assert.match(await page.locator('.who').innerText(), /Kōwhai Coffee/);
+  assert.deepEqual(errors, []);
+});
+
+test('add a passkey on the account page, log out, and give the second step with it', {
+  skip: browserSkipReason ?? false,
+}, async (t) => {
+  const world = await dashWorld(t, { workers: false });
+  // A passkey's relying party is a host name: the service is reached as localhost, not 127.0.0.1.
+  const base = world.baseUrl.replace('127.0.0.1', 'localhost');
+  world.app.deps.config.publicBaseUrl = base;
+  const [kowhai] = world.merchants;
+  const { page, errors } = await newBrowserPage(t);
+  const devtools = await page.context().newCDPSession(page);
+  await devtools.send('WebAuthn.enable');
+  const { authenticatorId } = await devtools.send('WebAuthn.addVirtualAuthenticator', {
+    options: {
+      protocol: 'ctap2',
+      transport: 'usb',
+      hasResidentKey: false,
+      hasUserVerification: true,
+      isUserVerified: true,
+      automaticPresenceSimulation: true,
+    },
+  });
+
+  const logIn = async () => {
+    await page.goto(`${base}/dashboard`);
+    await page.getByLabel('Email').fill(kowhai.email);
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Log in' }).click();
+  };
+  await logIn();
+  await page.waitForURL(/\/dashboard\/(live|test)$/);
+  await page.goto(`${base}/dashboard/account/two-factor/setup`);
+  const secret = (await page.locator('#totp-secret').innerText()).replace(/\s/g, '');
+  await page.getByLabel('6-digit code').fill(codeAt(secret, Date.now()));
+  await page.getByRole('button', { name: 'Turn on two-factor sign-in' }).click();
+  await page.getByRole('heading', { name: 'Your recovery codes' }).waitFor();
+
+  await page.goto(`${base}/dashboard/account`);
+  await page.getByLabel('Name for a new passkey').fill('Keyring <key>');
+  await page.getByRole('button', { name: 'Add a passkey' }).click();
+  await page.waitForURL(/\/dashboard\/account\?done=passkey-added/);
+  const main = await page.locator('main').innerText();
+  assert.match(main, /The passkey is added/);
+  assert.match(main, /Keyring <key>\s+\S/, 'the name is shown as typed (escaped in the page)');
+  assert.deepEqual(await accessibilityProblems(page), []);
+  const { credentials } = await devtools.send('WebAuthn.getCredentials', { authenticatorId });
+  assert.equal(credentials.length, 1);
+  const stored = await world.app.deps.db.selectFrom('two_factor_passkeys').selectAll().execute();
+  assert.equal(stored.length, 1);
+  assert.equal(
+    stored[0]!.credential_id,
+    credentials[0]!.credentialId.replace(/=+$/, '').replace(/\+/g, '-').replace(/\//g, '_'),
+  );
+
+  await page.getByRole('button', { name: 'Log out' }).click();
+  await page.waitForURL(/\/dashboard\/login$/);
+  await logIn();
+  await page.waitForURL(/\/dashboard\/login\/two-factor$/);
+  assert.deepEqual(await accessibilityProblems(page), []);
+  await page.getByRole('button', { name: 'Use a passkey' }).click();
+  await page.waitForURL(/\/dashboard\/(live|test)$/);
+  assert.match(await page.locator('.who').innerText(), /Kōwhai Coffee/);
+
+  const used = await world.app.deps.db.selectFrom('two_factor_passkeys').selectAll().executeTakeFirstOrThrow();
+  assert.ok(used.last_used_at !== null, 'the sign-in is recorded on the passkey');
+  const actions = (
+    await world.app.deps.db.selectFrom('audit_events').select('action').where('user_id', '=', kowhai.userId).execute()
+  ).map((row) => row.action);
+  assert.ok(actions.includes('member.passkey_add'));
+  assert.equal(actions.filter((action) => action === 'member.sign_in').length, 2);
   assert.deepEqual(errors, []);
 });

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
-import { test, type TestContext } from 'node:test';
+import { after, type TestContext } from 'node:test';
 import { chromium, type Browser, type Page } from 'playwright-core';
 
 // What the dashboard's browser tests share: Debian's Chromium through playwright-core, one browser
@@ -34,6 +34,8 @@ export async function accessibilityProblems(page: Page): Promise<string[]> {
 }
 
 let browser: Browser | null = null;
+// Registered as the file imports this module, so on the file's root: the browser outlives each test.
+after(() => browser?.close());
 
 /**
  * A new page in a fresh context of the file's Chromium (launched on first use, closed when the
@@ -46,8 +48,6 @@ export async function newBrowserPage(t: TestContext): Promise<{ page: Page; erro
       headless: true,
       args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--no-first-run', '--disable-sync'],
     });
-    const launched = browser;
-    test.after(() => launched.close());
   }
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   t.after(() => context.close());

@@ -186,7 +186,7 @@ export async function recordFailedSignIn(
   deps: Deps,
   email: string,
   origin: Origin,
-  step: 'password' | 'code',
+  step: 'password' | 'code' | 'passkey',
 ): Promise<void> {
   const member = await liveMemberByEmail(deps.db, email.trim().toLowerCase());
   if (!member) return;

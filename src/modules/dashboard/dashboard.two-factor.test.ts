@@ -519,3 +519,143 @@ test('cli member reset-2fa removes the member’s authenticator and recovery cod
   assert.equal(again.status, 0);
   assert.match(again.stdout, /had no two-factor sign-in/);
 });
+
+test('passkeys over HTTP: only with two-factor on; an answer that does not verify adds nothing and counts as a wrong code at sign-in; another member’s passkey is not found; turning two-factor off removes them', async (t) => {
+  const world = await dashWorld(t, { workers: false });
+  const [kowhai, tui] = world.merchants;
+  let account = await signedIn(world, kowhai);
+  let csrf = Browser.csrfOf((await account.request('/dashboard/account')).text);
+  const atAddress = await account.request('/dashboard/account/passkeys/options', { json: { csrf } });
+  assert.equal(atAddress.status, 409, 'browsers take no IP address as a relying party');
+  assert.match(JSON.parse(atAddress.text).error, /need the dashboard at a host name/);
+  // As the docs say for a laptop: the service at localhost.
+  world.baseUrl = world.baseUrl.replace('127.0.0.1', 'localhost');
+  world.app.deps.config.publicBaseUrl = world.baseUrl;
+  account = await signedIn(world, kowhai);
+  csrf = Browser.csrfOf((await account.request('/dashboard/account')).text);
+
+  const early = await account.request('/dashboard/account/passkeys/options', { json: { csrf } });
+  assert.equal(early.status, 409);
+  assert.match(JSON.parse(early.text).error, /Set up two-factor sign-in with an authenticator app first/);
+  assert.equal((await account.request('/dashboard/account/passkeys/options', { json: {} })).status, 403, 'CSRF');
+
+  const { secret } = await enrol(world, account);
+  const options = await account.request('/dashboard/account/passkeys/options', { json: { csrf } });
+  assert.equal(options.status, 200, options.text);
+  const asked = JSON.parse(options.text);
+  assert.equal(asked.rp.id, 'localhost');
+  assert.match(asked.challenge, /^[A-Za-z0-9_-]{20,}$/);
+  assert.deepEqual(
+    asked.pubKeyCredParams.map((p: { alg: number }) => p.alg),
+    [-8, -7, -257],
+  );
+
+  const forged = {
+    id: 'AAAA',
+    rawId: 'AAAA',
+    type: 'public-key',
+    response: { clientDataJSON: 'e30', attestationObject: 'oA' },
+    clientExtensionResults: {},
+  };
+  const unnamed = await account.request('/dashboard/account/passkeys', { json: { csrf, name: ' ', response: forged } });
+  assert.equal(unnamed.status, 400);
+  assert.match(JSON.parse(unnamed.text).error, /Give the passkey a name/);
+  const refused = await account.request('/dashboard/account/passkeys', {
+    json: { csrf, name: 'Key', response: forged },
+  });
+  assert.equal(refused.status, 400);
+  assert.match(JSON.parse(refused.text).error, /did not verify/);
+  const again = await account.request('/dashboard/account/passkeys', { json: { csrf, name: 'Key', response: forged } });
+  assert.match(JSON.parse(again.text).error, /did not verify/, 'the challenge was used by the first answer');
+  assert.equal((await world.app.deps.db.selectFrom('two_factor_passkeys').selectAll().execute()).length, 0);
+
+  // At sign-in: no passkey, so no passkey options; a forged answer counts as a wrong code.
+  const { browser } = await password(world, kowhai);
+  const codePage = await browser.request('/dashboard/login/two-factor');
+  assert.doesNotMatch(codePage.text, /Use a passkey/);
+  const preCsrf = Browser.csrfOf(codePage.text);
+  assert.equal(
+    (await browser.request('/dashboard/login/two-factor/passkey/options', { json: { csrf: preCsrf } })).status,
+    400,
+  );
+  const wrong = await browser.request('/dashboard/login/two-factor/passkey', {
+    json: { csrf: preCsrf, response: forged },
+  });
+  assert.equal(wrong.status, 400);
+  assert.match(JSON.parse(wrong.text).error, /That passkey did not sign in/);
+  const failed = await world.app.deps.db
+    .selectFrom('audit_events')
+    .select('summary')
+    .where('action', '=', 'member.sign_in_failed')
+    .execute();
+  assert.deepEqual(
+    failed.map((r) => r.summary),
+    ['{"step":"passkey"}'],
+  );
+  assert.equal((await submitCode(browser, codeOf(world, secret, world.app.deps.clock.now() + STEP_MS))).status, 303);
+
+  // Another member's passkey is not found to this member, and turning two-factor off removes them.
+  const ownerId = await ownerIdOf(world.app.deps.db, kowhai.userId);
+  const tuiOwner = await ownerIdOf(world.app.deps.db, tui.userId);
+  for (const [id, member] of [
+    ['passkey_mine', ownerId],
+    ['passkey_theirs', tuiOwner],
+  ])
+    await world.app.deps.db
+      .insertInto('two_factor_passkeys')
+      .values({
+        id,
+        member_id: member,
+        credential_id: `cred-${id}`,
+        public_key: 'pA',
+        counter: 0,
+        transports: '[]',
+        name: `${id} <b>`,
+        created_at: 0,
+        last_used_at: null,
+      })
+      .execute();
+  const listed = await account.request('/dashboard/account');
+  assert.match(listed.text, /passkey_mine &lt;b&gt;/);
+  assert.doesNotMatch(listed.text, /passkey_theirs/);
+  assert.equal(
+    (await account.request('/dashboard/account/passkeys/passkey_theirs/delete', { form: { csrf } })).status,
+    404,
+  );
+  const removed = await account.request('/dashboard/account/passkeys/passkey_mine/delete', { form: { csrf } });
+  assert.equal(removed.status, 303);
+  assert.equal(removed.headers.get('location'), '/dashboard/account?done=passkey-removed#two-factor');
+  await world.app.deps.db
+    .insertInto('two_factor_passkeys')
+    .values({
+      id: 'passkey_second',
+      member_id: ownerId,
+      credential_id: 'cred-second',
+      public_key: 'pA',
+      counter: 0,
+      transports: '[]',
+      name: 'Second',
+      created_at: 0,
+      last_used_at: null,
+    })
+    .execute();
+  const off = await account.request('/dashboard/account/two-factor/off');
+  advance(world, 2);
+  const turnedOff = await account.request('/dashboard/account/two-factor/off', {
+    form: { code: codeOf(world, secret), csrf: Browser.csrfOf(off.text) },
+  });
+  assert.equal(turnedOff.status, 303);
+  const left = await world.app.deps.db.selectFrom('two_factor_passkeys').select('id').execute();
+  assert.deepEqual(
+    left.map((r) => r.id),
+    ['passkey_theirs'],
+  );
+  const trail = await world.app.deps.db
+    .selectFrom('audit_events')
+    .select(['action', 'summary'])
+    .where('action', '=', 'member.passkey_remove')
+    .execute();
+  assert.deepEqual(trail, [
+    { action: 'member.passkey_remove', summary: '{"name":"passkey_mine <b>","passkey":"passkey_mine"}' },
+  ]);
+});

@@ -23,6 +23,7 @@ import {
   countUnusedRecoveryCodes,
   deleteEndedPendingSignIns,
   deletePendingSignInsOf,
+  deletePasskeysOf,
   deleteRecoveryCodes,
   deleteTwoFactorMember,
   findPendingSignIn,
@@ -124,7 +125,7 @@ const recoveryHash = (memberId: string, code: string) => sha256Hex(`${memberId}:
  * first, so concurrent guesses cannot all pass a count made before any of them was checked, and
  * given back when the code was right.
  */
-async function underCodeLimits<T extends object>(
+export async function underCodeLimits<T extends object>(
   deps: Deps,
   memberId: string,
   client: string,
@@ -301,6 +302,7 @@ async function removeTwoFactorRows(trx: Db, memberId: string): Promise<boolean> 
   const removed = await deleteTwoFactorMember(trx, memberId);
   await deleteRecoveryCodes(trx, memberId);
   await deletePendingSignInsOf(trx, memberId);
+  await deletePasskeysOf(trx, memberId);
   return removed > 0;
 }
 
@@ -382,6 +384,7 @@ export async function secondStepAfterPassword(deps: Deps, teamMember: TeamMember
       created_at: now,
       expires_at: now + PENDING_SIGN_IN_MS,
       used_at: null,
+      passkey_challenge: null,
     });
   });
   return { kind: 'second_step', pendingToken: token, step };

@@ -1,12 +1,17 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { Database } from '../../store/tables.ts';
-import type { TwoFactorMembersTable, TwoFactorPendingSignInsTable } from './two-factor.tables.ts';
+import type {
+  TwoFactorMembersTable,
+  TwoFactorPasskeysTable,
+  TwoFactorPendingSignInsTable,
+} from './two-factor.tables.ts';
 
-// Every statement on the two-factor tables (migration 0036).
+// Every statement on the two-factor tables (migrations 0036 and 0040).
 
 type Db = Kysely<Database>;
 export type TwoFactorMemberRow = Selectable<TwoFactorMembersTable>;
 export type PendingSignInRow = Selectable<TwoFactorPendingSignInsTable>;
+export type PasskeyRow = Selectable<TwoFactorPasskeysTable>;
 
 export async function findTwoFactorMember(db: Db, memberId: string): Promise<TwoFactorMemberRow | undefined> {
   return db.selectFrom('two_factor_members').selectAll().where('member_id', '=', memberId).executeTakeFirst();
@@ -159,5 +164,106 @@ export async function setPendingNextPath(db: Db, tokenHash: string, nextPath: st
     .updateTable('two_factor_pending_sign_ins')
     .set({ next_path: nextPath })
     .where('token_hash', '=', tokenHash)
+    .execute();
+}
+
+// ---- Passkeys (migration 0040)
+
+export async function passkeysOfMember(db: Db, memberId: string): Promise<PasskeyRow[]> {
+  return db
+    .selectFrom('two_factor_passkeys')
+    .selectAll()
+    .where('member_id', '=', memberId)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+}
+
+export async function passkeyOfMember(db: Db, memberId: string, credentialId: string): Promise<PasskeyRow | undefined> {
+  return db
+    .selectFrom('two_factor_passkeys')
+    .selectAll()
+    .where('member_id', '=', memberId)
+    .where('credential_id', '=', credentialId)
+    .executeTakeFirst();
+}
+
+export async function insertPasskey(db: Db, row: PasskeyRow): Promise<boolean> {
+  const result = await db
+    .insertInto('two_factor_passkeys')
+    .values(row)
+    .onConflict((oc) => oc.column('credential_id').doNothing())
+    .executeTakeFirst();
+  return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
+}
+
+export async function deletePasskey(db: Db, memberId: string, id: string): Promise<boolean> {
+  const result = await db
+    .deleteFrom('two_factor_passkeys')
+    .where('member_id', '=', memberId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
+}
+
+export async function deletePasskeysOf(db: Db, memberId: string): Promise<void> {
+  await db.deleteFrom('two_factor_passkeys').where('member_id', '=', memberId).execute();
+}
+
+/**
+ * Records a sign-in with a passkey: its signature counter only moves forward (an authenticator that
+ * keeps none reports 0 every time), so a signature seen before does not move it.
+ */
+export async function movePasskeyCounter(db: Db, id: string, counter: number, now: number): Promise<boolean> {
+  const result = await db
+    .updateTable('two_factor_passkeys')
+    .set({ counter, last_used_at: now })
+    .where('id', '=', id)
+    .where('counter', counter === 0 ? '=' : '<', counter)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/** The challenge of a passkey the member is adding; only for a member whose two-factor sign-in is on. */
+export async function putRegistrationChallenge(
+  db: Db,
+  memberId: string,
+  challenge: string,
+  expiresAt: number,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('two_factor_members')
+    .set({ passkey_challenge: challenge, passkey_challenge_expires_at: expiresAt })
+    .where('member_id', '=', memberId)
+    .where('enabled_at', 'is not', null)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/** Takes the member's unexpired registration challenge, once: a second taker gets null. */
+export async function takeRegistrationChallenge(db: Db, memberId: string, now: number): Promise<string | null> {
+  const row = await db
+    .selectFrom('two_factor_members')
+    .select(['passkey_challenge', 'passkey_challenge_expires_at'])
+    .where('member_id', '=', memberId)
+    .where('enabled_at', 'is not', null)
+    .executeTakeFirst();
+  const challenge = row?.passkey_challenge;
+  if (!challenge || Number(row.passkey_challenge_expires_at) <= now) return null;
+  const result = await db
+    .updateTable('two_factor_members')
+    .set({ passkey_challenge: null, passkey_challenge_expires_at: null })
+    .where('member_id', '=', memberId)
+    .where('passkey_challenge', '=', challenge)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0 ? challenge : null;
+}
+
+export async function putSignInChallenge(db: Db, tokenHash: string, challenge: string): Promise<void> {
+  await db
+    .updateTable('two_factor_pending_sign_ins')
+    .set({ passkey_challenge: challenge })
+    .where('token_hash', '=', tokenHash)
+    .where('used_at', 'is', null)
     .execute();
 }

@@ -12,6 +12,9 @@ export interface TwoFactorMembersTable {
   last_step: number | null;
   created_at: number;
   updated_at: number;
+  /** The challenge of a passkey being added (migration 0040), until it is used or ends. */
+  passkey_challenge: string | null;
+  passkey_challenge_expires_at: number | null;
 }
 
 export interface TwoFactorRecoveryCodesTable {
@@ -35,6 +38,26 @@ export interface TwoFactorPendingSignInsTable {
   created_at: number;
   expires_at: number;
   used_at: number | null;
+  /** The challenge a passkey must sign for this sign-in (migration 0040), once asked for. */
+  passkey_challenge: string | null;
+}
+
+/** A member's passkey (migration 0040): a WebAuthn credential's public key, never a secret. */
+export interface TwoFactorPasskeysTable {
+  id: string;
+  member_id: string;
+  /** The credential's id, base64url, as the authenticator names it. */
+  credential_id: string;
+  /** The COSE public key, base64url. */
+  public_key: string;
+  /** The authenticator's signature counter at its last use (0 for those that keep none). */
+  counter: number;
+  /** JSON array of the transports the browser reported (usb, nfc, ble, internal, hybrid). */
+  transports: string;
+  /** The member's name for it. */
+  name: string;
+  created_at: number;
+  last_used_at: number | null;
 }
 
 /** The team's two-factor setting, the merchant's. */
@@ -49,6 +72,7 @@ export interface TwoFactorTables {
   two_factor_recovery_codes: TwoFactorRecoveryCodesTable;
   two_factor_pending_sign_ins: TwoFactorPendingSignInsTable;
   two_factor_team_settings: TwoFactorTeamSettingsTable;
+  two_factor_passkeys: TwoFactorPasskeysTable;
 }
 
 declare module '../../store/tables.ts' {

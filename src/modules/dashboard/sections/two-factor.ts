@@ -31,6 +31,17 @@ import {
   type SecondStep,
 } from '../dashboard.two-factor.ts';
 import { liveMemberById } from '../../team/team.service.ts';
+import {
+  addPasskey,
+  hasPasskeys,
+  passkeyRegistrationOptions,
+  passkeysAvailable,
+  passkeysOf,
+  passkeySignInOptions,
+  passSignInWithPasskey,
+  removePasskey,
+  type PasskeyRefusal,
+} from '../dashboard.passkeys.ts';
 
 // Two-factor sign-in's pages (docs/team.md): the code page and the required set-up between the
 // password and the session, and on the account page setting it up, new recovery codes, turning it
@@ -96,8 +107,15 @@ export async function twoFactorAccountView(kit: Kit, session: DashboardSession, 
     'two-factor-not-required': 'Your team no longer needs two-factor sign-in.',
     'two-factor-own-first':
       'Set up two-factor sign-in for yourself first; then you can require it for your team. Nothing was changed.',
+    'passkey-added': 'The passkey is added: you can use it instead of a code when you log in.',
+    'passkey-removed': 'The passkey is removed.',
   };
-  return { ...(await twoFactorStatus(kit.deps, memberOf(session))), notice: notices[text(done)] ?? null };
+  return {
+    ...(await twoFactorStatus(kit.deps, memberOf(session))),
+    passkeys: await passkeysOf(kit.deps, memberOf(session)),
+    passkeysAvailable: passkeysAvailable(kit.deps),
+    notice: notices[text(done)] ?? null,
+  };
 }
 
 export function registerTwoFactorPages(scope: Scope, kit: Kit): void {
@@ -106,6 +124,7 @@ export function registerTwoFactorPages(scope: Scope, kit: Kit): void {
   registerAccountSetup(scope, kit);
   registerAccountChanges(scope, kit);
   registerTeamRequirement(scope, kit);
+  registerPasskeys(scope, kit);
 }
 
 /** Opens the session once the second step has passed, and goes on to `to`. */
@@ -155,16 +174,24 @@ async function pendingOr(
 
 /** The code page: an authenticator code or a recovery code after the password. */
 function registerSignInCode(scope: Scope, kit: Kit): void {
-  const page = (request: FastifyRequest, reply: FastifyReply, status: number, error: string | null) =>
+  const page = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    pending: PendingSignIn,
+    status: number,
+    error: string | null,
+  ) =>
     kit.render(reply, status, 'two-factor-code', {
       title: 'Enter your code',
       csrf: kit.preSessionCsrf.token(request, reply),
+      passkeys: await hasPasskeys(kit.deps, pending.member.memberId),
       error,
     });
 
   scope.get(CODE_PAGE, hidden, async (request, reply) => {
-    if (!(await pendingOr(kit, request, reply, 'code'))) return reply;
-    return page(request, reply, 200, null);
+    const pending = await pendingOr(kit, request, reply, 'code');
+    if (!pending) return reply;
+    return page(request, reply, pending, 200, null);
   });
 
   scope.post(CODE_PAGE, hidden, async (request, reply) => {
@@ -176,11 +203,38 @@ function registerSignInCode(scope: Scope, kit: Kit): void {
     if (outcome.kind !== 'passed') {
       const refused = refusalOf(reply, outcome, true);
       if (outcome.kind === 'expired') return loginAgain(kit, reply, refused.error);
-      return page(request, reply, refused.status, refused.error);
+      return page(request, reply, pending, refused.status, refused.error);
     }
     if (!(await openSignedInSession(kit, request, reply, outcome.memberId)))
       return loginAgain(kit, reply, NO_LONGER_A_MEMBER);
     return reply.redirect(pending.nextPath, 303);
+  });
+
+  // Signing in with a passkey instead of a code: the page's script asks for the options, has the
+  // browser sign the challenge, and posts the answer; each answer is JSON the script acts on.
+  scope.post(`${CODE_PAGE}/passkey/options`, hidden, async (request, reply) => {
+    if (!kit.preSessionCsrf.valid(request)) return kit.forbidden(reply);
+    const pending = await pendingSignInOf(kit.deps, request.cookies[PENDING_COOKIE]);
+    const options = pending ? await passkeySignInOptions(kit.deps, pending) : null;
+    if (!options) return reply.code(400).send({ error: 'This sign-in took longer than 5 minutes. Log in again.' });
+    return reply.send(options);
+  });
+
+  scope.post(`${CODE_PAGE}/passkey`, hidden, async (request, reply) => {
+    if (!kit.preSessionCsrf.valid(request)) return kit.forbidden(reply);
+    const pending = await pendingSignInOf(kit.deps, request.cookies[PENDING_COOKIE]);
+    if (!pending) return reply.code(400).send({ error: 'This sign-in took longer than 5 minutes. Log in again.' });
+    const outcome = await passSignInWithPasskey(kit.deps, pending, formOf(request).response, clientKey(request.ip));
+    if (outcome.kind === 'wrong')
+      await recordFailedSignIn(kit.deps, pending.member.email, originOf(request), 'passkey');
+    if (outcome.kind !== 'passed') {
+      if (outcome.kind === 'wrong')
+        return reply.code(400).send({ error: 'That passkey did not sign in. Try again, or enter a code.' });
+      return reply.code(refusalOf(reply, outcome, true).status).send({ error: refusalOf(reply, outcome, true).error });
+    }
+    if (!(await openSignedInSession(kit, request, reply, outcome.memberId)))
+      return reply.code(400).send({ error: NO_LONGER_A_MEMBER });
+    return reply.send({ redirect: pending.nextPath });
   });
 }
 
@@ -435,6 +489,79 @@ function registerTeamRequirement(scope: Scope, kit: Kit): void {
         return reply.redirect(`${ACCOUNT}?done=${done}`, 303);
       },
       { post: true, permission: 'team.two_factor' },
+    ),
+  );
+}
+
+/** The sentence for a passkey that was not added. */
+function passkeyRefusalText(refusal: PasskeyRefusal): string {
+  switch (refusal.kind) {
+    case 'no_host_name':
+      return 'Passkeys need the dashboard at a host name (PUBLIC_BASE_URL), not an IP address.';
+    case 'not_enabled':
+      return 'Set up two-factor sign-in with an authenticator app first; a passkey is a second way to give your second step.';
+    case 'too_many':
+      return 'You have 10 passkeys, the most one member may keep. Remove one first.';
+    case 'bad_name':
+      return 'Give the passkey a name of up to 60 characters, so you can tell it from others.';
+    case 'not_verified':
+      return 'Your browser’s answer did not verify, or took longer than 5 minutes. Nothing was added; try again.';
+  }
+}
+
+/** Adding a passkey from the account page (with the page's script) and removing one. */
+function registerPasskeys(scope: Scope, kit: Kit): void {
+  scope.post(
+    `${ACCOUNT}/passkeys/options`,
+    hidden,
+    accountPage(
+      kit,
+      async (_request, reply, session) => {
+        const options = await passkeyRegistrationOptions(kit.deps, memberOf(session));
+        if ('kind' in options) return reply.code(409).send({ error: passkeyRefusalText(options) });
+        return reply.send(options);
+      },
+      { post: true },
+    ),
+  );
+
+  scope.post(
+    `${ACCOUNT}/passkeys`,
+    hidden,
+    accountPage(
+      kit,
+      async (request, reply, session) => {
+        const form = formOf(request);
+        const outcome = await addPasskey(
+          kit.deps,
+          memberOf(session),
+          { response: form.response, name: form.name },
+          originOf(request),
+        );
+        if (outcome.kind !== 'added') return reply.code(400).send({ error: passkeyRefusalText(outcome) });
+        return reply.send({ redirect: `${ACCOUNT}?done=passkey-added#two-factor` });
+      },
+      { post: true },
+    ),
+  );
+
+  scope.post<{ Params: { id: string } }>(
+    `${ACCOUNT}/passkeys/:id/delete`,
+    hidden,
+    accountPage(
+      kit,
+      async (request, reply, session) => {
+        const id = text((request.params as { id: string }).id, 64);
+        if (!(await removePasskey(kit.deps, memberOf(session), id, originOf(request))))
+          return kit.render(reply, 404, 'message', {
+            title: 'Not found',
+            session,
+            heading: 'No such passkey',
+            text: 'It may have been removed already.',
+          });
+        return reply.redirect(`${ACCOUNT}?done=passkey-removed#two-factor`, 303);
+      },
+      { post: true },
     ),
   );
 }
