@@ -80,6 +80,7 @@ const ID_OVERRIDES: Record<string, string> = {
   'POST /v1/test-helpers/requests/{id}/latency': 'slowBankForRequest',
   'POST /v1/test-helpers/refunds/decline-next': 'declineNextRefunds',
   'GET /v1/refund-authority': 'getRefundAuthority',
+  'GET /v1/reconciliation': 'getReconciliation',
 };
 
 const pascal = (words: string) =>
@@ -148,6 +149,9 @@ export const RULE_ERRORS: Record<string, string[]> = {
     'conflict.invalid_state',
   ],
   declineNextRefunds: ['conflict.invalid_state', 'service_unavailable'],
+  createStatement: ['bad_request.invalid_statement', 'bad_request.unknown_statement_layout'],
+  matchStatementLine: ['conflict.already_matched', 'conflict.invalid_state', 'bad_request.missing_param.payment_id'],
+  unmatchStatementLine: ['conflict.invalid_state'],
   resendEvent: ['conflict.webhook_disabled'],
   recoverWebhook: ['conflict.webhook_disabled'],
   updateWebhook: ['bad_request.empty_update'],

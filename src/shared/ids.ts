@@ -41,6 +41,9 @@ export const IdPrefix = {
   member: 'mem',
   invitation: 'inv',
   audit: 'aud',
+  statement: 'stmt',
+  statementLine: 'stline',
+  statementMatch: 'stmatch',
 } as const;
 export type IdKind = keyof typeof IdPrefix;
 

@@ -55,6 +55,17 @@ const SPEC_FIELDS: Record<EventType, string[]> = {
     'updated_at',
   ],
   'refund_authority.status_updated': ['id', 'user_id', 'status', 'revoked_by', 'updated_at'],
+  // docs/reconciliation.md
+  'payment.reconciled': [
+    'id',
+    'request_id',
+    'user_id',
+    'statement_line_id',
+    'posted_on',
+    'amount',
+    'method',
+    'reconciled_at',
+  ],
 };
 
 const address = {
