@@ -46,6 +46,10 @@ export const TAGS = [
     name: 'Refunds',
     description: "Money back to the payer's account, in full or in part, under the merchant's refund authority.",
   },
+  {
+    name: 'Reconciliation',
+    description: 'Bank statements imported and their lines matched to the payments and refunds Tono recorded.',
+  },
   { name: 'Bank accounts', description: "The merchant's accounts that payments go into." },
   {
     name: 'Test helpers',

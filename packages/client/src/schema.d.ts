@@ -589,7 +589,7 @@ export interface paths {
         };
         /**
          * List imported statements, newest first
-         * @description List imported statements, newest first. Page with `limit` (1–1000) and `starting_after` (the last id of the page before). A test key sees test objects only, a live key live ones.
+         * @description Paginate with limit and starting_after.
          */
         get: operations["listStatements"];
         put?: never;
@@ -633,7 +633,7 @@ export interface paths {
         };
         /**
          * List statement lines with their matches, newest first
-         * @description List statement lines with their matches, newest first. Page with `limit` (1–1000) and `starting_after` (the last id of the page before). A test key sees test objects only, a live key live ones.
+         * @description Filter by statement, direction (credit: money in), matched or not, and dates; paginate with limit and starting_after.
          */
         get: operations["listStatementLines"];
         put?: never;
@@ -653,7 +653,7 @@ export interface paths {
         };
         /**
          * Get a statement line and its match
-         * @description Get a statement line and its match. An object of another merchant, or of the other mode, is a 404, never a 403.
+         * @description What the bank showed, and the payment or refund it is matched to, how, by whom and when.
          */
         get: operations["getStatementLine"];
         put?: never;

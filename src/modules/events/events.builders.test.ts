@@ -109,6 +109,10 @@ const everything = {
   failure_reason: null,
   action_reason: null,
   revoked_by: null,
+  statement_line_id: 'stline_1',
+  posted_on: '2026-11-21',
+  method: 'particulars',
+  reconciled_at: '2026-11-21T10:00:00.000Z',
 };
 
 test('every event type carries exactly the documented fields, in the documented envelope', async (t) => {

@@ -71,6 +71,7 @@ function registerStatementRoutes(app: App, deps: Deps): void {
       schema: {
         tags,
         summary: 'List imported statements, newest first',
+        description: 'Paginate with limit and starting_after.',
         querystring: ListStatementsQuery,
         response: { 200: StatementList, ...errorResponses },
       },
@@ -107,6 +108,8 @@ function registerLineRoutes(app: App, deps: Deps): void {
       schema: {
         tags,
         summary: 'List statement lines with their matches, newest first',
+        description:
+          'Filter by statement, direction (credit: money in), matched or not, and dates; paginate with limit and starting_after.',
         querystring: ListStatementLinesQuery,
         response: { 200: StatementLineList, ...errorResponses },
       },
@@ -122,6 +125,7 @@ function registerLineRoutes(app: App, deps: Deps): void {
       schema: {
         tags,
         summary: 'Get a statement line and its match',
+        description: 'What the bank showed, and the payment or refund it is matched to, how, by whom and when.',
         params: IdParams('Statement line id (stline_…)'),
         response: { 200: StatementLineEnvelope, ...errorResponses },
       },
