@@ -91,7 +91,6 @@ test('a statement is uploaded, matched and shown; a bad file is refused with its
   assert.ok(view.text.includes(`/payments/${unseen.id}`), 'the payment no line shows');
   assert.match(shown, /\$1,000\.00/);
 
-
   const lines = (await kowhai.test.get('/v1/statement-lines')).body.statement_lines as any[];
   const firstLine = lines.find((line) => line.match?.payment_id === first.id);
   const unmatched = await browser.request(`${page}/lines/${firstLine.id}/unmatch`, { form: { csrf } });
