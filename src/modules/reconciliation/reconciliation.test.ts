@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { checkoutWorld, createRequest, eventsOf, type CheckoutWorld } from '../../../test/flows/checkout.fixtures.ts';
 import { STATEMENT_FIXTURES, statementFile, type Fixture } from '../../../test/support/statements.ts';
 import { localDateAt } from '../../shared/zone.ts';
+import { runRefundJobs } from '../../../test/support/refunds.ts';
 
 // Statement import and reconciliation through the API, with test payments paid through the sandbox
 // bank (test mode moves 0.01, so the statements show 0.01: what moved). The files are the test
@@ -205,4 +206,45 @@ test('another merchant’s statements and lines are not found', async (t) => {
   const line = (await linesOf(world))[0];
   assert.equal((await world.live.get(`/v1/statements/${statement.id}`)).status, 404);
   assert.equal((await world.live.post(`/v1/statement-lines/${line.id}/unmatch`)).status, 404);
+});
+
+test('money out is matched to a refund by the payment’s particulars in its code; filters of the lines', async (t) => {
+  const world = await checkoutWorld(t);
+  const { first, content, today } = await paymentsAndFile(world, 'bnz');
+  const refund = (await world.api.post('/v1/refunds', { payment_id: first.id, amount: '2.00 NZD' })).body.refund;
+  await runRefundJobs(world.app.deps.worker);
+  assert.equal((await world.api.get(`/v1/refunds/${refund.id}`)).body.refund.status, 'successful');
+  // the refund's line: particulars "Refund", code the payment's V-…, its reference; 0.01 moved in test mode
+  const [d, m, y] = [today.slice(8, 10), today.slice(5, 7), today.slice(2, 4)];
+  const withRefund = `${content.trimEnd()}\n${d}/${m}/${y},-0.01,A Payer,Refund,${first.particulars},INV-BNZ-1,DD,02-0100-0123456-00,,,,,,${d}/${m}/${y}\n`;
+  const imported = await world.api.post('/v1/statements', { content: withRefund });
+  assert.equal(imported.status, 201, imported.text);
+  assert.equal(imported.body.statement.matched_count, 3);
+  const debits = await linesOf(world, '&direction=debit&matched=true');
+  assert.equal(debits.length, 1);
+  assert.equal(debits[0].match.refund_id, refund.id);
+  assert.equal(debits[0].match.method, 'particulars');
+  assert.equal((await linesOf(world, '&direction=credit&matched=false')).length, 3);
+  // a refund is no payment: no payment.reconciled for it
+  assert.equal((await eventsOf(world)).filter((e) => e.type === 'payment.reconciled').length, 2);
+});
+
+test('two overlapping statements imported at once keep each line once and each payment matched once', async (t) => {
+  const world = await checkoutWorld(t);
+  const { content } = await paymentsAndFile(world, 'anz');
+  const rows = content.trimEnd().split('\n');
+  const replies = await Promise.all([
+    world.api.post('/v1/statements', { content: rows.slice(0, 5).join('\n') }),
+    world.api.post('/v1/statements', { content }),
+    world.api.post('/v1/statements', { content: [rows[0], ...rows.slice(3)].join('\n') }),
+  ]);
+  for (const reply of replies) assert.ok(reply.status === 201 || reply.status === 200, reply.text);
+  assert.equal((await linesOf(world)).length, 7);
+  assert.equal(
+    replies.reduce((sum, reply) => sum + reply.body.statement.added_count, 0),
+    7,
+  );
+  const reconciled = (await eventsOf(world)).filter((e) => e.type === 'payment.reconciled');
+  assert.equal(reconciled.length, 2);
+  assert.equal(new Set(reconciled.map((e) => e.data.id)).size, 2);
 });
