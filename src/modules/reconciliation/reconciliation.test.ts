@@ -248,3 +248,14 @@ test('two overlapping statements imported at once keep each line once and each p
   assert.equal(reconciled.length, 2);
   assert.equal(new Set(reconciled.map((e) => e.data.id)).size, 2);
 });
+
+test('a statement larger than the route takes is refused with the route’s own limit', async (t) => {
+  const world = await checkoutWorld(t);
+  const big = await world.api.post('/v1/statements', { content: 'x'.repeat(4_300_000) });
+  assert.equal(big.status, 413);
+  assert.equal(big.body.code, 'payload_too_large');
+  assert.equal(big.body.params.limit_bytes, 4_200_000);
+  const long = await world.api.post('/v1/statements', { content: 'x'.repeat(2_000_001) });
+  assert.equal(long.status, 400);
+  assert.equal(long.body.code, 'bad_request.invalid_param.content');
+});
