@@ -77,6 +77,10 @@ test('a statement is uploaded, matched and shown; a bad file is refused with its
   assert.match(textOf(refused.text), /Line 4: the amount "two fifty" is not an amount.*Nothing from it was kept/);
   assert.equal((await kowhai.test.get('/v1/statement-lines')).body.statement_lines.length, 0);
 
+  const huge = await upload(world, browser, `${content}${'x'.repeat(2_000_001)}`, csrf);
+  assert.equal(huge.status, 413, huge.text.slice(0, 300));
+  assert.match(textOf(huge.text), /A statement file can be at most 2 MB/);
+
   const imported = await upload(world, browser, content, csrf);
   assert.equal(imported.status, 303, imported.text);
   assert.equal(imported.location, `${page}?done=imported&added=7&matched=2`);

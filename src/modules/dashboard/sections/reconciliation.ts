@@ -1,4 +1,6 @@
 import multipart from '@fastify/multipart';
+import type { FastifyError } from 'fastify';
+import { errorHandler } from '../../../http/errors.ts';
 import { stringify } from 'csv-stringify/sync';
 import { AppError } from '../../../shared/errors.ts';
 import { centsToDecimal } from '../../../shared/money.ts';
@@ -43,6 +45,21 @@ export function registerReconciliationPages(scope: Scope, kit: Kit): void {
     await uploads.register(multipart, {
       attachFieldsToBody: 'keyValues',
       limits: { fileSize: STATEMENT_MAX_CHARS, files: 1, fields: 4, parts: 5 },
+    });
+    // A file over the limit is refused while the body is read, before the page's handler runs.
+    uploads.setErrorHandler((error: FastifyError, request, reply) => {
+      if (
+        error.code !== 'FST_REQ_FILE_TOO_LARGE' &&
+        error.code !== 'FST_FILES_LIMIT' &&
+        error.code !== 'FST_PARTS_LIMIT'
+      )
+        return errorHandler(error, request, reply);
+      return kit.message(
+        reply,
+        413,
+        'This file is too large',
+        `A statement file can be at most ${STATEMENT_MAX_CHARS / 1_000_000} MB, one file at a time: export fewer days and import them in parts. Nothing was kept.`,
+      );
     });
     registerUpload(uploads, kit);
   });
