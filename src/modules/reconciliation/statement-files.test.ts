@@ -70,6 +70,8 @@ test('a bad line is refused with its line number and what is wrong', () => {
   assert.equal(refusal(asb.join('\n')).line, 10);
 
   assert.equal(refusal('Type,Details\n"broken,1\n').reason, 'malformed');
+  // a trailing line of commas or spaces is no transaction, and no error
+  assert.equal(parseStatementFile(`${statementFile('westpac', values)},,,,,,\n   \n`).lines.length, 7);
 });
 
 test('an unknown header lists the layouts accepted; an empty file or one with no transactions is refused', () => {

@@ -255,6 +255,8 @@ function parseBankCsv(text: string): ParsedStatement {
   const lines: ParsedLine[] = [];
   for (const { record, info } of records.slice(headerAt + 1)) {
     const fileLine = info.lines;
+    // A line of spaces or bare commas (some exports end with one) is no transaction.
+    if (record.every((cell) => cell.trim() === '')) continue;
     const cells = [...record];
     // A trailing empty cell or two (a comma at the end of the line) is not a column.
     while (cells.length > keys.length && cells[cells.length - 1]!.trim() === '') cells.pop();
