@@ -46,13 +46,22 @@ export function toAppError(error: FastifyError | Error): AppError {
 }
 
 export function errorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
-  const appError = toAppError(error);
+  const appError = bodyTooLargeForRoute(toAppError(error), request);
   if (appError.status >= 500) {
     request.log.error({ err: error }, 'request failed');
     appError.params.request_id = request.id;
   }
   if (appError.headers) reply.headers(appError.headers);
   return reply.status(appError.status).send(appError.toJSON());
+}
+
+/** A route may take a larger body than the app's 100 kB (a statement file): the error names its own limit. */
+function bodyTooLargeForRoute(appError: AppError, request: FastifyRequest): AppError {
+  const limit = request.routeOptions?.bodyLimit;
+  if (appError.code !== 'payload_too_large' || !limit || limit === 102_400) return appError;
+  return new AppError('payload_too_large', `The body is larger than ${Math.floor(limit / 1024)} kB`, {
+    limit_bytes: limit,
+  });
 }
 
 export function notFoundHandler(request: FastifyRequest, reply: FastifyReply) {

@@ -233,6 +233,10 @@ test('every envelope the builders make is valid against its schema, and one with
       failure_reason: null,
       action_reason: null,
       revoked_by: null,
+      statement_line_id: 'stline_1',
+      posted_on: '2026-11-21',
+      method: 'particulars',
+      reconciled_at: at,
     };
     const data = (buildEventData[type] as (s: unknown) => object)(source);
     const envelope = { id: 'event_1', type, ...(versionOf(type) && { version: 1 }), created_at: at, data };

@@ -46,6 +46,10 @@ export const TAGS = [
     name: 'Refunds',
     description: "Money back to the payer's account, in full or in part, under the merchant's refund authority.",
   },
+  {
+    name: 'Reconciliation',
+    description: 'Bank statements imported and their lines matched to the payments and refunds Tono recorded.',
+  },
   { name: 'Bank accounts', description: "The merchant's accounts that payments go into." },
   {
     name: 'Test helpers',
@@ -80,6 +84,7 @@ const ID_OVERRIDES: Record<string, string> = {
   'POST /v1/test-helpers/requests/{id}/latency': 'slowBankForRequest',
   'POST /v1/test-helpers/refunds/decline-next': 'declineNextRefunds',
   'GET /v1/refund-authority': 'getRefundAuthority',
+  'GET /v1/reconciliation': 'getReconciliation',
 };
 
 const pascal = (words: string) =>
@@ -148,6 +153,9 @@ export const RULE_ERRORS: Record<string, string[]> = {
     'conflict.invalid_state',
   ],
   declineNextRefunds: ['conflict.invalid_state', 'service_unavailable'],
+  createStatement: ['bad_request.invalid_statement', 'bad_request.unknown_statement_layout'],
+  matchStatementLine: ['conflict.already_matched', 'conflict.invalid_state', 'bad_request.missing_param.payment_id'],
+  unmatchStatementLine: ['conflict.invalid_state'],
   resendEvent: ['conflict.webhook_disabled'],
   recoverWebhook: ['conflict.webhook_disabled'],
   updateWebhook: ['bad_request.empty_update'],

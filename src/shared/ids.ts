@@ -42,6 +42,9 @@ export const IdPrefix = {
   invitation: 'inv',
   passkey: 'passkey',
   audit: 'aud',
+  statement: 'stmt',
+  statementLine: 'stline',
+  statementMatch: 'stmatch',
 } as const;
 export type IdKind = keyof typeof IdPrefix;
 

@@ -35,3 +35,19 @@ export function displayAmount(cents: number): string {
   const [whole, fraction] = centsToDecimal(cents).split('.');
   return `$${whole.replace(/\B(?=(\d{3})+(?!\d))/g, ',')}.${fraction}`;
 }
+
+const decimalRegex = /^([+-])?\$?(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d{1,2}))?$/;
+
+/**
+ * Cents of an amount as a bank's statement file writes it: "12.34", "-5", "1,234.50", "$10.00",
+ * "+3.2"; null for anything else (more than two decimals, letters, an empty cell). Exact: the digits
+ * are read as text, never through a float.
+ */
+export function parseDecimalCents(input: string): number | null {
+  const match = decimalRegex.exec(input.trim());
+  if (!match) return null;
+  const [, sign, whole, fraction = ''] = match;
+  const cents = Number(whole!.replace(/,/g, '')) * 100 + Number(fraction.padEnd(2, '0'));
+  if (!Number.isSafeInteger(cents)) return null;
+  return sign === '-' && cents !== 0 ? -cents : cents;
+}

@@ -126,3 +126,31 @@ export function describeMoment(ms: number, zone: string): string {
   lastMinute.set(zone, { start, words });
   return words;
 }
+
+/**
+ * A calendar date written in one of `formats` (luxon's tokens: `dd/MM/yyyy`, `yyyy/MM/dd`,
+ * `d MMM yyyy`…), as YYYY-MM-DD; null when it is in none of them or is no real date.
+ */
+export function parseCalendarDate(text: string, formats: readonly string[]): string | null {
+  const value = text.trim();
+  for (const format of formats) {
+    const parsed = DateTime.fromFormat(value, format, { zone: 'UTC', locale: 'en-NZ' });
+    if (parsed.isValid) return parsed.toISODate();
+  }
+  return null;
+}
+
+/** The local calendar date (YYYY-MM-DD) in `zone` of the moment `ms`. */
+export function localDateAt(ms: number, zone: string): string {
+  return DateTime.fromMillis(ms, { zone }).toISODate()!;
+}
+
+/** Whole days from one calendar date (YYYY-MM-DD) to another: negative when `to` is earlier. */
+export function daysBetween(from: string, to: string): number {
+  return Math.round(DateTime.fromISO(to, { zone: 'UTC' }).diff(DateTime.fromISO(from, { zone: 'UTC' }), 'days').days);
+}
+
+/** The calendar date `days` after (or before, when negative) a date (YYYY-MM-DD). */
+export function addDays(date: string, days: number): string {
+  return DateTime.fromISO(date, { zone: 'UTC' }).plus({ days }).toISODate()!;
+}

@@ -580,6 +580,150 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/statements": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List imported statements, newest first
+         * @description Paginate with limit and starting_after.
+         */
+        get: operations["listStatements"];
+        put?: never;
+        /**
+         * Import a bank statement file and match its lines to your payments
+         * @description The file as your internet banking exported it (ANZ, ASB, BNZ, Westpac or Kiwibank CSV, or OFX), as text in `content`. A file refused for its layout or a bad line keeps nothing. The same file again changes nothing (`already_imported`); an overlapping file adds only the lines not known yet (docs/reconciliation.md).
+         */
+        post: operations["createStatement"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/statements/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get an imported statement
+         * @description Its layout, dates, and how many lines it added and matched; its lines are at /v1/statement-lines?statement_id=…
+         */
+        get: operations["getStatement"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/statement-lines": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List statement lines with their matches, newest first
+         * @description Filter by statement, direction (credit: money in), matched or not, and dates; paginate with limit and starting_after.
+         */
+        get: operations["listStatementLines"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/statement-lines/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a statement line and its match
+         * @description What the bank showed, and the payment or refund it is matched to, how, by whom and when.
+         */
+        get: operations["getStatementLine"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/statement-lines/{id}/match": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Match a statement line to a payment (money in) or a refund (money out) by hand
+         * @description Recorded with who and when; a payment matched sends payment.reconciled.
+         */
+        post: operations["matchStatementLine"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/statement-lines/{id}/unmatch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Undo a statement line’s match
+         * @description Automatic matching leaves the line alone from then on; it can still be matched by hand.
+         */
+        post: operations["unmatchStatementLine"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/reconciliation": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The reconciliation of a range of days
+         * @description How many lines are matched, the successful payments no statement shows after unseen_after_days (money not seen), the money in that matches nothing, and the totals per day.
+         */
+        get: operations["getReconciliation"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/events": {
         parameters: {
             query?: never;
@@ -1478,6 +1622,26 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "payment.reconciled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A line of a bank statement you imported was matched to a successful payment: the money was seen
+         * @description Sent to every endpoint of the merchant and mode whose `events` filter takes `payment.reconciled`. Verify the signature on the raw body before parsing (docs/webhooks.md); any 2xx acknowledges, anything else is retried.
+         */
+        post: operations["onPaymentReconciledEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface components {
     schemas: {
@@ -1603,7 +1767,7 @@ export interface components {
         CreateWebhook: {
             /** @description Where events are POSTed: https (http only to localhost with a test key) */
             url: string;
-            /** @description Event types to send; omit for every type. Known types: request.created, request.expired, request.status_updated, payment.created, payment.status_updated, recurring_payment.authorised, recurring_payment.revoked, subscription.created, subscription.charge_failed, subscription.charge_skipped, subscription.completed, subscription.cancelled, subscription.paused, subscription.resumed, customer.created, customer.updated, webhook_endpoint.disabled, refund.created, refund.status_updated, refund_authority.status_updated */
+            /** @description Event types to send; omit for every type. Known types: request.created, request.expired, request.status_updated, payment.created, payment.status_updated, recurring_payment.authorised, recurring_payment.revoked, subscription.created, subscription.charge_failed, subscription.charge_skipped, subscription.completed, subscription.cancelled, subscription.paused, subscription.resumed, customer.created, customer.updated, webhook_endpoint.disabled, refund.created, refund.status_updated, refund_authority.status_updated, payment.reconciled */
             events?: string[];
             /** @description A label of your own, to tell endpoints apart (two may share a URL); omit for none. Trimmed; empty text is the same as null. */
             description?: string | null;
@@ -1813,7 +1977,7 @@ export interface components {
             /** @example event_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
             id: string;
             /** @enum {unknown} */
-            type: "request.created" | "request.expired" | "request.status_updated" | "payment.created" | "payment.status_updated" | "recurring_payment.authorised" | "recurring_payment.revoked" | "subscription.created" | "subscription.charge_failed" | "subscription.charge_skipped" | "subscription.completed" | "subscription.cancelled" | "subscription.paused" | "subscription.resumed" | "customer.created" | "customer.updated" | "webhook_endpoint.disabled" | "refund.created" | "refund.status_updated" | "refund_authority.status_updated";
+            type: "request.created" | "request.expired" | "request.status_updated" | "payment.created" | "payment.status_updated" | "recurring_payment.authorised" | "recurring_payment.revoked" | "subscription.created" | "subscription.charge_failed" | "subscription.charge_skipped" | "subscription.completed" | "subscription.cancelled" | "subscription.paused" | "subscription.resumed" | "customer.created" | "customer.updated" | "webhook_endpoint.disabled" | "refund.created" | "refund.status_updated" | "refund_authority.status_updated" | "payment.reconciled";
             /**
              * @description Absent on request.status_updated
              * @enum {number}
@@ -1924,6 +2088,49 @@ export interface components {
             };
         };
         /**
+         * PaymentReconciledEvent
+         * @description A line of a bank statement you imported was matched to a successful payment: the money was seen
+         */
+        PaymentReconciledEvent: {
+            /** @example event_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
+            id: string;
+            /** @constant */
+            type: "payment.reconciled";
+            /** @constant */
+            version: 1;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            created_at: string;
+            data: {
+                /** @example payment_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
+                id: string;
+                /** @example request_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
+                request_id: string;
+                /** @example user_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
+                user_id: string;
+                /** @example stline_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
+                statement_line_id: string;
+                /**
+                 * Format: date
+                 * @description The date of the statement line
+                 */
+                posted_on: string;
+                amount: components["schemas"]["Amount"];
+                /**
+                 * @description How the line was matched (docs/reconciliation.md)
+                 * @enum {unknown}
+                 */
+                method: "particulars" | "reference" | "amount_date" | "manual";
+                /**
+                 * Format: date-time
+                 * @description ISO 8601 UTC with milliseconds
+                 */
+                reconciled_at: string;
+            };
+        };
+        /**
          * PaymentStatusUpdatedEvent
          * @description A payment succeeded, failed, was cancelled or is unconfirmed
          */
@@ -1984,6 +2191,41 @@ export interface components {
                  */
                 last_attempt_at: string | null;
             }[];
+        };
+        /** Reconciliation */
+        Reconciliation: {
+            /** Format: date */
+            from: string;
+            /** Format: date */
+            to: string;
+            unseen_after_days: number;
+            matched_count: number;
+            /** @description Successful payments no statement line shows yet */
+            money_not_seen: {
+                payment_id: string;
+                request_id: string;
+                /** Format: date */
+                completed_on: string;
+                settled_amount: components["schemas"]["Amount"];
+                particulars: string;
+                code: string;
+                reference: string | null;
+                /** @description Days since it succeeded */
+                days: number;
+            }[];
+            /** @description Money in that matches no payment */
+            unmatched_credits: components["schemas"]["StatementLine"][];
+            days: {
+                /** Format: date */
+                date: string;
+                statement_credits: components["schemas"]["Amount"];
+                matched_credits: components["schemas"]["Amount"];
+                unmatched_credits: components["schemas"]["Amount"];
+                tono_successful: components["schemas"]["Amount"];
+                tono_not_seen: components["schemas"]["Amount"];
+            }[];
+            /** @description True when the range holds more than the view shows: narrow it */
+            truncated: boolean;
         };
         /** RecurringConsent */
         RecurringConsent: {
@@ -2484,6 +2726,70 @@ export interface components {
                 updated_at: string;
             };
         };
+        /** Statement */
+        Statement: {
+            /** @example stmt_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
+            id: string;
+            /**
+             * @description The bank layout the file was read as
+             * @enum {unknown}
+             */
+            layout: "anz" | "asb" | "bnz" | "westpac" | "kiwibank" | "ofx";
+            filename: string | null;
+            /** @description The account the file is of, when it says */
+            account: string | null;
+            /** Format: date */
+            first_date: string;
+            /** Format: date */
+            last_date: string;
+            /** @description Transactions in the file */
+            line_count: number;
+            /** @description Transactions the file added: the others were known from an earlier file */
+            added_count: number;
+            /** @description Lines matched automatically when it was imported */
+            matched_count: number;
+            imported_by: string;
+            is_test_mode: boolean;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            created_at: string;
+        };
+        /** StatementLine */
+        StatementLine: {
+            /** @example stline_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
+            id: string;
+            /** @description The statement that first brought this line */
+            statement_id: string;
+            account: string | null;
+            /** Format: date */
+            posted_on: string;
+            amount: components["schemas"]["Amount"];
+            /** @enum {unknown} */
+            direction: "credit" | "debit";
+            particulars: string;
+            code: string;
+            reference: string;
+            other_party: string;
+            description: string;
+            bank_transaction_id: string | null;
+            /** @description False once unmatched by hand: automatic matching leaves it alone */
+            auto_match: boolean;
+            match: {
+                payment_id: string | null;
+                refund_id: string | null;
+                /** @enum {unknown} */
+                method: "particulars" | "reference" | "amount_date" | "manual";
+                /** @description `tono` for an automatic match, else who matched it by hand */
+                matched_by: string;
+                /**
+                 * Format: date-time
+                 * @description ISO 8601 UTC with milliseconds
+                 */
+                matched_at: string;
+            } | null;
+        };
         /** Subscription */
         Subscription: {
             /** @description subscription_… */
@@ -2830,6 +3136,8 @@ export interface components {
             subscriptions: number;
             /** @description Refunds */
             refunds: number;
+            /** @description Bank statements */
+            statements: number;
             /** @description Events */
             events: number;
             /** @description Webhook deliveries, with their attempts */
@@ -5445,6 +5753,577 @@ export interface operations {
             };
         };
     };
+    listStatements: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 1000 (default 100) */
+                limit?: number;
+                /** @description Return objects older than this id (the last id of the previous page), a stmt_… id */
+                starting_after?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        statements: components["schemas"]["Statement"][];
+                        has_more: boolean;
+                    };
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        code?: ("bad_request.invalid_param.limit" | "bad_request.invalid_param.starting_after") | string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
+                    };
+                };
+            };
+        };
+    };
+    createStatement: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Retry-safe key: the same key and body within 24 hours returns the first result */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The statement file as exported by your internet banking, as text: an ANZ, ASB, BNZ, Westpac or Kiwibank CSV, or OFX (docs/reconciliation.md) */
+                    content: string;
+                    /** @description The file’s name, for your records */
+                    filename?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        statement: components["schemas"]["Statement"];
+                        /** @description True when this very file was imported before: nothing changed, and this is that statement */
+                        already_imported: boolean;
+                    };
+                };
+            };
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        statement: components["schemas"]["Statement"];
+                        /** @description True when this very file was imported before: nothing changed, and this is that statement */
+                        already_imported: boolean;
+                    };
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.content" | "bad_request.invalid_param.filename" | "bad_request.invalid_statement" | "bad_request.missing_param.content" | "bad_request.unknown_statement_layout") | string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
+                    };
+                };
+            };
+            /** @description Not allowed in the object's current state, or an Idempotency-Key reused with another body */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "conflict.idempotency_key_reused";
+                    };
+                };
+            };
+        };
+    };
+    getStatement: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Statement id (stmt_…) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        statement: components["schemas"]["Statement"];
+                    };
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        code?: "bad_request.invalid_param.id" | string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
+                    };
+                };
+            };
+        };
+    };
+    listStatementLines: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 1000 (default 100) */
+                limit?: number;
+                /** @description Return objects older than this id (the last id of the previous page), a stline_… id */
+                starting_after?: string;
+                /** @description Only the lines it brought */
+                statement_id?: string;
+                direction?: "credit" | "debit";
+                matched?: boolean;
+                /** @description Lines dated on or after */
+                from?: string;
+                /** @description Lines dated on or before */
+                to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        statement_lines: components["schemas"]["StatementLine"][];
+                        has_more: boolean;
+                    };
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        code?: ("bad_request.invalid_param.direction" | "bad_request.invalid_param.from" | "bad_request.invalid_param.limit" | "bad_request.invalid_param.matched" | "bad_request.invalid_param.starting_after" | "bad_request.invalid_param.statement_id" | "bad_request.invalid_param.to") | string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
+                    };
+                };
+            };
+        };
+    };
+    getStatementLine: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Statement line id (stline_…) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        statement_line: components["schemas"]["StatementLine"];
+                    };
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        code?: "bad_request.invalid_param.id" | string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
+                    };
+                };
+            };
+        };
+    };
+    matchStatementLine: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Retry-safe key: the same key and body within 24 hours returns the first result */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description Statement line id (stline_…) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description A successful payment (for money in) */
+                    payment_id?: string;
+                    /** @description A refund (for money out) */
+                    refund_id?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        statement_line: components["schemas"]["StatementLine"];
+                    };
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.id" | "bad_request.invalid_param.payment_id" | "bad_request.invalid_param.refund_id" | "bad_request.missing_param.payment_id") | string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
+                    };
+                };
+            };
+            /** @description Not allowed in the object's current state, or an Idempotency-Key reused with another body */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "conflict.already_matched" | "conflict.idempotency_key_reused" | "conflict.invalid_state";
+                    };
+                };
+            };
+        };
+    };
+    unmatchStatementLine: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Retry-safe key: the same key and body within 24 hours returns the first result */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description Statement line id (stline_…) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        statement_line: components["schemas"]["StatementLine"];
+                    };
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        code?: "bad_request.invalid_param.id" | string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
+                    };
+                };
+            };
+            /** @description Not allowed in the object's current state, or an Idempotency-Key reused with another body */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "conflict.idempotency_key_reused" | "conflict.invalid_state";
+                    };
+                };
+            };
+        };
+    };
+    getReconciliation: {
+        parameters: {
+            query?: {
+                /** @description The first day (default: 30 days before to) */
+                from?: string;
+                /** @description The last day (default: today) */
+                to?: string;
+                /** @description A successful payment no statement shows this many days after it is money not seen (default 3) */
+                unseen_after_days?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Reconciliation"];
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        code?: ("bad_request.invalid_param.from" | "bad_request.invalid_param.to" | "bad_request.invalid_param.unseen_after_days") | string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
+                    };
+                };
+            };
+        };
+    };
     listEvents: {
         parameters: {
             query?: {
@@ -5453,7 +6332,7 @@ export interface operations {
                 /** @description Return objects older than this id (the last id of the previous page), a event_… id */
                 starting_after?: string;
                 /** @description Only events of this type */
-                type?: "request.created" | "request.expired" | "request.status_updated" | "payment.created" | "payment.status_updated" | "recurring_payment.authorised" | "recurring_payment.revoked" | "subscription.created" | "subscription.charge_failed" | "subscription.charge_skipped" | "subscription.completed" | "subscription.cancelled" | "subscription.paused" | "subscription.resumed" | "customer.created" | "customer.updated" | "webhook_endpoint.disabled" | "refund.created" | "refund.status_updated" | "refund_authority.status_updated";
+                type?: "request.created" | "request.expired" | "request.status_updated" | "payment.created" | "payment.status_updated" | "recurring_payment.authorised" | "recurring_payment.revoked" | "subscription.created" | "subscription.charge_failed" | "subscription.charge_skipped" | "subscription.completed" | "subscription.cancelled" | "subscription.paused" | "subscription.resumed" | "customer.created" | "customer.updated" | "webhook_endpoint.disabled" | "refund.created" | "refund.status_updated" | "refund_authority.status_updated" | "payment.reconciled";
                 /** @description Only events about this object (request_…, payment_…, …) */
                 object_id?: string;
             };
@@ -8613,6 +9492,41 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["RefundAuthorityStatusUpdatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onPaymentReconciledEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `sha256=<hex HMAC-SHA256 of the raw body>` keyed with the base64-decoded endpoint secret; two, comma-separated, for 24 hours after a rotation */
+                "X-Service-Signature": string;
+                /** @description The event id: deduplicate on it */
+                "X-Service-Event-Id": string;
+                /** @description This attempt's number, from 1 */
+                "X-Service-Delivery-Attempt": string;
+                /** @description Standard Webhooks: the event id */
+                "webhook-id": string;
+                /** @description Standard Webhooks: seconds since the epoch when this attempt was signed */
+                "webhook-timestamp": string;
+                /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, space-separated when two secrets sign */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PaymentReconciledEvent"];
             };
         };
         responses: {

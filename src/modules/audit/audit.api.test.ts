@@ -98,6 +98,34 @@ test('every mutating API operation is recorded once, with its action, object, ke
     call: () => api.post('/v1/test-helpers/refunds/decline-next', {}),
   });
 
+  // A bank statement that shows the payment: imported (and matched), unmatched, matched by hand
+  const statementDay = new Date(app.deps.clock.now()).toLocaleDateString('en-NZ', {
+    timeZone: app.deps.config.serviceTimeZone,
+    day: '2-digit',
+    month: '2-digit',
+    year: 'numeric',
+  });
+  const statement = await step('createStatement', {
+    action: 'statement.import',
+    objectId: (reply) => reply.body.statement.id,
+    call: () =>
+      api.post('/v1/statements', {
+        content: `Date,Amount,Other Party,Description,Reference,Particulars,Analysis Code\n${statementDay},0.01,A Payer,DIRECT CREDIT,,${paid.body.payment.pcr.particulars},TONO\n`,
+      }),
+  });
+  const [statementLine] = (await ok(api.get(`/v1/statement-lines?statement_id=${statement.body.statement.id}`)))
+    .statement_lines;
+  await step('unmatchStatementLine', {
+    action: 'statement_line.unmatch',
+    objectId: statementLine.id,
+    call: () => api.post(`/v1/statement-lines/${statementLine.id}/unmatch`, {}),
+  });
+  await step('matchStatementLine', {
+    action: 'statement_line.match',
+    objectId: statementLine.id,
+    call: () => api.post(`/v1/statement-lines/${statementLine.id}/match`, { payment_id: paymentId }),
+  });
+
   // The same request, its payer now at the bank: the bank hooks on the request and the payment
   const atBank = async () => {
     const submitted = await submitPage(world.baseUrl, request.id, { bank: 'sandbox' });

@@ -40,6 +40,7 @@ export const SECTIONS = [
   { path: 'requests', label: 'Requests', permission: 'read' },
   { path: 'payments', label: 'Payments', permission: 'read' },
   { path: 'refunds', label: 'Refunds', permission: 'read' },
+  { path: 'reconciliation', label: 'Reconciliation', permission: 'read' },
   { path: 'customers', label: 'Customers', permission: 'read' },
   { path: 'subscriptions', label: 'Subscriptions', permission: 'read' },
   { path: 'recurring-consents', label: 'Recurring consents', permission: 'read' },

@@ -38,6 +38,7 @@ import { registerRequestPages } from './sections/requests.ts';
 import { registerPaymentPages } from './sections/payments.ts';
 import { registerPaymentRefund } from './sections/payment-refund.ts';
 import { registerRefundPages } from './sections/refunds.ts';
+import { registerReconciliationPages } from './sections/reconciliation.ts';
 import { registerRefundAuthorityPages } from './sections/refund-authority.ts';
 import { registerWebhookPages } from './sections/webhooks.ts';
 import { registerKeyPages } from './sections/api-keys.ts';
@@ -124,6 +125,7 @@ export async function registerDashboardRoutes(app: App, deps: Deps, contribution
     registerPaymentRefund(scope, kit);
     registerRefundPages(scope, kit);
     registerRefundAuthorityPages(scope, kit);
+    registerReconciliationPages(scope, kit);
     registerCustomerPages(scope, kit);
     registerRecurringPages(scope, kit);
     registerConsentCharge(scope, kit);

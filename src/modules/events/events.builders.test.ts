@@ -55,6 +55,17 @@ const SPEC_FIELDS: Record<EventType, string[]> = {
     'updated_at',
   ],
   'refund_authority.status_updated': ['id', 'user_id', 'status', 'revoked_by', 'updated_at'],
+  // docs/reconciliation.md
+  'payment.reconciled': [
+    'id',
+    'request_id',
+    'user_id',
+    'statement_line_id',
+    'posted_on',
+    'amount',
+    'method',
+    'reconciled_at',
+  ],
 };
 
 const address = {
@@ -98,6 +109,10 @@ const everything = {
   failure_reason: null,
   action_reason: null,
   revoked_by: null,
+  statement_line_id: 'stline_1',
+  posted_on: '2026-11-21',
+  method: 'particulars',
+  reconciled_at: '2026-11-21T10:00:00.000Z',
 };
 
 test('every event type carries exactly the documented fields, in the documented envelope', async (t) => {

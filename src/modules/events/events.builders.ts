@@ -122,6 +122,16 @@ export type EventData = {
     revoked_by: string | null;
     updated_at: string;
   };
+  'payment.reconciled': {
+    id: string;
+    request_id: string;
+    user_id: string;
+    statement_line_id: string;
+    posted_on: string;
+    amount: { value: string; formatted: string };
+    method: 'particulars' | 'reference' | 'amount_date' | 'manual';
+    reconciled_at: string;
+  };
 };
 
 export type EventType = keyof EventData;
@@ -146,6 +156,7 @@ export const EVENT_TYPES = [
   'refund.created',
   'refund.status_updated',
   'refund_authority.status_updated',
+  'payment.reconciled',
 ] as const satisfies readonly EventType[];
 
 /**
@@ -298,5 +309,15 @@ export const buildEventData = {
     'status',
     'revoked_by',
     'updated_at',
+  ]),
+  'payment.reconciled': pick<'payment.reconciled'>([
+    'id',
+    'request_id',
+    'user_id',
+    'statement_line_id',
+    'posted_on',
+    'amount',
+    'method',
+    'reconciled_at',
   ]),
 } satisfies { [T in EventType]: (source: EventData[T]) => EventData[T] };

@@ -152,6 +152,18 @@ export const EVENT_DATA_SCHEMAS = {
     ),
     updated_at: Timestamp,
   }),
+  'payment.reconciled': data({
+    id: Id('payment_01JD2Q8Z7M3V4K5N6P7R8S9T0V'),
+    request_id: Id('request_01JD2Q8Z7M3V4K5N6P7R8S9T0V'),
+    user_id: UserId,
+    statement_line_id: Id('stline_01JD2Q8Z7M3V4K5N6P7R8S9T0V'),
+    posted_on: Type.String({ format: 'date', description: 'The date of the statement line' }),
+    amount: AmountObject,
+    method: Type.Enum(['particulars', 'reference', 'amount_date', 'manual'], {
+      description: 'How the line was matched (docs/reconciliation.md)',
+    }),
+    reconciled_at: Timestamp,
+  }),
 } satisfies Record<EventType, TSchema>;
 
 // A compile-time check that the schemas and the builders' types say the same.
@@ -177,6 +189,7 @@ const schemasMatchTypes: { [T in EventType]: Same<Static<(typeof EVENT_DATA_SCHE
   'refund.created': true,
   'refund.status_updated': true,
   'refund_authority.status_updated': true,
+  'payment.reconciled': true,
 };
 void schemasMatchTypes;
 
@@ -210,6 +223,8 @@ const summaries: Record<EventType, string> = {
   'refund.status_updated': 'A refund succeeded, failed, or now requires you to pay it by hand',
   'refund_authority.status_updated':
     'Your refund authority was approved at your bank, declined there, or ended (turned off, revoked at the bank, or replaced)',
+  'payment.reconciled':
+    'A line of a bank statement you imported was matched to a successful payment: the money was seen',
 };
 
 /** The envelope of one event type, exactly as POSTed: named `<Type>Event` in the API description. */

@@ -364,3 +364,27 @@ export async function deleteTestPayments(db: Db, userId: string): Promise<number
     .execute();
   return deleteOwned(db, 'payments', { userId, mode: 'test' });
 }
+
+/**
+ * The owner's successful payments completed in [from, to), oldest first, at most `limit` (the
+ * reconciliation's candidates and its money not seen).
+ */
+export async function successfulPaymentsCompletedBetween(
+  db: Db,
+  owner: Owner,
+  window: { from: number; to: number },
+  limit: number,
+): Promise<PaymentRow[]> {
+  return db
+    .selectFrom('payments')
+    .selectAll()
+    .where('user_id', '=', owner.userId)
+    .where('mode', '=', owner.mode)
+    .where('status', '=', 'successful')
+    .where('completed_at', '>=', window.from)
+    .where('completed_at', '<', window.to)
+    .orderBy('completed_at')
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+}

@@ -302,6 +302,19 @@ export function findPaymentById(db: Db, id: string): Promise<PaymentRow | undefi
   return repo.findPaymentById(db, id);
 }
 
+/**
+ * A merchant's successful payments completed in [from, to), oldest first, at most `limit`: what
+ * reconciliation matches statement lines to (particulars, code, reference, settled_cents).
+ */
+export function successfulPaymentsBetween(
+  db: Db,
+  owner: { userId: string; mode: Mode },
+  window: { from: number; to: number },
+  limit: number,
+): Promise<PaymentRow[]> {
+  return repo.successfulPaymentsCompletedBetween(db, owner, window, limit);
+}
+
 /** The payment a merchant's execution with this idempotency key created, if any. */
 export function findPaymentByIdempotencyKey(
   db: Db,

@@ -168,3 +168,27 @@ export async function listAuthorities(db: Db, owner: Owner, limit = 20): Promise
 export const countTestRefunds = (db: Db, userId: string) => countOwned(db, 'refunds', { userId, mode: 'test' });
 export const holdTestRefunds = (db: Db, userId: string) => holdOwned(db, 'refunds', { userId, mode: 'test' });
 export const deleteTestRefunds = (db: Db, userId: string) => deleteOwned(db, 'refunds', { userId, mode: 'test' });
+
+/**
+ * The owner's refunds that left the merchant's account in [from, to) and did not fail, oldest
+ * first, at most `limit` (the reconciliation's candidates for money out).
+ */
+export async function refundsSentBetween(
+  db: Db,
+  owner: Owner,
+  window: { from: number; to: number },
+  limit: number,
+): Promise<RefundRow[]> {
+  return db
+    .selectFrom('refunds')
+    .selectAll()
+    .where('user_id', '=', owner.userId)
+    .where('mode', '=', owner.mode)
+    .where('status', '!=', 'failed')
+    .where('sent_at', '>=', window.from)
+    .where('sent_at', '<', window.to)
+    .orderBy('sent_at')
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+}

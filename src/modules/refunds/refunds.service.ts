@@ -239,6 +239,21 @@ export function refundsOfPayments(db: Db, paymentIds: readonly string[]): Promis
   return repo.refundsOfPayments(db, paymentIds);
 }
 
+/** A merchant's refunds sent in [from, to) that did not fail, oldest first (what reconciliation matches money out to). */
+export function refundsSentBetween(
+  db: Db,
+  owner: { userId: string; mode: Ctx['mode'] },
+  window: { from: number; to: number },
+  limit: number,
+): Promise<RefundRow[]> {
+  return repo.refundsSentBetween(db, owner, window, limit);
+}
+
+/** A merchant's refund by id, or undefined (reconciliation's manual match checks the owner). */
+export function findOwnRefund(db: Db, owner: { userId: string; mode: Ctx['mode'] }, id: string) {
+  return repo.findRefund(db, owner, id);
+}
+
 /** Rows for the dashboard's lists and CSV: newest first, filtered as the API's list is. */
 export async function refundRowsFor(
   ctx: Ctx,

@@ -6,13 +6,14 @@ export const ROLES = ['owner', 'admin', 'developer', 'support', 'viewer'] as con
 export type Role = (typeof ROLES)[number];
 
 export const PERMISSIONS = {
-  read: 'See every page: requests, payments, refunds, customers, recurring, webhooks, events, keys, bank accounts, the test clock, the team',
+  read: 'See every page: requests, payments, refunds, reconciliation, customers, recurring, webhooks, events, keys, bank accounts, the test clock, the team',
   'requests.manage': 'Create and cancel payment requests',
   'recurring.manage': 'Charge recurring consents; revoke consents; cancel, pause and resume subscriptions',
   'refunds.create': 'Refund a payment (support: up to the refund limit the team sets)',
   'refunds.any_amount': 'Refund any amount the payment and the refund authority allow',
   'refunds.manage': 'Mark refunds paid by hand',
   'bank_settings.manage': 'Add bank accounts; set up and revoke the refund authority',
+  'reconciliation.manage': 'Import bank statements; match and unmatch their lines by hand',
   'api_keys.manage': 'Create and revoke API keys',
   'webhooks.manage': 'Create, change, disable, recover and delete webhook endpoints',
   'events.resend': 'Resend events to webhook endpoints',

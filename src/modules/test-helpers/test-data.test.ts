@@ -31,6 +31,8 @@ const OWNED = [
   'mail_messages',
   'idempotency_keys',
   'refunds',
+  'statements',
+  'statement_lines',
 ] as const;
 
 type Row = Record<string, unknown>;
@@ -116,6 +118,8 @@ async function mirrorAsLive(db: Kysely<any>, userId: string): Promise<void> {
     'mail_messages',
     'idempotency_keys',
     'refunds',
+    'statements',
+    'statement_lines',
   ];
   for (const table of order) {
     const rows = dump
@@ -147,6 +151,11 @@ async function moreTestData(world: DashWorld, merchant: DashMerchant, subscripti
   const { db } = world.app.deps;
   const refund = await merchant.test.post('/v1/refunds', { payment_id: paymentId, amount: '0.50 NZD' });
   assert.equal(refund.status, 201, refund.text);
+  const statement = await merchant.test.post('/v1/statements', {
+    content:
+      'Date,Amount,Other Party,Description,Reference,Particulars,Analysis Code\n01/11/2026,5.00,Cash,DEPOSIT,,,\n',
+  });
+  assert.equal(statement.status, 201, statement.text);
   await merchant.test.post(
     '/v1/requests',
     { bank_account_id: merchant.bankAccountId, amount: '2.00 NZD', message: 'Later', expires_in: '3d' },
@@ -231,6 +240,7 @@ test("DELETE /v1/test-helpers/data deletes the merchant's test data, answers the
     scheduled_jobs: gone('jobs'),
     idempotency_keys: gone('idempotency_keys'),
     refunds: gone('refunds'),
+    statements: gone('statements'),
   };
 
   const counted = await kowhai.test.get('/v1/test-helpers/data');
