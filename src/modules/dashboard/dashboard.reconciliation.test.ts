@@ -120,6 +120,9 @@ test('a statement is uploaded, matched and shown; a bad file is refused with its
     { action: 'statement_line.match', actor_kind: 'member' },
   ]);
 
+  // What a payer typed reaches the export as text, never as a formula a spreadsheet would run.
+  const formula = rows[1]!.replace('A Payer', '"=HYPERLINK(""https://evil.example"")"').replace('0.01', '5.00');
+  assert.equal((await upload(world, browser, [rows[0], formula].join('\n'), csrf)).status, 303);
   const csv = await browser.request(`${page}/export.csv?days=0`);
   assert.equal(csv.status, 200);
   assert.match(csv.headers.get('content-type') ?? '', /^text\/csv/);
@@ -127,6 +130,8 @@ test('a statement is uploaded, matched and shown; a bad file is refused with its
   assert.equal(records[0]![0], 'date');
   assert.ok(records.some((record) => record[7] === unseen.id && record[8] === 'manual'));
   assert.ok(records.some((record) => record[7] === first.id && record[6] === 'money not seen'));
+  assert.ok(records.some((record) => record[5] === `'=HYPERLINK("https://evil.example")`));
+  assert.ok(!records.some((record) => record.some((cell) => cell.startsWith('='))));
 
   // another merchant's line is not found, and nothing changes
   const other = await logIn(world, tui);

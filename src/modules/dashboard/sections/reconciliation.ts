@@ -2,6 +2,7 @@ import multipart from '@fastify/multipart';
 import type { FastifyError } from 'fastify';
 import { errorHandler } from '../../../http/errors.ts';
 import { stringify } from 'csv-stringify/sync';
+import { spreadsheetSafe } from '../dashboard.present.ts';
 import { AppError } from '../../../shared/errors.ts';
 import { centsToDecimal } from '../../../shared/money.ts';
 import { isDateOnly } from '../../../shared/zone.ts';
@@ -139,11 +140,12 @@ function exportCsv(
   const rows = lines.map((line) => [
     line.posted_on,
     centsToDecimal(Number(line.amount_cents)),
-    line.particulars,
-    line.code,
-    line.reference,
-    line.other_party,
-    line.description,
+    // What a statement line says was typed by whoever paid or was paid: never a formula.
+    spreadsheetSafe(line.particulars),
+    spreadsheetSafe(line.code),
+    spreadsheetSafe(line.reference),
+    spreadsheetSafe(line.other_party),
+    spreadsheetSafe(line.description),
     line.target_id ?? '',
     line.method ?? '',
     line.matched_by ?? '',
@@ -154,8 +156,8 @@ function exportCsv(
     payment.completed_on,
     payment.settled_amount.value.replace(' NZD', ''),
     payment.particulars,
-    payment.code,
-    payment.reference ?? '',
+    spreadsheetSafe(payment.code),
+    spreadsheetSafe(payment.reference ?? ''),
     '',
     'money not seen',
     payment.payment_id,
