@@ -10,10 +10,9 @@ import {
   type RegistrationResponseJSON,
 } from '@simplewebauthn/server';
 import { newId } from '../../shared/ids.ts';
-import type { Db } from '../../store/db.ts';
 import type { Deps, Origin } from '../context.ts';
-import { recordAudit } from '../audit/audit.service.ts';
 import {
+  recordChange,
   underCodeLimits,
   type CodeRefusal,
   type Member,
@@ -80,26 +79,6 @@ const view = (row: PasskeyRow): PasskeyView => ({
 });
 
 const transportsOf = (row: PasskeyRow): string[] => JSON.parse(row.transports) as string[];
-
-function recordPasskeyChange(
-  trx: Db,
-  member: Member,
-  origin: Origin,
-  action: string,
-  at: number,
-  summary: Record<string, unknown>,
-): Promise<void> {
-  return recordAudit(trx, {
-    userId: member.userId,
-    mode: null,
-    actor: { kind: 'member', id: member.memberId, email: member.email },
-    origin,
-    action,
-    objectId: member.memberId,
-    summary,
-    at,
-  });
-}
 
 export async function passkeysOf(deps: Deps, member: Member): Promise<PasskeyView[]> {
   return (await passkeysOfMember(deps.db, member.memberId)).map(view);
@@ -178,7 +157,7 @@ export async function addPasskey(
   return deps.store.transaction(async (trx) => {
     if ((await passkeysOfMember(trx, member.memberId)).length >= MAX_PASSKEYS) return { kind: 'too_many' } as const;
     if (!(await insertPasskey(trx, row))) return { kind: 'not_verified' } as const;
-    await recordPasskeyChange(trx, member, origin, 'member.passkey_add', now, { passkey: row.id, name });
+    await recordChange(trx, member, origin, 'member.passkey_add', now, { passkey: row.id, name });
     return { kind: 'added' as const, passkey: view(row) };
   });
 }
@@ -187,7 +166,7 @@ export async function removePasskey(deps: Deps, member: Member, id: string, orig
   return deps.store.transaction(async (trx) => {
     const passkey = (await passkeysOfMember(trx, member.memberId)).find((row) => row.id === id);
     if (!passkey || !(await deletePasskey(trx, member.memberId, id))) return false;
-    await recordPasskeyChange(trx, member, origin, 'member.passkey_remove', deps.clock.now(), {
+    await recordChange(trx, member, origin, 'member.passkey_remove', deps.clock.now(), {
       passkey: id,
       name: passkey.name,
     });

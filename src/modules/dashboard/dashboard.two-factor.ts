@@ -70,7 +70,14 @@ export async function memberByEmail(db: Db, email: string): Promise<Member | nul
 export const PENDING_SIGN_IN_MS = 5 * 60_000;
 
 /** A change to a member's second step, recorded in the team's audit trail by that member. */
-function recordChange(trx: Db, member: Member, origin: Origin, action: string, at: number): Promise<void> {
+export function recordChange(
+  trx: Db,
+  member: Member,
+  origin: Origin,
+  action: string,
+  at: number,
+  summary: Record<string, unknown> = {},
+): Promise<void> {
   return recordAudit(trx, {
     userId: member.userId,
     mode: null,
@@ -78,6 +85,7 @@ function recordChange(trx: Db, member: Member, origin: Origin, action: string, a
     origin,
     action,
     objectId: member.memberId,
+    summary,
     at,
   });
 }

@@ -2,6 +2,7 @@ import { parse as parseCsv, CsvError } from 'csv-parse/sync';
 import { Ofx } from 'ofx-data-extractor';
 import { parseDecimalCents } from '../../shared/money.ts';
 import { parseCalendarDate } from '../../shared/zone.ts';
+import type { LineIdentity } from './reconciliation.rules.ts';
 
 // Reading a bank statement file: the CSV exports of the main NZ banks' internet banking, each
 // recognised from its header row, and OFX (1.x SGML and 2.x XML). csv-parse reads the CSV and
@@ -13,18 +14,9 @@ export const LAYOUTS = ['anz', 'asb', 'bnz', 'westpac', 'kiwibank', 'ofx'] as co
 export type Layout = (typeof LAYOUTS)[number];
 
 /** One transaction as the statement shows it. Amounts are cents, positive for money in. */
-export type ParsedLine = {
+export type ParsedLine = LineIdentity & {
   /** The line of the file it is on (1-based); for OFX, the transaction's position in the file. */
   fileLine: number;
-  postedOn: string;
-  amountCents: number;
-  particulars: string;
-  code: string;
-  reference: string;
-  otherParty: string;
-  description: string;
-  bankTransactionId: string;
-  account: string;
 };
 
 export type ParsedStatement = { layout: Layout; account: string | null; lines: ParsedLine[] };
