@@ -20,6 +20,7 @@ import { maintenanceModule } from './maintenance/maintenance.module.ts';
 import { merchantsModule } from './merchants/merchants.module.ts';
 import { payerModule } from './payer/payer.module.ts';
 import { paymentsModule } from './payments/payments.module.ts';
+import { receiptsModule } from './receipts/receipts.module.ts';
 import { refundsModule } from './refunds/refunds.module.ts';
 import { requestsModule } from './requests/requests.module.ts';
 import { subscriptionsModule } from './subscriptions/subscriptions.module.ts';
@@ -40,6 +41,7 @@ export const manifests: readonly ModuleManifest[] = [
   consentsModule,
   subscriptionsModule,
   refundsModule,
+  receiptsModule,
   checkoutModule,
   eventsModule,
   webhooksModule,

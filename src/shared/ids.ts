@@ -41,6 +41,7 @@ export const IdPrefix = {
   member: 'mem',
   invitation: 'inv',
   audit: 'aud',
+  receipt: 'receipt',
 } as const;
 export type IdKind = keyof typeof IdPrefix;
 

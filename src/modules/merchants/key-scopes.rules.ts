@@ -7,6 +7,7 @@ export const KEY_RESOURCES = [
   'requests',
   'payments',
   'refunds',
+  'receipts',
   'customers',
   'subscriptions',
   'consents',
