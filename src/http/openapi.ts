@@ -80,6 +80,9 @@ const ID_OVERRIDES: Record<string, string> = {
   'POST /v1/test-helpers/requests/{id}/latency': 'slowBankForRequest',
   'POST /v1/test-helpers/refunds/decline-next': 'declineNextRefunds',
   'GET /v1/refund-authority': 'getRefundAuthority',
+  'GET /v1/tax-settings': 'getTaxSettings',
+  'POST /v1/tax-settings': 'setTaxSettings',
+  'GET /v1/receipts/{id}/pdf': 'getReceiptPdf',
 };
 
 const pascal = (words: string) =>
@@ -191,6 +194,7 @@ const RESOURCE_TYPES: Record<string, string> = {
   webhooks: 'webhook',
   'recurring-consents': 'recurring_consent',
   'bank-accounts': 'bank_account',
+  receipts: 'receipt',
 };
 
 /** Every error code an operation can answer, by HTTP status. */

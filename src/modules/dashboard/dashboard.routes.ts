@@ -44,6 +44,7 @@ import { registerCustomerPages } from './sections/customers.ts';
 import { registerRecurringPages } from './sections/recurring.ts';
 import { registerConsentCharge } from './sections/consent-charge.ts';
 import { registerBankAccountPages } from './sections/bank-accounts.ts';
+import { registerTaxPages } from './sections/tax.ts';
 import { registerClockPages } from './sections/clock.ts';
 import { registerInvitationPages, registerTeamPages } from './sections/team.ts';
 import { continueToSecondStep, registerTwoFactorPages, twoFactorAccountView } from './sections/two-factor.ts';
@@ -129,6 +130,7 @@ export async function registerDashboardRoutes(app: App, deps: Deps, contribution
     registerWebhookPages(scope, kit);
     registerKeyPages(scope, kit);
     registerBankAccountPages(scope, kit);
+    registerTaxPages(scope, kit);
     registerAuditPages(scope, kit);
     registerClockPages(scope, kit, contributions.testData);
     registerTwoFactorPages(scope, kit);
