@@ -13,7 +13,9 @@ test('a payer downloads the receipt of their subscription’s charge; another pa
   const subscription = world.subscriptions['pat@example.com']![0]!;
   const page = await pat.request(`/customer/subscriptions/${subscription}`);
   assert.equal(page.status, 200, page.text);
-  const link = /href="(\/customer\/receipts\/(receipt_[0-9A-Z]{26})\/pdf)">Download Receipt R-\d{6} \(PDF\)/.exec(page.text);
+  const link = /href="(\/customer\/receipts\/(receipt_[0-9A-Z]{26})\/pdf)">Download Receipt R-\d{6} \(PDF\)/.exec(
+    page.text,
+  );
   assert.ok(link, 'a download link under the charge');
   const pdf = await pat.request(link[1]!);
   assert.equal(pdf.status, 200);

@@ -2,7 +2,13 @@ import { AppError } from '../../shared/errors.ts';
 import { consentOfPayer } from '../consents/consents.payer.ts';
 import type { Deps } from '../context.ts';
 import { findPaymentById } from '../payments/payments.service.ts';
-import { documentOf, pdfOfRow, receiptById, receiptsOfPayments, type ReceiptFile } from '../receipts/receipts.service.ts';
+import {
+  documentOf,
+  pdfOfRow,
+  receiptById,
+  receiptsOfPayments,
+  type ReceiptFile,
+} from '../receipts/receipts.service.ts';
 import { subscriptionOfPayer } from '../subscriptions/subscriptions.payer.ts';
 
 // The receipts and credit notes of the payments the payer dashboard shows (docs/payer.md, docs/receipts.md):

@@ -2,7 +2,7 @@ import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { extractText, getDocumentProxy } from 'unpdf';
 import { apiClient, buildTestApp, createTestMerchant } from '../../../test/helpers.ts';
-import { createRequest, type CheckoutWorld } from '../../../test/flows/checkout.fixtures.ts';
+import { createRequest, payViaPage, submitPage, type CheckoutWorld } from '../../../test/flows/checkout.fixtures.ts';
 import { smtpReceiver, type SmtpReceiver } from '../../../test/smtp.ts';
 import { runRefundJobs } from '../../../test/support/refunds.ts';
 
@@ -28,7 +28,11 @@ const SETTINGS = {
   email_receipts: true,
 };
 
-async function pay(w: CheckoutWorld, amount: string, custInfo: Record<string, string> = { email: 'aroha@example.com' }) {
+async function pay(
+  w: CheckoutWorld,
+  amount: string,
+  custInfo: Record<string, string> = { email: 'aroha@example.com' },
+) {
   const request = await createRequest(w, { amount, reference: 'INV-7', message: 'Catering' });
   const paid = await w.api.post(`/v1/test-helpers/requests/${request.id}/pay`, { cust_info: custInfo });
   assert.equal(paid.status, 200, paid.text);
@@ -83,7 +87,16 @@ test('every successful payment gets a receipt, numbered without gaps or duplicat
   await w.api.post('/v1/tax-settings', SETTINGS);
   const payments = await Promise.all(Array.from({ length: 8 }, () => pay(w, '11.50 NZD')));
   const numbers = (await Promise.all(payments.map((p) => receiptOf(w, p.id)))).map((r) => r.number).sort();
-  assert.deepEqual(numbers, ['R-000001', 'R-000002', 'R-000003', 'R-000004', 'R-000005', 'R-000006', 'R-000007', 'R-000008']);
+  assert.deepEqual(numbers, [
+    'R-000001',
+    'R-000002',
+    'R-000003',
+    'R-000004',
+    'R-000005',
+    'R-000006',
+    'R-000007',
+    'R-000008',
+  ]);
 
   const declined = await createRequest(w, { amount: '5.00 NZD' });
   const failed = await w.api.post(`/v1/test-helpers/requests/${declined.id}/pay`, { outcome: 'decline' });
@@ -180,4 +193,37 @@ test('the payer’s email carries the same figures as the PDF, through a real SM
   }
   assert.ok(mail.text.includes('Price excluding GST: $400.00'));
   assert.ok(mail.text.includes('GST at 15%: $60.00'));
+});
+
+test('over $1,000 the pay page asks for the buyer’s name and address, and the tax invoice shows them', async (t) => {
+  const w = await world(t);
+  const small = await createRequest(w, { amount: '1000.00 NZD' });
+  const request = await createRequest(w, { amount: '1500.00 NZD', message: 'Catering' });
+  // Before the merchant issues tax invoices, nothing is asked.
+  assert.doesNotMatch(await (await fetch(`${w.baseUrl}/pay/${request.id}`)).text(), /name="first_name"/);
+  await w.api.post('/v1/tax-settings', SETTINGS);
+  const page = await (await fetch(`${w.baseUrl}/pay/${request.id}`)).text();
+  assert.match(page, /id="first_name" name="first_name"[^>]* required/);
+  assert.match(page, /id="address1" name="address1"[^>]* required/);
+  assert.match(page, /shows the buyer’s name and address/);
+  assert.doesNotMatch(await (await fetch(`${w.baseUrl}/pay/${small.id}`)).text(), /name="first_name"/);
+
+  const missing = await submitPage(w.baseUrl, request.id, { bank: 'sandbox' });
+  assert.equal(missing.status, 400);
+  assert.match(missing.body, /Enter your first name/);
+  assert.match(missing.body, /Enter your street address/);
+  assert.equal((await w.api.get(`/v1/requests/${request.id}/payments`)).body.payments.length, 0);
+
+  await payViaPage(w, request.id, {
+    first_name: 'Aroha',
+    last_name: 'Ngata',
+    address1: '12 Tāmaki Drive',
+    city: 'Auckland',
+    postcode: '1071',
+  });
+  const [payment] = (await w.api.get(`/v1/requests/${request.id}/payments`)).body.payments;
+  assert.equal(payment.status, 'successful');
+  const receipt = await receiptOf(w, payment.id);
+  assert.equal(receipt.title, 'Tax invoice');
+  assert.ok(receipt.lines.some((line: any) => line.value === '12 Tāmaki Drive, Auckland 1071'));
 });

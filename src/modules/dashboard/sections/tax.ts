@@ -1,4 +1,9 @@
-import { listReceiptsFor, receiptPdfFor, retrieveTaxSettings, saveTaxSettings } from '../../receipts/receipts.service.ts';
+import {
+  listReceiptsFor,
+  receiptPdfFor,
+  retrieveTaxSettings,
+  saveTaxSettings,
+} from '../../receipts/receipts.service.ts';
 import { formOf, problemOf, type Kit, type Scope, type Signed } from '../dashboard.kit.ts';
 import { text } from '../dashboard.format.ts';
 
@@ -11,7 +16,12 @@ const hidden = { schema: { hide: true } };
 type Values = Record<string, string>;
 
 export function registerTaxPages(scope: Scope, kit: Kit): void {
-  const page = async (signed: Signed, values: Values | null, error: { field: string | null; message: string } | null, flash: string | null) => {
+  const page = async (
+    signed: Signed,
+    values: Values | null,
+    error: { field: string | null; message: string } | null,
+    flash: string | null,
+  ) => {
     const { tax_settings: settings } = await retrieveTaxSettings(signed.ctx);
     const shown: Values = values ?? {
       legal_name: settings?.legal_name ?? signed.session.merchant.name,
