@@ -95,7 +95,11 @@ export function registerTaxPages(scope: Scope, kit: Kit): void {
       { permission: 'tax_settings.manage', post: true },
     ),
   );
+  registerReceiptDownload(scope, kit);
+}
 
+/** The PDF of any of the merchant's documents in the mode; another merchant's is a 404. */
+function registerReceiptDownload(scope: Scope, kit: Kit): void {
   scope.get(
     '/dashboard/:mode/receipts/:id/pdf',
     hidden,
