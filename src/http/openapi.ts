@@ -46,6 +46,11 @@ export const TAGS = [
     name: 'Refunds',
     description: "Money back to the payer's account, in full or in part, under the merchant's refund authority.",
   },
+  {
+    name: 'Receipts',
+    description:
+      'A receipt or tax invoice per successful payment, a credit note per successful refund, their PDFs, and the tax settings.',
+  },
   { name: 'Bank accounts', description: "The merchant's accounts that payments go into." },
   {
     name: 'Test helpers',

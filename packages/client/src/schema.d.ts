@@ -591,13 +591,13 @@ export interface paths {
          * Your tax settings: legal name, GST number, and how documents are issued
          * @description The same in live and test mode; null until set (docs/receipts.md).
          */
-        get: operations["listTaxSettings"];
+        get: operations["getTaxSettings"];
         put?: never;
         /**
          * Set your tax settings
          * @description Replaces them all (sending the same body again changes nothing). The GST number is checked with its check digit; tax invoices need one. Documents already issued keep what they show.
          */
-        post: operations["createTaxSetting"];
+        post: operations["setTaxSettings"];
         delete?: never;
         options?: never;
         head?: never;
@@ -655,7 +655,7 @@ export interface paths {
          * Download a receipt or credit note as a PDF
          * @description The same figures as the object and the payer’s email.
          */
-        get: operations["listReceiptPdf"];
+        get: operations["getReceiptPdf"];
         put?: never;
         post?: never;
         delete?: never;
@@ -5585,7 +5585,7 @@ export interface operations {
             };
         };
     };
-    listTaxSettings: {
+    getTaxSettings: {
         parameters: {
             query?: never;
             header?: never;
@@ -5643,7 +5643,7 @@ export interface operations {
             };
         };
     };
-    createTaxSetting: {
+    setTaxSettings: {
         parameters: {
             query?: never;
             header?: never;
@@ -5837,9 +5837,21 @@ export interface operations {
                     };
                 };
             };
+            /** @description No such object for this key's merchant and mode */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_found.receipt";
+                    };
+                };
+            };
         };
     };
-    listReceiptPdf: {
+    getReceiptPdf: {
         parameters: {
             query?: never;
             header?: never;
@@ -5892,6 +5904,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "forbidden.key_scope";
+                    };
+                };
+            };
+            /** @description No such object for this key's merchant and mode */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_found.receipt";
                     };
                 };
             };
