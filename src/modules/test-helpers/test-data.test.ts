@@ -31,6 +31,8 @@ const OWNED = [
   'mail_messages',
   'idempotency_keys',
   'refunds',
+  'receipts',
+  'receipt_counters',
 ] as const;
 
 type Row = Record<string, unknown>;
@@ -116,6 +118,8 @@ async function mirrorAsLive(db: Kysely<any>, userId: string): Promise<void> {
     'mail_messages',
     'idempotency_keys',
     'refunds',
+    'receipts',
+    'receipt_counters',
   ];
   for (const table of order) {
     const rows = dump
@@ -231,6 +235,7 @@ test("DELETE /v1/test-helpers/data deletes the merchant's test data, answers the
     scheduled_jobs: gone('jobs'),
     idempotency_keys: gone('idempotency_keys'),
     refunds: gone('refunds'),
+    receipts: gone('receipts'),
   };
 
   const counted = await kowhai.test.get('/v1/test-helpers/data');
