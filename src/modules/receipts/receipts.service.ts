@@ -18,6 +18,7 @@ import { payerOfSubscription } from '../subscriptions/subscriptions.service.ts';
 import { receiptPdf } from './receipt-pdf.ts';
 import * as repo from './receipts.repo.ts';
 import {
+  bandOf,
   buildDocument,
   formatGstNumber,
   gstDigitsOf,
@@ -205,14 +206,13 @@ async function issue(
   },
 ): Promise<void> {
   const owner = { userId: payment.user_id, mode: payment.mode };
-  const [settingsRow, merchant, payer, buyer, request] = [
-    await repo.findTaxSettings(trx, payment.user_id),
-    await merchantContact(trx, payment.user_id),
-    await payerOf(trx, payment),
-    await buyerOf(trx, payment.id),
-    await findRequestById(trx, payment.request_id),
-  ];
-  const settings = settingsOf(settingsRow);
+  // Read only what the document will show: a subscription's charges are issued by the thousand.
+  const settings = settingsOf(await repo.findTaxSettings(trx, payment.user_id));
+  const merchant = await merchantContact(trx, payment.user_id);
+  const payer = await payerOf(trx, payment);
+  const buyer =
+    issuesTaxInvoices(settings) && bandOf(details.totalCents) === 'over_1000' ? await buyerOf(trx, payment.id) : null;
+  const request = payer?.title ? null : await findRequestById(trx, payment.request_id);
   const number = await repo.nextNumber(trx, owner, kind);
   const originalDoc = details.original ? (JSON.parse(details.original.document) as ReceiptDocument) : null;
   const document = buildDocument({
