@@ -50,6 +50,11 @@ export const TAGS = [
     name: 'Reconciliation',
     description: 'Bank statements imported and their lines matched to the payments and refunds Tono recorded.',
   },
+  {
+    name: 'Receipts',
+    description:
+      'A receipt or tax invoice per successful payment, a credit note per successful refund, their PDFs, and the tax settings.',
+  },
   { name: 'Bank accounts', description: "The merchant's accounts that payments go into." },
   {
     name: 'Test helpers',
@@ -85,6 +90,9 @@ const ID_OVERRIDES: Record<string, string> = {
   'POST /v1/test-helpers/refunds/decline-next': 'declineNextRefunds',
   'GET /v1/refund-authority': 'getRefundAuthority',
   'GET /v1/reconciliation': 'getReconciliation',
+  'GET /v1/tax-settings': 'getTaxSettings',
+  'POST /v1/tax-settings': 'setTaxSettings',
+  'GET /v1/receipts/{id}/pdf': 'getReceiptPdf',
 };
 
 const pascal = (words: string) =>
@@ -199,6 +207,7 @@ const RESOURCE_TYPES: Record<string, string> = {
   webhooks: 'webhook',
   'recurring-consents': 'recurring_consent',
   'bank-accounts': 'bank_account',
+  receipts: 'receipt',
 };
 
 /** Every error code an operation can answer, by HTTP status. */

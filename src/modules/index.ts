@@ -21,6 +21,7 @@ import { merchantsModule } from './merchants/merchants.module.ts';
 import { payerModule } from './payer/payer.module.ts';
 import { paymentsModule } from './payments/payments.module.ts';
 import { reconciliationModule } from './reconciliation/reconciliation.module.ts';
+import { receiptsModule } from './receipts/receipts.module.ts';
 import { refundsModule } from './refunds/refunds.module.ts';
 import { requestsModule } from './requests/requests.module.ts';
 import { subscriptionsModule } from './subscriptions/subscriptions.module.ts';
@@ -42,6 +43,7 @@ export const manifests: readonly ModuleManifest[] = [
   subscriptionsModule,
   refundsModule,
   reconciliationModule,
+  receiptsModule,
   checkoutModule,
   eventsModule,
   webhooksModule,

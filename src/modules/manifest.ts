@@ -63,7 +63,15 @@ export type CheckoutStrategy = {
 };
 
 /** An event as written: enough for a subscriber to decide what to do, without reading it back. */
-export type EmittedEvent = { id: string; userId: string; mode: Mode; type: string; hasSecret: boolean };
+export type EmittedEvent = {
+  id: string;
+  userId: string;
+  mode: Mode;
+  type: string;
+  /** The id of the object the event is about (a payment, a refund). */
+  objectId: string;
+  hasSecret: boolean;
+};
 
 /** Runs for every event as it is written, in the event's transaction. */
 export type EventSubscriber = (db: Kysely<Database>, event: EmittedEvent) => Promise<void>;

@@ -45,6 +45,7 @@ export const IdPrefix = {
   statement: 'stmt',
   statementLine: 'stline',
   statementMatch: 'stmatch',
+  receipt: 'receipt',
 } as const;
 export type IdKind = keyof typeof IdPrefix;
 

@@ -724,6 +724,90 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tax-settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Your tax settings: legal name, GST number, and how documents are issued
+         * @description The same in live and test mode; null until set (docs/receipts.md).
+         */
+        get: operations["getTaxSettings"];
+        put?: never;
+        /**
+         * Set your tax settings
+         * @description Replaces them all (sending the same body again changes nothing). The GST number is checked with its check digit; tax invoices need one. Documents already issued keep what they show.
+         */
+        post: operations["setTaxSettings"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/receipts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List receipts and credit notes, newest first
+         * @description Filter by payment_id, refund_id and kind; paginate with limit and starting_after.
+         */
+        get: operations["listReceipts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/receipts/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a receipt or credit note
+         * @description What it shows, exactly as it was issued.
+         */
+        get: operations["getReceipt"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/receipts/{id}/pdf": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download a receipt or credit note as a PDF
+         * @description The same figures as the object and the payer’s email.
+         */
+        get: operations["getReceiptPdf"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/events": {
         parameters: {
             query?: never;
@@ -2192,6 +2276,47 @@ export interface components {
                 last_attempt_at: string | null;
             }[];
         };
+        /** Receipt */
+        Receipt: {
+            /** @example receipt_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
+            id: string;
+            /** @enum {unknown} */
+            kind: "receipt" | "credit_note";
+            /** @description "Tax invoice", "Receipt" or "Credit note" */
+            title: string;
+            /** @description R-000001 for receipts, CN-000001 for credit notes: per mode, with no gaps */
+            number: string;
+            payment_id: string;
+            /** @description A credit note’s refund */
+            refund_id: string | null;
+            /** @description The receipt a credit note credits */
+            receipt_id: string | null;
+            total: components["schemas"]["Amount"];
+            gst: components["schemas"]["Amount"] | null;
+            /**
+             * @description The value band of taxable supply information (docs/receipts.md)
+             * @enum {unknown}
+             */
+            band: "up_to_200" | "up_to_1000" | "over_1000";
+            supplier: string;
+            gst_number: string | null;
+            /** @description The date the document shows, in New Zealand */
+            date: string;
+            /** @description What the document shows, in order, as it was issued */
+            lines: {
+                label: string;
+                value: string;
+            }[];
+            notes: string[];
+            /** @description The payer’s email it was sent to, if it was */
+            emailed_to: string | null;
+            is_test_mode: boolean;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            issued_at: string;
+        };
         /** Reconciliation */
         Reconciliation: {
             /** Format: date */
@@ -3119,6 +3244,19 @@ export interface components {
                 updated_at: string;
             };
         };
+        /** TaxSettings */
+        TaxSettings: {
+            /** @description The supplier’s name every document shows */
+            legal_name: string;
+            /** @description Your GST number, as 49-091-850 or 136-410-132 */
+            gst_number: string | null;
+            /** @description Whether your prices include GST: documents show the total and the GST in it, or the price before GST, the GST and the total */
+            prices_include_gst: boolean;
+            /** @description Whether documents are tax invoices (needs gst_number) */
+            issue_tax_invoices: boolean;
+            /** @description Whether the payer is emailed every receipt and credit note (a subscription’s charges always are) */
+            email_receipts: boolean;
+        };
         /**
          * TestDataCounts
          * @description How many of each kind of the merchant's test-mode data
@@ -3138,6 +3276,8 @@ export interface components {
             refunds: number;
             /** @description Bank statements */
             statements: number;
+            /** @description Receipts and credit notes */
+            receipts: number;
             /** @description Events */
             events: number;
             /** @description Webhook deliveries, with their attempts */
@@ -6319,6 +6459,342 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "forbidden.key_scope";
+                    };
+                };
+            };
+        };
+    };
+    getTaxSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        tax_settings: components["schemas"]["TaxSettings"] | null;
+                    };
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @description bad_request.unknown_param.<field>: the field's name */
+                        code?: string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
+                    };
+                };
+            };
+        };
+    };
+    setTaxSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    legal_name: string;
+                    /** @description 8 or 9 digits, with or without hyphens or spaces; checked with its check digit */
+                    gst_number?: string | null;
+                    prices_include_gst: boolean;
+                    issue_tax_invoices: boolean;
+                    email_receipts: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        tax_settings: components["schemas"]["TaxSettings"] | null;
+                    };
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.email_receipts" | "bad_request.invalid_param.gst_number" | "bad_request.invalid_param.issue_tax_invoices" | "bad_request.invalid_param.legal_name" | "bad_request.invalid_param.prices_include_gst" | "bad_request.missing_param.email_receipts" | "bad_request.missing_param.issue_tax_invoices" | "bad_request.missing_param.legal_name" | "bad_request.missing_param.prices_include_gst") | string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
+                    };
+                };
+            };
+        };
+    };
+    listReceipts: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 1000 (default 100) */
+                limit?: number;
+                /** @description Return objects older than this id (the last id of the previous page), a receipt_… id */
+                starting_after?: string;
+                /** @description Only the documents of this payment */
+                payment_id?: string;
+                /** @description Only the credit note of this refund */
+                refund_id?: string;
+                kind?: "receipt" | "credit_note";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        receipts: components["schemas"]["Receipt"][];
+                        has_more: boolean;
+                    };
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        code?: ("bad_request.invalid_param.kind" | "bad_request.invalid_param.limit" | "bad_request.invalid_param.payment_id" | "bad_request.invalid_param.refund_id" | "bad_request.invalid_param.starting_after") | string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
+                    };
+                };
+            };
+        };
+    };
+    getReceipt: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Receipt id (receipt_…) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        receipt: components["schemas"]["Receipt"];
+                    };
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        code?: "bad_request.invalid_param.id" | string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
+                    };
+                };
+            };
+            /** @description No such object for this key's merchant and mode */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_found.receipt";
+                    };
+                };
+            };
+        };
+    };
+    getReceiptPdf: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Receipt id (receipt_…) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The PDF */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/pdf": string;
+                };
+            };
+            /** @description The request is not valid; `params.field` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        code?: "bad_request.invalid_param.id" | string;
+                    };
+                };
+            };
+            /** @description No valid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "forbidden.key_scope";
+                    };
+                };
+            };
+            /** @description No such object for this key's merchant and mode */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_found.receipt";
                     };
                 };
             };

@@ -92,6 +92,18 @@ test('every mutating API operation is recorded once, with its action, object, ke
     objectId: (reply) => reply.body.refund.id,
     call: () => api.post('/v1/refunds', { payment_id: paymentId, amount: '1.00 NZD' }),
   });
+  await step('setTaxSettings', {
+    action: 'tax_settings.update',
+    objectId: null,
+    call: () =>
+      api.post('/v1/tax-settings', {
+        legal_name: 'Kōwhai Coffee Limited',
+        gst_number: '49-091-850',
+        prices_include_gst: true,
+        issue_tax_invoices: true,
+        email_receipts: false,
+      }),
+  });
   await step('declineNextRefunds', {
     action: 'refund_authority.test_decline_next',
     objectId: (reply) => reply.body.refund_authority_id,

@@ -1,7 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { detailFieldsOf, parseCheckoutForm, quickAmountsBetween, suggestionsOf } from './checkout.form.ts';
+import {
+  buyerDetailsNeeded,
+  detailFieldsOf,
+  parseCheckoutForm,
+  quickAmountsBetween,
+  suggestionsOf,
+} from './checkout.form.ts';
 import type { RequestRow } from '../requests/requests.tables.ts';
 
 const base = {
@@ -142,4 +148,42 @@ test('bounds without suggestions give a few round one-tap amounts inside them; s
       );
     }),
   );
+});
+
+test('over $1,000, a merchant issuing tax invoices needs the buyer’s name and address, also for an amount the payer chose', () => {
+  const open = { ...base, min_payment_cents: 100, max_payment_cents: 500_000 } as RequestRow;
+  const errorsOf = (values: Record<string, string>, issues: boolean) => {
+    const parsed = parseCheckoutForm(open, { bank: 'sandbox', ...values }, banks, issues);
+    return parsed.ok ? [] : parsed.errors.map((e) => e.field);
+  };
+  assert.deepEqual(errorsOf({ amount_other: '1000.00' }, true), []);
+  assert.deepEqual(errorsOf({ amount_other: '1000.01' }, false), []);
+  assert.deepEqual(errorsOf({ amount_other: '1000.01' }, true), [
+    'first_name',
+    'last_name',
+    'address1',
+    'city',
+    'postcode',
+  ]);
+  const given = parseCheckoutForm(
+    open,
+    {
+      bank: 'sandbox',
+      amount_other: '2300.00',
+      first_name: 'Aroha',
+      last_name: 'Ngata',
+      address1: '12 Tāmaki Drive',
+      city: 'Auckland',
+      postcode: '1071',
+    },
+    banks,
+    true,
+  );
+  assert.ok(given.ok);
+  assert.equal(given.details?.last_name, 'Ngata');
+  assert.equal(given.details?.postcode, '1071');
+  // Recurring consents and subscriptions are not asked on the page.
+  assert.equal(buyerDetailsNeeded({ ...open, kind: 'subscription' } as RequestRow, 200_000, true), false);
+  assert.equal(buyerDetailsNeeded({ ...open, amount_cents: 100_001 } as RequestRow, null, true), true);
+  assert.equal(detailFieldsOf(open, true).address, true);
 });

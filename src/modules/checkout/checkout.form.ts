@@ -18,17 +18,40 @@ export type DetailFields = {
   marketingOptIn: boolean;
 };
 
-export function detailFieldsOf(request: RequestRow): DetailFields {
+/**
+ * The fields a request's page shows. `buyer`: the payment is over $1,000 and the merchant issues tax
+ * invoices, which then show the buyer's name and address (docs/receipts.md), so both are required.
+ */
+export function detailFieldsOf(request: RequestRow, buyer = false): DetailFields {
   const basic = request.require_customer_basic_info === 1;
   const marketing = request.allow_marketing_opt_in === 1;
   return {
     email: basic ? 'required' : marketing ? 'optional' : 'none',
-    names: basic ? 'required' : marketing ? 'optional' : 'none',
+    names: basic || buyer ? 'required' : marketing ? 'optional' : 'none',
     phone:
       request.require_customer_phone === 1 ? 'required' : request.collect_customer_phone === 1 ? 'optional' : 'none',
-    address: request.require_customer_address === 1,
+    address: request.require_customer_address === 1 || buyer,
     marketingOptIn: marketing,
   };
+}
+
+/** $1,000 in cents: a tax invoice for more shows the buyer's name and address. */
+const BUYER_DETAILS_OVER_CENTS = 100_000;
+
+/** Whether a one-off payment of this amount needs the buyer's name and address for its tax invoice. */
+export function buyerDetailsNeeded(
+  request: RequestRow,
+  amountCents: number | null,
+  issuesTaxInvoices: boolean,
+): boolean {
+  const cents = request.amount_cents ?? amountCents;
+  return issuesTaxInvoices && request.kind === 'payment' && cents !== null && cents > BUYER_DETAILS_OVER_CENTS;
+}
+
+/** The amount a posted form chose, if it is one (for showing the buyer's fields again). */
+export function postedAmount(values: FormValues): number | null {
+  const raw = text(values, 'amount_other') || text(values, 'amount_choice');
+  return raw === '' ? null : parsePayerAmount(raw);
 }
 
 export function collectsDetails(fields: DetailFields): boolean {
@@ -81,7 +104,12 @@ export type ParsedForm =
   | { ok: false; errors: FieldError[] };
 
 /** The posted form, checked against the request: the start of a payment, or every error at once. */
-export function parseCheckoutForm(request: RequestRow, values: FormValues, bankIds: string[]): ParsedForm {
+export function parseCheckoutForm(
+  request: RequestRow,
+  values: FormValues,
+  bankIds: string[],
+  issuesTaxInvoices = false,
+): ParsedForm {
   const errors: FieldError[] = [];
   let amountCents: number | null = null;
   // Recurring and subscription requests carry their amounts in their options: nothing to choose.
@@ -104,7 +132,7 @@ export function parseCheckoutForm(request: RequestRow, values: FormValues, bankI
     }
   }
 
-  const fields = detailFieldsOf(request);
+  const fields = detailFieldsOf(request, buyerDetailsNeeded(request, amountCents, issuesTaxInvoices));
   let details: PayerDetails | null = null;
   if (collectsDetails(fields)) {
     const need = (name: string, label: string, rule: 'none' | 'optional' | 'required', max = 100) => {

@@ -4,6 +4,8 @@ import { boundsOf } from '../payments/payments.rules.ts';
 import {
   boundsText,
   detailFieldsOf,
+  buyerDetailsNeeded,
+  postedAmount,
   collectsDetails,
   suggestionsOf,
   type FieldError,
@@ -18,7 +20,13 @@ import type { PaymentRow } from '../payments/payments.tables.ts';
 
 // View models for each page, rendered through the templates. Nothing here touches the database.
 
-export type PageContext = { request: RequestRow; merchantName: string; embedOrigin: string | null };
+export type PageContext = {
+  request: RequestRow;
+  merchantName: string;
+  embedOrigin: string | null;
+  /** The merchant issues tax invoices: over $1,000 the page asks for the buyer's name and address. */
+  issuesTaxInvoices?: boolean;
+};
 
 function base(ctx: PageContext, page: string, title: string) {
   const { request } = ctx;
@@ -71,8 +79,10 @@ export function payPage(
           };
         })()
       : null;
-  const fields = detailFieldsOf(request);
+  const buyer = buyerDetailsNeeded(request, postedAmount(values), ctx.issuesTaxInvoices === true);
+  const fields = detailFieldsOf(request, buyer);
   return render('pay', {
+    buyer,
     ...base(ctx, 'pay', request.message),
     message: request.message,
     summary: strategy.summary(request),

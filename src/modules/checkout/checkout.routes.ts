@@ -120,6 +120,7 @@ const contextOf = async (deps: Deps, request: FastifyRequest<{ Params: Params; Q
     request: loaded.request,
     merchantName: loaded.merchantName,
     embedOrigin: parseEmbedOrigin(request.query.embed_origin),
+    issuesTaxInvoices: loaded.issuesTaxInvoices === true,
   };
   return { loaded, ctx };
 };

@@ -4,6 +4,7 @@ import { banksFor } from '../payments/payments.banks.ts';
 import { effectiveStatus } from '../payments/payments.rules.ts';
 import { clockOf } from '../merchants/merchants.clock.ts';
 import { findRequestById } from '../requests/requests.service.ts';
+import { merchantIssuesTaxInvoices } from '../receipts/receipts.service.ts';
 import { parseCheckoutForm, type FieldError, type FormValues } from './checkout.form.ts';
 import { completeReturn, strategyFor, type CheckoutStrategies } from './checkout.strategies.ts';
 import type { ReturnInput, ReturnOutcome, SetUpView } from '../manifest.ts';
@@ -16,7 +17,13 @@ import { merchantContact } from '../merchants/merchants.service.ts';
 // The public side of a request: what the payer's browser can see and do with only the request id
 // (an unguessable capability) and, on return from the bank, the state the bank hands back.
 
-export type LoadedRequest = { request: RequestRow; merchantName: string; status: string };
+export type LoadedRequest = {
+  request: RequestRow;
+  merchantName: string;
+  status: string;
+  /** The merchant issues tax invoices (a one-off payment over $1,000 then needs the buyer's name and address). */
+  issuesTaxInvoices?: boolean;
+};
 
 export async function loadRequest(deps: Deps, id: string): Promise<LoadedRequest | null> {
   if (!isIdOf('request', id)) return null;
@@ -24,7 +31,12 @@ export async function loadRequest(deps: Deps, id: string): Promise<LoadedRequest
   if (!request) return null;
   const merchant = await merchantContact(deps.db, request.user_id);
   const clock = await clockOf(deps, request);
-  return { request, merchantName: merchant.name, status: effectiveStatus(request, clock.now()) };
+  return {
+    request,
+    merchantName: merchant.name,
+    status: effectiveStatus(request, clock.now()),
+    issuesTaxInvoices: request.kind === 'payment' && (await merchantIssuesTaxInvoices(deps.db, request.user_id)),
+  };
 }
 
 export type SubmitOutcome =
@@ -47,7 +59,7 @@ export async function submitCheckout(
   const unavailable = strategy.unavailable(request);
   if (unavailable) return { kind: 'bank_error', message: unavailable, paymentId: null };
   const banks = banksFor(deps, request.mode as 'live' | 'test').map((bank) => bank.id);
-  const parsed = parseCheckoutForm(request, values, banks);
+  const parsed = parseCheckoutForm(request, values, banks, loaded.issuesTaxInvoices === true);
   if (!parsed.ok) return { kind: 'invalid', errors: parsed.errors };
   try {
     const started = await strategy.start(deps, request, {

@@ -48,6 +48,7 @@ export const SECTIONS = [
   { path: 'events', label: 'Events', permission: 'read' },
   { path: 'api-keys', label: 'API keys', permission: 'read' },
   { path: 'bank-accounts', label: 'Bank accounts', permission: 'read' },
+  { path: 'tax', label: 'Tax & receipts', permission: 'read' },
   { path: 'audit', label: 'Audit log', permission: 'read' },
   { path: 'clock', label: 'Test clock', testOnly: true, permission: 'read' },
 ] as const satisfies readonly { path: string; label: string; permission: Permission; testOnly?: boolean }[];

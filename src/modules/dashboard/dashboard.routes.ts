@@ -46,6 +46,7 @@ import { registerCustomerPages } from './sections/customers.ts';
 import { registerRecurringPages } from './sections/recurring.ts';
 import { registerConsentCharge } from './sections/consent-charge.ts';
 import { registerBankAccountPages } from './sections/bank-accounts.ts';
+import { registerTaxPages } from './sections/tax.ts';
 import { registerClockPages } from './sections/clock.ts';
 import { registerInvitationPages, registerTeamPages } from './sections/team.ts';
 import { continueToSecondStep, registerTwoFactorPages, twoFactorAccountView } from './sections/two-factor.ts';
@@ -132,6 +133,7 @@ export async function registerDashboardRoutes(app: App, deps: Deps, contribution
     registerWebhookPages(scope, kit);
     registerKeyPages(scope, kit);
     registerBankAccountPages(scope, kit);
+    registerTaxPages(scope, kit);
     registerAuditPages(scope, kit);
     registerPayerEmailPages(scope, kit);
     registerClockPages(scope, kit, contributions.testData);

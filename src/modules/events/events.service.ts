@@ -81,7 +81,14 @@ export async function emitEvent<T extends EventType>(
     created_at: now,
     ...(sealedSecret !== null && { secret_sealed: sealedSecret }),
   });
-  const emitted = { id: envelope.id, userId: scope.userId, mode: scope.mode, type, hasSecret: sealedSecret !== null };
+  const emitted = {
+    id: envelope.id,
+    userId: scope.userId,
+    mode: scope.mode,
+    type,
+    objectId,
+    hasSecret: sealedSecret !== null,
+  };
   for (const subscriber of eventSubscribers()) await subscriber(db, emitted);
   return envelope;
 }

@@ -43,6 +43,20 @@ export type TemplateData = {
   team_invitation: { token: string; merchant: string; role: string; hours: number };
   refund_sent: RefundMail;
   refund_arrived: RefundMail;
+  receipt: {
+    merchant: string;
+    /** The document as it was issued: the PDF prints the same lines (docs/receipts.md). */
+    document: {
+      title: string;
+      number: string;
+      supplier: string;
+      lines: { label: string; value: string }[];
+      notes: string[];
+    };
+    test: boolean;
+    /** Whether the payer can download it in the payer dashboard (a payment under a recurring consent or a subscription). */
+    dashboard: boolean;
+  };
 };
 
 /** A refund, as the payer's email tells it (docs/refunds.md). */
@@ -82,6 +96,7 @@ export const TEMPLATE_NAMES = [
   'webhook_disabled',
   'refund_sent',
   'refund_arrived',
+  'receipt',
 ] as const satisfies readonly TemplateName[];
 
 /**
@@ -120,6 +135,7 @@ const subjects: { [K in TemplateName]: (data: TemplateData[K]) => string } = {
   team_invitation: (d) => `You are invited to the Tono dashboard of ${d.merchant}`,
   refund_sent: (d) => `${d.merchant} is refunding you ${d.amount}`,
   refund_arrived: (d) => `Your refund of ${d.amount} from ${d.merchant} has arrived`,
+  receipt: (d) => `${d.document.title} ${d.document.number} from ${d.document.supplier}`,
 };
 
 const views = path.join(import.meta.dirname, 'templates');

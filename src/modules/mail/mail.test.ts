@@ -24,6 +24,22 @@ const samples: TemplateData = {
     first_charge: 'Wednesday 3 March 2027 at 10:00am',
     test: true,
   },
+  receipt: {
+    merchant: 'Kōwhai Coffee Limited',
+    document: {
+      title: 'Tax invoice',
+      number: 'R-000007',
+      supplier: 'Kōwhai Coffee Limited',
+      lines: [
+        { label: 'Invoice number', value: 'R-000007' },
+        { label: 'Total (GST inclusive)', value: '$230.00' },
+        { label: 'Includes GST of', value: '$30.00' },
+      ],
+      notes: [],
+    },
+    test: false,
+    dashboard: true,
+  },
   charge_receipt: {
     merchant: 'Kōwhai Coffee',
     amount: '$15.00',

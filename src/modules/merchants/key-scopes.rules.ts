@@ -8,6 +8,7 @@ export const KEY_RESOURCES = [
   'payments',
   'refunds',
   'reconciliation',
+  'receipts',
   'customers',
   'subscriptions',
   'consents',

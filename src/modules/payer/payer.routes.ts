@@ -30,6 +30,7 @@ import {
   type PayerSession,
 } from './payer.signin.ts';
 import { withRefunds } from './payer.refunds.ts';
+import { documentsByPayment, payerReceiptPdf } from './payer.receipts.ts';
 import type { Deps, Origin } from '../context.ts';
 import type { App } from '../../http/app-type.ts';
 
@@ -108,6 +109,22 @@ export async function registerPayerRoutes(app: App, deps: Deps): Promise<void> {
     registerHome(scope, pages);
     registerSignIn(scope, pages);
     registerAgreements(scope, pages);
+    registerReceipts(scope, pages);
+  });
+}
+
+/** A receipt's or credit note's PDF, for the payer whose payment it is; anyone else's is a 404. */
+function registerReceipts(scope: Scope, { deps, signedIn, notFoundPage }: PayerPages): void {
+  scope.get<{ Params: { id: string } }>('/customer/receipts/:id/pdf', hidden, async (request, reply) => {
+    const session = await signedIn(request);
+    if (!session) return reply.redirect('/customer', 303);
+    const file = await payerReceiptPdf(deps, session.email, request.params.id.slice(0, 64));
+    if (!file) return notFoundPage(reply, session);
+    return reply
+      .header('content-type', 'application/pdf')
+      .header('content-disposition', `attachment; filename="${file.filename}"`)
+      .header('cache-control', 'no-store')
+      .send(file.pdf);
   });
 }
 
@@ -222,6 +239,15 @@ function registerSignIn(scope: Scope, pages: PayerPages): void {
   });
 }
 
+/** Each payment with its receipt and credit notes, to download. */
+async function withDocuments<P extends { id: string }>(deps: Deps, payments: P[]) {
+  const documents = await documentsByPayment(
+    deps,
+    payments.map((payment) => payment.id),
+  );
+  return payments.map((payment) => ({ ...payment, documents: documents.get(payment.id) ?? [] }));
+}
+
 /** What the payer can end: a subscription (cancel) or a payment authority (revoke). */
 type AgreementKind = {
   path: string;
@@ -298,7 +324,7 @@ function registerAgreementKind(scope: Scope, pages: PayerPages, kind: AgreementK
         item,
         kindName: kind.name,
         // Each payment with its refunds under it.
-        payments: await withRefunds(deps, item.payments),
+        payments: await withDocuments(deps, await withRefunds(deps, item.payments)),
         action,
         flash,
       });

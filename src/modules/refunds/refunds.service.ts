@@ -375,5 +375,10 @@ export async function cancelRefund(ctx: Ctx, id: string): Promise<RefundRow> {
   });
 }
 
+/** A refund by id alone, for another module writing in the refund's own transaction (its credit note). */
+export function refundById(db: Db, id: string): Promise<RefundRow | undefined> {
+  return repo.findRefundById(db, id);
+}
+
 export { presentRefund };
 export type { RefundRow };

@@ -23,7 +23,7 @@ import {
   type SubscriptionRow,
 } from './subscriptions.repo.ts';
 import { isConsentGone, nextAfterSlot, retryAfterFailure, scheduleOf } from './subscriptions.rules.ts';
-import { noticeChargeFailed, noticeChargeReceipt, noticeSubscriptionEnded } from './subscriptions.notices.ts';
+import { noticeChargeFailed, noticeSubscriptionEnded } from './subscriptions.notices.ts';
 import { cancelInTransaction } from './subscriptions.service.ts';
 import { scheduleCharge } from './subscriptions.schedule-jobs.ts';
 import { openStored } from '../../shared/secret-box.ts';
@@ -246,7 +246,7 @@ async function record(
   if (result.ok && result.outcome === 'successful') {
     await setPaymentStatus(trx, payment, 'successful', now, { bank_payment_id: result.paymentId });
     await updateCharge(trx, charge.id, { status: 'successful', last_error: null, updated_at: now });
-    await noticeChargeReceipt(trx, sub, payment, now);
+    // Its receipt (the receipts module's) was issued and emailed as the payment became successful.
     const counts = { successful_count: sub.successful_count + 1 };
     if (active) await advance(deps, trx, { ...sub, ...counts }, charge.slot, now, counts);
     else await updateSubscription(trx, sub.id, { ...counts, updated_at: now });

@@ -57,34 +57,6 @@ export async function noticeSubscriptionSetUp(trx: Db, sub: SubscriptionRow, now
   );
 }
 
-export async function noticeChargeReceipt(
-  trx: Db,
-  sub: SubscriptionRow,
-  payment: PaymentRow,
-  now: number,
-): Promise<void> {
-  const { name } = await merchantContact(trx, sub.user_id);
-  await notice(
-    trx,
-    sub,
-    {
-      template: 'charge_receipt',
-      data: {
-        merchant: name,
-        title: sub.description,
-        amount: displayAmount(payment.amount_cents),
-        date: describeMoment(now, sub.zone),
-        particulars: payment.particulars,
-        code: payment.code,
-        reference: payment.reference ?? '',
-        test: sub.mode === 'test',
-      },
-      dedupeKey: `charge_receipt:${payment.id}`,
-    },
-    now,
-  );
-}
-
 export async function noticeChargeFailed(
   trx: Db,
   sub: SubscriptionRow,

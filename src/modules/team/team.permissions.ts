@@ -14,6 +14,7 @@ export const PERMISSIONS = {
   'refunds.manage': 'Mark refunds paid by hand',
   'bank_settings.manage': 'Add bank accounts; set up and revoke the refund authority',
   'reconciliation.manage': 'Import bank statements; match and unmatch their lines by hand',
+  'tax_settings.manage': 'Set the legal name, GST number and how receipts and tax invoices are issued',
   'api_keys.manage': 'Create and revoke API keys',
   'webhooks.manage': 'Create, change, disable, recover and delete webhook endpoints',
   'events.resend': 'Resend events to webhook endpoints',

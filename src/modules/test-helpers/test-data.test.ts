@@ -33,6 +33,8 @@ const OWNED = [
   'refunds',
   'statements',
   'statement_lines',
+  'receipts',
+  'receipt_counters',
 ] as const;
 
 type Row = Record<string, unknown>;
@@ -120,6 +122,8 @@ async function mirrorAsLive(db: Kysely<any>, userId: string): Promise<void> {
     'refunds',
     'statements',
     'statement_lines',
+    'receipts',
+    'receipt_counters',
   ];
   for (const table of order) {
     const rows = dump
@@ -241,6 +245,7 @@ test("DELETE /v1/test-helpers/data deletes the merchant's test data, answers the
     idempotency_keys: gone('idempotency_keys'),
     refunds: gone('refunds'),
     statements: gone('statements'),
+    receipts: gone('receipts'),
   };
 
   const counted = await kowhai.test.get('/v1/test-helpers/data');

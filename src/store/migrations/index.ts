@@ -31,6 +31,7 @@ import * as auditTrail from './0034-audit-trail.ts';
 import * as team from './0035-team.ts';
 import * as twoFactor from './0036-two-factor.ts';
 import * as apiKeyNamesScopesAndExpiry from './0037-api-key-names-scopes-and-expiry.ts';
+import * as receipts from './0038-receipts.ts';
 import * as reconciliation from './0039-reconciliation.ts';
 import * as passkeys from './0040-passkeys.ts';
 import { sandboxBankMigrations } from '../../sandbox-bank/migrations/index.ts';
@@ -70,6 +71,7 @@ export const migrations: Record<string, Migration> = inNameOrder({
   '0035-team': team,
   '0036-two-factor': twoFactor,
   '0037-api-key-names-scopes-and-expiry': apiKeyNamesScopesAndExpiry,
+  '0038-receipts': receipts,
   '0039-reconciliation': reconciliation,
   '0040-passkeys': passkeys,
   ...sandboxBankMigrations,

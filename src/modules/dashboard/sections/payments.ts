@@ -3,6 +3,7 @@ import { retrievePayment, searchPaymentsFor } from '../../payments/payments.serv
 import { PaymentStatus } from '../../payments/payments.rules.ts';
 import { listEventsFor } from '../../events/events.service.ts';
 import { refundsOfPayment } from '../../refunds/refunds.service.ts';
+import { listReceiptsFor } from '../../receipts/receipts.service.ts';
 import { dayBound, text, oneOf, cursorOf } from '../dashboard.format.ts';
 import { csvRowsOfPayments, statusHistory, CSV_HEADER } from '../dashboard.present.ts';
 import type { Kit, Scope } from '../dashboard.kit.ts';
@@ -96,9 +97,10 @@ export function registerPaymentPages(scope: Scope, kit: Kit): void {
     kit.guard(
       async (request, reply, signed) => {
         const { payment } = await retrievePayment(signed.ctx, request.params.id);
-        const [events, refunds] = await Promise.all([
+        const [events, refunds, receipts] = await Promise.all([
           listEventsFor(signed.ctx, { object_id: payment.id, limit: 100 }).then((page) => page.events),
           refundsOfPayment(signed.ctx, payment.id),
+          listReceiptsFor(signed.ctx, { payment_id: payment.id, limit: 100 }).then((page) => page.receipts.reverse()),
         ]);
         return kit.render(reply, 200, 'payment', {
           title: `Payment ${payment.id}`,
@@ -107,6 +109,7 @@ export function registerPaymentPages(scope: Scope, kit: Kit): void {
           audit: await auditTrailOf(signed, payment.id),
           events,
           refunds,
+          receipts,
           refundable: payment.status === 'successful' && remainingOf(payment) > 0,
           history: statusHistory(events),
           flash: text(request.query.done) === 'charged' ? chargedFlash(payment.status, payment.failure_reason) : null,

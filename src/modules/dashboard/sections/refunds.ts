@@ -1,3 +1,4 @@
+import { listReceiptsFor } from '../../receipts/receipts.service.ts';
 import { stringify } from 'csv-stringify/sync';
 import type { FastifyReply } from 'fastify';
 import { AppError } from '../../../shared/errors.ts';
@@ -176,7 +177,9 @@ function registerRefundDetail(scope: Scope, kit: Kit): void {
     kit.guard(
       async (request, reply, signed) => {
         const refund = await getRefund(signed.ctx, request.params.id);
+        const [creditNote] = (await listReceiptsFor(signed.ctx, { refund_id: refund.id, limit: 1 })).receipts;
         return kit.render(reply, 200, 'refund', {
+          creditNote: creditNote ?? null,
           title: `Refund ${refund.id}`,
           ...kit.layoutOf(signed, 'refunds'),
           item: refund,
