@@ -54,8 +54,10 @@ test('support sends a consent email to the payer again; it arrives once per minu
 
   const support = await signedIn(world, (await addMember(world, merchant, 'support')).email, page);
   assert.match(support.page.text, new RegExp(`action="/dashboard/test/emails/${messageId}/resend"`));
+  const back = `recurring-consents/${consent.id}`;
+  assert.match(support.page.text, new RegExp(`name="back" value="${back}"`));
   const resent = await support.browser.request(`/dashboard/test/emails/${messageId}/resend`, {
-    form: { csrf: support.csrf },
+    form: { csrf: support.csrf, back },
   });
   assert.equal(resent.status, 303, resent.text);
   assert.equal(resent.headers.get('location'), `${page}?emailed=sent#emails`);
@@ -72,7 +74,7 @@ test('support sends a consent email to the payer again; it arrives once per minu
 
   // Posted again in the same minute: nothing more is queued, and the page says why.
   const twice = await support.browser.request(`/dashboard/test/emails/${messageId}/resend`, {
-    form: { csrf: support.csrf },
+    form: { csrf: support.csrf, back },
   });
   assert.equal(twice.headers.get('location'), `${page}?emailed=recent#emails`);
   const rows = await world.app.deps.db
@@ -142,4 +144,48 @@ test('support sends a consent email to the payer again; it arrives once per minu
     ).status,
     404,
   );
+});
+
+test('a payment’s receipt email is listed on its page and sent again from there', async (t) => {
+  const world = await dashWorld(t);
+  const [merchant] = world.merchants;
+  const settings = await merchant.test.post('/v1/tax-settings', {
+    legal_name: 'Kōwhai Coffee Limited',
+    gst_number: null,
+    prices_include_gst: true,
+    issue_tax_invoices: false,
+    email_receipts: true,
+  });
+  assert.equal(settings.status, 200, settings.text);
+  const request = (
+    await merchant.test.post('/v1/requests', {
+      bank_account_id: merchant.bankAccountId,
+      message: 'Flat white',
+      amount: '5.50 NZD',
+    })
+  ).body.request;
+  const payment = (
+    await merchant.test.post(`/v1/test-helpers/requests/${request.id}/pay`, { cust_info: { email: 'pat@example.com' } })
+  ).body.payment;
+  const first = await world.smtp.waitFor((m) => m.to === 'pat@example.com' && /Receipt|receipt/.test(m.subject));
+  const page = `/dashboard/test/payments/${payment.id}`;
+  const support = await signedIn(world, (await addMember(world, merchant, 'support')).email, page);
+  assert.match(
+    textOf(support.page.text),
+    new RegExp(`Emails to the payer .*${first.subject.replace('[Test] ', '').replace(/[[\]().$]/g, '\\$&')}`),
+  );
+  const id = /action="\/dashboard\/test\/emails\/(mail_[0-9A-Z]+)\/resend"/.exec(support.page.text)![1];
+  const resent = await support.browser.request(`/dashboard/test/emails/${id}/resend`, {
+    form: { csrf: support.csrf, back: `payments/${payment.id}` },
+  });
+  assert.equal(resent.status, 303, resent.text);
+  assert.equal(resent.headers.get('location'), `${page}?emailed=sent#emails`);
+  await world.smtp.waitFor((m) => m.subject === first.subject && m.messageId !== first.messageId);
+  // A "back" that is not an object's page is not followed.
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  const elsewhere = await support.browser.request(`/dashboard/test/emails/${id}/resend`, {
+    form: { csrf: support.csrf, back: '//evil.example/x' },
+  });
+  assert.equal(elsewhere.status, 200);
+  assert.match(textOf(elsewhere.text), /sent again less than a minute ago/);
 });

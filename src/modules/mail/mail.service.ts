@@ -138,12 +138,21 @@ export type PayerMessage = {
 const MESSAGES_LISTED = 50;
 
 /**
- * The messages to payers about one of the merchant's objects in the caller's mode, newest first:
- * only those the dashboard can send again (RESENDABLE_TO_PAYER), none with a secret in them.
+ * The messages to payers about some of the merchant's objects (a payment and its receipt, say) in
+ * the caller's mode, newest first: only those the dashboard can send again (RESENDABLE_TO_PAYER),
+ * none with a secret in them.
  */
-export async function payerMessagesAbout(ctx: Ctx, related: { type: string; id: string }): Promise<PayerMessage[]> {
-  const rows = await messagesAbout(ctx.db, { userId: ctx.merchant.id, mode: ctx.mode }, related, MESSAGES_LISTED);
-  return rows.filter(resendable).map((row) => ({
+export async function payerMessagesAbout(
+  ctx: Ctx,
+  related: ReadonlyArray<{ type: string; id: string }>,
+): Promise<PayerMessage[]> {
+  const owner = { userId: ctx.merchant.id, mode: ctx.mode };
+  const rows = (await Promise.all(related.map((one) => messagesAbout(ctx.db, owner, one, MESSAGES_LISTED))))
+    .flat()
+    .filter(resendable)
+    .sort((a, b) => Number(b.created_at) - Number(a.created_at) || b.id.localeCompare(a.id))
+    .slice(0, MESSAGES_LISTED);
+  return rows.map((row) => ({
     id: row.id,
     to: row.to_address,
     subject: subjectOf(row.template as TemplateName, JSON.parse(row.data)),

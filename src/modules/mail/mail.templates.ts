@@ -114,6 +114,7 @@ export const RESENDABLE_TO_PAYER: ReadonlySet<TemplateName> = new Set<TemplateNa
   'consent_revoked',
   'refund_sent',
   'refund_arrived',
+  'receipt',
 ]);
 
 /** " for “Veg box”", or nothing for mail queued without a title. */

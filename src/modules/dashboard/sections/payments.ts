@@ -9,6 +9,7 @@ import { csvRowsOfPayments, statusHistory, CSV_HEADER } from '../dashboard.prese
 import type { Kit, Scope } from '../dashboard.kit.ts';
 import { remainingOf } from './payment-refund.ts';
 import { auditTrailOf } from './audit.ts';
+import { payerEmailsOf } from './payer-emails.ts';
 
 // Payments: a list with filters and search, a detail page with the statement lines, the status
 // history, its refunds (and the way to make one) and the events sent, and a CSV export of the
@@ -91,6 +92,11 @@ export function registerPaymentPages(scope: Scope, kit: Kit): void {
     ),
   );
 
+  registerPaymentDetail(scope, kit);
+}
+
+/** One payment's page: its status history, refunds, receipts, the emails about it, its events and history. */
+function registerPaymentDetail(scope: Scope, kit: Kit): void {
   scope.get(
     '/dashboard/:mode/payments/:id',
     hidden,
@@ -110,6 +116,12 @@ export function registerPaymentPages(scope: Scope, kit: Kit): void {
           events,
           refunds,
           receipts,
+          emails: await payerEmailsOf(
+            signed,
+            request.query,
+            { type: 'payment', id: payment.id },
+            receipts.map(receiptRef),
+          ),
           refundable: payment.status === 'successful' && remainingOf(payment) > 0,
           history: statusHistory(events),
           flash: text(request.query.done) === 'charged' ? chargedFlash(payment.status, payment.failure_reason) : null,
@@ -119,6 +131,9 @@ export function registerPaymentPages(scope: Scope, kit: Kit): void {
     ),
   );
 }
+
+/** A payment's emails are its receipts'. */
+const receiptRef = (receipt: { id: string }) => ({ type: 'receipt', id: receipt.id });
 
 /** The outcome of a charge made from a consent's page, as the payment page opens after it. */
 function chargedFlash(status: string, failureReason: string | null): string {

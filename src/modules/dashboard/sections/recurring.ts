@@ -127,7 +127,7 @@ function registerSubscriptionPages(scope: Scope, kit: Kit): void {
           ...kit.layoutOf(signed, 'subscriptions'),
           item: subscription,
           audit: await auditTrailOf(signed, subscription.id),
-          emails: await payerEmailsOf(signed, { type: 'subscription', id: subscription.id }, request.query),
+          emails: await payerEmailsOf(signed, request.query, { type: 'subscription', id: subscription.id }),
           charges,
           payments: payments.payments,
           actions,
@@ -226,7 +226,7 @@ function registerConsentPages(scope: Scope, kit: Kit): void {
           ...kit.layoutOf(signed, 'recurring-consents'),
           item: consent,
           audit: await auditTrailOf(signed, consent.id),
-          emails: await payerEmailsOf(signed, { type: 'recurring_consent', id: consent.id }, request.query),
+          emails: await payerEmailsOf(signed, request.query, { type: 'recurring_consent', id: consent.id }),
           payments: payments.payments,
           flash,
         });

@@ -184,7 +184,12 @@ function registerRefundDetail(scope: Scope, kit: Kit): void {
           ...kit.layoutOf(signed, 'refunds'),
           item: refund,
           audit: await auditTrailOf(signed, refund.id),
-          emails: await payerEmailsOf(signed, { type: 'refund', id: refund.id }, request.query),
+          emails: await payerEmailsOf(
+            signed,
+            request.query,
+            { type: 'refund', id: refund.id },
+            creditNote ? [{ type: 'receipt', id: creditNote.id }] : [],
+          ),
           failure: failureText(refund.failure_reason),
           why: actionReasonText(refund.action_reason),
           flash: doneFlash(text(request.query.done), refund),
