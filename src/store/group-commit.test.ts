@@ -7,7 +7,7 @@ import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { sql } from 'kysely';
-import { openDb, openStore, storeOf, transact } from './store.ts';
+import { openDb, openStore, storeOf, transact, type BatchAppender } from './store.ts';
 import type { FileSync } from './sqlite/wal-syncer.ts';
 import { insertRow, prepared } from './prepared.ts';
 
@@ -582,4 +582,59 @@ test('rows are objects named by their columns, whatever the names: odd character
   // The direct read (outside any unit of work) makes its rows the same way.
   const direct = storeOf(db).readNow(`select * from items`, []) as Array<Record<string, unknown>>;
   assert.deepEqual(Object.keys(direct[0]!), ['id', odd, '__proto__', 'constructor']);
+});
+
+test('rows handed over at commit are written with their batch, in the order their units committed; a unit that rolls back hands over none; a flush that throws fails the whole batch', async (t) => {
+  const { file, cleanup } = tempFile();
+  t.after(cleanup);
+  const db = openDb({ engine: 'sqlite', file }) as any;
+  t.after(() => db.destroy());
+  await sql`create table items (id integer primary key)`.execute(db);
+  await sql`create table log (n integer primary key autoincrement, label text not null)`.execute(db);
+  const flushes: number[] = [];
+  const log: BatchAppender<string> = {
+    name: 'log',
+    flush(statements, rows) {
+      flushes.push(rows.length);
+      if (rows.includes('boom')) throw new Error('the log refused its rows');
+      for (const row of rows) statements.run('insert into log (label) values (?)', [row]);
+    },
+  };
+  assert.equal(storeOf(db).appendAtCommit(db, log, 'outside'), false, 'outside a transaction: nothing handed over');
+
+  const results = await Promise.allSettled(
+    Array.from({ length: 50 }, (_, i) =>
+      transact(db, async (trx: any) => {
+        await trx.insertInto('items').values({ id: i }).execute();
+        assert.equal(storeOf(trx).appendAtCommit(trx, log, `item ${i}`), true);
+        if (i % 10 === 0) throw new Error(`unit ${i} fails`);
+      }),
+    ),
+  );
+  assert.equal(results.filter((r) => r.status === 'rejected').length, 5);
+  const labels = (await sql<{ label: string }>`select label from log order by n`.execute(db)).rows.map((r) => r.label);
+  assert.deepEqual(
+    labels,
+    Array.from({ length: 50 }, (_, i) => i)
+      .filter((i) => i % 10 !== 0)
+      .map((i) => `item ${i}`),
+  );
+  assert.ok(flushes.length < 45, `written a batch at a time (${flushes.length} flushes for 45 rows)`);
+
+  // A flush that throws: every unit of its batch fails, and none of their changes is kept.
+  const failing = await Promise.allSettled(
+    [100, 101, 102].map((id) =>
+      transact(db, async (trx: any) => {
+        await trx.insertInto('items').values({ id }).execute();
+        storeOf(trx).appendAtCommit(trx, log, id === 101 ? 'boom' : `item ${id}`);
+      }),
+    ),
+  );
+  assert.deepEqual(
+    failing.map((r) => r.status),
+    ['rejected', 'rejected', 'rejected'],
+  );
+  const kept = await sql<{ id: number }>`select id from items where id >= 100`.execute(db);
+  assert.deepEqual(kept.rows, []);
+  assert.equal((await sql<{ n: number }>`select count(*) as n from log`.execute(db)).rows[0]!.n, 45);
 });

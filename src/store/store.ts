@@ -3,7 +3,9 @@ import { Kysely, PostgresAdapter, SqliteAdapter, sql, type QueryResult, type Tra
 import type { Database } from './tables.ts';
 import type { Db, Engine } from './db.ts';
 import { openSqlite, groupCommitDialect } from './sqlite/dialect.ts';
-import { GroupCommitDriver, type UnitConnection } from './sqlite/group-commit.ts';
+import { GroupCommitDriver, type BatchAppender, type UnitConnection } from './sqlite/group-commit.ts';
+
+export type { BatchAppender, BatchStatements } from './sqlite/group-commit.ts';
 import type { Params } from './sqlite/rows.ts';
 import type { FileSync } from './sqlite/wal-syncer.ts';
 import pg from 'pg';
@@ -161,6 +163,19 @@ export class Store {
     if (!this.groupCommit) return null;
     const unit = this.open.get(trx as Tx)?.unit;
     return unit ? this.groupCommit.runInTransaction(unit, statement, parameters) : null;
+  }
+
+  /**
+   * SQLite, inside one of this store's transactions: hands `row` to `appender`, written with the
+   * rest of the transaction's batch just before its COMMIT (group-commit.ts, BatchAppender). False
+   * anywhere else (PostgreSQL, or a transaction not begun through the store): write it yourself.
+   */
+  appendAtCommit<Row>(trx: Kysely<any>, appender: BatchAppender<Row>, row: Row): boolean {
+    if (!this.groupCommit) return false;
+    const unit = this.open.get(trx as Tx)?.unit;
+    if (!unit) return false;
+    this.groupCommit.appendAtCommit(unit, appender, row);
+    return true;
   }
 
   /**

@@ -2,6 +2,7 @@ import { sql, type Kysely, type Selectable } from 'kysely';
 import type { Database } from '../../store/tables.ts';
 import { engineOf } from '../../store/db.ts';
 import { insertRow, prepared } from '../../store/prepared.ts';
+import { storeOfOrNull, type BatchAppender } from '../../store/store.ts';
 import type { Mode } from '../../shared/mode.ts';
 import { canonicalParts, chainHash, GENESIS_HASH, type ChainedFields } from './audit.chain.ts';
 import type { AuditEventsTable, AuditHeadsTable } from './audit.tables.ts';
@@ -51,9 +52,75 @@ const moveHeadOnSqlite = prepared<AuditHeadRow>((db, arg) =>
     ),
 );
 
+const COLUMNS = [
+  'id',
+  'user_id',
+  'seq',
+  'at',
+  'mode',
+  'actor_kind',
+  'actor_id',
+  'action',
+  'object_id',
+  'ip',
+  'user_agent',
+  'request_id',
+  'summary',
+  'prev_hash',
+  'hash',
+] as const satisfies ReadonlyArray<keyof AuditEventsTable>;
+/** Rows a multi-row insert takes at most (SQLite binds at most 32,766 values a statement). */
+const ROWS_AN_INSERT = 32;
+
 /**
- * Appends a record to its merchant's chain in the caller's transaction. On SQLite, whose writers
- * take turns and whose statements cost no round trip, the head is read and moved here.
+ * SQLite: the records of a batch of transactions, chained and written together just before the
+ * batch's COMMIT (src/store/sqlite/group-commit.ts, BatchAppender): each merchant's head read
+ * once, its records numbered and hashed in the order their transactions committed, inserted a
+ * few dozen a statement, and the head moved once. Outside any transaction's savepoint, so SQLite
+ * journals none of these pages per transaction; in the batch's transaction, so a record is kept
+ * exactly when its change is.
+ */
+const appendAtCommitOnSqlite: BatchAppender<UnchainedRecord> = {
+  name: 'audit_events',
+  flush(statements, records) {
+    const byMerchant = new Map<string, UnchainedRecord[]>();
+    for (const record of records) {
+      const own = byMerchant.get(record.user_id);
+      if (own) own.push(record);
+      else byMerchant.set(record.user_id, [record]);
+    }
+    for (const [userId, own] of byMerchant) {
+      const [head] = statements.all('select seq, hash from audit_heads where user_id = ?', [userId]);
+      let seq = Number(head?.seq ?? 0);
+      let hash: string = head?.hash ?? GENESIS_HASH;
+      const rows = own.map((record) => {
+        seq += 1;
+        const prevHash = hash;
+        hash = chainHash(prevHash, { ...record, seq });
+        return { ...record, seq, prev_hash: prevHash, hash };
+      });
+      for (let at = 0; at < rows.length; at += ROWS_AN_INSERT) {
+        const chunk = rows.slice(at, at + ROWS_AN_INSERT);
+        const values = chunk.map(() => `(${COLUMNS.map(() => '?').join(', ')})`).join(', ');
+        statements.run(
+          `insert into audit_events (${COLUMNS.join(', ')}) values ${values}`,
+          chunk.flatMap((row) => COLUMNS.map((column) => row[column])),
+        );
+      }
+      const last = rows[rows.length - 1]!;
+      statements.run(
+        'insert into audit_heads (user_id, seq, prev_hash, hash) values (?, ?, ?, ?) on conflict (user_id) do update set seq = excluded.seq, prev_hash = excluded.prev_hash, hash = excluded.hash',
+        [userId, last.seq, last.prev_hash, last.hash],
+      );
+    }
+  },
+};
+
+/**
+ * Appends a record to its merchant's chain in the caller's transaction. On SQLite, in one of the
+ * store's transactions, it is handed to the batch's commit (appendAtCommitOnSqlite); in any other
+ * SQLite transaction, whose writers take turns and whose statements cost no round trip, the head
+ * is read and moved here.
  */
 export async function appendRecord(trx: Db, record: UnchainedRecord): Promise<void> {
   if (engineOf(trx) === 'postgres') {
@@ -61,6 +128,7 @@ export async function appendRecord(trx: Db, record: UnchainedRecord): Promise<vo
     await appendOnPostgres.later(trx, { ...record, before, after, genesis: GENESIS_HASH });
     return;
   }
+  if (storeOfOrNull(trx)?.appendAtCommit(trx, appendAtCommitOnSqlite, record)) return;
   const head = await headOnSqlite.first(trx, { user_id: record.user_id });
   const seq = Number(head?.seq ?? 0) + 1;
   const prevHash = head?.hash ?? GENESIS_HASH;
