@@ -8,6 +8,7 @@ import { loadConfig } from '../config.ts';
 import { createRuntime } from '../runtime.ts';
 import { apiClient, VALID_ACCOUNT } from '../../test/helpers.ts';
 import { processStore, runCli, type Store } from '../../test/process.ts';
+import { KEY_RESOURCES } from '../modules/merchants/key-scopes.rules.ts';
 
 // The admin CLI against a real database: SQLite, or PostgreSQL when TEST_ENGINE=postgres.
 
@@ -124,7 +125,7 @@ test('merchant create, keys create|roll|revoke, bank-accounts add, migrate', asy
     ],
     [
       ['keys', 'create', '--merchant', merchant.user_id, '--mode', 'test', '--name', 'X', '--allow', 'money:write'],
-      'error: --allow: money:write is not a permission: use resource:read or resource:write, the resource one of requests, payments, refunds, customers, subscriptions, consents, webhooks, events, audit\n',
+      `error: --allow: money:write is not a permission: use resource:read or resource:write, the resource one of ${KEY_RESOURCES.join(', ')}\n`,
     ],
     [
       [
