@@ -155,11 +155,22 @@ test('a receipt shows its band’s figures, keeps them when the settings change,
   assert.equal((await stranger.get('/v1/receipts')).body.receipts.length, 0);
 });
 
-test('a merchant without tax settings issues plain receipts; a refund gets a credit note naming the receipt', async (t) => {
+test('receipts start with the tax settings: none before; then a plain receipt for a merchant not registered for GST, and a credit note naming it', async (t) => {
   const w = await world(t);
+  const before = await pay(w, '12.00 NZD');
+  assert.deepEqual((await w.api.get(`/v1/receipts?payment_id=${before.id}`)).body.receipts, []);
+  const saved = await w.api.post('/v1/tax-settings', {
+    legal_name: 'Kōwhai Coffee',
+    gst_number: null,
+    prices_include_gst: true,
+    issue_tax_invoices: false,
+    email_receipts: false,
+  });
+  assert.equal(saved.status, 200, saved.text);
   const payment = await pay(w, '46.00 NZD');
   const receipt = await receiptOf(w, payment.id);
   assert.equal(receipt.title, 'Receipt');
+  assert.equal(receipt.number, 'R-000001', 'the first document: the payment before the settings has none');
   assert.equal(receipt.supplier, 'Kōwhai Coffee');
   assert.equal(receipt.gst, null);
   assert.equal(receipt.emailed_to, null, 'not emailed: the merchant has not turned it on');

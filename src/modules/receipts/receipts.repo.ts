@@ -1,14 +1,19 @@
 import type { Mode } from '../../shared/mode.ts';
 import type { Db } from '../../store/db.ts';
 import { countOwned, deleteOwned, holdOwned } from '../../store/owned-rows.ts';
-import { insertRow } from '../../store/prepared.ts';
+import { insertRow, prepared } from '../../store/prepared.ts';
 import type { DocumentKind } from './receipts.rules.ts';
 import type { ReceiptRow, TaxSettingsRow } from './receipts.tables.ts';
 
 export type Owner = { userId: string; mode: Mode };
 
+// Read as every payment succeeds, to know whether the merchant issues receipts: prepared.
+const taxSettingsQuery = prepared<{ user_id: string }, TaxSettingsRow>((db, arg) =>
+  db.selectFrom('tax_settings').selectAll().where('user_id', '=', arg('user_id')),
+);
+
 export function findTaxSettings(db: Db, userId: string): Promise<TaxSettingsRow | undefined> {
-  return db.selectFrom('tax_settings').selectAll().where('user_id', '=', userId).executeTakeFirst();
+  return taxSettingsQuery.first(db, { user_id: userId });
 }
 
 /** Writes the merchant's settings, keeping when they were first made. */

@@ -33,7 +33,8 @@ import {
 import { presentReceipt, presentTaxSettings } from './receipts.present.ts';
 import type { ReceiptRow, TaxSettingsRow } from './receipts.tables.ts';
 
-// Receipts, tax invoices and credit notes (docs/receipts.md). A document is issued in the
+// Receipts, tax invoices and credit notes (docs/receipts.md). Once the merchant has set up its tax
+// settings (and for every subscription charge), a document is issued in the
 // transaction that makes its payment or refund successful (the manifest's onEvent hears
 // payment.status_updated and refund.status_updated as they are written), numbered by a counter
 // moved in that transaction, and frozen: the JSON of what it shows is stored, and the email and the
@@ -182,14 +183,24 @@ export function documentDate(ms: number): string {
 const statementOf = (row: { particulars: string; code: string; reference: string | null }) =>
   [row.particulars, row.code, row.reference ?? ''].filter((part) => part.trim() !== '').join(' ') || '(blank)';
 
-/** Runs for every event as it is written: a successful payment gets its receipt, a successful refund its credit note. */
+/**
+ * Runs for every event as it is written: a successful payment gets its receipt, a successful refund
+ * its credit note, once the merchant has set up its tax settings (receipts are the merchant's to
+ * turn on: docs/receipts.md). A subscription's charge gets its receipt either way, as its payer was
+ * always emailed one; a refund of a payment that has a receipt gets its credit note either way.
+ */
 export async function issueForEvent(trx: Db, event: EmittedEvent): Promise<void> {
   if (event.type === 'payment.status_updated') {
     const payment = await findPaymentById(trx, event.objectId);
-    if (payment?.status === 'successful') await issueReceipt(trx, payment);
+    if (payment?.status !== 'successful') return;
+    const settings = settingsOf(await repo.findTaxSettings(trx, payment.user_id));
+    if (settings || payment.subscription_id) await issueReceipt(trx, payment, settings);
   } else if (event.type === 'refund.status_updated') {
     const refund = await refundById(trx, event.objectId);
-    if (refund?.status === 'successful') await issueCreditNote(trx, refund);
+    if (refund?.status !== 'successful') return;
+    const settings = settingsOf(await repo.findTaxSettings(trx, refund.user_id));
+    const original = (await repo.findReceiptOfPayment(trx, refund.payment_id)) ?? null;
+    if (settings || original) await issueCreditNote(trx, refund, settings, original);
   }
 }
 
@@ -197,6 +208,7 @@ async function issue(
   trx: Db,
   payment: PaymentRow,
   kind: DocumentKind,
+  settings: TaxSettings | null,
   details: {
     totalCents: number;
     issuedAt: number;
@@ -207,7 +219,6 @@ async function issue(
 ): Promise<void> {
   const owner = { userId: payment.user_id, mode: payment.mode };
   // Read only what the document will show: a subscription's charges are issued by the thousand.
-  const settings = settingsOf(await repo.findTaxSettings(trx, payment.user_id));
   const merchant = await merchantContact(trx, payment.user_id);
   const payer = await payerOf(trx, payment);
   const buyer =
@@ -262,9 +273,9 @@ async function issue(
     );
 }
 
-async function issueReceipt(trx: Db, payment: PaymentRow): Promise<void> {
+async function issueReceipt(trx: Db, payment: PaymentRow, settings: TaxSettings | null): Promise<void> {
   if (await repo.findReceiptOfPayment(trx, payment.id)) return;
-  await issue(trx, payment, 'receipt', {
+  await issue(trx, payment, 'receipt', settings, {
     totalCents: payment.amount_cents,
     issuedAt: Number(payment.completed_at ?? payment.updated_at),
     statement: statementOf(payment),
@@ -273,16 +284,21 @@ async function issueReceipt(trx: Db, payment: PaymentRow): Promise<void> {
   });
 }
 
-async function issueCreditNote(trx: Db, refund: RefundRow): Promise<void> {
+async function issueCreditNote(
+  trx: Db,
+  refund: RefundRow,
+  settings: TaxSettings | null,
+  original: ReceiptRow | null,
+): Promise<void> {
   if (await repo.findCreditNoteOfRefund(trx, refund.id)) return;
   const payment = await findPaymentById(trx, refund.payment_id);
   if (!payment) return;
-  await issue(trx, payment, 'credit_note', {
+  await issue(trx, payment, 'credit_note', settings, {
     totalCents: refund.amount_cents,
     issuedAt: Number(refund.completed_at ?? refund.updated_at),
     statement: statementOf(refund),
     refund,
-    original: (await repo.findReceiptOfPayment(trx, payment.id)) ?? null,
+    original,
   });
 }
 
