@@ -23,7 +23,14 @@ export type PayerWorld = {
   consents: Record<string, Array<{ id: string; token?: string }>>;
 };
 
-export async function payerWorld(t: TestContext): Promise<PayerWorld> {
+/**
+ * Two merchants, each with subscriptions and consents for pat@example.com (and the first, for
+ * other@example.com too). `taxSettings`: the first merchant's, saved before anything is charged.
+ */
+export async function payerWorld(
+  t: TestContext,
+  options: { taxSettings?: Record<string, unknown> } = {},
+): Promise<PayerWorld> {
   const smtp = await smtpReceiver(t);
   const app = await buildTestApp(t, { smtpUrl: smtp.url, workers: true });
   const baseUrl = (await app.app.listen({ port: 0, host: '127.0.0.1' })).replace('localhost', '127.0.0.1');
@@ -34,6 +41,10 @@ export async function payerWorld(t: TestContext): Promise<PayerWorld> {
     merchants.push({ merchant, api: apiClient(app, merchant.testKey) });
   }
   const world: PayerWorld = { app, baseUrl, smtp, merchants, subscriptions: {}, consents: {} };
+  if (options.taxSettings) {
+    const saved = await merchants[0]!.api.post('/v1/tax-settings', options.taxSettings);
+    assert.equal(saved.status, 200, saved.text);
+  }
   for (const [index, { merchant, api }] of merchants.entries()) {
     for (const email of index === 0 ? ['pat@example.com', 'other@example.com'] : ['pat@example.com']) {
       const sub = await api.post('/v1/requests', {

@@ -7,7 +7,15 @@ import { payerWorld, signIn } from '../../../test/payer.ts';
 // payer's receipt is a 404.
 
 test('a payer downloads the receipt of their subscription’s charge; another payer’s is not found', async (t) => {
-  const world = await payerWorld(t);
+  const world = await payerWorld(t, {
+    taxSettings: {
+      legal_name: 'Kōwhai Coffee Limited',
+      gst_number: null,
+      prices_include_gst: true,
+      issue_tax_invoices: false,
+      email_receipts: true,
+    },
+  });
   const pat = await signIn(world, 'pat@example.com');
   const [{ api }] = world.merchants;
   const subscription = world.subscriptions['pat@example.com']![0]!;

@@ -14,7 +14,7 @@ import { merchantContact } from '../merchants/merchants.service.ts';
 import { findPaymentById, type PaymentRow } from '../payments/payments.service.ts';
 import { refundById, type RefundRow } from '../refunds/refunds.service.ts';
 import { findRequestById } from '../requests/requests.service.ts';
-import { payerOfSubscription } from '../subscriptions/subscriptions.service.ts';
+import { payerOfSubscription, sendPlainChargeReceipt } from '../subscriptions/subscriptions.service.ts';
 import { receiptPdf } from './receipt-pdf.ts';
 import * as repo from './receipts.repo.ts';
 import {
@@ -34,7 +34,7 @@ import { presentReceipt, presentTaxSettings } from './receipts.present.ts';
 import type { ReceiptRow, TaxSettingsRow } from './receipts.tables.ts';
 
 // Receipts, tax invoices and credit notes (docs/receipts.md). Once the merchant has set up its tax
-// settings (and for every subscription charge), a document is issued in the
+// settings, a document is issued in the
 // transaction that makes its payment or refund successful (the manifest's onEvent hears
 // payment.status_updated and refund.status_updated as they are written), numbered by a counter
 // moved in that transaction, and frozen: the JSON of what it shows is stored, and the email and the
@@ -186,15 +186,17 @@ const statementOf = (row: { particulars: string; code: string; reference: string
 /**
  * Runs for every event as it is written: a successful payment gets its receipt, a successful refund
  * its credit note, once the merchant has set up its tax settings (receipts are the merchant's to
- * turn on: docs/receipts.md). A subscription's charge gets its receipt either way, as its payer was
- * always emailed one; a refund of a payment that has a receipt gets its credit note either way.
+ * turn on: docs/receipts.md). Before that a subscription's charge gets the plain receipt email its
+ * payer always had; a refund of a payment that has a receipt gets its credit note either way.
  */
 export async function issueForEvent(trx: Db, event: EmittedEvent): Promise<void> {
   if (event.type === 'payment.status_updated') {
     const payment = await findPaymentById(trx, event.objectId);
     if (payment?.status !== 'successful') return;
     const settings = settingsOf(await repo.findTaxSettings(trx, payment.user_id));
-    if (settings || payment.subscription_id) await issueReceipt(trx, payment, settings);
+    if (settings) await issueReceipt(trx, payment, settings);
+    else if (payment.subscription_id)
+      await sendPlainChargeReceipt(trx, payment, Number(payment.completed_at ?? payment.updated_at));
   } else if (event.type === 'refund.status_updated') {
     const refund = await refundById(trx, event.objectId);
     if (refund?.status !== 'successful') return;

@@ -57,6 +57,38 @@ export async function noticeSubscriptionSetUp(trx: Db, sub: SubscriptionRow, now
   );
 }
 
+/**
+ * The plain receipt of a charge, for a merchant without tax settings (docs/receipts.md): once it
+ * has them, the receipts module issues a numbered document instead.
+ */
+export async function noticeChargeReceipt(
+  trx: Db,
+  sub: SubscriptionRow,
+  payment: PaymentRow,
+  now: number,
+): Promise<void> {
+  const { name } = await merchantContact(trx, sub.user_id);
+  await notice(
+    trx,
+    sub,
+    {
+      template: 'charge_receipt',
+      data: {
+        merchant: name,
+        title: sub.description,
+        amount: displayAmount(payment.amount_cents),
+        date: describeMoment(now, sub.zone),
+        particulars: payment.particulars,
+        code: payment.code,
+        reference: payment.reference ?? '',
+        test: sub.mode === 'test',
+      },
+      dedupeKey: `charge_receipt:${payment.id}`,
+    },
+    now,
+  );
+}
+
 export async function noticeChargeFailed(
   trx: Db,
   sub: SubscriptionRow,

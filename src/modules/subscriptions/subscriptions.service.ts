@@ -26,7 +26,8 @@ import {
   type SubscriptionRow,
 } from './subscriptions.repo.ts';
 import { allows, firstCharge, scheduleOf, storedParts, type CancelledBy } from './subscriptions.rules.ts';
-import { noticeSubscriptionEnded, noticeSubscriptionSetUp } from './subscriptions.notices.ts';
+import { noticeChargeReceipt, noticeSubscriptionEnded, noticeSubscriptionSetUp } from './subscriptions.notices.ts';
+import type { PaymentRow } from '../payments/payments.tables.ts';
 import { clockOf } from '../merchants/merchants.clock.ts';
 import { scheduleCharge, unscheduleCharge } from './subscriptions.schedule-jobs.ts';
 import type { Mode } from '../../shared/mode.ts';
@@ -323,6 +324,16 @@ export async function subscriptionChargesFor(ctx: Ctx, id: string) {
 }
 
 /** The payer's email and what the subscription is for, for mail about one of its payments (a refund). */
+/**
+ * Emails the payer the plain receipt of a successful charge, in `trx`: what the receipts module
+ * asks for when the merchant has no tax settings (docs/receipts.md).
+ */
+export async function sendPlainChargeReceipt(trx: Db, payment: PaymentRow, now: number): Promise<void> {
+  if (!payment.subscription_id) return;
+  const subscription = await findSubscriptionById(trx, payment.subscription_id);
+  if (subscription) await noticeChargeReceipt(trx, subscription, payment, now);
+}
+
 export async function payerOfSubscription(db: Db, id: string): Promise<{ email: string; title: string } | null> {
   const subscription = await findSubscriptionById(db, id);
   return subscription ? { email: subscription.email, title: subscription.description } : null;
