@@ -194,6 +194,15 @@ async function twoMerchantsWithData(t: TestContext) {
   const world = await dashWorld(t, { workers: false });
   const [kowhai, tui] = world.merchants;
   for (const merchant of [kowhai, tui]) {
+    // Tax settings (not test data, kept by the deletion), so that payments and refunds get documents.
+    const settings = await merchant.test.post('/v1/tax-settings', {
+      legal_name: 'Test Supplier Limited',
+      gst_number: null,
+      prices_include_gst: true,
+      issue_tax_invoices: false,
+      email_receipts: false,
+    });
+    assert.equal(settings.status, 200, settings.text);
     const objects = await objectsOf(world, merchant);
     // an event after the endpoint was made, so that it has a delivery
     await merchant.test.post('/v1/requests', {
