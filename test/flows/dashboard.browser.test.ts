@@ -5,13 +5,13 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import { createRequire } from 'node:module';
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { parse } from 'csv-parse/sync';
 import { dashWorld, detailPaths, objectsOf, PASSWORD, type DashMerchant, type DashWorld } from '../dashboard.ts';
 import { startReceiver } from '../support/webhook-receiver.ts';
+import { accessibilityProblems } from '../support/chromium.ts';
 import { verifyWebhookSignature } from '../../src/modules/webhooks/verify.js';
 import { newId } from '../../src/shared/ids.ts';
 
@@ -22,7 +22,6 @@ const skipReason = !fs.existsSync(CHROMIUM)
     ? 'browser tests run on SQLite only'
     : null;
 const SCREENSHOTS = process.env.UPDATE_SCREENSHOTS === '1' ? path.resolve('docs/screenshots') : null;
-const AXE_SOURCE = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 const PHONE = { width: 390, height: 844 };
 const DESKTOP = { width: 1280, height: 900 };
 
@@ -73,22 +72,6 @@ async function logInAt(page: Page, world: DashWorld, merchant: DashMerchant, pas
   await page.getByLabel('Email').fill(merchant.email);
   await page.getByLabel('Password').fill(password);
   await page.getByRole('button', { name: 'Log in' }).click();
-}
-
-/** axe-core, evaluated through the debugging protocol (the page's CSP allows no inline script): the serious and critical violations. */
-async function accessibilityProblems(page: Page): Promise<string[]> {
-  await page.evaluate(AXE_SOURCE);
-  const violations = await page.evaluate(async () => {
-    const result = await (globalThis as any).axe.run((globalThis as any).document, { resultTypes: ['violations'] });
-    return result.violations.map((v: any) => ({
-      id: v.id,
-      impact: v.impact,
-      nodes: v.nodes.slice(0, 3).map((n: any) => n.target.join(' ')),
-    }));
-  });
-  return violations
-    .filter((v: any) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v: any) => `${v.id} (${v.impact}): ${v.nodes.join(', ')}`);
 }
 
 async function shot(page: Page, name: string): Promise<void> {
