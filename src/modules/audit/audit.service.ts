@@ -129,14 +129,31 @@ export function maskSecret(secret: string): string {
   return `${secret.slice(0, secret.indexOf('_') + 1)}…${secret.slice(-4)}`;
 }
 
+/** Either of the above: most keys match neither, and are then tested once. */
+const SENSITIVE = new RegExp(`${HIDDEN.source}|${MASKED.source}`, 'i');
+
+/** The value with secrets masked; copied only where something is masked (most summaries are kept as they are). */
 function masked(value: unknown, key: string): unknown {
   if (value === null || value === undefined) return value;
-  if (HIDDEN.test(key)) return '•••';
-  if (MASKED.test(key) && typeof value === 'string') return maskSecret(value);
-  if (Array.isArray(value)) return value.map((item) => masked(item, ''));
-  if (typeof value === 'object')
-    return Object.fromEntries(Object.entries(value).map(([name, inner]) => [name, masked(inner, name)]));
-  return value;
+  if (SENSITIVE.test(key)) {
+    if (HIDDEN.test(key)) return '•••';
+    if (typeof value === 'string') return maskSecret(value);
+  }
+  if (typeof value !== 'object') return value;
+  if (Array.isArray(value)) {
+    let copy: unknown[] | undefined;
+    value.forEach((item, index) => {
+      const shown = masked(item, '');
+      if (shown !== item) (copy ??= [...value])[index] = shown;
+    });
+    return copy ?? value;
+  }
+  let copy: Record<string, unknown> | undefined;
+  for (const [name, inner] of Object.entries(value)) {
+    const shown = masked(inner, name);
+    if (shown !== inner) (copy ??= { ...value })[name] = shown;
+  }
+  return copy ?? value;
 }
 
 /** The summary as stored: JSON with sorted keys, secrets masked. */

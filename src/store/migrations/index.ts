@@ -34,6 +34,7 @@ import * as apiKeyNamesScopesAndExpiry from './0037-api-key-names-scopes-and-exp
 import * as receipts from './0038-receipts.ts';
 import * as reconciliation from './0039-reconciliation.ts';
 import * as passkeys from './0040-passkeys.ts';
+import * as auditPeopleIndex from './0041-audit-people-index.ts';
 import { sandboxBankMigrations } from '../../sandbox-bank/migrations/index.ts';
 
 // Every migration; they run in the order of their names. Each module appends its own file here;
@@ -74,6 +75,7 @@ export const migrations: Record<string, Migration> = inNameOrder({
   '0038-receipts': receipts,
   '0039-reconciliation': reconciliation,
   '0040-passkeys': passkeys,
+  '0041-audit-people-index': auditPeopleIndex,
   ...sandboxBankMigrations,
 });
 
