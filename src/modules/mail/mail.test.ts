@@ -13,114 +13,23 @@ import { createMailSender, queueMail, type MailSender } from './mail.service.ts'
 import { TEST_MAIL_KEPT } from './mail.delivery.ts';
 import { MailDispatcher } from './mail.dispatcher.ts';
 import type { Clock } from '../../shared/time.ts';
-import { renderMail, TEMPLATE_NAMES, type TemplateData } from './mail.templates.ts';
-
-const samples: TemplateData = {
-  payer_code: { code: '123456', minutes: 10 },
-  consent_authorised: { merchant: 'Kōwhai <Coffee>', limits: 'up to $50.00 a payment, $100.00 a week', test: false },
-  subscription_set_up: {
-    merchant: 'Kōwhai Coffee',
-    plan: '$15.00 every fortnight from 3 March 2027',
-    first_charge: 'Wednesday 3 March 2027 at 10:00am',
-    test: true,
-  },
-  receipt: {
-    merchant: 'Kōwhai Coffee Limited',
-    document: {
-      title: 'Tax invoice',
-      number: 'R-000007',
-      supplier: 'Kōwhai Coffee Limited',
-      lines: [
-        { label: 'Invoice number', value: 'R-000007' },
-        { label: 'Total (GST inclusive)', value: '$230.00' },
-        { label: 'Includes GST of', value: '$30.00' },
-      ],
-      notes: [],
-    },
-    test: false,
-    dashboard: true,
-  },
-  charge_receipt: {
-    merchant: 'Kōwhai Coffee',
-    amount: '$15.00',
-    date: 'Wednesday 3 March 2027 at 10:00am',
-    particulars: 'SUB-1',
-    code: 'TONO',
-    reference: 'INV-1',
-    test: false,
-  },
-  charge_failed: {
-    merchant: 'Kōwhai Coffee',
-    amount: '$15.00',
-    date: 'Wednesday 3 March 2027 at 10:00am',
-    retry: 'Thursday 4 March 2027 at 10:00am',
-    test: false,
-  },
-  subscription_ended: {
-    merchant: 'Kōwhai Coffee',
-    plan: '$15.00 every fortnight',
-    how: 'cancelled',
-    by: 'you',
-    test: false,
-  },
-  consent_revoked: { merchant: 'Kōwhai Coffee', by: 'your bank', test: false },
-  webhook_failing: {
-    url: 'https://example.com/hooks',
-    endpoint_id: 'webhook_1',
-    since: '2027-03-03T00:00:00.000Z',
-    test: false,
-  },
-  webhook_disabled: {
-    url: 'https://example.com/hooks',
-    endpoint_id: 'webhook_1',
-    since: '2027-03-03T00:00:00.000Z',
-    test: true,
-  },
-  merchant_password_reset: { token: 'tok', minutes: 30 },
-  team_invitation: { token: 'tok', merchant: 'Kōwhai <Coffee>', role: 'Support', hours: 72 },
-  refund_sent: {
-    merchant: 'Kōwhai <Coffee>',
-    title: 'Veg box',
-    amount: '$5.00',
-    paid: '$12.50',
-    paid_on: 'Wednesday 3 March 2027 at 10:00am',
-    date: 'Thursday 4 March 2027 at 9:00am',
-    reason: 'Damaged <item>',
-    by_hand: false,
-    particulars: 'Refund',
-    code: 'V-ABC123',
-    reference: 'INV-1',
-    test: true,
-  },
-  refund_arrived: {
-    merchant: 'Kōwhai Coffee',
-    amount: '$5.00',
-    paid: '$12.50',
-    paid_on: 'Wednesday 3 March 2027 at 10:00am',
-    date: 'Thursday 4 March 2027 at 9:00am',
-    reason: null,
-    by_hand: false,
-    particulars: 'Refund',
-    code: 'V-ABC123',
-    reference: '',
-    test: false,
-  },
-};
+import { renderMail, TEMPLATE_NAMES } from './mail.templates.ts';
+import { mailSamples } from '../../../test/support/mail-samples.ts';
 
 test('every template renders a subject, a plain-text part and an escaped HTML part carrying the link', () => {
   for (const name of TEMPLATE_NAMES) {
-    const mail = renderMail(name, samples[name] as never, 'https://pay.example/customer');
+    const mail = renderMail(name, mailSamples[name] as never, 'https://pay.example/customer');
     assert.ok(mail.subject.length > 5, name);
     assert.ok(mail.text.includes('https://pay.example/customer'), `${name} text has the link`);
     assert.ok(mail.html.includes('https://pay.example/customer'), `${name} html has the link`);
     assert.doesNotMatch(mail.html, /<Coffee>/, `${name} escapes`);
   }
-  assert.match(renderMail('consent_authorised', samples.consent_authorised, 'x').html, /Kōwhai &lt;Coffee&gt;/);
-  assert.match(renderMail('subscription_set_up', samples.subscription_set_up, 'x').subject, /^\[Test\] /);
-  const receipt = renderMail('charge_receipt', samples.charge_receipt, 'x').text;
+  assert.match(renderMail('consent_authorised', mailSamples.consent_authorised, 'x').html, /Kōwhai &lt;Coffee&gt;/);
+  assert.match(renderMail('subscription_set_up', mailSamples.subscription_set_up, 'x').subject, /^\[Test\] /);
+  const receipt = renderMail('charge_receipt', mailSamples.charge_receipt, 'x').text;
   assert.match(receipt, /Particulars {2}SUB-1\n {2}Code {9}TONO\n {2}Reference {4}INV-1/);
   assert.match(
-    renderMail('charge_failed', samples.charge_failed, 'x').text,
+    renderMail('charge_failed', mailSamples.charge_failed, 'x').text,
     /tried again on Thursday 4 March 2027 at 10:00am/,
   );
 });
@@ -135,7 +44,7 @@ test('a queued message is sent over SMTP once, with a stable Message-ID, after a
       {
         to: 'Payer@Example.com',
         template: 'consent_revoked',
-        data: samples.consent_revoked,
+        data: mailSamples.consent_revoked,
         related: { type: 'recurring_consent', id: 'recurring_x' },
         dedupeKey: 'k1',
       },
@@ -148,7 +57,7 @@ test('a queued message is sent over SMTP once, with a stable Message-ID, after a
     await transact(app.deps.db, (trx) =>
       queueMail(
         trx,
-        { to: 'payer@example.com', template: 'consent_revoked', data: samples.consent_revoked, dedupeKey: 'k1' },
+        { to: 'payer@example.com', template: 'consent_revoked', data: mailSamples.consent_revoked, dedupeKey: 'k1' },
         0,
       ),
     ),
@@ -239,7 +148,7 @@ test('a run of messages larger than a batch is sent once each, and their jobs ar
           {
             to: `p${i}@example.com`,
             template: 'consent_revoked',
-            data: samples.consent_revoked,
+            data: mailSamples.consent_revoked,
             dedupeKey: `run:${i}`,
           },
           0,
@@ -322,7 +231,7 @@ test("without SMTP_URL only the newest test-mode files of a merchant are kept; a
         {
           to: `p${i}@example.com`,
           template: 'charge_receipt',
-          data: samples.charge_receipt,
+          data: mailSamples.charge_receipt,
           owner: { userId: alice.userId, mode: 'live' },
           dedupeKey: `live:${i}`,
         },
@@ -410,7 +319,7 @@ test('a message that cannot be sent is tried 12 times with growing gaps, then ma
   dispatcher.start();
   t.after(() => dispatcher.stop());
   const id = (await transact(app.deps.db, (trx) =>
-    queueMail(trx, { to: 'gone@example.com', template: 'consent_revoked', data: samples.consent_revoked }, 0),
+    queueMail(trx, { to: 'gone@example.com', template: 'consent_revoked', data: mailSamples.consent_revoked }, 0),
   ))!;
 
   let row: any;

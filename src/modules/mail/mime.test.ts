@@ -6,6 +6,7 @@ import type Mail from 'nodemailer/lib/mailer';
 import { simpleParser } from 'mailparser';
 import { composeMessage, type MessageParts } from './mime.ts';
 import { renderMail, TEMPLATE_NAMES, type TemplateData } from './mail.templates.ts';
+import { mailSamples } from '../../../test/support/mail-samples.ts';
 
 // composeMessage writes what nodemailer's build() streams: the same bytes, for any text.
 
@@ -79,96 +80,11 @@ test('text ending in spaces and tabs after a wrapped line is broken where nodema
   }
 });
 
+// The other branches of two templates: a failed charge with no retry left, a plan that completed.
 const samples = {
-  payer_code: { code: '123456', minutes: 10 },
-  consent_authorised: { merchant: 'Kōwhai <Coffee>', limits: 'up to $50.00 a payment, $100.00 a week', test: false },
-  subscription_set_up: {
-    merchant: 'Kōwhai Coffee',
-    plan: '$15.00 every fortnight from 3 March 2027',
-    first_charge: 'Wednesday 3 March 2027 at 10:00am',
-    test: true,
-  },
-  receipt: {
-    merchant: 'Kōwhai Coffee Limited',
-    document: {
-      title: 'Tax invoice',
-      number: 'R-000007',
-      supplier: 'Kōwhai Coffee Limited',
-      lines: [
-        { label: 'Invoice number', value: 'R-000007' },
-        { label: 'Total (GST inclusive)', value: '$230.00' },
-        { label: 'Includes GST of', value: '$30.00' },
-      ],
-      notes: [],
-    },
-    test: false,
-    dashboard: true,
-  },
-  charge_receipt: {
-    merchant: 'Kōwhai Coffee',
-    amount: '$15.00',
-    date: 'Wednesday 3 March 2027 at 10:00am',
-    particulars: 'SUB-1',
-    code: 'TONO',
-    reference: 'INV-1',
-    test: false,
-  },
-  charge_failed: {
-    merchant: 'Kōwhai Coffee',
-    amount: '$15.00',
-    date: 'Wednesday 3 March 2027 at 10:00am',
-    retry: null,
-    test: true,
-  },
-  subscription_ended: {
-    merchant: 'Kōwhai Coffee',
-    plan: '$15.00 every fortnight',
-    how: 'completed',
-    by: null,
-    test: false,
-  },
-  consent_revoked: { merchant: 'Kōwhai Coffee', by: 'your bank', test: false },
-  webhook_failing: {
-    url: 'https://example.com/hooks',
-    endpoint_id: 'webhook_1',
-    since: '2027-03-03T00:00:00.000Z',
-    test: false,
-  },
-  webhook_disabled: {
-    url: 'https://example.com/hooks',
-    endpoint_id: 'webhook_1',
-    since: '2027-03-03T00:00:00.000Z',
-    test: true,
-  },
-  merchant_password_reset: { token: 'tok', minutes: 30 },
-  team_invitation: { token: 'tok', merchant: 'Kōwhai <Coffee>', role: 'Support', hours: 72 },
-  refund_sent: {
-    merchant: 'Kōwhai <Coffee>',
-    title: 'Veg box',
-    amount: '$5.00',
-    paid: '$12.50',
-    paid_on: 'Wednesday 3 March 2027 at 10:00am',
-    date: 'Thursday 4 March 2027 at 9:00am',
-    reason: 'Damaged <item>',
-    by_hand: false,
-    particulars: 'Refund',
-    code: 'V-ABC123',
-    reference: 'INV-1',
-    test: true,
-  },
-  refund_arrived: {
-    merchant: 'Kōwhai Coffee',
-    amount: '$5.00',
-    paid: '$12.50',
-    paid_on: 'Wednesday 3 March 2027 at 10:00am',
-    date: 'Thursday 4 March 2027 at 9:00am',
-    reason: null,
-    by_hand: false,
-    particulars: 'Refund',
-    code: 'V-ABC123',
-    reference: '',
-    test: false,
-  },
+  ...mailSamples,
+  charge_failed: { ...mailSamples.charge_failed, retry: null, test: true },
+  subscription_ended: { ...mailSamples.subscription_ended, how: 'completed', by: null },
 } satisfies TemplateData;
 
 test('every template composes to what nodemailer builds, and reads back as what was rendered', async () => {
