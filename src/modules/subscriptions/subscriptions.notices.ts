@@ -36,6 +36,17 @@ async function notice(
   );
 }
 
+/** What every email about one of its charges says: whose, for what, how much, when. */
+function chargeFields(merchant: string, sub: SubscriptionRow, payment: PaymentRow, at: number) {
+  return {
+    merchant,
+    title: sub.description,
+    amount: displayAmount(payment.amount_cents),
+    date: describeMoment(at, sub.zone),
+    test: sub.mode === 'test',
+  };
+}
+
 export async function noticeSubscriptionSetUp(trx: Db, sub: SubscriptionRow, now: number): Promise<void> {
   if (sub.status !== 'active' || sub.next_charge_at === null) return;
   const { name } = await merchantContact(trx, sub.user_id);
@@ -74,14 +85,10 @@ export async function noticeChargeReceipt(
     {
       template: 'charge_receipt',
       data: {
-        merchant: name,
-        title: sub.description,
-        amount: displayAmount(payment.amount_cents),
-        date: describeMoment(now, sub.zone),
+        ...chargeFields(name, sub, payment, now),
         particulars: payment.particulars,
         code: payment.code,
         reference: payment.reference ?? '',
-        test: sub.mode === 'test',
       },
       dedupeKey: `charge_receipt:${payment.id}`,
     },
@@ -104,12 +111,8 @@ export async function noticeChargeFailed(
     {
       template: 'charge_failed',
       data: {
-        merchant: name,
-        title: sub.description,
-        amount: displayAmount(payment.amount_cents),
-        date: describeMoment(chargeAt, sub.zone),
+        ...chargeFields(name, sub, payment, chargeAt),
         retry: retryAt === null ? null : describeMoment(retryAt, sub.zone),
-        test: sub.mode === 'test',
       },
       dedupeKey: `charge_failed:${payment.id}`,
     },

@@ -323,7 +323,6 @@ export async function subscriptionChargesFor(ctx: Ctx, id: string) {
   }));
 }
 
-/** The payer's email and what the subscription is for, for mail about one of its payments (a refund). */
 /**
  * Emails the payer the plain receipt of a successful charge, in `trx`: what the receipts module
  * asks for when the merchant has no tax settings (docs/receipts.md).
@@ -334,6 +333,7 @@ export async function sendPlainChargeReceipt(trx: Db, payment: PaymentRow, now: 
   if (subscription) await noticeChargeReceipt(trx, subscription, payment, now);
 }
 
+/** The payer's email and what the subscription is for, for mail about one of its payments (a refund). */
 export async function payerOfSubscription(db: Db, id: string): Promise<{ email: string; title: string } | null> {
   const subscription = await findSubscriptionById(db, id);
   return subscription ? { email: subscription.email, title: subscription.description } : null;
