@@ -71,6 +71,11 @@ export type EmittedEvent = {
   /** The id of the object the event is about (a payment, a refund). */
   objectId: string;
   hasSecret: boolean;
+  /**
+   * The object as the event's transaction has left it, when the emitter has it at hand (for
+   * `payment.status_updated`, the payment's row): a subscriber uses it rather than reading it again.
+   */
+  subject?: unknown;
 };
 
 /** Runs for every event as it is written, in the event's transaction. */

@@ -364,6 +364,8 @@ test('the bank refuses: 201 with a failed payment and failure_reason, and failed
 test('the merchant revokes: here and at the bank; executions are then refused', async (t) => {
   const h = await consentHarness(t);
   const { consent, token } = await authorise(h, weekly);
+  const before = await execute(h, token, '2.00 NZD', 'before-revoking');
+  assert.equal(before.status, 201);
   const revoked = await h.api.put(`/v1/recurring-consents/${consent.id}/revoke`);
   assert.equal(revoked.status, 200);
   assert.equal(revoked.body.recurring_consent.status, 'revoked');
@@ -373,6 +375,10 @@ test('the merchant revokes: here and at the bank; executions are then refused', 
     message: 'The recurring consent has been revoked; no further payments can be taken with it',
     params: {},
   });
+  const repeated = await execute(h, token, '2.00 NZD', 'before-revoking');
+  assert.equal(repeated.status, 200, 'a repeat of a call made before the revocation is answered as it was');
+  assert.deepEqual(repeated.body, before.body);
+  assert.equal((await execute(h, token, '2.01 NZD', 'before-revoking')).status, 409);
   assert.equal(
     (await h.api.put(`/v1/recurring-consents/${consent.id}/revoke`)).status,
     200,

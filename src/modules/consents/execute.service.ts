@@ -51,9 +51,10 @@ import type { Ctx, Deps } from '../context.ts';
 //
 // 1. Idempotency (docs/api-conventions.md): the key is unique per merchant and mode in the payments table,
 //    bound to a fingerprint of the parameters. Same key and parameters: the first payment (200),
-//    waiting for it if it is still being executed; other parameters: 409. Two executions racing
-//    with one key are decided by that unique index: the loser's insert fails, and it answers as
-//    the winner did.
+//    waiting for it if it is still being executed; other parameters: 409. The unique index finds a
+//    repeat, also of one racing in: the repeat's insert fails, its transaction rolls back, and it
+//    answers as the first call did. A new key so costs no read; only a call the consent's status
+//    would refuse looks for an earlier payment first.
 // 2. Reserve, in one transaction: the in-flight payment row, then, with the consent row locked,
 //    status, usage in the current calendar period and in total (successful, unconfirmed and
 //    in-flight payments count; read from the consent's counters, usage.service.ts), checkLimits,
@@ -181,12 +182,18 @@ async function reserve(
   return transact(ctx.db, async (trx) => {
     const found = await findConsentByTokenHash(trx, ownerOf(ctx), tokenHash);
     if (!found) return { kind: 'unknown-token' };
-    const earlier = await findPaymentByIdempotencyKey(trx, ownerOf(ctx), input.charge.idempotency_key);
-    if (earlier) return { kind: 'earlier', payment: earlier };
-
     const now = ctx.clock.now();
     // A consent that has ended is refused before anything is written; the locked row decides below.
-    refuseUnlessExecutable(found, now);
+    // A repeated key is found by the payments' unique index when the payment is inserted (and
+    // executeUnder answers as the first call was answered), so a new key costs no read for it; a
+    // call this refuses may still repeat an earlier one, which is then answered instead.
+    try {
+      refuseUnlessExecutable(found, now);
+    } catch (refusal) {
+      const earlier = await findPaymentByIdempotencyKey(trx, ownerOf(ctx), input.charge.idempotency_key);
+      if (earlier) return { kind: 'earlier', payment: earlier };
+      throw refusal;
+    }
     const payment = await createPaymentRow(
       trx,
       {

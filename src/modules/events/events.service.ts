@@ -50,7 +50,7 @@ export async function emitEvent<T extends EventType>(
   objectId: string,
   data: EventData[T],
   now: number,
-  options: { secrets?: SecretBox } = {},
+  options: { secrets?: SecretBox; subject?: unknown } = {},
 ): Promise<EventEnvelope<T>> {
   const envelope: EventEnvelope<T> = {
     id: newId('event'),
@@ -88,6 +88,7 @@ export async function emitEvent<T extends EventType>(
     type,
     objectId,
     hasSecret: sealedSecret !== null,
+    subject: options.subject,
   };
   for (const subscriber of eventSubscribers()) await subscriber(db, emitted);
   return envelope;

@@ -89,6 +89,34 @@ export async function updatePaymentIfStatus(
 }
 
 /**
+ * Updates the payment as updatePayment does (with `onlyIfStatus`, only while it has that status)
+ * and, in the same statement, gives it the payer account kept for its enduring consent: no read
+ * first. Null when the guard stopped the update; else the account the payment now holds, null
+ * when none is kept.
+ */
+export async function updatePaymentTakingEnduringAccount(
+  db: Db,
+  id: string,
+  changes: Partial<PaymentRow>,
+  enduringId: string,
+  onlyIfStatus: string | null,
+): Promise<{ payerAccountSealed: string | null } | null> {
+  let update = db
+    .updateTable('payments')
+    .set((eb) => ({
+      ...changes,
+      payer_account_sealed: eb
+        .selectFrom('enduring_payer_accounts')
+        .select('payer_account_sealed')
+        .where('enduring_id', '=', enduringId),
+    }))
+    .where('id', '=', id);
+  if (onlyIfStatus !== null) update = update.where('status', '=', onlyIfStatus);
+  const row = await update.returning('payer_account_sealed').executeTakeFirst();
+  return row ? { payerAccountSealed: row.payer_account_sealed } : null;
+}
+
+/**
  * Payments under recurring consents still awaiting the bank's answer (reserved, not yet recorded),
  * oldest first: through the (status, updated_at) index.
  */

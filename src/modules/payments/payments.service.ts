@@ -20,6 +20,7 @@ import {
   searchPayments,
   updatePayment,
   updatePaymentIfStatus,
+  updatePaymentTakingEnduringAccount,
   type PaymentSearch,
 } from './payments.repo.ts';
 import { isFinal, newParticulars, PCR_CODE, settledCents, type FinalStatus } from './payments.rules.ts';
@@ -172,17 +173,24 @@ async function moveStatus(
   if (payment.submission_token_sealed && (isFinal(status) || changes.bank_payment_id))
     changes.submission_token_sealed = null;
   const bankPaymentId = changes.bank_payment_id ?? payment.bank_payment_id;
-  let askTheBank = false;
-  if (status === 'successful' && bankPaymentId && !payment.payer_account_sealed) {
-    // The payer's account, for refunds. Under an enduring consent it is the account already kept
-    // for that consent, if any; otherwise it is read from the bank after the fact, never in the
-    // payment's way (docs/banks.md).
-    const enduringId = enduringIdOf(payment);
-    const kept = enduringId ? await enduringPayerAccount(trx, enduringId) : undefined;
-    if (kept) changes.payer_account_sealed = kept;
-    else askTheBank = true;
-  }
-  if (!guarded) await updatePayment(trx, payment.id, changes);
+  // The payer's account, for refunds. Under an enduring consent it is the account already kept for
+  // that consent, if any, taken by the update itself; otherwise it is read from the bank after the
+  // fact, never in the payment's way (docs/banks.md).
+  const wantsAccount = status === 'successful' && bankPaymentId !== null && !payment.payer_account_sealed;
+  const enduringId = wantsAccount ? enduringIdOf(payment) : null;
+  let askTheBank = wantsAccount && enduringId === null;
+  if (enduringId !== null) {
+    const updated = await updatePaymentTakingEnduringAccount(
+      trx,
+      payment.id,
+      changes,
+      enduringId,
+      guarded ? payment.status : null,
+    );
+    if (!updated) return null;
+    changes.payer_account_sealed = updated.payerAccountSealed;
+    askTheBank = updated.payerAccountSealed === null;
+  } else if (!guarded) await updatePayment(trx, payment.id, changes);
   else if (!(await updatePaymentIfStatus(trx, payment.id, payment.status, changes))) return null;
   if (askTheBank) {
     await enqueue(
@@ -197,6 +205,7 @@ async function moveStatus(
       now,
     );
   }
+  const moved: PaymentRow = { ...payment, ...changes };
   await emitEvent(
     trx,
     { userId: payment.user_id, mode: payment.mode },
@@ -211,8 +220,9 @@ async function moveStatus(
       updated_at: iso(now),
     },
     now,
+    { subject: moved },
   );
-  return { ...payment, ...changes };
+  return moved;
 }
 
 const ownerOf = (ctx: Ctx) => ({ userId: ctx.merchant.id, mode: ctx.mode });

@@ -190,7 +190,7 @@ const statementOf = (row: { particulars: string; code: string; reference: string
  */
 export async function issueForEvent(trx: Db, event: EmittedEvent): Promise<void> {
   if (event.type === 'payment.status_updated') {
-    const payment = await findPaymentById(trx, event.objectId);
+    const payment = (event.subject as PaymentRow | undefined) ?? (await findPaymentById(trx, event.objectId));
     if (payment?.status !== 'successful') return;
     const settings = settingsOf(await repo.findTaxSettings(trx, payment.user_id));
     if (settings) await issueReceipt(trx, payment, settings);

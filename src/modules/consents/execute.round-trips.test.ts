@@ -1,0 +1,56 @@
+// The round trips an execution costs on PostgreSQL, where each is a write to the server's socket and
+// a wait for its answer (docs/performance.md, "What a call costs on PostgreSQL"). Counted at pg's
+// client: every statement the service awaits is a round trip; a BEGIN and the writes marked
+// unawaited travel with the next one. SQLite has no round trips: skipped there.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import pg from 'pg';
+import { engine } from '../../../test/helpers.ts';
+import { authorise, consentHarness } from '../../../test/support/consents.ts';
+import { UNAWAITED } from '../../store/postgres/dialect.ts';
+
+type Statement = { text: string; awaited: boolean };
+
+/** The statements the service sends while `run` runs, each transaction of the mounted sandbox bank left out. */
+async function serviceStatements(run: () => Promise<unknown>): Promise<Statement[]> {
+  const sent: Statement[] = [];
+  const open = new WeakMap<object, Statement[]>();
+  const keep = (statements: Statement[]) => {
+    if (!statements.some((s) => s.text.includes('sandbox_'))) sent.push(...statements);
+  };
+  const proto = pg.Client.prototype as unknown as { query: (...args: any[]) => unknown };
+  const query = proto.query;
+  proto.query = function (this: object, ...args: any[]) {
+    const text: string = typeof args[0] === 'string' ? args[0] : args[0]?.text;
+    const word = text.trim().toLowerCase();
+    const statement = { text, awaited: word !== 'begin' && !text.startsWith(UNAWAITED) };
+    if (word === 'begin') open.set(this, [statement]);
+    else if (open.has(this)) {
+      open.get(this)!.push(statement);
+      if (word === 'commit' || word === 'rollback') {
+        keep(open.get(this)!);
+        open.delete(this);
+      }
+    } else keep([statement]);
+    return query.apply(this, args);
+  };
+  try {
+    await run();
+  } finally {
+    proto.query = query;
+  }
+  return sent;
+}
+
+test('an execution on PostgreSQL is ten round trips: the key, five to reserve, four to record', {
+  skip: engine !== 'postgres',
+}, async (t) => {
+  const h = await consentHarness(t);
+  const { token } = await authorise(h, { period: 'monthly', max_per_period: '1000.00 NZD' });
+  const execute = (key: string) => h.api.post('/v1/payments', { token, amount: '1.00 NZD', idempotency_key: key });
+  assert.equal((await execute('first')).status, 201);
+  const statements = await serviceStatements(async () => assert.equal((await execute('second')).status, 201));
+  const awaited = statements.filter((s) => s.awaited).map((s) => s.text.replace(/\s+/g, ' ').slice(0, 60));
+  assert.equal(awaited.length, 10, awaited.join('\n'));
+  assert.ok(statements.length > awaited.length, 'the events, counters and audit record travel unawaited');
+});
