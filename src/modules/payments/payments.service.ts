@@ -176,7 +176,7 @@ async function moveStatus(
   // The payer's account, for refunds. Under an enduring consent it is the account already kept for
   // that consent, if any, taken by the update itself; otherwise it is read from the bank after the
   // fact, never in the payment's way (docs/banks.md).
-  const wantsAccount = status === 'successful' && bankPaymentId !== null && !payment.payer_account_sealed;
+  const wantsAccount = status === 'successful' && Boolean(bankPaymentId) && !payment.payer_account_sealed;
   const enduringId = wantsAccount ? enduringIdOf(payment) : null;
   let askTheBank = wantsAccount && enduringId === null;
   if (enduringId !== null) {
@@ -187,9 +187,9 @@ async function moveStatus(
       enduringId,
       guarded ? payment.status : null,
     );
-    if (!updated) return null;
-    changes.payer_account_sealed = updated.payerAccountSealed;
-    askTheBank = updated.payerAccountSealed === null;
+    if (!updated && guarded) return null;
+    changes.payer_account_sealed = updated?.payerAccountSealed ?? null;
+    askTheBank = changes.payer_account_sealed === null;
   } else if (!guarded) await updatePayment(trx, payment.id, changes);
   else if (!(await updatePaymentIfStatus(trx, payment.id, payment.status, changes))) return null;
   if (askTheBank) {
