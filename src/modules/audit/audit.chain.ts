@@ -69,7 +69,7 @@ export function canonicalRecord(fields: ChainedFields): string {
 
 /** sha256(prev_hash + canonical record), hex. */
 export function chainHash(prevHash: string, fields: ChainedFields): string {
-  return sha256Hex(prevHash + canonicalText(fields, fields.seq));
+  return chainHashAt(prevHash, fields, fields.seq);
 }
 
 /** chainHash of `fields` numbered `seq`. */

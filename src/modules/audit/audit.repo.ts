@@ -147,7 +147,7 @@ export async function appendRecord(trx: Db, record: UnchainedRecord): Promise<vo
 
 /** The actors whose changes are indexed by actor: few records each, spread thin among the rest. */
 const PEOPLE: readonly string[] = ['member', 'payer', 'operator'];
-const PEOPLE_ONLY = sql<boolean>`actor_kind in ('member', 'payer', 'operator')`;
+const PEOPLE_ONLY = sql<boolean>`actor_kind in (${sql.join(PEOPLE.map((kind) => sql.lit(kind)))})`;
 
 export type AuditFilters = {
   actor_kind?: string;

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import { notFound } from '../../shared/errors.ts';
 import { lockForUpdate } from '../../store/db.ts';
-import { inserted, insertRow, prepared, updateById } from '../../store/prepared.ts';
+import { inserted, insertRow, prepared, updateById, type PreparedQuery } from '../../store/prepared.ts';
 import type { Database } from '../../store/tables.ts';
 import type { Mode } from '../../shared/mode.ts';
 import type { PaymentRow } from './payments.tables.ts';
@@ -88,6 +88,33 @@ export async function updatePaymentIfStatus(
   return Number((await updateById(db, 'payments', id, changes, { status })).numAffectedRows ?? 0) > 0;
 }
 
+type TakingEnduringAccount = PreparedQuery<Record<string, unknown>, { payer_account_sealed: string | null }>;
+/** The update per set of columns and guard, prepared (as updateById's are): it runs on every successful charge. */
+const takingEnduringAccountByShape = new Map<string, TakingEnduringAccount>();
+
+function takingEnduringAccountQuery(columns: readonly string[], guarded: boolean): TakingEnduringAccount {
+  const shape = `${columns.join(',')} if ${guarded}`;
+  let query = takingEnduringAccountByShape.get(shape);
+  if (!query) {
+    query = prepared((db, arg) => {
+      let update = db
+        .updateTable('payments')
+        .set((eb) => ({
+          ...Object.fromEntries(columns.map((column) => [column, arg(column)])),
+          payer_account_sealed: eb
+            .selectFrom('enduring_payer_accounts')
+            .select('payer_account_sealed')
+            .where('enduring_id', '=', arg('where enduring_id') as string),
+        }))
+        .where('id', '=', arg('where id') as string);
+      if (guarded) update = update.where('status', '=', arg('where status') as string);
+      return update.returning('payer_account_sealed');
+    });
+    takingEnduringAccountByShape.set(shape, query);
+  }
+  return query;
+}
+
 /**
  * Updates the payment as updatePayment does (with `onlyIfStatus`, only while it has that status)
  * and, in the same statement, gives it the payer account kept for its enduring consent: no read
@@ -101,18 +128,15 @@ export async function updatePaymentTakingEnduringAccount(
   enduringId: string,
   onlyIfStatus: string | null,
 ): Promise<{ payerAccountSealed: string | null } | null> {
-  let update = db
-    .updateTable('payments')
-    .set((eb) => ({
-      ...changes,
-      payer_account_sealed: eb
-        .selectFrom('enduring_payer_accounts')
-        .select('payer_account_sealed')
-        .where('enduring_id', '=', enduringId),
-    }))
-    .where('id', '=', id);
-  if (onlyIfStatus !== null) update = update.where('status', '=', onlyIfStatus);
-  const row = await update.returning('payer_account_sealed').executeTakeFirst();
+  const columns = Object.keys(changes).filter(
+    (column) => column !== 'payer_account_sealed' && (changes as Record<string, unknown>)[column] !== undefined,
+  );
+  const row = await takingEnduringAccountQuery(columns, onlyIfStatus !== null).first(db, {
+    ...changes,
+    'where id': id,
+    'where enduring_id': enduringId,
+    'where status': onlyIfStatus,
+  });
   return row ? { payerAccountSealed: row.payer_account_sealed } : null;
 }
 

@@ -178,21 +178,14 @@ async function moveStatus(
   // fact, never in the payment's way (docs/banks.md).
   const wantsAccount = status === 'successful' && Boolean(bankPaymentId) && !payment.payer_account_sealed;
   const enduringId = wantsAccount ? enduringIdOf(payment) : null;
-  let askTheBank = wantsAccount && enduringId === null;
   if (enduringId !== null) {
-    const updated = await updatePaymentTakingEnduringAccount(
-      trx,
-      payment.id,
-      changes,
-      enduringId,
-      guarded ? payment.status : null,
-    );
+    const guard = guarded ? payment.status : null;
+    const updated = await updatePaymentTakingEnduringAccount(trx, payment.id, changes, enduringId, guard);
     if (!updated && guarded) return null;
     changes.payer_account_sealed = updated?.payerAccountSealed ?? null;
-    askTheBank = changes.payer_account_sealed === null;
   } else if (!guarded) await updatePayment(trx, payment.id, changes);
   else if (!(await updatePaymentIfStatus(trx, payment.id, payment.status, changes))) return null;
-  if (askTheBank) {
+  if (wantsAccount && !changes.payer_account_sealed) {
     await enqueue(
       trx,
       {

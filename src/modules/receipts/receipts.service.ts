@@ -37,8 +37,9 @@ import type { ReceiptRow, TaxSettingsRow } from './receipts.tables.ts';
 // settings, a document is issued in the transaction that makes its payment or refund successful
 // (the manifest's onEvent hears payment.status_updated and refund.status_updated as they are
 // written), numbered by a counter moved in that transaction, and frozen: the JSON of what it shows
-// is stored, and the email and the PDF are both made from it. The payer is emailed it when the merchant turns that on, and always
-// for a subscription's charge (which had its receipt by email before receipts existed).
+// is stored, and the email and the PDF are both made from it. The payer is emailed it when the
+// merchant turns that on, and always for a subscription's charge (which had its receipt by email
+// before receipts existed).
 
 const ownerOf = (ctx: Ctx) => ({ userId: ctx.merchant.id, mode: ctx.mode });
 
