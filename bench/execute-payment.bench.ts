@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import {
+  liveWebhookEndpoint,
   load,
   recurringToken,
   warmUp,
@@ -18,23 +19,27 @@ import { serviceNodeFlags, spawnSandboxBank, spawnServer, withCpu } from './proc
  * idempotency keys, the sandbox bank over HTTP: once as its own process (`npm run sandbox-bank`, as
  * a bank is another system) and once mounted inside the service, sharing its event loop. The consent
  * is authorised through the pay test helper; the token arrives, as a merchant gets it, in the
- * recurring_payment.authorised webhook.
+ * recurring_payment.authorised webhook. A webhook endpoint is then live for every event (a receiver in
+ * its own process), so each execution's events are delivered while the load runs.
  */
 export default async function benchExecutePayment(ctx: BenchContext): Promise<BenchResult[]> {
   const [servicePort, bankPort] = [await freePort(), await freePort()];
   const bank = await spawnSandboxBank(servicePort, bankPort);
+  const receiver = await spawnServer('bench/servers/receiver.ts');
+  const receiverUrl = (receiver.info as { url: string }).url;
   try {
     // Each between two loads of bank_call_baseline; each service has stopped (and left no work
     // running) before the load after it.
     const [separate, mounted] = await ctx.bracketed('bank_call_baseline', [
-      () => measure(ctx, bank.env, bank.pid),
-      () => measure(ctx, {}),
+      () => measure(ctx, receiverUrl, bank.env, bank.pid),
+      () => measure(ctx, receiverUrl, {}),
     ]);
     return [
       resultOf('execute_payment (sandbox bank in its own process)', separate),
       resultOf('execute_payment (sandbox bank mounted in the service)', mounted),
     ];
   } finally {
+    await receiver.stop();
     await bank.stop();
   }
 }
@@ -54,7 +59,12 @@ function resultOf(name: string, bracketed: Bracketed<Measured>): BenchResult {
   };
 }
 
-async function measure(ctx: BenchContext, env: Record<string, string>, bankPid?: number): Promise<Measured> {
+async function measure(
+  ctx: BenchContext,
+  receiverUrl: string,
+  env: Record<string, string>,
+  bankPid?: number,
+): Promise<Measured> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-bench-execute-'));
   const service = await spawnServer(
     'bench/servers/service.ts',
@@ -66,6 +76,7 @@ async function measure(ctx: BenchContext, env: Record<string, string>, bankPid?:
     const { url, testKey, bankAccountId } = service.info as { url: string; testKey: string; bankAccountId: string };
     const headers = { authorization: `Bearer ${testKey}`, 'content-type': 'application/json' };
     const { token } = await recurringToken(url, testKey, bankAccountId);
+    await liveWebhookEndpoint(url, testKey, receiverUrl);
 
     let counter = 0;
     const run = `${process.pid}-${Date.now()}`;

@@ -236,6 +236,20 @@ export async function recurringToken(
   }
 }
 
+/**
+ * Subscribes a webhook endpoint at `receiverUrl` (bench/servers/receiver.ts, in its own process) to
+ * every event of the key's merchant and mode: the service as merchants run it, each event fanned out
+ * to a delivery that is sent while the load runs.
+ */
+export async function liveWebhookEndpoint(url: string, testKey: string, receiverUrl: string): Promise<void> {
+  const response = await fetch(`${url}/v1/webhooks`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${testKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ url: `${receiverUrl}/hook` }),
+  });
+  if (!response.ok) throw new Error(`/v1/webhooks: ${response.status} ${await response.text()}`);
+}
+
 /** Subscriptions share consents in groups, so setting up the scheduler benches does not dominate them. */
 const PER_CONSENT = Number(process.env.BENCH_PER_CONSENT ?? 100);
 const CREATE_BATCH = 1000;

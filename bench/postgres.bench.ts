@@ -20,6 +20,7 @@ import {
   countCharges,
   countQueuedMail,
   countSuccessfulCharges,
+  liveWebhookEndpoint,
   load,
   recurringToken,
   setUpDueSubscriptions,
@@ -230,7 +231,12 @@ async function pgBaselines(ctx: BenchContext): Promise<{ rps: PgBaselines; resul
 }
 
 /** create_request and get_request on `processes` processes. */
-async function requests(ctx: BenchContext, processes: number, base: PgBaselines): Promise<BenchResult[]> {
+async function requests(
+  ctx: BenchContext,
+  processes: number,
+  base: PgBaselines,
+  receiverUrl: string,
+): Promise<BenchResult[]> {
   const suffix = processes > 1 ? `_x${processes}` : '';
   const schema = await freshSchema();
   const service = await startService(schema, processes).catch(async (error) => {
@@ -239,6 +245,7 @@ async function requests(ctx: BenchContext, processes: number, base: PgBaselines)
   });
   try {
     const { testKey, bankAccountId } = await merchantOn(schema.db);
+    await liveWebhookEndpoint(service.url, testKey, receiverUrl);
     const headers = { authorization: `Bearer ${testKey}`, 'content-type': 'application/json' };
     const body = JSON.stringify({
       bank_account_id: bankAccountId,
@@ -367,7 +374,12 @@ function cpuShares(perPid: number[], service: number, bank: number) {
 }
 
 /** execute_payment on PostgreSQL: EXECUTE_CONSENTS consents in turn, the sandbox bank in its own process, on `processes` processes. */
-async function executePayment(ctx: BenchContext, processes: number, base: PgBaselines): Promise<BenchResult> {
+async function executePayment(
+  ctx: BenchContext,
+  processes: number,
+  base: PgBaselines,
+  receiverUrl: string,
+): Promise<BenchResult> {
   const [servicePort, bankPort] = [await freePort(), await freePort()];
   const bank = await spawnSandboxBank(servicePort, bankPort);
   const schema = await freshSchema();
@@ -378,6 +390,7 @@ async function executePayment(ctx: BenchContext, processes: number, base: PgBase
     const tokens: string[] = [];
     for (let i = 0; i < EXECUTE_CONSENTS; i += 1)
       tokens.push((await recurringToken(service.url, testKey, bankAccountId, `bench-payer-${i}@example.com`)).token);
+    await liveWebhookEndpoint(service.url, testKey, receiverUrl);
     await analyze(schema.db);
     const executeOptions = executionLoad(
       service.url,
@@ -508,13 +521,23 @@ export default async function benchPostgres(ctx: BenchContext): Promise<BenchRes
         return measured.results;
       },
     );
-  if (groups.includes('create')) {
-    await attempt(['create_request_postgres', 'get_request_postgres'], () => requests(ctx, 1, base));
-    await attempt(['create_request_postgres_x2', 'get_request_postgres_x2'], () => requests(ctx, 2, base));
-  }
-  if (groups.includes('execute')) {
-    await attempt(['execute_payment_postgres'], async () => [await executePayment(ctx, 1, base)]);
-    await attempt(['execute_payment_postgres_x2'], async () => [await executePayment(ctx, 2, base)]);
+  // Every figure but the baselines runs as merchants run the service: a webhook endpoint live at a
+  // receiver in its own process, so every event is delivered while the load runs.
+  const receiver = await spawnServer('bench/servers/receiver.ts');
+  const receiverUrl = (receiver.info as { url: string }).url;
+  try {
+    if (groups.includes('create')) {
+      await attempt(['create_request_postgres', 'get_request_postgres'], () => requests(ctx, 1, base, receiverUrl));
+      await attempt(['create_request_postgres_x2', 'get_request_postgres_x2'], () =>
+        requests(ctx, 2, base, receiverUrl),
+      );
+    }
+    if (groups.includes('execute')) {
+      await attempt(['execute_payment_postgres'], async () => [await executePayment(ctx, 1, base, receiverUrl)]);
+      await attempt(['execute_payment_postgres_x2'], async () => [await executePayment(ctx, 2, base, receiverUrl)]);
+    }
+  } finally {
+    await receiver.stop();
   }
   if (groups.includes('subscriptions'))
     await attempt(['subscription_charges_postgres_x2'], async () => [await subscriptionCharges()]);

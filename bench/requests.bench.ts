@@ -1,4 +1,12 @@
-import { load, warmUp, WARM_UP_SEC, type BenchContext, type BenchResult, type LoadOptions } from './lib.ts';
+import {
+  liveWebhookEndpoint,
+  load,
+  warmUp,
+  WARM_UP_SEC,
+  type BenchContext,
+  type BenchResult,
+  type LoadOptions,
+} from './lib.ts';
 import { serviceNodeFlags, spawnServer, sampleRss, untilIdle, withCpu, type SpawnedServer } from './process.ts';
 
 type Tail = {
@@ -15,11 +23,17 @@ async function tailOf<T>(service: SpawnedServer, run: () => Promise<T>): Promise
   return { ...(JSON.parse(await service.nextLine()) as Tail), result };
 }
 
-/** create_request (single, fixed amount, QR) at 50 connections, then and in the first seconds after start; get_request; RSS under the create loads. */
+/**
+ * create_request (single, fixed amount, QR) at 50 connections, then and in the first seconds after
+ * start; get_request; RSS under the create loads. A webhook endpoint is live (a receiver in its own
+ * process), so every request.created is delivered while the load runs.
+ */
 export default async function benchRequests(ctx: BenchContext): Promise<BenchResult[]> {
+  const receiver = await spawnServer('bench/servers/receiver.ts');
   const service = await spawnServer('bench/servers/service.ts', {}, undefined, serviceNodeFlags());
   try {
     const { url, testKey, bankAccountId } = service.info as { url: string; testKey: string; bankAccountId: string };
+    await liveWebhookEndpoint(url, testKey, (receiver.info as { url: string }).url);
     const headers = { authorization: `Bearer ${testKey}`, 'content-type': 'application/json' };
     const body = JSON.stringify({
       bank_account_id: bankAccountId,
@@ -84,5 +98,6 @@ export default async function benchRequests(ctx: BenchContext): Promise<BenchRes
     ];
   } finally {
     await service.stop();
+    await receiver.stop();
   }
 }
