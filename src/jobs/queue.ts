@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Logger } from 'pino';
 import { newId } from '../shared/ids.ts';
 import type { Database } from '../store/tables.ts';
@@ -200,6 +200,40 @@ export async function enqueue<K extends JobKindName>(
   } else {
     await insertLater(db, 'jobs', row, job.dedupeKey ? 'dedupe_key' : undefined);
   }
+}
+
+/**
+ * PostgreSQL: the end of one statement that queues a job of `kind` for each row of the statement's
+ * WITH query `rows`, in the caller's transaction (a job for each webhook delivery an event made, in
+ * the statement that made them). `id` (idInSql) and `payload` are SQL over the row's columns; `now`
+ * and `runAt` the statement's arguments. With `wake` (what queuingPerRow returned), the insert also
+ * tells other processes, as enqueue's does.
+ */
+export function jobsPerRowSql(
+  rows: string,
+  job: { kind: JobKindName; batched: boolean; id: RawBuilder<string>; payload: RawBuilder<string> },
+  args: { runAt: unknown; now: unknown; wake?: unknown },
+): RawBuilder<unknown> {
+  const lane = job.batched ? job.kind : null;
+  const insert = sql`insert into jobs (id, kind, run_at, clock_id, payload, lane, dedupe_key, locked_by, locked_until, last_error, failed_at, created_at)
+    select ${job.id}, ${job.kind}, ${args.runAt}, null, ${job.payload}, ${lane}, null, null, null, null, null, ${args.now}
+    from ${sql.table(rows)}`;
+  return args.wake === undefined ? insert : sql`${insert} returning ${notifySql(JOBS_CHANNEL, args.wake)}`;
+}
+
+/**
+ * In the caller's transaction, before a statement made with jobsPerRowSql: this process's runners
+ * of the lane claim after the commit, and the payload of the notification for other processes is
+ * returned when they must be told (as enqueue decides), else null.
+ */
+export function queuingPerRow(
+  db: Kysely<Database>,
+  job: { kind: JobKindName; batched: boolean; runAt: number },
+  now: number,
+): string | null {
+  const lane = job.batched ? job.kind : null;
+  const tell = job.runAt <= now + 50 && afterCommit(db, wakerOfLane(lane)) && !canStartHere(lane);
+  return tell ? `${PROCESS_ID} ${lane ?? ''}` : null;
 }
 
 /**

@@ -54,6 +54,15 @@ export function newId(kind: IdKind): string {
 }
 
 /**
+ * What a statement needs to make ids of `kind` in SQL, one a row (idInSql, src/store/db.ts): the
+ * prefix with the time part of an id made at `time`, and 80 random bits that keep the rest of each
+ * id unguessable.
+ */
+export function idSeed(kind: IdKind, time: number): { head: string; salt: string } {
+  return { head: idPrefixAt(kind, time), salt: ulid().slice(10) };
+}
+
+/**
  * Every id of this kind made before `time` sorts below this string, and every id made at or after
  * it above: an id's first characters after its prefix are the millisecond it was made in.
  */

@@ -36,6 +36,14 @@ export function inJsonArray(db: Kysely<any>, column: string, valuesJson: string)
 }
 
 /**
+ * An id made in SQL, one a row of a statement (PostgreSQL): idSeed's `head` (the prefix and the
+ * time), then 16 characters of md5(salt, distinct), with `distinct` different on every row.
+ */
+export function idInSql(head: unknown, salt: unknown, distinct: RawBuilder<unknown>): RawBuilder<string> {
+  return sql<string>`cast(${head} as text) || upper(left(md5(cast(${salt} as text) || ${distinct}), 16))`;
+}
+
+/**
  * Locks the rows `query` selects until the transaction ends, without reading them out
  * (PostgreSQL: FOR UPDATE in a count). Nothing on SQLite, whose writers take turns already.
  */

@@ -1,8 +1,8 @@
-import type { Kysely, Selectable } from 'kysely';
-import { idPrefixAt, newId } from '../../shared/ids.ts';
-import { enqueue } from '../../jobs/queue.ts';
+import { sql, type Kysely, type Selectable } from 'kysely';
+import { idPrefixAt, idSeed, newId } from '../../shared/ids.ts';
+import { enqueue, jobsPerRowSql, queuingPerRow } from '../../jobs/queue.ts';
 import { insertLater, prepared, updateById } from '../../store/prepared.ts';
-import { holdRows, inJsonArray, lockForUpdate } from '../../store/db.ts';
+import { holdRows, idInSql, inJsonArray, lockForUpdate } from '../../store/db.ts';
 import type { IdsQuery } from '../../store/owned-rows.ts';
 import type { Database } from '../../store/tables.ts';
 import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEndpointsTable } from './webhooks.tables.ts';
@@ -52,6 +52,74 @@ export async function queueDelivery(
   const payload: DeliveryJobPayload = { delivery_id: row.id, endpoint_id: target.endpointId };
   await enqueue(db, { kind: WEBHOOK_DELIVERY_JOB, runAt: realNow, clockId: null, payload, batched: true }, realNow);
   return row;
+}
+
+type EventToFanOut = { id: string; userId: string; mode: Mode; type: string; hasSecret?: boolean };
+
+type FanOutArgs = {
+  eventId: string;
+  userId: string;
+  mode: Mode;
+  type: string;
+  withSecret: number;
+  now: number;
+  deliveryHead: string;
+  deliverySalt: string;
+  jobHead: string;
+  jobSalt: string;
+  wake?: string;
+};
+
+/**
+ * PostgreSQL: queueDelivery for every live endpoint of the event's merchant and mode that takes its
+ * type, in one statement: the endpoints are read, and their deliveries and jobs written, by the
+ * database, so an event's fan-out costs neither a round trip nor a statement a row.
+ */
+const fanOutQuery = (tell: boolean) =>
+  prepared<FanOutArgs>((db, arg) => {
+    const statement = sql`with deliveries as (
+        insert into webhook_deliveries (id, event_id, endpoint_id, user_id, mode, status, attempts, next_attempt_at, with_secret, created_at)
+        select ${idInSql(arg('deliveryHead'), arg('deliverySalt'), sql`w.id`)}, ${arg('eventId')}, w.id, w.user_id, w.mode,
+          'pending', 0, ${arg('now')}, ${arg('withSecret')}, ${arg('now')}
+        from webhook_endpoints w
+        where w.user_id = ${arg('userId')} and w.mode = ${arg('mode')} and w.deleted_at is null and w.disabled_at is null
+          and (w.events is null or cast(w.events as jsonb) @> jsonb_build_array(cast(${arg('type')} as text)))
+        returning id, endpoint_id
+      )
+      ${jobsPerRowSql(
+        'deliveries',
+        {
+          kind: WEBHOOK_DELIVERY_JOB,
+          batched: true,
+          id: idInSql(arg('jobHead'), arg('jobSalt'), sql`deliveries.id`),
+          payload: sql<string>`json_build_object('delivery_id', deliveries.id, 'endpoint_id', deliveries.endpoint_id)::text`,
+        },
+        { runAt: arg('now'), now: arg('now'), wake: tell ? arg('wake') : undefined },
+      )}`;
+    return { compile: () => statement.compile(db) };
+  });
+const fanOutSilently = fanOutQuery(false);
+const fanOutAndTell = fanOutQuery(true);
+
+/** queueDelivery for each of the event's endpoints that takes it, in one unawaited statement (PostgreSQL). */
+export async function queueDeliveriesOfEvent(db: Db, event: EventToFanOut, realNow: number): Promise<void> {
+  const wake = queuingPerRow(db, { kind: WEBHOOK_DELIVERY_JOB, batched: true, runAt: realNow }, realNow);
+  const deliveryIds = idSeed('delivery', realNow);
+  const jobIds = idSeed('job', realNow);
+  const args: FanOutArgs = {
+    eventId: event.id,
+    userId: event.userId,
+    mode: event.mode,
+    type: event.type,
+    withSecret: event.hasSecret ? 1 : 0,
+    now: realNow,
+    deliveryHead: deliveryIds.head,
+    deliverySalt: deliveryIds.salt,
+    jobHead: jobIds.head,
+    jobSalt: jobIds.salt,
+  };
+  if (wake === null) await fanOutSilently.later(db, args);
+  else await fanOutAndTell.later(db, { ...args, wake });
 }
 
 export async function deliveriesOfEvent(db: Db, eventId: string): Promise<DeliveryRow[]> {
