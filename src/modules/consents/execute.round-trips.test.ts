@@ -5,43 +5,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { sql } from 'kysely';
-import pg from 'pg';
 import { engine } from '../../../test/helpers.ts';
 import { authorise, consentHarness } from '../../../test/support/consents.ts';
-import { UNAWAITED } from '../../store/postgres/dialect.ts';
-
-type Statement = { text: string; awaited: boolean };
-
-/** The statements the service sends while `run` runs, each transaction of the mounted sandbox bank left out. */
-async function serviceStatements(run: () => Promise<unknown>): Promise<Statement[]> {
-  const sent: Statement[] = [];
-  const open = new WeakMap<object, Statement[]>();
-  const keep = (statements: Statement[]) => {
-    if (!statements.some((s) => s.text.includes('sandbox_'))) sent.push(...statements);
-  };
-  const proto = pg.Client.prototype as unknown as { query: (...args: any[]) => unknown };
-  const query = proto.query;
-  proto.query = function (this: object, ...args: any[]) {
-    const text: string = typeof args[0] === 'string' ? args[0] : args[0]?.text;
-    const word = text.trim().toLowerCase();
-    const statement = { text, awaited: word !== 'begin' && !text.startsWith(UNAWAITED) };
-    if (word === 'begin') open.set(this, [statement]);
-    else if (open.has(this)) {
-      open.get(this)!.push(statement);
-      if (word === 'commit' || word === 'rollback') {
-        keep(open.get(this)!);
-        open.delete(this);
-      }
-    } else keep([statement]);
-    return query.apply(this, args);
-  };
-  try {
-    await run();
-  } finally {
-    proto.query = query;
-  }
-  return sent;
-}
+import { serviceStatements } from '../../../test/support/round-trips.ts';
 
 test('an execution on PostgreSQL is eight round trips: the key, four to reserve, three to record', {
   skip: engine !== 'postgres',

@@ -1,0 +1,59 @@
+// The round trips a create costs on PostgreSQL (docs/performance.md, "What a call costs on
+// PostgreSQL"): the key, the bank account, then the whole transaction in one write with its COMMIT,
+// the event's fan-out to the merchant's webhook endpoints included. SQLite has no round trips:
+// skipped there.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { apiClient, buildTestApp, createTestMerchant, engine } from '../../../test/helpers.ts';
+import { serviceStatements } from '../../../test/support/round-trips.ts';
+
+test('a create on PostgreSQL is three round trips, its event delivered to each endpoint that takes it', {
+  skip: engine !== 'postgres',
+}, async (t) => {
+  const app = await buildTestApp(t);
+  const merchant = await createTestMerchant(app);
+  const api = apiClient(app, merchant.testKey);
+  const all = await api.post('/v1/webhooks', { url: 'https://hooks.example.com/all' });
+  const paymentsOnly = await api.post('/v1/webhooks', {
+    url: 'https://hooks.example.com/payments',
+    events: ['payment.created', 'payment.status_updated'],
+  });
+  const created = await api.post('/v1/webhooks', {
+    url: 'https://hooks.example.com/created',
+    events: ['request.created'],
+  });
+  for (const hook of [all, paymentsOnly, created]) assert.equal(hook.status, 201, hook.text);
+  const body = { bank_account_id: merchant.bankAccountId, amount: '12.50 NZD', message: 'Coffee', reference: 'R-1' };
+  assert.equal((await api.post('/v1/requests', body)).status, 201);
+
+  let requestId = '';
+  const statements = await serviceStatements(async () => {
+    const second = await api.post('/v1/requests', body);
+    assert.equal(second.status, 201, second.text);
+    requestId = second.body.request.id;
+  });
+  const awaited = statements.filter((s) => s.awaited).map((s) => s.text.replace(/\s+/g, ' ').slice(0, 60));
+  assert.equal(awaited.length, 3, awaited.join('\n'));
+  assert.match(awaited[2]!, /^commit/i);
+
+  const db = app.deps.db;
+  const event = await db
+    .selectFrom('events')
+    .select('id')
+    .where('object_id', '=', requestId)
+    .where('type', '=', 'request.created')
+    .executeTakeFirstOrThrow();
+  const deliveries = await db
+    .selectFrom('webhook_deliveries')
+    .select(['id', 'endpoint_id', 'status', 'with_secret'])
+    .where('event_id', '=', event.id)
+    .execute();
+  assert.deepEqual(deliveries.map((d) => d.endpoint_id).sort(), [all.body.webhook.id, created.body.webhook.id].sort());
+  assert.equal(new Set(deliveries.map((d) => d.id)).size, 2, 'each delivery an id of its own');
+  for (const delivery of deliveries) {
+    assert.equal(delivery.status, 'pending');
+    assert.equal(delivery.with_secret, 0);
+    const jobs = await db.selectFrom('jobs').select('payload').where('kind', '=', 'webhook.deliver').execute();
+    assert.equal(jobs.filter((job) => JSON.parse(job.payload).delivery_id === delivery.id).length, 1);
+  }
+});

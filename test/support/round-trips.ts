@@ -1,0 +1,39 @@
+// The statements the service sends to PostgreSQL while a call runs, and which of them it waits for:
+// each awaited one is a write to the server's socket and a round trip; a BEGIN and the statements
+// marked unawaited travel with the next awaited one (docs/performance.md, "What a call costs on
+// PostgreSQL").
+import pg from 'pg';
+import { UNAWAITED } from '../../src/store/postgres/dialect.ts';
+
+export type Statement = { text: string; awaited: boolean };
+
+/** The statements the service sends while `run` runs, each transaction of the mounted sandbox bank left out. */
+export async function serviceStatements(run: () => Promise<unknown>): Promise<Statement[]> {
+  const sent: Statement[] = [];
+  const open = new WeakMap<object, Statement[]>();
+  const keep = (statements: Statement[]) => {
+    if (!statements.some((s) => s.text.includes('sandbox_'))) sent.push(...statements);
+  };
+  const proto = pg.Client.prototype as unknown as { query: (...args: any[]) => unknown };
+  const query = proto.query;
+  proto.query = function (this: object, ...args: any[]) {
+    const text: string = typeof args[0] === 'string' ? args[0] : args[0]?.text;
+    const word = text.trim().toLowerCase();
+    const statement = { text, awaited: word !== 'begin' && !text.startsWith(UNAWAITED) };
+    if (word === 'begin') open.set(this, [statement]);
+    else if (open.has(this)) {
+      open.get(this)!.push(statement);
+      if (word === 'commit' || word === 'rollback') {
+        keep(open.get(this)!);
+        open.delete(this);
+      }
+    } else keep([statement]);
+    return query.apply(this, args);
+  };
+  try {
+    await run();
+  } finally {
+    proto.query = query;
+  }
+  return sent;
+}
