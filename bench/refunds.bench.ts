@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { load, warmUp, type BenchContext, type BenchResult, type LoadOptions } from './lib.ts';
+import { liveWebhookEndpoint, load, warmUp, type BenchContext, type BenchResult, type LoadOptions } from './lib.ts';
 import { serviceNodeFlags, spawnServer, withCpu } from './process.ts';
 
 /**
@@ -49,7 +49,7 @@ async function measure(ctx: BenchContext, receiverUrl: string) {
       if (!response.ok) throw new Error(`${pathname}: ${response.status} ${JSON.stringify(json)}`);
       return json;
     };
-    await post('/v1/webhooks', { url: `${receiverUrl}/hook` });
+    await liveWebhookEndpoint(url, testKey, receiverUrl);
     const payments: string[] = [];
     for (let i = 0; i < 20; i += 1) {
       const { request } = await post('/v1/requests', {

@@ -191,12 +191,10 @@ export async function enqueue<K extends JobKindName>(
     failed_at: null,
     created_at: now,
   };
-  // Other processes are told once per lane and transaction, with its first job due now.
-  const tell =
-    job.runAt <= now + 50 && afterCommit(db, wakerOfLane(lane)) && engineOf(db) === 'postgres' && !canStartHere(lane);
-  if (tell) {
+  const wake = wakeAfterCommit(db, lane, job.runAt, now);
+  if (wake !== null) {
     const query = job.dedupeKey ? queueOnceAndTellQuery : queueAndTellQuery;
-    await query.later(db, { ...row, wake: `${PROCESS_ID} ${lane ?? ''}` });
+    await query.later(db, { ...row, wake });
   } else {
     await insertLater(db, 'jobs', row, job.dedupeKey ? 'dedupe_key' : undefined);
   }
@@ -231,8 +229,18 @@ export function queuingPerRow(
   job: { kind: JobKindName; batched: boolean; runAt: number },
   now: number,
 ): string | null {
-  const lane = job.batched ? job.kind : null;
-  const tell = job.runAt <= now + 50 && afterCommit(db, wakerOfLane(lane)) && !canStartHere(lane);
+  return wakeAfterCommit(db, job.batched ? job.kind : null, job.runAt, now);
+}
+
+/**
+ * For a job of `lane` queued in the caller's transaction: this process's runners of the lane claim
+ * after the commit when it is due now. Returns the payload of the notification that tells other
+ * processes, or null: they are told once per lane and transaction, with its first job due now, on
+ * PostgreSQL, when no runner here has room for it.
+ */
+function wakeAfterCommit(db: Kysely<Database>, lane: string | null, runAt: number, now: number): string | null {
+  const tell =
+    runAt <= now + 50 && afterCommit(db, wakerOfLane(lane)) && engineOf(db) === 'postgres' && !canStartHere(lane);
   return tell ? `${PROCESS_ID} ${lane ?? ''}` : null;
 }
 

@@ -239,6 +239,25 @@ export async function updateById<T extends TableWithId>(
   return execute<never>(db, bind(plan, args));
 }
 
+const queriesOfShape = new Map<string, PreparedQuery<any, any>>();
+
+/**
+ * A prepared query per shape (`shape` names what `build` makes of it: a table, a set of columns, a
+ * guard), built the first time that shape is asked for: for a statement whose columns vary from
+ * call to call, as insertRow's and updateById's do.
+ */
+export function preparedOfShape<Args extends Record<string, unknown>, Row = unknown>(
+  shape: string,
+  build: (db: Db, arg: Arg<Args>) => Compilable<Row>,
+): PreparedQuery<Args, Row> {
+  let query = queriesOfShape.get(shape);
+  if (!query) {
+    query = prepared(build);
+    queriesOfShape.set(shape, query);
+  }
+  return query;
+}
+
 /** Whether an insert with `ignoreConflictOn` wrote its row. */
 export function inserted(result: QueryResult<unknown>): boolean {
   return Number(result.numAffectedRows ?? 0) > 0;

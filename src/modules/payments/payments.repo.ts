@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import { notFound } from '../../shared/errors.ts';
 import { lockForUpdate } from '../../store/db.ts';
-import { inserted, insertRow, prepared, updateById, type PreparedQuery } from '../../store/prepared.ts';
+import { inserted, insertRow, prepared, preparedOfShape, updateById } from '../../store/prepared.ts';
 import type { Database } from '../../store/tables.ts';
 import type { Mode } from '../../shared/mode.ts';
 import type { PaymentRow } from './payments.tables.ts';
@@ -88,15 +88,11 @@ export async function updatePaymentIfStatus(
   return Number((await updateById(db, 'payments', id, changes, { status })).numAffectedRows ?? 0) > 0;
 }
 
-type TakingEnduringAccount = PreparedQuery<Record<string, unknown>, { payer_account_sealed: string | null }>;
 /** The update per set of columns and guard, prepared (as updateById's are): it runs on every successful charge. */
-const takingEnduringAccountByShape = new Map<string, TakingEnduringAccount>();
-
-function takingEnduringAccountQuery(columns: readonly string[], guarded: boolean): TakingEnduringAccount {
-  const shape = `${columns.join(',')} if ${guarded}`;
-  let query = takingEnduringAccountByShape.get(shape);
-  if (!query) {
-    query = prepared((db, arg) => {
+function takingEnduringAccountQuery(columns: readonly string[], guarded: boolean) {
+  return preparedOfShape<Record<string, unknown>, { payer_account_sealed: string | null }>(
+    `payments: update ${columns.join(',')} taking the enduring account if ${guarded}`,
+    (db, arg) => {
       let update = db
         .updateTable('payments')
         .set((eb) => ({
@@ -109,10 +105,8 @@ function takingEnduringAccountQuery(columns: readonly string[], guarded: boolean
         .where('id', '=', arg('where id') as string);
       if (guarded) update = update.where('status', '=', arg('where status') as string);
       return update.returning('payer_account_sealed');
-    });
-    takingEnduringAccountByShape.set(shape, query);
-  }
-  return query;
+    },
+  );
 }
 
 /**
