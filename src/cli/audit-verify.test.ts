@@ -52,7 +52,7 @@ test('audit verify: counts every chain, and names the record altered, removed or
 
   const db = openStoreDb(store);
   t.after(() => db.destroy());
-  const rows = await db.selectFrom('audit_events').selectAll().orderBy('seq').execute();
+  const rows = await db.selectFrom('audit_events').selectAll().orderBy('seq').execute(); // the CLI's verify chained them
   // the CLI's changes are the operator's
   assert.deepEqual(
     rows.slice(0, 4).map((row) => [row.action, row.actor_kind, row.actor_id]),

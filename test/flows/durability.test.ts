@@ -36,6 +36,14 @@ test('SIGKILL right after a 201 loses nothing: the request and its event are the
   });
   assert.equal(got.status, 200);
   assert.deepEqual(await got.json(), { request });
+  // and its audit record, chained (on PostgreSQL the killed process may not have chained it yet)
+  const trail = await fetch(`${second.baseUrl}/v1/audit-events?object_id=${request.id}`, {
+    headers: { authorization: headers.authorization },
+  });
+  assert.deepEqual(
+    ((await trail.json()) as { audit_events: Array<{ action: string }> }).audit_events.map((r) => r.action),
+    ['request.create'],
+  );
   assert.equal(await stop(second), 0, 'SIGTERM stops cleanly');
 
   const db = openStoreDb(store);

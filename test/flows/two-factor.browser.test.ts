@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { accessibilityProblems, browserSkipReason, newBrowserPage } from '../support/chromium.ts';
 import { TOTP } from 'otpauth';
 import { dashWorld, PASSWORD } from '../dashboard.ts';
+import { chainCommitted } from '../../src/modules/audit/audit.service.ts';
 
 const codeAt = (secret: string, timestamp: number) =>
   new TOTP({ secret, algorithm: 'SHA1', digits: 6, period: 30 }).generate({ timestamp });
@@ -124,6 +125,7 @@ test('add a passkey on the account page, log out, and give the second step with 
 
   const used = await world.app.deps.db.selectFrom('two_factor_passkeys').selectAll().executeTakeFirstOrThrow();
   assert.ok(used.last_used_at !== null, 'the sign-in is recorded on the passkey');
+  await chainCommitted(world.app.deps.db);
   const actions = (
     await world.app.deps.db.selectFrom('audit_events').select('action').where('user_id', '=', kowhai.userId).execute()
   ).map((row) => row.action);

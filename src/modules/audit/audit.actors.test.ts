@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Browser, payerWorld, signIn } from '../../../test/payer.ts';
+import { chainCommitted } from './audit.service.ts';
 
 // Who the audit trail names where no API key acted: the payer on the payer dashboard (by email,
 // with the browser's address and the request id), and the service's own charge job.
@@ -24,6 +25,7 @@ test('a payer cancelling and revoking in the payer dashboard is recorded as the 
   });
   assert.equal(revoked.status, 303);
 
+  await chainCommitted(db);
   const byPayer = await db
     .selectFrom('audit_events')
     .selectAll()
@@ -47,6 +49,7 @@ test('a payer cancelling and revoking in the payer dashboard is recorded as the 
   const until = Date.now() + 15_000;
   let charges: Array<{ actor_id: string; summary: string }> = [];
   while (Date.now() < until) {
+    await chainCommitted(db);
     charges = await db
       .selectFrom('audit_events')
       .select(['actor_id', 'summary'])

@@ -5,6 +5,7 @@ import { checkoutWorld, createRequest, returnToService, submitPage } from '../..
 import { authoriseAtBank } from '../test-helpers/pay.bank-driver.ts';
 import { tokenOf } from '../../../test/support/consents.ts';
 import { verifyChains } from './audit.service.ts';
+import { chainCommitted } from './audit.service.ts';
 
 // Every API operation that changes something leaves exactly one audit record: its action, the
 // object it acted on, the key that called (actor api_key, the key's id) and the call's request id.
@@ -40,6 +41,7 @@ test('every mutating API operation is recorded once, with its action, object, ke
     const reply = await call();
     assert.ok(reply.status >= 200 && reply.status < 300, `${operationId}: ${reply.status} ${reply.text}`);
     const requestId = String(reply.headers['x-request-id']);
+    await chainCommitted(db);
     const records = await db.selectFrom('audit_events').selectAll().where('request_id', '=', requestId).execute();
     assert.equal(records.length, 1, `${operationId} (${mutating.get(operationId)}) leaves one audit record`);
     const [record] = records;
@@ -335,8 +337,9 @@ test('every mutating API operation is recorded once, with its action, object, ke
 test('a change refused (4xx) or rolled back leaves no audit record', async (t) => {
   const world = await checkoutWorld(t);
   const { api, app, merchant } = world;
-  const count = async () =>
-    Number(
+  const count = async () => {
+    await chainCommitted(app.deps.db);
+    return Number(
       (
         await app.deps.db
           .selectFrom('audit_events')
@@ -345,6 +348,7 @@ test('a change refused (4xx) or rolled back leaves no audit record', async (t) =
           .executeTakeFirstOrThrow()
       ).n,
     );
+  };
   const before = await count();
   const refusals = [
     await api.post('/v1/requests', { bank_account_id: merchant.bankAccountId, amount: 'lots', message: 'x' }),

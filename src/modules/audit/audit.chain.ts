@@ -27,19 +27,6 @@ export type ChainedFields = {
 
 export type ChainedRecord = ChainedFields & { prev_hash: string; hash: string };
 
-const SEQ_SLOT = ',"seq":0,';
-
-/**
- * The canonical form split around the seq's digits: `before + seq + after`. PostgreSQL numbers a
- * record as it writes it (src/modules/audit/audit.repo.ts), so the text it hashes is built there
- * from these two parts. Every string value is JSON-escaped, so `,"seq":` appears once, at the top.
- */
-export function canonicalParts(fields: Omit<ChainedFields, 'seq'>): { before: string; after: string } {
-  const text = canonicalText(fields, 0);
-  const at = text.indexOf(SEQ_SLOT);
-  return { before: text.slice(0, at + SEQ_SLOT.length - 2), after: text.slice(at + SEQ_SLOT.length - 1) };
-}
-
 /** The canonical text of `fields` numbered `seq` (taken apart, so a record need not be copied to be numbered). */
 function canonicalText(fields: Omit<ChainedFields, 'seq'>, seq: number): string {
   // The keys in sorted order, so JSON.stringify (which keeps insertion order) gives the sorted-key

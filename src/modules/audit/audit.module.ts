@@ -1,4 +1,6 @@
 import type { ModuleManifest } from '../manifest.ts';
+import { engineOf } from '../../store/db.ts';
+import { AuditChainer } from './audit.chainer.ts';
 import { registerAuditRoutes } from './audit.routes.ts';
 
 /**
@@ -8,4 +10,6 @@ import { registerAuditRoutes } from './audit.routes.ts';
 export const auditModule: ModuleManifest = {
   name: 'audit',
   routes: (app, deps) => registerAuditRoutes(app, deps),
+  runners: (deps) =>
+    engineOf(deps.db) === 'postgres' ? [new AuditChainer(deps.db, deps.log.child({ component: 'audit' }))] : [],
 };

@@ -1,11 +1,11 @@
-import { sql, type Kysely, type Selectable } from 'kysely';
+import { sql, type Insertable, type Kysely, type Selectable } from 'kysely';
 import type { Database } from '../../store/tables.ts';
 import { engineOf } from '../../store/db.ts';
-import { insertRow, prepared } from '../../store/prepared.ts';
-import { storeOfOrNull, type BatchAppender } from '../../store/store.ts';
+import { insertLater, insertRow, prepared } from '../../store/prepared.ts';
+import { storeOf, storeOfOrNull, type BatchAppender } from '../../store/store.ts';
 import type { Mode } from '../../shared/mode.ts';
-import { canonicalParts, chainHash, chainHashAt, GENESIS_HASH, type ChainedFields } from './audit.chain.ts';
-import type { AuditEventsTable, AuditHeadsTable } from './audit.tables.ts';
+import { chainHash, chainHashAt, GENESIS_HASH, type ChainedFields } from './audit.chain.ts';
+import type { AuditEventsTable, AuditHeadsTable, AuditPendingTable } from './audit.tables.ts';
 
 export type AuditRow = Selectable<AuditEventsTable>;
 export type AuditHeadRow = Selectable<AuditHeadsTable>;
@@ -13,32 +13,6 @@ type Db = Kysely<Database>;
 
 /** A record as the caller gives it; the chain (seq, prev_hash, hash) is added where it is written. */
 export type UnchainedRecord = Omit<ChainedFields, 'seq'>;
-
-// PostgreSQL: one statement, not awaited (PreparedQuery.later), so it leaves with the COMMIT. The
-// upsert of the head row takes the merchant's lock, numbers the record and hashes it from the head's
-// hash, and the insert writes it with what the upsert returned; the lock is held from there to the
-// commit only. The canonical text is built around the number (canonicalParts).
-const appendOnPostgres = prepared<UnchainedRecord & { before: string; after: string; genesis: string }>((db, arg) => {
-  const text = (name: Parameters<typeof arg>[0]) => sql`cast(${arg(name)} as text)`;
-  const digest = (prev: unknown, seq: unknown) =>
-    sql`encode(sha256(convert_to(${prev} || ${text('before')} || ${seq} || ${text('after')}, 'UTF8')), 'hex')`;
-  const query = sql`with head as (
-    insert into audit_heads as h (user_id, seq, prev_hash, hash)
-    values (${text('user_id')}, 1, ${text('genesis')}, ${digest(text('genesis'), sql`'1'`)})
-    on conflict (user_id) do update set
-      seq = h.seq + 1,
-      prev_hash = h.hash,
-      hash = ${digest(sql`h.hash`, sql`cast(h.seq + 1 as text)`)}
-    returning seq, prev_hash, hash
-  )
-  insert into audit_events
-    (id, user_id, seq, at, mode, actor_kind, actor_id, action, object_id, ip, user_agent, request_id, summary, prev_hash, hash)
-  select ${text('id')}, ${text('user_id')}, head.seq, cast(${arg('at')} as bigint), ${text('mode')}, ${text('actor_kind')},
-    ${text('actor_id')}, ${text('action')}, ${text('object_id')}, ${text('ip')}, ${text('user_agent')}, ${text('request_id')},
-    ${text('summary')}, head.prev_hash, head.hash
-  from head`;
-  return { compile: () => query.compile(db) };
-});
 
 const headOnSqlite = prepared<{ user_id: string }, AuditHeadRow>((db, arg) =>
   db.selectFrom('audit_heads').selectAll().where('user_id', '=', arg('user_id')),
@@ -125,15 +99,16 @@ const appendAtCommitOnSqlite: BatchAppender<UnchainedRecord> = {
 };
 
 /**
- * Appends a record to its merchant's chain in the caller's transaction. On SQLite, in one of the
+ * Appends a record to its merchant's chain in the caller's transaction. On PostgreSQL it is
+ * written unnumbered to audit_pending, without waiting for the answer, and chained after the commit
+ * (chainPending). On SQLite, in one of the
  * store's transactions, it is handed to the batch's commit (appendAtCommitOnSqlite); in any other
  * SQLite transaction, whose writers take turns and whose statements cost no round trip, the head
  * is read and moved here.
  */
 export async function appendRecord(trx: Db, record: UnchainedRecord): Promise<void> {
   if (engineOf(trx) === 'postgres') {
-    const { before, after } = canonicalParts(record);
-    await appendOnPostgres.later(trx, { ...record, before, after, genesis: GENESIS_HASH });
+    await insertLater(trx, 'audit_pending', record as Insertable<AuditPendingTable>);
     return;
   }
   if (storeOfOrNull(trx)?.appendAtCommit(trx, appendAtCommitOnSqlite, record)) return;
@@ -143,6 +118,90 @@ export async function appendRecord(trx: Db, record: UnchainedRecord): Promise<vo
   const hash = chainHash(prevHash, { ...record, seq });
   await insertRow(trx, 'audit_events', { ...record, seq, prev_hash: prevHash, hash } as AuditEventsTable);
   await moveHeadOnSqlite.run(trx, { user_id: record.user_id, seq, prev_hash: prevHash, hash });
+}
+
+// PostgreSQL: numbering and chaining committed records (chainPending). The rows go as one JSON
+// parameter each, so a statement's text does not depend on how many there are.
+const insertChained = prepared<{ rows: string }>((db, arg) => {
+  const columns = sql.join(COLUMNS.map((column) => sql.ref(column)));
+  const query = sql`insert into audit_events (${columns})
+    select ${columns} from json_populate_recordset(null::audit_events, cast(${arg('rows')} as json))`;
+  return { compile: () => query.compile(db) };
+});
+const deleteChained = prepared<{ user_ids: string[]; numbers: number[] }>((db, arg) => {
+  const query = sql`delete from audit_pending
+    where (user_id, n) in (select * from unnest(cast(${arg('user_ids')} as text[]), cast(${arg('numbers')} as bigint[])))`;
+  return { compile: () => query.compile(db) };
+});
+const moveHeads = prepared<{ heads: string }>((db, arg) => {
+  const query = sql`update audit_heads h set seq = d.seq, prev_hash = d.prev_hash, hash = d.hash
+    from json_populate_recordset(null::audit_heads, cast(${arg('heads')} as json)) d where h.user_id = d.user_id`;
+  return { compile: () => query.compile(db) };
+});
+// A merchant's head exists before its records are chained, so there is always a row to lock: two
+// processes chaining a merchant's first records at once then take turns at it like any others.
+const headsToLock = prepared<{ user_ids: string[]; genesis: string }>((db, arg) => {
+  const query = sql`insert into audit_heads (user_id, seq, prev_hash, hash)
+    select user_id, 0, ${arg('genesis')}, ${arg('genesis')} from unnest(cast(${arg('user_ids')} as text[])) user_id
+    on conflict (user_id) do nothing`;
+  return { compile: () => query.compile(db) };
+});
+
+/**
+ * PostgreSQL: numbers and chains up to `limit` committed records of these merchants into
+ * audit_events, in one transaction, and answers how many. Their heads (made at seq 0 for a merchant's
+ * first records) are locked in `user_id` order, so two processes chaining overlapping merchants wait
+ * rather than deadlock, then each merchant's
+ * records are chained in the order they were written (`n`) from its head, written, removed from audit_pending, and the
+ * head moved once. A record committed while this runs is chained by the next call.
+ */
+export async function chainPending(db: Db, userIds: readonly string[], limit: number): Promise<number> {
+  const merchants = [...new Set(userIds)].sort();
+  return storeOf(db).transaction(async (trx) => {
+    await headsToLock.later(trx, { user_ids: merchants, genesis: GENESIS_HASH });
+    const locked = await sql<AuditHeadRow>`select user_id, seq, prev_hash, hash from audit_heads
+      where user_id = any(${merchants}) order by user_id for update`.execute(trx);
+    const pending = await trx
+      .selectFrom('audit_pending')
+      .selectAll()
+      .where('user_id', 'in', merchants)
+      .orderBy('user_id')
+      .orderBy('n')
+      .limit(limit)
+      .execute();
+    if (pending.length === 0) return 0;
+    const heads = new Map(locked.rows.map((head) => [head.user_id, { seq: Number(head.seq), hash: head.hash }]));
+    const moved = new Map<string, AuditHeadRow>();
+    const chained = pending.map(({ n: _, ...record }) => {
+      const head = moved.get(record.user_id) ?? heads.get(record.user_id)!;
+      const seq = Number(head.seq) + 1;
+      const hash = chainHashAt(head.hash, record, seq);
+      moved.set(record.user_id, { user_id: record.user_id, seq, prev_hash: head.hash, hash });
+      return { ...record, at: Number(record.at), seq, prev_hash: head.hash, hash };
+    });
+    await insertChained.later(trx, { rows: JSON.stringify(chained) });
+    await deleteChained.later(trx, {
+      user_ids: pending.map((row) => row.user_id),
+      numbers: pending.map((row) => Number(row.n)),
+    });
+    await moveHeads.later(trx, { heads: JSON.stringify([...moved.values()]) });
+    return pending.length;
+  });
+}
+
+/** PostgreSQL: merchants with records committed and not yet chained (at most `limit`). */
+export async function merchantsWithPending(db: Db, limit: number): Promise<string[]> {
+  const rows = await db.selectFrom('audit_pending').select('user_id').distinct().limit(limit).execute();
+  return rows.map((row) => row.user_id);
+}
+
+const anyPending = prepared<{ user_id: string }, { one: number }>((db, arg) =>
+  db.selectFrom('audit_pending').select(sql<number>`1`.as('one')).where('user_id', '=', arg('user_id')).limit(1),
+);
+
+/** PostgreSQL: whether the merchant has records committed and not yet chained. */
+export async function hasPending(db: Db, userId: string): Promise<boolean> {
+  return (await anyPending.first(db, { user_id: userId })) !== undefined;
 }
 
 /** The actors whose changes are indexed by actor: few records each, spread thin among the rest. */

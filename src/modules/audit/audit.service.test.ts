@@ -5,7 +5,14 @@ import { CompiledQuery } from 'kysely';
 import { stringify } from 'safe-stable-stringify';
 import { buildTestApp, createTestMerchant, engine } from '../../../test/helpers.ts';
 import { listAudit, listAuditQuery, type AuditFilters } from './audit.repo.ts';
-import { maskSecret, recordAudit, summaryText, verifyChains, type AuditEntry } from './audit.service.ts';
+import {
+  chainCommitted,
+  maskSecret,
+  recordAudit,
+  summaryText,
+  verifyChains,
+  type AuditEntry,
+} from './audit.service.ts';
 
 test('records chain per merchant, in their transaction, and verify on either engine', async (t) => {
   const app = await buildTestApp(t);
@@ -35,6 +42,7 @@ test('records chain per merchant, in their transaction, and verify on either eng
       throw new Error('the change failed');
     }),
   );
+  await chainCommitted(app.deps.db);
   const rows = await app.deps.db
     .selectFrom('audit_events')
     .selectAll()
@@ -76,6 +84,7 @@ test("a person's changes are found through the people index, a key's in the merc
   await record(6, { kind: 'payer', email: 'pat@example.com' });
   await record(7, { kind: 'operator', name: 'ops' });
   await record(8, { kind: 'api_key', id: 'key_two' });
+  await chainCommitted(app.deps.db);
   const objects = async (filters: Partial<AuditFilters>) =>
     (await listAudit(app.deps.db, merchant.userId, null, { limit: 100, ...filters })).map((row) => row.object_id);
   assert.deepEqual(await objects({ actor_kind: 'payer', actor_id: 'pat@example.com' }), ['thing_6']);

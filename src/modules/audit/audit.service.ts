@@ -5,6 +5,7 @@ import { newId } from '../../shared/ids.ts';
 import type { Mode } from '../../shared/mode.ts';
 import { NO_ORIGIN, type Actor, type Ctx, type Origin } from '../context.ts';
 import { chainWalk, type ChainBreak, type ChainReport } from './audit.chain.ts';
+import { chainAfterCommit, chainBeforeReading, chainEverything } from './audit.chainer.ts';
 import {
   appendRecord,
   chainHead,
@@ -46,8 +47,9 @@ export type AuditEntry = {
 
 /**
  * Records one change in `trx`, the transaction that makes it. Call it as the transaction's last
- * statement: on PostgreSQL it takes the merchant's audit lock, held until the commit, and is sent
- * with the COMMIT (docs/audit.md, "Locking"). A transaction that rolls back leaves no record.
+ * statement: on PostgreSQL it is sent with the COMMIT, and numbered and chained right after it; on
+ * SQLite it is chained at the batch's commit (docs/audit.md, "Locking"). A transaction that rolls
+ * back leaves no record.
  */
 export async function recordAudit(trx: Kysely<Database>, entry: AuditEntry): Promise<void> {
   const origin = entry.origin ?? NO_ORIGIN;
@@ -66,6 +68,7 @@ export async function recordAudit(trx: Kysely<Database>, entry: AuditEntry): Pro
     request_id: origin.requestId,
     summary: summaryText(entry.summary ?? {}),
   });
+  chainAfterCommit(trx, entry.userId);
 }
 
 /**
@@ -175,6 +178,7 @@ export async function listAuditEvents(
   query: AuditListQuery,
 ): Promise<{ items: AuditRow[]; hasMore: boolean }> {
   const limit = query.limit ?? 100;
+  await chainBeforeReading(db, userId);
   const rows = await listAudit(db, userId, mode, {
     ...query,
     createdGte: query.created_gte,
@@ -189,12 +193,23 @@ export async function historyOf(db: Kysely<Database>, userId: string, objectId: 
   return (await listAuditEvents(db, userId, null, { object_id: objectId, limit: 50 })).items;
 }
 
+/**
+ * Chains every record committed and not yet chained (PostgreSQL; SQLite chains at commit): what a
+ * read of audit_events that goes around this module's reads needs first.
+ */
+export const chainCommitted = chainEverything;
+
 export type MerchantChainReport = ChainReport & { userId: string };
 
 const VERIFY_PAGE = 5000;
 
-/** Walks each merchant's chain (or one merchant's), a page at a time, and says where each first breaks. */
+/**
+ * Walks each merchant's chain (or one merchant's), a page at a time, and says where each first
+ * breaks; records committed and not yet chained are chained first.
+ */
 export async function verifyChains(db: Kysely<Database>, userId?: string): Promise<MerchantChainReport[]> {
+  if (userId) await chainBeforeReading(db, userId);
+  else await chainEverything(db);
   const merchants = userId ? [userId] : await merchantsWithChains(db);
   const reports: MerchantChainReport[] = [];
   for (const merchant of merchants) {

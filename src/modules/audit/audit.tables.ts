@@ -1,3 +1,4 @@
+import type { Generated } from 'kysely';
 import type { Mode } from '../../shared/mode.ts';
 
 /** One change to a merchant's data (docs/audit.md); never updated, never deleted. */
@@ -30,11 +31,21 @@ export interface AuditHeadsTable {
   hash: string;
 }
 
+/**
+ * PostgreSQL: a committed change's record before it is numbered and chained into audit_events,
+ * which happens shortly after its commit (docs/audit.md, "Locking"). Empty on SQLite.
+ */
+export type AuditPendingTable = Omit<AuditEventsTable, 'seq' | 'prev_hash' | 'hash'> & {
+  /** The order the records were written in, each just before its COMMIT: the order they are chained in. */
+  n: Generated<number>;
+};
+
 export type ActorKind = 'api_key' | 'member' | 'payer' | 'operator' | 'service';
 
 export interface AuditTables {
   audit_events: AuditEventsTable;
   audit_heads: AuditHeadsTable;
+  audit_pending: AuditPendingTable;
 }
 
 declare module '../../store/tables.ts' {

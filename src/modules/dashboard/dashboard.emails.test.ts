@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { addMember, dashWorld, logIn, logInAs, textOf } from '../../../test/dashboard.ts';
 import { Browser } from '../../../test/payer.ts';
+import { chainCommitted } from '../audit/audit.service.ts';
 
 // Emails to a payer sent again from the dashboard (docs/email.md, "Sending an email again"), over
 // HTTP on SQLite and PostgreSQL with a real SMTP receiver: the consent page lists what the payer was
@@ -94,6 +95,7 @@ test('support sends a consent email to the payer again; it arrives once per minu
       .where('email', 'like', 'support-%')
       .executeTakeFirstOrThrow()
   ).id;
+  await chainCommitted(world.app.deps.db);
   const audit = await world.app.deps.db
     .selectFrom('audit_events')
     .selectAll()

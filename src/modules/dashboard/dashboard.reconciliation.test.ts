@@ -5,6 +5,7 @@ import { Browser } from '../../../test/payer.ts';
 import { dashWorld, logIn, textOf, type DashMerchant, type DashWorld } from '../../../test/dashboard.ts';
 import { statementFile } from '../../../test/support/statements.ts';
 import { localDateAt } from '../../shared/zone.ts';
+import { chainCommitted } from '../audit/audit.service.ts';
 
 // Reconciliation in the dashboard, over HTTP on SQLite and PostgreSQL: a statement file uploaded as
 // multipart/form-data with the form's CSRF token, the view (matched, money not seen, credits that
@@ -109,6 +110,7 @@ test('a statement is uploaded, matched and shown; a bad file is refused with its
   assert.equal(taken.status, 409);
   assert.match(textOf(taken.text), /matched already/);
 
+  await chainCommitted(world.app.deps.db);
   const audit = await world.app.deps.db
     .selectFrom('audit_events')
     .select(['action', 'actor_kind'])

@@ -11,6 +11,7 @@ import {
 } from '../../../test/dashboard.ts';
 import { Browser } from '../../../test/payer.ts';
 import { shiftedClock, systemClock } from '../../shared/time.ts';
+import { chainCommitted } from '../audit/audit.service.ts';
 
 // The Team page over HTTP on SQLite and PostgreSQL (docs/team.md): inviting by email, accepting
 // from the emailed link (once, for 72 hours, limited per address), roles and who may change them,
@@ -349,6 +350,7 @@ test('the audit trail records sign-ins, failed sign-ins, invitations, joins, rol
   // a refused change leaves no record
   assert.equal((await post(owner, `/dashboard/team/members/${ownerId}/remove`)).status, 400);
 
+  await chainCommitted(world.app.deps.db);
   const records = await world.app.deps.db
     .selectFrom('audit_events')
     .selectAll()

@@ -8,6 +8,7 @@ import { openStoreDb, processStore, runCli } from '../../../test/process.ts';
 import type { Db } from '../../store/db.ts';
 import { shiftedClock, systemClock } from '../../shared/time.ts';
 import { TWO_FACTOR_LIMITS } from './dashboard.two-factor.ts';
+import { chainCommitted } from '../audit/audit.service.ts';
 
 /** The id of a merchant's first owner: the member every two-factor row of these tests belongs to. */
 const ownerIdOf = async (db: Db, userId: string) =>
@@ -297,6 +298,7 @@ test('recovery codes: each signs in once; a new set ends the old one; turning of
 
   // every change to the second step, and every wrong code at sign-in, is in the team's audit trail
   const ownerId = await ownerIdOf(world.app.deps.db, kowhai.userId);
+  await chainCommitted(world.app.deps.db);
   const trail = await world.app.deps.db
     .selectFrom('audit_events')
     .select(['action', 'actor_id', 'object_id', 'summary'])
@@ -583,6 +585,7 @@ test('passkeys over HTTP: only with two-factor on; an answer that does not verif
   });
   assert.equal(wrong.status, 400);
   assert.match(JSON.parse(wrong.text).error, /That passkey did not sign in/);
+  await chainCommitted(world.app.deps.db);
   const failed = await world.app.deps.db
     .selectFrom('audit_events')
     .select('summary')
@@ -650,6 +653,7 @@ test('passkeys over HTTP: only with two-factor on; an answer that does not verif
     left.map((r) => r.id),
     ['passkey_theirs'],
   );
+  await chainCommitted(world.app.deps.db);
   const trail = await world.app.deps.db
     .selectFrom('audit_events')
     .select(['action', 'summary'])

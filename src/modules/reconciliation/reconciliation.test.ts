@@ -4,6 +4,7 @@ import { checkoutWorld, createRequest, eventsOf, type CheckoutWorld } from '../.
 import { STATEMENT_FIXTURES, statementFile, type Fixture } from '../../../test/support/statements.ts';
 import { localDateAt } from '../../shared/zone.ts';
 import { runRefundJobs } from '../../../test/support/refunds.ts';
+import { chainCommitted } from '../audit/audit.service.ts';
 
 // Statement import and reconciliation through the API, with test payments paid through the sandbox
 // bank (test mode moves 0.01, so the statements show 0.01: what moved). The files are the test
@@ -164,6 +165,7 @@ test('a line is unmatched and matched by hand, with who and when; the reconcilia
   assert.equal(events.length, 1);
   assert.equal(events[0]!.data.method, 'manual');
 
+  await chainCommitted(world.app.deps.db);
   const audit = await world.app.deps.db
     .selectFrom('audit_events')
     .select(['action', 'object_id'])

@@ -10,6 +10,7 @@ import { authorise, consentHarness, execute } from '../../../test/support/consen
 import { contributionsOf } from '../index.ts';
 import { NO_ORIGIN, type Ctx } from '../context.ts';
 import { countTestData, deleteTestData } from './test-data.service.ts';
+import { chainCommitted } from '../audit/audit.service.ts';
 
 const DAY = 86_400_000;
 const LIVE_ONLY = 'Test helpers exist only for test keys (sk_test_…)';
@@ -229,6 +230,7 @@ async function twoMerchantsWithData(t: TestContext) {
 test("DELETE /v1/test-helpers/data deletes the merchant's test data, answers the counts, and changes nothing else: live mode, another merchant, settings", async (t) => {
   const { world, kowhai, tui } = await twoMerchantsWithData(t);
   const { db } = world.app.deps;
+  await chainCommitted(db);
   const before = await dumpAll(db);
   const isTest = testDataOf(before, kowhai.userId);
   const gone = (table: string) => before.get(table)!.filter((row) => isTest(table, row)).length;
@@ -267,9 +269,10 @@ test("DELETE /v1/test-helpers/data deletes the merchant's test data, answers the
   assert.deepEqual(deleted.body, { deleted: expected });
 
   // exactly the merchant's test data went: every other row of every table is as it was, and none was written (no event)
+  await chainCommitted(db);
   const after = await dumpAll(db);
   // The audit trail keeps every record, the test data's included, and gains the deletion's own.
-  const audit = ['audit_events', 'audit_heads'];
+  const audit = ['audit_events', 'audit_heads', 'audit_pending'];
   const added = after
     .get('audit_events')!
     .filter((row) => !before.get('audit_events')!.some((old) => old.id === row.id));

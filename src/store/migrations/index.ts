@@ -35,6 +35,7 @@ import * as receipts from './0038-receipts.ts';
 import * as reconciliation from './0039-reconciliation.ts';
 import * as passkeys from './0040-passkeys.ts';
 import * as auditPeopleIndex from './0041-audit-people-index.ts';
+import * as auditPending from './0042-audit-pending.ts';
 import { sandboxBankMigrations } from '../../sandbox-bank/migrations/index.ts';
 
 // Every migration; they run in the order of their names. Each module appends its own file here;
@@ -76,6 +77,7 @@ export const migrations: Record<string, Migration> = inNameOrder({
   '0039-reconciliation': reconciliation,
   '0040-passkeys': passkeys,
   '0041-audit-people-index': auditPeopleIndex,
+  '0042-audit-pending': auditPending,
   ...sandboxBankMigrations,
 });
 
