@@ -3,9 +3,9 @@
 // sharing one PostgreSQL schema made for the run and dropped after it) under a mixed load of
 // request creates, payments through the sandbox bank, recurring executions and subscriptions moved
 // on by the test clock, with every event delivered to a receiver here; every 3-10 s one of them,
-// at random, is SIGKILLed and started again. Then the kills stop, both drain, and the API and the
-// receiver are asked whether anything acknowledged was lost or done twice (docs/performance.md,
-// "Chaos"). Exits 1 on any loss or double. CHAOS_DATABASE_URL names the database (default
+// at random, is SIGKILLed and started again. Then the kills stop, both drain, and the API, the
+// receiver and `audit verify` are asked whether anything acknowledged was lost or done twice
+// (docs/performance.md, "Chaos"). Exits 1 on any loss or double. CHAOS_DATABASE_URL names the database (default
 // postgres://postgres@127.0.0.1:5432/test).
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -557,6 +557,9 @@ const countsOf = {
   delivered: 0,
   maxDeliveries: 0,
   redelivered: 0,
+  auditChecked: 0,
+  auditRecords: 0,
+  auditChains: 0,
 };
 
 /** Every acknowledged write, read back. */
@@ -609,6 +612,35 @@ async function checkPresent(): Promise<void> {
   });
   if (countsOf.present < countsOf.writes)
     problem(`${countsOf.writes - countsOf.present} acknowledged writes are missing or changed`);
+}
+
+/**
+ * Every acknowledged create has exactly one audit record, read through the API, and every
+ * merchant's chain verifies (`audit verify`, which first chains what a killed instance left).
+ */
+async function checkAudit(): Promise<void> {
+  for (const merchant of [shop, plans]) {
+    const records = await listAll(merchant, '/v1/audit-events?action=request.create', 'audit_events');
+    const perObject = new Map<string, number>();
+    for (const record of records) perObject.set(record.object_id, (perObject.get(record.object_id) ?? 0) + 1);
+    for (const [id, request] of ledger.requests) {
+      if (request.merchant !== merchant) continue;
+      countsOf.auditChecked++;
+      const count = perObject.get(id) ?? 0;
+      if (count !== 1) problem(`request ${id} has ${count} request.create audit records`);
+    }
+  }
+  const verified = JSON.parse(
+    execFileSync(process.execPath, ['src/cli/main.ts', 'audit', 'verify', '--json'], {
+      cwd: path.join(import.meta.dirname, '..'),
+      env: { ...process.env, DATABASE_URL: schemaUrl, SECRET_KEY: secretKey, LOG_LEVEL: 'warn' },
+      encoding: 'utf8',
+    }),
+  ) as { ok: boolean; merchants: number; records: number; chains: Array<{ userId: string; broken: unknown }> };
+  countsOf.auditRecords = verified.records;
+  countsOf.auditChains = verified.merchants;
+  for (const chain of verified.chains)
+    if (chain.broken) problem(`the audit chain of ${chain.userId} is broken: ${JSON.stringify(chain.broken)}`);
 }
 
 /** No create, payment or execution made twice. */
@@ -875,6 +907,7 @@ try {
   await checkSubscriptions();
   await checkClaimedByKilled();
   await checkEvents();
+  await checkAudit();
 
   const c = countsOf;
   const rows: Array<[string, string]> = [
@@ -891,6 +924,10 @@ try {
     [
       'events / delivered / max per event',
       `${c.events} / ${c.delivered} / ${c.maxDeliveries} (${c.redelivered} more than once; bound ${MAX_DELIVERIES_PER_EVENT})`,
+    ],
+    [
+      'audit: creates checked / chains / records',
+      `${c.auditChecked} / ${c.auditChains} / ${c.auditRecords}, every chain verifies unless named below`,
     ],
     ['kills', `${kills} (restarts: ${instances.map((i) => `${i.name} ${i.starts - 1}`).join(', ')})`],
     [
@@ -949,6 +986,9 @@ try {
           events_delivered: c.delivered,
           events_delivered_more_than_once: c.redelivered,
           max_deliveries_per_event: c.maxDeliveries,
+          audit_creates_checked: c.auditChecked,
+          audit_chains: c.auditChains,
+          audit_records: c.auditRecords,
           drain_seconds: Math.round(drained.seconds),
         },
         problems,
