@@ -146,6 +146,30 @@ test('PostgreSQL keeps prepared queries parsed; one a migration made stale is pr
   );
 });
 
+test('PostgreSQL: a statement kept prepared answers its rows as pg builds them, run after run', {
+  skip: engine !== 'postgres' ? "server-side statements are PostgreSQL's" : false,
+}, async (t) => {
+  // The row shape pg builds from a statement's columns is kept per prepared statement
+  // (src/store/postgres/dialect.ts, shapedQuery): the rows must be what pg gives without it.
+  const { db } = await oneConnection(t);
+  await insertRow(db, 'jobs', job('a', { dedupe_key: 'once', locked_until: 2 ** 40 }));
+  await insertRow(db, 'jobs', job('b', { last_error: 'boom', failed_at: 7 }));
+  const unprepared = async (id: string) =>
+    (await sql<Record<string, unknown>>`select * from jobs where id = ${id}`.execute(db)).rows[0];
+  for (let run = 0; run < 3; run++)
+    for (const id of ['a', 'b']) {
+      const row = await wholeJob.first(db, { id });
+      assert.deepEqual(row, await unprepared(id));
+      assert.equal(Object.getPrototypeOf(row), Object.prototype);
+    }
+  assert.equal((await wholeJob.first(db, { id: 'a' }))?.locked_until, 2 ** 40, 'int8 columns are numbers');
+  const both = await wholeJobOfKind.all(db, { kind: 'k' });
+  both.sort((x, y) => String(x.id).localeCompare(String(y.id)));
+  assert.deepEqual(both, [await unprepared('a'), await unprepared('b')]);
+  // another statement whose columns differ, on the same connection
+  assert.deepEqual(await jobById.first(db, { id: 'b' }), { id: 'b', kind: 'k', dedupe_key: null });
+});
+
 test('DATABASE_PREPARED_STATEMENTS=false: nothing is prepared on the server', {
   skip: engine !== 'postgres' ? "server-side statements are PostgreSQL's" : false,
 }, async (t) => {
