@@ -99,12 +99,11 @@ const appendAtCommitOnSqlite: BatchAppender<UnchainedRecord> = {
 };
 
 /**
- * Appends a record to its merchant's chain in the caller's transaction. On PostgreSQL it is
- * written unnumbered to audit_pending, without waiting for the answer, and chained after the commit
- * (chainPending). On SQLite, in one of the
- * store's transactions, it is handed to the batch's commit (appendAtCommitOnSqlite); in any other
- * SQLite transaction, whose writers take turns and whose statements cost no round trip, the head
- * is read and moved here.
+ * Appends a record to its merchant's chain in the caller's transaction. On PostgreSQL it is written
+ * unnumbered to audit_pending, without waiting for the answer, and chained after the commit
+ * (chainPending). On SQLite, in one of the store's transactions, it is handed to the batch's commit
+ * (appendAtCommitOnSqlite); in any other SQLite transaction, whose writers take turns and whose
+ * statements cost no round trip, the head is read and moved here.
  */
 export async function appendRecord(trx: Db, record: UnchainedRecord): Promise<void> {
   if (engineOf(trx) === 'postgres') {
@@ -149,11 +148,11 @@ const headsToLock = prepared<{ user_ids: string[]; genesis: string }>((db, arg) 
 
 /**
  * PostgreSQL: numbers and chains up to `limit` committed records of these merchants into
- * audit_events, in one transaction, and answers how many. Their heads (made at seq 0 for a merchant's
- * first records) are locked in `user_id` order, so two processes chaining overlapping merchants wait
- * rather than deadlock, then each merchant's
- * records are chained in the order they were written (`n`) from its head, written, removed from audit_pending, and the
- * head moved once. A record committed while this runs is chained by the next call.
+ * audit_events, in one transaction, and answers how many. Their heads (made at seq 0 for a
+ * merchant's first records) are locked in `user_id` order, so two processes chaining overlapping
+ * merchants wait rather than deadlock. Each merchant's records are then chained from its head in
+ * the order they were written (`n`), inserted, removed from audit_pending, and the head moved once.
+ * A record committed while this runs is chained by the next call.
  */
 export async function chainPending(db: Db, userIds: readonly string[], limit: number): Promise<number> {
   const merchants = [...new Set(userIds)].sort();
