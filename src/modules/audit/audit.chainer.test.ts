@@ -15,31 +15,22 @@ const log = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
 
 const newMerchant = () => `user_chain_${randomBytes(6).toString('hex')}`;
 
+const poke = (userId: string, n: number | string) => ({
+  userId,
+  mode: 'test' as const,
+  actor: { kind: 'operator' as const, name: 'ops' },
+  action: 'thing.poke',
+  objectId: `thing_${n}`,
+  at: 1_700_000_000_000,
+});
+
 /** In a transaction begun outside the store, which runs no commit hooks. */
 function record(db: Db, userId: string, n: number): Promise<void> {
-  return db.transaction().execute(async (trx) => {
-    await recordAudit(trx, {
-      userId,
-      mode: 'test',
-      actor: { kind: 'operator', name: 'ops' },
-      action: 'thing.poke',
-      objectId: `thing_${n}`,
-      at: 1_700_000_000_000 + n,
-    });
-  });
+  return db.transaction().execute((trx) => recordAudit(trx, poke(userId, n)));
 }
 
 function recordThroughStore(db: Db, userId: string, n: number): Promise<void> {
-  return storeOf(db).transaction((trx) =>
-    recordAudit(trx, {
-      userId,
-      mode: 'test',
-      actor: { kind: 'operator', name: 'ops' },
-      action: 'thing.poke',
-      objectId: `thing_${n}`,
-      at: 1_700_000_000_000 + n,
-    }),
-  );
+  return storeOf(db).transaction((trx) => recordAudit(trx, poke(userId, n)));
 }
 
 async function pendingCount(db: Db): Promise<number> {
@@ -66,13 +57,21 @@ async function runnerOn(t: TestContext, db: Db): Promise<AuditChainer> {
   return chainer;
 }
 
-async function chainOf(db: Db, userId: string) {
-  return db
+/** The merchant's chained records, which must be numbered 1 to `count` and verify. */
+async function verifiedChain(db: Db, userId: string, count: number) {
+  const chain = await db
     .selectFrom('audit_events')
     .select(['id', 'seq', 'object_id'])
     .where('user_id', '=', userId)
     .orderBy('seq')
     .execute();
+  assert.deepEqual(
+    chain.map((row) => Number(row.seq)),
+    Array.from({ length: count }, (_, n) => n + 1),
+  );
+  const [report] = await verifyChains(db, userId);
+  assert.deepEqual({ records: report!.records, broken: report!.broken }, { records: count, broken: null });
+  return chain;
 }
 
 test('a runner chains records right after their commit, a change made after another committed after it', {
@@ -85,32 +84,19 @@ test('a runner chains records right after their commit, a change made after anot
   await Promise.all(Array.from({ length: 40 }, (_, n) => recordThroughStore(app.deps.db, merchant, 100 + n)));
   await assert.rejects(
     app.deps.store.transaction(async (trx) => {
-      await recordAudit(trx, {
-        userId: merchant,
-        mode: 'test',
-        actor: { kind: 'operator', name: 'ops' },
-        action: 'thing.poke',
-        objectId: 'thing_rolled_back',
-        at: 0,
-      });
+      await recordAudit(trx, poke(merchant, 'rolled_back'));
       throw new Error('the change failed');
     }),
   );
   await untilChained(app.deps.db);
 
-  const chain = await chainOf(app.deps.db, merchant);
-  assert.deepEqual(
-    chain.map((row) => Number(row.seq)),
-    Array.from({ length: 60 }, (_, n) => n + 1),
-  );
+  const chain = await verifiedChain(app.deps.db, merchant, 60);
   assert.deepEqual(
     chain.slice(0, 20).map((row) => row.object_id),
     Array.from({ length: 20 }, (_, n) => `thing_${n}`),
     'one after another, in the order they committed',
   );
   assert.ok(!chain.some((row) => row.object_id === 'thing_rolled_back'));
-  const [report] = await verifyChains(app.deps.db, merchant);
-  assert.deepEqual({ records: report!.records, broken: report!.broken }, { records: 60, broken: null });
 });
 
 test('two processes chaining one merchant at once, its first records included, lose nothing and number nothing twice', {
@@ -130,14 +116,8 @@ test('two processes chaining one merchant at once, its first records included, l
   await untilChained(app.deps.db);
 
   for (const merchant of merchants) {
-    const chain = await chainOf(app.deps.db, merchant);
-    assert.deepEqual(
-      chain.map((row) => Number(row.seq)),
-      Array.from({ length: 60 }, (_, n) => n + 1),
-    );
+    const chain = await verifiedChain(app.deps.db, merchant, 60);
     assert.equal(new Set(chain.map((row) => row.object_id)).size, 60);
-    const [report] = await verifyChains(app.deps.db, merchant);
-    assert.deepEqual({ records: report!.records, broken: report!.broken }, { records: 60, broken: null });
   }
 });
 
@@ -155,11 +135,9 @@ test("records a process left unchained (it stopped, or runs no workers) are chai
   t.after(() => other.destroy());
   await runnerOn(t, other);
   await untilChained(app.deps.db);
-  const chain = await chainOf(app.deps.db, merchant);
+  const chain = await verifiedChain(app.deps.db, merchant, 10);
   assert.deepEqual(
     chain.map((row) => row.object_id),
     Array.from({ length: 10 }, (_, n) => `thing_${n}`),
   );
-  const [report] = await verifyChains(app.deps.db, merchant);
-  assert.equal(report!.broken, null);
 });
