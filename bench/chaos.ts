@@ -5,8 +5,8 @@
 // on by the test clock, with every event delivered to a receiver here; every 3-10 s one of them,
 // at random, is SIGKILLed and started again. Then the kills stop, both drain, and the API, the
 // receiver and `audit verify` are asked whether anything acknowledged was lost or done twice
-// (docs/performance.md, "Chaos"). Exits 1 on any loss or double. CHAOS_DATABASE_URL names the database (default
-// postgres://postgres@127.0.0.1:5432/test).
+// (docs/performance.md, "Chaos"). Exits 1 on any loss or double. CHAOS_DATABASE_URL names the
+// database (default postgres://postgres@127.0.0.1:5432/test).
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { engineOf, type Db } from '../../store/db.ts';
-import { afterCommit, storeOf, type Store } from '../../store/store.ts';
+import { afterCommit, storeOf, storeOfOrNull, type Store } from '../../store/store.ts';
 import type { Runner } from '../manifest.ts';
 import { chainPending, hasPending, merchantsWithPending } from './audit.repo.ts';
 
@@ -12,7 +12,7 @@ import { chainPending, hasPending, merchantsWithPending } from './audit.repo.ts'
 // process that has one.
 
 /** Records chained in one transaction at most. */
-export const RECORDS_A_PASS = 2000;
+const RECORDS_A_PASS = 2000;
 /** Merchants chained in one transaction at most. */
 const MERCHANTS_A_PASS = 200;
 /** How often every merchant's unchained records are looked for. */
@@ -90,8 +90,8 @@ export class AuditChainer implements Runner {
 
 /** PostgreSQL: has this process's runner chain the merchant's records once `trx` has committed. */
 export function chainAfterCommit(trx: Db, userId: string): void {
-  if (engineOf(trx) !== 'postgres') return;
-  const chainer = chainers.get(storeOf(trx));
+  const store = engineOf(trx) === 'postgres' ? storeOfOrNull(trx) : null;
+  const chainer = store && chainers.get(store);
   if (chainer) afterCommit(trx, () => chainer.soon(userId));
 }
 
@@ -106,8 +106,11 @@ export async function chainBeforeReading(db: Db, userId: string): Promise<void> 
   }
 }
 
-/** PostgreSQL: chains every merchant's committed records (before verifying the chains). */
-export async function chainEverything(db: Db): Promise<void> {
+/**
+ * PostgreSQL: chains every merchant's committed records (SQLite chains at commit): before verifying
+ * the chains, and before any read of audit_events that goes around this module's reads.
+ */
+export async function chainCommitted(db: Db): Promise<void> {
   if (engineOf(db) !== 'postgres') return;
   for (;;) {
     const merchants = await merchantsWithPending(db, MERCHANTS_A_PASS);

@@ -5,7 +5,7 @@ import { newId } from '../../shared/ids.ts';
 import type { Mode } from '../../shared/mode.ts';
 import { NO_ORIGIN, type Actor, type Ctx, type Origin } from '../context.ts';
 import { chainWalk, type ChainBreak, type ChainReport } from './audit.chain.ts';
-import { chainAfterCommit, chainBeforeReading, chainEverything } from './audit.chainer.ts';
+import { chainAfterCommit, chainBeforeReading, chainCommitted } from './audit.chainer.ts';
 import {
   appendRecord,
   chainHead,
@@ -193,11 +193,7 @@ export async function historyOf(db: Kysely<Database>, userId: string, objectId: 
   return (await listAuditEvents(db, userId, null, { object_id: objectId, limit: 50 })).items;
 }
 
-/**
- * Chains every record committed and not yet chained (PostgreSQL; SQLite chains at commit): what a
- * read of audit_events that goes around this module's reads needs first.
- */
-export const chainCommitted = chainEverything;
+export { chainCommitted };
 
 export type MerchantChainReport = ChainReport & { userId: string };
 
@@ -209,7 +205,7 @@ const VERIFY_PAGE = 5000;
  */
 export async function verifyChains(db: Kysely<Database>, userId?: string): Promise<MerchantChainReport[]> {
   if (userId) await chainBeforeReading(db, userId);
-  else await chainEverything(db);
+  else await chainCommitted(db);
   const merchants = userId ? [userId] : await merchantsWithChains(db);
   const reports: MerchantChainReport[] = [];
   for (const merchant of merchants) {
