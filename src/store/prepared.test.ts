@@ -118,16 +118,21 @@ async function oneConnection(t: TestContext, options: { preparedStatements?: boo
 test('PostgreSQL keeps prepared queries parsed; one a migration made stale is prepared again', {
   skip: engine !== 'postgres' ? "server-side statements are PostgreSQL's" : false,
 }, async (t) => {
-  // One connection, so every statement below runs where the earlier ones were prepared.
+  // One pooled connection, so every statement in a transaction below runs where the earlier ones
+  // were prepared (a read outside a transaction goes to the connections kept for reads).
   const { db, schema } = await oneConnection(t);
   await insertRow(db, 'jobs', job('a'));
-  assert.equal((await wholeJob.first(db, { id: 'a' }))?.id, 'a');
-  assert.equal((await wholeJobOfKind.first(db, { kind: 'k' }))?.id, 'a');
+  await transact(db, async (trx) => {
+    assert.equal((await wholeJob.first(trx, { id: 'a' }))?.id, 'a');
+    assert.equal((await wholeJobOfKind.first(trx, { kind: 'k' }))?.id, 'a');
+  });
   const onServer = await sql<{ statement: string }>`select statement from pg_prepared_statements`.execute(db);
   assert.ok(
     onServer.rows.some((row) => row.statement.startsWith('select * from "jobs" where "id" = $1')),
     JSON.stringify(onServer.rows),
   );
+
+  assert.equal((await wholeJob.first(db, { id: 'a' }))?.id, 'a', 'prepared on a connection kept for reads too');
 
   // What an older process sees when a newer version's migration, in another process, adds a column
   // meanwhile (one made through this store prepares everything again: store.test.ts).

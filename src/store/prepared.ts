@@ -118,10 +118,11 @@ export function prepared<Args extends Record<string, unknown>, Row = unknown>(
   const plans = new Map<Engine, Plan>();
   const unawaitedPlans = new Map<Engine, Plan>();
   const run = (db: Runner, args: Args) => execute<Row>(db, bind(planFor(db, plans, build as any), args));
-  // On SQLite, a read outside a transaction skips Kysely's connection handling when the
-  // connection is free (Store.readNow): half the cost of a key lookup, and the rows come back in
-  // hand when nothing they show is still waiting for its fsync. Inside a transaction the rows are
-  // in hand too: the transaction's caller waits for durability at its end.
+  // A read outside a transaction skips Kysely's connection handling (Store.readNow). On SQLite it
+  // runs at once when the connection is free: half the cost of a key lookup, and the rows come back
+  // in hand when nothing they show is still waiting for its fsync. On PostgreSQL it goes out with
+  // the other reads of the moment in one write. Inside a SQLite transaction the rows are in hand
+  // too: the transaction's caller waits for durability at its end.
   const rowsNowOrLater = (db: Runner, args: Args): NowOrLater<Row[]> => {
     const query = bind(planFor(db, plans, build as any), args);
     const store = storeOfOrNull(db);

@@ -117,7 +117,9 @@ test('the engine-specific extras answer on their engine only', async (t) => {
     await assert.rejects(store.backupTo(target), /already exists/);
   } else {
     assert.equal(store.commitsElsewhere(), null, 'nothing can be cached across processes');
-    assert.equal(store.readNow('select 1', []), null);
+    assert.deepEqual(await store.readNow('select 1 as one', []), [{ one: 1 }], 'a plain read goes to the shared reads');
+    assert.equal(store.readNow('select 1 for update', []), null, 'a locking read takes a pooled connection');
+    assert.equal(store.readNow('delete from items', []), null, 'so does a write');
     await assert.rejects(store.backupTo('/tmp/never.db'), /pg_dump/);
   }
 });

@@ -11,17 +11,22 @@ import type { FileSync } from './sqlite/wal-syncer.ts';
 import pg from 'pg';
 import {
   clientConfig,
+  pipeliningClient,
   postgresPool,
   ServerPreparedStatements,
   StorePostgresDialect,
   type PostgresOptions,
 } from './postgres/dialect.ts';
 import { Listener, type ListenHandlers } from './postgres/listener.ts';
+import { SharedReads } from './postgres/shared-reads.ts';
 
 // The store: the one object through which the service reaches its database. docs/store.md says
 // what a commit promises on each engine and how a repo uses it.
 
 export type Tx = Transaction<Database>;
+
+/** PostgreSQL: connections, besides the pool's, that carry reads made outside a transaction (readNow). */
+const SHARED_READ_CONNECTIONS = 2;
 
 /**
  * `full`: the caller is answered once the transaction's writes, and everything it read, are on
@@ -69,6 +74,7 @@ export class Store {
   private readonly groupCommit: GroupCommitDriver | null = null;
   private readonly serverPrepared: ServerPreparedStatements | null = null;
   private readonly listener: Listener | null = null;
+  private readonly sharedReads: SharedReads | null = null;
   private readonly open = new Map<Tx, OpenTransaction>();
 
   constructor(options: StoreOptions) {
@@ -80,20 +86,26 @@ export class Store {
       });
     } else {
       if (options.preparedStatements !== false) this.serverPrepared = new ServerPreparedStatements();
-      const pool = postgresPool(options, this.serverPrepared);
+      const Client = pipeliningClient(this.serverPrepared);
+      const pool = postgresPool(options, Client);
       // A half-open connection would otherwise go unnoticed for hours while nothing is sent on it.
-      const listener = new Listener(
-        () =>
-          new pg.Client({
-            ...clientConfig(options),
-            keepAlive: true,
-            keepAliveInitialDelayMillis: 10_000,
-            connectionTimeoutMillis: 10_000,
-          }),
-      );
+      const ownConnection = {
+        ...clientConfig(options),
+        keepAlive: true,
+        keepAliveInitialDelayMillis: 10_000,
+        connectionTimeoutMillis: 10_000,
+      };
+      const listener = new Listener(() => new pg.Client(ownConnection));
       this.listener = listener;
+      const sharedReads = new SharedReads(
+        () => new Client({ ...ownConnection, pipeline: true } as pg.ClientConfig),
+        SHARED_READ_CONNECTIONS,
+      );
+      this.sharedReads = sharedReads;
       this.db = new Kysely<Database>({
-        dialect: new StorePostgresDialect(pool, new PostgresStoreAdapter(this), () => listener.close()),
+        dialect: new StorePostgresDialect(pool, new PostgresStoreAdapter(this), async () => {
+          await Promise.all([listener.close(), sharedReads.close()]);
+        }),
       });
     }
   }
@@ -179,12 +191,15 @@ export class Store {
   }
 
   /**
-   * SQLite, outside any transaction: a read run at once when nothing holds the connection, its rows
-   * in hand when what they show is already on disk, else once it is. Null when it cannot be run now
-   * (a unit holds the connection, or the statement is not a read), and always on PostgreSQL.
+   * A read outside any transaction, sent now. SQLite: run at once when nothing holds the connection,
+   * its rows in hand when what they show is already on disk, else once it is. PostgreSQL: sent with
+   * the other reads of the same turn of the event loop, in one write, on a connection kept for them
+   * (src/store/postgres/shared-reads.ts). Null when it cannot be run so (a unit holds SQLite's
+   * connection, or the statement is not a plain read): run it through `db`.
    */
   readNow(statement: string, parameters: Params): Promise<unknown[]> | unknown[] | null {
-    return this.groupCommit ? this.groupCommit.readNow(statement, parameters) : null;
+    if (this.groupCommit) return this.groupCommit.readNow(statement, parameters);
+    return this.sharedReads?.read(statement, parameters) ?? null;
   }
 
   /** PostgreSQL: has each connection parse and plan this statement once, then only bind and run it. */

@@ -163,7 +163,7 @@ type Sent = Promise<pg.QueryResult>;
  * was on its own, and fails (its transaction rolled back) when it was inside a transaction, which
  * PostgreSQL has aborted.
  */
-function pipeliningClient(statements: ServerPreparedStatements | null): typeof pg.Client {
+export function pipeliningClient(statements: ServerPreparedStatements | null): typeof pg.Client {
   const ShapedQuery = shapedQuery(new Map());
   return class PipeliningClient extends pg.Client {
     private inTransaction = false;
@@ -253,11 +253,12 @@ export function clientConfig(options: PostgresOptions): pg.ClientConfig {
   };
 }
 
-export function postgresPool(options: PostgresOptions, statements: ServerPreparedStatements | null): pg.Pool {
+/** The store's pool of connections, each a `client` (pipeliningClient) in pipeline mode. */
+export function postgresPool(options: PostgresOptions, client: typeof pg.Client): pg.Pool {
   return new pg.Pool({
     ...clientConfig(options),
     max: options.poolSize ?? 10,
-    Client: pipeliningClient(statements),
+    Client: client,
     pipeline: true,
   } as pg.PoolConfig);
 }
