@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
-import { freshDb, stoppedBeforeRelease } from '../../test/helpers.ts';
+import { sql } from 'kysely';
+import { engine, freshDb, stoppedBeforeRelease } from '../../test/helpers.ts';
 import type { Db } from '../store/db.ts';
 import { migrateToLatest } from '../store/migrate.ts';
 import { transact } from '../store/store.ts';
@@ -15,9 +16,10 @@ declare module './queue.ts' {
     'test.full': { n: number };
     'test.sliced': { n: number };
     'test.stopping': { n: number };
+    'test.leased': { n: number };
   }
 }
-type NumberedKind = 'test.capped' | 'test.full' | 'test.sliced' | 'test.stopping';
+type NumberedKind = 'test.capped' | 'test.full' | 'test.sliced' | 'test.stopping' | 'test.leased';
 
 // The per-key cap bounds the runs under way for one key (requests open to one webhook endpoint).
 // A finished run frees its key's slot at once: its job keeps its lease until its batch is
@@ -279,4 +281,64 @@ test('stopping waits for a claim under way and the runs it took, so none starts 
   assert.deepEqual(ran.sort(), [1, 2], 'the claimed jobs ran before stop returned');
   assert.deepEqual(records.flat().sort(), [1, 2], 'and were recorded');
   assert.equal((await db.selectFrom('jobs').select('id').execute()).length, 0);
+});
+
+test('PostgreSQL: renewing leases skips a job whose row another transaction holds, and waits for nothing', {
+  skip: engine !== 'postgres' ? 'SQLite has no row locks: its writers take turns' : false,
+}, async (t) => {
+  const testDb = await freshDb();
+  t.after(() => testDb.drop());
+  const { db } = testDb;
+  await migrateToLatest(db);
+  const held = Promise.withResolvers<void>();
+  const started: number[] = [];
+  const kind = numberedKind(
+    'test.leased',
+    async (n) => {
+      started.push(n);
+      await held.promise;
+      return n;
+    },
+    () => {},
+    (payload) => `endpoint ${payload.n}`,
+  );
+  await enqueueNumbered(db, 'test.leased', 2, () => Date.now() - 1000, Date.now());
+  // A beat every 100 ms.
+  const lane = new BatchLane(kind, { db, log: pino({ level: 'silent' }), pollMs: 10, leaseMs: 300 });
+  lane.start();
+  t.after(() => {
+    held.resolve();
+    return lane.stop();
+  });
+  await until(() => started.length === 2, 'both runs');
+  const leases = async () =>
+    Object.fromEntries(
+      (await db.selectFrom('jobs').select(['payload', 'locked_until']).where('kind', '=', 'test.leased').execute()).map(
+        (job) => [JSON.parse(job.payload).n as number, Number(job.locked_until)],
+      ),
+    );
+
+  // Another transaction holds job 1's row (what the lane's recording of it does) for five beats.
+  const holder = Promise.withResolvers<void>();
+  const holding = transact(db, async (trx) => {
+    await trx
+      .selectFrom('jobs')
+      .select('id')
+      .where('kind', '=', 'test.leased')
+      .where(sql<boolean>`payload::jsonb ->> 'n' = '1'`)
+      .forUpdate()
+      .execute();
+    await holder.promise;
+  });
+  const before = await leases();
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  const during = await leases();
+  const waiting = await sql<{ query: string }>`
+    select query from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()`.execute(db);
+  holder.resolve();
+  await holding;
+  assert.deepEqual(waiting.rows, [], 'no renewal waits on the held row');
+  assert.equal(during[1], before[1], 'the held job is skipped');
+  assert.ok(during[2]! > before[2]!, 'the other job is renewed meanwhile');
+  await until(async () => (await leases())[1]! > during[1]!, "the held job's lease renewed once it is free");
 });
