@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { sql } from 'kysely';
 import { engine, freshDb, pgUrl } from '../../test/helpers.ts';
 import { migrateToLatest } from './migrate.ts';
-import { inserted, insertLater, insertRow, prepared, updateById } from './prepared.ts';
+import { inserted, insertLater, insertRow, prepared, updateById, updateByIdLater } from './prepared.ts';
 import { openDb, transact } from './store.ts';
 
 // Prepared queries against the real engines (SQLite here, PostgreSQL with TEST_ENGINE=postgres):
@@ -203,6 +203,8 @@ test('writes run later are part of their transaction: seen by the next statement
     await insertLater(trx, 'jobs', job('a'));
     await moveJob.later(trx, { id: 'a', runAt: 7 });
     assert.equal((await jobById.first(trx, { id: 'a' }))?.id, 'a');
+    await updateByIdLater(trx, 'jobs', 'a', { dedupe_key: 'seen' });
+    assert.equal((await jobById.first(trx, { id: 'a' }))?.dedupe_key, 'seen');
   });
   assert.equal((await db.selectFrom('jobs').select('run_at').where('id', '=', 'a').executeTakeFirst())?.run_at, 7);
 
@@ -260,10 +262,18 @@ test('PostgreSQL: a BEGIN and the writes run later go out with the next awaited 
       await moveJob.later(trx, { id: 'a', runAt: 7 });
       assert.equal((await jobById.first(trx, { id: 'a' }))?.id, 'a');
       await insertLater(trx, 'jobs', job('c'));
+      await updateByIdLater(trx, 'jobs', 'c', { run_at: 5, last_error: 'later' });
     });
   } finally {
     socket._writeGeneric = write;
   }
-  assert.equal(writes, 2, 'begin, three writes and a read; then a write and the commit');
+  assert.equal(writes, 2, 'begin, three writes and a read; then two writes and the commit');
   assert.equal((await db.selectFrom('jobs').select('id').execute()).length, 3);
+  assert.deepEqual(
+    await db.selectFrom('jobs').select(['run_at', 'last_error']).where('id', '=', 'c').executeTakeFirst(),
+    {
+      run_at: 5,
+      last_error: 'later',
+    },
+  );
 });

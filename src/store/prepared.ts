@@ -224,17 +224,48 @@ export async function updateById<T extends TableWithId>(
   changes: Partial<Database[T]>,
   onlyIf: Partial<Database[T]> = {},
 ): Promise<QueryResult<never>> {
+  return updatePrepared(db, table, id, changes, onlyIf, false);
+}
+
+/**
+ * Sets columns as `updateById` does, without waiting for PostgreSQL's answer inside a transaction
+ * (PreparedQuery.later): for an update whose count nobody reads and which can only fail with the
+ * whole transaction.
+ */
+export async function updateByIdLater<T extends TableWithId>(
+  db: Runner,
+  table: T,
+  id: string,
+  changes: Partial<Database[T]>,
+): Promise<void> {
+  await updatePrepared(db, table, id, changes, {}, true);
+}
+
+function updatePrepared<T extends TableWithId>(
+  db: Runner,
+  table: T,
+  id: string,
+  changes: Partial<Database[T]>,
+  onlyIf: Partial<Database[T]>,
+  unawaited: boolean,
+): Promise<QueryResult<never>> {
   const columns = Object.keys(changes).filter((column) => (changes as Record<string, unknown>)[column] !== undefined);
-  if (columns.length === 0) return { rows: [] };
+  if (columns.length === 0) return Promise.resolve({ rows: [] });
   const guards = Object.keys(onlyIf);
-  const plan = planFor(db, plansOfShape(`update ${table} ${columns.join(',')} if ${guards.join(',')}`), (base, arg) => {
-    let update = base
-      .updateTable(table as any)
-      .set(Object.fromEntries(columns.map((column) => [column, arg(column)])) as any)
-      .where('id' as any, '=', arg('where id'));
-    for (const guard of guards) update = update.where(guard as any, '=', arg(`where ${guard}`));
-    return update;
-  });
+  const shape = `${unawaited ? 'later ' : ''}update ${table} ${columns.join(',')} if ${guards.join(',')}`;
+  const plan = planFor(
+    db,
+    plansOfShape(shape),
+    (base, arg) => {
+      let update = base
+        .updateTable(table as any)
+        .set(Object.fromEntries(columns.map((column) => [column, arg(column)])) as any)
+        .where('id' as any, '=', arg('where id'));
+      for (const guard of guards) update = update.where(guard as any, '=', arg(`where ${guard}`));
+      return update;
+    },
+    unawaited,
+  );
   const args: Record<string, unknown> = { ...(changes as Record<string, unknown>), 'where id': id };
   for (const guard of guards) args[`where ${guard}`] = (onlyIf as Record<string, unknown>)[guard];
   return execute<never>(db, bind(plan, args));

@@ -1,7 +1,7 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
 import { idPrefixAt, idSeed, newId } from '../../shared/ids.ts';
 import { enqueue, jobsPerRowSql, queuingPerRow } from '../../jobs/queue.ts';
-import { insertLater, prepared, updateById } from '../../store/prepared.ts';
+import { insertLater, prepared, updateByIdLater } from '../../store/prepared.ts';
 import { holdRows, idInSql, inJsonArray, lockForUpdate } from '../../store/db.ts';
 import type { IdsQuery } from '../../store/owned-rows.ts';
 import type { Database } from '../../store/tables.ts';
@@ -238,7 +238,8 @@ export async function recordAttemptOn(
   deliveryId: string,
   changes: Partial<WebhookDeliveriesTable>,
 ): Promise<void> {
-  await updateById(db, 'webhook_deliveries', deliveryId, changes);
+  // Inside the lane's transaction that records a batch: sent with its COMMIT, not a round trip a delivery.
+  await updateByIdLater(db, 'webhook_deliveries', deliveryId, changes);
 }
 
 /** Deliveries made of these events so far were the events' own, so their retries may carry the secret. */
