@@ -1,4 +1,3 @@
-import net from 'node:net';
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
@@ -6,6 +5,8 @@ import { engine, freshDb, pgUrl } from '../../test/helpers.ts';
 import { migrateToLatest } from './migrate.ts';
 import { inserted, insertLater, insertRow, prepared, updateById, updateByIdLater } from './prepared.ts';
 import { openDb, transact } from './store.ts';
+import { postgresWritesDuring } from '../../test/support/round-trips.ts';
+import { jobRow } from '../../test/support/jobs.ts';
 
 // Prepared queries against the real engines (SQLite here, PostgreSQL with TEST_ENGINE=postgres):
 // each call binds its own values into SQL compiled once.
@@ -18,20 +19,7 @@ const jobsOfKindDue = prepared<{ kind: string; before: number }, { id: string }>
   db.selectFrom('jobs').select('id').where('kind', '=', arg('kind')).where('run_at', '<', arg('before')).orderBy('id'),
 );
 
-const job = (id: string, extra: Record<string, unknown> = {}) => ({
-  id,
-  kind: 'k',
-  run_at: 100,
-  clock_id: null,
-  payload: '{}',
-  dedupe_key: null,
-  locked_by: null,
-  locked_until: null,
-  last_error: null,
-  failed_at: null,
-  created_at: 1,
-  ...extra,
-});
+const job = jobRow;
 
 test('a prepared query binds each call its own values, inside transactions too', async (t) => {
   const { db, drop } = await freshDb();
@@ -247,26 +235,16 @@ test('PostgreSQL: a BEGIN and the writes run later go out with the next awaited 
   const { db } = await oneConnection(t);
   await jobById.first(db, { id: 'warm' });
 
-  const port = Number(new URL(pgUrl).port || 5432);
-  const socket = net.Socket.prototype as unknown as { _writeGeneric: (...args: unknown[]) => unknown };
-  const write = socket._writeGeneric;
-  let writes = 0;
-  socket._writeGeneric = function (this: net.Socket, ...args: unknown[]) {
-    if (this.remotePort === port) writes += 1;
-    return write.apply(this, args);
-  };
-  try {
-    await transact(db, async (trx) => {
+  const writes = await postgresWritesDuring(() =>
+    transact(db, async (trx) => {
       await insertLater(trx, 'jobs', job('a'));
       await insertLater(trx, 'jobs', job('b'));
       await moveJob.later(trx, { id: 'a', runAt: 7 });
       assert.equal((await jobById.first(trx, { id: 'a' }))?.id, 'a');
       await insertLater(trx, 'jobs', job('c'));
       await updateByIdLater(trx, 'jobs', 'c', { run_at: 5, last_error: 'later' });
-    });
-  } finally {
-    socket._writeGeneric = write;
-  }
+    }),
+  );
   assert.equal(writes, 2, 'begin, three writes and a read; then two writes and the commit');
   assert.equal((await db.selectFrom('jobs').select('id').execute()).length, 3);
   assert.deepEqual(

@@ -2,8 +2,10 @@
 // each awaited one is a write to the server's socket and a round trip; a BEGIN and the statements
 // marked unawaited travel with the next awaited one (docs/performance.md, "What a call costs on
 // PostgreSQL").
+import net from 'node:net';
 import pg from 'pg';
 import { UNAWAITED } from '../../src/store/postgres/dialect.ts';
+import { pgUrl } from '../helpers.ts';
 
 export type Statement = { text: string; awaited: boolean };
 
@@ -36,4 +38,22 @@ export async function serviceStatements(run: () => Promise<unknown>): Promise<St
     proto.query = query;
   }
   return sent;
+}
+
+/** How many writes this process makes to PostgreSQL's socket (the test database's port) while `run` runs. */
+export async function postgresWritesDuring(run: () => Promise<unknown>): Promise<number> {
+  const port = Number(new URL(pgUrl).port || 5432);
+  const socket = net.Socket.prototype as unknown as { _writeGeneric: (...args: unknown[]) => unknown };
+  const write = socket._writeGeneric;
+  let writes = 0;
+  socket._writeGeneric = function (this: net.Socket, ...args: unknown[]) {
+    if (this.remotePort === port) writes += 1;
+    return write.apply(this, args);
+  };
+  try {
+    await run();
+  } finally {
+    socket._writeGeneric = write;
+  }
+  return writes;
 }

@@ -1,9 +1,12 @@
-import net from 'node:net';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { sql } from 'kysely';
 import { engine, freshDb, pgUrl } from '../../../test/helpers.ts';
+import { postgresWritesDuring } from '../../../test/support/round-trips.ts';
+import { jobRow } from '../../../test/support/jobs.ts';
 import { migrateToLatest } from '../migrate.ts';
 import { insertRow, prepared } from '../prepared.ts';
 import { openDb, transact } from '../store.ts';
@@ -50,46 +53,14 @@ const backend = prepared<Record<string, never>, { pid: number }>((db) =>
   db.selectNoFrom(sql<number>`pg_backend_pid()`.as('pid')),
 );
 
-const job = (id: string, runAt: number) => ({
-  id,
-  kind: 'k',
-  run_at: runAt,
-  clock_id: null,
-  payload: '{}',
-  dedupe_key: null,
-  locked_by: null,
-  locked_until: null,
-  last_error: null,
-  failed_at: null,
-  created_at: 1,
-});
-
 async function storeWithJobs(t: TestContext, count: number) {
   const { schema, drop } = await freshDb();
   t.after(drop);
   const db = openDb({ engine: 'postgres', url: pgUrl, schema, poolSize: 2 });
   t.after(() => db.destroy());
   await migrateToLatest(db);
-  for (let i = 0; i < count; i++) await insertRow(db, 'jobs', job(`job_${i}`, i));
+  for (let i = 0; i < count; i++) await insertRow(db, 'jobs', jobRow(`job_${i}`, { run_at: i }));
   return db;
-}
-
-/** Writes to PostgreSQL's port from this process while `run` runs. */
-async function writesDuring(run: () => Promise<unknown>): Promise<number> {
-  const port = Number(new URL(pgUrl).port || 5432);
-  const socket = net.Socket.prototype as unknown as { _writeGeneric: (...args: unknown[]) => unknown };
-  const write = socket._writeGeneric;
-  let writes = 0;
-  socket._writeGeneric = function (this: net.Socket, ...args: unknown[]) {
-    if (this.remotePort === port) writes += 1;
-    return write.apply(this, args);
-  };
-  try {
-    await run();
-  } finally {
-    socket._writeGeneric = write;
-  }
-  return writes;
 }
 
 test('reads made together go out in one write a connection, each answered with its own rows', { skip }, async (t) => {
@@ -98,7 +69,7 @@ test('reads made together go out in one write a connection, each answered with i
   await Promise.all([jobById.first(db, { id: 'job_0' }), jobById.first(db, { id: 'job_1' })]);
 
   let answers: Array<{ id: string; run_at: number } | undefined> = [];
-  const writes = await writesDuring(async () => {
+  const writes = await postgresWritesDuring(async () => {
     answers = await Promise.all(Array.from({ length: 40 }, (_, i) => jobById.first(db, { id: `job_${i}` })));
   });
   assert.deepEqual(
@@ -155,4 +126,28 @@ test('a connection kept for reads that drops is replaced', { skip }, async (t) =
   assert.deepEqual(answer, { id: 'job_0', run_at: 0 });
   const now = new Set((await Promise.all([backend.first(db, {}), backend.first(db, {})])).map((row) => row!.pid));
   for (const pid of now) assert.ok(!pids.has(pid), 'a new backend');
+});
+
+test('a process whose store was never closed still exits once its reads are answered', { skip }, async () => {
+  // A CLI command that forgets to close its store: the read connections keep it alive only while a read waits.
+  const root = new URL('../../../', import.meta.url);
+  const script = `
+    import { sql } from 'kysely';
+    import { openDb } from ${JSON.stringify(new URL('src/store/store.ts', root).href)};
+    import { prepared } from ${JSON.stringify(new URL('src/store/prepared.ts', root).href)};
+    const one = prepared((db) => db.selectNoFrom(sql\`1\`.as('one')));
+    process.stdout.write(JSON.stringify(await one.first(openDb({ engine: 'postgres', url: process.env.URL }), {})));`;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+    cwd: root,
+    env: { ...process.env, URL: pgUrl },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  child.stdout.on('data', (chunk) => (out += chunk));
+  const killer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+  const [code, signal] = (await once(child, 'exit')) as [number | null, string | null];
+  clearTimeout(killer);
+  assert.equal(signal, null, 'it exited by itself');
+  assert.equal(code, 0);
+  assert.deepEqual(JSON.parse(out), { one: 1 });
 });

@@ -49,9 +49,9 @@ export class SharedReads {
     if (this.closed || !isPlainRead(statement)) return null;
     let line = this.lines[0]!;
     for (const other of this.lines) if (other.waiting < line.waiting) line = other;
-    line.waiting++;
+    if (line.waiting++ === 0) socketOf(line.client)?.ref();
     const answered = () => {
-      line.waiting--;
+      if (--line.waiting === 0) socketOf(line.client)?.unref();
     };
     const client = line.client;
     const rows = client
@@ -75,8 +75,7 @@ export class SharedReads {
 
   private async send(line: Line, client: pg.Client, statement: string, parameters: readonly unknown[]) {
     // Held in the socket until the event loop has run everything that was ready, then written at once.
-    const stream = (client as unknown as { connection: { stream: NodeJS.WritableStream & SocketLike } }).connection
-      .stream;
+    const stream = socketOf(client)!;
     if (!line.corked) {
       line.corked = true;
       stream.cork();
@@ -107,6 +106,7 @@ export class SharedReads {
           throw new Error('the store is closed');
         }
         line.client = client;
+        if (line.waiting === 0) socketOf(client)?.unref();
         return client;
       },
       (error: unknown) => {
@@ -119,4 +119,13 @@ export class SharedReads {
   }
 }
 
-type SocketLike = { cork(): void; uncork(): void };
+type SocketLike = { cork(): void; uncork(): void; ref(): void; unref(): void };
+
+/**
+ * The connection's socket. It keeps the process alive only while a read waits on it: a process
+ * whose work is done (a CLI command) exits even if its store was never closed, as it would once the
+ * pool's idle connections timed out.
+ */
+function socketOf(client: pg.Client | null): SocketLike | null {
+  return client ? (client as unknown as { connection: { stream: SocketLike } }).connection.stream : null;
+}
