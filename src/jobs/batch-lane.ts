@@ -435,8 +435,8 @@ export class BatchLane<P, W, O> {
  * A job whose row another transaction holds is skipped, not waited for: that is this lane recording
  * it (which deletes it), and its lease is renewed at the next beat if it is still under way. A
  * renewal that waited would hold the rows it had already updated meanwhile; the recording, which
- * deletes the batch's rows in another order, would wait on those, and PostgreSQL would end the
- * deadlock after a second by failing one of the two, the recording as likely as not.
+ * deletes the batch's rows in another order, could wait on those, and PostgreSQL would end that
+ * deadlock after a second by failing one of the two: a failed recording runs its jobs again.
  */
 async function renewJobLeases(db: Kysely<Database>, owner: string, ids: string[], until: number): Promise<void> {
   const ours = db.selectFrom('jobs').select('id').where('id', 'in', ids).where('locked_by', '=', owner);
