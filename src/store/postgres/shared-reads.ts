@@ -31,6 +31,8 @@ type Line = {
 export class SharedReads {
   private readonly newClient: () => pg.Client;
   private readonly lines: Line[];
+  /** isPlainRead of each statement seen: the prepared statements are few, and every read asks. */
+  private readonly plain = new Map<string, boolean>();
   private closed = false;
 
   /** `newClient` makes a pipelining client (src/store/postgres/dialect.ts) that is not yet connected. */
@@ -46,7 +48,7 @@ export class SharedReads {
 
   /** The rows of `statement`, a plain read; null for anything else (run it on a pooled connection). */
   read(statement: string, parameters: readonly unknown[]): Promise<unknown[]> | null {
-    if (this.closed || !isPlainRead(statement)) return null;
+    if (this.closed || !this.isPlain(statement)) return null;
     let line = this.lines[0]!;
     for (const other of this.lines) if (other.waiting < line.waiting) line = other;
     if (line.waiting++ === 0) socketOf(line.client)?.ref();
@@ -59,6 +61,12 @@ export class SharedReads {
       : this.connected(line).then((connected) => this.send(line, connected, statement, parameters));
     rows.then(answered, answered);
     return rows;
+  }
+
+  private isPlain(statement: string): boolean {
+    let plain = this.plain.get(statement);
+    if (plain === undefined) this.plain.set(statement, (plain = isPlainRead(statement)));
+    return plain;
   }
 
   /** Closes every connection; reads already sent are answered first. */
