@@ -5,6 +5,7 @@ import { engine, freshDb, pgUrl } from '../../test/helpers.ts';
 import { migrateToLatest } from './migrate.ts';
 import { inserted, insertLater, insertRow, prepared, updateById, updateByIdLater } from './prepared.ts';
 import { openDb, transact } from './store.ts';
+import { lockForUpdate } from './db.ts';
 import { postgresWritesDuring } from '../../test/support/round-trips.ts';
 import { jobRow } from '../../test/support/jobs.ts';
 
@@ -227,6 +228,29 @@ test('writes run later are part of their transaction: seen by the next statement
     /refused/,
   );
   assert.equal(await jobById.first(db, { id: 'd' }), undefined);
+});
+
+test("firstCommitted reads committed rows beside a PostgreSQL transaction, and the transaction's own on SQLite", async (t) => {
+  const { db, drop } = await freshDb();
+  t.after(drop);
+  await migrateToLatest(db);
+  await insertRow(db, 'jobs', job('a'));
+  const lockJob = prepared<{ id: string }, { id: string; dedupe_key: string | null }>((base, arg) =>
+    lockForUpdate(base, base.selectFrom('jobs').select(['id', 'dedupe_key']).where('id', '=', arg('id'))),
+  );
+
+  await transact(db, async (trx) => {
+    await updateById(trx, 'jobs', 'a', { dedupe_key: 'mine' });
+    // PostgreSQL: on the connections kept for reads, so the row as committed, and no wait on the
+    // lock this transaction holds. SQLite: the transaction has the one connection.
+    const committed = await jobById.firstCommitted(trx, { id: 'a' });
+    assert.equal(committed?.dedupe_key, engine === 'postgres' ? null : 'mine');
+    // A read that locks is the transaction's own on both.
+    assert.equal((await lockJob.firstCommitted(trx, { id: 'a' }))?.dedupe_key, 'mine');
+  });
+  // Outside a transaction it is a read like `first`.
+  assert.equal((await jobById.firstCommitted(db, { id: 'a' }))?.dedupe_key, 'mine');
+  assert.equal(await jobById.firstCommitted(db, { id: 'none' }), undefined);
 });
 
 test('PostgreSQL: a BEGIN and the writes run later go out with the next awaited statement, one write to the socket', {

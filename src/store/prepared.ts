@@ -109,6 +109,14 @@ export type PreparedQuery<Args, Row> = {
    * finishes the request without a turn of the event loop per step.
    */
   firstNow(db: Runner, args: Args): NowOrLater<Row | undefined>;
+  /**
+   * The first row of a plain read that needs none of the rows its transaction wrote and takes no
+   * lock. Inside a PostgreSQL transaction it goes with the other reads of the moment, on the
+   * connections kept for them (Store.readNow), rather than as one of the transaction's own round
+   * trips; under READ COMMITTED a read inside the transaction would see nothing more. Elsewhere
+   * (SQLite, whose transaction holds the one connection) the same as `first`.
+   */
+  firstCommitted(db: Runner, args: Args): Promise<Row | undefined>;
 };
 
 /** A query built by `build`, with `arg(name)` wherever a value changes from call to call. */
@@ -139,6 +147,15 @@ export function prepared<Args extends Record<string, unknown>, Row = unknown>(
     all: async (db, args) => rowsNowOrLater(db, args),
     first: async (db, args) => (await rowsNowOrLater(db, args))[0],
     firstNow: (db, args) => andThen(rowsNowOrLater(db, args), (rows) => rows[0]),
+    firstCommitted: async (db, args) => {
+      const store = storeOfOrNull(db);
+      if (db.isTransaction && store?.engine === 'postgres') {
+        const query = bind(planFor(db, plans, build as any), args);
+        const rows = store.readNow(query.sql, query.parameters) as Promise<Row[]> | null;
+        if (rows) return (await rows)[0];
+      }
+      return (await rowsNowOrLater(db, args))[0];
+    },
   };
 }
 

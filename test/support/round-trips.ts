@@ -7,7 +7,8 @@ import pg from 'pg';
 import { UNAWAITED } from '../../src/store/postgres/dialect.ts';
 import { pgUrl } from '../helpers.ts';
 
-export type Statement = { text: string; awaited: boolean };
+/** `inTransaction`: sent on a connection inside a BEGIN; else alone (a shared read, or autocommit). */
+export type Statement = { text: string; awaited: boolean; inTransaction: boolean };
 
 /** The statements the service sends while `run` runs, each transaction of the mounted sandbox bank left out. */
 export async function serviceStatements(run: () => Promise<unknown>): Promise<Statement[]> {
@@ -21,7 +22,7 @@ export async function serviceStatements(run: () => Promise<unknown>): Promise<St
   proto.query = function (this: object, ...args: any[]) {
     const text: string = typeof args[0] === 'string' ? args[0] : args[0]?.text;
     const word = text.trim().toLowerCase();
-    const statement = { text, awaited: word !== 'begin' && !text.startsWith(UNAWAITED) };
+    const statement = { text, awaited: word !== 'begin' && !text.startsWith(UNAWAITED), inTransaction: true };
     if (word === 'begin') open.set(this, [statement]);
     else if (open.has(this)) {
       open.get(this)!.push(statement);
@@ -29,7 +30,7 @@ export async function serviceStatements(run: () => Promise<unknown>): Promise<St
         keep(open.get(this)!);
         open.delete(this);
       }
-    } else keep([statement]);
+    } else keep([{ ...statement, inTransaction: false }]);
     return query.apply(this, args);
   };
   try {

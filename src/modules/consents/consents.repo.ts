@@ -55,6 +55,16 @@ export async function findConsentByTokenHash(db: Db, owner: Owner, tokenHash: st
   return findConsentByTokenHashQuery.first(db, { tokenHash, userId: owner.userId, mode: owner.mode });
 }
 
+/**
+ * The owner's consent with this token as committed, for a transaction that locks it next
+ * (lockConsentAsRead): on PostgreSQL a read that goes with the other reads of the moment rather
+ * than one of the transaction's round trips, since the lock reads the row again; on SQLite a read
+ * in the transaction, which has the one connection to itself.
+ */
+export async function findConsentToLock(trx: Db, owner: Owner, tokenHash: string): Promise<ConsentRow | undefined> {
+  return findConsentByTokenHashQuery.firstCommitted(trx, { tokenHash, userId: owner.userId, mode: owner.mode });
+}
+
 export async function findConsentOfRequest(db: Db, requestId: string): Promise<ConsentRow | undefined> {
   return db.selectFrom('recurring_consents').selectAll().where('request_id', '=', requestId).executeTakeFirst();
 }

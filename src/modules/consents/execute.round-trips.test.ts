@@ -9,7 +9,7 @@ import { engine } from '../../../test/helpers.ts';
 import { authorise, consentHarness } from '../../../test/support/consents.ts';
 import { serviceStatements } from '../../../test/support/round-trips.ts';
 
-test('an execution on PostgreSQL is eight round trips: the key, four to reserve, three to record', {
+test('an execution on PostgreSQL is four round trips of its own and three reads sent with others: the key, the consent and the tax settings', {
   skip: engine !== 'postgres',
 }, async (t) => {
   const h = await consentHarness(t);
@@ -30,8 +30,27 @@ test('an execution on PostgreSQL is eight round trips: the key, four to reserve,
     assert.equal(second.status, 201);
     paymentId = second.body.payment.id;
   });
-  const awaited = statements.filter((s) => s.awaited).map((s) => s.text.replace(/\s+/g, ' ').slice(0, 60));
-  assert.equal(awaited.length, 8, awaited.join('\n'));
+  const shown = (list: typeof statements) => list.map((s) => s.text.replace(/\s+/g, ' ').slice(0, 60)).join('\n');
+  const awaited = statements.filter((s) => s.awaited);
+  // Two to reserve (the consent's lock with the BEGIN, the payment and its event; the COMMIT with
+  // the counters and the audit record), two to record (the guarded update with the BEGIN; the
+  // COMMIT with the outcome's event).
+  const ownRoundTrips = awaited.filter((s) => s.inTransaction);
+  assert.equal(ownRoundTrips.length, 4, shown(ownRoundTrips));
+  assert.match(ownRoundTrips[0].text, /from "recurring_consents".* for update/s);
+  // Plain reads outside any transaction go on the connections kept for them, with the other reads
+  // of the moment (docs/store.md, "Reads outside a transaction").
+  const reads = awaited.filter((s) => !s.inTransaction);
+  assert.equal(reads.length, 3, shown(reads));
+  for (const read of reads) assert.match(read.text, /^select /);
+  assert.ok(
+    reads.some((s) => s.text.includes('"recurring_consents"')),
+    shown(reads),
+  );
+  assert.ok(
+    reads.some((s) => s.text.includes('"tax_settings"')),
+    shown(reads),
+  );
   assert.ok(
     statements.length > awaited.length,
     'the events, their deliveries, counters and audit record travel unawaited',
@@ -65,4 +84,68 @@ test('an execution on PostgreSQL is eight round trips: the key, four to reserve,
     assert.deepEqual(JSON.parse(job.payload), { delivery_id: delivery.id, endpoint_id: delivery.endpoint_id });
     assert.equal(job.lane, 'webhook.deliver');
   }
+});
+
+test('an execution whose payment draws particulars already taken is reserved again with new ones, once', {
+  skip: engine !== 'postgres',
+}, async (t) => {
+  const h = await consentHarness(t);
+  const { token, consent } = await authorise(h, { period: 'monthly', max_per_period: '1000.00 NZD' });
+  const execute = (key: string) => h.api.post('/v1/payments', { token, amount: '2.00 NZD', idempotency_key: key });
+  const first = await execute('first');
+  assert.equal(first.status, 201, first.text);
+  const db = h.runtime.deps.db;
+  const taken = await db
+    .selectFrom('payments')
+    .select('particulars')
+    .where('id', '=', first.body.payment.id)
+    .executeTakeFirstOrThrow();
+  // The next payment's insert takes the first one's particulars, once: a sequence is not rolled
+  // back with the transaction that drew from it.
+  await sql`create sequence clash_once`.execute(db);
+  await sql
+    .raw(
+      `create function take_particulars() returns trigger language plpgsql as $$
+       begin
+         if new.recurring_consent_id is not null and nextval('clash_once') = 1 then
+           new.particulars := '${taken.particulars}';
+         end if;
+         return new;
+       end $$`,
+    )
+    .execute(db);
+  await sql`create trigger take_particulars before insert on payments for each row execute function take_particulars()`.execute(
+    db,
+  );
+
+  const second = await execute('second');
+  assert.equal(second.status, 201, second.text);
+  const clashes = await sql<{ last_value: string }>`select last_value from clash_once`.execute(db);
+  assert.equal(Number(clashes.rows[0].last_value), 2, 'the reservation ran twice');
+  const payments = await db
+    .selectFrom('payments')
+    .select(['id', 'particulars', 'status'])
+    .where('recurring_consent_id', '=', consent.id)
+    .orderBy('created_at')
+    .execute();
+  assert.equal(payments.length, 2, 'one payment each, nothing of the rolled-back try');
+  assert.equal(payments[1].id, second.body.payment.id);
+  assert.notEqual(payments[1].particulars, taken.particulars);
+  assert.equal(payments[1].status, 'successful');
+  const created = await db
+    .selectFrom('events')
+    .select('id')
+    .where('type', '=', 'payment.created')
+    .where('object_id', 'in', [payments[0].id, payments[1].id])
+    .execute();
+  assert.equal(created.length, 2);
+  const counted = await db
+    .selectFrom('recurring_consents')
+    .select(['used_count', 'used_cents'])
+    .where('id', '=', consent.id)
+    .executeTakeFirstOrThrow();
+  assert.deepEqual({ ...counted, used_cents: Number(counted.used_cents) }, { used_count: 2, used_cents: 400 });
+  const again = await execute('second');
+  assert.equal(again.status, 200);
+  assert.equal(again.body.payment.id, second.body.payment.id);
 });

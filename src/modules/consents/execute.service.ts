@@ -14,6 +14,7 @@ import {
   findPaymentById,
   findPaymentByIdempotencyKey,
   holdPaymentToRecord,
+  isParticularsClash,
   presentPayment,
   setPaymentStatus,
   setPaymentStatusIfUnmoved,
@@ -22,7 +23,7 @@ import {
 import { clockIdOf, clockOf } from '../merchants/merchants.clock.ts';
 import {
   findConsentById,
-  findConsentByTokenHash,
+  findConsentToLock,
   getConsent,
   lockConsent,
   lockConsentAsRead,
@@ -173,14 +174,28 @@ type Reservation =
   | { kind: 'earlier'; payment: PaymentRow }
   | { kind: 'unknown-token' };
 
-async function reserve(
-  ctx: Ctx,
-  tokenHash: string,
-  input: { amountCents: number; fingerprint: string; charge: Charge; channel: 'api' | 'dashboard' },
-): Promise<Reservation> {
+type ReservationInput = { amountCents: number; fingerprint: string; charge: Charge; channel: 'api' | 'dashboard' };
+
+/** Drawing the payment's particulars again after this many clashes in a row would be no luck but a fault. */
+const PARTICULARS_DRAWS = 5;
+
+async function reserve(ctx: Ctx, tokenHash: string, input: ReservationInput): Promise<Reservation> {
+  for (let draw = 1; ; draw += 1) {
+    try {
+      return await reserveOnce(ctx, tokenHash, input);
+    } catch (error) {
+      // The payment's insert is not waited for: a clash of its random particulars rolls the whole
+      // reservation back, and it is made again with new ones.
+      if (draw < PARTICULARS_DRAWS && !ctx.db.isTransaction && isParticularsClash(error)) continue;
+      throw error;
+    }
+  }
+}
+
+async function reserveOnce(ctx: Ctx, tokenHash: string, input: ReservationInput): Promise<Reservation> {
   const zone = ctx.deps.config.serviceTimeZone;
   return transact(ctx.db, async (trx) => {
-    const found = await findConsentByTokenHash(trx, ownerOf(ctx), tokenHash);
+    const found = await findConsentToLock(trx, ownerOf(ctx), tokenHash);
     if (!found) return { kind: 'unknown-token' };
     const now = ctx.clock.now();
     // A consent that has ended is refused before anything is written; the locked row decides below.
@@ -214,11 +229,14 @@ async function reserve(
         fingerprint: input.fingerprint,
       },
       now,
+      { answer: 'later' },
     );
 
     // Locked only now, for the check and the counters: executions on one consent queue on this
-    // lock, and on PostgreSQL each statement under it is a round trip they all wait for. A refusal
-    // rolls the payment back with everything else.
+    // lock, and on PostgreSQL each statement under it is a round trip they all wait for. The lock's
+    // statement carries the BEGIN, the payment and its event, and answers for them: a repeated
+    // idempotency key or a particulars clash fails here. A refusal rolls the payment back with
+    // everything else.
     const consent = await lockConsentAsRead(trx, found);
     if (!consent) throw notFound('recurring_consent');
     if (consent !== found) refuseUnlessExecutable(consent, now);

@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { apiClient, buildTestApp, createTestMerchant } from '../../../test/helpers.ts';
-import { insertPaymentIfParticularsFree } from './payments.repo.ts';
+import { insertPaymentIfParticularsFree, insertPaymentLater, isParticularsClash } from './payments.repo.ts';
+import { transact } from '../../store/store.ts';
 import type { PaymentRow } from './payments.tables.ts';
 
 // Particulars are drawn at random and written without looking first: the unique index decides,
@@ -66,4 +67,31 @@ test('a payment whose particulars are taken is not written; other constraints st
   );
   // A clash on anything but the particulars (here the id) is an error, not a silent no-op.
   await assert.rejects(insertPaymentIfParticularsFree(db, row('payment_a', 'V-CCCCCC')));
+
+  // Inserted without waiting for the answer, a clash fails the transaction at its next awaited
+  // statement (or its commit), and the error says which index refused it.
+  const failureOf = async (payment: PaymentRow) => {
+    try {
+      await transact(db, async (trx) => {
+        await insertPaymentLater(trx, payment);
+        await trx.selectFrom('payments').select('id').where('id', '=', payment.id).execute();
+      });
+    } catch (error) {
+      return error;
+    }
+    assert.fail('the clash was not thrown');
+  };
+  assert.equal(isParticularsClash(await failureOf(row('payment_c', 'V-AAAAAA'))), true);
+  assert.equal(isParticularsClash(await failureOf(row('payment_a', 'V-DDDDDD'))), false);
+  assert.equal(isParticularsClash(new Error('refused')), false);
+  assert.equal(
+    await db.selectFrom('payments').select('id').where('id', '=', 'payment_c').executeTakeFirst(),
+    undefined,
+  );
+  await transact(db, (trx) => insertPaymentLater(trx, row('payment_c', 'V-CCCCCC')));
+  assert.equal(
+    (await db.selectFrom('payments').select('particulars').where('id', '=', 'payment_c').executeTakeFirst())
+      ?.particulars,
+    'V-CCCCCC',
+  );
 });

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import { notFound } from '../../shared/errors.ts';
 import { lockForUpdate } from '../../store/db.ts';
-import { inserted, insertRow, prepared, preparedOfShape, updateById } from '../../store/prepared.ts';
+import { inserted, insertLater, insertRow, prepared, preparedOfShape, updateById } from '../../store/prepared.ts';
 import type { Database } from '../../store/tables.ts';
 import type { Mode } from '../../shared/mode.ts';
 import type { PaymentRow } from './payments.tables.ts';
@@ -14,6 +14,22 @@ type Db = Kysely<Database>;
 /** Inserts the payment unless its particulars are taken already (then false, and nothing written). */
 export async function insertPaymentIfParticularsFree(db: Db, row: PaymentRow): Promise<boolean> {
   return inserted(await insertRow(db, 'payments', row, 'particulars'));
+}
+
+/**
+ * Inserts the payment without waiting for the answer inside a PostgreSQL transaction (insertLater):
+ * a clash of its particulars, or of its idempotency key, fails the transaction at its next awaited
+ * statement (isParticularsClash tells the first).
+ */
+export async function insertPaymentLater(db: Db, row: PaymentRow): Promise<void> {
+  await insertLater(db, 'payments', row);
+}
+
+/** Whether a statement failed because a payment's particulars were taken already (the unique index). */
+export function isParticularsClash(error: unknown): boolean {
+  const e = error as { code?: string; constraint?: string; message?: string } | null;
+  if (e?.code === '23505') return e.constraint === 'payments_particulars_key';
+  return /UNIQUE constraint failed: payments\.particulars/.test(e?.message ?? '');
 }
 
 export async function findPayment(db: Db, owner: Owner, id: string): Promise<PaymentRow | undefined> {

@@ -14,6 +14,7 @@ import {
   findAwaitingPaymentOfRequest,
   getPayment,
   insertPaymentIfParticularsFree,
+  insertPaymentLater,
   listPayments,
   paymentActivitySince,
   requestIdsByParticulars,
@@ -40,6 +41,7 @@ import type { PaymentRow } from './payments.tables.ts';
 type Db = Kysely<Database>;
 
 export { presentPayment, type PaymentObject } from './payments.present.ts';
+export { isParticularsClash } from './payments.repo.ts';
 export type { PaymentRow } from './payments.tables.ts';
 
 export type NewPayment = {
@@ -58,7 +60,18 @@ export type NewPayment = {
 };
 
 /** A payment `awaiting-consent` with unique particulars V-XXXXXX, code TONO, and its payment.created. */
-export async function createPaymentRow(trx: Db, input: NewPayment, now: number): Promise<PaymentRow> {
+/**
+ * The payment and its payment.created event, inside `trx`. Its particulars are random; on the rare
+ * clash they are drawn again, which costs PostgreSQL a round trip for the insert's answer. With
+ * `answer: 'later'` the insert goes with the transaction's next awaited statement instead, and a
+ * clash fails the transaction there (isParticularsClash): for a caller that runs it again.
+ */
+export async function createPaymentRow(
+  trx: Db,
+  input: NewPayment,
+  now: number,
+  { answer }: { answer: 'now' | 'later' } = { answer: 'now' },
+): Promise<PaymentRow> {
   const row: PaymentRow = {
     id: newId('payment'),
     user_id: input.request.user_id,
@@ -90,8 +103,9 @@ export async function createPaymentRow(trx: Db, input: NewPayment, now: number):
     refunded_cents: 0,
     submission_token_sealed: null,
   };
-  // Particulars are random; on the rare clash, draw again (the unique index decides, no lookup first).
-  while (!(await insertPaymentIfParticularsFree(trx, row))) row.particulars = newParticulars();
+  // The unique index decides a clash, with no lookup first.
+  if (answer === 'later') await insertPaymentLater(trx, row);
+  else while (!(await insertPaymentIfParticularsFree(trx, row))) row.particulars = newParticulars();
   await emitEvent(
     trx,
     { userId: row.user_id, mode: row.mode },

@@ -16,6 +16,14 @@ export function findTaxSettings(db: Db, userId: string): Promise<TaxSettingsRow 
   return taxSettingsQuery.first(db, { user_id: userId });
 }
 
+/**
+ * The merchant's settings as committed, from inside a transaction that did not change them: on
+ * PostgreSQL with the other reads of the moment rather than as a round trip of the transaction's.
+ */
+export function findCommittedTaxSettings(trx: Db, userId: string): Promise<TaxSettingsRow | undefined> {
+  return taxSettingsQuery.firstCommitted(trx, { user_id: userId });
+}
+
 /** Writes the merchant's settings, keeping when they were first made. */
 export async function saveTaxSettings(db: Db, row: TaxSettingsRow): Promise<void> {
   await db

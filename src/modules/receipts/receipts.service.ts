@@ -193,14 +193,14 @@ export async function issueForEvent(trx: Db, event: EmittedEvent): Promise<void>
   if (event.type === 'payment.status_updated') {
     const payment = (event.subject as PaymentRow | undefined) ?? (await findPaymentById(trx, event.objectId));
     if (payment?.status !== 'successful') return;
-    const settings = settingsOf(await repo.findTaxSettings(trx, payment.user_id));
+    const settings = settingsOf(await repo.findCommittedTaxSettings(trx, payment.user_id));
     if (settings) await issueReceipt(trx, payment, settings);
     else if (payment.subscription_id)
       await sendPlainChargeReceipt(trx, payment, Number(payment.completed_at ?? payment.updated_at));
   } else if (event.type === 'refund.status_updated') {
     const refund = await refundById(trx, event.objectId);
     if (refund?.status !== 'successful') return;
-    const settings = settingsOf(await repo.findTaxSettings(trx, refund.user_id));
+    const settings = settingsOf(await repo.findCommittedTaxSettings(trx, refund.user_id));
     const original = (await repo.findReceiptOfPayment(trx, refund.payment_id)) ?? null;
     if (settings || original) await issueCreditNote(trx, refund, settings, original);
   }
