@@ -17,9 +17,10 @@ declare module './queue.ts' {
     'test.sliced': { n: number };
     'test.stopping': { n: number };
     'test.leased': { n: number };
+    'test.unloaded': { n: number };
   }
 }
-type NumberedKind = 'test.capped' | 'test.full' | 'test.sliced' | 'test.stopping' | 'test.leased';
+type NumberedKind = 'test.capped' | 'test.full' | 'test.sliced' | 'test.stopping' | 'test.leased' | 'test.unloaded';
 
 // The per-key cap bounds the runs under way for one key (requests open to one webhook endpoint).
 // A finished run frees its key's slot at once: its job keeps its lease until its batch is
@@ -48,7 +49,7 @@ function numberedKind(
   return {
     kind,
     keyOf,
-    load: async (_trx, jobs) => jobs.map((job) => job.payload.n),
+    load: async (_db, jobs) => jobs.map((job) => job.payload.n),
     run,
     settlement: () => ({ retryAt: null }),
     record: async (_trx, outcomes) => onRecord(outcomes.map((o) => o.outcome)),
@@ -263,12 +264,12 @@ test('stopping waits for a claim under way and the runs it took, so none starts 
     },
     (numbers) => records.push(numbers),
   );
-  // The claim loads its jobs' work inside its transaction: held here until the test says.
+  // The claim loads its jobs' work once it has committed: held here until the test says.
   const load = kind.load;
-  kind.load = async (trx, jobs) => {
+  kind.load = async (db, jobs) => {
     inClaim.resolve();
     await held.promise;
-    return load(trx, jobs);
+    return load(db, jobs);
   };
   const lane = new BatchLane(kind, { db, log: pino({ level: 'silent' }), pollMs: 10, flushGatherMs: 5 });
   lane.start();
@@ -281,6 +282,48 @@ test('stopping waits for a claim under way and the runs it took, so none starts 
   assert.deepEqual(ran.sort(), [1, 2], 'the claimed jobs ran before stop returned');
   assert.deepEqual(records.flat().sort(), [1, 2], 'and were recorded');
   assert.equal((await db.selectFrom('jobs').select('id').execute()).length, 0);
+});
+
+test('a claim whose load fails leaves its jobs claimed; once their leases lapse they run, once', async (t) => {
+  const testDb = await freshDb();
+  t.after(() => testDb.drop());
+  const { db } = testDb;
+  await migrateToLatest(db);
+  const now = Date.now();
+  await enqueueNumbered(db, 'test.unloaded', 2, () => now - 1000, now);
+  const ran: number[] = [];
+  const records: number[][] = [];
+  const kind = numberedKind(
+    'test.unloaded',
+    async (n) => {
+      ran.push(n);
+      return n;
+    },
+    (numbers) => records.push(numbers),
+  );
+  const load = kind.load;
+  let loads = 0;
+  kind.load = async (loadDb, jobs) => {
+    loads += 1;
+    if (loads === 1) throw new Error('the database went away');
+    return load(loadDb, jobs);
+  };
+  const lane = new BatchLane(kind, { db, log: pino({ level: 'silent' }), pollMs: 10, leaseMs: 300 });
+  lane.start();
+  t.after(() => lane.stop());
+  await until(() => loads >= 1, 'the failed load');
+  // Claimed and not run: no other claim takes them while their lease holds.
+  const held = await db
+    .selectFrom('jobs')
+    .select(['locked_by', 'attempts'])
+    .where('kind', '=', 'test.unloaded')
+    .execute();
+  assert.equal(held.length, 2);
+  for (const job of held) assert.equal(job.locked_by, lane.id);
+  assert.deepEqual(ran, []);
+  await until(async () => records.flat().length === 2 && (await noJobsOf(db, 'test.unloaded')), 'the jobs run again');
+  assert.deepEqual(ran.sort(), [1, 2], 'each ran once');
+  assert.equal(loads, 2);
 });
 
 test('PostgreSQL: renewing leases skips a job whose row another transaction holds, and waits for nothing', {

@@ -26,8 +26,12 @@ export type BatchLaneKind<P, W, O> = {
   kind: string;
   /** Jobs with the same key share the per-key cap on runs under way (a webhook endpoint). */
   keyOf(payload: P): string;
-  /** Reads what the claimed jobs need, in the claiming transaction. Returns one work item per job, in order. */
-  load(trx: Transaction<Database>, jobs: LaneJob<P>[]): Promise<W[]>;
+  /**
+   * Reads what the claimed jobs need, once their claim has committed: plain reads, which on
+   * PostgreSQL go with the other reads of the moment rather than on the claim's connection. Returns
+   * one work item per job, in order.
+   */
+  load(db: Db, jobs: LaneJob<P>[]): Promise<W[]>;
   run(work: W, job: LaneJob<P>): Promise<O>;
   settlement(outcome: O): Settlement;
   /** Writes the outcomes of jobs this lane still held, in the transaction that settles them. */
@@ -232,7 +236,7 @@ export class BatchLane<P, W, O> {
     const { result: claimed, durable } = await storeOf(this.db).transaction(
       async (trx) => {
         const due = await dueJobsQuery.all(trx, { kind: this.spec.kind, now, room });
-        if (due.length === 0) return { scanned: 0, work: [] };
+        if (due.length === 0) return { scanned: 0, jobs: [] };
 
         const take: Array<{ jobId: string; key: string; payload: P }> = [];
         const later = new Map<string, string[]>();
@@ -256,7 +260,7 @@ export class BatchLane<P, W, O> {
           const runAt = now + Math.min(PUT_OFF_MAX_MS, PUT_OFF_MS * 2 ** (streak - 1)) + Math.floor(this.random() * 30);
           await putOffJobsQuery.run(trx, { ids: JSON.stringify(ids), runAt });
         }
-        if (take.length === 0) return { scanned: due.length, work: [] };
+        if (take.length === 0) return { scanned: due.length, jobs: [] };
 
         const claimed = await claimJobsQuery.all(trx, {
           ids: JSON.stringify(take.map((t) => t.jobId)),
@@ -265,14 +269,16 @@ export class BatchLane<P, W, O> {
         });
         const attempts = new Map(claimed.map((row) => [row.id, Number(row.attempts)]));
         const jobs: LaneJob<P>[] = take.map((t) => ({ ...t, attempt: attempts.get(t.jobId) ?? 1 }));
-        const loaded = await this.spec.load(trx, jobs);
-        return { scanned: due.length, work: jobs.map((job, i) => ({ job, work: loaded[i] })) };
+        return { scanned: due.length, jobs };
       },
       { durability: 'relaxed' },
     );
+    if (claimed.jobs.length === 0) return { scanned: claimed.scanned, work: [] };
     // Nothing starts before the jobs it read, and what they carry, are on disk.
     if (durable) await durable;
-    return claimed;
+    // A load that fails leaves its jobs claimed: their leases lapse, and they run again, as after a crash.
+    const loaded = await this.spec.load(this.db, claimed.jobs);
+    return { scanned: claimed.scanned, work: claimed.jobs.map((job, i) => ({ job, work: loaded[i] })) };
   }
 
   /** A claimed job counts against the caps (and has its lease renewed) from its claim on. */

@@ -29,9 +29,9 @@ export function mailLaneKind(
     kind: SEND_MAIL_JOB,
     keyOf: () => 'mail',
 
-    async load(trx, jobs) {
+    async load(db, jobs) {
       const rows = await messagesByIds(
-        trx,
+        db,
         jobs.map((job) => job.payload.id),
       );
       const byId = new Map(rows.map((row) => [row.id, row]));

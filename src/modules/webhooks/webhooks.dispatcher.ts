@@ -77,7 +77,7 @@ export function deliveryLaneKind(options: DispatcherOptions & { sender: Sender }
   return {
     kind: WEBHOOK_DELIVERY_JOB,
     keyOf: (payload) => payload.endpoint_id,
-    load: (trx, jobs) => loadDeliveries(options.secrets, trx, jobs),
+    load: (db, jobs) => loadDeliveries(options.secrets, db, jobs),
     run: (work, job) => sendDelivery(settings, work, job),
     settlement: (outcome) =>
       outcome.kind === 'attempted' && outcome.retryAt !== null
@@ -90,14 +90,14 @@ export function deliveryLaneKind(options: DispatcherOptions & { sender: Sender }
 /** What each claimed delivery needs to be sent: its endpoint, its secret opened, its event's body. */
 async function loadDeliveries(
   secrets: SecretBox,
-  trx: Parameters<DeliveryLane['load']>[0],
+  db: Parameters<DeliveryLane['load']>[0],
   jobs: Parameters<DeliveryLane['load']>[1],
 ): Promise<Work[]> {
   const rows = await deliveriesToSend(
-    trx,
+    db,
     jobs.map((job) => job.payload.delivery_id),
   );
-  const bodies = await eventBodies(trx, [...new Set(rows.map((row) => row.event_id))]);
+  const bodies = await eventBodies(db, [...new Set(rows.map((row) => row.event_id))]);
   const byDelivery = new Map(rows.map((row) => [row.delivery_id, row]));
   // A batch is mostly one endpoint's deliveries: its secret is opened once per batch, not per delivery.
   const opened = new Map<string, string>();
