@@ -67,12 +67,15 @@ const PUT_OFF_MAX_MS = 1_000;
 const START_SLICE_MS = 5;
 
 // The statements every batch runs, prepared: a lane runs them thousands of times a second.
-const dueJobsQuery = prepared<{ kind: string; now: number; room: number }, { id: string; payload: string }>((db, arg) =>
+const dueJobsQuery = prepared<
+  { kind: string; now: number; room: number },
+  { id: string; payload: string; attempts: number }
+>((db, arg) =>
   lockSkipLocked(
     db,
     db
       .selectFrom('jobs')
-      .select(['id', 'payload'])
+      .select(['id', 'payload', 'attempts'])
       .where('kind', '=', arg('kind'))
       .where('failed_at', 'is', null)
       .where('run_at', '<=', arg('now'))
@@ -82,13 +85,11 @@ const dueJobsQuery = prepared<{ kind: string; now: number; room: number }, { id:
   ),
 );
 
-const claimJobsQuery = prepared<{ ids: string; owner: string; until: number }, { id: string; attempts: number }>(
-  (db, arg) =>
-    db
-      .updateTable('jobs')
-      .set((eb) => ({ locked_by: arg('owner'), locked_until: arg('until'), attempts: eb('attempts', '+', 1) }))
-      .where(inJsonArray(db, 'id', arg('ids')))
-      .returning(['id', 'attempts']),
+const claimJobsQuery = prepared<{ ids: string; owner: string; until: number }>((db, arg) =>
+  db
+    .updateTable('jobs')
+    .set((eb) => ({ locked_by: arg('owner'), locked_until: arg('until'), attempts: eb('attempts', '+', 1) }))
+    .where(inJsonArray(db, 'id', arg('ids'))),
 );
 
 const putOffJobsQuery = prepared<{ ids: string; runAt: number }>((db, arg) =>
@@ -238,7 +239,7 @@ export class BatchLane<P, W, O> {
         const due = await dueJobsQuery.all(trx, { kind: this.spec.kind, now, room });
         if (due.length === 0) return { scanned: 0, jobs: [] };
 
-        const take: Array<{ jobId: string; key: string; payload: P }> = [];
+        const take: LaneJob<P>[] = [];
         const later = new Map<string, string[]>();
         const counts = new Map(this.perKeyCount);
         for (const row of due) {
@@ -251,25 +252,24 @@ export class BatchLane<P, W, O> {
             else later.set(key, [row.id]);
           } else {
             counts.set(key, busy + 1);
-            take.push({ jobId: row.id, key, payload });
+            // The rows are locked from the read to the commit: the claim below counts this one.
+            take.push({ jobId: row.id, key, payload, attempt: Number(row.attempts) + 1 });
           }
         }
         for (const [key, ids] of later) {
           const streak = (this.putOffStreak.get(key) ?? 0) + 1;
           this.putOffStreak.set(key, streak);
           const runAt = now + Math.min(PUT_OFF_MAX_MS, PUT_OFF_MS * 2 ** (streak - 1)) + Math.floor(this.random() * 30);
-          await putOffJobsQuery.run(trx, { ids: JSON.stringify(ids), runAt });
+          await putOffJobsQuery.later(trx, { ids: JSON.stringify(ids), runAt });
         }
-        if (take.length === 0) return { scanned: due.length, jobs: [] };
-
-        const claimed = await claimJobsQuery.all(trx, {
-          ids: JSON.stringify(take.map((t) => t.jobId)),
-          owner: this.id,
-          until: now + this.leaseMs,
-        });
-        const attempts = new Map(claimed.map((row) => [row.id, Number(row.attempts)]));
-        const jobs: LaneJob<P>[] = take.map((t) => ({ ...t, attempt: attempts.get(t.jobId) ?? 1 }));
-        return { scanned: due.length, jobs };
+        // Sent with the COMMIT (PostgreSQL): the claim is two round trips, the read and the commit.
+        if (take.length > 0)
+          await claimJobsQuery.later(trx, {
+            ids: JSON.stringify(take.map((job) => job.jobId)),
+            owner: this.id,
+            until: now + this.leaseMs,
+          });
+        return { scanned: due.length, jobs: take };
       },
       { durability: 'relaxed' },
     );

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { sql } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { engine, freshDb, pgUrl, type TestDb } from '../../test/helpers.ts';
 import { prepared } from './prepared.ts';
 import { openStore, storeOf, transact, type Store } from './store.ts';
@@ -64,11 +64,26 @@ test('a relaxed transaction answers with { result, durable }; durable settles on
     { durability: 'relaxed' },
   );
   assert.equal(result, 'claimed');
-  if (engine === 'postgres') assert.equal(durable, null, 'a PostgreSQL commit is durable when it returns');
+  if (engine === 'postgres') assert.equal(durable, null, 'what it read was committed, so on disk');
   await durable;
   // Its own writes still commit with their batch (they are only not waited for).
   await store.transaction(async () => undefined);
   assert.deepEqual(await committedIds(testDb), [2]);
+});
+
+test('PostgreSQL: a relaxed transaction alone commits without waiting for its WAL flush', {
+  skip: engine !== 'postgres' ? 'SQLite relaxes its own fsync (group-commit.test.ts)' : false,
+}, async (t) => {
+  const { testDb } = await storeWithItems(t);
+  // One connection, so the last read runs where the relaxed transaction ran.
+  const store = openStore({ engine: 'postgres', url: pgUrl, schema: testDb.schema, poolSize: 1 });
+  t.after(() => store.close());
+  const setting = async (trx: Kysely<any>) =>
+    (await sql<{ value: string }>`select current_setting('synchronous_commit') as value`.execute(trx)).rows[0].value;
+  const { result } = await store.transaction((trx) => setting(trx), { durability: 'relaxed' });
+  assert.equal(result, 'off');
+  assert.equal(await store.transaction((trx) => setting(trx)), 'on', 'a full transaction waits, as ever');
+  assert.equal(await setting(store.db), 'on', 'and the connection keeps no trace of the relaxed one');
 });
 
 test('afterCommit work runs once the transaction has committed, once per hook, and never when it rolls back', async (t) => {

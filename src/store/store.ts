@@ -15,6 +15,7 @@ import {
   postgresPool,
   ServerPreparedStatements,
   StorePostgresDialect,
+  UNAWAITED,
   type PostgresOptions,
 } from './postgres/dialect.ts';
 import { Listener, type ListenHandlers } from './postgres/listener.ts';
@@ -24,6 +25,8 @@ import { SharedReads } from './postgres/shared-reads.ts';
 // what a commit promises on each engine and how a repo uses it.
 
 export type Tx = Transaction<Database>;
+
+const ASYNC_COMMIT = `${UNAWAITED}set local synchronous_commit to off`;
 
 /** PostgreSQL: connections, besides the pool's, that carry reads made outside a transaction (readNow). */
 const SHARED_READ_CONNECTIONS = 2;
@@ -131,6 +134,10 @@ export class Store {
       // The work starts as soon as the transaction holds the connection: on SQLite, its unit is the one holding it.
       open.unit = this.groupCommit?.transactionHoldingConnection() ?? null;
       if (relaxed && open.unit) open.unit.relaxed = true;
+      // PostgreSQL: the commit does not wait for its WAL to be flushed (the next commit that waits
+      // flushes it, or PostgreSQL's WAL writer). Only a crash of PostgreSQL itself could lose it;
+      // what it read was committed by others, and so is on disk already. Sent with the BEGIN.
+      if (relaxed && this.engine === 'postgres') await sql.raw(ASYNC_COMMIT).execute(trx);
       this.open.set(trx, open);
       try {
         return await work(trx);

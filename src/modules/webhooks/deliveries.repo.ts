@@ -208,12 +208,9 @@ export async function deliveriesToSend(db: Db, deliveryIds: string[]) {
   return deliveriesToSendQuery.all(db, { ids: JSON.stringify(deliveryIds) });
 }
 
+/** The attempts, sent with the recording transaction's COMMIT on PostgreSQL (insertLater). */
 export async function insertAttempts(db: Db, attempts: AttemptRow[]): Promise<void> {
-  for (let i = 0; i < attempts.length; i += 500)
-    await db
-      .insertInto('webhook_attempts')
-      .values(attempts.slice(i, i + 500))
-      .execute();
+  for (const attempt of attempts) await insertLater(db, 'webhook_attempts', attempt);
 }
 
 export async function endDelivery(
