@@ -307,15 +307,21 @@ const EXECUTE_CONSENTS = Number(process.env.BENCH_CONSENTS ?? 20);
  * pg_stat_activity every 20 ms: `wait_event_type:wait_event` (or `cpu` for an active backend
  * waiting on nothing) with how many backend-samples each took. Where the time of a call goes.
  */
-async function waitsDuring<T>(during: () => Promise<T>): Promise<{ result: T; waits: string; commits: number }> {
+async function waitsDuring<T>(
+  during: () => Promise<T>,
+): Promise<{ result: T; waits: string; commits: number; flushes: number }> {
   const admin = new pg.Client({ connectionString: DATABASE_URL });
   await admin.connect();
-  const committed = async () =>
-    Number(
-      (await admin.query(`select xact_commit from pg_stat_database where datname = current_database()`)).rows[0]
-        .xact_commit,
+  // Transactions, read-only ones (each read outside a transaction) included; and WAL flushes, which
+  // commits that wait share.
+  const counters = async () => {
+    const { rows } = await admin.query(
+      `select (select xact_commit from pg_stat_database where datname = current_database()) as commits,
+              (select wal_sync from pg_stat_wal) as flushes`,
     );
-  const commitsBefore = await committed();
+    return { commits: Number(rows[0].commits), flushes: Number(rows[0].flushes) };
+  };
+  const before = await counters();
   const counts = new Map<string, number>();
   let sampling = true;
   const sampler = (async () => {
@@ -332,9 +338,11 @@ async function waitsDuring<T>(during: () => Promise<T>): Promise<{ result: T; wa
     const result = await during();
     sampling = false;
     await sampler;
+    const after = await counters();
     return {
       result,
-      commits: (await committed()) - commitsBefore,
+      commits: after.commits - before.commits,
+      flushes: after.flushes - before.flushes,
       waits: [...counts]
         .sort((a, b) => b[1] - a[1])
         .slice(0, 6)
@@ -400,14 +408,14 @@ async function executePayment(
     );
     await warmUp(executeOptions);
     const pids = [...service.processes(), bank.pid, ...postgresPids()];
-    const { result, waits, commits } = await waitsDuring(() => withCpu(pids, () => load(executeOptions)));
+    const { result, waits, commits, flushes } = await waitsDuring(() => withCpu(pids, () => load(executeOptions)));
     const cpu = cpuShares(result.cpu_us_per_call, service.processes().length, 1);
     return {
       name: `execute_payment_postgres${processes > 1 ? `_x${processes}` : ''}`,
       rps: result.rps,
       p99_ms: result.p99_ms,
       ratio: result.rps / base.bankCall,
-      note: `× bank_call_baseline_postgres (budget ≥ 0.3 ×, p99 ≤ 100 ms); ${tokens.length} consents; PostgreSQL backends waiting (samples): ${waits}; ${(commits / result.requests).toFixed(1)} commits a call; CPU a call: service ${cpu.service} µs, bank ${cpu.bank} µs, PostgreSQL ${cpu.postgres} µs; errors ${result.errors + result.non2xx}${result.otherStatuses ? ` (${result.otherStatuses})` : ''}`,
+      note: `× bank_call_baseline_postgres (budget ≥ 0.3 ×, p99 ≤ 100 ms); ${tokens.length} consents; PostgreSQL backends waiting (samples): ${waits}; ${(commits / result.requests).toFixed(1)} transactions and ${(flushes / result.requests).toFixed(2)} WAL flushes a call; CPU a call: service ${cpu.service} µs, bank ${cpu.bank} µs, PostgreSQL ${cpu.postgres} µs; errors ${result.errors + result.non2xx}${result.otherStatuses ? ` (${result.otherStatuses})` : ''}`,
     };
   } finally {
     await service?.stop();
