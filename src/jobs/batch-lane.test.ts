@@ -56,6 +56,15 @@ function numberedKind(
   };
 }
 
+/** Runs `before` ahead of each of the kind's loads; what it throws fails that load. */
+function beforeEachLoad(kind: BatchLaneKind<{ n: number }, number, number>, before: () => Promise<void>): void {
+  const load = kind.load;
+  kind.load = async (db, jobs) => {
+    await before();
+    return load(db, jobs);
+  };
+}
+
 /** Queues jobs 1..count of the kind, each due at runAt(n). */
 async function enqueueNumbered(
   db: Db,
@@ -265,12 +274,10 @@ test('stopping waits for a claim under way and the runs it took, so none starts 
     (numbers) => records.push(numbers),
   );
   // The claim loads its jobs' work once it has committed: held here until the test says.
-  const load = kind.load;
-  kind.load = async (db, jobs) => {
+  beforeEachLoad(kind, async () => {
     inClaim.resolve();
     await held.promise;
-    return load(db, jobs);
-  };
+  });
   const lane = new BatchLane(kind, { db, log: pino({ level: 'silent' }), pollMs: 10, flushGatherMs: 5 });
   lane.start();
   await inClaim.promise;
@@ -301,13 +308,11 @@ test('a claim whose load fails leaves its jobs claimed; once their leases lapse 
     },
     (numbers) => records.push(numbers),
   );
-  const load = kind.load;
   let loads = 0;
-  kind.load = async (loadDb, jobs) => {
+  beforeEachLoad(kind, async () => {
     loads += 1;
     if (loads === 1) throw new Error('the database went away');
-    return load(loadDb, jobs);
-  };
+  });
   const lane = new BatchLane(kind, { db, log: pino({ level: 'silent' }), pollMs: 10, leaseMs: 300 });
   lane.start();
   t.after(() => lane.stop());

@@ -130,13 +130,15 @@ export function prepared<Args extends Record<string, unknown>, Row = unknown>(
   // runs at once when the connection is free: half the cost of a key lookup, and the rows come back
   // in hand when nothing they show is still waiting for its fsync. On PostgreSQL it goes out with
   // the other reads of the moment in one write. Inside a SQLite transaction the rows are in hand
-  // too: the transaction's caller waits for durability at its end.
-  const rowsNowOrLater = (db: Runner, args: Args): NowOrLater<Row[]> => {
+  // too: the transaction's caller waits for durability at its end. `beside`: a PostgreSQL
+  // transaction's read of committed rows goes out with the reads of the moment too (firstCommitted).
+  const rowsNowOrLater = (db: Runner, args: Args, beside = false): NowOrLater<Row[]> => {
     const query = bind(planFor(db, plans, build as any), args);
     const store = storeOfOrNull(db);
     const inTransaction = inTransactionNow<Row>(store, db, query);
     if (inTransaction) return andThen(inTransaction, (result) => result.rows);
-    const rows = db.isTransaction ? null : (store?.readNow(query.sql, query.parameters) as NowOrLater<Row[]> | null);
+    const readNow = !db.isTransaction || (beside && store?.engine === 'postgres');
+    const rows = readNow ? (store?.readNow(query.sql, query.parameters) as NowOrLater<Row[]> | null) : null;
     return rows ?? db.executeQuery<Row>(query).then((result) => result.rows);
   };
   return {
@@ -147,15 +149,7 @@ export function prepared<Args extends Record<string, unknown>, Row = unknown>(
     all: async (db, args) => rowsNowOrLater(db, args),
     first: async (db, args) => (await rowsNowOrLater(db, args))[0],
     firstNow: (db, args) => andThen(rowsNowOrLater(db, args), (rows) => rows[0]),
-    firstCommitted: async (db, args) => {
-      const store = storeOfOrNull(db);
-      if (db.isTransaction && store?.engine === 'postgres') {
-        const query = bind(planFor(db, plans, build as any), args);
-        const rows = store.readNow(query.sql, query.parameters) as Promise<Row[]> | null;
-        if (rows) return (await rows)[0];
-      }
-      return (await rowsNowOrLater(db, args))[0];
-    },
+    firstCommitted: async (db, args) => (await rowsNowOrLater(db, args, true))[0],
   };
 }
 

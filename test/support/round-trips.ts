@@ -10,6 +10,28 @@ import { pgUrl } from '../helpers.ts';
 /** `inTransaction`: sent on a connection inside a BEGIN; else alone (a shared read, or autocommit). */
 export type Statement = { text: string; awaited: boolean; inTransaction: boolean };
 
+type Method = (this: any, ...args: any[]) => unknown;
+
+/** Runs `run` with `target[name]` seeing every call first (`watch`), then puts the method back. */
+async function watching(
+  target: object,
+  name: string,
+  watch: (self: any, args: any[]) => void,
+  run: () => Promise<unknown>,
+) {
+  const methods = target as Record<string, Method>;
+  const original = methods[name];
+  methods[name] = function (this: unknown, ...args: any[]) {
+    watch(this, args);
+    return original.apply(this, args);
+  };
+  try {
+    await run();
+  } finally {
+    methods[name] = original;
+  }
+}
+
 /** The statements the service sends while `run` runs, each transaction of the mounted sandbox bank left out. */
 export async function serviceStatements(run: () => Promise<unknown>): Promise<Statement[]> {
   const sent: Statement[] = [];
@@ -17,44 +39,38 @@ export async function serviceStatements(run: () => Promise<unknown>): Promise<St
   const keep = (statements: Statement[]) => {
     if (!statements.some((s) => s.text.includes('sandbox_'))) sent.push(...statements);
   };
-  const proto = pg.Client.prototype as unknown as { query: (...args: any[]) => unknown };
-  const query = proto.query;
-  proto.query = function (this: object, ...args: any[]) {
-    const text: string = typeof args[0] === 'string' ? args[0] : args[0]?.text;
-    const word = text.trim().toLowerCase();
-    const statement = { text, awaited: word !== 'begin' && !text.startsWith(UNAWAITED), inTransaction: true };
-    if (word === 'begin') open.set(this, [statement]);
-    else if (open.has(this)) {
-      open.get(this)!.push(statement);
-      if (word === 'commit' || word === 'rollback') {
-        keep(open.get(this)!);
-        open.delete(this);
-      }
-    } else keep([{ ...statement, inTransaction: false }]);
-    return query.apply(this, args);
-  };
-  try {
-    await run();
-  } finally {
-    proto.query = query;
-  }
+  await watching(
+    pg.Client.prototype,
+    'query',
+    (client: object, args) => {
+      const text: string = typeof args[0] === 'string' ? args[0] : args[0]?.text;
+      const word = text.trim().toLowerCase();
+      const statement = { text, awaited: word !== 'begin' && !text.startsWith(UNAWAITED), inTransaction: true };
+      if (word === 'begin') open.set(client, [statement]);
+      else if (open.has(client)) {
+        open.get(client)!.push(statement);
+        if (word === 'commit' || word === 'rollback') {
+          keep(open.get(client)!);
+          open.delete(client);
+        }
+      } else keep([{ ...statement, inTransaction: false }]);
+    },
+    run,
+  );
   return sent;
 }
 
 /** How many writes this process makes to PostgreSQL's socket (the test database's port) while `run` runs. */
 export async function postgresWritesDuring(run: () => Promise<unknown>): Promise<number> {
   const port = Number(new URL(pgUrl).port || 5432);
-  const socket = net.Socket.prototype as unknown as { _writeGeneric: (...args: unknown[]) => unknown };
-  const write = socket._writeGeneric;
   let writes = 0;
-  socket._writeGeneric = function (this: net.Socket, ...args: unknown[]) {
-    if (this.remotePort === port) writes += 1;
-    return write.apply(this, args);
-  };
-  try {
-    await run();
-  } finally {
-    socket._writeGeneric = write;
-  }
+  await watching(
+    net.Socket.prototype,
+    '_writeGeneric',
+    (socket: net.Socket) => {
+      if (socket.remotePort === port) writes += 1;
+    },
+    run,
+  );
   return writes;
 }
