@@ -192,14 +192,17 @@ async function pgBaselines(ctx: BenchContext): Promise<{ rps: PgBaselines; resul
       connections: ctx.connections,
       durationSec: ctx.durationSec,
     });
-    const create = await warmLoad({
+    const createOptions: LoadOptions = {
       url: `${info.url}/create`,
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: '{}',
       connections: 50,
       durationSec: ctx.durationSec,
-    });
+    };
+    await warmUp(createOptions);
+    const create = await withCpu([bare.pid, ...postgresPids()], () => load(createOptions));
+    const createCpu = cpuShares(create.cpu_us_per_call, 1, 0);
     const bankCall = await warmLoad({
       url: `${info.url}/bank-call`,
       method: 'POST',
@@ -219,7 +222,11 @@ async function pgBaselines(ctx: BenchContext): Promise<{ rps: PgBaselines; resul
       rps: { get: get.rps, create: create.rps, bankCall: bankCall.rps },
       results: [
         figure('stack_limit_get_postgres', get, 'two primary-key reads, the 1.4 kB reply'),
-        figure('stack_limit_create_postgres', create, 'one committed insert, the same reply (no QR code)'),
+        figure(
+          'stack_limit_create_postgres',
+          create,
+          `one committed insert, the same reply (no QR code); CPU a call: server ${createCpu.service} µs, PostgreSQL ${createCpu.postgres} µs`,
+        ),
         figure('bank_call_baseline_postgres', bankCall, 'one keep-alive HTTP call, one committed insert'),
       ],
     };
@@ -263,8 +270,10 @@ async function requests(
       connections: 50,
       durationSec: ctx.durationSec,
     };
-    const create = await warmLoad(createOptions);
+    await warmUp(createOptions);
+    const create = await withCpu([...pids, ...postgresPids()], () => load(createOptions));
     const peakMb = rss.stop();
+    const createCpu = cpuShares(create.cpu_us_per_call, pids.length, 0);
     const created = await fetch(`${service.url}/v1/requests`, { method: 'POST', headers, body }).then(
       (r) => r.json() as Promise<any>,
     );
@@ -283,7 +292,7 @@ async function requests(
         rps: create.rps,
         p99_ms: create.p99_ms,
         ratio: create.rps / base.create,
-        note: `× stack_limit_create_postgres (budget ≥ 0.5 ×); errors ${create.errors + create.non2xx}; ${peakMb.toFixed(0)} MB peak resident${each}`,
+        note: `× stack_limit_create_postgres (budget ≥ 0.5 ×); CPU a call: service ${createCpu.service} µs, PostgreSQL ${createCpu.postgres} µs; errors ${create.errors + create.non2xx}; ${peakMb.toFixed(0)} MB peak resident${each}`,
       },
       {
         name: `get_request_postgres${suffix}`,

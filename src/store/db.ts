@@ -24,15 +24,29 @@ export function lockSkipLocked<QB extends SelectQueryBuilder<any, any, any>>(db:
   return engineOf(db) === 'postgres' ? (query.forUpdate().skipLocked() as QB) : query;
 }
 
+const VALUES_OF_JSON_ARRAY = 'any(array(select jsonb_array_elements_text';
+
 /**
  * `column in (…)` with the values as one JSON array (`JSON.stringify(ids)`): the statement's text is
  * the same for any number of values, so it can be a prepared query (store/prepared.ts), where an
  * `in (?, ?, …)` list is compiled, and on SQLite prepared, again for every length it comes in.
+ *
+ * On PostgreSQL the values become an array compared with `= any`, which the planner takes for about
+ * ten values and looks up in the column's index; as `in (select …)` it counted a hundred and joined
+ * them to a scan of the whole table up to some ten thousand rows. Such a statement is planned at
+ * every call (`plannedAtEachCall`), not kept prepared: its tables are the ones that grow from
+ * nothing (deliveries, events, jobs), and a plan made while one was small scanned it whole, every
+ * batch, until its next ANALYZE (docs/performance.md, "What a call costs on PostgreSQL").
  */
 export function inJsonArray(db: Kysely<any>, column: string, valuesJson: string): RawBuilder<boolean> {
   return engineOf(db) === 'postgres'
-    ? sql<boolean>`${sql.ref(column)} in (select jsonb_array_elements_text(cast(${valuesJson} as jsonb)))`
+    ? sql<boolean>`${sql.ref(column)} = ${sql.raw(VALUES_OF_JSON_ARRAY)}(cast(${valuesJson} as jsonb))))`
     : sql<boolean>`${sql.ref(column)} in (select value from json_each(${valuesJson}))`;
+}
+
+/** Whether PostgreSQL should plan this statement with each call's values rather than keep one plan (inJsonArray). */
+export function plannedAtEachCall(statement: string): boolean {
+  return statement.includes(VALUES_OF_JSON_ARRAY);
 }
 
 /**

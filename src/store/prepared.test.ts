@@ -5,7 +5,7 @@ import { engine, freshDb, pgUrl } from '../../test/helpers.ts';
 import { migrateToLatest } from './migrate.ts';
 import { inserted, insertLater, insertRow, prepared, updateById, updateByIdLater } from './prepared.ts';
 import { openDb, transact } from './store.ts';
-import { lockForUpdate } from './db.ts';
+import { inJsonArray, lockForUpdate, plannedAtEachCall } from './db.ts';
 import { postgresWritesDuring } from '../../test/support/round-trips.ts';
 import { jobRow } from '../../test/support/jobs.ts';
 
@@ -162,6 +162,52 @@ test('PostgreSQL: a statement kept prepared answers its rows as pg builds them, 
   assert.deepEqual(both, [await unprepared('a'), await unprepared('b')]);
   // another statement whose columns differ, on the same connection
   assert.deepEqual(await jobById.first(db, { id: 'b' }), { id: 'b', kind: 'k', dedupe_key: null });
+});
+
+const jobsByIds = prepared<{ ids: string }, { id: string }>((db, arg) =>
+  db
+    .selectFrom('jobs')
+    .select('id')
+    .where(inJsonArray(db, 'id', arg('ids')))
+    .orderBy('id'),
+);
+
+test('PostgreSQL plans a query over a list of values at each call, so a table that grew is read by its index', {
+  skip: engine !== 'postgres' ? "server-side statements are PostgreSQL's" : false,
+}, async (t) => {
+  // A plan kept from while the table was empty scanned it whole at every call once it had grown,
+  // until its next ANALYZE (src/store/db.ts, inJsonArray). The table here is never analyzed.
+  const { db } = await oneConnection(t);
+  await transact(db, async (trx) => {
+    for (let run = 0; run < 8; run++) assert.deepEqual(await jobsByIds.all(trx, { ids: '["x","y"]' }), []);
+    assert.equal(await jobById.first(trx, { id: 'x' }), undefined);
+  });
+  const onServer = await sql<{ statement: string }>`select statement from pg_prepared_statements`.execute(db);
+  assert.ok(
+    onServer.rows.some((row) => row.statement.includes('"dedupe_key"')),
+    'others are kept prepared',
+  );
+  assert.ok(!onServer.rows.some((row) => plannedAtEachCall(row.statement)), JSON.stringify(onServer.rows));
+
+  await sql`insert into jobs (id, kind, run_at, payload, created_at)
+    select 'job_' || lpad(n::text, 5, '0'), 'k', 100, '{}', 1 from generate_series(1, 20000) n`.execute(db);
+  const wanted = ['job_00007', 'job_12345', 'job_19999'];
+  // The backend's counts not yet reported (this transaction's and the ones before it), read around the call.
+  const scansOf = async (trx: typeof db) => {
+    const { rows } = await sql<{ seq_scan: string; idx_scan: string }>`select seq_scan, idx_scan
+      from pg_stat_xact_user_tables where relid = 'jobs'::regclass`.execute(trx);
+    return { seq: Number(rows[0]?.seq_scan), byIndex: Number(rows[0]?.idx_scan) };
+  };
+  const scans = await transact(db, async (trx) => {
+    const before = await scansOf(trx);
+    assert.deepEqual(
+      (await jobsByIds.all(trx, { ids: JSON.stringify([...wanted, 'job_none']) })).map((row) => row.id),
+      wanted,
+    );
+    const after = await scansOf(trx);
+    return { seq: after.seq - before.seq, byIndex: after.byIndex > before.byIndex };
+  });
+  assert.deepEqual(scans, { seq: 0, byIndex: true });
 });
 
 test('DATABASE_PREPARED_STATEMENTS=false: nothing is prepared on the server', {

@@ -1,6 +1,6 @@
 import type { Compilable, CompiledQuery, Insertable, Kysely, QueryResult } from 'kysely';
 import type { Database } from './tables.ts';
-import { engineOf, type Engine } from './db.ts';
+import { engineOf, plannedAtEachCall, type Engine } from './db.ts';
 import { storeOfOrNull, type Store } from './store.ts';
 import { andThen, type NowOrLater } from '../shared/now-or-later.ts';
 import { UNAWAITED } from './postgres/dialect.ts';
@@ -16,7 +16,8 @@ import { UNAWAITED } from './postgres/dialect.ts';
 // of `in (...)` depends on the list's length) and never SQL text.
 //
 // On PostgreSQL the same statements are also prepared on the server (Store.keepPreparedOnServer):
-// each connection parses and plans one once, and afterwards only binds and executes it.
+// each connection parses and plans one once, and afterwards only binds and executes it. Those that
+// take a list of values (inJsonArray) are planned at each call instead, with that call's values.
 
 type Db = Kysely<Database>;
 /** Where a prepared query runs: the service's database, a transaction, or the sandbox bank's. */
@@ -47,7 +48,8 @@ function planFor(
     plans.set(engine, plan);
   }
   // Each PostgreSQL store keeps its own list of the statements it has prepared on the server.
-  if (engine === 'postgres') storeOfOrNull(db)?.keepPreparedOnServer(plan.query.sql);
+  if (engine === 'postgres' && !plannedAtEachCall(plan.query.sql))
+    storeOfOrNull(db)?.keepPreparedOnServer(plan.query.sql);
   return plan;
 }
 
