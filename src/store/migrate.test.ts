@@ -43,3 +43,49 @@ test('PostgreSQL: a migration is not disturbed by columns dropped in another sch
     await churn;
   }
 });
+
+test('failed deliveries and test-clock jobs are read through indexes that hold only those rows', async (t) => {
+  const { db, drop } = await freshDb();
+  t.after(drop);
+  await migrateToLatest(db);
+  // As deliveries.repo.ts and queue.ts ask (the status a literal, so that SQLite can take the index).
+  const reads = {
+    webhook_deliveries_failed: db
+      .selectFrom('webhook_deliveries')
+      .select('id')
+      .where('endpoint_id', '=', 'webhook_1')
+      .where('status', '=', sql.lit('failed'))
+      .where('failed_at', '>=', 1),
+    jobs_clock: db.selectFrom('jobs').select('id').where('clock_id', '=', 'clock_1').where('run_at', '<=', 5),
+  };
+  for (const [index, read] of Object.entries(reads)) {
+    const compiled = read.compile();
+    const plan = await db.transaction().execute(async (trx) => {
+      if (engine === 'postgres') {
+        await sql`set local enable_seqscan = off`.execute(trx);
+        const { rows } = await trx.executeQuery<Record<string, string>>({
+          ...compiled,
+          sql: `explain ${compiled.sql}`,
+        });
+        return rows.map((row) => Object.values(row).join(' ')).join('\n');
+      }
+      const { rows } = await trx.executeQuery<{ detail: string }>({
+        ...compiled,
+        sql: `explain query plan ${compiled.sql}`,
+      });
+      return rows.map((row) => row.detail).join('\n');
+    });
+    assert.match(plan, new RegExp(`\\b${index}\\b`), plan);
+    const definition =
+      engine === 'postgres'
+        ? (
+            await sql<{
+              d: string;
+            }>`select indexdef as d from pg_indexes where indexname = ${index} and schemaname = current_schema()`.execute(
+              db,
+            )
+          ).rows[0]?.d
+        : (await sql<{ d: string }>`select sql as d from sqlite_master where name = ${index}`.execute(db)).rows[0]?.d;
+    assert.match(definition ?? '', /\bwhere\b/i, `${index} is partial: ${definition}`);
+  }
+});
