@@ -4,6 +4,7 @@ import { sql } from 'kysely';
 import { engine, freshDb } from '../../test/helpers.ts';
 import { migrateToLatest } from './migrate.ts';
 import { migrations } from './migrations/index.ts';
+import type { Db } from './db.ts';
 
 test('migrating twice applies every migration once, then nothing', async (t) => {
   const { db, drop } = await freshDb();
@@ -76,16 +77,17 @@ test('failed deliveries and test-clock jobs are read through indexes that hold o
       return rows.map((row) => row.detail).join('\n');
     });
     assert.match(plan, new RegExp(`\\b${index}\\b`), plan);
-    const definition =
-      engine === 'postgres'
-        ? (
-            await sql<{
-              d: string;
-            }>`select indexdef as d from pg_indexes where indexname = ${index} and schemaname = current_schema()`.execute(
-              db,
-            )
-          ).rows[0]?.d
-        : (await sql<{ d: string }>`select sql as d from sqlite_master where name = ${index}`.execute(db)).rows[0]?.d;
+    const definition = await indexDefinition(db, index);
     assert.match(definition ?? '', /\bwhere\b/i, `${index} is partial: ${definition}`);
   }
 });
+
+async function indexDefinition(db: Db, index: string): Promise<string | undefined> {
+  const query =
+    engine === 'postgres'
+      ? sql<{
+          d: string;
+        }>`select indexdef as d from pg_indexes where indexname = ${index} and schemaname = current_schema()`
+      : sql<{ d: string }>`select sql as d from sqlite_master where name = ${index}`;
+  return (await query.execute(db)).rows[0]?.d;
+}

@@ -139,18 +139,16 @@ export async function attemptsOfDeliveries(db: Db, deliveryIds: string[]): Promi
 
 /** Failed deliveries to an endpoint since a time that no later delivery has re-sent yet. */
 export async function unrecoveredFailures(db: Db, endpointId: string, since: number): Promise<DeliveryRow[]> {
-  return (
-    db
-      .selectFrom('webhook_deliveries')
-      .selectAll()
-      .where('endpoint_id', '=', endpointId)
-      // A literal, so that SQLite can take the index of failed deliveries (migration 0043).
-      .where('status', '=', sql.lit('failed'))
-      .where('failed_at', '>=', since)
-      .where('superseded_by', 'is', null)
-      .orderBy('id')
-      .execute()
-  );
+  // The status is a literal, so that SQLite can take the index of failed deliveries (migration 0043).
+  return db
+    .selectFrom('webhook_deliveries')
+    .selectAll()
+    .where('endpoint_id', '=', endpointId)
+    .where('status', '=', sql.lit('failed'))
+    .where('failed_at', '>=', since)
+    .where('superseded_by', 'is', null)
+    .orderBy('id')
+    .execute();
 }
 
 /** Whether this endpoint was sent the event's secret when the event happened (so its resends may carry it too). */
