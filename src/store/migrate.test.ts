@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { sql } from 'kysely';
+import { sql, type CompiledQuery } from 'kysely';
 import { engine, freshDb } from '../../test/helpers.ts';
 import { migrateToLatest } from './migrate.ts';
 import { migrations } from './migrations/index.ts';
@@ -45,12 +45,13 @@ test('PostgreSQL: a migration is not disturbed by columns dropped in another sch
   }
 });
 
-test('failed deliveries and test-clock jobs are read through indexes that hold only those rows', async (t) => {
+test('failed deliveries, test-clock jobs, executions awaiting the bank and authorisation states are read through indexes that hold only those rows', async (t) => {
   const { db, drop } = await freshDb();
   t.after(drop);
   await migrateToLatest(db);
-  // As deliveries.repo.ts and queue.ts ask (the status a literal, so that SQLite can take the index).
-  const reads = {
+  // As deliveries.repo.ts, queue.ts and payments.repo.ts ask (a status is a literal, so that
+  // SQLite can take the index). SQLite keeps payments.auth_state's UNIQUE constraint as it was.
+  const reads: Record<string, { compile(): CompiledQuery }> = {
     webhook_deliveries_failed: db
       .selectFrom('webhook_deliveries')
       .select('id')
@@ -58,7 +59,16 @@ test('failed deliveries and test-clock jobs are read through indexes that hold o
       .where('status', '=', sql.lit('failed'))
       .where('failed_at', '>=', 1),
     jobs_clock: db.selectFrom('jobs').select('id').where('clock_id', '=', 'clock_1').where('run_at', '<=', 5),
+    payments_status: db
+      .selectFrom('payments')
+      .select('id')
+      .where('status', '=', sql.lit('awaiting-consent'))
+      .where('recurring_consent_id', 'is not', null)
+      .orderBy('updated_at')
+      .limit(10),
   };
+  if (engine === 'postgres')
+    reads.payments_auth_state_key = db.selectFrom('payments').select('id').where('auth_state', '=', 'state_1');
   for (const [index, read] of Object.entries(reads)) {
     const compiled = read.compile();
     const plan = await db.transaction().execute(async (trx) => {
@@ -79,6 +89,7 @@ test('failed deliveries and test-clock jobs are read through indexes that hold o
     assert.match(plan, new RegExp(`\\b${index}\\b`), plan);
     const definition = await indexDefinition(db, index);
     assert.match(definition ?? '', /\bwhere\b/i, `${index} is partial: ${definition}`);
+    if (index === 'payments_auth_state_key') assert.match(definition ?? '', /\bunique\b/i, `${index} is unique`);
   }
 });
 

@@ -152,7 +152,8 @@ export async function updatePaymentTakingEnduringAccount(
 
 /**
  * Payments under recurring consents still awaiting the bank's answer (reserved, not yet recorded),
- * oldest first: through the (status, updated_at) index.
+ * oldest first: through the (status, updated_at) index of payments awaiting it (migration 0043; the
+ * status a literal, so that SQLite can take it).
  */
 export async function executionsInFlight(
   db: Db,
@@ -161,7 +162,7 @@ export async function executionsInFlight(
   return db
     .selectFrom('payments')
     .select(['id', 'user_id', 'mode', 'updated_at'])
-    .where('status', '=', 'awaiting-consent')
+    .where('status', '=', sql.lit('awaiting-consent'))
     .where('recurring_consent_id', 'is not', null)
     .orderBy('updated_at')
     .limit(limit)

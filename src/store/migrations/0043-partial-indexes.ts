@@ -1,10 +1,18 @@
 import { sql, type Kysely } from 'kysely';
+import { engineOf } from '../db.ts';
 
-// Two indexes that nearly every row of their table entered for nothing (docs/performance.md,
-// "What a call costs on PostgreSQL"): a webhook delivery's failures are read by the endpoint and
-// the time they failed, and only failed deliveries are wanted, yet every delivery entered the
-// index when it was queued and again when its outcome was recorded; a job's test clock is read by
-// its id, and only jobs of a test clock have one, yet every job entered the index with none.
+// Indexes that nearly every row of their table entered for nothing (docs/performance.md, "What a
+// call costs on PostgreSQL"). A change of an indexed column writes the row's every index entry
+// again, so a delivery or a payment paid for each index twice: when it was made and when its
+// outcome was recorded.
+// - An endpoint's failed deliveries are read by the endpoint and the time they failed: only failed
+//   deliveries are indexed.
+// - A test clock's jobs are read by the clock: only jobs of a clock are indexed.
+// - Executions still awaiting the bank are read oldest first: only payments awaiting it are
+//   indexed by (status, updated_at).
+// - A payment is found by its bank authorisation's state, which recurring executions and
+//   subscription charges have none of: on PostgreSQL only payments with one are indexed, still
+//   unique. SQLite keeps the column's UNIQUE constraint, which it cannot drop from a table.
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema.dropIndex('webhook_deliveries_failed').execute();
   await db.schema
@@ -20,4 +28,21 @@ export async function up(db: Kysely<any>): Promise<void> {
     .columns(['clock_id', 'run_at'])
     .where(sql<boolean>`clock_id is not null`)
     .execute();
+  await db.schema.dropIndex('payments_status').execute();
+  await db.schema
+    .createIndex('payments_status')
+    .on('payments')
+    .columns(['status', 'updated_at'])
+    .where(sql<boolean>`status = 'awaiting-consent'`)
+    .execute();
+  if (engineOf(db) === 'postgres') {
+    await db.schema.alterTable('payments').dropConstraint('payments_auth_state_key').execute();
+    await db.schema
+      .createIndex('payments_auth_state_key')
+      .on('payments')
+      .column('auth_state')
+      .unique()
+      .where(sql<boolean>`auth_state is not null`)
+      .execute();
+  }
 }
