@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import { engineOf } from '../db.ts';
 
 // Indexes that nearly every row of their table entered for nothing (docs/performance.md, "What a
@@ -14,27 +14,15 @@ import { engineOf } from '../db.ts';
 //   subscription charges have none of: on PostgreSQL only payments with one are indexed, still
 //   unique. SQLite keeps the column's UNIQUE constraint, which it cannot drop from a table.
 export async function up(db: Kysely<any>): Promise<void> {
-  await db.schema.dropIndex('webhook_deliveries_failed').execute();
-  await db.schema
-    .createIndex('webhook_deliveries_failed')
-    .on('webhook_deliveries')
-    .columns(['endpoint_id', 'failed_at'])
-    .where(sql<boolean>`status = 'failed'`)
-    .execute();
-  await db.schema.dropIndex('jobs_clock').execute();
-  await db.schema
-    .createIndex('jobs_clock')
-    .on('jobs')
-    .columns(['clock_id', 'run_at'])
-    .where(sql<boolean>`clock_id is not null`)
-    .execute();
-  await db.schema.dropIndex('payments_status').execute();
-  await db.schema
-    .createIndex('payments_status')
-    .on('payments')
-    .columns(['status', 'updated_at'])
-    .where(sql<boolean>`status = 'awaiting-consent'`)
-    .execute();
+  await rebuildPartial(
+    db,
+    'webhook_deliveries_failed',
+    'webhook_deliveries',
+    ['endpoint_id', 'failed_at'],
+    sql`status = 'failed'`,
+  );
+  await rebuildPartial(db, 'jobs_clock', 'jobs', ['clock_id', 'run_at'], sql`clock_id is not null`);
+  await rebuildPartial(db, 'payments_status', 'payments', ['status', 'updated_at'], sql`status = 'awaiting-consent'`);
   if (engineOf(db) === 'postgres') {
     await db.schema.alterTable('payments').dropConstraint('payments_auth_state_key').execute();
     await db.schema
@@ -45,4 +33,15 @@ export async function up(db: Kysely<any>): Promise<void> {
       .where(sql<boolean>`auth_state is not null`)
       .execute();
   }
+}
+
+async function rebuildPartial(
+  db: Kysely<any>,
+  name: string,
+  table: string,
+  columns: string[],
+  where: RawBuilder<boolean>,
+): Promise<void> {
+  await db.schema.dropIndex(name).execute();
+  await db.schema.createIndex(name).on(table).columns(columns).where(where).execute();
 }
