@@ -3,16 +3,16 @@ import os from 'node:os';
 import path from 'node:path';
 import {
   liveWebhookEndpoint,
-  load,
+  type load,
   recurringToken,
-  warmUp,
+  warmLoadWithCpu,
   type BenchContext,
   type BenchResult,
   type Bracketed,
   type LoadOptions,
 } from './lib.ts';
 import { freePort } from '../test/process.ts';
-import { serviceNodeFlags, spawnSandboxBank, spawnServer, withCpu } from './process.ts';
+import { serviceNodeFlags, spawnSandboxBank, spawnServer } from './process.ts';
 
 /**
  * execute_payment: POST /v1/payments on one recurring consent with limits high enough, distinct
@@ -89,8 +89,7 @@ async function measure(
       connections: ctx.connections,
       durationSec: ctx.durationSec,
     };
-    await warmUp(executeOptions);
-    return await withCpu(pids, () => load(executeOptions));
+    return await warmLoadWithCpu(pids, executeOptions);
   } finally {
     await service.stop();
     fs.rmSync(dataDir, { recursive: true, force: true });

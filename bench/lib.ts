@@ -20,6 +20,7 @@ import { createSubscription } from '../src/modules/subscriptions/subscriptions.s
 import { transact } from '../src/store/store.ts';
 import type { Db } from '../src/store/db.ts';
 import { NO_ORIGIN, type Ctx, type Deps } from '../src/modules/context.ts';
+import { withCpu } from './process.ts';
 
 export type BenchResult = {
   name: string;
@@ -178,6 +179,12 @@ export async function warmUp(options: LoadOptions): Promise<void> {
 export async function warmLoad(options: LoadOptions): ReturnType<typeof load> {
   await warmUp(options);
   return load(options);
+}
+
+/** The load measured after its warm-up, with the CPU time a call of the processes `pids` (withCpu). */
+export async function warmLoadWithCpu(pids: number[], options: LoadOptions) {
+  await warmUp(options);
+  return withCpu(pids, () => load(options));
 }
 
 /**

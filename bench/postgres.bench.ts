@@ -27,6 +27,7 @@ import {
   executionLoad,
   warmLoad,
   warmUp,
+  warmLoadWithCpu,
   type BenchContext,
   type BenchResult,
   type LoadOptions,
@@ -200,8 +201,7 @@ async function pgBaselines(ctx: BenchContext): Promise<{ rps: PgBaselines; resul
       connections: 50,
       durationSec: ctx.durationSec,
     };
-    await warmUp(createOptions);
-    const create = await withCpu([bare.pid, ...postgresPids()], () => load(createOptions));
+    const create = await warmLoadWithCpu([bare.pid, ...postgresPids()], createOptions);
     const createCpu = cpuShares(create.cpu_us_per_call, 1, 0);
     const bankCall = await warmLoad({
       url: `${info.url}/bank-call`,
@@ -270,8 +270,7 @@ async function requests(
       connections: 50,
       durationSec: ctx.durationSec,
     };
-    await warmUp(createOptions);
-    const create = await withCpu([...pids, ...postgresPids()], () => load(createOptions));
+    const create = await warmLoadWithCpu([...pids, ...postgresPids()], createOptions);
     const peakMb = rss.stop();
     const createCpu = cpuShares(create.cpu_us_per_call, pids.length, 0);
     const created = await fetch(`${service.url}/v1/requests`, { method: 'POST', headers, body }).then(

@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { liveWebhookEndpoint, load, warmUp, type BenchContext, type BenchResult, type LoadOptions } from './lib.ts';
-import { serviceNodeFlags, spawnServer, withCpu } from './process.ts';
+import { liveWebhookEndpoint, warmLoadWithCpu, type BenchContext, type BenchResult, type LoadOptions } from './lib.ts';
+import { serviceNodeFlags, spawnServer } from './process.ts';
 
 /**
  * create_refund: POST /v1/refunds of 0.01 NZD, round robin over 20 successful payments, each with a
@@ -71,8 +71,7 @@ async function measure(ctx: BenchContext, receiverUrl: string) {
       connections: ctx.connections,
       durationSec: ctx.durationSec,
     };
-    await warmUp(options);
-    return await withCpu([service.pid], () => load(options));
+    return await warmLoadWithCpu([service.pid], options);
   } finally {
     await service.stop();
     fs.rmSync(dataDir, { recursive: true, force: true });

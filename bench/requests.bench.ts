@@ -1,7 +1,7 @@
 import {
   liveWebhookEndpoint,
   load,
-  warmUp,
+  warmLoadWithCpu,
   WARM_UP_SEC,
   type BenchContext,
   type BenchResult,
@@ -68,10 +68,7 @@ export default async function benchRequests(ctx: BenchContext): Promise<BenchRes
       durationSec: ctx.durationSec,
     };
     const [{ result: get, baselineRps, around, baselineCpuUs }] = await ctx.bracketed('stack_limit_get', [
-      async () => {
-        await warmUp(getOptions);
-        return withCpu([service.pid], () => load(getOptions));
-      },
+      () => warmLoadWithCpu([service.pid], getOptions),
     ]);
     return [
       {

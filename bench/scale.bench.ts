@@ -19,15 +19,15 @@ import { systemClock } from '../src/shared/time.ts';
 import { freePort } from '../test/process.ts';
 import {
   executionLoad,
-  load,
+  type load,
   recurringToken,
   setUpDueSubscriptions,
-  warmUp,
+  warmLoadWithCpu,
   type BenchContext,
   type BenchResult,
   type LoadOptions,
 } from './lib.ts';
-import { serviceNodeFlags, spawnSandboxBank, spawnServer, untilIdle, withCpu, type SpawnedServer } from './process.ts';
+import { serviceNodeFlags, spawnSandboxBank, spawnServer, untilIdle, type SpawnedServer } from './process.ts';
 import { fill, type FillEngine } from './scale-fill.ts';
 
 const FACTOR = Number(process.env.BENCH_SCALE_FACTOR ?? 1);
@@ -236,8 +236,7 @@ type Measured = Awaited<ReturnType<typeof load>> & { cpu_us_per_call: number[] }
 
 async function measure(service: Service, options: LoadOptions): Promise<Measured> {
   await untilIdle([service.pid]);
-  await warmUp(options);
-  return withCpu([service.pid], () => load(options));
+  return warmLoadWithCpu([service.pid], options);
 }
 
 function pair(name: string, engine: Engine, empty: Measured, scale: Measured): BenchResult[] {

@@ -22,7 +22,8 @@ import { UNAWAITED } from './postgres/dialect.ts';
 type Db = Kysely<Database>;
 /** Where a prepared query runs: the service's database, a transaction, or the sandbox bank's. */
 type Runner = Kysely<any>;
-type Plan = { query: CompiledQuery; slots: Array<string | null> };
+/** `keepOnServer`: PostgreSQL keeps it prepared, unless it is planned at each call (inJsonArray). */
+type Plan = { query: CompiledQuery; slots: Array<string | null>; keepOnServer: boolean };
 
 const PLACEHOLDER = '\u0000tono-arg:';
 
@@ -44,12 +45,11 @@ function planFor(
     const slots = query.parameters.map((value) =>
       typeof value === 'string' && value.startsWith(PLACEHOLDER) ? value.slice(PLACEHOLDER.length) : null,
     );
-    plan = { query, slots };
+    plan = { query, slots, keepOnServer: engine === 'postgres' && !plannedAtEachCall(query.sql) };
     plans.set(engine, plan);
   }
   // Each PostgreSQL store keeps its own list of the statements it has prepared on the server.
-  if (engine === 'postgres' && !plannedAtEachCall(plan.query.sql))
-    storeOfOrNull(db)?.keepPreparedOnServer(plan.query.sql);
+  if (plan.keepOnServer) storeOfOrNull(db)?.keepPreparedOnServer(plan.query.sql);
   return plan;
 }
 
