@@ -33,16 +33,17 @@ export function assertErrorShape(response: Response): void {
 
 /** Rows a merchant owns in the tables a request create writes to. */
 export async function footprint(db: Db, userId: string) {
-  const count = async (table: 'requests' | 'events' | 'idempotency_keys') =>
-    Number(
-      (
-        await db
-          .selectFrom(table)
-          .select((eb) => eb.fn.countAll().as('n'))
-          .where('user_id', '=', userId)
-          .executeTakeFirstOrThrow()
-      ).n,
-    );
+  const count = async (
+    table: 'requests' | 'events' | 'idempotency_keys' | 'webhook_deliveries' | 'audit_events' | 'audit_pending',
+    action?: string,
+  ) => {
+    let query = db
+      .selectFrom(table)
+      .select((eb) => eb.fn.countAll().as('n'))
+      .where('user_id', '=', userId);
+    if (action) query = query.where('action', '=', action);
+    return Number((await query.executeTakeFirstOrThrow()).n);
+  };
   const jobs = await db
     .selectFrom('jobs')
     .select((eb) => eb.fn.countAll().as('n'))
@@ -51,6 +52,9 @@ export async function footprint(db: Db, userId: string) {
   return {
     requests: await count('requests'),
     events: await count('events'),
+    deliveries: await count('webhook_deliveries'),
+    // PostgreSQL keeps a record in audit_pending until it is chained (docs/audit.md).
+    audited_creates: (await count('audit_events', 'request.create')) + (await count('audit_pending', 'request.create')),
     idempotency_keys: await count('idempotency_keys'),
     expiry_jobs: Number(jobs.n),
   };

@@ -681,14 +681,48 @@ test('POST /v1/requests refuses every invalid body with its exact error and chan
   });
 
   await t.test('nothing was written by any refused request', async () => {
-    assert.deepEqual(await footprint(app.deps.db, other.userId), {
-      requests: 0,
-      events: 0,
-      idempotency_keys: 0,
-      expiry_jobs: 0,
-    });
+    const nothing = { requests: 0, events: 0, deliveries: 0, audited_creates: 0, idempotency_keys: 0, expiry_jobs: 0 };
+    assert.deepEqual(await footprint(app.deps.db, other.userId), nothing);
     const mine = await footprint(app.deps.db, merchant.userId);
-    assert.deepEqual(mine, { requests: 1, events: 1, idempotency_keys: 0, expiry_jobs: 0 }); // the one charset request above
+    assert.deepEqual(mine, { ...nothing, requests: 1, events: 1, audited_creates: 1 }); // the one charset request above
+  });
+});
+
+// The bank account is checked by the request's insert, with the rest of the create in flight in
+// its transaction (docs/performance.md, "What a call costs on PostgreSQL"): a refusal there must take all of it back.
+test("a create into another merchant's bank account, with an endpoint, an expiry and a key, writes nothing", async (t) => {
+  const app = await buildTestApp(t);
+  const merchant = await createTestMerchant(app);
+  const other = await createTestMerchant(app);
+  const api = apiClient(app, merchant.testKey);
+  const hook = await api.post('/v1/webhooks', { url: 'https://hooks.example.com/all' });
+  assert.equal(hook.status, 201, hook.text);
+  const body: Body = { bank_account_id: other.bankAccountId, amount: '10.00 NZD', message: 'Tea', expires_in: '1h' };
+  const headers = { 'idempotency-key': 'refused-then-fixed' };
+
+  for (let i = 0; i < 2; i++)
+    assertError(
+      await api.post('/v1/requests', body, { headers }),
+      400,
+      invalid('bank_account_id'),
+      'bank_account_id must be one of your bank accounts (GET /v1/bank-accounts)',
+      { field: 'bank_account_id' },
+    );
+  const nothing = { requests: 0, events: 0, deliveries: 0, audited_creates: 0, idempotency_keys: 0, expiry_jobs: 0 };
+  assert.deepEqual(await footprint(app.deps.db, merchant.userId), nothing);
+  assert.deepEqual(await footprint(app.deps.db, other.userId), nothing);
+
+  // The key was not used up by the refusal: with the merchant's own account it makes the request.
+  const made = await api.post('/v1/requests', { ...body, bank_account_id: merchant.bankAccountId }, { headers });
+  assert.equal(made.status, 201, made.text);
+  assert.equal(made.body.request.bank_account_id, merchant.bankAccountId);
+  assert.deepEqual(await footprint(app.deps.db, merchant.userId), {
+    requests: 1,
+    events: 1,
+    deliveries: 1,
+    audited_creates: 1,
+    idempotency_keys: 1,
+    expiry_jobs: 1,
   });
 });
 
