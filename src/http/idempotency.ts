@@ -10,6 +10,7 @@ import type { Clock } from '../shared/time.ts';
 import type { Mode } from '../shared/mode.ts';
 import type { Db } from '../store/db.ts';
 import { countOwned, deleteOwned } from '../store/owned-rows.ts';
+import { prepared } from '../store/prepared.ts';
 
 /** Who is asking: the fields of a service context that idempotency needs. */
 export type IdempotencyScope = {
@@ -42,28 +43,14 @@ export async function idempotent<T>(
   const now = ctx.clock.now();
   const scope = { user_id: ctx.merchant.id, mode: ctx.mode, key };
   return transact(ctx.db, async (trx) => {
-    await trx
-      .deleteFrom('idempotency_keys')
-      .where('user_id', '=', scope.user_id)
-      .where('mode', '=', scope.mode)
-      .where('key', '=', key)
-      .where('expires_at', '<', now)
-      .execute();
-    const inserted = await trx
-      .insertInto('idempotency_keys')
-      .values({
-        ...scope,
-        endpoint,
-        fingerprint,
-        status_code: null,
-        response: null,
-        created_at: now,
-        expires_at: now + DAY_MS,
-      })
-      .onConflict((oc) => oc.columns(['user_id', 'mode', 'key']).doNothing())
-      .returning('key')
-      .executeTakeFirst();
-    if (!inserted) {
+    const claimed = await claimKey.first(trx, {
+      ...scope,
+      endpoint,
+      fingerprint,
+      created_at: now,
+      expires_at: now + DAY_MS,
+    });
+    if (!claimed) {
       const existing = await trx
         .selectFrom('idempotency_keys')
         .selectAll()
@@ -86,16 +73,55 @@ export async function idempotent<T>(
     }
     const body = await work(trx);
     // Sealed: a stored reply may hold a secret shown once (a new webhook endpoint's).
-    await trx
-      .updateTable('idempotency_keys')
-      .set({ status_code: status, response: ctx.deps.secrets.seal(JSON.stringify(body)) })
-      .where('user_id', '=', scope.user_id)
-      .where('mode', '=', scope.mode)
-      .where('key', '=', key)
-      .execute();
+    await storeReply.later(trx, {
+      ...scope,
+      status_code: status,
+      response: ctx.deps.secrets.seal(JSON.stringify(body)),
+    });
     return { status, body, replayed: false };
   });
 }
+
+type KeyScope = { user_id: string; mode: Mode; key: string };
+
+/**
+ * Takes the key for this call: a new row, or the row of a key that has expired (on the merchant's
+ * clock, as `created_at` is) made new. No row comes back when the key is live, used by another
+ * call: then the caller reads what it stored. A concurrent call with the same key waits here on
+ * the first's row until that one commits or rolls back.
+ */
+const claimKey = prepared<KeyScope & { endpoint: string; fingerprint: string; created_at: number; expires_at: number }>(
+  (db, arg) => {
+    const fresh = {
+      endpoint: arg('endpoint'),
+      fingerprint: arg('fingerprint'),
+      status_code: null,
+      response: null,
+      created_at: arg('created_at'),
+      expires_at: arg('expires_at'),
+    };
+    return db
+      .insertInto('idempotency_keys')
+      .values({ user_id: arg('user_id'), mode: arg('mode'), key: arg('key'), ...fresh })
+      .onConflict((oc) =>
+        oc
+          .columns(['user_id', 'mode', 'key'])
+          .doUpdateSet(fresh)
+          .where('idempotency_keys.expires_at', '<', arg('created_at')),
+      )
+      .returning('key');
+  },
+);
+
+/** The reply kept for the key; sent with the transaction's COMMIT on PostgreSQL. */
+const storeReply = prepared<KeyScope & { status_code: number; response: string }>((db, arg) =>
+  db
+    .updateTable('idempotency_keys')
+    .set({ status_code: arg('status_code'), response: arg('response') })
+    .where('user_id', '=', arg('user_id'))
+    .where('mode', '=', arg('mode'))
+    .where('key', '=', arg('key')),
+);
 
 /** How many keys a merchant's mode has a reply kept for (their test data, when it is deleted). */
 export function countIdempotencyKeys(db: Db, owner: { userId: string; mode: Mode }): Promise<number> {

@@ -36,6 +36,18 @@ test('a create on PostgreSQL is two round trips, its event delivered to each end
   assert.equal(awaited.length, 2, awaited.join('\n'));
   assert.match(awaited[1]!, /^commit/i);
 
+  // With an Idempotency-Key, one more: the key taken, with the BEGIN; its reply is kept with the COMMIT.
+  const keyed = await serviceStatements(async () => {
+    const response = await api.post('/v1/requests', body, { headers: { 'idempotency-key': 'round-trips-1' } });
+    assert.equal(response.status, 201, response.text);
+  });
+  const keyedAwaited = keyed.filter((s) => s.awaited).map((s) => s.text.replace(/\s+/g, ' ').slice(0, 60));
+  assert.equal(keyedAwaited.length, 3, keyedAwaited.join('\n'));
+  assert.match(keyedAwaited[1]!, /^insert into "idempotency_keys"/i);
+  assert.match(keyedAwaited[2]!, /^commit/i);
+  const replay = await api.post('/v1/requests', body, { headers: { 'idempotency-key': 'round-trips-1' } });
+  assert.equal(replay.status, 200, replay.text);
+
   const db = app.deps.db;
   const event = await db
     .selectFrom('events')

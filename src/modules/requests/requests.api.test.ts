@@ -565,6 +565,23 @@ test('Idempotency-Key on POST /v1/requests', async (t) => {
   const jobs = await app.deps.db.selectFrom('jobs').select('id').where('kind', '=', 'request.expire').execute();
   assert.equal(jobs.length, 3);
 
+  // A day on, on the merchant's test clock, the key has expired: it is taken for a new request, even
+  // with another body, and replays that one from then on.
+  assert.equal((await api.post('/v1/test-helpers/clock/advance', { seconds: 86_400 })).status, 200);
+  const renewed = await api.post('/v1/requests', { ...body, amount: '21.00 NZD' }, { headers });
+  assert.equal(renewed.status, 201, renewed.text);
+  assert.notEqual(renewed.body.request.id, first.body.request.id);
+  const renewedAgain = await api.post('/v1/requests', { ...body, amount: '21.00 NZD' }, { headers });
+  assert.equal(renewedAgain.status, 200, renewedAgain.text);
+  assert.deepEqual(renewedAgain.body, renewed.body);
+  assertError(
+    await api.post('/v1/requests', body, { headers }),
+    409,
+    'conflict.idempotency_key_reused',
+    'This Idempotency-Key was used with a different request',
+    { idempotency_key: 'order-1001' },
+  );
+
   assertError(
     await api.post('/v1/requests', body, { headers: { 'idempotency-key': 'k'.repeat(256) } }),
     400,
