@@ -688,8 +688,9 @@ test('POST /v1/requests refuses every invalid body with its exact error and chan
   });
 });
 
-// The bank account is checked by the request's insert, with the rest of the create in flight in
-// its transaction (docs/performance.md, "What a call costs on PostgreSQL"): a refusal there must take all of it back.
+// The bank account is checked by the request's insert, with the rest of the create in flight in its
+// transaction (docs/performance.md, "What a call costs on PostgreSQL"): a refusal there must take
+// all of it back.
 test("a create into another merchant's bank account, with an endpoint, an expiry and a key, writes nothing", async (t) => {
   const app = await buildTestApp(t);
   const merchant = await createTestMerchant(app);
