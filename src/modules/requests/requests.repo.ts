@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import { notFound } from '../../shared/errors.ts';
 import { lockForUpdate } from '../../store/db.ts';
-import { prepared } from '../../store/prepared.ts';
+import { prepared, type PreparedQuery } from '../../store/prepared.ts';
 import type { Database } from '../../store/tables.ts';
 import type { Mode } from '../../shared/mode.ts';
 import type { RequestRow } from './requests.tables.ts';
@@ -12,58 +12,26 @@ import { countOwned, deleteOwned, holdOwned, idsOfOwned } from '../../store/owne
 export type Owner = { userId: string; mode: Mode };
 type Db = Kysely<Database>;
 
-// Every column of a request, so that the compiler names any the insert leaves out.
-const REQUEST_COLUMNS = Object.keys({
-  id: true,
-  user_id: true,
-  mode: true,
-  status: true,
-  type: true,
-  kind: true,
-  message: true,
-  amount_cents: true,
-  bank_account_id: true,
-  merchant_identifier: true,
-  reference: true,
-  flow: true,
-  qr_data: true,
-  logo_image_url: true,
-  banner_image_url: true,
-  min_payment_cents: true,
-  max_payment_cents: true,
-  suggested_amounts: true,
-  is_donation: true,
-  add_surcharge: true,
-  surcharge_optional: true,
-  allow_dynamic_amount: true,
-  allow_marketing_opt_in: true,
-  collect_customer_phone: true,
-  require_customer_phone: true,
-  require_customer_basic_info: true,
-  require_customer_address: true,
-  success_redirect_url: true,
-  failure_redirect_url: true,
-  recurring_options: true,
-  subscription_options: true,
-  cust_info: true,
-  created_at: true,
-  updated_at: true,
-  expires_at: true,
-  deleted_at: true,
-} satisfies Record<keyof RequestRow, true>) as Array<keyof RequestRow & string>;
-
 // The bank account is looked up in the insert itself: one that is not the merchant's leaves the
-// column null, and the insert fails (isNotMerchantsBankAccount) with its whole transaction.
-const insertRequestQuery = prepared<RequestRow>((db, arg) =>
-  db.insertInto('requests').values({
-    ...(Object.fromEntries(REQUEST_COLUMNS.map((column) => [column, arg(column)])) as RequestRow),
-    bank_account_id: db
-      .selectFrom('bank_accounts')
-      .select('id')
-      .where('id', '=', arg('bank_account_id'))
-      .where('user_id', '=', arg('user_id')),
-  }),
-);
+// column null, and the insert fails (isNotMerchantsBankAccount) with its whole transaction. Built
+// from the first row inserted: a RequestRow has every column of a request.
+let insertRequestQuery: PreparedQuery<RequestRow, unknown> | undefined;
+
+function insertRequestQueryFor(row: RequestRow): PreparedQuery<RequestRow, unknown> {
+  if (insertRequestQuery) return insertRequestQuery;
+  const columns = Object.keys(row) as Array<keyof RequestRow & string>;
+  insertRequestQuery = prepared<RequestRow>((db, arg) =>
+    db.insertInto('requests').values({
+      ...(Object.fromEntries(columns.map((column) => [column, arg(column)])) as RequestRow),
+      bank_account_id: db
+        .selectFrom('bank_accounts')
+        .select('id')
+        .where('id', '=', arg('bank_account_id'))
+        .where('user_id', '=', arg('user_id')),
+    }),
+  );
+  return insertRequestQuery;
+}
 
 /**
  * A new request under a fresh id, into one of its merchant's bank accounts, without waiting for
@@ -71,7 +39,7 @@ const insertRequestQuery = prepared<RequestRow>((db, arg) =>
  * (isNotMerchantsBankAccount tells that failure), and nothing else but the whole transaction can.
  */
 export async function insertRequest(db: Db, row: RequestRow): Promise<void> {
-  await insertRequestQuery.later(db, row);
+  await insertRequestQueryFor(row).later(db, row);
 }
 
 /** Whether an error is insertRequest's, for a bank account that is not the request's merchant's. */
