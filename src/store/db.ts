@@ -1,4 +1,4 @@
-import { PostgresAdapter, sql, type Kysely, type RawBuilder, type SelectQueryBuilder } from 'kysely';
+import { PostgresAdapter, sql, type Kysely, type QueryCreator, type RawBuilder, type SelectQueryBuilder } from 'kysely';
 import type { Database } from './tables.ts';
 
 // The query builder's type, and the few places where SQL differs between the engines. The store
@@ -17,6 +17,34 @@ export function engineOf(db: Kysely<any>): Engine {
  */
 export function lockForUpdate<QB extends SelectQueryBuilder<any, any, any>>(db: Kysely<any>, query: QB): QB {
   return engineOf(db) === 'postgres' ? (query.forUpdate() as QB) : query;
+}
+
+/** The SQLSTATE of a guarded write that wrote nothing (migration 0044, fail_unless_written). */
+const NOT_WRITTEN = 'TN001';
+
+/**
+ * PostgreSQL: a statement that runs the write `written` (an update with RETURNING) and fails, and
+ * with it its transaction, when the write wrote no row (or none that `counted` keeps). A guarded
+ * write can then go without waiting for its answer, with the statements that assume it after it.
+ */
+export function failUnlessWritten<QB extends SelectQueryBuilder<any, any, any>>(
+  db: Kysely<any>,
+  written: (creator: QueryCreator<any>) => any,
+  counted: (rows: SelectQueryBuilder<any, 'written', any>) => QB = (rows) => rows as QB,
+) {
+  return counted(db.with('written', written).selectFrom('written')).select(
+    sql<number>`fail_unless_written(count(*))`.as('written'),
+  );
+}
+
+/** The error of a guarded write that wrote nothing: failUnlessWritten's on PostgreSQL, made here elsewhere. */
+export function notWritten(what: string): Error {
+  return Object.assign(new Error(`the guarded row was not written: ${what}`), { code: NOT_WRITTEN });
+}
+
+/** Whether a transaction failed because a guarded write wrote nothing (failUnlessWritten, notWritten). */
+export function isNotWritten(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === NOT_WRITTEN;
 }
 
 /** FOR UPDATE SKIP LOCKED where several processes may claim the same rows (PostgreSQL). */

@@ -7,9 +7,10 @@ import { test } from 'node:test';
 import { sql } from 'kysely';
 import { engine } from '../../../test/helpers.ts';
 import { authorise, consentHarness } from '../../../test/support/consents.ts';
-import { serviceStatements } from '../../../test/support/round-trips.ts';
+import { runPayerAccountJobs } from '../../../test/support/jobs.ts';
+import { serviceStatements, type Statement } from '../../../test/support/round-trips.ts';
 
-test('an execution on PostgreSQL is four round trips of its own and three reads sent with others: the key, the consent and the tax settings', {
+test('an execution on PostgreSQL is three round trips of its own and three reads sent with others: the key, the consent and the tax settings', {
   skip: engine !== 'postgres',
 }, async (t) => {
   const h = await consentHarness(t);
@@ -23,21 +24,49 @@ test('an execution on PostgreSQL is four round trips of its own and three reads 
   assert.equal(everything.status, 201, everything.text);
   assert.equal(refundsOnly.status, 201, refundsOnly.text);
   const execute = (key: string) => h.api.post('/v1/payments', { token, amount: '1.00 NZD', idempotency_key: key });
-  assert.equal((await execute('first')).status, 201);
+  const shown = (list: Statement[]) => list.map((s) => s.text.replace(/\s+/g, ' ').slice(0, 60)).join('\n');
+  // The consent has no payer account kept yet: the first payment's one-round-trip record fails at
+  // its COMMIT, and the payment is locked, read and recorded with the job that asks the bank.
+  let firstId = '';
+  const firstStatements = await serviceStatements(async () => {
+    const first = await execute('first');
+    assert.equal(first.status, 201, first.text);
+    assert.equal(first.body.payment.status, 'successful');
+    firstId = first.body.payment.id;
+  });
+  const tried = firstStatements.findIndex((s) => s.text.includes('fail_unless_written'));
+  const locked = firstStatements.findIndex((s) => /from "payments" where "id" = \$1 for update/.test(s.text));
+  assert.ok(tried > 0 && locked > tried, shown(firstStatements));
+  const firstEvents = await h.runtime.deps.db
+    .selectFrom('events')
+    .select('type')
+    .where('object_id', '=', firstId)
+    .execute();
+  assert.deepEqual(firstEvents.map((e) => e.type).sort(), ['payment.created', 'payment.status_updated']);
+  // The consent's payer account is kept once that job has asked the bank for it; later payments
+  // take it in their update.
+  assert.equal(await runPayerAccountJobs(h.runtime.deps.worker), 1);
   let paymentId = '';
   const statements = await serviceStatements(async () => {
     const second = await execute('second');
     assert.equal(second.status, 201);
     paymentId = second.body.payment.id;
   });
-  const shown = (list: typeof statements) => list.map((s) => s.text.replace(/\s+/g, ' ').slice(0, 60)).join('\n');
   const awaited = statements.filter((s) => s.awaited);
   // Two to reserve (the consent's lock with the BEGIN, the payment and its event; the COMMIT with
-  // the counters and the audit record), two to record (the guarded update with the BEGIN; the
-  // COMMIT with the outcome's event).
+  // the counters and the audit record), one to record (the COMMIT, with the BEGIN, the update
+  // guarded by the payment's status as it was reserved, and the outcome's event).
   const ownRoundTrips = awaited.filter((s) => s.inTransaction);
-  assert.equal(ownRoundTrips.length, 4, shown(ownRoundTrips));
+  assert.equal(ownRoundTrips.length, 3, shown(ownRoundTrips));
   assert.match(ownRoundTrips[0].text, /from "recurring_consents".* for update/s);
+  assert.deepEqual(
+    ownRoundTrips.slice(1).map((s) => s.text),
+    ['commit', 'commit'],
+  );
+  const update = statements.findIndex((s) => /update "payments" .*fail_unless_written\(count\(\*\)\)/s.test(s.text));
+  assert.ok(update > 0, shown(statements));
+  assert.equal(statements[update - 1].text.toLowerCase(), 'begin', 'the update is the first of its transaction');
+  assert.ok(!statements[update].awaited);
   // Plain reads outside any transaction go on the connections kept for them, with the other reads
   // of the moment (docs/store.md, "Reads outside a transaction").
   const reads = awaited.filter((s) => !s.inTransaction);

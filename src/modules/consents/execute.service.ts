@@ -5,7 +5,7 @@ import type { JobHandler } from '../../jobs/worker.ts';
 import type { Clock } from '../../shared/time.ts';
 import { transact } from '../../store/store.ts';
 import { recordAudit, recordAuditFor } from '../audit/audit.service.ts';
-import type { Db } from '../../store/db.ts';
+import { isNotWritten, type Db } from '../../store/db.ts';
 import type { BankConnector, BankResult, BankPaymentOutcome } from '../banks/bank-connector.ts';
 import { connectorFor, creditorOf, remittanceOf } from '../payments/payments.banks.ts';
 import {
@@ -17,7 +17,8 @@ import {
   isParticularsClash,
   presentPayment,
   setPaymentStatus,
-  setPaymentStatusIfUnmoved,
+  setPaymentStatusOrFail,
+  type MovedPayment,
   type PaymentRow,
 } from '../payments/payments.service.ts';
 import { clockIdOf, clockOf } from '../merchants/merchants.clock.ts';
@@ -329,7 +330,7 @@ export async function submitAndRecord(
   at: number,
   clock: Clock,
   job: string | null = null,
-): Promise<PaymentRow> {
+): Promise<Recorded> {
   const settle = (outcome: Outcome, consentEnded: 'revoked' | 'expired' | null = null) =>
     record(deps, payment, outcome, consentEnded, clock, job);
   const connector = connectorFor(deps, consent.bank_id, consent.mode);
@@ -356,6 +357,9 @@ function consentEndedBy(reason: string): 'revoked' | 'expired' | null {
   return null;
 }
 
+/** A payment as its outcome was recorded (the payer account it took, if any, is not read back). */
+type Recorded = MovedPayment;
+
 type Outcome = {
   status: 'successful' | 'failed' | 'unconfirmed';
   bank_payment_id?: string | null;
@@ -369,7 +373,7 @@ async function record(
   consentEnded: 'revoked' | 'expired' | null,
   clock: Clock,
   job: string | null,
-): Promise<PaymentRow> {
+): Promise<Recorded> {
   const extra: Parameters<typeof setPaymentStatus>[4] = {};
   if (outcome.bank_payment_id !== undefined) extra.bank_payment_id = outcome.bank_payment_id;
   if (outcome.failure_reason !== undefined) extra.failure_reason = outcome.failure_reason;
@@ -377,8 +381,7 @@ async function record(
     if (outcome.status === 'unconfirmed') await queueSettle(trx, deps, before, deps.clock.now() + SETTLE_AFTER_MS);
     await followStatusChange(trx, before, outcome.status);
   };
-  return deps.store.transaction(async (trx) => {
-    const recorded = await recordIn(trx);
+  const audited = async (trx: Db, recorded: Recorded): Promise<Recorded> => {
     // A settle job's outcome is the service's own change to the merchant's money (the API's call
     // was recorded when it reserved the payment).
     if (job !== null && recorded.status !== known.status)
@@ -392,20 +395,27 @@ async function record(
         at: clock.now(),
       });
     return recorded;
-  });
+  };
 
-  async function recordIn(trx: Db): Promise<PaymentRow> {
-    const now = clock.now();
-    // The usual case, the payment as it was read before the bank was called: its status guards
-    // the update, so the row need not be read and locked first. Null when something (the settle
-    // job) moved it meanwhile; then, as when the consent is found over, the row is locked and read.
-    if (!consentEnded && !settledAlready(known, outcome)) {
-      const moved = await setPaymentStatusIfUnmoved(trx, known, outcome.status, now, extra);
-      if (moved) {
+  // The usual case, the payment as it was read before the bank was called: its status guards the
+  // update, so the row need not be read and locked first, and nothing waits for the update's answer
+  // (one round trip on PostgreSQL). When something (the settle job) moved the payment meanwhile, or
+  // it needs its payer account asked for, that transaction fails and the row is locked and read.
+  if (!consentEnded && !settledAlready(known, outcome)) {
+    try {
+      return await deps.store.transaction(async (trx) => {
+        const moved = await setPaymentStatusOrFail(trx, known, outcome.status, clock.now(), extra);
         await followUp(trx, known);
-        return moved;
-      }
+        return audited(trx, moved);
+      });
+    } catch (error) {
+      if (!isNotWritten(error)) throw error;
     }
+  }
+  return deps.store.transaction(async (trx) => audited(trx, await recordLocked(trx)));
+
+  async function recordLocked(trx: Db): Promise<Recorded> {
+    const now = clock.now();
     // Locked: the settle job may record the same payment's outcome at the same time.
     const payment = await holdPaymentToRecord(trx, known.id);
     // Deleted while the bank was asked (the merchant's test data): nothing to record; as the bank said.

@@ -3,8 +3,7 @@ import assert from 'node:assert/strict';
 import { parse } from 'csv-parse/sync';
 import { Browser } from '../../../test/payer.ts';
 import { dashWorld, logIn, textOf, type DashMerchant } from '../../../test/dashboard.ts';
-import type { Worker } from '../../jobs/worker.ts';
-import { PAYER_ACCOUNT_JOB } from '../payments/payments.service.ts';
+import { runPayerAccountJobs } from '../../../test/support/jobs.ts';
 import { authoriseAtBank } from '../test-helpers/pay.bank-driver.ts';
 
 // Refunds in the dashboard, over HTTP on SQLite and PostgreSQL: a refund made from the payment's
@@ -31,11 +30,6 @@ async function paidPayment(merchant: DashMerchant, amount = '12.50 NZD') {
   assert.equal(paid.status, 200, paid.text);
   assert.equal(paid.body.payment.status, 'successful');
   return paid.body.payment as { id: string; pcr: { particulars: string } };
-}
-
-/** Runs the due payer-account jobs (the payer's account kept for refunds); no refund is carried out. */
-async function runPayerAccountJobs(worker: Worker): Promise<void> {
-  for (const job of await worker.claim(200)) if (job.kind === PAYER_ACCOUNT_JOB) await worker.run(job);
 }
 
 const refundedOf = async (merchant: DashMerchant, paymentId: string) =>

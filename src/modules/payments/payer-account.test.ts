@@ -5,24 +5,13 @@ import { checkoutWorld, createRequest, payViaPage } from '../../../test/flows/ch
 import { hook, listeningApp } from '../../../test/support/banks.ts';
 import { authorise, consentHarness, execute } from '../../../test/support/consents.ts';
 import { createSubscriptionRequest } from '../../../test/support/subscriptions.ts';
-import type { Worker } from '../../jobs/worker.ts';
+import { runPayerAccountJobs } from '../../../test/support/jobs.ts';
 import { PAYER_ACCOUNT_JOB } from './payments.service.ts';
 
 // After a successful payment, the payer's account is read from the bank (debtor-account) and kept
 // sealed for refunds; it never appears in clear in the store or in the API. Under an enduring
 // consent (a recurring consent or a subscription) the bank is asked once, and later payments take
 // the account kept for the consent. On both engines (TEST_ENGINE=postgres for PostgreSQL).
-
-/** Claims what is due and runs the payer-account jobs among it; says how many ran. */
-async function runPayerAccountJobs(worker: Worker): Promise<number> {
-  let ran = 0;
-  for (const job of await worker.claim(100)) {
-    if (job.kind !== PAYER_ACCOUNT_JOB) continue;
-    await worker.run(job);
-    ran += 1;
-  }
-  return ran;
-}
 
 test('a successful payment keeps the payer account the bank released, sealed', async (t) => {
   const world = await checkoutWorld(t);
@@ -77,6 +66,12 @@ test('payments under one enduring consent ask the bank once: later ones take the
   const first = (await execute(h, token, '10.00 NZD', 'first')).body.payment;
   assert.equal(first.status, 'successful');
   assert.equal(await queuedFor(first.id), 1, 'the first payment asks the bank');
+  // Its outcome was recorded under the payment's lock, after a try that needed a kept account
+  // failed: nothing of that try is left.
+  const events = await db.selectFrom('events').select('type').where('object_id', '=', first.id).execute();
+  assert.deepEqual(events.map((e) => e.type).sort(), ['payment.created', 'payment.status_updated']);
+  const usage = (await h.api.get(`/v1/recurring-consents/${consent.id}`)).body.recurring_consent.usage;
+  assert.equal(usage.total.count, 1);
   await runPayerAccountJobs(worker);
   const kept = await sealedOf(first.id);
   assert.ok(kept?.startsWith('sealed:v1:'));

@@ -9,7 +9,7 @@ import type { CustInfoRow } from '../customers/customers.tables.ts';
  * The payment object of the API. `amount` is what moved at the bank (0.01 in test mode, see the
  * docs/decisions.md); `requested_amount` is what the payer was asked for, which limits and caps use.
  */
-export function presentPayment(row: PaymentRow, custInfo?: CustInfoRow | null) {
+export function presentPayment(row: Omit<PaymentRow, 'payer_account_sealed'>, custInfo?: CustInfoRow | null) {
   const custInfoObject: CustInfoObject | undefined = custInfo ? presentCustInfo(custInfo) : undefined;
   return {
     id: row.id,

@@ -1,7 +1,15 @@
 import { sql, type Kysely } from 'kysely';
 import { notFound } from '../../shared/errors.ts';
-import { lockForUpdate } from '../../store/db.ts';
-import { inserted, insertLater, insertRow, prepared, preparedOfShape, updateById } from '../../store/prepared.ts';
+import { engineOf, failUnlessWritten, lockForUpdate, notWritten } from '../../store/db.ts';
+import {
+  inserted,
+  insertLater,
+  insertRow,
+  prepared,
+  preparedOfShape,
+  updateById,
+  type Arg,
+} from '../../store/prepared.ts';
 import type { Database } from '../../store/tables.ts';
 import type { Mode } from '../../shared/mode.ts';
 import type { PaymentRow } from './payments.tables.ts';
@@ -108,20 +116,83 @@ export async function updatePaymentIfStatus(
 function takingEnduringAccountQuery(columns: readonly string[], guarded: boolean) {
   return preparedOfShape<Record<string, unknown>, { payer_account_sealed: string | null }>(
     `payments: update ${columns.join(',')} taking the enduring account if ${guarded}`,
-    (db, arg) => {
-      let update = db
-        .updateTable('payments')
-        .set((eb) => ({
-          ...Object.fromEntries(columns.map((column) => [column, arg(column)])),
-          payer_account_sealed: eb
-            .selectFrom('enduring_payer_accounts')
-            .select('payer_account_sealed')
-            .where('enduring_id', '=', arg('where enduring_id') as string),
-        }))
-        .where('id', '=', arg('where id') as string);
-      if (guarded) update = update.where('status', '=', arg('where status') as string);
-      return update.returning('payer_account_sealed');
-    },
+    (db, arg) => paymentUpdate(db, arg, columns, { guarded, takingEnduringAccount: true }),
+  );
+}
+
+/** An update of these columns of a payment by id, guarded by its status or not, and the payer account it ends with. */
+function paymentUpdate(
+  db: Db,
+  arg: Arg<Record<string, unknown>>,
+  columns: readonly string[],
+  options: { guarded: boolean; takingEnduringAccount: boolean },
+) {
+  let update = db
+    .updateTable('payments')
+    .set((eb) => ({
+      ...Object.fromEntries(columns.map((column) => [column, arg(column)])),
+      ...(options.takingEnduringAccount && {
+        payer_account_sealed: eb
+          .selectFrom('enduring_payer_accounts')
+          .select('payer_account_sealed')
+          .where('enduring_id', '=', arg('where enduring_id') as string),
+      }),
+    }))
+    .where('id', '=', arg('where id') as string);
+  if (options.guarded) update = update.where('status', '=', arg('where status') as string);
+  return update.returning('payer_account_sealed');
+}
+
+/** PostgreSQL: movePaymentOrFail's statement, per set of columns. */
+function moveOrFailQuery(columns: readonly string[], takingEnduringAccount: boolean) {
+  return preparedOfShape<Record<string, unknown>, { written: number }>(
+    `payments: move ${columns.join(',')} or fail, taking the enduring account ${takingEnduringAccount}`,
+    (db, arg) =>
+      failUnlessWritten(
+        db,
+        () => paymentUpdate(db, arg, columns, { guarded: true, takingEnduringAccount }),
+        (rows) => (takingEnduringAccount ? rows.where('payer_account_sealed', 'is not', null) : rows),
+      ),
+  );
+}
+
+/**
+ * Updates the payment while it still has `status`, in the caller's transaction, and with `enduringId`
+ * gives it the payer account kept for that consent (as updatePaymentTakingEnduringAccount does).
+ * The transaction fails (isNotWritten) when the payment no longer has `status`, or, with
+ * `enduringId`, when no account is kept for the consent. On PostgreSQL the update is not waited
+ * for: it goes out with the transaction's next awaited statement, whose answer carries the failure.
+ */
+export async function movePaymentOrFail(
+  db: Db,
+  id: string,
+  status: string,
+  changes: Partial<PaymentRow>,
+  enduringId: string | null,
+): Promise<void> {
+  if (engineOf(db) === 'postgres') {
+    const columns = columnsOf(changes);
+    await moveOrFailQuery(columns, enduringId !== null).later(db, {
+      ...changes,
+      'where id': id,
+      'where status': status,
+      'where enduring_id': enduringId,
+    });
+    return;
+  }
+  if (enduringId === null) {
+    if (!(await updatePaymentIfStatus(db, id, status, changes))) throw notWritten(`payment ${id} moved`);
+    return;
+  }
+  const updated = await updatePaymentTakingEnduringAccount(db, id, changes, enduringId, status);
+  if (!updated) throw notWritten(`payment ${id} moved`);
+  if (!updated.payerAccountSealed) throw notWritten(`no payer account is kept for ${enduringId}`);
+}
+
+/** The columns `changes` sets, but the payer account, which the enduring consent's gives. */
+function columnsOf(changes: Partial<PaymentRow>): string[] {
+  return Object.keys(changes).filter(
+    (column) => column !== 'payer_account_sealed' && (changes as Record<string, unknown>)[column] !== undefined,
   );
 }
 
@@ -138,10 +209,7 @@ export async function updatePaymentTakingEnduringAccount(
   enduringId: string,
   onlyIfStatus: string | null,
 ): Promise<{ payerAccountSealed: string | null } | null> {
-  const columns = Object.keys(changes).filter(
-    (column) => column !== 'payer_account_sealed' && (changes as Record<string, unknown>)[column] !== undefined,
-  );
-  const row = await takingEnduringAccountQuery(columns, onlyIfStatus !== null).first(db, {
+  const row = await takingEnduringAccountQuery(columnsOf(changes), onlyIfStatus !== null).first(db, {
     ...changes,
     'where id': id,
     'where enduring_id': enduringId,

@@ -155,64 +155,70 @@ export async function setPaymentStatus(
   now: number,
   extra: StatusExtra = {},
 ): Promise<PaymentRow> {
-  return (await moveStatus(trx, payment, status, now, extra, false))!;
+  return moveStatus(trx, payment, status, now, extra);
 }
 
+/** A payment as moved by setPaymentStatusOrFail: the payer account it took is not read back. */
+export type MovedPayment = Omit<PaymentRow, 'payer_account_sealed'>;
+
 /**
- * setPaymentStatus without the row read and locked first: `payment` as the caller last read it,
- * and the update guarded by its status, so it happens only if nothing moved the payment since (a
- * payment's other columns change only with its status). Null, with nothing written, if something did.
+ * setPaymentStatus without the row read and locked first, in one round trip: `payment` as the
+ * caller last read it, and the update guarded by its status (a payment's other columns change only
+ * with its status) and not waited for on PostgreSQL. The caller's transaction fails instead
+ * (isNotWritten, at its next awaited statement or its COMMIT) when something moved the payment
+ * since, or when it becomes successful under an enduring consent with no payer account kept yet
+ * (setPaymentStatus then queues the job that asks the bank). The caller then locks and records it.
  */
-export async function setPaymentStatusIfUnmoved(
+export async function setPaymentStatusOrFail(
   trx: Db,
   payment: PaymentRow,
   status: FinalStatus,
   now: number,
   extra: StatusExtra = {},
-): Promise<PaymentRow | null> {
-  return moveStatus(trx, payment, status, now, extra, true);
+): Promise<MovedPayment> {
+  const changes = changesOf(payment, status, now, extra);
+  const enduringId = wantsPayerAccount(payment, changes) ? enduringIdOf(payment) : null;
+  await repo.movePaymentOrFail(trx, payment.id, payment.status, changes, enduringId);
+  if (enduringId === null && wantsPayerAccount(payment, changes)) await queuePayerAccount(trx, payment.id, now);
+  const { payer_account_sealed: _, ...moved } = { ...payment, ...changes };
+  await emitStatusUpdated(trx, payment, moved, now);
+  return moved;
 }
 
-async function moveStatus(
-  trx: Db,
-  payment: PaymentRow,
-  status: FinalStatus,
-  now: number,
-  extra: StatusExtra,
-  guarded: boolean,
-): Promise<PaymentRow | null> {
+function changesOf(payment: PaymentRow, status: FinalStatus, now: number, extra: StatusExtra): Partial<PaymentRow> {
   const changes: Partial<PaymentRow> = { status, updated_at: now, ...extra };
   if (isFinal(status)) changes.completed_at = now;
   // Kept only until the bank has named the payment or it has ended (one-off.service.ts, claimExecution).
   if (payment.submission_token_sealed && (isFinal(status) || changes.bank_payment_id))
     changes.submission_token_sealed = null;
+  return changes;
+}
+
+/**
+ * The payer's account, for refunds, once a payment has succeeded at a bank that named it. Under an
+ * enduring consent it is the account already kept for that consent, if any, taken by the update
+ * itself; otherwise it is read from the bank after the fact, never in the payment's way (docs/banks.md).
+ */
+function wantsPayerAccount(payment: PaymentRow, changes: Partial<PaymentRow>): boolean {
   const bankPaymentId = changes.bank_payment_id ?? payment.bank_payment_id;
-  // The payer's account, for refunds. Under an enduring consent it is the account already kept for
-  // that consent, if any, taken by the update itself; otherwise it is read from the bank after the
-  // fact, never in the payment's way (docs/banks.md).
-  const wantsAccount = status === 'successful' && Boolean(bankPaymentId) && !payment.payer_account_sealed;
-  const enduringId = wantsAccount ? enduringIdOf(payment) : null;
-  if (enduringId !== null) {
-    const guard = guarded ? payment.status : null;
-    const updated = await updatePaymentTakingEnduringAccount(trx, payment.id, changes, enduringId, guard);
-    if (!updated && guarded) return null;
-    changes.payer_account_sealed = updated?.payerAccountSealed ?? null;
-  } else if (!guarded) await updatePayment(trx, payment.id, changes);
-  else if (!(await updatePaymentIfStatus(trx, payment.id, payment.status, changes))) return null;
-  if (wantsAccount && !changes.payer_account_sealed) {
-    await enqueue(
-      trx,
-      {
-        kind: PAYER_ACCOUNT_JOB,
-        runAt: now,
-        clockId: null,
-        payload: { payment_id: payment.id },
-        dedupeKey: `${PAYER_ACCOUNT_JOB}:${payment.id}`,
-      },
-      now,
-    );
-  }
-  const moved: PaymentRow = { ...payment, ...changes };
+  return changes.status === 'successful' && Boolean(bankPaymentId) && !payment.payer_account_sealed;
+}
+
+async function queuePayerAccount(trx: Db, paymentId: string, now: number): Promise<void> {
+  await enqueue(
+    trx,
+    {
+      kind: PAYER_ACCOUNT_JOB,
+      runAt: now,
+      clockId: null,
+      payload: { payment_id: paymentId },
+      dedupeKey: `${PAYER_ACCOUNT_JOB}:${paymentId}`,
+    },
+    now,
+  );
+}
+
+async function emitStatusUpdated(trx: Db, payment: PaymentRow, moved: MovedPayment, now: number): Promise<void> {
   await emitEvent(
     trx,
     { userId: payment.user_id, mode: payment.mode },
@@ -223,12 +229,31 @@ async function moveStatus(
       request_id: payment.request_id,
       user_id: payment.user_id,
       merchant_identifier: payment.merchant_identifier,
-      status,
+      status: moved.status as FinalStatus,
       updated_at: iso(now),
     },
     now,
     { subject: moved },
   );
+}
+
+async function moveStatus(
+  trx: Db,
+  payment: PaymentRow,
+  status: FinalStatus,
+  now: number,
+  extra: StatusExtra,
+): Promise<PaymentRow> {
+  const changes = changesOf(payment, status, now, extra);
+  const wantsAccount = wantsPayerAccount(payment, changes);
+  const enduringId = wantsAccount ? enduringIdOf(payment) : null;
+  if (enduringId !== null) {
+    const updated = await updatePaymentTakingEnduringAccount(trx, payment.id, changes, enduringId, null);
+    changes.payer_account_sealed = updated?.payerAccountSealed ?? null;
+  } else await updatePayment(trx, payment.id, changes);
+  if (wantsAccount && !changes.payer_account_sealed) await queuePayerAccount(trx, payment.id, now);
+  const moved: PaymentRow = { ...payment, ...changes };
+  await emitStatusUpdated(trx, payment, moved, now);
   return moved;
 }
 
