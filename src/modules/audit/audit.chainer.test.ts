@@ -2,10 +2,11 @@ import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import pino from 'pino';
+import { sql } from 'kysely';
 import { buildTestApp, engine, pgUrl } from '../../../test/helpers.ts';
 import type { Db } from '../../store/db.ts';
 import { openDb, storeOf } from '../../store/store.ts';
-import { AuditChainer } from './audit.chainer.ts';
+import { AuditChainer, chainCommitted } from './audit.chainer.ts';
 import { recordAudit, verifyChains } from './audit.service.ts';
 
 // PostgreSQL: records commit unnumbered and are chained after the commit (docs/audit.md,
@@ -141,3 +142,68 @@ test("records a process left unchained (it stopped, or runs no workers) are chai
     Array.from({ length: 10 }, (_, n) => `thing_${n}`),
   );
 });
+
+test('a runner leaves a merchant whose head another process holds to it, chains the others meanwhile, and that merchant once free', {
+  skip,
+}, async (t) => {
+  const app = await buildTestApp(t);
+  const db = app.deps.db;
+  const [held, free] = [newMerchant(), newMerchant()].sort();
+  // Both heads exist: their first records are chained.
+  await recordThroughStore(db, held, 0);
+  await recordThroughStore(db, free, 0);
+  await chainCommitted(db);
+  await runnerOn(t, db);
+
+  // Another process's pass holds the first head (locked in user_id order, it would stop a pass that
+  // waits for it before the second).
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let holding!: () => void;
+  const holds = new Promise<void>((resolve) => {
+    holding = resolve;
+  });
+  const other = openDb({ engine: 'postgres', url: pgUrl, schema: app.testDb.schema });
+  t.after(() => other.destroy());
+  const holder = other.transaction().execute(async (trx) => {
+    await sql`select seq from audit_heads where user_id = ${held} for update`.execute(trx);
+    holding();
+    await released;
+  });
+  await holds;
+
+  // Released however the checks end: a runner waiting for the head would otherwise wait for ever.
+  try {
+    for (let n = 1; n <= 5; n++) {
+      await recordThroughStore(db, held, n);
+      await recordThroughStore(db, free, n);
+    }
+    const until = Date.now() + 5_000;
+    while ((await pendingOf(db, free)) > 0) {
+      assert.ok(Date.now() < until, "the free merchant's records waited for the held head");
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    assert.equal(await pendingOf(db, held), 5, 'the held merchant is left to its holder');
+  } finally {
+    release();
+    await holder;
+  }
+  await verifiedChain(db, free, 6);
+  await untilChained(db);
+  const chain = await verifiedChain(db, held, 6);
+  assert.deepEqual(
+    chain.map((row) => row.object_id),
+    Array.from({ length: 6 }, (_, n) => `thing_${n}`),
+  );
+});
+
+async function pendingOf(db: Db, userId: string): Promise<number> {
+  const row = await db
+    .selectFrom('audit_pending')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('user_id', '=', userId)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}

@@ -17,6 +17,8 @@ const RECORDS_A_PASS = 2000;
 const MERCHANTS_A_PASS = 200;
 /** How often every merchant's unchained records are looked for. */
 const SWEEP_EVERY_MS = 1000;
+/** After a pass found a merchant's head held by another process, the wait before it looks again. */
+const HELD_RETRY_MS = 20;
 /** After a pass failed (the database was out of reach), the wait before the next. */
 const RETRY_AFTER_MS = 100;
 
@@ -62,6 +64,13 @@ export class AuditChainer implements Runner {
       });
   }
 
+  private again(merchants: readonly string[]): void {
+    const timer = setTimeout(() => {
+      for (const userId of merchants) this.soon(userId);
+    }, HELD_RETRY_MS);
+    timer.unref();
+  }
+
   private async sweep(): Promise<void> {
     try {
       for (const userId of await merchantsWithPending(this.db, MERCHANTS_A_PASS)) this.soon(userId);
@@ -75,9 +84,12 @@ export class AuditChainer implements Runner {
       const merchants = [...this.dirty].slice(0, MERCHANTS_A_PASS);
       for (const userId of merchants) this.dirty.delete(userId);
       try {
+        // A head another process holds is left to it rather than waited for; it chains only what
+        // had committed when it read, so this process looks again a moment later.
+        const pass = await chainPending(this.db, merchants, RECORDS_A_PASS, { skipHeld: true });
         // A full pass may have left records behind: those merchants go round again.
-        if ((await chainPending(this.db, merchants, RECORDS_A_PASS)) === RECORDS_A_PASS)
-          for (const userId of merchants) this.dirty.add(userId);
+        if (pass.chained === RECORDS_A_PASS) for (const userId of merchants) this.dirty.add(userId);
+        if (pass.skipped.length > 0) this.again(pass.skipped);
       } catch (error) {
         for (const userId of merchants) this.dirty.add(userId);
         if (!this.started) return;
@@ -102,7 +114,7 @@ export function chainAfterCommit(trx: Db, userId: string): void {
 export async function chainBeforeReading(db: Db, userId: string): Promise<void> {
   if (engineOf(db) !== 'postgres') return;
   while (await hasPending(db, userId)) {
-    if ((await chainPending(db, [userId], RECORDS_A_PASS)) < RECORDS_A_PASS) return;
+    if ((await chainPending(db, [userId], RECORDS_A_PASS)).chained < RECORDS_A_PASS) return;
   }
 }
 

@@ -146,30 +146,43 @@ const headsToLock = prepared<{ user_ids: string[]; genesis: string }>((db, arg) 
   return { compile: () => query.compile(db) };
 });
 
+/** What one pass of chainPending did: records chained, and merchants left to whoever holds their head. */
+export type ChainPass = { chained: number; skipped: string[] };
+
 /**
  * PostgreSQL: numbers and chains up to `limit` committed records of these merchants into
- * audit_events, in one transaction, and answers how many. Their heads (made at seq 0 for a
- * merchant's first records) are locked in `user_id` order, so two processes chaining overlapping
- * merchants wait rather than deadlock. Each merchant's records are then chained from its head in
+ * audit_events, in one transaction. Their heads (made at seq 0 for a merchant's first records) are
+ * locked in `user_id` order, so two processes chaining overlapping merchants wait rather than
+ * deadlock; with `skipHeld`, a head another transaction holds is skipped instead (that merchant is
+ * in `skipped`): its holder is chaining it. Each merchant's records are then chained from its head in
  * the order they were written (`n`), inserted, removed from audit_pending, and the head moved once.
  * A record committed while this runs is chained by the next call.
  */
-export async function chainPending(db: Db, userIds: readonly string[], limit: number): Promise<number> {
+export async function chainPending(
+  db: Db,
+  userIds: readonly string[],
+  limit: number,
+  options: { skipHeld?: boolean } = {},
+): Promise<ChainPass> {
   const merchants = [...new Set(userIds)].sort();
   return storeOf(db).transaction(async (trx) => {
     await headsToLock.later(trx, { user_ids: merchants, genesis: GENESIS_HASH });
     const locked = await sql<AuditHeadRow>`select user_id, seq, prev_hash, hash from audit_heads
-      where user_id = any(${merchants}) order by user_id for update`.execute(trx);
+      where user_id = any(${merchants}) order by user_id for update${sql.raw(options.skipHeld ? ' skip locked' : '')}`.execute(
+      trx,
+    );
+    const heads = new Map(locked.rows.map((head) => [head.user_id, { seq: Number(head.seq), hash: head.hash }]));
+    const skipped = merchants.filter((userId) => !heads.has(userId));
+    if (heads.size === 0) return { chained: 0, skipped };
     const pending = await trx
       .selectFrom('audit_pending')
       .selectAll()
-      .where('user_id', 'in', merchants)
+      .where('user_id', 'in', [...heads.keys()])
       .orderBy('user_id')
       .orderBy('n')
       .limit(limit)
       .execute();
-    if (pending.length === 0) return 0;
-    const heads = new Map(locked.rows.map((head) => [head.user_id, { seq: Number(head.seq), hash: head.hash }]));
+    if (pending.length === 0) return { chained: 0, skipped };
     const moved = new Map<string, AuditHeadRow>();
     const chained = pending.map(({ n: _, ...record }) => {
       const head = moved.get(record.user_id) ?? heads.get(record.user_id)!;
@@ -184,7 +197,7 @@ export async function chainPending(db: Db, userIds: readonly string[], limit: nu
       numbers: pending.map((row) => Number(row.n)),
     });
     await moveHeads.later(trx, { heads: JSON.stringify([...moved.values()]) });
-    return pending.length;
+    return { chained: pending.length, skipped };
   });
 }
 
