@@ -177,11 +177,12 @@ export async function setPaymentStatusOrFail(
   extra: StatusExtra = {},
 ): Promise<MovedPayment> {
   const changes = changesOf(payment, status, now, extra);
-  const enduringId = wantsPayerAccount(payment, changes) ? enduringIdOf(payment) : null;
+  const wantsAccount = wantsPayerAccount(payment, changes);
+  const enduringId = wantsAccount ? enduringIdOf(payment) : null;
   await repo.movePaymentOrFail(trx, payment.id, payment.status, changes, enduringId);
-  if (enduringId === null && wantsPayerAccount(payment, changes)) await queuePayerAccount(trx, payment.id, now);
+  if (wantsAccount && enduringId === null) await queuePayerAccount(trx, payment.id, now);
   const { payer_account_sealed: _, ...moved } = { ...payment, ...changes };
-  await emitStatusUpdated(trx, payment, moved, now);
+  await emitStatusUpdated(trx, payment, moved, status, now);
   return moved;
 }
 
@@ -218,7 +219,13 @@ async function queuePayerAccount(trx: Db, paymentId: string, now: number): Promi
   );
 }
 
-async function emitStatusUpdated(trx: Db, payment: PaymentRow, moved: MovedPayment, now: number): Promise<void> {
+async function emitStatusUpdated(
+  trx: Db,
+  payment: PaymentRow,
+  moved: MovedPayment,
+  status: FinalStatus,
+  now: number,
+): Promise<void> {
   await emitEvent(
     trx,
     { userId: payment.user_id, mode: payment.mode },
@@ -229,7 +236,7 @@ async function emitStatusUpdated(trx: Db, payment: PaymentRow, moved: MovedPayme
       request_id: payment.request_id,
       user_id: payment.user_id,
       merchant_identifier: payment.merchant_identifier,
-      status: moved.status as FinalStatus,
+      status,
       updated_at: iso(now),
     },
     now,
@@ -253,7 +260,7 @@ async function moveStatus(
   } else await updatePayment(trx, payment.id, changes);
   if (wantsAccount && !changes.payer_account_sealed) await queuePayerAccount(trx, payment.id, now);
   const moved: PaymentRow = { ...payment, ...changes };
-  await emitStatusUpdated(trx, payment, moved, now);
+  await emitStatusUpdated(trx, payment, moved, status, now);
   return moved;
 }
 

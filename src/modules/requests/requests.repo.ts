@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import { notFound } from '../../shared/errors.ts';
 import { lockForUpdate } from '../../store/db.ts';
-import { prepared, type PreparedQuery } from '../../store/prepared.ts';
+import { prepared, preparedOfShape } from '../../store/prepared.ts';
 import type { Database } from '../../store/tables.ts';
 import type { Mode } from '../../shared/mode.ts';
 import type { RequestRow } from './requests.tables.ts';
@@ -13,14 +13,11 @@ export type Owner = { userId: string; mode: Mode };
 type Db = Kysely<Database>;
 
 // The bank account is looked up in the insert itself: one that is not the merchant's leaves the
-// column null, and the insert fails (isNotMerchantsBankAccount) with its whole transaction. Built
-// from the first row inserted: a RequestRow has every column of a request.
-let insertRequestQuery: PreparedQuery<RequestRow, unknown> | undefined;
-
-function insertRequestQueryFor(row: RequestRow): PreparedQuery<RequestRow, unknown> {
-  if (insertRequestQuery) return insertRequestQuery;
+// column null, and the insert fails (isNotMerchantsBankAccount) with its whole transaction. Prepared
+// per set of columns, as insertRow is.
+function insertRequestQuery(row: RequestRow) {
   const columns = Object.keys(row) as Array<keyof RequestRow & string>;
-  insertRequestQuery = prepared<RequestRow>((db, arg) =>
+  return preparedOfShape<RequestRow>(`requests: insert ${columns.join(',')} into the merchant's account`, (db, arg) =>
     db.insertInto('requests').values({
       ...(Object.fromEntries(columns.map((column) => [column, arg(column)])) as RequestRow),
       bank_account_id: db
@@ -30,7 +27,6 @@ function insertRequestQueryFor(row: RequestRow): PreparedQuery<RequestRow, unkno
         .where('user_id', '=', arg('user_id')),
     }),
   );
-  return insertRequestQuery;
 }
 
 /**
@@ -39,7 +35,7 @@ function insertRequestQueryFor(row: RequestRow): PreparedQuery<RequestRow, unkno
  * (isNotMerchantsBankAccount tells that failure), and nothing else but the whole transaction can.
  */
 export async function insertRequest(db: Db, row: RequestRow): Promise<void> {
-  await insertRequestQueryFor(row).later(db, row);
+  await insertRequestQuery(row).later(db, row);
 }
 
 /** Whether an error is insertRequest's, for a bank account that is not the request's merchant's. */
