@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { TestContext } from 'node:test';
 import { openDb } from '../src/store/store.ts';
-import { engine, freshDb, pgUrl, TEST_SECRET_KEY, VALID_ACCOUNT } from './helpers.ts';
+import { engine, freshDb, pgUrl, TEST_SECRET_KEY, VALID_ACCOUNT, type TestDb } from './helpers.ts';
 
 // Real processes for tests of start-up, configuration, the CLI and crash durability.
 
@@ -43,6 +43,12 @@ export function childrenOf(pid: number): number[] {
 
 export type Store = { env: Record<string, string>; dataDir: string; engine: 'sqlite' | 'postgres' };
 
+/** The URL a process uses for a test's PostgreSQL schema. */
+function schemaUrl(schema: string): string {
+  const separator = pgUrl.includes('?') ? '&' : '?';
+  return `${pgUrl}${separator}options=${encodeURIComponent(`-c search_path=${schema}`)}`;
+}
+
 /** An empty database for processes: a temporary DATA_DIR, plus a fresh PostgreSQL schema when TEST_ENGINE=postgres. */
 export async function processStore(t: TestContext): Promise<Store> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-proc-'));
@@ -50,13 +56,19 @@ export async function processStore(t: TestContext): Promise<Store> {
   if (engine === 'postgres') {
     const testDb = await freshDb();
     await testDb.db.destroy();
-    const separator = pgUrl.includes('?') ? '&' : '?';
-    env.DATABASE_URL = `${pgUrl}${separator}options=${encodeURIComponent(`-c search_path=${testDb.schema}`)}`;
+    env.DATABASE_URL = schemaUrl(testDb.schema!);
     env.SECRET_KEY = TEST_SECRET_KEY;
     t.after(() => testDb.drop());
   }
   t.after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
   return { env, dataDir, engine };
+}
+
+/** The database a test opened with freshDb, for processes to share with it (its SQLite file's folder is their DATA_DIR). */
+export function storeOfTestDb(testDb: TestDb): Store {
+  if (testDb.schema) return { env: { DATABASE_URL: schemaUrl(testDb.schema) }, dataDir: '', engine: 'postgres' };
+  const dataDir = path.dirname(testDb.file!);
+  return { env: { DATA_DIR: dataDir }, dataDir, engine: 'sqlite' };
 }
 
 /** The store's database, opened from the test (one connection), to look at what the processes left. */
@@ -137,6 +149,14 @@ export function runMain(env: Record<string, string>) {
   return { status: result.status, signal: result.signal, stdout: result.stdout, stderr: result.stderr };
 }
 
+/**
+ * How long a start may take before the test fails. A start takes 3 s on an idle 2-core machine, but
+ * test files run three at a time beside others that load both cores (the chaos run, the packed
+ * client's type-check), and a cluster's primary migrates before its processes load the service.
+ * A start that hangs still fails, only later.
+ */
+const START_DEADLINE_MS = 120_000;
+
 export type Service = {
   child: ChildProcess;
   baseUrl: string;
@@ -183,7 +203,10 @@ async function startOnce(
     };
     child.stdout!.on('data', check);
     child.once('exit', (code) => reject(new Error(`service exited with ${code} before listening: ${err}`)));
-    setTimeout(() => reject(new Error(`service did not start in 30 s: ${out} ${err}`)), 30_000).unref();
+    setTimeout(
+      () => reject(new Error(`service did not start in ${START_DEADLINE_MS / 1000} s: ${out} ${err}`)),
+      START_DEADLINE_MS,
+    ).unref();
   });
   try {
     await listening;

@@ -2,66 +2,18 @@
 // src/main.ts), killed with SIGKILL, restarted; on PostgreSQL two services share one database.
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import net from 'node:net';
-import path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import { createMerchant } from '../../src/modules/merchants/merchants.service.ts';
 import { emitEvent } from '../../src/modules/events/events.service.ts';
 import { startReceiver } from '../support/webhook-receiver.ts';
 import { systemClock } from '../../src/shared/time.ts';
 import { transact } from '../../src/store/store.ts';
-import { engine, freshDb, pgUrl, VALID_ACCOUNT, type TestDb } from '../helpers.ts';
+import { engine, freshDb, VALID_ACCOUNT, type TestDb } from '../helpers.ts';
+import { startService, storeOfTestDb } from '../process.ts';
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const probe = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as net.AddressInfo;
-      probe.close(() => resolve(port));
-    });
-  });
-}
-
-function serviceEnv(testDb: TestDb, port: number): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    LOG_LEVEL: 'silent',
-    DEMO_MERCHANT: 'false',
-    RATE_LIMIT_PER_SECOND: '0',
-  };
-  if (engine === 'postgres') env.DATABASE_URL = `${pgUrl}?options=-c%20search_path%3D${testDb.schema}`;
-  else {
-    delete env.DATABASE_URL;
-    env.DATA_DIR = path.dirname(testDb.file!);
-  }
-  return env;
-}
-
-async function startService(t: TestContext, testDb: TestDb): Promise<{ child: ChildProcess; url: string }> {
-  const port = await freePort();
-  const child = spawn(process.execPath, ['src/main.ts'], {
-    env: serviceEnv(testDb, port),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  t.after(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
-  let output = '';
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`service did not start: ${output}`)), 30_000);
-    child.stdout!.on('data', (chunk) => {
-      output += chunk;
-      if (output.includes('Tono is running')) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    child.stderr!.on('data', (chunk) => (output += chunk));
-    child.on('exit', (code) => reject(new Error(`service exited ${code}: ${output}`)));
-  });
-  return { child, url: `http://127.0.0.1:${port}` };
-}
+/** The service on the test's database, its demo merchant off, and its URL. */
+const startOn = (t: TestContext, testDb: TestDb) =>
+  startService(t, storeOfTestDb(testDb), { LOG_LEVEL: 'silent', DEMO_MERCHANT: 'false' });
 
 async function killed(child: ChildProcess): Promise<void> {
   const exited = new Promise((resolve) => child.once('exit', resolve));
@@ -80,7 +32,7 @@ test('a SIGKILL during an attempt, or between commit and delivery, still deliver
   const receiver = await startReceiver((_request, index) => (index === 0 ? 'hang' : { status: 204 }));
   t.after(() => receiver.close());
 
-  const first = await startService(t, testDb);
+  const first = await startOn(t, testDb);
   const merchant = await createMerchant(testDb.db, systemClock, {
     name: 'Crash',
     email: 'crash@example.com',
@@ -88,7 +40,7 @@ test('a SIGKILL during an attempt, or between commit and delivery, still deliver
     bankAccount: VALID_ACCOUNT,
   });
   const call = (url: string, body: unknown) =>
-    fetch(`${first.url}${url}`, {
+    fetch(`${first.baseUrl}${url}`, {
       method: 'POST',
       headers: { authorization: `Bearer ${merchant.test_key}`, 'content-type': 'application/json' },
       body: JSON.stringify(body),
@@ -120,7 +72,7 @@ test('a SIGKILL during an attempt, or between commit and delivery, still deliver
     ),
   );
 
-  await startService(t, testDb);
+  await startOn(t, testDb);
   await receiver.waitFor(3, 40_000);
   const byEvent = new Map<string, string[]>();
   for (const r of receiver.received)
@@ -142,15 +94,15 @@ test('two services on one PostgreSQL make each attempt once', {
   const testDb = await setupDb(t);
   const receiver = await startReceiver(() => ({ status: 204, delayMs: 5 }));
   t.after(() => receiver.close());
-  const a = await startService(t, testDb);
-  await startService(t, testDb);
+  const a = await startOn(t, testDb);
+  await startOn(t, testDb);
   const merchant = await createMerchant(testDb.db, systemClock, {
     name: 'Pair',
     email: 'pair@example.com',
     password: 'pair-password',
     bankAccount: VALID_ACCOUNT,
   });
-  const created = await fetch(`${a.url}/v1/webhooks`, {
+  const created = await fetch(`${a.baseUrl}/v1/webhooks`, {
     method: 'POST',
     headers: { authorization: `Bearer ${merchant.test_key}`, 'content-type': 'application/json' },
     body: JSON.stringify({ url: receiver.url }),
