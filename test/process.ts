@@ -14,6 +14,14 @@ import { engine, freshDb, pgUrl, TEST_SECRET_KEY, VALID_ACCOUNT, type TestDb } f
 const root = path.resolve(import.meta.dirname, '..');
 const nodeBin = process.execPath;
 
+/**
+ * How long a spawned service may take to start, or a CLI run to end, before the test fails. A start
+ * takes 3 s on an idle 2-core machine, but test files run three at a time beside others that load
+ * both cores (the chaos run, the packed client's type-check), and a cluster's primary migrates
+ * before its processes load the service. A start that hangs still fails, only later.
+ */
+const PROCESS_DEADLINE_MS = 120_000;
+
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
@@ -107,7 +115,7 @@ export function runCli(
     const child = spawn(nodeBin, ['src/cli/main.ts', ...args], {
       cwd: root,
       env: childEnv(store.env),
-      timeout: 60_000,
+      timeout: PROCESS_DEADLINE_MS,
     });
     let stdout = '';
     let stderr = '';
@@ -144,18 +152,10 @@ export function runMain(env: Record<string, string>) {
     cwd: root,
     env: childEnv(env),
     encoding: 'utf8',
-    timeout: 60_000,
+    timeout: PROCESS_DEADLINE_MS,
   });
   return { status: result.status, signal: result.signal, stdout: result.stdout, stderr: result.stderr };
 }
-
-/**
- * How long a start may take before the test fails. A start takes 3 s on an idle 2-core machine, but
- * test files run three at a time beside others that load both cores (the chaos run, the packed
- * client's type-check), and a cluster's primary migrates before its processes load the service.
- * A start that hangs still fails, only later.
- */
-const START_DEADLINE_MS = 120_000;
 
 export type Service = {
   child: ChildProcess;
@@ -204,8 +204,8 @@ async function startOnce(
     child.stdout!.on('data', check);
     child.once('exit', (code) => reject(new Error(`service exited with ${code} before listening: ${err}`)));
     setTimeout(
-      () => reject(new Error(`service did not start in ${START_DEADLINE_MS / 1000} s: ${out} ${err}`)),
-      START_DEADLINE_MS,
+      () => reject(new Error(`service did not start in ${PROCESS_DEADLINE_MS / 1000} s: ${out} ${err}`)),
+      PROCESS_DEADLINE_MS,
     ).unref();
   });
   try {
