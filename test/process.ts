@@ -72,11 +72,18 @@ export async function processStore(t: TestContext): Promise<Store> {
   return { env, dataDir, engine };
 }
 
-/** The database a test opened with freshDb, for processes to share with it (its SQLite file's folder is their DATA_DIR). */
-export function storeOfTestDb(testDb: TestDb): Store {
-  if (testDb.schema) return { env: { DATABASE_URL: schemaUrl(testDb.schema) }, dataDir: '', engine: 'postgres' };
-  const dataDir = path.dirname(testDb.file!);
-  return { env: { DATA_DIR: dataDir }, dataDir, engine: 'sqlite' };
+/**
+ * The database a test opened with freshDb, for processes to share with it: on SQLite its file's
+ * folder is their DATA_DIR; on PostgreSQL they get its schema and a temporary DATA_DIR.
+ */
+export function storeOfTestDb(t: TestContext, testDb: TestDb): Store {
+  if (!testDb.schema) {
+    const dataDir = path.dirname(testDb.file!);
+    return { env: { DATA_DIR: dataDir }, dataDir, engine: 'sqlite' };
+  }
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-proc-'));
+  t.after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+  return { env: { DATA_DIR: dataDir, DATABASE_URL: schemaUrl(testDb.schema) }, dataDir, engine: 'postgres' };
 }
 
 /** The store's database, opened from the test (one connection), to look at what the processes left. */

@@ -13,7 +13,7 @@ import { startService, storeOfTestDb } from '../process.ts';
 
 /** The service on the test's database, its demo merchant off, and its URL. */
 const startOn = (t: TestContext, testDb: TestDb) =>
-  startService(t, storeOfTestDb(testDb), { LOG_LEVEL: 'silent', DEMO_MERCHANT: 'false' });
+  startService(t, storeOfTestDb(t, testDb), { LOG_LEVEL: 'silent', DEMO_MERCHANT: 'false' });
 
 async function killed(child: ChildProcess): Promise<void> {
   const exited = new Promise((resolve) => child.once('exit', resolve));
