@@ -5,6 +5,7 @@ import { BanksFileError, readBanksFile } from './modules/banks/banks-file.ts';
 import { decodeSecretKey } from './store/secret-key.ts';
 import { isLoopbackHost, type Reach } from './shared/network.ts';
 import type { Mode } from './shared/mode.ts';
+import type { StoreOptions } from './store/store.ts';
 import { DEFAULT_ZONE } from './shared/zone.ts';
 
 export type Config = {
@@ -213,4 +214,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimitPerSecond: rateLimit(env.RATE_LIMIT_PER_SECOND),
     secretKey,
   };
+}
+
+/**
+ * The store a configuration names: PostgreSQL at DATABASE_URL, or the SQLite file in DATA_DIR. Here
+ * rather than with the runtime, so the admin CLI opens the store without loading the service.
+ */
+export function storeOptionsFor(config: Config): StoreOptions {
+  return config.databaseUrl
+    ? {
+        engine: 'postgres',
+        url: config.databaseUrl,
+        poolSize: config.databasePoolSize,
+        preparedStatements: config.databasePreparedStatements,
+      }
+    : { engine: 'sqlite', file: path.join(config.dataDir, 'tono.db') };
 }

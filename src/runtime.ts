@@ -1,12 +1,11 @@
-import path from 'node:path';
 import type { Logger, LoggerOptions } from 'pino';
 import { buildApp, loggerRedactPaths } from './app.ts';
 import { createLogger, secretFreeLog } from './logger.ts';
-import type { Config } from './config.ts';
+import { storeOptionsFor, type Config } from './config.ts';
 import { Worker } from './jobs/worker.ts';
 import { systemClock, type Clock } from './shared/time.ts';
 import type { Db } from './store/db.ts';
-import { openDb, storeOf, type StoreOptions } from './store/store.ts';
+import { openDb, storeOf } from './store/store.ts';
 import { migrateToLatest } from './store/migrate.ts';
 import { testClockOffsetsOf } from './modules/merchants/merchants.service.ts';
 import { jobKindsOf, runnersOf, sealStoredSecrets, startModules } from './modules/index.ts';
@@ -18,17 +17,6 @@ import type { Deps } from './modules/context.ts';
 import type { App } from './http/app-type.ts';
 
 export type Runtime = { deps: Deps; app: App; close(): Promise<void> };
-
-export function storeOptionsFor(config: Config): StoreOptions {
-  return config.databaseUrl
-    ? {
-        engine: 'postgres',
-        url: config.databaseUrl,
-        poolSize: config.databasePoolSize,
-        preparedStatements: config.databasePreparedStatements,
-      }
-    : { engine: 'sqlite', file: path.join(config.dataDir, 'tono.db') };
-}
 
 /** The service's log level and redaction, wherever its lines go. */
 export function loggerOptionsFor(config: Pick<Config, 'logLevel'>): LoggerOptions {

@@ -1,11 +1,10 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { Config } from '../../config.ts';
+import { storeOptionsFor, type Config } from '../../config.ts';
 import type { Db } from '../../store/db.ts';
 import { openDb, type StoreOptions } from '../../store/store.ts';
 import { migrateToLatest, pendingMigrations } from '../../store/migrate.ts';
-import { storeOptionsFor } from '../../runtime.ts';
 import type { AuditBy } from '../../modules/audit/audit.service.ts';
 
 function describe(store: StoreOptions): string {
