@@ -1,6 +1,12 @@
 import cluster from 'node:cluster';
 import net from 'node:net';
 import { ConfigError, loadConfig, type Config } from './config.ts';
+import { LISTENING_MESSAGE, runCluster } from './cluster.ts';
+import { makeLogger, prepareStore, secretBoxFor } from './runtime.ts';
+import { closeOnStop, exitOnStartFailure, listenOrExit, openRuntime } from './serve.ts';
+import { systemClock } from './shared/time.ts';
+import { openDb } from './store/store.ts';
+import { ensureDemoMerchant, DEMO_EMAIL } from './modules/merchants/demo.ts';
 import type { CreatedMerchant } from './modules/merchants/merchants.service.ts';
 
 let config: Config;
@@ -13,15 +19,6 @@ try {
   }
   throw error;
 }
-
-// The service itself is loaded once its configuration is known to be good: a bad value stops the
-// start before the second it takes to load everything (docs/configuration.md).
-const { LISTENING_MESSAGE, runCluster } = await import('./cluster.ts');
-const { makeLogger, prepareStore, secretBoxFor } = await import('./runtime.ts');
-const { closeOnStop, exitOnStartFailure, listenOrExit, openRuntime } = await import('./serve.ts');
-const { systemClock } = await import('./shared/time.ts');
-const { openDb } = await import('./store/store.ts');
-const { ensureDemoMerchant, DEMO_EMAIL } = await import('./modules/merchants/demo.ts');
 
 /** Binds and releases the port, so a busy one fails the start before anything is created or printed. */
 function portProblem(host: string, port: number): Promise<string | null> {
