@@ -185,10 +185,26 @@ test('loadConfig refuses each bad value with a message naming the variable', () 
   }
 });
 
+// Every bad value is refused by loadConfig above; a start turns any refusal into its one line, so
+// one value of each kind of check is started as a process (each start loads the whole service).
+const startedWith = new Set([
+  'PORT',
+  'PUBLIC_BASE_URL',
+  'DATA_DIR',
+  'DATABASE_URL',
+  'WORKERS',
+  'WEB_CONCURRENCY',
+  'SECRET_KEY',
+]);
+
 test('the service refuses to start on a bad value: one stderr line naming the variable, no stack trace', async (t) => {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-config-'));
   t.after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
-  for (const [name, value, message] of bad) {
+  const firstOfEach = bad.filter(
+    ([name], i) => startedWith.has(name) && bad.findIndex(([other]) => other === name) === i,
+  );
+  assert.equal(firstOfEach.length, startedWith.size);
+  for (const [name, value, message] of firstOfEach) {
     await t.test(`${name}=${value}`, () => {
       const result = runMain({ DATA_DIR: dataDir, PORT: '0', [name]: value });
       assert.notEqual(result.status, 0);
