@@ -57,9 +57,16 @@ function schemaUrl(schema: string): string {
   return `${pgUrl}${separator}options=${encodeURIComponent(`-c search_path=${schema}`)}`;
 }
 
+/** A DATA_DIR of the test's own, removed after it. */
+function tempDataDir(t: TestContext): string {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-proc-'));
+  t.after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+  return dataDir;
+}
+
 /** An empty database for processes: a temporary DATA_DIR, plus a fresh PostgreSQL schema when TEST_ENGINE=postgres. */
 export async function processStore(t: TestContext): Promise<Store> {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-proc-'));
+  const dataDir = tempDataDir(t);
   const env: Record<string, string> = { DATA_DIR: dataDir };
   if (engine === 'postgres') {
     const testDb = await freshDb();
@@ -68,7 +75,6 @@ export async function processStore(t: TestContext): Promise<Store> {
     env.SECRET_KEY = TEST_SECRET_KEY;
     t.after(() => testDb.drop());
   }
-  t.after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
   return { env, dataDir, engine };
 }
 
@@ -81,8 +87,7 @@ export function storeOfTestDb(t: TestContext, testDb: TestDb): Store {
     const dataDir = path.dirname(testDb.file!);
     return { env: { DATA_DIR: dataDir }, dataDir, engine: 'sqlite' };
   }
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-proc-'));
-  t.after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+  const dataDir = tempDataDir(t);
   return { env: { DATA_DIR: dataDir, DATABASE_URL: schemaUrl(testDb.schema) }, dataDir, engine: 'postgres' };
 }
 

@@ -2,24 +2,17 @@
 // src/main.ts), killed with SIGKILL, restarted; on PostgreSQL two services share one database.
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
 import { createMerchant } from '../../src/modules/merchants/merchants.service.ts';
 import { emitEvent } from '../../src/modules/events/events.service.ts';
 import { startReceiver } from '../support/webhook-receiver.ts';
 import { systemClock } from '../../src/shared/time.ts';
 import { transact } from '../../src/store/store.ts';
 import { engine, freshDb, VALID_ACCOUNT, type TestDb } from '../helpers.ts';
-import { startService, storeOfTestDb } from '../process.ts';
+import { startService, stop, storeOfTestDb } from '../process.ts';
 
-/** The service on the test's database, its demo merchant off, and its URL. */
+/** The service on the test's database, its demo merchant off. */
 const startOn = (t: TestContext, testDb: TestDb) =>
   startService(t, storeOfTestDb(t, testDb), { LOG_LEVEL: 'silent', DEMO_MERCHANT: 'false' });
-
-async function killed(child: ChildProcess): Promise<void> {
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGKILL');
-  await exited;
-}
 
 async function setupDb(t: TestContext) {
   const testDb = await freshDb();
@@ -52,7 +45,7 @@ test('a SIGKILL during an attempt, or between commit and delivery, still deliver
     201,
   );
   const [inFlight] = await receiver.waitFor(1);
-  await killed(first.child); // mid-attempt: the receiver has the request and has not answered
+  await stop(first, 'SIGKILL'); // mid-attempt: the receiver has the request and has not answered
 
   // Committed while no service runs: the event and its delivery wait in the database.
   const waiting = await transact(testDb.db, (trx) =>
