@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import type { Kysely, Transaction } from 'kysely';
+import type { Transaction } from 'kysely';
 import type { Logger } from 'pino';
 import { inJsonArray, lockSkipLocked, type Db } from '../store/db.ts';
 import { prepared } from '../store/prepared.ts';
 import type { Database } from '../store/tables.ts';
 import { storeOf, transact } from '../store/store.ts';
 import { systemClock, type Clock } from '../shared/time.ts';
+import { keepLeases } from './leases.ts';
 import { onJobEnqueued } from './queue.ts';
 
 // A lane for one kind of job that must run many at once (webhook delivery): jobs are claimed in
@@ -140,7 +141,7 @@ export class BatchLane<P, W, O> {
   private retryTimer: NodeJS.Timeout | null = null;
   private flushTimer: NodeJS.Timeout | null = null;
   private retryTimerAt = Infinity;
-  private heartbeat: NodeJS.Timeout | null = null;
+  private stopRenewing: (() => void) | null = null;
   private unregister: (() => void) | null = null;
 
   private readonly spec: BatchLaneKind<P, W, O>;
@@ -167,8 +168,15 @@ export class BatchLane<P, W, O> {
       { poke: () => this.poke(), hasRoom: () => this.running && this.inFlight.size < this.maxInFlight },
       { db: this.db, log: this.log },
     );
-    this.heartbeat = setInterval(() => void this.renewLeases(), Math.max(50, Math.floor(this.leaseMs / 3)));
-    this.heartbeat.unref?.();
+    this.stopRenewing = keepLeases({
+      db: this.db,
+      log: this.log,
+      clock: this.clock,
+      owner: this.id,
+      leaseMs: this.leaseMs,
+      held: () => this.inFlight.keys(),
+      jobKind: this.spec.kind,
+    });
     this.poke();
   }
 
@@ -184,7 +192,7 @@ export class BatchLane<P, W, O> {
       await Promise.allSettled([...this.runs]);
       await (this.flushing ?? this.flush());
     }
-    if (this.heartbeat) clearInterval(this.heartbeat);
+    this.stopRenewing?.();
   }
 
   /** Claim what is due now (called after a commit that queued a job, and on a timer). */
@@ -408,19 +416,6 @@ export class BatchLane<P, W, O> {
     );
   }
 
-  /** Keeps the leases of jobs under way, so only a dead process's jobs are taken over. */
-  private async renewLeases(): Promise<void> {
-    const ids = [...this.inFlight.keys()];
-    if (ids.length === 0) return;
-    const until = this.clock.now() + this.leaseMs;
-    try {
-      for (let i = 0; i < ids.length; i += CHUNK)
-        await renewJobLeases(this.db, this.id, ids.slice(i, i + CHUNK), until);
-    } catch (error) {
-      this.log.warn({ err: error, job_kind: this.spec.kind }, 'could not renew job leases');
-    }
-  }
-
   private wakeAt(at: number): void {
     if (!this.running || at >= this.retryTimerAt) return;
     if (this.retryTimer) clearTimeout(this.retryTimer);
@@ -435,16 +430,4 @@ export class BatchLane<P, W, O> {
     );
     this.retryTimer.unref?.();
   }
-}
-
-/**
- * A job whose row another transaction holds is skipped, not waited for: that is this lane recording
- * it (which deletes it), and its lease is renewed at the next beat if it is still under way. A
- * renewal that waited would hold the rows it had already updated meanwhile; the recording, which
- * deletes the batch's rows in another order, could wait on those, and PostgreSQL would end that
- * deadlock after a second by failing one of the two: a failed recording runs its jobs again.
- */
-async function renewJobLeases(db: Kysely<Database>, owner: string, ids: string[], until: number): Promise<void> {
-  const ours = db.selectFrom('jobs').select('id').where('id', 'in', ids).where('locked_by', '=', owner);
-  await db.updateTable('jobs').set({ locked_until: until }).where('id', 'in', lockSkipLocked(db, ours)).execute();
 }

@@ -9,7 +9,7 @@ import { migrateToLatest } from '../store/migrate.ts';
 import type { FileSync } from '../store/sqlite/wal-syncer.ts';
 import { openDb, transact } from '../store/store.ts';
 import { enqueue } from './queue.ts';
-import { Worker } from './worker.ts';
+import { Worker, type RunnableKind } from './worker.ts';
 
 // The kinds this test makes up.
 declare module './queue.ts' {
@@ -128,4 +128,47 @@ test('on SQLite a claimed job runs only once the commit that queued it is on dis
   const until = Date.now() + 5_000;
   while (ran.length === 0 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 5));
   assert.deepEqual(ran, ['first']);
+});
+
+test('a job running longer than its lease keeps it: the worker renews it, so no other claim takes it', async (t) => {
+  const testDb = await freshDb();
+  t.after(() => testDb.drop());
+  const { db } = testDb;
+  await migrateToLatest(db);
+  const started = Promise.withResolvers<void>();
+  const finish = Promise.withResolvers<void>();
+  const runs: string[] = [];
+  const kinds = (who: string) =>
+    new Map<string, RunnableKind>([
+      [
+        'plain',
+        {
+          handler: async () => {
+            runs.push(who);
+            started.resolve();
+            await finish.promise;
+            return undefined;
+          },
+        },
+      ],
+    ]);
+  const log = pino({ level: 'silent' });
+  const first = new Worker({ db, log, kinds: kinds('first'), leaseMs: 300, pollMs: 10 });
+  const other = new Worker({ db, log, kinds: kinds('other'), leaseMs: 300 });
+  t.after(async () => {
+    finish.resolve();
+    await first.stop();
+  });
+  await transact(db, (trx) => enqueue(trx, { kind: 'plain', runAt: 0, payload: {} }));
+  first.start();
+  await started.promise;
+  // Four leases' worth of claims by another worker while the job runs.
+  for (const until = Date.now() + 1_200; Date.now() < until; ) {
+    assert.deepEqual(await other.claim(10), [], 'the running job is still leased');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  finish.resolve();
+  await first.stop();
+  assert.deepEqual(runs, ['first']);
+  assert.equal((await db.selectFrom('jobs').select('id').execute()).length, 0, 'and it was finished');
 });

@@ -7,6 +7,7 @@ import { storeOf } from '../store/store.ts';
 import { prepared, type Arg } from '../store/prepared.ts';
 import type { Database } from '../store/tables.ts';
 import { shiftedClock, systemClock, type Clock } from '../shared/time.ts';
+import { keepLeases } from './leases.ts';
 import { onJobEnqueued } from './queue.ts';
 import { backoffDelayMs, DEFAULT_BACKOFF, DEFAULT_MAX_ATTEMPTS, type Backoff } from './backoff.ts';
 import type { JobsTable } from './jobs.tables.ts';
@@ -88,6 +89,9 @@ export class Worker {
   private polled: Promise<void> | null = null;
   private pollAgain = false;
   private unregister: (() => void) | null = null;
+  /** The jobs claimed and not yet finished, whose leases are renewed while they are held. */
+  private readonly held = new Set<string>();
+  private stopRenewing: (() => void) | null = null;
 
   /** Kinds are set once the service's dependencies exist (their handlers may close over them). */
   setKinds(kinds: ReadonlyMap<string, RunnableKind>): void {
@@ -98,7 +102,7 @@ export class Worker {
     this.options = {
       concurrency: 32,
       pollMs: 100,
-      leaseMs: 60_000,
+      leaseMs: 10_000,
       realClock: systemClock,
       clockOffsets: async () => new Map(),
       ...options,
@@ -123,6 +127,8 @@ export class Worker {
     if (this.timer) clearTimeout(this.timer);
     await this.polled;
     await Promise.allSettled([...this.inFlight]);
+    this.stopRenewing?.();
+    this.stopRenewing = null;
   }
 
   poke(): void {
@@ -147,7 +153,7 @@ export class Worker {
         // The next claim need not wait while these wait for the durability of what they read.
         const durable = ready ? this.durabilityOf(ready, jobs.length) : null;
         for (const job of jobs)
-          this.track(durable ? durable.then((ok) => (ok ? this.run(job) : undefined)) : this.run(job));
+          this.track(durable ? durable.then((ok) => (ok ? this.run(job) : this.letGo(job))) : this.run(job));
       }
     } catch (error) {
       this.options.log.error({ err: error }, 'job claim failed');
@@ -178,8 +184,17 @@ export class Worker {
    */
   async claim(limit: number, clockId?: string): Promise<ClaimedJob[]> {
     const { jobs, ready } = await this.lease(limit, clockId);
-    if (ready) await ready;
+    if (ready)
+      await ready.catch((error: unknown) => {
+        for (const job of jobs) this.letGo(job);
+        throw error;
+      });
     return jobs;
+  }
+
+  /** A claimed job this worker will not run: its lease is no longer renewed, and lapses. */
+  private letGo(job: ClaimedJob): void {
+    this.held.delete(job.id);
   }
 
   /**
@@ -224,6 +239,16 @@ export class Worker {
       },
       { durability: 'relaxed' },
     );
+    for (const job of jobs) this.held.add(job.id);
+    if (jobs.length > 0 && !this.stopRenewing)
+      this.stopRenewing = keepLeases({
+        db,
+        log: this.options.log,
+        clock: this.options.realClock,
+        owner: this.id,
+        leaseMs,
+        held: () => this.held,
+      });
     return { jobs, ready };
   }
 
@@ -274,6 +299,8 @@ export class Worker {
         .where('locked_by', '=', this.id)
         .execute()
         .catch((err) => jobLog.error({ err }, 'could not record job failure'));
+    } finally {
+      this.letGo(job);
     }
   }
 
