@@ -157,7 +157,7 @@ test('a job running longer than its lease keeps it: the worker renews it, so no 
   const other = new Worker({ db, log, kinds: kinds('other'), leaseMs: 300 });
   t.after(async () => {
     finish.resolve();
-    await first.stop();
+    await Promise.all([first.stop(), other.stop()]);
   });
   await transact(db, (trx) => enqueue(trx, { kind: 'plain', runAt: 0, payload: {} }));
   first.start();
