@@ -1,10 +1,11 @@
 import { systemClock } from '../../shared/time.ts';
-import { resendEvent } from '../../modules/webhooks/webhooks.service.ts';
-import { recoverDeliveries } from '../../modules/webhooks/webhooks.service.ts';
 import type { CliCommand } from '../command.ts';
 import { operator, print, withDb } from './open.ts';
 
 // Operator commands for webhook delivery; a running service picks the queued deliveries up.
+
+/** Loaded by the commands that need it: the other commands of the CLI start without it. */
+const webhooks = () => import('../../modules/webhooks/webhooks.service.ts');
 
 export const eventCommands: Record<string, CliCommand> = {
   'events resend': {
@@ -13,6 +14,7 @@ export const eventCommands: Record<string, CliCommand> = {
     options: { webhook: { type: 'string' }, json: { type: 'boolean' } },
     async run(config, o, positionals) {
       if (!positionals[0]) throw new Error('events resend needs an event id (event_…)');
+      const { resendEvent } = await webhooks();
       const result = await withDb(config, (db) =>
         resendEvent(db, null, positionals[0], o.webhook, systemClock.now(), operator()),
       );
@@ -31,6 +33,7 @@ export const eventCommands: Record<string, CliCommand> = {
       const since = Date.parse(o.since);
       if (!Number.isFinite(since))
         throw new Error(`--since must be an ISO 8601 date-time, got ${JSON.stringify(o.since)}`);
+      const { recoverDeliveries } = await webhooks();
       const result = await withDb(config, (db) =>
         recoverDeliveries(db, null, positionals[0], since, systemClock.now(), operator()),
       );
