@@ -368,6 +368,7 @@ test('PostgreSQL: renewing leases skips a job whose row another transaction hold
 
   // Another transaction holds job 1's row (what the lane's recording of it does) for five beats.
   const holder = Promise.withResolvers<void>();
+  const holderXid = Promise.withResolvers<string>();
   const holding = transact(db, async (trx) => {
     await trx
       .selectFrom('jobs')
@@ -376,13 +377,19 @@ test('PostgreSQL: renewing leases skips a job whose row another transaction hold
       .where(sql<boolean>`payload::jsonb ->> 'n' = '1'`)
       .forUpdate()
       .execute();
+    const { rows } = await sql<{ xid: string }>`select pg_current_xact_id()::text as xid`.execute(trx);
+    holderXid.resolve(rows[0].xid);
     await holder.promise;
   });
+  const xid = await holderXid.promise;
   const before = await leases();
   await new Promise((resolve) => setTimeout(resolve, 500));
   const during = await leases();
-  const waiting = await sql<{ query: string }>`
-    select query from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()`.execute(db);
+  // Who waits for the holder's transaction (other tests' backends share the database, not this lock).
+  const waiting = await sql<{ pid: number }>`
+    select pid from pg_locks where locktype = 'transactionid' and transactionid::text = ${xid} and not granted`.execute(
+    db,
+  );
   holder.resolve();
   await holding;
   assert.deepEqual(waiting.rows, [], 'no renewal waits on the held row');
