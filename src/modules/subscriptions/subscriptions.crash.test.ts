@@ -4,21 +4,14 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { engine } from '../../../test/helpers.ts';
-import { openStoreDb, processStore, startService, stop, type Store } from '../../../test/process.ts';
+import { apiCall, openStoreDb, processStore, startService, stop, type Store } from '../../../test/process.ts';
 import type { Db } from '../../store/db.ts';
 
 const DAY = 86_400_000;
 
-function client(url: string, key: string) {
-  return async (method: string, route: string, body?: unknown) => {
-    const response = await fetch(url + route, {
-      method,
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: response.status, body: (await response.json()) as any };
-  };
-}
+/** API calls with `key` to one service, through test/process.ts's apiCall. */
+const client = (url: string, key: string) => (method: 'GET' | 'POST', route: string, body?: unknown) =>
+  apiCall(url, key, method, route, body);
 
 /** The service on the store, its demo merchant off. */
 const startOn = (t: TestContext, store: Store) => startService(t, store, { DEMO_MERCHANT: 'false' });
