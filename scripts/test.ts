@@ -49,6 +49,13 @@ function usesDatabase(file: string): boolean {
 const concurrency = process.env.TEST_CONCURRENCY ?? '3';
 // Services the tests spawn on PostgreSQL need the service key (SQLite ones make a key file).
 const secretKey = process.env.SECRET_KEY ?? randomBytes(32).toString('base64');
+/**
+ * Every test file, and every service and CLI run the tests spawn, loads the service's modules: with
+ * a compile cache shared by all of them, only the first compiles them (about half of a load's CPU).
+ * A folder of its own, as V8 keeps one compilation of a file per cache and `npm start` runs with
+ * other flags.
+ */
+const compileCache = process.env.NODE_COMPILE_CACHE ?? path.resolve('node_modules/.cache/tono-test-compile');
 
 function run(engine: 'sqlite' | 'postgres', list: string[]): number {
   if (list.length === 0) return 0;
@@ -58,7 +65,7 @@ function run(engine: 'sqlite' | 'postgres', list: string[]): number {
     ['--test', `--test-concurrency=${concurrency}`, '--test-timeout=600000', '--test-reporter=spec', ...list],
     {
       stdio: 'inherit',
-      env: { ...process.env, TEST_ENGINE: engine, SECRET_KEY: secretKey },
+      env: { ...process.env, TEST_ENGINE: engine, SECRET_KEY: secretKey, NODE_COMPILE_CACHE: compileCache },
     },
   );
   return result.status ?? 1;
