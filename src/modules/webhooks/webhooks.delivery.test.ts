@@ -3,7 +3,15 @@ import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import net from 'node:net';
 import pino from 'pino';
-import { apiClient, buildTestApp, createTestMerchant, type ApiClient, type TestApp } from '../../../test/helpers.ts';
+import { sql } from 'kysely';
+import {
+  apiClient,
+  buildTestApp,
+  createTestMerchant,
+  engine,
+  type ApiClient,
+  type TestApp,
+} from '../../../test/helpers.ts';
 import type { Clock } from '../../shared/time.ts';
 import { backoffCeilingMs } from './retry-policy.ts';
 import { startReceiver, type Receiver } from '../../../test/support/webhook-receiver.ts';
@@ -87,6 +95,29 @@ test('a delivery is signed as documented, carries its headers, and a 204 acknowl
   assert.equal(delivery.attempts[0].error, null);
   await new Promise((resolve) => setTimeout(resolve, 400));
   assert.equal(receiver.received.length, 1, 'nothing is sent again after a 204');
+});
+
+test("on PostgreSQL a successful attempt is recorded in place: the delivery's row writes no index entry again (migration 0045)", {
+  skip: engine !== 'postgres' && "in-place (heap-only) updates are PostgreSQL's; SQLite has none",
+}, async (t) => {
+  const { app, merchant, api } = await setup(t);
+  const receiver = await startReceiver(() => ({ status: 204 }));
+  await addEndpoint(t, api, receiver);
+  await createRequest(app, api, merchant.bankAccountId);
+  const [got] = await receiver.waitFor(1);
+  await waitForDelivery(api, got.body.id, 'succeeded');
+  // A backend reports its counts once it has been idle for a while (PostgreSQL 15: up to 10 s).
+  const deadline = Date.now() + 30_000;
+  let counts: { updated: string; in_place: string } | undefined;
+  do {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    counts = (
+      await sql<{ updated: string; in_place: string }>`select n_tup_upd as updated, n_tup_hot_upd as in_place
+          from pg_stat_user_tables where relid = 'webhook_deliveries'::regclass`.execute(app.deps.db)
+    ).rows[0];
+  } while (Number(counts?.updated ?? 0) === 0 && Date.now() < deadline);
+  assert.equal(Number(counts?.updated), 1, 'the attempt was recorded by one update');
+  assert.equal(Number(counts?.in_place), 1, 'that update wrote no index entry');
 });
 
 test('5xx replies, timeouts and reset connections are retried with growing gaps until a 2xx', async (t) => {

@@ -38,6 +38,7 @@ import * as auditPeopleIndex from './0041-audit-people-index.ts';
 import * as auditPending from './0042-audit-pending.ts';
 import * as partialIndexes from './0043-partial-indexes.ts';
 import * as failUnlessWritten from './0044-fail-unless-written.ts';
+import * as inPlaceDeliveryUpdates from './0045-in-place-delivery-updates.ts';
 import { sandboxBankMigrations } from '../../sandbox-bank/migrations/index.ts';
 
 // Every migration; they run in the order of their names. Each module appends its own file here;
@@ -82,6 +83,7 @@ export const migrations: Record<string, Migration> = inNameOrder({
   '0042-audit-pending': auditPending,
   '0043-partial-indexes': partialIndexes,
   '0044-fail-unless-written': failUnlessWritten,
+  '0045-in-place-delivery-updates': inPlaceDeliveryUpdates,
   ...sandboxBankMigrations,
 });
 
