@@ -43,9 +43,9 @@ export async function listenOn(t: TestContext, store: Store, name: string): Prom
   return heard;
 }
 
-export async function until(what: string, check: () => boolean, timeoutMs = 10_000): Promise<void> {
+export async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 5));
   }

@@ -15,6 +15,7 @@ import {
 import type { Clock } from '../../shared/time.ts';
 import { backoffCeilingMs } from './retry-policy.ts';
 import { startReceiver, type Receiver } from '../../../test/support/webhook-receiver.ts';
+import { until } from '../../../test/support/listening.ts';
 import { verifyWebhookSignature } from './verify.js';
 import { WebhookDispatcher, type DispatcherOptions } from './webhooks.dispatcher.ts';
 
@@ -107,15 +108,18 @@ test("on PostgreSQL a successful attempt is recorded in place: the delivery's ro
   const [got] = await receiver.waitFor(1);
   await waitForDelivery(api, got.body.id, 'succeeded');
   // A backend reports its counts once it has been idle for a while (PostgreSQL 15: up to 10 s).
-  const deadline = Date.now() + 30_000;
   let counts: { updated: string; in_place: string } | undefined;
-  do {
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    counts = (
-      await sql<{ updated: string; in_place: string }>`select n_tup_upd as updated, n_tup_hot_upd as in_place
+  await until(
+    'the lane to report its update',
+    async () => {
+      counts = (
+        await sql<{ updated: string; in_place: string }>`select n_tup_upd as updated, n_tup_hot_upd as in_place
           from pg_stat_user_tables where relid = 'webhook_deliveries'::regclass`.execute(app.deps.db)
-    ).rows[0];
-  } while (Number(counts?.updated ?? 0) === 0 && Date.now() < deadline);
+      ).rows[0];
+      return Number(counts?.updated ?? 0) > 0;
+    },
+    30_000,
+  );
   assert.equal(Number(counts?.updated), 1, 'the attempt was recorded by one update');
   assert.equal(Number(counts?.in_place), 1, 'that update wrote no index entry');
 });

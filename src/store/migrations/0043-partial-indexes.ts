@@ -1,5 +1,6 @@
-import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { engineOf } from '../db.ts';
+import { rebuildPartial } from './partial-index.ts';
 
 // Indexes that nearly every row of their table entered for nothing (docs/performance.md, "What a
 // call costs on PostgreSQL"). A change of an indexed column writes the row's every index entry
@@ -33,15 +34,4 @@ export async function up(db: Kysely<any>): Promise<void> {
       .where(sql<boolean>`auth_state is not null`)
       .execute();
   }
-}
-
-async function rebuildPartial(
-  db: Kysely<any>,
-  name: string,
-  table: string,
-  columns: string[],
-  where: RawBuilder<boolean>,
-): Promise<void> {
-  await db.schema.dropIndex(name).execute();
-  await db.schema.createIndex(name).on(table).columns(columns).where(where).execute();
 }

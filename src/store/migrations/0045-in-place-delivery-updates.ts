@@ -1,4 +1,5 @@
 import { sql, type Kysely } from 'kysely';
+import { rebuildPartial } from './partial-index.ts';
 
 // PostgreSQL records a delivery's attempt in place, as a heap-only tuple that writes no index entry,
 // only when the update changes no column an index reads, the condition of a partial index
@@ -6,11 +7,11 @@ import { sql, type Kysely } from 'kysely';
 // delivery's success wrote its row's three other index entries again. `failed_at` is set exactly
 // when a delivery fails (and never cleared), so the index now holds the rows that have one.
 export async function up(db: Kysely<any>): Promise<void> {
-  await db.schema.dropIndex('webhook_deliveries_failed').execute();
-  await db.schema
-    .createIndex('webhook_deliveries_failed')
-    .on('webhook_deliveries')
-    .columns(['endpoint_id', 'failed_at'])
-    .where(sql<boolean>`failed_at is not null`)
-    .execute();
+  await rebuildPartial(
+    db,
+    'webhook_deliveries_failed',
+    'webhook_deliveries',
+    ['endpoint_id', 'failed_at'],
+    sql`failed_at is not null`,
+  );
 }
