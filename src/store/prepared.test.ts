@@ -6,7 +6,7 @@ import { migrateToLatest } from './migrate.ts';
 import { inserted, insertLater, insertRow, prepared, updateById, updateByIdLater } from './prepared.ts';
 import { openDb, transact } from './store.ts';
 import { inJsonArray, lockForUpdate, plannedAtEachCall } from './db.ts';
-import { postgresWritesDuring } from '../../test/support/round-trips.ts';
+import { postgresDescribesDuring, postgresWritesDuring } from '../../test/support/round-trips.ts';
 import { jobRow } from '../../test/support/jobs.ts';
 
 // Prepared queries against the real engines (SQLite here, PostgreSQL with TEST_ENGINE=postgres):
@@ -162,6 +162,31 @@ test('PostgreSQL: a statement kept prepared answers its rows as pg builds them, 
   assert.deepEqual(both, [await unprepared('a'), await unprepared('b')]);
   // another statement whose columns differ, on the same connection
   assert.deepEqual(await jobById.first(db, { id: 'b' }), { id: 'b', kind: 'k', dedupe_key: null });
+});
+
+test('PostgreSQL: a connection describes a statement kept prepared once; later runs send no Describe', {
+  skip: engine !== 'postgres' ? "server-side statements are PostgreSQL's" : false,
+}, async (t) => {
+  // src/store/postgres/dialect.ts, shapedQuery: the server describes the columns on the first run
+  // on a connection only; the rows of every later run are built from the shape kept for it there.
+  const { db } = await oneConnection(t);
+  await insertRow(db, 'jobs', job('a', { last_error: 'boom', locked_until: 2 ** 40 }));
+  await insertRow(db, 'jobs', job('b'));
+  const unprepared = async (id: string) =>
+    (await sql<Record<string, unknown>>`select * from jobs where id = ${id}`.execute(db)).rows[0];
+  const expected = await unprepared('a');
+  const describes = await postgresDescribesDuring(() =>
+    transact(db, async (trx) => {
+      for (let run = 0; run < 3; run++) {
+        assert.deepEqual(await wholeJob.first(trx, { id: 'a' }), expected);
+        assert.deepEqual(await jobById.first(trx, { id: 'a' }), { id: 'a', kind: 'k', dedupe_key: null });
+        assert.equal(Number((await moveJob.run(trx, { id: 'b', runAt: run })).numAffectedRows), 1);
+        assert.equal((await wholeJob.first(trx, { id: 'none' })) ?? null, null);
+      }
+    }),
+  );
+  assert.equal(describes, 3, 'two reads and an update, each described on its first run only');
+  assert.equal((await transact(db, (trx) => wholeJob.first(trx, { id: 'b' })))?.run_at, 2);
 });
 
 const jobsByIds = prepared<{ ids: string }, { id: string }>((db, arg) =>

@@ -74,3 +74,17 @@ export async function postgresWritesDuring(run: () => Promise<unknown>): Promise
   );
   return writes;
 }
+
+/** How many statements this process asks PostgreSQL to describe (their result columns) while `run` runs. */
+export async function postgresDescribesDuring(run: () => Promise<unknown>): Promise<number> {
+  let describes = 0;
+  await watching(
+    (pg as unknown as { Connection: { prototype: object } }).Connection.prototype,
+    'describe',
+    () => {
+      describes += 1;
+    },
+    run,
+  );
+  return describes;
+}

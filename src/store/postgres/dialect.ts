@@ -70,6 +70,9 @@ function sameFields(shape: RowShape, fields: readonly FieldDescription[]): boole
   return true;
 }
 
+/** A statement that answers no rows (an insert or update without RETURNING): nothing to describe. */
+const NO_ROWS = 'no rows';
+
 /**
  * pg's Query for a statement kept prepared on the server, which reuses the row shape it built the
  * first time. pg describes every statement's columns again on every run and builds their parsers
@@ -78,6 +81,13 @@ function sameFields(shape: RowShape, fields: readonly FieldDescription[]): boole
  * thread. A statement kept prepared answers the same columns each time (PostgreSQL refuses it
  * with a stale-plan error after a schema change, and it gets a new name); the shape is reused only
  * where the columns described are the same, by name, type and format.
+ *
+ * Nor is it described again on a connection that has described it once: the server sends no
+ * RowDescription (nor NoData), so neither side encodes and parses its columns' names on every
+ * run. Those were 4–5% of a create's main thread (pg-protocol's parseRowDescriptionMessage and
+ * the names' strings). The shape is kept per connection, because only there is it fixed: a
+ * statement prepared on another connection after a migration may answer other columns under the
+ * same name until this one's plan is found stale.
  */
 function shapedQuery(shapes: Map<string, RowShape>) {
   const Query = pg.Query as unknown as new (
@@ -85,7 +95,13 @@ function shapedQuery(shapes: Map<string, RowShape>) {
     values: unknown[],
     callback: (error: Error | null, result: pg.QueryResult) => void,
   ) => object;
+  const query = Query.prototype as unknown as ShapedQueryInternals;
   return class ShapedQuery extends Query {
+    /** The shapes of the statements this run's connection has described (its client's). */
+    private readonly describedHere: DescribedShapes;
+    /** Whether this run describes its statement, to remember the shape on its connection. */
+    private describing = false;
+
     /**
      * Named after it is made: pg copies a config object given to a Query property by property
      * (cloneQueryConfig, 3% of a read's main thread), and takes a text as it is.
@@ -95,38 +111,90 @@ function shapedQuery(shapes: Map<string, RowShape>) {
       text: string,
       values: unknown[],
       callback: (error: Error | null, result: pg.QueryResult) => void,
+      describedHere: DescribedShapes,
     ) {
       super(text, values, callback);
       (this as unknown as ShapedQueryInternals).name = name;
+      this.describedHere = describedHere;
+    }
+
+    /** pg's prepare, without the Describe where this connection already knows the statement's shape. */
+    prepare(connection: PgConnection): void {
+      const self = this as unknown as ShapedQueryInternals;
+      const shape = self.hasBeenParsed(connection) ? this.describedHere.get(self.name) : undefined;
+      if (shape === undefined) {
+        this.describing = true;
+        query.prepare.call(this, connection);
+        return;
+      }
+      if (shape !== NO_ROWS) this.adopt(shape, shape.fields);
+      // pg's own prepare (its Bind, Execute and Sync, and its handling of a value it cannot send),
+      // with its Describe left out.
+      connection.describe = describeNothing;
+      try {
+        query.prepare.call(this, connection);
+      } finally {
+        delete connection.describe;
+      }
     }
 
     handleRowDescription(message: { fields: FieldDescription[] }): void {
       const self = this as unknown as ShapedQueryInternals;
-      const shape = shapes.get(self.name);
+      let shape = shapes.get(self.name);
       if (shape === undefined || !sameFields(shape, message.fields)) {
-        (Query.prototype as unknown as ShapedQueryInternals).handleRowDescription.call(this, message);
+        query.handleRowDescription.call(this, message);
         const result = self._result;
-        shapes.set(self.name, {
+        shape = {
           fields: message.fields.map(({ name, dataTypeID, format }) => ({ name, dataTypeID, format })),
           parsers: result._parsers,
           empty: result._prebuiltEmptyResultObject,
-        });
-        return;
+        };
+        shapes.set(self.name, shape);
+      } else {
+        this.adopt(shape, message.fields);
       }
-      // pg's handleRowDescription, with addFields' work taken from the shape.
+      this.remember(shape);
+    }
+
+    handleCommandComplete(message: unknown, connection: PgConnection): void {
+      // Described, and no RowDescription came: the statement answers no rows.
+      if (this.describing) this.remember(NO_ROWS);
+      query.handleCommandComplete.call(this, message, connection);
+    }
+
+    /** pg's handleRowDescription, with addFields' work taken from the shape. */
+    private adopt(shape: RowShape, fields: readonly FieldDescription[]): void {
+      const self = this as unknown as ShapedQueryInternals;
       self._checkForMultirow();
       const result = self._result;
-      result.fields = message.fields;
+      result.fields = fields as FieldDescription[];
       result._parsers = shape.parsers;
       result._prebuiltEmptyResultObject = shape.empty;
       self._accumulateRows = Boolean(self.callback) || self.listeners('row').length === 0;
     }
+
+    private remember(shape: RowShape | typeof NO_ROWS): void {
+      if (!this.describing) return;
+      this.describing = false;
+      this.describedHere.set((this as unknown as ShapedQueryInternals).name, shape);
+    }
   };
 }
+
+/** By statement name, the shape each statement a connection has described answers (NO_ROWS when none). */
+type DescribedShapes = Map<string, RowShape | typeof NO_ROWS>;
+
+/** pg's Connection (pg/lib/connection.js), whose describe a run that needs none has shadowed. */
+type PgConnection = { describe?: (message: unknown) => void };
+
+function describeNothing(): void {}
 
 /** The parts of pg's Query and Result (pg/lib/query.js, pg/lib/result.js) that shapedQuery uses. */
 type ShapedQueryInternals = {
   name: string;
+  prepare(connection: PgConnection): void;
+  hasBeenParsed(connection: PgConnection): boolean;
+  handleCommandComplete(message: unknown, connection: PgConnection): void;
   callback: unknown;
   listeners(event: string): unknown[];
   handleRowDescription(message: { fields: FieldDescription[] }): void;
@@ -170,6 +238,8 @@ export function pipeliningClient(statements: ServerPreparedStatements | null): t
     private corked = false;
     /** Statements written and not yet answered that nobody awaits, each settling to its error or null. */
     private held: Promise<unknown>[] = [];
+    /** The statements this connection has described, each with the shape of its rows (shapedQuery). */
+    private readonly described: DescribedShapes = new Map();
 
     // Kysely calls query(text, values); anything else (a callback, a config object) goes straight through.
     override query(...args: any[]): any {
@@ -230,7 +300,13 @@ export function pipeliningClient(statements: ServerPreparedStatements | null): t
       const prepared = (statementName: string): Sent =>
         new Promise((resolve, reject) => {
           query(
-            new ShapedQuery(statementName, text, values, (error, result) => (error ? reject(error) : resolve(result))),
+            new ShapedQuery(
+              statementName,
+              text,
+              values,
+              (error, result) => (error ? reject(error) : resolve(result)),
+              this.described,
+            ),
           );
         });
       return prepared(name).catch((error: unknown) => {
