@@ -8,6 +8,7 @@ import {
   type Kysely,
   type TableMetadata,
 } from 'kysely';
+import { createRequire } from 'node:module';
 import pg from 'pg';
 
 // int8 (counts, sums, epoch milliseconds) as numbers: every value we store fits in 2^53.
@@ -128,14 +129,17 @@ function shapedQuery(shapes: Map<string, RowShape>) {
         return;
       }
       if (shape !== NO_ROWS) this.adopt(shape, shape.fields);
-      // pg's own prepare (its Bind, Execute and Sync, and its handling of a value it cannot send),
-      // with its Describe left out.
-      connection.describe = describeNothing;
+      // The rest of pg's prepare (pg/lib/query.js) without its describe: the statement is parsed here already.
       try {
-        query.prepare.call(this, connection);
-      } finally {
-        delete connection.describe;
+        connection.bind({ portal: '', statement: self.name, values: self.values, valueMapper: prepareValue });
+      } catch (error) {
+        // A value pg cannot send fails this query alone, as in pg's own prepare.
+        connection.sync();
+        self.handleError(error, connection);
+        return;
       }
+      connection.execute({ portal: '' });
+      connection.sync();
     }
 
     handleRowDescription(message: { fields: FieldDescription[] }): void {
@@ -184,16 +188,25 @@ function shapedQuery(shapes: Map<string, RowShape>) {
 /** By statement name, the shape each statement a connection has described answers (NO_ROWS when none). */
 type DescribedShapes = Map<string, RowShape | typeof NO_ROWS>;
 
-/** pg's Connection (pg/lib/connection.js), whose describe a run that needs none has shadowed. */
-type PgConnection = { describe?: (message: unknown) => void };
+/** The parts of pg's Connection (pg/lib/connection.js) that a run without a Describe writes to. */
+type PgConnection = {
+  bind(message: { portal: string; statement: string; values: unknown[]; valueMapper: unknown }): void;
+  execute(message: { portal: string }): void;
+  sync(): void;
+};
 
-function describeNothing(): void {}
+/** How pg turns a value into what it sends for a parameter (its own prepare passes it to bind). */
+const { prepareValue } = createRequire(import.meta.url)('pg/lib/utils.js') as {
+  prepareValue: (value: unknown) => unknown;
+};
 
 /** The parts of pg's Query and Result (pg/lib/query.js, pg/lib/result.js) that shapedQuery uses. */
 type ShapedQueryInternals = {
   name: string;
+  values: unknown[];
   prepare(connection: PgConnection): void;
   hasBeenParsed(connection: PgConnection): boolean;
+  handleError(error: unknown, connection: PgConnection): void;
   handleCommandComplete(message: unknown, connection: PgConnection): void;
   callback: unknown;
   listeners(event: string): unknown[];
