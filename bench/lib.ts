@@ -28,6 +28,9 @@ export type BenchResult = {
   p99_ms?: number;
   ratio?: number;
   per_second?: number;
+  /** The figure's budget (docs/performance.md, "Targets"), and whether this run met it. */
+  budget?: string;
+  met?: boolean;
   note?: string;
 };
 

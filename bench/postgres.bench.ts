@@ -291,14 +291,18 @@ async function requests(
         rps: create.rps,
         p99_ms: create.p99_ms,
         ratio: create.rps / base.create,
-        note: `× stack_limit_create_postgres (budget ≥ 0.5 ×); CPU a call: service ${createCpu.service} µs, PostgreSQL ${createCpu.postgres} µs; errors ${create.errors + create.non2xx}; ${peakMb.toFixed(0)} MB peak resident${each}`,
+        budget: '≥ 0.5 × stack_limit_create_postgres',
+        met: create.rps / base.create >= 0.5,
+        note: `× stack_limit_create_postgres; CPU a call: service ${createCpu.service} µs, PostgreSQL ${createCpu.postgres} µs; errors ${create.errors + create.non2xx}; ${peakMb.toFixed(0)} MB peak resident${each}`,
       },
       {
         name: `get_request_postgres${suffix}`,
         rps: get.rps,
         p99_ms: get.p99_ms,
         ratio: get.rps / base.get,
-        note: `× stack_limit_get_postgres (budget ≥ 0.8 ×); errors ${get.errors + get.non2xx}`,
+        budget: '≥ 0.8 × stack_limit_get_postgres',
+        met: get.rps / base.get >= 0.8,
+        note: `× stack_limit_get_postgres; errors ${get.errors + get.non2xx}`,
       },
     ];
   } finally {
@@ -423,7 +427,9 @@ async function executePayment(
       rps: result.rps,
       p99_ms: result.p99_ms,
       ratio: result.rps / base.bankCall,
-      note: `× bank_call_baseline_postgres (budget ≥ 0.3 ×, p99 ≤ 100 ms); ${tokens.length} consents; PostgreSQL backends waiting (samples): ${waits}; ${(commits / result.requests).toFixed(1)} transactions and ${(flushes / result.requests).toFixed(2)} WAL flushes a call; CPU a call: service ${cpu.service} µs, bank ${cpu.bank} µs, PostgreSQL ${cpu.postgres} µs; errors ${result.errors + result.non2xx}${result.otherStatuses ? ` (${result.otherStatuses})` : ''}`,
+      budget: '≥ 0.3 × bank_call_baseline_postgres, p99 ≤ 100 ms',
+      met: result.rps / base.bankCall >= 0.3 && result.p99_ms <= 100,
+      note: `× bank_call_baseline_postgres; ${tokens.length} consents; PostgreSQL backends waiting (samples): ${waits}; ${(commits / result.requests).toFixed(1)} transactions and ${(flushes / result.requests).toFixed(2)} WAL flushes a call; CPU a call: service ${cpu.service} µs, bank ${cpu.bank} µs, PostgreSQL ${cpu.postgres} µs; errors ${result.errors + result.non2xx}${result.otherStatuses ? ` (${result.otherStatuses})` : ''}`,
     };
   } finally {
     await service?.stop();
@@ -498,6 +504,8 @@ async function subscriptionCharges(): Promise<BenchResult> {
     return {
       name: 'subscription_charges_postgres_x2',
       per_second: charged / seconds,
+      budget: 'each charged exactly once',
+      met: counted.exactlyOnce,
       note: counted.exactlyOnce
         ? `${charged} charged exactly once in ${seconds.toFixed(1)} s, ${(charged / cpuSeconds).toFixed(0)} per CPU-second of the two service processes (set up in ${setupSeconds.toFixed(0)} s)`
         : `NOT exactly once: ${counted.summary}`,

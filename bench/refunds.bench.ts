@@ -24,6 +24,8 @@ export default async function benchCreateRefund(ctx: BenchContext): Promise<Benc
         rps: result.rps,
         p99_ms: result.p99_ms,
         ratio: result.rps / baselineRps,
+        budget: '≥ 0.3 × bank_call_baseline',
+        met: result.rps / baselineRps >= 0.3,
         note: `× bank_call_baseline measured just before and after (${around.map(Math.round).join(' and ')} rps); CPU a call: the service ${result.cpu_us_per_call[0]} µs (with the refund's job and webhooks), the baseline's server ${baselineCpuUs} µs; errors ${result.errors + result.non2xx}`,
       },
     ];

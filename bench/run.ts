@@ -184,9 +184,10 @@ if (values.json) {
     fmt(r.p99_ms, 1),
     fmt(r.ratio, 2),
     fmt(r.per_second),
+    r.budget === undefined ? '' : `${r.budget}: ${r.met ? 'met' : 'missed'}`,
     r.note ?? '',
   ]);
-  const header = ['name', 'rps', 'p99 ms', 'ratio', 'per second', 'note'];
+  const header = ['name', 'rps', 'p99 ms', 'ratio', 'per second', 'budget', 'note'];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i].length)));
   const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i])).join('  ');
   process.stdout.write(

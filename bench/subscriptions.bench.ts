@@ -152,12 +152,18 @@ async function chargeAllDue(variant: keyof typeof variantNames, env: Record<stri
     await profiler?.stop();
 
     const counted = await countCharges(deps.db, SUBSCRIPTIONS);
+    const allReceipts = receipts.total === SUBSCRIPTIONS && receipts.sent === SUBSCRIPTIONS;
     return {
       name: variantNames[variant],
       per_second: charged / seconds,
+      // The budget is the bank's on its own thread; the mounted bank is shown beside it.
+      ...(variant === 'thread' && {
+        budget: '≥ 1,000 charges/s, each exactly once, every receipt sent',
+        met: counted.exactlyOnce && allReceipts && charged / seconds >= 1_000,
+      }),
       note: !counted.exactlyOnce
         ? `NOT exactly once: ${counted.summary}`
-        : receipts.total !== SUBSCRIPTIONS || receipts.sent !== SUBSCRIPTIONS
+        : !allReceipts
           ? `receipts: ${receipts.total} queued and ${receipts.sent} sent for ${SUBSCRIPTIONS} charges`
           : `${charged} charged exactly once in ${chargedIn.toFixed(1)} s and every receipt sent in ${seconds.toFixed(1)} s, ${(charged / cpuSeconds).toFixed(0)} per CPU-second of the process (set up in ${setupSeconds.toFixed(0)} s, its notices sent in ${noticesSeconds.toFixed(0)} s before the clock started)`,
     };

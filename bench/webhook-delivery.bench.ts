@@ -63,6 +63,8 @@ export default async function webhookDeliveryCapacity(ctx: BenchContext): Promis
         name: 'webhook_delivery_capacity',
         per_second: best?.offered ?? 0,
         p99_ms: best?.p99_ms,
+        budget: '≥ 5,000 events/s',
+        met: (best?.offered ?? 0) >= 5_000,
         note: `${stepSeconds} s steps, commit to first attempt; passed ${best ? describe(best) : 'none'}; ${failed ? `failed ${describe(failed)}` : `no step failed up to ${RATES.at(-1)}/s`}`,
       },
     ];
