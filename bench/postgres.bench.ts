@@ -292,7 +292,7 @@ async function requests(
         p99_ms: create.p99_ms,
         ratio: create.rps / base.create,
         budget: '≥ 0.5 × stack_limit_create_postgres',
-        met: create.rps / base.create >= 0.5,
+        met: create.rps / base.create >= 0.5 && create.errors + create.non2xx === 0,
         note: `× stack_limit_create_postgres; CPU a call: service ${createCpu.service} µs, PostgreSQL ${createCpu.postgres} µs; errors ${create.errors + create.non2xx}; ${peakMb.toFixed(0)} MB peak resident${each}`,
       },
       {
@@ -301,7 +301,7 @@ async function requests(
         p99_ms: get.p99_ms,
         ratio: get.rps / base.get,
         budget: '≥ 0.8 × stack_limit_get_postgres',
-        met: get.rps / base.get >= 0.8,
+        met: get.rps / base.get >= 0.8 && get.errors + get.non2xx === 0,
         note: `× stack_limit_get_postgres; errors ${get.errors + get.non2xx}`,
       },
     ];
@@ -428,7 +428,7 @@ async function executePayment(
       p99_ms: result.p99_ms,
       ratio: result.rps / base.bankCall,
       budget: '≥ 0.3 × bank_call_baseline_postgres, p99 ≤ 100 ms',
-      met: result.rps / base.bankCall >= 0.3 && result.p99_ms <= 100,
+      met: result.rps / base.bankCall >= 0.3 && result.p99_ms <= 100 && result.errors + result.non2xx === 0,
       note: `× bank_call_baseline_postgres; ${tokens.length} consents; PostgreSQL backends waiting (samples): ${waits}; ${(commits / result.requests).toFixed(1)} transactions and ${(flushes / result.requests).toFixed(2)} WAL flushes a call; CPU a call: service ${cpu.service} µs, bank ${cpu.bank} µs, PostgreSQL ${cpu.postgres} µs; errors ${result.errors + result.non2xx}${result.otherStatuses ? ` (${result.otherStatuses})` : ''}`,
     };
   } finally {

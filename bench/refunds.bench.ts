@@ -25,7 +25,7 @@ export default async function benchCreateRefund(ctx: BenchContext): Promise<Benc
         p99_ms: result.p99_ms,
         ratio: result.rps / baselineRps,
         budget: '≥ 0.3 × bank_call_baseline',
-        met: result.rps / baselineRps >= 0.3,
+        met: result.rps / baselineRps >= 0.3 && result.errors + result.non2xx === 0,
         note: `× bank_call_baseline measured just before and after (${around.map(Math.round).join(' and ')} rps); CPU a call: the service ${result.cpu_us_per_call[0]} µs (with the refund's job and webhooks), the baseline's server ${baselineCpuUs} µs; errors ${result.errors + result.non2xx}`,
       },
     ];

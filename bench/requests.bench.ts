@@ -77,7 +77,7 @@ export default async function benchRequests(ctx: BenchContext): Promise<BenchRes
         p99_ms: create.p99_ms,
         ratio: create.rps / ctx.baseline.post_rps,
         budget: 'p99 ≤ 25 ms',
-        met: create.p99_ms <= 25,
+        met: create.p99_ms <= 25 && create.errors + create.non2xx === 0,
         note: `× echo POST; p50 ${create.p50_ms} ms; the service's CPU ${create.cpu_us_per_call[0]} µs a call; in the service: event loop delay p99 ${tail.loop_delay_ms.p99} ms (max ${tail.loop_delay_ms.max}), GC pauses p99 ${tail.gc_pause_ms.p99} ms (max ${tail.gc_pause_ms.max}, ${tail.gc_pause_ms.total} ms in all); errors ${create.errors + create.non2xx}`,
       },
       {
@@ -92,7 +92,7 @@ export default async function benchRequests(ctx: BenchContext): Promise<BenchRes
         p99_ms: get.p99_ms,
         ratio: get.rps / baselineRps,
         budget: '≥ 0.8 × stack_limit_get',
-        met: get.rps / baselineRps >= 0.8,
+        met: get.rps / baselineRps >= 0.8 && get.errors + get.non2xx === 0,
         note: `× stack_limit_get measured just before and after (${around.map(Math.round).join(' and ')} rps); CPU a call: the service ${get.cpu_us_per_call[0]} µs, the baseline ${baselineCpuUs} µs; errors ${get.errors + get.non2xx}`,
       },
       {
