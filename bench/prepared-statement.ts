@@ -4,10 +4,10 @@
 // (docs/performance.md, "What a call costs on PostgreSQL"). BENCH_DATABASE_URL as for
 // `npm run bench`; a schema made for the run and dropped after it. Run it from two builds in
 // turn to compare them; the machine's speed drifts too much for one run of each.
-import fs from 'node:fs';
 import { sql, type Kysely } from 'kysely';
 import { openDb, transact, type Tx } from '../src/store/store.ts';
 import { prepared } from '../src/store/prepared.ts';
+import { cpuSecondsOf } from './process.ts';
 
 const url = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const calls = Number(process.argv[2] ?? 20_000);
@@ -43,11 +43,11 @@ try {
       const { pid } = (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx)).rows[0]!;
       for (let i = 0; i < 500; i++) await run(trx, i);
       const process0 = process.cpuUsage();
-      const backend0 = backendCpuMs(pid);
+      const backend0 = cpuSecondsOf(pid);
       for (let i = 0; i < calls; i++) await run(trx, i);
       const used = process.cpuUsage(process0);
       figures[`${name}_client_us`] = round((used.user + used.system) / calls);
-      figures[`${name}_backend_us`] = round(((backendCpuMs(pid) - backend0) * 1000) / calls);
+      figures[`${name}_backend_us`] = round(((cpuSecondsOf(pid) - backend0) * 1_000_000) / calls);
     });
   }
   console.log(JSON.stringify(figures));
@@ -55,12 +55,6 @@ try {
   await db.destroy();
   await sql.raw(`drop schema ${schema} cascade`).execute(admin);
   await admin.destroy();
-}
-
-/** A process's CPU so far in milliseconds, from /proc (PostgreSQL on this machine). */
-function backendCpuMs(pid: number): number {
-  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 function round(value: number): number {

@@ -143,8 +143,8 @@ test('PostgreSQL keeps prepared queries parsed; one a migration made stale is pr
 test('PostgreSQL: a statement kept prepared answers its rows as pg builds them, run after run', {
   skip: engine !== 'postgres' ? "server-side statements are PostgreSQL's" : false,
 }, async (t) => {
-  // The row shape pg builds from a statement's columns is kept per prepared statement
-  // (src/store/postgres/dialect.ts, shapedQuery): the rows must be what pg gives without it.
+  // The row shape pg builds from a statement's columns is kept per connection and statement
+  // (src/store/postgres/dialect.ts, ShapedQuery): the rows must be what pg gives without it.
   const { db } = await oneConnection(t);
   await insertRow(db, 'jobs', job('a', { dedupe_key: 'once', locked_until: 2 ** 40 }));
   await insertRow(db, 'jobs', job('b', { last_error: 'boom', failed_at: 7 }));
@@ -167,7 +167,7 @@ test('PostgreSQL: a statement kept prepared answers its rows as pg builds them, 
 test('PostgreSQL: a connection describes a statement kept prepared once; later runs send no Describe', {
   skip: engine !== 'postgres' ? "server-side statements are PostgreSQL's" : false,
 }, async (t) => {
-  // src/store/postgres/dialect.ts, shapedQuery: the server describes the columns on the first run
+  // src/store/postgres/dialect.ts, ShapedQuery: the server describes the columns on the first run
   // on a connection only; the rows of every later run are built from the shape kept for it there.
   const { db } = await oneConnection(t);
   await insertRow(db, 'jobs', job('a', { last_error: 'boom', locked_until: 2 ** 40 }));

@@ -61,128 +61,102 @@ type FieldDescription = { name: string; dataTypeID: number; format: string };
 /** What pg builds for a statement's rows from its RowDescription: a parser a column, and the empty row each row is copied from. */
 type RowShape = { fields: FieldDescription[]; parsers: unknown; empty: unknown };
 
-function sameFields(shape: RowShape, fields: readonly FieldDescription[]): boolean {
-  if (shape.fields.length !== fields.length) return false;
-  for (let i = 0; i < fields.length; i++) {
-    const kept = shape.fields[i]!;
-    const field = fields[i]!;
-    if (kept.name !== field.name || kept.dataTypeID !== field.dataTypeID || kept.format !== field.format) return false;
-  }
-  return true;
-}
-
 /** A statement that answers no rows (an insert or update without RETURNING): nothing to describe. */
 const NO_ROWS = 'no rows';
 
+const Query = pg.Query as unknown as new (
+  text: string,
+  values: unknown[],
+  callback: (error: Error | null, result: pg.QueryResult) => void,
+) => object;
+const query = Query.prototype as unknown as ShapedQueryInternals;
+
 /**
- * pg's Query for a statement kept prepared on the server, which reuses the row shape it built the
- * first time. pg describes every statement's columns again on every run and builds their parsers
- * and an empty row from them (Result.addFields), on a null-prototype object that V8 keeps as a
- * dictionary: some 15 µs for a request's 37 columns on the development machine, 8% of a GET's main
- * thread. A statement kept prepared answers the same columns each time (PostgreSQL refuses it
- * with a stale-plan error after a schema change, and it gets a new name); the shape is reused only
- * where the columns described are the same, by name, type and format.
- *
- * Nor is it described again on a connection that has described it once: the server sends no
- * RowDescription (nor NoData), so neither side encodes and parses its columns' names on every
- * run. Those were 4–5% of a create's main thread (pg-protocol's parseRowDescriptionMessage and
- * the names' strings). The shape is kept per connection, because only there is it fixed: a
- * statement prepared on another connection after a migration may answer other columns under the
- * same name until this one's plan is found stale.
+ * pg's Query for a statement kept prepared on the server, described once on each connection. pg
+ * describes a statement's columns on every run: the server sends the row's description, pg decodes
+ * the columns' names (4–5% of a create's main thread: pg-protocol's parseRowDescriptionMessage and
+ * the names' strings) and builds their parsers and an empty row from them (Result.addFields, on a
+ * null-prototype object that V8 keeps as a dictionary: some 15 µs for a request's 37 columns, 8% of
+ * a GET's main thread). Here a connection describes a statement on its first run there and keeps
+ * what pg built; later runs send Bind and Execute only, and their rows are built from the kept
+ * shape. A shape is kept per connection because only there is it fixed: a statement keeps its
+ * columns while its name and connection stay the same (PostgreSQL refuses it with a stale-plan
+ * error after a schema change, and it gets a new name), but a statement prepared on another
+ * connection after a migration may answer other columns under the same name.
  */
-function shapedQuery(shapes: Map<string, RowShape>) {
-  const Query = pg.Query as unknown as new (
+class ShapedQuery extends Query {
+  /** The shapes of the statements this run's connection has described (its client's). */
+  private readonly describedHere: DescribedShapes;
+  /** Whether this run describes its statement, to remember the shape on its connection. */
+  private describing = false;
+
+  /**
+   * Named after it is made: pg copies a config object given to a Query property by property
+   * (cloneQueryConfig, 3% of a read's main thread), and takes a text as it is.
+   */
+  constructor(
+    name: string,
     text: string,
     values: unknown[],
     callback: (error: Error | null, result: pg.QueryResult) => void,
-  ) => object;
-  const query = Query.prototype as unknown as ShapedQueryInternals;
-  return class ShapedQuery extends Query {
-    /** The shapes of the statements this run's connection has described (its client's). */
-    private readonly describedHere: DescribedShapes;
-    /** Whether this run describes its statement, to remember the shape on its connection. */
-    private describing = false;
+    describedHere: DescribedShapes,
+  ) {
+    super(text, values, callback);
+    (this as unknown as ShapedQueryInternals).name = name;
+    this.describedHere = describedHere;
+  }
 
-    /**
-     * Named after it is made: pg copies a config object given to a Query property by property
-     * (cloneQueryConfig, 3% of a read's main thread), and takes a text as it is.
-     */
-    constructor(
-      name: string,
-      text: string,
-      values: unknown[],
-      callback: (error: Error | null, result: pg.QueryResult) => void,
-      describedHere: DescribedShapes,
-    ) {
-      super(text, values, callback);
-      (this as unknown as ShapedQueryInternals).name = name;
-      this.describedHere = describedHere;
+  /** pg's prepare, without the Describe where this connection already knows the statement's shape. */
+  prepare(connection: PgConnection): void {
+    const self = this as unknown as ShapedQueryInternals;
+    const shape = self.hasBeenParsed(connection) ? this.describedHere.get(self.name) : undefined;
+    if (shape === undefined) {
+      this.describing = true;
+      query.prepare.call(this, connection);
+      return;
     }
-
-    /** pg's prepare, without the Describe where this connection already knows the statement's shape. */
-    prepare(connection: PgConnection): void {
-      const self = this as unknown as ShapedQueryInternals;
-      const shape = self.hasBeenParsed(connection) ? this.describedHere.get(self.name) : undefined;
-      if (shape === undefined) {
-        this.describing = true;
-        query.prepare.call(this, connection);
-        return;
-      }
-      if (shape !== NO_ROWS) this.adopt(shape, shape.fields);
-      // The rest of pg's prepare (pg/lib/query.js) without its describe: the statement is parsed here already.
-      try {
-        connection.bind({ portal: '', statement: self.name, values: self.values, valueMapper: prepareValue });
-      } catch (error) {
-        // A value pg cannot send fails this query alone, as in pg's own prepare.
-        connection.sync();
-        self.handleError(error, connection);
-        return;
-      }
-      connection.execute({ portal: '' });
+    if (shape !== NO_ROWS) this.adopt(shape);
+    // The rest of pg's prepare (pg/lib/query.js) without its describe: the statement is parsed here already.
+    try {
+      connection.bind({ portal: '', statement: self.name, values: self.values, valueMapper: prepareValue });
+    } catch (error) {
+      // A value pg cannot send fails this query alone, as in pg's own prepare.
       connection.sync();
+      self.handleError(error, connection);
+      return;
     }
+    connection.execute({ portal: '' });
+    connection.sync();
+  }
 
-    handleRowDescription(message: { fields: FieldDescription[] }): void {
-      const self = this as unknown as ShapedQueryInternals;
-      let shape = shapes.get(self.name);
-      if (shape === undefined || !sameFields(shape, message.fields)) {
-        query.handleRowDescription.call(this, message);
-        const result = self._result;
-        shape = {
-          fields: message.fields.map(({ name, dataTypeID, format }) => ({ name, dataTypeID, format })),
-          parsers: result._parsers,
-          empty: result._prebuiltEmptyResultObject,
-        };
-        shapes.set(self.name, shape);
-      } else {
-        this.adopt(shape, message.fields);
-      }
-      this.remember(shape);
-    }
+  handleRowDescription(message: { fields: FieldDescription[] }): void {
+    query.handleRowDescription.call(this, message);
+    const result = (this as unknown as ShapedQueryInternals)._result;
+    this.remember({ fields: message.fields, parsers: result._parsers, empty: result._prebuiltEmptyResultObject });
+  }
 
-    handleCommandComplete(message: unknown, connection: PgConnection): void {
-      // Described, and no RowDescription came: the statement answers no rows.
-      if (this.describing) this.remember(NO_ROWS);
-      query.handleCommandComplete.call(this, message, connection);
-    }
+  handleCommandComplete(message: unknown, connection: PgConnection): void {
+    // Described, and no RowDescription came: the statement answers no rows.
+    if (this.describing) this.remember(NO_ROWS);
+    query.handleCommandComplete.call(this, message, connection);
+  }
 
-    /** pg's handleRowDescription, with addFields' work taken from the shape. */
-    private adopt(shape: RowShape, fields: readonly FieldDescription[]): void {
-      const self = this as unknown as ShapedQueryInternals;
-      self._checkForMultirow();
-      const result = self._result;
-      result.fields = fields as FieldDescription[];
-      result._parsers = shape.parsers;
-      result._prebuiltEmptyResultObject = shape.empty;
-      self._accumulateRows = Boolean(self.callback) || self.listeners('row').length === 0;
-    }
+  /** pg's handleRowDescription, with addFields' work taken from the shape. */
+  private adopt(shape: RowShape): void {
+    const self = this as unknown as ShapedQueryInternals;
+    self._checkForMultirow();
+    const result = self._result;
+    result.fields = shape.fields;
+    result._parsers = shape.parsers;
+    result._prebuiltEmptyResultObject = shape.empty;
+    self._accumulateRows = Boolean(self.callback) || self.listeners('row').length === 0;
+  }
 
-    private remember(shape: RowShape | typeof NO_ROWS): void {
-      if (!this.describing) return;
-      this.describing = false;
-      this.describedHere.set((this as unknown as ShapedQueryInternals).name, shape);
-    }
-  };
+  private remember(shape: RowShape | typeof NO_ROWS): void {
+    if (!this.describing) return;
+    this.describing = false;
+    this.describedHere.set((this as unknown as ShapedQueryInternals).name, shape);
+  }
 }
 
 /** By statement name, the shape each statement a connection has described answers (NO_ROWS when none). */
@@ -200,7 +174,7 @@ const { prepareValue } = createRequire(import.meta.url)('pg/lib/utils.js') as {
   prepareValue: (value: unknown) => unknown;
 };
 
-/** The parts of pg's Query and Result (pg/lib/query.js, pg/lib/result.js) that shapedQuery uses. */
+/** The parts of pg's Query and Result (pg/lib/query.js, pg/lib/result.js) that ShapedQuery uses. */
 type ShapedQueryInternals = {
   name: string;
   values: unknown[];
@@ -245,13 +219,12 @@ type Sent = Promise<pg.QueryResult>;
  * PostgreSQL has aborted.
  */
 export function pipeliningClient(statements: ServerPreparedStatements | null): typeof pg.Client {
-  const ShapedQuery = shapedQuery(new Map());
   return class PipeliningClient extends pg.Client {
     private inTransaction = false;
     private corked = false;
     /** Statements written and not yet answered that nobody awaits, each settling to its error or null. */
     private held: Promise<unknown>[] = [];
-    /** The statements this connection has described, each with the shape of its rows (shapedQuery). */
+    /** The statements this connection has described, each with the shape of its rows (ShapedQuery). */
     private readonly described: DescribedShapes = new Map();
 
     // Kysely calls query(text, values); anything else (a callback, a config object) goes straight through.
