@@ -50,6 +50,10 @@ const NAMES = [
   'stack_limit_get_postgres',
   'stack_limit_create_postgres',
   'bank_call_baseline_postgres',
+  'create_floor_postgres',
+  'execute_floor_postgres',
+  'create_floor_postgres (no endpoint)',
+  'execute_floor_postgres (no endpoint)',
   'create_request_postgres',
   'create_request_postgres_x2',
   'get_request_postgres',
@@ -237,11 +241,123 @@ async function pgBaselines(ctx: BenchContext): Promise<{ rps: PgBaselines; resul
   }
 }
 
+/** Requests per second of the floors (bench/servers/floor-postgres.ts) with an endpoint, measured in this run. */
+type PgFloors = { create: number; execute: number };
+
+/**
+ * The floors: a create and an execution doing only what the service cannot leave out, written as
+ * the baselines are (bench/servers/floor-postgres.ts), each divided by the baseline the service's
+ * figure is. Once with their events delivered to the same receiver, as the service's are, and once
+ * for a merchant with no endpoint; the service's figures are also given as a share of the first.
+ */
+async function pgFloors(
+  ctx: BenchContext,
+  base: PgBaselines,
+  receiverUrl: string,
+): Promise<{ rps: PgFloors; results: BenchResult[] }> {
+  const bankStub = await spawnServer('bench/servers/bank-stub.ts', {}, undefined, serviceNodeFlags());
+  try {
+    const delivering = await floorLoads(ctx, base, bankStub, receiverUrl);
+    const withoutEndpoint = await floorLoads(ctx, base, bankStub, null);
+    return {
+      rps: delivering.rps,
+      results: [...delivering.results, ...withoutEndpoint.results],
+    };
+  } finally {
+    await bankStub.stop();
+  }
+}
+
+/** The two floors on a schema of their own, delivering to `receiverUrl` or (null) to no endpoint. */
+async function floorLoads(
+  ctx: BenchContext,
+  base: PgBaselines,
+  bankStub: SpawnedServer,
+  receiverUrl: string | null,
+): Promise<{ rps: PgFloors; results: BenchResult[] }> {
+  const schema = await freshSchema();
+  const floor = await spawnServer(
+    'bench/servers/floor-postgres.ts',
+    {
+      DATABASE_URL: schema.url,
+      BANK_URL: (bankStub.info as { url: string }).url,
+      FLOOR_CONSENTS: String(EXECUTE_CONSENTS),
+      ...(receiverUrl ? { RECEIVER_URL: receiverUrl } : {}),
+    },
+    undefined,
+    serviceNodeFlags(),
+  ).catch(async (error) => {
+    await schema.drop();
+    throw error;
+  });
+  try {
+    const info = floor.info as { url: string; key: string; tokens: string[] };
+    const headers = { authorization: `Bearer ${info.key}`, 'content-type': 'application/json' };
+    // PostgreSQL's backends are listed once the warm-up has opened the pool's connections.
+    const measured = async (options: LoadOptions) => {
+      await warmUp(options);
+      const result = await withCpu([floor.pid, bankStub.pid, ...postgresPids()], () => load(options));
+      return { ...result, pending: await undelivered(info.url) };
+    };
+    const create = await measured({
+      url: `${info.url}/v1/requests`,
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ amount: '12.50 NZD', message: 'Bench coffee', reference: 'BENCH-1' }),
+      connections: 50,
+      durationSec: ctx.durationSec,
+    });
+    const execute = await measured(executionLoad(info.url, headers, info.tokens, ctx));
+    const suffix = receiverUrl ? '' : ' (no endpoint)';
+    const events = receiverUrl
+      ? (pending: number) => `its events delivered (${pending} undelivered 10 s after)`
+      : () => 'no endpoint, so no delivery';
+    const figure = (name: string, load: typeof create, ratio: number, baseline: string, bank: boolean): BenchResult => {
+      const cpu = cpuShares(load.cpu_us_per_call, 1, 1);
+      return {
+        name: `${name}${suffix}`,
+        rps: load.rps,
+        p99_ms: load.p99_ms,
+        ratio,
+        note: `× ${baseline}; only what the service cannot leave out, ${events(load.pending)}; CPU a call: server ${cpu.service} µs,${bank ? ` bank stub ${cpu.bank} µs,` : ''} PostgreSQL ${cpu.postgres} µs; errors ${load.errors + load.non2xx}`,
+      };
+    };
+    return {
+      rps: { create: create.rps, execute: execute.rps },
+      results: [
+        figure('create_floor_postgres', create, create.rps / base.create, 'stack_limit_create_postgres', false),
+        figure('execute_floor_postgres', execute, execute.rps / base.bankCall, 'bank_call_baseline_postgres', true),
+      ],
+    };
+  } finally {
+    await floor.stop();
+    await schema.drop();
+  }
+}
+
+/** The floor's deliveries not yet made, once they stop falling or 10 s have passed. */
+async function undelivered(floorUrl: string): Promise<number> {
+  const pending = async () => ((await (await fetch(`${floorUrl}/pending`)).json()) as { pending: number }).pending;
+  const deadline = performance.now() + 10_000;
+  let left = await pending();
+  while (left > 0 && performance.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    left = await pending();
+  }
+  return left;
+}
+
+/** The service's rate as a share of its floor's, for its note. */
+function ofFloor(rps: number, floorRps: number): string {
+  return Number.isFinite(floorRps) ? `; ${(rps / floorRps).toFixed(2)} × its floor` : '';
+}
+
 /** create_request and get_request on `processes` processes. */
 async function requests(
   ctx: BenchContext,
   processes: number,
   base: PgBaselines,
+  floors: PgFloors,
   receiverUrl: string,
 ): Promise<BenchResult[]> {
   const suffix = processes > 1 ? `_x${processes}` : '';
@@ -293,7 +409,7 @@ async function requests(
         ratio: create.rps / base.create,
         budget: '≥ 0.5 × stack_limit_create_postgres',
         met: create.rps / base.create >= 0.5 && create.errors + create.non2xx === 0,
-        note: `× stack_limit_create_postgres; CPU a call: service ${createCpu.service} µs, PostgreSQL ${createCpu.postgres} µs; errors ${create.errors + create.non2xx}; ${peakMb.toFixed(0)} MB peak resident${each}`,
+        note: `× stack_limit_create_postgres${ofFloor(create.rps, floors.create)}; CPU a call: service ${createCpu.service} µs, PostgreSQL ${createCpu.postgres} µs; errors ${create.errors + create.non2xx}; ${peakMb.toFixed(0)} MB peak resident${each}`,
       },
       {
         name: `get_request_postgres${suffix}`,
@@ -398,6 +514,7 @@ async function executePayment(
   ctx: BenchContext,
   processes: number,
   base: PgBaselines,
+  floors: PgFloors,
   receiverUrl: string,
 ): Promise<BenchResult> {
   const [servicePort, bankPort] = [await freePort(), await freePort()];
@@ -429,7 +546,7 @@ async function executePayment(
       ratio: result.rps / base.bankCall,
       budget: '≥ 0.3 × bank_call_baseline_postgres, p99 ≤ 100 ms',
       met: result.rps / base.bankCall >= 0.3 && result.p99_ms <= 100 && result.errors + result.non2xx === 0,
-      note: `× bank_call_baseline_postgres; ${tokens.length} consents; PostgreSQL backends waiting (samples): ${waits}; ${(commits / result.requests).toFixed(1)} transactions and ${(flushes / result.requests).toFixed(2)} WAL flushes a call; CPU a call: service ${cpu.service} µs, bank ${cpu.bank} µs, PostgreSQL ${cpu.postgres} µs; errors ${result.errors + result.non2xx}${result.otherStatuses ? ` (${result.otherStatuses})` : ''}`,
+      note: `× bank_call_baseline_postgres${ofFloor(result.rps, floors.execute)}; ${tokens.length} consents; PostgreSQL backends waiting (samples): ${waits}; ${(commits / result.requests).toFixed(1)} transactions and ${(flushes / result.requests).toFixed(2)} WAL flushes a call; CPU a call: service ${cpu.service} µs, bank ${cpu.bank} µs, PostgreSQL ${cpu.postgres} µs; errors ${result.errors + result.non2xx}${result.otherStatuses ? ` (${result.otherStatuses})` : ''}`,
     };
   } finally {
     await service?.stop();
@@ -549,16 +666,32 @@ export default async function benchPostgres(ctx: BenchContext): Promise<BenchRes
   // receiver in its own process, so every event is delivered while the load runs.
   const receiver = await spawnServer('bench/servers/receiver.ts');
   const receiverUrl = (receiver.info as { url: string }).url;
+  let floors: PgFloors = { create: Number.NaN, execute: Number.NaN };
   try {
+    if (groups.includes('create') || groups.includes('execute'))
+      await attempt(
+        NAMES.filter((name) => name.includes('_floor_')),
+        async () => {
+          const measured = await pgFloors(ctx, base, receiverUrl);
+          floors = measured.rps;
+          return measured.results;
+        },
+      );
     if (groups.includes('create')) {
-      await attempt(['create_request_postgres', 'get_request_postgres'], () => requests(ctx, 1, base, receiverUrl));
+      await attempt(['create_request_postgres', 'get_request_postgres'], () =>
+        requests(ctx, 1, base, floors, receiverUrl),
+      );
       await attempt(['create_request_postgres_x2', 'get_request_postgres_x2'], () =>
-        requests(ctx, 2, base, receiverUrl),
+        requests(ctx, 2, base, floors, receiverUrl),
       );
     }
     if (groups.includes('execute')) {
-      await attempt(['execute_payment_postgres'], async () => [await executePayment(ctx, 1, base, receiverUrl)]);
-      await attempt(['execute_payment_postgres_x2'], async () => [await executePayment(ctx, 2, base, receiverUrl)]);
+      await attempt(['execute_payment_postgres'], async () => [
+        await executePayment(ctx, 1, base, floors, receiverUrl),
+      ]);
+      await attempt(['execute_payment_postgres_x2'], async () => [
+        await executePayment(ctx, 2, base, floors, receiverUrl),
+      ]);
     }
   } finally {
     await receiver.stop();
