@@ -13,10 +13,10 @@
 //   one keep-alive HTTP call to the bank stub (BANK_URL); the outcome in one statement and one
 //   commit (the payment's status guarded by the one reserved, its `payment.status_updated` event
 //   and the delivery); the reply.
-// - Deliveries: each POSTed once its commit returned, with the HMAC signature the service sends,
-//   and marked delivered by the batch in one update that does not wait for the WAL's flush. A
-//   pending delivery stays in a partial index for a restart to find; the floor never restarts, so
-//   it has no such sweep.
+// - Deliveries: each POSTed once its commit returned, signed as the service's X-Service-Signature
+//   is (the service also sends the Standard Webhooks headers), and marked delivered by the batch
+//   in one update that does not wait for the WAL's flush. A pending delivery stays in a partial
+//   index for a restart to find; the floor never restarts, so it has no such sweep.
 // What it leaves out is what the service adds to the same work: an audit record, Idempotency-Key
 // replies, jobs with leases and retries, per-period limits, tax settings and receipts, a request's
 // expiry, the payer account kept for a consent, rate limits, logs and metrics.
@@ -95,7 +95,7 @@ let closing = false;
 /** Sends a committed delivery, and has it marked delivered with the others answered meanwhile. */
 function deliver(delivery: Delivery): void {
   if (!receiverUrl) return;
-  httpRequest(receiverUrl!, {
+  httpRequest(receiverUrl, {
     method: 'POST',
     dispatcher: receiver,
     headers: {
