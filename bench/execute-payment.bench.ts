@@ -10,6 +10,7 @@ import {
   type BenchResult,
   type Bracketed,
   type LoadOptions,
+  failedCalls,
 } from './lib.ts';
 import { freePort } from '../test/process.ts';
 import { serviceNodeFlags, spawnSandboxBank, spawnServer } from './process.ts';
@@ -50,7 +51,7 @@ type Measured = Awaited<ReturnType<typeof load>> & { cpu_us_per_call: number[] }
 function budgetOf({ result, baselineRps }: Bracketed<Measured>): Pick<BenchResult, 'budget' | 'met'> {
   return {
     budget: '≥ 0.5 × bank_call_baseline',
-    met: result.rps / baselineRps >= 0.5 && result.errors + result.non2xx === 0,
+    met: result.rps / baselineRps >= 0.5 && failedCalls(result) === 0,
   };
 }
 
@@ -63,7 +64,7 @@ function resultOf(name: string, bracketed: Bracketed<Measured>): BenchResult {
     rps: result.rps,
     p99_ms: result.p99_ms,
     ratio: result.rps / baselineRps,
-    note: `× bank_call_baseline measured just before and after (${around.map(Math.round).join(' and ')} rps); ${cpu}; errors ${result.errors + result.non2xx}`,
+    note: `× bank_call_baseline measured just before and after (${around.map(Math.round).join(' and ')} rps); ${cpu}; errors ${failedCalls(result)}`,
   };
 }
 

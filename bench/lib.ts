@@ -34,6 +34,11 @@ export type BenchResult = {
   note?: string;
 };
 
+/** Calls of a load that failed: errors (no answer) and answers other than 2xx. A figure with any meets no budget. */
+export function failedCalls(load: { errors: number; non2xx: number }): number {
+  return load.errors + load.non2xx;
+}
+
 /**
  * A figure with the baseline's rate just before and just after it, and their mean; and the CPU
  * time the baseline's server spent a call in those two loads (mean), to set beside the service's.

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { load, warmLoad, warmUp, type BenchContext, type BenchResult, type LoadOptions } from './lib.ts';
+import { failedCalls, load, warmLoad, warmUp, type BenchContext, type BenchResult, type LoadOptions } from './lib.ts';
 import { runtimeFlagsOfStart, spawnServer, withCpu } from './process.ts';
 
 const { values } = parseArgs({
@@ -88,8 +88,7 @@ async function withBaselines(): Promise<{ ctx: BenchContext; results: BenchResul
   /** A baseline load, refused when any of its calls failed: a ratio to it would mean nothing. */
   async function baselineLoad(name: keyof typeof baselineOptions) {
     const figure = await load(baselineOptions[name]);
-    if (figure.errors + figure.non2xx > 0)
-      throw new Error(`${name}: ${figure.errors} errors, ${figure.non2xx} non-2xx replies`);
+    if (failedCalls(figure) > 0) throw new Error(`${name}: ${figure.errors} errors, ${figure.non2xx} non-2xx replies`);
     return figure;
   }
   // Warmed once: every later load of a baseline finds its server as warm as the first.

@@ -26,6 +26,7 @@ import {
   type BenchContext,
   type BenchResult,
   type LoadOptions,
+  failedCalls,
 } from './lib.ts';
 import { serviceNodeFlags, spawnSandboxBank, spawnServer, untilIdle, type SpawnedServer } from './process.ts';
 import { fill, type FillEngine } from './scale-fill.ts';
@@ -241,13 +242,12 @@ async function measure(service: Service, options: LoadOptions): Promise<Measured
 
 function pair(name: string, engine: Engine, empty: Measured, scale: Measured): BenchResult[] {
   const ratio = scale.rps / empty.rps;
-  const errors = (m: Measured) => m.errors + m.non2xx;
   return [
     {
       name: `${name}_${engine} (empty)`,
       rps: empty.rps,
       p99_ms: empty.p99_ms,
-      note: `the measured merchant alone; the service's CPU ${empty.cpu_us_per_call[0]} µs a call; errors ${errors(empty)}`,
+      note: `the measured merchant alone; the service's CPU ${empty.cpu_us_per_call[0]} µs a call; errors ${failedCalls(empty)}`,
     },
     {
       name: `${name}_${engine} (scale)`,
@@ -256,7 +256,7 @@ function pair(name: string, engine: Engine, empty: Measured, scale: Measured): B
       ratio,
       budget: `≥ ${BUDGET} × the empty database`,
       met: ratio >= BUDGET,
-      note: `× the empty database in this run; the service's CPU ${scale.cpu_us_per_call[0]} µs a call; errors ${errors(scale)}`,
+      note: `× the empty database in this run; the service's CPU ${scale.cpu_us_per_call[0]} µs a call; errors ${failedCalls(scale)}`,
     },
   ];
 }
