@@ -20,7 +20,14 @@ import { systemClock } from '../src/shared/time.ts';
 import { openDb } from '../src/store/store.ts';
 import { freePort } from '../test/process.ts';
 import { executionLoad, liveWebhookEndpoint, load, recurringToken, warmUp, type LoadOptions } from './lib.ts';
-import { serviceNodeFlags, spawnSandboxBank, spawnServer, withCpu, type SpawnedServer } from './process.ts';
+import {
+  postgresPids,
+  serviceNodeFlags,
+  spawnSandboxBank,
+  spawnServer,
+  withCpu,
+  type SpawnedServer,
+} from './process.ts';
 
 const [kind = 'execute', secondsArg] = process.argv.slice(2).filter((arg) => !arg.startsWith('--'));
 if (kind !== 'create' && kind !== 'execute') {
@@ -52,21 +59,6 @@ const url = `${DATABASE_URL}${DATABASE_URL.includes('?') ? '&' : '?'}options=${e
 const db = openDb({ engine: 'postgres', url, poolSize: 2 });
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-bench-statements-'));
 const started: Array<Pick<SpawnedServer, 'stop'>> = [];
-
-/** PostgreSQL's own processes on this machine, by their command name. */
-function postgresPids(): number[] {
-  return fs
-    .readdirSync('/proc')
-    .filter((entry) => /^\d+$/.test(entry))
-    .filter((pid) => {
-      try {
-        return fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres';
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
-}
 
 try {
   const receiver = await spawnServer('bench/servers/receiver.ts');

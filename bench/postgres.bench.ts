@@ -38,6 +38,7 @@ import {
   sampleRss,
   serviceNodeFlags,
   spawnSandboxBank,
+  postgresPids,
   spawnServer,
   withCpu,
   type SpawnedServer,
@@ -483,21 +484,6 @@ async function waitsDuring<T>(
     await sampler;
     await admin.end();
   }
-}
-
-/** PostgreSQL's own processes on this machine (its backends and its writers), by their command name. */
-function postgresPids(): number[] {
-  return fs
-    .readdirSync('/proc')
-    .filter((entry) => /^\d+$/.test(entry))
-    .filter((pid) => {
-      try {
-        return fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres';
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
 }
 
 /** Microseconds a call for the service's processes, then `bank` processes, then the rest (PostgreSQL). */

@@ -131,6 +131,21 @@ export function sampleRss(pid: number): { stop(): number } {
   };
 }
 
+/** PostgreSQL's own processes on this machine (its backends and its writers), by their command name. */
+export function postgresPids(): number[] {
+  return fs
+    .readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((pid) => {
+      try {
+        return fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres';
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
 /** CPU seconds (user and system) a process has used so far; 0 once it has ended. */
 export function cpuSecondsOf(pid: number): number {
   try {
