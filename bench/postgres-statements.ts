@@ -6,8 +6,9 @@
 // warm-up, pg_stat_statements is reset, and after the measured load each statement is printed with
 // its calls, time inside PostgreSQL and WAL records, per call of the load, beside the CPU a call of
 // the service, the bank and PostgreSQL. It needs pg_stat_statements loaded
-// (`shared_preload_libraries = 'pg_stat_statements'` and a restart) and nothing else running on
-// the database, since the view counts every statement of the database. --without-foreign-keys
+// (`shared_preload_libraries = 'pg_stat_statements'` and a restart; it creates the extension in
+// the database when missing) and nothing else running on the database, since the view counts
+// every statement of the database. --without-foreign-keys
 // drops the foreign keys of the tables a create and an execution write, to weigh their checks.
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -19,7 +20,15 @@ import { createMerchant } from '../src/modules/merchants/merchants.service.ts';
 import { systemClock } from '../src/shared/time.ts';
 import { openDb } from '../src/store/store.ts';
 import { freePort } from '../test/process.ts';
-import { executionLoad, liveWebhookEndpoint, load, recurringToken, warmUp, type LoadOptions } from './lib.ts';
+import {
+  executionLoad,
+  failedCalls,
+  liveWebhookEndpoint,
+  load,
+  recurringToken,
+  warmUp,
+  type LoadOptions,
+} from './lib.ts';
 import {
   postgresPids,
   serviceNodeFlags,
@@ -152,7 +161,7 @@ try {
   const sum = (field: 'calls' | 'ms' | 'wal_records') =>
     statements.reduce((total, row) => total + Number(row[field]), 0) / calls;
   console.log(
-    `${kind}: ${calls} calls, ${Math.round(result.rps)} a second, p99 ${result.p99_ms} ms, errors ${result.errors + result.non2xx}`,
+    `${kind}: ${calls} calls, ${Math.round(result.rps)} a second, p99 ${result.p99_ms} ms, errors ${failedCalls(result)}`,
   );
   console.log(
     `CPU a call: service ${cpu[0]} µs${bank ? `, bank ${cpu[1]} µs` : ''}, PostgreSQL ${postgresCpu} µs; ` +
