@@ -8,18 +8,9 @@
 // the service, the bank and PostgreSQL. It needs pg_stat_statements loaded
 // (`shared_preload_libraries = 'pg_stat_statements'` and a restart; it creates the extension in
 // the database when missing) and nothing else running on the database, since the view counts
-// every statement of the database. --without-foreign-keys
-// drops the foreign keys of the tables a create and an execution write, to weigh their checks.
-import { randomBytes } from 'node:crypto';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+// every statement of the database. --without-foreign-keys drops the foreign keys of the tables a
+// create and an execution write, to weigh their checks.
 import pg from 'pg';
-import { sql } from 'kysely';
-import { createMerchant } from '../src/modules/merchants/merchants.service.ts';
-import { systemClock } from '../src/shared/time.ts';
-import { openDb } from '../src/store/store.ts';
-import { freePort } from '../test/process.ts';
 import {
   executionLoad,
   failedCalls,
@@ -29,14 +20,9 @@ import {
   warmUp,
   type LoadOptions,
 } from './lib.ts';
-import {
-  postgresPids,
-  serviceNodeFlags,
-  spawnSandboxBank,
-  spawnServer,
-  withCpu,
-  type SpawnedServer,
-} from './process.ts';
+import { analyze, cpuShares, freshSchema, merchantOn, startService, waitsDuring } from './postgres.bench.ts';
+import { postgresPids, spawnSandboxBank, spawnServer, withCpu, type SpawnedServer } from './process.ts';
+import { freePort } from '../test/process.ts';
 
 const [kind = 'execute', secondsArg] = process.argv.slice(2).filter((arg) => !arg.startsWith('--'));
 if (kind !== 'create' && kind !== 'execute') {
@@ -62,112 +48,71 @@ try {
   process.exit(1);
 }
 
-const schema = `bench_statements_${randomBytes(4).toString('hex')}`;
-await admin.query(`create schema "${schema}"`);
-const url = `${DATABASE_URL}${DATABASE_URL.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`;
-const db = openDb({ engine: 'postgres', url, poolSize: 2 });
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-bench-statements-'));
+const schema = await freshSchema();
 const started: Array<Pick<SpawnedServer, 'stop'>> = [];
-
 try {
   const receiver = await spawnServer('bench/servers/receiver.ts');
   started.push(receiver);
   const [servicePort, bankPort] = [await freePort(), await freePort()];
   const bank = kind === 'execute' ? await spawnSandboxBank(servicePort, bankPort) : null;
   if (bank) started.push(bank);
-  const service = await spawnServer(
-    'src/main.ts',
-    {
-      DATABASE_URL: url,
-      SECRET_KEY: randomBytes(32).toString('base64'),
-      PORT: String(servicePort),
-      HOST: '127.0.0.1',
-      DATA_DIR: dataDir,
-      DEMO_MERCHANT: 'false',
-      LOG_LEVEL: 'warn',
-      RATE_LIMIT_PER_SECOND: '1000000',
-      ...bank?.env,
-    },
-    (line) => (line.startsWith('Tono is running at') ? { line } : null),
-    serviceNodeFlags(),
-  );
+  const service = await startService(schema, 1, { PORT: String(servicePort), ...bank?.env });
   started.unshift(service);
-  const serviceUrl = `http://127.0.0.1:${servicePort}`;
-  const merchant = await createMerchant(db, systemClock, {
-    name: 'Bench Merchant',
-    email: 'bench@example.com',
-    password: 'bench-password',
-    bankAccount: '12-3456-7890138-00',
-  });
-  const headers = { authorization: `Bearer ${merchant.test_key}`, 'content-type': 'application/json' };
+  const { testKey, bankAccountId } = await merchantOn(schema.db);
+  const headers = { authorization: `Bearer ${testKey}`, 'content-type': 'application/json' };
   const ctx = { connections: 50, durationSec: seconds };
   let options: LoadOptions;
   if (kind === 'execute') {
     const tokens: string[] = [];
     for (let i = 0; i < CONSENTS; i += 1)
-      tokens.push(
-        (await recurringToken(serviceUrl, merchant.test_key, merchant.bank_account_id!, `payer-${i}@example.com`))
-          .token,
-      );
-    options = executionLoad(serviceUrl, headers, tokens, ctx);
+      tokens.push((await recurringToken(service.url, testKey, bankAccountId, `payer-${i}@example.com`)).token);
+    options = executionLoad(service.url, headers, tokens, ctx);
   } else {
     const body = JSON.stringify({
-      bank_account_id: merchant.bank_account_id,
+      bank_account_id: bankAccountId,
       amount: '12.50 NZD',
       message: 'Bench coffee',
       reference: 'BENCH-1',
     });
-    options = { url: `${serviceUrl}/v1/requests`, method: 'POST', headers, body, ...ctx };
+    options = { url: `${service.url}/v1/requests`, method: 'POST', headers, body, ...ctx };
   }
-  await liveWebhookEndpoint(serviceUrl, merchant.test_key, (receiver.info as { url: string }).url);
-  const { rows: tables } = await sql<{
-    name: string;
-  }>`select tablename as name from pg_tables where schemaname = current_schema()`.execute(db);
-  for (const { name } of tables) await sql`analyze ${sql.id(name)}`.execute(db);
+  await liveWebhookEndpoint(service.url, testKey, (receiver.info as { url: string }).url);
+  await analyze(schema.db);
   if (withoutForeignKeys) {
     const { rows } = await admin.query(
       `select conrelid::regclass::text as "table", conname as name from pg_constraint
-       where contype = 'f' and connamespace = $1::regnamespace and conrelid::regclass::text = any($2)`,
-      [schema, WRITTEN.map((table) => `${schema}.${table}`)],
+       where contype = 'f' and conrelid = any(cast($1 as regclass[]))`,
+      [WRITTEN.map((table) => `${schema.name}.${table}`)],
     );
     for (const key of rows) await admin.query(`alter table ${key.table} drop constraint "${key.name}"`);
     console.log(`dropped ${rows.length} foreign keys of ${WRITTEN.join(', ')}`);
   }
   await warmUp(options);
 
-  const counters = async () => {
-    const { rows } = await admin.query(
-      `select (select xact_commit from pg_stat_database where datname = current_database()) as commits,
-              (select wal_sync from pg_stat_wal) as flushes`,
-    );
-    return { commits: Number(rows[0].commits), flushes: Number(rows[0].flushes) };
-  };
   await admin.query('select pg_stat_statements_reset()');
-  const before = await counters();
   const pids = [service.pid, ...(bank ? [bank.pid] : []), ...postgresPids()];
-  const result = await withCpu(pids, () => load(options));
-  const after = await counters();
+  const { result, waits, commits, flushes } = await waitsDuring(() => withCpu(pids, () => load(options)));
   const { rows: statements } = await admin.query(
     `select calls, total_exec_time + total_plan_time as ms, wal_records,
             regexp_replace(query, '\\s+', ' ', 'g') as query
      from pg_stat_statements
      where dbid = (select oid from pg_database where datname = current_database())
-       and query not like '%pg_stat%' and query not like '%xact_commit%'
+       and query not like '%pg_stat%'
      order by total_exec_time + total_plan_time desc`,
   );
   const calls = result.requests;
-  const cpu = result.cpu_us_per_call;
-  const postgresCpu = cpu.slice(bank ? 2 : 1).reduce((sum, us) => sum + us, 0);
+  const cpu = cpuShares(result.cpu_us_per_call, 1, bank ? 1 : 0);
   const sum = (field: 'calls' | 'ms' | 'wal_records') =>
     statements.reduce((total, row) => total + Number(row[field]), 0) / calls;
   console.log(
     `${kind}: ${calls} calls, ${Math.round(result.rps)} a second, p99 ${result.p99_ms} ms, errors ${failedCalls(result)}`,
   );
   console.log(
-    `CPU a call: service ${cpu[0]} µs${bank ? `, bank ${cpu[1]} µs` : ''}, PostgreSQL ${postgresCpu} µs; ` +
-      `a call: ${((after.commits - before.commits) / calls).toFixed(2)} transactions (read-only ones included), ` +
-      `${((after.flushes - before.flushes) / calls).toFixed(2)} WAL flushes, ${sum('calls').toFixed(1)} statements, ` +
-      `${(sum('ms') * 1000).toFixed(0)} µs in them, ${sum('wal_records').toFixed(1)} WAL records`,
+    `CPU a call: service ${cpu.service} µs${bank ? `, bank ${cpu.bank} µs` : ''}, PostgreSQL ${cpu.postgres} µs; ` +
+      `a call: ${(commits / calls).toFixed(2)} transactions (read-only ones included), ` +
+      `${(flushes / calls).toFixed(2)} WAL flushes, ${sum('calls').toFixed(1)} statements, ` +
+      `${(sum('ms') * 1000).toFixed(0)} µs in them, ${sum('wal_records').toFixed(1)} WAL records; ` +
+      `PostgreSQL backends waiting (samples): ${waits}`,
   );
   console.log(
     'calls  µs     WAL    statement (each a call of the load; µs inside PostgreSQL, waits for a core included)',
@@ -181,8 +126,6 @@ try {
   }
 } finally {
   for (const server of started) await server.stop();
-  await db.destroy();
-  await admin.query(`drop schema "${schema}" cascade`);
+  await schema.drop();
   await admin.end();
-  fs.rmSync(dataDir, { recursive: true, force: true });
 }

@@ -65,10 +65,10 @@ const NAMES = [
   'subscription_charges_postgres_x2',
 ];
 
-type Schema = { url: string; db: Db; drop(): Promise<void> };
+type Schema = { name: string; url: string; db: Db; drop(): Promise<void> };
 
 /** A new schema, and a URL whose connections use it. */
-async function freshSchema(): Promise<Schema> {
+export async function freshSchema(): Promise<Schema> {
   const name = `bench_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: DATABASE_URL });
   await admin.connect();
@@ -76,6 +76,7 @@ async function freshSchema(): Promise<Schema> {
   const url = `${DATABASE_URL}${DATABASE_URL.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${name}`)}`;
   const db = openDb({ engine: 'postgres', url, poolSize: 4 });
   return {
+    name,
     url,
     db,
     async drop() {
@@ -91,7 +92,7 @@ async function freshSchema(): Promise<Schema> {
  * table filled moments before has none, and PostgreSQL may then read a request by the wrong index
  * (every request of the merchant, instead of the one).
  */
-async function analyze(db: Db): Promise<void> {
+export async function analyze(db: Db): Promise<void> {
   const { rows } = await sql<{
     name: string;
   }>`select tablename as name from pg_tables where schemaname = current_schema()`.execute(db);
@@ -124,7 +125,11 @@ async function unreachable(): Promise<string | null> {
 type Service = SpawnedServer & { url: string; processes: () => number[] };
 
 /** `node src/main.ts` with `npm start`'s heap settings, until it prints that it is running. */
-async function startService(schema: Schema, processes: number, env: Record<string, string> = {}): Promise<Service> {
+export async function startService(
+  schema: Schema,
+  processes: number,
+  env: Record<string, string> = {},
+): Promise<Service> {
   const port = env.PORT ?? String(await freePort());
   // A data folder of its own (the mail the service writes goes there), not the checkout's ./data.
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-bench-pg-'));
@@ -158,7 +163,7 @@ async function startService(schema: Schema, processes: number, env: Record<strin
   };
 }
 
-async function merchantOn(db: Db) {
+export async function merchantOn(db: Db) {
   const merchant = await createMerchant(db, systemClock, {
     name: 'Bench Merchant',
     email: 'bench@example.com',
@@ -437,7 +442,7 @@ const EXECUTE_CONSENTS = Number(process.env.BENCH_CONSENTS ?? 20);
  * pg_stat_activity every 20 ms: `wait_event_type:wait_event` (or `cpu` for an active backend
  * waiting on nothing) with how many backend-samples each took. Where the time of a call goes.
  */
-async function waitsDuring<T>(
+export async function waitsDuring<T>(
   during: () => Promise<T>,
 ): Promise<{ result: T; waits: string; commits: number; flushes: number }> {
   const admin = new pg.Client({ connectionString: DATABASE_URL });
@@ -487,7 +492,7 @@ async function waitsDuring<T>(
 }
 
 /** Microseconds a call for the service's processes, then `bank` processes, then the rest (PostgreSQL). */
-function cpuShares(perPid: number[], service: number, bank: number) {
+export function cpuShares(perPid: number[], service: number, bank: number) {
   const sum = (values: number[]) => values.reduce((total, value) => total + value, 0);
   return {
     service: sum(perPid.slice(0, service)),
