@@ -126,6 +126,24 @@ test('a malformed file is refused with the line and what is wrong, and nothing f
   assert.ok(unknown.body.params.accepted.some((layout: string) => layout.startsWith('Kiwibank')));
 });
 
+test('a line larger than any payment, past 32-bit cents, is kept to the cent and counted in its day', async (t) => {
+  const world = await checkoutWorld(t);
+  const { content } = await paymentsAndFile(world, 'westpac');
+  const rows = content.trimEnd().split('\n');
+  rows[5] = rows[5]!.replace('20.00', '25000000.01');
+  const imported = await world.api.post('/v1/statements', { content: `${rows.join('\n')}\n` });
+  assert.equal(imported.status, 201, imported.text);
+  const large = (await linesOf(world)).filter((line) => line.amount.value === '25000000.01 NZD');
+  assert.equal(large.length, 1);
+  const view = await world.api.get('/v1/reconciliation?unseen_after_days=0');
+  assert.equal(view.status, 200, view.text);
+  assert.ok(view.body.unmatched_credits.some((line: any) => line.amount.value === '25000000.01 NZD'));
+  const credits = view.body.days.map((day: any) => Number.parseFloat(day.statement_credits.value));
+  assert.ok(
+    credits.some((value: number) => value > 25_000_000),
+    JSON.stringify(view.body.days),
+  );
+});
 test('a line is unmatched and matched by hand, with who and when; the reconciliation shows money not seen and totals per day', async (t) => {
   const world = await checkoutWorld(t);
   const { first, second, content, today } = await paymentsAndFile(world, 'bnz');
