@@ -7,10 +7,11 @@ import {
   returnToService,
   type CheckoutWorld,
 } from '../../../test/flows/checkout.fixtures.ts';
+import { hook } from '../../../test/support/banks.ts';
 import { runRefundJobs } from '../../../test/support/refunds.ts';
 import { NO_ORIGIN, type Ctx } from '../context.ts';
 import { authoriseAtBank } from '../test-helpers/pay.bank-driver.ts';
-import { revokeAuthority, startAuthority } from './refunds.authority.ts';
+import { readyAuthority, revokeAuthority, startAuthority } from './refunds.authority.ts';
 
 // The merchant's refund authority: approved at its bank through the same redirect a payer uses,
 // its limits applied to every refund when it is created, its changes sent as events, and refunds
@@ -140,4 +141,106 @@ test('with refunds turned off a refund requires action; a declined approval chan
   assert.equal((await world.api.get('/v1/refund-authority')).body.refund_authority, null);
   const declined = (await eventsOf(world)).filter((e) => e.type === 'refund_authority.status_updated').at(-1);
   assert.equal(declined?.data.status, 'declined');
+});
+
+/** The merchant's first (test-mode) authority, with its sandbox consent made now rather than by the first refund. */
+async function firstAuthorityAtBank(world: CheckoutWorld) {
+  const { deps } = world.app;
+  const first = (await world.api.get('/v1/refund-authority')).body.refund_authority;
+  const row = await deps.db
+    .selectFrom('refund_authorities')
+    .selectAll()
+    .where('id', '=', first.id)
+    .executeTakeFirstOrThrow();
+  return { id: first.id as string, consentId: (await readyAuthority(deps, row)).authority.bank_consent_id! };
+}
+
+test('a refund the bank took before the authority was replaced is followed there until it settles, never requiring action', async (t) => {
+  const world = await checkoutWorld(t);
+  const { deps } = world.app;
+  const bank = `${world.baseUrl}/sandbox-bank/test`;
+  const payment = await paid(world, '12.50 NZD');
+  await runRefundJobs(deps.worker); // the payer's account, kept
+  const first = await firstAuthorityAtBank(world);
+  assert.equal((await hook('POST', `${bank}/consents/${first.consentId}/delay`, {})).status, 200);
+  const refund = (await world.api.post('/v1/refunds', { payment_id: payment.id, amount: '4.00 NZD' })).body.refund;
+  await runRefundJobs(deps.worker);
+  const held = await deps.db
+    .selectFrom('refunds')
+    .select(['status', 'bank_payment_id'])
+    .where('id', '=', refund.id)
+    .executeTakeFirstOrThrow();
+  assert.equal(held.status, 'pending');
+  assert.ok(held.bank_payment_id, 'the bank took it and holds it');
+
+  // Before the job runs again, the merchant approves a new authority: the first is revoked, here and at the bank.
+  assert.equal(
+    await turnOn(world, { period: 'weekly', perRefund: 10_000, perPeriod: 10_000 }),
+    '/dashboard/test/refunds/authority?outcome=approved',
+  );
+  const makeDue = () => deps.db.updateTable('jobs').set({ run_at: 0 }).where('kind', '=', 'refund.execute').execute();
+  await makeDue();
+  await runRefundJobs(deps.worker);
+  const asked = (await world.api.get(`/v1/refunds/${refund.id}`)).body.refund;
+  assert.equal(asked.status, 'pending', 'still at the bank: not for the merchant to pay by hand');
+  assert.equal(asked.action_reason, null);
+
+  assert.equal((await hook('POST', `${bank}/payments/${held.bank_payment_id}/release`, {})).status, 200);
+  await makeDue();
+  await runRefundJobs(deps.worker);
+  assert.equal((await world.api.get(`/v1/refunds/${refund.id}`)).body.refund.status, 'successful');
+  assert.deepEqual(
+    (await eventsOf(world, refund.id)).map((e) => [e.type, e.data.status]),
+    [
+      ['refund.created', 'pending'],
+      ['refund.status_updated', 'successful'],
+    ],
+  );
+  assert.equal((await world.api.get(`/v1/payments/${payment.id}`)).body.payment.amount_refunded.value, '4.00 NZD');
+});
+
+test('a second return from the bank for one approval (a refresh) that settles it first leaves the authority before active', async (t) => {
+  const world = await checkoutWorld(t);
+  const { deps } = world.app;
+  const first = await firstAuthorityAtBank(world);
+  const started = await startAuthority(ctxOf(world), {
+    bankId: 'sandbox',
+    bankAccountId: world.merchant.bankAccountId,
+    limits: { period: 'daily', max_per_refund_cents: 500, max_per_period_cents: 500 },
+  });
+  const back = await authoriseAtBank(started.authoriseUrl, 'approve', `${world.baseUrl}/pay/return`, {
+    username: started.username!,
+  });
+  // The refresh arrives while the first return is between its code exchange and its approval. The
+  // code is single use: the refresh's exchange fails, and it records the new authority declined.
+  const connector = deps.banks.connectorFor('sandbox', 'test')!;
+  const exchange = connector.exchangeCode.bind(connector);
+  let refresh: Promise<string> | undefined;
+  t.mock.method(connector, 'exchangeCode', async (input: Parameters<typeof exchange>[0]) => {
+    const token = await exchange(input);
+    if (!refresh) {
+      refresh = returnToService(back);
+      await refresh;
+    }
+    return token;
+  });
+
+  const answer = await returnToService(back);
+  assert.equal(await refresh, '/dashboard/test/refunds/authority?outcome=declined');
+  assert.equal(answer, '/dashboard/test/refunds/authority?outcome=declined', 'the outcome the authority has');
+  assert.equal((await world.api.get('/v1/refund-authority')).body.refund_authority?.id, first.id);
+  assert.deepEqual(
+    (await eventsOf(world))
+      .filter((e) => e.type === 'refund_authority.status_updated')
+      .map((e) => [e.data.id === first.id ? 'first' : 'new', e.data.status]),
+    [['new', 'declined']],
+  );
+  const atBank = await connector.getConsent({ consentId: first.consentId, kind: 'enduring' });
+  assert.deepEqual(atBank, { ok: true, status: 'Authorised' }, 'not revoked at the bank');
+
+  // Refunds still go through under it.
+  const payment = await paid(world, '12.50 NZD');
+  const refund = (await world.api.post('/v1/refunds', { payment_id: payment.id, amount: '6.00 NZD' })).body.refund;
+  await runRefundJobs(deps.worker);
+  assert.equal((await world.api.get(`/v1/refunds/${refund.id}`)).body.refund.status, 'successful');
 });

@@ -323,29 +323,48 @@ export async function completeAuthorityReturn(
     });
     return `${page}?outcome=declined`;
   }
-  const superseded = await deps.store.transaction(async (trx) => {
-    const before = await repo.lockActiveAuthority(trx, { userId: authority.user_id, mode: authority.mode });
-    if (before) {
-      await repo.updateAuthority(trx, before.id, {
-        status: 'revoked',
-        revoked_by: 'replaced',
-        ended_at: now,
+  const approved = await deps.store
+    .transaction(async (trx) => {
+      const before = await repo.lockActiveAuthority(trx, { userId: authority.user_id, mode: authority.mode });
+      // The one before is revoked first, as only one may be active at a time.
+      if (before) {
+        await repo.updateAuthority(trx, before.id, {
+          status: 'revoked',
+          revoked_by: 'replaced',
+          ended_at: now,
+          updated_at: now,
+        });
+        await authorityStatusEvent(trx, before, 'revoked', 'replaced', now);
+      }
+      const activated = await repo.updateAuthorityIfStatus(trx, authority.id, 'awaiting_approval', {
+        status: 'active',
+        bank_access_token: deps.secrets.seal(token.accessToken),
+        approved_at: now,
         updated_at: now,
+        auth_state: null,
       });
-      await authorityStatusEvent(trx, before, 'revoked', 'replaced', now);
-    }
-    const activated = await repo.updateAuthorityIfStatus(trx, authority.id, 'awaiting_approval', {
-      status: 'active',
-      bank_access_token: deps.secrets.seal(token.accessToken),
-      approved_at: now,
-      updated_at: now,
-      auth_state: null,
+      // A second return from the bank (a refresh) settled it first: the one before stays active.
+      if (!activated) throw new ApprovalOvertaken();
+      await authorityStatusEvent(trx, authority, 'active', null, now);
+      return { before };
+    })
+    .catch((error: unknown) => {
+      if (error instanceof ApprovalOvertaken) return null;
+      throw error;
     });
-    if (activated) await authorityStatusEvent(trx, authority, 'active', null, now);
-    return before;
-  });
-  if (superseded) await revokeAtBank(deps, superseded);
+  if (!approved) return outcomePage(page, await repo.findAuthorityById(deps.db, authority.id));
+  if (approved.before) await revokeAtBank(deps, approved.before);
   return `${page}?outcome=approved`;
+}
+
+/** Thrown inside the approval's transaction to roll it back when the authority no longer awaits approval. */
+class ApprovalOvertaken extends Error {}
+
+/** Where a return the other return settled sends the browser: that return's outcome, as the authority has it now. */
+function outcomePage(page: string, authority: RefundAuthorityRow | undefined): string {
+  if (authority?.status === 'active') return `${page}?outcome=approved`;
+  if (authority?.status === 'declined') return `${page}?outcome=declined`;
+  return page;
 }
 
 /** The merchant turns refunds off: the authority is revoked here at once, then at the bank. */

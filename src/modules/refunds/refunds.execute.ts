@@ -34,6 +34,9 @@ export function executeRefundJob(deps: Deps): JobHandler {
       error,
     });
 
+    // One the bank already holds is only followed there, whatever its authority is now.
+    if (refund.bank_payment_id) return followAtBank(deps, refund, refund.bank_payment_id, clock.now(), retry);
+
     const payer = await payerAccountOfPayment(deps, refund.payment_id);
     if ('retry' in payer) return retry(`the payer's bank: ${payer.retry}`);
     if ('refused' in payer) return requireAction(deps, refund, 'payer_account_unknown');
@@ -48,27 +51,6 @@ export function executeRefundJob(deps: Deps): JobHandler {
     }
     const connector = connectorFor(deps, authority.bank_id, authority.mode);
     if (!connector) return retry('the merchant’s bank is not connected');
-
-    if (refund.bank_payment_id) {
-      const status = await connector.getPaymentStatus({
-        paymentId: refund.bank_payment_id,
-        at: clock.now(),
-        trace: { refund_id: refund.id },
-      });
-      if (!status.ok) return retry(status.message);
-      if (status.outcome === 'pending') return retry('still pending at the bank');
-      await record(
-        deps,
-        refund.id,
-        status.outcome === 'successful'
-          ? { status: 'successful' }
-          : {
-              status: 'failed',
-              failure_reason: status.failureReason ?? 'rejected_by_bank',
-            },
-      );
-      return;
-    }
 
     const result = await connector.submitPayment({
       trace: { refund_id: refund.id, payment_id: refund.payment_id },
@@ -103,6 +85,37 @@ export function executeRefundJob(deps: Deps): JobHandler {
     }
     await record(deps, refund.id, { status: 'failed', failure_reason: failureReasonOf(result) });
   };
+}
+
+/**
+ * A refund the bank has taken (it gave a payment id) but not settled: asks the bank how it ended,
+ * until it has. The payment was made under the authority as it was then, and the bank settles it
+ * whether or not the authority has since been turned off or replaced, so the authority's state is
+ * not looked at: moving it to requires_action would have the merchant pay it again by hand. The
+ * bank's status is asked as the service's client, without the authority's consent token.
+ */
+async function followAtBank(
+  deps: Deps,
+  refund: RefundRow,
+  bankPaymentId: string,
+  at: number,
+  retry: (error: string) => Step,
+): Promise<Step> {
+  // Its authority's row stays when the authority ends: it names the bank the payment is at.
+  const authority = refund.authority_id ? await findAuthorityById(deps.db, refund.authority_id) : undefined;
+  const connector = authority && connectorFor(deps, authority.bank_id, authority.mode);
+  if (!connector) return retry('the merchant’s bank is not connected');
+  const status = await connector.getPaymentStatus({ paymentId: bankPaymentId, at, trace: { refund_id: refund.id } });
+  if (!status.ok) return retry(status.message);
+  if (status.outcome === 'pending') return retry('still pending at the bank');
+  await record(
+    deps,
+    refund.id,
+    status.outcome === 'successful'
+      ? { status: 'successful' }
+      : { status: 'failed', failure_reason: status.failureReason ?? 'rejected_by_bank' },
+  );
+  return undefined;
 }
 
 type Outcome = {
