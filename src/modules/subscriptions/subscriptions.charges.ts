@@ -15,6 +15,7 @@ import { bankOf } from './subscriptions.bank.ts';
 import type { SubscriptionsTable } from './subscriptions.tables.ts';
 import {
   findCharge,
+  findChargeInFlight,
   insertChargeIfNew,
   lockSubscription,
   updateCharge,
@@ -65,6 +66,15 @@ async function claim(
   finish: Finish,
 ): Promise<Attempt | { done: JobResult }> {
   const sub = await lockSubscription(trx, subscriptionId);
+  const inFlight = sub && (await findChargeInFlight(trx, sub.id));
+  if (sub && inFlight?.last_payment_id) {
+    // A crash, a lost answer or a payment pending at the bank: the same payment is followed to its
+    // end, whatever happened to the subscription meanwhile (paused, resumed or cancelled): the bank
+    // may have taken it (docs/subscriptions.md, "Control").
+    const payment = await findPaymentById(trx, inFlight.last_payment_id);
+    if (payment && payment.status !== 'successful' && payment.status !== 'failed')
+      return { sub, charge: inFlight, payment };
+  }
   if (sub?.status !== 'active' || sub.next_slot === null || sub.next_charge_at === null) {
     await finish(trx);
     return { done: undefined };
@@ -73,11 +83,6 @@ async function claim(
   const schedule = scheduleOf(sub);
   const date = slotDate(schedule.anchor, sub.next_slot);
   const charge = await findCharge(trx, sub.id, date);
-  if (charge && charge.status === 'in_flight' && charge.last_payment_id) {
-    // A crash (or a lost answer) after the bank was called: submit the same payment again.
-    const payment = await findPaymentById(trx, charge.last_payment_id);
-    if (payment && payment.status !== 'successful' && payment.status !== 'failed') return { sub, charge, payment };
-  }
   if (charge && charge.status !== 'retrying' && charge.status !== 'in_flight') {
     // The slot was settled already; never charge it again. Move on from it.
     await finish(trx);
@@ -143,6 +148,19 @@ async function submit(deps: Deps, db: Db, attempt: Attempt, now: number): Promis
       unknown: true,
     };
   try {
+    const named = attempt.payment.bank_payment_id;
+    if (named) {
+      // The bank took the payment and answered pending: ask how it stands now. Submitting it again
+      // would be answered from the bank's idempotency record, which need not follow the payment.
+      const status = await bank.getPaymentStatus({
+        paymentId: named,
+        at: now,
+        trace: { payment_id: attempt.payment.id, subscription_id: attempt.sub.id },
+      });
+      // A bank that will not say is no refusal of the payment: ask again later.
+      if (!status.ok) return { ...status, unknown: true };
+      return { ok: true, paymentId: named, outcome: status.outcome, failureReason: status.failureReason };
+    }
     return await bank.submitPayment({
       trace: { payment_id: attempt.payment.id, subscription_id: attempt.sub.id },
       consentId: attempt.sub.bank_consent_id,
@@ -207,6 +225,28 @@ async function advance(
   return next.at;
 }
 
+/**
+ * Whether `charge` is the slot the active subscription's schedule is on. It is not when the
+ * subscription was paused and resumed while the charge was at the bank: the resume put the schedule
+ * on a new anchor with its own next slot (and job), which stays the next.
+ */
+function isCurrent(sub: SubscriptionRow, charge: ChargeRow): boolean {
+  return (
+    sub.status === 'active' &&
+    sub.next_slot === charge.slot &&
+    slotDate(scheduleOf(sub).anchor, charge.slot) === charge.slot_date
+  );
+}
+
+/**
+ * The slot an active subscription moves on from once `charge` is settled: its own, or, after a
+ * pause and resume during the charge, the slot before the resumed schedule's next, so that the
+ * count and the end decide whether that one is still charged.
+ */
+function movesOnFrom(sub: SubscriptionRow, charge: ChargeRow): number {
+  return isCurrent(sub, charge) || sub.next_slot === null ? charge.slot : sub.next_slot - 1;
+}
+
 /** Step 3. */
 async function record(
   deps: Deps,
@@ -247,8 +287,9 @@ async function record(
     await setPaymentStatus(trx, payment, 'successful', now, { bank_payment_id: result.paymentId });
     await updateCharge(trx, charge.id, { status: 'successful', last_error: null, updated_at: now });
     // Its receipt (the receipts module's) was issued and emailed as the payment became successful.
+    // Paused or cancelled meanwhile: the charge counts, and nothing is scheduled.
     const counts = { successful_count: sub.successful_count + 1 };
-    if (active) await advance(deps, trx, { ...sub, ...counts }, charge.slot, now, counts);
+    if (active) await advance(deps, trx, { ...sub, ...counts }, movesOnFrom(sub, charge), now, counts);
     else await updateSubscription(trx, sub.id, { ...counts, updated_at: now });
     await auditCharge(trx, { sub, charge, payment }, 'successful', null, now);
     return undefined;
@@ -307,9 +348,14 @@ async function recordFailure(
     if (active || sub.status === 'paused') await cancelInTransaction(trx, failedSub, 'bank', now);
     return failure.reason;
   }
-  if (!active) {
-    await updateCharge(trx, charge.id, { status: 'dropped', last_error: failure.reason, updated_at: now });
-    await updateSubscription(trx, sub.id, { failed_count: failedSub.failed_count, updated_at: now });
+  if (!isCurrent(sub, charge)) {
+    // Paused or cancelled while the bank was asked (or paused and resumed: the resumed schedule's
+    // next slot stays the next): the slot is given up, as a pause or a cancel gives up a retry.
+    const status = sub.status === 'cancelled' ? 'cancelled' : 'dropped';
+    await updateCharge(trx, charge.id, { status, last_error: failure.reason, updated_at: now });
+    const counts = { failed_count: failedSub.failed_count };
+    if (active) await advance(deps, trx, failedSub, movesOnFrom(sub, charge), now, counts);
+    else await updateSubscription(trx, sub.id, { ...counts, updated_at: now });
     return failure.reason;
   }
 

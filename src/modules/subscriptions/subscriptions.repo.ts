@@ -102,6 +102,19 @@ export async function updateCharge(db: Db, id: string, changes: Updateable<Subsc
   await updateById(db, 'subscription_charges', id, changes);
 }
 
+const findChargeInFlightQuery = prepared<{ subscriptionId: string }, ChargeRow>((db, arg) =>
+  db
+    .selectFrom('subscription_charges')
+    .selectAll()
+    .where('subscription_id', '=', arg('subscriptionId'))
+    .where('status', '=', 'in_flight'),
+);
+
+/** The slot whose attempt was handed to the bank and not yet recorded, if any (at most one per subscription). */
+export async function findChargeInFlight(db: Db, subscriptionId: string): Promise<ChargeRow | undefined> {
+  return findChargeInFlightQuery.first(db, { subscriptionId });
+}
+
 /** The slot whose retries are pending, if any (at most one per subscription). */
 export async function findOpenCharge(db: Db, subscriptionId: string): Promise<ChargeRow | undefined> {
   return db

@@ -40,7 +40,10 @@ export async function scheduleCharge(trx: Kysely<Database>, deps: Deps, sub: Own
   );
 }
 
-/** Drops the subscription's pending charge job (pause, cancel). A running one finds the new status. */
+/**
+ * Drops the subscription's pending charge job (pause, cancel, when no charge is at the bank: the job
+ * of one in flight is kept to follow it). A running one finds the new status.
+ */
 export async function unscheduleCharge(trx: Kysely<Database>, subscriptionId: string): Promise<void> {
   await cancelQueuedJob(trx, dedupeKeyOf(subscriptionId));
 }

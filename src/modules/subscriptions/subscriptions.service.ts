@@ -14,6 +14,7 @@ import { revokeAtBank } from './subscriptions.bank.ts';
 import { presentSubscription, type SubscriptionObject } from './subscriptions.present.ts';
 import {
   countSubscriptionsByStatus,
+  findChargeInFlight,
   findOpenCharge,
   findSubscriptionById,
   getSubscription,
@@ -158,9 +159,18 @@ async function transition(
   return change.row;
 }
 
+/**
+ * Drops the subscription's charge job (pause, cancel), unless a charge was handed to the bank and
+ * not yet recorded: its job follows that payment to its end whatever the status (the bank may take
+ * it), counts it, and then schedules nothing while the subscription is not active.
+ */
+async function unscheduleUnlessInFlight(trx: Db, id: string): Promise<void> {
+  if (!(await findChargeInFlight(trx, id))) await unscheduleCharge(trx, id);
+}
+
 async function pauseWork(trx: Db, row: SubscriptionRow, now: number): Promise<Change> {
   if (!allows('pause', row.status)) throw invalidState('subscription', row.status, 'pause');
-  await unscheduleCharge(trx, row.id);
+  await unscheduleUnlessInFlight(trx, row.id);
   // Pending retries are dropped: the slot being retried is given up.
   const open = await findOpenCharge(trx, row.id);
   if (open && open.status === 'retrying')
@@ -204,7 +214,7 @@ export async function cancelInTransaction(
   now: number,
 ): Promise<SubscriptionRow> {
   if (!allows('cancel', row.status)) throw invalidState('subscription', row.status, 'cancel');
-  await unscheduleCharge(trx, row.id);
+  await unscheduleUnlessInFlight(trx, row.id);
   const open = await findOpenCharge(trx, row.id);
   if (open && open.status === 'retrying')
     await updateCharge(trx, open.id, { status: 'cancelled', next_attempt_at: null, updated_at: now });
