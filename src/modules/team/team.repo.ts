@@ -110,6 +110,26 @@ export async function setInvitationRevoked(db: Db, userId: string, id: string, n
   return Number(result.numUpdatedRows) > 0;
 }
 
+/**
+ * Revokes the merchant's pending invitations sent by `memberId` (only those of `roles`, when
+ * given): their sender was removed, or may no longer invite that role. Returns the ones revoked.
+ */
+export async function revokeInvitationsSentBy(
+  db: Db,
+  input: { userId: string; memberId: string; roles?: readonly Role[]; now: number },
+): Promise<Pick<InvitationRow, 'id' | 'email' | 'role'>[]> {
+  if (input.roles?.length === 0) return [];
+  let update = db
+    .updateTable('invitations')
+    .set({ revoked_at: input.now })
+    .where('user_id', '=', input.userId)
+    .where('invited_by', '=', input.memberId)
+    .where('accepted_at', 'is', null)
+    .where('revoked_at', 'is', null);
+  if (input.roles) update = update.where('role', 'in', input.roles);
+  return update.returning(['id', 'email', 'role']).execute();
+}
+
 /** Spends a live invitation, atomically: two submissions of one link cannot both make a member. */
 export async function spendInvitation(db: Db, tokenHash: string, now: number): Promise<boolean> {
   const result = await db

@@ -7,7 +7,7 @@ import type { Database } from '../../store/tables.ts';
 import { queueMail } from '../mail/mail.service.ts';
 import type { Deps, Origin } from '../context.ts';
 import { recordAudit, type AuditBy } from '../audit/audit.service.ts';
-import { can, ROLE_LABELS, type Role } from './team.permissions.ts';
+import { can, ROLE_LABELS, ROLES, type Role } from './team.permissions.ts';
 import { inviteProblem, removalProblem, roleChangeProblem } from './team.rules.ts';
 import {
   findInvitationByHash,
@@ -20,6 +20,7 @@ import {
   liveMembersOf,
   lockLiveMembersOf,
   pendingInvitationsOf,
+  revokeInvitationsSentBy,
   setInvitationRevoked,
   setMemberPasswordHash,
   setMemberRemoved,
@@ -312,7 +313,7 @@ export async function openInvitation(deps: Deps, token: string, client: string):
   const taken = await takeAttempt(deps.db, TEAM_LIMITS.invitationsByClient, client, now);
   if (!taken.ok) return { kind: 'limited', retryAfterMs: taken.retryAfterMs };
   const row = TOKEN_SHAPE.test(token) ? await findInvitationByHash(deps.db, sha256Hex(token)) : undefined;
-  if (!row || !invitationIsLive(row, now)) return { kind: 'dead' };
+  if (!row || !invitationIsLive(row, now) || !(await senderMayStillInvite(deps.db, row))) return { kind: 'dead' };
   await giveBackAttempt(deps.db, TEAM_LIMITS.invitationsByClient, client, taken.windowStart);
   return { kind: 'live', invitation: { email: row.email, role: row.role, userId: row.user_id } };
 }
@@ -321,8 +322,24 @@ const invitationIsLive = (row: InvitationRow, now: number) =>
   row.accepted_at === null && row.revoked_at === null && Number(row.expires_at) > now;
 
 /**
+ * Whether the member who sent an invitation is still on its team and may still invite its role.
+ * Removing a member or changing their role revokes what they may no longer send; this is checked
+ * again when the link is used, so a link outliving its sender's say-so is dead like any other.
+ */
+async function senderMayStillInvite(db: Db, row: InvitationRow): Promise<boolean> {
+  const sender = await findMember(db, row.invited_by);
+  return (
+    !!sender &&
+    sender.removed_at === null &&
+    sender.user_id === row.user_id &&
+    inviteProblem(sender.role, row.role) === null
+  );
+}
+
+/**
  * Accepts a live invitation: the token is spent and the member made in one transaction, so a link
- * works once. Refused when the email meanwhile signs in to a team.
+ * works once. Dead when its sender has since been removed or may no longer invite its role.
+ * Refused, with nothing changed (the link still works), when the email meanwhile signs in to a team.
  */
 export async function acceptInvitation(
   deps: Deps,
@@ -333,10 +350,13 @@ export async function acceptInvitation(
   const hash = sha256Hex(token);
   return deps.store.transaction(async (trx) => {
     const now = deps.clock.now();
-    if (!(await spendInvitation(trx, hash, now))) return { kind: 'dead' } as const;
     const invitation = await findInvitationByHash(trx, hash);
-    if (!invitation) return { kind: 'dead' } as const;
+    if (!invitation || !invitationIsLive(invitation, now) || !(await senderMayStillInvite(trx, invitation)))
+      return { kind: 'dead' } as const;
+    // Checked before the token is spent: a refused acceptance changes nothing.
     if (await findLiveMemberByEmail(trx, invitation.email)) return { kind: 'taken' } as const;
+    // The guarded spend is what makes a link work once (and loses to a revocation made meanwhile).
+    if (!(await spendInvitation(trx, hash, now))) return { kind: 'dead' } as const;
     const row: MemberRow = {
       id: newId('member'),
       user_id: invitation.user_id,
@@ -381,12 +401,16 @@ export async function changeMemberRole(
     const refused = roleChangeProblem({ actor: actor.role, target: target.role, to: role, owners });
     if (refused) return { kind: 'problem', message: refused } as const;
     if (target.role !== role) {
+      const now = deps.clock.now();
       await setMemberRole(trx, memberId, role);
-      await recordTeamChange(trx, actor, 'member.role_change', memberId, deps.clock.now(), {
+      await recordTeamChange(trx, actor, 'member.role_change', memberId, now, {
         email: target.email,
         from: target.role,
         to: role,
       });
+      // What they sent but may no longer send stops working with the change.
+      const roles = ROLES.filter((invited) => inviteProblem(role, invited) !== null);
+      await revokeSentInvitations(trx, actor, { memberId, roles, now, reason: 'member.role_change' });
     }
     return null;
   });
@@ -407,8 +431,28 @@ export async function removeMember(deps: Deps, actor: TeamActor, memberId: strin
     const now = deps.clock.now();
     await setMemberRemoved(trx, memberId, now);
     await recordTeamChange(trx, actor, 'member.remove', memberId, now, { email: target.email, role: target.role });
+    // The invitations they sent stop working with them.
+    await revokeSentInvitations(trx, actor, { memberId, now, reason: 'member.remove' });
     return null;
   });
+}
+
+/**
+ * Revokes the pending invitations `memberId` sent (of `roles`, when given), in the transaction of
+ * the removal or role change that is the reason, each recorded as a revocation by the actor.
+ */
+async function revokeSentInvitations(
+  trx: Db,
+  actor: TeamActor,
+  input: { memberId: string; roles?: readonly Role[]; now: number; reason: string },
+): Promise<void> {
+  const revoked = await revokeInvitationsSentBy(trx, { ...input, userId: actor.userId });
+  for (const invitation of revoked)
+    await recordTeamChange(trx, actor, 'invitation.revoke', invitation.id, input.now, {
+      email: invitation.email,
+      role: invitation.role,
+      reason: input.reason,
+    });
 }
 
 /** One live member of the merchant, for the pages that act on them; another merchant's is 404. */

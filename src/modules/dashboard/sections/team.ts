@@ -31,6 +31,8 @@ import {
   type SignedAccount,
 } from '../dashboard.kit.ts';
 import { endSessionsOfMember, SESSION_MAX_MS, startSession, type DashboardSession } from '../dashboard.sessions.ts';
+import { secondStepAfterPassword } from '../dashboard.two-factor.ts';
+import { continueToSecondStep } from './two-factor.ts';
 
 // The Team page (docs/team.md), outside the modes like the Account page: the members with their
 // roles, pending invitations, inviting, revoking, changing a role, removing, and the support refund
@@ -307,6 +309,10 @@ export function registerInvitationPages(scope: Scope, kit: Kit): void {
         'You are already a member',
         `${opened.invitation.email} already signs in to a Tono dashboard. Log in with it.`,
       );
+    // The new member's password is right by construction: on as after a right password at the
+    // login page, to the set-up their team's two-factor requirement asks for before any session.
+    const secondStep = await secondStepAfterPassword(deps, accepted.member);
+    if (secondStep) return continueToSecondStep(kit, reply, secondStep, '/dashboard');
     const sessionId = await startSession(deps, accepted.member, {
       origin: originOf(request),
       previousSessionId: request.cookies[SESSION_COOKIE],
