@@ -12,6 +12,7 @@ import {
 import { newId } from '../../shared/ids.ts';
 import type { Deps, Origin } from '../context.ts';
 import {
+  changeWithCode,
   recordChange,
   underCodeLimits,
   type CodeRefusal,
@@ -89,11 +90,17 @@ export async function hasPasskeys(deps: Deps, memberId: string): Promise<boolean
   return passkeysAvailable(deps) && (await passkeysOfMember(deps.db, memberId)).length > 0;
 }
 
-/** The options for the browser's `navigator.credentials.create`, with a new challenge kept for 5 minutes. */
+/**
+ * The options for the browser's `navigator.credentials.create`, with a new challenge kept for 5
+ * minutes. Adding a passkey changes the second step, so it needs a current code (or an unused
+ * recovery code), as new recovery codes do: the challenge is kept only once the code is accepted,
+ * and without it no passkey can be added. The code is asked for only when a passkey could be added.
+ */
 export async function passkeyRegistrationOptions(
   deps: Deps,
   member: Member,
-): Promise<PublicKeyCredentialCreationOptionsJSON | PasskeyRefusal> {
+  code: { rawCode: unknown; client: string },
+): Promise<PublicKeyCredentialCreationOptionsJSON | PasskeyRefusal | CodeRefusal> {
   if (!passkeysAvailable(deps)) return { kind: 'no_host_name' };
   const row = await findTwoFactorMember(deps.db, member.memberId);
   if (!row || row.enabled_at === null) return { kind: 'not_enabled' };
@@ -110,9 +117,11 @@ export async function passkeyRegistrationOptions(
     authenticatorSelection: { residentKey: 'discouraged', userVerification: 'preferred' },
     supportedAlgorithmIDs: ALGORITHMS,
   });
-  if (!(await putRegistrationChallenge(deps.db, member.memberId, options.challenge, deps.clock.now() + CHALLENGE_MS)))
-    return { kind: 'not_enabled' };
-  return options;
+  return changeWithCode(deps, member, code.rawCode, code.client, async (trx) => {
+    if (!(await putRegistrationChallenge(trx, member.memberId, options.challenge, deps.clock.now() + CHALLENGE_MS)))
+      return { kind: 'not_enabled' } as const;
+    return options;
+  });
 }
 
 /** Verifies the browser's new credential against the member's challenge (used once) and keeps its public key. */
@@ -162,15 +171,27 @@ export async function addPasskey(
   });
 }
 
-export async function removePasskey(deps: Deps, member: Member, id: string, origin: Origin): Promise<boolean> {
-  return deps.store.transaction(async (trx) => {
-    const passkey = (await passkeysOfMember(trx, member.memberId)).find((row) => row.id === id);
-    if (!passkey || !(await deletePasskey(trx, member.memberId, id))) return false;
+/**
+ * Removes one of the member's passkeys, with a current code or an unused recovery code (a change to
+ * the second step). Another member's passkey, or one gone, is `not_found`, and costs no code.
+ */
+export async function removePasskey(
+  deps: Deps,
+  member: Member,
+  id: string,
+  code: { rawCode: unknown; client: string },
+  origin: Origin,
+): Promise<{ kind: 'removed' } | { kind: 'not_found' } | CodeRefusal> {
+  const passkey = (await passkeysOfMember(deps.db, member.memberId)).find((row) => row.id === id);
+  if (!passkey) return { kind: 'not_found' };
+  return changeWithCode(deps, member, code.rawCode, code.client, async (trx) => {
+    // Removed meanwhile (another tab): the code is still taken, as it was right.
+    if (!(await deletePasskey(trx, member.memberId, id))) return { kind: 'not_found' } as const;
     await recordChange(trx, member, origin, 'member.passkey_remove', deps.clock.now(), {
       passkey: id,
       name: passkey.name,
     });
-    return true;
+    return { kind: 'removed' } as const;
   });
 }
 

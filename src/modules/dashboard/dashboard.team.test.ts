@@ -392,3 +392,121 @@ test('the audit trail records sign-ins, failed sign-ins, invitations, joins, rol
     0,
   );
 });
+
+test('an invitation works only while its sender may send it: removing them revokes what they sent, a role change what the new role cannot send', async (t) => {
+  const world = await dashWorld(t);
+  const [kowhai] = world.merchants;
+  const db = world.app.deps.db;
+  const owner = await signedIn(world, kowhai.email);
+  const invitationOf = (email: string) =>
+    db.selectFrom('invitations').selectAll().where('email', '=', email).executeTakeFirstOrThrow();
+  const dead = async (link: string) => {
+    const page = await new Browser(world.baseUrl).request(link);
+    assert.equal(page.status, 400);
+    assert.match(textOf(page.text), /This invitation no longer works/);
+  };
+
+  // An admin invites another address of theirs as admin, and is removed before accepting it: the
+  // link dies with them, even where its page was already open.
+  const leaving = await addMember(world, kowhai, 'admin');
+  const admin = await signedIn(world, leaving.email);
+  const comeback = await invite(world, admin, 'comeback@example.com', 'admin');
+  const opened = new Browser(world.baseUrl);
+  const form = await opened.request(comeback);
+  assert.equal(form.status, 200);
+  assert.equal((await post(owner, `/dashboard/team/members/${leaving.id}/remove`)).status, 303);
+  assert.notEqual((await invitationOf('comeback@example.com')).revoked_at, null, 'revoked with the removal');
+  await dead(comeback);
+  const late = await opened.request(comeback, {
+    form: { csrf: Browser.csrfOf(form.text), name: 'Back again', password: PASSWORD },
+  });
+  assert.equal(late.status, 400);
+  assert.match(textOf(late.text), /This invitation no longer works/);
+  assert.equal(opened.cookie('tono_dash'), undefined);
+  // Checked again at the link: an invitation of a removed sender left unrevoked is dead as well.
+  await db.updateTable('invitations').set({ revoked_at: null }).where('email', '=', 'comeback@example.com').execute();
+  await dead(comeback);
+
+  // An owner stepped down to admin: their owner invitation dies, their viewer invitation still works.
+  const coOwner = await addMember(world, kowhai, 'owner');
+  const co = await signedIn(world, coOwner.email);
+  const asOwner = await invite(world, co, 'owner-to-be@example.com', 'owner');
+  const asViewer = await invite(world, co, 'viewer-to-be@example.com', 'viewer');
+  assert.equal((await post(owner, `/dashboard/team/members/${coOwner.id}/role`, { role: 'admin' })).status, 303);
+  await dead(asOwner);
+  const { revoked_at } = await invitationOf('owner-to-be@example.com');
+  await db
+    .updateTable('invitations')
+    .set({ revoked_at: null })
+    .where('email', '=', 'owner-to-be@example.com')
+    .execute();
+  await dead(asOwner);
+  await db.updateTable('invitations').set({ revoked_at }).where('email', '=', 'owner-to-be@example.com').execute();
+  const viewerJoined = await accept(world, asViewer, 'Viewer');
+  assert.equal(viewerJoined.done.status, 303, 'an admin may still invite a viewer');
+
+  // Demoted to viewer, they may invite nobody: everything they sent dies.
+  const asDeveloper = await invite(world, co, 'dev-to-be@example.com', 'developer');
+  const page = await new Browser(world.baseUrl).request(asDeveloper);
+  assert.equal(page.status, 200);
+  assert.equal((await post(owner, `/dashboard/team/members/${coOwner.id}/role`, { role: 'viewer' })).status, 303);
+  await dead(asDeveloper);
+
+  const joined = await db
+    .selectFrom('members')
+    .select('email')
+    .where('email', 'in', ['comeback@example.com', 'owner-to-be@example.com', 'dev-to-be@example.com'])
+    .execute();
+  assert.deepEqual(joined, [], 'no dead link made a member');
+  // Each revocation is recorded by who made the change, with why.
+  await chainCommitted(db);
+  const revocations = await db
+    .selectFrom('audit_events')
+    .select(['actor_id', 'summary'])
+    .where('user_id', '=', kowhai.userId)
+    .where('action', '=', 'invitation.revoke')
+    .orderBy('seq')
+    .execute();
+  const ownerId = await memberIdOf(world, kowhai.email);
+  assert.deepEqual(
+    revocations.map((r) => [r.actor_id, JSON.parse(r.summary)]),
+    [
+      [ownerId, { email: 'comeback@example.com', role: 'admin', reason: 'member.remove' }],
+      [ownerId, { email: 'owner-to-be@example.com', role: 'owner', reason: 'member.role_change' }],
+      [ownerId, { email: 'dev-to-be@example.com', role: 'developer', reason: 'member.role_change' }],
+    ],
+  );
+});
+
+test('a refused acceptance changes nothing: the link still works once the email is free', async (t) => {
+  const world = await dashWorld(t);
+  const [kowhai, tui] = world.merchants;
+  const db = world.app.deps.db;
+  const owner = await signedIn(world, kowhai.email);
+  const elsewhere = await addMember(world, tui, 'viewer');
+  const link = await invite(world, owner, elsewhere.email, 'support');
+
+  const refused = await accept(world, link, 'Moving');
+  assert.equal(refused.done.status, 409);
+  assert.match(textOf(refused.done.text), /already signs in to a Tono dashboard/);
+  const invitation = await db
+    .selectFrom('invitations')
+    .select(['accepted_at', 'revoked_at'])
+    .where('email', '=', elsewhere.email)
+    .executeTakeFirstOrThrow();
+  assert.deepEqual(invitation, { accepted_at: null, revoked_at: null }, 'not spent');
+  assert.match(textOf((await owner.browser.request('/dashboard/team')).text), /Pending invitations .*viewer-/);
+
+  // Once the other team removes them, the same link makes them a member of this one.
+  const tuiOwner = await signedIn(world, tui.email);
+  assert.equal((await post(tuiOwner, `/dashboard/team/members/${elsewhere.id}/remove`)).status, 303);
+  const joined = await accept(world, link, 'Moving');
+  assert.equal(joined.done.status, 303, joined.done.text);
+  const member = await db
+    .selectFrom('members')
+    .select(['user_id', 'role'])
+    .where('email', '=', elsewhere.email)
+    .where('removed_at', 'is', null)
+    .executeTakeFirstOrThrow();
+  assert.deepEqual(member, { user_id: kowhai.userId, role: 'support' });
+});

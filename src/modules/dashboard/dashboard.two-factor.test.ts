@@ -9,6 +9,7 @@ import type { Db } from '../../store/db.ts';
 import { shiftedClock, systemClock } from '../../shared/time.ts';
 import { TWO_FACTOR_LIMITS } from './dashboard.two-factor.ts';
 import { chainCommitted } from '../audit/audit.service.ts';
+import { sha256Hex } from '../../shared/crypto.ts';
 
 /** The id of a merchant's first owner: the member every two-factor row of these tests belongs to. */
 const ownerIdOf = async (db: Db, userId: string) =>
@@ -452,6 +453,53 @@ test("the team's requirement: only with your own two-factor on; members without 
   assert.equal((await submitCode(next.browser, codeOf(world, newSecret))).status, 303);
 });
 
+test("the team's requirement holds for a new member too: accepting an invitation leads to set-up, not a session", async (t) => {
+  const world = await dashWorld(t);
+  const [kowhai] = world.merchants;
+  const db = world.app.deps.db;
+  const owner = await signedIn(world, kowhai);
+  await enrol(world, owner);
+  const page = await owner.request('/dashboard/account');
+  const csrf = Browser.csrfOf(page.text);
+  const required = await owner.request('/dashboard/account/two-factor/requirement', {
+    form: { required: 'yes', csrf },
+  });
+  assert.equal(required.headers.get('location'), '/dashboard/account?done=two-factor-required');
+  const sent = await owner.request('/dashboard/team/invitations', {
+    form: { email: 'nika@example.com', role: 'viewer', csrf },
+  });
+  assert.equal(sent.status, 303, sent.text);
+  const mail = await world.smtp.waitFor((m) => m.to === 'nika@example.com');
+  const link = new RegExp(`${world.baseUrl}(/dashboard/invitations/[A-Za-z0-9_-]+)`).exec(mail.text)![1];
+
+  const browser = new Browser(world.baseUrl);
+  const form = await browser.request(link);
+  const joined = await browser.request(link, {
+    form: { csrf: Browser.csrfOf(form.text), name: 'Nika', password: PASSWORD },
+  });
+  assert.equal(joined.status, 303, joined.text);
+  assert.equal(joined.headers.get('location'), '/dashboard/login/two-factor/setup');
+  assert.equal(browser.cookie('tono_dash'), undefined, 'no session before set-up');
+  const nikaId = (
+    await db.selectFrom('members').select('id').where('email', '=', 'nika@example.com').executeTakeFirstOrThrow()
+  ).id;
+  assert.equal(
+    (await db.selectFrom('dashboard_sessions').select('id_hash').where('member_id', '=', nikaId).execute()).length,
+    0,
+  );
+  assert.equal((await browser.request('/dashboard/test')).status, 303, 'nothing else opens');
+
+  const setup = await browser.request('/dashboard/login/two-factor/setup');
+  assert.equal(setup.status, 200);
+  assert.match(textOf(setup.text), /Your team requires two-factor sign-in\. Set it up to finish logging in\./);
+  const finished = await browser.request('/dashboard/login/two-factor/setup', {
+    form: { code: codeOf(world, secretOn(setup.text)), csrf: Browser.csrfOf(setup.text) },
+  });
+  assert.equal(finished.status, 303, finished.text);
+  assert.match(finished.headers.get('location')!, /^\/dashboard\/account\/two-factor\/recovery-codes\//);
+  assert.equal((await browser.request('/dashboard/test')).status, 200, 'signed in once it is set up');
+});
+
 test('cli member reset-2fa removes the member’s authenticator and recovery codes and ends their sessions', async (t) => {
   const store = await processStore(t);
   assert.equal((await runCli(store, ['migrate'])).status, 0);
@@ -522,7 +570,7 @@ test('cli member reset-2fa removes the member’s authenticator and recovery cod
   assert.match(again.stdout, /had no two-factor sign-in/);
 });
 
-test('passkeys over HTTP: only with two-factor on; an answer that does not verify adds nothing and counts as a wrong code at sign-in; another member’s passkey is not found; turning two-factor off removes them', async (t) => {
+test('passkeys over HTTP: only with two-factor on; adding or removing one needs a current code; an answer that does not verify adds nothing and counts as a wrong code at sign-in; another member’s passkey is not found; turning two-factor off removes them', async (t) => {
   const world = await dashWorld(t, { workers: false });
   const [kowhai, tui] = world.merchants;
   let account = await signedIn(world, kowhai);
@@ -542,7 +590,38 @@ test('passkeys over HTTP: only with two-factor on; an answer that does not verif
   assert.equal((await account.request('/dashboard/account/passkeys/options', { json: {} })).status, 403, 'CSRF');
 
   const { secret } = await enrol(world, account);
-  const options = await account.request('/dashboard/account/passkeys/options', { json: { csrf } });
+  // Adding one changes the second step: a session alone is not enough, a current code is needed.
+  const noCode = await account.request('/dashboard/account/passkeys/options', { json: { csrf } });
+  assert.equal(noCode.status, 400);
+  assert.match(
+    JSON.parse(noCode.text).error,
+    /Enter the 6-digit code .* or one of your recovery codes\. Nothing was added\./,
+  );
+  const wrongCode = String((Number(codeOf(world, secret)) + 3) % 1_000_000).padStart(6, '0');
+  const wrongAdd = await account.request('/dashboard/account/passkeys/options', { json: { csrf, code: wrongCode } });
+  assert.equal(wrongAdd.status, 400);
+  assert.match(JSON.parse(wrongAdd.text).error, /That code is not right/);
+  const ownerId = await ownerIdOf(world.app.deps.db, kowhai.userId);
+  const challengeOf = async () =>
+    (
+      await world.app.deps.db
+        .selectFrom('two_factor_members')
+        .select('passkey_challenge')
+        .where('member_id', '=', ownerId)
+        .executeTakeFirstOrThrow()
+    ).passkey_challenge;
+  assert.equal(await challengeOf(), null, 'no challenge without a right code');
+  const counted = await world.app.deps.db
+    .selectFrom('attempt_windows')
+    .select('attempts')
+    .where('scope', '=', TWO_FACTOR_LIMITS.byMember.scope)
+    .where('key_hash', '=', sha256Hex(ownerId))
+    .executeTakeFirstOrThrow();
+  assert.equal(counted.attempts, 1, 'the wrong code counts against the member, as any wrong code does');
+  advance(world);
+  const options = await account.request('/dashboard/account/passkeys/options', {
+    json: { csrf, code: codeOf(world, secret) },
+  });
   assert.equal(options.status, 200, options.text);
   const asked = JSON.parse(options.text);
   assert.equal(asked.rp.id, 'localhost');
@@ -598,7 +677,6 @@ test('passkeys over HTTP: only with two-factor on; an answer that does not verif
   assert.equal((await submitCode(browser, codeOf(world, secret, world.app.deps.clock.now() + STEP_MS))).status, 303);
 
   // Another member's passkey is not found to this member, and turning two-factor off removes them.
-  const ownerId = await ownerIdOf(world.app.deps.db, kowhai.userId);
   const tuiOwner = await ownerIdOf(world.app.deps.db, tui.userId);
   for (const [id, member] of [
     ['passkey_mine', ownerId],
@@ -625,8 +703,36 @@ test('passkeys over HTTP: only with two-factor on; an answer that does not verif
     (await account.request('/dashboard/account/passkeys/passkey_theirs/delete', { form: { csrf } })).status,
     404,
   );
-  const removed = await account.request('/dashboard/account/passkeys/passkey_mine/delete', { form: { csrf } });
-  assert.equal(removed.status, 303);
+  assert.equal((await account.request('/dashboard/account/passkeys/passkey_theirs/delete')).status, 404);
+  // Removing one needs a current code too; without a right one nothing is removed.
+  const mineLeft = async () =>
+    (await world.app.deps.db.selectFrom('two_factor_passkeys').select('id').where('id', '=', 'passkey_mine').execute())
+      .length;
+  const bare = await account.request('/dashboard/account/passkeys/passkey_mine/delete', { form: { csrf } });
+  assert.equal(bare.status, 400);
+  assert.match(
+    textOf(bare.text),
+    /Enter the 6-digit code your authenticator app shows, or one of your recovery codes\. Nothing was changed\./,
+  );
+  const confirm = await account.request('/dashboard/account/passkeys/passkey_mine/delete');
+  assert.equal(confirm.status, 200);
+  assert.match(textOf(confirm.text), /Remove the passkey passkey_mine <b>\?/);
+  assert.doesNotMatch(confirm.text, /passkey_mine <b>/, 'the name is escaped');
+  advance(world, 2);
+  const wrongRemove = await account.request('/dashboard/account/passkeys/passkey_mine/delete', {
+    form: {
+      csrf: Browser.csrfOf(confirm.text),
+      code: String((Number(codeOf(world, secret)) + 5) % 1_000_000).padStart(6, '0'),
+    },
+  });
+  assert.equal(wrongRemove.status, 400);
+  assert.match(textOf(wrongRemove.text), /That code is not right, or it was used already\. .* Nothing was changed\./);
+  assert.equal(await mineLeft(), 1, 'a wrong code removes nothing');
+  const removed = await account.request('/dashboard/account/passkeys/passkey_mine/delete', {
+    form: { csrf: Browser.csrfOf(confirm.text), code: codeOf(world, secret) },
+  });
+  assert.equal(removed.status, 303, removed.text);
+  assert.equal(await mineLeft(), 0);
   assert.equal(removed.headers.get('location'), '/dashboard/account?done=passkey-removed#two-factor');
   await world.app.deps.db
     .insertInto('two_factor_passkeys')

@@ -283,6 +283,28 @@ export async function makeNewRecoveryCodes(
 }
 
 /**
+ * Another change to the member's second step (adding or removing a passkey) with a current code
+ * or an unused recovery code, as new recovery codes and turning it off take one: `change` runs in
+ * the transaction that accepts the code, under the same limits, and nothing is done on a refusal.
+ */
+export async function changeWithCode<T extends object>(
+  deps: Deps,
+  member: Member,
+  rawCode: unknown,
+  client: string,
+  change: (trx: Db) => Promise<T>,
+): Promise<T | CodeRefusal> {
+  const typed = readCode(rawCode);
+  if (!typed) return { kind: 'malformed' };
+  return underCodeLimits(deps, member.memberId, client, () =>
+    inTransaction(deps, async (trx) => {
+      await acceptCode(deps, trx, member.memberId, typed, true);
+      return change(trx);
+    }),
+  );
+}
+
+/**
  * Turns two-factor sign-in off for the member, with a current code or an unused recovery code:
  * the secret and the recovery codes are deleted. Refused while the team requires it.
  */

@@ -64,7 +64,10 @@ if (passkeysWork) {
           go();
         }),
       async (csrf) => {
-        const options = await postJson('/dashboard/account/passkeys/options', { csrf });
+        // A current code first (adding a passkey changes the second step): the server keeps the challenge only then.
+        const code = add.querySelector('input[name="code"]');
+        const options = await postJson('/dashboard/account/passkeys/options', { csrf, code: code.value });
+        code.value = '';
         const credential = await navigator.credentials.create({
           publicKey: PublicKeyCredential.parseCreationOptionsFromJSON(options),
         });

@@ -124,7 +124,8 @@ export function registerTwoFactorPages(scope: Scope, kit: Kit): void {
   registerAccountSetup(scope, kit);
   registerAccountChanges(scope, kit);
   registerTeamRequirement(scope, kit);
-  registerPasskeys(scope, kit);
+  registerPasskeyAdding(scope, kit);
+  registerPasskeyRemoval(scope, kit);
 }
 
 /** Opens the session once the second step has passed, and goes on to `to`. */
@@ -509,16 +510,31 @@ function passkeyRefusalText(refusal: PasskeyRefusal): string {
   }
 }
 
-/** Adding a passkey from the account page (with the page's script) and removing one. */
-function registerPasskeys(scope: Scope, kit: Kit): void {
+const CODE_REFUSALS: ReadonlySet<string> = new Set(['malformed', 'wrong', 'limited', 'expired']);
+const isCodeRefusal = (outcome: { kind: string }): outcome is CodeRefusal => CODE_REFUSALS.has(outcome.kind);
+
+/**
+ * Adding a passkey from the account page (with the page's script) and removing one. Both change the
+ * second step, so both need a current code or an unused recovery code, as new recovery codes do: a
+ * session left open is not enough. Adding takes it with the options (the challenge is kept only
+ * once the code is right); removing, on its own confirmation page.
+ */
+function registerPasskeyAdding(scope: Scope, kit: Kit): void {
   scope.post(
     `${ACCOUNT}/passkeys/options`,
     hidden,
     accountPage(
       kit,
-      async (_request, reply, session) => {
-        const options = await passkeyRegistrationOptions(kit.deps, memberOf(session));
-        if ('kind' in options) return reply.code(409).send({ error: passkeyRefusalText(options) });
+      async (request, reply, session) => {
+        const options = await passkeyRegistrationOptions(kit.deps, memberOf(session), {
+          rawCode: formOf(request).code,
+          client: clientKey(request.ip),
+        });
+        if ('kind' in options) {
+          if (!isCodeRefusal(options)) return reply.code(409).send({ error: passkeyRefusalText(options) });
+          const refused = refusalOf(reply, options, true);
+          return reply.code(refused.status).send({ error: `${refused.error} Nothing was added.` });
+        }
         return reply.send(options);
       },
       { post: true },
@@ -544,21 +560,68 @@ function registerPasskeys(scope: Scope, kit: Kit): void {
       { post: true },
     ),
   );
+}
+
+/** Removing a passkey: a confirmation page that asks for the code, and its post. */
+function registerPasskeyRemoval(scope: Scope, kit: Kit): void {
+  const removal = `${ACCOUNT}/passkeys/:id/delete`;
+  const notFound = (reply: FastifyReply, session: DashboardSession) =>
+    kit.render(reply, 404, 'message', {
+      title: 'Not found',
+      session,
+      heading: 'No such passkey',
+      text: 'It may have been removed already.',
+    });
+  const confirmRemoval = async (
+    reply: FastifyReply,
+    session: DashboardSession,
+    id: string,
+    status: number,
+    error: string | null,
+  ) => {
+    const passkey = (await passkeysOf(kit.deps, memberOf(session))).find((row) => row.id === id);
+    if (!passkey) return notFound(reply, session);
+    return kit.render(reply, status, 'two-factor-confirm', {
+      title: 'Remove a passkey',
+      heading: `Remove the passkey ${passkey.name}?`,
+      consequence:
+        'It will no longer give your second step when you log in. Enter a code from your authenticator app (or an unused recovery code) to go on.',
+      confirm: 'Remove the passkey',
+      confirmClass: 'danger',
+      session,
+      csrf: session.csrfToken,
+      action: `${ACCOUNT}/passkeys/${encodeURIComponent(id)}/delete`,
+      error,
+    });
+  };
+
+  scope.get<{ Params: { id: string } }>(
+    removal,
+    hidden,
+    accountPage(kit, (request, reply, session) =>
+      confirmRemoval(reply, session, text((request.params as { id: string }).id, 64), 200, null),
+    ),
+  );
 
   scope.post<{ Params: { id: string } }>(
-    `${ACCOUNT}/passkeys/:id/delete`,
+    removal,
     hidden,
     accountPage(
       kit,
       async (request, reply, session) => {
         const id = text((request.params as { id: string }).id, 64);
-        if (!(await removePasskey(kit.deps, memberOf(session), id, originOf(request))))
-          return kit.render(reply, 404, 'message', {
-            title: 'Not found',
-            session,
-            heading: 'No such passkey',
-            text: 'It may have been removed already.',
-          });
+        const outcome = await removePasskey(
+          kit.deps,
+          memberOf(session),
+          id,
+          { rawCode: formOf(request).code, client: clientKey(request.ip) },
+          originOf(request),
+        );
+        if (outcome.kind === 'not_found') return notFound(reply, session);
+        if (outcome.kind !== 'removed') {
+          const refused = refusalOf(reply, outcome, true);
+          return confirmRemoval(reply, session, id, refused.status, refused.error);
+        }
         return reply.redirect(`${ACCOUNT}?done=passkey-removed#two-factor`, 303);
       },
       { post: true },
