@@ -47,6 +47,12 @@ export function isNotWritten(error: unknown): boolean {
   return (error as { code?: unknown } | null)?.code === NOT_WRITTEN;
 }
 
+/** Whether a statement failed on a unique index or constraint, on either engine. */
+export function isUniqueViolation(error: unknown): boolean {
+  const e = error as { code?: unknown; message?: unknown } | null;
+  return e?.code === '23505' || /UNIQUE constraint failed/i.test(String(e?.message ?? ''));
+}
+
 /** FOR UPDATE SKIP LOCKED where several processes may claim the same rows (PostgreSQL). */
 export function lockSkipLocked<QB extends SelectQueryBuilder<any, any, any>>(db: Kysely<any>, query: QB): QB {
   return engineOf(db) === 'postgres' ? (query.forUpdate().skipLocked() as QB) : query;

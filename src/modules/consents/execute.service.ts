@@ -5,7 +5,7 @@ import type { JobHandler } from '../../jobs/worker.ts';
 import type { Clock } from '../../shared/time.ts';
 import { transact } from '../../store/store.ts';
 import { recordAudit, recordAuditFor } from '../audit/audit.service.ts';
-import { isNotWritten, type Db } from '../../store/db.ts';
+import { isNotWritten, isUniqueViolation, type Db } from '../../store/db.ts';
 import type { BankConnector, BankResult, BankPaymentOutcome } from '../banks/bank-connector.ts';
 import { connectorFor, creditorOf, remittanceOf } from '../payments/payments.banks.ts';
 import {
@@ -262,11 +262,6 @@ function refuseUnlessExecutable(consent: ConsentRow, now: number): void {
   const status = effectiveConsentStatus(consent, now);
   if (status === 'revoked') throw consentRevokedError();
   if (status !== 'active' && status !== 'expired') throw consentNotActiveError(status);
-}
-
-function isUniqueViolation(error: unknown): boolean {
-  const e = error as { code?: string; message?: string; errcode?: number };
-  return e?.code === '23505' || /UNIQUE constraint failed/i.test(e?.message ?? '');
 }
 
 /** The earlier payment under this key: 200 with it, once it is no longer in flight; 409 for other parameters. */

@@ -510,3 +510,44 @@ test('a refused acceptance changes nothing: the link still works once the email 
     .executeTakeFirstOrThrow();
   assert.deepEqual(member, { user_id: kowhai.userId, role: 'support' });
 });
+
+test('one email accepting two teams’ invitations at once joins one, and the other is refused as taken', async (t) => {
+  const world = await dashWorld(t);
+  const [kowhai, tui] = world.merchants;
+  const email = 'both-teams@example.com';
+  const first = await invite(world, await signedIn(world, kowhai.email), email, 'support');
+  const sent = await post(await signedIn(world, tui.email), '/dashboard/team/invitations', { email, role: 'viewer' });
+  assert.equal(sent.status, 303, sent.text);
+  const mail = await world.smtp.waitFor((m) => m.to === email && /invited/.test(m.subject) && !m.text.includes(first));
+  const links = [first, new RegExp(`${world.baseUrl}(/dashboard/invitations/[A-Za-z0-9_-]+)`).exec(mail.text)![1]!];
+  const pages = await Promise.all(
+    links.map(async (link) => {
+      const browser = new Browser(world.baseUrl);
+      const page = await browser.request(link);
+      assert.equal(page.status, 200, page.text);
+      return { browser, link, csrf: Browser.csrfOf(page.text) };
+    }),
+  );
+  const done = await Promise.all(
+    pages.map(({ browser, link, csrf }) => browser.request(link, { form: { csrf, name: 'Both', password: PASSWORD } })),
+  );
+  assert.deepEqual(
+    done.map((reply) => reply.status).sort(),
+    [303, 409],
+    done.map((reply) => textOf(reply.text)).join('\n'),
+  );
+  const members = await world.app.deps.db
+    .selectFrom('members')
+    .select('user_id')
+    .where('email', '=', email)
+    .where('removed_at', 'is', null)
+    .execute();
+  assert.equal(members.length, 1);
+  const unspent = await world.app.deps.db
+    .selectFrom('invitations')
+    .select('id')
+    .where('email', '=', email)
+    .where('accepted_at', 'is', null)
+    .execute();
+  assert.equal(unspent.length, 1, 'the refused link is not spent');
+});

@@ -3,6 +3,7 @@ import { hashPassword, randomSecret, sha256Hex, verifyPassword } from '../../sha
 import { AppError, notFound } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
 import { giveBackAttempt, takeAttempt, type AttemptLimit } from '../../store/attempts.ts';
+import { isUniqueViolation } from '../../store/db.ts';
 import type { Database } from '../../store/tables.ts';
 import { queueMail } from '../mail/mail.service.ts';
 import type { Deps, Origin } from '../context.ts';
@@ -348,7 +349,7 @@ export async function acceptInvitation(
 ): Promise<{ kind: 'accepted'; member: TeamMember } | { kind: 'dead' } | { kind: 'taken' }> {
   if (!TOKEN_SHAPE.test(token)) return { kind: 'dead' };
   const hash = sha256Hex(token);
-  return deps.store.transaction(async (trx) => {
+  const accepting = deps.store.transaction(async (trx) => {
     const now = deps.clock.now();
     const invitation = await findInvitationByHash(trx, hash);
     if (!invitation || !invitationIsLive(invitation, now) || !(await senderMayStillInvite(trx, invitation)))
@@ -380,6 +381,12 @@ export async function acceptInvitation(
       at: now,
     });
     return { kind: 'accepted', member: memberOf(row) } as const;
+  });
+  // The same email accepting another team's invitation at the same moment: the index of live
+  // members' emails lets one in, and the other is refused as if it had come second.
+  return accepting.catch((error: unknown) => {
+    if (isUniqueViolation(error)) return { kind: 'taken' } as const;
+    throw error;
   });
 }
 
