@@ -510,8 +510,9 @@ function passkeyRefusalText(refusal: PasskeyRefusal): string {
   }
 }
 
-const CODE_REFUSALS: ReadonlySet<string> = new Set(['malformed', 'wrong', 'limited', 'expired']);
-const isCodeRefusal = (outcome: { kind: string }): outcome is CodeRefusal => CODE_REFUSALS.has(outcome.kind);
+// Every kind of CodeRefusal, so that a new one cannot be missed here.
+const CODE_REFUSALS: Record<CodeRefusal['kind'], true> = { malformed: true, wrong: true, limited: true, expired: true };
+const isCodeRefusal = (outcome: { kind: string }): outcome is CodeRefusal => Object.hasOwn(CODE_REFUSALS, outcome.kind);
 
 /**
  * Adding a passkey from the account page (with the page's script) and removing one. Both change the
