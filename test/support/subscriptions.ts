@@ -1,6 +1,10 @@
 // Test fixtures: subscription requests over the API and subscriptions made straight through the
 // domain (as the checkout strategy does after the bank's approval), for tests and the bench.
+import assert from 'node:assert/strict';
+import type { TestContext } from 'node:test';
 import type { Runtime } from '../../src/runtime.ts';
+import { apiClient, createTestMerchant } from '../helpers.ts';
+import { listeningApp } from './banks.ts';
 import { transact } from '../../src/store/store.ts';
 import { findRequestById } from '../../src/modules/requests/requests.service.ts';
 import { subscriptionOptionsOf } from '../../src/modules/requests/requests.present.ts';
@@ -50,4 +54,30 @@ export async function authoriseDirectly(
       authorisedAt: clock.now(),
     }),
   );
+}
+
+/**
+ * A merchant's subscriptions over the API, paid at the sandbox bank on a listening app, with its
+ * test clock: what the subscription tests share.
+ */
+export async function subscriptionsOverApi(t: TestContext) {
+  const app = await listeningApp(t);
+  const merchant = await createTestMerchant(app);
+  const api = apiClient(app, merchant.testKey);
+  const clockNow = async () => Date.parse((await api.get('/v1/test-helpers/clock')).body.clock.now);
+  const advanceTo = async (to: number) => {
+    const reply = await api.post('/v1/test-helpers/clock/advance', { to: new Date(to).toISOString() });
+    assert.equal(reply.status, 200, JSON.stringify(reply.body));
+  };
+  /** A subscription request, approved at the sandbox bank: active. */
+  const subscribe = async (options: Record<string, unknown>) => {
+    const request = await createSubscriptionRequest(api, merchant.bankAccountId, options);
+    const paid = await api.post(`/v1/test-helpers/requests/${request.id}/pay`, {});
+    assert.equal(paid.status, 200, JSON.stringify(paid.body));
+    assert.equal(paid.body.subscription.status, 'active');
+    return { request, sub: paid.body.subscription as { id: string } };
+  };
+  const get = async (id: string) => (await api.get(`/v1/subscriptions/${id}`)).body.subscription;
+  const payments = async (id: string) => (await api.get(`/v1/subscriptions/${id}/payments`)).body.payments as any[];
+  return { app, merchant, api, clockNow, advanceTo, subscribe, get, payments };
 }

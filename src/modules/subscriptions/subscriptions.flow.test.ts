@@ -3,29 +3,14 @@
 // listeningApp builds on buildTestApp, so this file runs on SQLite and on PostgreSQL (TEST_ENGINE).
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { apiClient, createTestMerchant } from '../../../test/helpers.ts';
-import { listeningApp } from '../../../test/support/banks.ts';
-import { createSubscriptionRequest } from '../../../test/support/subscriptions.ts';
+import { apiClient } from '../../../test/helpers.ts';
+import { subscriptionsOverApi } from '../../../test/support/subscriptions.ts';
 
 const DAY = 86_400_000;
 const nzTime = (iso: string) => new Date(iso).toLocaleString('en-NZ', { timeZone: 'Pacific/Auckland', hour12: false });
 
 async function setUp(t: TestContext) {
-  const app = await listeningApp(t);
-  const merchant = await createTestMerchant(app);
-  const api = apiClient(app, merchant.testKey);
-  const clockNow = async () => Date.parse((await api.get('/v1/test-helpers/clock')).body.clock.now);
-  const advanceTo = async (to: number) => {
-    const reply = await api.post('/v1/test-helpers/clock/advance', { to: new Date(to).toISOString() });
-    assert.equal(reply.status, 200, JSON.stringify(reply.body));
-  };
-  const subscribe = async (options: Record<string, unknown>) => {
-    const request = await createSubscriptionRequest(api, merchant.bankAccountId, options);
-    const paid = await api.post(`/v1/test-helpers/requests/${request.id}/pay`, {});
-    assert.equal(paid.status, 200, JSON.stringify(paid.body));
-    assert.equal(paid.body.subscription.status, 'active');
-    return { request, sub: paid.body.subscription as { id: string } };
-  };
+  const { app, merchant, api, clockNow, advanceTo, subscribe, get, payments } = await subscriptionsOverApi(t);
   const events = async (id: string) =>
     (
       await app.deps.db
@@ -35,8 +20,6 @@ async function setUp(t: TestContext) {
         .orderBy('id')
         .execute()
     ).map((e) => ({ type: e.type, ...JSON.parse(e.body).data }));
-  const get = async (id: string) => (await api.get(`/v1/subscriptions/${id}`)).body.subscription;
-  const payments = async (id: string) => (await api.get(`/v1/subscriptions/${id}/payments`)).body.payments as any[];
   return { app, merchant, api, clockNow, advanceTo, subscribe, events, get, payments };
 }
 

@@ -2,34 +2,17 @@
 // followed at the bank to its end whatever the subscription's status, counted once as its slot's
 // charge, and the schedule after a resume still charges total_count times in all. The sandbox bank
 // holds the charge (the subscription's delay hook) or answers slowly (its latency hook); the test
-// clock runs the jobs. listeningApp builds on buildTestApp: SQLite and PostgreSQL (TEST_ENGINE).
+// clock runs the jobs. On a listening app built on buildTestApp: SQLite and PostgreSQL (TEST_ENGINE).
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { apiClient, createTestMerchant } from '../../../test/helpers.ts';
-import { listeningApp } from '../../../test/support/banks.ts';
-import { createSubscriptionRequest } from '../../../test/support/subscriptions.ts';
+import { subscriptionsOverApi } from '../../../test/support/subscriptions.ts';
 
 const MINUTE = 60_000;
 const DAY = 86_400_000;
 
 async function setUp(t: TestContext) {
-  const app = await listeningApp(t);
-  const merchant = await createTestMerchant(app);
-  const api = apiClient(app, merchant.testKey);
+  const { app, api, clockNow, advanceTo, subscribe, get, payments } = await subscriptionsOverApi(t);
   const db = app.deps.db;
-  const clockNow = async () => Date.parse((await api.get('/v1/test-helpers/clock')).body.clock.now);
-  const advanceTo = async (to: number) => {
-    const reply = await api.post('/v1/test-helpers/clock/advance', { to: new Date(to).toISOString() });
-    assert.equal(reply.status, 200, JSON.stringify(reply.body));
-  };
-  const subscribe = async (options: Record<string, unknown>) => {
-    const request = await createSubscriptionRequest(api, merchant.bankAccountId, options);
-    const paid = await api.post(`/v1/test-helpers/requests/${request.id}/pay`, {});
-    assert.equal(paid.status, 200, JSON.stringify(paid.body));
-    return paid.body.subscription as { id: string };
-  };
-  const get = async (id: string) => (await api.get(`/v1/subscriptions/${id}`)).body.subscription;
-  const payments = async (id: string) => (await api.get(`/v1/subscriptions/${id}/payments`)).body.payments as any[];
   const events = async (id: string) =>
     (await db.selectFrom('events').select('type').where('object_id', '=', id).orderBy('id').execute()).map(
       (e) => e.type,
@@ -111,7 +94,7 @@ async function setUp(t: TestContext) {
 
 test('a charge the bank holds for two minutes is asked about each minute, and successful once the bank settles it', async (t) => {
   const s = await setUp(t);
-  const sub = await s.subscribe({ amount: '15.00 NZD', period: 'weekly', total_count: 3 });
+  const { sub } = await s.subscribe({ amount: '15.00 NZD', period: 'weekly', total_count: 3 });
   const held = await s.api.post(`/v1/test-helpers/subscriptions/${sub.id}/delay`, { seconds: 120 });
   assert.equal(held.status, 200, JSON.stringify(held.body));
   await s.advanceTo((await s.clockNow()) + 1000);
@@ -133,7 +116,7 @@ test('a charge the bank holds for two minutes is asked about each minute, and su
 
 test('a charge pending at the bank when the subscription is paused is followed to its end and counted once; after a resume total_count holds', async (t) => {
   const s = await setUp(t);
-  const sub = await s.subscribe({ amount: '15.00 NZD', period: 'weekly', total_count: 3 });
+  const { sub } = await s.subscribe({ amount: '15.00 NZD', period: 'weekly', total_count: 3 });
   const held = await s.firstChargeHeld(sub.id);
 
   const paused = await s.api.post(`/v1/subscriptions/${sub.id}/pause`);
@@ -174,7 +157,7 @@ test('a charge pending at the bank when the subscription is paused is followed t
 for (const by of ['merchant', 'payer'] as const) {
   test(`a charge pending at the bank when the ${by} cancels is followed to its end and counted once`, async (t) => {
     const s = await setUp(t);
-    const sub = await s.subscribe({ amount: '15.00 NZD', period: 'weekly', total_count: 3 });
+    const { sub } = await s.subscribe({ amount: '15.00 NZD', period: 'weekly', total_count: 3 });
     const held = await s.firstChargeHeld(sub.id);
 
     const cancelled =
@@ -211,7 +194,7 @@ for (const by of ['merchant', 'payer'] as const) {
 for (const declined of [false, true]) {
   test(`a pause and a resume while the bank is asked, which ${declined ? 'declines' : 'takes'} the charge: it is recorded and the resumed schedule kept`, async (t) => {
     const s = await setUp(t);
-    const sub = await s.subscribe({ amount: '15.00 NZD', period: 'weekly', total_count: 3 });
+    const { sub } = await s.subscribe({ amount: '15.00 NZD', period: 'weekly', total_count: 3 });
     await s.advanceTo((await s.clockNow()) + 1000);
     assert.equal((await s.get(sub.id)).successful_charges, 1);
 
