@@ -261,31 +261,10 @@ async function enableWith(deps: Deps, trx: Db, member: Member, typed: TypedCode,
   return { kind: 'enabled', recoveryCodes };
 }
 
-/** A new set of recovery codes (the old ones stop working), with a current code or an unused recovery code. */
-export async function makeNewRecoveryCodes(
-  deps: Deps,
-  member: Member,
-  rawCode: unknown,
-  client: string,
-  origin: Origin,
-): Promise<{ kind: 'made'; recoveryCodes: string[] } | CodeRefusal> {
-  const typed = readCode(rawCode);
-  if (!typed) return { kind: 'malformed' };
-  return underCodeLimits(deps, member.memberId, client, () =>
-    inTransaction(deps, async (trx) => {
-      await acceptCode(deps, trx, member.memberId, typed, true);
-      const now = deps.clock.now();
-      const recoveryCodes = await newRecoveryCodes(trx, member.memberId, now);
-      await recordChange(trx, member, origin, 'member.recovery_codes_renew', now);
-      return { kind: 'made' as const, recoveryCodes };
-    }),
-  );
-}
-
 /**
- * Another change to the member's second step (adding or removing a passkey) with a current code
- * or an unused recovery code, as new recovery codes and turning it off take one: `change` runs in
- * the transaction that accepts the code, under the same limits, and nothing is done on a refusal.
+ * A change to the member's second step (new recovery codes, turning it off, adding or removing a
+ * passkey) with a current code or an unused recovery code: `change` runs in the transaction that
+ * accepts the code, under the limits of wrong codes, and nothing is done on a refusal.
  */
 export async function changeWithCode<T extends object>(
   deps: Deps,
@@ -304,6 +283,22 @@ export async function changeWithCode<T extends object>(
   );
 }
 
+/** A new set of recovery codes (the old ones stop working), with a current code or an unused recovery code. */
+export async function makeNewRecoveryCodes(
+  deps: Deps,
+  member: Member,
+  rawCode: unknown,
+  client: string,
+  origin: Origin,
+): Promise<{ kind: 'made'; recoveryCodes: string[] } | CodeRefusal> {
+  return changeWithCode(deps, member, rawCode, client, async (trx) => {
+    const now = deps.clock.now();
+    const recoveryCodes = await newRecoveryCodes(trx, member.memberId, now);
+    await recordChange(trx, member, origin, 'member.recovery_codes_renew', now);
+    return { kind: 'made' as const, recoveryCodes };
+  });
+}
+
 /**
  * Turns two-factor sign-in off for the member, with a current code or an unused recovery code:
  * the secret and the recovery codes are deleted. Refused while the team requires it.
@@ -316,16 +311,11 @@ export async function turnOffTwoFactor(
   origin: Origin,
 ): Promise<{ kind: 'off' } | { kind: 'required' } | CodeRefusal> {
   if (await teamRequiresTwoFactor(deps.db, member.userId)) return { kind: 'required' };
-  const typed = readCode(rawCode);
-  if (!typed) return { kind: 'malformed' };
-  return underCodeLimits(deps, member.memberId, client, () =>
-    inTransaction(deps, async (trx) => {
-      await acceptCode(deps, trx, member.memberId, typed, true);
-      await removeTwoFactorRows(trx, member.memberId);
-      await recordChange(trx, member, origin, 'member.two_factor_disable', deps.clock.now());
-      return { kind: 'off' as const };
-    }),
-  );
+  return changeWithCode(deps, member, rawCode, client, async (trx) => {
+    await removeTwoFactorRows(trx, member.memberId);
+    await recordChange(trx, member, origin, 'member.two_factor_disable', deps.clock.now());
+    return { kind: 'off' as const };
+  });
 }
 
 async function removeTwoFactorRows(trx: Db, memberId: string): Promise<boolean> {

@@ -15,7 +15,7 @@ import { bankOf } from './subscriptions.bank.ts';
 import type { SubscriptionsTable } from './subscriptions.tables.ts';
 import {
   findCharge,
-  findChargeInFlight,
+  findLatestCharge,
   insertChargeIfNew,
   lockSubscription,
   updateCharge,
@@ -66,14 +66,14 @@ async function claim(
   finish: Finish,
 ): Promise<Attempt | { done: JobResult }> {
   const sub = await lockSubscription(trx, subscriptionId);
-  const inFlight = sub && (await findChargeInFlight(trx, sub.id));
-  if (sub && inFlight?.last_payment_id) {
+  const latest = sub && (await findLatestCharge(trx, sub.id));
+  if (sub && latest?.status === 'in_flight' && latest.last_payment_id) {
     // A crash, a lost answer or a payment pending at the bank: the same payment is followed to its
     // end, whatever happened to the subscription meanwhile (paused, resumed or cancelled): the bank
     // may have taken it (docs/subscriptions.md, "Control").
-    const payment = await findPaymentById(trx, inFlight.last_payment_id);
+    const payment = await findPaymentById(trx, latest.last_payment_id);
     if (payment && payment.status !== 'successful' && payment.status !== 'failed')
-      return { sub, charge: inFlight, payment };
+      return { sub, charge: latest, payment };
   }
   if (sub?.status !== 'active' || sub.next_slot === null || sub.next_charge_at === null) {
     await finish(trx);
@@ -82,7 +82,13 @@ async function claim(
   if (sub.next_charge_at > now) return { done: { retryAt: deps.clock.now() + (sub.next_charge_at - now) } };
   const schedule = scheduleOf(sub);
   const date = slotDate(schedule.anchor, sub.next_slot);
-  const charge = await findCharge(trx, sub.id, date);
+  // The latest charge is the slot's own, or tells that the slot has none (its date is before it).
+  const charge =
+    latest?.slot_date === date
+      ? latest
+      : latest && latest.slot_date > date
+        ? await findCharge(trx, sub.id, date)
+        : undefined;
   if (charge && charge.status !== 'retrying' && charge.status !== 'in_flight') {
     // The slot was settled already; never charge it again. Move on from it.
     await finish(trx);

@@ -102,17 +102,28 @@ export async function updateCharge(db: Db, id: string, changes: Updateable<Subsc
   await updateById(db, 'subscription_charges', id, changes);
 }
 
-const findChargeInFlightQuery = prepared<{ subscriptionId: string }, ChargeRow>((db, arg) =>
+const findLatestChargeQuery = prepared<{ subscriptionId: string }, ChargeRow>((db, arg) =>
   db
     .selectFrom('subscription_charges')
     .selectAll()
     .where('subscription_id', '=', arg('subscriptionId'))
-    .where('status', '=', 'in_flight'),
+    .orderBy('slot_date', 'desc')
+    .limit(1),
 );
 
-/** The slot whose attempt was handed to the bank and not yet recorded, if any (at most one per subscription). */
+/**
+ * The subscription's charge of the latest slot, read from the end of its slots' index whatever
+ * the number of slots charged before: a charge in flight is always the latest, since no slot is
+ * charged while one is (src/modules/subscriptions/subscriptions.charges.ts, `claim`).
+ */
+export async function findLatestCharge(db: Db, subscriptionId: string): Promise<ChargeRow | undefined> {
+  return findLatestChargeQuery.first(db, { subscriptionId });
+}
+
+/** The slot whose attempt was handed to the bank and not yet recorded, if any. */
 export async function findChargeInFlight(db: Db, subscriptionId: string): Promise<ChargeRow | undefined> {
-  return findChargeInFlightQuery.first(db, { subscriptionId });
+  const latest = await findLatestCharge(db, subscriptionId);
+  return latest?.status === 'in_flight' ? latest : undefined;
 }
 
 /** The slot whose retries are pending, if any (at most one per subscription). */
