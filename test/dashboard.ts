@@ -88,7 +88,7 @@ export async function addMember(
 }
 
 /** Signs anyone in through the login page by email; the browser then holds the session cookie. */
-export async function logInAs(world: DashWorld, email: string, password = PASSWORD): Promise<Browser> {
+export async function logInAs(world: { baseUrl: string }, email: string, password = PASSWORD): Promise<Browser> {
   const browser = new Browser(world.baseUrl);
   const page = await browser.request('/dashboard/login');
   const done = await browser.request('/dashboard/login', {

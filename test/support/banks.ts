@@ -51,6 +51,11 @@ export function hook(method: 'GET' | 'POST', url: string, body?: unknown): Promi
   return call(method, url, { headers: { authorization: SERVICE_BASIC }, ...(body !== undefined && { body }) });
 }
 
+/** A sandbox payer's balance, as the sandbox's test hook shows it (e.g. '95.00'), from the service's base URL. */
+export async function sandboxBalanceOf(baseUrl: string, username: string): Promise<string> {
+  return (await hook('GET', `${baseUrl}/sandbox-bank/test/payers/${username}`)).body.Data.Balance.Amount as string;
+}
+
 export async function clientToken(bankUrl: string): Promise<string> {
   const reply = await call('POST', `${bankUrl}/token`, {
     form: { grant_type: 'client_credentials', client_id: SERVICE_CLIENT_ID, client_secret: STANDALONE_CLIENT_SECRET },

@@ -2,6 +2,7 @@ import { centsToDecimal } from '../../shared/money.ts';
 import { localIsoWithOffset } from '../../shared/zone.ts';
 import type { PaymentObject } from '../payments/payments.present.ts';
 import type { RefundRow } from '../refunds/refunds.tables.ts';
+import { certainlyUnpaid } from '../refunds/refunds.rules.ts';
 import type { EventEnvelope } from '../events/events.builders.ts';
 
 // Pure shaping of what the pages and the CSV show, kept apart from I/O so it can be tested alone.
@@ -97,7 +98,7 @@ export function batchRowsOf(
   items: Array<{ refund: RefundRow; payee: { accountNumber: string; name: string | null } | null }>,
 ): string[][] {
   return items.flatMap(({ refund, payee }) =>
-    payee
+    payee && certainlyUnpaid(refund)
       ? [
           [
             payee.accountNumber,

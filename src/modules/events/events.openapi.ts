@@ -139,7 +139,9 @@ export const EVENT_DATA_SCHEMAS = {
     status: Type.Enum(['pending', 'successful', 'failed', 'requires_action']),
     failure_reason: Nullable(Type.String({ description: 'Why the refund failed' })),
     action_reason: Nullable(
-      Type.String({ description: 'Why it requires action: payer_account_unknown or no_refund_authority' }),
+      Type.String({
+        description: 'Why it requires action: payer_account_unknown, no_refund_authority or bank_outcome_unknown',
+      }),
     ),
     updated_at: Timestamp,
   }),

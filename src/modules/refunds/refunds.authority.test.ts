@@ -1,4 +1,4 @@
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   checkoutWorld,
@@ -7,11 +7,13 @@ import {
   returnToService,
   type CheckoutWorld,
 } from '../../../test/flows/checkout.fixtures.ts';
-import { hook } from '../../../test/support/banks.ts';
+import { parse } from 'csv-parse/sync';
+import { logInAs, textOf } from '../../../test/dashboard.ts';
+import { hook, sandboxBalanceOf } from '../../../test/support/banks.ts';
 import { runRefundJobs } from '../../../test/support/refunds.ts';
 import { NO_ORIGIN, type Ctx } from '../context.ts';
 import { authoriseAtBank } from '../test-helpers/pay.bank-driver.ts';
-import { readyAuthority, revokeAuthority, startAuthority } from './refunds.authority.ts';
+import { readyAuthority, revokeAuthority, sandboxHolderOf, startAuthority } from './refunds.authority.ts';
 
 // The merchant's refund authority: approved at its bank through the same redirect a payer uses,
 // its limits applied to every refund when it is created, its changes sent as events, and refunds
@@ -237,10 +239,147 @@ test('a second return from the bank for one approval (a refresh) that settles it
   );
   const atBank = await connector.getConsent({ consentId: first.consentId, kind: 'enduring' });
   assert.deepEqual(atBank, { ok: true, status: 'Authorised' }, 'not revoked at the bank');
+  const declined = await deps.db
+    .selectFrom('refund_authorities')
+    .select('bank_consent_id')
+    .where('status', '=', 'declined')
+    .executeTakeFirstOrThrow();
+  assert.deepEqual(
+    await connector.getConsent({ consentId: declined.bank_consent_id!, kind: 'enduring' }),
+    { ok: true, status: 'Revoked' },
+    'the consent the bank approved for the declined one is handed back',
+  );
 
   // Refunds still go through under it.
   const payment = await paid(world, '12.50 NZD');
   const refund = (await world.api.post('/v1/refunds', { payment_id: payment.id, amount: '6.00 NZD' })).body.refund;
   await runRefundJobs(deps.worker);
   assert.equal((await world.api.get(`/v1/refunds/${refund.id}`)).body.refund.status, 'successful');
+});
+
+/** The connector's submissions lose their answer: the first `lose` reach the bank (or not), and say only "timeout". */
+function loseAnswers(t: TestContext, world: CheckoutWorld, lose: 'after the bank' | 'before the bank') {
+  const connector = world.app.deps.banks.connectorFor('sandbox', 'test')!;
+  const submit = connector.submitPayment.bind(connector);
+  const sent: Array<Awaited<ReturnType<typeof submit>>> = [];
+  let losing = true;
+  t.mock.method(connector, 'submitPayment', async (input: Parameters<typeof submit>[0]) => {
+    if (!losing) {
+      const answer = await submit(input);
+      sent.push(answer);
+      return answer;
+    }
+    losing = false;
+    if (lose === 'after the bank') sent.push(await submit(input));
+    return { ok: false, reason: 'timeout', message: 'no answer in 10 s', unknown: true };
+  });
+  return sent;
+}
+
+const refundRow = (world: CheckoutWorld, id: string) =>
+  world.app.deps.db
+    .selectFrom('refunds')
+    .select(['status', 'action_reason', 'bank_payment_id', 'submitted_at'])
+    .where('id', '=', id)
+    .executeTakeFirstOrThrow();
+
+const makeRefundsDue = (world: CheckoutWorld) =>
+  world.app.deps.db.updateTable('jobs').set({ run_at: 0 }).where('kind', '=', 'refund.execute').execute();
+
+test('a refund whose answer was lost is sent again under its key and authority after refunds are turned off: paid once', async (t) => {
+  const world = await checkoutWorld(t);
+  const { deps } = world.app;
+  const payment = await paid(world, '12.50 NZD');
+  await runRefundJobs(deps.worker); // the payer's account, kept
+  const first = await firstAuthorityAtBank(world);
+  const merchantHolder = sandboxHolderOf(world.merchant.userId);
+  const sent = loseAnswers(t, world, 'after the bank');
+
+  const refund = (await world.api.post('/v1/refunds', { payment_id: payment.id, amount: '4.00 NZD' })).body.refund;
+  await runRefundJobs(deps.worker);
+  const lost = await refundRow(world, refund.id);
+  assert.equal(lost.status, 'pending');
+  assert.equal(lost.bank_payment_id, null, 'the bank’s answer never came');
+  assert.ok(lost.submitted_at, 'the sending was recorded before the call');
+  assert.equal(sent.length, 1);
+  const afterLost = await sandboxBalanceOf(world.baseUrl, merchantHolder);
+
+  // The merchant turns refunds off before the job runs again: revoked here and at the bank.
+  await revokeAuthority(ctxOf(world), first.id);
+  assert.equal((await world.api.get('/v1/refund-authority')).body.refund_authority, null);
+  await makeRefundsDue(world);
+  await runRefundJobs(deps.worker);
+
+  const done = await refundRow(world, refund.id);
+  assert.equal(done.status, 'successful', 'the bank answered the same key with the payment it made');
+  assert.equal(done.action_reason, null, 'never for the merchant to pay by hand');
+  assert.ok(sent[0]?.ok && sent[1]?.ok && sent[1].paymentId === sent[0].paymentId, 'one payment at the bank');
+  assert.equal(done.bank_payment_id, sent[0]?.ok ? sent[0].paymentId : null);
+  assert.equal(
+    await sandboxBalanceOf(world.baseUrl, merchantHolder),
+    afterLost,
+    'the money left the merchant’s account once',
+  );
+  assert.deepEqual(
+    (await eventsOf(world, refund.id)).map((e) => [e.type, e.data.status]),
+    [
+      ['refund.created', 'pending'],
+      ['refund.status_updated', 'successful'],
+    ],
+  );
+});
+
+test('a refund sent without an answer is never sent again once the bank refuses its authority or a day has passed', async (t) => {
+  const world = await checkoutWorld(t);
+  const { deps } = world.app;
+  const payment = await paid(world, '12.50 NZD');
+  await runRefundJobs(deps.worker);
+  const first = await firstAuthorityAtBank(world);
+  const sent = loseAnswers(t, world, 'before the bank');
+
+  // Lost before it reached the bank, then refunds turned off: the bank refuses the key under the
+  // revoked consent. The refund may not be at the bank, but a bank may also look at the consent
+  // before its keys, so the merchant is asked to check its account, not told to pay.
+  const refund = (await world.api.post('/v1/refunds', { payment_id: payment.id, amount: '4.00 NZD' })).body.refund;
+  await runRefundJobs(deps.worker);
+  assert.equal((await refundRow(world, refund.id)).status, 'pending');
+  await revokeAuthority(ctxOf(world), first.id);
+  await makeRefundsDue(world);
+  await runRefundJobs(deps.worker);
+  assert.equal(sent.length, 1, 'sent again once, under the revoked consent');
+  assert.equal(sent[0]?.ok, false);
+  const refused = (await world.api.get(`/v1/refunds/${refund.id}`)).body.refund;
+  assert.deepEqual([refused.status, refused.action_reason], ['requires_action', 'bank_outcome_unknown']);
+  assert.equal((await world.api.get(`/v1/payments/${payment.id}`)).body.payment.amount_refunded.value, '4.00 NZD');
+
+  // With a new authority, a refund whose answer stays lost for 23 hours is not sent again: the bank
+  // keeps a key for 24, after which the same key could make a second payment.
+  assert.equal(
+    await turnOn(world, { period: 'weekly', perRefund: 10_000, perPeriod: 10_000 }),
+    '/dashboard/test/refunds/authority?outcome=approved',
+  );
+  const late = (await world.api.post('/v1/refunds', { payment_id: payment.id, amount: '2.00 NZD' })).body.refund;
+  const submitted = deps.clock.now() - 23 * 60 * 60_000;
+  await deps.db.updateTable('refunds').set({ submitted_at: submitted }).where('id', '=', late.id).execute();
+  await runRefundJobs(deps.worker);
+  assert.equal(sent.length, 1, 'not sent');
+  const unknown = (await world.api.get(`/v1/refunds/${late.id}`)).body.refund;
+  assert.deepEqual([unknown.status, unknown.action_reason], ['requires_action', 'bank_outcome_unknown']);
+
+  // The dashboard asks the merchant to look in its account, and leaves both out of the bank's batch file.
+  const { email } = await deps.db
+    .selectFrom('users')
+    .select('email')
+    .where('id', '=', world.merchant.userId)
+    .executeTakeFirstOrThrow();
+  const browser = await logInAs(world, email);
+  const page = textOf((await browser.request('/dashboard/test/refunds/action')).text);
+  for (const id of [refund.id, late.id])
+    assert.match(
+      page,
+      new RegExp(`${id} .+? Your bank never answered whether it made this refund: look for it in your account`),
+    );
+  assert.match(page, /0 of 2 refunds, those whose payer’s account is known and that your bank has not already paid/);
+  const batch = parse((await browser.request('/dashboard/test/refunds/action.csv')).text);
+  assert.equal(batch.length, 1, 'the header alone');
 });

@@ -352,7 +352,13 @@ export async function completeAuthorityReturn(
       if (error instanceof ApprovalOvertaken) return null;
       throw error;
     });
-  if (!approved) return outcomePage(page, await repo.findAuthorityById(deps.db, authority.id));
+  if (!approved) {
+    const settled = await repo.findAuthorityById(deps.db, authority.id);
+    // The bank approved the consent this return holds a token for, and the other return recorded it
+    // declined: it is handed back, so the bank keeps no authority to pay that the dashboard does not show.
+    if (settled?.status !== 'active') await revokeAtBank(deps, authority);
+    return outcomePage(page, settled);
+  }
   if (approved.before) await revokeAtBank(deps, approved.before);
   return `${page}?outcome=approved`;
 }

@@ -8,17 +8,18 @@ import { connectorFor } from '../payments/payments.banks.ts';
 import { endAuthorityAtBank, findAuthorityById, readyAuthority, type ReadyAuthority } from './refunds.authority.ts';
 import { noticeRefundArrived } from './refunds.notices.ts';
 import * as repo from './refunds.repo.ts';
-import type { ActionReason } from './refunds.rules.ts';
+import { mayResubmit, type ActionReason } from './refunds.rules.ts';
 import { EXECUTE_REFUND_JOB, setRefundStatus } from './refunds.service.ts';
 import type { Db } from '../../store/db.ts';
 import type { RefundRow } from './refunds.tables.ts';
 
 // Carries a pending refund out at the merchant's bank (docs/refunds.md): the payer's account (kept
 // for the payment, or read from the payer's bank now), then a payment under the merchant's refund
-// authority to it, with the refund's id as the bank's x-idempotency-key. An answer that is unknown
-// (a timeout) is never followed by a fresh payment: the job runs again and sends the same key, and
-// the bank answers with the one payment it holds for it. One the bank has taken but not settled is
-// asked about until it has.
+// authority to it, with the refund's id as the bank's x-idempotency-key. The first sending is
+// recorded before the call: an answer that is unknown (a timeout, a crash) is never followed by a
+// fresh payment, only by the same key under the same authority, even one ended since, and the bank
+// answers with the one payment it holds for it. One the bank has taken but not settled is asked
+// about until it has.
 
 /** 10 s doubling to 10 minutes. */
 const REFUND_BACKOFF: Backoff = { baseMs: 10_000, maxMs: 10 * 60_000, jitter: false };
@@ -42,7 +43,12 @@ export function executeRefundJob(deps: Deps): JobHandler {
     if ('refused' in payer) return requireAction(deps, refund, 'payer_account_unknown');
 
     const authority = refund.authority_id ? await findAuthorityById(deps.db, refund.authority_id) : undefined;
-    if (authority?.status !== 'active') return requireAction(deps, refund, 'no_refund_authority');
+    // Sent before, it may be at the bank: only the same key under the same authority may ask.
+    const sentBefore = refund.submitted_at !== null;
+    if (sentBefore && !mayResubmit(refund.submitted_at!, deps.clock.now()))
+      return requireAction(deps, refund, 'bank_outcome_unknown');
+    if (!authority || (!sentBefore && authority.status !== 'active'))
+      return requireAction(deps, refund, 'no_refund_authority');
     let ready: ReadyAuthority;
     try {
       ready = await readyAuthority(deps, authority);
@@ -51,6 +57,7 @@ export function executeRefundJob(deps: Deps): JobHandler {
     }
     const connector = connectorFor(deps, authority.bank_id, authority.mode);
     if (!connector) return retry('the merchant’s bank is not connected');
+    if (!sentBefore && !(await markSubmitted(deps, refund.id))) return;
 
     const result = await connector.submitPayment({
       trace: { refund_id: refund.id, payment_id: refund.payment_id },
@@ -81,7 +88,9 @@ export function executeRefundJob(deps: Deps): JobHandler {
     if (result.unknown) return retry(result.message);
     if (result.reason === 'consent_revoked' || result.reason === 'consent_expired') {
       await deps.store.transaction((trx) => endAuthorityAtBank(trx, authority.id, deps.clock.now()));
-      return requireAction(deps, refund, 'no_refund_authority');
+      // A bank answers a key it holds with its payment, but one that looks at the consent first
+      // would refuse it all the same: the merchant checks its account rather than pay twice.
+      return requireAction(deps, refund, sentBefore ? 'bank_outcome_unknown' : 'no_refund_authority');
     }
     await record(deps, refund.id, { status: 'failed', failure_reason: failureReasonOf(result) });
   };
@@ -116,6 +125,11 @@ async function followAtBank(
       : { status: 'failed', failure_reason: status.failureReason ?? 'rejected_by_bank' },
   );
   return undefined;
+}
+
+/** Records the first sending, before the bank is called; false when the refund is no longer pending. */
+async function markSubmitted(deps: Deps, refundId: string): Promise<boolean> {
+  return repo.updateRefundIfPending(deps.db, refundId, { submitted_at: deps.clock.now() });
 }
 
 type Outcome = {

@@ -33,6 +33,12 @@ export async function updateRefund(db: Db, id: string, changes: Partial<RefundRo
   await updateById(db, 'refunds', id, changes);
 }
 
+/** Updates the refund only while it is pending; whether it did. */
+export async function updateRefundIfPending(db: Db, id: string, changes: Partial<RefundRow>): Promise<boolean> {
+  const result = await updateById(db, 'refunds', id, changes, { status: 'pending' });
+  return Number(result.numAffectedRows ?? 0) > 0;
+}
+
 export type RefundFilters = {
   limit: number;
   starting_after?: string;

@@ -9,13 +9,35 @@ export const RefundStatus = ['pending', 'successful', 'failed', 'requires_action
 export type RefundStatus = (typeof RefundStatus)[number];
 
 /** Why a refund waits for the merchant to pay it by hand. */
-export const ActionReason = ['payer_account_unknown', 'no_refund_authority'] as const;
+export const ActionReason = ['payer_account_unknown', 'no_refund_authority', 'bank_outcome_unknown'] as const;
 export type ActionReason = (typeof ActionReason)[number];
 
 export const ACTION_REASON_TEXT: Record<ActionReason, string> = {
   payer_account_unknown: 'The payer’s bank did not tell us the account the payment came from',
   no_refund_authority: 'Refunds are not turned on: no refund authority at your bank',
+  bank_outcome_unknown:
+    'Your bank never answered whether it made this refund: look for it in your account before you pay it by hand',
 };
+
+/**
+ * Whether a refund requiring action goes in the batch file for the merchant's bank: not one the bank
+ * may already have made, which the merchant looks for in its account first.
+ */
+export function certainlyUnpaid(refund: { action_reason: string | null }): boolean {
+  return refund.action_reason !== 'bank_outcome_unknown';
+}
+
+/**
+ * How long a bank keeps an x-idempotency-key (24 hours in the Payments NZ standard), less an hour for
+ * clocks that differ: a refund whose submission is still unanswered by then is never sent again, as
+ * the bank could take the same key for a new payment.
+ */
+export const RESUBMIT_WITHIN_MS = 23 * 60 * 60_000;
+
+/** Whether a refund first sent at `submittedAt` may still be sent again under its key at `now`. */
+export function mayResubmit(submittedAt: number, now: number): boolean {
+  return now - submittedAt < RESUBMIT_WITHIN_MS;
+}
 
 export const REASON_MAX_LENGTH = 60;
 /** The payer's statement shows this as particulars, the original payment's particulars as code, and its reference. */

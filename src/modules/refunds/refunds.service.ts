@@ -188,6 +188,7 @@ function newRefundRow(
     reference: text.reference,
     authority_id: authorityId,
     bank_payment_id: null,
+    submitted_at: null,
     sent_at: null,
     paid_by: null,
     created_at: now,

@@ -23,6 +23,11 @@ export interface RefundsTable {
   /** The refund authority it was counted against, if it goes through one. */
   authority_id: string | null;
   bank_payment_id: string | null;
+  /**
+   * When it was first sent to the merchant's bank (recorded before the call): from then on the bank
+   * may hold a payment under its key, so it is only sent again under that key and authority.
+   */
+  submitted_at: number | null;
   /** When the money left the merchant's account: the bank accepted it, or the merchant paid it by hand. */
   sent_at: number | null;
   /** Who marked a refund that required action as paid by hand (the dashboard user's email). */

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { apiClient, createTestMerchant } from '../../../test/helpers.ts';
 import { checkoutWorld, createRequest, eventsOf, type CheckoutWorld } from '../../../test/flows/checkout.fixtures.ts';
-import { hook } from '../../../test/support/banks.ts';
+import { hook, sandboxBalanceOf } from '../../../test/support/banks.ts';
 import { authorise, consentHarness, execute } from '../../../test/support/consents.ts';
 import { ensureTestAuthority, readyAuthority, sandboxHolderOf } from './refunds.authority.ts';
 import { runRefundJobs } from '../../../test/support/refunds.ts';
@@ -32,8 +32,7 @@ async function paidPayment(world: CheckoutWorld, amount = '12.50 NZD', email = '
   return paid.body.payment as { id: string; request_id: string; particulars: string };
 }
 
-const balanceOf = async (world: CheckoutWorld, username: string) =>
-  (await hook('GET', `${world.baseUrl}/sandbox-bank/test/payers/${username}`)).body.Data.Balance.Amount as string;
+const balanceOf = (world: CheckoutWorld, username: string) => sandboxBalanceOf(world.baseUrl, username);
 
 const mailsOf = (world: CheckoutWorld, refundId: string) =>
   world.app.deps.db

@@ -10,7 +10,7 @@ import {
   refundRowsFor,
   refundsRequiringAction,
 } from '../../refunds/refunds.service.ts';
-import { ACTION_REASON_TEXT, RefundStatus, type ActionReason } from '../../refunds/refunds.rules.ts';
+import { ACTION_REASON_TEXT, certainlyUnpaid, RefundStatus, type ActionReason } from '../../refunds/refunds.rules.ts';
 import type { RefundRow } from '../../refunds/refunds.tables.ts';
 import { authorityViewFor } from '../../refunds/refunds.authority.ts';
 import { cursorOf, dayBound, oneOf, text } from '../dashboard.format.ts';
@@ -142,7 +142,7 @@ function registerRefundsToPay(scope: Scope, kit: Kit): void {
             why: actionReasonText(item.refund.action_reason),
             unknown: unknownPayeeText(item.refund.action_reason),
           })),
-          inBatch: items.filter((item) => item.payee).length,
+          inBatch: items.filter((item) => item.payee && certainlyUnpaid(item.refund)).length,
           flash:
             done === 'paid'
               ? `Refund ${which} is marked as paid.`
