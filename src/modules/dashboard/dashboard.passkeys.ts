@@ -15,6 +15,7 @@ import {
   changeWithCode,
   recordChange,
   underCodeLimits,
+  type CodeAttempt,
   type CodeRefusal,
   type Member,
   type Passed,
@@ -99,7 +100,7 @@ export async function hasPasskeys(deps: Deps, memberId: string): Promise<boolean
 export async function passkeyRegistrationOptions(
   deps: Deps,
   member: Member,
-  code: { rawCode: unknown; client: string },
+  code: CodeAttempt,
 ): Promise<PublicKeyCredentialCreationOptionsJSON | PasskeyRefusal | CodeRefusal> {
   if (!passkeysAvailable(deps)) return { kind: 'no_host_name' };
   const row = await findTwoFactorMember(deps.db, member.memberId);
@@ -117,7 +118,7 @@ export async function passkeyRegistrationOptions(
     authenticatorSelection: { residentKey: 'discouraged', userVerification: 'preferred' },
     supportedAlgorithmIDs: ALGORITHMS,
   });
-  return changeWithCode(deps, member, code.rawCode, code.client, async (trx) => {
+  return changeWithCode(deps, member, code, 'member.passkey_add', async (trx) => {
     if (!(await putRegistrationChallenge(trx, member.memberId, options.challenge, deps.clock.now() + CHALLENGE_MS)))
       return { kind: 'not_enabled' } as const;
     return options;
@@ -179,15 +180,14 @@ export async function removePasskey(
   deps: Deps,
   member: Member,
   id: string,
-  code: { rawCode: unknown; client: string },
-  origin: Origin,
+  code: CodeAttempt,
 ): Promise<{ kind: 'removed' } | { kind: 'not_found' } | CodeRefusal> {
   const passkey = (await passkeysOfMember(deps.db, member.memberId)).find((row) => row.id === id);
   if (!passkey) return { kind: 'not_found' };
-  return changeWithCode(deps, member, code.rawCode, code.client, async (trx) => {
+  return changeWithCode(deps, member, code, 'member.passkey_remove', async (trx) => {
     // Removed meanwhile (another tab): the code is still taken, as it was right.
     if (!(await deletePasskey(trx, member.memberId, id))) return { kind: 'not_found' } as const;
-    await recordChange(trx, member, origin, 'member.passkey_remove', deps.clock.now(), {
+    await recordChange(trx, member, code.origin, 'member.passkey_remove', deps.clock.now(), {
       passkey: id,
       name: passkey.name,
     });

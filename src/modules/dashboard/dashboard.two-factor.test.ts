@@ -279,7 +279,10 @@ test('recovery codes: each signs in once; a new set ends the old one; turning of
   const off = await account.request('/dashboard/account/two-factor/off');
   assert.equal(off.status, 200);
   const wrongOff = await account.request('/dashboard/account/two-factor/off', {
-    form: { code: 'nope', csrf: Browser.csrfOf(off.text) },
+    form: {
+      code: String((Number(codeOf(world, secret)) + 1) % 1_000_000).padStart(6, '0'),
+      csrf: Browser.csrfOf(off.text),
+    },
   });
   assert.equal(wrongOff.status, 400);
   assert.equal((await world.app.deps.db.selectFrom('two_factor_members').selectAll().execute()).length, 1);
@@ -297,7 +300,7 @@ test('recovery codes: each signs in once; a new set ends the old one; turning of
   assert.equal((await world.app.deps.db.selectFrom('two_factor_recovery_codes').selectAll().execute()).length, 0);
   await signedIn(world, kowhai);
 
-  // every change to the second step, and every wrong code at sign-in, is in the team's audit trail
+  // every change to the second step, and every wrong code at sign-in or for a change, is in the team's audit trail
   const ownerId = await ownerIdOf(world.app.deps.db, kowhai.userId);
   await chainCommitted(world.app.deps.db);
   const trail = await world.app.deps.db
@@ -309,6 +312,7 @@ test('recovery codes: each signs in once; a new set ends the old one; turning of
       'member.recovery_codes_renew',
       'member.two_factor_disable',
       'member.sign_in_failed',
+      'member.change_refused',
     ])
     .orderBy('seq')
     .execute();
@@ -317,8 +321,10 @@ test('recovery codes: each signs in once; a new set ends the old one; turning of
     [
       ['member.two_factor_enable', ownerId, ownerId, '{}'],
       ['member.sign_in_failed', ownerId, ownerId, '{"step":"code"}'],
+      ['member.change_refused', ownerId, ownerId, '{"change":"member.recovery_codes_renew","step":"code"}'],
       ['member.recovery_codes_renew', ownerId, ownerId, '{}'],
       ['member.sign_in_failed', ownerId, ownerId, '{"step":"code"}'],
+      ['member.change_refused', ownerId, ownerId, '{"change":"member.two_factor_disable","step":"code"}'],
       ['member.two_factor_disable', ownerId, ownerId, '{}'],
     ],
   );
@@ -763,9 +769,12 @@ test('passkeys over HTTP: only with two-factor on; adding or removing one needs 
   const trail = await world.app.deps.db
     .selectFrom('audit_events')
     .select(['action', 'summary'])
-    .where('action', '=', 'member.passkey_remove')
+    .where('action', 'in', ['member.passkey_remove', 'member.change_refused'])
+    .orderBy('seq')
     .execute();
   assert.deepEqual(trail, [
+    { action: 'member.change_refused', summary: '{"change":"member.passkey_add","step":"code"}' },
+    { action: 'member.change_refused', summary: '{"change":"member.passkey_remove","step":"code"}' },
     { action: 'member.passkey_remove', summary: '{"name":"passkey_mine <b>","passkey":"passkey_mine"}' },
   ]);
 });

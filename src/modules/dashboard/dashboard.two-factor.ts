@@ -261,26 +261,44 @@ async function enableWith(deps: Deps, trx: Db, member: Member, typed: TypedCode,
   return { kind: 'enabled', recoveryCodes };
 }
 
+/** A typed code for a change to the second step, and where it came from. */
+export type CodeAttempt = { rawCode: unknown; client: string; origin: Origin };
+
+/** The changes to the second step that need a code, by the action that records them. */
+type CodedChange =
+  | 'member.recovery_codes_renew'
+  | 'member.two_factor_disable'
+  | 'member.passkey_add'
+  | 'member.passkey_remove';
+
 /**
  * A change to the member's second step (new recovery codes, turning it off, adding or removing a
- * passkey) with a current code or an unused recovery code: `change` runs in the transaction that
- * accepts the code, under the limits of wrong codes, and nothing is done on a refusal.
+ * passkey) with a current code or an unused recovery code: `apply` runs in the transaction that
+ * accepts the code, under the limits of wrong codes, and nothing is done on a refusal. A wrong code
+ * is recorded (`member.change_refused`), as a wrong code at sign-in is: someone with the session
+ * but not the second step may be trying codes.
  */
 export async function changeWithCode<T extends object>(
   deps: Deps,
   member: Member,
-  rawCode: unknown,
-  client: string,
-  change: (trx: Db) => Promise<T>,
+  attempt: CodeAttempt,
+  change: CodedChange,
+  apply: (trx: Db) => Promise<T>,
 ): Promise<T | CodeRefusal> {
-  const typed = readCode(rawCode);
+  const typed = readCode(attempt.rawCode);
   if (!typed) return { kind: 'malformed' };
-  return underCodeLimits(deps, member.memberId, client, () =>
+  const outcome = await underCodeLimits(deps, member.memberId, attempt.client, () =>
     inTransaction(deps, async (trx) => {
       await acceptCode(deps, trx, member.memberId, typed, true);
-      return change(trx);
+      return apply(trx);
     }),
   );
+  if ((outcome as { kind?: string }).kind === 'wrong') {
+    await deps.store.transaction((trx) =>
+      recordChange(trx, member, attempt.origin, 'member.change_refused', deps.clock.now(), { change, step: 'code' }),
+    );
+  }
+  return outcome;
 }
 
 /** A new set of recovery codes (the old ones stop working), with a current code or an unused recovery code. */
@@ -291,7 +309,7 @@ export async function makeNewRecoveryCodes(
   client: string,
   origin: Origin,
 ): Promise<{ kind: 'made'; recoveryCodes: string[] } | CodeRefusal> {
-  return changeWithCode(deps, member, rawCode, client, async (trx) => {
+  return changeWithCode(deps, member, { rawCode, client, origin }, 'member.recovery_codes_renew', async (trx) => {
     const now = deps.clock.now();
     const recoveryCodes = await newRecoveryCodes(trx, member.memberId, now);
     await recordChange(trx, member, origin, 'member.recovery_codes_renew', now);
@@ -311,7 +329,7 @@ export async function turnOffTwoFactor(
   origin: Origin,
 ): Promise<{ kind: 'off' } | { kind: 'required' } | CodeRefusal> {
   if (await teamRequiresTwoFactor(deps.db, member.userId)) return { kind: 'required' };
-  return changeWithCode(deps, member, rawCode, client, async (trx) => {
+  return changeWithCode(deps, member, { rawCode, client, origin }, 'member.two_factor_disable', async (trx) => {
     await removeTwoFactorRows(trx, member.memberId);
     await recordChange(trx, member, origin, 'member.two_factor_disable', deps.clock.now());
     return { kind: 'off' as const };

@@ -530,6 +530,7 @@ function registerPasskeyAdding(scope: Scope, kit: Kit): void {
         const options = await passkeyRegistrationOptions(kit.deps, memberOf(session), {
           rawCode: formOf(request).code,
           client: clientKey(request.ip),
+          origin: originOf(request),
         });
         if ('kind' in options) {
           if (!isCodeRefusal(options)) return reply.code(409).send({ error: passkeyRefusalText(options) });
@@ -611,13 +612,11 @@ function registerPasskeyRemoval(scope: Scope, kit: Kit): void {
       kit,
       async (request, reply, session) => {
         const id = text((request.params as { id: string }).id, 64);
-        const outcome = await removePasskey(
-          kit.deps,
-          memberOf(session),
-          id,
-          { rawCode: formOf(request).code, client: clientKey(request.ip) },
-          originOf(request),
-        );
+        const outcome = await removePasskey(kit.deps, memberOf(session), id, {
+          rawCode: formOf(request).code,
+          client: clientKey(request.ip),
+          origin: originOf(request),
+        });
         if (outcome.kind === 'not_found') return notFound(reply, session);
         if (outcome.kind !== 'removed') {
           const refused = refusalOf(reply, outcome, true);
