@@ -97,9 +97,7 @@ export interface BankConnector {
     code: string;
     redirectUri: string;
   }): Promise<BankResult<{ accessToken: string; consentId: string }>>;
-  submitPayment(
-    input: PaymentSubmission,
-  ): Promise<BankResult<{ paymentId: string; outcome: BankPaymentOutcome; failureReason?: string }>>;
+  submitPayment(input: PaymentSubmission): Promise<SubmittedPayment>;
   /** `at` as elsewhere: the sandbox bank settles delayed payments by it. */
   getPaymentStatus(input: {
     paymentId: string;
@@ -115,6 +113,23 @@ export interface BankConnector {
   /** The account a payment was made from, when the consent asked for its release. */
   getDebtorAccount(input: { paymentId: string; trace?: Trace }): Promise<BankResult<{ account: DebtorAccount }>>;
   revokeConsent(input: { consentId: string; trace?: Trace }): Promise<BankResult<Record<never, never>>>;
+}
+
+export type SubmittedPayment = BankResult<{ paymentId: string; outcome: BankPaymentOutcome; failureReason?: string }>;
+
+/**
+ * How a payment the bank already named stands now, answered as a submission is. Asking is how a
+ * payment the bank took and left pending is followed: submitting it again would be answered from
+ * the bank's idempotency record, which need not follow the payment (and keeps a key for 24 hours
+ * only). A bank that will not say gives an unknown answer, to ask again later, never a refusal.
+ */
+export async function followNamedPayment(
+  connector: BankConnector,
+  input: { paymentId: string; at?: number; trace?: Trace },
+): Promise<SubmittedPayment> {
+  const status = await connector.getPaymentStatus(input);
+  if (!status.ok) return { ...status, unknown: true };
+  return { ok: true, paymentId: input.paymentId, outcome: status.outcome, failureReason: status.failureReason };
 }
 
 /** The banks a payer can choose, and the connector for each in a mode. */

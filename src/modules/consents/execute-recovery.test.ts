@@ -188,3 +188,27 @@ test('the sweep is one job for every process, due when a process starts, that as
   }
   assert.ok(runAt >= before + MINUTE && runAt <= Date.now() + MINUTE, 'ran, and is due again in a minute');
 });
+
+test('an execution the bank holds for two minutes is asked about, not submitted again, and successful once the bank settles it', async (t) => {
+  const h = await consentHarness(t);
+  const { consent, token } = await authorise(h, { period: 'daily', max_per_period: '50.00 NZD' });
+  const delayed = await h.api.post(`/v1/test-helpers/recurring-consents/${consent.id}/delay`, { seconds: 120 });
+  assert.equal(delayed.status, 200, delayed.text);
+  const held = await execute(h, token, '6.00 NZD', 'held');
+  assert.equal(held.body.payment.status, 'unconfirmed');
+  const named = (await paymentOf(h, held.body.payment.id)).bank_payment_id;
+  assert.ok(named, 'the bank took it and named it');
+
+  // Past the hold and the settle job's two minutes, on the merchant's test clock.
+  const moved = await h.api.post('/v1/test-helpers/clock/advance', { seconds: 3 * 60 });
+  assert.equal(moved.status, 200, moved.text);
+  assert.deepEqual(await paymentOf(h, held.body.payment.id), { status: 'successful', bank_payment_id: named });
+  assert.deepEqual(
+    (await bankPaymentsOf(h, consent.id)).map((p) => p.id),
+    [named],
+    'one payment at the bank',
+  );
+  assert.deepEqual(await settleJobs(h), [], 'the settle job is done');
+  const read = await h.api.get(`/v1/recurring-consents/${consent.id}`);
+  assert.equal(read.body.recurring_consent.usage.total.count, 1, 'counted once');
+});

@@ -6,7 +6,7 @@ import type { Clock } from '../../shared/time.ts';
 import { transact } from '../../store/store.ts';
 import { recordAudit, recordAuditFor } from '../audit/audit.service.ts';
 import { isNotWritten, isUniqueViolation, type Db } from '../../store/db.ts';
-import type { BankConnector, BankResult, BankPaymentOutcome } from '../banks/bank-connector.ts';
+import { followNamedPayment, type BankConnector, type SubmittedPayment } from '../banks/bank-connector.ts';
 import { connectorFor, creditorOf, remittanceOf } from '../payments/payments.banks.ts';
 import {
   createPaymentRow,
@@ -284,17 +284,18 @@ async function replay(deps: Deps, earlier: PaymentRow, fingerprint: string): Pro
   return { status: 200, payment: presentPayment(payment) };
 }
 
-type Submitted = BankResult<{ paymentId: string; outcome: BankPaymentOutcome; failureReason?: string }>;
-
 async function submit(
   deps: Deps,
   connector: BankConnector,
   consent: ConsentRow,
   payment: PaymentRow,
   at: number,
-): Promise<Submitted> {
+): Promise<SubmittedPayment> {
+  const trace = { payment_id: payment.id, recurring_consent_id: consent.id };
+  // Taken by the bank and left pending: asked about, never submitted again.
+  if (payment.bank_payment_id) return followNamedPayment(connector, { paymentId: payment.bank_payment_id, at, trace });
   return connector.submitPayment({
-    trace: { payment_id: payment.id, recurring_consent_id: consent.id },
+    trace,
     consentId: consent.bank_consent_id,
     accessToken: openStored(deps.secrets, consent.bank_access_token),
     amountCents: payment.settled_cents,

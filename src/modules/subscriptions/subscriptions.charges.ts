@@ -5,7 +5,7 @@ import { newId } from '../../shared/ids.ts';
 import { iso } from '../../shared/time.ts';
 import type { Database } from '../../store/tables.ts';
 import { transact } from '../../store/store.ts';
-import type { BankFailure, BankPaymentOutcome, BankResult } from '../banks/bank-connector.ts';
+import { followNamedPayment, type BankFailure, type SubmittedPayment } from '../banks/bank-connector.ts';
 import { EMPTY_DETAILS, recordCustInfo, type PayerDetails } from '../customers/customers.service.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { creditorOf, remittanceOf } from '../payments/payments.banks.ts';
@@ -44,7 +44,6 @@ type Db = Kysely<Database>;
 type Trx = Transaction<Database>;
 type Finish = JobContext['finishIn'];
 type Attempt = { sub: SubscriptionRow; charge: ChargeRow; payment: PaymentRow };
-type Submission = BankResult<{ paymentId: string; outcome: BankPaymentOutcome; failureReason?: string }>;
 
 /** How long to wait before asking again when the bank's answer was lost or is still pending. */
 const UNKNOWN_RETRY_MS = 30_000;
@@ -144,7 +143,7 @@ async function claim(
 }
 
 /** Step 2: outside any transaction. */
-async function submit(deps: Deps, db: Db, attempt: Attempt, now: number): Promise<Submission> {
+async function submit(deps: Deps, db: Db, attempt: Attempt, now: number): Promise<SubmittedPayment> {
   const bank = bankOf(deps, attempt.sub);
   if (!bank)
     return {
@@ -153,22 +152,13 @@ async function submit(deps: Deps, db: Db, attempt: Attempt, now: number): Promis
       message: `bank ${attempt.sub.bank_id} is not connected`,
       unknown: true,
     };
+  const trace = { payment_id: attempt.payment.id, subscription_id: attempt.sub.id };
   try {
+    // Taken by the bank and left pending: asked about, never submitted again.
     const named = attempt.payment.bank_payment_id;
-    if (named) {
-      // The bank took the payment and answered pending: ask how it stands now. Submitting it again
-      // would be answered from the bank's idempotency record, which need not follow the payment.
-      const status = await bank.getPaymentStatus({
-        paymentId: named,
-        at: now,
-        trace: { payment_id: attempt.payment.id, subscription_id: attempt.sub.id },
-      });
-      // A bank that will not say is no refusal of the payment: ask again later.
-      if (!status.ok) return { ...status, unknown: true };
-      return { ok: true, paymentId: named, outcome: status.outcome, failureReason: status.failureReason };
-    }
+    if (named) return await followNamedPayment(bank, { paymentId: named, at: now, trace });
     return await bank.submitPayment({
-      trace: { payment_id: attempt.payment.id, subscription_id: attempt.sub.id },
+      trace,
       consentId: attempt.sub.bank_consent_id,
       accessToken: openStored(deps.secrets, attempt.sub.bank_access_token),
       amountCents: attempt.payment.settled_cents,
@@ -258,7 +248,7 @@ async function record(
   deps: Deps,
   trx: Trx,
   claimed: Attempt,
-  result: Submission,
+  result: SubmittedPayment,
   now: number,
   finish: Finish,
 ): Promise<JobResult> {
@@ -334,7 +324,7 @@ async function recordFailure(
   deps: Deps,
   trx: Trx,
   { sub, charge, payment }: Attempt,
-  result: Submission,
+  result: SubmittedPayment,
   now: number,
 ): Promise<string> {
   const active = sub.status === 'active';
