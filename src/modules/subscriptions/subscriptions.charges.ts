@@ -14,6 +14,7 @@ import { slotDate } from './schedule.ts';
 import { bankOf } from './subscriptions.bank.ts';
 import type { SubscriptionsTable } from './subscriptions.tables.ts';
 import {
+  chargesInFlight,
   findCharge,
   findLatestCharge,
   insertChargeIfNew,
@@ -26,7 +27,7 @@ import {
 import { isConsentGone, nextAfterSlot, retryAfterFailure, scheduleOf } from './subscriptions.rules.ts';
 import { noticeChargeFailed, noticeSubscriptionEnded } from './subscriptions.notices.ts';
 import { cancelInTransaction } from './subscriptions.service.ts';
-import { scheduleCharge } from './subscriptions.schedule-jobs.ts';
+import { queueChargeUnlessQueued, scheduleCharge } from './subscriptions.schedule-jobs.ts';
 import { openStored } from '../../shared/secret-box.ts';
 import type { Mode } from '../../shared/mode.ts';
 import type { Deps } from '../context.ts';
@@ -433,4 +434,25 @@ export async function chargeDue(
 
 export function chargeSubscriptionJob(deps: Deps): JobHandler {
   return async (payload: { subscription_id: string }, context) => chargeDue(deps, payload.subscription_id, context);
+}
+
+/**
+ * At start, in a process that runs workers: every charge handed to a bank and not yet recorded has
+ * its subscription's job, which follows it to its end whatever the subscription's status. A pause or
+ * a cancel keeps that job; this finds a charge left without one in a database written before they
+ * did, so a payment the bank took is still counted. One that is no longer its subscription's latest
+ * charge cannot be followed by the job (it reads the latest): it is logged for the operator.
+ */
+export async function followChargesLeftInFlight(deps: Deps): Promise<void> {
+  for (const charge of await chargesInFlight(deps.db)) {
+    const sub = { id: charge.subscription_id, user_id: charge.user_id, mode: charge.mode };
+    if (charge.slot_date !== charge.latest) {
+      deps.log.error(
+        { subscription_id: sub.id, slot_date: charge.slot_date },
+        'a charge left in flight behind a later one is not followed: its payment stays unconfirmed; ask the bank how it ended',
+      );
+      continue;
+    }
+    await deps.store.transaction((trx) => queueChargeUnlessQueued(trx, deps, sub));
+  }
 }

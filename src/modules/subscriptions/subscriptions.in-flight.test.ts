@@ -6,6 +6,7 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { subscriptionsOverApi } from '../../../test/support/subscriptions.ts';
+import { subscriptionsModule } from './subscriptions.module.ts';
 
 const MINUTE = 60_000;
 const DAY = 86_400_000;
@@ -236,3 +237,33 @@ for (const declined of [false, true]) {
     assert.equal(await s.debits(sub.id), 3);
   });
 }
+
+test('a charge left in flight without its job (a pause in a database from before) is followed once a process starts, and counted once', async (t) => {
+  const s = await setUp(t);
+  const { sub } = await s.subscribe({ amount: '15.00 NZD', period: 'weekly', total_count: 3 });
+  const held = await s.firstChargeHeld(sub.id);
+  assert.equal((await s.api.post(`/v1/subscriptions/${sub.id}/pause`)).status, 200);
+  // What a pause did before it kept the job of a charge in flight: the job is gone.
+  const db = s.app.deps.db;
+  await db.deleteFrom('jobs').where('dedupe_key', '=', `subscription.charge:${sub.id}`).execute();
+  await s.settleAtBank(sub.id, held.id);
+  await s.advanceTo((await s.clockNow()) + 5 * MINUTE);
+  assert.equal((await s.payments(sub.id))[0].status, 'unconfirmed', 'nothing follows it');
+
+  await subscriptionsModule.start!(s.app.deps);
+  await subscriptionsModule.start!(s.app.deps);
+  const queued = await db.selectFrom('jobs').select('id').where('kind', '=', 'subscription.charge').execute();
+  assert.equal(queued.length, 1, 'one job, however many processes start');
+  await s.advanceTo((await s.clockNow()) + MINUTE);
+  const [settled] = await s.payments(sub.id);
+  assert.equal(settled.status, 'successful');
+  const state = await s.get(sub.id);
+  assert.deepEqual([state.status, state.successful_charges], ['paused', 1]);
+  assert.equal(await s.receipts(held.id), 1);
+  assert.equal(await s.debits(sub.id), 1);
+  assert.deepEqual(
+    await db.selectFrom('jobs').select('id').where('kind', '=', 'subscription.charge').execute(),
+    [],
+    'nothing more is scheduled while it is paused',
+  );
+});

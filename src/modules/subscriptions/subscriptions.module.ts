@@ -1,5 +1,5 @@
 import type { ModuleManifest } from '../manifest.ts';
-import { chargeSubscriptionJob } from './subscriptions.charges.ts';
+import { chargeSubscriptionJob, followChargesLeftInFlight } from './subscriptions.charges.ts';
 import { subscriptionCheckout } from './subscriptions.checkout.ts';
 import { registerSubscriptionRoutes } from './subscriptions.routes.ts';
 import {
@@ -16,6 +16,7 @@ export const subscriptionsModule: ModuleManifest = {
   name: 'subscriptions',
   routes: (app, deps) => registerSubscriptionRoutes(app, deps),
   jobs: [{ name: CHARGE_SUBSCRIPTION_JOB, handler: chargeSubscriptionJob }],
+  start: followChargesLeftInFlight,
   checkout: { subscription: (deps) => subscriptionCheckout(deps) },
   payHelpers: { subscription: paySubscriptionRequest },
   sealSecrets: (trx, secrets) => sealSubscriptionAccessTokens(trx, (secret) => secrets.seal(secret)),

@@ -126,6 +126,29 @@ export async function findChargeInFlight(db: Db, subscriptionId: string): Promis
   return latest?.status === 'in_flight' ? latest : undefined;
 }
 
+/**
+ * Every charge handed to a bank and not yet recorded, with its subscription's owner and whether it
+ * is that subscription's latest charge (read from the partial index of charges in flight).
+ */
+export async function chargesInFlight(
+  db: Db,
+): Promise<Array<{ subscription_id: string; user_id: string; mode: string; slot_date: string; latest: string }>> {
+  return db
+    .selectFrom('subscription_charges as c')
+    .innerJoin('subscriptions as s', 's.id', 'c.subscription_id')
+    .select(['c.subscription_id', 's.user_id', 's.mode', 'c.slot_date'])
+    .select((eb) =>
+      eb
+        .selectFrom('subscription_charges as l')
+        .select((l) => l.fn.max('l.slot_date').as('latest'))
+        .whereRef('l.subscription_id', '=', 'c.subscription_id')
+        .as('latest'),
+    )
+    .where('c.status', '=', 'in_flight')
+    .$narrowType<{ latest: string }>()
+    .execute();
+}
+
 /** The slot whose retries are pending, if any (at most one per subscription). */
 export async function findOpenCharge(db: Db, subscriptionId: string): Promise<ChargeRow | undefined> {
   return db

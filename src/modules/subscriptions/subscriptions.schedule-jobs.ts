@@ -40,6 +40,22 @@ export async function scheduleCharge(trx: Kysely<Database>, deps: Deps, sub: Own
   );
 }
 
+/** Queues the subscription's charge job due now, unless it has one queued already (the dedupe key keeps that one). */
+export async function queueChargeUnlessQueued(trx: Kysely<Database>, deps: Deps, sub: Owned): Promise<void> {
+  const realNow = deps.clock.now();
+  await enqueue(
+    trx,
+    {
+      kind: CHARGE_SUBSCRIPTION_JOB,
+      runAt: realNow,
+      clockId: clockIdOf(sub),
+      payload: { subscription_id: sub.id },
+      dedupeKey: dedupeKeyOf(sub.id),
+    },
+    realNow,
+  );
+}
+
 /**
  * Drops the subscription's pending charge job (pause, cancel, when no charge is at the bank: the job
  * of one in flight is kept to follow it). A running one finds the new status.
