@@ -151,7 +151,10 @@ export async function unrecoveredFailures(db: Db, endpointId: string, since: num
     .execute();
 }
 
-/** Whether this endpoint was sent the event's secret when the event happened (so its resends may carry it too). */
+/**
+ * Whether this endpoint was sent the event's secret when the event happened, at the URL it has now
+ * (so its resends may carry it too).
+ */
 export async function endpointHadSecret(db: Db, eventId: string, endpointId: string): Promise<boolean> {
   const row = await db
     .selectFrom('webhook_deliveries')
@@ -162,6 +165,19 @@ export async function endpointHadSecret(db: Db, eventId: string, endpointId: str
     .limit(1)
     .executeTakeFirst();
   return row !== undefined;
+}
+
+/**
+ * None of the endpoint's deliveries carries its event's secret any more, those still to be sent
+ * included: its URL changed, and the new one was not there when the events happened.
+ */
+export async function withholdSecretsFrom(db: Db, endpointId: string): Promise<void> {
+  await db
+    .updateTable('webhook_deliveries')
+    .set({ with_secret: 0 })
+    .where('endpoint_id', '=', endpointId)
+    .where('with_secret', '=', 1)
+    .execute();
 }
 
 export async function markSuperseded(db: Db, deliveryId: string, by: string): Promise<void> {

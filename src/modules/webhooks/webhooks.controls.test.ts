@@ -2,9 +2,15 @@ import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import pino from 'pino';
-import { apiClient, buildTestApp, createTestMerchant, type ApiClient } from '../../../test/helpers.ts';
+import { apiClient, buildTestApp, createTestMerchant, type ApiClient, type TestApp } from '../../../test/helpers.ts';
 import type { Clock } from '../../shared/time.ts';
-import { startReceiver } from '../../../test/support/webhook-receiver.ts';
+import { transact } from '../../store/store.ts';
+import { startReceiver, type Received } from '../../../test/support/webhook-receiver.ts';
+import { until } from '../../../test/support/listening.ts';
+import { newConsentToken } from '../consents/consents.rules.ts';
+import { maskSecret } from '../events/events.builders.ts';
+import { emitEvent } from '../events/events.service.ts';
+import { DELIVERY_POLICY } from './retry-policy.ts';
 import { decodeKeyring, encodeKeyring, PREVIOUS_SECRET_KEPT_MS, rotated, signingSecrets } from './signing.ts';
 import { signStandardWebhook, signWebhookBody, verifyStandardWebhook, verifyWebhookSignature } from './verify.js';
 import { WebhookDispatcher } from './webhooks.dispatcher.ts';
@@ -227,4 +233,88 @@ test('rotating the secret: shown once, both secrets sign for 24 hours, then only
   assert.equal(body.body.code, 'bad_request.unknown_param.secret');
   const other = await createTestMerchant(app, 'Other');
   assert.equal((await apiClient(app, other.testKey).post(`/v1/webhooks/${webhook.id}/rotate-secret`)).status, 404);
+});
+
+/** A consent authorised now: its event, with the token in clear for the endpoints that exist. */
+async function authoriseConsent(app: TestApp, userId: string) {
+  const token = newConsentToken();
+  const event = await transact(app.deps.db, (trx) =>
+    emitEvent(
+      trx,
+      { userId, mode: 'test' },
+      'recurring_payment.authorised',
+      'recurring_x',
+      { id: 'recurring_x', merchant_identifier: null, status: 'active', token },
+      Date.now(),
+      { secrets: app.deps.secrets },
+    ),
+  );
+  return { eventId: event.id, token };
+}
+
+test("after an endpoint's url changes, what it is sent of earlier events carries the recurring token masked: deliveries still waiting, resends and recoveries", async (t) => {
+  const app = await buildTestApp(t);
+  const merchant = await createTestMerchant(app);
+  const api = apiClient(app, merchant.testKey);
+  const original = await startReceiver(() => ({ status: 503 }));
+  const moved = await startReceiver();
+  const steady = await startReceiver();
+  t.after(() => Promise.all([original.close(), moved.close(), steady.close()]));
+  let dispatcher: WebhookDispatcher | undefined;
+  t.after(() => dispatcher?.stop());
+  const startDispatcher = () => {
+    dispatcher = new WebhookDispatcher({
+      db: app.deps.db,
+      log: silent,
+      pollMs: 20,
+      reach: { live: 'any', test: 'any' },
+      secrets: app.deps.secrets,
+      policy: { ...DELIVERY_POLICY, maxAttempts: 1 },
+    });
+    dispatcher.start();
+  };
+  const hook = (await api.post('/v1/webhooks', { url: original.url })).body.webhook;
+  const steadyHook = (await api.post('/v1/webhooks', { url: steady.url })).body.webhook;
+  const since = new Date(Date.now() - 1000).toISOString();
+
+  startDispatcher();
+  const failed = await authoriseConsent(app, merchant.userId);
+  const [firstTry] = await original.waitFor(1);
+  assert.equal(firstTry.body.data.token, failed.token, 'the endpoint existed at authorisation');
+  await steady.waitFor(1);
+  await until('the delivery to fail', async () =>
+    (await api.get(`/v1/events/${failed.eventId}`)).body.deliveries.some(
+      (d: any) => d.webhook_id === hook.id && d.status === 'failed',
+    ),
+  );
+  // The next consent's deliveries are still waiting when the url changes.
+  await dispatcher!.stop();
+  const waiting = await authoriseConsent(app, merchant.userId);
+
+  assert.equal((await api.patch(`/v1/webhooks/${hook.id}`, { url: moved.url })).status, 200);
+  assert.equal(
+    (await api.patch(`/v1/webhooks/${steadyHook.id}`, { url: steady.url })).status,
+    200,
+    'the same url is no change',
+  );
+  startDispatcher();
+  const recovered = await api.post(`/v1/webhooks/${hook.id}/recover`, { since });
+  assert.equal(recovered.body.deliveries.length, 1, recovered.text);
+  assert.equal((await api.post(`/v1/events/${failed.eventId}/resend`, { webhook_id: hook.id })).status, 200);
+  assert.equal((await api.post(`/v1/events/${failed.eventId}/resend`, { webhook_id: steadyHook.id })).status, 200);
+
+  const rawOf = (received: Received) => received.raw.toString('utf8');
+  const toMoved = await moved.waitFor(3);
+  assert.deepEqual(toMoved.map((r) => r.body.id).sort(), [failed.eventId, failed.eventId, waiting.eventId].sort());
+  for (const received of toMoved) {
+    const { token } = received.body.id === failed.eventId ? failed : waiting;
+    assert.equal(received.body.data.token, maskSecret(token));
+    assert.ok(!rawOf(received).includes(token), 'the new url never sees a token in clear');
+  }
+  // The endpoint whose url did not change still gets every token in clear.
+  const toSteady = await steady.waitFor(3);
+  assert.deepEqual(
+    toSteady.map((r) => `${r.body.id} ${r.body.data.token}`).sort(),
+    [failed, waiting, failed].map(({ eventId, token }) => `${eventId} ${token}`).sort(),
+  );
 });

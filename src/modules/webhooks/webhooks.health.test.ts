@@ -134,3 +134,65 @@ test('an endpoint whose deliveries have all failed for 3 days is disabled, with 
     'a disabled endpoint is not reported as failing',
   );
 });
+
+test('an endpoint enabled again after being disabled starts a fresh streak: disabled again only after 3 days of new failures, with its own mail', async (t) => {
+  const app = await buildTestApp(t);
+  const merchant = await createTestMerchant(app);
+  const api = apiClient(app, merchant.testKey);
+  const broken = await startReceiver(() => ({ status: 500 }));
+  t.after(() => broken.close());
+  const dispatcher = new WebhookDispatcher({
+    db: app.deps.db,
+    log: pino({ level: 'silent' }),
+    pollMs: 20,
+    reach: { live: 'any', test: 'any' },
+    secrets: app.deps.secrets,
+    policy: { ...DELIVERY_POLICY, maxAttempts: 1 },
+  });
+  dispatcher.start();
+  t.after(() => dispatcher.stop());
+  const hook = (await api.post('/v1/webhooks', { url: broken.url })).body.webhook;
+  const failOnce = async (message: string, count: number) => {
+    await api.post('/v1/requests', { bank_account_id: merchant.bankAccountId, amount: '5.00 NZD', message });
+    await broken.waitFor(count);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    return Date.now();
+  };
+  const disabledMails = async () =>
+    (
+      await app.deps.db
+        .selectFrom('mail_messages')
+        .select('related_id')
+        .where('template', '=', 'webhook_disabled')
+        .execute()
+    ).map((mail) => mail.related_id);
+  const disabledEvents = async () =>
+    (await api.get('/v1/events', { query: { type: 'webhook_endpoint.disabled' } })).body.events;
+
+  const firstStreak = await failOnce('One', 1);
+  assert.equal(await disableLongFailingEndpoints(app.deps, firstStreak + 73 * HOUR), 1);
+  const enabled = await api.patch(`/v1/webhooks/${hook.id}`, { disabled: false });
+  assert.equal(enabled.body.webhook.disabled, false, enabled.text);
+  assert.equal(
+    await disableLongFailingEndpoints(app.deps, firstStreak + 74 * HOUR),
+    0,
+    'the failures before it was enabled no longer count',
+  );
+  assert.deepEqual(await failingEndpoints(app.deps, firstStreak + 74 * HOUR), []);
+  assert.equal((await api.get(`/v1/webhooks/${hook.id}`)).body.webhook.disabled, false);
+
+  const secondStreak = await failOnce('Two', 2);
+  assert.equal(await noticeFailingEndpoints(app.deps, secondStreak + 23 * HOUR), 0, 'not yet a day of new failures');
+  assert.equal(await noticeFailingEndpoints(app.deps, secondStreak + 25 * HOUR), 1, 'the new streak is reported');
+  assert.equal(await disableLongFailingEndpoints(app.deps, secondStreak + 71 * HOUR), 0, 'not yet 3 days');
+  assert.equal(await disableLongFailingEndpoints(app.deps, secondStreak + 73 * HOUR), 1);
+  assert.equal((await api.get(`/v1/webhooks/${hook.id}`)).body.webhook.disabled, true);
+  assert.deepEqual(await disabledMails(), [hook.id, hook.id], 'each disabling is mailed');
+  const failingSince = (await disabledEvents()).map((event: any) => Date.parse(event.data.failing_since));
+  assert.equal(failingSince.length, 2, 'each disabling sends its event');
+  assert.ok(
+    failingSince.some((since: number) => since < firstStreak) &&
+      failingSince.some((since: number) => since > firstStreak),
+    'the second streak began after it was enabled',
+  );
+});

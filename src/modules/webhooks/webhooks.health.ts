@@ -28,7 +28,7 @@ export type FailingEndpoint = { id: string; userId: string; mode: 'live' | 'test
 export async function failingEndpoints(deps: Deps, now: number): Promise<FailingEndpoint[]> {
   const failing: FailingEndpoint[] = [];
   for (const endpoint of await allLiveEndpoints(deps.db)) {
-    const since = await failingSinceOf(deps.db, endpoint.id);
+    const since = await failingSinceOf(deps.db, endpoint);
     if (since !== null && since <= now - DAY_MS)
       failing.push({
         id: endpoint.id,

@@ -3,6 +3,7 @@ import { notFound } from '../../shared/errors.ts';
 import type { Database } from '../../store/tables.ts';
 import { prepared } from '../../store/prepared.ts';
 import { notSealed } from '../../store/seal-at-rest.ts';
+import { lockForUpdate } from '../../store/db.ts';
 import type { WebhookEndpointsTable } from './webhooks.tables.ts';
 import type { Mode } from '../../shared/mode.ts';
 
@@ -14,15 +15,14 @@ export async function insertEndpoint(db: Db, row: EndpointRow): Promise<void> {
   await db.insertInto('webhook_endpoints').values(row).execute();
 }
 
+/** An endpoint not deleted, by id; of that owner only, unless `owner` is null (the operator, CLI). */
+function endpointById(db: Db, owner: Owner | null, id: string) {
+  const query = db.selectFrom('webhook_endpoints').selectAll().where('id', '=', id).where('deleted_at', 'is', null);
+  return owner ? query.where('user_id', '=', owner.userId).where('mode', '=', owner.mode) : query;
+}
+
 export async function findEndpoint(db: Db, owner: Owner, id: string): Promise<EndpointRow | undefined> {
-  return db
-    .selectFrom('webhook_endpoints')
-    .selectAll()
-    .where('id', '=', id)
-    .where('user_id', '=', owner.userId)
-    .where('mode', '=', owner.mode)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst();
+  return endpointById(db, owner, id).executeTakeFirst();
 }
 
 export async function getEndpoint(db: Db, owner: Owner, id: string): Promise<EndpointRow> {
@@ -31,14 +31,16 @@ export async function getEndpoint(db: Db, owner: Owner, id: string): Promise<End
   return row;
 }
 
-/** By id alone, for the admin CLI. */
-export async function findEndpointById(db: Db, id: string): Promise<EndpointRow | undefined> {
-  return db
-    .selectFrom('webhook_endpoints')
-    .selectAll()
-    .where('id', '=', id)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst();
+/**
+ * getEndpoint, with the endpoint's row locked until the transaction ends (PostgreSQL; SQLite's
+ * writers take turns already). What changes the endpoint, or queues deliveries from its past ones
+ * (recover, resend), holds it: two recoveries never both re-send the same failed delivery, and a
+ * resend never reads whether the endpoint may have an event's secret while its URL is changing.
+ */
+export async function lockEndpoint(db: Db, owner: Owner | null, id: string): Promise<EndpointRow> {
+  const row = await lockForUpdate(db, endpointById(db, owner, id)).executeTakeFirst();
+  if (!row) throw notFound('webhook', id);
+  return row;
 }
 
 export async function listEndpoints(
@@ -59,23 +61,26 @@ export async function listEndpoints(
     .execute();
 }
 
-export async function liveEndpointsOf(db: Db, owner: Owner): Promise<EndpointRow[]> {
-  return db
+/** The owner's endpoints neither deleted nor disabled, locked as lockEndpoint locks one (resending an event to them all). */
+export async function lockLiveEndpointsOf(db: Db, owner: Owner): Promise<EndpointRow[]> {
+  const query = db
     .selectFrom('webhook_endpoints')
     .selectAll()
     .where('user_id', '=', owner.userId)
     .where('mode', '=', owner.mode)
     .where('deleted_at', 'is', null)
     .where('disabled_at', 'is', null)
-    .orderBy('id')
-    .execute();
+    .orderBy('id');
+  return lockForUpdate(db, query).execute();
 }
 
 export async function softDeleteEndpoint(db: Db, id: string, now: number): Promise<void> {
   await db.updateTable('webhook_endpoints').set({ deleted_at: now }).where('id', '=', id).execute();
 }
 
-export type EndpointChanges = Partial<Pick<EndpointRow, 'url' | 'events' | 'disabled_at' | 'secret' | 'description'>>;
+export type EndpointChanges = Partial<
+  Pick<EndpointRow, 'url' | 'events' | 'disabled_at' | 'enabled_at' | 'secret' | 'description'>
+>;
 
 export async function updateEndpoint(db: Db, id: string, changes: EndpointChanges): Promise<void> {
   if (Object.keys(changes).length === 0) return;
@@ -98,31 +103,41 @@ export async function sealEndpointSecrets(db: Db, seal: (secret: string) => stri
       .execute();
 }
 
+export type LiveEndpoint = Pick<EndpointRow, 'id' | 'user_id' | 'mode' | 'url' | 'enabled_at'>;
+
 /** Every endpoint neither deleted nor disabled, of every merchant (the health check). */
-export async function allLiveEndpoints(db: Db): Promise<Array<Pick<EndpointRow, 'id' | 'user_id' | 'mode' | 'url'>>> {
+export async function allLiveEndpoints(db: Db): Promise<LiveEndpoint[]> {
   return db
     .selectFrom('webhook_endpoints')
-    .select(['id', 'user_id', 'mode', 'url'])
+    .select(['id', 'user_id', 'mode', 'url', 'enabled_at'])
     .where('deleted_at', 'is', null)
     .where('disabled_at', 'is', null)
     .execute();
 }
 
-/** When the endpoint's current run of failed attempts began (after its last 2xx), or null when its last attempt succeeded. */
-export async function failingSinceOf(db: Db, endpointId: string): Promise<number | null> {
+/**
+ * When the endpoint's current run of failed attempts began, or null when there is none. A run
+ * starts after its last 2xx, and after it was last enabled again: enabling it is the merchant
+ * saying they fixed what failed, so the failures before do not count against it.
+ */
+export async function failingSinceOf(
+  db: Db,
+  endpoint: Pick<LiveEndpoint, 'id' | 'enabled_at'>,
+): Promise<number | null> {
   const attempts = db
     .selectFrom('webhook_attempts as a')
     .innerJoin('webhook_deliveries as d', 'd.id', 'a.delivery_id')
-    .where('d.endpoint_id', '=', endpointId);
+    .where('d.endpoint_id', '=', endpoint.id);
   const success = await attempts
     .select(({ fn }) => fn.max('a.started_at').as('at'))
     .where('a.status_code', '>=', 200)
     .where('a.status_code', '<', 300)
     .executeTakeFirst();
   const lastSuccess = success?.at == null ? 0 : Number(success.at);
+  const runAfter = Math.max(lastSuccess, Number(endpoint.enabled_at ?? 0));
   const failure = await attempts
     .select(({ fn }) => fn.min('a.started_at').as('at'))
-    .where('a.started_at', '>', lastSuccess)
+    .where('a.started_at', '>', runAfter)
     .executeTakeFirst();
   return failure?.at == null ? null : Number(failure.at);
 }

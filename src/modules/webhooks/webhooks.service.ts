@@ -3,7 +3,7 @@ import { recordAudit, recordAuditFor, type AuditBy } from '../audit/audit.servic
 import type { Kysely } from 'kysely';
 import { idempotent } from '../../http/idempotency.ts';
 import { DAY_MS, iso } from '../../shared/time.ts';
-import { AppError, invalidParam, notFound } from '../../shared/errors.ts';
+import { AppError, invalidParam } from '../../shared/errors.ts';
 import { openStored } from '../../shared/secret-box.ts';
 import { newId } from '../../shared/ids.ts';
 import { pageOf } from '../../shared/pagination.ts';
@@ -21,6 +21,7 @@ import {
   cancelPendingDeliveries,
   markSuperseded,
   queueDelivery,
+  withholdSecretsFrom,
   recentDeliveriesOfEndpoint,
   unrecoveredFailures,
   unrecoveredFailuresOf,
@@ -30,12 +31,12 @@ import { validateWebhookUrl } from './url-policy.ts';
 import { endpointTakes, eventFilterProblem } from './event-filter.ts';
 import { presentDelivery, presentWebhook } from './webhooks.present.ts';
 import {
-  findEndpointById,
   forgetEndpointSecret,
   getEndpoint,
   insertEndpoint,
   listEndpoints,
-  liveEndpointsOf,
+  lockEndpoint,
+  lockLiveEndpointsOf,
   softDeleteEndpoint,
   updateEndpoint,
   type EndpointChanges,
@@ -85,6 +86,7 @@ export async function createWebhook(ctx: Ctx, body: CreateWebhookBody, idempoten
     created_at: ctx.clock.now(),
     deleted_at: null,
     disabled_at: null,
+    enabled_at: null,
     description: descriptionOf(body.description),
   };
   return idempotent(ctx, idempotencyKey, 'POST /v1/webhooks', body, 201, async (trx) => {
@@ -117,6 +119,7 @@ export async function listWebhooksFor(ctx: Ctx, query: ListWebhooksQuery) {
 /**
  * Changes an endpoint's url, event filter, description or disabled flag. Disabling cancels the
  * deliveries still waiting to be sent, and no new ones are queued until it is enabled again.
+ * A new url is not sent the secrets of events that happened before it (docs/security.md).
  */
 export async function updateWebhook(ctx: Ctx, id: string, body: UpdateWebhookBody) {
   if (Object.values(body).every((value) => value === undefined)) {
@@ -131,18 +134,27 @@ export async function updateWebhook(ctx: Ctx, id: string, body: UpdateWebhookBod
       ? undefined
       : await validateWebhookUrl(body.url, ctx.mode, { reach: ctx.deps.config.targetReach[ctx.mode] });
   return transact(ctx.db, async (trx) => {
-    const row = await getEndpoint(trx, owner(ctx), id);
+    const row = await lockEndpoint(trx, owner(ctx), id);
     const changes: EndpointChanges = {};
     if (url !== undefined) changes.url = url;
     if (body.events !== undefined) changes.events = body.events === null ? null : JSON.stringify(body.events);
     if (body.description !== undefined) changes.description = descriptionOf(body.description);
-    if (body.disabled === true && row.disabled_at === null) changes.disabled_at = ctx.deps.clock.now();
-    if (body.disabled === false) changes.disabled_at = null;
+    if (body.disabled !== undefined) Object.assign(changes, disabledChanges(row, body.disabled, ctx.deps.clock.now()));
     await updateEndpoint(trx, id, changes);
     if (changes.disabled_at) await cancelPendingDeliveries(trx, id);
+    if (changes.url !== undefined && changes.url !== row.url) await withholdSecretsFrom(trx, id);
     await recordAuditFor(trx, ctx, 'webhook_endpoint.update', id, changeSummary(row, changes));
     return { webhook: presentWebhook({ ...row, ...changes }) };
   });
+}
+
+/**
+ * Disabling or enabling, when it changes anything. Enabling starts a fresh failing streak: the
+ * failures that got the endpoint disabled do not count towards disabling it again.
+ */
+function disabledChanges(row: EndpointRow, disabled: boolean, now: number): EndpointChanges {
+  if (disabled === (row.disabled_at !== null)) return {};
+  return disabled ? { disabled_at: now } : { disabled_at: null, enabled_at: now };
 }
 
 /** What an update changed, field by field, as the audit trail records it. */
@@ -215,8 +227,7 @@ export async function recoverDeliveries(
   by: AuditBy,
 ): Promise<{ deliveries: DeliveryObject[] }> {
   return transact(db, async (trx) => {
-    const endpoint = scope ? await getEndpoint(trx, scope, webhookId) : await findEndpointById(trx, webhookId);
-    if (!endpoint) throw notFound('webhook', webhookId);
+    const endpoint = await lockEndpoint(trx, scope, webhookId);
     refuseDisabled(endpoint);
     const failed = await unrecoveredFailures(trx, endpoint.id, since);
     const deliveries: DeliveryObject[] = [];
@@ -269,12 +280,13 @@ export async function resendToWebhooks(
   return transact(db, async (trx) => {
     const scope = { userId: event.userId, mode: event.mode };
     const targets = webhookId
-      ? [await getEndpoint(trx, scope, webhookId)]
-      : (await liveEndpointsOf(trx, scope)).filter((endpoint) => endpointTakes(endpoint.events, event.type));
+      ? [await lockEndpoint(trx, scope, webhookId)]
+      : (await lockLiveEndpointsOf(trx, scope)).filter((endpoint) => endpointTakes(endpoint.events, event.type));
     targets.forEach(refuseDisabled);
     const deliveries: DeliveryObject[] = [];
     for (const endpoint of targets) {
-      // The event's secret goes only to endpoints that were sent it when the event happened.
+      // The event's secret goes only to endpoints that were sent it when the event happened, and
+      // whose URL has not changed since.
       const withSecret = await endpointHadSecret(trx, event.id, endpoint.id);
       const row = await queueDelivery(
         trx,

@@ -18,6 +18,11 @@ export interface WebhookEndpointsTable {
   deleted_at: number | null;
   /** Set while the merchant has the endpoint disabled: no new deliveries. */
   disabled_at: number | null;
+  /**
+   * When it was last enabled again after being disabled, null if it never was: its failing streak
+   * (webhooks.health.ts) counts attempts from then on only (migration 0049).
+   */
+  enabled_at: number | null;
   /** The merchant's own label for the endpoint, trimmed, at most 200 characters; null when none (migration 0027). */
   description: string | null;
 }
@@ -44,7 +49,8 @@ export interface WebhookDeliveriesTable {
   superseded_by: string | null;
   /**
    * 1 when the body goes out with the event's secret (the recurring token) in clear: deliveries to
-   * endpoints that existed when the event happened, their retries, resends and recoveries.
+   * endpoints that existed when the event happened, their retries, resends and recoveries, until
+   * the endpoint's URL changes (then 0 on all of them).
    */
   with_secret: Generated<number>;
   created_at: number;

@@ -42,6 +42,7 @@ import * as inPlaceDeliveryUpdates from './0045-in-place-delivery-updates.ts';
 import * as statementAmounts from './0046-statement-amounts.ts';
 import * as refundSubmissions from './0047-refund-submissions.ts';
 import * as chargesInFlight from './0048-charges-in-flight.ts';
+import * as webhookEnabledAt from './0049-webhook-enabled-at.ts';
 import { sandboxBankMigrations } from '../../sandbox-bank/migrations/index.ts';
 
 // Every migration; they run in the order of their names. Each module appends its own file here;
@@ -90,6 +91,7 @@ export const migrations: Record<string, Migration> = inNameOrder({
   '0046-statement-amounts': statementAmounts,
   '0047-refund-submissions': refundSubmissions,
   '0048-charges-in-flight': chargesInFlight,
+  '0049-webhook-enabled-at': webhookEnabledAt,
   ...sandboxBankMigrations,
 });
 
