@@ -52,10 +52,16 @@ test('every problem is reported against its field', () => {
     ok: false,
     errors: [{ field: 'amount_other', message: 'The amount must be at least $5.00' }],
   });
-  assert.deepEqual(parseCheckoutForm(base, { amount_other: 'ten', bank: 'anz' }, banks), {
-    ok: false,
-    errors: [{ field: 'amount_other', message: 'Enter the amount in dollars and cents, for example 25.00' }],
-  });
+  for (const typed of ['ten', '12,50'])
+    assert.deepEqual(parseCheckoutForm(base, { amount_other: typed, bank: 'anz' }, banks), {
+      ok: false,
+      errors: [
+        {
+          field: 'amount_other',
+          message: 'Enter the amount in dollars and cents, with a full stop before the cents, for example 25.00',
+        },
+      ],
+    });
   assert.deepEqual(parseCheckoutForm(base, { bank: 'anz' }, banks), {
     ok: false,
     errors: [{ field: 'amount_choice', message: 'Choose or enter an amount' }],

@@ -99,6 +99,10 @@ const EMAIL = /^[^\s@<>()[\],;:"]+@[^\s@<>()[\],;:"]+\.[^\s@<>()[\],;:"]{2,}$/;
 const PHONE = /^\+?[0-9 ()-]{5,31}$/;
 const text = (values: FormValues, name: string) => (values[name] ?? '').trim();
 
+/** For a typed amount that is not one. It names the full stop: a decimal comma ("12,50") is the likely slip. */
+const AMOUNT_FORMAT_MESSAGE =
+  'Enter the amount in dollars and cents, with a full stop before the cents, for example 25.00';
+
 export type ParsedForm =
   | { ok: true; amountCents: number | null; bankId: string; details: PayerDetails | null }
   | { ok: false; errors: FieldError[] };
@@ -121,7 +125,7 @@ export function parseCheckoutForm(
       typed !== '' || chosen === 'other' || suggestionsOf(request).length === 0 ? 'amount_other' : 'amount_choice';
     const cents = raw === '' ? null : parsePayerAmount(raw);
     if (raw !== '' && cents === null) {
-      errors.push({ field, message: 'Enter the amount in dollars and cents, for example 25.00' });
+      errors.push({ field, message: AMOUNT_FORMAT_MESSAGE });
     } else {
       const check = paymentAmount(
         { fixedCents: null, minCents: request.min_payment_cents, maxCents: request.max_payment_cents },

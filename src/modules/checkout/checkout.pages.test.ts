@@ -122,6 +122,29 @@ test('paid, expired, deleted and unknown requests get their own pages', async (t
   assert.match(res.body, /could not match this bank response/);
 });
 
+test('a payer-chosen amount typed with a decimal comma is refused on the page, and no payment is started', async (t) => {
+  const { app, merchant, test: api } = await setup(t);
+  const created = await api.post('/v1/requests', {
+    bank_account_id: merchant.bankAccountId,
+    message: 'Koha',
+    allow_dynamic_amount: true,
+    maximum_payment_amount: 200_000,
+  });
+  assert.equal(created.status, 201, created.text);
+  const id = created.body.request.id;
+  // "12,50" read with its comma dropped would be 1,250.00, inside this request's bounds.
+  const posted = await app.app.inject({
+    method: 'POST',
+    url: `/pay/${id}`,
+    payload: new URLSearchParams({ amount_other: '12,50', bank: 'sandbox' }).toString(),
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+  });
+  assert.equal(posted.statusCode, 400);
+  assert.match(posted.body, /with a full stop before the cents, for example 25\.00/);
+  assert.match(posted.body, /value="12,50"/, 'the typed amount is shown again to correct');
+  assert.deepEqual((await api.get(`/v1/requests/${id}/payments`)).body.payments, []);
+});
+
 test('the status endpoint returns statuses only, without a key', async (t) => {
   const { app, merchant, test: api } = await setup(t);
   const id = (
@@ -151,6 +174,14 @@ test('embedding: frame-ancestors is the given origin only; embed.js knows the se
     res = await page(app, `/pay/${id}?embed_origin=${encodeURIComponent(bad)}`);
     assert.match(res.headers['content-security-policy'] as string, /frame-ancestors 'none'/, bad);
   }
+  // Origins URL parsing accepts but CSP reads as a pattern or as more directives: no framing at all.
+  for (const bad of ['https://*.com', 'https://a;b.com', "https://a'b.com", 'http://shop.example']) {
+    res = await page(app, `/pay/${id}?embed_origin=${encodeURIComponent(bad)}`);
+    const csp = res.headers['content-security-policy'] as string;
+    assert.match(csp, /frame-ancestors 'none'$/, bad);
+    assert.doesNotMatch(csp, /\*|a;b|a'b|shop\.example/, bad);
+    assert.match(res.body, /data-embed-origin=""/, bad);
+  }
   const script = await page(app, '/embed.js');
   assert.equal(script.statusCode, 200);
   assert.match(script.headers['content-type'] as string, /javascript/);
@@ -160,6 +191,10 @@ test('embedding: frame-ancestors is the given origin only; embed.js knows the se
   assert.match(demo.body, new RegExp(`data-request-id="${id}"`));
   const css = await page(app, '/checkout/assets/checkout.css');
   assert.equal(css.statusCode, 200);
+  // The embed demo frames the page from the service itself, which may be served over plain http.
+  app.deps.config.publicBaseUrl = 'http://tono.lan:3000';
+  res = await page(app, `/pay/${id}?embed_origin=${encodeURIComponent('http://tono.lan:3000')}`);
+  assert.match(res.headers['content-security-policy'] as string, /frame-ancestors http:\/\/tono\.lan:3000$/);
 });
 
 test('merchant logos are fetched by the service and served from its own origin, images only', async (t) => {

@@ -119,7 +119,7 @@ const contextOf = async (deps: Deps, request: FastifyRequest<{ Params: Params; Q
   const ctx: PageContext = {
     request: loaded.request,
     merchantName: loaded.merchantName,
-    embedOrigin: parseEmbedOrigin(request.query.embed_origin),
+    embedOrigin: parseEmbedOrigin(request.query.embed_origin, new URL(deps.config.publicBaseUrl).origin),
     issuesTaxInvoices: loaded.issuesTaxInvoices === true,
   };
   return { loaded, ctx };

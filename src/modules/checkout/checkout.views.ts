@@ -10,16 +10,31 @@ export function render(template: string, data: Record<string, unknown>): string 
   return templates.render(template, data);
 }
 
-/** An origin the page may be framed by (the embed widget's parent), or null when the value is not an origin. */
-export function parseEmbedOrigin(value: unknown): string | null {
+/** One or more DNS labels (letters, digits, inner hyphens) joined by dots: one host, never a pattern. */
+const DNS_HOSTNAME = /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/;
+/** Hosts on the developer's own computer, the only ones a shop's page may frame the page from over plain http. */
+const LOCAL_HOSTS = new Set(['localhost', '127.0.0.1']);
+
+/**
+ * The origin the page may be framed by (the embed widget's parent), or null for no framing. It goes
+ * into the CSP's `frame-ancestors` and is the target of the result's postMessage, so it must be one
+ * exact origin: https (plain http on localhost only) and a DNS host name, so no wildcard (`*.com`)
+ * and no CSP punctuation (`;`, quotes) get through, which URL parsing alone lets pass. The service's
+ * own origin is also accepted as it is, for its embed demo, which frames the page from itself.
+ */
+export function parseEmbedOrigin(value: unknown, serviceOrigin: string | null = null): string | null {
   if (typeof value !== 'string' || value.length > 300) return null;
+  if (value === serviceOrigin) return value;
+  let url: URL;
   try {
-    const url = new URL(value);
-    if (url.protocol !== 'https:' && url.protocol !== 'http:') return null;
-    return url.origin === value ? value : null;
+    url = new URL(value);
   } catch {
     return null;
   }
+  // Only an origin as a browser writes it: no path, no default port, a lower-case host.
+  if (url.origin !== value || !DNS_HOSTNAME.test(url.hostname)) return null;
+  if (url.protocol === 'https:') return value;
+  return url.protocol === 'http:' && LOCAL_HOSTS.has(url.hostname) ? value : null;
 }
 
 /**

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { MAX_PAYMENT_CENTS } from '../../shared/money.ts';
+import { centsToDecimal, displayAmount, MAX_PAYMENT_CENTS } from '../../shared/money.ts';
 import {
   boundsOf,
   effectiveStatus,
@@ -75,6 +75,60 @@ test('payer-typed amounts', () => {
   fc.assert(
     fc.property(fc.integer({ min: 0, max: 999_999_999 }), (cents) => {
       assert.equal(parsePayerAmount(`${Math.floor(cents / 100)}.${String(cents % 100).padStart(2, '0')}`), cents);
+    }),
+  );
+});
+
+test('a comma in a payer-typed amount only ever separates thousands', () => {
+  assert.equal(parsePayerAmount('1,250'), 125_000);
+  assert.equal(parsePayerAmount('1,250.00'), 125_000);
+  assert.equal(parsePayerAmount('$1,234,567.8 NZD'), 123_456_780);
+  // A decimal comma is refused, never read as a whole number of dollars 100 times too big.
+  for (const bad of [
+    '12,50',
+    '1,2',
+    ',,5',
+    ',5',
+    '5,',
+    '1,,250',
+    '1,25.00',
+    '1,2500',
+    '1234,567',
+    '1,250,5',
+    '12,500,00',
+  ])
+    assert.equal(parsePayerAmount(bad), null, bad);
+  fc.assert(
+    fc.property(fc.integer({ min: 0, max: 999_999_999 }), (cents) => {
+      // displayAmount writes "$1,234.50": the same cents with or without the separators.
+      assert.equal(parsePayerAmount(displayAmount(cents)), cents);
+      assert.equal(parsePayerAmount(displayAmount(cents).replace(/,/g, '')), cents);
+    }),
+  );
+  fc.assert(
+    fc.property(
+      fc.integer({ min: 0, max: 9_999_999 }),
+      fc.stringMatching(/^\d{0,6}$/).filter((digits) => digits.length !== 3),
+      fc.constantFrom('', '.5', '.50'),
+      (dollars, afterComma, cents) => {
+        const typed = `${dollars},${afterComma}${cents}`;
+        assert.equal(parsePayerAmount(typed), null, typed);
+      },
+    ),
+  );
+});
+
+test('a payer-typed amount is read exactly or not at all', () => {
+  const typed = fc.stringMatching(/^[ $]?[0-9,.]{0,12}( NZD)?$/);
+  fc.assert(
+    fc.property(typed, (input) => {
+      const cents = parsePayerAmount(input);
+      if (cents === null) return;
+      // Whatever is accepted is the digits as written, separators dropped: never a comma read as a point.
+      const digits = input.replace(/[^0-9.]/g, '');
+      const [whole, fraction = ''] = digits.split('.');
+      assert.equal(centsToDecimal(cents), `${Number(whole)}.${fraction.padEnd(2, '0')}`);
+      for (const comma of input.matchAll(/,/g)) assert.match(input.slice(comma.index + 1), /^\d{3}(?!\d)/, input);
     }),
   );
 });

@@ -1,5 +1,5 @@
 import { randomInt } from 'node:crypto';
-import { MAX_PAYMENT_CENTS, displayAmount } from '../../shared/money.ts';
+import { MAX_PAYMENT_CENTS, displayAmount, parseDecimalCents } from '../../shared/money.ts';
 import type { Mode } from '../../shared/mode.ts';
 
 // The rules of one-off payments (docs/checkout.md) as plain functions.
@@ -64,16 +64,15 @@ export function paymentAmount(rule: AmountRule, chosenCents: number | null): Amo
   return { ok: true, cents: chosenCents };
 }
 
-/** A payer-typed amount: "12", "12.5", "$12.50", "1,200.00"; null when it is not a plain NZD amount. */
+/**
+ * A payer-typed amount: "12", "12.5", "$12.50", "1,200.00", "7 NZD"; null when it is not a plain NZD
+ * amount. Read by the same rule as a bank statement's amounts (parseDecimalCents), so a comma only
+ * ever separates thousands: "12,50" is refused, not read as 1,250.00. Never signed: a payer pays.
+ */
 export function parsePayerAmount(input: string): number | null {
-  const cleaned = input
-    .trim()
-    .replace(/^\$/, '')
-    .replace(/,/g, '')
-    .replace(/\s*NZD$/i, '');
-  const match = /^(\d{1,7})(?:\.(\d{1,2}))?$/.exec(cleaned);
-  if (!match) return null;
-  return Number(match[1]) * 100 + Number((match[2] ?? '0').padEnd(2, '0'));
+  const amount = input.trim().replace(/\s*NZD$/i, '');
+  if (/^[+-]/.test(amount)) return null;
+  return parseDecimalCents(amount);
 }
 
 /** The request facts that decide whether it can take a new payment now. */
