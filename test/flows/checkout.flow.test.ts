@@ -256,6 +256,58 @@ test('two payers approve one single request at the same moment: exactly one succ
   ]);
 });
 
+test('a reload of the bank return while the bank is paying: the second return (its code spent) leaves the payment to the first', async (t) => {
+  const world = await checkoutWorld(t);
+  const request = await createRequest(world, { amount: '15.00 NZD' });
+  const submitted = await submitPage(world.baseUrl, request.id, { bank: 'sandbox' });
+  assert.equal(submitted.status, 303, submitted.body);
+  const back = await authoriseAtBank(submitted.location!, 'approve', `${world.baseUrl}/pay/return`);
+  // The reload arrives while the first return is between its code exchange and its claim; the
+  // reload's exchange of the same code fails, once the first return has claimed the payment and is
+  // at the bank, and the reload answers before the bank does.
+  const connector = world.app.deps.banks.connectorFor('sandbox', 'test')!;
+  const exchange = connector.exchangeCode.bind(connector);
+  const submit = connector.submitPayment.bind(connector);
+  let reload: Promise<string> | undefined;
+  let reloadExchanging = () => {};
+  const reloadAtExchange = new Promise<void>((resolve) => {
+    reloadExchanging = resolve;
+  });
+  let firstAtBank = () => {};
+  const firstClaimed = new Promise<void>((resolve) => {
+    firstAtBank = resolve;
+  });
+  t.mock.method(connector, 'exchangeCode', async (input: Parameters<typeof exchange>[0]) => {
+    if (!reload) {
+      const token = await exchange(input);
+      reload = returnToService(back);
+      await reloadAtExchange;
+      return token;
+    }
+    reloadExchanging();
+    await firstClaimed;
+    return exchange(input);
+  });
+  t.mock.method(connector, 'submitPayment', async (input: Parameters<typeof submit>[0]) => {
+    firstAtBank();
+    await reload;
+    return submit(input);
+  });
+
+  const first = await returnToService(back);
+  const [payment] = await paymentsOf(world, request.id);
+  assert.equal(payment.status, 'successful', 'the payment the bank made');
+  assert.equal(payment.failure_reason, null);
+  assert.equal((await world.api.get(`/v1/requests/${request.id}`)).body.request.status, 'paid');
+  assert.deepEqual(
+    (await eventsOf(world, payment.id)).map((e) => e.data.status),
+    ['awaiting-consent', 'successful'],
+  );
+  assert.match(first, new RegExp(`/pay/${request.id}`));
+  assert.ok(reload, 'the reload ran while the bank was asked');
+  assert.doesNotMatch(await (await fetch(new URL(await reload!, world.baseUrl))).text(), /Payment failed/);
+});
+
 test('a multi request is paid twice and stays active', async (t) => {
   const world = await checkoutWorld(t);
   const request = await createRequest(world, { amount: '4.50 NZD', type: 'multi' });

@@ -185,7 +185,21 @@ export async function completeAuthorisation(
       if (error instanceof AlreadySettled) return null;
       throw error;
     });
-  if (created === null) return repeated();
+  if (created === null) {
+    // Another return of this state settled it first: a reload whose exchange of the spent code
+    // failed. The payer approved at the bank and this return holds the only token, so unless the
+    // other return authorised it, the consent goes back to the bank rather than stay usable there.
+    const settled = await findAuthorisation(deps.db, pending.state);
+    if (settled?.outcome !== 'authorised')
+      await deps.store.transaction((trx) =>
+        enqueueGiveBack(
+          trx,
+          { bankId: pending.bank_id, mode: request.mode, consentId: token.consentId },
+          deps.clock.now(),
+        ),
+      );
+    return result('repeated', settled?.object_id ?? null);
+  }
   return created.objectId === null
     ? result('failed', null, created.request)
     : result('authorised', created.objectId, created.request);

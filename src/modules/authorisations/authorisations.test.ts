@@ -37,6 +37,7 @@ async function toBankAndBack(
   kind: EnduringKind,
   requestId: string,
   beforeReturn: () => Promise<void> = async () => {},
+  onBack: (back: URL) => void = () => {},
 ) {
   const { deps } = h.runtime;
   const request = (await findRequestById(deps.db, requestId))!;
@@ -49,6 +50,7 @@ async function toBankAndBack(
   });
   assert.ok(started.ok, 'the bank made a consent');
   const back = await authoriseAtBank(started.redirectUrl, 'approve', bankReturnUrl(deps));
+  onBack(back);
   await beforeReturn();
   const state = back.searchParams.get('state') ?? '';
   const result = await completeAuthorisation(deps, kind, {
@@ -152,4 +154,50 @@ test('a second return with the same state changes nothing', async (t) => {
     "another kind's state is not its own",
   );
   assert.equal((await h.api.get('/v1/recurring-consents')).body.recurring_consents.length, 1);
+});
+
+test('a reload of the bank return that fails on the spent code first: nothing is created, and the approved consent is given back', async (t) => {
+  const h = await consentHarness(t);
+  const { deps } = h.runtime;
+  const request = await createRecurringRequest(h, { period: 'weekly', max_per_period: '50.00 NZD' });
+  const connector = connectorFor(deps, banksFor(deps, 'test')[0].id, 'test')!;
+  const exchange = connector.exchangeCode.bind(connector);
+  let reload: Awaited<ReturnType<typeof completeAuthorisation>> | undefined;
+  let reloaded = false;
+  let input: { state: string; code: string | null; error: string | null } | undefined;
+  // The reload arrives between the first return's code exchange and its creation; the code is
+  // single use, so the reload's exchange fails and it records the authorisation failed.
+  t.mock.method(connector, 'exchangeCode', async (given: Parameters<typeof exchange>[0]) => {
+    const token = await exchange(given);
+    if (!reloaded && input) {
+      reloaded = true;
+      reload = await completeAuthorisation(deps, recurringKind, input);
+    }
+    return token;
+  });
+  const { result, state } = await toBankAndBack(
+    h,
+    recurringKind,
+    request.id,
+    async () => {},
+    (back) => {
+      input = { state: back.searchParams.get('state') ?? '', code: back.searchParams.get('code'), error: null };
+    },
+  );
+  assert.equal(reload?.outcome, 'failed');
+  assert.equal(result?.outcome, 'repeated', 'the outcome the reload recorded');
+  assert.equal((await h.api.get('/v1/recurring-consents')).body.recurring_consents.length, 0, 'no consent created');
+  assert.equal((await h.api.get(`/v1/requests/${request.id}`)).body.request.status, 'active', 'payable again');
+
+  const row = await deps.db
+    .selectFrom('enduring_authorisations')
+    .selectAll()
+    .where('state', '=', state)
+    .executeTakeFirstOrThrow();
+  assert.equal(row.outcome, 'failed');
+  const jobs = await deps.db.selectFrom('jobs').selectAll().where('kind', '=', GIVE_BACK_CONSENT_JOB).execute();
+  assert.equal(jobs.length, 1, 'the consent the bank approved is to be given back');
+  for (const job of await deps.worker.claim(10)) await deps.worker.run(job);
+  const atBank = await connector.getConsent({ consentId: row.bank_consent_id!, kind: 'enduring' });
+  assert.deepEqual(atBank, { ok: true, status: 'Revoked' });
 });

@@ -4,7 +4,13 @@ import { recordCustInfo, recordCustomerOfPayment, type PayerDetails } from '../c
 import { holdRequestToPay } from '../requests/requests.service.ts';
 import { markRequestPaid } from '../requests/requests.service.ts';
 import { bankReturnUrl, connectorFor, creditorOf, remittanceOf } from './payments.banks.ts';
-import { findBlockingPayment, findPaymentByState, lockPayment, updatePayment } from './payments.repo.ts';
+import {
+  findBlockingPayment,
+  findPaymentById,
+  findPaymentByState,
+  lockPayment,
+  updatePayment,
+} from './payments.repo.ts';
 import {
   ABANDON_AFTER_MS,
   effectiveStatus,
@@ -142,24 +148,31 @@ export async function completeOneOffReturn(deps: Deps, input: ReturnInput): Prom
   if (!payment) return null;
   if (payment.status !== 'awaiting-consent' || payment.submitted_at !== null) return payment;
   const clock = await clockOf(deps, payment);
-  const finish = async (status: FinalStatus, extra: Parameters<typeof setPaymentStatus>[4] = {}) =>
-    (await finishPayment(deps, payment.id, status, clock.now(), extra)) ?? payment;
+  // What this return records, or the payment as it stands when another return got there first.
+  const finish = async (
+    status: FinalStatus,
+    extra: Parameters<typeof setPaymentStatus>[4] = {},
+    only: FinishOnly = 'any',
+  ) =>
+    (await finishPayment(deps, payment.id, status, clock.now(), extra, only)) ??
+    (await findPaymentById(deps.db, payment.id)) ??
+    payment;
+  // Before this return claims the payment, a second return of the same state (a reload while the
+  // bank is slow) may have claimed it and be paying it: a refusal here (its code already spent)
+  // must not fail a payment the bank may be making.
+  const refuse = (status: FinalStatus, failure_reason: string) => finish(status, { failure_reason }, 'unclaimed');
 
   if (input.error || !input.code)
-    return finish('cancelled', {
-      failure_reason: `declined_at_bank${input.error ? `: ${input.error.slice(0, 100)}` : ''}`,
-    });
+    return refuse('cancelled', `declined_at_bank${input.error ? `: ${input.error.slice(0, 100)}` : ''}`);
   const connector = connectorFor(deps, payment.bank_id, payment.mode);
-  if (!connector) return finish('failed', { failure_reason: 'bank_unavailable: the bank is no longer connected' });
+  if (!connector) return refuse('failed', 'bank_unavailable: the bank is no longer connected');
   const token = await connector.exchangeCode({ code: input.code, redirectUri: bankReturnUrl(deps) });
-  if (!token.ok) return finish('failed', { failure_reason: `authorisation_failed: ${token.message}` });
+  if (!token.ok) return refuse('failed', `authorisation_failed: ${token.message}`);
   if (payment.bank_consent_id && token.consentId !== payment.bank_consent_id) {
-    return finish('failed', { failure_reason: 'authorisation_failed: the bank returned a different consent' });
+    return refuse('failed', 'authorisation_failed: the bank returned a different consent');
   }
   if (failsAtCallback(payment.mode as 'live' | 'test', payment.amount_cents)) {
-    return finish('failed', {
-      failure_reason: 'test_amount_67_80: test-mode payments of 67.80 NZD fail at the callback',
-    });
+    return refuse('failed', 'test_amount_67_80: test-mode payments of 67.80 NZD fail at the callback');
   }
 
   const claim = await claimExecution(deps, payment.id, clock.now(), {
@@ -167,7 +180,7 @@ export async function completeOneOffReturn(deps: Deps, input: ReturnInput): Prom
     submission_token_sealed: deps.secrets.seal(token.accessToken),
   });
   if (claim.kind === 'gone') return claim.payment;
-  if (claim.kind === 'refused') return finish('cancelled', { failure_reason: claim.reason });
+  if (claim.kind === 'refused') return refuse('cancelled', claim.reason);
 
   const submitted = await submitOneOff(deps, connector, payment, claim.request, {
     consentId: token.consentId,
@@ -243,10 +256,13 @@ async function claimExecution(
   });
 }
 
+/** `unclaimed`: only a payment no return has claimed for the bank yet (submitted_at null). */
+export type FinishOnly = 'any' | 'unclaimed';
+
 /**
  * Records a payment's outcome: its status and event; on success a single request becomes paid
- * and the payer's details update the merchant's customer. A payment already final is left alone
- * (returns null).
+ * and the payer's details update the merchant's customer. A payment already final, or claimed
+ * when `only` is 'unclaimed', is left alone (returns null).
  */
 export async function finishPayment(
   deps: Deps,
@@ -254,11 +270,13 @@ export async function finishPayment(
   status: FinalStatus,
   now: number,
   extra: Parameters<typeof setPaymentStatus>[4] = {},
+  only: FinishOnly = 'any',
 ): Promise<PaymentRow | null> {
   return deps.store.transaction(async (trx) => {
     const payment = await lockPayment(trx, paymentId);
     // Gone (the merchant's test data, deleted while the bank was asked), final, or already so.
     if (!payment || isFinal(payment.status) || payment.status === status) return null;
+    if (only === 'unclaimed' && payment.submitted_at !== null) return null;
     const request = status === 'successful' ? await holdRequestToPay(trx, payment.request_id) : undefined;
     const updated = await setPaymentStatus(trx, payment, status, now, extra);
     if (status === 'successful') {
