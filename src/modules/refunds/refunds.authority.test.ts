@@ -383,3 +383,32 @@ test('a refund sent without an answer is never sent again once the bank refuses 
   const batch = parse((await browser.request('/dashboard/test/refunds/action.csv')).text);
   assert.equal(batch.length, 1, 'the header alone');
 });
+
+test('a bank return whose code the bank gave for another consent approves nothing', async (t) => {
+  const world = await checkoutWorld(t);
+  const { deps } = world.app;
+  const first = await firstAuthorityAtBank(world);
+  const started = await startAuthority(ctxOf(world), {
+    bankId: 'sandbox',
+    bankAccountId: world.merchant.bankAccountId,
+    limits: { period: 'daily', max_per_refund_cents: 500, max_per_period_cents: 500 },
+  });
+  const back = await authoriseAtBank(started.authoriseUrl, 'approve', `${world.baseUrl}/pay/return`, {
+    username: started.username!,
+  });
+  // The bank's token answers for a consent other than the one this state's authority asked for.
+  const connector = deps.banks.connectorFor('sandbox', 'test')!;
+  const exchange = connector.exchangeCode.bind(connector);
+  t.mock.method(connector, 'exchangeCode', async (input: Parameters<typeof exchange>[0]) => {
+    const token = await exchange(input);
+    return token.ok ? { ...token, consentId: first.consentId } : token;
+  });
+  assert.equal(await returnToService(back), '/dashboard/test/refunds/authority?outcome=declined');
+  assert.equal((await world.api.get('/v1/refund-authority')).body.refund_authority?.id, first.id, 'the first stays');
+  const declined = await deps.db
+    .selectFrom('refund_authorities')
+    .select(['status', 'bank_access_token'])
+    .where('status', '!=', 'active')
+    .execute();
+  assert.deepEqual(declined, [{ status: 'declined', bank_access_token: null }], 'no token kept for it');
+});

@@ -315,7 +315,9 @@ export async function completeAuthorityReturn(
     input.code && !input.error && connector
       ? await connector.exchangeCode({ code: input.code, redirectUri: bankReturnUrl(deps) })
       : null;
-  if (!token?.ok) {
+  // A code the bank gave for another consent (mixed up, or replayed from elsewhere) approves nothing
+  // here. That consent is not this authority's to revoke: it may be another flow's.
+  if (!token?.ok || token.consentId !== authority.bank_consent_id) {
     await deps.store.transaction(async (trx) => {
       const declined = { status: 'declined', ended_at: now, updated_at: now, auth_state: null };
       if (await repo.updateAuthorityIfStatus(trx, authority.id, 'awaiting_approval', declined))
