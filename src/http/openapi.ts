@@ -139,7 +139,7 @@ export function operationIdFor(method: string, path: string): string {
  * Add a code here when a service starts throwing it for an operation.
  */
 export const RULE_ERRORS: Record<string, string[]> = {
-  deleteRequest: ['conflict.invalid_state'],
+  deleteRequest: ['conflict.invalid_state', 'conflict.payment_at_bank'],
   pauseSubscription: ['conflict.invalid_state'],
   resumeSubscription: ['conflict.invalid_state'],
   cancelSubscription: ['conflict.invalid_state'],

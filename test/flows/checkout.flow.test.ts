@@ -568,6 +568,45 @@ test('an unconfirmed payment the bank later rejects ends failed', async (t) => {
   assert.equal((await world.api.get(`/v1/requests/${request.id}`)).body.request.status, 'active');
 });
 
+test('a single request whose approved payment is at the bank is neither deleted nor expired until it settles: paid, or payable again', async (t) => {
+  const world = await checkoutWorld(t);
+  const heldAtBank = async (amount: string) => {
+    const request = await createRequest(world, { amount, expires_in: '5m' });
+    const submitted = await submitPage(world.baseUrl, request.id, { bank: 'sandbox' });
+    const [payment] = await paymentsOf(world, request.id);
+    await bankHook(world, payment.id, 'delay', {});
+    await returnToService(await authoriseAtBank(submitted.location!, 'approve', `${world.baseUrl}/pay/return`));
+    assert.equal((await paymentsOf(world, request.id))[0].status, 'unconfirmed');
+    return { request, payment };
+  };
+  const statusOf = async (id: string) => (await world.api.get(`/v1/requests/${id}`)).body.request.status;
+  const paid = await heldAtBank('21.00 NZD');
+  const refused = await heldAtBank('22.00 NZD');
+
+  for (const held of [paid, refused]) {
+    const deleting = await world.api.delete(`/v1/requests/${held.request.id}`);
+    assert.equal(deleting.status, 409, deleting.text);
+    assert.equal(deleting.body.code, 'conflict.payment_at_bank');
+    assert.deepEqual(deleting.body.params, { payment_id: held.payment.id });
+  }
+  // Past expires_at: the expiry waits for the bank.
+  await world.api.post('/v1/test-helpers/clock/advance', { seconds: 6 * 60 });
+  assert.deepEqual([await statusOf(paid.request.id), await statusOf(refused.request.id)], ['active', 'active']);
+
+  await bankHook(world, paid.payment.id, 'release', { outcome: 'completed' });
+  await bankHook(world, refused.payment.id, 'release', { outcome: 'rejected', reason: 'fraud_check' });
+  await world.api.post('/v1/test-helpers/clock/advance', { seconds: 10 * 60 });
+  assert.equal((await paymentsOf(world, paid.request.id))[0].status, 'successful');
+  assert.equal(await statusOf(paid.request.id), 'paid', 'the payment the payer approved makes it paid');
+  assert.deepEqual(
+    (await eventsOf(world, paid.request.id)).map((e) => e.type),
+    ['request.created', 'request.status_updated'],
+    'paid, never expired',
+  );
+  assert.equal((await paymentsOf(world, refused.request.id))[0].status, 'failed');
+  assert.equal(await statusOf(refused.request.id), 'expired', 'it expires once its payment failed');
+});
+
 test('a bank that cannot be reached: the payment fails and the payer sees the bank error page', async (t) => {
   const world = await checkoutWorld(t);
   const request = await createRequest(world, { amount: '7.00 NZD' });

@@ -1,8 +1,12 @@
 import { AppError, invalidParam, invalidState } from '../../shared/errors.ts';
 import { enqueue } from '../../jobs/queue.ts';
 import { recordCustInfo, recordCustomerOfPayment, type PayerDetails } from '../customers/customers.service.ts';
-import { holdRequestToPay } from '../requests/requests.service.ts';
-import { markRequestPaid } from '../requests/requests.service.ts';
+import {
+  holdRequestToPay,
+  markRequestPaid,
+  notePaymentAtBank,
+  releasePaymentAtBank,
+} from '../requests/requests.service.ts';
 import { bankReturnUrl, connectorFor, creditorOf, remittanceOf } from './payments.banks.ts';
 import {
   findBlockingPayment,
@@ -252,6 +256,7 @@ async function claimExecution(
     // The token is kept until the bank names the payment: submitted again after a crash, under the
     // same key, the bank says what it did (payments.jobs.ts, the reconciler).
     await updatePayment(trx, payment.id, { submitted_at: now, ...submission });
+    if (request.type === 'single') await notePaymentAtBank(trx, request.id, payment.id);
     return { kind: 'claimed', request };
   });
 }
@@ -277,12 +282,16 @@ export async function finishPayment(
     // Gone (the merchant's test data, deleted while the bank was asked), final, or already so.
     if (!payment || isFinal(payment.status) || payment.status === status) return null;
     if (only === 'unclaimed' && payment.submitted_at !== null) return null;
-    const request = status === 'successful' ? await holdRequestToPay(trx, payment.request_id) : undefined;
+    // Claimed, it held its request at the bank (notePaymentAtBank): it lets go whatever the outcome.
+    const claimed = payment.submitted_at !== null;
+    const request = status === 'successful' || claimed ? await holdRequestToPay(trx, payment.request_id) : undefined;
     const updated = await setPaymentStatus(trx, payment, status, now, extra);
     if (status === 'successful') {
       if (request && request.type === 'single' && request.status === 'active' && request.kind === 'payment')
         await markRequestPaid(trx, request, now);
       await recordCustomerOfPayment(trx, { userId: payment.user_id, mode: payment.mode }, payment.id, now);
+    } else if (request) {
+      await releasePaymentAtBank(trx, request, payment.id);
     }
     return updated;
   });

@@ -113,6 +113,7 @@ async function createIntoCheckedAccount(
     updated_at: now,
     expires_at: normalised.expiresAt,
     deleted_at: null,
+    payment_at_bank: null,
   };
 
   return idempotent(ctx, idempotencyKey, 'POST /v1/requests', body, 201, async (trx) => {
@@ -177,6 +178,7 @@ export async function deleteRequest(ctx: Ctx, id: string) {
     // A delete repeated (after a timeout, say) answers with the request as it is, and does nothing again.
     if (row.status === 'deleted') return { request: presentRequest(row, ctx.deps.config.publicBaseUrl) };
     if (row.status !== 'active') throw invalidState('request', row.status, 'delete');
+    if (row.payment_at_bank) throw paymentAtBankError(row.payment_at_bank);
     const now = ctx.clock.now();
     await setRequestStatus(trx, id, 'deleted', now, { deleted_at: now });
     await emitEvent(
@@ -203,9 +205,17 @@ export async function deleteRequest(ctx: Ctx, id: string) {
   });
 }
 
+function paymentAtBankError(paymentId: string): AppError {
+  return new AppError(
+    'conflict.payment_at_bank',
+    `A payer has approved payment ${paymentId} of this request and it is at their bank: the request can be deleted once that payment has settled, if it fails`,
+    { payment_id: paymentId },
+  );
+}
+
 /** Marks an active single request paid (its first successful payment), with its event. */
 export async function markRequestPaid(trx: Kysely<Database>, row: RequestRow, now: number): Promise<void> {
-  await setRequestStatus(trx, row.id, 'paid', now);
+  await setRequestStatus(trx, row.id, 'paid', now, { payment_at_bank: null });
   await emitEvent(
     trx,
     { userId: row.user_id, mode: row.mode },
@@ -222,6 +232,9 @@ export async function markRequestPaid(trx: Kysely<Database>, row: RequestRow, no
   );
 }
 
+/** How often an expiry waiting for a payment at the bank looks again. */
+const EXPIRY_WAITS_FOR_BANK_MS = 60_000;
+
 /** Job: at expires_at an active request becomes expired, with request.expired. Safe to run twice. */
 export const expireRequestJob: JobHandler = async (payload: { request_id: string }, { db, clock, finishIn }) => {
   const now = clock.now();
@@ -229,6 +242,8 @@ export const expireRequestJob: JobHandler = async (payload: { request_id: string
     const row = await lockRequest(trx, payload.request_id);
     if (row && row.status === 'active' && row.expires_at !== null) {
       if (row.expires_at > now) return { retryAt: Date.now() + (row.expires_at - now) };
+      // A payment approved before the request expired is at the bank: paid or not, it decides first.
+      if (row.payment_at_bank) return { retryAt: Date.now() + EXPIRY_WAITS_FOR_BANK_MS };
       await setRequestStatus(trx, row.id, 'expired', now);
       await emitEvent(
         trx,
@@ -278,6 +293,20 @@ export function getRequest(
  */
 export function holdRequestToPay(trx: Kysely<Database>, id: string): Promise<RequestRow | undefined> {
   return lockRequest(trx, id);
+}
+
+/**
+ * A single request's payment claimed for the bank, in the caller's transaction (which holds the
+ * request): until it settles the request is neither deleted nor expired.
+ */
+export async function notePaymentAtBank(trx: Kysely<Database>, requestId: string, paymentId: string): Promise<void> {
+  await trx.updateTable('requests').set({ payment_at_bank: paymentId }).where('id', '=', requestId).execute();
+}
+
+/** Its payment at the bank ended without success (the caller holds the request): it may be deleted or expire again. */
+export async function releasePaymentAtBank(trx: Kysely<Database>, row: RequestRow, paymentId: string): Promise<void> {
+  if (row.payment_at_bank !== paymentId) return;
+  await trx.updateTable('requests').set({ payment_at_bank: null }).where('id', '=', row.id).execute();
 }
 
 /** Whether the merchant has made any request in this mode (the dashboard opens in live mode once it has). */

@@ -39,6 +39,11 @@ export interface RequestsTable {
   updated_at: number;
   expires_at: number | null;
   deleted_at: number | null;
+  /**
+   * A single request's payment claimed for the payer's bank and not yet settled: until it settles
+   * the request is neither deleted nor expired, so a payment the payer approved still makes it paid.
+   */
+  payment_at_bank: string | null;
 }
 
 export interface RequestTables {

@@ -211,7 +211,7 @@ function registerRequestDetail(scope: Scope, kit: Kit): void {
         try {
           await deleteRequest(signed.ctx, request.params.id);
         } catch (error) {
-          if (error instanceof AppError && error.code === 'conflict.invalid_state') {
+          if (error instanceof AppError && error.code.startsWith('conflict.')) {
             return kit.message(
               reply,
               409,
