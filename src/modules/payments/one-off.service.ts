@@ -183,7 +183,7 @@ export async function completeOneOffReturn(deps: Deps, input: ReturnInput): Prom
     bank_consent_id: token.consentId,
     submission_token_sealed: deps.secrets.seal(token.accessToken),
   });
-  if (claim.kind === 'gone') return claim.payment;
+  if (claim.kind === 'gone') return claim.payment ?? payment;
   if (claim.kind === 'refused') return refuse('cancelled', claim.reason);
 
   const submitted = await submitOneOff(deps, connector, payment, claim.request, {
@@ -198,9 +198,9 @@ export async function completeOneOffReturn(deps: Deps, input: ReturnInput): Prom
         bank_payment_id: submitted.paymentId,
         failure_reason: submitted.failureReason ?? 'rejected_by_bank',
       });
-    return markUnconfirmed(deps, payment.id, clock.now(), submitted.paymentId);
+    return (await markUnconfirmed(deps, payment.id, clock.now(), submitted.paymentId)) ?? payment;
   }
-  if (submitted.unknown) return markUnconfirmed(deps, payment.id, clock.now(), null);
+  if (submitted.unknown) return (await markUnconfirmed(deps, payment.id, clock.now(), null)) ?? payment;
   return finish('failed', { failure_reason: `${submitted.reason}: ${submitted.message}` });
 }
 
@@ -230,7 +230,8 @@ export async function submitOneOff(
 type Claim =
   | { kind: 'claimed'; request: RequestRow }
   | { kind: 'refused'; reason: string }
-  | { kind: 'gone'; payment: PaymentRow };
+  /** Claimed or settled by another return; null when the merchant's test data was deleted meanwhile. */
+  | { kind: 'gone'; payment: PaymentRow | null };
 
 /**
  * Claims the right to execute, atomically: the request row is locked, so of two payers approving
@@ -244,8 +245,10 @@ async function claimExecution(
 ): Promise<Claim> {
   return deps.store.transaction(async (trx) => {
     // Lock order everywhere: the payment, then its request.
-    const payment = (await lockPayment(trx, paymentId))!;
-    const request = (await holdRequestToPay(trx, payment.request_id))!;
+    const payment = await lockPayment(trx, paymentId);
+    // The merchant's test data, deleted while the payer was at the bank: nothing to pay.
+    const request = payment && (await holdRequestToPay(trx, payment.request_id));
+    if (!payment || !request) return { kind: 'gone', payment: payment ?? null };
     if (payment.status !== 'awaiting-consent' || payment.submitted_at !== null) return { kind: 'gone', payment };
     const status = effectiveStatus(request, now);
     if (status !== 'active')
@@ -303,10 +306,11 @@ async function markUnconfirmed(
   paymentId: string,
   now: number,
   bankPaymentId: string | null,
-): Promise<PaymentRow> {
+): Promise<PaymentRow | null> {
   return deps.store.transaction(async (trx) => {
-    const payment = (await lockPayment(trx, paymentId))!;
-    if (payment.status !== 'awaiting-consent') return payment;
+    const payment = await lockPayment(trx, paymentId);
+    // Gone with the merchant's test data while the bank was asked: nothing to follow.
+    if (payment?.status !== 'awaiting-consent') return payment ?? null;
     const updated = await setPaymentStatus(trx, payment, 'unconfirmed', now, { bank_payment_id: bankPaymentId });
     await enqueue(
       trx,

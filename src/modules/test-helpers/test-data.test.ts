@@ -11,6 +11,8 @@ import { contributionsOf } from '../index.ts';
 import { NO_ORIGIN, type Ctx } from '../context.ts';
 import { countTestData, deleteTestData } from './test-data.service.ts';
 import { chainCommitted } from '../audit/audit.service.ts';
+import { checkoutWorld, createRequest, submitPage } from '../../../test/flows/checkout.fixtures.ts';
+import { authoriseAtBank } from './pay.bank-driver.ts';
 
 const DAY = 86_400_000;
 const LIVE_ONLY = 'Test helpers exist only for test keys (sk_test_…)';
@@ -649,4 +651,35 @@ test('the dashboard: reset to now, and delete all test data after a page that sa
     assert.equal(posted.status, 404, path);
     assert.match(textOf(posted.text), /The test clock and test data are in test mode only\./);
   }
+});
+
+test('a one-off payment under way at the bank while the data is deleted: the payer is answered, nothing is written back', async (t) => {
+  const world = await checkoutWorld(t);
+  const request = await createRequest(world, { amount: '7.00 NZD' });
+  const submitted = await submitPage(world.baseUrl, request.id, { bank: 'sandbox' });
+  assert.equal(submitted.status, 303, submitted.body);
+  const back = await authoriseAtBank(submitted.location!, 'approve', `${world.baseUrl}/pay/return`);
+  // The bank answers slowly, and then only that it holds the payment (unconfirmed).
+  await world.api.post(`/v1/test-helpers/requests/${request.id}/latency`, { ms: 1500 });
+  await world.api.post(`/v1/test-helpers/requests/${request.id}/delay`, {});
+  const returning = fetch(back, { redirect: 'manual' });
+  await until('the payment was claimed for the bank', () =>
+    world.app.deps.db
+      .selectFrom('payments')
+      .select('id')
+      .where('request_id', '=', request.id)
+      .where('submitted_at', 'is not', null)
+      .executeTakeFirst(),
+  );
+  const deleted = await world.api.delete('/v1/test-helpers/data');
+  assert.equal(deleted.status, 200, deleted.text);
+  assert.equal(deleted.body.deleted.payments, 1);
+  const answered = await returning;
+  await answered.body?.cancel();
+  assert.ok(answered.status < 500, `the payer is answered, not with an error: ${answered.status}`);
+  assert.deepEqual(
+    zeroCounts((await world.api.get('/v1/test-helpers/data')).body.test_data),
+    [],
+    'nothing written back',
+  );
 });
