@@ -115,6 +115,18 @@ export interface BankConnector {
   revokeConsent(input: { consentId: string; trace?: Trace }): Promise<BankResult<Record<never, never>>>;
 }
 
+/**
+ * How long a bank keeps an x-idempotency-key (24 hours in the Payments NZ standard), less an hour for
+ * clocks that differ: a payment first sent this long ago and never answered is not sent again under
+ * its key, as the bank could take the key for a new payment.
+ */
+export const RESEND_UNDER_KEY_WITHIN_MS = 23 * 60 * 60_000;
+
+/** Whether a payment first sent at `firstSentAt`, never answered, may still be sent again under its key at `now`. */
+export function mayResendUnderKey(firstSentAt: number, now: number): boolean {
+  return now - firstSentAt < RESEND_UNDER_KEY_WITHIN_MS;
+}
+
 export type SubmittedPayment = BankResult<{ paymentId: string; outcome: BankPaymentOutcome; failureReason?: string }>;
 
 /**

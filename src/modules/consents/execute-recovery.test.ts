@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import { consentsModule } from './consents.module.ts';
 import { queueSettlesOfExecutionsInFlight, RECOVER_EXECUTIONS_JOB, SETTLE_EXECUTION_JOB } from './execute.service.ts';
 import { authorise, consentHarness, execute, type ConsentHarness } from '../../../test/support/consents.ts';
@@ -211,4 +211,61 @@ test('an execution the bank holds for two minutes is asked about, not submitted 
   assert.deepEqual(await settleJobs(h), [], 'the settle job is done');
   const read = await h.api.get(`/v1/recurring-consents/${consent.id}`);
   assert.equal(read.body.recurring_consent.usage.total.count, 1, 'counted once');
+});
+
+/**
+ * The connector's submissions lose their answer before they reach the bank ("timeout"): the first
+ * `lose` of them; the times they were sent at and the answers of those that reach the bank are kept.
+ */
+function loseSubmissions(t: TestContext, h: ConsentHarness, lose: number) {
+  const connector = h.runtime.deps.banks.connectorFor('sandbox', 'test')!;
+  const submit = connector.submitPayment.bind(connector);
+  const sentAt: number[] = [];
+  const answered: Array<Awaited<ReturnType<typeof submit>>> = [];
+  t.mock.method(connector, 'submitPayment', async (input: Parameters<typeof submit>[0]) => {
+    sentAt.push(input.at ?? Date.now());
+    if (sentAt.length <= lose) return { ok: false, reason: 'timeout', message: 'no answer in 10 s', unknown: true };
+    const answer = await submit(input);
+    answered.push(answer);
+    return answer;
+  });
+  return { sentAt, answered };
+}
+
+test('an execution never answered and sent again after the payer revoked at the bank stays unconfirmed and counted: the bank may hold it', async (t) => {
+  const h = await consentHarness(t);
+  const { consent, token } = await authorise(h, { period: 'daily', max_per_period: '50.00 NZD' });
+  const { answered } = loseSubmissions(t, h, 1);
+  const lost = await execute(h, token, '6.00 NZD', 'lost');
+  assert.equal(lost.body.payment.status, 'unconfirmed');
+  const revoked = await h.api.post(`/v1/test-helpers/recurring-consents/${consent.id}/revoke-at-bank`, {});
+  assert.equal(revoked.status, 200, revoked.text);
+
+  await h.api.post('/v1/test-helpers/clock/advance', { seconds: 3 * 60 });
+  assert.ok(answered.length >= 1, 'sent again once the settle job was due');
+  assert.ok(
+    answered.every((answer) => !answer.ok && answer.reason === 'consent_revoked'),
+    'refused under the revoked consent',
+  );
+  assert.deepEqual(await paymentOf(h, lost.body.payment.id), { status: 'unconfirmed', bank_payment_id: null });
+  const read = (await h.api.get(`/v1/recurring-consents/${consent.id}`)).body.recurring_consent;
+  assert.equal(read.status, 'revoked', 'the consent is over all the same');
+  assert.equal(read.usage.total.count, 1, 'still counted against its limits');
+});
+
+test('an execution the bank never answers is sent again under its key for 23 hours, then no more', async (t) => {
+  const h = await consentHarness(t);
+  const { token } = await authorise(h, { period: 'daily', max_per_period: '50.00 NZD' });
+  const { sentAt } = loseSubmissions(t, h, Number.POSITIVE_INFINITY);
+  const lost = await execute(h, token, '6.00 NZD', 'lost');
+  assert.equal(lost.body.payment.status, 'unconfirmed');
+  const first = sentAt[0]!;
+  // The bank is down for a day and more.
+  await h.api.post('/v1/test-helpers/clock/advance', { seconds: 26 * 60 * 60 });
+  assert.ok(sentAt.length > 10, `sent again while the bank keeps its key (${sentAt.length} times)`);
+  const last = sentAt.at(-1)!;
+  assert.ok(last - first < 23 * 60 * 60_000, 'never 23 hours after it was first sent');
+  assert.ok(last - first > 22 * 60 * 60_000, 'and until then');
+  assert.equal((await paymentOf(h, lost.body.payment.id)).status, 'unconfirmed', 'the bank may hold it');
+  assert.deepEqual(await settleJobs(h), [], 'and no longer asked about');
 });

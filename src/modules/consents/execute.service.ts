@@ -6,7 +6,12 @@ import type { Clock } from '../../shared/time.ts';
 import { transact } from '../../store/store.ts';
 import { recordAudit, recordAuditFor } from '../audit/audit.service.ts';
 import { isNotWritten, isUniqueViolation, type Db } from '../../store/db.ts';
-import { followNamedPayment, type BankConnector, type SubmittedPayment } from '../banks/bank-connector.ts';
+import {
+  followNamedPayment,
+  mayResendUnderKey,
+  type BankConnector,
+  type SubmittedPayment,
+} from '../banks/bank-connector.ts';
 import { connectorFor, creditorOf, remittanceOf } from '../payments/payments.banks.ts';
 import {
   createPaymentRow,
@@ -326,6 +331,7 @@ export async function submitAndRecord(
   at: number,
   clock: Clock,
   job: string | null = null,
+  options: { resending?: boolean } = {},
 ): Promise<Recorded> {
   const settle = (outcome: Outcome, consentEnded: 'revoked' | 'expired' | null = null) =>
     record(deps, payment, outcome, consentEnded, clock, job);
@@ -343,7 +349,12 @@ export async function submitAndRecord(
     return settle({ status: 'unconfirmed', bank_payment_id: result.paymentId });
   }
   if (result.unknown) return settle({ status: 'unconfirmed' });
-  return settle({ status: 'failed', failure_reason: failureReasonOf(result) }, consentEndedBy(result.reason));
+  const consentEnded = consentEndedBy(result.reason);
+  // Sent again after an answer that never came, under a consent that has ended since: a bank that
+  // looks at the consent before its keys refuses a payment it may hold, so it is not failed (and
+  // released from the limits) on that word. The consent is over all the same.
+  if (consentEnded && options.resending) return settle({ status: 'unconfirmed' }, consentEnded);
+  return settle({ status: 'failed', failure_reason: failureReasonOf(result) }, consentEnded);
 }
 
 /** A refusal that tells us the consent is over at the bank: the payer revoked it there, or it ran out. */
@@ -528,12 +539,28 @@ export function settleExecutionJob(deps: Deps): JobHandler {
     if (!payment?.recurring_consent_id || !['awaiting-consent', 'unconfirmed'].includes(payment.status)) return;
     const consent = await findConsentById(deps.db, payment.recurring_consent_id);
     if (!consent) return;
-    const recorded = await submitAndRecord(deps, consent, payment, clock.now(), clock, SETTLE_EXECUTION_JOB);
-    if (recorded.status === 'unconfirmed' || recorded.status === 'awaiting-consent') {
-      return {
-        retryAt: deps.clock.now() + backoffDelayMs(job.attempts, SETTLE_BACKOFF),
-        error: 'not settled at the bank yet',
-      };
+    const again = (error: string) => ({
+      retryAt: deps.clock.now() + backoffDelayMs(job.attempts, SETTLE_BACKOFF),
+      error,
+    });
+    // Never named by the bank: only sending it again under its key can tell, and the bank may hold it.
+    const resending = payment.bank_payment_id === null;
+    if (resending) {
+      if (!connectorFor(deps, consent.bank_id, consent.mode)) return again('the bank is not connected');
+      if (!mayResendUnderKey(payment.created_at, clock.now())) {
+        // The bank may hold it, and may now take its key for a new payment: it stays unconfirmed
+        // (and counted against the consent's limits) for the bank's word, by hand.
+        deps.log.error(
+          { payment_id: payment.id, recurring_consent_id: consent.id },
+          'a recurring payment the bank never answered for 23 hours is not sent again: it stays unconfirmed',
+        );
+        return;
+      }
     }
+    const recorded = await submitAndRecord(deps, consent, payment, clock.now(), clock, SETTLE_EXECUTION_JOB, {
+      resending,
+    });
+    if (recorded.status === 'unconfirmed' || recorded.status === 'awaiting-consent')
+      return again('not settled at the bank yet');
   };
 }

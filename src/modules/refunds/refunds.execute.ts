@@ -5,10 +5,11 @@ import type { Deps } from '../context.ts';
 import { failureReasonOf } from '../consents/execute.service.ts';
 import { payerAccountOfPayment } from '../payments/payments.service.ts';
 import { connectorFor } from '../payments/payments.banks.ts';
+import { mayResendUnderKey } from '../banks/bank-connector.ts';
 import { endAuthorityAtBank, findAuthorityById, readyAuthority, type ReadyAuthority } from './refunds.authority.ts';
 import { noticeRefundArrived } from './refunds.notices.ts';
 import * as repo from './refunds.repo.ts';
-import { mayResubmit, type ActionReason } from './refunds.rules.ts';
+import type { ActionReason } from './refunds.rules.ts';
 import { EXECUTE_REFUND_JOB, setRefundStatus } from './refunds.service.ts';
 import type { Db } from '../../store/db.ts';
 import type { RefundRow } from './refunds.tables.ts';
@@ -45,7 +46,7 @@ export function executeRefundJob(deps: Deps): JobHandler {
     const authority = refund.authority_id ? await findAuthorityById(deps.db, refund.authority_id) : undefined;
     // Sent before, it may be at the bank: only the same key under the same authority may ask.
     const sentBefore = refund.submitted_at !== null;
-    if (sentBefore && !mayResubmit(refund.submitted_at!, deps.clock.now()))
+    if (sentBefore && !mayResendUnderKey(refund.submitted_at!, deps.clock.now()))
       return requireAction(deps, refund, 'bank_outcome_unknown');
     if (!authority || (!sentBefore && authority.status !== 'active'))
       return requireAction(deps, refund, 'no_refund_authority');

@@ -27,18 +27,6 @@ export function certainlyUnpaid(refund: { action_reason: string | null }): boole
   return refund.action_reason !== 'bank_outcome_unknown';
 }
 
-/**
- * How long a bank keeps an x-idempotency-key (24 hours in the Payments NZ standard), less an hour for
- * clocks that differ: a refund whose submission is still unanswered by then is never sent again, as
- * the bank could take the same key for a new payment.
- */
-export const RESUBMIT_WITHIN_MS = 23 * 60 * 60_000;
-
-/** Whether a refund first sent at `submittedAt` may still be sent again under its key at `now`. */
-export function mayResubmit(submittedAt: number, now: number): boolean {
-  return now - submittedAt < RESUBMIT_WITHIN_MS;
-}
-
 export const REASON_MAX_LENGTH = 60;
 /** The payer's statement shows this as particulars, the original payment's particulars as code, and its reference. */
 export const REFUND_PARTICULARS = 'Refund';
