@@ -5,7 +5,12 @@ import { newId } from '../../shared/ids.ts';
 import { iso } from '../../shared/time.ts';
 import type { Database } from '../../store/tables.ts';
 import { transact } from '../../store/store.ts';
-import { followNamedPayment, type BankFailure, type SubmittedPayment } from '../banks/bank-connector.ts';
+import {
+  followNamedPayment,
+  mayResendUnderKey,
+  type BankFailure,
+  type SubmittedPayment,
+} from '../banks/bank-connector.ts';
 import { EMPTY_DETAILS, recordCustInfo, type PayerDetails } from '../customers/customers.service.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { creditorOf, remittanceOf } from '../payments/payments.banks.ts';
@@ -44,7 +49,8 @@ import type { Deps } from '../context.ts';
 type Db = Kysely<Database>;
 type Trx = Transaction<Database>;
 type Finish = JobContext['finishIn'];
-type Attempt = { sub: SubscriptionRow; charge: ChargeRow; payment: PaymentRow };
+/** `resent`: the payment was handed to the bank before and never named by it (a lost answer, a crash). */
+type Attempt = { sub: SubscriptionRow; charge: ChargeRow; payment: PaymentRow; resent?: boolean };
 
 /** How long to wait before asking again when the bank's answer was lost or is still pending. */
 const UNKNOWN_RETRY_MS = 30_000;
@@ -72,8 +78,14 @@ async function claim(
     // end, whatever happened to the subscription meanwhile (paused, resumed or cancelled): the bank
     // may have taken it (docs/subscriptions.md, "Control").
     const payment = await findPaymentById(trx, latest.last_payment_id);
-    if (payment && payment.status !== 'successful' && payment.status !== 'failed')
-      return { sub, charge: latest, payment };
+    if (payment && payment.status !== 'successful' && payment.status !== 'failed') {
+      const resent = payment.bank_payment_id === null;
+      if (!resent || mayResendUnderKey(payment.created_at, now)) return { sub, charge: latest, payment, resent };
+      // Never answered for 23 hours: the bank may now take its key for a new payment.
+      await finish(trx);
+      await recordOutcomeUnknown(deps, trx, { sub, charge: latest, payment }, 'no_answer', now);
+      return { done: undefined };
+    }
   }
   if (sub?.status !== 'active' || sub.next_slot === null || sub.next_charge_at === null) {
     await finish(trx);
@@ -292,6 +304,12 @@ async function record(
     return undefined;
   }
 
+  if (claimed.resent && !result.ok && isConsentGone(result)) {
+    // Sent again under a consent the payer has withdrawn since: a bank that looks at the consent
+    // before its keys refuses a payment it may hold, so that word does not fail it.
+    await recordOutcomeUnknown(deps, trx, { sub, charge, payment }, result.reason, now);
+    return undefined;
+  }
   const reason = await recordFailure(deps, trx, { sub, charge, payment }, result, now);
   await auditCharge(trx, { sub, charge, payment }, 'failed', reason, now);
   return undefined;
@@ -315,6 +333,27 @@ function auditCharge(trx: Trx, { sub, charge, payment }: Attempt, status: string
     },
     at: now,
   });
+}
+
+/**
+ * A charge whose payment the bank may hold but will not be asked about again under its key: never
+ * answered for 23 hours, or refused on a resend because the consent is gone. The payment stays
+ * unconfirmed (not failed: the payer may have paid), the slot is given up without counting, and
+ * the schedule moves on; a consent that is gone ends the subscription, as a refusal does. Logged
+ * for the operator, who asks the bank.
+ */
+async function recordOutcomeUnknown(deps: Deps, trx: Trx, { sub, charge, payment }: Attempt, why: string, now: number) {
+  if (payment.status === 'awaiting-consent') await setPaymentStatus(trx, payment, 'unconfirmed', now);
+  const gone = why !== 'no_answer';
+  const status = gone || sub.status === 'cancelled' ? 'cancelled' : 'dropped';
+  await updateCharge(trx, charge.id, { status, last_error: `bank_outcome_unknown: ${why}`, updated_at: now });
+  if (gone && (sub.status === 'active' || sub.status === 'paused')) await cancelInTransaction(trx, sub, 'bank', now);
+  else if (sub.status === 'active') await advance(deps, trx, sub, movesOnFrom(sub, charge), now);
+  await auditCharge(trx, { sub, charge, payment }, 'unknown', `bank_outcome_unknown: ${why}`, now);
+  deps.log.error(
+    { subscription_id: sub.id, payment_id: payment.id, slot_date: charge.slot_date, reason: why },
+    'a subscription charge the bank may hold is not sent again: its payment stays unconfirmed',
+  );
 }
 
 /**

@@ -267,3 +267,68 @@ test('a charge left in flight without its job (a pause in a database from before
     'nothing more is scheduled while it is paused',
   );
 });
+
+/** The sandbox connector's submissions lose their answer before they reach the bank: the first `lose` of them. */
+function loseSubmissions(t: TestContext, s: Awaited<ReturnType<typeof setUp>>, lose: number) {
+  const connector = s.app.deps.banks.connectorFor('sandbox', 'test')!;
+  const submit = connector.submitPayment.bind(connector);
+  const answered: Array<Awaited<ReturnType<typeof submit>>> = [];
+  let calls = 0;
+  t.mock.method(connector, 'submitPayment', async (input: Parameters<typeof submit>[0]) => {
+    calls += 1;
+    if (calls <= lose) return { ok: false, reason: 'timeout', message: 'no answer in 10 s', unknown: true };
+    const answer = await submit(input);
+    answered.push(answer);
+    return answer;
+  });
+  return { answered, calls: () => calls };
+}
+
+test('a charge never answered, sent again after the payer revoked at the bank, stays unconfirmed: the subscription ends, the payment is not failed', async (t) => {
+  const s = await setUp(t);
+  const { sub } = await s.subscribe({ amount: '15.00 NZD', period: 'weekly', total_count: 3 });
+  const bank = loseSubmissions(t, s, 1);
+  await s.advanceTo((await s.clockNow()) + 1000);
+  const [lost] = await s.payments(sub.id);
+  assert.equal(lost.status, 'awaiting-consent', 'its answer never came');
+  const revoked = await s.api.post(`/v1/test-helpers/subscriptions/${sub.id}/cancel-at-bank`, {});
+  assert.equal(revoked.status, 200, JSON.stringify(revoked.body));
+
+  await s.advanceTo((await s.clockNow()) + 5 * MINUTE);
+  assert.ok(bank.answered.length >= 1 && bank.answered.every((a) => !a.ok), 'sent again, and refused');
+  const [payment] = await s.payments(sub.id);
+  assert.equal(payment.status, 'unconfirmed', 'the bank may hold it');
+  assert.deepEqual(
+    (await s.charges(sub.id)).map((c) => [c.slot, c.status]),
+    [[0, 'cancelled']],
+  );
+  const state = await s.get(sub.id);
+  assert.deepEqual([state.status, state.successful_charges], ['cancelled', 0]);
+});
+
+test('a charge the bank never answers for 23 hours is not sent again: its payment stays unconfirmed and the schedule moves on', async (t) => {
+  const s = await setUp(t);
+  const { sub } = await s.subscribe({ amount: '15.00 NZD', period: 'weekly', total_count: 3 });
+  const bank = loseSubmissions(t, s, Number.POSITIVE_INFINITY);
+  await s.advanceTo((await s.clockNow()) + 1000);
+  const [lost] = await s.payments(sub.id);
+  assert.equal(lost.status, 'awaiting-consent');
+  // A day of a bank that never answers, in short: the payment was first sent 23 hours ago.
+  await s.app.deps.db
+    .updateTable('payments')
+    .set((eb) => ({ created_at: eb('created_at', '-', 23 * 60 * MINUTE) }))
+    .where('id', '=', lost.id)
+    .execute();
+  const before = bank.calls();
+  await s.advanceTo((await s.clockNow()) + MINUTE);
+  assert.equal(bank.calls(), before, 'not sent again');
+  assert.equal((await s.payments(sub.id))[0].status, 'unconfirmed');
+  assert.deepEqual(
+    (await s.charges(sub.id)).map((c) => [c.slot, c.status]),
+    [[0, 'dropped']],
+  );
+  const state = await s.get(sub.id);
+  assert.equal(state.status, 'active');
+  const week = Date.parse(state.next_charge_at) - Date.parse(lost.created_at);
+  assert.ok(week > 6.9 * DAY && week < 7.1 * DAY, 'the next slot stays a week after the first');
+});
