@@ -61,6 +61,13 @@ async function toBankAndBack(
   return { result, state };
 }
 
+const authorisationOf = (h: ConsentHarness, state: string) =>
+  h.runtime.deps.db
+    .selectFrom('enduring_authorisations')
+    .selectAll()
+    .where('state', '=', state)
+    .executeTakeFirstOrThrow();
+
 test("recurring consents and subscriptions take the payer details by one rule: the merchant's win, typed details fill the rest", async (t) => {
   const h = await consentHarness(t);
   const recurring = await createRecurringRequest(h, { period: 'weekly', max_per_period: '50.00 NZD' });
@@ -101,11 +108,7 @@ test('a request that closed while the payer was at the bank: nothing is created,
   assert.equal(result?.outcome, 'failed');
   assert.equal((await h.api.get('/v1/recurring-consents')).body.recurring_consents.length, 0, 'no consent created');
 
-  const row = await deps.db
-    .selectFrom('enduring_authorisations')
-    .selectAll()
-    .where('state', '=', state)
-    .executeTakeFirstOrThrow();
+  const row = await authorisationOf(h, state);
   assert.equal(row.outcome, 'failed');
   const connector = connectorFor(deps, row.bank_id, 'test')!;
   const atBank = async () => {
@@ -189,11 +192,7 @@ test('a reload of the bank return that fails on the spent code first: nothing is
   assert.equal((await h.api.get('/v1/recurring-consents')).body.recurring_consents.length, 0, 'no consent created');
   assert.equal((await h.api.get(`/v1/requests/${request.id}`)).body.request.status, 'active', 'payable again');
 
-  const row = await deps.db
-    .selectFrom('enduring_authorisations')
-    .selectAll()
-    .where('state', '=', state)
-    .executeTakeFirstOrThrow();
+  const row = await authorisationOf(h, state);
   assert.equal(row.outcome, 'failed');
   const jobs = await deps.db.selectFrom('jobs').selectAll().where('kind', '=', GIVE_BACK_CONSENT_JOB).execute();
   assert.equal(jobs.length, 1, 'the consent the bank approved is to be given back');

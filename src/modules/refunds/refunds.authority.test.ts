@@ -33,22 +33,24 @@ function ctxOf(world: CheckoutWorld): Ctx {
   };
 }
 
-/** "Turn on refunds" with these limits, approved (or declined) at the sandbox bank as the merchant. */
-async function turnOn(
-  world: CheckoutWorld,
-  limits: { period: 'daily' | 'weekly' | 'monthly'; perRefund: number; perPeriod: number },
-  decision: 'approve' | 'decline' = 'approve',
-) {
+type Limits = { period: 'daily' | 'weekly' | 'monthly'; perRefund: number; perPeriod: number };
+
+/** "Turn on refunds" with these limits, approved (or declined) at the sandbox bank as the merchant: the bank's return URL. */
+async function decidedAtBank(world: CheckoutWorld, limits: Limits, decision: 'approve' | 'decline' = 'approve') {
   const started = await startAuthority(ctxOf(world), {
     bankId: 'sandbox',
     bankAccountId: world.merchant.bankAccountId,
     limits: { period: limits.period, max_per_refund_cents: limits.perRefund, max_per_period_cents: limits.perPeriod },
   });
   assert.ok(started.username, 'test mode names the sandbox account holder to sign in as');
-  const back = await authoriseAtBank(started.authoriseUrl, decision, `${world.baseUrl}/pay/return`, {
+  return authoriseAtBank(started.authoriseUrl, decision, `${world.baseUrl}/pay/return`, {
     username: started.username,
   });
-  return returnToService(back);
+}
+
+/** The same, back at the service: where it sends the merchant's browser. */
+async function turnOn(world: CheckoutWorld, limits: Limits, decision: 'approve' | 'decline' = 'approve') {
+  return returnToService(await decidedAtBank(world, limits, decision));
 }
 
 async function paid(world: CheckoutWorld, amount: string) {
@@ -205,14 +207,7 @@ test('a second return from the bank for one approval (a refresh) that settles it
   const world = await checkoutWorld(t);
   const { deps } = world.app;
   const first = await firstAuthorityAtBank(world);
-  const started = await startAuthority(ctxOf(world), {
-    bankId: 'sandbox',
-    bankAccountId: world.merchant.bankAccountId,
-    limits: { period: 'daily', max_per_refund_cents: 500, max_per_period_cents: 500 },
-  });
-  const back = await authoriseAtBank(started.authoriseUrl, 'approve', `${world.baseUrl}/pay/return`, {
-    username: started.username!,
-  });
+  const back = await decidedAtBank(world, { period: 'daily', perRefund: 500, perPeriod: 500 });
   // The refresh arrives while the first return is between its code exchange and its approval. The
   // code is single use: the refresh's exchange fails, and it records the new authority declined.
   const connector = deps.banks.connectorFor('sandbox', 'test')!;
@@ -388,14 +383,7 @@ test('a bank return whose code the bank gave for another consent approves nothin
   const world = await checkoutWorld(t);
   const { deps } = world.app;
   const first = await firstAuthorityAtBank(world);
-  const started = await startAuthority(ctxOf(world), {
-    bankId: 'sandbox',
-    bankAccountId: world.merchant.bankAccountId,
-    limits: { period: 'daily', max_per_refund_cents: 500, max_per_period_cents: 500 },
-  });
-  const back = await authoriseAtBank(started.authoriseUrl, 'approve', `${world.baseUrl}/pay/return`, {
-    username: started.username!,
-  });
+  const back = await decidedAtBank(world, { period: 'daily', perRefund: 500, perPeriod: 500 });
   // The bank's token answers for a consent other than the one this state's authority asked for.
   const connector = deps.banks.connectorFor('sandbox', 'test')!;
   const exchange = connector.exchangeCode.bind(connector);

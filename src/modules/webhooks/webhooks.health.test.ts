@@ -1,10 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import pino from 'pino';
 import { apiClient, buildTestApp, createTestMerchant } from '../../../test/helpers.ts';
-import { DELIVERY_POLICY } from './retry-policy.ts';
 import { startReceiver } from '../../../test/support/webhook-receiver.ts';
-import { WebhookDispatcher } from './webhooks.dispatcher.ts';
+import { startOneAttemptDispatcher } from '../../../test/support/webhook-dispatcher.ts';
 import { disableLongFailingEndpoints, failingEndpoints, noticeFailingEndpoints } from './webhooks.health.ts';
 
 const HOUR = 60 * 60_000;
@@ -16,16 +14,7 @@ test('an endpoint whose deliveries have all failed for 24 hours is mailed to its
   let healthy = false;
   const receiver = await startReceiver(() => ({ status: healthy ? 204 : 500 }));
   t.after(() => receiver.close());
-  const dispatcher = new WebhookDispatcher({
-    db: app.deps.db,
-    log: pino({ level: 'silent' }),
-    pollMs: 20,
-    reach: { live: 'any', test: 'any' },
-    secrets: app.deps.secrets,
-    policy: { ...DELIVERY_POLICY, maxAttempts: 1 },
-  });
-  dispatcher.start();
-  t.after(() => dispatcher.stop());
+  startOneAttemptDispatcher(t, app);
   const hook = (await api.post('/v1/webhooks', { url: receiver.url })).body.webhook;
   await api.post('/v1/requests', { bank_account_id: merchant.bankAccountId, amount: '5.00 NZD', message: 'One' });
   await receiver.waitFor(1);
@@ -67,16 +56,7 @@ test('an endpoint whose deliveries have all failed for 3 days is disabled, with 
   const api = apiClient(app, merchant.testKey);
   const broken = await startReceiver(() => ({ status: 500 }));
   t.after(() => broken.close());
-  const dispatcher = new WebhookDispatcher({
-    db: app.deps.db,
-    log: pino({ level: 'silent' }),
-    pollMs: 20,
-    reach: { live: 'any', test: 'any' },
-    secrets: app.deps.secrets,
-    policy: { ...DELIVERY_POLICY, maxAttempts: 1 },
-  });
-  dispatcher.start();
-  t.after(() => dispatcher.stop());
+  startOneAttemptDispatcher(t, app);
   const hook = (await api.post('/v1/webhooks', { url: broken.url })).body.webhook;
   await api.post('/v1/requests', { bank_account_id: merchant.bankAccountId, amount: '5.00 NZD', message: 'One' });
   await broken.waitFor(1);
@@ -141,16 +121,7 @@ test('an endpoint enabled again after being disabled starts a fresh streak: disa
   const api = apiClient(app, merchant.testKey);
   const broken = await startReceiver(() => ({ status: 500 }));
   t.after(() => broken.close());
-  const dispatcher = new WebhookDispatcher({
-    db: app.deps.db,
-    log: pino({ level: 'silent' }),
-    pollMs: 20,
-    reach: { live: 'any', test: 'any' },
-    secrets: app.deps.secrets,
-    policy: { ...DELIVERY_POLICY, maxAttempts: 1 },
-  });
-  dispatcher.start();
-  t.after(() => dispatcher.stop());
+  startOneAttemptDispatcher(t, app);
   const hook = (await api.post('/v1/webhooks', { url: broken.url })).body.webhook;
   const failOnce = async (message: string, count: number) => {
     await api.post('/v1/requests', { bank_account_id: merchant.bankAccountId, amount: '5.00 NZD', message });

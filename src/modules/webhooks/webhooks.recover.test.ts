@@ -1,11 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import pino from 'pino';
 import { apiClient, buildTestApp, createTestMerchant } from '../../../test/helpers.ts';
 import { startReceiver } from '../../../test/support/webhook-receiver.ts';
 import { until } from '../../../test/support/listening.ts';
-import { DELIVERY_POLICY } from './retry-policy.ts';
-import { WebhookDispatcher } from './webhooks.dispatcher.ts';
+import { startOneAttemptDispatcher } from '../../../test/support/webhook-dispatcher.ts';
 
 // POST /v1/webhooks/{id}/recover when it runs twice at once (docs/webhooks.md: "each once").
 
@@ -16,16 +14,7 @@ test('two recoveries of an endpoint at the same time re-send each failed deliver
   let up = false;
   const receiver = await startReceiver(() => ({ status: up ? 204 : 503 }));
   t.after(() => receiver.close());
-  const dispatcher = new WebhookDispatcher({
-    db: app.deps.db,
-    log: pino({ level: 'silent' }),
-    pollMs: 20,
-    reach: { live: 'any', test: 'any' },
-    secrets: app.deps.secrets,
-    policy: { ...DELIVERY_POLICY, maxAttempts: 1 },
-  });
-  dispatcher.start();
-  t.after(() => dispatcher.stop());
+  startOneAttemptDispatcher(t, app);
   const hook = (await api.post('/v1/webhooks', { url: receiver.url })).body.webhook;
   const since = new Date(Date.now() - 1000).toISOString();
   const failures = 5;
