@@ -493,6 +493,133 @@ test('payer details: cust_info on the payment, the customer created then updated
   });
 });
 
+/** The name, phone and address of a customer or of a payment's cust_info, to compare the two. */
+function personOf(details: any) {
+  const { first_name, last_name, phone } = details;
+  const { address1, address2, address3, address4, city, postcode } = details.address ?? details;
+  return { first_name, last_name, phone, address: { address1, address2, address3, address4, city, postcode } };
+}
+
+test('payer details typed at checkout create a customer and fill its empty fields, but never replace what it has', async (t) => {
+  const world = await checkoutWorld(t);
+  const request = await createRequest(world, {
+    amount: '30.00 NZD',
+    type: 'multi',
+    require_customer_basic_info: true,
+    collect_customer_phone: true,
+    require_customer_address: true,
+  });
+  const at = (address1: string, city: string, postcode: string) => ({
+    address1,
+    address2: '',
+    address3: '',
+    address4: '',
+    city,
+    postcode,
+  });
+  const ana = {
+    email: 'ana@example.com',
+    first_name: 'Ana',
+    last_name: 'Ngata',
+    ...at('1 Queen St', 'Auckland', '1010'),
+  };
+  await payViaPage(world, request.id, ana);
+  const [customer] = (await world.api.get('/v1/customers', { query: { email: ana.email } })).body.customers;
+
+  // Anyone can type Ana's email: their details reach the payment, and only the phone Ana never
+  // gave reaches her customer record.
+  const mallory = { first_name: 'Mallory', last_name: 'Smith', phone: '022 555 0199' };
+  await payViaPage(world, request.id, {
+    email: 'ANA@example.com',
+    ...mallory,
+    ...at('9 Dark Lane', 'Wellington', '6011'),
+  });
+  const [typedPayment] = await paymentsOf(world, request.id);
+  assert.deepEqual(
+    {
+      payment: personOf(typedPayment.cust_info),
+      customer: personOf((await world.api.get(`/v1/customers/${customer.id}`)).body.customer),
+    },
+    {
+      payment: { ...mallory, address: at('9 Dark Lane', 'Wellington', '6011') },
+      customer: {
+        first_name: 'Ana',
+        last_name: 'Ngata',
+        phone: '022 555 0199',
+        address: at('1 Queen St', 'Auckland', '1010'),
+      },
+    },
+    'the payment shows what was typed; the customer keeps what it had and gains the phone it lacked',
+  );
+
+  // Other details for Ana's email, typed at a one-off checkout and at her recurring consent's.
+  const eve = { first_name: 'Eve', last_name: 'Jones', phone: '027 555 0123', ...at('5 High St', 'Dunedin', '9016') };
+  await world.api.post(`/v1/test-helpers/requests/${request.id}/pay`, { cust_info: { email: ana.email, ...eve } });
+  const recurring = await createRequest(world, {
+    recurring_options: { period: 'weekly', max_per_period: '50.00 NZD' },
+    cust_info: { email: ana.email },
+  });
+  const consent = (await world.api.post(`/v1/test-helpers/requests/${recurring.id}/pay`, { cust_info: eve })).body
+    .recurring_consent;
+  assert.deepEqual(
+    (await eventsOf(world, consent.customer_id)).map((event) => [event.type, event.data.first_name, event.data.phone]),
+    [
+      ['customer.created', 'Ana', null],
+      ['customer.updated', 'Ana', '022 555 0199'],
+    ],
+    'customer.updated only for the phone filled in; details that would replace change nothing',
+  );
+
+  const nina = {
+    email: 'nina@example.com',
+    first_name: 'Nina',
+    last_name: 'Tane',
+    ...at('3 Victoria St', 'Hamilton', '3204'),
+  };
+  await world.api.post(`/v1/test-helpers/requests/${request.id}/pay`, { cust_info: nina });
+  assert.deepEqual(
+    (await world.api.get('/v1/customers')).body.customers.map((c: any) => ({ email: c.email, ...personOf(c) })),
+    [
+      {
+        email: nina.email,
+        first_name: 'Nina',
+        last_name: 'Tane',
+        phone: '',
+        address: at('3 Victoria St', 'Hamilton', '3204'),
+      },
+      {
+        email: ana.email,
+        first_name: 'Ana',
+        last_name: 'Ngata',
+        phone: '022 555 0199',
+        address: at('1 Queen St', 'Auckland', '1010'),
+      },
+    ],
+    'a new email creates a customer from what was typed; the existing one is as it was',
+  );
+
+  // The merchant's own cust_info on a request is its word: it replaces what the customer has, and
+  // what the payer typed beside it still only fills.
+  const corrected = await createRequest(world, {
+    amount: '5.00 NZD',
+    cust_info: { email: ana.email, first_name: 'Anahera', phone: '021 000 0001' },
+  });
+  const paidCorrected = await world.api.post(`/v1/test-helpers/requests/${corrected.id}/pay`, {
+    cust_info: { email: ana.email, first_name: 'Mallory' },
+  });
+  assert.equal(paidCorrected.status, 200, paidCorrected.text);
+  assert.deepEqual(
+    personOf((await world.api.get(`/v1/customers/${customer.id}`)).body.customer),
+    {
+      first_name: 'Anahera',
+      last_name: 'Ngata',
+      phone: '021 000 0001',
+      address: at('1 Queen St', 'Auckland', '1010'),
+    },
+    'the fields the merchant gave replace the stored ones',
+  );
+});
+
 test('expired and deleted requests take no new payments', async (t) => {
   const world = await checkoutWorld(t);
   const expiring = await createRequest(world, { amount: '5.00 NZD', expires_in: '5m' });

@@ -166,7 +166,7 @@ export async function completeAuthorisation(
       const scope = { userId: locked.user_id, mode: locked.mode };
       const given = locked.cust_info ? (JSON.parse(locked.cust_info) as CustInfo as Partial<PayerDetails>) : null;
       const details = mergePayerDetails(given, pending.details ? (JSON.parse(pending.details) as PayerDetails) : null);
-      const { customer } = await upsertCustomer(trx, scope, details, now);
+      const { customer } = await upsertCustomer(trx, scope, details, now, given);
       const objectId = await kind.create(trx, deps, {
         request: locked,
         customer,

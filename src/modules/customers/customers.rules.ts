@@ -1,4 +1,4 @@
-// Payer details and how they update the merchant's customer record, as plain functions.
+// Payer details and how they reach the merchant's customer record, as plain functions.
 
 // The one list of a payer's details: every type, schema, form and copy of them is built from these.
 
@@ -33,24 +33,66 @@ export function normaliseEmail(email: string): string {
   return email.trim().toLowerCase();
 }
 
-const hasAddress = (d: PayerDetails) => [d.address1, d.city, d.postcode].some((v) => v !== '');
+const isGiven = (value: string | null | undefined): value is string =>
+  value !== undefined && value !== null && value !== '';
+
+/** Whether details carry an address: a first line, a city or a postcode. */
+const hasAddress = (details: Partial<AddressFields>) =>
+  [details.address1, details.city, details.postcode].some(isGiven);
+
+const hasNoAddress = (row: AddressFields) => ADDRESS_FIELDS.every((field) => row[field] === '');
 
 /**
- * The changes new details make to a customer: a field given now replaces the stored one; a field
- * not given keeps it. A given address replaces the whole stored address (its lines belong together).
+ * What details the merchant gave change on its customer: a field given replaces the stored one, a
+ * field not given keeps it, and a given address replaces the whole stored address (its lines
+ * belong together).
  */
-export function customerChanges(current: CustomerFields, details: PayerDetails): Partial<CustomerFields> {
+export function merchantReplacements(current: CustomerFields, given: Partial<CustomerFields>): Partial<CustomerFields> {
   const changes: Partial<CustomerFields> = {};
   for (const field of PERSON_FIELDS) {
-    const next = details[field];
-    if (next !== null && next !== '' && next !== current[field]) changes[field] = next;
+    const next = given[field];
+    if (isGiven(next) && next !== current[field]) changes[field] = next;
   }
-  if (hasAddress(details)) {
+  if (hasAddress(given)) {
     for (const field of ADDRESS_FIELDS) {
-      if (details[field] !== current[field]) changes[field] = details[field];
+      const next = given[field] ?? '';
+      if (next !== current[field]) changes[field] = next;
     }
   }
   return changes;
+}
+
+/**
+ * What details a payer typed change on a customer. Nothing proves the payer owns the email they
+ * typed, so their details only fill what the customer lacks (an empty name or phone, an address
+ * when none is stored) and never replace what the customer already has.
+ */
+export function payerFills(current: CustomerFields, typed: Partial<CustomerFields>): Partial<CustomerFields> {
+  const changes: Partial<CustomerFields> = {};
+  for (const field of PERSON_FIELDS) {
+    const next = typed[field];
+    if (isGiven(next) && !isGiven(current[field])) changes[field] = next;
+  }
+  if (hasAddress(typed) && hasNoAddress(current)) {
+    for (const field of ADDRESS_FIELDS) {
+      const line = typed[field];
+      if (isGiven(line)) changes[field] = line;
+    }
+  }
+  return changes;
+}
+
+/**
+ * The changes details from a checkout make to an existing customer: the fields the merchant gave
+ * replace stored ones, then what the payer typed fills what is still empty.
+ */
+export function customerChanges(
+  current: CustomerFields,
+  typed: Partial<CustomerFields>,
+  merchantGiven: Partial<CustomerFields> = {},
+): Partial<CustomerFields> {
+  const replaced = merchantReplacements(current, merchantGiven);
+  return { ...replaced, ...payerFills({ ...current, ...replaced }, typed) };
 }
 
 /**
@@ -63,7 +105,6 @@ export function filledFromCustomer<T extends CustomerFields>(info: T, customer: 
   for (const field of PERSON_FIELDS) {
     if ((filled[field] === null || filled[field] === '') && customer[field]) filled[field] = customer[field];
   }
-  const hasNoAddress = ADDRESS_FIELDS.every((field) => info[field] === '');
-  if (hasNoAddress) for (const field of ADDRESS_FIELDS) filled[field] = customer[field];
+  if (hasNoAddress(info)) for (const field of ADDRESS_FIELDS) filled[field] = customer[field];
   return filled;
 }

@@ -59,14 +59,18 @@ export async function recordCustInfo(
 export type CustomerOutcome = { customer: CustomerRow; change: 'created' | 'updated' | 'unchanged' };
 
 /**
- * The merchant's customer for this email, created or brought up to date from the details, with
- * customer.created or customer.updated (only when something changed), in the caller's transaction.
+ * The merchant's customer for this email, created from the details of a checkout, or completed by
+ * them, with customer.created or customer.updated (only when something changed), in the caller's
+ * transaction. Anyone can type anyone's email at checkout, so on a customer that exists the details
+ * only fill empty fields (customerChanges); `merchantGiven`, the fields the merchant itself gave
+ * with the request, replace stored ones.
  */
 export async function upsertCustomer(
   trx: Db,
   scope: CustomerScope,
   details: PayerDetails & { email: string },
   now: number,
+  merchantGiven: Partial<PayerDetails> | null = null,
 ): Promise<CustomerOutcome> {
   const email = normaliseEmail(details.email);
   const fresh: CustomerRow = {
@@ -102,7 +106,7 @@ export async function upsertCustomer(
     return { customer: fresh, change: 'created' };
   }
   const current = (await lockCustomerByEmail(trx, scope, email))!;
-  const changes = customerChanges(current, details);
+  const changes = customerChanges(current, details, merchantGiven ?? {});
   if (Object.keys(changes).length === 0) return { customer: current, change: 'unchanged' };
   const updated: CustomerRow = { ...current, ...changes, updated_at: now };
   await updateCustomer(trx, current.id, { ...changes, updated_at: now });
@@ -126,16 +130,22 @@ export async function upsertCustomer(
   return { customer: updated, change: 'updated' };
 }
 
-/** After a payment succeeds: the payer's details (if they gave an email) update the merchant's customer. */
+/**
+ * After a payment succeeds: the details the payer typed (if they gave an email) create the
+ * merchant's customer, or fill what an existing one lacks; `merchantGiven` (the request's own
+ * cust_info) replaces what it has. The payment's cust_info keeps the details as given.
+ */
 export async function recordCustomerOfPayment(
   trx: Db,
   scope: CustomerScope,
   paymentId: string,
   now: number,
+  merchantGiven: Partial<PayerDetails> | null = null,
 ): Promise<CustomerOutcome | null> {
   const info = await custInfoOf(trx, paymentId);
   if (!info?.email) return null;
-  return upsertCustomer(trx, scope, { ...info, email: info.email, marketing_opt_in: info.marketing_opt_in === 1 }, now);
+  const details = { ...info, email: info.email, marketing_opt_in: info.marketing_opt_in === 1 };
+  return upsertCustomer(trx, scope, details, now, merchantGiven);
 }
 
 const owner = (ctx: Ctx) => ({ userId: ctx.merchant.id, mode: ctx.mode });

@@ -292,7 +292,9 @@ export async function finishPayment(
     if (status === 'successful') {
       if (request && request.type === 'single' && request.status === 'active' && request.kind === 'payment')
         await markRequestPaid(trx, request, now);
-      await recordCustomerOfPayment(trx, { userId: payment.user_id, mode: payment.mode }, payment.id, now);
+      // The request's own cust_info is the merchant's word: it replaces what the customer has.
+      const given = request?.cust_info ? (JSON.parse(request.cust_info) as Partial<PayerDetails>) : null;
+      await recordCustomerOfPayment(trx, { userId: payment.user_id, mode: payment.mode }, payment.id, now, given);
     } else if (request) {
       await releasePaymentAtBank(trx, request, payment.id);
     }
