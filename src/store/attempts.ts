@@ -63,3 +63,21 @@ export async function giveBackAttempt(db: Db, limit: AttemptLimit, key: string, 
     .where('attempts', '<=', limit.max)
     .execute();
 }
+
+/**
+ * How long `key` would be refused under `limit` if it tried now (0: it would not be), taking
+ * nothing: for work that a later limited check would refuse anyway, such as sending a code that
+ * could not be checked.
+ */
+export async function refusedForMs(db: Db, limit: AttemptLimit, key: string, now: number): Promise<number> {
+  if (limit.max <= 0) return 0;
+  const row = await db
+    .selectFrom('attempt_windows')
+    .select(['window_start', 'attempts'])
+    .where('scope', '=', limit.scope)
+    .where('key_hash', '=', keyHash(key))
+    .where('window_start', '>', now - limit.windowMs)
+    .executeTakeFirst();
+  if (!row || Number(row.attempts) < limit.max) return 0;
+  return Math.max(1, Number(row.window_start) + limit.windowMs - now);
+}

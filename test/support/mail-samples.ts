@@ -3,6 +3,7 @@ import type { TemplateData } from '../../src/modules/mail/mail.templates.ts';
 /** A sample of every template's data, with text that needs escaping, for the mail tests. */
 export const mailSamples: TemplateData = {
   payer_code: { code: '123456', minutes: 10 },
+  payer_signin_paused: { until: 'Thursday 11 March 2027 at 10:00am' },
   consent_authorised: { merchant: 'Kōwhai <Coffee>', limits: 'up to $50.00 a payment, $100.00 a week', test: false },
   subscription_set_up: {
     merchant: 'Kōwhai Coffee',

@@ -7,6 +7,8 @@ import { templatesIn } from '../../http/pages.ts';
 
 export type TemplateData = {
   payer_code: { code: string; minutes: number };
+  /** Sign-in with the payer's email paused after too many wrong codes, until `until` (a date and time as the payer reads it). */
+  payer_signin_paused: { until: string };
   consent_authorised: { merchant: string; title?: string; limits: string; test: boolean };
   subscription_set_up: { merchant: string; title?: string; plan: string; first_charge: string; test: boolean };
   charge_receipt: {
@@ -84,6 +86,7 @@ type RefundMail = {
 export type TemplateName = keyof TemplateData;
 export const TEMPLATE_NAMES = [
   'payer_code',
+  'payer_signin_paused',
   'consent_authorised',
   'subscription_set_up',
   'charge_receipt',
@@ -123,6 +126,7 @@ const named = (d: { title?: string }) => (d.title ? ` “${d.title}”` : '');
 
 const subjects: { [K in TemplateName]: (data: TemplateData[K]) => string } = {
   payer_code: (d) => `Your Tono sign-in code: ${d.code}`,
+  payer_signin_paused: () => 'Signing in to Tono with your email is paused',
   consent_authorised: (d) => `You authorised payments to ${d.merchant}${forTitle(d)}`,
   subscription_set_up: (d) => `Your subscription${named(d)} with ${d.merchant} is set up`,
   charge_receipt: (d) => `Receipt: ${d.amount} to ${d.merchant}${forTitle(d)}`,

@@ -6,21 +6,11 @@ type Db = Kysely<Database>;
 export type PayerCodeRow = Selectable<PayerCodesTable>;
 export type PayerSessionRow = Selectable<PayerSessionsTable>;
 
-/** Kills the email's codes not yet used, so only the next one is live. */
-export async function killLiveCodes(db: Db, email: string, now: number): Promise<void> {
-  await db
-    .updateTable('payer_codes')
-    .set({ dead_at: now })
-    .where('email', '=', email)
-    .where('dead_at', 'is', null)
-    .where('used_at', 'is', null)
-    .execute();
-}
-
 export async function insertCode(db: Db, row: PayerCodeRow): Promise<void> {
   await db.insertInto('payer_codes').values(row).execute();
 }
 
+/** The email's code that can still be checked: not used, not dead, not expired, with a try left. */
 export async function liveCodeOf(db: Db, email: string, now: number): Promise<PayerCodeRow | undefined> {
   return db
     .selectFrom('payer_codes')
@@ -29,6 +19,7 @@ export async function liveCodeOf(db: Db, email: string, now: number): Promise<Pa
     .where('dead_at', 'is', null)
     .where('used_at', 'is', null)
     .where('expires_at', '>', now)
+    .where('tries_left', '>', 0)
     .orderBy('created_at', 'desc')
     .limit(1)
     .executeTakeFirst();
@@ -44,6 +35,10 @@ export async function spendTry(db: Db, codeId: string): Promise<boolean> {
     .where('used_at', 'is', null)
     .executeTakeFirst();
   return Number(spent.numUpdatedRows) > 0;
+}
+
+export async function extendCode(db: Db, codeId: string, expiresAt: number): Promise<void> {
+  await db.updateTable('payer_codes').set({ expires_at: expiresAt }).where('id', '=', codeId).execute();
 }
 
 export async function markCode(

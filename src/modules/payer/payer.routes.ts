@@ -80,6 +80,16 @@ function payerPages(deps: Deps) {
   const forbidden = (reply: FastifyReply) =>
     message(reply, 403, 'This form has expired', 'Nothing was changed. Go back, reload the page and try again.');
   const minutes = (ms: number) => Math.max(1, Math.ceil(ms / 60_000));
+  // The same words whether or not a payer has the email: a pause says nothing about who has it.
+  const pausedPage = (reply: FastifyReply, csrf: string, email: string, retryAfterMs: number) => {
+    reply.header('retry-after', String(Math.ceil(retryAfterMs / 1000)));
+    return page(reply, 429, 'signin', {
+      title: 'Sign in',
+      csrf,
+      email,
+      error: `Too many wrong codes have been entered for this email, so signing in with it is paused. Try again in ${waitOf(retryAfterMs)}.`,
+    });
+  };
   const notFoundPage = (reply: FastifyReply, session: PayerSession) =>
     message(reply, 404, 'Not found', 'There is nothing with that address among what you agreed to.', session);
 
@@ -94,8 +104,20 @@ function payerPages(deps: Deps) {
     sessionFormValid,
     forbidden,
     minutes,
+    pausedPage,
     notFoundPage,
   };
+}
+
+/** A wait as a person reads it, rounded up: "40 minutes", "5 hours", "7 days". */
+function waitOf(ms: number): string {
+  const count = (unitMs: number, unit: string) => {
+    const n = Math.max(1, Math.ceil(ms / unitMs));
+    return `${n} ${unit}${n === 1 ? '' : 's'}`;
+  };
+  if (ms <= 90 * 60_000) return count(60_000, 'minute');
+  if (ms <= 48 * 60 * 60_000) return count(60 * 60_000, 'hour');
+  return count(24 * 60 * 60_000, 'day');
 }
 
 type PayerPages = ReturnType<typeof payerPages>;
@@ -161,6 +183,7 @@ function registerSignIn(scope: Scope, pages: PayerPages): void {
     sessionFormValid,
     forbidden,
     minutes,
+    pausedPage,
   } = pages;
   scope.post('/customer/code', hidden, async (request, reply) => {
     if (!preSessionValid(request)) return forbidden(reply);
@@ -175,6 +198,7 @@ function registerSignIn(scope: Scope, pages: PayerPages): void {
       });
     }
     const sent = await sendCode(deps, email, clientKey(request.ip));
+    if (sent.kind === 'paused') return pausedPage(reply, csrf, email, sent.retryAfterMs);
     if (sent.kind === 'limited') {
       reply.header('retry-after', String(Math.ceil(sent.retryAfterMs / 1000)));
       return page(reply, 429, 'signin', {
@@ -219,6 +243,8 @@ function registerSignIn(scope: Scope, pages: PayerPages): void {
           email,
           error: 'That code no longer works: it has expired, was used, or had too many wrong tries. Ask for a new one.',
         });
+      case 'paused':
+        return pausedPage(reply, csrf, email, outcome.retryAfterMs);
       case 'limited':
         reply.header('retry-after', String(Math.ceil(outcome.retryAfterMs / 1000)));
         return page(reply, 429, 'code', {

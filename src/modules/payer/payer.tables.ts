@@ -5,9 +5,10 @@ export interface PayerCodesTable {
   email: string;
   code_sealed: string;
   tries_left: number;
+  /** 10 minutes after it was made, or after it was sent again (once at most, when asked for while live). */
   expires_at: number;
   used_at: number | null;
-  /** Set when five wrong tries, or a newer code, killed it. */
+  /** Set when five wrong tries killed it. */
   dead_at: number | null;
   created_at: number;
 }
