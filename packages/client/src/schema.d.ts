@@ -2513,7 +2513,7 @@ export interface components {
              * @description Why the refund requires you to pay it by hand (status requires_action)
              * @enum {unknown}
              */
-            action_reason: "payer_account_unknown" | "no_refund_authority" | null;
+            action_reason: "payer_account_unknown" | "no_refund_authority" | "bank_outcome_unknown" | null;
             /** @description What the payer’s statement shows: "Refund", the payment’s particulars, its reference */
             pcr: {
                 particulars: string;
@@ -2660,7 +2660,7 @@ export interface components {
                 status: "pending" | "successful" | "failed" | "requires_action";
                 /** @description Why the refund failed */
                 failure_reason: string | null;
-                /** @description Why it requires action: payer_account_unknown or no_refund_authority */
+                /** @description Why it requires action: payer_account_unknown, no_refund_authority or bank_outcome_unknown */
                 action_reason: string | null;
                 /**
                  * Format: date-time
@@ -3816,7 +3816,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
-                        code?: "conflict.invalid_state";
+                        code?: "conflict.invalid_state" | "conflict.payment_at_bank";
                     };
                 };
             };
