@@ -525,6 +525,19 @@ export async function scheduleExecutionRecovery(deps: Deps): Promise<void> {
   });
 }
 
+/**
+ * A payment given up on while it still awaits the bank's answer becomes unconfirmed, with no settle
+ * job, so the sweep of executions in flight (which looks for awaiting-consent) stops finding it.
+ */
+async function leaveUnconfirmed(deps: Deps, payment: PaymentRow, now: number): Promise<void> {
+  await deps.store.transaction(async (trx) => {
+    const held = await holdPaymentToRecord(trx, payment.id);
+    if (held?.status !== 'awaiting-consent') return;
+    await followStatusChange(trx, held, 'unconfirmed');
+    await setPaymentStatus(trx, held, 'unconfirmed', now);
+  });
+}
+
 /** 20 s doubling to 10 minutes: a bank that has not settled is asked again, less and less often. */
 const SETTLE_BACKOFF: Backoff = { baseMs: 20_000, maxMs: 10 * 60_000, jitter: false };
 
@@ -543,19 +556,19 @@ export function settleExecutionJob(deps: Deps): JobHandler {
       retryAt: deps.clock.now() + backoffDelayMs(job.attempts, SETTLE_BACKOFF),
       error,
     });
+    // Taken or not, the bank may hold it: no connector now is no answer, never a refusal.
+    if (!connectorFor(deps, consent.bank_id, consent.mode)) return again('the bank is not connected');
     // Never named by the bank: only sending it again under its key can tell, and the bank may hold it.
     const resending = payment.bank_payment_id === null;
-    if (resending) {
-      if (!connectorFor(deps, consent.bank_id, consent.mode)) return again('the bank is not connected');
-      if (!mayResendUnderKey(payment.created_at, clock.now())) {
-        // The bank may hold it, and may now take its key for a new payment: it stays unconfirmed
-        // (and counted against the consent's limits) for the bank's word, by hand.
-        deps.log.error(
-          { payment_id: payment.id, recurring_consent_id: consent.id },
-          'a recurring payment the bank never answered for 23 hours is not sent again: it stays unconfirmed',
-        );
-        return;
-      }
+    if (resending && !mayResendUnderKey(payment.created_at, clock.now())) {
+      // The bank may now take its key for a new payment: it stays unconfirmed, counted against the
+      // consent's limits, with no job left to send it, until someone has the bank's word.
+      await leaveUnconfirmed(deps, payment, clock.now());
+      deps.log.error(
+        { payment_id: payment.id, recurring_consent_id: consent.id },
+        'a recurring payment the bank never answered for 23 hours is not sent again: it stays unconfirmed',
+      );
+      return;
     }
     const recorded = await submitAndRecord(deps, consent, payment, clock.now(), clock, SETTLE_EXECUTION_JOB, {
       resending,
