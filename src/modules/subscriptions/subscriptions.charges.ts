@@ -477,10 +477,10 @@ export function chargeSubscriptionJob(deps: Deps): JobHandler {
 
 /**
  * At start, in a process that runs workers: every charge handed to a bank and not yet recorded has
- * its subscription's job, which follows it to its end whatever the subscription's status. A pause or
- * a cancel keeps that job; this finds a charge left without one in a database written before they
- * did, so a payment the bank took is still counted. One that is no longer its subscription's latest
- * charge cannot be followed by the job (it reads the latest): it is logged for the operator.
+ * its subscription's job, which follows it to its end whatever the subscription's status, so a
+ * payment the bank took is counted even if the charge lost its job (a pause or cancel by an older
+ * version dropped it). One that is no longer its subscription's latest charge cannot be followed by
+ * the job (it reads the latest): it is logged for the operator.
  */
 export async function followChargesLeftInFlight(deps: Deps): Promise<void> {
   for (const charge of await chargesInFlight(deps.db)) {

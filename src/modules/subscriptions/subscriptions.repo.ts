@@ -127,8 +127,9 @@ export async function findChargeInFlight(db: Db, subscriptionId: string): Promis
 }
 
 /**
- * Every charge handed to a bank and not yet recorded, with its subscription's owner and whether it
- * is that subscription's latest charge (read from the partial index of charges in flight).
+ * Every charge handed to a bank and not yet recorded, with its subscription's owner and its
+ * subscription's latest slot. Read once when a process starts, so it reads the table rather than
+ * keep an index on `status`, which would stop a charge's status changes being written in place.
  */
 export async function chargesInFlight(
   db: Db,

@@ -20,7 +20,7 @@ export interface WebhookEndpointsTable {
   disabled_at: number | null;
   /**
    * When it was last enabled again after being disabled, null if it never was: its failing streak
-   * (webhooks.health.ts) counts attempts from then on only (migration 0049).
+   * (webhooks.health.ts) counts attempts from then on only (migration 0048).
    */
   enabled_at: number | null;
   /** The merchant's own label for the endpoint, trimmed, at most 200 characters; null when none (migration 0027). */

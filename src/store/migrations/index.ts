@@ -41,9 +41,8 @@ import * as failUnlessWritten from './0044-fail-unless-written.ts';
 import * as inPlaceDeliveryUpdates from './0045-in-place-delivery-updates.ts';
 import * as statementAmounts from './0046-statement-amounts.ts';
 import * as refundSubmissions from './0047-refund-submissions.ts';
-import * as chargesInFlight from './0048-charges-in-flight.ts';
-import * as webhookEnabledAt from './0049-webhook-enabled-at.ts';
-import * as requestPaymentAtBank from './0050-request-payment-at-bank.ts';
+import * as webhookEnabledAt from './0048-webhook-enabled-at.ts';
+import * as requestPaymentAtBank from './0049-request-payment-at-bank.ts';
 import { sandboxBankMigrations } from '../../sandbox-bank/migrations/index.ts';
 
 // Every migration; they run in the order of their names. Each module appends its own file here;
@@ -91,9 +90,8 @@ export const migrations: Record<string, Migration> = inNameOrder({
   '0045-in-place-delivery-updates': inPlaceDeliveryUpdates,
   '0046-statement-amounts': statementAmounts,
   '0047-refund-submissions': refundSubmissions,
-  '0048-charges-in-flight': chargesInFlight,
-  '0049-webhook-enabled-at': webhookEnabledAt,
-  '0050-request-payment-at-bank': requestPaymentAtBank,
+  '0048-webhook-enabled-at': webhookEnabledAt,
+  '0049-request-payment-at-bank': requestPaymentAtBank,
   ...sandboxBankMigrations,
 });
 
