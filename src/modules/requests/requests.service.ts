@@ -6,7 +6,7 @@ import { newId } from '../../shared/ids.ts';
 import { pageOf } from '../../shared/pagination.ts';
 import { andThen } from '../../shared/now-or-later.ts';
 import { iso, isoOrNull } from '../../shared/time.ts';
-import { enqueue, realTimeOf } from '../../jobs/queue.ts';
+import { bringQueuedJobForward, enqueue, realTimeOf } from '../../jobs/queue.ts';
 import type { JobHandler } from '../../jobs/worker.ts';
 import type { Database } from '../../store/tables.ts';
 import { transact } from '../../store/store.ts';
@@ -232,8 +232,8 @@ export async function markRequestPaid(trx: Kysely<Database>, row: RequestRow, no
   );
 }
 
-/** How often an expiry waiting for a payment at the bank looks again. */
-const EXPIRY_WAITS_FOR_BANK_MS = 60_000;
+/** How long an expiry waiting for a payment at the bank sleeps: the payment's end wakes it sooner. */
+const EXPIRY_WAITS_FOR_BANK_MS = 60 * 60_000;
 
 /** Job: at expires_at an active request becomes expired, with request.expired. Safe to run twice. */
 export const expireRequestJob: JobHandler = async (payload: { request_id: string }, { db, clock, finishIn }) => {
@@ -303,10 +303,14 @@ export async function notePaymentAtBank(trx: Kysely<Database>, requestId: string
   await trx.updateTable('requests').set({ payment_at_bank: paymentId }).where('id', '=', requestId).execute();
 }
 
-/** Its payment at the bank ended without success (the caller holds the request): it may be deleted or expire again. */
+/**
+ * Its payment at the bank ended without success (the caller holds the request): it may be deleted
+ * again, and an expiry that was waiting for the bank runs now.
+ */
 export async function releasePaymentAtBank(trx: Kysely<Database>, row: RequestRow, paymentId: string): Promise<void> {
   if (row.payment_at_bank !== paymentId) return;
   await trx.updateTable('requests').set({ payment_at_bank: null }).where('id', '=', row.id).execute();
+  if (row.expires_at !== null) await bringQueuedJobForward(trx, `${EXPIRE_REQUEST_JOB}:${row.id}`, Date.now());
 }
 
 /** Whether the merchant has made any request in this mode (the dashboard opens in live mode once it has). */
