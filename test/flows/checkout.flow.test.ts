@@ -618,6 +618,25 @@ test('payer details typed at checkout create a customer and fill its empty field
     },
     'the fields the merchant gave replace the stored ones',
   );
+  // Given for another email, they are not about the payer who paid: Ana's record stays as it is.
+  const forAlice = await createRequest(world, {
+    amount: '5.00 NZD',
+    cust_info: { email: 'alice@example.com', first_name: 'Alice', phone: '021 999 9999' },
+  });
+  const paidByAna = await world.api.post(`/v1/test-helpers/requests/${forAlice.id}/pay`, {
+    cust_info: { email: ana.email },
+  });
+  assert.equal(paidByAna.status, 200, paidByAna.text);
+  assert.deepEqual(
+    personOf((await world.api.get(`/v1/customers/${customer.id}`)).body.customer),
+    {
+      first_name: 'Anahera',
+      last_name: 'Ngata',
+      phone: '021 000 0001',
+      address: at('1 Queen St', 'Auckland', '1010'),
+    },
+    'the merchant’s details for another email change nothing here',
+  );
 });
 
 test('expired and deleted requests take no new payments', async (t) => {

@@ -18,7 +18,14 @@ import {
   updateCustomer,
   type CustomerRow,
 } from './customers.repo.ts';
-import { customerChanges, filledFromCustomer, normaliseEmail, type PayerDetails } from './customers.rules.ts';
+import {
+  customerChanges,
+  filledFromCustomer,
+  merchantReplacements,
+  normaliseEmail,
+  type CustomerFields,
+  type PayerDetails,
+} from './customers.rules.ts';
 import type { Mode } from '../../shared/mode.ts';
 import type { Ctx } from '../context.ts';
 import type { CustInfoRow } from './customers.tables.ts';
@@ -73,15 +80,19 @@ export async function upsertCustomer(
   merchantGiven: Partial<PayerDetails> | null = null,
 ): Promise<CustomerOutcome> {
   const email = normaliseEmail(details.email);
+  const typed: CustomerFields = {
+    phone: details.phone || null,
+    first_name: details.first_name || null,
+    last_name: details.last_name || null,
+    ...addressOf(details),
+  };
   const fresh: CustomerRow = {
     id: newId('customer'),
     user_id: scope.userId,
     mode: scope.mode,
     email,
-    phone: details.phone || null,
-    first_name: details.first_name || null,
-    last_name: details.last_name || null,
-    ...addressOf(details),
+    ...typed,
+    ...merchantReplacements(typed, merchantGiven ?? {}),
     created_at: now,
     updated_at: now,
   };
@@ -145,7 +156,10 @@ export async function recordCustomerOfPayment(
   const info = await custInfoOf(trx, paymentId);
   if (!info?.email) return null;
   const details = { ...info, email: info.email, marketing_opt_in: info.marketing_opt_in === 1 };
-  return upsertCustomer(trx, scope, details, now, merchantGiven);
+  // The merchant's details are about the email it gave: a payer who typed another is not that customer.
+  const givenEmail = merchantGiven?.email;
+  const aboutThisEmail = typeof givenEmail === 'string' && normaliseEmail(givenEmail) === normaliseEmail(info.email);
+  return upsertCustomer(trx, scope, details, now, aboutThisEmail ? merchantGiven : null);
 }
 
 const owner = (ctx: Ctx) => ({ userId: ctx.merchant.id, mode: ctx.mode });
