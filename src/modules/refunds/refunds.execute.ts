@@ -39,13 +39,14 @@ export function executeRefundJob(deps: Deps): JobHandler {
     // One the bank already holds is only followed there, whatever its authority is now.
     if (refund.bank_payment_id) return followAtBank(deps, refund, refund.bank_payment_id, clock.now(), retry);
 
-    const payer = await payerAccountOfPayment(deps, refund.payment_id);
-    if ('retry' in payer) return retry(`the payer's bank: ${payer.retry}`);
-    if ('refused' in payer) return requireAction(deps, refund, 'payer_account_unknown');
-
-    const authority = refund.authority_id ? await findAuthorityById(deps.db, refund.authority_id) : undefined;
     // Sent before, it may be at the bank: only the same key under the same authority may ask.
     const sentBefore = refund.submitted_at !== null;
+    const payer = await payerAccountOfPayment(deps, refund.payment_id);
+    if ('retry' in payer) return retry(`the payer's bank: ${payer.retry}`);
+    if ('refused' in payer)
+      return requireAction(deps, refund, sentBefore ? 'bank_outcome_unknown' : 'payer_account_unknown');
+
+    const authority = refund.authority_id ? await findAuthorityById(deps.db, refund.authority_id) : undefined;
     if (sentBefore && !mayResendUnderKey(refund.submitted_at!, deps.clock.now()))
       return requireAction(deps, refund, 'bank_outcome_unknown');
     if (!authority || (!sentBefore && authority.status !== 'active'))
