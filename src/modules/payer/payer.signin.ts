@@ -220,7 +220,7 @@ async function checkLiveCode(trx: Db, deps: Deps, email: string, code: string, n
 async function tellPause(deps: Deps, email: string, windowStart: number, resumesAt: number): Promise<void> {
   const known = await payerHasEmail(deps, email);
   deps.log.warn(
-    { email, payer: known, resumes_at: new Date(resumesAt).toISOString() },
+    { email_sha256: sha256Hex(email), payer: known, resumes_at: new Date(resumesAt).toISOString() },
     'payer sign-in paused: too many wrong codes for this email in a week',
   );
   if (!known) return;
