@@ -5,7 +5,7 @@ import { queueMail } from '../mail/mail.service.ts';
 import { merchantContact } from '../merchants/merchants.service.ts';
 import { emitEvent } from '../events/events.service.ts';
 import type { Deps } from '../context.ts';
-import { allLiveEndpoints, failingSinceOf, updateEndpoint } from './webhooks.repo.ts';
+import { allLiveEndpoints, failingSinceOf, lockEndpointIfThere, updateEndpoint } from './webhooks.repo.ts';
 
 // Tells a merchant by email when every delivery to one of their webhook endpoints has failed for
 // 24 hours, and after 3 days disables the endpoint, with an event and a mail (docs/webhooks.md):
@@ -81,7 +81,12 @@ export async function disableLongFailingEndpoints(deps: Deps, now: number): Prom
     if (endpoint.failingSince > now - DISABLE_AFTER_MS) continue;
     const merchant = await merchantContact(deps.db, endpoint.userId);
     const owner = { userId: endpoint.userId, mode: endpoint.mode };
-    await deps.store.transaction(async (trx) => {
+    const done = await deps.store.transaction(async (trx) => {
+      // Held and read again: disabled, enabled again or deleted by its merchant since the list was
+      // read, it starts over (a fresh streak) or is gone, and is not disabled on the old streak.
+      const locked = await lockEndpointIfThere(trx, null, endpoint.id);
+      if (!locked || locked.disabled_at !== null) return false;
+      if ((await failingSinceOf(trx, locked)) !== endpoint.failingSince) return false;
       // disabled before the event, so the event is not queued to the endpoint that cannot take it
       await updateEndpoint(trx, endpoint.id, { disabled_at: now });
       await emitEvent(
@@ -109,8 +114,9 @@ export async function disableLongFailingEndpoints(deps: Deps, now: number): Prom
         },
         now,
       );
+      return true;
     });
-    disabled++;
+    if (done) disabled++;
   }
   return disabled;
 }

@@ -38,9 +38,14 @@ export async function getEndpoint(db: Db, owner: Owner, id: string): Promise<End
  * resend never reads whether the endpoint may have an event's secret while its URL is changing.
  */
 export async function lockEndpoint(db: Db, owner: Owner | null, id: string): Promise<EndpointRow> {
-  const row = await lockForUpdate(db, endpointById(db, owner, id)).executeTakeFirst();
+  const row = await lockEndpointIfThere(db, owner, id);
   if (!row) throw notFound('webhook', id);
   return row;
+}
+
+/** lockEndpoint, answering undefined for an endpoint deleted (or never there). */
+export function lockEndpointIfThere(db: Db, owner: Owner | null, id: string): Promise<EndpointRow | undefined> {
+  return lockForUpdate(db, endpointById(db, owner, id)).executeTakeFirst();
 }
 
 export async function listEndpoints(

@@ -176,7 +176,8 @@ function changeSummary(row: EndpointRow, changes: EndpointChanges): Record<strin
 export async function rotateWebhookSecret(ctx: Ctx, id: string, idempotencyKey?: string) {
   const fresh = randomBytes(32).toString('base64');
   return idempotent(ctx, idempotencyKey, `POST /v1/webhooks/${id}/rotate-secret`, {}, 200, async (trx) => {
-    const row = await getEndpoint(trx, owner(ctx), id);
+    // Held: two rotations at once each keep the other's secret in the keyring, not overwrite it.
+    const row = await lockEndpoint(trx, owner(ctx), id);
     const keyring = rotated(decodeKeyring(openStored(ctx.deps.secrets, row.secret)), fresh, ctx.deps.clock.now());
     await updateEndpoint(trx, id, { secret: ctx.deps.secrets.seal(encodeKeyring(keyring)) });
     // The new secret itself is never recorded, masked or not.
