@@ -208,7 +208,7 @@ export async function deleteRequest(ctx: Ctx, id: string) {
 function paymentAtBankError(paymentId: string): AppError {
   return new AppError(
     'conflict.payment_at_bank',
-    `A payer has approved payment ${paymentId} of this request and it is at their bank: the request can be deleted once that payment has settled, if it fails`,
+    `A payer has approved payment ${paymentId} of this request and it is at their bank: the request can be deleted only if that payment fails, and becomes paid if it succeeds`,
     { payment_id: paymentId },
   );
 }
