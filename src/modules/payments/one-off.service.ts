@@ -8,13 +8,7 @@ import {
   releasePaymentAtBank,
 } from '../requests/requests.service.ts';
 import { bankReturnUrl, connectorFor, creditorOf, remittanceOf } from './payments.banks.ts';
-import {
-  findBlockingPayment,
-  findPaymentById,
-  findPaymentByState,
-  lockPayment,
-  updatePayment,
-} from './payments.repo.ts';
+import { findPaymentById, findPaymentByState, lockPayment, updatePayment } from './payments.repo.ts';
 import {
   ABANDON_AFTER_MS,
   effectiveStatus,
@@ -253,7 +247,8 @@ async function claimExecution(
     const status = effectiveStatus(request, now);
     if (status !== 'active')
       return { kind: 'refused', reason: status === 'paid' ? 'request_already_paid' : `request_${status}` };
-    if (request.type === 'single' && (await findBlockingPayment(trx, request.id, payment.id))) {
+    // A single request's payment already at the bank holds it (notePaymentAtBank); a successful one made it paid.
+    if (request.type === 'single' && request.payment_at_bank !== null) {
       return { kind: 'refused', reason: 'request_already_paid' };
     }
     // The token is kept until the bank names the payment: submitted again after a crash, under the

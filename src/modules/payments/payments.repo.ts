@@ -277,29 +277,6 @@ export async function keepEnduringPayerAccount(db: Db, enduringId: string, seale
   );
 }
 
-/**
- * Another payment of the request that holds or may take its one success: claimed for execution
- * and not failed or cancelled, or already successful.
- */
-export async function findBlockingPayment(
-  db: Db,
-  requestId: string,
-  exceptId: string,
-): Promise<PaymentRow | undefined> {
-  return db
-    .selectFrom('payments')
-    .selectAll()
-    .where('request_id', '=', requestId)
-    .where('id', '!=', exceptId)
-    .where((eb) =>
-      eb.or([
-        eb('status', 'in', ['successful', 'unconfirmed']),
-        eb.and([eb('status', '=', 'awaiting-consent'), eb('submitted_at', 'is not', null)]),
-      ]),
-    )
-    .executeTakeFirst();
-}
-
 export type PaymentFilters = {
   status?: string;
   request_id?: string;

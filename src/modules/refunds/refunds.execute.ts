@@ -5,7 +5,7 @@ import type { Deps } from '../context.ts';
 import { failureReasonOf } from '../consents/execute.service.ts';
 import { payerAccountOfPayment } from '../payments/payments.service.ts';
 import { connectorFor } from '../payments/payments.banks.ts';
-import { mayResendUnderKey } from '../banks/bank-connector.ts';
+import { followNamedPayment, mayResendUnderKey } from '../banks/bank-connector.ts';
 import { endAuthorityAtBank, findAuthorityById, readyAuthority, type ReadyAuthority } from './refunds.authority.ts';
 import { noticeRefundArrived } from './refunds.notices.ts';
 import * as repo from './refunds.repo.ts';
@@ -116,7 +116,7 @@ async function followAtBank(
   const authority = refund.authority_id ? await findAuthorityById(deps.db, refund.authority_id) : undefined;
   const connector = authority && connectorFor(deps, authority.bank_id, authority.mode);
   if (!connector) return retry('the merchant’s bank is not connected');
-  const status = await connector.getPaymentStatus({ paymentId: bankPaymentId, at, trace: { refund_id: refund.id } });
+  const status = await followNamedPayment(connector, { paymentId: bankPaymentId, at, trace: { refund_id: refund.id } });
   if (!status.ok) return retry(status.message);
   if (status.outcome === 'pending') return retry('still pending at the bank');
   await record(

@@ -113,6 +113,11 @@ export async function setRequestStatus(
     .execute();
 }
 
+/** Names the single request's payment at the bank, or (null) lets it go. */
+export async function setPaymentAtBank(db: Db, id: string, paymentId: string | null): Promise<void> {
+  await db.updateTable('requests').set({ payment_at_bank: paymentId }).where('id', '=', id).execute();
+}
+
 export type RequestSearch = {
   status?: string;
   type?: string;

@@ -23,6 +23,7 @@ import {
   requestIdsOfOwner,
   requestNow,
   searchRequests,
+  setPaymentAtBank,
   setRequestStatus,
   type RequestSearch,
 } from './requests.repo.ts';
@@ -300,7 +301,7 @@ export function holdRequestToPay(trx: Kysely<Database>, id: string): Promise<Req
  * request): until it settles the request is neither deleted nor expired.
  */
 export async function notePaymentAtBank(trx: Kysely<Database>, requestId: string, paymentId: string): Promise<void> {
-  await trx.updateTable('requests').set({ payment_at_bank: paymentId }).where('id', '=', requestId).execute();
+  await setPaymentAtBank(trx, requestId, paymentId);
 }
 
 /**
@@ -309,7 +310,7 @@ export async function notePaymentAtBank(trx: Kysely<Database>, requestId: string
  */
 export async function releasePaymentAtBank(trx: Kysely<Database>, row: RequestRow, paymentId: string): Promise<void> {
   if (row.payment_at_bank !== paymentId) return;
-  await trx.updateTable('requests').set({ payment_at_bank: null }).where('id', '=', row.id).execute();
+  await setPaymentAtBank(trx, row.id, null);
   if (row.expires_at !== null) await bringQueuedJobForward(trx, `${EXPIRE_REQUEST_JOB}:${row.id}`, Date.now());
 }
 

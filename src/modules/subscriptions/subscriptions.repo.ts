@@ -120,12 +120,6 @@ export async function findLatestCharge(db: Db, subscriptionId: string): Promise<
   return findLatestChargeQuery.first(db, { subscriptionId });
 }
 
-/** The slot whose attempt was handed to the bank and not yet recorded, if any. */
-export async function findChargeInFlight(db: Db, subscriptionId: string): Promise<ChargeRow | undefined> {
-  const latest = await findLatestCharge(db, subscriptionId);
-  return latest?.status === 'in_flight' ? latest : undefined;
-}
-
 /**
  * Every charge handed to a bank and not yet recorded, with its subscription's owner and its
  * subscription's latest slot. Read once when a process starts, so it reads the table rather than
@@ -148,16 +142,6 @@ export async function chargesInFlight(
     .where('c.status', '=', 'in_flight')
     .$narrowType<{ latest: string }>()
     .execute();
-}
-
-/** The slot whose retries are pending, if any (at most one per subscription). */
-export async function findOpenCharge(db: Db, subscriptionId: string): Promise<ChargeRow | undefined> {
-  return db
-    .selectFrom('subscription_charges')
-    .selectAll()
-    .where('subscription_id', '=', subscriptionId)
-    .where('status', 'in', ['retrying', 'in_flight'])
-    .executeTakeFirst();
 }
 
 export async function listCharges(db: Db, subscriptionId: string): Promise<ChargeRow[]> {

@@ -25,34 +25,27 @@ type Owned = { id: string; user_id: string; mode: string };
  * job row keeps real time: clock time minus the clock's stored offset.
  */
 export async function scheduleCharge(trx: Kysely<Database>, deps: Deps, sub: Owned, at: number): Promise<void> {
-  const realNow = deps.clock.now();
   const offset = sub.mode === 'test' ? await testClockOffsetOf(trx, sub.user_id) : 0;
-  await enqueue(
-    trx,
-    {
-      kind: CHARGE_SUBSCRIPTION_JOB,
-      runAt: realTimeOf(at, offset),
-      clockId: clockIdOf(sub),
-      payload: { subscription_id: sub.id },
-      dedupeKey: dedupeKeyOf(sub.id),
-    },
-    realNow,
-  );
+  await queueCharge(trx, deps, sub, realTimeOf(at, offset));
 }
 
 /** Queues the subscription's charge job due now, unless it has one queued already (the dedupe key keeps that one). */
 export async function queueChargeUnlessQueued(trx: Kysely<Database>, deps: Deps, sub: Owned): Promise<void> {
-  const realNow = deps.clock.now();
+  await queueCharge(trx, deps, sub, deps.clock.now());
+}
+
+/** The subscription's one charge job, due at a real time. */
+async function queueCharge(trx: Kysely<Database>, deps: Deps, sub: Owned, realRunAt: number): Promise<void> {
   await enqueue(
     trx,
     {
       kind: CHARGE_SUBSCRIPTION_JOB,
-      runAt: realNow,
+      runAt: realRunAt,
       clockId: clockIdOf(sub),
       payload: { subscription_id: sub.id },
       dedupeKey: dedupeKeyOf(sub.id),
     },
-    realNow,
+    deps.clock.now(),
   );
 }
 

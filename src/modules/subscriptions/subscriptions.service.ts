@@ -14,8 +14,7 @@ import { revokeAtBank } from './subscriptions.bank.ts';
 import { presentSubscription, type SubscriptionObject } from './subscriptions.present.ts';
 import {
   countSubscriptionsByStatus,
-  findChargeInFlight,
-  findOpenCharge,
+  findLatestCharge,
   findSubscriptionById,
   getSubscription,
   insertSubscription,
@@ -160,21 +159,23 @@ async function transition(
 }
 
 /**
- * Drops the subscription's charge job (pause, cancel), unless a charge was handed to the bank and
- * not yet recorded: its job follows that payment to its end whatever the status (the bank may take
- * it), counts it, and then schedules nothing while the subscription is not active.
+ * Stops a subscription's charging for a pause or a cancel, from its latest charge (a charge in
+ * flight or being retried is always the latest: no slot is charged while another is open). The
+ * job is dropped, unless a charge was handed to the bank and not yet recorded: its job follows that
+ * payment to its end whatever the status (the bank may take it), counts it, and then schedules
+ * nothing while the subscription is not active. A slot being retried is given up as `giveUp`.
  */
-async function unscheduleUnlessInFlight(trx: Db, id: string): Promise<void> {
-  if (!(await findChargeInFlight(trx, id))) await unscheduleCharge(trx, id);
+async function stopCharging(trx: Db, id: string, giveUp: 'dropped' | 'cancelled', now: number): Promise<void> {
+  const latest = await findLatestCharge(trx, id);
+  if (latest?.status !== 'in_flight') await unscheduleCharge(trx, id);
+  if (latest?.status === 'retrying')
+    await updateCharge(trx, latest.id, { status: giveUp, next_attempt_at: null, updated_at: now });
 }
 
 async function pauseWork(trx: Db, row: SubscriptionRow, now: number): Promise<Change> {
   if (!allows('pause', row.status)) throw invalidState('subscription', row.status, 'pause');
-  await unscheduleUnlessInFlight(trx, row.id);
   // Pending retries are dropped: the slot being retried is given up.
-  const open = await findOpenCharge(trx, row.id);
-  if (open && open.status === 'retrying')
-    await updateCharge(trx, open.id, { status: 'dropped', next_attempt_at: null, updated_at: now });
+  await stopCharging(trx, row.id, 'dropped', now);
   const changes = { status: 'paused', paused_at: now, next_charge_at: null, updated_at: now };
   await updateSubscription(trx, row.id, changes);
   await emitEvent(trx, scopeOf(row), 'subscription.paused', row.id, lifecycleData(row, now), now);
@@ -214,10 +215,7 @@ export async function cancelInTransaction(
   now: number,
 ): Promise<SubscriptionRow> {
   if (!allows('cancel', row.status)) throw invalidState('subscription', row.status, 'cancel');
-  await unscheduleUnlessInFlight(trx, row.id);
-  const open = await findOpenCharge(trx, row.id);
-  if (open && open.status === 'retrying')
-    await updateCharge(trx, open.id, { status: 'cancelled', next_attempt_at: null, updated_at: now });
+  await stopCharging(trx, row.id, 'cancelled', now);
   const changes = { status: 'cancelled', cancelled_by: by, cancelled_at: now, next_charge_at: null, updated_at: now };
   await updateSubscription(trx, row.id, changes);
   await emitEvent(trx, scopeOf(row), 'subscription.cancelled', row.id, lifecycleData(row, now), now);
