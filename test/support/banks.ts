@@ -3,6 +3,7 @@
 // approves through the bank's HTML forms as a browser without JavaScript would.
 import type { TestContext } from 'node:test';
 import { buildTestApp, type TestApp } from '../helpers.ts';
+import type { Runtime } from '../../src/runtime.ts';
 import { SERVICE_CLIENT_ID, STANDALONE_CLIENT_SECRET } from '../../src/sandbox-bank/sandbox-bank.app.ts';
 
 export type Listening = TestApp & { baseUrl: string; bankUrl: string; redirectUri: string };
@@ -114,3 +115,23 @@ export const remittance = (particulars = 'V-ABC123', reference = 'INV42') => ({
     CreditorReference: { Particulars: particulars, Code: 'TONO', Reference: reference },
   },
 });
+
+/**
+ * The test-mode sandbox connector's submissions lose their answer before they reach the bank (a
+ * timeout): the first `lose` of them. The times they were sent at, and the answers of those that
+ * reached the bank, are kept.
+ */
+export function loseSubmissions(t: TestContext, runtime: Pick<Runtime, 'deps'>, lose: number) {
+  const connector = runtime.deps.banks.connectorFor('sandbox', 'test')!;
+  const submit = connector.submitPayment.bind(connector);
+  const sentAt: number[] = [];
+  const answered: Array<Awaited<ReturnType<typeof submit>>> = [];
+  t.mock.method(connector, 'submitPayment', async (input: Parameters<typeof submit>[0]) => {
+    sentAt.push(input.at ?? Date.now());
+    if (sentAt.length <= lose) return { ok: false, reason: 'timeout', message: 'no answer in 10 s', unknown: true };
+    const answer = await submit(input);
+    answered.push(answer);
+    return answer;
+  });
+  return { sentAt, answered };
+}

@@ -4,7 +4,15 @@
 import { Writable } from 'node:stream';
 import type { TestContext } from 'node:test';
 import pino from 'pino';
-import { apiClient, createTestMerchant, freshDb, testConfig, type ApiClient, type TestMerchant } from '../helpers.ts';
+import {
+  apiClient,
+  createTestMerchant,
+  freshDb,
+  testConfig,
+  type ApiClient,
+  type TestDb,
+  type TestMerchant,
+} from '../helpers.ts';
 import { loggerRedactPaths } from '../../src/app.ts';
 import { createRuntime, type Runtime } from '../../src/runtime.ts';
 import { SERVICE_BASIC } from './banks.ts';
@@ -16,6 +24,8 @@ export type ConsentHarness = {
   api: ApiClient;
   /** Every log line the service wrote, as text. */
   logs: string[];
+  /** Its database, for processes to share (storeOfTestDb). */
+  testDb: TestDb;
 };
 
 export async function consentHarness(t: TestContext): Promise<ConsentHarness> {
@@ -37,7 +47,7 @@ export async function consentHarness(t: TestContext): Promise<ConsentHarness> {
   const baseUrl = address.replace('localhost', '127.0.0.1');
   runtime.deps.config.publicBaseUrl = baseUrl;
   const merchant = await createTestMerchant(runtime);
-  return { runtime, baseUrl, merchant, api: apiClient(runtime, merchant.testKey), logs };
+  return { runtime, baseUrl, merchant, api: apiClient(runtime, merchant.testKey), logs, testDb };
 }
 
 export type RecurringOptions = {

@@ -5,12 +5,14 @@ import { storeCommands } from './store.ts';
 import { eventCommands } from './events.ts';
 import { devCommands } from './listen.ts';
 import { auditCommands } from './audit.ts';
+import { paymentCommands } from './payments.ts';
 
 export const commands: Record<string, CliCommand> = {
   ...merchantCommands,
   ...memberCommands,
   ...storeCommands,
   ...eventCommands,
+  ...paymentCommands,
   ...auditCommands,
   ...devCommands,
 };

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { test, type TestContext } from 'node:test';
+import { test } from 'node:test';
 import { consentsModule } from './consents.module.ts';
 import { queueSettlesOfExecutionsInFlight, RECOVER_EXECUTIONS_JOB, SETTLE_EXECUTION_JOB } from './execute.service.ts';
 import { authorise, consentHarness, execute, type ConsentHarness } from '../../../test/support/consents.ts';
-import { hook } from '../../../test/support/banks.ts';
+import { hook, loseSubmissions } from '../../../test/support/banks.ts';
 import { startReceiver } from '../../../test/support/webhook-receiver.ts';
 
 // What becomes of an execution the service never recorded: the process died (or the record failed)
@@ -213,29 +213,10 @@ test('an execution the bank holds for two minutes is asked about, not submitted 
   assert.equal(read.body.recurring_consent.usage.total.count, 1, 'counted once');
 });
 
-/**
- * The connector's submissions lose their answer before they reach the bank ("timeout"): the first
- * `lose` of them; the times they were sent at and the answers of those that reach the bank are kept.
- */
-function loseSubmissions(t: TestContext, h: ConsentHarness, lose: number) {
-  const connector = h.runtime.deps.banks.connectorFor('sandbox', 'test')!;
-  const submit = connector.submitPayment.bind(connector);
-  const sentAt: number[] = [];
-  const answered: Array<Awaited<ReturnType<typeof submit>>> = [];
-  t.mock.method(connector, 'submitPayment', async (input: Parameters<typeof submit>[0]) => {
-    sentAt.push(input.at ?? Date.now());
-    if (sentAt.length <= lose) return { ok: false, reason: 'timeout', message: 'no answer in 10 s', unknown: true };
-    const answer = await submit(input);
-    answered.push(answer);
-    return answer;
-  });
-  return { sentAt, answered };
-}
-
 test('an execution never answered and sent again after the payer revoked at the bank stays unconfirmed and counted: the bank may hold it', async (t) => {
   const h = await consentHarness(t);
   const { consent, token } = await authorise(h, { period: 'daily', max_per_period: '50.00 NZD' });
-  const { answered } = loseSubmissions(t, h, 1);
+  const { answered } = loseSubmissions(t, h.runtime, 1);
   const lost = await execute(h, token, '6.00 NZD', 'lost');
   assert.equal(lost.body.payment.status, 'unconfirmed');
   const revoked = await h.api.post(`/v1/test-helpers/recurring-consents/${consent.id}/revoke-at-bank`, {});
@@ -256,7 +237,7 @@ test('an execution never answered and sent again after the payer revoked at the 
 test('an execution the bank never answers is sent again under its key for 23 hours, then no more', async (t) => {
   const h = await consentHarness(t);
   const { token } = await authorise(h, { period: 'daily', max_per_period: '50.00 NZD' });
-  const { sentAt } = loseSubmissions(t, h, Number.POSITIVE_INFINITY);
+  const { sentAt } = loseSubmissions(t, h.runtime, Number.POSITIVE_INFINITY);
   const lost = await execute(h, token, '6.00 NZD', 'lost');
   assert.equal(lost.body.payment.status, 'unconfirmed');
   const first = sentAt[0]!;

@@ -4,7 +4,8 @@ import { bringQueuedJobForward, enqueue, realTimeOf } from '../../jobs/queue.ts'
 import type { JobHandler } from '../../jobs/worker.ts';
 import type { Clock } from '../../shared/time.ts';
 import { transact } from '../../store/store.ts';
-import { recordAudit, recordAuditFor } from '../audit/audit.service.ts';
+import { recordAudit, recordAuditFor, type AuditBy } from '../audit/audit.service.ts';
+import { waitsForBankWord, type BankWord } from '../payments/payments.rules.ts';
 import { isNotWritten, isUniqueViolation, type Db } from '../../store/db.ts';
 import {
   followNamedPayment,
@@ -14,8 +15,10 @@ import {
 } from '../banks/bank-connector.ts';
 import { connectorFor, creditorOf, remittanceOf } from '../payments/payments.banks.ts';
 import {
+  auditSettledByHand,
   createPaymentRow,
   executionsInFlight,
+  extrasOfWord,
   findPaymentById,
   findPaymentByIdempotencyKey,
   holdPaymentToRecord,
@@ -535,6 +538,28 @@ async function leaveUnconfirmed(deps: Deps, payment: PaymentRow, now: number): P
     if (held?.status !== 'awaiting-consent') return;
     await followStatusChange(trx, held, 'unconfirmed');
     await setPaymentStatus(trx, held, 'unconfirmed', now);
+  });
+}
+
+/**
+ * The bank's word on a recurring payment it never named (waitsForBankWord), as an operator records
+ * it: a payment the bank did not make stops counting against the consent's limits, and the audit
+ * trail names the operator. Null when the payment is not waiting for it (any more).
+ */
+export async function settleExecutionByHand(
+  deps: Pick<Deps, 'store'>,
+  paymentId: string,
+  word: BankWord,
+  now: number,
+  by: AuditBy,
+): Promise<PaymentRow | null> {
+  return deps.store.transaction(async (trx) => {
+    const payment = await holdPaymentToRecord(trx, paymentId);
+    if (!payment?.recurring_consent_id || !waitsForBankWord(payment, now)) return null;
+    await followStatusChange(trx, payment, word.status);
+    const settled = await setPaymentStatus(trx, payment, word.status, now, extrasOfWord(word));
+    await auditSettledByHand(trx, payment, settled, now, by);
+    return settled;
   });
 }
 

@@ -16,9 +16,19 @@ import {
   isFinal,
   missingDetails,
   paymentAmount,
+  waitsForBankWord,
+  type BankWord,
   type FinalStatus,
 } from './payments.rules.ts';
-import { createPaymentRow, newAuthState, setPaymentStatus } from './payments.service.ts';
+import {
+  auditSettledByHand,
+  createPaymentRow,
+  extrasOfWord,
+  newAuthState,
+  setPaymentStatus,
+} from './payments.service.ts';
+import type { AuditBy } from '../audit/audit.service.ts';
+import type { Db } from '../../store/db.ts';
 import { clockIdOf, clockOf } from '../merchants/merchants.clock.ts';
 import type { Deps } from '../context.ts';
 import type { RequestRow } from '../requests/requests.tables.ts';
@@ -280,20 +290,53 @@ export async function finishPayment(
     // Gone (the merchant's test data, deleted while the bank was asked), final, or already so.
     if (!payment || isFinal(payment.status) || payment.status === status) return null;
     if (only === 'unclaimed' && payment.submitted_at !== null) return null;
-    // Claimed, it held its request at the bank (notePaymentAtBank): it lets go whatever the outcome.
-    const claimed = payment.submitted_at !== null;
-    const request = status === 'successful' || claimed ? await holdRequestToPay(trx, payment.request_id) : undefined;
-    const updated = await setPaymentStatus(trx, payment, status, now, extra);
-    if (status === 'successful') {
-      if (request && request.type === 'single' && request.status === 'active' && request.kind === 'payment')
-        await markRequestPaid(trx, request, now);
-      // The request's own cust_info is the merchant's word: it replaces what the customer has.
-      const given = request?.cust_info ? (JSON.parse(request.cust_info) as Partial<PayerDetails>) : null;
-      await recordCustomerOfPayment(trx, { userId: payment.user_id, mode: payment.mode }, payment.id, now, given);
-    } else if (request) {
-      await releasePaymentAtBank(trx, request, payment.id);
-    }
-    return updated;
+    return finishLocked(trx, payment, status, now, extra);
+  });
+}
+
+/** A payment's end, locked: its request paid or let go, and its customer recorded. */
+async function finishLocked(
+  trx: Db,
+  payment: PaymentRow,
+  status: FinalStatus,
+  now: number,
+  extra: Parameters<typeof setPaymentStatus>[4],
+): Promise<PaymentRow> {
+  // Claimed, it held its request at the bank (notePaymentAtBank): it lets go whatever the outcome.
+  const claimed = payment.submitted_at !== null;
+  const request = status === 'successful' || claimed ? await holdRequestToPay(trx, payment.request_id) : undefined;
+  const updated = await setPaymentStatus(trx, payment, status, now, extra);
+  if (status === 'successful') {
+    if (request && request.type === 'single' && request.status === 'active' && request.kind === 'payment')
+      await markRequestPaid(trx, request, now);
+    // The request's own cust_info is the merchant's word: it replaces what the customer has.
+    const given = request?.cust_info ? (JSON.parse(request.cust_info) as Partial<PayerDetails>) : null;
+    await recordCustomerOfPayment(trx, { userId: payment.user_id, mode: payment.mode }, payment.id, now, given);
+  } else if (request) {
+    await releasePaymentAtBank(trx, request, payment.id);
+  }
+  return updated;
+}
+
+/**
+ * The bank's word on a one-off payment it never named (waitsForBankWord), as an operator records
+ * it: the payment ends as any does, and the audit trail names the operator. Null when the payment
+ * is not waiting for it (any more).
+ */
+export async function settleOneOffByHand(
+  deps: Pick<Deps, 'store'>,
+  paymentId: string,
+  word: BankWord,
+  now: number,
+  by: AuditBy,
+): Promise<PaymentRow | null> {
+  return deps.store.transaction(async (trx) => {
+    const payment = await lockPayment(trx, paymentId);
+    if (!payment || payment.recurring_consent_id || payment.subscription_id || !waitsForBankWord(payment, now))
+      return null;
+    const settled = await finishLocked(trx, payment, word.status, now, extrasOfWord(word));
+    await auditSettledByHand(trx, payment, settled, now, by);
+    return settled;
   });
 }
 

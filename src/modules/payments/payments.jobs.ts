@@ -3,7 +3,7 @@ import type { JobHandler } from '../../jobs/worker.ts';
 import { transact } from '../../store/store.ts';
 import { connectorFor } from './payments.banks.ts';
 import { findPaymentById, lockPayment, updatePaymentIfStatus } from './payments.repo.ts';
-import { ABANDON_AFTER_MS } from './payments.rules.ts';
+import { ABANDON_AFTER_MS, waitsForBankWord } from './payments.rules.ts';
 import { finishPayment, RECONCILE_PAYMENT_JOB, submitOneOff } from './one-off.service.ts';
 import { findRequestById } from '../requests/requests.service.ts';
 import { payerAccountOfPayment, setPaymentStatus } from './payments.service.ts';
@@ -63,6 +63,15 @@ export function reconcilePaymentJob(deps: Deps): JobHandler {
     const connector = connectorFor(deps, payment.bank_id, payment.mode);
     const retry = (error: string) => ({ retryAt: deps.clock.now() + reconcileDelay(job.attempts), error });
     if (!connector) return retry('bank not connected');
+    if (waitsForBankWord(payment, clock.now())) {
+      // The bank may now take its key for a new payment: it stays unconfirmed, holding its
+      // request, until someone has the bank's word (docs/configuration.md, "Payments the bank never answered").
+      deps.log.error(
+        { payment_id: payment.id, request_id: payment.request_id },
+        'a payment the bank never named for 23 hours is not asked about again: it stays unconfirmed',
+      );
+      return;
+    }
     if (!payment.bank_payment_id) {
       if (!payment.bank_consent_id) return retry('no bank consent recorded');
       // The process that submitted it died before recording the bank's answer. The same

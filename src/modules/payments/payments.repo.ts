@@ -223,6 +223,19 @@ export async function updatePaymentTakingEnduringAccount(
  * oldest first: through the (status, updated_at) index of payments awaiting it (migration 0043; the
  * status a literal, so that SQLite can take it).
  */
+/** Unconfirmed payments without the bank's id, oldest first (no index: an operator's occasional scan). */
+export function unconfirmedPaymentsNeverNamed(db: Db, limit: number): Promise<PaymentRow[]> {
+  return db
+    .selectFrom('payments')
+    .selectAll()
+    .where('status', '=', 'unconfirmed')
+    .where('bank_payment_id', 'is', null)
+    .orderBy('created_at')
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+}
+
 export async function executionsInFlight(
   db: Db,
   limit: number,

@@ -1,6 +1,7 @@
 import { randomInt } from 'node:crypto';
 import { MAX_PAYMENT_CENTS, displayAmount, parseDecimalCents } from '../../shared/money.ts';
 import type { Mode } from '../../shared/mode.ts';
+import { mayResendUnderKey } from '../banks/bank-connector.ts';
 
 // The rules of one-off payments (docs/checkout.md) as plain functions.
 
@@ -38,6 +39,32 @@ export function failsAtCallback(mode: Mode, amountCents: number): boolean {
 
 export function isFinal(status: string): boolean {
   return status === 'successful' || status === 'failed' || status === 'cancelled';
+}
+
+/**
+ * The bank's answer about a payment, as an operator records it after asking the bank
+ * (docs/configuration.md, "Payments the bank never answered"): made (with the bank's id for it, when
+ * the bank gave one), or not made, with a short reason.
+ */
+export type BankWord = { status: 'successful'; bankPaymentId: string | null } | { status: 'failed'; reason: string };
+
+/** A reason an operator gives for a payment the bank did not make: snake_case, as the bank's own reasons are. */
+export const BANK_WORD_REASON = /^[a-z][a-z_]{0,39}$/;
+
+/**
+ * Whether a payment waits for the bank's word: unconfirmed, never named by the bank, and sent too
+ * long ago to be sent again under its key. The service then stops asking, since a bank may take
+ * the key for a new payment after 24 hours; only someone who asks the bank can settle it.
+ */
+export function waitsForBankWord(
+  payment: { status: string; bank_payment_id: string | null; submitted_at: number | null; created_at: number },
+  now: number,
+): boolean {
+  return (
+    payment.status === 'unconfirmed' &&
+    payment.bank_payment_id === null &&
+    !mayResendUnderKey(payment.submitted_at ?? payment.created_at, now)
+  );
 }
 
 /** What a request needs for the page to take an amount: fixed, or the payer's within bounds. */

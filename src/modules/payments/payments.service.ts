@@ -24,7 +24,8 @@ import {
   updatePaymentTakingEnduringAccount,
   type PaymentSearch,
 } from './payments.repo.ts';
-import { isFinal, newParticulars, PCR_CODE, settledCents, type FinalStatus } from './payments.rules.ts';
+import { isFinal, newParticulars, PCR_CODE, settledCents, type BankWord, type FinalStatus } from './payments.rules.ts';
+import { recordAudit, type AuditBy } from '../audit/audit.service.ts';
 import type { ListPaymentsQuery, ListRequestPaymentsQuery } from './payments.schemas.ts';
 import type { Ctx, Deps } from '../context.ts';
 import { connectorFor } from './payments.banks.ts';
@@ -502,4 +503,41 @@ export async function countRefunded(trx: Db, paymentId: string, deltaCents: numb
 /** An execution's payment, held for the rest of the caller's transaction while its outcome is recorded. */
 export function holdPaymentToRecord(trx: Db, id: string): Promise<PaymentRow | undefined> {
   return repo.lockPayment(trx, id);
+}
+
+/** The columns a payment's end takes from the bank's word an operator recorded. */
+export function extrasOfWord(word: BankWord): StatusExtra {
+  return word.status === 'successful' ? { bank_payment_id: word.bankPaymentId } : { failure_reason: word.reason };
+}
+
+/** A payment settled on the bank's word, in the audit trail as the operator's change (action `payment.settle`). */
+export function auditSettledByHand(
+  trx: Db,
+  before: PaymentRow,
+  after: Pick<PaymentRow, 'status' | 'failure_reason' | 'bank_payment_id'>,
+  at: number,
+  by: AuditBy,
+): Promise<void> {
+  return recordAudit(trx, {
+    userId: before.user_id,
+    mode: before.mode,
+    ...by,
+    action: 'payment.settle',
+    objectId: before.id,
+    summary: {
+      status: { from: before.status, to: after.status },
+      failure_reason: after.failure_reason,
+      bank_payment_id: after.bank_payment_id,
+    },
+    at,
+  });
+}
+
+/**
+ * Unconfirmed payments the bank never named, oldest first: the candidates for the bank's word
+ * (waitsForBankWord, and for a subscription's charge its own rule). A scan of the payments, for
+ * the operator's occasional look (`npm run cli -- payments unanswered`).
+ */
+export function unconfirmedPaymentsNeverNamed(db: Db, limit: number): Promise<PaymentRow[]> {
+  return repo.unconfirmedPaymentsNeverNamed(db, limit);
 }

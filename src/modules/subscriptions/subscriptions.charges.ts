@@ -14,13 +14,24 @@ import {
 import { EMPTY_DETAILS, recordCustInfo, type PayerDetails } from '../customers/customers.service.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { creditorOf, remittanceOf } from '../payments/payments.banks.ts';
-import { createPaymentRow, findPaymentById, setPaymentStatus, type PaymentRow } from '../payments/payments.service.ts';
-import { slotDate } from './schedule.ts';
+import {
+  auditSettledByHand,
+  createPaymentRow,
+  extrasOfWord,
+  findPaymentById,
+  holdPaymentToRecord,
+  setPaymentStatus,
+  type PaymentRow,
+} from '../payments/payments.service.ts';
+import type { BankWord } from '../payments/payments.rules.ts';
+import type { AuditBy } from '../audit/audit.service.ts';
+import { isComplete, slotDate } from './schedule.ts';
 import { bankOf } from './subscriptions.bank.ts';
 import type { SubscriptionsTable } from './subscriptions.tables.ts';
 import {
   chargesInFlight,
   findCharge,
+  findChargeOfPayment,
   findLatestCharge,
   insertChargeIfNew,
   lockSubscription,
@@ -32,7 +43,7 @@ import {
 import { isConsentGone, nextAfterSlot, retryAfterFailure, scheduleOf } from './subscriptions.rules.ts';
 import { noticeChargeFailed, noticeSubscriptionEnded } from './subscriptions.notices.ts';
 import { cancelInTransaction } from './subscriptions.service.ts';
-import { queueChargeUnlessQueued, scheduleCharge } from './subscriptions.schedule-jobs.ts';
+import { queueChargeUnlessQueued, scheduleCharge, unscheduleCharge } from './subscriptions.schedule-jobs.ts';
 import { openStored } from '../../shared/secret-box.ts';
 import type { Mode } from '../../shared/mode.ts';
 import type { Deps } from '../context.ts';
@@ -196,7 +207,7 @@ async function submit(deps: Deps, db: Db, attempt: Attempt, now: number): Promis
 
 /** The subscription moves past a settled slot: to the next slot's job, or to completion. */
 async function advance(
-  deps: Deps,
+  deps: Pick<Deps, 'clock'>,
   trx: Db,
   sub: SubscriptionRow,
   slot: number,
@@ -354,6 +365,69 @@ async function recordOutcomeUnknown(deps: Deps, trx: Trx, { sub, charge, payment
     { subscription_id: sub.id, payment_id: payment.id, slot_date: charge.slot_date, reason: why },
     'a subscription charge the bank may hold is not sent again: its payment stays unconfirmed',
   );
+}
+
+/** A charge given up while its payment may be at the bank (recordOutcomeUnknown): only the bank's word settles it. */
+function chargeWaitsForBankWord(charge: ChargeRow, payment: PaymentRow): boolean {
+  return (
+    charge.last_payment_id === payment.id &&
+    (charge.status === 'dropped' || charge.status === 'cancelled') &&
+    (charge.last_error?.startsWith('bank_outcome_unknown') ?? false) &&
+    payment.status === 'unconfirmed' &&
+    payment.bank_payment_id === null
+  );
+}
+
+/** Whether a subscription's payment is one whose charge waits for the bank's word. */
+export async function subscriptionPaymentWaitsForBankWord(db: Db, payment: PaymentRow): Promise<boolean> {
+  if (!payment.subscription_id) return false;
+  const charge = await findChargeOfPayment(db, payment.subscription_id, payment.id);
+  return charge !== undefined && chargeWaitsForBankWord(charge, payment);
+}
+
+/**
+ * The bank's word on a subscription charge given up while its payment may be at the bank, as an
+ * operator records it. Made: the payment is successful, the charge counts, and a subscription
+ * that has now had all its charges completes rather than charging one more. Not made: the payment
+ * fails, counted as a failed attempt; the slot stays given up (the schedule moved on from it).
+ * The audit trail names the operator. Null when the charge is not waiting for it (any more).
+ */
+export async function settleChargeByHand(
+  deps: Pick<Deps, 'store' | 'clock'>,
+  paymentId: string,
+  word: BankWord,
+  now: number,
+  by: AuditBy,
+): Promise<PaymentRow | null> {
+  return deps.store.transaction(async (trx) => {
+    const known = await findPaymentById(trx, paymentId);
+    const sub = known?.subscription_id ? await lockSubscription(trx, known.subscription_id) : undefined;
+    const payment = sub && (await holdPaymentToRecord(trx, paymentId));
+    const charge = payment && (await findChargeOfPayment(trx, sub.id, payment.id));
+    if (!sub || !payment || !charge || !chargeWaitsForBankWord(charge, payment)) return null;
+    const settled = await setPaymentStatus(trx, payment, word.status, now, extrasOfWord(word));
+    if (word.status === 'successful') {
+      await updateCharge(trx, charge.id, { status: 'successful', last_error: null, updated_at: now });
+      const counts = { successful_count: sub.successful_count + 1 };
+      // The schedule moved on from this slot uncounted: with it counted, the subscription may have
+      // had all its charges before its next slot (unless that one is at the bank already).
+      const latest = await findLatestCharge(trx, sub.id);
+      const endsNow =
+        sub.status === 'active' &&
+        sub.next_slot !== null &&
+        latest?.status !== 'in_flight' &&
+        isComplete(scheduleOf(sub), counts.successful_count, sub.next_slot);
+      if (endsNow && sub.next_slot !== null) {
+        await unscheduleCharge(trx, sub.id);
+        await advance(deps, trx, { ...sub, ...counts }, sub.next_slot - 1, now, counts);
+      } else await updateSubscription(trx, sub.id, { ...counts, updated_at: now });
+    } else {
+      await updateCharge(trx, charge.id, { last_error: word.reason, updated_at: now });
+      await updateSubscription(trx, sub.id, { failed_count: sub.failed_count + 1, updated_at: now });
+    }
+    await auditSettledByHand(trx, payment, settled, now, by);
+    return settled;
+  });
 }
 
 /**

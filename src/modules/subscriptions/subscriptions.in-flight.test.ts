@@ -6,6 +6,7 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { subscriptionsOverApi } from '../../../test/support/subscriptions.ts';
+import { loseSubmissions } from '../../../test/support/banks.ts';
 import { subscriptionsModule } from './subscriptions.module.ts';
 
 const MINUTE = 60_000;
@@ -268,26 +269,10 @@ test('a charge left in flight without its job (a pause in a database from before
   );
 });
 
-/** The sandbox connector's submissions lose their answer before they reach the bank: the first `lose` of them. */
-function loseSubmissions(t: TestContext, s: Awaited<ReturnType<typeof setUp>>, lose: number) {
-  const connector = s.app.deps.banks.connectorFor('sandbox', 'test')!;
-  const submit = connector.submitPayment.bind(connector);
-  const answered: Array<Awaited<ReturnType<typeof submit>>> = [];
-  let calls = 0;
-  t.mock.method(connector, 'submitPayment', async (input: Parameters<typeof submit>[0]) => {
-    calls += 1;
-    if (calls <= lose) return { ok: false, reason: 'timeout', message: 'no answer in 10 s', unknown: true };
-    const answer = await submit(input);
-    answered.push(answer);
-    return answer;
-  });
-  return { answered, calls: () => calls };
-}
-
 test('a charge never answered, sent again after the payer revoked at the bank, stays unconfirmed: the subscription ends, the payment is not failed', async (t) => {
   const s = await setUp(t);
   const { sub } = await s.subscribe({ amount: '15.00 NZD', period: 'weekly', total_count: 3 });
-  const bank = loseSubmissions(t, s, 1);
+  const bank = loseSubmissions(t, s.app, 1);
   await s.advanceTo((await s.clockNow()) + 1000);
   const [lost] = await s.payments(sub.id);
   assert.equal(lost.status, 'awaiting-consent', 'its answer never came');
@@ -309,7 +294,7 @@ test('a charge never answered, sent again after the payer revoked at the bank, s
 test('a charge the bank never answers for 23 hours is not sent again: its payment stays unconfirmed and the schedule moves on', async (t) => {
   const s = await setUp(t);
   const { sub } = await s.subscribe({ amount: '15.00 NZD', period: 'weekly', total_count: 3 });
-  const bank = loseSubmissions(t, s, Number.POSITIVE_INFINITY);
+  const bank = loseSubmissions(t, s.app, Number.POSITIVE_INFINITY);
   await s.advanceTo((await s.clockNow()) + 1000);
   const [lost] = await s.payments(sub.id);
   assert.equal(lost.status, 'awaiting-consent');
@@ -319,9 +304,9 @@ test('a charge the bank never answers for 23 hours is not sent again: its paymen
     .set((eb) => ({ created_at: eb('created_at', '-', 23 * 60 * MINUTE) }))
     .where('id', '=', lost.id)
     .execute();
-  const before = bank.calls();
+  const before = bank.sentAt.length;
   await s.advanceTo((await s.clockNow()) + MINUTE);
-  assert.equal(bank.calls(), before, 'not sent again');
+  assert.equal(bank.sentAt.length, before, 'not sent again');
   assert.equal((await s.payments(sub.id))[0].status, 'unconfirmed');
   assert.deepEqual(
     (await s.charges(sub.id)).map((c) => [c.slot, c.status]),

@@ -102,6 +102,20 @@ export async function updateCharge(db: Db, id: string, changes: Updateable<Subsc
   await updateById(db, 'subscription_charges', id, changes);
 }
 
+/** The charge whose latest attempt is `paymentId` (its subscription's slots, read by their index). */
+export async function findChargeOfPayment(
+  db: Db,
+  subscriptionId: string,
+  paymentId: string,
+): Promise<ChargeRow | undefined> {
+  return db
+    .selectFrom('subscription_charges')
+    .selectAll()
+    .where('subscription_id', '=', subscriptionId)
+    .where('last_payment_id', '=', paymentId)
+    .executeTakeFirst();
+}
+
 const findLatestChargeQuery = prepared<{ subscriptionId: string }, ChargeRow>((db, arg) =>
   db
     .selectFrom('subscription_charges')

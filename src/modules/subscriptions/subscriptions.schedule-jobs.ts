@@ -24,7 +24,12 @@ type Owned = { id: string; user_id: string; mode: string };
  * Schedules the subscription's charge job at `at` on its clock, in the caller's transaction. The
  * job row keeps real time: clock time minus the clock's stored offset.
  */
-export async function scheduleCharge(trx: Kysely<Database>, deps: Deps, sub: Owned, at: number): Promise<void> {
+export async function scheduleCharge(
+  trx: Kysely<Database>,
+  deps: Pick<Deps, 'clock'>,
+  sub: Owned,
+  at: number,
+): Promise<void> {
   const offset = sub.mode === 'test' ? await testClockOffsetOf(trx, sub.user_id) : 0;
   await queueCharge(trx, deps, sub, realTimeOf(at, offset));
 }
@@ -35,7 +40,12 @@ export async function queueChargeUnlessQueued(trx: Kysely<Database>, deps: Deps,
 }
 
 /** The subscription's one charge job, due at a real time. */
-async function queueCharge(trx: Kysely<Database>, deps: Deps, sub: Owned, realRunAt: number): Promise<void> {
+async function queueCharge(
+  trx: Kysely<Database>,
+  deps: Pick<Deps, 'clock'>,
+  sub: Owned,
+  realRunAt: number,
+): Promise<void> {
   await enqueue(
     trx,
     {
