@@ -42,7 +42,7 @@ export async function payerWorld(
   }
   const world: PayerWorld = { app, baseUrl, smtp, merchants, subscriptions: {}, consents: {} };
   if (options.taxSettings) {
-    const saved = await merchants[0]!.api.post('/v1/tax-settings', options.taxSettings);
+    const saved = await apiClient(app, merchants[0]!.merchant.liveKey).post('/v1/tax-settings', options.taxSettings);
     assert.equal(saved.status, 200, saved.text);
   }
   for (const [index, { merchant, api }] of merchants.entries()) {

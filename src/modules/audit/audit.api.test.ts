@@ -14,7 +14,13 @@ import { chainCommitted } from './audit.service.ts';
 
 type Reply = { status: number; body: any; text: string; headers: Record<string, unknown> };
 /** `objectId` is known before the call, or read from its reply (the object it made). */
-type Step = { action: string; objectId: string | null | ((reply: Reply) => string); call: () => Promise<Reply> };
+type Step = {
+  action: string;
+  objectId: string | null | ((reply: Reply) => string);
+  call: () => Promise<Reply>;
+  /** The key the call is made with, when not the test key: its id. */
+  keyId?: string;
+};
 
 test('every mutating API operation is recorded once, with its action, object, key and request id; failures leave nothing', async (t) => {
   const world = await checkoutWorld(t);
@@ -37,7 +43,7 @@ test('every mutating API operation is recorded once, with its action, object, ke
   const done = new Set<string>();
   const recorded: string[] = [];
   /** Runs one operation and checks its record. */
-  async function step(operationId: string, { action, objectId, call }: Step): Promise<Reply> {
+  async function step(operationId: string, { action, objectId, call, keyId = testKey.id }: Step): Promise<Reply> {
     const reply = await call();
     assert.ok(reply.status >= 200 && reply.status < 300, `${operationId}: ${reply.status} ${reply.text}`);
     const requestId = String(reply.headers['x-request-id']);
@@ -55,7 +61,7 @@ test('every mutating API operation is recorded once, with its action, object, ke
       {
         action,
         object_id: typeof objectId === 'function' ? objectId(reply) : objectId,
-        actor: ['api_key', testKey.id],
+        actor: ['api_key', keyId],
         user_id: merchant.userId,
       },
       operationId,
@@ -94,11 +100,19 @@ test('every mutating API operation is recorded once, with its action, object, ke
     objectId: (reply) => reply.body.refund.id,
     call: () => api.post('/v1/refunds', { payment_id: paymentId, amount: '1.00 NZD' }),
   });
+  // The settings are both modes': only a live key changes them.
+  const liveKey = await db
+    .selectFrom('api_keys')
+    .select('id')
+    .where('user_id', '=', merchant.userId)
+    .where('mode', '=', 'live')
+    .executeTakeFirstOrThrow();
   await step('setTaxSettings', {
     action: 'tax_settings.update',
     objectId: null,
+    keyId: liveKey.id,
     call: () =>
-      api.post('/v1/tax-settings', {
+      world.live.post('/v1/tax-settings', {
         legal_name: 'Kōwhai Coffee Limited',
         gst_number: '49-091-850',
         prices_include_gst: true,
@@ -329,8 +343,12 @@ test('every mutating API operation is recorded once, with its action, object, ke
   // The chain holds, and the API lists what was recorded, newest first
   const [chain] = await verifyChains(db, merchant.userId);
   assert.equal(chain!.broken, null);
-  const listed = await ok(api.get('/v1/audit-events', { query: { limit: '1000', actor_kind: 'api_key' } }));
-  const ids = listed.audit_events.map((record: any) => record.id);
+  // A test key lists its mode's records; the live key also those without a mode (the tax settings').
+  const ids: string[] = [];
+  for (const client of [api, world.live]) {
+    const listed = await ok(client.get('/v1/audit-events', { query: { limit: '1000', actor_kind: 'api_key' } }));
+    ids.push(...listed.audit_events.map((record: any) => record.id));
+  }
   for (const id of recorded) assert.ok(ids.includes(id), `${id} is listed`);
 });
 

@@ -229,9 +229,11 @@ export type AuditFilters = {
   createdLt?: number;
   starting_after?: string;
   limit: number;
+  /** With `mode`, also the records without a mode (settings, members, sign-ins); default true. */
+  modeless?: boolean;
 };
 
-/** The merchant's records, newest first; with `mode`, only that mode's and those without one. */
+/** The merchant's records, newest first; with `mode`, only that mode's and (unless `modeless` is false) those without one. */
 export async function listAudit(db: Db, userId: string, mode: Mode | null, filters: AuditFilters): Promise<AuditRow[]> {
   return listAuditQuery(db, userId, mode, filters).execute();
 }
@@ -239,7 +241,8 @@ export async function listAudit(db: Db, userId: string, mode: Mode | null, filte
 /** listAudit's query, for its plan to be read. */
 export function listAuditQuery(db: Db, userId: string, mode: Mode | null, filters: AuditFilters) {
   let query = db.selectFrom('audit_events').selectAll().where('user_id', '=', userId);
-  if (mode) query = query.where((eb) => eb.or([eb('mode', '=', mode), eb('mode', 'is', null)]));
+  if (mode && filters.modeless === false) query = query.where('mode', '=', mode);
+  else if (mode) query = query.where((eb) => eb.or([eb('mode', '=', mode), eb('mode', 'is', null)]));
   if (filters.actor_kind) query = query.where('actor_kind', '=', filters.actor_kind as any);
   if (filters.actor_id) {
     query = query.where('actor_id', '=', filters.actor_id);

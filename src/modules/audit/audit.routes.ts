@@ -16,7 +16,7 @@ export async function registerAuditRoutes(app: App, deps: Deps): Promise<void> {
         tags: ['Audit'],
         summary: 'List the audit trail, newest first',
         description:
-          "Every change to the merchant's data: the key's mode's, and those without a mode (settings). Each record is hash-chained to the one before it (docs/audit.md).",
+          "Every change to the merchant's data of the key's mode; a live key also gets those without a mode (settings, team members, sign-ins). Each record is hash-chained to the one before it (docs/audit.md).",
         querystring: ListAuditEventsQuery,
         response: { 200: AuditEventList, ...errorResponses },
       },
@@ -27,6 +27,9 @@ export async function registerAuditRoutes(app: App, deps: Deps): Promise<void> {
       const lt = query['created[lt]'];
       const { items, hasMore } = await listAuditEvents(ctx.db, ctx.merchant.id, ctx.mode, {
         ...query,
+        // Settings, team members and their sign-ins (addresses, browsers, emails) are live business:
+        // a test key, often held by CI and contractors, never reads them.
+        modeless: ctx.mode === 'live',
         created_gte: gte === undefined ? undefined : Date.parse(gte),
         created_lt: lt === undefined ? undefined : Date.parse(lt),
       });

@@ -151,7 +151,7 @@ test('support sends a consent email to the payer again; it arrives once per minu
 test('a payment’s receipt email is listed on its page and sent again from there', async (t) => {
   const world = await dashWorld(t);
   const [merchant] = world.merchants;
-  const settings = await merchant.test.post('/v1/tax-settings', {
+  const settings = await merchant.live.post('/v1/tax-settings', {
     legal_name: 'Kōwhai Coffee Limited',
     gst_number: null,
     prices_include_gst: true,

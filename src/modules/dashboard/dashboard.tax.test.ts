@@ -55,7 +55,7 @@ test('Tax & receipts: saved by an owner with a record, refused clearly when wron
     issue_tax_invoices: true,
     email_receipts: true,
   });
-  const [record] = (await kowhai!.test.get('/v1/audit-events?action=tax_settings.update')).body.audit_events;
+  const [record] = (await kowhai!.live.get('/v1/audit-events?action=tax_settings.update')).body.audit_events;
   assert.equal(record.actor.kind, 'member');
 
   const developer = await addMember(world, kowhai!, 'developer');

@@ -64,27 +64,34 @@ async function pdfTextOf(w: CheckoutWorld, id: string): Promise<string> {
 test('tax settings: a wrong GST number or tax invoices without one are refused and change nothing; a valid one is kept and audited', async (t) => {
   const w = await world(t);
   assert.deepEqual((await w.api.get('/v1/tax-settings')).body, { tax_settings: null });
-  const wrong = await w.api.post('/v1/tax-settings', { ...SETTINGS, gst_number: '49-091-851' });
+  const wrong = await w.live.post('/v1/tax-settings', { ...SETTINGS, gst_number: '49-091-851' });
   assert.equal(wrong.status, 400);
   assert.equal(wrong.body.code, 'bad_request.invalid_param.gst_number');
-  const none = await w.api.post('/v1/tax-settings', { ...SETTINGS, gst_number: null });
+  const none = await w.live.post('/v1/tax-settings', { ...SETTINGS, gst_number: null });
   assert.equal(none.status, 400);
   assert.match(none.body.message, /GST number/);
   assert.deepEqual((await w.api.get('/v1/tax-settings')).body, { tax_settings: null });
 
-  const saved = await w.api.post('/v1/tax-settings', { ...SETTINGS, gst_number: '049 091 850' });
+  // The settings are both modes': a test key reads them but never changes them.
+  const byTestKey = await w.api.post('/v1/tax-settings', { ...SETTINGS, gst_number: '049 091 850' });
+  assert.equal(byTestKey.status, 403);
+  assert.equal(byTestKey.body.code, 'forbidden.live_key_required');
+  assert.match(byTestKey.body.message, /only a live key changes them/);
+  assert.deepEqual((await w.live.get('/v1/tax-settings')).body, { tax_settings: null });
+
+  const saved = await w.live.post('/v1/tax-settings', { ...SETTINGS, gst_number: '049 091 850' });
   assert.equal(saved.status, 200, saved.text);
   assert.equal(saved.body.tax_settings.gst_number, '49-091-850');
   // The same in the other mode.
-  assert.equal((await w.live.get('/v1/tax-settings')).body.tax_settings.legal_name, 'Kōwhai Coffee Limited');
-  const audit = await w.api.get('/v1/audit-events?action=tax_settings.update');
+  assert.equal((await w.api.get('/v1/tax-settings')).body.tax_settings.legal_name, 'Kōwhai Coffee Limited');
+  const audit = await w.live.get('/v1/audit-events?action=tax_settings.update');
   assert.equal(audit.status, 200, audit.text);
   assert.equal(audit.body.audit_events.length, 1);
 });
 
 test('every successful payment gets a receipt, numbered without gaps or duplicates under concurrency; a failed one none', async (t) => {
   const w = await world(t);
-  await w.api.post('/v1/tax-settings', SETTINGS);
+  await w.live.post('/v1/tax-settings', SETTINGS);
   const payments = await Promise.all(Array.from({ length: 8 }, () => pay(w, '11.50 NZD')));
   const numbers = (await Promise.all(payments.map((p) => receiptOf(w, p.id)))).map((r) => r.number).sort();
   assert.deepEqual(numbers, [
@@ -110,7 +117,7 @@ test('every successful payment gets a receipt, numbered without gaps or duplicat
 
 test('a receipt shows its band’s figures, keeps them when the settings change, and is another merchant’s 404', async (t) => {
   const w = await world(t);
-  await w.api.post('/v1/tax-settings', SETTINGS);
+  await w.live.post('/v1/tax-settings', SETTINGS);
   const small = await receiptOf(w, (await pay(w, '115.00 NZD')).id);
   assert.equal(small.title, 'Tax invoice');
   assert.equal(small.band, 'up_to_200');
@@ -143,7 +150,7 @@ test('a receipt shows its band’s figures, keeps them when the settings change,
   assert.equal(unnamed.title, 'Receipt');
   assert.match(unnamed.notes.join(' '), /buyer’s name and address/);
 
-  await w.api.post('/v1/tax-settings', { ...SETTINGS, legal_name: 'Renamed Limited', prices_include_gst: false });
+  await w.live.post('/v1/tax-settings', { ...SETTINGS, legal_name: 'Renamed Limited', prices_include_gst: false });
   const again = await w.api.get(`/v1/receipts/${small.id}`);
   assert.deepEqual(again.body.receipt, small);
 
@@ -159,7 +166,7 @@ test('receipts start with the tax settings: none before; then a plain receipt fo
   const w = await world(t);
   const before = await pay(w, '12.00 NZD');
   assert.deepEqual((await w.api.get(`/v1/receipts?payment_id=${before.id}`)).body.receipts, []);
-  const saved = await w.api.post('/v1/tax-settings', {
+  const saved = await w.live.post('/v1/tax-settings', {
     legal_name: 'Kōwhai Coffee',
     gst_number: null,
     prices_include_gst: true,
@@ -192,7 +199,7 @@ test('receipts start with the tax settings: none before; then a plain receipt fo
 test('the payer’s email carries the same figures as the PDF, through a real SMTP server', async (t) => {
   const smtp = await smtpReceiver(t);
   const w = await world(t, smtp);
-  await w.api.post('/v1/tax-settings', { ...SETTINGS, prices_include_gst: false });
+  await w.live.post('/v1/tax-settings', { ...SETTINGS, prices_include_gst: false });
   const receipt = await receiptOf(w, (await pay(w, '460.00 NZD', { email: 'Aroha@Example.com' })).id);
   const mail = await smtp.waitFor((m) => m.to === 'aroha@example.com' && m.subject.includes(receipt.number));
   assert.equal(mail.subject, `[Test] Tax invoice ${receipt.number} from Kōwhai Coffee Limited`);
@@ -212,7 +219,7 @@ test('over $1,000 the pay page asks for the buyer’s name and address, and the 
   const request = await createRequest(w, { amount: '1500.00 NZD', message: 'Catering' });
   // Before the merchant issues tax invoices, nothing is asked.
   assert.doesNotMatch(await (await fetch(`${w.baseUrl}/pay/${request.id}`)).text(), /name="first_name"/);
-  await w.api.post('/v1/tax-settings', SETTINGS);
+  await w.live.post('/v1/tax-settings', SETTINGS);
   const page = await (await fetch(`${w.baseUrl}/pay/${request.id}`)).text();
   assert.match(page, /id="first_name" name="first_name"[^>]* required/);
   assert.match(page, /id="address1" name="address1"[^>]* required/);

@@ -15,7 +15,7 @@ import {
   receiptPdfFor,
   retrieveReceipt,
   retrieveTaxSettings,
-  saveTaxSettings,
+  saveTaxSettingsWithKey,
 } from './receipts.service.ts';
 
 export async function registerReceiptRoutes(app: App, deps: Deps): Promise<void> {
@@ -47,12 +47,12 @@ export async function registerReceiptRoutes(app: App, deps: Deps): Promise<void>
         tags,
         summary: 'Set your tax settings',
         description:
-          'Replaces them all (sending the same body again changes nothing). The GST number is checked with its check digit; tax invoices need one. Documents already issued keep what they show.',
+          'Live keys only: the settings are the same in both modes, so what a test key does never changes live receipts (403 `forbidden.live_key_required`; the dashboard changes them in either mode). Replaces them all (sending the same body again changes nothing). The GST number is checked with its check digit; tax invoices need one. Documents already issued keep what they show.',
         body: TaxSettingsBody,
         response: { 200: TaxSettingsEnvelope, ...errorResponses },
       },
     },
-    async (request) => saveTaxSettings(request.ctx, request.body),
+    async (request) => saveTaxSettingsWithKey(request.ctx, request.body),
   );
 
   app.get(

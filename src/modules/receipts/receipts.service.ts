@@ -1,4 +1,4 @@
-import { invalidParam, notFound } from '../../shared/errors.ts';
+import { AppError, invalidParam, notFound } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
 import { pageOf } from '../../shared/pagination.ts';
 import { DEFAULT_ZONE, inZone } from '../../shared/zone.ts';
@@ -142,6 +142,20 @@ export async function saveTaxSettings(ctx: Ctx, input: TaxSettingsInput) {
     await recordAuditFor(trx, ctx, 'tax_settings.update', null, changes, null);
   });
   return { tax_settings: presentTaxSettings(settings) };
+}
+
+/**
+ * POST /v1/tax-settings: a live key only. The settings are both modes', and test keys are handed
+ * to CI systems and contractors: what they do must never change a live receipt (the dashboard
+ * changes them in either mode, for members allowed to).
+ */
+export async function saveTaxSettingsWithKey(ctx: Ctx, input: TaxSettingsInput) {
+  if (ctx.mode !== 'live')
+    throw new AppError(
+      'forbidden.live_key_required',
+      'Tax settings are the same in live and test mode, so only a live key changes them (a test key reads them); or change them in the dashboard',
+    );
+  return saveTaxSettings(ctx, input);
 }
 
 // ---------------------------------------------------------------------------------------------

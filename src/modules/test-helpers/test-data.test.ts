@@ -198,7 +198,7 @@ async function twoMerchantsWithData(t: TestContext) {
   const [kowhai, tui] = world.merchants;
   for (const merchant of [kowhai, tui]) {
     // Tax settings (not test data, kept by the deletion), so that payments and refunds get documents.
-    const settings = await merchant.test.post('/v1/tax-settings', {
+    const settings = await merchant.live.post('/v1/tax-settings', {
       legal_name: 'Test Supplier Limited',
       gst_number: null,
       prices_include_gst: true,
