@@ -589,4 +589,29 @@ test('Idempotency-Key on POST /v1/requests', async (t) => {
     'idempotency-key must be at most 255 characters',
     { field: 'idempotency-key' },
   );
+
+  // A retry after its times have passed (a timeout, then the test clock moved on) still answers with
+  // the request it made, not a refusal of a time now in the past; without the key it is refused.
+  const clockNow = Date.parse((await api.get('/v1/test-helpers/clock')).body.clock.now);
+  const ending = {
+    bank_account_id: merchant.bankAccountId,
+    message: 'Weekly veg box',
+    recurring_options: {
+      period: 'weekly',
+      max_per_period: '50.00 NZD',
+      end_date: new Date(clockNow + 60 * 60_000).toISOString(),
+    },
+    cust_info: { email: 'aroha@example.com' },
+  };
+  const made = await api.post('/v1/requests', ending, { headers: { 'idempotency-key': 'veg-1' } });
+  assert.equal(made.status, 201, made.text);
+  assert.equal((await api.post('/v1/test-helpers/clock/advance', { seconds: 2 * 60 * 60 })).status, 200);
+  const retried = await api.post('/v1/requests', ending, { headers: { 'idempotency-key': 'veg-1' } });
+  assert.equal(retried.status, 200, retried.text);
+  assert.deepEqual(retried.body, made.body);
+  const fresh = await api.post('/v1/requests', ending, { headers: { 'idempotency-key': 'veg-2' } });
+  assert.equal(fresh.status, 400, fresh.text);
+  assert.equal(fresh.body.code, 'bad_request.invalid_param.recurring_options.end_date');
+  const replayOfRefusal = await api.post('/v1/requests', ending, { headers: { 'idempotency-key': 'veg-2' } });
+  assert.equal(replayOfRefusal.status, 400, 'a refusal stores nothing under its key');
 });

@@ -29,7 +29,7 @@ import {
 } from './requests.repo.ts';
 
 import { presentRequest, requestUrl, type RequestObject } from './requests.present.ts';
-import { normaliseCreateRequest } from './requests.rules.ts';
+import { normaliseCreateRequest, type NormalisedRequest } from './requests.rules.ts';
 import type { CreateRequestBody, ListRequestsQuery } from './requests.schemas.ts';
 import type { Ctx } from '../context.ts';
 import { clockIdOf } from '../merchants/merchants.clock.ts';
@@ -73,52 +73,18 @@ async function createIntoCheckedAccount(
   idempotencyKey?: string,
 ): Promise<Reply<{ request: RequestObject }>> {
   const now = ctx.clock.now();
-  const normalised = normaliseCreateRequest(body, now, ctx.deps.config.serviceTimeZone);
-
+  const zone = ctx.deps.config.serviceTimeZone;
+  // With an Idempotency-Key the parameters are checked after the key is claimed: a retry of a
+  // request made earlier answers with it, even when its times have passed since or no live bank is
+  // connected now (a refusal rolls the claim back). Without one, a refusal costs nothing more.
+  const checked = idempotencyKey ? null : normaliseCreateRequest(body, now, zone);
   const id = newId('request');
   const publicBaseUrl = ctx.deps.config.publicBaseUrl;
-  const row: RequestRow = {
-    id,
-    user_id: ctx.merchant.id,
-    mode: ctx.mode,
-    status: 'active',
-    type: normalised.type,
-    kind: normalised.kind,
-    message: body.message,
-    amount_cents: normalised.amountCents,
-    bank_account_id: body.bank_account_id,
-    merchant_identifier: body.merchant_identifier ?? null,
-    reference: body.reference ?? null,
-    flow: 'link',
-    qr_data: await qrDataUri(requestUrl(publicBaseUrl, id)),
-    logo_image_url: body.logo_image_url ?? null,
-    banner_image_url: body.banner_image_url ?? null,
-    min_payment_cents: normalised.minCents,
-    max_payment_cents: normalised.maxCents,
-    suggested_amounts: normalised.suggestedAmounts,
-    is_donation: bool(body.is_donation),
-    add_surcharge: bool(body.add_surcharge),
-    surcharge_optional: bool(body.surcharge_optional),
-    allow_dynamic_amount: bool(body.allow_dynamic_amount),
-    allow_marketing_opt_in: bool(body.allow_marketing_opt_in),
-    collect_customer_phone: bool(body.collect_customer_phone || body.require_customer_phone),
-    require_customer_phone: bool(body.require_customer_phone),
-    require_customer_basic_info: bool(body.require_customer_basic_info),
-    require_customer_address: bool(body.require_customer_address),
-    success_redirect_url: body.success_redirect_url ?? null,
-    failure_redirect_url: body.failure_redirect_url ?? null,
-    recurring_options: normalised.recurring ? JSON.stringify(normalised.recurring) : null,
-    subscription_options: normalised.subscription ? JSON.stringify(normalised.subscription) : null,
-    cust_info: normalised.custInfo ? JSON.stringify(normalised.custInfo) : null,
-    created_at: now,
-    updated_at: now,
-    expires_at: normalised.expiresAt,
-    deleted_at: null,
-    payment_at_bank: null,
-  };
+  const qrData = await qrDataUri(requestUrl(publicBaseUrl, id));
 
   return idempotent(ctx, idempotencyKey, 'POST /v1/requests', body, 201, async (trx) => {
-    // Inside, so a key used while a bank was connected still answers with the request it made.
+    const normalised = checked ?? normaliseCreateRequest(body, now, zone);
+    const row = requestRowOf(ctx, id, body, normalised, { qrData, now });
     if (ctx.mode === 'live' && ctx.deps.banks.list('live').length === 0) throw noLiveBankError();
     await insertRequest(trx, row);
     await emitEvent(
@@ -157,6 +123,55 @@ async function createIntoCheckedAccount(
     });
     return { request: presentRequest(row, publicBaseUrl) };
   });
+}
+
+/** The row of a new request, from its checked parameters. */
+function requestRowOf(
+  ctx: Ctx,
+  id: string,
+  body: CreateRequestBody,
+  normalised: NormalisedRequest,
+  made: { qrData: string; now: number },
+): RequestRow {
+  return {
+    id,
+    user_id: ctx.merchant.id,
+    mode: ctx.mode,
+    status: 'active',
+    type: normalised.type,
+    kind: normalised.kind,
+    message: body.message,
+    amount_cents: normalised.amountCents,
+    bank_account_id: body.bank_account_id,
+    merchant_identifier: body.merchant_identifier ?? null,
+    reference: body.reference ?? null,
+    flow: 'link',
+    qr_data: made.qrData,
+    logo_image_url: body.logo_image_url ?? null,
+    banner_image_url: body.banner_image_url ?? null,
+    min_payment_cents: normalised.minCents,
+    max_payment_cents: normalised.maxCents,
+    suggested_amounts: normalised.suggestedAmounts,
+    is_donation: bool(body.is_donation),
+    add_surcharge: bool(body.add_surcharge),
+    surcharge_optional: bool(body.surcharge_optional),
+    allow_dynamic_amount: bool(body.allow_dynamic_amount),
+    allow_marketing_opt_in: bool(body.allow_marketing_opt_in),
+    collect_customer_phone: bool(body.collect_customer_phone || body.require_customer_phone),
+    require_customer_phone: bool(body.require_customer_phone),
+    require_customer_basic_info: bool(body.require_customer_basic_info),
+    require_customer_address: bool(body.require_customer_address),
+    success_redirect_url: body.success_redirect_url ?? null,
+    failure_redirect_url: body.failure_redirect_url ?? null,
+    recurring_options: normalised.recurring ? JSON.stringify(normalised.recurring) : null,
+    subscription_options: normalised.subscription ? JSON.stringify(normalised.subscription) : null,
+    cust_info: normalised.custInfo ? JSON.stringify(normalised.custInfo) : null,
+    created_at: made.now,
+    updated_at: made.now,
+    expires_at: normalised.expiresAt,
+    deleted_at: null,
+    payment_at_bank: null,
+  };
 }
 
 /** The request as the API shows it; in hand when the database answers at once (the hottest read). */
