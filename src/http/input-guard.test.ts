@@ -28,6 +28,11 @@ test('inspectInput: depth is bounded without recursion, NUL is found with its pa
     'the first field is reported',
   );
   assert.deepEqual(inspectInput({ 'k\u0000': 1 }), { kind: 'nul', field: 'k\\u0000' });
+  // Half of a surrogate pair, in a value or a name: neither engine would store it as it came.
+  assert.deepEqual(inspectInput({ a: 'ok', b: { c: 'a\ud800b' } }), { kind: 'lone_surrogate', field: 'b.c' });
+  assert.deepEqual(inspectInput({ message: 'x\udfff' }), { kind: 'lone_surrogate', field: 'message' });
+  assert.deepEqual(inspectInput({ 'k\ud800': 'v' }), { kind: 'lone_surrogate', field: 'k\ufffd' });
+  assert.equal(inspectInput({ tui: 'Tūī 🐦' }), null, 'a whole pair is fine');
   // A flat object of strings (params, a query): clean passes, and otherwise its first field with a NUL, in its key or its value, is named.
   const withNul = fc.string({ maxLength: 6 }).chain((text) => fc.constantFrom(text, `${text}\u0000`));
   fc.assert(

@@ -5,13 +5,21 @@ import { AppError, invalidParam } from '../shared/errors.ts';
 // - nesting deeper than MAX_JSON_DEPTH is refused: no input of ours nests beyond a few levels, and
 //   every later walk (validation, logging, storage) would otherwise pay for an attacker's 20,000;
 // - a NUL character is refused, naming the field: PostgreSQL text cannot hold one (SQLite can),
-//   so it would be a 500 on one engine and stored junk on the other.
+//   so it would be a 500 on one engine and stored junk on the other;
+// - so is half of a UTF-16 surrogate pair (JSON's "\ud800" alone): neither engine stores one, so
+//   what was stored (U+FFFD) would differ from what the create and its replay answered.
 // The walk is iterative, so no input can exhaust the stack, and a path is built only for the
 // field it reports.
 
 export const MAX_JSON_DEPTH = 32;
 
-export type InputProblem = { kind: 'too_deep' } | { kind: 'nul'; field: string };
+export type InputProblem = { kind: 'too_deep' } | { kind: 'nul' | 'lone_surrogate'; field: string };
+
+/** A problem of one piece of text (a value or a field's name), or null. */
+function textProblem(text: string): 'nul' | 'lone_surrogate' | null {
+  if (text.includes('\u0000')) return 'nul';
+  return text.isWellFormed() ? null : 'lone_surrogate';
+}
 
 type Frame = { value: unknown; depth: number; parent: Frame | null; key: string };
 
@@ -30,7 +38,7 @@ function isCleanFlatStrings(input: unknown): boolean {
   for (const key in input) {
     if (!Object.hasOwn(input, key)) return false;
     const value = (input as Record<string, unknown>)[key];
-    if (typeof value !== 'string' || value.includes('\u0000') || key.includes('\u0000')) return false;
+    if (typeof value !== 'string' || textProblem(value) || textProblem(key)) return false;
   }
   return true;
 }
@@ -43,12 +51,15 @@ export function inspectInput(input: unknown, maxDepth = MAX_JSON_DEPTH): InputPr
     const frame = stack.pop()!;
     const { value } = frame;
     // A field's name before its value, so a field is reported in the order the input gives it.
-    if (frame.parent && frame.key.includes('\u0000')) {
+    const keyProblem = frame.parent ? textProblem(frame.key) : null;
+    if (frame.parent && keyProblem) {
       // biome-ignore lint/suspicious/noControlCharactersInRegex: NUL is what this guard looks for
-      return { kind: 'nul', field: [...pathOf(frame.parent), frame.key.replace(/\u0000/g, '\\u0000')].join('.') };
+      const shown = frame.key.toWellFormed().replace(/\u0000/g, '\\u0000');
+      return { kind: keyProblem, field: [...pathOf(frame.parent), shown].join('.') };
     }
     if (typeof value === 'string') {
-      if (value.includes('\u0000')) return { kind: 'nul', field: pathOf(frame).join('.') };
+      const problem = textProblem(value);
+      if (problem) return { kind: problem, field: pathOf(frame).join('.') };
       continue;
     }
     if (!value || typeof value !== 'object') continue;
@@ -71,6 +82,8 @@ export function refuseNulCharacters(request: FastifyRequest): void {
     if (!problem) continue;
     if (problem.kind === 'too_deep') throw new AppError('bad_request.invalid_json', TOO_DEEP_MESSAGE, {});
     const field = problem.field || 'body';
+    if (problem.kind === 'lone_surrogate')
+      throw invalidParam(field, `${field} must be well-formed Unicode: it holds half of a surrogate pair`);
     throw invalidParam(field, `${field} must not contain NUL (\\u0000) characters`);
   }
 }
