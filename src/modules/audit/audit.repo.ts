@@ -238,6 +238,17 @@ export async function listAudit(db: Db, userId: string, mode: Mode | null, filte
   return listAuditQuery(db, userId, mode, filters).execute();
 }
 
+/** Whether the merchant has the record: a page's cursor must name one, since the trail pages by its place in the chain. */
+export async function hasAuditRecord(db: Db, userId: string, id: string): Promise<boolean> {
+  const found = await db
+    .selectFrom('audit_events')
+    .select('id')
+    .where('user_id', '=', userId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return found !== undefined;
+}
+
 /** listAudit's query, for its plan to be read. */
 export function listAuditQuery(db: Db, userId: string, mode: Mode | null, filters: AuditFilters) {
   let query = db.selectFrom('audit_events').selectAll().where('user_id', '=', userId);

@@ -91,6 +91,7 @@ test('GET /v1/audit-events lists own records of the key mode (and, to a live key
   // bad input: the API's error shape, nothing listed
   const bad: Array<Record<string, string>> = [
     { limit: '0' },
+    { starting_after: 'aud_01M8PVP9QNM3A9AYNA1W3142AG' },
     { starting_after: 'request_01JD2Q8Z7M3V4K5N6P7R8S9T0V' },
     { actor_kind: 'robot' },
     { action: 'DROP TABLE' },

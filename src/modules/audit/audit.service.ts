@@ -3,6 +3,7 @@ import { stringify } from 'safe-stable-stringify';
 import type { Database } from '../../store/tables.ts';
 import { newId } from '../../shared/ids.ts';
 import type { Mode } from '../../shared/mode.ts';
+import { invalidParam } from '../../shared/errors.ts';
 import { NO_ORIGIN, type Actor, type Ctx, type Origin } from '../context.ts';
 import { chainWalk, type ChainBreak, type ChainReport } from './audit.chain.ts';
 import { chainAfterCommit, chainBeforeReading, chainCommitted } from './audit.chainer.ts';
@@ -10,6 +11,7 @@ import {
   appendRecord,
   chainHead,
   chainPage,
+  hasAuditRecord,
   listAudit,
   merchantsWithChains,
   type AuditFilters,
@@ -179,6 +181,9 @@ export async function listAuditEvents(
 ): Promise<{ items: AuditRow[]; hasMore: boolean }> {
   const limit = query.limit ?? 100;
   await chainBeforeReading(db, userId);
+  // An unknown cursor would page from nowhere: an empty page that looks like the end.
+  if (query.starting_after && !(await hasAuditRecord(db, userId, query.starting_after)))
+    throw invalidParam('starting_after', 'starting_after must be the id of one of your audit records');
   const rows = await listAudit(db, userId, mode, {
     ...query,
     createdGte: query.created_gte,
