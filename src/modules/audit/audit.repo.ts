@@ -261,8 +261,8 @@ export function listAuditQuery(db: Db, userId: string, mode: Mode | null, filter
     // planner knows it may read that index; a key's or the service's records are read newest first.
     if (filters.actor_kind && PEOPLE.includes(filters.actor_kind)) query = query.where(PEOPLE_ONLY);
   }
-  if (filters.action) query = query.where('action', '=', filters.action);
-  if (filters.object_id) query = query.where('object_id', '=', filters.object_id);
+  if (filters.action !== undefined) query = query.where('action', '=', filters.action);
+  if (filters.object_id !== undefined) query = query.where('object_id', '=', filters.object_id);
   if (filters.createdGte !== undefined) query = query.where('at', '>=', filters.createdGte);
   if (filters.createdLt !== undefined) query = query.where('at', '<', filters.createdLt);
   // Newest first is the chain's order; a page starts after its cursor record's place in it.

@@ -21,7 +21,7 @@ export type EventFilters = { type?: string; object_id?: string; limit: number; s
 export async function listEvents(db: Db, owner: Owner, filters: EventFilters): Promise<EventRow[]> {
   let query = db.selectFrom('events').selectAll().where('user_id', '=', owner.userId).where('mode', '=', owner.mode);
   if (filters.type) query = query.where('type', '=', filters.type);
-  if (filters.object_id) query = query.where('object_id', '=', filters.object_id);
+  if (filters.object_id !== undefined) query = query.where('object_id', '=', filters.object_id);
   if (filters.starting_after) query = query.where('id', '<', filters.starting_after);
   return query
     .orderBy('id', 'desc')

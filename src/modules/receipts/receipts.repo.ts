@@ -106,8 +106,8 @@ export type ReceiptFilters = {
 
 export function listReceipts(db: Db, owner: Owner, filters: ReceiptFilters): Promise<ReceiptRow[]> {
   let query = db.selectFrom('receipts').selectAll().where('user_id', '=', owner.userId).where('mode', '=', owner.mode);
-  if (filters.payment_id) query = query.where('payment_id', '=', filters.payment_id);
-  if (filters.refund_id) query = query.where('refund_id', '=', filters.refund_id);
+  if (filters.payment_id !== undefined) query = query.where('payment_id', '=', filters.payment_id);
+  if (filters.refund_id !== undefined) query = query.where('refund_id', '=', filters.refund_id);
   if (filters.kind) query = query.where('kind', '=', filters.kind);
   if (filters.starting_after) query = query.where('id', '<', filters.starting_after);
   return query

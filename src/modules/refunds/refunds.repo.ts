@@ -51,7 +51,7 @@ export type RefundFilters = {
 /** The owner's refunds, newest first, one more than `limit` (pageOf tells whether there are more). */
 export async function listRefunds(db: Db, owner: Owner, filters: RefundFilters): Promise<RefundRow[]> {
   let query = db.selectFrom('refunds').selectAll().where('user_id', '=', owner.userId).where('mode', '=', owner.mode);
-  if (filters.payment_id) query = query.where('payment_id', '=', filters.payment_id);
+  if (filters.payment_id !== undefined) query = query.where('payment_id', '=', filters.payment_id);
   if (filters.status) query = query.where('status', '=', filters.status);
   if (filters.starting_after) query = query.where('id', '<', filters.starting_after);
   if (filters.created_from !== undefined) query = query.where('created_at', '>=', filters.created_from);

@@ -298,6 +298,20 @@ test('GET /v1/requests: newest first, limit, starting_after, has_more and filter
     byMid.body.requests.map((r: any) => r.id),
     [ids[2], ids[1]],
   );
+  // An empty filter is a filter, never ignored: what has an empty identifier, and no event has no object.
+  const blank = await api.post('/v1/requests', {
+    bank_account_id: merchant.bankAccountId,
+    amount: '1.00 NZD',
+    message: 'Blank',
+    merchant_identifier: '',
+  });
+  const byBlank = await api.get('/v1/requests', { query: { merchant_identifier: '' } });
+  assert.deepEqual(
+    byBlank.body.requests.map((r: any) => r.id),
+    [blank.body.request.id],
+  );
+  assert.deepEqual((await api.get('/v1/events', { query: { object_id: '' } })).body.events, []);
+  assert.deepEqual((await api.get('/v1/payments', { query: { request_id: '' } })).body.payments, []);
 
   assertError(
     await api.get('/v1/requests', { query: { limit: '0' } }),

@@ -91,7 +91,8 @@ export async function listRequests(db: Db, owner: Owner, filters: RequestFilters
   let query = db.selectFrom('requests').selectAll().where('user_id', '=', owner.userId).where('mode', '=', owner.mode);
   if (filters.status) query = query.where('status', '=', filters.status);
   if (filters.type) query = query.where('type', '=', filters.type);
-  if (filters.merchant_identifier) query = query.where('merchant_identifier', '=', filters.merchant_identifier);
+  if (filters.merchant_identifier !== undefined)
+    query = query.where('merchant_identifier', '=', filters.merchant_identifier);
   if (filters.starting_after) query = query.where('id', '<', filters.starting_after);
   return query
     .orderBy('id', 'desc')

@@ -71,9 +71,10 @@ export async function listSubscriptions(
     .where('user_id', '=', owner.userId)
     .where('mode', '=', owner.mode);
   if (filters.status) query = query.where('status', '=', filters.status);
-  if (filters.merchant_identifier) query = query.where('merchant_identifier', '=', filters.merchant_identifier);
-  if (filters.email) query = query.where('email', '=', filters.email);
-  if (filters.request_id) query = query.where('request_id', '=', filters.request_id);
+  if (filters.merchant_identifier !== undefined)
+    query = query.where('merchant_identifier', '=', filters.merchant_identifier);
+  if (filters.email !== undefined) query = query.where('email', '=', filters.email);
+  if (filters.request_id !== undefined) query = query.where('request_id', '=', filters.request_id);
   if (filters.starting_after) query = query.where('id', '<', filters.starting_after);
   return query
     .orderBy('id', 'desc')
