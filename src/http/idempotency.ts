@@ -39,7 +39,7 @@ export async function idempotent<T>(
   work: (trx: Transaction<Database>) => Promise<T>,
 ): Promise<Reply<T>> {
   if (!key) return transact(ctx.db, async (trx) => ({ status, body: await work(trx), replayed: false }));
-  const fingerprint = sha256Hex(`${endpoint}\n${canonicalJson(input ?? null)}`);
+  const fingerprint = fingerprintOf(endpoint, input);
   const now = ctx.clock.now();
   const scope = { user_id: ctx.merchant.id, mode: ctx.mode, key };
   return transact(ctx.db, async (trx) => {
@@ -51,25 +51,9 @@ export async function idempotent<T>(
       expires_at: now + DAY_MS,
     });
     if (!claimed) {
-      const existing = await trx
-        .selectFrom('idempotency_keys')
-        .selectAll()
-        .where('user_id', '=', scope.user_id)
-        .where('mode', '=', scope.mode)
-        .where('key', '=', key)
-        .executeTakeFirstOrThrow();
-      if (existing.endpoint !== endpoint || existing.fingerprint !== fingerprint) {
-        throw new AppError(
-          'conflict.idempotency_key_reused',
-          'This Idempotency-Key was used with a different request',
-          { idempotency_key: key },
-        );
-      }
-      return {
-        status: 200,
-        body: JSON.parse(existing.response === null ? 'null' : openStored(ctx.deps.secrets, existing.response)) as T,
-        replayed: true,
-      };
+      const existing = await keyRow(trx, scope);
+      if (!existing) throw new Error(`idempotency key ${key} neither claimed nor found`);
+      return replayOf<T>(ctx, existing, endpoint, fingerprint);
     }
     const body = await work(trx);
     // Sealed: a stored reply may hold a secret shown once (a new webhook endpoint's).
@@ -83,6 +67,53 @@ export async function idempotent<T>(
 }
 
 type KeyScope = { user_id: string; mode: Mode; key: string };
+type KeyRow = { key: string; endpoint: string; fingerprint: string; response: string | null; expires_at: number };
+
+function keyRow(db: Db, scope: KeyScope): Promise<KeyRow | undefined> {
+  return db
+    .selectFrom('idempotency_keys')
+    .select(['key', 'endpoint', 'fingerprint', 'response', 'expires_at'])
+    .where('user_id', '=', scope.user_id)
+    .where('mode', '=', scope.mode)
+    .where('key', '=', scope.key)
+    .executeTakeFirst();
+}
+
+/** The first call's reply again, or 409 when the key was used for another request. */
+function replayOf<T>(ctx: IdempotencyScope, row: KeyRow, endpoint: string, fingerprint: string): Reply<T> {
+  if (row.endpoint !== endpoint || row.fingerprint !== fingerprint) {
+    throw new AppError('conflict.idempotency_key_reused', 'This Idempotency-Key was used with a different request', {
+      idempotency_key: row.key,
+    });
+  }
+  return {
+    status: 200,
+    body: JSON.parse(row.response === null ? 'null' : openStored(ctx.deps.secrets, row.response)) as T,
+    replayed: true,
+  };
+}
+
+/**
+ * The reply a live key already has, read before a call does work that cannot wait inside its
+ * transaction (a webhook URL's DNS check): a retry answers as its first call did, whatever the
+ * world says now. Null when the key is new, expired, or its first call has not committed yet;
+ * idempotent() then decides.
+ */
+export async function replayIfAnswered<T>(
+  ctx: IdempotencyScope,
+  key: string | undefined,
+  endpoint: string,
+  input: unknown,
+): Promise<Reply<T> | null> {
+  if (!key) return null;
+  const row = await keyRow(ctx.db, { user_id: ctx.merchant.id, mode: ctx.mode, key });
+  if (!row || row.response === null || Number(row.expires_at) < ctx.clock.now()) return null;
+  return replayOf<T>(ctx, row, endpoint, fingerprintOf(endpoint, input));
+}
+
+function fingerprintOf(endpoint: string, input: unknown): string {
+  return sha256Hex(`${endpoint}\n${canonicalJson(input ?? null)}`);
+}
 
 /**
  * Takes the key for this call: a new row, or the row of a key that has expired (on the merchant's

@@ -215,6 +215,17 @@ test('an Idempotency-Key makes a retried create return the same endpoint instead
       },
     ],
   );
+  // The URL is checked after the key: a retry answers with its endpoint even when the URL would
+  // be refused now (its host no longer reachable under the service's settings, a DNS change).
+  app.deps.config.targetReach = { live: 'global', test: 'global' };
+  const later = await api.post('/v1/webhooks', { url: 'http://localhost:4000/hooks' }, { headers });
+  assert.deepEqual([later.status, later.body], [200, first.body]);
+  const fresh = await api.post(
+    '/v1/webhooks',
+    { url: 'http://localhost:4000/hooks' },
+    { headers: { 'idempotency-key': 'setup-hooks-2' } },
+  );
+  assert.equal(fresh.status, 400, fresh.text);
 });
 
 test('a description labels an endpoint: trimmed, empty is none, at most 200 characters, changed and removed with PATCH', async (t) => {

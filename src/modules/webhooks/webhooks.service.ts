@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { recordAudit, recordAuditFor, type AuditBy } from '../audit/audit.service.ts';
 import type { Kysely } from 'kysely';
-import { idempotent } from '../../http/idempotency.ts';
+import { idempotent, replayIfAnswered } from '../../http/idempotency.ts';
 import { DAY_MS, iso } from '../../shared/time.ts';
 import { AppError, invalidParam } from '../../shared/errors.ts';
 import { openStored } from '../../shared/secret-box.ts';
@@ -69,6 +69,14 @@ type Db = Kysely<Database>;
 const owner = (ctx: Ctx): Owner => ({ userId: ctx.merchant.id, mode: ctx.mode });
 /** Creates an endpoint; with an Idempotency-Key a retried call returns the same endpoint (and secret). */
 export async function createWebhook(ctx: Ctx, body: CreateWebhookBody, idempotencyKey?: string) {
+  // Before the URL's DNS check: a retry answers with the endpoint it made, whatever DNS says now.
+  const answered = await replayIfAnswered<{ webhook: ReturnType<typeof presentWebhook> }>(
+    ctx,
+    idempotencyKey,
+    'POST /v1/webhooks',
+    body,
+  );
+  if (answered) return answered;
   if (body.events) {
     const problem = eventFilterProblem(body.events);
     if (problem) throw invalidParam('events', problem);
