@@ -72,7 +72,18 @@ test('/v1/openapi.json is an OpenAPI 3.1 document of the requests endpoints; /do
     'total_amount',
     'total_count',
   ]);
-  assert.deepEqual(Object.keys(create.responses).sort(), ['200', '201', '400', '401', '403', '409']);
+  assert.deepEqual(Object.keys(create.responses).sort(), [
+    '200',
+    '201',
+    '400',
+    '401',
+    '403',
+    '409',
+    '413',
+    '415',
+    '429',
+    '500',
+  ]);
   const created = create.responses['201'].content['application/json'].schema;
   assert.ok(named(created.properties.request).properties.qr_data);
   assert.deepEqual(Object.keys(named(create.responses['400'].content['application/json'].schema.allOf[0]).properties), [

@@ -90,6 +90,10 @@ test('each error response lists its codes, each with the status its first segmen
     conflict: '409',
     payment_rejected: '422',
     refund_rejected: '422',
+    payload_too_large: '413',
+    unsupported_media_type: '415',
+    rate_limited: '429',
+    internal_error: '500',
     service_unavailable: '503',
   };
   for (const { route, method, operation } of operations) {

@@ -139,13 +139,29 @@ export function operationIdFor(method: string, path: string): string {
  * Add a code here when a service starts throwing it for an operation.
  */
 export const RULE_ERRORS: Record<string, string[]> = {
+  // a live request while no live bank is connected; amount is required unless the payer chooses it
+  createRequest: ['conflict.no_live_bank', 'bad_request.missing_param.amount'],
   deleteRequest: ['conflict.invalid_state', 'conflict.payment_at_bank'],
   pauseSubscription: ['conflict.invalid_state'],
   resumeSubscription: ['conflict.invalid_state'],
   cancelSubscription: ['conflict.invalid_state'],
   revokeRecurringConsent: ['conflict.invalid_state'],
-  payTestRequest: ['conflict.invalid_state', 'service_unavailable'],
+  payTestRequest: [
+    'conflict.invalid_state',
+    'service_unavailable',
+    // a payer-chosen amount needs one; the payer details the request requires (missingDetails)
+    'bad_request.missing_param.amount',
+    'bad_request.missing_param.cust_info.email',
+    'bad_request.missing_param.cust_info.first_name',
+    'bad_request.missing_param.cust_info.last_name',
+    'bad_request.missing_param.cust_info.phone',
+    'bad_request.missing_param.cust_info.address1',
+    'bad_request.missing_param.cust_info.city',
+    'bad_request.missing_param.cust_info.postcode',
+  ],
   createPayment: [
+    // an unknown token, or another merchant's (tokens are never confirmed)
+    'not_found.recurring_consent',
     'payment_rejected.end_date',
     'payment_rejected.max_per_payment',
     'payment_rejected.total_count',
@@ -155,6 +171,7 @@ export const RULE_ERRORS: Record<string, string[]> = {
     'payment_rejected.consent_not_active',
   ],
   createRefund: [
+    'not_found.payment',
     'refund_rejected.exceeds_refundable',
     'refund_rejected.max_per_refund',
     'refund_rejected.max_per_period',
@@ -162,9 +179,16 @@ export const RULE_ERRORS: Record<string, string[]> = {
   ],
   declineNextRefunds: ['conflict.invalid_state', 'service_unavailable'],
   createStatement: ['bad_request.invalid_statement', 'bad_request.unknown_statement_layout'],
-  matchStatementLine: ['conflict.already_matched', 'conflict.invalid_state', 'bad_request.missing_param.payment_id'],
+  matchStatementLine: [
+    'conflict.already_matched',
+    'conflict.invalid_state',
+    'bad_request.missing_param.payment_id',
+    'not_found.payment',
+    'not_found.refund',
+  ],
   unmatchStatementLine: ['conflict.invalid_state'],
-  resendEvent: ['conflict.webhook_disabled'],
+  resendEvent: ['conflict.webhook_disabled', 'not_found.webhook'],
+  setTaxSettings: ['forbidden.live_key_required'],
   recoverWebhook: ['conflict.webhook_disabled'],
   updateWebhook: ['bad_request.empty_update'],
   declineNextSubscriptionCharges: ['service_unavailable'],
@@ -188,14 +212,24 @@ export const RULE_ERRORS: Record<string, string[]> = {
 
 const statusOf = (code: string) => String(statusForCode(code));
 
+const hasType = (schema: Json, type: string) =>
+  schema?.type === type || (Array.isArray(schema?.type) && schema.type.includes(type));
+
 /** Field paths of a body schema, nested objects joined with dots, as the validator names them. */
 function fieldsOf(schema: Json, prefix = ''): Array<{ field: string; required: boolean }> {
-  if (schema?.type !== 'object' || !schema.properties) return [];
+  if (!hasType(schema, 'object') || !schema.properties) return [];
   const required = new Set<string>(schema.required ?? []);
   return Object.entries(schema.properties as Record<string, Json>).flatMap(([name, child]) => [
     { field: `${prefix}${name}`, required: required.has(name) },
     ...fieldsOf(child, `${prefix}${name}.`),
+    ...itemsOf(child, `${prefix}${name}`),
   ]);
+}
+
+/** An array's items are named by their position (`events.0`): `events.<index>`, an open code. */
+function itemsOf(schema: Json, field: string): Array<{ field: string; required: boolean }> {
+  if (!hasType(schema, 'array') || !schema.items || typeof schema.items !== 'object') return [];
+  return [{ field: `${field}.<index>`, required: false }, ...fieldsOf(schema.items, `${field}.<index>.`)];
 }
 
 const RESOURCE_TYPES: Record<string, string> = {
@@ -208,6 +242,9 @@ const RESOURCE_TYPES: Record<string, string> = {
   'recurring-consents': 'recurring_consent',
   'bank-accounts': 'bank_account',
   receipts: 'receipt',
+  refunds: 'refund',
+  statements: 'statement',
+  'statement-lines': 'statement_line',
 };
 
 /** Every error code an operation can answer, by HTTP status. */
@@ -217,10 +254,14 @@ export function errorCodesOf(operationId: string, path: string, operation: Json)
   if (body) codes.add('bad_request.invalid_json');
   const fields = [
     ...fieldsOf(body),
-    // a path parameter is never missing: without it the path is another route
+    // a path parameter is never missing: without it the path is another route; a header is
+    // refused only against its schema (`Idempotency-Key` of 1–255 characters), by its lowercase name
     ...(operation.parameters ?? [])
-      .filter((p: Json) => p.in === 'query' || p.in === 'path')
-      .map((p: Json) => ({ field: p.name as string, required: p.in === 'query' && p.required === true })),
+      .filter((p: Json) => p.in === 'query' || p.in === 'path' || (p.in === 'header' && p.schema))
+      .map((p: Json) => ({
+        field: p.in === 'header' ? String(p.name).toLowerCase() : (p.name as string),
+        required: p.in !== 'path' && p.required === true,
+      })),
   ];
   for (const { field, required } of fields) {
     codes.add(`bad_request.invalid_param.${field}`);
@@ -250,30 +291,94 @@ export function errorCodesOf(operationId: string, path: string, operation: Json)
   return byStatus;
 }
 
+/**
+ * Codes an operation shares with every other of its kind, from the layers around it rather than
+ * from its own fields and rules: the body's type and size (src/http/errors.ts), a broken
+ * percent-encoding in the path (buildApp's frameworkErrors), the key's rate (merchants.auth.ts) and
+ * a fault on our side. Sorted, each once.
+ */
+export function sharedErrorCodesOf(method: string, path: string, operation: Json): string[] {
+  const codes = new Set<string>(['internal_error']);
+  // Fastify reads a body on every method but GET and HEAD; an action that takes none refuses one
+  // that is not JSON with invalid_json (strict-routes.ts), and any body with these two.
+  if (['post', 'put', 'patch', 'delete'].includes(method.toLowerCase())) {
+    codes.add('bad_request.invalid_json');
+    codes.add('payload_too_large');
+    codes.add('unsupported_media_type');
+  }
+  // A path with a parameter still names this operation when the parameter's encoding is broken.
+  if (path.includes('{')) codes.add('bad_request.invalid_url');
+  if (operation.security === undefined || operation.security.length > 0) codes.add('rate_limited');
+  return [...codes].sort();
+}
+
 const ERROR_DESCRIPTIONS: Record<string, string> = {
   '400': 'The request is not valid; `params.field` names the field',
   '401': 'No valid API key',
-  '403': 'The API key is restricted and lacks the permission this operation needs (`params.needed`)',
+  '403':
+    'The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required',
   '404': "No such object for this key's merchant and mode",
   '409': "Not allowed in the object's current state, or an Idempotency-Key reused with another body",
-  '422': 'The payment was refused before any money moved; `params` says what remains',
+  '413': 'The body is larger than this operation takes (`params.limit_bytes`)',
+  '415': 'The body was not sent as `application/json`',
+  '422': 'The payment or refund was refused before any money moved; `params` says what remains',
+  '429': 'Too many requests for this API key; retry after `Retry-After` seconds',
+  '500': 'A fault on our side, never caused by the request; `params.request_id` finds it in our logs',
   '503': 'The bank could not be reached',
 };
 
+/**
+ * What the placeholders of open codes stand for. `<field>` (`bad_request.unknown_param.<field>`) is
+ * a name as it was sent, any text at all (`status[]`, `Event Types`, or nothing for `?=1`);
+ * `<index>` is an array item's position (`bad_request.invalid_param.events.<index>`).
+ */
+const PLACEHOLDERS: Record<string, { pattern: string; description: string }> = {
+  '<field>': { pattern: '[\\s\\S]*', description: 'the name as sent' },
+  '<index>': { pattern: '(0|[1-9][0-9]*)', description: "the item's position in the array, from 0" },
+};
+
+const placeholderOf = (part: string) => {
+  const placeholder = PLACEHOLDERS[part];
+  if (!placeholder) throw new Error(`no pattern for the placeholder ${part}`);
+  return placeholder;
+};
+
+/** The pattern an open code's values match: its fixed text, escaped, and its placeholders' patterns. */
+export function openCodePattern(code: string): string {
+  const parts = code.split(/(<[a-z]+>)/).filter(Boolean);
+  const pattern = parts.map((part) =>
+    part.startsWith('<') ? placeholderOf(part).pattern : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'),
+  );
+  return `^${pattern.join('')}$`;
+}
+
+function openCodeDescription(code: string): string {
+  const placeholders = [...new Set(code.match(/<[a-z]+>/g) ?? [])];
+  return `${code}: ${placeholders.map((part) => `${part} is ${placeholderOf(part).description}`).join('; ')}`;
+}
+
 function errorResponse(status: string, codes: string[]): Json {
-  const fixed = codes.filter((code) => !code.includes('<'));
-  const open = codes.filter((code) => code.includes('<'));
+  const fixed = [...new Set(codes.filter((code) => !code.includes('<')))].sort();
+  const open = [...new Set(codes.filter((code) => code.includes('<')))].sort();
   const branches = [
     ...(fixed.length > 0 ? [{ type: 'string', enum: fixed }] : []),
-    ...open.map((pattern) => ({
+    ...open.map((code) => ({
       type: 'string',
-      pattern: `^${pattern.split('<')[0]!.replace(/\./g, '\\.')}[a-z0-9_.-]+$`,
-      description: `${pattern}: the field's name`,
+      pattern: openCodePattern(code),
+      description: openCodeDescription(code),
     })),
   ];
   const code = branches.length === 1 ? branches[0] : { anyOf: branches };
   return {
     description: ERROR_DESCRIPTIONS[status] ?? 'Error',
+    ...(status === '429' && {
+      headers: {
+        'Retry-After': {
+          description: 'Seconds to wait before calling again',
+          schema: { type: 'integer', minimum: 1 },
+        },
+      },
+    }),
     content: {
       'application/json': {
         schema: { allOf: [{ $ref: '#/components/schemas/Error' }, { type: 'object', properties: { code } }] },
@@ -344,6 +449,7 @@ export function finishOpenApiDocument(
       operation.operationId ??= operationIdFor(method, path);
       operation.description ??= describedByKind(operation);
       const byStatus = errorCodesOf(operation.operationId, path, operation);
+      for (const code of sharedErrorCodesOf(method, path, operation)) (byStatus[statusOf(code)] ??= []).push(code);
       const responses: Json = {};
       for (const [status, response] of Object.entries(operation.responses ?? {})) {
         if (!/^[45]\d\d$/.test(status)) responses[status] = response;

@@ -33,7 +33,7 @@ export interface paths {
         };
         /**
          * List the audit trail, newest first
-         * @description Every change to the merchant's data: the key's mode's, and those without a mode (settings). Each record is hash-chained to the one before it (docs/audit.md).
+         * @description Every change to the merchant's data of the key's mode; a live key also gets those without a mode (settings, team members, sign-ins). Each record is hash-chained to the one before it (docs/audit.md).
          */
         get: operations["listAuditEvents"];
         put?: never;
@@ -739,7 +739,7 @@ export interface paths {
         put?: never;
         /**
          * Set your tax settings
-         * @description Replaces them all (sending the same body again changes nothing). The GST number is checked with its check digit; tax invoices need one. Documents already issued keep what they show.
+         * @description Live keys only: the settings are the same in both modes, so what a test key does never changes live receipts (403 `forbidden.live_key_required`; the dashboard changes them in either mode). Replaces them all (sending the same body again changes nothing). The GST number is checked with its check digit; tax invoices need one. Documents already issued keep what they show.
          */
         post: operations["setTaxSettings"];
         delete?: never;
@@ -3424,7 +3424,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3433,6 +3433,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "forbidden.key_scope";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -3499,7 +3525,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3508,6 +3534,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "forbidden.key_scope";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -3565,7 +3617,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3574,6 +3626,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "forbidden.key_scope";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -3624,7 +3702,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.add_surcharge" | "bad_request.invalid_param.allow_dynamic_amount" | "bad_request.invalid_param.allow_marketing_opt_in" | "bad_request.invalid_param.amount" | "bad_request.invalid_param.bank_account_id" | "bad_request.invalid_param.banner_image_url" | "bad_request.invalid_param.collect_customer_phone" | "bad_request.invalid_param.cust_info" | "bad_request.invalid_param.cust_info.email" | "bad_request.invalid_param.cust_info.first_name" | "bad_request.invalid_param.cust_info.last_name" | "bad_request.invalid_param.cust_info.phone" | "bad_request.invalid_param.expires_in" | "bad_request.invalid_param.failure_redirect_url" | "bad_request.invalid_param.is_donation" | "bad_request.invalid_param.logo_image_url" | "bad_request.invalid_param.maximum_payment_amount" | "bad_request.invalid_param.merchant_identifier" | "bad_request.invalid_param.message" | "bad_request.invalid_param.minimum_payment_amount" | "bad_request.invalid_param.recurring_options" | "bad_request.invalid_param.recurring_options.end_date" | "bad_request.invalid_param.recurring_options.max_per_payment" | "bad_request.invalid_param.recurring_options.max_per_period" | "bad_request.invalid_param.recurring_options.period" | "bad_request.invalid_param.recurring_options.total_amount" | "bad_request.invalid_param.recurring_options.total_count" | "bad_request.invalid_param.reference" | "bad_request.invalid_param.require_customer_address" | "bad_request.invalid_param.require_customer_basic_info" | "bad_request.invalid_param.require_customer_phone" | "bad_request.invalid_param.subscription_options" | "bad_request.invalid_param.subscription_options.amount" | "bad_request.invalid_param.subscription_options.end_date" | "bad_request.invalid_param.subscription_options.period" | "bad_request.invalid_param.subscription_options.start_date" | "bad_request.invalid_param.subscription_options.total_count" | "bad_request.invalid_param.success_redirect_url" | "bad_request.invalid_param.suggested_amounts" | "bad_request.invalid_param.surcharge_optional" | "bad_request.invalid_param.type" | "bad_request.missing_param.bank_account_id" | "bad_request.missing_param.cust_info.email" | "bad_request.missing_param.message" | "bad_request.missing_param.recurring_options.max_per_period" | "bad_request.missing_param.recurring_options.period" | "bad_request.missing_param.subscription_options.amount" | "bad_request.missing_param.subscription_options.period") | string;
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.add_surcharge" | "bad_request.invalid_param.allow_dynamic_amount" | "bad_request.invalid_param.allow_marketing_opt_in" | "bad_request.invalid_param.amount" | "bad_request.invalid_param.bank_account_id" | "bad_request.invalid_param.banner_image_url" | "bad_request.invalid_param.collect_customer_phone" | "bad_request.invalid_param.cust_info" | "bad_request.invalid_param.cust_info.email" | "bad_request.invalid_param.cust_info.first_name" | "bad_request.invalid_param.cust_info.last_name" | "bad_request.invalid_param.cust_info.phone" | "bad_request.invalid_param.expires_in" | "bad_request.invalid_param.failure_redirect_url" | "bad_request.invalid_param.idempotency-key" | "bad_request.invalid_param.is_donation" | "bad_request.invalid_param.logo_image_url" | "bad_request.invalid_param.maximum_payment_amount" | "bad_request.invalid_param.merchant_identifier" | "bad_request.invalid_param.message" | "bad_request.invalid_param.minimum_payment_amount" | "bad_request.invalid_param.recurring_options" | "bad_request.invalid_param.recurring_options.end_date" | "bad_request.invalid_param.recurring_options.max_per_payment" | "bad_request.invalid_param.recurring_options.max_per_period" | "bad_request.invalid_param.recurring_options.period" | "bad_request.invalid_param.recurring_options.total_amount" | "bad_request.invalid_param.recurring_options.total_count" | "bad_request.invalid_param.reference" | "bad_request.invalid_param.require_customer_address" | "bad_request.invalid_param.require_customer_basic_info" | "bad_request.invalid_param.require_customer_phone" | "bad_request.invalid_param.subscription_options" | "bad_request.invalid_param.subscription_options.amount" | "bad_request.invalid_param.subscription_options.end_date" | "bad_request.invalid_param.subscription_options.period" | "bad_request.invalid_param.subscription_options.start_date" | "bad_request.invalid_param.subscription_options.total_count" | "bad_request.invalid_param.success_redirect_url" | "bad_request.invalid_param.suggested_amounts" | "bad_request.invalid_param.surcharge_optional" | "bad_request.invalid_param.type" | "bad_request.missing_param.amount" | "bad_request.missing_param.bank_account_id" | "bad_request.missing_param.cust_info.email" | "bad_request.missing_param.message" | "bad_request.missing_param.recurring_options.max_per_period" | "bad_request.missing_param.recurring_options.period" | "bad_request.missing_param.subscription_options.amount" | "bad_request.missing_param.subscription_options.period") | string;
                     };
                 };
             };
@@ -3640,7 +3718,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3660,7 +3738,57 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
-                        code?: "conflict.idempotency_key_reused";
+                        code?: "conflict.idempotency_key_reused" | "conflict.no_live_bank";
+                    };
+                };
+            };
+            /** @description The body is larger than this operation takes (`params.limit_bytes`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The body was not sent as `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -3696,7 +3824,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: "bad_request.invalid_param.id" | string;
+                        code?: ("bad_request.invalid_param.id" | "bad_request.invalid_url") | string;
                     };
                 };
             };
@@ -3712,7 +3840,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3733,6 +3861,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "not_found.request";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -3768,7 +3922,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: "bad_request.invalid_param.id" | string;
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.id" | "bad_request.invalid_url") | string;
                     };
                 };
             };
@@ -3784,7 +3938,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3820,6 +3974,56 @@ export interface operations {
                     };
                 };
             };
+            /** @description The body is larger than this operation takes (`params.limit_bytes`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The body was not sent as `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
         };
     };
     getPayment: {
@@ -3852,7 +4056,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: "bad_request.invalid_param.id" | string;
+                        code?: ("bad_request.invalid_param.id" | "bad_request.invalid_url") | string;
                     };
                 };
             };
@@ -3868,7 +4072,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3889,6 +4093,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "not_found.payment";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -3946,7 +4176,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3955,6 +4185,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "forbidden.key_scope";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -4018,7 +4274,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4027,6 +4283,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "forbidden.key_scope";
+                    };
+                };
+            };
+            /** @description No such object for this key's merchant and mode */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_found.recurring_consent";
                     };
                 };
             };
@@ -4042,7 +4310,31 @@ export interface operations {
                     };
                 };
             };
-            /** @description The payment was refused before any money moved; `params` says what remains */
+            /** @description The body is larger than this operation takes (`params.limit_bytes`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The body was not sent as `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description The payment or refund was refused before any money moved; `params` says what remains */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4051,6 +4343,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "payment_rejected.consent_not_active" | "payment_rejected.consent_revoked" | "payment_rejected.end_date" | "payment_rejected.max_per_payment" | "payment_rejected.max_per_period" | "payment_rejected.total_amount" | "payment_rejected.total_count";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -4093,7 +4411,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: ("bad_request.invalid_param.id" | "bad_request.invalid_param.limit" | "bad_request.invalid_param.starting_after" | "bad_request.invalid_param.status") | string;
+                        code?: ("bad_request.invalid_param.id" | "bad_request.invalid_param.limit" | "bad_request.invalid_param.starting_after" | "bad_request.invalid_param.status" | "bad_request.invalid_url") | string;
                     };
                 };
             };
@@ -4109,7 +4427,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4130,6 +4448,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "not_found.request";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -4165,7 +4509,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: "bad_request.invalid_param.id" | string;
+                        code?: ("bad_request.invalid_param.id" | "bad_request.invalid_url") | string;
                     };
                 };
             };
@@ -4181,7 +4525,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4202,6 +4546,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "not_found.customer";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -4258,7 +4628,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4267,6 +4637,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "forbidden.key_scope";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -4302,7 +4698,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: "bad_request.invalid_param.id" | string;
+                        code?: ("bad_request.invalid_param.id" | "bad_request.invalid_url") | string;
                     };
                 };
             };
@@ -4318,7 +4714,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4339,6 +4735,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "not_found.recurring_consent";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -4398,7 +4820,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4407,6 +4829,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "forbidden.key_scope";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -4442,7 +4890,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: "bad_request.invalid_param.id" | string;
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.id" | "bad_request.invalid_url") | string;
                     };
                 };
             };
@@ -4458,7 +4906,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4494,6 +4942,56 @@ export interface operations {
                     };
                 };
             };
+            /** @description The body is larger than this operation takes (`params.limit_bytes`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The body was not sent as `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
         };
     };
     revokeRecurringConsentAtBank: {
@@ -4526,7 +5024,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: "bad_request.invalid_param.id" | string;
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.id" | "bad_request.invalid_url") | string;
                     };
                 };
             };
@@ -4542,7 +5040,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4563,6 +5061,56 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "not_found.recurring_consent" | "not_found.route";
+                    };
+                };
+            };
+            /** @description The body is larger than this operation takes (`params.limit_bytes`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The body was not sent as `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -4610,7 +5158,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: "bad_request.invalid_param.id" | string;
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.id" | "bad_request.invalid_url") | string;
                     };
                 };
             };
@@ -4626,7 +5174,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4647,6 +5195,56 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "not_found.recurring_consent" | "not_found.route";
+                    };
+                };
+            };
+            /** @description The body is larger than this operation takes (`params.limit_bytes`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The body was not sent as `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -4706,7 +5304,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.count" | "bad_request.invalid_param.id" | "bad_request.invalid_param.reason") | string;
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.count" | "bad_request.invalid_param.id" | "bad_request.invalid_param.reason" | "bad_request.invalid_url") | string;
                     };
                 };
             };
@@ -4722,7 +5320,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4743,6 +5341,56 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "not_found.recurring_consent" | "not_found.route";
+                    };
+                };
+            };
+            /** @description The body is larger than this operation takes (`params.limit_bytes`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The body was not sent as `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -4790,7 +5438,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: "bad_request.invalid_param.id" | string;
+                        code?: ("bad_request.invalid_param.id" | "bad_request.invalid_url") | string;
                     };
                 };
             };
@@ -4806,7 +5454,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4827,6 +5475,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "not_found.subscription";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -4885,7 +5559,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4894,6 +5568,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "forbidden.key_scope";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -4932,7 +5632,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: "bad_request.invalid_param.id" | string;
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.id" | "bad_request.invalid_param.idempotency-key" | "bad_request.invalid_url") | string;
                     };
                 };
             };
@@ -4948,7 +5648,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4981,6 +5681,56 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "conflict.idempotency_key_reused" | "conflict.invalid_state";
+                    };
+                };
+            };
+            /** @description The body is larger than this operation takes (`params.limit_bytes`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The body was not sent as `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -5019,7 +5769,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: "bad_request.invalid_param.id" | string;
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.id" | "bad_request.invalid_param.idempotency-key" | "bad_request.invalid_url") | string;
                     };
                 };
             };
@@ -5035,7 +5785,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5068,6 +5818,56 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "conflict.idempotency_key_reused" | "conflict.invalid_state";
+                    };
+                };
+            };
+            /** @description The body is larger than this operation takes (`params.limit_bytes`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The body was not sent as `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -5106,7 +5906,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: "bad_request.invalid_param.id" | string;
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.id" | "bad_request.invalid_param.idempotency-key" | "bad_request.invalid_url") | string;
                     };
                 };
             };
@@ -5122,7 +5922,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5155,6 +5955,56 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "conflict.idempotency_key_reused" | "conflict.invalid_state";
+                    };
+                };
+            };
+            /** @description The body is larger than this operation takes (`params.limit_bytes`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The body was not sent as `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -5196,7 +6046,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: ("bad_request.invalid_param.id" | "bad_request.invalid_param.limit" | "bad_request.invalid_param.starting_after") | string;
+                        code?: ("bad_request.invalid_param.id" | "bad_request.invalid_param.limit" | "bad_request.invalid_param.starting_after" | "bad_request.invalid_url") | string;
                     };
                 };
             };
@@ -5212,7 +6062,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5233,6 +6083,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "not_found.subscription";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -5277,7 +6153,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.count" | "bad_request.invalid_param.id" | "bad_request.invalid_param.reason" | "bad_request.missing_param.count") | string;
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.count" | "bad_request.invalid_param.id" | "bad_request.invalid_param.reason" | "bad_request.invalid_url" | "bad_request.missing_param.count") | string;
                     };
                 };
             };
@@ -5293,7 +6169,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5314,6 +6190,56 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "not_found.route" | "not_found.subscription";
+                    };
+                };
+            };
+            /** @description The body is larger than this operation takes (`params.limit_bytes`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The body was not sent as `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -5361,7 +6287,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: "bad_request.invalid_param.id" | string;
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.id" | "bad_request.invalid_url") | string;
                     };
                 };
             };
@@ -5377,7 +6303,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5398,6 +6324,56 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "not_found.route" | "not_found.subscription";
+                    };
+                };
+            };
+            /** @description The body is larger than this operation takes (`params.limit_bytes`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The body was not sent as `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -5445,7 +6421,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: "bad_request.invalid_param.id" | string;
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.id" | "bad_request.invalid_url") | string;
                     };
                 };
             };
@@ -5461,7 +6437,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5482,6 +6458,56 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "not_found.route" | "not_found.subscription";
+                    };
+                };
+            };
+            /** @description The body is larger than this operation takes (`params.limit_bytes`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The body was not sent as `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -5551,7 +6577,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5560,6 +6586,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "forbidden.key_scope";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -5617,7 +6669,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.amount" | "bad_request.invalid_param.payment_id" | "bad_request.invalid_param.reason" | "bad_request.missing_param.payment_id") | string;
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.amount" | "bad_request.invalid_param.idempotency-key" | "bad_request.invalid_param.payment_id" | "bad_request.invalid_param.reason" | "bad_request.missing_param.payment_id") | string;
                     };
                 };
             };
@@ -5633,7 +6685,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5642,6 +6694,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "forbidden.key_scope";
+                    };
+                };
+            };
+            /** @description No such object for this key's merchant and mode */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_found.payment";
                     };
                 };
             };
@@ -5657,7 +6721,31 @@ export interface operations {
                     };
                 };
             };
-            /** @description The payment was refused before any money moved; `params` says what remains */
+            /** @description The body is larger than this operation takes (`params.limit_bytes`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The body was not sent as `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description The payment or refund was refused before any money moved; `params` says what remains */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5666,6 +6754,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "refund_rejected.exceeds_refundable" | "refund_rejected.max_per_period" | "refund_rejected.max_per_refund";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -5701,7 +6815,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: "bad_request.invalid_param.id" | string;
+                        code?: ("bad_request.invalid_param.id" | "bad_request.invalid_url") | string;
                     };
                 };
             };
@@ -5717,7 +6831,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5726,6 +6840,44 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "forbidden.key_scope";
+                    };
+                };
+            };
+            /** @description No such object for this key's merchant and mode */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_found.refund";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -5758,7 +6910,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        /** @description bad_request.unknown_param.<field>: the field's name */
+                        /** @description bad_request.unknown_param.<field>: <field> is the name as sent */
                         code?: string;
                     };
                 };
@@ -5775,7 +6927,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5784,6 +6936,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "forbidden.key_scope";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -5843,7 +7021,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5876,6 +7054,56 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "conflict.invalid_state";
+                    };
+                };
+            };
+            /** @description The body is larger than this operation takes (`params.limit_bytes`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The body was not sent as `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -5942,7 +7170,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5951,6 +7179,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "forbidden.key_scope";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -6010,7 +7264,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.content" | "bad_request.invalid_param.filename" | "bad_request.invalid_statement" | "bad_request.missing_param.content" | "bad_request.unknown_statement_layout") | string;
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.content" | "bad_request.invalid_param.filename" | "bad_request.invalid_param.idempotency-key" | "bad_request.invalid_statement" | "bad_request.missing_param.content" | "bad_request.unknown_statement_layout") | string;
                     };
                 };
             };
@@ -6026,7 +7280,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6047,6 +7301,56 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "conflict.idempotency_key_reused";
+                    };
+                };
+            };
+            /** @description The body is larger than this operation takes (`params.limit_bytes`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The body was not sent as `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -6082,7 +7386,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: "bad_request.invalid_param.id" | string;
+                        code?: ("bad_request.invalid_param.id" | "bad_request.invalid_url") | string;
                     };
                 };
             };
@@ -6098,7 +7402,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6107,6 +7411,44 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "forbidden.key_scope";
+                    };
+                };
+            };
+            /** @description No such object for this key's merchant and mode */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_found.statement";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -6169,7 +7511,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6178,6 +7520,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "forbidden.key_scope";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -6213,7 +7581,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: "bad_request.invalid_param.id" | string;
+                        code?: ("bad_request.invalid_param.id" | "bad_request.invalid_url") | string;
                     };
                 };
             };
@@ -6229,7 +7597,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6238,6 +7606,44 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "forbidden.key_scope";
+                    };
+                };
+            };
+            /** @description No such object for this key's merchant and mode */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_found.statement_line";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -6285,7 +7691,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.id" | "bad_request.invalid_param.payment_id" | "bad_request.invalid_param.refund_id" | "bad_request.missing_param.payment_id") | string;
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.id" | "bad_request.invalid_param.idempotency-key" | "bad_request.invalid_param.payment_id" | "bad_request.invalid_param.refund_id" | "bad_request.invalid_url" | "bad_request.missing_param.payment_id") | string;
                     };
                 };
             };
@@ -6301,7 +7707,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6310,6 +7716,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "forbidden.key_scope";
+                    };
+                };
+            };
+            /** @description No such object for this key's merchant and mode */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_found.payment" | "not_found.refund" | "not_found.statement_line";
                     };
                 };
             };
@@ -6322,6 +7740,56 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "conflict.already_matched" | "conflict.idempotency_key_reused" | "conflict.invalid_state";
+                    };
+                };
+            };
+            /** @description The body is larger than this operation takes (`params.limit_bytes`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The body was not sent as `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -6360,7 +7828,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: "bad_request.invalid_param.id" | string;
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.id" | "bad_request.invalid_param.idempotency-key" | "bad_request.invalid_url") | string;
                     };
                 };
             };
@@ -6376,7 +7844,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6385,6 +7853,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "forbidden.key_scope";
+                    };
+                };
+            };
+            /** @description No such object for this key's merchant and mode */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_found.statement_line";
                     };
                 };
             };
@@ -6397,6 +7877,56 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "conflict.idempotency_key_reused" | "conflict.invalid_state";
+                    };
+                };
+            };
+            /** @description The body is larger than this operation takes (`params.limit_bytes`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The body was not sent as `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -6450,7 +7980,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6459,6 +7989,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "forbidden.key_scope";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -6491,7 +8047,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        /** @description bad_request.unknown_param.<field>: the field's name */
+                        /** @description bad_request.unknown_param.<field>: <field> is the name as sent */
                         code?: string;
                     };
                 };
@@ -6508,7 +8064,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6517,6 +8073,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "forbidden.key_scope";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -6576,7 +8158,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6584,7 +8166,57 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
-                        code?: "forbidden.key_scope";
+                        code?: "forbidden.key_scope" | "forbidden.live_key_required";
+                    };
+                };
+            };
+            /** @description The body is larger than this operation takes (`params.limit_bytes`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The body was not sent as `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -6644,7 +8276,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6653,6 +8285,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "forbidden.key_scope";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -6688,7 +8346,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: "bad_request.invalid_param.id" | string;
+                        code?: ("bad_request.invalid_param.id" | "bad_request.invalid_url") | string;
                     };
                 };
             };
@@ -6704,7 +8362,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6725,6 +8383,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "not_found.receipt";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -6758,7 +8442,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: "bad_request.invalid_param.id" | string;
+                        code?: ("bad_request.invalid_param.id" | "bad_request.invalid_url") | string;
                     };
                 };
             };
@@ -6774,7 +8458,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6795,6 +8479,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "not_found.receipt";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -6853,7 +8563,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6862,6 +8572,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "forbidden.key_scope";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -6915,7 +8651,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6924,6 +8660,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "forbidden.key_scope";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -6978,7 +8740,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6987,6 +8749,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "forbidden.key_scope";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -7037,7 +8825,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.description" | "bad_request.invalid_param.events" | "bad_request.invalid_param.url" | "bad_request.missing_param.url") | string;
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.description" | "bad_request.invalid_param.events" | "bad_request.invalid_param.idempotency-key" | "bad_request.invalid_param.url" | "bad_request.missing_param.url") | string;
                     };
                 };
             };
@@ -7053,7 +8841,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7074,6 +8862,56 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "conflict.idempotency_key_reused";
+                    };
+                };
+            };
+            /** @description The body is larger than this operation takes (`params.limit_bytes`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The body was not sent as `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -7109,7 +8947,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: "bad_request.invalid_param.id" | string;
+                        code?: ("bad_request.invalid_param.id" | "bad_request.invalid_url") | string;
                     };
                 };
             };
@@ -7125,7 +8963,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7146,6 +8984,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "not_found.webhook";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -7182,7 +9046,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: "bad_request.invalid_param.id" | string;
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.id" | "bad_request.invalid_url") | string;
                     };
                 };
             };
@@ -7198,7 +9062,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7219,6 +9083,56 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "not_found.webhook";
+                    };
+                };
+            };
+            /** @description The body is larger than this operation takes (`params.limit_bytes`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The body was not sent as `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -7258,7 +9172,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: ("bad_request.empty_update" | "bad_request.invalid_json" | "bad_request.invalid_param.description" | "bad_request.invalid_param.disabled" | "bad_request.invalid_param.events" | "bad_request.invalid_param.id" | "bad_request.invalid_param.url") | string;
+                        code?: ("bad_request.empty_update" | "bad_request.invalid_json" | "bad_request.invalid_param.description" | "bad_request.invalid_param.disabled" | "bad_request.invalid_param.events" | "bad_request.invalid_param.id" | "bad_request.invalid_param.url" | "bad_request.invalid_url") | string;
                     };
                 };
             };
@@ -7274,7 +9188,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7295,6 +9209,56 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "not_found.webhook";
+                    };
+                };
+            };
+            /** @description The body is larger than this operation takes (`params.limit_bytes`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The body was not sent as `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -7333,7 +9297,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: "bad_request.invalid_param.id" | string;
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.id" | "bad_request.invalid_param.idempotency-key" | "bad_request.invalid_url") | string;
                     };
                 };
             };
@@ -7349,7 +9313,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7382,6 +9346,56 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "conflict.idempotency_key_reused";
+                    };
+                };
+            };
+            /** @description The body is larger than this operation takes (`params.limit_bytes`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The body was not sent as `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -7427,7 +9441,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.id" | "bad_request.invalid_param.since" | "bad_request.missing_param.since") | string;
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.id" | "bad_request.invalid_param.since" | "bad_request.invalid_url" | "bad_request.missing_param.since") | string;
                     };
                 };
             };
@@ -7443,7 +9457,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7476,6 +9490,56 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "conflict.webhook_disabled";
+                    };
+                };
+            };
+            /** @description The body is larger than this operation takes (`params.limit_bytes`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The body was not sent as `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -7513,7 +9577,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: "bad_request.invalid_param.id" | string;
+                        code?: ("bad_request.invalid_param.id" | "bad_request.invalid_url") | string;
                     };
                 };
             };
@@ -7529,7 +9593,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7550,6 +9614,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "not_found.event";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -7592,7 +9682,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.id" | "bad_request.invalid_param.webhook_id") | string;
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.id" | "bad_request.invalid_param.webhook_id" | "bad_request.invalid_url") | string;
                     };
                 };
             };
@@ -7608,7 +9698,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7628,7 +9718,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
-                        code?: "not_found.event";
+                        code?: "not_found.event" | "not_found.webhook";
                     };
                 };
             };
@@ -7641,6 +9731,56 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "conflict.webhook_disabled";
+                    };
+                };
+            };
+            /** @description The body is larger than this operation takes (`params.limit_bytes`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The body was not sent as `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -7681,7 +9821,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        /** @description bad_request.unknown_param.<field>: the field's name */
+                        /** @description bad_request.unknown_param.<field>: <field> is the name as sent */
                         code?: string;
                     };
                 };
@@ -7698,7 +9838,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7719,6 +9859,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "not_found.route";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -7789,7 +9955,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7810,6 +9976,56 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "not_found.route";
+                    };
+                };
+            };
+            /** @description The body is larger than this operation takes (`params.limit_bytes`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The body was not sent as `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -7850,8 +10066,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        /** @description bad_request.unknown_param.<field>: the field's name */
-                        code?: string;
+                        code?: "bad_request.invalid_json" | string;
                     };
                 };
             };
@@ -7867,7 +10082,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7888,6 +10103,56 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "not_found.route";
+                    };
+                };
+            };
+            /** @description The body is larger than this operation takes (`params.limit_bytes`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The body was not sent as `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -7953,7 +10218,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.amount" | "bad_request.invalid_param.cust_info" | "bad_request.invalid_param.cust_info.address1" | "bad_request.invalid_param.cust_info.address2" | "bad_request.invalid_param.cust_info.address3" | "bad_request.invalid_param.cust_info.address4" | "bad_request.invalid_param.cust_info.city" | "bad_request.invalid_param.cust_info.email" | "bad_request.invalid_param.cust_info.first_name" | "bad_request.invalid_param.cust_info.last_name" | "bad_request.invalid_param.cust_info.phone" | "bad_request.invalid_param.cust_info.postcode" | "bad_request.invalid_param.id" | "bad_request.invalid_param.marketing_opt_in" | "bad_request.invalid_param.outcome") | string;
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.amount" | "bad_request.invalid_param.cust_info" | "bad_request.invalid_param.cust_info.address1" | "bad_request.invalid_param.cust_info.address2" | "bad_request.invalid_param.cust_info.address3" | "bad_request.invalid_param.cust_info.address4" | "bad_request.invalid_param.cust_info.city" | "bad_request.invalid_param.cust_info.email" | "bad_request.invalid_param.cust_info.first_name" | "bad_request.invalid_param.cust_info.last_name" | "bad_request.invalid_param.cust_info.phone" | "bad_request.invalid_param.cust_info.postcode" | "bad_request.invalid_param.id" | "bad_request.invalid_param.marketing_opt_in" | "bad_request.invalid_param.outcome" | "bad_request.invalid_url" | "bad_request.missing_param.amount" | "bad_request.missing_param.cust_info.address1" | "bad_request.missing_param.cust_info.city" | "bad_request.missing_param.cust_info.email" | "bad_request.missing_param.cust_info.first_name" | "bad_request.missing_param.cust_info.last_name" | "bad_request.missing_param.cust_info.phone" | "bad_request.missing_param.cust_info.postcode") | string;
                     };
                 };
             };
@@ -7969,7 +10234,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8002,6 +10267,56 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "conflict.invalid_state";
+                    };
+                };
+            };
+            /** @description The body is larger than this operation takes (`params.limit_bytes`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The body was not sent as `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -8061,7 +10376,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.count" | "bad_request.invalid_param.id" | "bad_request.invalid_param.reason") | string;
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.count" | "bad_request.invalid_param.id" | "bad_request.invalid_param.reason" | "bad_request.invalid_url") | string;
                     };
                 };
             };
@@ -8077,7 +10392,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8110,6 +10425,56 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "conflict.invalid_state";
+                    };
+                };
+            };
+            /** @description The body is larger than this operation takes (`params.limit_bytes`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The body was not sent as `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -8168,7 +10533,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.id" | "bad_request.invalid_param.off" | "bad_request.invalid_param.seconds" | "bad_request.invalid_param.status") | string;
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.id" | "bad_request.invalid_param.off" | "bad_request.invalid_param.seconds" | "bad_request.invalid_param.status" | "bad_request.invalid_url") | string;
                     };
                 };
             };
@@ -8184,7 +10549,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8217,6 +10582,56 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "conflict.invalid_state";
+                    };
+                };
+            };
+            /** @description The body is larger than this operation takes (`params.limit_bytes`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The body was not sent as `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -8273,7 +10688,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.count" | "bad_request.invalid_param.id" | "bad_request.invalid_param.ms" | "bad_request.missing_param.ms") | string;
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.count" | "bad_request.invalid_param.id" | "bad_request.invalid_param.ms" | "bad_request.invalid_url" | "bad_request.missing_param.ms") | string;
                     };
                 };
             };
@@ -8289,7 +10704,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8322,6 +10737,56 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "conflict.invalid_state";
+                    };
+                };
+            };
+            /** @description The body is larger than this operation takes (`params.limit_bytes`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The body was not sent as `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -8378,7 +10843,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.id" | "bad_request.invalid_param.outcome" | "bad_request.invalid_param.reason") | string;
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.id" | "bad_request.invalid_param.outcome" | "bad_request.invalid_param.reason" | "bad_request.invalid_url") | string;
                     };
                 };
             };
@@ -8394,7 +10859,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8427,6 +10892,56 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "conflict.invalid_state";
+                    };
+                };
+            };
+            /** @description The body is larger than this operation takes (`params.limit_bytes`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The body was not sent as `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -8485,7 +11000,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.id" | "bad_request.invalid_param.off" | "bad_request.invalid_param.seconds" | "bad_request.invalid_param.status") | string;
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.id" | "bad_request.invalid_param.off" | "bad_request.invalid_param.seconds" | "bad_request.invalid_param.status" | "bad_request.invalid_url") | string;
                     };
                 };
             };
@@ -8501,7 +11016,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8522,6 +11037,56 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "not_found.recurring_consent" | "not_found.route";
+                    };
+                };
+            };
+            /** @description The body is larger than this operation takes (`params.limit_bytes`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The body was not sent as `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -8578,7 +11143,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.count" | "bad_request.invalid_param.id" | "bad_request.invalid_param.ms" | "bad_request.missing_param.ms") | string;
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.count" | "bad_request.invalid_param.id" | "bad_request.invalid_param.ms" | "bad_request.invalid_url" | "bad_request.missing_param.ms") | string;
                     };
                 };
             };
@@ -8594,7 +11159,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8615,6 +11180,56 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "not_found.recurring_consent" | "not_found.route";
+                    };
+                };
+            };
+            /** @description The body is larger than this operation takes (`params.limit_bytes`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The body was not sent as `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -8673,7 +11288,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.id" | "bad_request.invalid_param.off" | "bad_request.invalid_param.seconds" | "bad_request.invalid_param.status") | string;
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.id" | "bad_request.invalid_param.off" | "bad_request.invalid_param.seconds" | "bad_request.invalid_param.status" | "bad_request.invalid_url") | string;
                     };
                 };
             };
@@ -8689,7 +11304,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8710,6 +11325,56 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "not_found.route" | "not_found.subscription";
+                    };
+                };
+            };
+            /** @description The body is larger than this operation takes (`params.limit_bytes`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The body was not sent as `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -8766,7 +11431,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.count" | "bad_request.invalid_param.id" | "bad_request.invalid_param.ms" | "bad_request.missing_param.ms") | string;
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.count" | "bad_request.invalid_param.id" | "bad_request.invalid_param.ms" | "bad_request.invalid_url" | "bad_request.missing_param.ms") | string;
                     };
                 };
             };
@@ -8782,7 +11447,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8803,6 +11468,56 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "not_found.route" | "not_found.subscription";
+                    };
+                };
+            };
+            /** @description The body is larger than this operation takes (`params.limit_bytes`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The body was not sent as `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -8862,7 +11577,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.count" | "bad_request.invalid_param.id" | "bad_request.invalid_param.reason") | string;
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.count" | "bad_request.invalid_param.id" | "bad_request.invalid_param.reason" | "bad_request.invalid_url") | string;
                     };
                 };
             };
@@ -8878,7 +11593,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8911,6 +11626,56 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "conflict.invalid_state";
+                    };
+                };
+            };
+            /** @description The body is larger than this operation takes (`params.limit_bytes`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The body was not sent as `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -8969,7 +11734,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.id" | "bad_request.invalid_param.off" | "bad_request.invalid_param.seconds" | "bad_request.invalid_param.status") | string;
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.id" | "bad_request.invalid_param.off" | "bad_request.invalid_param.seconds" | "bad_request.invalid_param.status" | "bad_request.invalid_url") | string;
                     };
                 };
             };
@@ -8985,7 +11750,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9018,6 +11783,56 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "conflict.invalid_state";
+                    };
+                };
+            };
+            /** @description The body is larger than this operation takes (`params.limit_bytes`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The body was not sent as `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -9074,7 +11889,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.count" | "bad_request.invalid_param.id" | "bad_request.invalid_param.ms" | "bad_request.missing_param.ms") | string;
+                        code?: ("bad_request.invalid_json" | "bad_request.invalid_param.count" | "bad_request.invalid_param.id" | "bad_request.invalid_param.ms" | "bad_request.invalid_url" | "bad_request.missing_param.ms") | string;
                     };
                 };
             };
@@ -9090,7 +11905,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9123,6 +11938,56 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "conflict.invalid_state";
+                    };
+                };
+            };
+            /** @description The body is larger than this operation takes (`params.limit_bytes`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The body was not sent as `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -9167,7 +12032,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        /** @description bad_request.unknown_param.<field>: the field's name */
+                        /** @description bad_request.unknown_param.<field>: <field> is the name as sent */
                         code?: string;
                     };
                 };
@@ -9184,7 +12049,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9205,6 +12070,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "not_found.route";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
@@ -9237,8 +12128,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
-                        /** @description bad_request.unknown_param.<field>: the field's name */
-                        code?: string;
+                        code?: "bad_request.invalid_json" | string;
                     };
                 };
             };
@@ -9254,7 +12144,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is restricted and lacks the permission this operation needs (`params.needed`) */
+            /** @description The API key may not do this: a restricted key without the permission this operation needs (`params.needed`), or a test key where a live one is required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9275,6 +12165,56 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "not_found.route";
+                    };
+                };
+            };
+            /** @description The body is larger than this operation takes (`params.limit_bytes`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The body was not sent as `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description Too many requests for this API key; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before calling again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description A fault on our side, never caused by the request; `params.request_id` finds it in our logs */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
                     };
                 };
             };
