@@ -322,6 +322,107 @@ test('network errors and 5xx are unknown outcomes, retried only where repeating 
   assert.equal(unreachable.unknown, true);
 });
 
+test('a bank that is busy, redirects, or refuses after a lost answer gives an unknown outcome, never a refusal', async (t) => {
+  type Answer = { status: number; body?: string; headers?: Record<string, string> } | 'reset';
+  let script: Answer[] = [];
+  const seen: string[] = [];
+  const server = http.createServer((request, response) => {
+    seen.push(`${request.method} ${request.url} ${request.headers['x-idempotency-key'] ?? ''}`.trim());
+    if (request.url === '/token') {
+      response
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end('{"access_token":"client-token","expires_in":3600}');
+      return;
+    }
+    const answer = script.shift() ?? { status: 500 };
+    if (answer === 'reset') {
+      request.socket.destroy();
+      return;
+    }
+    response.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers }).end(answer.body ?? '');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const baseUrl = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  const httpClient = new BankHttp({ timeoutMs: 1_000, retries: 2, backoffMs: 5 });
+  t.after(() => httpClient.close());
+  const security = new ClientSecretSecurity({
+    baseUrl,
+    credentials: { clientId: 'c', clientSecret: 's' },
+    http: httpClient,
+  });
+  const connector = new OpenBankingConnector({ bankId: 'x', baseUrl, http: httpClient, security });
+  const refusal = (code: string) =>
+    JSON.stringify({ Code: '400', Message: 'refused', Errors: [{ ErrorCode: code, Message: 'refused' }] });
+  const submit = async (answers: Answer[]) => {
+    script = [...answers];
+    seen.length = 0;
+    return connector.submitPayment({
+      consentId: 'c',
+      accessToken: 'token-token-token',
+      amountCents: 100,
+      creditor,
+      remittance: remittance(),
+      idempotencyKey: 'same-key',
+    });
+  };
+  const unknown = (reply: Awaited<ReturnType<typeof submit>>) => !reply.ok && reply.unknown;
+
+  // The first attempt was taken but its answer lost; the repeat under the same key is refused by a
+  // bank that checks its consent or limits before its keys: not a refusal of the payment.
+  for (const second of [
+    { status: 400, body: refusal('Resource.Consent.InvalidStatus') },
+    { status: 400, body: refusal('Resource.Consent.Exceed.Frequency') },
+    { status: 401, body: refusal('Unauthorised') },
+  ]) {
+    for (const first of [{ status: 502 }, 'reset' as const]) {
+      const reply = await submit([first, second]);
+      assert.ok(unknown(reply), `${JSON.stringify(first)} then ${second.status}: ${JSON.stringify(reply)}`);
+      assert.deepEqual(seen, ['POST /domestic-payments same-key', 'POST /domestic-payments same-key']);
+    }
+  }
+  // Busy: waited for when it asks briefly, else unknown at once; 409 and a redirect are never refusals.
+  const made = JSON.stringify({ Data: { DomesticPaymentId: 'dp-1', Status: 'AcceptedSettlementCompleted' } });
+  assert.deepEqual(
+    await submit([
+      { status: 429, headers: { 'retry-after': '0' } },
+      { status: 201, body: made },
+    ]),
+    {
+      ok: true,
+      paymentId: 'dp-1',
+      outcome: 'successful',
+    },
+  );
+  const busy = await submit([{ status: 429, headers: { 'retry-after': '120' } }]);
+  assert.deepEqual(
+    [busy.ok, !busy.ok && busy.reason, !busy.ok && busy.unknown, seen.length],
+    [false, 'bank_busy', true, 1],
+  );
+  assert.ok(unknown(await submit([{ status: 408 }, { status: 408 }, { status: 408 }])));
+  assert.ok(unknown(await submit([{ status: 409, body: refusal('Resource.Idempotency.InProgress') }])));
+  const moved = await submit([{ status: 307, headers: { location: 'https://elsewhere.example/' } }]);
+  assert.deepEqual([!moved.ok && moved.reason, !moved.ok && moved.unknown], ['bank_redirected', true]);
+  // A refusal with nothing lost before it is the bank's word.
+  const refused = await submit([{ status: 400, body: refusal('Resource.Consent.Exceed.Frequency') }]);
+  assert.deepEqual(
+    [refused.ok, !refused.ok && refused.reason, !refused.ok && refused.unknown],
+    [false, 'limit_exceeded', false],
+  );
+  // A status the standard does not name, with the bank's id: held by the bank, followed by its id.
+  const odd = JSON.stringify({ Data: { DomesticPaymentId: 'dp-2', Status: 'AcceptedWithoutPosting' } });
+  assert.deepEqual(await submit([{ status: 201, body: odd }]), { ok: true, paymentId: 'dp-2', outcome: 'pending' });
+
+  // A 401 without JSON on a client call still drops the client token: the next call fetches another.
+  script = [
+    { status: 401, body: 'Unauthorized' },
+    { status: 200, body: JSON.stringify({ Data: { Status: 'Pending' } }) },
+  ];
+  seen.length = 0;
+  await connector.getPaymentStatus({ paymentId: 'dp-3' });
+  assert.equal(seen.filter((line) => line.startsWith('POST /token')).length, 2, seen.join(', '));
+});
+
 test('tracing: each call sends a new x-fapi-interaction-id, the bank echoes it, and the log line has it with the payment id', async (t) => {
   const app = await listeningApp(t);
   const written: string[] = [];

@@ -121,9 +121,11 @@ export class OpenBankingConnector implements BankConnector {
     if (!reply.ok) return reply;
     if (reply.status !== 201 && reply.status !== 200) return refusalOf(reply.status, reply.body);
     const data = reply.body?.Data;
-    const mapped = outcomeOf(data?.Status, reply.headers[SANDBOX_REASON_HEADER]);
-    if (!mapped || typeof data?.DomesticPaymentId !== 'string')
-      return unknownFailure('bank_unavailable', 'The bank answered without a payment status');
+    if (typeof data?.DomesticPaymentId !== 'string')
+      return unknownFailure('bank_unavailable', 'The bank answered without a payment id');
+    // A status the standard does not name (or none): the bank holds the payment, so it is followed
+    // by its id (GET) until the bank says how it ended, never submitted again.
+    const mapped = outcomeOf(data.Status, reply.headers[SANDBOX_REASON_HEADER]) ?? { outcome: 'pending' as const };
     return { ok: true, paymentId: data.DomesticPaymentId, ...mapped };
   }
 

@@ -5,8 +5,16 @@ import type { BankFailure } from './bank-connector.ts';
 import { INTERACTION_ID_HEADER } from '../../shared/open-banking.wire.ts';
 
 // HTTP to banks: one keep-alive pool, a deadline per call, and retries only where a repeat is
-// harmless (reads, and writes carrying an idempotency key). An outcome we cannot know (timeout,
-// connection lost, 5xx) becomes a BankFailure with unknown: true, never an exception.
+// harmless (reads, and writes carrying an idempotency key). An outcome we cannot know becomes a
+// BankFailure with unknown: true, never an exception, and never a refusal (docs/banks.md, "When a
+// bank misbehaves"):
+// - a timeout, a lost connection, a 5xx;
+// - 408 and 429 (busy: retried after Retry-After, at most BUSY_WAIT_MAX_MS, then unknown) and 409
+//   (the standard has none: a bank still working on the idempotency key);
+// - a redirect (a bank's address that moved: the operator's to fix, never the payer's refusal);
+// - any refusal after an attempt of the same call whose answer was lost: the lost one may have
+//   been taken, and a bank that checks its consent or limits before its keys refuses the repeat
+//   of a payment it made.
 //
 // Every call carries x-fapi-interaction-id, a fresh UUID kept across its retries, so one call can
 // be found in the bank's logs and ours (the standard's banks echo it in their answer).
@@ -65,6 +73,20 @@ export { INTERACTION_ID_HEADER };
 /** Where a call's outcome is logged: the service's logger, or nothing. */
 export type BankLog = { info(object: object, message: string): void; warn(object: object, message: string): void };
 
+/** The longest a call waits for a busy bank's Retry-After before answering unknown (the caller's job retries later). */
+export const BUSY_WAIT_MAX_MS = 2_000;
+
+/** How long a Retry-After header (seconds, or an HTTP date) asks to wait, or null. */
+export function retryAfterMs(header: string | undefined, now = Date.now()): number | null {
+  if (!header) return null;
+  const seconds = Number(header);
+  if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
+  const at = Date.parse(header);
+  return Number.isFinite(at) ? Math.max(0, at - now) : null;
+}
+
+const isBusy = (status: number) => status === 408 || status === 429;
+
 export class BankHttp {
   readonly agent: Agent;
   private readonly timeoutMs: number;
@@ -96,21 +118,29 @@ export class BankHttp {
   async send(call: BankCall): Promise<BankReply> {
     const attempts = call.retryable ? this.retries + 1 : 1;
     const interactionId = randomUUID();
-    let last: BankReply = unknownFailure('network_error', 'No attempt was made');
-    for (let attempt = 0; attempt < attempts; attempt++) {
-      if (attempt > 0) await sleep(this.backoffMs * 2 ** (attempt - 1));
-      last = await this.once(call, interactionId);
-      const again = !last.ok ? last.reason === 'network_error' : last.status >= 500;
-      if (!again) break;
-    }
     const path = new URL(call.url).pathname;
     const logged = { interaction_id: interactionId, bank_call: `${call.method} ${path}`, ...call.trace };
+    let last: BankReply = unknownFailure('network_error', 'No attempt was made');
+    /** An attempt of this call that may have reached the bank ended without its answer. */
+    let lost = false;
+    let wait = 0;
+    for (let attempt = 0; attempt < attempts; attempt++) {
+      if (attempt > 0) await sleep(wait);
+      last = await this.once(call, interactionId);
+      const again = !last.ok ? last.reason === 'network_error' : last.status >= 500 || isBusy(last.status);
+      if (!last.ok || last.status >= 500) lost = true;
+      if (!again || attempt + 1 === attempts) break;
+      const asked = last.ok && isBusy(last.status) ? retryAfterMs(last.headers['retry-after']) : null;
+      if (asked !== null && asked > BUSY_WAIT_MAX_MS) break;
+      wait = Math.max(this.backoffMs * 2 ** attempt, asked ?? 0);
+      this.log?.warn(
+        { ...logged, attempt: attempt + 1, ...(last.ok ? { status: last.status } : { reason: last.reason }) },
+        'bank call attempt failed; trying again',
+      );
+    }
     if (last.ok) this.log?.info({ ...logged, status: last.status }, 'bank call');
     else this.log?.warn({ ...logged, reason: last.reason }, 'bank call failed');
-    if (last.ok && last.status >= 500) {
-      return unknownFailure('bank_unavailable', `The bank answered ${last.status}`);
-    }
-    return last;
+    return last.ok ? unknownUnlessAnswered(last, lost) : last;
   }
 
   private async once(call: BankCall, interactionId: string): Promise<BankReply> {
@@ -149,7 +179,8 @@ export class BankHttp {
         try {
           parsed = JSON.parse(text);
         } catch {
-          if (response.statusCode < 500)
+          // A 401 is read by its status alone: the caller fetches a new client token.
+          if (response.statusCode < 500 && response.statusCode !== 401)
             return unknownFailure('bank_unavailable', `The bank answered ${response.statusCode} without JSON`);
         }
       }
@@ -184,6 +215,23 @@ export class BankHttp {
   async close(): Promise<void> {
     await this.agent.close();
   }
+}
+
+/** A reply as the caller may read it: an answer, or unknown when the bank's word cannot be taken for one. */
+function unknownUnlessAnswered(reply: BankReply & { ok: true }, lost: boolean): BankReply {
+  const { status } = reply;
+  if (status >= 500) return unknownFailure('bank_unavailable', `The bank answered ${status}`);
+  if (isBusy(status)) return unknownFailure('bank_busy', `The bank answered ${status}: busy, try again later`);
+  if (status === 409)
+    return unknownFailure('bank_unavailable', 'The bank answered 409: it is still working on this idempotency key');
+  if (status >= 300 && status < 400)
+    return unknownFailure('bank_redirected', `The bank answered ${status}: its address in BANKS_FILE may have moved`);
+  if (lost && status >= 400)
+    return unknownFailure(
+      'bank_unavailable',
+      `The bank answered ${status} after an attempt whose answer was lost, and which it may have taken`,
+    );
+  return reply;
 }
 
 export function unknownFailure(reason: string, message: string): BankFailure {

@@ -49,6 +49,16 @@ test('statuses map to outcomes, and refusals to reasons', () => {
     refusalOf(400, error('Resource.Consent.InvalidStatus', 'Consent status is Revoked; …')).reason,
     'consent_revoked',
   );
+  // A bank's own words, not the sandbox's
+  const byWords: Array<[string, string]> = [
+    ['The consent has been revoked by the customer', 'consent_revoked'],
+    ['Consent withdrawn at the bank', 'consent_revoked'],
+    ['This consent expired on 2026-11-01', 'consent_expired'],
+    ['Consent status is Expired', 'consent_expired'],
+    ['The consent has not been authorised', 'consent_not_active'],
+  ];
+  for (const [message, reason] of byWords)
+    assert.equal(refusalOf(400, error('Resource.Consent.InvalidStatus', message)).reason, reason, message);
   assert.equal(statementName('The Very Long Merchant Name Limited'), 'The Very Long Mercha');
   assert.equal(statementName('Acme Coffee'), 'Acme Coffee');
   assert.deepEqual(refusalOf(418, undefined), {

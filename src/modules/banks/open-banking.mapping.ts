@@ -87,6 +87,18 @@ const limitNames: Record<string, string> = {
   Dates: 'end_date',
 };
 
+/**
+ * Why a consent is not usable, from the bank's message: the standard gives one code for every
+ * status, so its words are read, the sandbox's ("status is Revoked") and a bank's own ("revoked by
+ * the customer").
+ */
+function consentStatusReason(message: string): string {
+  const named = /status is (\w+)/.exec(message)?.[1]?.toLowerCase() ?? message.toLowerCase();
+  if (/\b(revoked|withdrawn|cancell?ed)\b/.test(named)) return 'consent_revoked';
+  if (/\bexpired\b/.test(named)) return 'consent_expired';
+  return 'consent_not_active';
+}
+
 /** A 4xx from the bank: nothing happened, and the reason says why in the service's words. */
 export function refusalOf(status: number, body: Partial<BankErrorBody> | undefined): BankFailure {
   const first = body?.Errors?.[0];
@@ -95,16 +107,7 @@ export function refusalOf(status: number, body: Partial<BankErrorBody> | undefin
   const failure: BankFailure = { ok: false, reason: 'bank_refused', message, bankCode: code, unknown: false };
   const exceeded = /^Resource\.Consent\.Exceed\.(\w+)$/.exec(code);
   if (exceeded) return { ...failure, reason: 'limit_exceeded', limit: limitNames[exceeded[1]] ?? exceeded[1] };
-  if (code === 'Resource.Consent.InvalidStatus') {
-    const consentStatus = /status is (\w+)/.exec(message)?.[1];
-    const reason =
-      consentStatus === 'Revoked'
-        ? 'consent_revoked'
-        : consentStatus === 'Expired'
-          ? 'consent_expired'
-          : 'consent_not_active';
-    return { ...failure, reason };
-  }
+  if (code === 'Resource.Consent.InvalidStatus') return { ...failure, reason: consentStatusReason(message) };
   if (code === 'Resource.Consent.Mismatch') return { ...failure, reason: 'consent_mismatch' };
   if (code.startsWith('Field.')) return { ...failure, reason: 'invalid_request' };
   if (status === 401) return { ...failure, reason: 'unauthorised' };

@@ -353,10 +353,11 @@ export async function submitAndRecord(
   }
   if (result.unknown) return settle({ status: 'unconfirmed' });
   const consentEnded = consentEndedBy(result.reason);
-  // Sent again after an answer that never came, under a consent that has ended since: a bank that
-  // looks at the consent before its keys refuses a payment it may hold, so it is not failed (and
-  // released from the limits) on that word. The consent is over all the same.
-  if (consentEnded && options.resending) return settle({ status: 'unconfirmed' }, consentEnded);
+  // Sent again after an answer that never came: a bank answers a key it holds with its payment, but
+  // one that looks at the consent or its limits before its keys refuses a payment it may hold, so
+  // no refusal fails it (and releases it from the limits). A consent that says it ended is over all
+  // the same. It is asked again until the bank answers, or 23 hours pass.
+  if (options.resending) return settle({ status: 'unconfirmed' }, consentEnded);
   return settle({ status: 'failed', failure_reason: failureReasonOf(result) }, consentEnded);
 }
 

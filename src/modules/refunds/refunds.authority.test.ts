@@ -379,6 +379,29 @@ test('a refund sent without an answer is never sent again once the bank refuses 
   assert.equal(batch.length, 1, 'the header alone');
 });
 
+test('a refund sent without an answer and refused when sent again stays pending: the refusal may be of a refund the bank made', async (t) => {
+  const world = await checkoutWorld(t);
+  const { deps } = world.app;
+  const payment = await paid(world, '12.50 NZD');
+  await runRefundJobs(deps.worker);
+  await firstAuthorityAtBank(world);
+  const connector = deps.banks.connectorFor('sandbox', 'test')!;
+  let sends = 0;
+  t.mock.method(connector, 'submitPayment', async () => {
+    sends += 1;
+    return sends === 1
+      ? { ok: false, reason: 'timeout', message: 'no answer in 10 s', unknown: true }
+      : { ok: false, reason: 'limit_exceeded', limit: 'max_per_period', message: 'Exceed.Frequency', unknown: false };
+  });
+  const refund = (await world.api.post('/v1/refunds', { payment_id: payment.id, amount: '4.00 NZD' })).body.refund;
+  await runRefundJobs(deps.worker);
+  await makeRefundsDue(world);
+  await runRefundJobs(deps.worker);
+  assert.equal(sends, 2, 'sent again under its key');
+  assert.equal((await refundRow(world, refund.id)).status, 'pending', 'not failed on that word');
+  assert.equal((await world.api.get(`/v1/payments/${payment.id}`)).body.payment.amount_refunded.value, '4.00 NZD');
+});
+
 test('a bank return whose code the bank gave for another consent approves nothing', async (t) => {
   const world = await checkoutWorld(t);
   const { deps } = world.app;

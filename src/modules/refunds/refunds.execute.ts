@@ -94,6 +94,9 @@ export function executeRefundJob(deps: Deps): JobHandler {
       // would refuse it all the same: the merchant checks its account rather than pay twice.
       return requireAction(deps, refund, sentBefore ? 'bank_outcome_unknown' : 'no_refund_authority');
     }
+    // Sent before, a refusal may be of the repeat of a refund the bank made (a bank that checks
+    // its consent or limits before its keys): asked again until it answers, or 23 hours pass.
+    if (sentBefore) return retry(`refused when sent again: ${result.message}`);
     await record(deps, refund.id, { status: 'failed', failure_reason: failureReasonOf(result) });
   };
 }

@@ -295,6 +295,11 @@ async function record(
     return undefined;
   }
   if (!result.ok && result.unknown) return { retryAt: deps.clock.now() + UNKNOWN_RETRY_MS, error: result.message };
+  // Sent again after an answer that never came: a bank that looks at the consent or its limits
+  // before its keys refuses a payment it may hold, so no refusal fails it. Unless the consent is
+  // gone (below), the bank is asked again until it answers, or 23 hours pass (claim).
+  if (claimed.resent && !result.ok && !isConsentGone(result))
+    return { retryAt: deps.clock.now() + UNKNOWN_RETRY_MS, error: `refused when sent again: ${result.message}` };
   if (result.ok && result.outcome === 'pending') {
     if (payment.status !== 'unconfirmed')
       await setPaymentStatus(trx, payment, 'unconfirmed', now, { bank_payment_id: result.paymentId });
@@ -315,9 +320,9 @@ async function record(
     return undefined;
   }
 
-  if (claimed.resent && !result.ok && isConsentGone(result)) {
-    // Sent again under a consent the payer has withdrawn since: a bank that looks at the consent
-    // before its keys refuses a payment it may hold, so that word does not fail it.
+  if (claimed.resent && !result.ok) {
+    // Sent again after an answer that never came, under a consent the payer has withdrawn since:
+    // a bank that looks at the consent before its keys refuses a payment it may hold.
     await recordOutcomeUnknown(deps, trx, { sub, charge, payment }, result.reason, now);
     return undefined;
   }

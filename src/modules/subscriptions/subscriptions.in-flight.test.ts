@@ -269,6 +269,30 @@ test('a charge left in flight without its job (a pause in a database from before
   );
 });
 
+test('a charge never answered and refused when sent again is not failed: it is asked about again, the payer may have paid', async (t) => {
+  const s = await setUp(t);
+  const { sub } = await s.subscribe({ amount: '15.00 NZD', period: 'weekly', total_count: 3 });
+  const connector = s.app.deps.banks.connectorFor('sandbox', 'test')!;
+  let sends = 0;
+  t.mock.method(connector, 'submitPayment', async () => {
+    sends += 1;
+    return sends === 1
+      ? { ok: false, reason: 'timeout', message: 'no answer in 10 s', unknown: true }
+      : { ok: false, reason: 'limit_exceeded', limit: 'max_per_period', message: 'Exceed.Frequency', unknown: false };
+  });
+  await s.advanceTo((await s.clockNow()) + 1000);
+  await s.advanceTo((await s.clockNow()) + 5 * MINUTE);
+  assert.ok(sends >= 2, 'sent again');
+  const [payment] = await s.payments(sub.id);
+  assert.equal(payment.status, 'awaiting-consent', 'not failed on that word');
+  assert.deepEqual(
+    (await s.charges(sub.id)).map((c) => [c.slot, c.status]),
+    [[0, 'in_flight']],
+  );
+  const state = await s.get(sub.id);
+  assert.deepEqual([state.status, state.failed_charges], ['active', 0]);
+});
+
 test('a charge never answered, sent again after the payer revoked at the bank, stays unconfirmed: the subscription ends, the payment is not failed', async (t) => {
   const s = await setUp(t);
   const { sub } = await s.subscribe({ amount: '15.00 NZD', period: 'weekly', total_count: 3 });
