@@ -9,6 +9,7 @@ import {
   type TestMerchant,
 } from './helpers.ts';
 import { smtpReceiver, type SmtpReceiver } from './smtp.ts';
+import { createOwnerMember } from '../src/modules/team/team.service.ts';
 
 // The payer dashboard's world for tests: a listening service that mails through a real SMTP
 // receiver, two merchants, and a payer with a subscription and a recurring consent at each.
@@ -26,10 +27,12 @@ export type PayerWorld = {
 /**
  * Two merchants, each with subscriptions and consents for pat@example.com (and the first, for
  * other@example.com too). `taxSettings`: the first merchant's, saved before anything is charged.
+ * `payerOnTeam`: pat@example.com is also on the first merchant's team, so that merchant's mail to pat
+ * goes by SMTP; test mode emails no one else (docs/email.md, Transport), and the other's is a file.
  */
 export async function payerWorld(
   t: TestContext,
-  options: { taxSettings?: Record<string, unknown> } = {},
+  options: { taxSettings?: Record<string, unknown>; payerOnTeam?: boolean } = {},
 ): Promise<PayerWorld> {
   const smtp = await smtpReceiver(t);
   const app = await buildTestApp(t, { smtpUrl: smtp.url, workers: true });
@@ -41,6 +44,13 @@ export async function payerWorld(
     merchants.push({ merchant, api: apiClient(app, merchant.testKey) });
   }
   const world: PayerWorld = { app, baseUrl, smtp, merchants, subscriptions: {}, consents: {} };
+  if (options.payerOnTeam)
+    await createOwnerMember(app.deps.db, {
+      userId: merchants[0]!.merchant.userId,
+      email: 'pat@example.com',
+      passwordHash: 'unused',
+      now: Date.now(),
+    });
   if (options.taxSettings) {
     const saved = await apiClient(app, merchants[0]!.merchant.liveKey).post('/v1/tax-settings', options.taxSettings);
     assert.equal(saved.status, 200, saved.text);

@@ -29,6 +29,8 @@ import { teamModule } from './team/team.module.ts';
 import { testHelpersModule } from './test-helpers/test-helpers.module.ts';
 import { webhooksModule } from './webhooks/webhooks.module.ts';
 import { setEventSubscribers } from './events/events.subscribers.ts';
+import { setOwnAddressLookup } from './mail/mail.own-addresses.ts';
+import { ownAddressesOf } from './merchants/merchants.accounts.ts';
 
 /** Every module of Tono. The app, the runtime, the CLI and the tests are built from this list. */
 export const manifests: readonly ModuleManifest[] = [
@@ -57,6 +59,8 @@ export const manifests: readonly ModuleManifest[] = [
 
 // Every event reaches the subscribers the manifests declare; wired once, as the list is.
 setEventSubscribers(manifests.flatMap((manifest) => (manifest.onEvent ? [manifest.onEvent] : [])));
+// A merchant's test-mode mail goes by SMTP only to its own people, whom the team module knows.
+setOwnAddressLookup(ownAddressesOf);
 
 /** Gathers what modules contribute to one another; a kind contributed twice is a wiring mistake. */
 export function contributionsOf(deps: Deps, list: readonly ModuleManifest[] = manifests): Contributions {

@@ -23,7 +23,8 @@ test('a message queued before SIGKILL is sent once after the restart', async (t)
       bank_account_id: merchant.bank_account_id,
       message: 'Weekly beans',
       subscription_options: { amount: '4.00 NZD', period: 'weekly', start_date: '2031-01-01' },
-      cust_info: { email: 'pat@example.com' },
+      // Test mode emails only the merchant's own people (docs/email.md, Transport).
+      cust_info: { email: 'owner@crash.example' },
     }),
   }).then((r) => r.json() as Promise<any>);
   const paid = await fetch(`${first.baseUrl}/v1/test-helpers/requests/${created.request.id}/pay`, {
@@ -38,7 +39,7 @@ test('a message queued before SIGKILL is sent once after the restart', async (t)
 
   await startService(t, store, env);
   const mail = await smtp.waitFor((m) => /Your subscription “Weekly beans” with Crash Cafe is set up/.test(m.subject));
-  assert.equal(mail.to, 'pat@example.com');
+  assert.equal(mail.to, 'owner@crash.example');
   assert.match(mail.text, /First charge: Wednesday 1 January 2031 at 10:00am/);
   await new Promise((resolve) => setTimeout(resolve, 1_500));
   assert.equal(smtp.messages.filter((m) => m.messageId === mail.messageId).length, 1, 'sent once');

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { addMember, dashWorld, logIn, logInAs, textOf } from '../../../test/dashboard.ts';
 import { Browser } from '../../../test/payer.ts';
 import { chainCommitted } from '../audit/audit.service.ts';
+import { createOwnerMember } from '../team/team.service.ts';
 
 // Emails to a payer sent again from the dashboard (docs/email.md, "Sending an email again"), over
 // HTTP on SQLite and PostgreSQL with a real SMTP receiver: the consent page lists what the payer was
@@ -17,9 +18,20 @@ async function signedIn(world: Awaited<ReturnType<typeof dashWorld>>, email: str
   return { browser, page, csrf: Browser.csrfOf(page.text) };
 }
 
+/** Test mode emails only the merchant's own people (docs/email.md, Transport): the payer joins its team. */
+async function payerOnTheTeam(world: Awaited<ReturnType<typeof dashWorld>>, userId: string) {
+  await createOwnerMember(world.app.deps.db, {
+    userId,
+    email: 'pat@example.com',
+    passwordHash: 'unused',
+    now: Date.now(),
+  });
+}
+
 test('support sends a consent email to the payer again; it arrives once per minute, is audited, and is no one else’s to send', async (t) => {
   const world = await dashWorld(t);
   const [merchant, other] = world.merchants;
+  await payerOnTheTeam(world, merchant.userId);
   const request = (
     await merchant.test.post('/v1/requests', {
       bank_account_id: merchant.bankAccountId,
@@ -151,6 +163,7 @@ test('support sends a consent email to the payer again; it arrives once per minu
 test('a payment’s receipt email is listed on its page and sent again from there', async (t) => {
   const world = await dashWorld(t);
   const [merchant] = world.merchants;
+  await payerOnTheTeam(world, merchant.userId);
   const settings = await merchant.live.post('/v1/tax-settings', {
     legal_name: 'Kōwhai Coffee Limited',
     gst_number: null,

@@ -5,10 +5,13 @@ import nodemailer, { type Transporter } from 'nodemailer';
 import type { Mode } from '../../shared/mode.ts';
 import { composeMessage, type MessageParts } from './mime.ts';
 
-// What puts a message on its way: an SMTP relay, or a .eml file without one.
+// What puts a message on its way: an SMTP relay, or a .eml file without one. A merchant's test-mode
+// message goes by SMTP only to the merchant's own people; to anyone else it is a file even when
+// there is a relay (onlyToFile).
 
 /**
- * The .eml files of one merchant's test mode kept without SMTP: the newest 200, the older ones
+ * The .eml files of one merchant's test mode (all of it without SMTP; with SMTP, what was not to the
+ * merchant's own people) that are kept: the newest 200, the older ones
  * deleted as each new one is written. A test clock moved years ahead sends a receipt per charge,
  * and a test key must not be able to fill the disk; 200 is far more than a person reads through
  * while trying a flow. Live mail is never deleted: it is what a payer was owed, and its volume is
@@ -35,9 +38,25 @@ export type OutgoingMail = {
   text: string;
   html: string;
   owner?: MailOwner | null;
+  /**
+   * Whether `to` is one of its merchant's own addresses (the account's email or a live team
+   * member's), as the lane found when it loaded the message. Only a test-mode message asks; unless
+   * this is true, it is written to the merchant's test folder rather than sent.
+   */
+  toOwnAddress?: boolean;
 };
 
-/** Delivers one message; returns the file it was written to when there is no SMTP relay. */
+/**
+ * Whether a message is written to a file even with an SMTP relay: a merchant's test-mode message to
+ * anyone but the merchant's own people. Test mode emails no one else, as Stripe's does not: a test
+ * key would otherwise have the operator's relay, from the operator's address, send whatever the
+ * key's holder put in a subject to any address, as often as a test clock makes charges.
+ */
+export function onlyToFile(mail: Pick<OutgoingMail, 'owner' | 'toOwnAddress'>): boolean {
+  return mail.owner?.mode === 'test' && mail.toOwnAddress !== true;
+}
+
+/** Delivers one message; returns the file it was written to, or null when SMTP took it. */
 export type MailDelivery = { deliver(mail: OutgoingMail): Promise<string | null>; close(): void };
 
 const writeFile = promisify(fs.writeFile);
@@ -59,6 +78,7 @@ export function createMailDelivery(settings: DeliverySettings): MailDelivery {
     // retry of the same message is the same bytes.
     baseBoundary: mail.id.replace(/[^0-9A-Za-z]/g, ''),
   });
+  const toFile = fileWriter(settings, message);
   if (settings.smtpUrl) {
     // Pooled: many messages go at once, and a connection per message would make the relay see a
     // new client (and a TLS handshake) for each.
@@ -69,6 +89,7 @@ export function createMailDelivery(settings: DeliverySettings): MailDelivery {
     });
     return {
       async deliver(mail) {
+        if (onlyToFile(mail)) return toFile(mail);
         // Composed here (mime.ts), so the transport only streams the finished bytes.
         await transport.sendMail({
           envelope: { from: settings.mailFrom, to: mail.to },
@@ -79,30 +100,35 @@ export function createMailDelivery(settings: DeliverySettings): MailDelivery {
       close: () => transport.close(),
     };
   }
+  return { deliver: toFile, close: () => {} };
+}
+
+/** Writes a message to its .eml file (folderOf), pruning a merchant's test folder; returns the file. */
+function fileWriter(
+  settings: DeliverySettings,
+  message: (mail: OutgoingMail) => MessageParts,
+): (mail: OutgoingMail) => Promise<string> {
   const root = path.join(settings.dataDir, 'mail');
   const pruneSoon = folderPruner(settings.testMailKept ?? TEST_MAIL_KEPT);
-  return {
-    async deliver(mail) {
-      const raw = composeMessage(message(mail));
-      const folder = folderOf(root, mail.owner);
-      const file = path.join(folder, `${mail.id}.eml`);
-      // Written whole then renamed: a crash never leaves half a message behind. On the thread pool:
-      // creating a file in a folder of thousands held the event loop for a sixth of a charge's time,
-      // and API calls waited behind it. The folder is made when a write finds it missing. Callback
-      // calls rather than fs.promises: its FileHandle for each file cost the event loop twice as
-      // much (37–54 against 21–28 µs a message, measured with 256 writes under way).
-      await writeFile(`${file}.tmp`, raw).catch(async (error: NodeJS.ErrnoException) => {
-        if (error.code !== 'ENOENT') throw error;
-        await fs.promises.mkdir(folder, { recursive: true });
-        await writeFile(`${file}.tmp`, raw);
-      });
-      await rename(`${file}.tmp`, file);
-      // Awaited, so a message is recorded sent only once its merchant's folder is back within
-      // bounds; a failure here fails the send, whose retry writes the same bytes and prunes again.
-      if (folder !== root) await pruneSoon(folder);
-      return file;
-    },
-    close: () => {},
+  return async (mail) => {
+    const raw = composeMessage(message(mail));
+    const folder = folderOf(root, mail.owner);
+    const file = path.join(folder, `${mail.id}.eml`);
+    // Written whole then renamed: a crash never leaves half a message behind. On the thread pool:
+    // creating a file in a folder of thousands held the event loop for a sixth of a charge's time,
+    // and API calls waited behind it. The folder is made when a write finds it missing. Callback
+    // calls rather than fs.promises: its FileHandle for each file cost the event loop twice as
+    // much (37–54 against 21–28 µs a message, measured with 256 writes under way).
+    await writeFile(`${file}.tmp`, raw).catch(async (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'ENOENT') throw error;
+      await fs.promises.mkdir(folder, { recursive: true });
+      await writeFile(`${file}.tmp`, raw);
+    });
+    await rename(`${file}.tmp`, file);
+    // Awaited, so a message is recorded sent only once its merchant's folder is back within
+    // bounds; a failure here fails the send, whose retry writes the same bytes and prunes again.
+    if (folder !== root) await pruneSoon(folder);
+    return file;
   };
 }
 

@@ -3,6 +3,7 @@ import { backoffDelayMs, DEFAULT_BACKOFF, DEFAULT_MAX_ATTEMPTS } from '../../job
 import { BatchLane, type BatchLaneKind } from '../../jobs/batch-lane.ts';
 import type { Deps } from '../context.ts';
 import { messagesByIds, recordFailedTry, recordSent, type MailRow } from './mail.repo.ts';
+import { ownAddressesOf } from './mail.own-addresses.ts';
 import { createMailSender, outgoingMailOf, SEND_MAIL_JOB, type MailSender } from './mail.service.ts';
 
 // Sending mail is a job kind of the batched lane (src/jobs/batch-lane.ts): a run of subscription
@@ -10,11 +11,16 @@ import { createMailSender, outgoingMailOf, SEND_MAIL_JOB, type MailSender } from
 // and a commit each) they took turns with the charges and held them up. The lane claims due
 // messages in batches, reads them in one query, sends them concurrently and records them in
 // batches. What a message is and how it is sent stay in mail.service.ts and mail.delivery.ts.
+//
+// A merchant's test-mode message goes by SMTP only to the merchant's own people (docs/email.md,
+// Transport). Whose addresses those are is read as the batch is loaded, one statement for every
+// merchant with test-mode mail in it (none when it has none), so the check costs a message nothing.
 
 /** Messages being sent at once by one process; the SMTP pool queues what its connections cannot take yet. */
 const IN_FLIGHT = 256;
 
-type Work = { row: MailRow | undefined };
+/** `toOwnAddress`: the message is a merchant's test-mode mail to the merchant's own address. */
+type Work = { row: MailRow | undefined; toOwnAddress: boolean };
 
 type Outcome =
   | { kind: 'skipped' }
@@ -35,13 +41,19 @@ export function mailLaneKind(
         jobs.map((job) => job.payload.id),
       );
       const byId = new Map(rows.map((row) => [row.id, row]));
-      return jobs.map((job) => ({ row: byId.get(job.payload.id) }));
+      const own = await ownAddressesOf(db, [...new Set(rows.flatMap((row) => (isTestMail(row) ? [row.user_id] : [])))]);
+      return jobs.map((job) => {
+        const row = byId.get(job.payload.id);
+        const toOwnAddress =
+          row !== undefined && isTestMail(row) && own.get(row.user_id)?.has(row.to_address.toLowerCase()) === true;
+        return { row, toOwnAddress };
+      });
     },
 
-    async run({ row }, job): Promise<Outcome> {
+    async run({ row, toOwnAddress }, job): Promise<Outcome> {
       if (row?.status !== 'queued') return { kind: 'skipped' };
       try {
-        await sender.send(outgoingMailOf(row, deps.secrets, deps.config.publicBaseUrl));
+        await sender.send(outgoingMailOf(row, deps.secrets, deps.config.publicBaseUrl, toOwnAddress));
         return { kind: 'sent', id: row.id };
       } catch (error) {
         const message = (error instanceof Error ? error.message : String(error)).slice(0, 500);
@@ -71,6 +83,10 @@ export function mailLaneKind(
     },
   };
 }
+
+/** A merchant's test-mode message, still to be sent. */
+const isTestMail = (row: MailRow): row is MailRow & { user_id: string } =>
+  row.status === 'queued' && row.user_id !== null && row.mode === 'test';
 
 /** Sends queued mail: the mail job kind on a batched lane, with the sender the settings choose. */
 export class MailDispatcher {

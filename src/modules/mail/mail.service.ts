@@ -19,7 +19,9 @@ import { createMailDelivery, type DeliverySettings, type OutgoingMail as Deliver
 // one. The jobs run on a batched lane (mail.dispatcher.ts). With SMTP_URL, nodemailer sends over a
 // small pool of connections (TLS for smtps:, STARTTLS when the server offers it); without, the
 // message is written to DATA_DIR/mail/<id>.eml (a merchant's test mail to DATA_DIR/mail/test/<user
-// id>/<id>.eml, of which only the newest are kept) and its subject logged (mail.delivery.ts, docs/email.md).
+// id>/<id>.eml, of which only the newest are kept) and its subject logged. A merchant's test-mode
+// message to anyone but the merchant's own people is written to that folder even with SMTP_URL
+// (mail.delivery.ts, docs/email.md).
 
 export const SEND_MAIL_JOB = 'mail.send';
 
@@ -93,11 +95,12 @@ export function createMailSender(
   return {
     async send({ linkOrCode, ...mail }) {
       const file = await delivery.deliver(mail);
-      // No SMTP server: the laptop start logs what a person needs from the message to go on.
+      // Written rather than sent: the log says what a person needs from the message to go on (the
+      // laptop start), or, with SMTP_URL, that test mode kept it from a stranger.
       if (file !== null)
         log.info(
           { mail_id: mail.id, to: mail.to, file },
-          `mail written (no SMTP_URL): "${mail.subject}" ${linkOrCode}`,
+          `mail written (${config.smtpUrl ? "test mode, not to the merchant's own address" : 'no SMTP_URL'}): "${mail.subject}" ${linkOrCode}`,
         );
     },
     async close() {
@@ -106,14 +109,18 @@ export function createMailSender(
   };
 }
 
-/** A queued message as it goes out: its data opened, rendered, with its link (or code) for the log. */
-export function outgoingMailOf(row: MailRow, secrets: SecretBox, baseUrl: string): OutgoingMail {
+/**
+ * A queued message as it goes out: its data opened, rendered, with its link (or code) for the log.
+ * `toOwnAddress`: whether its address is one of its merchant's own (the lane reads them), which
+ * decides whether a test-mode message may go by SMTP.
+ */
+export function outgoingMailOf(row: MailRow, secrets: SecretBox, baseUrl: string, toOwnAddress = false): OutgoingMail {
   const template = row.template as TemplateName;
   const data = JSON.parse(isSealed(row.data) ? secrets.open(row.data) : row.data) as TemplateData[TemplateName];
   const link = linkFor(template, data, baseUrl);
   const linkOrCode = template === 'payer_code' ? `code ${(data as TemplateData['payer_code']).code}` : link;
   const owner = row.user_id !== null && row.mode !== null ? { userId: row.user_id, mode: row.mode } : null;
-  return { id: row.id, to: row.to_address, ...renderMail(template, data, link), owner, linkOrCode };
+  return { id: row.id, to: row.to_address, ...renderMail(template, data, link), owner, toOwnAddress, linkOrCode };
 }
 
 function linkFor(template: TemplateName, data: TemplateData[TemplateName], baseUrl: string): string {

@@ -12,7 +12,11 @@ export interface MailMessagesTable {
   /** What the message is about: a subscription, a recurring consent, a payment, a webhook endpoint… */
   related_type: string | null;
   related_id: string | null;
-  /** The merchant it concerns, when one does; without SMTP, its test-mode files are kept per merchant, the newest only (mail.delivery.ts). */
+  /**
+   * The merchant it concerns, when one does. In test mode, only mail to the merchant's own people
+   * goes by SMTP; the rest, and all of it without SMTP, is a file per message, the newest of each
+   * merchant's kept (mail.delivery.ts).
+   */
   user_id: string | null;
   mode: Mode | null;
   /** queued | sent | failed */

@@ -5,6 +5,7 @@ import { apiClient, buildTestApp, createTestMerchant } from '../../../test/helpe
 import { createRequest, payViaPage, submitPage, type CheckoutWorld } from '../../../test/flows/checkout.fixtures.ts';
 import { smtpReceiver, type SmtpReceiver } from '../../../test/smtp.ts';
 import { runRefundJobs } from '../../../test/support/refunds.ts';
+import { createOwnerMember } from '../team/team.service.ts';
 
 // Receipts through the API, on both engines: tax settings checked and audited, a document per
 // successful payment and refund, numbered without gaps under concurrency, frozen when issued, its
@@ -199,6 +200,13 @@ test('receipts start with the tax settings: none before; then a plain receipt fo
 test('the payer’s email carries the same figures as the PDF, through a real SMTP server', async (t) => {
   const smtp = await smtpReceiver(t);
   const w = await world(t, smtp);
+  // Test mode emails only the merchant's own people (docs/email.md, Transport): the payer is on its team.
+  await createOwnerMember(w.app.deps.db, {
+    userId: w.merchant.userId,
+    email: 'aroha@example.com',
+    passwordHash: 'unused',
+    now: Date.now(),
+  });
   await w.live.post('/v1/tax-settings', { ...SETTINGS, prices_include_gst: false });
   const receipt = await receiptOf(w, (await pay(w, '460.00 NZD', { email: 'Aroha@Example.com' })).id);
   const mail = await smtp.waitFor((m) => m.to === 'aroha@example.com' && m.subject.includes(receipt.number));
