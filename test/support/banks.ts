@@ -135,3 +135,20 @@ export function loseSubmissions(t: TestContext, runtime: Pick<Runtime, 'deps'>, 
   });
   return { sentAt, answered };
 }
+
+/**
+ * The test-mode sandbox connector loses its first submission's answer, then refuses every one sent
+ * again on its limits, as a bank that counts the payment it made before it looks at its keys
+ * would. How many were sent is kept.
+ */
+export function loseThenRefuseOnLimits(t: TestContext, runtime: Pick<Runtime, 'deps'>) {
+  const connector = runtime.deps.banks.connectorFor('sandbox', 'test')!;
+  const sent = { count: 0 };
+  t.mock.method(connector, 'submitPayment', async () => {
+    sent.count += 1;
+    return sent.count === 1
+      ? { ok: false, reason: 'timeout', message: 'no answer in 10 s', unknown: true }
+      : { ok: false, reason: 'limit_exceeded', limit: 'max_per_period', message: 'Exceed.Frequency', unknown: false };
+  });
+  return sent;
+}

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { consentsModule } from './consents.module.ts';
 import { queueSettlesOfExecutionsInFlight, RECOVER_EXECUTIONS_JOB, SETTLE_EXECUTION_JOB } from './execute.service.ts';
 import { authorise, consentHarness, execute, type ConsentHarness } from '../../../test/support/consents.ts';
-import { hook, loseSubmissions } from '../../../test/support/banks.ts';
+import { hook, loseSubmissions, loseThenRefuseOnLimits } from '../../../test/support/banks.ts';
 import { startReceiver } from '../../../test/support/webhook-receiver.ts';
 
 // What becomes of an execution the service never recorded: the process died (or the record failed)
@@ -237,20 +237,11 @@ test('an execution never answered and sent again after the payer revoked at the 
 test('an execution never answered and refused when sent again stays unconfirmed and counted: the refusal may be of a payment the bank made', async (t) => {
   const h = await consentHarness(t);
   const { consent, token } = await authorise(h, { period: 'daily', max_per_period: '50.00 NZD' });
-  const connector = h.runtime.deps.banks.connectorFor('sandbox', 'test')!;
-  let sends = 0;
-  t.mock.method(connector, 'submitPayment', async () => {
-    sends += 1;
-    // The first answer is lost; the bank then refuses the repeat on its limits, as one that
-    // counts the payment it made before it looks at its keys would.
-    return sends === 1
-      ? { ok: false, reason: 'timeout', message: 'no answer in 10 s', unknown: true }
-      : { ok: false, reason: 'limit_exceeded', limit: 'max_per_period', message: 'Exceed.Frequency', unknown: false };
-  });
+  const sent = loseThenRefuseOnLimits(t, h.runtime);
   const lost = await execute(h, token, '6.00 NZD', 'lost');
   assert.equal(lost.body.payment.status, 'unconfirmed');
   await h.api.post('/v1/test-helpers/clock/advance', { seconds: 10 * 60 });
-  assert.ok(sends >= 2, 'sent again once the settle job was due');
+  assert.ok(sent.count >= 2, 'sent again once the settle job was due');
   assert.deepEqual(await paymentOf(h, lost.body.payment.id), { status: 'unconfirmed', bank_payment_id: null });
   const read = (await h.api.get(`/v1/recurring-consents/${consent.id}`)).body.recurring_consent;
   assert.deepEqual([read.status, read.usage.total.count], ['active', 1], 'still counted against its limits');

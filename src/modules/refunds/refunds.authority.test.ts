@@ -9,7 +9,7 @@ import {
 } from '../../../test/flows/checkout.fixtures.ts';
 import { parse } from 'csv-parse/sync';
 import { logInAs, textOf } from '../../../test/dashboard.ts';
-import { hook, sandboxBalanceOf } from '../../../test/support/banks.ts';
+import { hook, loseThenRefuseOnLimits, sandboxBalanceOf } from '../../../test/support/banks.ts';
 import { runRefundJobs } from '../../../test/support/refunds.ts';
 import { NO_ORIGIN, type Ctx } from '../context.ts';
 import { authoriseAtBank } from '../test-helpers/pay.bank-driver.ts';
@@ -385,19 +385,12 @@ test('a refund sent without an answer and refused when sent again stays pending:
   const payment = await paid(world, '12.50 NZD');
   await runRefundJobs(deps.worker);
   await firstAuthorityAtBank(world);
-  const connector = deps.banks.connectorFor('sandbox', 'test')!;
-  let sends = 0;
-  t.mock.method(connector, 'submitPayment', async () => {
-    sends += 1;
-    return sends === 1
-      ? { ok: false, reason: 'timeout', message: 'no answer in 10 s', unknown: true }
-      : { ok: false, reason: 'limit_exceeded', limit: 'max_per_period', message: 'Exceed.Frequency', unknown: false };
-  });
+  const sent = loseThenRefuseOnLimits(t, world.app);
   const refund = (await world.api.post('/v1/refunds', { payment_id: payment.id, amount: '4.00 NZD' })).body.refund;
   await runRefundJobs(deps.worker);
   await makeRefundsDue(world);
   await runRefundJobs(deps.worker);
-  assert.equal(sends, 2, 'sent again under its key');
+  assert.equal(sent.count, 2, 'sent again under its key');
   assert.equal((await refundRow(world, refund.id)).status, 'pending', 'not failed on that word');
   assert.equal((await world.api.get(`/v1/payments/${payment.id}`)).body.payment.amount_refunded.value, '4.00 NZD');
 });

@@ -6,7 +6,7 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { subscriptionsOverApi } from '../../../test/support/subscriptions.ts';
-import { loseSubmissions } from '../../../test/support/banks.ts';
+import { loseSubmissions, loseThenRefuseOnLimits } from '../../../test/support/banks.ts';
 import { subscriptionsModule } from './subscriptions.module.ts';
 
 const MINUTE = 60_000;
@@ -272,17 +272,10 @@ test('a charge left in flight without its job (a pause in a database from before
 test('a charge never answered and refused when sent again is not failed: it is asked about again, the payer may have paid', async (t) => {
   const s = await setUp(t);
   const { sub } = await s.subscribe({ amount: '15.00 NZD', period: 'weekly', total_count: 3 });
-  const connector = s.app.deps.banks.connectorFor('sandbox', 'test')!;
-  let sends = 0;
-  t.mock.method(connector, 'submitPayment', async () => {
-    sends += 1;
-    return sends === 1
-      ? { ok: false, reason: 'timeout', message: 'no answer in 10 s', unknown: true }
-      : { ok: false, reason: 'limit_exceeded', limit: 'max_per_period', message: 'Exceed.Frequency', unknown: false };
-  });
+  const sent = loseThenRefuseOnLimits(t, s.app);
   await s.advanceTo((await s.clockNow()) + 1000);
   await s.advanceTo((await s.clockNow()) + 5 * MINUTE);
-  assert.ok(sends >= 2, 'sent again');
+  assert.ok(sent.count >= 2, 'sent again');
   const [payment] = await s.payments(sub.id);
   assert.equal(payment.status, 'awaiting-consent', 'not failed on that word');
   assert.deepEqual(
