@@ -14,6 +14,7 @@ import {
 import { strategyFor, type CheckoutStrategies } from './checkout.strategies.ts';
 import type { SetUpView } from '../manifest.ts';
 import { render } from './checkout.views.ts';
+import { newSubmissionNonce } from './checkout.service.ts';
 import type { Deps } from '../context.ts';
 import type { RequestRow } from '../requests/requests.tables.ts';
 import type { PaymentRow } from '../payments/payments.tables.ts';
@@ -98,6 +99,8 @@ export function payPage(
       return `${ids.length ? ` aria-describedby="${ids.join(' ')}"` : ''}${errorOf(name) ? ' aria-invalid="true"' : ''}`;
     },
     formAction: withEmbed(`/pay/${request.id}`, ctx.embedOrigin),
+    // One per rendering: the form sent twice (a double click) starts one payment.
+    nonce: newSubmissionNonce(),
     qrData: request.qr_data,
   });
 }

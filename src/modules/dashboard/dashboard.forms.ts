@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { TSchema } from 'typebox';
 import { schemaErrorToAppError, validatorCompiler } from '../../http/validation.ts';
-import type { AppError } from '../../shared/errors.ts';
+import { AppError } from '../../shared/errors.ts';
 
 // Form posts become the API's JSON bodies, checked against the API's own schemas, so a page and
 // the API accept and refuse the same things.
@@ -41,14 +41,32 @@ export function apiBodyProblem(schema: TSchema, body: unknown): AppError | null 
 }
 
 /**
- * The idempotency key a confirmation page carries, made when it is shown: submitting the same
- * confirmation twice does the thing once (a charge, a refund).
+ * The one-time key a form carries (its hidden `idempotency_key`), made when the form's page is
+ * shown (a GET), kept through a review and its confirmation and when the form is shown again after
+ * a refusal: posting the same form twice (a double click, a reload of the reply, Back and send again)
+ * does the thing once (a request, an endpoint, a key, a bank account, a refund, a charge).
  */
 export function newConfirmationKey(): string {
   return `dashboard-${randomUUID()}`;
 }
 
-/** The confirmation's key as posted, or null when it is not one newConfirmationKey made. */
+/** The form's key as posted, or null when it is not one newConfirmationKey made. */
 export function confirmationKeyOf(posted: string): string | null {
   return /^dashboard-[0-9a-f-]{36}$/.test(posted) ? posted : null;
 }
+
+/** A form post's one-time key (`idempotency_key`), or null when it carries none (a page from before keys). */
+export function formKeyOf(form: Record<string, unknown>): string | null {
+  return typeof form.idempotency_key === 'string' ? confirmationKeyOf(form.idempotency_key) : null;
+}
+
+/**
+ * Whether the service refused a form's key as sent before with other values: the form made what it
+ * made the first time, and is shown again with a new key (SENT_BEFORE says so).
+ */
+export function isSentBeforeWithOtherValues(error: unknown): boolean {
+  return error instanceof AppError && error.code === 'conflict.idempotency_key_reused';
+}
+
+export const SENT_BEFORE =
+  'This form was sent before with other values, and did what it did then; nothing more was done. Check the form, and send it again to do it once more.';

@@ -100,6 +100,15 @@ export async function setShownOnce(db: Db, idHash: string, sealed: string | null
   await db.updateTable('dashboard_sessions').set({ shown_once_sealed: sealed }).where('id_hash', '=', idHash).execute();
 }
 
+export async function shownOnceOf(db: Db, idHash: string): Promise<string | null> {
+  const row = await db
+    .selectFrom('dashboard_sessions')
+    .select('shown_once_sealed')
+    .where('id_hash', '=', idHash)
+    .executeTakeFirst();
+  return row?.shown_once_sealed ?? null;
+}
+
 export async function lockShownOnce(db: Db, idHash: string): Promise<string | null> {
   const row = await lockForUpdate(
     db,

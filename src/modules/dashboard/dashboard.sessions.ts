@@ -29,6 +29,7 @@ import {
   insertReset,
   insertSession,
   lockShownOnce,
+  shownOnceOf,
   setShownOnce,
   liveSessionRowsOf,
   spendReset,
@@ -400,8 +401,29 @@ export type ShownOnce = { kind: 'webhook' | 'api_key' | 'recovery_codes'; id: st
  * Keeps a new secret for the one page view after the create's redirect (post/redirect/get), sealed
  * in the session: a reload of the create, or Back then Forward, makes nothing twice.
  */
-export async function holdForOneView(deps: Deps, session: DashboardSession, item: ShownOnce): Promise<void> {
-  await setShownOnce(deps.db, session.idHash, deps.secrets.seal(JSON.stringify(item)));
+export async function holdForOneView(
+  deps: Deps,
+  session: DashboardSession,
+  item: ShownOnce,
+  /** The transaction that makes the item, so that it is held once the item exists (a repeat finds it). */
+  db: Db = deps.db,
+): Promise<void> {
+  await setShownOnce(db, session.idHash, deps.secrets.seal(JSON.stringify(item)));
+}
+
+/**
+ * The item held for its one view, if one of this kind is, left in place: a repeat of the form that
+ * made it (a double click) leads to the page that shows it rather than to a refusal.
+ */
+export async function heldForOneView(
+  deps: Deps,
+  session: DashboardSession,
+  kind: ShownOnce['kind'],
+): Promise<ShownOnce | null> {
+  const sealed = await shownOnceOf(deps.db, session.idHash);
+  if (sealed === null) return null;
+  const item = JSON.parse(deps.secrets.open(sealed)) as ShownOnce;
+  return item.kind === kind ? item : null;
 }
 
 /** The held item, if it is this one, cleared as it is read: it shows once; afterwards null. */

@@ -15,10 +15,10 @@ export type BankAccountRow = Selectable<BankAccountsTable>;
  * such a write is changing or has changed (merchants.key-cache.ts). The one exception is a key's
  * last use, which the key check writes and updates in its cached row itself.
  */
-async function writingKeys(write: () => Promise<unknown>): Promise<void> {
+async function writingKeys<T>(write: () => Promise<T>): Promise<T> {
   keysWriteStarts();
   try {
-    await write();
+    return await write();
   } finally {
     keysWriteEnds();
   }
@@ -42,16 +42,28 @@ export async function setApiKeyRevoked(db: Db, id: string, at: number): Promise<
   );
 }
 
-/** Sets when a rolled key stops; a key that already stops sooner keeps its sooner time. */
-export async function setApiKeyExpiry(db: Db, id: string, at: number): Promise<void> {
-  await writingKeys(() =>
+/**
+ * Marks an active key (neither revoked nor rolled) of this merchant and mode as rolled: revoked at
+ * once, or stopping at a time. One guarded update, so of two rolls of one key at once only one
+ * changes it (on PostgreSQL the second waits for the first's row and then finds it rolled). Returns
+ * the key as it was, or undefined when it changed nothing.
+ */
+export async function markApiKeyRolled(
+  db: Db,
+  key: { id: string; userId: string; mode: Mode },
+  stop: { revoked_at: number } | { expires_at: number },
+) {
+  return writingKeys(() =>
     db
       .updateTable('api_keys')
-      .set({ expires_at: at })
-      .where('id', '=', id)
+      .set(stop)
+      .where('id', '=', key.id)
+      .where('user_id', '=', key.userId)
+      .where('mode', '=', key.mode)
       .where('revoked_at', 'is', null)
-      .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', at)]))
-      .execute(),
+      .where('expires_at', 'is', null)
+      .returning(['id', 'user_id', 'mode', 'hint', 'name', 'permissions'])
+      .executeTakeFirst(),
   );
 }
 

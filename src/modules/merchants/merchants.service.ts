@@ -25,7 +25,7 @@ import {
   insertBankAccount,
   insertUser,
   keyByHashQuery,
-  setApiKeyExpiry,
+  markApiKeyRolled,
   setApiKeyLastUsed,
   setApiKeyRevoked,
 } from './merchants.repo.ts';
@@ -164,7 +164,10 @@ export type RolledKey = { created: CreatedKey; old: { id: string; stopsAt: numbe
 /**
  * Rolls a key: a new key with the same name and restriction at once, and the old one stopping after
  * `period` (revoked at once for `now`). The old key is refused as revoked from then, cached or not.
- * A revoked, expired or already rolled key cannot be rolled. An audit trail records this call.
+ * A revoked, expired or already rolled key cannot be rolled. The old key is marked rolled by one
+ * guarded update before the new key is made, in one transaction: of two rolls of one key at once
+ * (a double click, two tabs), one makes the new key and the other is refused as rolled already.
+ * An audit trail records this call.
  */
 export async function rollApiKey(
   db: Db,
@@ -177,17 +180,18 @@ export async function rollApiKey(
   if (!isRollPeriod(period))
     throw invalidParam('period', `period must be one of ${Object.keys(ROLL_PERIODS).join(', ')}`);
   return transact(db, async (trx) => {
-    const row = await findApiKey(trx, { id: old.id });
-    if (!row || row.user_id !== old.user_id || row.mode !== old.mode) throw notFound('api_key', old.id);
     const now = clock.now();
-    if (row.revoked_at != null || (row.expires_at != null && Number(row.expires_at) <= now))
-      throw new AppError('conflict.invalid_state', 'This key is revoked or expired: create a new key instead', {
-        status: 'revoked',
-      });
-    if (row.expires_at != null)
-      throw new AppError('conflict.invalid_state', 'This key was rolled already: it stops at its expiry', {
-        status: 'expiring',
-      });
+    const stopsAt = now + ROLL_PERIODS[period];
+    // Read first, so a key plainly not rollable is refused with no write (a write empties the key
+    // cache); the guarded update then decides between two rolls that both read it active.
+    const refusal = await whyNotRollable(trx, old, now);
+    if (refusal) throw refusal;
+    const row = await markApiKeyRolled(
+      trx,
+      { id: old.id, userId: old.user_id, mode: old.mode },
+      ROLL_PERIODS[period] === 0 ? { revoked_at: now } : { expires_at: stopsAt },
+    );
+    if (!row) throw (await whyNotRollable(trx, old, now)) ?? rolledAlready();
     const created = await createApiKey(
       trx,
       clock,
@@ -196,9 +200,6 @@ export async function rollApiKey(
       { name: row.name, createdBy, restriction: restrictionFromColumn(row.permissions) },
       by,
     );
-    const stopsAt = now + ROLL_PERIODS[period];
-    if (ROLL_PERIODS[period] === 0) await setApiKeyRevoked(trx, row.id, now);
-    else await setApiKeyExpiry(trx, row.id, stopsAt);
     await audit(trx, by, row.user_id, row.mode, 'api_key.roll', row.id, now, {
       hint: row.hint,
       replaced_by: created.id,
@@ -207,6 +208,26 @@ export async function rollApiKey(
     return { created, old: { id: row.id, stopsAt } };
   });
 }
+
+/** Why a key cannot be rolled: no such key, or one revoked, expired or rolled already; null when it can. */
+async function whyNotRollable(
+  db: Db,
+  old: { id: string; user_id: string; mode: Mode },
+  now: number,
+): Promise<AppError | null> {
+  const row = await findApiKey(db, { id: old.id });
+  if (!row || row.user_id !== old.user_id || row.mode !== old.mode) return notFound('api_key', old.id);
+  if (row.revoked_at != null || (row.expires_at != null && Number(row.expires_at) <= now))
+    return new AppError('conflict.invalid_state', 'This key is revoked or expired: create a new key instead', {
+      status: 'revoked',
+    });
+  return row.expires_at != null ? rolledAlready() : null;
+}
+
+const rolledAlready = () =>
+  new AppError('conflict.invalid_state', 'This key was rolled already: it stops at its expiry', {
+    status: 'expiring',
+  });
 
 /** Rolls a key found by its id alone (the CLI's `keys roll`, run by the operator). */
 export async function rollApiKeyById(

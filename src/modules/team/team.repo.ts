@@ -130,6 +130,26 @@ export async function revokeInvitationsSentBy(
   return update.returning(['id', 'email', 'role']).execute();
 }
 
+/**
+ * Revokes the merchant's pending invitations addressed to `email` (but `exceptId`): the email was
+ * invited again, joined through one of them, or was removed from the team. Returns the ones revoked.
+ */
+export async function revokeInvitationsTo(
+  db: Db,
+  input: { userId: string; email: string; now: number; exceptId?: string },
+): Promise<Pick<InvitationRow, 'id' | 'email' | 'role'>[]> {
+  let update = db
+    .updateTable('invitations')
+    .set({ revoked_at: input.now })
+    .where('user_id', '=', input.userId)
+    .where('email', '=', input.email)
+    .where('accepted_at', 'is', null)
+    .where('revoked_at', 'is', null)
+    .where('expires_at', '>', input.now);
+  if (input.exceptId) update = update.where('id', '!=', input.exceptId);
+  return update.returning(['id', 'email', 'role']).execute();
+}
+
 /** Spends a live invitation, atomically: two submissions of one link cannot both make a member. */
 export async function spendInvitation(db: Db, tokenHash: string, now: number): Promise<boolean> {
   const result = await db

@@ -22,6 +22,7 @@ import {
   lockLiveMembersOf,
   pendingInvitationsOf,
   revokeInvitationsSentBy,
+  revokeInvitationsTo,
   setInvitationRevoked,
   setMemberPasswordHash,
   setMemberRemoved,
@@ -233,24 +234,31 @@ export async function setSupportRefundLimit(deps: Deps, actor: TeamActor, cents:
 
 /**
  * Invites `email` to the team with `role`: an invitation row holding the token's SHA-256, and an
- * email with the link, in one transaction. The link works once, for 72 hours.
+ * email with the link, in one transaction. The link works once, for 72 hours. An email has at most
+ * one pending invitation from a team: inviting it again (a double click, another role, a lost
+ * email) revokes the one it had, so only the newest link works. Invitations of one team are made
+ * one at a time, under a lock of the team's rows, so two at once cannot both stay live.
  */
 export async function inviteMember(
   deps: Deps,
   actor: TeamActor & { merchantName: string },
   input: { email: string; role: Role },
-): Promise<{ kind: 'invited'; id: string } | TeamProblem> {
+): Promise<{ kind: 'invited'; id: string; replaced: boolean } | TeamProblem> {
   const refused = inviteProblem(actor.role, input.role);
   if (refused) return { kind: 'problem', message: refused };
+  const onTeam = { kind: 'problem', message: `${input.email} is already on your team.` } as const;
   // Only this team's own members are refused here: whether an email belongs to another merchant's
   // team is not the inviter's to learn. Such an invitee is told when they open the link.
   const existing = await findLiveMemberByEmail(deps.db, input.email);
-  if (existing?.user_id === actor.userId)
-    return { kind: 'problem', message: `${input.email} is already on your team.` };
+  if (existing?.user_id === actor.userId) return onTeam;
   const now = deps.clock.now();
   return deps.store.transaction(async (trx) => {
+    await lockLiveMembersOf(trx, actor.userId);
+    if ((await findLiveMemberByEmail(trx, input.email))?.user_id === actor.userId) return onTeam;
     if (!(await takeAttempt(trx, TEAM_LIMITS.invitesByMerchant, actor.userId, now)).ok)
       return { kind: 'problem', message: 'Too many invitations were sent in the last hour. Try again later.' } as const;
+    const replaced = await revokeInvitationsTo(trx, { userId: actor.userId, email: input.email, now });
+    await recordRevocations(trx, actor, replaced, now, 'invitation.create');
     const token = randomSecret(32);
     const id = newId('invitation');
     await insertInvitation(trx, {
@@ -282,7 +290,7 @@ export async function inviteMember(
       deps.secrets,
     );
     await recordTeamChange(trx, actor, 'invitation.create', id, now, { email: input.email, role: input.role });
-    return { kind: 'invited', id } as const;
+    return { kind: 'invited', id, replaced: replaced.length > 0 } as const;
   });
 }
 
@@ -370,16 +378,22 @@ export async function acceptInvitation(
       removed_at: null,
     };
     await insertMember(trx, row);
-    await recordAudit(trx, {
+    const joined: TeamActor = {
       userId: row.user_id,
-      mode: null,
-      actor: { kind: 'member', id: row.id, email: row.email },
+      memberId: row.id,
+      email: row.email,
+      role: row.role,
       origin: input.origin,
-      action: 'member.join',
-      objectId: row.id,
-      summary: { invitation: invitation.id, role: row.role, invited_by: invitation.invited_by },
-      at: now,
+    };
+    await recordTeamChange(trx, joined, 'member.join', row.id, now, {
+      invitation: invitation.id,
+      role: row.role,
+      invited_by: invitation.invited_by,
     });
+    // Any other link the team sent this email stops working: it is on the team now, and once
+    // removed it comes back only through a new invitation.
+    const others = await revokeInvitationsTo(trx, { userId: row.user_id, email: row.email, now });
+    await recordRevocations(trx, joined, others, now, 'member.join');
     return { kind: 'accepted', member: memberOf(row) } as const;
   });
   // The same email accepting another team's invitation at the same moment: the index of live
@@ -438,8 +452,11 @@ export async function removeMember(deps: Deps, actor: TeamActor, memberId: strin
     const now = deps.clock.now();
     await setMemberRemoved(trx, memberId, now);
     await recordTeamChange(trx, actor, 'member.remove', memberId, now, { email: target.email, role: target.role });
-    // The invitations they sent stop working with them.
+    // The invitations they sent stop working with them, and so do any addressed to them: a
+    // removed member comes back only through an invitation sent after the removal.
     await revokeSentInvitations(trx, actor, { memberId, now, reason: 'member.remove' });
+    const toThem = await revokeInvitationsTo(trx, { userId: actor.userId, email: target.email, now });
+    await recordRevocations(trx, actor, toThem, now, 'member.remove');
     return null;
   });
 }
@@ -454,11 +471,22 @@ async function revokeSentInvitations(
   input: { memberId: string; roles?: readonly Role[]; now: number; reason: string },
 ): Promise<void> {
   const revoked = await revokeInvitationsSentBy(trx, { ...input, userId: actor.userId });
+  await recordRevocations(trx, actor, revoked, input.now, input.reason);
+}
+
+/** Each invitation revoked by a change of the team, recorded as a revocation by its actor, with the reason. */
+async function recordRevocations(
+  trx: Db,
+  actor: TeamActor,
+  revoked: ReadonlyArray<{ id: string; email: string; role: Role }>,
+  now: number,
+  reason: string,
+): Promise<void> {
   for (const invitation of revoked)
-    await recordTeamChange(trx, actor, 'invitation.revoke', invitation.id, input.now, {
+    await recordTeamChange(trx, actor, 'invitation.revoke', invitation.id, now, {
       email: invitation.email,
       role: invitation.role,
-      reason: input.reason,
+      reason,
     });
 }
 

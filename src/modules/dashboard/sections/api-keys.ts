@@ -16,9 +16,11 @@ import {
   type KeyRestriction,
 } from '../../merchants/key-scopes.rules.ts';
 import { formOf, problemOf, type Kit, type Scope, type Signed } from '../dashboard.kit.ts';
+import { formKeyOf, isSentBeforeWithOtherValues, newConfirmationKey, SENT_BEFORE } from '../dashboard.forms.ts';
+import { idempotent } from '../../../http/idempotency.ts';
 import type { FastifyReply } from 'fastify';
 import { oneOf, text, texts } from '../dashboard.format.ts';
-import { holdForOneView, takeOneView } from '../dashboard.sessions.ts';
+import { heldForOneView, holdForOneView, takeOneView } from '../dashboard.sessions.ts';
 
 // API keys of the mode in the URL (docs/api-keys.md): each with its name, restriction, creator,
 // creation, last use and, for a rolled key, when it stops. A new key is shown once; rolling one
@@ -60,6 +62,13 @@ function statusOf(key: ApiKeySummary, now: number): KeyStatus {
   return 'active';
 }
 
+/** What a rolled key's new key page says of the key it replaces. */
+type Replaces = { id: string; hint: string; stopsAt: number; now: boolean };
+
+/** The key a held new key replaces, when it was made by a roll. */
+const replacedBy = (held: unknown): string | null =>
+  (held as { replaces?: Partial<Replaces> } | null)?.replaces?.id ?? null;
+
 type KeyFormValues = { name?: string; access?: string; permissions?: string[] };
 type FormProblem = { input: string; message: string };
 
@@ -89,7 +98,12 @@ function restrictionOfForm(access: string, permissions: string[]): KeyRestrictio
 function registerKeyList(scope: Scope, kit: Kit): void {
   const deps = kit.deps;
 
-  const listPage = async (signed: Signed, values: KeyFormValues, error: FormProblem | null) => {
+  const listPage = async (
+    signed: Signed,
+    values: KeyFormValues,
+    error: FormProblem | null,
+    formKey: string = newConfirmationKey(),
+  ) => {
     const now = deps.clock.now();
     const keys = await listApiKeysOf(deps.db, signed.session.merchant.id, signed.mode);
     return {
@@ -104,6 +118,8 @@ function registerKeyList(scope: Scope, kit: Kit): void {
       maxNameLength: MAX_KEY_NAME_LENGTH,
       values,
       error,
+      // The create form's one-time key: a second post of it leads to the key the first made.
+      formKey,
     };
   };
 
@@ -131,18 +147,34 @@ function registerKeyList(scope: Scope, kit: Kit): void {
         const access = oneOf(form.access, ACCESS_KINDS);
         const permissions = texts(form.permissions);
         const values = { name, access, permissions };
-        const again = (problem: FormProblem) =>
-          listPage(signed, values, problem).then((page) => kit.render(reply, 400, 'api-keys', page));
+        const formKey = formKeyOf(form);
+        const again = (problem: FormProblem, key = formKey ?? newConfirmationKey()) =>
+          listPage(signed, values, problem, key).then((page) => kit.render(reply, 400, 'api-keys', page));
         if (!name)
           return again({ input: 'name', message: 'Give the key a name: say what uses it, e.g. "Shop server".' });
         const restriction = restrictionOfForm(access, permissions);
         if ('input' in restriction) return again(restriction);
         try {
-          const key = await createApiKeyOf(signed.ctx, { name, restriction });
-          // Post/redirect/get: only the key's hash is kept; the key itself waits, sealed, for one view.
-          await holdForOneView(deps, signed.session, { kind: 'api_key', id: key.id, value: key });
-          return reply.redirect(`${signed.base}/api-keys/${key.id}/created`, 303);
+          // Post/redirect/get: only the key's hash is kept; the key itself waits, sealed, for one
+          // view, held in the transaction that makes it. A repeat of the form's key (a double
+          // click) makes nothing and leads to the first's page, which shows the key if it has not
+          // been shown yet: the key is not kept anywhere to be shown again.
+          const made = await idempotent(
+            signed.ctx,
+            formKey ?? undefined,
+            'dashboard POST /api-keys',
+            { name, restriction },
+            201,
+            async (trx) => {
+              const key = await createApiKeyOf({ ...signed.ctx, db: trx }, { name, restriction });
+              await holdForOneView(deps, signed.session, { kind: 'api_key', id: key.id, value: key }, trx);
+              return { id: key.id };
+            },
+          );
+          return reply.redirect(`${signed.base}/api-keys/${made.body.id}/created`, 303);
         } catch (error) {
+          if (isSentBeforeWithOtherValues(error))
+            return again({ input: 'name', message: SENT_BEFORE }, newConfirmationKey());
           const problem = problemOf(error);
           if (problem)
             return again({ input: problem.field === 'name' ? 'name' : 'access-full', message: problem.message });
@@ -236,20 +268,29 @@ function registerKeyRoll(scope: Scope, kit: Kit): void {
             rollPage(signed, key, '24h', 'Choose how long the old key keeps working: at most 7 days.'),
           );
         try {
-          const rolled = await rollApiKeyOf(signed.ctx, key.id, period);
-          await holdForOneView(deps, signed.session, {
-            kind: 'api_key',
-            id: rolled.created.id,
-            value: {
-              ...rolled.created,
-              replaces: { hint: key.hint, stopsAt: rolled.old.stopsAt, now: period === 'now' },
-            },
+          // The new key is held for its one view in the roll's own transaction: a second post of
+          // this form (a double click) that finds the key rolled already also finds its replacement.
+          const rolled = await deps.store.transaction(async (trx) => {
+            const made = await rollApiKeyOf({ ...signed.ctx, db: trx }, key.id, period);
+            const replaces: Replaces = { id: key.id, hint: key.hint, stopsAt: made.old.stopsAt, now: period === 'now' };
+            await holdForOneView(
+              deps,
+              signed.session,
+              { kind: 'api_key', id: made.created.id, value: { ...made.created, replaces } },
+              trx,
+            );
+            return made;
           });
           return reply.redirect(`${signed.base}/api-keys/${rolled.created.id}/created`, 303);
         } catch (error) {
           const problem = problemOf(error);
-          if (problem) return kit.message(reply, 409, 'This key cannot be rolled', problem.message, signed, 'api-keys');
-          throw error;
+          if (!problem) throw error;
+          // Rolled already by this session, its new key not yet seen: the page that shows it, once.
+          const held =
+            problem.code === 'conflict.invalid_state' ? await heldForOneView(deps, signed.session, 'api_key') : null;
+          if (held && replacedBy(held.value) === key.id)
+            return reply.redirect(`${signed.base}/api-keys/${held.id}/created`, 303);
+          return kit.message(reply, 409, 'This key cannot be rolled', problem.message, signed, 'api-keys');
         }
       },
       { permission: 'api_keys.manage', post: true },

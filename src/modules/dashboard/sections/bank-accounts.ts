@@ -2,6 +2,8 @@ import { addBankAccount, listBankAccountsOf } from '../../merchants/merchants.se
 import { BANK_ACCOUNT_FORM } from '../../merchants/bank-account-number.ts';
 import { formOf, problemOf, type Kit, type Scope, type Signed } from '../dashboard.kit.ts';
 import { text } from '../dashboard.format.ts';
+import { formKeyOf, isSentBeforeWithOtherValues, newConfirmationKey, SENT_BEFORE } from '../dashboard.forms.ts';
+import { idempotent } from '../../../http/idempotency.ts';
 
 // Bank accounts payments are made into: a list, and adding one, checked with the bank account
 // number's check digits (the same check as `bank-accounts add`).
@@ -15,6 +17,7 @@ export function registerBankAccountPages(scope: Scope, kit: Kit): void {
     values: Record<string, string>,
     error: string | null,
     flash: string | null = null,
+    formKey: string = newConfirmationKey(),
   ) => ({
     title: 'Bank accounts',
     ...kit.layoutOf(signed, 'bank-accounts'),
@@ -23,6 +26,8 @@ export function registerBankAccountPages(scope: Scope, kit: Kit): void {
     error,
     flash,
     form: BANK_ACCOUNT_FORM,
+    // The add form's one-time key: a second post of it adds nothing and answers as the first.
+    formKey,
   });
 
   scope.get(
@@ -47,18 +52,22 @@ export function registerBankAccountPages(scope: Scope, kit: Kit): void {
       async (request, reply, signed) => {
         const form = formOf(request);
         const values = { account_number: text(form.account_number, 40), name: text(form.name, 100) };
+        const formKey = formKeyOf(form);
         try {
-          await addBankAccount(
-            deps.db,
-            deps.clock,
-            signed.session.merchant.id,
-            values.account_number,
-            values.name || null,
-            signed.ctx,
+          // A repeat of the form's key (a double click) adds nothing and answers as the first did.
+          await idempotent(signed.ctx, formKey ?? undefined, 'dashboard POST /bank-accounts', values, 201, (trx) =>
+            addBankAccount(
+              trx,
+              deps.clock,
+              signed.session.merchant.id,
+              values.account_number,
+              values.name || null,
+              signed.ctx,
+            ),
           );
         } catch (error) {
-          const problem = problemOf(error);
-          if (!problem) throw error;
+          const sentBefore = isSentBeforeWithOtherValues(error);
+          if (!sentBefore && !problemOf(error)) throw error;
           return kit.render(
             reply,
             400,
@@ -66,7 +75,11 @@ export function registerBankAccountPages(scope: Scope, kit: Kit): void {
             await page(
               signed,
               values,
-              `That is not a valid New Zealand bank account number: enter it as ${BANK_ACCOUNT_FORM}.`,
+              sentBefore
+                ? SENT_BEFORE
+                : `That is not a valid New Zealand bank account number: enter it as ${BANK_ACCOUNT_FORM}.`,
+              null,
+              sentBefore ? newConfirmationKey() : (formKey ?? undefined),
             ),
           );
         }

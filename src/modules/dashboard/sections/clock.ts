@@ -1,7 +1,7 @@
 import { AppError } from '../../../shared/errors.ts';
 import { iso } from '../../../shared/time.ts';
 import { localAt } from '../../../shared/zone.ts';
-import { advanceClock, getClock, MAX_AHEAD_SECONDS, resetClock } from '../../test-helpers/clock.service.ts';
+import { advanceClock, MAX_AHEAD_SECONDS, resetClock } from '../../test-helpers/clock.service.ts';
 import {
   countTestData,
   deleteTestData,
@@ -9,12 +9,14 @@ import {
   type TestDataParts,
 } from '../../test-helpers/test-data.service.ts';
 import { listEventsFor } from '../../events/events.service.ts';
+import { testClockOffsetOf } from '../../merchants/merchants.service.ts';
 import { formOf, problemOf, type Kit, type Scope, type Signed } from '../dashboard.kit.ts';
 import { text, when } from '../dashboard.format.ts';
 
 // The test clock (test mode only): show it, advance it by a period or to a date, and show what ran
 // on the way (the events sent while it moved); reset it to now; delete all test data, after a page
-// that says what goes and what stays.
+// that says what goes and what stays. The move forms carry the clock as the page showed it, and a
+// move by a period goes from that time: the same form posted twice (a double click) moves it once.
 
 const hidden = { schema: { hide: true } };
 export const CLOCK_STEPS: Array<[string, string, number]> = [
@@ -38,9 +40,25 @@ function flashOf(done: string, count: string): string | null {
   return null;
 }
 
-export function registerClockPages(scope: Scope, kit: Kit, testData: TestDataParts): void {
-  const page = async (signed: Signed, from: number | null, error: string | null, status = 200) => {
-    const { clock } = await getClock(signed.ctx);
+/** The merchant's test clock now, and how far ahead of real time it is (both in milliseconds). */
+async function clockAsItIs(signed: Signed): Promise<{ now: number; offset: number }> {
+  const offset = await testClockOffsetOf(signed.ctx.db, signed.ctx.merchant.id);
+  return { now: signed.ctx.deps.clock.now() + offset, offset };
+}
+
+/** A whole number of milliseconds a form posted, or null. */
+function integerOf(posted: unknown): number | null {
+  const value = Number(text(posted, 20));
+  return text(posted, 20) !== '' && Number.isSafeInteger(value) ? value : null;
+}
+
+type ClockPage = ReturnType<typeof clockPage>;
+
+/** The clock page: the clock as it is (which its move forms post back), and what ran since `from`. */
+function clockPage(kit: Kit) {
+  return async (signed: Signed, from: number | null, error: string | null, status = 200) => {
+    const shown = await clockAsItIs(signed);
+    const clock = { now: iso(shown.now), offset_seconds: Math.round(shown.offset / 1000) };
     let ran: unknown[] = [];
     if (from !== null) {
       const events = await listEventsFor(signed.ctx, { limit: 200 });
@@ -54,6 +72,8 @@ export function registerClockPages(scope: Scope, kit: Kit, testData: TestDataPar
         title: 'Test clock',
         ...kit.layoutOf(signed, 'clock'),
         clock,
+        // Posted back by the move forms: the clock as this page shows it.
+        shown,
         steps: CLOCK_STEPS,
         ran,
         from,
@@ -63,7 +83,10 @@ export function registerClockPages(scope: Scope, kit: Kit, testData: TestDataPar
       },
     };
   };
+}
 
+export function registerClockPages(scope: Scope, kit: Kit, testData: TestDataParts): void {
+  const page = clockPage(kit);
   scope.get(
     '/dashboard/:mode/clock',
     hidden,
@@ -78,25 +101,54 @@ export function registerClockPages(scope: Scope, kit: Kit, testData: TestDataPar
     ),
   );
 
+  registerClockMove(scope, kit, page);
+  registerStartAgain(scope, kit, testData);
+}
+
+/** Moving the clock by a period from the time its page showed, or to a date and time. */
+function registerClockMove(scope: Scope, kit: Kit, page: ClockPage): void {
   scope.post(
     '/dashboard/:mode/clock',
     hidden,
     kit.guard(
       async (request, reply, signed) => {
         const form = formOf(request);
-        const before = Date.parse((await getClock(signed.ctx)).clock.now);
+        const { now: before, offset } = await clockAsItIs(signed);
         const step = CLOCK_STEPS.find(([name]) => name === text(form.step));
         const to = text(form.to, 20);
+        // The clock as the page showed it (a page from before these fields: none, and a period
+        // moves it from now). Moved since means another move came first: this form's own first
+        // post, when it was sent twice.
+        const shownAt = integerOf(form.clock_at);
+        const shownOffset = integerOf(form.clock_offset);
+        const movedSince = shownOffset !== null && offset !== shownOffset;
+        const local = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}$/.test(to) ? localAt(to, kit.zone()) : null;
+        const target =
+          step && !to ? (shownAt !== null ? shownAt + step[2] * 1000 : null) : local?.isValid ? local.toMillis() : null;
+        const reached = () => reply.redirect(`${signed.base}/clock?from=${shownAt ?? before}`, 303);
+        if (target !== null && target <= before) {
+          // Already there: the same move again (a double click, a reload) changes nothing.
+          if (movedSince) return reached();
+          if (step && !to) {
+            const message = `The test clock has passed ${when(iso(target), kit.zone())} since this page showed it, so it did not move. Choose again.`;
+            const shown = await page(signed, null, message, 409);
+            return kit.render(reply, shown.status, 'clock', shown.data);
+          }
+        }
         try {
           if (step && !to) {
-            await advanceClock(signed.ctx, { seconds: step[2] });
+            await advanceClock(signed.ctx, target !== null ? { to: iso(target) } : { seconds: step[2] });
           } else {
-            const target = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}$/.test(to) ? localAt(to, kit.zone()) : null;
-            await advanceClock(signed.ctx, { to: target?.isValid ? target.toUTC().toISO()! : 'not a time' });
+            await advanceClock(signed.ctx, { to: target !== null ? iso(target) : 'not a time' });
           }
         } catch (error) {
           const problem = problemOf(error);
           if (!problem) throw error;
+          // The same move posted twice at once: the other post moved the clock there first.
+          if (target !== null) {
+            const after = await clockAsItIs(signed);
+            if (after.now >= target && after.offset !== offset) return reached();
+          }
           // The API's refusal past the cap names its fields (to, seconds); here they are a button or a
           // date field, so the page says it in the merchant's words, with the latest time in their zone.
           const latest =
@@ -116,7 +168,6 @@ export function registerClockPages(scope: Scope, kit: Kit, testData: TestDataPar
       { permission: 'test_clock.manage', post: true, testOnly: true },
     ),
   );
-  registerStartAgain(scope, kit, testData);
 }
 
 /** Reset to now, and deleting all test data: on the clock page, in test mode only. */

@@ -4,21 +4,33 @@ import { retrieveConsent } from '../../consents/consents.service.ts';
 import { executePaymentOnConsent, refusalOfCharge } from '../../consents/execute.service.ts';
 import { ReferenceInput } from '../../../http/schemas.ts';
 import { text } from '../dashboard.format.ts';
-import { amountText, apiBodyProblem, confirmationKeyOf, newConfirmationKey } from '../dashboard.forms.ts';
+import {
+  amountText,
+  apiBodyProblem,
+  confirmationKeyOf,
+  formKeyOf,
+  isSentBeforeWithOtherValues,
+  newConfirmationKey,
+  SENT_BEFORE,
+} from '../dashboard.forms.ts';
 import { formOf, problemOf, type Kit, type Scope, type Signed } from '../dashboard.kit.ts';
 
 // Charging a recurring consent from the dashboard, for a merchant who writes no code: the amount
-// and reference, then a confirmation that says what the limits leave, then one payment per
-// confirmation. The confirmation carries an idempotency key made when it was shown, so a double
-// submit, a reload or Back-and-resubmit answers with the first payment instead of a second one.
+// and reference, then a confirmation that says what the limits leave, then one payment per form.
+// The form carries an idempotency key made when its page was shown (the GET), through the review to
+// the confirmation, so a double submit, a reload, or Back (which posts the review again) and
+// resubmit answers with the first payment instead of a second one.
 
 const hidden = { schema: { hide: true } };
 const referenceSchema = ReferenceInput('Statement reference');
 
 type ChargeValues = { amount: string; reference: string };
 
-export function registerConsentCharge(scope: Scope, kit: Kit): void {
-  const formPage = async (signed: Signed, id: string, values: ChargeValues, error: string | null) => {
+type FormPage = ReturnType<typeof chargeFormPage>;
+
+/** The charge form of a consent: what its limits leave, the amount and reference, and the form's key. */
+function chargeFormPage(kit: Kit) {
+  return async (signed: Signed, id: string, values: ChargeValues, error: string | null, key: string) => {
     const { recurring_consent: consent } = await retrieveConsent(signed.ctx, id);
     return {
       title: 'Charge this consent',
@@ -27,15 +39,23 @@ export function registerConsentCharge(scope: Scope, kit: Kit): void {
       thisPeriod: THIS_PERIOD[consent.limits.period],
       values,
       error,
+      key,
     };
   };
+}
 
+export function registerConsentCharge(scope: Scope, kit: Kit): void {
+  const formPage = chargeFormPage(kit);
   scope.get(
     '/dashboard/:mode/recurring-consents/:id/charge',
     hidden,
     kit.guard(
-      async (request, reply, signed) =>
-        kit.render(reply, 200, 'consent-charge', await formPage(signed, request.params.id, emptyCharge, null)),
+      async (request, reply, signed) => {
+        // Go back from the confirmation keeps what was typed, and the form's key.
+        const typed = text(request.query.amount) ? valuesOf(request.query) : emptyCharge;
+        const key = formKeyOf(request.query) ?? newConfirmationKey();
+        return kit.render(reply, 200, 'consent-charge', await formPage(signed, request.params.id, typed, null, key));
+      },
       { permission: 'recurring.manage' },
     ),
   );
@@ -46,9 +66,12 @@ export function registerConsentCharge(scope: Scope, kit: Kit): void {
     kit.guard(
       async (request, reply, signed) => {
         const id = request.params.id;
-        const values = valuesOf(formOf(request));
+        const form = formOf(request);
+        const values = valuesOf(form);
+        // The key the form page made (a page from before keys: one made now).
+        const key = formKeyOf(form) ?? newConfirmationKey();
         const again = async (status: number, message: string) =>
-          kit.render(reply, status, 'consent-charge', await formPage(signed, id, values, message));
+          kit.render(reply, status, 'consent-charge', await formPage(signed, id, values, message, key));
         const typed = problemOfValues(values);
         if (typed) return again(400, typed);
         const cents = parseAmount(amountText(values.amount))!;
@@ -61,20 +84,21 @@ export function registerConsentCharge(scope: Scope, kit: Kit): void {
           heading: `Charge ${displayAmount(cents)} to ${consent.email} for “${consent.description}”?`,
           consequence: `${leftAfter(consent, cents)} The payment is made at once at the payer’s bank, and payment.status_updated is sent.`,
           action: `${signed.base}/recurring-consents/${id}/charge/confirm`,
-          fields: {
-            amount: values.amount,
-            reference: values.reference,
-            idempotency_key: newConfirmationKey(),
-          },
+          fields: { amount: values.amount, reference: values.reference, idempotency_key: key },
           confirm: `Yes, charge ${displayAmount(cents)}`,
           confirmClass: 'primary',
-          back: `${signed.base}/recurring-consents/${id}/charge`,
+          back: `${signed.base}/recurring-consents/${id}/charge${kit.helpers.queryOf({ ...values, idempotency_key: key })}`,
         });
       },
       { permission: 'recurring.manage', post: true },
     ),
   );
 
+  registerChargeConfirm(scope, kit, formPage);
+}
+
+/** "Yes, charge": one payment per form (its idempotency key), then the payment's page. */
+function registerChargeConfirm(scope: Scope, kit: Kit, formPage: FormPage): void {
   scope.post(
     '/dashboard/:mode/recurring-consents/:id/charge/confirm',
     hidden,
@@ -85,7 +109,8 @@ export function registerConsentCharge(scope: Scope, kit: Kit): void {
         const values = valuesOf(form);
         const key = text(form.idempotency_key, 100);
         const typed = problemOfValues(values) ?? (confirmationKeyOf(key) ? null : 'The form is incomplete.');
-        if (typed) return kit.render(reply, 400, 'consent-charge', await formPage(signed, id, values, typed));
+        const formKey = confirmationKeyOf(key) ?? newConfirmationKey();
+        if (typed) return kit.render(reply, 400, 'consent-charge', await formPage(signed, id, values, typed, formKey));
         try {
           const charged = await executePaymentOnConsent(signed.ctx, id, {
             amount: amountText(values.amount),
@@ -96,11 +121,20 @@ export function registerConsentCharge(scope: Scope, kit: Kit): void {
         } catch (error) {
           const problem = problemOf(error);
           if (!problem) throw error;
+          // The form's key sent with other values (an earlier form, changed): its payment was made;
+          // the form is shown again with a new key for another.
+          const sentBefore = isSentBeforeWithOtherValues(error);
           return kit.render(
             reply,
             (error as { status: number }).status,
             'consent-charge',
-            await formPage(signed, id, values, `${problem.message}. Nothing was charged.`),
+            await formPage(
+              signed,
+              id,
+              values,
+              sentBefore ? SENT_BEFORE : `${problem.message}. Nothing was charged.`,
+              sentBefore ? newConfirmationKey() : formKey,
+            ),
           );
         }
       },

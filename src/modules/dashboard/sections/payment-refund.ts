@@ -8,13 +8,21 @@ import { authorityViewFor } from '../../refunds/refunds.authority.ts';
 import { REASON_MAX_LENGTH, refundableCents, refundStatementText } from '../../refunds/refunds.rules.ts';
 import { createRefund, refusalOfRefund } from '../../refunds/refunds.service.ts';
 import { text } from '../dashboard.format.ts';
-import { amountText, confirmationKeyOf, newConfirmationKey } from '../dashboard.forms.ts';
+import {
+  amountText,
+  confirmationKeyOf,
+  formKeyOf,
+  isSentBeforeWithOtherValues,
+  newConfirmationKey,
+  SENT_BEFORE,
+} from '../dashboard.forms.ts';
 import { formOf, problemOf, type Kit, type Scope, type Signed } from '../dashboard.kit.ts';
 
 // Refunding a payment from its page: the amount (what remains, to start with) and a reason, then a
 // confirmation that says what the payer's statement shows and what remains after, then one refund
-// per confirmation. The confirmation carries an idempotency key made when it was shown, so a double
-// submit, a reload or Back-and-resubmit answers with the first refund instead of a second one.
+// per form. The form carries an idempotency key made when its page was shown (the GET), through the
+// review to the confirmation, so a double submit, a reload, or Back (which posts the review again)
+// and resubmit answers with the first refund instead of a second one.
 
 const hidden = { schema: { hide: true } };
 
@@ -82,9 +90,10 @@ export function registerPaymentRefund(scope: Scope, kit: Kit): void {
     hidden,
     kit.guard(
       async (request, reply, signed) => {
-        // Go back from the confirmation keeps what was typed.
+        // Go back from the confirmation keeps what was typed, and the form's key.
         const typed = text(request.query.amount) ? valuesOf(request.query) : null;
-        return kit.render(reply, 200, 'payment-refund', await formPage(signed, request.params.id, typed, null));
+        const key = formKeyOf(request.query) ?? newConfirmationKey();
+        return kit.render(reply, 200, 'payment-refund', await formPage(signed, request.params.id, typed, null, key));
       },
       { permission: 'refunds.create' },
     ),
@@ -97,7 +106,7 @@ type FormPage = ReturnType<typeof refundFormPage>;
 
 /** The refund form of a payment: what was paid, refunded and remains, the amount (what remains) and a reason. */
 function refundFormPage(kit: Kit) {
-  return async (signed: Signed, id: string, values: RefundValues | null, error: string | null) => {
+  return async (signed: Signed, id: string, values: RefundValues | null, error: string | null, key: string) => {
     const { payment } = await retrievePayment(signed.ctx, id);
     const remaining = remainingOf(payment);
     return {
@@ -110,6 +119,7 @@ function refundFormPage(kit: Kit) {
       values: values ?? { amount: (remaining / 100).toFixed(2), reason: '' },
       reasonMax: REASON_MAX_LENGTH,
       error,
+      key,
     };
   };
 }
@@ -134,9 +144,12 @@ function registerRefundReview(scope: Scope, kit: Kit, formPage: FormPage): void 
     kit.guard(
       async (request, reply, signed) => {
         const id = request.params.id;
-        const values = valuesOf(formOf(request));
+        const form = formOf(request);
+        const values = valuesOf(form);
+        // The key the form page made (a page from before keys: one made now).
+        const key = formKeyOf(form) ?? newConfirmationKey();
         const again = async (status: number, message: string) =>
-          kit.render(reply, status, 'payment-refund', await formPage(signed, id, values, message));
+          kit.render(reply, status, 'payment-refund', await formPage(signed, id, values, message, key));
         const typed = problemOfValues(values);
         if (typed) return again(400, typed);
         const cents = parseAmount(amountText(values.amount))!;
@@ -158,8 +171,8 @@ function registerRefundReview(scope: Scope, kit: Kit, formPage: FormPage): void 
           statement: refundStatementText({ particulars: payment.pcr.particulars, reference: payment.pcr.reference }),
           after: remaining - cents,
           authority: active,
-          fields: { amount: values.amount, reason: values.reason, idempotency_key: newConfirmationKey() },
-          back: `${signed.base}/payments/${id}/refund${kit.helpers.queryOf(values)}`,
+          fields: { amount: values.amount, reason: values.reason, idempotency_key: key },
+          back: `${signed.base}/payments/${id}/refund${kit.helpers.queryOf({ ...values, idempotency_key: key })}`,
         });
       },
       { permission: 'refunds.create', post: true },
@@ -167,7 +180,7 @@ function registerRefundReview(scope: Scope, kit: Kit, formPage: FormPage): void 
   );
 }
 
-/** "Yes, refund": one refund per confirmation (its idempotency key), then the refund's page. */
+/** "Yes, refund": one refund per form (its idempotency key), then the refund's page. */
 function registerRefundConfirm(scope: Scope, kit: Kit, formPage: FormPage): void {
   scope.post(
     '/dashboard/:mode/payments/:id/refund/confirm',
@@ -180,8 +193,14 @@ function registerRefundConfirm(scope: Scope, kit: Kit, formPage: FormPage): void
         const key = text(form.idempotency_key, 100);
         const typed = problemOfValues(values) ?? (confirmationKeyOf(key) ? null : 'The form is incomplete.');
         const limited = typed ? null : await overRefundLimit(signed, parseAmount(amountText(values.amount))!);
+        const formKey = confirmationKeyOf(key) ?? newConfirmationKey();
         if (typed || limited)
-          return kit.render(reply, 400, 'payment-refund', await formPage(signed, id, values, (typed ?? limited)!));
+          return kit.render(
+            reply,
+            400,
+            'payment-refund',
+            await formPage(signed, id, values, (typed ?? limited)!, formKey),
+          );
         try {
           const made = await createRefund(
             signed.ctx,
@@ -197,11 +216,26 @@ function registerRefundConfirm(scope: Scope, kit: Kit, formPage: FormPage): void
           // A payment id of another merchant or mode: the service's 404, as the guard shows it.
           if (!problemOf(error)) throw error;
           const status = (error as AppError).status;
+          // The form's key sent with other values (an earlier form, changed): its refund was made;
+          // the form is shown again with a new key for another.
+          if (isSentBeforeWithOtherValues(error))
+            return kit.render(
+              reply,
+              status,
+              'payment-refund',
+              await formPage(signed, id, values, SENT_BEFORE, newConfirmationKey()),
+            );
           return kit.render(
             reply,
             status,
             'payment-refund',
-            await formPage(signed, id, values, `${refundProblemText(error as AppError)} Nothing was refunded.`),
+            await formPage(
+              signed,
+              id,
+              values,
+              `${refundProblemText(error as AppError)} Nothing was refunded.`,
+              formKey,
+            ),
           );
         }
       },

@@ -4,7 +4,13 @@ import { listRequestPayments, requestIdsWithParticulars } from '../../payments/p
 import { listEventsFor } from '../../events/events.service.ts';
 import { listBankAccountsOf } from '../../merchants/merchants.service.ts';
 import { dayBound, text, oneOf, cursorOf } from '../dashboard.format.ts';
-import { apiBodyProblem } from '../dashboard.forms.ts';
+import {
+  apiBodyProblem,
+  formKeyOf,
+  isSentBeforeWithOtherValues,
+  newConfirmationKey,
+  SENT_BEFORE,
+} from '../dashboard.forms.ts';
 import {
   formProblemOf,
   REQUEST_FLAGS,
@@ -88,10 +94,13 @@ function registerRequestForm(scope: Scope, kit: Kit): void {
     kind: RequestKind | null,
     values: Record<string, unknown>,
     error: { message: string; input: string } | null,
+    formKey: string = newConfirmationKey(),
   ) => ({
     title: kind ? `New request: ${REQUEST_KINDS[kind].label.replace(/:.*/, '').toLowerCase()}` : 'New request',
     ...kit.layoutOf(signed, 'requests'),
     kind,
+    // The form's one-time key: a second post of this form answers with the request the first made.
+    formKey,
     kinds: Object.entries(REQUEST_KINDS).map(([value, { label }]) => ({ value, label })),
     inputs: REQUEST_INPUTS,
     values,
@@ -133,17 +142,21 @@ function registerRequestForm(scope: Scope, kit: Kit): void {
           const problem = { message: 'Choose what the payer agrees to: nothing was created.', input: 'kind-fixed' };
           return kit.render(reply, 400, 'request-new', await formPage(signed, null, {}, problem));
         }
-        const again = async (problem: { message: string; input: string }) =>
-          kit.render(reply, 400, 'request-new', await formPage(signed, kind, form, problem));
+        const key = formKeyOf(form);
+        const again = async (problem: { message: string; input: string }, formKey = key ?? undefined) =>
+          kit.render(reply, 400, 'request-new', await formPage(signed, kind, form, problem, formKey));
         const stray = strayInputOf(form, kind);
         if (stray) return again(stray);
         const body = requestBodyFromForm(form, kind);
         const invalid = apiBodyProblem(CreateRequestBody, body);
         if (invalid) return again(formProblemOf(problemOf(invalid)!));
         try {
-          const created = await createRequest(signed.ctx, body as CreateRequestBody);
+          // A repeat of this form's key (a double click) answers with the request the first post made.
+          const created = await createRequest(signed.ctx, body as CreateRequestBody, key ?? undefined);
           return reply.redirect(`${signed.base}/requests/${created.body.request.id}?done=created`, 303);
         } catch (error) {
+          if (isSentBeforeWithOtherValues(error))
+            return again({ message: SENT_BEFORE, input: 'message' }, newConfirmationKey());
           const problem = problemOf(error);
           if (problem) return again(formProblemOf(problem));
           throw error;

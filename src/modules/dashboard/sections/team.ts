@@ -58,6 +58,8 @@ const layoutOf = (session: DashboardSession) => ({
 
 const FLASHES: Record<string, string> = {
   invited: 'The invitation is sent. Its link works once, for 72 hours.',
+  reinvited:
+    'The invitation is sent again. Only the newest link works (once, for 72 hours): the one sent before no longer does.',
   revoked: 'The invitation is revoked; its link no longer works.',
   role: 'The role is changed. It applies from their next page.',
   removed: 'The member is removed and signed out.',
@@ -116,7 +118,7 @@ export function registerTeamPages(scope: Scope, kit: Kit): void {
           { email, role: values.role },
         );
         if (invited.kind === 'problem') return refused(reply, signed, invited, values);
-        return done(reply, 'invited');
+        return done(reply, invited.replaced ? 'reinvited' : 'invited');
       },
       { permission: 'team.manage', post: true },
     ),

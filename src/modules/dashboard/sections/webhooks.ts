@@ -19,7 +19,13 @@ import {
 } from '../../webhooks/webhooks.service.ts';
 import { text, texts, oneOf, cursorOf, queryOf } from '../dashboard.format.ts';
 import { holdForOneView, takeOneView } from '../dashboard.sessions.ts';
-import { apiBodyProblem } from '../dashboard.forms.ts';
+import {
+  apiBodyProblem,
+  formKeyOf,
+  isSentBeforeWithOtherValues,
+  newConfirmationKey,
+  SENT_BEFORE,
+} from '../dashboard.forms.ts';
 import { deliveryStateLabel, failureRateText, lastDeliveryLabel, objectPathOf } from '../dashboard.present.ts';
 import { formOf, problemOf, type Kit, type Scope, type Signed } from '../dashboard.kit.ts';
 import { auditTrailOf } from './audit.ts';
@@ -81,7 +87,12 @@ function endpointFormProblem(problem: { message: string; field: string | null })
 
 /** The endpoints, and a new one (its secret shown once). */
 function registerEndpointList(scope: Scope, kit: Kit): void {
-  const listPage = async (signed: Signed, values: EndpointValues, error: FormProblem | null) => ({
+  const listPage = async (
+    signed: Signed,
+    values: EndpointValues,
+    error: FormProblem | null,
+    formKey: string = newConfirmationKey(),
+  ) => ({
     title: 'Webhooks',
     ...kit.layoutOf(signed, 'webhooks'),
     webhooks: await withActivity(signed, (await listWebhooksFor(signed.ctx, { limit: 100 })).webhooks),
@@ -89,6 +100,8 @@ function registerEndpointList(scope: Scope, kit: Kit): void {
     eventTypes: EVENT_TYPES,
     values,
     error,
+    // The create form's one-time key: a second post of it answers with the endpoint the first made.
+    formKey,
   });
 
   scope.get(
@@ -114,17 +127,28 @@ function registerEndpointList(scope: Scope, kit: Kit): void {
         const description = text(form.description, 2000);
         const chosen = texts(form.events).filter((type) => type !== '');
         const body = { url, ...(description ? { description } : {}), ...(chosen.length ? { events: chosen } : {}) };
-        const again = async (problem: FormProblem) =>
-          kit.render(reply, 400, 'webhooks', await listPage(signed, { url, description, events: chosen }, problem));
+        const key = formKeyOf(form);
+        const again = async (problem: FormProblem, formKey = key ?? newConfirmationKey()) =>
+          kit.render(
+            reply,
+            400,
+            'webhooks',
+            await listPage(signed, { url, description, events: chosen }, problem, formKey),
+          );
         const invalid = apiBodyProblem(CreateWebhookBody, body);
         if (invalid) return again(endpointFormProblem(problemOf(invalid)!));
         try {
-          const created = await createWebhook(signed.ctx, body);
-          // Post/redirect/get: the secret waits, sealed, for the one view of the page the redirect opens.
+          const created = await createWebhook(signed.ctx, body, key ?? undefined);
           const webhook = created.body.webhook;
-          await holdForOneView(kit.deps, signed.session, { kind: 'webhook', id: webhook.id, value: webhook });
+          // Post/redirect/get: the secret waits, sealed, for the one view of the page the redirect
+          // opens. A repeat of the form (a double click) leads to the first's page, holding nothing
+          // again: the secret shows there if it has not been shown yet, and never twice.
+          if (!created.replayed)
+            await holdForOneView(kit.deps, signed.session, { kind: 'webhook', id: webhook.id, value: webhook });
           return reply.redirect(`${signed.base}/webhooks/${webhook.id}/created`, 303);
         } catch (error) {
+          if (isSentBeforeWithOtherValues(error))
+            return again({ input: 'url', message: SENT_BEFORE }, newConfirmationKey());
           const problem = problemOf(error);
           if (problem) return again(endpointFormProblem(problem));
           throw error;
