@@ -14,6 +14,7 @@ import {
   exchangeCode,
   issueClientToken,
   logIn,
+  refreshConsentToken,
   sessionConsent,
 } from './auth.service.ts';
 import { consentRows, sendPage } from './pages.ts';
@@ -154,7 +155,10 @@ function registerDecision(app: FastifyInstance, deps: SandboxDeps): void {
   );
 }
 
-/** OAuth token endpoint: client_credentials for API calls, authorization_code after approval. */
+/**
+ * OAuth token endpoint: client_credentials for API calls, authorization_code after approval, and
+ * refresh_token for an enduring consent's next access token.
+ */
 function registerTokenEndpoint(app: FastifyInstance, deps: SandboxDeps): void {
   app.post('/token', async (request, reply) => {
     const body = (request.body ?? {}) as Record<string, string | undefined>;
@@ -182,10 +186,12 @@ function registerTokenEndpoint(app: FastifyInstance, deps: SandboxDeps): void {
       if (body.grant_type === 'client_credentials') return await issueClientToken(deps, client);
       if (body.grant_type === 'authorization_code')
         return await exchangeCode(deps, client, body.code, body.redirect_uri);
+      if (body.grant_type === 'refresh_token')
+        return await refreshConsentToken(deps, client, body.refresh_token, body.scope);
       throw new OAuthError(
         400,
         'unsupported_grant_type',
-        'grant_type must be client_credentials or authorization_code',
+        'grant_type must be client_credentials, authorization_code or refresh_token',
       );
     } catch (error) {
       if (error instanceof OAuthError)

@@ -10,19 +10,25 @@ import {
   findAuthorisationByCode,
   findConsent,
   findPayerByUsername,
+  findRefreshToken,
   findToken,
   insertAuthorisation,
+  insertRefreshToken,
   insertToken,
   updateAuthorisation,
   updateConsent,
   useCode,
+  useRefreshToken,
   type ConsentRow,
   type PayerRow,
 } from './sandbox.repo.ts';
 
 // The sandbox's stand-in for the standard's FAPI security: client-credentials tokens for API
 // calls, a login-and-approve page, and an authorization code exchanged once for a token bound to
-// the consent. Secrets are stored only as hashes.
+// the consent. An enduring consent's token comes with a refresh token (RFC 6749 section 6), used
+// once: each refresh answers a new access token and a new refresh token (rotation). Its access
+// tokens last as long as TokenLifetimes says (by default for ever, as before refresh tokens).
+// Secrets are stored only as hashes.
 
 export const CLIENT_TOKEN_TTL_MS = HOUR_MS;
 const CODE_TTL_MS = 10 * MINUTE_MS;
@@ -96,6 +102,7 @@ export type TokenResponse = {
   access_token: string;
   token_type: 'Bearer';
   expires_in?: number;
+  refresh_token?: string;
   scope: string;
   consent_id?: string;
 };
@@ -240,8 +247,10 @@ export async function exchangeCode(
   if (!(await useCode(deps.db, session.id, now)))
     throw new OAuthError(400, 'invalid_grant', 'The code has already been used');
   const consent = (await findConsent(deps.db, session.consent_id))!;
+  if (consent.kind === 'enduring')
+    return transact(deps.db, (trx) => issueConsentTokens({ ...deps, db: trx }, client, consent.id, now));
   const token = randomSecret(32);
-  const expiresAt = consent.kind === 'domestic' ? now + DOMESTIC_TOKEN_TTL_MS : null;
+  const expiresAt = now + DOMESTIC_TOKEN_TTL_MS;
   await insertToken(deps.db, {
     token_hash: sha256Hex(token),
     client_id: client.clientId,
@@ -252,10 +261,85 @@ export async function exchangeCode(
   return {
     access_token: token,
     token_type: 'Bearer',
-    ...(expiresAt !== null && { expires_in: DOMESTIC_TOKEN_TTL_MS / 1000 }),
+    expires_in: DOMESTIC_TOKEN_TTL_MS / 1000,
     scope: 'payments',
     consent_id: consent.id,
   };
+}
+
+/**
+ * An enduring consent's access token, lasting as TokenLifetimes says (expires_in only when it
+ * expires), with a new refresh token.
+ */
+async function issueConsentTokens(
+  deps: SandboxDeps,
+  client: SandboxClient,
+  consentId: string,
+  now: number,
+): Promise<TokenResponse> {
+  const token = randomSecret(32);
+  const refresh = randomSecret(32);
+  const lifetime = deps.tokenLifetimes.enduringMs(client.clientId);
+  await insertToken(deps.db, {
+    token_hash: sha256Hex(token),
+    client_id: client.clientId,
+    consent_id: consentId,
+    created_at: now,
+    expires_at: lifetime === null ? null : now + lifetime,
+  });
+  await insertRefreshToken(deps.db, {
+    token_hash: sha256Hex(refresh),
+    client_id: client.clientId,
+    consent_id: consentId,
+    created_at: now,
+    used_at: null,
+    revoked_at: null,
+  });
+  return {
+    access_token: token,
+    token_type: 'Bearer',
+    ...(lifetime !== null && { expires_in: Math.ceil(lifetime / 1000) }),
+    refresh_token: refresh,
+    scope: 'payments',
+    consent_id: consentId,
+  };
+}
+
+/**
+ * refresh_token grant (RFC 6749 section 6): a refresh token of this client, not used before and
+ * not revoked, of a consent still Authorised, gives a new access token and a new refresh token;
+ * the one presented is spent. Anything else is invalid_grant. A scope, when sent, can only be the
+ * one granted (payments).
+ */
+export async function refreshConsentToken(
+  deps: SandboxDeps,
+  client: SandboxClient,
+  refreshToken: string | undefined,
+  scope: string | undefined,
+): Promise<TokenResponse> {
+  if (!refreshToken) throw new OAuthError(400, 'invalid_request', 'refresh_token is required');
+  if (scope?.split(' ').some((part) => part !== 'payments'))
+    throw new OAuthError(400, 'invalid_scope', 'The scope can only be the one granted: payments');
+  const hash = sha256Hex(refreshToken);
+  const row = await findRefreshToken(deps.db, hash);
+  if (!row || row.client_id !== client.clientId)
+    throw new OAuthError(400, 'invalid_grant', 'The refresh token is unknown or was issued to another client');
+  if (row.revoked_at !== null) throw new OAuthError(400, 'invalid_grant', 'The refresh token has been revoked');
+  if (row.used_at !== null)
+    throw new OAuthError(400, 'invalid_grant', 'The refresh token has already been used: it was rotated');
+  const consent = await findConsent(deps.db, row.consent_id);
+  if (consent?.status !== 'Authorised')
+    throw new OAuthError(
+      400,
+      'invalid_grant',
+      `The consent's status is ${consent?.status ?? 'unknown'}: its access is no longer renewed`,
+    );
+  const now = deps.clock.now();
+  return transact(deps.db, async (trx) => {
+    if (!(await useRefreshToken(trx, hash, now)))
+      throw new OAuthError(400, 'invalid_grant', 'The refresh token has already been used: it was rotated');
+    return issueConsentTokens({ ...deps, db: trx }, client, consent.id, now);
+  });
 }
 
 /** The client id and secret of an `Authorization: Basic` header (RFC 6749 2.3.1); none when absent or not Basic. */

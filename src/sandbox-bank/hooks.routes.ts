@@ -11,6 +11,7 @@ import {
   createPayer,
   declineNext,
   delayConfirmation,
+  expireConsentTokens,
   getPayer,
   revokeAtBank,
   type Latency,
@@ -184,6 +185,26 @@ function registerConsentHooks(app: FastifyInstance, deps: SandboxDeps): void {
     const consent = await revokeAtBank(deps, request.hookClient, (request.params as { ConsentId: string }).ConsentId);
     return { Data: { ConsentId: consent.id, Status: consent.status } };
   });
+
+  app.post(
+    '/test/consents/:ConsentId/expire-tokens',
+    {
+      schema: {
+        params: ConsentIdParams,
+        body: Type.Object({ refresh_tokens: Type.Optional(Type.Boolean()) }),
+      },
+    },
+    async (request) => {
+      const { ConsentId } = request.params as { ConsentId: string };
+      const body = request.body as { refresh_tokens?: boolean };
+      const expired = await expireConsentTokens(deps, request.hookClient, ConsentId, {
+        refreshTokens: body.refresh_tokens ?? false,
+      });
+      return {
+        Data: { ConsentId, ExpiredAccessTokens: expired.accessTokens, RevokedRefreshTokens: expired.refreshTokens },
+      };
+    },
+  );
 }
 
 /** Driving a flow without a browser: release a held payment, approve a consent, slow the bank down. */
@@ -237,6 +258,22 @@ function registerFlowHooks(app: FastifyInstance, deps: SandboxDeps, latency: Lat
         decision: body.decision ?? 'approve',
       });
       return { Data: { RedirectUri: redirect } };
+    },
+  );
+
+  app.post(
+    '/test/token-lifetime',
+    {
+      schema: {
+        body: Type.Object({
+          enduring_seconds: Type.Union([Type.Integer({ minimum: 1, maximum: 366 * 86400 }), Type.Null()]),
+        }),
+      },
+    },
+    async (request) => {
+      const seconds = (request.body as { enduring_seconds: number | null }).enduring_seconds;
+      deps.tokenLifetimes.setEnduring(request.hookClient, seconds === null ? null : seconds * 1000);
+      return { Data: { EnduringSeconds: seconds } };
     },
   );
 

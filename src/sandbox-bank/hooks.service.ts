@@ -5,10 +5,12 @@ import { AuthorisePageError, LoginRefused, decide, logIn } from './auth.service.
 import { revokeEnduringConsent } from './consents.service.ts';
 import { canonicalAccountNumber, newAccountNumber } from './sandbox.accounts.ts';
 import {
+  expireConsentAccessTokens,
   findConsent,
   findPayerByUsername,
   findPayment,
   insertPayerUnlessTaken,
+  revokeConsentRefreshTokens,
   updateConsent,
   type PayerRow,
 } from './sandbox.repo.ts';
@@ -126,6 +128,24 @@ export async function delayConfirmation(
 export async function revokeAtBank(deps: SandboxDeps, clientId: string, consentId: string) {
   await clientConsent(deps, clientId, consentId);
   return revokeEnduringConsent(deps, consentId, null);
+}
+
+/**
+ * As time would: the consent's access tokens expire now, so the next call under one is 401
+ * Header.Invalid. With `refreshTokens`, its refresh tokens are revoked too, so the next refresh is
+ * invalid_grant: the bank no longer renews the consent's access, as a bank may without saying why.
+ */
+export async function expireConsentTokens(
+  deps: SandboxDeps,
+  clientId: string,
+  consentId: string,
+  input: { refreshTokens: boolean },
+): Promise<{ accessTokens: number; refreshTokens: number }> {
+  await clientConsent(deps, clientId, consentId);
+  const now = deps.clock.now();
+  const accessTokens = await expireConsentAccessTokens(deps.db, consentId, now);
+  const refreshTokens = input.refreshTokens ? await revokeConsentRefreshTokens(deps.db, consentId, now) : 0;
+  return { accessTokens, refreshTokens };
 }
 
 /** The approval pages without a browser: the same login and decision, returning the redirect. */

@@ -19,6 +19,8 @@ import {
 //   SANDBOX_TLS_CERT_FILE, SANDBOX_TLS_KEY_FILE   serve HTTPS with this certificate
 //   SANDBOX_CLIENT_CA_FILE                        mutual TLS: the API and token endpoint need a client certificate from this CA
 //   SANDBOX_CLIENT_PUBLIC_KEY_FILE                the client authenticates with private_key_jwt, signed by the matching key
+// SANDBOX_ENDURING_TOKEN_SECONDS: how long an enduring consent's access token lasts before its
+// refresh token must be used (unset: it never expires).
 
 let config: ReturnType<typeof loadConfig>;
 try {
@@ -70,6 +72,15 @@ try {
   process.exit(1);
 }
 
+const enduringTokenRaw = process.env.SANDBOX_ENDURING_TOKEN_SECONDS;
+const enduringTokenSeconds = enduringTokenRaw ? Number(enduringTokenRaw) : null;
+if (enduringTokenSeconds !== null && !(Number.isInteger(enduringTokenSeconds) && enduringTokenSeconds > 0)) {
+  process.stderr.write(
+    `sandbox-bank: SANDBOX_ENDURING_TOKEN_SECONDS must be a whole number of seconds, got ${JSON.stringify(enduringTokenRaw)}\n`,
+  );
+  process.exit(1);
+}
+
 const db = openDb({ engine: 'sqlite', file: path.join(config.dataDir, 'sandbox-bank.db') });
 try {
   await migrateSandboxBank(db);
@@ -81,6 +92,7 @@ try {
 const app = await buildSandboxBankApp({
   db,
   zone: config.serviceTimeZone,
+  enduringTokenSeconds,
   log: pino({ level: config.logLevel }),
   ...(tlsCert && tlsKey && { https: { cert: tlsCert, key: tlsKey, ...(clientCa && { clientCa }) } }),
   clients: () => [

@@ -14,7 +14,7 @@ import { INTERACTION_ID_HEADER } from '../shared/open-banking.wire.ts';
 import { registerApiRoutes } from './api.routes.ts';
 import { registerAuthRoutes } from './auth.routes.ts';
 import { bankErrorHandler, bankNotFoundHandler } from './sandbox.errors.ts';
-import type { SandboxClient, SandboxDeps } from './sandbox.context.ts';
+import { TokenLifetimes, type SandboxClient, type SandboxDeps } from './sandbox.context.ts';
 import type { SandboxTables } from './sandbox.tables.ts';
 import { ensureDefaultPayer, Latency } from './hooks.service.ts';
 import { registerHookRoutes } from './hooks.routes.ts';
@@ -30,6 +30,11 @@ export type SandboxBankOptions = {
   /** The registered clients; a function so redirect URIs can follow a base URL set after start. */
   clients: () => SandboxClient[];
   requireClientCertificate?: boolean;
+  /**
+   * How long an enduring consent's access token lasts, in seconds, before its refresh token must be
+   * used; unset or null, it never expires (the default). The test hook changes it per client.
+   */
+  enduringTokenSeconds?: number | null;
 };
 
 /** The client the service uses at its sandbox bank. */
@@ -57,6 +62,9 @@ export async function sandboxBank(app: FastifyInstance, options: SandboxBankOpti
     zone: options.zone,
     clients: options.clients,
     requireClientCertificate: options.requireClientCertificate ?? false,
+    tokenLifetimes: new TokenLifetimes(
+      options.enduringTokenSeconds == null ? null : options.enduringTokenSeconds * 1000,
+    ),
   };
   await ensureDefaultPayer(deps);
   const latency = new Latency();

@@ -22,7 +22,30 @@ export type SandboxDeps = {
   clients: () => SandboxClient[];
   /** Mutual TLS: the token endpoint, the API and the test hooks need a client certificate the bank trusts. */
   requireClientCertificate: boolean;
+  /** How long enduring consents' access tokens last (the option, or the test hook). */
+  tokenLifetimes: TokenLifetimes;
 };
+
+/**
+ * How long the access token of an enduring consent lasts, per client: null, it never expires (and
+ * the token endpoint's answer has no expires_in), as the bank's default. Its refresh token does not
+ * expire; it is used once. Held in memory by the bank's process: `POST /test/token-lifetime`
+ * changes it for the calling client, for the tokens issued after it.
+ */
+export class TokenLifetimes {
+  private readonly initialMs: number | null;
+  private readonly byClient = new Map<string, number | null>();
+  constructor(initialMs: number | null) {
+    this.initialMs = initialMs;
+  }
+  enduringMs(clientId: string): number | null {
+    const set = this.byClient.get(clientId);
+    return set === undefined ? this.initialMs : set;
+  }
+  setEnduring(clientId: string, ms: number | null): void {
+    this.byClient.set(clientId, ms);
+  }
+}
 
 /** Whether a request came over TLS with a client certificate signed by a CA the bank trusts. */
 export function hasTrustedClientCertificate(socket: unknown): boolean {

@@ -242,3 +242,49 @@ const findTokenQuery = prepared<{ tokenHash: string }, import('./sandbox.tables.
 export async function findToken(db: SandboxDb, tokenHash: string) {
   return findTokenQuery.first(db, { tokenHash });
 }
+
+export async function insertRefreshToken(
+  db: SandboxDb,
+  row: import('./sandbox.tables.ts').SandboxRefreshTokensTable,
+): Promise<void> {
+  await db.insertInto('sandbox_refresh_tokens').values(row).execute();
+}
+
+export async function findRefreshToken(db: SandboxDb, tokenHash: string) {
+  return db.selectFrom('sandbox_refresh_tokens').selectAll().where('token_hash', '=', tokenHash).executeTakeFirst();
+}
+
+/** Marks a refresh token used; false when it was used or revoked already (each is used once). */
+export async function useRefreshToken(db: SandboxDb, tokenHash: string, at: number): Promise<boolean> {
+  const result = await db
+    .updateTable('sandbox_refresh_tokens')
+    .set({ used_at: at })
+    .where('token_hash', '=', tokenHash)
+    .where('used_at', 'is', null)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/** The consent's access tokens still valid at `at` expire then; answers how many. */
+export async function expireConsentAccessTokens(db: SandboxDb, consentId: string, at: number): Promise<number> {
+  const result = await db
+    .updateTable('sandbox_tokens')
+    .set({ expires_at: at })
+    .where('consent_id', '=', consentId)
+    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', at)]))
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
+/** The consent's refresh tokens not yet used are revoked at `at`; answers how many. */
+export async function revokeConsentRefreshTokens(db: SandboxDb, consentId: string, at: number): Promise<number> {
+  const result = await db
+    .updateTable('sandbox_refresh_tokens')
+    .set({ revoked_at: at })
+    .where('consent_id', '=', consentId)
+    .where('used_at', 'is', null)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}

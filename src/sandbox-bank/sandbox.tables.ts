@@ -83,6 +83,22 @@ export interface SandboxTokensTable {
   expires_at: number | null;
 }
 
+/**
+ * A refresh token, issued with an enduring consent's access token (RFC 6749 section 6), kept as its
+ * SHA-256 only. Each is used once: a refresh rotates it, so the one issued with the new access
+ * token is the next to use.
+ */
+export interface SandboxRefreshTokensTable {
+  token_hash: string;
+  client_id: string;
+  consent_id: string;
+  created_at: number;
+  /** When a refresh used it (and issued its successor); a second use is refused with invalid_grant. */
+  used_at: number | null;
+  /** When a test hook revoked it (the bank stops renewing the consent's access); null while usable. */
+  revoked_at: number | null;
+}
+
 export interface SandboxPaymentsTable {
   id: string;
   consent_id: string;
@@ -124,6 +140,7 @@ export interface SandboxTables {
   sandbox_consents: SandboxConsentsTable;
   sandbox_authorisations: SandboxAuthorisationsTable;
   sandbox_tokens: SandboxTokensTable;
+  sandbox_refresh_tokens: SandboxRefreshTokensTable;
   sandbox_payments: SandboxPaymentsTable;
   sandbox_idempotency: SandboxIdempotencyTable;
 }

@@ -62,6 +62,9 @@ export type Approved = {
   bankId: string;
   bankConsentId: string;
   bankAccessToken: string;
+  /** The refresh token and the access token's expiry (real time), when the bank gave them. */
+  bankRefreshToken: string | null;
+  bankTokenExpiresAt: number | null;
   now: number;
 };
 
@@ -174,6 +177,8 @@ export async function completeAuthorisation(
         bankId: pending.bank_id,
         bankConsentId: token.consentId,
         bankAccessToken: token.accessToken,
+        bankRefreshToken: token.refreshToken,
+        bankTokenExpiresAt: token.expiresAt,
         now,
       });
       // Settled last, so a concurrent return that settled first rolls all of this back.

@@ -73,6 +73,13 @@ export type BankConsentStatus = 'AwaitingAuthorisation' | 'Authorised' | 'Reject
 /** Payment outcome mapped from the standard's statuses. */
 export type BankPaymentOutcome = 'successful' | 'failed' | 'pending';
 
+/**
+ * A consent-bound access token as the bank's token endpoint gave it: with the refresh token that
+ * renews it and when it expires (epoch ms, real time), when the bank gave them (OAuth 2's
+ * refresh_token and expires_in); a bank that gives neither issues a token that does not expire.
+ */
+export type ConsentTokens = { accessToken: string; refreshToken: string | null; expiresAt: number | null };
+
 export type PaymentSubmission = {
   trace?: Trace;
   consentId: string;
@@ -96,7 +103,13 @@ export interface BankConnector {
   exchangeCode(input: {
     code: string;
     redirectUri: string;
-  }): Promise<BankResult<{ accessToken: string; consentId: string }>>;
+  }): Promise<BankResult<ConsentTokens & { consentId: string }>>;
+  /**
+   * A new access token for an enduring consent (grant_type=refresh_token), with a new refresh token
+   * when the bank rotates them. Never repeated within the call: a refresh token may work once. A
+   * refusal of the refresh token itself is reason 'refresh_refused' (OAuth's invalid_grant).
+   */
+  refreshConsentToken(input: { refreshToken: string; trace?: Trace }): Promise<BankResult<ConsentTokens>>;
   submitPayment(input: PaymentSubmission): Promise<SubmittedPayment>;
   /** `at` as elsewhere: the sandbox bank settles delayed payments by it. */
   getPaymentStatus(input: {

@@ -4,6 +4,7 @@ import type {
   BankConsentStatus,
   BankPaymentOutcome,
   BankResult,
+  ConsentTokens,
   DebtorAccount,
   EnduringConsentInput,
   PaymentSubmission,
@@ -99,8 +100,12 @@ export class OpenBankingConnector implements BankConnector {
   exchangeCode(input: {
     code: string;
     redirectUri: string;
-  }): Promise<BankResult<{ accessToken: string; consentId: string }>> {
+  }): Promise<BankResult<ConsentTokens & { consentId: string }>> {
     return this.security.exchangeCode(input);
+  }
+
+  refreshConsentToken(input: { refreshToken: string; trace?: Trace }): Promise<BankResult<ConsentTokens>> {
+    return this.security.refreshConsentToken(input);
   }
 
   async submitPayment(

@@ -1,6 +1,6 @@
 import { createPrivateKey, randomUUID, type KeyObject } from 'node:crypto';
 import { SignJWT } from 'jose';
-import type { BankResult } from './bank-connector.ts';
+import type { BankResult, ConsentTokens, Trace } from './bank-connector.ts';
 import type { BankHttp } from './open-banking.http.ts';
 
 // The security step of a bank connection, kept apart from the payment calls so that a real
@@ -16,11 +16,16 @@ export interface BankSecurity {
   consentHeaders(accessToken: string): Record<string, string>;
   /** Where the payer's browser goes to sign in and approve. */
   authoriseUrl(input: { consentId: string; redirectUri: string; state: string }): string;
-  /** The authorization code, exchanged once, for a consent-bound access token. */
+  /**
+   * The authorization code, exchanged once, for a consent-bound access token, with its refresh
+   * token and expiry when the bank gives them.
+   */
   exchangeCode(input: {
     code: string;
     redirectUri: string;
-  }): Promise<BankResult<{ accessToken: string; consentId: string }>>;
+  }): Promise<BankResult<ConsentTokens & { consentId: string }>>;
+  /** grant_type=refresh_token, the client authenticated as for the code exchange; never repeated within the call. */
+  refreshConsentToken(input: { refreshToken: string; trace?: Trace }): Promise<BankResult<ConsentTokens>>;
 }
 
 export type ClientCredentials = { clientId: string; clientSecret: string };
@@ -163,7 +168,7 @@ export class ClientSecretSecurity implements BankSecurity {
   async exchangeCode(input: {
     code: string;
     redirectUri: string;
-  }): Promise<BankResult<{ accessToken: string; consentId: string }>> {
+  }): Promise<BankResult<ConsentTokens & { consentId: string }>> {
     // Not retried: a code works once, so a repeat after a lost answer could only fail.
     const proof = await this.clientProof();
     const reply = await this.http.send({
@@ -181,7 +186,44 @@ export class ClientSecretSecurity implements BankSecurity {
     ) {
       return tokenRefusal(reply.status, reply.body);
     }
-    return { ok: true, accessToken: reply.body.access_token, consentId: reply.body.consent_id };
+    return { ok: true, ...this.consentTokensOf(reply.body), consentId: reply.body.consent_id };
+  }
+
+  async refreshConsentToken(input: { refreshToken: string; trace?: Trace }): Promise<BankResult<ConsentTokens>> {
+    // Not retried either: a bank that rotates refresh tokens spends this one on its first answer,
+    // so a repeat after a lost answer would be refused. The caller tries again later.
+    const proof = await this.clientProof();
+    const reply = await this.http.send({
+      method: 'POST',
+      url: this.tokenUrl,
+      headers: proof.headers,
+      form: { grant_type: 'refresh_token', refresh_token: input.refreshToken, ...proof.form },
+      retryable: false,
+      trace: input.trace,
+    });
+    if (!reply.ok) return reply;
+    if (reply.status !== 200 || typeof reply.body?.access_token !== 'string') {
+      const refused = tokenRefusal(reply.status, reply.body);
+      return refused.bankCode === 'invalid_grant' ? { ...refused, reason: 'refresh_refused' } : refused;
+    }
+    return { ok: true, ...this.consentTokensOf(reply.body) };
+  }
+
+  /** What a token answer says of a consent's token: its refresh token and expiry, when given (RFC 6749 5.1). */
+  private consentTokensOf(body: {
+    access_token: string;
+    refresh_token?: unknown;
+    expires_in?: unknown;
+  }): ConsentTokens {
+    const expiresIn = Number(body.expires_in);
+    return {
+      accessToken: body.access_token,
+      refreshToken: typeof body.refresh_token === 'string' && body.refresh_token !== '' ? body.refresh_token : null,
+      expiresAt:
+        body.expires_in !== undefined && body.expires_in !== null && Number.isFinite(expiresIn) && expiresIn >= 0
+          ? this.now() + expiresIn * 1000
+          : null,
+    };
   }
 }
 

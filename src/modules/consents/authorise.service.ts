@@ -10,7 +10,14 @@ import {
   type AuthorisationResult,
   type EnduringKind,
 } from '../authorisations/authorisations.service.ts';
-import { findConsentById, findConsentOfRequest, insertConsent, type ConsentRow } from './consents.repo.ts';
+import { sealConsentTokens } from '../banks/consent-tokens.ts';
+import {
+  bankTokenColumns,
+  findConsentById,
+  findConsentOfRequest,
+  insertConsent,
+  type ConsentRow,
+} from './consents.repo.ts';
 import { enduringPeriodOf, hashConsentToken, limitsOf, newConsentToken, NO_USAGE } from './consents.rules.ts';
 import { noticeConsentAuthorised } from './consents.notices.ts';
 import { scheduleExpiry } from './consents.service.ts';
@@ -67,7 +74,13 @@ export const recurringKind: EnduringKind = {
       token_hash: hashConsentToken(secret),
       bank_id: approved.bankId,
       bank_consent_id: approved.bankConsentId,
-      bank_access_token: deps.secrets.seal(approved.bankAccessToken),
+      ...bankTokenColumns(
+        sealConsentTokens(deps.secrets, {
+          accessToken: approved.bankAccessToken,
+          refreshToken: approved.bankRefreshToken,
+          expiresAt: approved.bankTokenExpiresAt,
+        }),
+      ),
       period: limits.period,
       max_per_period_cents: limits.max_per_period_cents,
       max_per_payment_cents: limits.max_per_payment_cents,

@@ -20,8 +20,12 @@ export interface RecurringConsentsTable {
   token_hash: string;
   bank_id: string;
   bank_consent_id: string;
-  /** The consent-bound access token the bank issued at authorisation. */
+  /** The consent-bound access token the bank issued at authorisation (or its latest renewal), sealed. */
   bank_access_token: string;
+  /** The refresh token that renews it, sealed; null when the bank gave none (docs/banks.md, "Consent tokens that expire"). */
+  bank_refresh_token: string | null;
+  /** When the access token expires (epoch ms, real time), when the bank said; null: not known to expire. */
+  bank_token_expires_at: number | null;
   period: string;
   max_per_period_cents: number;
   max_per_payment_cents: number | null;

@@ -30,12 +30,16 @@ import {
   type PaymentRow,
 } from '../payments/payments.service.ts';
 import { clockIdOf, clockOf } from '../merchants/merchants.clock.ts';
+import { submitUnderConsent, type ConsentTokenHolder } from '../banks/consent-tokens.ts';
 import {
+  bankTokenOf,
+  findConsentBankToken,
   findConsentById,
   findConsentToLock,
   getConsent,
   lockConsent,
   lockConsentAsRead,
+  replaceConsentBankToken,
   updateConsent,
   type ConsentRow,
   type Owner,
@@ -53,7 +57,6 @@ import type { ExecutePaymentBody } from './consents.schemas.ts';
 import { checkLimits, periodWindow } from './limits.ts';
 import { noticeConsentRevoked } from './consents.notices.ts';
 import { countReservation, followStatusChange, usageOf } from './usage.service.ts';
-import { openStored } from '../../shared/secret-box.ts';
 import { backoffDelayMs, type Backoff } from '../../jobs/backoff.ts';
 import type { Ctx, Deps } from '../context.ts';
 
@@ -302,10 +305,11 @@ async function submit(
   const trace = { payment_id: payment.id, recurring_consent_id: consent.id };
   // Taken by the bank and left pending: asked about, never submitted again.
   if (payment.bank_payment_id) return followNamedPayment(connector, { paymentId: payment.bank_payment_id, at, trace });
-  return connector.submitPayment({
+  // Under the consent's token, renewed first when it is known to expire, and once on a 401 (the
+  // same body and key again); a renewal the bank refuses reads as the consent revoked there.
+  return submitUnderConsent(deps, connector, tokenHolderOf(deps, consent), {
     trace,
     consentId: consent.bank_consent_id,
-    accessToken: openStored(deps.secrets, consent.bank_access_token),
     amountCents: payment.settled_cents,
     creditor: await creditorOf(deps.db, {
       mode: consent.mode,
@@ -316,6 +320,17 @@ async function submit(
     idempotencyKey: payment.id,
     at,
   });
+}
+
+/** Where the consent keeps its bank token, for payments under it. */
+function tokenHolderOf(deps: Deps, consent: ConsentRow): ConsentTokenHolder {
+  return {
+    key: `recurring_consents:${consent.id}`,
+    token: bankTokenOf(consent),
+    reread: () => findConsentBankToken(deps.db, consent.id),
+    replace: (previousAccess, next) =>
+      deps.store.transaction((trx) => replaceConsentBankToken(trx, consent.id, previousAccess, next)),
+  };
 }
 
 /** Why the bank refused, as a short code: the bank's own reason, or which of its limits it applied. */

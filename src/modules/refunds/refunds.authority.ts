@@ -12,6 +12,7 @@ import { periodWindow, type LimitPeriod } from '../consents/limits.ts';
 import { enduringPeriodOf } from '../consents/consents.rules.ts';
 import type { Ctx, Deps } from '../context.ts';
 import type { EnduringConsentInput } from '../banks/bank-connector.ts';
+import { sealConsentTokens, type ConsentTokenHolder, type SealedConsentToken } from '../banks/consent-tokens.ts';
 import { bankAccountOf } from '../merchants/merchants.service.ts';
 import { bankReturnUrl, connectorFor } from '../payments/payments.banks.ts';
 import * as repo from './refunds.repo.ts';
@@ -64,6 +65,8 @@ function authorityRow(
     period_used_cents: 0,
     bank_consent_id: null,
     bank_access_token: null,
+    bank_refresh_token: null,
+    bank_token_expires_at: null,
     auth_state: randomSecret(24),
     revoked_by: null,
     created_at: now,
@@ -129,7 +132,7 @@ function consentRequestOf(authority: RefundAuthorityRow, accountNumber: string, 
   };
 }
 
-export type ReadyAuthority = { authority: RefundAuthorityRow; accessToken: string };
+export type ReadyAuthority = { authority: RefundAuthorityRow; accessToken: string; token: ConsentTokenHolder };
 
 /**
  * The authority with its consent at the bank, ready to pay under; for a test-mode one never used,
@@ -137,9 +140,28 @@ export type ReadyAuthority = { authority: RefundAuthorityRow; accessToken: strin
  */
 export async function readyAuthority(deps: Deps, authority: RefundAuthorityRow): Promise<ReadyAuthority> {
   if (authority.bank_consent_id && authority.bank_access_token)
-    return { authority, accessToken: openStored(deps.secrets, authority.bank_access_token) };
+    return {
+      authority,
+      accessToken: openStored(deps.secrets, authority.bank_access_token),
+      token: tokenHolderOf(deps, authority.id, {
+        access: authority.bank_access_token,
+        refresh: authority.bank_refresh_token,
+        expiresAt: authority.bank_token_expires_at === null ? null : Number(authority.bank_token_expires_at),
+      }),
+    };
   if (authority.mode !== 'test') throw new Error('the refund authority was never approved at the bank');
   return provisionAtSandbox(deps, authority);
+}
+
+/** Where the authority keeps its consent token, for payments under it (submitUnderConsent). */
+function tokenHolderOf(deps: Deps, authorityId: string, token: SealedConsentToken): ConsentTokenHolder {
+  return {
+    key: `refund_authorities:${authorityId}`,
+    token,
+    reread: () => repo.findAuthorityBankToken(deps.db, authorityId),
+    replace: (previousAccess, next) =>
+      deps.store.transaction((trx) => repo.replaceAuthorityBankToken(trx, authorityId, previousAccess, next)),
+  };
 }
 
 async function provisionAtSandbox(deps: Deps, authority: RefundAuthorityRow): Promise<ReadyAuthority> {
@@ -160,10 +182,10 @@ async function provisionAtSandbox(deps: Deps, authority: RefundAuthorityRow): Pr
   if (!code) throw new Error('the sandbox bank did not approve the refund authority');
   const token = await connector.exchangeCode({ code, redirectUri: bankReturnUrl(deps) });
   if (!token.ok) throw new Error(`the sandbox bank did not give a token: ${token.message}`);
-  const sealed = deps.secrets.seal(token.accessToken);
+  const sealed = sealConsentTokens(deps.secrets, token);
   await repo.updateAuthority(deps.db, authority.id, {
     bank_consent_id: consent.consentId,
-    bank_access_token: sealed,
+    ...repo.authorityTokenColumns(sealed),
     account_number: accountNumber,
     updated_at: deps.clock.now(),
   });
@@ -171,10 +193,11 @@ async function provisionAtSandbox(deps: Deps, authority: RefundAuthorityRow): Pr
     authority: {
       ...authority,
       bank_consent_id: consent.consentId,
-      bank_access_token: sealed,
+      ...repo.authorityTokenColumns(sealed),
       account_number: accountNumber,
     },
     accessToken: token.accessToken,
+    token: tokenHolderOf(deps, authority.id, sealed),
   };
 }
 
@@ -340,7 +363,7 @@ export async function completeAuthorityReturn(
       }
       const activated = await repo.updateAuthorityIfStatus(trx, authority.id, 'awaiting_approval', {
         status: 'active',
-        bank_access_token: deps.secrets.seal(token.accessToken),
+        ...repo.authorityTokenColumns(sealConsentTokens(deps.secrets, token)),
         approved_at: now,
         updated_at: now,
         auth_state: null,

@@ -6,6 +6,7 @@ import { failureReasonOf } from '../consents/execute.service.ts';
 import { payerAccountOfPayment } from '../payments/payments.service.ts';
 import { connectorFor } from '../payments/payments.banks.ts';
 import { followNamedPayment, mayResendUnderKey } from '../banks/bank-connector.ts';
+import { submitUnderConsent } from '../banks/consent-tokens.ts';
 import { endAuthorityAtBank, findAuthorityById, readyAuthority, type ReadyAuthority } from './refunds.authority.ts';
 import { noticeRefundArrived } from './refunds.notices.ts';
 import * as repo from './refunds.repo.ts';
@@ -61,10 +62,11 @@ export function executeRefundJob(deps: Deps): JobHandler {
     if (!connector) return retry('the merchant’s bank is not connected');
     if (!sentBefore && !(await markSubmitted(deps, refund.id))) return;
 
-    const result = await connector.submitPayment({
+    // Under the authority's token, renewed first when it is known to expire, and once on a 401
+    // (the same body and key again); a renewal the bank refuses is the authority ended at the bank.
+    const result = await submitUnderConsent(deps, connector, ready.token, {
       trace: { refund_id: refund.id, payment_id: refund.payment_id },
       consentId: ready.authority.bank_consent_id!,
-      accessToken: ready.accessToken,
       amountCents: refund.settled_cents,
       creditor: { name: (payer.found.name ?? 'Payer').slice(0, 70), accountNumber: payer.found.identification },
       remittance: { particulars: refund.particulars, code: refund.code, reference: refund.reference },

@@ -60,6 +60,10 @@ export interface RefundAuthoritiesTable {
   bank_consent_id: string | null;
   /** Sealed (docs/security.md). */
   bank_access_token: string | null;
+  /** The refresh token that renews it, sealed; null when the bank gave none (docs/banks.md, "Consent tokens that expire"). */
+  bank_refresh_token: string | null;
+  /** When the access token expires (epoch ms, real time), when the bank said; null: not known to expire. */
+  bank_token_expires_at: number | null;
   /** Ties the bank's redirect back to this authority while it awaits approval. */
   auth_state: string | null;
   /** merchant | bank, for a revoked one. */

@@ -28,13 +28,17 @@ import type { AuditBy } from '../audit/audit.service.ts';
 import { isComplete, slotDate } from './schedule.ts';
 import { bankOf } from './subscriptions.bank.ts';
 import type { SubscriptionsTable } from './subscriptions.tables.ts';
+import { submitUnderConsent, type ConsentTokenHolder } from '../banks/consent-tokens.ts';
 import {
+  bankTokenOf,
   chargesInFlight,
   findCharge,
+  findSubscriptionBankToken,
   findChargeOfPayment,
   findLatestCharge,
   insertChargeIfNew,
   lockSubscription,
+  replaceSubscriptionBankToken,
   updateCharge,
   updateSubscription,
   type ChargeRow,
@@ -44,7 +48,6 @@ import { isConsentGone, nextAfterSlot, retryAfterFailure, scheduleOf } from './s
 import { noticeChargeFailed, noticeSubscriptionEnded } from './subscriptions.notices.ts';
 import { cancelInTransaction } from './subscriptions.service.ts';
 import { queueChargeUnlessQueued, scheduleCharge, unscheduleCharge } from './subscriptions.schedule-jobs.ts';
-import { openStored } from '../../shared/secret-box.ts';
 import type { Mode } from '../../shared/mode.ts';
 import type { Deps } from '../context.ts';
 
@@ -181,10 +184,11 @@ async function submit(deps: Deps, db: Db, attempt: Attempt, now: number): Promis
     // Taken by the bank and left pending: asked about, never submitted again.
     const named = attempt.payment.bank_payment_id;
     if (named) return await followNamedPayment(bank, { paymentId: named, at: now, trace });
-    return await bank.submitPayment({
+    // Under the consent's token, renewed first when it is known to expire, and once on a 401 (the
+    // same body and key again); a renewal the bank refuses reads as the consent revoked there.
+    return await submitUnderConsent(deps, bank, tokenHolderOf(deps, attempt.sub), {
       trace,
       consentId: attempt.sub.bank_consent_id,
-      accessToken: openStored(deps.secrets, attempt.sub.bank_access_token),
       amountCents: attempt.payment.settled_cents,
       creditor: await creditorOf(db, {
         mode: attempt.sub.mode,
@@ -203,6 +207,17 @@ async function submit(deps: Deps, db: Db, attempt: Attempt, now: number): Promis
       unknown: true,
     };
   }
+}
+
+/** Where the subscription keeps its consent's bank token, for its charges. */
+function tokenHolderOf(deps: Deps, sub: SubscriptionRow): ConsentTokenHolder {
+  return {
+    key: `subscriptions:${sub.id}`,
+    token: bankTokenOf(sub),
+    reread: () => findSubscriptionBankToken(deps.db, sub.id),
+    replace: (previousAccess, next) =>
+      deps.store.transaction((trx) => replaceSubscriptionBankToken(trx, sub.id, previousAccess, next)),
+  };
 }
 
 /** The subscription moves past a settled slot: to the next slot's job, or to completion. */

@@ -55,6 +55,8 @@ export const subscriptionKind: EnduringKind = {
       bankId: approved.bankId,
       bankConsentId: approved.bankConsentId,
       bankAccessToken: approved.bankAccessToken,
+      bankRefreshToken: approved.bankRefreshToken,
+      bankTokenExpiresAt: approved.bankTokenExpiresAt,
       authorisedAt: approved.now,
     });
     return subscription.id;

@@ -5,6 +5,7 @@ import { inserted, insertRow, prepared, updateById } from '../../store/prepared.
 import type { Database } from '../../store/tables.ts';
 import { notSealed } from '../../store/seal-at-rest.ts';
 import type { SubscriptionChargesTable, SubscriptionsTable } from './subscriptions.tables.ts';
+import type { SealedConsentToken } from '../banks/consent-tokens.ts';
 import type { Mode } from '../../shared/mode.ts';
 import { countOwned, deleteOwned, holdOwned, idsOfOwned } from '../../store/owned-rows.ts';
 
@@ -169,6 +170,52 @@ export async function listCharges(db: Db, subscriptionId: string): Promise<Charg
 }
 
 /** Bank access tokens stored in clear before secrets were sealed at rest. */
+type TokenColumns = Pick<SubscriptionsTable, 'bank_access_token' | 'bank_refresh_token' | 'bank_token_expires_at'>;
+
+/** A consent token's columns. */
+export function bankTokenColumns(token: SealedConsentToken): TokenColumns {
+  return {
+    bank_access_token: token.access,
+    bank_refresh_token: token.refresh,
+    bank_token_expires_at: token.expiresAt,
+  };
+}
+
+/** The consent token of a subscription row. */
+export function bankTokenOf(row: TokenColumns): SealedConsentToken {
+  return {
+    access: row.bank_access_token,
+    refresh: row.bank_refresh_token,
+    expiresAt: row.bank_token_expires_at === null ? null : Number(row.bank_token_expires_at),
+  };
+}
+
+/** The subscription's consent token as stored now; null when the subscription is gone. */
+export async function findSubscriptionBankToken(db: Db, id: string): Promise<SealedConsentToken | null> {
+  const row = await db
+    .selectFrom('subscriptions')
+    .select(['bank_access_token', 'bank_refresh_token', 'bank_token_expires_at'])
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return row ? bankTokenOf(row) : null;
+}
+
+/** Replaces the subscription's consent token with `next`, only over the access token `previousAccess` (sealed); true when it did. */
+export async function replaceSubscriptionBankToken(
+  db: Db,
+  id: string,
+  previousAccess: string,
+  next: SealedConsentToken,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('subscriptions')
+    .set(bankTokenColumns(next))
+    .where('id', '=', id)
+    .where('bank_access_token', '=', previousAccess)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
 export async function sealSubscriptionAccessTokens(db: Db, seal: (secret: string) => string): Promise<void> {
   const rows = await db
     .selectFrom('subscriptions')

@@ -12,7 +12,9 @@ import type { SubscriptionOptions } from '../requests/requests.rules.ts';
 import { buildSchedule, resumeSchedule } from './schedule.ts';
 import { revokeAtBank } from './subscriptions.bank.ts';
 import { presentSubscription, type SubscriptionObject } from './subscriptions.present.ts';
+import { sealConsentTokens } from '../banks/consent-tokens.ts';
 import {
+  bankTokenColumns,
   countSubscriptionsByStatus,
   findLatestCharge,
   findSubscriptionById,
@@ -60,6 +62,9 @@ export type Authorisation = {
   bankId: string;
   bankConsentId: string;
   bankAccessToken: string;
+  /** The refresh token and the access token's expiry (real time), when the bank gave them. */
+  bankRefreshToken?: string | null;
+  bankTokenExpiresAt?: number | null;
   /** The subscription's clock time of authorisation (the merchant's test clock in test mode). */
   authorisedAt: number;
 };
@@ -98,7 +103,13 @@ export async function createSubscription(trx: Db, deps: Deps, input: Authorisati
     skipped_count: 0,
     bank_id: input.bankId,
     bank_consent_id: input.bankConsentId,
-    bank_access_token: deps.secrets.seal(input.bankAccessToken),
+    ...bankTokenColumns(
+      sealConsentTokens(deps.secrets, {
+        accessToken: input.bankAccessToken,
+        refreshToken: input.bankRefreshToken ?? null,
+        expiresAt: input.bankTokenExpiresAt ?? null,
+      }),
+    ),
     cancelled_by: null,
     paused_at: null,
     resumed_at: null,

@@ -42,8 +42,12 @@ export interface SubscriptionsTable {
   skipped_count: number;
   bank_id: string;
   bank_consent_id: string;
-  /** Consent-bound access token from the bank's code exchange; never leaves the service. */
+  /** Consent-bound access token from the bank's code exchange (or its latest renewal), sealed; never leaves the service. */
   bank_access_token: string;
+  /** The refresh token that renews it, sealed; null when the bank gave none (docs/banks.md, "Consent tokens that expire"). */
+  bank_refresh_token: string | null;
+  /** When the access token expires (epoch ms, real time), when the bank said; null: not known to expire. */
+  bank_token_expires_at: number | null;
   /** merchant | payer | bank, once cancelled */
   cancelled_by: string | null;
   paused_at: number | null;
