@@ -41,10 +41,28 @@ export async function extendCode(db: Db, codeId: string, expiresAt: number): Pro
   await db.updateTable('payer_codes').set({ expires_at: expiresAt }).where('id', '=', codeId).execute();
 }
 
+/** The email's code used at or after `since` by the browser whose pre-session token hashes to `usedWith`. */
+export async function codeUsedBy(
+  db: Db,
+  email: string,
+  usedWith: string,
+  since: number,
+): Promise<PayerCodeRow | undefined> {
+  return db
+    .selectFrom('payer_codes')
+    .selectAll()
+    .where('email', '=', email)
+    .where('used_with', '=', usedWith)
+    .where('used_at', '>=', since)
+    .orderBy('created_at', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+}
+
 export async function markCode(
   db: Db,
   codeId: string,
-  change: { dead_at: number } | { used_at: number },
+  change: { dead_at: number } | { used_at: number; used_with: string },
 ): Promise<void> {
   await db.updateTable('payer_codes').set(change).where('id', '=', codeId).execute();
 }

@@ -212,6 +212,8 @@ function registerSignIn(scope: Scope, pages: PayerPages): void {
   });
 
   scope.post('/customer/verify', hidden, async (request, reply) => {
+    // The form sent again after its first post signed this browser in (back, then resubmit).
+    if (await signedIn(request)) return reply.redirect('/customer', 303);
     if (!preSessionValid(request)) return forbidden(reply);
     const csrf = preSessionToken(request, reply);
     const email = normaliseEmail(field(request.body, 'email'));
@@ -222,7 +224,7 @@ function registerSignIn(scope: Scope, pages: PayerPages): void {
         error: 'Enter the email address your plans were set up with, like name@example.com',
       });
     const code = field(request.body, 'code').replace(/\s+/g, '');
-    const outcome = await verifyCode(deps, email, code, clientKey(request.ip));
+    const outcome = await verifyCode(deps, email, code, clientKey(request.ip), csrf);
     switch (outcome.kind) {
       case 'signed_in':
         // A new session id at every sign-in; the pre-session token is done with.

@@ -11,6 +11,7 @@ import type { Deps } from '../context.ts';
 import {
   endSessionRow,
   extendCode,
+  codeUsedBy,
   findSession,
   insertCode,
   insertSession,
@@ -108,6 +109,7 @@ export async function sendCode(deps: Deps, email: string, clientAddress: string)
       tries_left: CODE_TRIES,
       expires_at: now + CODE_TTL_MS,
       used_at: null,
+      used_with: null,
       dead_at: null,
       created_at: now,
     });
@@ -160,6 +162,8 @@ export async function verifyCode(
   email: string,
   code: string,
   clientAddress: string,
+  /** The browser's pre-session token (its sign-in form's CSRF cookie). */
+  browserToken: string,
 ): Promise<VerifyOutcome> {
   const now = deps.clock.now();
   const byAddress = await takeAttempt(deps.db, PAYER_LIMITS.checksByClient, clientAddress, now);
@@ -169,7 +173,7 @@ export async function verifyCode(
     // and given back unless a wrong code was checked: only guesses count.
     const byEmail = await takeAttempt(trx, PAYER_LIMITS.wrongCodesByEmail, email, now);
     if (!byEmail.ok) return { kind: 'paused', retryAfterMs: byEmail.retryAfterMs, startsNow: false } as const;
-    const checked = await checkLiveCode(trx, deps, email, code, now);
+    const checked = await checkLiveCode(trx, deps, email, code, now, sha256Hex(browserToken));
     if (checked.kind !== 'wrong') {
       await giveBackAttempt(trx, PAYER_LIMITS.wrongCodesByEmail, email, byEmail.windowStart);
       return checked;
@@ -188,17 +192,43 @@ export async function verifyCode(
   return outcome.kind === 'wrong' && outcome.triesLeft === 0 ? { kind: 'dead' } : outcome;
 }
 
+/**
+ * A browser's second post of the sign-in form it just sent (a double click, a resubmitted page)
+ * finds its code used by the first, whose answer it may never have seen: for this long the same
+ * code from the same browser signs it in again. No other browser can use a used code.
+ */
+export const REPEAT_SIGN_IN_MS = 60_000;
+
+const isRight = (deps: Deps, sealed: string, code: string) =>
+  /^\d{6}$/.test(code) && constantTimeEqual(deps.secrets.open(sealed), code);
+
 /** Spends a try of the email's live code on `code`; right, a new session. */
-async function checkLiveCode(trx: Db, deps: Deps, email: string, code: string, now: number): Promise<CodeCheck> {
+async function checkLiveCode(
+  trx: Db,
+  deps: Deps,
+  email: string,
+  code: string,
+  now: number,
+  usedWith: string,
+): Promise<CodeCheck> {
   const live = await liveCodeOf(trx, email, now);
+  if (!live) {
+    const repeated = await codeUsedBy(trx, email, usedWith, now - REPEAT_SIGN_IN_MS);
+    if (repeated && isRight(deps, repeated.code_sealed, code)) return newSession(trx, email, now);
+    return { kind: 'dead' };
+  }
   // Spend a try first, atomically: concurrent guesses cannot share one.
-  if (!live || !(await spendTry(trx, live.id))) return { kind: 'dead' };
+  if (!(await spendTry(trx, live.id))) return { kind: 'dead' };
   const left = live.tries_left - 1;
-  if (!/^\d{6}$/.test(code) || !constantTimeEqual(deps.secrets.open(live.code_sealed), code)) {
+  if (!isRight(deps, live.code_sealed, code)) {
     if (left === 0) await markCode(trx, live.id, { dead_at: now });
     return { kind: 'wrong', triesLeft: left };
   }
-  await markCode(trx, live.id, { used_at: now });
+  await markCode(trx, live.id, { used_at: now, used_with: usedWith });
+  return newSession(trx, email, now);
+}
+
+async function newSession(trx: Db, email: string, now: number): Promise<CodeCheck> {
   const sessionId = randomSecret(32);
   await insertSession(trx, {
     id_hash: sha256Hex(sessionId),

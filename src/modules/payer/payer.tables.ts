@@ -8,6 +8,8 @@ export interface PayerCodesTable {
   /** 10 minutes after it was made, or after it was sent again (once at most, when asked for while live). */
   expires_at: number;
   used_at: number | null;
+  /** SHA-256 of the pre-session token of the browser that used it: its repeat of the same post signs in again. */
+  used_with: string | null;
   /** Set when five wrong tries killed it. */
   dead_at: number | null;
   created_at: number;

@@ -44,6 +44,7 @@ import * as refundSubmissions from './0047-refund-submissions.ts';
 import * as webhookEnabledAt from './0048-webhook-enabled-at.ts';
 import * as requestPaymentAtBank from './0049-request-payment-at-bank.ts';
 import * as consentRefreshTokens from './0050-consent-refresh-tokens.ts';
+import * as payerCodeUsedWith from './0051-payer-code-used-with.ts';
 import { sandboxBankMigrations } from '../../sandbox-bank/migrations/index.ts';
 
 // Every migration; they run in the order of their names. Each module appends its own file here;
@@ -94,6 +95,7 @@ export const migrations: Record<string, Migration> = inNameOrder({
   '0048-webhook-enabled-at': webhookEnabledAt,
   '0049-request-payment-at-bank': requestPaymentAtBank,
   '0050-consent-refresh-tokens': consentRefreshTokens,
+  '0051-payer-code-used-with': payerCodeUsedWith,
   ...sandboxBankMigrations,
 });
 
