@@ -7,7 +7,6 @@ import type {
   ConsentTokens,
   PaymentSubmission,
   SubmittedPayment,
-  Trace,
 } from './bank-connector.ts';
 
 // Payments under an enduring consent's token, kept alive (docs/banks.md, "Consent tokens that
@@ -29,9 +28,15 @@ import type {
 //   find it expired together wait for the one renewal.
 // - a refresh the bank refuses (invalid_grant) is first checked against the row: another process
 //   may have rotated the refresh token a moment before, and then its token is used. Otherwise the
-//   consent can no longer be used: the answer is a refusal with reason 'consent_revoked', which each
-//   holder already treats as the consent ended at the bank (a payment sent before stays unconfirmed).
-// - a token endpoint that cannot be reached, or whose answer was lost, is an unknown outcome.
+//   bank is asked how the consent stands: revoked (or no longer usable) there, the answer is a
+//   refusal with reason 'consent_revoked', which each holder treats as the consent ended at the
+//   bank (a payment sent before stays unconfirmed); still authorised, the refresh token was lost
+//   (a renewal whose answer never came, after the bank rotated it), so the payment is refused
+//   with 'consent_token_refused', the consent stays as it is, and an error asks for it to be
+//   authorised again.
+// - a token endpoint that cannot be reached, or whose answer was lost, is an unknown outcome, but
+//   only where the payment may have been sent: when nothing was sent under the key (the token had
+//   expired, or the bank answered 401), the payment was not made, and that is the answer.
 
 /** A holder's token as it stores it: sealed, with the access token's expiry (epoch ms, real time) when known. */
 export type SealedConsentToken = { access: string; refresh: string | null; expiresAt: number | null };
@@ -52,7 +57,11 @@ export type ConsentTokenDeps = {
   secrets: SecretBox;
   /** Real time: banks' tokens age by it, whatever a merchant's test clock says. */
   clock: Clock;
-  log: { info(object: object, message: string): void; warn(object: object, message: string): void };
+  log: {
+    info(object: object, message: string): void;
+    warn(object: object, message: string): void;
+    error(object: object, message: string): void;
+  };
 };
 
 /** An access token this close to its expiry is renewed before it is used. */
@@ -104,17 +113,19 @@ export async function submitUnderConsent(
   let renewed = false;
   const now = deps.clock.now();
   if (needsRenewal(token, now)) {
-    const fresh = await renew(deps, connector, holder, token, submission.trace);
+    const fresh = await renew(deps, connector, holder, token, submission);
     renewed = true;
     if (fresh.ok) ({ token, accessToken } = fresh);
-    // The consent ended, or the token has expired with no new one: nothing can be sent now. A
-    // token still valid for a few seconds more is used, the renewal tried again next time.
-    else if (fresh.reason === 'consent_revoked' || token.expiresAt! <= now) return fresh;
+    // The consent ended, or the token has expired with no new one: nothing is sent now, so the
+    // payment is not made (never unknown). A token still valid for a few seconds more is used, the
+    // renewal tried again next time.
+    else if (fresh.reason === 'consent_revoked' || token.expiresAt! <= now) return { ...fresh, unknown: false };
   }
   const first = await connector.submitPayment({ ...submission, accessToken });
   if (renewed || token.refresh === null || !isUnauthorised(first)) return first;
-  const fresh = await renew(deps, connector, holder, token, submission.trace);
-  if (!fresh.ok) return fresh;
+  const fresh = await renew(deps, connector, holder, token, submission);
+  // The bank refused the caller and took nothing: without a new token that stays the answer.
+  if (!fresh.ok) return fresh.unknown ? first : fresh;
   // The bank refused the caller, not the payment: the same body under the same key.
   return connector.submitPayment({ ...submission, accessToken: fresh.accessToken });
 }
@@ -130,14 +141,14 @@ function renew(
   connector: BankConnector,
   holder: ConsentTokenHolder,
   token: SealedConsentToken,
-  trace: Trace | undefined,
+  submission: Pick<PaymentSubmission, 'consentId' | 'trace'>,
 ): Promise<Renewed | BankFailure> {
   let flights = renewing.get(deps);
   if (!flights) renewing.set(deps, (flights = new Map()));
   const key = `${holder.key}\n${token.access}`;
   let flight = flights.get(key);
   if (!flight) {
-    flight = renewOnce(deps, connector, holder, token, trace).finally(() => flights.delete(key));
+    flight = renewOnce(deps, connector, holder, token, submission).finally(() => flights.delete(key));
     flights.set(key, flight);
   }
   return flight;
@@ -148,7 +159,7 @@ async function renewOnce(
   connector: BankConnector,
   holder: ConsentTokenHolder,
   token: SealedConsentToken,
-  trace: Trace | undefined,
+  { consentId, trace }: Pick<PaymentSubmission, 'consentId' | 'trace'>,
 ): Promise<Renewed | BankFailure> {
   if (token.refresh === null) throw new Error('a consent token without a refresh token cannot be renewed');
   const result = await connector.refreshConsentToken({
@@ -179,12 +190,32 @@ async function renewOnce(
     if (stored && stored.access !== token.access)
       return { ok: true, accessToken: openStored(deps.secrets, stored.access), token: stored };
   }
-  deps.log.warn({ ...trace, bank_code: result.bankCode }, 'the bank refused to renew a consent access token');
+  // Refused for good: the consent may have ended at the bank, or only the refresh token been lost.
+  const consent = await connector.getConsent({ consentId, kind: 'enduring', trace });
+  if (!consent.ok) return { ...consent, unknown: true };
+  const code = result.bankCode ?? 'invalid_grant';
+  if (consent.status === 'Authorised') {
+    deps.log.error(
+      { ...trace, bank_code: code },
+      'the bank no longer renews the access of a consent it still holds authorised: the payer must authorise it again',
+    );
+    return {
+      ok: false,
+      reason: 'consent_token_refused',
+      message: `The bank refused to renew the consent's access (${code}), though the consent is still authorised there`,
+      bankCode: code,
+      unknown: false,
+    };
+  }
+  deps.log.warn(
+    { ...trace, bank_code: code, consent_status: consent.status },
+    'the bank refused to renew a consent access token',
+  );
   return {
     ok: false,
     reason: 'consent_revoked',
-    message: `The bank no longer renews the consent's access (${result.bankCode ?? 'invalid_grant'}): ${result.message}`,
-    bankCode: result.bankCode ?? 'invalid_grant',
+    message: `The bank no longer renews the consent's access (${code}); the consent is ${consent.status} there`,
+    bankCode: code,
     unknown: false,
   };
 }

@@ -151,7 +151,7 @@ test('an access token known to expire within a minute is renewed before the paym
   assert.notEqual(after.bank_refresh_token, before.bank_refresh_token);
 });
 
-test('a renewal the bank refuses ends the consent as a revocation at the bank does, for a first sending', async (t) => {
+test('a renewal the bank refuses ends the consent as a revocation at the bank does when the bank says it ended; one it still holds stays, its payment refused', async (t) => {
   const h = await consentHarness(t);
   const outcome = async (consentId: string, token: string, key: string) => {
     const paid = await execute(h, token, '5.00 NZD', key);
@@ -176,16 +176,35 @@ test('a renewal the bank refuses ends the consent as a revocation at the bank do
     next: [422, 'payment_rejected.consent_revoked'],
   });
 
-  // The consent still Authorised at the bank, but its access token expired and its refresh refused.
+  // The consent still Authorised at the bank, but its access token expired and its refresh refused
+  // (a refresh token lost with a renewal's answer): the payment is refused, the consent is not ended.
   const refused = await authorise(h, WEEKLY);
   await expireAtBank(h, (await consentRow(h, refused.consent.id)).bank_consent_id, true);
   const bank = watchBank(t);
-  assert.deepEqual(await outcome(refused.consent.id, refused.token, 'refused'), asRevoked);
-  assert.deepEqual(bank.calls().slice(0, 2), [
+  const paid = await execute(h, refused.token, '5.00 NZD', 'refused');
+  assert.deepEqual(
+    [paid.status, paid.body.payment.status, paid.body.payment.failure_reason],
+    [201, 'failed', 'consent_token_refused'],
+  );
+  const row = await consentRow(h, refused.consent.id);
+  assert.deepEqual([row.status, row.revoked_by], ['active', null], 'still authorised at the bank');
+  const calls = bank.calls();
+  assert.deepEqual(calls.slice(0, 2), [
     ['POST', '/domestic-payments', 401],
     ['POST', '/token', 400, 'refresh_token'],
   ]);
-  assert.equal(bank.calls().length, 2, 'nothing sent again after the refusal');
+  assert.ok(
+    calls.some(
+      ([method, path, status]) =>
+        method === 'GET' && String(path).startsWith('/enduring-payment-consents/') && status === 200,
+    ),
+    'the bank was asked how the consent stands',
+  );
+  assert.equal(
+    calls.filter(([, path]) => path === '/domestic-payments').length,
+    1,
+    'nothing sent again after the refusal',
+  );
 
   // Revoked at the bank and its token expired: the refusal comes at the renewal.
   const both = await authorise(h, WEEKLY);
@@ -202,7 +221,7 @@ test('a renewal the bank refuses ends the consent as a revocation at the bank do
   assert.deepEqual(events, [], 'a consent found ended at the bank sends no revocation event, as before');
 });
 
-test('a payment sent before whose renewal is refused when it is sent again stays unconfirmed; the consent is over', async (t) => {
+test('a payment sent before whose renewal is refused when it is sent again stays unconfirmed', async (t) => {
   const h = await consentHarness(t);
   const { consent, token } = await authorise(h, WEEKLY);
   const { sentAt } = loseSubmissions(t, h.runtime, 1);
@@ -217,11 +236,13 @@ test('a payment sent before whose renewal is refused when it is sent again stays
   // Each time it is sent again (the job asks again while it is unconfirmed), under the same key.
   const calls = bank.calls();
   assert.ok(calls.length >= 2);
-  for (let i = 0; i < calls.length; i += 2)
-    assert.deepEqual(calls.slice(i, i + 2), [
-      ['POST', '/domestic-payments', 401],
-      ['POST', '/token', 400, 'refresh_token'],
-    ]);
+  const sendings = calls.filter(([, path]) => path === '/domestic-payments');
+  assert.ok(sendings.every(([, , status]) => status === 401));
+  assert.equal(
+    calls.filter(([, path, status, grant]) => path === '/token' && status === 400 && grant === 'refresh_token').length,
+    sendings.length,
+    'each sending renewed once, refused',
+  );
   assert.ok(
     bank.seen.every(
       (e) => !e.url.endsWith('/domestic-payments') || e.requestHeaders['x-idempotency-key'] === lost.body.payment.id,
@@ -231,7 +252,8 @@ test('a payment sent before whose renewal is refused when it is sent again stays
   assert.equal(payment.status, 'unconfirmed', 'never failed: the first sending may have been taken');
   assert.deepEqual(
     [(await consentRow(h, consent.id)).status, (await consentRow(h, consent.id)).revoked_by],
-    ['revoked', 'bank'],
+    ['active', null],
+    'still authorised at the bank',
   );
 });
 

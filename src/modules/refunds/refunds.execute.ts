@@ -90,7 +90,13 @@ export function executeRefundJob(deps: Deps): JobHandler {
       return retry('taken by the bank, not settled yet');
     }
     if (result.unknown) return retry(result.message);
-    if (result.reason === 'consent_revoked' || result.reason === 'consent_expired') {
+    // A consent whose access the bank no longer renews is as good as ended for refunds: the
+    // merchant approves a new authority either way (docs/refunds.md).
+    if (
+      result.reason === 'consent_revoked' ||
+      result.reason === 'consent_expired' ||
+      result.reason === 'consent_token_refused'
+    ) {
       await deps.store.transaction((trx) => endAuthorityAtBank(trx, authority.id, deps.clock.now()));
       // A bank answers a key it holds with its payment, but one that looks at the consent first
       // would refuse it all the same: the merchant checks its account rather than pay twice.

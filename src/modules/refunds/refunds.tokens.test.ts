@@ -123,7 +123,7 @@ test('a refund after the authority’s access token expired renews it once, is s
   assert.equal((await s.refund(paid.id)).status, 'successful');
 });
 
-test('a renewal the merchant’s bank refuses ends the authority as a revocation there does; a refund sent before asks the merchant', async (t) => {
+test('a renewal the merchant’s bank refuses ends the authority as a revocation there does, whatever the bank says of the consent; a refund sent before asks the merchant', async (t) => {
   const s = await setUp(t);
   const paid = await s.payment();
   const outcome = async (authorityId: string) => {
@@ -149,6 +149,7 @@ test('a renewal the merchant’s bank refuses ends the authority as a revocation
   assert.deepEqual(s.calls(), [
     ['POST', '/domestic-payments', 401],
     ['POST', '/token', 400, 'refresh_token'],
+    ['GET', `/enduring-payment-consents/${refused.consentId}`, 200],
   ]);
 
   // Sent before (its answer lost), then refused at the renewal when sent again: the merchant is
@@ -172,6 +173,7 @@ test('a renewal the merchant’s bank refuses ends the authority as a revocation
   assert.deepEqual(s.calls(), [
     ['POST', '/domestic-payments', 401],
     ['POST', '/token', 400, 'refresh_token'],
+    ['GET', `/enduring-payment-consents/${lostUnder.consentId}`, 200],
   ]);
   const asked = (await s.world.api.get(`/v1/refunds/${created.body.refund.id}`)).body.refund;
   assert.deepEqual([asked.status, asked.action_reason], ['requires_action', 'bank_outcome_unknown']);

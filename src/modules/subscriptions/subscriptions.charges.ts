@@ -66,6 +66,9 @@ type Finish = JobContext['finishIn'];
 /** `resent`: the payment was handed to the bank before and never named by it (a lost answer, a crash). */
 type Attempt = { sub: SubscriptionRow; charge: ChargeRow; payment: PaymentRow; resent?: boolean };
 
+/** The bank no longer renews the consent's access, though it still holds it authorised (consent-tokens.ts). */
+const TOKEN_REFUSED = 'consent_token_refused';
+
 /** How long to wait before asking again when the bank's answer was lost or is still pending. */
 const UNKNOWN_RETRY_MS = 30_000;
 const PENDING_RETRY_MS = 60_000;
@@ -312,8 +315,9 @@ async function record(
   if (!result.ok && result.unknown) return { retryAt: deps.clock.now() + UNKNOWN_RETRY_MS, error: result.message };
   // Sent again after an answer that never came: a bank that looks at the consent or its limits
   // before its keys refuses a payment it may hold, so no refusal fails it. Unless the consent is
-  // gone (below), the bank is asked again until it answers, or 23 hours pass (claim).
-  if (claimed.resent && !result.ok && !isConsentGone(result))
+  // gone or can no longer be used (below), the bank is asked again until it answers, or 23 hours
+  // pass (claim).
+  if (claimed.resent && !result.ok && !isConsentGone(result) && result.reason !== TOKEN_REFUSED)
     return { retryAt: deps.clock.now() + UNKNOWN_RETRY_MS, error: `refused when sent again: ${result.message}` };
   if (result.ok && result.outcome === 'pending') {
     if (payment.status !== 'unconfirmed')
@@ -336,8 +340,9 @@ async function record(
   }
 
   if (claimed.resent && !result.ok) {
-    // Sent again after an answer that never came, under a consent the payer has withdrawn since:
-    // a bank that looks at the consent before its keys refuses a payment it may hold.
+    // Sent again after an answer that never came, under a consent the payer has withdrawn since,
+    // or whose access the bank no longer renews: a bank that looks at the consent before its keys
+    // refuses a payment it may hold, and without a token it cannot be asked again.
     await recordOutcomeUnknown(deps, trx, { sub, charge, payment }, result.reason, now);
     return undefined;
   }
@@ -375,7 +380,9 @@ function auditCharge(trx: Trx, { sub, charge, payment }: Attempt, status: string
  */
 async function recordOutcomeUnknown(deps: Deps, trx: Trx, { sub, charge, payment }: Attempt, why: string, now: number) {
   if (payment.status === 'awaiting-consent') await setPaymentStatus(trx, payment, 'unconfirmed', now);
-  const gone = why !== 'no_answer';
+  // Withdrawn at the bank: the subscription ends. Unanswered, or its access no longer renewed
+  // while the bank still holds it authorised: the slot is given up and the schedule goes on.
+  const gone = why !== 'no_answer' && why !== TOKEN_REFUSED;
   const status = gone || sub.status === 'cancelled' ? 'cancelled' : 'dropped';
   await updateCharge(trx, charge.id, { status, last_error: `bank_outcome_unknown: ${why}`, updated_at: now });
   if (gone && (sub.status === 'active' || sub.status === 'paused')) await cancelInTransaction(trx, sub, 'bank', now);

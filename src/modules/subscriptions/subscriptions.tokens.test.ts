@@ -79,7 +79,7 @@ test('a charge after the access token expired renews it once, sends it again und
   assert.equal(s.open(after.bank_access_token), answer.access_token);
 });
 
-test('a renewal the bank refuses ends the subscription as a withdrawal at the bank does; sent before, its payment stays unconfirmed', async (t) => {
+test('a renewal the bank refuses ends the subscription as a withdrawal at the bank does when the bank says the consent ended; one it still holds fails the charge only; sent before, its payment stays unconfirmed', async (t) => {
   const s = await setUp(t);
   const outcome = async (id: string) => {
     const sub = await s.get(id);
@@ -102,12 +102,19 @@ test('a renewal the bank refuses ends the subscription as a withdrawal at the ba
     subscription: ['cancelled', 'bank'],
     payment: ['failed', 'consent_revoked'],
   });
-  assert.deepEqual(await outcome(refused.id), asWithdrawn);
+  // Still authorised at the bank (a refresh token lost with a renewal's answer): the charge fails,
+  // the subscription goes on (its retries), and the error log asks for it to be authorised again.
+  assert.deepEqual(await outcome(refused.id), {
+    subscription: ['active', null],
+    payment: ['failed', 'consent_token_refused'],
+  });
 
   // Sent before with its answer lost, then refused at the renewal when sent again: unconfirmed.
   const lost = await s.charged();
+  const due = Date.parse((await s.get(lost.id)).next_charge_at);
+  await s.advanceTo(due - 1000);
   loseSubmissions(t, s.app, 1);
-  await s.advanceTo((await s.clockNow()) + 7 * DAY);
+  await s.advanceTo(due + 1000);
   assert.equal((await s.payments(lost.id))[0].status, 'awaiting-consent', 'no answer yet: in flight');
   await s.expireAtBank(lost.id, true);
   s.seen.splice(0);
@@ -116,5 +123,9 @@ test('a renewal the bank refuses ends the subscription as a withdrawal at the ba
     ['POST', '/domestic-payments', 401],
     ['POST', '/token', 400, 'refresh_token'],
   ]);
-  assert.deepEqual(await outcome(lost.id), { subscription: ['cancelled', 'bank'], payment: ['unconfirmed', null] });
+  assert.deepEqual(
+    await outcome(lost.id),
+    { subscription: ['active', null], payment: ['unconfirmed', null] },
+    'not failed on that word; without a token it cannot be asked again: the operator has the bank’s word',
+  );
 });
