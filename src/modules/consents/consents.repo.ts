@@ -3,6 +3,12 @@ import { notFound } from '../../shared/errors.ts';
 import { engineOf, lockForUpdate } from '../../store/db.ts';
 import { prepared } from '../../store/prepared.ts';
 import type { Database } from '../../store/tables.ts';
+import {
+  consentTokenColumns,
+  consentTokenOf,
+  findConsentToken,
+  replaceConsentToken,
+} from '../../store/consent-token-rows.ts';
 import { notSealed } from '../../store/seal-at-rest.ts';
 import type { RecurringConsentsTable } from './consents.tables.ts';
 import type { SealedConsentToken } from '../banks/consent-tokens.ts';
@@ -187,50 +193,29 @@ export async function listConsents(db: Db, owner: Owner, filters: ConsentFilters
     .execute();
 }
 
-type TokenColumns = Pick<RecurringConsentsTable, 'bank_access_token' | 'bank_refresh_token' | 'bank_token_expires_at'>;
-
 /** A consent token's columns. */
-export function bankTokenColumns(token: SealedConsentToken): TokenColumns {
-  return {
-    bank_access_token: token.access,
-    bank_refresh_token: token.refresh,
-    bank_token_expires_at: token.expiresAt,
-  };
-}
+export const bankTokenColumns = consentTokenColumns;
 
 /** The token of a consent row. */
-export function bankTokenOf(row: TokenColumns): SealedConsentToken {
-  return {
-    access: row.bank_access_token,
-    refresh: row.bank_refresh_token,
-    expiresAt: row.bank_token_expires_at === null ? null : Number(row.bank_token_expires_at),
-  };
+export function bankTokenOf(
+  row: Parameters<typeof consentTokenOf>[0] & { bank_access_token: string },
+): SealedConsentToken {
+  return consentTokenOf(row)!;
 }
 
 /** The consent's bank token as stored now; null when the consent is gone. */
-export async function findConsentBankToken(db: Db, id: string): Promise<SealedConsentToken | null> {
-  const row = await db
-    .selectFrom('recurring_consents')
-    .select(['bank_access_token', 'bank_refresh_token', 'bank_token_expires_at'])
-    .where('id', '=', id)
-    .executeTakeFirst();
-  return row ? bankTokenOf(row) : null;
+export function findConsentBankToken(db: Db, id: string): Promise<SealedConsentToken | null> {
+  return findConsentToken(db, 'recurring_consents', id);
 }
 
 /** Replaces the consent's bank token with `next`, only over the access token `previousAccess` (sealed); true when it did. */
-export async function replaceConsentBankToken(
+export function replaceConsentBankToken(
   db: Db,
   id: string,
   previousAccess: string,
   next: SealedConsentToken,
 ): Promise<boolean> {
-  const result = await db
-    .updateTable('recurring_consents')
-    .set(bankTokenColumns(next))
-    .where('id', '=', id)
-    .where('bank_access_token', '=', previousAccess)
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows) > 0;
+  return replaceConsentToken(db, 'recurring_consents', id, previousAccess, next);
 }
 
 /** Bank access tokens stored in clear before secrets were sealed at rest. */

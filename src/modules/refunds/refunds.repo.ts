@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { Mode } from '../../shared/mode.ts';
 import { lockForUpdate, type Db } from '../../store/db.ts';
 import { countOwned, deleteOwned, holdOwned } from '../../store/owned-rows.ts';
+import { consentTokenColumns, findConsentToken, replaceConsentToken } from '../../store/consent-token-rows.ts';
 import { insertRow, updateById } from '../../store/prepared.ts';
 import type { RefundAuthorityRow, RefundRow } from './refunds.tables.ts';
 import type { SealedConsentToken } from '../banks/consent-tokens.ts';
@@ -201,41 +202,19 @@ export async function refundsSentBetween(
 }
 
 /** The authority's consent token as stored now; null when it has none (or is gone). */
-export async function findAuthorityBankToken(db: Db, id: string): Promise<SealedConsentToken | null> {
-  const row = await db
-    .selectFrom('refund_authorities')
-    .select(['bank_access_token', 'bank_refresh_token', 'bank_token_expires_at'])
-    .where('id', '=', id)
-    .executeTakeFirst();
-  if (!row?.bank_access_token) return null;
-  return {
-    access: row.bank_access_token,
-    refresh: row.bank_refresh_token,
-    expiresAt: row.bank_token_expires_at === null ? null : Number(row.bank_token_expires_at),
-  };
+export function findAuthorityBankToken(db: Db, id: string): Promise<SealedConsentToken | null> {
+  return findConsentToken(db, 'refund_authorities', id);
 }
 
 /** The columns of a consent token. */
-export function authorityTokenColumns(token: SealedConsentToken) {
-  return {
-    bank_access_token: token.access,
-    bank_refresh_token: token.refresh,
-    bank_token_expires_at: token.expiresAt,
-  };
-}
+export const authorityTokenColumns = consentTokenColumns;
 
 /** Replaces the authority's consent token with `next`, only over the access token `previousAccess` (sealed); true when it did. */
-export async function replaceAuthorityBankToken(
+export function replaceAuthorityBankToken(
   db: Db,
   id: string,
   previousAccess: string,
   next: SealedConsentToken,
 ): Promise<boolean> {
-  const result = await db
-    .updateTable('refund_authorities')
-    .set(authorityTokenColumns(next))
-    .where('id', '=', id)
-    .where('bank_access_token', '=', previousAccess)
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows) > 0;
+  return replaceConsentToken(db, 'refund_authorities', id, previousAccess, next);
 }

@@ -3,6 +3,12 @@ import { notFound } from '../../shared/errors.ts';
 import { lockForUpdate } from '../../store/db.ts';
 import { inserted, insertRow, prepared, updateById } from '../../store/prepared.ts';
 import type { Database } from '../../store/tables.ts';
+import {
+  consentTokenColumns,
+  consentTokenOf,
+  findConsentToken,
+  replaceConsentToken,
+} from '../../store/consent-token-rows.ts';
 import { notSealed } from '../../store/seal-at-rest.ts';
 import type { SubscriptionChargesTable, SubscriptionsTable } from './subscriptions.tables.ts';
 import type { SealedConsentToken } from '../banks/consent-tokens.ts';
@@ -170,50 +176,29 @@ export async function listCharges(db: Db, subscriptionId: string): Promise<Charg
 }
 
 /** Bank access tokens stored in clear before secrets were sealed at rest. */
-type TokenColumns = Pick<SubscriptionsTable, 'bank_access_token' | 'bank_refresh_token' | 'bank_token_expires_at'>;
-
 /** A consent token's columns. */
-export function bankTokenColumns(token: SealedConsentToken): TokenColumns {
-  return {
-    bank_access_token: token.access,
-    bank_refresh_token: token.refresh,
-    bank_token_expires_at: token.expiresAt,
-  };
+export const bankTokenColumns = consentTokenColumns;
+
+/** The token of a subscription row. */
+export function bankTokenOf(
+  row: Parameters<typeof consentTokenOf>[0] & { bank_access_token: string },
+): SealedConsentToken {
+  return consentTokenOf(row)!;
 }
 
-/** The consent token of a subscription row. */
-export function bankTokenOf(row: TokenColumns): SealedConsentToken {
-  return {
-    access: row.bank_access_token,
-    refresh: row.bank_refresh_token,
-    expiresAt: row.bank_token_expires_at === null ? null : Number(row.bank_token_expires_at),
-  };
+/** The subscription's bank token as stored now; null when the subscription is gone. */
+export function findSubscriptionBankToken(db: Db, id: string): Promise<SealedConsentToken | null> {
+  return findConsentToken(db, 'subscriptions', id);
 }
 
-/** The subscription's consent token as stored now; null when the subscription is gone. */
-export async function findSubscriptionBankToken(db: Db, id: string): Promise<SealedConsentToken | null> {
-  const row = await db
-    .selectFrom('subscriptions')
-    .select(['bank_access_token', 'bank_refresh_token', 'bank_token_expires_at'])
-    .where('id', '=', id)
-    .executeTakeFirst();
-  return row ? bankTokenOf(row) : null;
-}
-
-/** Replaces the subscription's consent token with `next`, only over the access token `previousAccess` (sealed); true when it did. */
-export async function replaceSubscriptionBankToken(
+/** Replaces the subscription's bank token with `next`, only over the access token `previousAccess` (sealed); true when it did. */
+export function replaceSubscriptionBankToken(
   db: Db,
   id: string,
   previousAccess: string,
   next: SealedConsentToken,
 ): Promise<boolean> {
-  const result = await db
-    .updateTable('subscriptions')
-    .set(bankTokenColumns(next))
-    .where('id', '=', id)
-    .where('bank_access_token', '=', previousAccess)
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows) > 0;
+  return replaceConsentToken(db, 'subscriptions', id, previousAccess, next);
 }
 
 export async function sealSubscriptionAccessTokens(db: Db, seal: (secret: string) => string): Promise<void> {
