@@ -1,6 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { openStored, type SecretBox } from '../../shared/secret-box.ts';
 import type { Clock } from '../../shared/time.ts';
+import type { Db } from '../../store/db.ts';
+import type { Store } from '../../store/store.ts';
+import { findConsentToken, replaceConsentToken, type ConsentTokenTable } from '../../store/consent-token-rows.ts';
 import type {
   BankConnector,
   BankFailure,
@@ -52,6 +55,26 @@ export type ConsentTokenHolder = {
   /** Saves `next` in a transaction of its own, only if the stored access token is still `previousAccess` (sealed); true when saved. */
   replace(previousAccess: string, next: SealedConsentToken): Promise<boolean>;
 };
+
+/**
+ * The holder of the token kept on row `id` of `table` (a recurring consent's, a subscription's or a
+ * refund authority's), as read with the row: re-read and replaced there, the replacement in a
+ * transaction of its own.
+ */
+export function rowTokenHolder(
+  deps: { db: Db; store: Store },
+  table: ConsentTokenTable,
+  id: string,
+  token: SealedConsentToken,
+): ConsentTokenHolder {
+  return {
+    key: `${table}:${id}`,
+    token,
+    reread: () => findConsentToken(deps.db, table, id),
+    replace: (previousAccess, next) =>
+      deps.store.transaction((trx) => replaceConsentToken(trx, table, id, previousAccess, next)),
+  };
+}
 
 export type ConsentTokenDeps = {
   secrets: SecretBox;

@@ -3,12 +3,7 @@ import { notFound } from '../../shared/errors.ts';
 import { engineOf, lockForUpdate } from '../../store/db.ts';
 import { prepared } from '../../store/prepared.ts';
 import type { Database } from '../../store/tables.ts';
-import {
-  consentTokenColumns,
-  consentTokenOf,
-  findConsentToken,
-  replaceConsentToken,
-} from '../../store/consent-token-rows.ts';
+import { consentTokenColumns, consentTokenOf, replaceConsentToken } from '../../store/consent-token-rows.ts';
 import { notSealed } from '../../store/seal-at-rest.ts';
 import type { RecurringConsentsTable } from './consents.tables.ts';
 import type { SealedConsentToken } from '../banks/consent-tokens.ts';
@@ -201,11 +196,6 @@ export function bankTokenOf(
   row: Parameters<typeof consentTokenOf>[0] & { bank_access_token: string },
 ): SealedConsentToken {
   return consentTokenOf(row)!;
-}
-
-/** The consent's bank token as stored now; null when the consent is gone. */
-export function findConsentBankToken(db: Db, id: string): Promise<SealedConsentToken | null> {
-  return findConsentToken(db, 'recurring_consents', id);
 }
 
 /** Replaces the consent's bank token with `next`, only over the access token `previousAccess` (sealed); true when it did. */

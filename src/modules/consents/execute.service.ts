@@ -30,16 +30,14 @@ import {
   type PaymentRow,
 } from '../payments/payments.service.ts';
 import { clockIdOf, clockOf } from '../merchants/merchants.clock.ts';
-import { submitUnderConsent, type ConsentTokenHolder } from '../banks/consent-tokens.ts';
+import { submitUnderConsent, type ConsentTokenHolder, rowTokenHolder } from '../banks/consent-tokens.ts';
 import {
   bankTokenOf,
-  findConsentBankToken,
   findConsentById,
   findConsentToLock,
   getConsent,
   lockConsent,
   lockConsentAsRead,
-  replaceConsentBankToken,
   updateConsent,
   type ConsentRow,
   type Owner,
@@ -324,13 +322,7 @@ async function submit(
 
 /** Where the consent keeps its bank token, for payments under it. */
 function tokenHolderOf(deps: Deps, consent: ConsentRow): ConsentTokenHolder {
-  return {
-    key: `recurring_consents:${consent.id}`,
-    token: bankTokenOf(consent),
-    reread: () => findConsentBankToken(deps.db, consent.id),
-    replace: (previousAccess, next) =>
-      deps.store.transaction((trx) => replaceConsentBankToken(trx, consent.id, previousAccess, next)),
-  };
+  return rowTokenHolder(deps, 'recurring_consents', consent.id, bankTokenOf(consent));
 }
 
 /** Why the bank refused, as a short code: the bank's own reason, or which of its limits it applied. */

@@ -12,7 +12,12 @@ import { periodWindow, type LimitPeriod } from '../consents/limits.ts';
 import { enduringPeriodOf } from '../consents/consents.rules.ts';
 import type { Ctx, Deps } from '../context.ts';
 import type { EnduringConsentInput } from '../banks/bank-connector.ts';
-import { sealConsentTokens, type ConsentTokenHolder, type SealedConsentToken } from '../banks/consent-tokens.ts';
+import {
+  sealConsentTokens,
+  type ConsentTokenHolder,
+  type SealedConsentToken,
+  rowTokenHolder,
+} from '../banks/consent-tokens.ts';
 import { bankAccountOf } from '../merchants/merchants.service.ts';
 import { bankReturnUrl, connectorFor } from '../payments/payments.banks.ts';
 import * as repo from './refunds.repo.ts';
@@ -155,13 +160,7 @@ export async function readyAuthority(deps: Deps, authority: RefundAuthorityRow):
 
 /** Where the authority keeps its consent token, for payments under it (submitUnderConsent). */
 function tokenHolderOf(deps: Deps, authorityId: string, token: SealedConsentToken): ConsentTokenHolder {
-  return {
-    key: `refund_authorities:${authorityId}`,
-    token,
-    reread: () => repo.findAuthorityBankToken(deps.db, authorityId),
-    replace: (previousAccess, next) =>
-      deps.store.transaction((trx) => repo.replaceAuthorityBankToken(trx, authorityId, previousAccess, next)),
-  };
+  return rowTokenHolder(deps, 'refund_authorities', authorityId, token);
 }
 
 async function provisionAtSandbox(deps: Deps, authority: RefundAuthorityRow): Promise<ReadyAuthority> {

@@ -2,10 +2,9 @@ import { sql } from 'kysely';
 import type { Mode } from '../../shared/mode.ts';
 import { lockForUpdate, type Db } from '../../store/db.ts';
 import { countOwned, deleteOwned, holdOwned } from '../../store/owned-rows.ts';
-import { consentTokenColumns, findConsentToken, replaceConsentToken } from '../../store/consent-token-rows.ts';
+import { consentTokenColumns } from '../../store/consent-token-rows.ts';
 import { insertRow, updateById } from '../../store/prepared.ts';
 import type { RefundAuthorityRow, RefundRow } from './refunds.tables.ts';
-import type { SealedConsentToken } from '../banks/consent-tokens.ts';
 
 export type Owner = { userId: string; mode: Mode };
 
@@ -201,20 +200,5 @@ export async function refundsSentBetween(
     .execute();
 }
 
-/** The authority's consent token as stored now; null when it has none (or is gone). */
-export function findAuthorityBankToken(db: Db, id: string): Promise<SealedConsentToken | null> {
-  return findConsentToken(db, 'refund_authorities', id);
-}
-
 /** The columns of a consent token. */
 export const authorityTokenColumns = consentTokenColumns;
-
-/** Replaces the authority's consent token with `next`, only over the access token `previousAccess` (sealed); true when it did. */
-export function replaceAuthorityBankToken(
-  db: Db,
-  id: string,
-  previousAccess: string,
-  next: SealedConsentToken,
-): Promise<boolean> {
-  return replaceConsentToken(db, 'refund_authorities', id, previousAccess, next);
-}

@@ -28,17 +28,15 @@ import type { AuditBy } from '../audit/audit.service.ts';
 import { isComplete, slotDate } from './schedule.ts';
 import { bankOf } from './subscriptions.bank.ts';
 import type { SubscriptionsTable } from './subscriptions.tables.ts';
-import { submitUnderConsent, type ConsentTokenHolder } from '../banks/consent-tokens.ts';
+import { submitUnderConsent, type ConsentTokenHolder, rowTokenHolder } from '../banks/consent-tokens.ts';
 import {
   bankTokenOf,
   chargesInFlight,
   findCharge,
-  findSubscriptionBankToken,
   findChargeOfPayment,
   findLatestCharge,
   insertChargeIfNew,
   lockSubscription,
-  replaceSubscriptionBankToken,
   updateCharge,
   updateSubscription,
   type ChargeRow,
@@ -214,13 +212,7 @@ async function submit(deps: Deps, db: Db, attempt: Attempt, now: number): Promis
 
 /** Where the subscription keeps its consent's bank token, for its charges. */
 function tokenHolderOf(deps: Deps, sub: SubscriptionRow): ConsentTokenHolder {
-  return {
-    key: `subscriptions:${sub.id}`,
-    token: bankTokenOf(sub),
-    reread: () => findSubscriptionBankToken(deps.db, sub.id),
-    replace: (previousAccess, next) =>
-      deps.store.transaction((trx) => replaceSubscriptionBankToken(trx, sub.id, previousAccess, next)),
-  };
+  return rowTokenHolder(deps, 'subscriptions', sub.id, bankTokenOf(sub));
 }
 
 /** The subscription moves past a settled slot: to the next slot's job, or to completion. */

@@ -3,12 +3,7 @@ import { notFound } from '../../shared/errors.ts';
 import { lockForUpdate } from '../../store/db.ts';
 import { inserted, insertRow, prepared, updateById } from '../../store/prepared.ts';
 import type { Database } from '../../store/tables.ts';
-import {
-  consentTokenColumns,
-  consentTokenOf,
-  findConsentToken,
-  replaceConsentToken,
-} from '../../store/consent-token-rows.ts';
+import { consentTokenColumns, consentTokenOf } from '../../store/consent-token-rows.ts';
 import { notSealed } from '../../store/seal-at-rest.ts';
 import type { SubscriptionChargesTable, SubscriptionsTable } from './subscriptions.tables.ts';
 import type { SealedConsentToken } from '../banks/consent-tokens.ts';
@@ -184,21 +179,6 @@ export function bankTokenOf(
   row: Parameters<typeof consentTokenOf>[0] & { bank_access_token: string },
 ): SealedConsentToken {
   return consentTokenOf(row)!;
-}
-
-/** The subscription's bank token as stored now; null when the subscription is gone. */
-export function findSubscriptionBankToken(db: Db, id: string): Promise<SealedConsentToken | null> {
-  return findConsentToken(db, 'subscriptions', id);
-}
-
-/** Replaces the subscription's bank token with `next`, only over the access token `previousAccess` (sealed); true when it did. */
-export function replaceSubscriptionBankToken(
-  db: Db,
-  id: string,
-  previousAccess: string,
-  next: SealedConsentToken,
-): Promise<boolean> {
-  return replaceConsentToken(db, 'subscriptions', id, previousAccess, next);
 }
 
 export async function sealSubscriptionAccessTokens(db: Db, seal: (secret: string) => string): Promise<void> {
