@@ -1,3 +1,5 @@
+import type { Logger } from 'pino';
+
 // The seam between the service and a payer's bank. One implementation speaks the NZ
 // payment-initiation standard over HTTP (open-banking.connector.ts); the sandbox bank implements
 // the bank side of the same standard. Expected outcomes are values, never exceptions.
@@ -146,14 +148,25 @@ export type SubmittedPayment = BankResult<{ paymentId: string; outcome: BankPaym
  * How a payment the bank already named stands now, answered as a submission is. Asking is how a
  * payment the bank took and left pending is followed: submitting it again would be answered from
  * the bank's idempotency record, which need not follow the payment (and keeps a key for 24 hours
- * only). A bank that will not say gives an unknown answer, to ask again later, never a refusal.
+ * only). A bank that will not say gives an unknown answer, to ask again later, never a refusal;
+ * a bank that refuses to say is logged as a warning.
  */
 export async function followNamedPayment(
   connector: BankConnector,
   input: { paymentId: string; at?: number; trace?: Trace },
+  log: Pick<Logger, 'warn'>,
 ): Promise<SubmittedPayment> {
   const status = await connector.getPaymentStatus(input);
-  if (!status.ok) return { ...status, unknown: true };
+  if (!status.ok) {
+    // A refusal is no answer about a payment the bank named, but unlike an outage it will not pass
+    // by itself: the payment stays unconfirmed, holding what it holds, until someone looks.
+    if (!status.unknown)
+      log.warn(
+        { ...input.trace, bank_payment_id: input.paymentId, reason: status.reason, bank_code: status.bankCode },
+        `the bank would not say how a payment it named stands (${status.message}): it stays unconfirmed and is asked again`,
+      );
+    return { ...status, unknown: true };
+  }
   return { ok: true, paymentId: input.paymentId, outcome: status.outcome, failureReason: status.failureReason };
 }
 

@@ -264,3 +264,40 @@ test('an execution the bank never answers is sent again under its key for 23 hou
   assert.equal((await paymentOf(h, lost.body.payment.id)).status, 'unconfirmed', 'the bank may hold it');
   assert.deepEqual(await settleJobs(h), [], 'and no longer asked about');
 });
+
+test('a payment the bank named, and then will not say how it stands, stays unconfirmed, is asked again, and is logged as a warning', async (t) => {
+  const h = await consentHarness(t);
+  const { consent, token } = await authorise(h, { period: 'daily', max_per_period: '50.00 NZD' });
+  const delayed = await h.api.post(`/v1/test-helpers/recurring-consents/${consent.id}/delay`, { seconds: 120 });
+  assert.equal(delayed.status, 200, delayed.text);
+  const held = await execute(h, token, '6.00 NZD', 'held');
+  const named = (await paymentOf(h, held.body.payment.id)).bank_payment_id;
+  assert.ok(named, 'the bank took it and named it');
+
+  const connector = h.runtime.deps.banks.connectorFor('sandbox', 'test')!;
+  t.mock.method(connector, 'getPaymentStatus', async () => ({
+    ok: false,
+    reason: 'not_found',
+    message: 'The bank answered 404',
+    unknown: false,
+  }));
+  const warned: unknown[][] = [];
+  t.mock.method(h.runtime.deps.log, 'warn', (...args: unknown[]) => warned.push(args));
+  const moved = await h.api.post('/v1/test-helpers/clock/advance', { seconds: 3 * 60 });
+  assert.equal(moved.status, 200, moved.text);
+
+  assert.deepEqual(await paymentOf(h, held.body.payment.id), { status: 'unconfirmed', bank_payment_id: named });
+  assert.equal((await settleJobs(h)).length, 1, 'still asked about');
+  const refusal = warned.find(([, message]) => String(message).startsWith('the bank would not say'));
+  assert.ok(refusal, 'a warning names the refusal');
+  assert.deepEqual(
+    { ...(refusal[0] as object) },
+    {
+      payment_id: held.body.payment.id,
+      recurring_consent_id: consent.id,
+      bank_payment_id: named,
+      reason: 'not_found',
+      bank_code: undefined,
+    },
+  );
+});

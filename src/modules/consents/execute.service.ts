@@ -302,7 +302,8 @@ async function submit(
 ): Promise<SubmittedPayment> {
   const trace = { payment_id: payment.id, recurring_consent_id: consent.id };
   // Taken by the bank and left pending: asked about, never submitted again.
-  if (payment.bank_payment_id) return followNamedPayment(connector, { paymentId: payment.bank_payment_id, at, trace });
+  if (payment.bank_payment_id)
+    return followNamedPayment(connector, { paymentId: payment.bank_payment_id, at, trace }, deps.log);
   // Under the consent's token, renewed first when it is known to expire, and once on a 401 (the
   // same body and key again); a renewal the bank refuses reads as the consent revoked there.
   return submitUnderConsent(deps, connector, tokenHolderOf(deps, consent), {

@@ -1,6 +1,7 @@
 import { backoffDelayMs, type Backoff } from '../../jobs/backoff.ts';
 import type { JobHandler } from '../../jobs/worker.ts';
 import { transact } from '../../store/store.ts';
+import { followNamedPayment } from '../banks/bank-connector.ts';
 import { connectorFor } from './payments.banks.ts';
 import { findPaymentById, lockPayment, updatePaymentIfStatus } from './payments.repo.ts';
 import { ABANDON_AFTER_MS, waitsForBankWord } from './payments.rules.ts';
@@ -118,11 +119,11 @@ export function reconcilePaymentJob(deps: Deps): JobHandler {
       return;
     }
     // `at`: the sandbox bank settles delayed payments by the caller's (test) clock.
-    const status = await connector.getPaymentStatus({
-      paymentId: payment.bank_payment_id,
-      at: clock.now(),
-      trace: { payment_id: payment.id },
-    });
+    const status = await followNamedPayment(
+      connector,
+      { paymentId: payment.bank_payment_id, at: clock.now(), trace: { payment_id: payment.id } },
+      deps.log,
+    );
     if (!status.ok) return retry(status.message);
     if (status.outcome === 'pending') return retry('still pending at the bank');
     await finishPayment(

@@ -127,7 +127,11 @@ async function followAtBank(
   const authority = refund.authority_id ? await findAuthorityById(deps.db, refund.authority_id) : undefined;
   const connector = authority && connectorFor(deps, authority.bank_id, authority.mode);
   if (!connector) return retry('the merchant’s bank is not connected');
-  const status = await followNamedPayment(connector, { paymentId: bankPaymentId, at, trace: { refund_id: refund.id } });
+  const status = await followNamedPayment(
+    connector,
+    { paymentId: bankPaymentId, at, trace: { refund_id: refund.id } },
+    deps.log,
+  );
   if (!status.ok) return retry(status.message);
   if (status.outcome === 'pending') return retry('still pending at the bank');
   await record(

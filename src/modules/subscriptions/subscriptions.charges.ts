@@ -184,7 +184,7 @@ async function submit(deps: Deps, db: Db, attempt: Attempt, now: number): Promis
   try {
     // Taken by the bank and left pending: asked about, never submitted again.
     const named = attempt.payment.bank_payment_id;
-    if (named) return await followNamedPayment(bank, { paymentId: named, at: now, trace });
+    if (named) return await followNamedPayment(bank, { paymentId: named, at: now, trace }, deps.log);
     // Under the consent's token, renewed first when it is known to expire, and once on a 401 (the
     // same body and key again); a renewal the bank refuses reads as the consent revoked there.
     return await submitUnderConsent(deps, bank, tokenHolderOf(deps, attempt.sub), {
