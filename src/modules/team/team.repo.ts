@@ -150,6 +150,23 @@ export async function revokeInvitationsTo(
   return update.returning(['id', 'email', 'role']).execute();
 }
 
+/** The merchant's live invitation to `email`, if it has one (at most one is live, inviteMember). */
+export function liveInvitationTo(
+  db: Db,
+  input: { userId: string; email: string; now: number },
+): Promise<InvitationRow | undefined> {
+  return db
+    .selectFrom('invitations')
+    .selectAll()
+    .where('user_id', '=', input.userId)
+    .where('email', '=', input.email)
+    .where('accepted_at', 'is', null)
+    .where('revoked_at', 'is', null)
+    .where('expires_at', '>', input.now)
+    .orderBy('created_at', 'desc')
+    .executeTakeFirst();
+}
+
 /** Spends a live invitation, atomically: two submissions of one link cannot both make a member. */
 export async function spendInvitation(db: Db, tokenHash: string, now: number): Promise<boolean> {
   const result = await db

@@ -30,6 +30,7 @@ import {
   spendInvitation,
   supportRefundLimitOf,
   upsertSupportRefundLimit,
+  liveInvitationTo,
   type InvitationRow,
   type MemberRow,
 } from './team.repo.ts';
@@ -42,6 +43,8 @@ import {
 type Db = Kysely<Database>;
 
 export const INVITATION_TTL_MS = 72 * 60 * 60_000;
+/** The same invitation sent again within this is the one already made (inviteMember). */
+export const INVITATION_REPEAT_WINDOW_MS = 60_000;
 
 export const TEAM_LIMITS = {
   /** Looks at invitation links from one client address in 15 minutes (a wrong token counts; a live one is given back). */
@@ -236,8 +239,10 @@ export async function setSupportRefundLimit(deps: Deps, actor: TeamActor, cents:
  * Invites `email` to the team with `role`: an invitation row holding the token's SHA-256, and an
  * email with the link, in one transaction. The link works once, for 72 hours. An email has at most
  * one pending invitation from a team: inviting it again (a double click, another role, a lost
- * email) revokes the one it had, so only the newest link works. Invitations of one team are made
- * one at a time, under a lock of the team's rows, so two at once cannot both stay live.
+ * email) revokes the one it had, so only the newest link works; but the same invitation sent again
+ * by the same member within a minute (a double click, a form sent twice) is the one already made,
+ * and sends no second email. Invitations of one team are made one at a time, under a lock of the
+ * team's rows, so two at once cannot both stay live.
  */
 export async function inviteMember(
   deps: Deps,
@@ -255,6 +260,14 @@ export async function inviteMember(
   return deps.store.transaction(async (trx) => {
     await lockLiveMembersOf(trx, actor.userId);
     if ((await findLiveMemberByEmail(trx, input.email))?.user_id === actor.userId) return onTeam;
+    const live = await liveInvitationTo(trx, { userId: actor.userId, email: input.email, now });
+    if (
+      live &&
+      live.role === input.role &&
+      live.invited_by === actor.memberId &&
+      now - Number(live.created_at) < INVITATION_REPEAT_WINDOW_MS
+    )
+      return { kind: 'invited', id: live.id, replaced: false } as const;
     if (!(await takeAttempt(trx, TEAM_LIMITS.invitesByMerchant, actor.userId, now)).ok)
       return { kind: 'problem', message: 'Too many invitations were sent in the last hour. Try again later.' } as const;
     const replaced = await revokeInvitationsTo(trx, { userId: actor.userId, email: input.email, now });
