@@ -629,3 +629,60 @@ test('Idempotency-Key on POST /v1/requests', async (t) => {
   const replayOfRefusal = await api.post('/v1/requests', ending, { headers: { 'idempotency-key': 'veg-2' } });
   assert.equal(replayOfRefusal.status, 400, 'a refusal stores nothing under its key');
 });
+
+test('a request for a recurring consent or a subscription expires at its end_date at the latest', async (t) => {
+  const app = await buildTestApp(t, { publicBaseUrl: 'https://pay.example.nz' });
+  const merchant = await createTestMerchant(app);
+  const api = apiClient(app, merchant.testKey);
+  const clockNow = Date.parse((await api.get('/v1/test-helpers/clock')).body.clock.now);
+  const endDate = new Date(clockNow + 2 * 86_400_000).toISOString();
+  const recurring = await api.post('/v1/requests', {
+    bank_account_id: merchant.bankAccountId,
+    message: 'Firewood',
+    recurring_options: { period: 'daily', max_per_period: '15.00 NZD', end_date: endDate },
+    cust_info: { email: 'aroha@example.com' },
+  });
+  const subscription = await api.post('/v1/requests', {
+    bank_account_id: merchant.bankAccountId,
+    message: 'Veg box',
+    expires_in: '30d',
+    subscription_options: { amount: '15.00 NZD', period: 'weekly', end_date: endDate },
+    cust_info: { email: 'aroha@example.com' },
+  });
+  const later = await api.post('/v1/requests', {
+    bank_account_id: merchant.bankAccountId,
+    message: 'Milk',
+    expires_in: '1d',
+    recurring_options: { period: 'daily', max_per_period: '15.00 NZD', end_date: endDate },
+    cust_info: { email: 'aroha@example.com' },
+  });
+  for (const made of [recurring, subscription, later]) assert.equal(made.status, 201, made.text);
+  assert.equal(recurring.body.request.expires_at, endDate, 'no expires_in: the end_date');
+  assert.equal(subscription.body.request.expires_at, endDate, 'the earlier of the two');
+  assert.equal(
+    later.body.request.expires_at,
+    new Date(Date.parse(later.body.request.created_at) + 86_400_000).toISOString(),
+    'expires_in, when it comes first',
+  );
+
+  assert.equal((await api.post('/v1/test-helpers/clock/advance', { seconds: 3 * 86_400 })).status, 200);
+  for (const made of [recurring, subscription]) {
+    const id = made.body.request.id;
+    assert.equal((await api.get(`/v1/requests/${id}`)).body.request.status, 'expired');
+    const paid = await api.post(`/v1/test-helpers/requests/${id}/pay`, {});
+    assert.equal(paid.status, 409, paid.text);
+    const page = await app.app.inject({ method: 'GET', url: `/pay/${id}` });
+    assert.match(page.body, /expired/i, 'the page says so');
+    assert.doesNotMatch(page.body, /Continue to your bank/);
+    const events = await app.deps.db
+      .selectFrom('events')
+      .select('type')
+      .where('object_id', '=', id)
+      .orderBy('id')
+      .execute();
+    assert.deepEqual(
+      events.map((e) => e.type),
+      ['request.created', 'request.expired'],
+    );
+  }
+});

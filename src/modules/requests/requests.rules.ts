@@ -257,6 +257,9 @@ export function normaliseCreateRequest(body: CreateRequestBody, now: number, zon
     );
   }
 
+  // Nothing can be agreed past the end: a request for a consent or a plan expires at its end_date
+  // at the latest, rather than stay open for a payer the bank would refuse.
+  const endAt = recurring?.end_at ?? subscription?.end_at ?? null;
   return {
     kind: recurring ? 'recurring' : subscription ? 'subscription' : 'payment',
     type,
@@ -264,7 +267,7 @@ export function normaliseCreateRequest(body: CreateRequestBody, now: number, zon
     minCents,
     maxCents,
     suggestedAmounts,
-    expiresAt,
+    expiresAt: endAt !== null && (expiresAt === null || endAt < expiresAt) ? endAt : expiresAt,
     recurring,
     subscription,
     custInfo,

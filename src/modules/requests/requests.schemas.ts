@@ -101,7 +101,8 @@ export const CreateRequestBody = Type.Object(
     expires_in: Type.Optional(
       Type.String({
         pattern: '^[1-9][0-9]{0,6}[mhd]$',
-        description: 'Lifetime: <n>m, <n>h or <n>d, from 1 minute to 365 days',
+        description:
+          'Lifetime: <n>m, <n>h or <n>d, from 1 minute to 365 days. A request with recurring_options or subscription_options expires at their end_date at the latest.',
         'x-expected': '<n>m, <n>h or <n>d, from 1 minute to 365 days',
       }),
     ),
