@@ -288,6 +288,21 @@ test('end_date: a payment at the last moment passes; afterwards the consent is e
     .where('id', '=', consent.id)
     .executeTakeFirstOrThrow();
   assert.equal(stored.status, 'expired', 'the expiry job ran on the test clock');
+  const sent = await h.runtime.deps.db
+    .selectFrom('events')
+    .select(['type', 'body'])
+    .where('object_id', '=', consent.id)
+    .orderBy('id')
+    .execute();
+  assert.deepEqual(
+    sent.map((e) => e.type),
+    ['recurring_payment.authorised', 'recurring_payment.expired'],
+  );
+  assert.deepEqual(JSON.parse(sent[1]!.body).data, {
+    id: consent.id,
+    merchant_identifier: consent.merchant_identifier,
+    status: 'expired',
+  });
   assert.deepEqual((await execute(h, token, '1.00 NZD', 'b')).body, {
     code: 'payment_rejected.end_date',
     message: 'The consent ended at 2027-01-31T10:59:59.999Z; no payments can be taken after its end_date',

@@ -230,6 +230,14 @@ export function expireConsentJob(deps: Deps): JobHandler {
       if (consent && consent.status === 'active' && consent.end_at !== null) {
         if (Number(consent.end_at) >= now) return { retryAt: deps.clock.now() + (Number(consent.end_at) + 1 - now) };
         await updateConsent(trx, consent.id, { status: 'expired', expired_at: now, updated_at: now });
+        await emitEvent(
+          trx,
+          { userId: consent.user_id, mode: consent.mode },
+          'recurring_payment.expired',
+          consent.id,
+          { id: consent.id, merchant_identifier: consent.merchant_identifier, status: 'expired' },
+          now,
+        );
         await finishIn(trx);
         await recordAudit(trx, {
           userId: consent.user_id,

@@ -5,7 +5,7 @@ import { transact } from '../../store/store.ts';
 import { EVENT_TYPES, maskSecret, secretFieldOf, type EventType } from './events.builders.ts';
 import { emitEvent } from './events.service.ts';
 
-// Spec 6.2, written out here independently of the builders.
+// The fields each event carries (docs/webhooks.md, "The event"), written out here independently of the builders.
 const SPEC_FIELDS: Record<EventType, string[]> = {
   'request.created': ['id', 'merchant_identifier', 'user_id', 'created_at', 'expires_at'],
   'request.expired': ['id', 'user_id', 'merchant_identifier', 'status', 'updated_at'],
@@ -14,6 +14,7 @@ const SPEC_FIELDS: Record<EventType, string[]> = {
   'payment.status_updated': ['id', 'request_id', 'user_id', 'merchant_identifier', 'status', 'updated_at'],
   'recurring_payment.authorised': ['id', 'merchant_identifier', 'status', 'token'],
   'recurring_payment.revoked': ['id', 'merchant_identifier', 'status'],
+  'recurring_payment.expired': ['id', 'merchant_identifier', 'status'],
   'subscription.created': ['id', 'request_id', 'user_id', 'merchant_identifier', 'created_at'],
   'subscription.charge_failed': [
     'id',

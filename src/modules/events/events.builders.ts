@@ -44,6 +44,7 @@ export type EventData = {
   };
   'recurring_payment.authorised': { id: string; merchant_identifier: string | null; status: 'active'; token: string };
   'recurring_payment.revoked': { id: string; merchant_identifier: string | null; status: 'revoked' };
+  'recurring_payment.expired': { id: string; merchant_identifier: string | null; status: 'expired' };
   'subscription.created': {
     id: string;
     request_id: string;
@@ -143,6 +144,7 @@ export const EVENT_TYPES = [
   'payment.status_updated',
   'recurring_payment.authorised',
   'recurring_payment.revoked',
+  'recurring_payment.expired',
   'subscription.created',
   'subscription.charge_failed',
   'subscription.charge_skipped',
@@ -232,6 +234,7 @@ export const buildEventData = {
     'token',
   ]),
   'recurring_payment.revoked': pick<'recurring_payment.revoked'>(['id', 'merchant_identifier', 'status']),
+  'recurring_payment.expired': pick<'recurring_payment.expired'>(['id', 'merchant_identifier', 'status']),
   'subscription.created': pick<'subscription.created'>([
     'id',
     'request_id',

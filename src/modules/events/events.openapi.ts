@@ -83,6 +83,11 @@ export const EVENT_DATA_SCHEMAS = {
     merchant_identifier: MerchantIdentifier,
     status: Type.Literal('revoked'),
   }),
+  'recurring_payment.expired': data({
+    id: Id('recurringconsent_01JD2Q8Z7M3V4K5N6P7R8S9T0V'),
+    merchant_identifier: MerchantIdentifier,
+    status: Type.Literal('expired'),
+  }),
   'subscription.created': data({
     id: Id('subscription_01JD2Q8Z7M3V4K5N6P7R8S9T0V'),
     request_id: Id('request_01JD2Q8Z7M3V4K5N6P7R8S9T0V'),
@@ -178,6 +183,7 @@ const schemasMatchTypes: { [T in EventType]: Same<Static<(typeof EVENT_DATA_SCHE
   'payment.status_updated': true,
   'recurring_payment.authorised': true,
   'recurring_payment.revoked': true,
+  'recurring_payment.expired': true,
   'subscription.created': true,
   'subscription.charge_failed': true,
   'subscription.charge_skipped': true,
@@ -211,6 +217,7 @@ const summaries: Record<EventType, string> = {
   'payment.status_updated': 'A payment succeeded, failed, was cancelled or is unconfirmed',
   'recurring_payment.authorised': 'A payer approved a recurring consent; carries the token to charge with',
   'recurring_payment.revoked': 'A recurring consent was revoked',
+  'recurring_payment.expired': 'A recurring consent reached its end_date: no more payments can be taken with it',
   'subscription.created': 'A payer approved a subscription',
   'subscription.charge_failed': 'A subscription charge failed (and may be retried)',
   'subscription.charge_skipped': 'A subscription charge was skipped after its retries',
