@@ -25,6 +25,8 @@ export type Config = {
   mailFrom: string;
   /** The most jobs one test clock advance runs (POST /v1/test-helpers/clock/advance). */
   testClockMaxJobs: number;
+  /** The most real seconds one test clock advance works before it answers, saying whether work remains. */
+  testClockMaxSeconds: number;
   /** Failed authentications (API keys, logins) one client address may make a minute; 0 turns the limit off. */
   authFailuresPerMinute: number;
   sandboxBankUrl: string;
@@ -171,6 +173,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const targetReach = targetReachOf(env, host);
   const testClockMaxJobs = wholeNumber('TEST_CLOCK_MAX_JOBS', env.TEST_CLOCK_MAX_JOBS, 100_000);
+  const testClockMaxSeconds = wholeNumber('TEST_CLOCK_MAX_SECONDS', env.TEST_CLOCK_MAX_SECONDS, 20);
   const authFailuresPerMinute =
     env.AUTH_FAILURES_PER_MINUTE === '0'
       ? 0
@@ -201,6 +204,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     smtpUrl,
     mailFrom,
     testClockMaxJobs,
+    testClockMaxSeconds,
     authFailuresPerMinute,
     sandboxBankUrl,
     sandboxBankUrlSet: Boolean(env.SANDBOX_BANK_URL),

@@ -38,7 +38,8 @@ export async function registerTestClockRoutes(app: App, deps: Deps): Promise<voi
         summary: 'Move the test clock forward; returns once all work due up to then has run',
         description:
           'The test clock may be at most 20 years ahead of real time: an advance past that is refused (400, with the latest time allowed in ' +
-          'params.maximum) and moves nothing. At most TEST_CLOCK_MAX_JOBS jobs (100,000 by default) run per call: when that many ran first, ' +
+          'params.maximum) and moves nothing. At most TEST_CLOCK_MAX_JOBS jobs (100,000 by default) run per call, ' +
+          'for at most TEST_CLOCK_MAX_SECONDS (20 s by default): when either is reached first, ' +
           'the clock stops where the work stopped and work_remaining is true; advance again to go on.',
         body: Type.Object(
           {

@@ -109,7 +109,15 @@ export async function advanceTestClock(
   });
 }
 
-/** advanceTestClock's work, in its merchant's turn, after the target was checked against the cap. */
+/** Due jobs run in slices of at most this many, so the time budget is looked at between slices. */
+const DRAIN_SLICE = 200;
+
+/**
+ * advanceTestClock's work, in its merchant's turn, after the target was checked against the cap.
+ * Stops early, where the work stopped, after `maxJobs` jobs or once `maxMs` of real time has gone
+ * (looked at between slices of jobs), so one call holds the merchant's clock and a worker for a
+ * bounded time however much work is due.
+ */
 async function advanceTo(
   deps: Deps,
   userId: string,
@@ -117,7 +125,9 @@ async function advanceTo(
   maxJobs: number,
   refuse: Refusal,
   audit: AuditMove | null = null,
+  maxMs = Number.POSITIVE_INFINITY,
 ): Promise<Advanced> {
+  const deadline = performance.now() + maxMs;
   let budget = maxJobs;
   let unrecorded = audit;
   for (;;) {
@@ -130,8 +140,10 @@ async function advanceTo(
       await shiftClock(deps, userId, stepTo - now, refuse, unrecorded);
       unrecorded = null;
     }
-    budget -= await deps.worker.drain(userId, budget);
-    if (budget <= 0) {
+    const slice = Math.min(budget, DRAIN_SLICE);
+    const ran = await deps.worker.drain(userId, slice);
+    budget -= ran;
+    if (budget <= 0 || performance.now() >= deadline) {
       const left = await nextJobOfClock(deps.db, userId);
       const reached = await clockNow(deps, userId);
       return {
@@ -139,7 +151,8 @@ async function advanceTo(
         workRemaining: reached < target || (left !== null && left + (await clockOffset(deps.db, userId)) <= target),
       };
     }
-    if (stepTo >= target) return { now: await clockNow(deps, userId), workRemaining: false };
+    // A full slice may have left jobs due at this time: run them before moving on.
+    if (stepTo >= target && ran < slice) return { now: await clockNow(deps, userId), workRemaining: false };
   }
 }
 
@@ -206,7 +219,15 @@ export async function advanceClock(ctx: Ctx, input: { to?: string; seconds?: num
     if (target > realNow + MAX_AHEAD_MS) throw refuse(now, realNow);
     const audit: AuditMove = (trx) =>
       recordAuditFor(trx, ctx, 'test_clock.advance', null, { from: iso(now), to: iso(target) });
-    return advanceTo(deps, userId, target, deps.config.testClockMaxJobs, refuse, audit);
+    return advanceTo(
+      deps,
+      userId,
+      target,
+      deps.config.testClockMaxJobs,
+      refuse,
+      audit,
+      deps.config.testClockMaxSeconds * 1000,
+    );
   });
   return {
     clock: { now: iso(reached.now), offset_seconds: Math.round((reached.now - deps.clock.now()) / 1000) },

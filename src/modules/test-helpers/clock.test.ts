@@ -281,6 +281,29 @@ test('one advance runs at most TEST_CLOCK_MAX_JOBS jobs, saying when work remain
   void app;
 });
 
+test('one advance works at most TEST_CLOCK_MAX_SECONDS, saying when work remains, and nothing runs twice', async (t) => {
+  // A millisecond: every call stops after its first slice of jobs.
+  const { api, subscription } = await listeningApp(t, { testClockMaxSeconds: 0.001 });
+  const now = Date.parse((await api.get('/v1/test-helpers/clock')).body.clock.now);
+  const target = new Date(now + 365 * DAY).toISOString();
+  const first = await api.post('/v1/test-helpers/clock/advance', { to: target });
+  assert.equal(first.status, 200, first.text);
+  assert.equal(first.body.work_remaining, true);
+  assert.ok(Date.parse(first.body.clock.now) < Date.parse(target), 'the clock stopped where the work stopped');
+
+  let calls = 1;
+  let last = first;
+  while (last.body.work_remaining) {
+    last = await api.post('/v1/test-helpers/clock/advance', { to: target });
+    calls++;
+    assert.ok(calls < 400, 'advancing converges');
+  }
+  assert.ok(calls > 2, `${calls} calls`);
+  assert.ok(Date.parse(last.body.clock.now) >= Date.parse(target));
+  const done = (await api.get(`/v1/subscriptions/${subscription.id}`)).body.subscription;
+  assert.equal(done.successful_charges, 53, 'a year of weekly charges, each once, the first at approval');
+});
+
 test('GET /subscriptions/{id}/payments lists every payment without limit (more than a page), and pages with one', async (t) => {
   const { api, subscription } = await listeningApp(t);
   const now = Date.parse((await api.get('/v1/test-helpers/clock')).body.clock.now);
