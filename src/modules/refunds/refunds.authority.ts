@@ -2,7 +2,7 @@ import { randomSecret } from '../../shared/crypto.ts';
 import { recordAuditFor } from '../audit/audit.service.ts';
 import { AppError, invalidParam, notFound } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
-import { iso, isoOrNull } from '../../shared/time.ts';
+import { iso, isoOrNull, type Clock } from '../../shared/time.ts';
 import { formatAmount } from '../../shared/money.ts';
 import { emitEvent } from '../events/events.service.ts';
 import type { Mode } from '../../shared/mode.ts';
@@ -18,6 +18,7 @@ import {
   type SealedConsentToken,
   rowTokenHolder,
 } from '../banks/consent-tokens.ts';
+import { clockOf } from '../merchants/merchants.clock.ts';
 import { bankAccountOf } from '../merchants/merchants.service.ts';
 import { bankReturnUrl, connectorFor } from '../payments/payments.banks.ts';
 import * as repo from './refunds.repo.ts';
@@ -83,7 +84,8 @@ function authorityRow(
 
 /**
  * A test-mode merchant that never had a refund authority gets its sandbox one (the row; the bank
- * side follows when first needed). One the merchant revoked stays revoked.
+ * side follows when first needed), made and approved at the time of the merchant's test clock. One
+ * the merchant revoked stays revoked.
  */
 export async function ensureTestAuthority(
   deps: Deps,
@@ -98,7 +100,7 @@ export async function ensureTestAuthority(
     { bankId: 'sandbox', bankAccountId: null, accountNumber: '', accountName: merchantName.slice(0, 70) || 'Merchant' },
     TEST_AUTHORITY_LIMITS,
     'active',
-    deps.clock.now(),
+    (await clockOf(deps, { user_id: owner.userId, mode: owner.mode }, db)).now(),
   );
   await repo.insertAuthority(db, row);
 }
@@ -141,9 +143,14 @@ export type ReadyAuthority = { authority: RefundAuthorityRow; accessToken: strin
 
 /**
  * The authority with its consent at the bank, ready to pay under; for a test-mode one never used,
- * the sandbox consent is made and approved first. Throws an error the refund job retries on.
+ * the sandbox consent is made and approved first, at the time of `clock` (the refund's; by default
+ * the authority's own). Throws an error the refund job retries on.
  */
-export async function readyAuthority(deps: Deps, authority: RefundAuthorityRow): Promise<ReadyAuthority> {
+export async function readyAuthority(
+  deps: Deps,
+  authority: RefundAuthorityRow,
+  clock?: Clock,
+): Promise<ReadyAuthority> {
   if (authority.bank_consent_id && authority.bank_access_token)
     return {
       authority,
@@ -155,7 +162,7 @@ export async function readyAuthority(deps: Deps, authority: RefundAuthorityRow):
       }),
     };
   if (authority.mode !== 'test') throw new Error('the refund authority was never approved at the bank');
-  return provisionAtSandbox(deps, authority);
+  return provisionAtSandbox(deps, authority, clock ?? (await clockOf(deps, authority)));
 }
 
 /** Where the authority keeps its consent token, for payments under it (submitUnderConsent). */
@@ -163,12 +170,12 @@ function tokenHolderOf(deps: Deps, authorityId: string, token: SealedConsentToke
   return rowTokenHolder(deps, 'refund_authorities', authorityId, token);
 }
 
-async function provisionAtSandbox(deps: Deps, authority: RefundAuthorityRow): Promise<ReadyAuthority> {
+async function provisionAtSandbox(deps: Deps, authority: RefundAuthorityRow, clock: Clock): Promise<ReadyAuthority> {
   const username = sandboxHolderOf(authority.user_id);
   const accountNumber = await openSandboxAccount(deps, username, authority.account_name);
   const connector = connectorFor(deps, authority.bank_id, 'test');
   if (!connector) throw new Error('the sandbox bank is not connected');
-  const now = deps.clock.now();
+  const now = clock.now();
   const consent = await connector.createEnduringConsent(consentRequestOf(authority, accountNumber, now));
   if (!consent.ok) throw new Error(`the sandbox bank refused the refund authority: ${consent.message}`);
   const approved = (await deps.banks.sandboxTestHook('/authorise', {
@@ -186,7 +193,7 @@ async function provisionAtSandbox(deps: Deps, authority: RefundAuthorityRow): Pr
     bank_consent_id: consent.consentId,
     ...repo.authorityTokenColumns(sealed),
     account_number: accountNumber,
-    updated_at: deps.clock.now(),
+    updated_at: clock.now(),
   });
   return {
     authority: {
@@ -331,7 +338,8 @@ export async function completeAuthorityReturn(
   if (!authority) return null;
   const page = `/dashboard/${authority.mode}/refunds/authority`;
   if (authority.status !== 'awaiting_approval') return page;
-  const now = deps.clock.now();
+  // Approved or declined at the time of the authority's clock, as it was made (the test clock in test mode).
+  const now = (await clockOf(deps, authority)).now();
   const connector = connectorFor(deps, authority.bank_id, authority.mode);
   const token =
     input.code && !input.error && connector

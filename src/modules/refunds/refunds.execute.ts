@@ -12,6 +12,7 @@ import { noticeRefundArrived } from './refunds.notices.ts';
 import * as repo from './refunds.repo.ts';
 import type { ActionReason } from './refunds.rules.ts';
 import { EXECUTE_REFUND_JOB, setRefundStatus } from './refunds.service.ts';
+import type { Clock } from '../../shared/time.ts';
 import type { Db } from '../../store/db.ts';
 import type { RefundRow } from './refunds.tables.ts';
 
@@ -22,6 +23,10 @@ import type { RefundRow } from './refunds.tables.ts';
 // fresh payment, only by the same key under the same authority, even one ended since, and the bank
 // answers with the one payment it holds for it. One the bank has taken but not settled is asked
 // about until it has.
+//
+// The job runs on the refund's clock (real time live, the merchant's test clock in test mode): every
+// time the refund records, and every time the bank is told, is that clock's, as for payments. Only
+// when to run again is real time, as every job's due time is.
 
 /** 10 s doubling to 10 minutes. */
 const REFUND_BACKOFF: Backoff = { baseMs: 10_000, maxMs: 10 * 60_000, jitter: false };
@@ -38,29 +43,29 @@ export function executeRefundJob(deps: Deps): JobHandler {
     });
 
     // One the bank already holds is only followed there, whatever its authority is now.
-    if (refund.bank_payment_id) return followAtBank(deps, refund, refund.bank_payment_id, clock.now(), retry);
+    if (refund.bank_payment_id) return followAtBank(deps, clock, refund, refund.bank_payment_id, retry);
 
     // Sent before, it may be at the bank: only the same key under the same authority may ask.
     const sentBefore = refund.submitted_at !== null;
     const payer = await payerAccountOfPayment(deps, refund.payment_id);
     if ('retry' in payer) return retry(`the payer's bank: ${payer.retry}`);
     if ('refused' in payer)
-      return requireAction(deps, refund, sentBefore ? 'bank_outcome_unknown' : 'payer_account_unknown');
+      return requireAction(deps, clock, refund, sentBefore ? 'bank_outcome_unknown' : 'payer_account_unknown');
 
     const authority = refund.authority_id ? await findAuthorityById(deps.db, refund.authority_id) : undefined;
-    if (sentBefore && !mayResendUnderKey(refund.submitted_at!, deps.clock.now()))
-      return requireAction(deps, refund, 'bank_outcome_unknown');
+    if (sentBefore && !mayResendUnderKey(refund.submitted_at!, clock.now()))
+      return requireAction(deps, clock, refund, 'bank_outcome_unknown');
     if (!authority || (!sentBefore && authority.status !== 'active'))
-      return requireAction(deps, refund, 'no_refund_authority');
+      return requireAction(deps, clock, refund, 'no_refund_authority');
     let ready: ReadyAuthority;
     try {
-      ready = await readyAuthority(deps, authority);
+      ready = await readyAuthority(deps, authority, clock);
     } catch (error) {
       return retry((error as Error).message);
     }
     const connector = connectorFor(deps, authority.bank_id, authority.mode);
     if (!connector) return retry('the merchant’s bank is not connected');
-    if (!sentBefore && !(await markSubmitted(deps, refund.id))) return;
+    if (!sentBefore && !(await markSubmitted(deps, clock, refund.id))) return;
 
     // Under the authority's token, renewed first when it is known to expire, and once on a 401
     // (the same body and key again); a renewal the bank refuses is the authority ended at the bank.
@@ -75,18 +80,18 @@ export function executeRefundJob(deps: Deps): JobHandler {
     });
     if (result.ok) {
       if (result.outcome === 'successful') {
-        await record(deps, refund.id, { status: 'successful', bank_payment_id: result.paymentId });
+        await record(deps, clock, refund.id, { status: 'successful', bank_payment_id: result.paymentId });
         return;
       }
       if (result.outcome === 'failed') {
-        await record(deps, refund.id, {
+        await record(deps, clock, refund.id, {
           status: 'failed',
           bank_payment_id: result.paymentId,
           failure_reason: result.failureReason ?? 'declined',
         });
         return;
       }
-      await record(deps, refund.id, { status: 'pending', bank_payment_id: result.paymentId });
+      await record(deps, clock, refund.id, { status: 'pending', bank_payment_id: result.paymentId });
       return retry('taken by the bank, not settled yet');
     }
     if (result.unknown) return retry(result.message);
@@ -97,15 +102,15 @@ export function executeRefundJob(deps: Deps): JobHandler {
       result.reason === 'consent_expired' ||
       result.reason === 'consent_token_refused'
     ) {
-      await deps.store.transaction((trx) => endAuthorityAtBank(trx, authority.id, deps.clock.now()));
+      await deps.store.transaction((trx) => endAuthorityAtBank(trx, authority.id, clock.now()));
       // A bank answers a key it holds with its payment, but one that looks at the consent first
       // would refuse it all the same: the merchant checks its account rather than pay twice.
-      return requireAction(deps, refund, sentBefore ? 'bank_outcome_unknown' : 'no_refund_authority');
+      return requireAction(deps, clock, refund, sentBefore ? 'bank_outcome_unknown' : 'no_refund_authority');
     }
     // Sent before, a refusal may be of the repeat of a refund the bank made (a bank that checks
     // its consent or limits before its keys): asked again until it answers, or 23 hours pass.
     if (sentBefore) return retry(`refused when sent again: ${result.message}`);
-    await record(deps, refund.id, { status: 'failed', failure_reason: failureReasonOf(result) });
+    await record(deps, clock, refund.id, { status: 'failed', failure_reason: failureReasonOf(result) });
   };
 }
 
@@ -118,9 +123,9 @@ export function executeRefundJob(deps: Deps): JobHandler {
  */
 async function followAtBank(
   deps: Deps,
+  clock: Clock,
   refund: RefundRow,
   bankPaymentId: string,
-  at: number,
   retry: (error: string) => Step,
 ): Promise<Step> {
   // Its authority's row stays when the authority ends: it names the bank the payment is at.
@@ -129,13 +134,14 @@ async function followAtBank(
   if (!connector) return retry('the merchant’s bank is not connected');
   const status = await followNamedPayment(
     connector,
-    { paymentId: bankPaymentId, at, trace: { refund_id: refund.id } },
+    { paymentId: bankPaymentId, at: clock.now(), trace: { refund_id: refund.id } },
     deps.log,
   );
   if (!status.ok) return retry(status.message);
   if (status.outcome === 'pending') return retry('still pending at the bank');
   await record(
     deps,
+    clock,
     refund.id,
     status.outcome === 'successful'
       ? { status: 'successful' }
@@ -145,8 +151,8 @@ async function followAtBank(
 }
 
 /** Records the first sending, before the bank is called; false when the refund is no longer pending. */
-async function markSubmitted(deps: Deps, refundId: string): Promise<boolean> {
-  return repo.updateRefundIfPending(deps.db, refundId, { submitted_at: deps.clock.now() });
+async function markSubmitted(deps: Deps, clock: Clock, refundId: string): Promise<boolean> {
+  return repo.updateRefundIfPending(deps.db, refundId, { submitted_at: clock.now() });
 }
 
 type Outcome = {
@@ -156,11 +162,11 @@ type Outcome = {
 };
 
 /** Records what the bank said, once: under the refund's lock, and only while it is still pending. */
-async function record(deps: Deps, refundId: string, outcome: Outcome): Promise<void> {
+async function record(deps: Deps, clock: Clock, refundId: string, outcome: Outcome): Promise<void> {
   await deps.store.transaction(async (trx) => {
     const refund = await repo.lockRefund(trx, refundId);
     if (refund?.status !== 'pending') return;
-    const now = deps.clock.now();
+    const now = clock.now();
     const accepted = outcome.status !== 'failed';
     const after = await setRefundStatus(
       trx,
@@ -193,11 +199,11 @@ function auditPayout(trx: Db, refund: RefundRow, status: string, now: number, ex
 }
 
 /** The merchant must pay it by hand: it stays counted against the payment, and no longer against the authority. */
-async function requireAction(deps: Deps, refund: RefundRow, reason: ActionReason): Promise<Step> {
+async function requireAction(deps: Deps, clock: Clock, refund: RefundRow, reason: ActionReason): Promise<Step> {
   await deps.store.transaction(async (trx) => {
     const locked = await repo.lockRefund(trx, refund.id);
     if (locked?.status !== 'pending') return;
-    const now = deps.clock.now();
+    const now = clock.now();
     await setRefundStatus(
       trx,
       deps,

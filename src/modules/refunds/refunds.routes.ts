@@ -159,7 +159,7 @@ async function testAuthorityAtBank(ctx: Ctx) {
       {},
     );
   try {
-    return (await readyAuthority(ctx.deps, authority)).authority;
+    return (await readyAuthority(ctx.deps, authority, ctx.clock)).authority;
   } catch (error) {
     if (error instanceof AppError) throw error;
     throw new AppError('service_unavailable', (error as Error).message, {});

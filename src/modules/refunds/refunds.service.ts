@@ -10,6 +10,7 @@ import type { Db } from '../../store/db.ts';
 import { periodWindow, type LimitPeriod } from '../consents/limits.ts';
 import type { Ctx, Deps } from '../context.ts';
 import { emitEvent } from '../events/events.service.ts';
+import { clockIdOf } from '../merchants/merchants.clock.ts';
 import {
   countRefunded,
   findPaymentById,
@@ -97,7 +98,7 @@ export async function createRefund(
       },
       now,
     );
-    if (row.status === 'pending') await queueExecution(trx, row.id, ctx.deps.clock.now());
+    if (row.status === 'pending') await queueExecution(trx, row, ctx.deps.clock.now());
     await recordAuditFor(trx, ctx, 'refund.create', row.id, {
       payment_id: row.payment_id,
       amount_cents: row.amount_cents,
@@ -197,16 +198,24 @@ function newRefundRow(
   };
 }
 
-/** Queues the job that carries a refund out at the bank, due at `runAt` (real time). */
-export async function queueExecution(trx: Db, refundId: string, runAt: number): Promise<void> {
+/**
+ * Queues the job that carries a refund out at the bank, due at `runAt` (real time). It follows the
+ * refund's clock: in test mode the merchant's test clock, so the refund's times are on that clock,
+ * an advance runs it, and deleting the test data takes it away with the refund.
+ */
+export async function queueExecution(
+  trx: Db,
+  refund: Pick<RefundRow, 'id' | 'user_id' | 'mode'>,
+  runAt: number,
+): Promise<void> {
   await enqueue(
     trx,
     {
       kind: EXECUTE_REFUND_JOB,
       runAt,
-      clockId: null,
-      payload: { refund_id: refundId },
-      dedupeKey: `${EXECUTE_REFUND_JOB}:${refundId}`,
+      clockId: clockIdOf(refund),
+      payload: { refund_id: refund.id },
+      dedupeKey: `${EXECUTE_REFUND_JOB}:${refund.id}`,
     },
     runAt,
   );

@@ -168,6 +168,59 @@ test('16 concurrent refunds of 2.00 on a 12.50 payment: 6 are taken, 10 refused,
   assert.equal((await world.api.get(`/v1/payments/${payment.id}`)).body.payment.amount_refunded.value, '12.00 NZD');
 });
 
+test('a test-mode refund runs on the merchant’s test clock: an advance carries it out, at the clock’s time, and its credit note is dated then', async (t) => {
+  const world = await checkoutWorld(t);
+  const saved = await world.live.post('/v1/tax-settings', {
+    legal_name: 'Kōwhai Coffee Limited',
+    gst_number: '49-091-850',
+    prices_include_gst: true,
+    issue_tax_invoices: true,
+    email_receipts: false,
+  });
+  assert.equal(saved.status, 200, saved.text);
+  const leapDay = Date.parse('2028-02-29T12:00:00+13:00');
+  const moved = await world.api.post('/v1/test-helpers/clock/advance', { to: new Date(leapDay).toISOString() });
+  assert.equal(moved.status, 200, moved.text);
+  const payment = await paidPayment(world, '1.00 NZD');
+
+  const created = await world.api.post('/v1/refunds', { payment_id: payment.id, amount: '0.50 NZD' });
+  assert.equal(created.status, 201, created.text);
+  const refund = created.body.refund;
+  // The advance itself carries the refund out, as it does the clock's other work: no worker runs here.
+  const advanced = await world.api.post('/v1/test-helpers/clock/advance', { seconds: 60 });
+  assert.equal(advanced.status, 200, advanced.text);
+  const done = (await world.api.get(`/v1/refunds/${refund.id}`)).body.refund;
+  assert.equal(done.status, 'successful');
+
+  const onTheClock = (at: string | number | null) => {
+    const ms = typeof at === 'string' ? Date.parse(at) : Number(at);
+    assert.ok(
+      ms >= leapDay && ms <= Date.parse(advanced.body.clock.now),
+      `${new Date(ms).toISOString()} is not on the test clock`,
+    );
+  };
+  for (const at of [done.created_at, done.updated_at, done.completed_at]) onTheClock(at);
+  const row = await world.app.deps.db
+    .selectFrom('refunds')
+    .select(['submitted_at', 'sent_at'])
+    .where('id', '=', refund.id)
+    .executeTakeFirstOrThrow();
+  onTheClock(row.submitted_at);
+  onTheClock(row.sent_at);
+  const updated = (await eventsOf(world, refund.id)).find((event) => event.type === 'refund.status_updated');
+  onTheClock(updated!.data.updated_at);
+  const arrived = await renderedMail(world.app.deps.db, refund.id, 'refund_arrived');
+  assert.match(arrived.text, /arrived in the account you paid from on .*29 February 2028/);
+
+  const notes = (await world.api.get(`/v1/receipts?refund_id=${refund.id}`)).body.receipts;
+  assert.equal(notes.length, 1);
+  assert.equal(notes[0].date, '29 February 2028');
+  onTheClock(notes[0].issued_at);
+  assert.ok(
+    notes[0].lines.some((line: any) => line.label === 'Credits' && line.value === 'R-000001 of 29 February 2028'),
+  );
+});
+
 test('a refund the bank refuses fails, and its amount is refundable again', async (t) => {
   const world = await checkoutWorld(t);
   const payment = await paidPayment(world);
