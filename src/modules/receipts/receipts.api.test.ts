@@ -197,6 +197,47 @@ test('receipts start with the tax settings: none before; then a plain receipt fo
   assert.match(await pdfTextOf(w, note.id), /Total credited -\$6\.00/);
 });
 
+test('credit notes of a payment refunded in parts, side by side, credit exactly its receipt’s GST: each what the GST of all credited grows by', async (t) => {
+  const w = await world(t);
+  await w.live.post('/v1/tax-settings', SETTINGS);
+  const payment = await pay(w, '1.00 NZD');
+  const receipt = await receiptOf(w, payment.id);
+  assert.equal(receipt.gst.value, '0.13 NZD');
+  const refund = async (amount: string) => {
+    const created = await w.api.post('/v1/refunds', { payment_id: payment.id, amount });
+    assert.equal(created.status, 201, created.text);
+  };
+  await refund('0.33 NZD');
+  await runRefundJobs(w.app.deps.worker);
+  await refund('0.33 NZD');
+  await refund('0.34 NZD');
+  // The last two succeed together, as workers in two processes would carry them out: each credit
+  // note counts the other only if it was numbered first.
+  const worker = w.app.deps.worker;
+  const jobs = (await worker.claim(200)).filter((job) => job.kind === 'refund.execute');
+  assert.equal(jobs.length, 2);
+  await Promise.all(jobs.map((job) => worker.run(job)));
+
+  const notes = (await w.api.get(`/v1/receipts?payment_id=${payment.id}&kind=credit_note`)).body.receipts;
+  const inNumberOrder = notes.sort((a: any, b: any) => a.number.localeCompare(b.number));
+  assert.deepEqual(
+    inNumberOrder.map((note: any) => note.number),
+    ['CN-000001', 'CN-000002', 'CN-000003'],
+  );
+  // Whatever order they were credited in, 0.33, 0.34 and 0.33 of 1.00 hold GST of 0.04, 0.09 and 0.13 so
+  // far: 0.04, 0.05 and 0.04 each. Rounded one by one they would be 0.04 each, 0.12 in all.
+  assert.deepEqual(
+    inNumberOrder.map((note: any) => note.gst.value),
+    ['0.04 NZD', '0.05 NZD', '0.04 NZD'],
+  );
+  for (const note of inNumberOrder)
+    assert.ok(
+      note.lines.some(
+        (line: any) => line.label === 'Includes GST of' && line.value === `-$${note.gst.value.split(' ')[0]}`,
+      ),
+    );
+});
+
 test('the payer’s email carries the same figures as the PDF, through a real SMTP server', async (t) => {
   const smtp = await smtpReceiver(t);
   const w = await world(t, smtp);

@@ -78,6 +78,22 @@ export function findReceiptOfPayment(db: Db, paymentId: string): Promise<Receipt
     .executeTakeFirst();
 }
 
+/**
+ * What a payment's credit notes credited so far, in cents. Read after the credit note counter is
+ * moved (nextNumber), whose lock holds every other issuer of the merchant's credit notes: each
+ * statement of a PostgreSQL transaction at READ COMMITTED sees what committed before it, so two
+ * refunds of one payment never both read the same sum.
+ */
+export async function creditedSoFar(db: Db, paymentId: string): Promise<number> {
+  const row = await db
+    .selectFrom('receipts')
+    .select((eb) => eb.fn.sum<number | string | null>('total_cents').as('cents'))
+    .where('payment_id', '=', paymentId)
+    .where('kind', '=', 'credit_note')
+    .executeTakeFirst();
+  return Number(row?.cents ?? 0);
+}
+
 export function findCreditNoteOfRefund(db: Db, refundId: string): Promise<ReceiptRow | undefined> {
   return db.selectFrom('receipts').selectAll().where('refund_id', '=', refundId).executeTakeFirst();
 }

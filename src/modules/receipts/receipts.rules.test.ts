@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
+import { displayAmount } from '../../shared/money.ts';
 import {
   bandOf,
   buildDocument,
@@ -12,6 +13,7 @@ import {
   isValidIrdNumber,
   needsBuyerDetails,
   requiredFields,
+  splitCredit,
   splitInclusive,
   type DocumentInput,
 } from './receipts.rules.ts';
@@ -178,4 +180,77 @@ test('a credit note names the receipt it credits and shows negative figures', ()
   assert.equal(doc.number, 'CN-000002');
   assert.ok(doc.lines.some((line) => line.label === 'Credits' && line.value === 'R-000007 of 3 March 2027'));
   assert.ok(doc.lines.some((line) => line.value === '-$50.00'));
+});
+
+/** A receipt's total and a split of it into the refunds that pay it all back, in the order they are credited. */
+const refundedInParts = fc.integer({ min: 1, max: 10_000_000 }).chain((total) =>
+  fc
+    .uniqueArray(fc.integer({ min: 1, max: Math.max(1, total - 1) }), { maxLength: Math.min(12, total - 1) })
+    .map((cuts) => {
+      const ends = [...cuts.filter((cut) => cut < total).sort((a, b) => a - b), total];
+      return { total, parts: ends.map((end, i) => end - (i === 0 ? 0 : ends[i - 1]!)) };
+    }),
+);
+
+/** The credit notes of a payment refunded in these parts, built as they are issued: each after those before it. */
+function creditNotesOf(parts: number[]) {
+  let creditedBeforeCents = 0;
+  return parts.map((cents, i) => {
+    const doc = buildDocument({
+      ...base,
+      kind: 'credit_note',
+      number: i + 1,
+      totalCents: cents,
+      original: { number: documentNumber('receipt', 7), date: '3 March 2027' },
+      creditedBeforeCents,
+    });
+    creditedBeforeCents += cents;
+    return doc;
+  });
+}
+
+test('credit notes of a payment refunded in parts never credit more GST than its receipt, and exactly that in full', () => {
+  // The case that drifted when each credit note rounded its own GST: $1.00 shows $0.13, two halves $0.07 each.
+  assert.deepEqual(
+    [splitCredit(0, 50), splitCredit(50, 50)],
+    [
+      { exclusiveCents: 43, gstCents: 7 },
+      { exclusiveCents: 44, gstCents: 6 },
+    ],
+  );
+  fc.assert(
+    fc.property(refundedInParts, ({ total, parts }) => {
+      const receiptGst = buildDocument({ ...base, totalCents: total }).gstCents!;
+      let creditedGst = 0;
+      for (const note of creditNotesOf(parts)) {
+        const gst = note.gstCents!;
+        assert.ok(gst >= 0 && gst <= note.totalCents, `${note.totalCents} credits GST ${gst}`);
+        creditedGst += gst;
+        assert.ok(creditedGst <= receiptGst, `credited GST ${creditedGst} > the receipt's ${receiptGst}`);
+        // What the note shows is what it credits.
+        const shown = (label: string) => note.lines.find((line) => line.label === label)?.value;
+        assert.equal(shown('Includes GST of'), `-${displayAmount(gst)}`);
+      }
+      assert.equal(creditedGst, receiptGst, `${total} refunded as ${parts.join(' + ')}`);
+    }),
+  );
+});
+
+test('a credit note’s price before GST is its amount less the GST it credits', () => {
+  fc.assert(
+    fc.property(fc.integer({ min: 0, max: 10_000_000 }), fc.integer({ min: 1, max: 10_000_000 }), (before, cents) => {
+      const { exclusiveCents, gstCents } = splitCredit(before, cents);
+      assert.equal(exclusiveCents + gstCents, cents);
+      const doc = buildDocument({
+        ...base,
+        kind: 'credit_note',
+        settings: { ...settings, pricesIncludeGst: false },
+        totalCents: cents,
+        creditedBeforeCents: before,
+      });
+      const shown = (label: string) => doc.lines.find((line) => line.label === label)?.value;
+      assert.equal(shown('Price excluding GST'), `-${displayAmount(exclusiveCents)}`);
+      assert.equal(shown('GST at 15%'), `-${displayAmount(gstCents)}`);
+    }),
+  );
 });

@@ -67,6 +67,19 @@ export function splitInclusive(totalCents: number): { exclusiveCents: number; gs
   return { exclusiveCents: totalCents - gstCents, gstCents };
 }
 
+/**
+ * A credit note of `cents`, split into the price before GST and the GST it credits, when the
+ * payment's earlier credit notes credited `creditedBeforeCents`: the GST is what the GST in all
+ * that is credited grows by with this one. Rounding each credit note's own GST would drift from
+ * the receipt's (two refunds of $0.50 would credit $0.07 each against a receipt's $0.13); this
+ * way a payment's credit notes never credit more GST than its receipt shows, and exactly that
+ * once it is refunded in full.
+ */
+export function splitCredit(creditedBeforeCents: number, cents: number): { exclusiveCents: number; gstCents: number } {
+  const gstCents = gstInInclusive(creditedBeforeCents + cents) - gstInInclusive(creditedBeforeCents);
+  return { exclusiveCents: cents - gstCents, gstCents };
+}
+
 // ---------------------------------------------------------------------------------------------
 // What a document must show for the value of the supply (section 19K of the Goods and Services Tax
 // Act 1985, "taxable supply information"; docs/receipts.md).
@@ -138,6 +151,8 @@ export type DocumentInput = {
   paymentId: string;
   /** A credit note's receipt: its number and date. */
   original: { number: string; date: string } | null;
+  /** A credit note's: what the payment's earlier credit notes credited, in cents (0, or left out, for its first). */
+  creditedBeforeCents?: number;
   reason: string | null;
   test: boolean;
 };
@@ -173,8 +188,10 @@ export function buildDocument(input: DocumentInput): ReceiptDocument {
   const supplier = settings?.legalName ?? input.merchantName;
   const gstNumber = taxable ? formatGstNumber(settings!.gstNumber!) : null;
   const buyer = band === 'over_1000' && input.buyer ? input.buyer : null;
-  const split = splitInclusive(input.totalCents);
   const credit = input.kind === 'credit_note';
+  const split = credit
+    ? splitCredit(input.creditedBeforeCents ?? 0, input.totalCents)
+    : splitInclusive(input.totalCents);
 
   const shown = new Set<RequiredField>(['supplier', 'date', 'description', 'total']);
   if (taxable) shown.add('gst_number').add('gst');

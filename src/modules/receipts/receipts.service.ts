@@ -241,6 +241,8 @@ async function issue(
     issuesTaxInvoices(settings) && bandOf(details.totalCents) === 'over_1000' ? await buyerOf(trx, payment.id) : null;
   const request = payer?.title ? null : await findRequestById(trx, payment.request_id);
   const number = await repo.nextNumber(trx, owner, kind);
+  // Only now, holding the counter: the credit notes numbered before this one are all there to count.
+  const creditedBeforeCents = kind === 'credit_note' ? await repo.creditedSoFar(trx, payment.id) : 0;
   const originalDoc = details.original ? (JSON.parse(details.original.document) as ReceiptDocument) : null;
   const document = buildDocument({
     kind,
@@ -254,6 +256,7 @@ async function issue(
     statement: details.statement,
     paymentId: payment.id,
     original: originalDoc ? { number: originalDoc.number, date: originalDoc.date } : null,
+    creditedBeforeCents,
     reason: details.refund?.reason ?? null,
     test: payment.mode === 'test',
   });
