@@ -171,6 +171,36 @@ function registerHome(scope: Scope, { deps, page, preSessionToken, signedIn }: P
   });
 }
 
+/**
+ * The page that asks for the code. `codeError` is about what was typed in the Code field, which it
+ * marks and describes; `error`, about neither field, is only announced.
+ */
+function codePage(
+  page: PayerPages['page'],
+  reply: FastifyReply,
+  status: number,
+  { csrf, email, error, codeError }: { csrf: string; email: string; error?: string; codeError?: string },
+) {
+  return page(reply, status, 'code', {
+    title: 'Enter your code',
+    csrf,
+    email,
+    error: codeError ?? error,
+    codeInvalid: codeError !== undefined,
+  });
+}
+
+/** The sign-in page again for an email that is not one: the Email field is marked and described by the error. */
+function emailPage(page: PayerPages['page'], reply: FastifyReply, csrf: string, email?: string) {
+  return page(reply, 400, 'signin', {
+    title: 'Sign in',
+    csrf,
+    email,
+    error: 'Enter the email address your plans were set up with, like name@example.com',
+    emailInvalid: true,
+  });
+}
+
 /** Sign-in by a code sent to the payer's email, and sign-out. */
 function registerSignIn(scope: Scope, pages: PayerPages): void {
   const {
@@ -189,14 +219,7 @@ function registerSignIn(scope: Scope, pages: PayerPages): void {
     if (!preSessionValid(request)) return forbidden(reply);
     const csrf = preSessionToken(request, reply);
     const email = normaliseEmail(field(request.body, 'email'));
-    if (!email) {
-      return page(reply, 400, 'signin', {
-        title: 'Sign in',
-        csrf,
-        email: field(request.body, 'email').slice(0, 254),
-        error: 'Enter the email address your plans were set up with, like name@example.com',
-      });
-    }
+    if (!email) return emailPage(page, reply, csrf, field(request.body, 'email').slice(0, 254));
     const sent = await sendCode(deps, email, clientKey(request.ip));
     if (sent.kind === 'paused') return pausedPage(reply, csrf, email, sent.retryAfterMs);
     if (sent.kind === 'limited') {
@@ -208,7 +231,7 @@ function registerSignIn(scope: Scope, pages: PayerPages): void {
         error: `Too many codes have been asked for. Try again in ${minutes(sent.retryAfterMs)} minutes.`,
       });
     }
-    return page(reply, 200, 'code', { title: 'Enter your code', csrf, email });
+    return codePage(page, reply, 200, { csrf, email });
   });
 
   scope.post('/customer/verify', hidden, async (request, reply) => {
@@ -217,26 +240,22 @@ function registerSignIn(scope: Scope, pages: PayerPages): void {
     if (!preSessionValid(request)) return forbidden(reply);
     const csrf = preSessionToken(request, reply);
     const email = normaliseEmail(field(request.body, 'email'));
-    if (!email)
-      return page(reply, 400, 'signin', {
-        title: 'Sign in',
-        csrf,
-        error: 'Enter the email address your plans were set up with, like name@example.com',
-      });
-    const code = field(request.body, 'code').replace(/\s+/g, '');
-    const outcome = await verifyCode(deps, email, code, clientKey(request.ip), csrf);
+    if (!email) return emailPage(page, reply, csrf);
+    // Spaces are dropped there (a pasted "123 456"); a code that is not 6 digits spends nothing.
+    const outcome = await verifyCode(deps, email, field(request.body, 'code'), clientKey(request.ip), csrf);
     switch (outcome.kind) {
       case 'signed_in':
         // A new session id at every sign-in; the pre-session token is done with.
         reply.setCookie(SESSION_COOKIE, outcome.sessionId, { ...cookieOptions(), maxAge: SESSION_MAX_MS / 1000 });
         reply.clearCookie(CSRF_COOKIE, cookieOptions());
         return reply.redirect('/customer', 303);
+      case 'malformed':
+        return codePage(page, reply, 400, { csrf, email, codeError: 'Enter the 6-digit code from the email' });
       case 'wrong':
-        return page(reply, 400, 'code', {
-          title: 'Enter your code',
+        return codePage(page, reply, 400, {
           csrf,
           email,
-          error: `That code is not right. You have ${outcome.triesLeft} ${outcome.triesLeft === 1 ? 'try' : 'tries'} left.`,
+          codeError: `That code is not right. You have ${outcome.triesLeft} ${outcome.triesLeft === 1 ? 'try' : 'tries'} left.`,
         });
       case 'dead':
         return page(reply, 400, 'signin', {
@@ -249,8 +268,7 @@ function registerSignIn(scope: Scope, pages: PayerPages): void {
         return pausedPage(reply, csrf, email, outcome.retryAfterMs);
       case 'limited':
         reply.header('retry-after', String(Math.ceil(outcome.retryAfterMs / 1000)));
-        return page(reply, 429, 'code', {
-          title: 'Enter your code',
+        return codePage(page, reply, 429, {
           csrf,
           email,
           error: `Too many wrong codes from here. Try again in ${minutes(outcome.retryAfterMs)} minutes.`,

@@ -148,14 +148,24 @@ export type VerifyOutcome =
   | { kind: 'signed_in'; sessionId: string }
   | { kind: 'wrong'; triesLeft: number }
   | { kind: 'dead' }
+  /** Not 6 digits: a slip, never a guess, so no try and no limit is spent on it. */
+  | { kind: 'malformed' }
   | Refused;
+
+/** A code as typed: its 6 digits, spaces anywhere dropped (a pasted "123 456"); null when it is not 6 digits. */
+export function normaliseCode(raw: unknown): string | null {
+  if (typeof raw !== 'string') return null;
+  const code = raw.slice(0, 100).replace(/\s+/g, '');
+  return /^\d{6}$/.test(code) ? code : null;
+}
 
 /** What checking the live code found: `wrong` with no try left is the wrong code that killed it. */
 type CodeCheck = { kind: 'signed_in'; sessionId: string } | { kind: 'wrong'; triesLeft: number } | { kind: 'dead' };
 
 /**
  * Checks a code: 5 tries, 10 minutes, once, and 20 wrong codes for the email in a week. On
- * success, a new server-side session.
+ * success, a new server-side session. A code that is not 6 digits is refused before anything is
+ * counted: it could never be right, so it spends no try of the code and no limit.
  */
 export async function verifyCode(
   deps: Deps,
@@ -165,6 +175,8 @@ export async function verifyCode(
   /** The browser's pre-session token (its sign-in form's CSRF cookie). */
   browserToken: string,
 ): Promise<VerifyOutcome> {
+  const typed = normaliseCode(code);
+  if (typed === null) return { kind: 'malformed' };
   const now = deps.clock.now();
   const byAddress = await takeAttempt(deps.db, PAYER_LIMITS.checksByClient, clientAddress, now);
   if (!byAddress.ok) return { kind: 'limited', retryAfterMs: byAddress.retryAfterMs };
@@ -173,7 +185,7 @@ export async function verifyCode(
     // and given back unless a wrong code was checked: only guesses count.
     const byEmail = await takeAttempt(trx, PAYER_LIMITS.wrongCodesByEmail, email, now);
     if (!byEmail.ok) return { kind: 'paused', retryAfterMs: byEmail.retryAfterMs, startsNow: false } as const;
-    const checked = await checkLiveCode(trx, deps, email, code, now, sha256Hex(browserToken));
+    const checked = await checkLiveCode(trx, deps, email, typed, now, sha256Hex(browserToken));
     if (checked.kind !== 'wrong') {
       await giveBackAttempt(trx, PAYER_LIMITS.wrongCodesByEmail, email, byEmail.windowStart);
       return checked;

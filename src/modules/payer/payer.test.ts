@@ -140,8 +140,17 @@ test('the replies never say whether an email is known; an unknown email is sent 
     assert.equal(asked.status, 200);
     pages.push(text(asked.text).replace(email, 'EMAIL'));
     // a wrong code reads the same too
+    const live = await world.app.deps.db
+      .selectFrom('payer_codes')
+      .select('code_sealed')
+      .where('email', '=', email)
+      .executeTakeFirstOrThrow();
     const wrong = await browser.request('/customer/verify', {
-      form: { email, code: '12345x', csrf: Browser.csrfOf(asked.text) },
+      form: {
+        email,
+        code: world.app.deps.secrets.open(live.code_sealed) === '000000' ? '111111' : '000000',
+        csrf: Browser.csrfOf(asked.text),
+      },
     });
     wrongs.push([wrong.status, text(wrong.text).replace(email, 'EMAIL')]);
   }
@@ -521,6 +530,8 @@ test('payers hear about what they set up: consent, subscription, receipts, faile
   assert.match(setUp.text, /\$15\.00 every fortnight/);
   assert.match(setUp.text, /First charge: /);
   const receipt = await mailTo(/^\[Test\] Receipt: \$15\.00 to Kōwhai Coffee for “Beans”$/);
+  // the plain text says it is test mode at its top, as the HTML does
+  assert.match(receipt.text, /^Test mode: no real money moved\.\n\nYou paid /);
   assert.match(receipt.text, /You paid \$15\.00 to Kōwhai Coffee for “Beans” on /);
   assert.match(receipt.text, /Particulars {2}\S+\n {2}Code {9}\S+/);
   // a failed charge, with its retry
@@ -582,8 +593,17 @@ test('codes asked for at once: one email gets one code whatever the addresses, a
   const emails = Array.from({ length: 50 }, (_, i) => `payer${i}@example.com`);
   for (const [i, email] of emails.entries())
     assert.equal((await post('/customer/code', { email }, `203.0.113.${i + 1}`)).statusCode, 200);
+  const wrongFor = async (email: string) => {
+    const row = await app.deps.db
+      .selectFrom('payer_codes')
+      .select('code_sealed')
+      .where('email', '=', email)
+      .executeTakeFirstOrThrow();
+    return app.deps.secrets.open(row.code_sealed) === '000000' ? '111111' : '000000';
+  };
+  const wrongs = await Promise.all(emails.map(wrongFor));
   const guesses = await Promise.all(
-    emails.map((email) => post('/customer/verify', { email, code: '1234567' }, '192.0.2.7')),
+    emails.map((email, i) => post('/customer/verify', { email, code: wrongs[i]! }, '192.0.2.7')),
   );
   const checked = guesses.filter((reply) => reply.statusCode === 400).length;
   assert.equal(checked, PAYER_LIMITS.checksByClient.max);
