@@ -61,7 +61,7 @@ test('authorising a recurring request creates the consent, the customer and a pa
   assert.match(page, /Regular payments authorised/);
   assert.match(
     page,
-    /You have authorised Test Merchant to take payments from your account, up to \$50\.00 a payment, \$100\.00 a week, until 31 Dec 2027\./,
+    /You have authorised Test Merchant to take payments from your account, up to \$50\.00 a payment, \$100\.00 a week, until 31 December 2027\./,
   );
   assert.match(page, /No money has moved yet\./);
   assert.match(

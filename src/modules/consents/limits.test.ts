@@ -463,8 +463,19 @@ describe('describeLimits', () => {
     const endAt = localAt('2027-12-31', NZ).endOf('day').toMillis();
     assert.equal(
       describeLimits({ ...base, max_per_payment_cents: 5_000, end_at: endAt }, NZ),
-      'up to $50.00 a payment, $100.00 a week, until 31 Dec 2027',
+      'up to $50.00 a payment, $100.00 a week, until 31 December 2027',
     );
+  });
+
+  test('an end date reads as every other date the payer sees: the month written out, September too', () => {
+    for (const [date, words] of [
+      ['2027-06-30', '30 June 2027'],
+      ['2027-09-30', '30 September 2027'],
+      ['2028-01-01', '1 January 2028'],
+    ]) {
+      const endAt = localAt(date, NZ).endOf('day').toMillis();
+      assert.equal(describeLimits({ ...base, end_at: endAt }, NZ), `up to $100.00 a week, until ${words}`);
+    }
   });
 
   test('every limit, and an end that is an exact time', () => {
@@ -484,7 +495,7 @@ describe('describeLimits', () => {
         },
         NZ,
       ),
-      'up to $50.00 a payment, $200.00 a month, 12 payments in total, $1,000.00 in total, until 5:30pm on 30 Jun 2027',
+      'up to $50.00 a payment, $200.00 a month, 12 payments in total, $1,000.00 in total, until 5:30pm on 30 June 2027',
     );
     assert.equal(describeLimits({ ...base, total_count: 1 }, NZ), 'up to $100.00 a week, 1 payment in total');
   });

@@ -211,18 +211,23 @@ export function usageSummary(
   };
 }
 
+/**
+ * An end as the payer reads it, in the words of a subscription's end (subscriptions/schedule.ts):
+ * "30 June 2027", or "5:30pm on 30 June 2027" when it is not the end of a day. The month is written
+ * out in New Zealand English, as every other date the payer sees.
+ */
 function describeEnd(endAt: number, zone: string): string {
-  const local = inZone(endAt, zone).setLocale('en-US');
+  const local = inZone(endAt, zone).setLocale('en-NZ');
   // An end given as a date is stored as the last millisecond of that local day: show the date only.
   const endOfDay = local.endOf('day').toMillis() === endAt;
   return endOfDay
-    ? local.toFormat('d LLL yyyy')
-    : `${local.toFormat('h:mm')}${local.toFormat('a').toLowerCase()} on ${local.toFormat('d LLL yyyy')}`;
+    ? local.toFormat('d LLLL yyyy')
+    : `${local.toFormat('h:mm')}${local.toFormat('a').toLowerCase()} on ${local.toFormat('d LLLL yyyy')}`;
 }
 
 /**
  * The limits in plain words for the payer page, for example
- * "up to $50.00 a payment, $100.00 a week, until 31 Dec 2027".
+ * "up to $50.00 a payment, $100.00 a week, until 31 December 2027".
  */
 export function describeLimits(limits: RecurringLimits, zone: string = DEFAULT_ZONE): string {
   const parts: string[] = [];
