@@ -149,6 +149,9 @@ const text = templatesIn(views, { plainText: true });
 
 export type RenderedMail = { subject: string; text: string; html: string };
 
+/** The first line of a test-mode message's plain text, as its HTML opens with "Test mode. No real money moved." */
+export const TEST_NOTICE = 'Test mode: no real money moved.';
+
 /** A message's subject, without the test-mode mark. */
 export function subjectOf<K extends TemplateName>(template: K, data: TemplateData[K]): string {
   return subjects[template](data as any);
@@ -169,9 +172,11 @@ export function renderMail<K extends TemplateName>(template: K, data: TemplateDa
       template !== 'team_invitation' &&
       !('dashboard' in data && data.dashboard === false),
   };
+  // The HTML layout opens a test-mode message with the notice; the text bodies have no layout, so
+  // it is put at their top here.
   return {
     subject,
-    text: `${text.render(`${template}.text.eta`, it).trim()}\n`,
+    text: `${test ? `${TEST_NOTICE}\n\n` : ''}${text.render(`${template}.text.eta`, it).trim()}\n`,
     html: html.render(`${template}.html.eta`, it),
   };
 }

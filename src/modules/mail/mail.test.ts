@@ -34,6 +34,25 @@ test('every template renders a subject, a plain-text part and an escaped HTML pa
   );
 });
 
+test('a test-mode message says so at the top of its plain text, as its HTML does; a live one does not', () => {
+  const notice = 'Test mode: no real money moved.\n\n';
+  // A payer's receipt, and a notice to the merchant.
+  for (const [name, data] of [
+    ['charge_receipt', mailSamples.charge_receipt],
+    ['webhook_disabled', mailSamples.webhook_disabled],
+  ] as const) {
+    const test = renderMail(name, { ...data, test: true } as never, 'https://pay.example/customer');
+    assert.ok(test.text.startsWith(notice), `${name}: ${test.text.slice(0, 60)}`);
+    assert.match(test.subject, /^\[Test\] /);
+    assert.match(test.html, /Test mode\.<\/strong> No real money moved\./);
+    const live = renderMail(name, { ...data, test: false } as never, 'https://pay.example/customer');
+    assert.ok(!live.text.includes('Test mode'), `${name} live`);
+    assert.equal(test.text, notice + live.text, `${name}: the same text under the notice`);
+  }
+  // A message that is never about money (a sign-in code) has no mode.
+  assert.ok(!renderMail('payer_code', mailSamples.payer_code, 'x').text.includes('Test mode'));
+});
+
 test('a queued message is sent over SMTP once, with a stable Message-ID, after a refused first try, and recorded', async (t) => {
   const smtp = await smtpReceiver(t);
   const app = await buildTestApp(t, { smtpUrl: smtp.url, workers: true, publicBaseUrl: 'https://pay.example' });
