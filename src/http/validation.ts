@@ -1,6 +1,7 @@
 import { Ajv, type ErrorObject } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
+import { isDateTime } from '../shared/date-time.ts';
 import { AppError, invalidParam, missingParam, unknownParam } from '../shared/errors.ts';
 
 // Bodies are validated strictly (no coercion, unknown fields refused); query strings and path
@@ -16,6 +17,9 @@ function makeAjv(coerce: boolean): Ajv {
     keywords: ['x-expected'],
   });
   (addFormats as unknown as (ajv: Ajv) => void)(ajv);
+  // ajv-formats' date-time takes a lowercase t, a space for the T and any offset, and wants
+  // seconds: every date-time field follows the API's one rule instead (shared/date-time.ts).
+  ajv.addFormat('date-time', isDateTime);
   return ajv;
 }
 

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { DateTime } from 'luxon';
-import { describeMoment } from './zone.ts';
+import { describeMoment, parseCalendarDate } from './zone.ts';
 
 /** What describeMoment wrote when it went through Luxon. */
 function describedByLuxon(ms: number, zone: string): string {
@@ -88,4 +88,28 @@ test("describeMoment keeps a minute's words only where the whole minute reads th
       describeMoment(lmt + second * 1000, 'Pacific/Auckland'),
       describedByLuxon(lmt + second * 1000, 'Pacific/Auckland'),
     );
+});
+
+const SHORT_MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', ['Sep', 'Sept'], 'Oct', 'Nov', 'Dec'];
+
+test('parseCalendarDate reads a short month name in any case, September as Sep or Sept', () => {
+  const day = fc.integer({ min: Date.UTC(1990, 0, 1), max: Date.UTC(2100, 0, 1) }).map((ms) => new Date(ms));
+  const spelling = fc.constantFrom<(name: string) => string>(
+    (name) => name,
+    (name) => name.toUpperCase(),
+    (name) => name.toLowerCase(),
+  );
+  fc.assert(
+    fc.property(day, spelling, fc.boolean(), (date, spell, longSeptember) => {
+      const names = [SHORT_MONTHS[date.getUTCMonth()]!].flat();
+      const name = spell(names[longSeptember ? names.length - 1 : 0]!);
+      const [year, day] = [date.getUTCFullYear(), date.getUTCDate()];
+      const expected = date.toISOString().slice(0, 10);
+      assert.equal(parseCalendarDate(`${day} ${name} ${year}`, ['dd-MM-yyyy', 'd MMM yyyy']), expected);
+      assert.equal(parseCalendarDate(`${String(day).padStart(2, '0')} ${name} ${year}`, ['dd MMM yyyy']), expected);
+    }),
+    { numRuns: 2000 },
+  );
+  assert.equal(parseCalendarDate('31 Sept 2027', ['d MMM yyyy']), null);
+  assert.equal(parseCalendarDate('1 Sep 2027', ['d/M/yyyy']), null);
 });

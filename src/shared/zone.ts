@@ -1,4 +1,5 @@
 import { DateTime, FixedOffsetZone, IANAZone } from 'luxon';
+import { parseDateTime } from './date-time.ts';
 import { MINUTE_MS } from './time.ts';
 
 // Calendar arithmetic in a named time zone (the service's, Pacific/Auckland by default).
@@ -41,10 +42,12 @@ export function isDateOnly(value: string): boolean {
   return dateOnly.test(value);
 }
 
-/** Epoch ms of a date-time string with an offset, or null when it is not a real instant. */
+/**
+ * Epoch ms of a date-time with an offset in the API's form (shared/date-time.ts), or null when it
+ * is not one. Not Luxon's fromISO: it reads 24:00 as the next day and any offset up to +99:99.
+ */
 export function parseInstant(value: string): number | null {
-  const parsed = DateTime.fromISO(value, { setZone: true });
-  return parsed.isValid ? parsed.toMillis() : null;
+  return parseDateTime(value);
 }
 
 /** The local calendar date (YYYY-MM-DD) in `zone` of a date or date-time input; null when invalid. */
@@ -128,16 +131,52 @@ export function describeMoment(ms: number, zone: string): string {
 }
 
 /**
+ * The locales whose month names a date may be written in. New Zealand English shortens September
+ * to "Sept", American English to "Sep", and banks write either; the other months read the same.
+ */
+const MONTH_NAME_LOCALES = ['en-NZ', 'en-US'] as const;
+const DIGITS_LOCALES = ['en-NZ'] as const;
+
+/** The locales to read a format in (luxon's tokens): both where it has a month name (MMM, LLLL…). */
+const localesFor = (format: string) => (/MMM|LLL/.test(format) ? MONTH_NAME_LOCALES : DIGITS_LOCALES);
+
+/**
  * A calendar date written in one of `formats` (luxon's tokens: `dd/MM/yyyy`, `yyyy/MM/dd`,
- * `d MMM yyyy`…), as YYYY-MM-DD; null when it is in none of them or is no real date.
+ * `d MMM yyyy`…), as YYYY-MM-DD; null when it is in none of them or is no real date. Month names
+ * are read in any case, and both "Sep" and "Sept".
  */
 export function parseCalendarDate(text: string, formats: readonly string[]): string | null {
   const value = text.trim();
   for (const format of formats) {
-    const parsed = DateTime.fromFormat(value, format, { zone: 'UTC', locale: 'en-NZ' });
-    if (parsed.isValid) return parsed.toISODate();
+    for (const locale of localesFor(format)) {
+      const parsed = DateTime.fromFormat(value, format, { zone: 'UTC', locale });
+      if (parsed.isValid) return parsed.toISODate();
+    }
   }
   return null;
+}
+
+/**
+ * The local date (YYYY-MM-DD) in `zone` of a date and time at a fixed UTC offset in minutes;
+ * null when the date or time is not real. Hour 24 is refused: Luxon would read it as the next
+ * day's midnight.
+ */
+export function localDateAtOffset(
+  parts: {
+    year: number;
+    month: number;
+    day: number;
+    hour: number;
+    minute: number;
+    second: number;
+    millisecond: number;
+  },
+  offsetMinutes: number,
+  zone: string,
+): string | null {
+  if (parts.hour > 23) return null;
+  const moment = DateTime.fromObject(parts, { zone: FixedOffsetZone.instance(offsetMinutes) });
+  return moment.isValid ? moment.setZone(zone).toISODate() : null;
 }
 
 /** The local calendar date (YYYY-MM-DD) in `zone` of the moment `ms`. */

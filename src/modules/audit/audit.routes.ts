@@ -1,5 +1,6 @@
 import { apiKeyAuth, keyScope } from '../merchants/merchants.auth.ts';
 import { errorResponses } from '../../http/schemas.ts';
+import { parseDateTime } from '../../shared/date-time.ts';
 import { AuditEventList, ListAuditEventsQuery } from './audit.schemas.ts';
 import { listAuditEvents } from './audit.service.ts';
 import { presentAuditEvent } from './audit.present.ts';
@@ -30,8 +31,9 @@ export async function registerAuditRoutes(app: App, deps: Deps): Promise<void> {
         // Settings, team members and their sign-ins (addresses, browsers, emails) are live business:
         // a test key, often held by CI and contractors, never reads them.
         modeless: ctx.mode === 'live',
-        created_gte: gte === undefined ? undefined : Date.parse(gte),
-        created_lt: lt === undefined ? undefined : Date.parse(lt),
+        // The schema let only date-times in the API's form through (shared/date-time.ts).
+        created_gte: gte === undefined ? undefined : parseDateTime(gte)!,
+        created_lt: lt === undefined ? undefined : parseDateTime(lt)!,
       });
       return { audit_events: items.map(presentAuditEvent), has_more: hasMore };
     },

@@ -1,12 +1,13 @@
 import { Type, type Static } from 'typebox';
 import { AmountInput, AmountObject, Nullable, ReferenceInput, Timestamp } from '../../http/schemas.ts';
+import { DATE_OR_DATE_TIME_PATTERN } from '../../shared/date-time.ts';
 import { listQueryFields } from '../../shared/pagination.ts';
 
 const DATE_FORM = 'a date YYYY-MM-DD or an ISO 8601 date-time';
 const DateInput = (description: string) =>
   Type.String({
     maxLength: 40,
-    pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,9})?)?(Z|[+-]\\d{2}:\\d{2}))?$',
+    pattern: DATE_OR_DATE_TIME_PATTERN,
     description: `${description}; ${DATE_FORM}`,
     'x-expected': DATE_FORM,
   });

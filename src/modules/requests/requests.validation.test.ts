@@ -451,6 +451,32 @@ const cases: Case[] = [
     `recurring_options.end_date ${DATE_FORM}`,
     { field: 'recurring_options.end_date' },
   ],
+  // a date-time: hours 00 to 23, an offset within ±14:00, an uppercase T and Z (docs/api-conventions.md)
+  ...[
+    '2031-06-01T24:00Z',
+    '2031-06-01T10:00+99:99',
+    '2031-06-01T10:00+25:00',
+    '2031-06-01T10:00+14:30',
+    '2031-06-01T10:00-12:60',
+    '2031-06-01t10:00:00z',
+    '2031-06-01 10:00:00Z',
+    '2031-06-01T10:00:00',
+  ].map(
+    (end_date): Case => [
+      `recurring end_date ${end_date}`,
+      recurring({ ...okRecurring, end_date }),
+      invalid('recurring_options.end_date'),
+      `recurring_options.end_date ${DATE_FORM}`,
+      { field: 'recurring_options.end_date' },
+    ],
+  ),
+  [
+    'recurring end_date date-time on no real day',
+    recurring({ ...okRecurring, end_date: '2031-02-29T10:00:00+13:00' }),
+    invalid('recurring_options.end_date'),
+    'recurring_options.end_date must be a real date YYYY-MM-DD or ISO 8601 date-time',
+    { field: 'recurring_options.end_date' },
+  ],
   [
     'recurring unknown option',
     recurring({ ...okRecurring, max_per_day: '1.00 NZD' }),
@@ -514,6 +540,13 @@ const cases: Case[] = [
     invalid('subscription_options.period'),
     'subscription_options.period must be one of "weekly", "fortnightly", "monthly", "quarterly", "annually"',
     { field: 'subscription_options.period' },
+  ],
+  [
+    'subscription start_date at 24:00',
+    subscription({ ...okSubscription, start_date: '2031-06-01T24:00:00+12:00' }),
+    invalid('subscription_options.start_date'),
+    `subscription_options.start_date ${DATE_FORM}`,
+    { field: 'subscription_options.start_date' },
   ],
   [
     'subscription start_date not real',
@@ -784,6 +817,9 @@ test('POST /v1/requests accepts the boundary values', async (t) => {
         total_count: 26,
       })(base),
     ],
+    ...['2040-06-01T10:00Z', '2040-06-01T10:00:00.123456789+14:00', '2040-06-01T10:00-14:00'].map(
+      (end_date): [string, Body] => [`end_date ${end_date}`, recurring({ ...okRecurring, end_date })(base)],
+    ),
   ];
   for (const [name, body] of accepted) {
     await t.test(name, async () => {

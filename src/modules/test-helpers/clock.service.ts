@@ -1,4 +1,5 @@
 import type { FastifyRequest } from 'fastify';
+import { parseDateTime } from '../../shared/date-time.ts';
 import { AppError, invalidParam } from '../../shared/errors.ts';
 import { iso } from '../../shared/time.ts';
 import { addToTestClockOffset, testClockOffsetOf as clockOffset } from '../merchants/merchants.service.ts';
@@ -206,8 +207,9 @@ export async function advanceClock(ctx: Ctx, input: { to?: string; seconds?: num
     const now = await clockNow(deps, userId);
     let target: number;
     if (input.to !== undefined) {
-      target = Date.parse(input.to);
-      if (!Number.isFinite(target)) throw invalidParam('to', 'to must be an ISO 8601 date-time');
+      const to = parseDateTime(input.to);
+      if (to === null) throw invalidParam('to', 'to must be an ISO 8601 date-time');
+      target = to;
       if (target <= now)
         throw invalidParam('to', "to must be later than the clock's current time; test clocks only move forward", {
           now: iso(now),

@@ -5,7 +5,7 @@ import { assertError } from '../../../test/assertions.ts';
 import { dashWorld, logIn, textOf } from '../../../test/dashboard.ts';
 import { Browser } from '../../../test/payer.ts';
 import { when } from '../dashboard/dashboard.format.ts';
-import { localAt } from '../../shared/zone.ts';
+import { addDays as addDaysTo, localAt } from '../../shared/zone.ts';
 import { MAX_AHEAD_SECONDS } from './clock.service.ts';
 
 const DAY = 86_400_000;
@@ -84,6 +84,26 @@ test('GET and advance the test clock; refusals', async (t) => {
     'to must be an ISO 8601 date-time',
     { field: 'to' },
   );
+  // The API's one date-time form (docs/api-conventions.md): a lowercase t or z, a space for the T,
+  // no offset, 24:00 or an offset past ±14:00 is refused like any other text.
+  const day = new Date(Date.now() + 30 * DAY).toISOString().slice(0, 10);
+  for (const to of [
+    `${day}t10:00:00z`,
+    `${day}T10:00:00z`,
+    `${day} 10:00:00Z`,
+    `${day}T10:00:00`,
+    `${day}T24:00:00Z`,
+    `${day}T10:00:00+14:30`,
+    `${day}T10:00:00+99:99`,
+    day,
+  ])
+    assertError(
+      await api.post('/v1/test-helpers/clock/advance', { to }),
+      400,
+      'bad_request.invalid_param.to',
+      'to must be an ISO 8601 date-time',
+      { field: 'to' },
+    );
   assertError(
     await api.post('/v1/test-helpers/clock/advance', { seconds: 0 }),
     400,
@@ -120,6 +140,15 @@ test('GET and advance the test clock; refusals', async (t) => {
     { field: 'days' },
   );
   assert.equal((await api.get('/v1/test-helpers/clock')).body.clock.offset_seconds, offset, 'refusals moved nothing');
+
+  // Seconds are optional, and the offset may be any within ±14:00.
+  for (const to of [`${day}T10:00Z`, `${addDaysTo(day, 1)}T10:00+14:00`, `${addDaysTo(day, 2)}T10:00:00.5-14:00`]) {
+    const moved = await api.post('/v1/test-helpers/clock/advance', { to });
+    assert.equal(moved.status, 200, `${to}: ${moved.text}`);
+    // The clock goes on with real time after it arrives: within the call's time of the target.
+    const arrived = Date.parse(moved.body.clock.now) - Date.parse(to.replace(/T(\d\d:\d\d)([Z+-])/, 'T$1:00$2'));
+    assert.ok(arrived >= 0 && arrived < 60_000, `${to}: ${moved.body.clock.now}`);
+  }
 
   const live = apiClient(app, merchant.liveKey);
   const liveOnly = 'Test helpers exist only for test keys (sk_test_…)';

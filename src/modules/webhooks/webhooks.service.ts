@@ -3,6 +3,7 @@ import { recordAudit, recordAuditFor, type AuditBy } from '../audit/audit.servic
 import type { Kysely } from 'kysely';
 import { idempotent, replayIfAnswered } from '../../http/idempotency.ts';
 import { DAY_MS, iso } from '../../shared/time.ts';
+import { parseDateTime } from '../../shared/date-time.ts';
 import { AppError, invalidParam } from '../../shared/errors.ts';
 import { openStored } from '../../shared/secret-box.ts';
 import { newId } from '../../shared/ids.ts';
@@ -269,9 +270,8 @@ export async function recoverDeliveries(
 }
 
 export async function recoverWebhook(ctx: Ctx, id: string, since: string) {
-  const at = Date.parse(since);
-  if (!Number.isFinite(at))
-    throw invalidParam('since', 'since must be an ISO 8601 date-time such as 2026-11-21T10:00:00.000Z');
+  const at = parseDateTime(since);
+  if (at === null) throw invalidParam('since', 'since must be an ISO 8601 date-time such as 2026-11-21T10:00:00.000Z');
   return recoverDeliveries(ctx.db, owner(ctx), id, at, ctx.deps.clock.now(), ctx);
 }
 
