@@ -64,9 +64,9 @@ export function actorLabel(actor: Actor): string {
 }
 
 /** The file read and checked, or the API's error: the line and what is wrong there, nothing kept. */
-function readFile(content: string): ParsedStatement {
+function readFile(content: string, zone: string): ParsedStatement {
   try {
-    return parseStatementFile(content);
+    return parseStatementFile(content, zone);
   } catch (error) {
     if (!(error instanceof StatementFileError)) throw error;
     if (error.reason === 'unknown_layout')
@@ -85,7 +85,7 @@ export async function importStatement(
   body: ImportStatementBody,
   idempotencyKey?: string,
 ): Promise<Reply<ImportReply>> {
-  const parsed = readFile(body.content);
+  const parsed = readFile(body.content, ctx.deps.config.serviceTimeZone);
   const sha = sha256Hex(body.content);
   return idempotent(ctx, idempotencyKey, 'POST /v1/statements', body, 201, async (trx) => {
     const owner = ownerOf(ctx);
@@ -402,7 +402,8 @@ export async function reconciliationOf(ctx: Ctx, query: ReconciliationQuery) {
   const to = query.to ?? today;
   const from = query.from ?? addDays(to, -30);
   if (from > to) throw invalidParam('from', 'from must be on or before to');
-  if (daysBetween(from, to) > VIEW_MAX_DAYS)
+  // Both from and to are days of the view: 1 January to 1 January is one day.
+  if (daysBetween(from, to) + 1 > VIEW_MAX_DAYS)
     throw invalidParam('from', `The range can be at most ${VIEW_MAX_DAYS} days`);
   const unseenAfter = query.unseen_after_days ?? DEFAULT_UNSEEN_AFTER_DAYS;
   const owner = ownerOf(ctx);

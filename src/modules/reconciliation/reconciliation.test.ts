@@ -279,3 +279,44 @@ test('a statement larger than the route takes is refused with the route’s own 
   assert.equal(long.status, 400);
   assert.equal(long.body.code, 'bad_request.invalid_param.content');
 });
+
+test('the reconciliation view covers at most 366 days, counting from and to', async (t) => {
+  const world = await checkoutWorld(t);
+  const view = (from: string, to: string) => world.api.get(`/v1/reconciliation?from=${from}&to=${to}`);
+  for (const [from, to] of [
+    ['2027-01-01', '2028-01-01'],
+    ['2028-01-01', '2028-12-31'],
+    ['2027-06-01', '2027-06-01'],
+  ]) {
+    const accepted = await view(from!, to!);
+    assert.equal(accepted.status, 200, `${from}..${to}: ${accepted.text}`);
+    assert.equal(accepted.body.from, from);
+    assert.equal(accepted.body.to, to);
+  }
+  for (const [from, to] of [
+    ['2027-01-01', '2028-01-02'],
+    ['2028-01-01', '2029-01-01'],
+  ]) {
+    const refused = await view(from!, to!);
+    assert.equal(refused.status, 400, `${from}..${to}: ${refused.text}`);
+    assert.deepEqual(refused.body, {
+      code: 'bad_request.invalid_param.from',
+      message: 'The range can be at most 366 days',
+      params: { field: 'from' },
+    });
+  }
+});
+
+test('an OFX line stamped with a time at GMT is on its date in the service time zone', async (t) => {
+  const world = await checkoutWorld(t);
+  assert.equal(world.app.deps.config.serviceTimeZone, 'Pacific/Auckland');
+  // 12:00 GMT on 31 August 2027 is midnight starting 1 September in New Zealand (+12:00).
+  const content = statementFile('ofx', { p1: 'V-ABC123', r1: 'INV-1', r2: 'INV-2', today: '2027-09-01' }).replace(
+    /<DTPOSTED>[^<\r\n]*/g,
+    '<DTPOSTED>20270831120000.000[0:GMT]',
+  );
+  const imported = await world.api.post('/v1/statements', { content });
+  assert.equal(imported.status, 201, imported.text);
+  assert.equal(imported.body.statement.first_date, '2027-09-01');
+  assert.equal(imported.body.statement.last_date, '2027-09-01');
+});

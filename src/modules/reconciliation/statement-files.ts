@@ -1,7 +1,7 @@
 import { parse as parseCsv, CsvError } from 'csv-parse/sync';
 import { Ofx } from 'ofx-data-extractor';
 import { parseDecimalCents } from '../../shared/money.ts';
-import { parseCalendarDate } from '../../shared/zone.ts';
+import { localDateAtOffset, parseCalendarDate } from '../../shared/zone.ts';
 import type { LineIdentity } from './reconciliation.rules.ts';
 
 // Reading a bank statement file: the CSV exports of the main NZ banks' internet banking, each
@@ -198,11 +198,14 @@ const MAX_PREAMBLE = 12;
 const clean = (value: string | undefined) => (value ?? '').replace(/\s+/g, ' ').trim();
 const headerKey = (value: string) => clean(value).toLowerCase();
 
-/** Reads a statement file: its layout, the account it is of (when it says), and every line, checked. */
-export function parseStatementFile(content: string): ParsedStatement {
+/**
+ * Reads a statement file: its layout, the account it is of (when it says), and every line, checked.
+ * `zone` is the service time zone, whose dates an OFX line stamped with a time is put on.
+ */
+export function parseStatementFile(content: string, zone: string): ParsedStatement {
   const text = content.replace(/^\uFEFF/, '');
   if (text.trim() === '') throw new StatementFileError('empty', null, 'The file is empty');
-  if (/^\s*(OFXHEADER|<\?xml|<\?OFX|<OFX>)/i.test(text)) return parseOfx(text);
+  if (/^\s*(OFXHEADER|<\?xml|<\?OFX|<OFX>)/i.test(text)) return parseOfx(text, zone);
   return parseBankCsv(text);
 }
 
@@ -291,7 +294,8 @@ function asbAccountOf(preamble: string[][]): string | null {
   return null;
 }
 
-function parseOfx(text: string): ParsedStatement {
+function parseOfx(file: string, zone: string): ParsedStatement {
+  const { text, posted } = setAsidePostedDates(file);
   let transactions: Record<string, string>[];
   let account: string | null = null;
   try {
@@ -307,12 +311,13 @@ function parseOfx(text: string): ParsedStatement {
     throw new StatementFileError('empty', null, 'The OFX file has no bank transactions (STMTTRN)');
   const lines = transactions.map((transaction, index): ParsedLine => {
     const position = index + 1;
-    const postedOn = parseCalendarDate(String(transaction.DTPOSTED ?? '').slice(0, 10), ['yyyy-MM-dd', 'yyyyMMdd']);
+    const dtposted = postedValueOf(transaction.DTPOSTED, posted);
+    const postedOn = postedDateOf(dtposted, zone);
     if (!postedOn)
       throw new StatementFileError(
         'malformed',
         position,
-        `Transaction ${position}: DTPOSTED "${transaction.DTPOSTED ?? ''}" is not a date`,
+        `Transaction ${position}: DTPOSTED "${dtposted}" is not a date`,
       );
     const amountCents = parseDecimalCents(String(transaction.TRNAMT ?? ''));
     if (amountCents === null)
@@ -335,6 +340,67 @@ function parseOfx(text: string): ParsedStatement {
     };
   });
   return { layout: 'ofx', account, lines };
+}
+
+const POSTED_MARK = 'tono-dtposted-';
+
+/**
+ * Every DTPOSTED of the file set aside, each replaced by its index in `posted`, which the extractor
+ * passes through as it is. The extractor would write a DTPOSTED as its date alone, dropping the
+ * time and offset that put 20270831120000[0:GMT] on 1 September in New Zealand.
+ */
+function setAsidePostedDates(file: string): { text: string; posted: string[] } {
+  const posted: string[] = [];
+  const text = file.replace(/(<DTPOSTED>)([^<\r\n]*)/g, (_, tag: string, value: string) => {
+    posted.push(value.trim());
+    return `${tag}${POSTED_MARK}${posted.length - 1}`;
+  });
+  return { text, posted };
+}
+
+/** A transaction's DTPOSTED as the file wrote it. */
+function postedValueOf(marked: string | undefined, posted: readonly string[]): string {
+  const text = String(marked ?? '');
+  return text.startsWith(POSTED_MARK) ? (posted[Number(text.slice(POSTED_MARK.length))] ?? '') : text;
+}
+
+/**
+ * OFX's date-time: YYYYMMDD, then optionally HHMM with optional seconds and milliseconds, then
+ * optionally the offset from GMT in hours, with the zone's name: [+12:NZST], [-5:EST], [5.5:IST].
+ */
+const OFX_DATE_TIME =
+  /^(\d{4})(\d{2})(\d{2})(?:(\d{2})(\d{2})(?:(\d{2})(?:\.(\d{1,3}))?)?)?\s*(?:\[([+-]?\d{1,2}(?:\.\d{1,2})?)(?::[^\]]*)?\])?$/;
+/** No offset in use is further from GMT than this, and every one is a whole quarter hour. */
+const MAX_OFFSET_MINUTES = 14 * 60;
+const isOffsetInUse = (minutes: number) => minutes % 15 === 0 && Math.abs(minutes) <= MAX_OFFSET_MINUTES;
+
+/**
+ * The day a DTPOSTED puts its line on. A date alone is that date. A date with a time is an
+ * instant, at its offset or, with none, at GMT as OFX has it; its day is the date there in the
+ * service time zone, the day a payment completed at that instant is counted on.
+ */
+function postedDateOf(value: string, zone: string): string | null {
+  const date = parseCalendarDate(value, ['yyyyMMdd', 'yyyy-MM-dd']);
+  if (date) return date;
+  const parts = OFX_DATE_TIME.exec(value);
+  if (!parts) return null;
+  const [, year, month, day, hour, minute, second = '0', fraction = '', offsetHours = '0'] = parts;
+  if (hour === undefined) return parseCalendarDate(`${year}${month}${day}`, ['yyyyMMdd']);
+  const offsetMinutes = Number(offsetHours) * 60;
+  if (!isOffsetInUse(offsetMinutes)) return null;
+  return localDateAtOffset(
+    {
+      year: Number(year),
+      month: Number(month),
+      day: Number(day),
+      hour: Number(hour),
+      minute: Number(minute),
+      second: Number(second),
+      millisecond: Number(fraction.padEnd(3, '0')),
+    },
+    offsetMinutes,
+    zone,
+  );
 }
 
 // OFX 2.x is XML, and the extractor leaves its five predefined entities as written.
