@@ -22,20 +22,43 @@ import { eventWebhooks } from './modules/events/events.openapi.ts';
 import { keyScopeExtension } from './modules/merchants/merchants.auth.ts';
 import { registerModuleRoutes } from './modules/index.ts';
 import type { Deps } from './modules/context.ts';
+import type { TrustProxy } from './config.ts';
 
 const requestIdShape = /^[A-Za-z0-9._-]{1,64}$/;
 
+/** Fields redacted from every log line wherever they are named, as docs/security.md ("Logs") lists them. */
+export const redactedFieldNames = [
+  'token',
+  'secret',
+  'password',
+  'live_key',
+  'test_key',
+  'dashboard_password',
+  'access_token',
+  'refresh_token',
+  'id_token',
+  'client_secret',
+  'bank_access_token',
+  'bank_refresh_token',
+];
+
+/**
+ * pino's redaction paths: the headers, and each redacted name at the top level of a line and one
+ * and two levels down (pino's paths have no recursive wildcard; `*.*.token` covers `err.body.token`).
+ */
 export const loggerRedactPaths = [
   'req.headers.authorization',
   'req.headers.cookie',
   'headers.authorization',
-  '*.token',
-  '*.secret',
-  '*.password',
-  '*.live_key',
-  '*.test_key',
-  'body.token',
+  'headers.cookie',
+  ...redactedFieldNames.flatMap((name) => [name, `*.${name}`, `*.*.${name}`]),
 ];
+
+/** TRUST_PROXY as Fastify's trustProxy: a hop count as a function, since Fastify trusts no peer for a bare number. */
+function trustProxyOption(trust: TrustProxy): boolean | string[] | ((address: string, hop: number) => boolean) {
+  if (typeof trust === 'number') return (_address, hop) => hop < trust;
+  return trust;
+}
 
 /**
  * What is recorded of every call when it is answered (or its connection fails): its duration in
@@ -82,7 +105,13 @@ class CompletedCalls extends LogController {
   }
 }
 
-export async function buildApp(deps: Deps): Promise<App> {
+/**
+ * `stopping` says the process has begun to stop (SIGTERM, runtime.close()): /readyz answers 503 at
+ * once, and each reply closes its keep-alive connection, so the server's close is not held by a
+ * client's idle connection after its call in flight.
+ */
+export async function buildApp(deps: Deps, options: { stopping?: () => boolean } = {}): Promise<App> {
+  const stopping = options.stopping ?? (() => false);
   const metrics = createMetrics(deps);
   const app = Fastify({
     loggerInstance: deps.log,
@@ -92,7 +121,8 @@ export async function buildApp(deps: Deps): Promise<App> {
       return typeof incoming === 'string' && requestIdShape.test(incoming) ? incoming : randomUUID();
     },
     routerOptions: { ignoreTrailingSlash: true },
-    trustProxy: false,
+    // The client address every per-address limit, audit record and access line uses is request.ip.
+    trustProxy: trustProxyOption(deps.config.trustProxy),
     logController: new CompletedCalls(accessLineWriter(deps.log), metrics.httpDuration),
     childLoggerFactory: lazyRequestLogger,
     clientErrorHandler,
@@ -122,6 +152,7 @@ export async function buildApp(deps: Deps): Promise<App> {
   // microtask queue each, on a read that does little else.
   app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id);
+    if (stopping()) reply.header('connection', 'close');
     pageSecurityHeaders(reply);
     done(null, payload);
   });
@@ -137,6 +168,8 @@ export async function buildApp(deps: Deps): Promise<App> {
   });
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
+    if (stopping())
+      return reply.status(503).send({ code: 'service_unavailable', message: 'The service is stopping', params: {} });
     try {
       await deps.store.check();
       return { status: 'ready' };

@@ -26,6 +26,8 @@ test('defaults', () => {
     sandboxBankUrlSet: false,
     sandboxClientSecret: null,
     logLevel: 'info',
+    logFormat: null,
+    trustProxy: false,
     serviceTimeZone: 'Pacific/Auckland',
     workers: true,
     demoMerchant: true,
@@ -66,6 +68,8 @@ test('every variable is read', () => {
     WEB_CONCURRENCY: '4',
     DATABASE_POOL_SIZE: '6',
     DATABASE_PREPARED_STATEMENTS: 'false',
+    LOG_FORMAT: 'json',
+    TRUST_PROXY: '10.0.0.0/8, 2001:db8::1',
   });
   assert.deepEqual(config, {
     port: 8080,
@@ -85,6 +89,8 @@ test('every variable is read', () => {
     sandboxBankUrlSet: true,
     sandboxClientSecret: 'their-own-secret',
     logLevel: 'debug',
+    logFormat: 'json',
+    trustProxy: ['10.0.0.0/8', '2001:db8::1'],
     serviceTimeZone: 'Australia/Sydney',
     workers: false,
     demoMerchant: false,
@@ -121,12 +127,44 @@ const bad: Array<[name: string, value: string, message: string]> = [
   ['HOST', 'bad host!', 'HOST must be a host name or IP address, got "bad host!"'],
   ['PUBLIC_BASE_URL', 'notaurl', 'PUBLIC_BASE_URL must be a URL, got "notaurl"'],
   ['PUBLIC_BASE_URL', 'ftp://x.example', 'PUBLIC_BASE_URL must use http: or https:, got "ftp://x.example"'],
+  [
+    'PUBLIC_BASE_URL',
+    'https://pay.example.nz/?utm=x',
+    'PUBLIC_BASE_URL must have no query (?) or fragment (#): paths are appended to it, got "https://pay.example.nz/?utm=x"',
+  ],
+  [
+    'PUBLIC_BASE_URL',
+    'https://pay.example.nz#top',
+    'PUBLIC_BASE_URL must have no query (?) or fragment (#): paths are appended to it, got "https://pay.example.nz#top"',
+  ],
+  [
+    'PUBLIC_BASE_URL',
+    'https://pay.example.nz/tono?',
+    'PUBLIC_BASE_URL must have no query (?) or fragment (#): paths are appended to it, got "https://pay.example.nz/tono?"',
+  ],
+  ['PUBLIC_BASE_URL', 'http://ops:hunter2@pay.example.nz/', 'PUBLIC_BASE_URL must not hold a user name or password'],
+  ['PUBLIC_BASE_URL', 'http://ops@pay.example.nz', 'PUBLIC_BASE_URL must not hold a user name or password'],
+  ['SANDBOX_BANK_URL', 'http://u:p@sandbox:4000', 'SANDBOX_BANK_URL must not hold a user name or password'],
+  [
+    'SANDBOX_BANK_URL',
+    'http://sandbox:4000/?x=1',
+    'SANDBOX_BANK_URL must have no query (?) or fragment (#): paths are appended to it, got "http://sandbox:4000/?x=1"',
+  ],
   ['DATA_DIR', dataFile, `DATA_DIR must be a directory, got ${JSON.stringify(dataFile)} which is a file`],
   ['DATABASE_URL', 'mysql://x', 'DATABASE_URL must use postgres: or postgresql:, got "mysql://x"'],
   ['DATABASE_URL', 'not a url', 'DATABASE_URL must be a URL, got "not a url"'],
   ['SMTP_URL', 'http://mail', 'SMTP_URL must use smtp: or smtps:, got "http://mail"'],
   ['SANDBOX_BANK_URL', '::', 'SANDBOX_BANK_URL must be a URL, got "::"'],
   ['LOG_LEVEL', 'loud', 'LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "loud"'],
+  ['LOG_FORMAT', 'JSON', 'LOG_FORMAT must be json or pretty, got "JSON"'],
+  ['LOG_FORMAT', 'text', 'LOG_FORMAT must be json or pretty, got "text"'],
+  ...['true', '0', '-1', '1.5', '10.0.0.0/33', '10.0.0.300', 'proxy.internal', '10.0.0.1,', 'loopback'].map(
+    (value): [string, string, string] => [
+      'TRUST_PROXY',
+      value,
+      `TRUST_PROXY must be false, the number of proxies in front of the service (from 1), or a comma-separated list of their IP addresses or CIDR ranges, got ${JSON.stringify(value)}`,
+    ],
+  ),
   [
     'SERVICE_TIME_ZONE',
     'Mars/Base',
@@ -158,6 +196,58 @@ const bad: Array<[name: string, value: string, message: string]> = [
     'SECRET_KEY must be the base64 of 32 random bytes (openssl rand -base64 32)',
   ],
 ];
+
+test('PUBLIC_BASE_URL may have a path prefix and trailing slashes; PostgreSQL and SMTP URLs keep their credentials and query', () => {
+  const prefixed = loadConfig({ PUBLIC_BASE_URL: 'https://example.nz/pay-service/' });
+  assert.equal(prefixed.publicBaseUrl, 'https://example.nz/pay-service');
+  assert.equal(prefixed.sandboxBankUrl, 'https://example.nz/pay-service/sandbox-bank');
+  assert.equal(loadConfig({ PUBLIC_BASE_URL: 'https://example.nz//' }).publicBaseUrl, 'https://example.nz');
+  const secretKey = Buffer.alloc(32, 1).toString('base64');
+  assert.equal(
+    loadConfig({ DATABASE_URL: 'postgres://u:pw@db/tono?sslmode=require', SECRET_KEY: secretKey }).databaseUrl,
+    'postgres://u:pw@db/tono?sslmode=require',
+  );
+  assert.equal(loadConfig({ SMTP_URL: 'smtp://u:pw@mail:587' }).smtpUrl, 'smtp://u:pw@mail:587');
+  assert.throws(
+    () => loadConfig({ PUBLIC_BASE_URL: 'https://ops:hunter2@example.nz' }),
+    (error: unknown) => error instanceof ConfigError && !error.message.includes('hunter2'),
+    'the password is not repeated',
+  );
+});
+
+test('the demo merchant is made by default only on the laptop start; DEMO_MERCHANT says otherwise', () => {
+  const secretKey = Buffer.alloc(32, 1).toString('base64');
+  const banksFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'tono-banks-')), 'banks.json');
+  fs.writeFileSync(
+    banksFile,
+    JSON.stringify([{ id: 'anz', name: 'ANZ', base_url: 'https://anz.example', client_id: 'c', client_secret: 's' }]),
+  );
+  const postgres = { DATABASE_URL: 'postgres://u@db/tono', SECRET_KEY: secretKey };
+  assert.equal(loadConfig({}).demoMerchant, true);
+  assert.equal(loadConfig({ HOST: 'localhost' }).demoMerchant, true);
+  assert.equal(loadConfig({ HOST: '::1' }).demoMerchant, true);
+  assert.equal(loadConfig(postgres).demoMerchant, false);
+  assert.equal(loadConfig({ BANKS_FILE: banksFile }).demoMerchant, false);
+  assert.equal(loadConfig({ HOST: '0.0.0.0' }).demoMerchant, false);
+  assert.equal(loadConfig({ HOST: '10.1.2.3' }).demoMerchant, false);
+  assert.equal(loadConfig({ ...postgres, DEMO_MERCHANT: 'true' }).demoMerchant, true);
+  assert.equal(loadConfig({ HOST: '0.0.0.0', BANKS_FILE: banksFile, DEMO_MERCHANT: 'yes' }).demoMerchant, true);
+  assert.equal(loadConfig({ DEMO_MERCHANT: 'false' }).demoMerchant, false);
+});
+
+test('TRUST_PROXY: unset or false trusts no proxy; a hop count; or a list of addresses and ranges', () => {
+  assert.equal(loadConfig({}).trustProxy, false);
+  assert.equal(loadConfig({ TRUST_PROXY: '' }).trustProxy, false);
+  assert.equal(loadConfig({ TRUST_PROXY: 'false' }).trustProxy, false);
+  assert.equal(loadConfig({ TRUST_PROXY: '1' }).trustProxy, 1);
+  assert.equal(loadConfig({ TRUST_PROXY: '2' }).trustProxy, 2);
+  assert.deepEqual(loadConfig({ TRUST_PROXY: '127.0.0.1' }).trustProxy, ['127.0.0.1']);
+  assert.deepEqual(loadConfig({ TRUST_PROXY: '10.0.0.0/8,::1 , fd00::/8' }).trustProxy, [
+    '10.0.0.0/8',
+    '::1',
+    'fd00::/8',
+  ]);
+});
 
 test('PostgreSQL needs SECRET_KEY, which no error message repeats', () => {
   assert.throws(
@@ -199,6 +289,7 @@ const startedWith = new Set([
   'WORKERS',
   'WEB_CONCURRENCY',
   'SECRET_KEY',
+  'LOG_FORMAT',
 ]);
 
 test('the service refuses to start on a bad value: one stderr line naming the variable, no stack trace', async (t) => {

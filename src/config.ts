@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { isValidZone } from './shared/zone.ts';
 import { BanksFileError, readBanksFile } from './modules/banks/banks-file.ts';
@@ -6,6 +7,7 @@ import { decodeSecretKey } from './store/secret-key.ts';
 import { isLoopbackHost, type Reach } from './shared/network.ts';
 import type { Mode } from './shared/mode.ts';
 import type { StoreOptions } from './store/store.ts';
+import type { LogFormat } from './logger.ts';
 import { DEFAULT_ZONE } from './shared/zone.ts';
 
 export type Config = {
@@ -38,6 +40,14 @@ export type Config = {
    */
   sandboxClientSecret: string | null;
   logLevel: string;
+  /** LOG_FORMAT; null when unset, so the logger follows where stdout goes. */
+  logFormat: LogFormat | null;
+  /**
+   * TRUST_PROXY: which peers' X-Forwarded-For the client address (`request.ip`, which every
+   * per-address limit and audit record uses) is taken from. False trusts none; a number trusts that
+   * many proxies in front of the service; a list trusts the proxies at those addresses or ranges.
+   */
+  trustProxy: TrustProxy;
   serviceTimeZone: string;
   workers: boolean;
   demoMerchant: boolean;
@@ -55,6 +65,8 @@ export type Config = {
   secretKey: Buffer | null;
 };
 
+export type TrustProxy = false | number | string[];
+
 /** A bad setting; main prints its one-line message and exits without a stack trace. */
 export class ConfigError extends Error {}
 
@@ -71,7 +83,12 @@ function bool(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean 
   throw new ConfigError(`${name} must be true or false, got ${JSON.stringify(raw)}`);
 }
 
-function url(name: string, raw: string, protocols: string[]): string {
+/**
+ * A URL setting, without its trailing slashes. `base` is for a URL that paths are appended to (and
+ * that goes into emails, QR codes and the bank's redirect_uri): it may have a path prefix, but no
+ * user name or password, query or fragment.
+ */
+function url(name: string, raw: string, protocols: string[], { base = false } = {}): string {
   let parsed: URL;
   try {
     parsed = new URL(raw);
@@ -81,7 +98,56 @@ function url(name: string, raw: string, protocols: string[]): string {
   if (!protocols.includes(parsed.protocol)) {
     throw new ConfigError(`${name} must use ${protocols.join(' or ')}, got ${JSON.stringify(raw)}`);
   }
+  if (base) {
+    // Not echoed: the value holds the password.
+    if (parsed.username || parsed.password || /^[^:]+:\/*[^/?#]*@/.test(raw))
+      throw new ConfigError(`${name} must not hold a user name or password`);
+    if (raw.includes('?') || raw.includes('#'))
+      throw new ConfigError(
+        `${name} must have no query (?) or fragment (#): paths are appended to it, got ${JSON.stringify(raw)}`,
+      );
+  }
   return raw.replace(/\/+$/, '');
+}
+
+const trustProxyUsage =
+  'TRUST_PROXY must be false, the number of proxies in front of the service (from 1), or a comma-separated list of their IP addresses or CIDR ranges';
+
+/** One address or CIDR range of TRUST_PROXY. */
+function isAddressOrRange(entry: string): boolean {
+  const [address, prefix, extra] = entry.split('/');
+  const family = net.isIP(address ?? '');
+  if (family === 0 || extra !== undefined) return false;
+  if (prefix === undefined) return true;
+  return /^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128);
+}
+
+/**
+ * TRUST_PROXY. Unset or false: the client address is the connection's. `true` is refused: trusting
+ * every peer would let any client name its own address in X-Forwarded-For.
+ */
+function trustProxyOf(raw: string | undefined): TrustProxy {
+  if (raw === undefined || raw.trim() === '' || /^(false|no|off)$/i.test(raw.trim())) return false;
+  const value = raw.trim();
+  if (/^[1-9][0-9]{0,2}$/.test(value)) return Number(value);
+  const entries = value.split(',').map((entry) => entry.trim());
+  if (!entries.every(isAddressOrRange)) throw new ConfigError(`${trustProxyUsage}, got ${JSON.stringify(raw)}`);
+  return entries;
+}
+
+function logFormatOf(raw: string | undefined): LogFormat | null {
+  if (raw === undefined || raw === '') return null;
+  if (raw === 'json' || raw === 'pretty') return raw;
+  throw new ConfigError(`LOG_FORMAT must be json or pretty, got ${JSON.stringify(raw)}`);
+}
+
+/**
+ * DEMO_MERCHANT: an explicit value wins. Unset, the demo merchant (with a working live key, printed
+ * to stdout) is made only on the laptop start: SQLite, no live banks, listening on loopback.
+ */
+function demoMerchantOf(env: NodeJS.ProcessEnv, host: string): boolean {
+  const laptop = !env.DATABASE_URL && !env.BANKS_FILE && isLoopbackHost(host);
+  return bool(env, 'DEMO_MERCHANT', laptop);
 }
 
 function rateLimit(raw: string | undefined): number {
@@ -157,7 +223,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!/^[A-Za-z0-9.:\-[\]]+$/.test(host))
     throw new ConfigError(`HOST must be a host name or IP address, got ${JSON.stringify(host)}`);
   const urlHost = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
-  const publicBaseUrl = url('PUBLIC_BASE_URL', env.PUBLIC_BASE_URL || `http://${urlHost}:${port}`, ['http:', 'https:']);
+  const publicBaseUrl = url(
+    'PUBLIC_BASE_URL',
+    env.PUBLIC_BASE_URL || `http://${urlHost}:${port}`,
+    ['http:', 'https:'],
+    {
+      base: true,
+    },
+  );
   const dataDir = path.resolve(env.DATA_DIR || './data');
   const databaseUrl = env.DATABASE_URL ? url('DATABASE_URL', env.DATABASE_URL, ['postgres:', 'postgresql:']) : null;
   const databasePoolSize = wholeNumber('DATABASE_POOL_SIZE', env.DATABASE_POOL_SIZE, DEFAULT_POOL_SIZE);
@@ -178,13 +251,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     env.AUTH_FAILURES_PER_MINUTE === '0'
       ? 0
       : wholeNumber('AUTH_FAILURES_PER_MINUTE', env.AUTH_FAILURES_PER_MINUTE, 30);
-  const sandboxBankUrl = url('SANDBOX_BANK_URL', env.SANDBOX_BANK_URL || `${publicBaseUrl}/sandbox-bank`, [
-    'http:',
-    'https:',
-  ]);
+  const sandboxBankUrl = url(
+    'SANDBOX_BANK_URL',
+    env.SANDBOX_BANK_URL || `${publicBaseUrl}/sandbox-bank`,
+    ['http:', 'https:'],
+    { base: true },
+  );
   const logLevel = env.LOG_LEVEL || 'info';
   if (!logLevels.includes(logLevel))
     throw new ConfigError(`LOG_LEVEL must be one of ${logLevels.join(', ')}, got ${JSON.stringify(logLevel)}`);
+  const logFormat = logFormatOf(env.LOG_FORMAT);
+  const trustProxy = trustProxyOf(env.TRUST_PROXY);
   const serviceTimeZone = env.SERVICE_TIME_ZONE || DEFAULT_ZONE;
   if (!isValidZone(serviceTimeZone))
     throw new ConfigError(
@@ -210,9 +287,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sandboxBankUrlSet: Boolean(env.SANDBOX_BANK_URL),
     sandboxClientSecret: env.SANDBOX_CLIENT_SECRET || null,
     logLevel,
+    logFormat,
+    trustProxy,
     serviceTimeZone,
     workers: bool(env, 'WORKERS', true),
-    demoMerchant: bool(env, 'DEMO_MERCHANT', true),
+    demoMerchant: demoMerchantOf(env, host),
     banksFile,
     targetReach,
     rateLimitPerSecond: rateLimit(env.RATE_LIMIT_PER_SECOND),

@@ -13,6 +13,8 @@ import { Worker } from './jobs/worker.ts';
 import { jsonLines, logFormatFor, secretFreeLog } from './logger.ts';
 import { startReceiver } from '../test/support/webhook-receiver.ts';
 import { createUndiciSender } from './modules/webhooks/webhooks.sender.ts';
+import { loggerOptionsFor } from './runtime.ts';
+import { redactedFieldNames } from './app.ts';
 
 // The kinds this test makes up.
 declare module './jobs/queue.ts' {
@@ -72,12 +74,35 @@ test('pretty only when stdout is a terminal, unless LOG_FORMAT says otherwise', 
   assert.equal(logFormatFor(false), 'json');
   assert.equal(logFormatFor(true, 'json'), 'json');
   assert.equal(logFormatFor(false, 'pretty'), 'pretty');
-  assert.equal(logFormatFor(false, 'yaml'), 'json');
+  assert.equal(logFormatFor(true, null), 'pretty');
+});
+
+test('every field named in docs/security.md is redacted at the top level of a line and one and two levels down', () => {
+  const written: string[] = [];
+  const log = pino(loggerOptionsFor({ logLevel: 'info' }), { write: (line: string) => written.push(line) });
+  for (const name of redactedFieldNames) {
+    const value = `SECRET-${name}`;
+    log.info({ [name]: value }, 'top level');
+    log.info({ call: { [name]: value } }, 'one level down');
+    log.info({ err: { body: { [name]: value } } }, 'two levels down');
+    log.info({ req: { headers: { authorization: `Bearer ${value}`, cookie: `s=${value}` } } }, 'headers');
+    log.info({ headers: { authorization: `Bearer ${value}`, cookie: `s=${value}` } }, 'headers');
+  }
+  assert.equal(written.length, redactedFieldNames.length * 5);
+  for (const line of written) assert.doesNotMatch(line, /SECRET-/, line);
+  assert.match(written[0]!, /"token":"\[redacted\]"/);
+
+  // The list is the one the security page gives.
+  const logs = fs.readFileSync(new URL('../docs/security.md', import.meta.url), 'utf8').split('## Logs')[1]!;
+  const named = /any field\s+named ([^)]*?),?\s+at the top level/.exec(logs)?.[1];
+  assert.ok(named, 'docs/security.md names the redacted fields');
+  const documented = [...named.matchAll(/`([a-z_]+)`/g)].map((match) => match[1]);
+  assert.deepEqual(documented.toSorted(), redactedFieldNames.toSorted());
 });
 
 test('a process whose stdout is a pipe logs JSON lines; LOG_FORMAT=pretty gives readable lines', () => {
   const script =
-    "import { createLogger } from './src/logger.ts'; createLogger({ level: 'info' }).info({ job_id: 'job_1' }, 'hello there');";
+    "import { loadConfig } from './src/config.ts'; import { makeLogger } from './src/runtime.ts'; makeLogger(loadConfig()).info({ job_id: 'job_1' }, 'hello there');";
   const run = (env: Record<string, string>) =>
     spawnSync(process.execPath, ['--input-type=module', '-e', script], {
       encoding: 'utf8',

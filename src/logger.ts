@@ -7,10 +7,9 @@ import pretty from 'pino-pretty';
 
 export type LogFormat = 'pretty' | 'json';
 
-/** pretty only for a terminal; LOG_FORMAT=json|pretty overrides. */
-export function logFormatFor(stdoutIsTty: boolean, override?: string): LogFormat {
-  if (override === 'json' || override === 'pretty') return override;
-  return stdoutIsTty ? 'pretty' : 'json';
+/** pretty only for a terminal; LOG_FORMAT=json|pretty (checked by loadConfig, Config.logFormat) overrides. */
+export function logFormatFor(stdoutIsTty: boolean, override?: LogFormat | null): LogFormat {
+  return override ?? (stdoutIsTty ? 'pretty' : 'json');
 }
 
 /** The most a write to a pipe may hold and still reach it whole, between other writers' lines. */
@@ -75,7 +74,7 @@ export function jsonLines(
 
 export function createLogger(
   options: LoggerOptions,
-  format: LogFormat = logFormatFor(process.stdout.isTTY === true, process.env.LOG_FORMAT),
+  format: LogFormat = logFormatFor(process.stdout.isTTY === true),
 ): Logger {
   if (format === 'json') return pino(options, jsonLines());
   // In-process stream rather than a transport thread: a terminal session needs no extra thread,

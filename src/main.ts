@@ -5,9 +5,11 @@ import { LISTENING_MESSAGE, runCluster } from './cluster.ts';
 import { makeLogger, prepareStore, secretBoxFor } from './runtime.ts';
 import { closeOnStop, exitOnStartFailure, listenOrExit, openRuntime } from './serve.ts';
 import { systemClock } from './shared/time.ts';
+import { isLoopbackHost } from './shared/network.ts';
 import { openDb } from './store/store.ts';
 import { ensureDemoMerchant, DEMO_EMAIL } from './modules/merchants/demo.ts';
 import type { CreatedMerchant } from './modules/merchants/merchants.service.ts';
+import type { Logger } from 'pino';
 
 let config: Config;
 try {
@@ -62,6 +64,19 @@ function printDemo(demo: CreatedMerchant | 'exists' | null): void {
   }
 }
 
+/**
+ * A service on loopback whose public address is elsewhere is behind a reverse proxy on this
+ * machine; without TRUST_PROXY every client would have the proxy's address, and each per-address
+ * limit would hold them all. (One whose public address is loopback too is a laptop: no warning.)
+ */
+function warnOfProxy(log: Logger): void {
+  const publicHost = new URL(config.publicBaseUrl).hostname;
+  if (isLoopbackHost(config.host) && !isLoopbackHost(publicHost) && !process.env.TRUST_PROXY)
+    log.warn(
+      `listening on loopback (${config.host}) without TRUST_PROXY: behind a reverse proxy, per-address limits and audit records see the proxy's address; set TRUST_PROXY to the number of proxies or their addresses`,
+    );
+}
+
 const running = (processes: number) =>
   `Tono is running at ${config.publicBaseUrl} (API reference ${config.publicBaseUrl}/docs)${processes > 1 ? ` (${processes} processes)` : ''}\n` +
   `Webhooks and merchant images reach: ${describeReach(config)}\n`;
@@ -107,6 +122,7 @@ if (cluster.isWorker) {
     const stopper = closeOnStop({ inCluster: false });
     const runtime = await openRuntime(config, { prepareStore: true });
     stopper.attach(runtime);
+    warnOfProxy(runtime.deps.log);
     if (config.demoMerchant) printDemo(await ensureDemoMerchant(runtime.deps));
     await listenOrExit(runtime, config);
     process.stdout.write(running(1));
@@ -121,6 +137,8 @@ if (cluster.isWorker) {
     } finally {
       await db.destroy();
     }
-    runCluster({ processes, log: makeLogger(config), onListening: () => process.stdout.write(running(processes)) });
+    const log = makeLogger(config);
+    warnOfProxy(log);
+    runCluster({ processes, log, onListening: () => process.stdout.write(running(processes)) });
   }
 }

@@ -1,6 +1,6 @@
 import type { Logger, LoggerOptions } from 'pino';
 import { buildApp, loggerRedactPaths } from './app.ts';
-import { createLogger, secretFreeLog } from './logger.ts';
+import { createLogger, logFormatFor, secretFreeLog } from './logger.ts';
 import { storeOptionsFor, type Config } from './config.ts';
 import { Worker } from './jobs/worker.ts';
 import { systemClock, type Clock } from './shared/time.ts';
@@ -13,6 +13,7 @@ import { OpenBankingRegistry } from './modules/banks/registry.ts';
 import { sandboxClientCredentials } from './modules/banks/sandbox-client.ts';
 import { createSecretBox, type SecretBox } from './shared/secret-box.ts';
 import { loadOrCreateKeyFile } from './store/secret-key.ts';
+import { checkSecretKey, secretBoxOf } from './store/key-check.ts';
 import type { Deps } from './modules/context.ts';
 import type { App } from './http/app-type.ts';
 
@@ -23,8 +24,8 @@ export function loggerOptionsFor(config: Pick<Config, 'logLevel'>): LoggerOption
   return { level: config.logLevel, redact: { paths: loggerRedactPaths, censor: '[redacted]' } };
 }
 
-export function makeLogger(config: Pick<Config, 'logLevel'>): Logger {
-  return createLogger(loggerOptionsFor(config));
+export function makeLogger(config: Pick<Config, 'logLevel' | 'logFormat'>): Logger {
+  return createLogger(loggerOptionsFor(config), logFormatFor(process.stdout.isTTY === true, config.logFormat));
 }
 
 export type RuntimeOptions = {
@@ -38,12 +39,17 @@ export type RuntimeOptions = {
   prepareStore?: boolean;
 };
 
-/** Brings the store up to date: migrations, then secrets stored before sealing at rest. Once per start. */
+/**
+ * Brings the store up to date: migrations, the check that `secrets` is the database's key (before
+ * anything is opened or sealed), then secrets stored before sealing at rest. Once per start.
+ */
 export async function prepareStore(db: Db, secrets: SecretBox, now: number): Promise<void> {
   await migrateToLatest(db);
+  await checkSecretKey(db, secrets, now);
   await sealStoredSecrets(db, secrets, now);
 }
 
+/** The key of SECRET_KEY or the key file, with no database at hand: where SECRET_KEY is required (PostgreSQL). */
 export function secretBoxFor(config: Config): SecretBox {
   return createSecretBox(config.secretKey ?? loadOrCreateKeyFile(config.dataDir));
 }
@@ -51,10 +57,17 @@ export function secretBoxFor(config: Config): SecretBox {
 /** Everything one process runs: store (migrated), deps, HTTP app and worker (started if WORKERS). */
 export async function createRuntime(config: Config, options: RuntimeOptions = {}): Promise<Runtime> {
   const log = options.log ?? makeLogger(config);
-  const secrets = secretBoxFor(config);
   const db = options.db ?? openDb(storeOptionsFor(config));
   const clock = options.clock ?? systemClock;
-  if (options.prepareStore !== false) await prepareStore(db, secrets, clock.now());
+  let secrets: SecretBox;
+  try {
+    secrets = await secretBoxOf(config, db);
+    if (options.prepareStore !== false) await prepareStore(db, secrets, clock.now());
+    else await checkSecretKey(db, secrets, clock.now());
+  } catch (error) {
+    if (!options.db) await db.destroy().catch(() => {});
+    throw error;
+  }
   const worker = new Worker({
     db,
     log: log.child({ component: 'worker' }),
@@ -72,7 +85,8 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   const deps: Deps = { config, store: storeOf(db), db, log, clock, worker, banks, secrets };
   worker.setKinds(jobKindsOf(deps));
   const runners = runnersOf(deps);
-  const app = await buildApp(deps);
+  let stopping = false;
+  const app = await buildApp(deps, { stopping: () => stopping });
   if (config.workers) {
     await startModules(deps);
     worker.start();
@@ -81,12 +95,19 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   return {
     deps,
     app,
+    // Stopping (SIGTERM): /readyz answers 503 at once; the server takes no new connection and
+    // finishes the calls in flight while the workers finish the jobs they run, side by side. The
+    // banks and the database close once neither can use them any more.
     async close() {
-      await worker.stop();
-      for (const runner of runners) await runner.stop();
+      stopping = true;
+      const stopWorkers = async () => {
+        await worker.stop();
+        for (const runner of runners) await runner.stop();
+      };
+      const stopped = await Promise.allSettled([app.close(), stopWorkers()]);
       await banks.close();
-      await app.close();
       await db.destroy();
+      for (const result of stopped) if (result.status === 'rejected') throw result.reason;
     },
   };
 }

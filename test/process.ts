@@ -73,6 +73,8 @@ export async function processStore(t: TestContext): Promise<Store> {
     await testDb.db.destroy();
     env.DATABASE_URL = schemaUrl(testDb.schema!);
     env.SECRET_KEY = TEST_SECRET_KEY;
+    // DATABASE_URL alone turns the demo merchant off; these processes start as a laptop does.
+    env.DEMO_MERCHANT = 'true';
     t.after(() => testDb.drop());
   }
   return { env, dataDir, engine };
@@ -85,7 +87,8 @@ export async function processStore(t: TestContext): Promise<Store> {
 export function storeOfTestDb(t: TestContext, testDb: TestDb): Store {
   if (!testDb.schema) {
     const dataDir = path.dirname(testDb.file!);
-    return { env: { DATA_DIR: dataDir }, dataDir, engine: 'sqlite' };
+    // The test's own runtimes seal under TEST_SECRET_KEY, so the processes must too (not a key file).
+    return { env: { DATA_DIR: dataDir, SECRET_KEY: TEST_SECRET_KEY }, dataDir, engine: 'sqlite' };
   }
   const dataDir = tempDataDir(t);
   return { env: { DATA_DIR: dataDir, DATABASE_URL: schemaUrl(testDb.schema) }, dataDir, engine: 'postgres' };

@@ -306,7 +306,14 @@ test('backup --to FILE writes an openable SQLite copy with the data', async (t) 
     );
     return;
   }
-  assert.deepEqual([result.status, JSON.parse(result.stdout)], [0, { backup: target }]);
+  assert.deepEqual([result.status, JSON.parse(result.stdout)], [0, { backup: target, key: `${target}.key` }]);
+  // Owner-only, as the database; its key beside it (the service's key file here, no SECRET_KEY).
+  assert.equal(fs.statSync(target).mode & 0o777, 0o600);
+  assert.equal(fs.statSync(`${target}.key`).mode & 0o777, 0o600);
+  assert.equal(
+    fs.readFileSync(`${target}.key`, 'utf8'),
+    fs.readFileSync(path.join(store.dataDir, 'secret.key'), 'utf8'),
+  );
   const copy = new DatabaseSync(target, { readOnly: true });
   t.after(() => copy.close());
   assert.deepEqual(
@@ -317,5 +324,19 @@ test('backup --to FILE writes an openable SQLite copy with the data', async (t) 
   assert.equal((copy.prepare('pragma integrity_check').get() as Record<string, string>).integrity_check, 'ok');
   const again = await runCli(store, ['backup', '--to', target]);
   assert.deepEqual([again.status, again.stderr], [1, `error: ${target} already exists\n`]);
+  // With SECRET_KEY (here the same key), the backup alone is written, and the key is recalled.
+  const key = fs.readFileSync(path.join(store.dataDir, 'secret.key'), 'utf8').trim();
+  const other = path.join(path.dirname(target), 'other.db');
+  const withKey = await runCli({ ...store, env: { ...store.env, SECRET_KEY: key } }, ['backup', '--to', other]);
+  assert.deepEqual(
+    [withKey.status, withKey.stdout, withKey.stderr],
+    [
+      0,
+      `backup written to ${other}\n`,
+      'the backup is sealed with SECRET_KEY, which it does not hold: keep the key with it\n',
+    ],
+  );
+  assert.equal(fs.statSync(other).mode & 0o777, 0o600);
+  assert.equal(fs.existsSync(`${other}.key`), false);
   assert.deepEqual((await runCli(store, ['backup'])).stderr, 'error: backup needs --to FILE\n');
 });

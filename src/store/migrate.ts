@@ -34,6 +34,12 @@ export async function pendingMigrations(db: Db): Promise<string[]> {
   return (await migrator.getMigrations()).filter((m) => !m.executedAt).map((m) => m.name);
 }
 
+/** Whether any migration ran on this database: false for a new, empty one. */
+export async function migratedBefore(db: Db): Promise<boolean> {
+  const migrator = await migratorFor(db);
+  return (await migrator.getMigrations()).some((m) => m.executedAt);
+}
+
 /** Migrates up (or down) to the named migration: for tests of a migration's data changes. */
 export async function migrateTo(db: Db, name: string): Promise<void> {
   const migrator = await migratorFor(db);

@@ -23,7 +23,7 @@ export function decodeSecretKey(text: string): Buffer | null {
 /** Reads DATA_DIR/secret.key, creating it (mode 0600) when it does not exist yet. */
 export function loadOrCreateKeyFile(dataDir: string): Buffer {
   const file = path.join(dataDir, KEY_FILE_NAME);
-  fs.mkdirSync(dataDir, { recursive: true });
+  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   try {
     // 'wx' fails when the file exists, so two processes starting at once cannot make two keys.
     fs.writeFileSync(file, `${randomBytes(SECRET_KEY_BYTES).toString('base64')}\n`, { flag: 'wx', mode: 0o600 });

@@ -232,7 +232,16 @@ export class Store {
     if (this.engine !== 'sqlite')
       throw new Error('backup --to works on the embedded SQLite database; for PostgreSQL use pg_dump');
     if (fs.existsSync(target)) throw new Error(`${target} already exists`);
-    await sql`VACUUM INTO ${sql.lit(target)}`.execute(this.db);
+    // The copy holds everything the database does: made empty and owner-only (0600) first, which
+    // VACUUM INTO takes, rather than with the process umask.
+    fs.writeFileSync(target, '', { flag: 'wx', mode: 0o600 });
+    try {
+      await sql`VACUUM INTO ${sql.lit(target)}`.execute(this.db);
+    } catch (error) {
+      fs.rmSync(target, { force: true });
+      throw error;
+    }
+    fs.chmodSync(target, 0o600);
   }
 
   /** Waits for what is committed to reach the disk, then closes the database. */

@@ -10,6 +10,13 @@ export interface StoreTasksTable {
   done_at: number;
 }
 
+export interface SecretKeyCheckTable {
+  name: string;
+  /** A constant sealed under the service key (src/store/key-check.ts). */
+  sealed: string;
+  created_at: number;
+}
+
 export interface IdempotencyKeysTable {
   user_id: string;
   mode: Mode;
@@ -47,6 +54,7 @@ export interface RateBucketsTable {
  */
 export interface Database {
   store_tasks: StoreTasksTable;
+  secret_key_check: SecretKeyCheckTable;
   idempotency_keys: IdempotencyKeysTable;
   attempt_windows: AttemptWindowsTable;
   rate_buckets: RateBucketsTable;

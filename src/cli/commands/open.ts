@@ -5,6 +5,8 @@ import { storeOptionsFor, type Config } from '../../config.ts';
 import type { Db } from '../../store/db.ts';
 import { openDb, type StoreOptions } from '../../store/store.ts';
 import { migrateToLatest, pendingMigrations } from '../../store/migrate.ts';
+import { checkSecretKey, secretBoxOf } from '../../store/key-check.ts';
+import { systemClock } from '../../shared/time.ts';
 import type { AuditBy } from '../../modules/audit/audit.service.ts';
 
 function describe(store: StoreOptions): string {
@@ -31,6 +33,8 @@ export async function withDb<T>(
   }
   const db = openDb(store);
   try {
+    // The key before the migrations: a database that holds data must not get a new key file.
+    const secrets = await secretBoxOf(config, db);
     if (options.migrate) {
       await migrateToLatest(db);
     } else {
@@ -41,6 +45,8 @@ export async function withDb<T>(
         );
       }
     }
+    // Like the service, refuses another key than the database's before anything is written.
+    await checkSecretKey(db, secrets, systemClock.now());
     return await work(db);
   } finally {
     await db.destroy();

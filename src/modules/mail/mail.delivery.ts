@@ -119,10 +119,11 @@ function fileWriter(
     // and API calls waited behind it. The folder is made when a write finds it missing. Callback
     // calls rather than fs.promises: its FileHandle for each file cost the event loop twice as
     // much (37–54 against 21–28 µs a message, measured with 256 writes under way).
-    await writeFile(`${file}.tmp`, raw).catch(async (error: NodeJS.ErrnoException) => {
+    // Owner-only (the folders 0700, the files 0600): a message may hold a sign-in code.
+    await writeFile(`${file}.tmp`, raw, { mode: 0o600 }).catch(async (error: NodeJS.ErrnoException) => {
       if (error.code !== 'ENOENT') throw error;
-      await fs.promises.mkdir(folder, { recursive: true });
-      await writeFile(`${file}.tmp`, raw);
+      await fs.promises.mkdir(folder, { recursive: true, mode: 0o700 });
+      await writeFile(`${file}.tmp`, raw, { mode: 0o600 });
     });
     await rename(`${file}.tmp`, file);
     // Awaited, so a message is recorded sent only once its merchant's folder is back within

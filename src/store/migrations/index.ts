@@ -45,6 +45,7 @@ import * as webhookEnabledAt from './0048-webhook-enabled-at.ts';
 import * as requestPaymentAtBank from './0049-request-payment-at-bank.ts';
 import * as consentRefreshTokens from './0050-consent-refresh-tokens.ts';
 import * as payerCodeUsedWith from './0051-payer-code-used-with.ts';
+import * as secretKeyCheck from './0052-secret-key-check.ts';
 import { sandboxBankMigrations } from '../../sandbox-bank/migrations/index.ts';
 
 // Every migration; they run in the order of their names. Each module appends its own file here;
@@ -96,6 +97,7 @@ export const migrations: Record<string, Migration> = inNameOrder({
   '0049-request-payment-at-bank': requestPaymentAtBank,
   '0050-consent-refresh-tokens': consentRefreshTokens,
   '0051-payer-code-used-with': payerCodeUsedWith,
+  '0052-secret-key-check': secretKeyCheck,
   ...sandboxBankMigrations,
 });
 

@@ -1,0 +1,65 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Config } from '../config.ts';
+import { createSecretBox, type SecretBox } from '../shared/secret-box.ts';
+import type { Db } from './db.ts';
+import { migratedBefore } from './migrate.ts';
+import { KEY_FILE_NAME, loadOrCreateKeyFile, SecretKeyError } from './secret-key.ts';
+
+// Which key a database's secrets are sealed under is checked at every start of the service and of
+// the CLI, before either opens or seals a secret: the first start seals a constant under its key
+// (table secret_key_check, migration 0052), and every later start opens it. A start with another
+// SECRET_KEY, or another DATA_DIR/secret.key, then refuses instead of failing every webhook
+// delivery and sealing new secrets under a key nothing else has. The check value is a sealed
+// constant (AES-256-GCM, a fresh nonce), which says nothing of the key.
+
+const CHECK_NAME = 'secret-key';
+const CHECK_PLAIN = 'tono secret key check v1';
+
+/** A start with a key the database's secrets were not sealed with. */
+export class WrongSecretKeyError extends SecretKeyError {
+  constructor() {
+    super('SECRET_KEY (or DATA_DIR/secret.key) is not the key this database was sealed with');
+  }
+}
+
+/**
+ * The service key: SECRET_KEY, else DATA_DIR/secret.key (SQLite), made on the first start only. A
+ * database that was migrated before (so holds data, perhaps sealed) but has no key file and no
+ * SECRET_KEY refuses to start: a new key could open none of its secrets.
+ */
+export async function secretBoxOf(config: Pick<Config, 'secretKey' | 'dataDir'>, db: Db): Promise<SecretBox> {
+  if (config.secretKey) return createSecretBox(config.secretKey);
+  const file = path.join(config.dataDir, KEY_FILE_NAME);
+  if (!fs.existsSync(file) && (await migratedBefore(db))) {
+    throw new SecretKeyError(
+      `${file} is missing and SECRET_KEY is not set, but the database in ${config.dataDir} holds data: restore secret.key from your backup or set SECRET_KEY to the key it was sealed with`,
+    );
+  }
+  return createSecretBox(loadOrCreateKeyFile(config.dataDir));
+}
+
+/**
+ * Writes the check value when the database has none (its first start; or the first start of a
+ * database made before the check existed, whose key cannot be checked that once), then opens it:
+ * throws WrongSecretKeyError when it was sealed under another key. After the migrations.
+ */
+export async function checkSecretKey(db: Db, secrets: SecretBox, now: number): Promise<void> {
+  await db
+    .insertInto('secret_key_check')
+    .values({ name: CHECK_NAME, sealed: secrets.seal(CHECK_PLAIN), created_at: now })
+    .onConflict((c) => c.column('name').doNothing())
+    .execute();
+  const row = await db
+    .selectFrom('secret_key_check')
+    .select('sealed')
+    .where('name', '=', CHECK_NAME)
+    .executeTakeFirstOrThrow();
+  let plain: string | null = null;
+  try {
+    plain = secrets.open(row.sealed);
+  } catch {
+    // sealed under another key (GCM's tag does not match)
+  }
+  if (plain !== CHECK_PLAIN) throw new WrongSecretKeyError();
+}
