@@ -1011,7 +1011,7 @@ export interface paths {
         put?: never;
         /**
          * Move the test clock forward; returns once all work due up to then has run
-         * @description The test clock may be at most 20 years ahead of real time: an advance past that is refused (400, with the latest time allowed in params.maximum) and moves nothing. At most TEST_CLOCK_MAX_JOBS jobs (100,000 by default) run per call: when that many ran first, the clock stops where the work stopped and work_remaining is true; advance again to go on.
+         * @description The test clock may be at most 20 years ahead of real time: an advance past that is refused (400, with the latest time allowed in params.maximum) and moves nothing. At most TEST_CLOCK_MAX_JOBS jobs (100,000 by default) run per call, for at most TEST_CLOCK_MAX_SECONDS (20 s by default): when either is reached first, the clock stops where the work stopped and work_remaining is true; advance again to go on.
          */
         post: operations["advanceTestClock"];
         delete?: never;
@@ -1446,6 +1446,26 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "recurring_payment.expired": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A recurring consent reached its end_date: no more payments can be taken with it
+         * @description Sent to every endpoint of the merchant and mode whose `events` filter takes `recurring_payment.expired`. Verify the signature on the raw body before parsing (docs/webhooks.md); any 2xx acknowledges, anything else is retried.
+         */
+        post: operations["onRecurringPaymentExpiredEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "subscription.created": {
         parameters: {
             query?: never;
@@ -1809,7 +1829,7 @@ export interface components {
             reference?: string;
             /** @description Your own id for this request */
             merchant_identifier?: string;
-            /** @description Lifetime: <n>m, <n>h or <n>d, from 1 minute to 365 days */
+            /** @description Lifetime: <n>m, <n>h or <n>d, from 1 minute to 365 days. A request with recurring_options or subscription_options expires at their end_date at the latest. */
             expires_in?: string;
             /** @description The payer chooses the amount */
             allow_dynamic_amount?: boolean;
@@ -1851,7 +1871,7 @@ export interface components {
         CreateWebhook: {
             /** @description Where events are POSTed: https (http only to localhost with a test key) */
             url: string;
-            /** @description Event types to send; omit for every type. Known types: request.created, request.expired, request.status_updated, payment.created, payment.status_updated, recurring_payment.authorised, recurring_payment.revoked, subscription.created, subscription.charge_failed, subscription.charge_skipped, subscription.completed, subscription.cancelled, subscription.paused, subscription.resumed, customer.created, customer.updated, webhook_endpoint.disabled, refund.created, refund.status_updated, refund_authority.status_updated, payment.reconciled */
+            /** @description Event types to send; omit for every type. Known types: request.created, request.expired, request.status_updated, payment.created, payment.status_updated, recurring_payment.authorised, recurring_payment.revoked, recurring_payment.expired, subscription.created, subscription.charge_failed, subscription.charge_skipped, subscription.completed, subscription.cancelled, subscription.paused, subscription.resumed, customer.created, customer.updated, webhook_endpoint.disabled, refund.created, refund.status_updated, refund_authority.status_updated, payment.reconciled */
             events?: string[];
             /** @description A label of your own, to tell endpoints apart (two may share a URL); omit for none. Trimmed; empty text is the same as null. */
             description?: string | null;
@@ -2061,7 +2081,7 @@ export interface components {
             /** @example event_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
             id: string;
             /** @enum {unknown} */
-            type: "request.created" | "request.expired" | "request.status_updated" | "payment.created" | "payment.status_updated" | "recurring_payment.authorised" | "recurring_payment.revoked" | "subscription.created" | "subscription.charge_failed" | "subscription.charge_skipped" | "subscription.completed" | "subscription.cancelled" | "subscription.paused" | "subscription.resumed" | "customer.created" | "customer.updated" | "webhook_endpoint.disabled" | "refund.created" | "refund.status_updated" | "refund_authority.status_updated" | "payment.reconciled";
+            type: "request.created" | "request.expired" | "request.status_updated" | "payment.created" | "payment.status_updated" | "recurring_payment.authorised" | "recurring_payment.revoked" | "recurring_payment.expired" | "subscription.created" | "subscription.charge_failed" | "subscription.charge_skipped" | "subscription.completed" | "subscription.cancelled" | "subscription.paused" | "subscription.resumed" | "customer.created" | "customer.updated" | "webhook_endpoint.disabled" | "refund.created" | "refund.status_updated" | "refund_authority.status_updated" | "payment.reconciled";
             /**
              * @description Absent on request.status_updated
              * @enum {number}
@@ -2470,6 +2490,31 @@ export interface components {
                  * @example rct_…
                  */
                 token: string;
+            };
+        };
+        /**
+         * RecurringPaymentExpiredEvent
+         * @description A recurring consent reached its end_date: no more payments can be taken with it
+         */
+        RecurringPaymentExpiredEvent: {
+            /** @example event_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
+            id: string;
+            /** @constant */
+            type: "recurring_payment.expired";
+            /** @constant */
+            version: 1;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            created_at: string;
+            data: {
+                /** @example recurringconsent_01JD2Q8Z7M3V4K5N6P7R8S9T0V */
+                id: string;
+                /** @description Your own identifier of the request, when you gave one */
+                merchant_identifier: string | null;
+                /** @constant */
+                status: "expired";
             };
         };
         /**
@@ -8518,7 +8563,7 @@ export interface operations {
                 /** @description Return objects older than this id (the last id of the previous page), a event_… id */
                 starting_after?: string;
                 /** @description Only events of this type */
-                type?: "request.created" | "request.expired" | "request.status_updated" | "payment.created" | "payment.status_updated" | "recurring_payment.authorised" | "recurring_payment.revoked" | "subscription.created" | "subscription.charge_failed" | "subscription.charge_skipped" | "subscription.completed" | "subscription.cancelled" | "subscription.paused" | "subscription.resumed" | "customer.created" | "customer.updated" | "webhook_endpoint.disabled" | "refund.created" | "refund.status_updated" | "refund_authority.status_updated" | "payment.reconciled";
+                type?: "request.created" | "request.expired" | "request.status_updated" | "payment.created" | "payment.status_updated" | "recurring_payment.authorised" | "recurring_payment.revoked" | "recurring_payment.expired" | "subscription.created" | "subscription.charge_failed" | "subscription.charge_skipped" | "subscription.completed" | "subscription.cancelled" | "subscription.paused" | "subscription.resumed" | "customer.created" | "customer.updated" | "webhook_endpoint.disabled" | "refund.created" | "refund.status_updated" | "refund_authority.status_updated" | "payment.reconciled";
                 /** @description Only events about this object (request_…, payment_…, …) */
                 object_id?: string;
             };
@@ -12453,6 +12498,41 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["RecurringPaymentRevokedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onRecurringPaymentExpiredEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `sha256=<hex HMAC-SHA256 of the raw body>` keyed with the base64-decoded endpoint secret; two, comma-separated, for 24 hours after a rotation */
+                "X-Service-Signature": string;
+                /** @description The event id: deduplicate on it */
+                "X-Service-Event-Id": string;
+                /** @description This attempt's number, from 1 */
+                "X-Service-Delivery-Attempt": string;
+                /** @description Standard Webhooks: the event id */
+                "webhook-id": string;
+                /** @description Standard Webhooks: seconds since the epoch when this attempt was signed */
+                "webhook-timestamp": string;
+                /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, space-separated when two secrets sign */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RecurringPaymentExpiredEvent"];
             };
         };
         responses: {
