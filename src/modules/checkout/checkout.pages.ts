@@ -37,6 +37,8 @@ function base(ctx: PageContext, page: string, title: string) {
     merchantName: ctx.merchantName,
     testMode: request.mode === 'test',
     requestId: request.id,
+    /** payment | recurring | subscription: the script words the widget's waiting state and messages by it. */
+    kind: request.kind,
     embedOrigin: ctx.embedOrigin,
     logoUrl: request.logo_image_url ? `/pay/${request.id}/logo` : null,
     bannerUrl: request.banner_image_url ? `/pay/${request.id}/banner` : null,
@@ -82,11 +84,15 @@ export function payPage(
       : null;
   const buyer = buyerDetailsNeeded(request, postedAmount(values), ctx.issuesTaxInvoices === true);
   const fields = detailFieldsOf(request, buyer);
+  const donation = request.kind === 'payment' && request.is_donation === 1;
+  const summary = strategy.summary(request);
   return render('pay', {
     buyer,
-    ...base(ctx, 'pay', request.message),
+    // A page with errors says so first in its title, the first thing a screen reader reads after the post.
+    ...base(ctx, 'pay', errors.length ? `Error: ${request.message}` : request.message),
     message: request.message,
-    summary: strategy.summary(request),
+    kindLabel: donation ? `Donation to ${ctx.merchantName}` : null,
+    summary: donation ? { ...summary, action: 'Donate' } : summary,
     unavailable: strategy.unavailable(request),
     banks: banksFor(deps, request.mode as 'live' | 'test'),
     dynamic,
@@ -129,16 +135,48 @@ export function statusPage(
   });
 }
 
-/** The page for a request that cannot take payments (paid, expired, deleted); `setUp` when it set up a consent or subscription. */
-export function closedRequestPage(ctx: PageContext, status: string, setUp: SetUpView | null = null): string {
+/**
+ * What the payer's bank said about setting up a recurring consent or a subscription, carried on the
+ * redirect back to the request's page (`?outcome=`): one of these words, anything else is ignored.
+ */
+export const SET_UP_OUTCOMES = ['authorised', 'declined', 'failed'] as const;
+export type SetUpOutcome = (typeof SET_UP_OUTCOMES)[number];
+
+export function parseSetUpOutcome(value: unknown): SetUpOutcome | null {
+  return SET_UP_OUTCOMES.find((outcome) => outcome === value) ?? null;
+}
+
+/** The outcome word of a return that set up (or did not set up) a consent or subscription. */
+export function setUpOutcomeOf(status: string): SetUpOutcome {
+  return status === 'successful' ? 'authorised' : status === 'cancelled' ? 'declined' : 'failed';
+}
+
+/**
+ * The page for a request that cannot take payments (paid, expired, deleted); `setUp` when it set up a
+ * consent or subscription. `justSetUp` when the payer has just come back from approving it at the bank:
+ * the page then reports the outcome (to the embedding page, or to the widget that opened the bank tab).
+ */
+export function closedRequestPage(
+  ctx: PageContext,
+  status: string,
+  setUp: SetUpView | null = null,
+  justSetUp = false,
+): string {
   const merchant = ctx.merchantName;
   if (status === 'paid' && setUp) {
-    return statusPage(ctx, setUp.heading, {
-      tone: 'good',
-      heading: setUp.heading,
-      paragraphs: setUp.paragraphs,
-      links: [{ href: '/customer', label: 'Manage what you agreed to', primary: true, top: ctx.embedOrigin !== null }],
-    });
+    return statusPage(
+      ctx,
+      setUp.heading,
+      {
+        tone: 'good',
+        heading: setUp.heading,
+        paragraphs: setUp.paragraphs,
+        links: [
+          { href: '/customer', label: 'Manage what you agreed to', primary: true, top: ctx.embedOrigin !== null },
+        ],
+      },
+      justSetUp ? { page: 'set-up', status: 'successful' } : {},
+    );
   }
   if (status === 'paid') {
     return statusPage(ctx, 'Already paid', {
@@ -161,6 +199,27 @@ export function closedRequestPage(ctx: PageContext, status: string, setUp: SetUp
       `${merchant} has cancelled it, so it cannot be paid. Please contact them if you think this is a mistake.`,
     ],
   });
+}
+
+/** A recurring consent or subscription the payer declined at the bank, or the bank could not set up. */
+export function notSetUpPage(ctx: PageContext, outcome: Exclude<SetUpOutcome, 'authorised'>): string {
+  const subscription = ctx.request.kind === 'subscription';
+  const heading = subscription ? 'Subscription not set up' : 'Regular payments not authorised';
+  const first =
+    outcome === 'declined'
+      ? 'You declined at your bank.'
+      : `Your bank could not set up ${subscription ? 'the subscription' : 'the payment authority'}.`;
+  return statusPage(
+    ctx,
+    heading,
+    {
+      tone: 'bad',
+      heading,
+      paragraphs: [`${first} Nothing was set up and no money moved.`],
+      links: [{ href: withEmbed(`/pay/${ctx.request.id}`, ctx.embedOrigin), label: 'Try again', primary: true }],
+    },
+    { page: 'set-up', status: outcome === 'declined' ? 'cancelled' : 'failed' },
+  );
 }
 
 export function bankErrorPage(ctx: PageContext, message: string): string {

@@ -7,8 +7,11 @@ import {
   bankErrorPage,
   closedRequestPage,
   merchantRedirect,
+  notSetUpPage,
+  parseSetUpOutcome,
   payPage,
   resultPage,
+  setUpOutcomeOf,
   statusPage,
   withEmbed,
   type PageContext,
@@ -131,13 +134,17 @@ function registerPayPages(app: App, deps: Deps, strategies: CheckoutStrategies):
     const found = await contextOf(deps, request);
     if (!found) return notFoundPage(reply);
     const { loaded, ctx } = found;
+    // Back from the bank with a recurring consent or subscription: what the bank said, from a fixed list.
+    const outcome = loaded.request.kind === 'payment' ? null : parseSetUpOutcome(request.query.outcome);
     if (loaded.status !== 'active')
       return sendPage(
         reply,
         loaded.status === 'paid' ? 200 : 410,
-        closedRequestPage(ctx, loaded.status, await setUpViewOf(deps, strategies, loaded)),
+        closedRequestPage(ctx, loaded.status, await setUpViewOf(deps, strategies, loaded), outcome === 'authorised'),
         ctx.embedOrigin,
       );
+    if (outcome === 'declined' || outcome === 'failed')
+      return sendPage(reply, 200, notSetUpPage(ctx, outcome), ctx.embedOrigin);
     return sendPage(reply, 200, payPage(deps, strategies, ctx), ctx.embedOrigin);
   });
 
@@ -207,9 +214,10 @@ function registerPayReturn(
       const onward = merchantRedirect(loaded.request, { id: outcome.paymentId, status: outcome.status });
       if (onward) return reply.redirect(onward, 303);
     }
+    // A recurring consent or subscription has no payment: its page says what the bank did.
     const next = outcome.paymentId
       ? `/pay/${outcome.requestId}/result?payment_id=${outcome.paymentId}`
-      : `/pay/${outcome.requestId}`;
+      : `/pay/${outcome.requestId}?outcome=${setUpOutcomeOf(outcome.status)}`;
     return reply.redirect(next, 303);
   });
 

@@ -13,6 +13,7 @@ import { paymentsUnder } from '../payments/payments.service.ts';
 import { bankLimitsSentence, consentPlan } from './subscriptions.rules.ts';
 import { createSubscription } from './subscriptions.service.ts';
 import { findSubscriptionById, findSubscriptionByRequest, type SubscriptionRow } from './subscriptions.repo.ts';
+import { clockOf } from '../merchants/merchants.clock.ts';
 import type { Deps } from '../context.ts';
 import type { RequestRow } from '../requests/requests.tables.ts';
 
@@ -121,19 +122,29 @@ async function subscriptionSetUpView(deps: Deps, request: RequestRow, merchant: 
               `Charged: ${displayAmount(latest.amount_cents)} on ${describeMoment(latest.completed_at ?? latest.created_at, zone)}.`,
             ]
           : [];
-      const next =
-        subscription.status === 'paused'
+      // The first charge is due (a plan that starts on approval) or under way, and not yet settled.
+      const now = (await clockOf(deps, subscription)).now();
+      const firstUnderWay =
+        !charged &&
+        subscription.status === 'active' &&
+        latest?.status !== 'successful' &&
+        ((latest !== undefined && latest.status !== 'failed' && latest.status !== 'cancelled') ||
+          (subscription.next_charge_at !== null && subscription.next_charge_at <= now));
+      const next = firstUnderWay
+        ? `Your first charge of ${displayAmount(subscription.amount_cents)} is being taken now; you will get a receipt.`
+        : subscription.status === 'paused'
           ? `${merchant} has paused it; nothing is charged until they resume it.`
           : subscription.next_charge_at === null
             ? 'No further charge is scheduled.'
             : `${charged ? 'Next charge' : 'First charge'}: ${describeMoment(subscription.next_charge_at, zone)}.`;
+      const nothingYet = !charged && !firstUnderWay && latest?.status !== 'successful';
       return {
         heading: 'Subscription set up',
         paragraphs: [
           planLine,
           ...taken,
           next,
-          `${charged ? '' : 'No money has moved yet. '}Each charge shows on your bank statement. To cancel, use your Tono payer page (sign in with your email) or your bank.`,
+          `${nothingYet ? 'No money has moved yet. ' : ''}Each charge shows on your bank statement. To cancel, use your Tono payer page (sign in with your email) or your bank.`,
         ],
       };
     }

@@ -26,7 +26,7 @@ test('the hosted page states the plan; approval creates the subscription, the cu
   );
 
   const landed = await payViaPage(world, request.id, {});
-  assert.equal(landed, `/pay/${request.id}`);
+  assert.equal(landed, `/pay/${request.id}?outcome=authorised`);
   // the payer reads what was set up, not that a payment was received (no money has moved)
   const textOf = (html: string) =>
     html

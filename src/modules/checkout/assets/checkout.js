@@ -2,7 +2,10 @@
 // and redirects); with it: one-tap amounts clear the typed one, status pages update themselves,
 // and inside the embed widget the bank opens in a new tab while this frame waits and reports the
 // outcome to the embedding page, and only to the origin the page was given (checked here against
-// the frame's real ancestor, and by the server's frame-ancestors policy).
+// the frame's real ancestor, and by the server's frame-ancestors policy). A one-off payment is
+// followed by its payment's status; a recurring consent or subscription by its request's status
+// (the request is paid once the bank approved it), and the bank tab tells the frame that opened it
+// what the bank said, so a decline shows at once.
 (function () {
   'use strict';
   var body = document.body;
@@ -11,7 +14,27 @@
   var paymentId = body.getAttribute('data-payment-id');
   var status = body.getAttribute('data-status');
   var embedOrigin = body.getAttribute('data-embed-origin') || null;
+  var kind = body.getAttribute('data-kind') || 'payment';
   var FINAL = { successful: true, failed: true, cancelled: true };
+  // The messages a recurring consent or subscription sends the embedding page, by outcome.
+  var PLAN_MESSAGES = {
+    subscription: {
+      successful: 'subscription.created',
+      cancelled: 'subscription.declined',
+      failed: 'subscription.failed',
+    },
+    recurring: {
+      successful: 'recurring_consent.authorised',
+      cancelled: 'recurring_consent.declined',
+      failed: 'recurring_consent.failed',
+    },
+  };
+  var plan = PLAN_MESSAGES[kind] || null;
+  var WAITING = {
+    payment: 'Approve the payment in your bank',
+    subscription: 'Approve the subscription in your bank',
+    recurring: 'Approve the regular payments in your bank',
+  };
 
   function parentVerified() {
     if (!embedOrigin || window.parent === window) return false;
@@ -52,38 +75,197 @@
   function statusUrl(pid) {
     return '/pay/' + encodeURIComponent(requestId) + '/status' + (pid ? '?payment_id=' + encodeURIComponent(pid) : '');
   }
-  function resultUrl(pid) {
-    var url = '/pay/' + encodeURIComponent(requestId) + '/result?payment_id=' + encodeURIComponent(pid);
-    return embedOrigin ? url + '&embed_origin=' + encodeURIComponent(embedOrigin) : url;
+  function withEmbed(url) {
+    if (!embedOrigin) return url;
+    return url + (url.indexOf('?') >= 0 ? '&' : '?') + 'embed_origin=' + encodeURIComponent(embedOrigin);
   }
+  function resultUrl(pid) {
+    return withEmbed('/pay/' + encodeURIComponent(requestId) + '/result?payment_id=' + encodeURIComponent(pid));
+  }
+  function payUrl(outcome) {
+    return withEmbed('/pay/' + encodeURIComponent(requestId) + (outcome ? '?outcome=' + outcome : ''));
+  }
+  // Follows a payment (pid) or, with no pid, the request until it is no longer active. `check(notYet)`
+  // asks at once, and calls notYet when the answer is not final.
   function poll(pid, onFinal) {
     var delay = 1500;
+    var timer = null;
+    var inFlight = false;
+    var done = false;
+    var waiters = [];
+    function isFinal(s) {
+      return pid ? Boolean(s.payment && FINAL[s.payment.status]) : Boolean(s.request && s.request.status !== 'active');
+    }
+    function settle(s) {
+      inFlight = false;
+      var notYet = waiters;
+      waiters = [];
+      if (s && isFinal(s)) {
+        done = true;
+        onFinal(s);
+        return;
+      }
+      for (var i = 0; i < notYet.length; i++) notYet[i]();
+      schedule((delay = Math.min(delay * (s ? 1.5 : 2), 10000)));
+    }
     function tick() {
+      timer = null;
+      if (inFlight || done) return;
+      inFlight = true;
       fetch(statusUrl(pid), { headers: { accept: 'application/json' }, cache: 'no-store' })
         .then(function (r) {
           return r.json();
         })
-        .then(function (s) {
-          if (s.payment && FINAL[s.payment.status]) onFinal(s.payment.status);
-          else setTimeout(tick, (delay = Math.min(delay * 1.5, 10000)));
-        })
-        .catch(function () {
-          setTimeout(tick, (delay = Math.min(delay * 2, 10000)));
+        .then(settle, function () {
+          settle(null);
         });
     }
-    setTimeout(tick, delay);
+    function schedule(ms) {
+      if (timer === null && !done) timer = setTimeout(tick, ms);
+    }
+    schedule(delay);
+    return {
+      check: function (notYet) {
+        if (done) return;
+        if (notYet) waiters.push(notYet);
+        if (timer !== null) clearTimeout(timer);
+        timer = null;
+        tick();
+      },
+    };
+  }
+
+  // The bank tab opened by the widget (its opener is a page of this service, the widget's frame).
+  function openedByWidget() {
+    try {
+      return Boolean(window.opener) && window.opener.location.origin === window.location.origin;
+    } catch (e) {
+      return false;
+    }
+  }
+  function closeSoon() {
+    setTimeout(function () {
+      window.close();
+    }, 1500);
+  }
+
+  // A recurring consent or subscription the payer has just approved or declined at the bank.
+  if (page === 'set-up' && plan && FINAL[status]) {
+    if (embedOrigin) {
+      postToParent({ type: plan[status], request_id: requestId, payment_id: null, status: status });
+    } else if (openedByWidget()) {
+      window.opener.postMessage(
+        { source: 'tono', type: 'tono.bank-return', request_id: requestId, status: status },
+        window.location.origin,
+      );
+      var note = document.createElement('p');
+      note.textContent = 'You can close this tab and return to the page you came from.';
+      var box = document.querySelector('.status');
+      var actions = box && box.querySelector('.actions');
+      if (box) box.insertBefore(note, actions);
+      closeSoon();
+    }
+    var heading = document.querySelector('main h1');
+    if (heading && status !== 'successful') heading.focus();
   }
 
   if (page === 'result' && paymentId) {
     if (FINAL[status]) {
       postToParent({ type: 'payment.' + status, request_id: requestId, payment_id: paymentId, status: status });
-      if (body.getAttribute('data-close') === 'yes' && window.opener)
-        setTimeout(function () {
-          window.close();
-        }, 1500);
+      if (body.getAttribute('data-close') === 'yes' && window.opener) closeSoon();
     } else {
       poll(paymentId, function () {
         window.location.reload();
+      });
+    }
+  }
+
+  function el(tag, text, attrs) {
+    var node = document.createElement(tag);
+    if (text) node.textContent = text;
+    for (var name in attrs || {}) node.setAttribute(name, attrs[name]);
+    return node;
+  }
+
+  // The frame while the payer is at the bank: what to do there, the way back to the bank if its
+  // tab was closed or lost, and a fresh start; it moves on once the payment or the set-up is done.
+  function waitForBank(popup, result) {
+    var main = document.getElementById('main');
+    main.innerHTML = '';
+    var note = el('p', '', { id: 'bank-wait', role: 'status' });
+    function say(text) {
+      note.textContent = text;
+    }
+    say(
+      popup
+        ? 'Your bank has opened in a new tab. This page updates when you are done.'
+        : 'Open your bank to approve. This page updates when you are done.',
+    );
+    var reopen = el('a', popup ? 'Reopen your bank' : 'Open your bank', {
+      href: result.redirect_url,
+      target: '_blank',
+      class: popup ? 'button' : 'button primary',
+    });
+    var restart = el('a', 'Start again', { href: payUrl(null), class: 'button' });
+    var actions = el('p', '', { class: 'actions' });
+    actions.appendChild(reopen);
+    actions.appendChild(restart);
+    main.appendChild(el('h1', WAITING[kind] || WAITING.payment, { tabindex: '-1' }));
+    main.appendChild(note);
+    main.appendChild(actions);
+    if (popup) popup.location.href = result.redirect_url;
+    main.querySelector('h1').focus();
+
+    var finished = false;
+    var follow = result.payment_id
+      ? poll(result.payment_id, function () {
+          finished = true;
+          if (popup && !popup.closed) popup.close();
+          window.location.href = resultUrl(result.payment_id);
+        })
+      : poll(null, function (s) {
+          finished = true;
+          if (popup && !popup.closed) popup.close();
+          window.location.href = payUrl(s.request.status === 'paid' ? 'authorised' : null);
+        });
+
+    reopen.addEventListener('click', function (event) {
+      var again = window.open(result.redirect_url, '_blank');
+      if (!again) return; // blocked: the link opens it instead
+      event.preventDefault();
+      popup = again;
+      reopen.textContent = 'Reopen your bank';
+      say('Your bank has opened in a new tab. This page updates when you are done.');
+      watch();
+    });
+
+    // The bank tab closed before the outcome came back: ask once more, then say so.
+    var watching = null;
+    function watch() {
+      if (watching !== null || !popup) return;
+      watching = setInterval(function () {
+        if (finished || !popup || !popup.closed) return;
+        clearInterval(watching);
+        watching = null;
+        follow.check(function () {
+          say('Your bank tab was closed. If you did not finish, reopen your bank or start again.');
+        });
+      }, 1000);
+    }
+    watch();
+
+    // The bank tab of a recurring consent or subscription says what the bank did.
+    if (plan) {
+      window.addEventListener('message', function (event) {
+        var data = event.data;
+        if (finished || event.origin !== window.location.origin || !popup || event.source !== popup) return;
+        if (!data || data.source !== 'tono' || data.type !== 'tono.bank-return' || data.request_id !== requestId)
+          return;
+        if (data.status === 'successful') follow.check();
+        else if (data.status === 'cancelled' || data.status === 'failed') {
+          finished = true;
+          window.location.href = payUrl(data.status === 'cancelled' ? 'declined' : 'failed');
+        }
       });
     }
   }
@@ -108,31 +290,7 @@
             form.submit(); // the server shows the errors next to their fields
             return;
           }
-          var main = document.getElementById('main');
-          main.innerHTML = '';
-          var h = document.createElement('h1');
-          h.textContent = 'Approve the payment in your bank';
-          var p = document.createElement('p');
-          p.setAttribute('aria-live', 'polite');
-          p.textContent = 'Your bank has opened in a new tab. This page updates when you are done.';
-          main.appendChild(h);
-          main.appendChild(p);
-          if (popup) popup.location.href = result.redirect_url;
-          else {
-            var a = document.createElement('a');
-            a.href = result.redirect_url;
-            a.target = '_blank';
-            a.className = 'button primary';
-            a.textContent = 'Open your bank';
-            main.appendChild(a);
-          }
-          main.focus();
-          if (result.payment_id) {
-            poll(result.payment_id, function () {
-              if (popup && !popup.closed) popup.close();
-              window.location.href = resultUrl(result.payment_id);
-            });
-          }
+          waitForBank(popup, result);
         })
         .catch(function () {
           if (popup) popup.close();

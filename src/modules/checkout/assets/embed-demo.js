@@ -6,7 +6,9 @@
   if (!holder || !window.TonoCheckout) return;
   holder.addEventListener('tono:payment', function (event) {
     var item = document.createElement('li');
-    item.textContent = event.detail.type + ' (payment ' + event.detail.paymentId + ')';
+    var detail = event.detail;
+    item.textContent =
+      detail.type + (detail.paymentId ? ' (payment ' + detail.paymentId + ')' : ' (request ' + detail.requestId + ')');
     list.appendChild(item);
   });
   window.TonoCheckout.mount(holder, { requestId: holder.getAttribute('data-request-id') });

@@ -2,11 +2,22 @@
 //   <script src="SERVICE/embed.js" data-request-id="request_…"></script>
 // or TonoCheckout.mount(element, { requestId, onMessage(message) { … } }).
 // The payment page runs in an iframe; its messages are accepted only from the service's origin and
-// that iframe, and arrive as `tono:payment` events on the element (and onMessage).
+// that iframe, and arrive as `tono:payment` events on the element (and onMessage): a one-off
+// payment's outcome, or a recurring consent's or subscription's set-up (paymentId null), see docs/checkout.md.
 (function () {
   'use strict';
   var SERVICE_ORIGIN = __SERVICE_ORIGIN__;
-  var TYPES = { 'payment.successful': true, 'payment.failed': true, 'payment.cancelled': true };
+  var TYPES = {
+    'payment.successful': true,
+    'payment.failed': true,
+    'payment.cancelled': true,
+    'subscription.created': true,
+    'subscription.declined': true,
+    'subscription.failed': true,
+    'recurring_consent.authorised': true,
+    'recurring_consent.declined': true,
+    'recurring_consent.failed': true,
+  };
 
   function mount(element, options) {
     if (typeof element === 'string') element = document.querySelector(element);
@@ -39,7 +50,7 @@
       var message = {
         type: data.type,
         requestId: String(data.request_id),
-        paymentId: String(data.payment_id),
+        paymentId: data.payment_id == null ? null : String(data.payment_id),
         status: String(data.status),
       };
       if (typeof options.onMessage === 'function') options.onMessage(message);
