@@ -202,6 +202,7 @@ test('every envelope the builders make is valid against its schema, and one with
     'payment.status_updated': 'successful',
     'recurring_payment.authorised': 'active',
     'recurring_payment.revoked': 'revoked',
+    'recurring_payment.expired': 'expired',
     'request.status_updated': 'paid',
     'refund.created': 'pending',
     'refund.status_updated': 'successful',
