@@ -63,6 +63,34 @@ test('a database made before the check gets its value at the next start, and is 
   await prepareStore(testDb.db, createSecretBox(ourKey), Date.now());
 });
 
+test('a database made before the check, holding secrets, refuses a wrong key at its first start after the upgrade, and the right key still opens it', async (t) => {
+  const testDb = await freshDb();
+  t.after(() => testDb.drop());
+  await migrateTo(testDb.db, '0051-payer-code-used-with');
+  await testDb.db
+    .insertInto('idempotency_keys')
+    .values({
+      user_id: 'user_1',
+      mode: 'live',
+      key: 'order-1',
+      endpoint: 'POST /v1/requests',
+      fingerprint: 'f',
+      status_code: 201,
+      response: createSecretBox(ourKey).seal('{"request":{}}'),
+      created_at: 1,
+      expires_at: 9e15,
+    })
+    .execute();
+  await assert.rejects(prepareStore(testDb.db, createSecretBox(otherKey), Date.now()), WrongSecretKeyError);
+  assert.equal(
+    (await testDb.db.selectFrom('secret_key_check').selectAll().execute()).length,
+    0,
+    'the wrong key sealed no check value',
+  );
+  await prepareStore(testDb.db, createSecretBox(ourKey), Date.now());
+  await assert.rejects(prepareStore(testDb.db, createSecretBox(otherKey), Date.now()), WrongSecretKeyError);
+});
+
 test('SQLite: a DATA_DIR whose database holds data but whose secret.key is gone gets no new key', {
   skip: engine !== 'sqlite',
 }, async (t) => {

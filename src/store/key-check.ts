@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config.ts';
 import { createSecretBox, type SecretBox } from '../shared/secret-box.ts';
+import { sql } from 'kysely';
 import type { Db } from './db.ts';
 import { migratedBefore } from './migrate.ts';
 import { KEY_FILE_NAME, loadOrCreateKeyFile, SecretKeyError } from './secret-key.ts';
@@ -40,11 +41,53 @@ export async function secretBoxOf(config: Pick<Config, 'secretKey' | 'dataDir'>,
 }
 
 /**
- * Writes the check value when the database has none (its first start; or the first start of a
- * database made before the check existed, whose key cannot be checked that once), then opens it:
- * throws WrongSecretKeyError when it was sealed under another key. After the migrations.
+ * Columns that held values sealed under the service key before the check value existed, in tables
+ * a database that has served has rows in: a database from before the check is checked against one
+ * of them before its check value is written, so a first start after the upgrade with the wrong key
+ * cannot seal the check under it and lock the right key out.
+ */
+const SEALED_EARLIER = [
+  { table: 'bank_client_secrets', column: 'secret_sealed' },
+  { table: 'webhook_endpoints', column: 'secret' },
+  { table: 'idempotency_keys', column: 'response' },
+] as const;
+
+/** A value already sealed in the database, if it has one (see SEALED_EARLIER). */
+async function sealedEarlier(db: Db): Promise<string | null> {
+  for (const { table, column } of SEALED_EARLIER) {
+    const found = await sql<{ value: string }>`select ${sql.ref(column)} as value from ${sql.table(table)}
+      where ${sql.ref(column)} like ${'sealed:v1:%'} limit 1`.execute(db);
+    if (found.rows[0]) return found.rows[0].value;
+  }
+  return null;
+}
+
+function opensUnder(secrets: SecretBox, sealed: string): boolean {
+  try {
+    secrets.open(sealed);
+    return true;
+  } catch {
+    // sealed under another key (GCM's tag does not match)
+    return false;
+  }
+}
+
+/**
+ * Writes the check value when the database has none, then opens it: throws WrongSecretKeyError
+ * when it was sealed under another key. A database made before the check existed is first checked
+ * against a value sealed in it then (sealedEarlier); one with none has nothing a wrong key could
+ * lose. Several processes starting at once write one check value between them. After the migrations.
  */
 export async function checkSecretKey(db: Db, secrets: SecretBox, now: number): Promise<void> {
+  const written = await db
+    .selectFrom('secret_key_check')
+    .select('name')
+    .where('name', '=', CHECK_NAME)
+    .executeTakeFirst();
+  if (!written) {
+    const earlier = await sealedEarlier(db);
+    if (earlier !== null && !opensUnder(secrets, earlier)) throw new WrongSecretKeyError();
+  }
   await db
     .insertInto('secret_key_check')
     .values({ name: CHECK_NAME, sealed: secrets.seal(CHECK_PLAIN), created_at: now })
@@ -55,11 +98,5 @@ export async function checkSecretKey(db: Db, secrets: SecretBox, now: number): P
     .select('sealed')
     .where('name', '=', CHECK_NAME)
     .executeTakeFirstOrThrow();
-  let plain: string | null = null;
-  try {
-    plain = secrets.open(row.sealed);
-  } catch {
-    // sealed under another key (GCM's tag does not match)
-  }
-  if (plain !== CHECK_PLAIN) throw new WrongSecretKeyError();
+  if (!opensUnder(secrets, row.sealed) || secrets.open(row.sealed) !== CHECK_PLAIN) throw new WrongSecretKeyError();
 }
