@@ -23,6 +23,7 @@ import { keyScopeExtension } from './modules/merchants/merchants.auth.ts';
 import { registerModuleRoutes } from './modules/index.ts';
 import type { Deps } from './modules/context.ts';
 import type { TrustProxy } from './config.ts';
+import { withoutPorts } from './http/forwarded-for.ts';
 
 const requestIdShape = /^[A-Za-z0-9._-]{1,64}$/;
 
@@ -136,6 +137,14 @@ export async function buildApp(deps: Deps, options: { stopping?: () => boolean }
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  if (deps.config.trustProxy !== false)
+    // Before anything reads request.ip: an address the proxy wrote with its port is the address.
+    app.addHook('onRequest', (request, _reply, done) => {
+      const forwarded = request.raw.headers['x-forwarded-for'];
+      if (typeof forwarded === 'string' && forwarded.includes(':'))
+        request.raw.headers['x-forwarded-for'] = withoutPorts(forwarded);
+      done();
+    });
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser(
     'application/json',

@@ -34,6 +34,18 @@ test('TRUST_PROXY=1: two clients behind one proxy are limited separately, by the
   assert.equal(await call(app, merchant.testKey, '127.0.0.1', '203.0.113.5, 203.0.113.6'), 200);
 });
 
+test('TRUST_PROXY=1 behind a proxy that writes each client’s port: one client on many ports is one client', async (t) => {
+  const app = await buildTestApp(t, {
+    authFailuresPerMinute: 3,
+    trustProxy: loadConfig({ TRUST_PROXY: '1' }).trustProxy,
+  });
+  const merchant = await createTestMerchant(app);
+  for (let port = 40_000; port < 40_003; port++)
+    assert.equal(await call(app, wrongKey, '127.0.0.1', `203.0.113.5:${port}`), 401);
+  assert.equal(await call(app, merchant.testKey, '127.0.0.1', '203.0.113.5:40003'), 429, 'the guesser is locked out');
+  assert.equal(await call(app, merchant.testKey, '127.0.0.1', '[2001:db8::5]:40004'), 200, 'another client is not');
+});
+
 test('TRUST_PROXY as addresses: X-Forwarded-For is believed from those proxies only', async (t) => {
   const app = await buildTestApp(t, {
     authFailuresPerMinute: 3,
