@@ -125,6 +125,31 @@ test('an OFX DTPOSTED with a time is an instant, at its offset or GMT, on its da
     ['20270831172959[+5.5:IST]', '2027-08-31'],
     ['20270831120000[-12]', '2027-09-01'],
     ['20270831070000.000 [-5:EST]', '2027-09-01'],
+    // Forms banks write beyond OFX's own: any number of fractional digits (truncated), ±hhmm and
+    // ±hh:mm offsets, a zone name alone meaning GMT, ±h.mm as hours and minutes, the ISO form.
+    ['20270831120000.000000', '2027-09-01'],
+    ['20270831115959.9999999', '2027-08-31'],
+    ['20270831120000.0000[+12:NZST]', '2027-08-31'],
+    ['20270831120000[+1200:NZST]', '2027-08-31'],
+    ['20270831120000[+12:00]', '2027-08-31'],
+    ['20270831120000[+12.00:NZST]', '2027-08-31'],
+    ['20270831120000[-0500]', '2027-09-01'],
+    ['20270831065959[-05:00:EST]', '2027-08-31'],
+    ['20270831120000[GMT]', '2027-09-01'],
+    ['20270831115959[UTC]', '2027-08-31'],
+    ['20270831120000[Z]', '2027-09-01'],
+    ['20270831120000 [0 : GMT]', '2027-09-01'],
+    ['20270831120000Z', '2027-09-01'],
+    ['20270831120000[-3.30:NST]', '2027-09-01'],
+    ['20270831082959[-3.5:NST]', '2027-08-31'],
+    ['20270831174500[+5.45:NPT]', '2027-09-01'],
+    ['20270831174459[+5.75:NPT]', '2027-08-31'],
+    ['2027-08-31T12:00:00', '2027-09-01'],
+    ['2027-08-31T11:59:59.123456', '2027-08-31'],
+    ['2027-08-31T12:00:00+12:00', '2027-08-31'],
+    ['2027-08-31T07:00:00-0500', '2027-09-01'],
+    ['2027-08-31T12:00:00Z', '2027-09-01'],
+    ['2027-08-31T12:00', '2027-09-01'],
   ];
   for (const fixture of ['ofx', 'ofx-xml'] as const)
     for (const [posted, date] of cases)
@@ -133,14 +158,33 @@ test('an OFX DTPOSTED with a time is an instant, at its offset or GMT, on its da
   assert.equal(parseStatementFile(ofxPostedAt('ofx', '20270831120000[0:GMT]'), 'UTC').lines[0]!.postedOn, '2027-08-31');
 });
 
+test('an OFX DTPOSTED on a real date that cannot be read further is that date, as written', () => {
+  for (const fixture of ['ofx', 'ofx-xml'] as const)
+    for (const posted of [
+      '20270831120000[+5.3:X]',
+      '20270831120000[+05:20]',
+      '20270831120000[EST]',
+      '20270831120000 GMT',
+      '2027083112',
+      '20270831 noon',
+      '2027-08-31T12',
+    ])
+      assert.equal(parseStatementFile(ofxPostedAt(fixture, posted), ZONE).lines[0]!.postedOn, '2027-08-31', posted);
+});
+
 test('an OFX DTPOSTED that is no real date, time or offset is refused with what it says', () => {
   for (const posted of [
     '20270231',
+    '2027-02-31T12:00:00',
     '20270831240000[0:GMT]',
     '20270831126000',
+    '20270831120060',
+    '2027-08-31T12:60:00',
     '20270831120000[+15:XST]',
-    '20270831120000[+5.3:X]',
-    '20270831120000[GMT]',
+    '20270831120000[-1430]',
+    '20270831120000[+14.5]',
+    '20270831120000[+05:60]',
+    '2027-08-31T12:00:00+15:00',
     'yesterday',
   ]) {
     const refused = refusal(ofxPostedAt('ofx', posted));

@@ -365,30 +365,78 @@ function postedValueOf(marked: string | undefined, posted: readonly string[]): s
 }
 
 /**
- * OFX's date-time: YYYYMMDD, then optionally HHMM with optional seconds and milliseconds, then
- * optionally the offset from GMT in hours, with the zone's name: [+12:NZST], [-5:EST], [5.5:IST].
+ * The date a DTPOSTED starts with: OFX's YYYYMMDD, or the ISO YYYY-MM-DD some banks write.
  */
-const OFX_DATE_TIME =
-  /^(\d{4})(\d{2})(\d{2})(?:(\d{2})(\d{2})(?:(\d{2})(?:\.(\d{1,3}))?)?)?\s*(?:\[([+-]?\d{1,2}(?:\.\d{1,2})?)(?::[^\]]*)?\])?$/;
-/** No offset in use is further from GMT than this, and every one is a whole quarter hour. */
+const LEADING_DATE = /^(\d{4})(-?)(\d{2})\2(\d{2})/;
+/**
+ * The time after the date: HHMM, seconds optional, then any number of fractional digits (only
+ * milliseconds count), with ISO's `T` and colons or OFX's bare digits; then the offset, as `rest`.
+ */
+const TIME_OF_DAY = /^(?:T|\s+)?(\d{2}):?(\d{2})(?::?(\d{2})(?:[.,](\d+))?)?\s*(?<rest>.*)$/i;
+/**
+ * The offset after the time. In OFX's brackets: hours, whole (±h, ±hh) or decimal (±h.d), or hours
+ * and minutes (±hhmm, ±hh:mm, or ±h.mm as some banks write -3.30), with or without `:NAME`
+ * ([+12:NZST], [-0500], [5.5:IST], [+12:00:NZST]); or a name alone for GMT ([GMT], [UTC], [Z]).
+ * In ISO's form: Z, ±hh, ±hhmm or ±hh:mm. Nothing at all is GMT.
+ */
+const OFFSET =
+  /^(?:\[\s*(?:(?<sign>[+-]?)(?<hours>\d{1,2})(?:\.(?<fraction>\d+)|:?(?<minutes>\d{2}))?\s*(?::[^\]]*)?|:?\s*(?:GMT|UTC|Z))\s*\]|(?<isoSign>[+-])(?<isoHours>\d{2})(?::?(?<isoMinutes>\d{2}))?|Z)?$/i;
+/** No offset in use is further from GMT than this. */
 const MAX_OFFSET_MINUTES = 14 * 60;
-const isOffsetInUse = (minutes: number) => minutes % 15 === 0 && Math.abs(minutes) <= MAX_OFFSET_MINUTES;
+/** An offset read as minutes from GMT; 'impossible' beyond ±14 h; null when it cannot be told. */
+type Offset = number | 'impossible' | null;
+
+/**
+ * The minutes from GMT an offset (the text after the time) says. One that cannot be read, or is
+ * no whole quarter hour (as every offset in use is), is null: the line keeps the date as written.
+ * A fraction after a dot is decimal hours (5.5, 5.75) unless that is no quarter hour and it reads as
+ * minutes that are (-3.30 is 3 h 30 min, 5.45 is 5 h 45 min).
+ */
+function offsetMinutesOf(text: string): Offset {
+  const parts = OFFSET.exec(text.trim())?.groups;
+  if (!parts) return null;
+  const sign = (parts.sign ?? parts.isoSign) === '-' ? -1 : 1;
+  const hours = Number(parts.hours ?? parts.isoHours ?? 0);
+  const minutes = parts.minutes ?? parts.isoMinutes;
+  const fraction = parts.fraction;
+  // At least this far from GMT however the fraction is read: any fraction at all takes 14 beyond.
+  const leastMinutes =
+    hours * 60 + (minutes !== undefined ? Number(minutes) : Math.ceil(Number(`0.${fraction ?? 0}`) * 60));
+  if (leastMinutes > MAX_OFFSET_MINUTES) return 'impossible';
+  let sinceHour: number | null = 0;
+  if (minutes !== undefined) {
+    if (Number(minutes) > 59) return 'impossible';
+    sinceHour = Number(minutes);
+  } else if (fraction !== undefined) {
+    const quarters = Number(`0.${fraction}`) * 4;
+    if (Number.isInteger(quarters)) sinceHour = quarters * 15;
+    else sinceHour = fraction.length === 2 && Number(fraction) < 60 ? Number(fraction) : null;
+  }
+  if (sinceHour === null || sinceHour % 15 !== 0) return null;
+  return sign * (hours * 60 + sinceHour);
+}
 
 /**
  * The day a DTPOSTED puts its line on. A date alone is that date. A date with a time is an
  * instant, at its offset or, with none, at GMT as OFX has it; its day is the date there in the
- * service time zone, the day a payment completed at that instant is counted on.
+ * service time zone, the day a payment completed at that instant is counted on. A real date whose
+ * time or offset cannot be read is that date, as the file wrote it; null for what is no date, time
+ * or offset at all: a day not on the calendar, hour 24 or more, minutes or seconds past 59, an
+ * offset beyond ±14 h.
  */
 function postedDateOf(value: string, zone: string): string | null {
-  const date = parseCalendarDate(value, ['yyyyMMdd', 'yyyy-MM-dd']);
-  if (date) return date;
-  const parts = OFX_DATE_TIME.exec(value);
-  if (!parts) return null;
-  const [, year, month, day, hour, minute, second = '0', fraction = '', offsetHours = '0'] = parts;
-  if (hour === undefined) return parseCalendarDate(`${year}${month}${day}`, ['yyyyMMdd']);
-  const offsetMinutes = Number(offsetHours) * 60;
-  if (!isOffsetInUse(offsetMinutes)) return null;
-  return localDateAtOffset(
+  const text = value.trim();
+  const lead = LEADING_DATE.exec(text);
+  if (!lead) return null;
+  const [written, year, , month, day] = lead;
+  const date = parseCalendarDate(`${year}${month}${day}`, ['yyyyMMdd']);
+  if (!date) return null;
+  const time = TIME_OF_DAY.exec(text.slice(written.length));
+  if (!time) return date;
+  const [, hour, minute, second = '0', fraction = ''] = time;
+  const offsetMinutes = offsetMinutesOf(time.groups!.rest!);
+  if (offsetMinutes === 'impossible') return null;
+  const instantDate = localDateAtOffset(
     {
       year: Number(year),
       month: Number(month),
@@ -396,11 +444,13 @@ function postedDateOf(value: string, zone: string): string | null {
       hour: Number(hour),
       minute: Number(minute),
       second: Number(second),
-      millisecond: Number(fraction.padEnd(3, '0')),
+      millisecond: Number(fraction.slice(0, 3).padEnd(3, '0')),
     },
-    offsetMinutes,
+    offsetMinutes ?? 0,
     zone,
   );
+  if (!instantDate) return null;
+  return offsetMinutes === null ? date : instantDate;
 }
 
 // OFX 2.x is XML, and the extractor leaves its five predefined entities as written.
