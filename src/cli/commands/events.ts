@@ -1,3 +1,4 @@
+import { parseDateTime } from '../../shared/date-time.ts';
 import { systemClock } from '../../shared/time.ts';
 import type { CliCommand } from '../command.ts';
 import { operator, print, withDb } from './open.ts';
@@ -30,9 +31,12 @@ export const eventCommands: Record<string, CliCommand> = {
     async run(config, o, positionals) {
       if (!positionals[0] || !o.since)
         throw new Error('webhooks recover needs a webhook id (webhook_…) and --since TIME');
-      const since = Date.parse(o.since);
-      if (!Number.isFinite(since))
-        throw new Error(`--since must be an ISO 8601 date-time, got ${JSON.stringify(o.since)}`);
+      // The API's one date-time rule: with an offset or Z, so the machine's time zone never moves it.
+      const since = parseDateTime(o.since);
+      if (since === null)
+        throw new Error(
+          `--since must be an ISO 8601 date-time with Z or an offset (2026-11-21T10:00:00Z), got ${JSON.stringify(o.since)}`,
+        );
       const { recoverDeliveries } = await webhooks();
       const result = await withDb(config, (db) =>
         recoverDeliveries(db, null, positionals[0], since, systemClock.now(), operator()),

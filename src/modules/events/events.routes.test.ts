@@ -223,6 +223,11 @@ test('recover re-sends what failed since a time, once', async (t) => {
     'recovered deliveries are not re-sent twice',
   );
   assert.deepEqual(await cli(app, ['webhooks', 'recover', hook.id, '--since', since, '--json']), { deliveries: [] });
+  // The API's date-time rule: without Z or an offset the machine's time zone would move it.
+  await assert.rejects(
+    cli(app, ['webhooks', 'recover', hook.id, '--since', since.replace('Z', '')]),
+    /--since must be an ISO 8601 date-time with Z or an offset/,
+  );
   const detail = (await api.get(`/v1/events/${receiver.received[0].body.id}`)).body;
   const [failed, resent] = detail.deliveries;
   assert.equal(failed.status, 'failed');
