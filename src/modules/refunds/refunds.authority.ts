@@ -175,8 +175,12 @@ async function provisionAtSandbox(deps: Deps, authority: RefundAuthorityRow, clo
   const accountNumber = await openSandboxAccount(deps, username, authority.account_name);
   const connector = connectorFor(deps, authority.bank_id, 'test');
   if (!connector) throw new Error('the sandbox bank is not connected');
-  const now = clock.now();
-  const consent = await connector.createEnduringConsent(consentRequestOf(authority, accountNumber, now));
+  // The merchant's authority outlasts any one refund, and a test clock can be reset to real time:
+  // its consent at the bank starts now in real time, which every clock has passed, never at the
+  // clock's time, which a reset would leave in the future.
+  const consent = await connector.createEnduringConsent(
+    consentRequestOf(authority, accountNumber, deps.clock.now()),
+  );
   if (!consent.ok) throw new Error(`the sandbox bank refused the refund authority: ${consent.message}`);
   const approved = (await deps.banks.sandboxTestHook('/authorise', {
     consent_id: consent.consentId,

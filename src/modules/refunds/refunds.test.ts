@@ -221,6 +221,22 @@ test('a test-mode refund runs on the merchant’s test clock: an advance carries
   );
 });
 
+test('a test authority first used on a test clock far ahead still pays refunds after the clock is reset to real time', async (t) => {
+  const world = await checkoutWorld(t);
+  assert.equal((await world.api.post('/v1/test-helpers/clock/advance', { seconds: 30 * 86_400 })).status, 200);
+  const ahead = await paidPayment(world);
+  const first = (await world.api.post('/v1/refunds', { payment_id: ahead.id, amount: '1.00 NZD' })).body.refund;
+  assert.equal((await world.api.post('/v1/test-helpers/clock/advance', { seconds: 60 })).status, 200);
+  assert.equal((await world.api.get(`/v1/refunds/${first.id}`)).body.refund.status, 'successful');
+
+  assert.equal((await world.api.post('/v1/test-helpers/clock/reset', {})).status, 200);
+  const now = await paidPayment(world);
+  const second = (await world.api.post('/v1/refunds', { payment_id: now.id, amount: '1.00 NZD' })).body.refund;
+  await runRefundJobs(world.app.deps.worker);
+  const after = (await world.api.get(`/v1/refunds/${second.id}`)).body.refund;
+  assert.equal(after.status, 'successful', JSON.stringify(after));
+});
+
 test('a refund the bank refuses fails, and its amount is refundable again', async (t) => {
   const world = await checkoutWorld(t);
   const payment = await paidPayment(world);
