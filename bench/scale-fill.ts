@@ -206,12 +206,12 @@ export async function fill(options: FillOptions): Promise<typeof FULL_SIZE> {
        from requests where kind <> 'single'`,
     `insert into recurring_consents (id, user_id, mode, status, request_id, bank_account_id, customer_id, email, token_hash,
        bank_id, bank_consent_id, bank_access_token, period, max_per_period_cents, created_at, updated_at, revoked_at, expired_at,
-       revoked_by, used_count, used_cents, period_count, period_cents, description)
+       revoked_by, used_count, used_cents, period_count, period_cents, description, starts_at)
      select 'recurring_' || substr(id, 9), user_id, mode, x.new_status, id, bank_account_id, 'customer_' || substr(id, 9),
        'payer-' || substr(message, 7) || '@example.com', lower(${d.randomHex(64)}), 'sandbox', 'epc-' || substr(id, 19),
        'sealed:v1:' || ${d.filler(100)}, 'monthly', 100000, created_at + 30000, created_at + 30000,
        case when x.new_status = 'revoked' then ${now - DAY} else null end, case when x.new_status = 'expired' then ${now - DAY} else null end,
-       case when x.new_status = 'revoked' then 'payer' else null end, 2, 4000, 0, 0, message
+       case when x.new_status = 'revoked' then 'payer' else null end, 2, 4000, 0, 0, message, created_at
      from (select *, case ${lastByte(d, 'id')} % 100 when 0 then 'expired' when 1 then 'revoked' when 2 then 'revoked' else 'active' end as new_status
            from requests where kind = 'recurring') x`,
     `insert into subscriptions (id, user_id, mode, request_id, customer_id, email, bank_account_id, payer_details, status,

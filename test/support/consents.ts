@@ -51,7 +51,7 @@ export async function consentHarness(t: TestContext): Promise<ConsentHarness> {
 }
 
 export type RecurringOptions = {
-  period: 'daily' | 'weekly' | 'monthly';
+  period: 'daily' | 'weekly' | 'fortnightly' | 'monthly' | 'yearly';
   max_per_period: string;
   max_per_payment?: string;
   total_count?: number;

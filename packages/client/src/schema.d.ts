@@ -2392,7 +2392,7 @@ export interface components {
             is_test_mode: boolean;
             limits: {
                 /** @enum {unknown} */
-                period: "daily" | "weekly" | "monthly";
+                period: "daily" | "weekly" | "fortnightly" | "monthly" | "yearly";
                 max_per_period: string;
                 max_per_payment: string | null;
                 total_count: number | null;
@@ -2405,7 +2405,7 @@ export interface components {
             };
             /** @description Successful, unconfirmed and in-flight payments count; failed ones do not */
             usage: {
-                /** @description The current calendar period in the service time zone */
+                /** @description The current period in the service time zone; a fortnight is counted from the week the consent starts in at the bank */
                 period: {
                     /**
                      * Format: date-time
@@ -2447,10 +2447,10 @@ export interface components {
         /** RecurringOptionsInput */
         RecurringOptionsInput: {
             /**
-             * @description Window for max_per_period: a calendar day, Monday-to-Sunday week or calendar month in the service time zone
+             * @description Window for max_per_period, in the service time zone: a calendar day, a Monday-to-Sunday week, a fortnight (two such weeks, counted from the week the payer is sent to authorise the consent, as the bank counts them), a calendar month or a calendar year
              * @enum {unknown}
              */
-            period: "daily" | "weekly" | "monthly";
+            period: "daily" | "weekly" | "fortnightly" | "monthly" | "yearly";
             /** @description Most that can be charged in one period, <decimal> NZD with two decimals, for example "10.00 NZD" */
             max_per_period: string;
             /** @description Most for any one payment, <decimal> NZD with two decimals, for example "10.00 NZD" */

@@ -65,6 +65,8 @@ export type Approved = {
   /** The refresh token and the access token's expiry (real time), when the bank gave them. */
   bankRefreshToken: string | null;
   bankTokenExpiresAt: number | null;
+  /** The consent's start at the bank: the FromDateTime it was asked with, when the payer was sent there. */
+  startsAt: number;
   now: number;
 };
 
@@ -179,6 +181,8 @@ export async function completeAuthorisation(
         bankAccessToken: token.accessToken,
         bankRefreshToken: token.refreshToken,
         bankTokenExpiresAt: token.expiresAt,
+        // The consent was asked for (consentTerms) at the moment this authorisation was written.
+        startsAt: Number(pending.created_at),
         now,
       });
       // Settled last, so a concurrent return that settled first rolls all of this back.

@@ -21,7 +21,7 @@ import {
 import { enduringPeriodOf, hashConsentToken, limitsOf, newConsentToken, NO_USAGE } from './consents.rules.ts';
 import { noticeConsentAuthorised } from './consents.notices.ts';
 import { scheduleExpiry } from './consents.service.ts';
-import { describeLimits, type RecurringLimits } from './limits.ts';
+import { describeLimits, type RecurringTerms } from './limits.ts';
 import type { Deps } from '../context.ts';
 import type { RequestRow } from '../requests/requests.tables.ts';
 
@@ -31,7 +31,7 @@ import type { RequestRow } from '../requests/requests.tables.ts';
 // recurring_payment.authorised, in the transaction that creates the customer and marks the request
 // paid. A decline creates nothing.
 
-function limitsOfRequest(request: RequestRow): RecurringLimits {
+function limitsOfRequest(request: RequestRow): RecurringTerms {
   const options = recurringOptionsOf(request);
   if (!options) throw new Error(`request ${request.id} has no recurring_options`);
   return options;
@@ -44,6 +44,7 @@ export const recurringKind: EnduringKind = {
   consentTerms(request, now) {
     const limits = limitsOfRequest(request);
     return {
+      // Kept on the consent as starts_at: the bank counts fortnights from this instant's week.
       fromAt: now,
       toAt: limits.end_at,
       maxPerPaymentCents: limits.max_per_payment_cents,
@@ -87,6 +88,7 @@ export const recurringKind: EnduringKind = {
       total_count: limits.total_count,
       total_amount_cents: limits.total_amount_cents,
       end_at: limits.end_at,
+      starts_at: approved.startsAt,
       revoked_by: null,
       created_at: now,
       updated_at: now,

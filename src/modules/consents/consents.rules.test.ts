@@ -13,7 +13,7 @@ import {
   NO_USAGE,
   periodUsageOf,
 } from './consents.rules.ts';
-import { checkLimits } from './limits.ts';
+import { checkLimits, LimitPeriod } from './limits.ts';
 
 test('tokens carry 256 random bits, are never repeated, and only their SHA-256 is kept', () => {
   const tokens = new Set(Array.from({ length: 2000 }, newConsentToken));
@@ -61,12 +61,13 @@ test('a consent past its end reads as expired before the job has run; revoked st
 });
 
 test("periods map to the standard's enduring-consent periods", () => {
-  assert.deepEqual((['daily', 'weekly', 'monthly'] as const).map(enduringPeriodOf), ['Daily', 'Weekly', 'Monthly']);
+  assert.deepEqual(LimitPeriod.map(enduringPeriodOf), ['Daily', 'Weekly', 'Fortnightly', 'Monthly', 'Annual']);
 });
 
 test('every refusal becomes a 422 payment_rejected.<limit> whose params never show a negative remainder', () => {
   const limits = fc.record({
-    period: fc.constantFrom('daily' as const, 'weekly' as const, 'monthly' as const),
+    period: fc.constantFrom(...LimitPeriod),
+    anchor_at: fc.integer({ min: 1_790_000_000_000, max: 1_900_000_000_000 }),
     max_per_period_cents: fc.integer({ min: 1, max: 1_000_000 }),
     max_per_payment_cents: fc.option(fc.integer({ min: 1, max: 1_000_000 })),
     total_count: fc.option(fc.integer({ min: 1, max: 20 })),

@@ -15,7 +15,13 @@ export type ConsentStatus = (typeof ConsentStatus)[number];
 
 export type ConsentLimitsRow = Pick<
   RecurringConsentsTable,
-  'period' | 'max_per_period_cents' | 'max_per_payment_cents' | 'total_count' | 'total_amount_cents' | 'end_at'
+  | 'period'
+  | 'max_per_period_cents'
+  | 'max_per_payment_cents'
+  | 'total_count'
+  | 'total_amount_cents'
+  | 'end_at'
+  | 'starts_at'
 >;
 
 const TOKEN_PREFIX = 'rct_';
@@ -51,6 +57,7 @@ export function limitsOf(row: ConsentLimitsRow): RecurringLimits {
     total_count: row.total_count === null ? null : Number(row.total_count),
     total_amount_cents: row.total_amount_cents === null ? null : Number(row.total_amount_cents),
     end_at: row.end_at === null ? null : Number(row.end_at),
+    anchor_at: Number(row.starts_at),
   };
 }
 
@@ -101,7 +108,9 @@ export function periodUsageOf(row: UsageCounters, window: Window): UsageTotals |
 
 /** The standard's enduring-consent period for our calendar period. */
 export function enduringPeriodOf(period: LimitPeriod): EnduringPeriod {
-  return ({ daily: 'Daily', weekly: 'Weekly', monthly: 'Monthly' } as const)[period];
+  return (
+    { daily: 'Daily', weekly: 'Weekly', fortnightly: 'Fortnightly', monthly: 'Monthly', yearly: 'Annual' } as const
+  )[period];
 }
 
 /** The status as of `now`: an active consent past its end is expired before the expiry job has run. */
@@ -113,7 +122,13 @@ export function effectiveConsentStatus(
   return row.status as ConsentStatus;
 }
 
-const periodNoun = { daily: 'day', weekly: 'week', monthly: 'month' } as const;
+const periodNoun = {
+  daily: 'day',
+  weekly: 'week',
+  fortnightly: 'fortnight',
+  monthly: 'month',
+  yearly: 'year',
+} as const;
 
 /** The 422 for a limit refusal, with the limit and what remains in the consent's units. */
 export function limitRefusalError(refusal: LimitRefusal, period: LimitPeriod, amountCents: number): AppError {

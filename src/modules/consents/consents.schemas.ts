@@ -2,6 +2,7 @@ import { Type, type Static } from 'typebox';
 import { AmountInput, AmountObject, Nullable, ReferenceInput, Timestamp } from '../../http/schemas.ts';
 import { listQueryFields } from '../../shared/pagination.ts';
 import { ConsentStatus } from './consents.rules.ts';
+import { LimitPeriod } from './limits.ts';
 
 export const ExecutePaymentBody = Type.Object(
   {
@@ -41,7 +42,7 @@ export const ConsentObject = Type.Object(
     provider: Type.String({ description: "The payer's bank" }),
     is_test_mode: Type.Boolean(),
     limits: Type.Object({
-      period: Type.Enum(['daily', 'weekly', 'monthly']),
+      period: Type.Enum(LimitPeriod),
       max_per_period: Type.String(),
       max_per_payment: Nullable(Type.String()),
       total_count: Nullable(Type.Integer()),
@@ -58,7 +59,10 @@ export const ConsentObject = Type.Object(
             count: Type.Integer(),
             remaining: AmountObject,
           },
-          { description: 'The current calendar period in the service time zone' },
+          {
+            description:
+              'The current period in the service time zone; a fortnight is counted from the week the consent starts in at the bank',
+          },
         ),
         total: Type.Object({
           amount: AmountObject,

@@ -24,7 +24,7 @@ import { presentConsent, type ConsentObject } from './consents.present.ts';
 import { effectiveConsentStatus, limitsOf } from './consents.rules.ts';
 import { noticeConsentRevoked } from './consents.notices.ts';
 import type { ListConsentsQuery } from './consents.schemas.ts';
-import { periodWindow } from './limits.ts';
+import { limitWindow } from './limits.ts';
 import { usageOf } from './usage.service.ts';
 import type { Actor, Ctx, Deps, Origin } from '../context.ts';
 
@@ -53,7 +53,7 @@ export async function consentObject(
   now: number,
   zone: string,
 ): Promise<ConsentObject> {
-  const usage = await usageOf(db, row, periodWindow(limitsOf(row).period, now, zone));
+  const usage = await usageOf(db, row, limitWindow(limitsOf(row), now, zone));
   return presentConsent(row, usage, now, zone);
 }
 

@@ -32,6 +32,11 @@ export interface RecurringConsentsTable {
   total_count: number | null;
   total_amount_cents: number | null;
   end_at: number | null;
+  /**
+   * When the consent starts at the bank: the FromDateTime it was asked with, when the payer was sent
+   * to approve it (before created_at). The bank counts fortnights from the week that contains it.
+   */
+  starts_at: number;
   /** merchant | payer | bank */
   revoked_by: string | null;
   created_at: number;

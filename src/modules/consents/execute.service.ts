@@ -52,7 +52,7 @@ import {
   limitsOf,
 } from './consents.rules.ts';
 import type { ExecutePaymentBody } from './consents.schemas.ts';
-import { checkLimits, periodWindow } from './limits.ts';
+import { checkLimits, limitWindow } from './limits.ts';
 import { noticeConsentRevoked } from './consents.notices.ts';
 import { countReservation, followStatusChange, usageOf } from './usage.service.ts';
 import { backoffDelayMs, type Backoff } from '../../jobs/backoff.ts';
@@ -133,7 +133,7 @@ export async function refusalOfCharge(ctx: Ctx, consentId: string, amountCents: 
     throw error;
   }
   const limits = limitsOf(consent);
-  const usage = await usageOf(ctx.db, consent, periodWindow(limits.period, now, zone));
+  const usage = await usageOf(ctx.db, consent, limitWindow(limits, now, zone));
   const check = checkLimits(limits, usage, amountCents, now, zone);
   return check.ok ? null : limitRefusalError(check, limits.period, amountCents);
 }
@@ -251,7 +251,7 @@ async function reserveOnce(ctx: Ctx, tokenHash: string, input: ReservationInput)
     if (!consent) throw notFound('recurring_consent');
     if (consent !== found) refuseUnlessExecutable(consent, now);
     const limits = limitsOf(consent);
-    const window = periodWindow(limits.period, now, zone);
+    const window = limitWindow(limits, now, zone);
     const usage = await usageOf(trx, consent, window, payment.id);
     const check = checkLimits(limits, usage, input.amountCents, now, zone);
     if (!check.ok) throw limitRefusalError(check, limits.period, input.amountCents);

@@ -1,7 +1,8 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { localAt } from '../../shared/zone.ts';
+import { inZone, localAt } from '../../shared/zone.ts';
+import { periodWindow as bankPeriodWindow } from '../../sandbox-bank/sandbox.limits.ts';
 import {
   aggregateUsage,
   checkLimits,
@@ -12,12 +13,13 @@ import {
   type LimitPeriod,
   type LimitReason,
   type RecurringLimits,
+  type RecurringTerms,
 } from './limits.ts';
 import type { RecurringOptions } from '../requests/requests.rules.ts';
 
-// The options a recurring request stores are usable as limits as they are.
-const storedOptionsAreLimits = (options: RecurringOptions): RecurringLimits => options;
-void storedOptionsAreLimits;
+// The options a recurring request stores are usable as a consent's terms as they are.
+const storedOptionsAreTerms = (options: RecurringOptions): RecurringTerms => options;
+void storedOptionsAreTerms;
 
 const NZ = 'Pacific/Auckland';
 const HOUR = 3_600_000;
@@ -29,6 +31,9 @@ function local(iso: string, zone = NZ): number {
   assert.ok(parsed.isValid, iso);
   return parsed.toMillis();
 }
+
+/** A consent's start at the bank, where only a fortnight's window would depend on it. */
+const STARTED = local('2026-01-05');
 
 // ---- An independent model: local dates from Intl, periods found by walking calendar dates,
 // ---- window edges found by searching instants. It shares no code with limits.ts.
@@ -46,20 +51,37 @@ function localDate(at: number, zone: string): { y: number; m: number; d: number 
 
 const pad = (n: number, w = 2) => String(n).padStart(w, '0');
 
-/** A sortable key naming the calendar period that contains a local date. */
-function periodKey(period: LimitPeriod, at: number, zone: string): string {
-  let { y, m, d } = localDate(at, zone);
-  if (period === 'monthly') return `${pad(y, 4)}-${pad(m)}`;
-  if (period === 'weekly') {
-    // Walk back one calendar day at a time until Monday.
-    while (new Date(Date.UTC(y, m - 1, d)).getUTCDay() !== 1) {
-      const previous = new Date(Date.UTC(y, m - 1, d - 1));
-      y = previous.getUTCFullYear();
-      m = previous.getUTCMonth() + 1;
-      d = previous.getUTCDate();
+/** The local date of `at` as a count of days, so weeks can be counted by subtraction. */
+function localDayNumber(at: number, zone: string): number {
+  const { y, m, d } = localDate(at, zone);
+  return Date.UTC(y, m - 1, d) / DAY;
+}
+
+/** The day number of the Monday on or before a day number (day 0, 1970-01-01, was a Thursday). */
+const mondayOf = (day: number) => day - ((((day + 3) % 7) + 7) % 7);
+
+const dateOfDay = (day: number) => new Date(day * DAY).toISOString().slice(0, 10);
+
+/** A sortable key naming the calendar period that contains a local date (`anchor`: the consent's start). */
+function periodKey(period: LimitPeriod, at: number, zone: string, anchor: number): string {
+  const { y, m } = localDate(at, zone);
+  const day = localDayNumber(at, zone);
+  switch (period) {
+    case 'daily':
+      return dateOfDay(day);
+    case 'weekly':
+      return dateOfDay(mondayOf(day));
+    case 'fortnightly': {
+      // Pairs of weeks, the first pair starting on the Monday of the anchor's week.
+      const firstMonday = mondayOf(localDayNumber(anchor, zone));
+      const weeks = (mondayOf(day) - firstMonday) / 7;
+      return dateOfDay(firstMonday + 14 * Math.floor(weeks / 2));
     }
+    case 'monthly':
+      return `${pad(y, 4)}-${pad(m)}`;
+    case 'yearly':
+      return pad(y, 4);
   }
-  return `${pad(y, 4)}-${pad(m)}-${pad(d)}`;
 }
 
 /** Smallest instant in [lo, hi] for which `pred` holds (pred is monotone: false then true). */
@@ -72,12 +94,12 @@ function firstInstant(lo: number, hi: number, pred: (t: number) => boolean): num
   return lo;
 }
 
-function modelWindow(period: LimitPeriod, at: number, zone: string): { start: number; end: number } {
-  const key = periodKey(period, at, zone);
-  const span = 40 * DAY;
+function modelWindow(period: LimitPeriod, at: number, zone: string, anchor: number): { start: number; end: number } {
+  const key = periodKey(period, at, zone, anchor);
+  const span = period === 'yearly' ? 370 * DAY : 40 * DAY;
   return {
-    start: firstInstant(at - span, at, (t) => periodKey(period, t, zone) >= key),
-    end: firstInstant(at, at + span, (t) => periodKey(period, t, zone) > key),
+    start: firstInstant(at - span, at, (t) => periodKey(period, t, zone, anchor) >= key),
+    end: firstInstant(at, at + span, (t) => periodKey(period, t, zone, anchor) > key),
   };
 }
 
@@ -88,10 +110,10 @@ function modelCheck(
   at: number,
   zone: string,
 ): LimitReason | 'ok' {
-  const key = periodKey(limits.period, at, zone);
+  const key = periodKey(limits.period, at, zone, limits.anchor_at);
   const total = usage.reduce((sum, p) => sum + p.amount_cents, 0);
   const inPeriod = usage
-    .filter((p) => periodKey(limits.period, p.at, zone) === key)
+    .filter((p) => periodKey(limits.period, p.at, zone, limits.anchor_at) === key)
     .reduce((sum, p) => sum + p.amount_cents, 0);
   if (limits.end_at !== null && at > limits.end_at) return 'end_date';
   if (limits.max_per_payment_cents !== null && amount > limits.max_per_payment_cents) return 'max_per_payment';
@@ -104,14 +126,18 @@ function modelCheck(
 // ---- Generators
 
 const zones = fc.constantFrom(NZ, NZ, NZ, 'Australia/Lord_Howe', 'America/New_York', 'Europe/London', 'UTC');
-const periods = fc.constantFrom<LimitPeriod>('daily', 'weekly', 'monthly');
+const periods = fc.constantFrom<LimitPeriod>('daily', 'weekly', 'fortnightly', 'monthly', 'yearly');
 // 2020-01-01 .. 2036-01-01, biased towards the NZ DST changes of 2026-09-27 and 2027-04-04.
 const instants = fc.oneof(
   fc.integer({ min: Date.UTC(2020, 0, 1), max: Date.UTC(2036, 0, 1) }),
   fc.integer({ min: local('2026-09-20'), max: local('2026-10-05') }),
   fc.integer({ min: local('2027-03-28'), max: local('2027-04-12') }),
 );
+// A consent's start: before the instant, as executions follow it, and now and then after it.
+const anchors = (at: number) => fc.integer({ min: at - 400 * DAY, max: at + 20 * DAY });
 const cents = fc.integer({ min: 0, max: 20_000 });
+/** How far back usage reaches: a year's payments for a yearly period, weeks for the rest. */
+const reach = (period: LimitPeriod) => (period === 'yearly' ? 400 * DAY : 40 * DAY);
 const nullable = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: null, freq: 3 });
 
 const scenario = fc.record({ at: instants, zone: zones, period: periods }).chain(({ at, zone, period }) =>
@@ -119,11 +145,12 @@ const scenario = fc.record({ at: instants, zone: zones, period: periods }).chain
     at: fc.constant(at),
     zone: fc.constant(zone),
     amount: cents,
-    usage: fc.array(fc.record({ amount_cents: cents, at: fc.integer({ min: at - 40 * DAY, max: at }) }), {
+    usage: fc.array(fc.record({ amount_cents: cents, at: fc.integer({ min: at - reach(period), max: at }) }), {
       maxLength: 12,
     }),
     limits: fc.record({
       period: fc.constant(period),
+      anchor_at: anchors(at),
       max_per_period_cents: fc.integer({ min: 0, max: 100_000 }),
       max_per_payment_cents: nullable(fc.integer({ min: 0, max: 20_000 })),
       total_count: nullable(fc.integer({ min: 0, max: 15 })),
@@ -134,24 +161,78 @@ const scenario = fc.record({ at: instants, zone: zones, period: periods }).chain
 );
 
 describe('periodWindow', () => {
+  const withAnchor = instants.chain((at) => fc.tuple(fc.constant(at), anchors(at)));
+
   test('matches the calendar-walking model in every zone, across DST changes', () => {
     fc.assert(
-      fc.property(periods, instants, zones, (period, at, zone) => {
-        assert.deepEqual(periodWindow(period, at, zone), modelWindow(period, at, zone));
+      fc.property(periods, withAnchor, zones, (period, [at, anchor], zone) => {
+        assert.deepEqual(periodWindow(period, at, zone, anchor), modelWindow(period, at, zone, anchor));
       }),
       { numRuns: 400 },
     );
   });
 
-  test('the window contains its instant and windows tile time', () => {
+  test('the window contains its instant and windows tile time: no gap, no overlap', () => {
     fc.assert(
-      fc.property(periods, instants, zones, (period, at, zone) => {
-        const window = periodWindow(period, at, zone);
+      fc.property(periods, withAnchor, zones, (period, [at, anchor], zone) => {
+        const window = periodWindow(period, at, zone, anchor);
         assert.ok(window.start <= at && at < window.end);
-        assert.deepEqual(periodWindow(period, window.start, zone), window);
-        assert.deepEqual(periodWindow(period, window.end - 1, zone), window);
-        assert.equal(periodWindow(period, window.end, zone).start, window.end);
+        assert.deepEqual(periodWindow(period, window.start, zone, anchor), window);
+        assert.deepEqual(periodWindow(period, window.end - 1, zone, anchor), window);
+        assert.equal(periodWindow(period, window.end, zone, anchor).start, window.end);
+        assert.equal(periodWindow(period, window.start - 1, zone, anchor).end, window.start);
       }),
+    );
+  });
+
+  test('a fortnight is 14 local days from a Monday at midnight: 336 hours, one either way across DST', () => {
+    fc.assert(
+      fc.property(withAnchor, zones, ([at, anchor], zone) => {
+        const window = periodWindow('fortnightly', at, zone, anchor);
+        const start = inZone(window.start, zone);
+        assert.equal(start.weekday, 1);
+        assert.equal(start.toFormat('HH:mm'), '00:00');
+        assert.equal(localDayNumber(window.end, zone) - localDayNumber(window.start, zone), 14);
+        assert.ok(Math.abs(window.end - window.start - 336 * HOUR) <= HOUR);
+      }),
+    );
+  });
+
+  test('the first fortnight starts on the Monday of the week the consent starts in', () => {
+    fc.assert(
+      fc.property(instants, zones, (anchor, zone) => {
+        const first = periodWindow('fortnightly', anchor, zone, anchor);
+        assert.equal(first.start, inZone(anchor, zone).startOf('week').toMillis());
+      }),
+    );
+  });
+
+  test("a fortnight is the sandbox bank's fortnight for the same consent start", () => {
+    fc.assert(
+      fc.property(withAnchor, zones, ([at, anchor], zone) => {
+        assert.deepEqual(
+          periodWindow('fortnightly', at, zone, anchor),
+          bankPeriodWindow('Fortnight', at, zone, anchor),
+        );
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  test("a year is the sandbox bank's year: 1 January at local midnight to the next", () => {
+    fc.assert(
+      fc.property(withAnchor, zones, ([at, anchor], zone) => {
+        const year = periodWindow('yearly', at, zone);
+        assert.deepEqual(year, bankPeriodWindow('Year', at, zone, anchor));
+        assert.equal(inZone(year.start, zone).toFormat('MM-dd HH:mm'), '01-01 00:00');
+      }),
+    );
+  });
+
+  test('a fortnight needs the start it is counted from', () => {
+    assert.throws(
+      () => (periodWindow as (...args: unknown[]) => unknown)('fortnightly', local('2027-06-15'), NZ),
+      RangeError,
     );
   });
 
@@ -187,6 +268,50 @@ describe('periodWindow', () => {
       start: local('2027-02-01'),
       end: local('2027-03-01'),
     });
+  });
+
+  test('fortnights pair weeks from the consent start, whichever weekday it falls on', () => {
+    // A consent that starts on Thursday 7 January 2027: its fortnights start on Mondays 4 and 18 January.
+    const anchor = local('2027-01-07T15:20');
+    assert.deepEqual(periodWindow('fortnightly', local('2027-01-04T00:00'), NZ, anchor), {
+      start: local('2027-01-04'),
+      end: local('2027-01-18'),
+    });
+    assert.deepEqual(
+      periodWindow('fortnightly', local('2027-01-17T23:59:59.999'), NZ, anchor).end,
+      local('2027-01-18'),
+    );
+    assert.deepEqual(periodWindow('fortnightly', local('2027-01-18T00:00'), NZ, anchor), {
+      start: local('2027-01-18'),
+      end: local('2027-02-01'),
+    });
+    // A consent that starts a week later pairs the weeks the other way.
+    assert.deepEqual(periodWindow('fortnightly', local('2027-01-18T00:00'), NZ, local('2027-01-11T09:00')), {
+      start: local('2027-01-11'),
+      end: local('2027-01-25'),
+    });
+  });
+
+  test('a fortnight that contains the end of DST is 337 hours, one that contains its start 335', () => {
+    const anchor = local('2027-03-22T10:00'); // Monday 22 March: fortnights from 22 March and 5 April
+    const autumn = periodWindow('fortnightly', local('2027-04-04T12:00'), NZ, anchor);
+    assert.deepEqual(autumn, { start: local('2027-03-22'), end: local('2027-04-05') });
+    assert.equal(autumn.end - autumn.start, 337 * HOUR);
+    const spring = periodWindow('fortnightly', local('2027-09-26T12:00'), NZ, anchor);
+    assert.deepEqual(spring, { start: local('2027-09-20'), end: local('2027-10-04') });
+    assert.equal(spring.end - spring.start, 335 * HOUR);
+  });
+
+  test('a year runs from 1 January at local midnight, across 31 December', () => {
+    assert.deepEqual(periodWindow('yearly', local('2027-12-31T23:59:59.999'), NZ), {
+      start: local('2027-01-01'),
+      end: local('2028-01-01'),
+    });
+    assert.deepEqual(periodWindow('yearly', local('2028-01-01T00:00'), NZ), {
+      start: local('2028-01-01'),
+      end: local('2029-01-01'),
+    });
+    assert.equal(new Date(local('2028-01-01')).toISOString(), '2027-12-31T11:00:00.000Z'); // NZDT (+13)
   });
 
   test('DST starts on 2026-09-27 in New Zealand: that day and its week are an hour short', () => {
@@ -227,7 +352,7 @@ describe('checkLimits', () => {
   test('an aggregate gives the same answer as the list it sums', () => {
     fc.assert(
       fc.property(scenario, ({ at, zone, amount, usage, limits }) => {
-        const aggregate = aggregateUsage(usage, limits.period, at, zone);
+        const aggregate = aggregateUsage(usage, limits, at, zone);
         assert.deepEqual(
           checkLimits(limits, aggregate, amount, at, zone),
           checkLimits(limits, usage, amount, at, zone),
@@ -246,6 +371,7 @@ describe('checkLimits', () => {
         const usage = offsets.map((p) => ({ amount_cents: p.amount_cents, at: at + p.at }));
         const open: RecurringLimits = {
           period,
+          anchor_at: at - 9 * DAY,
           max_per_period_cents: 10_000_000,
           max_per_payment_cents: null,
           total_count: null,
@@ -253,7 +379,7 @@ describe('checkLimits', () => {
           end_at: null,
         };
         const total = usage.reduce((sum, p) => sum + p.amount_cents, 0);
-        const window = periodWindow(period, at, NZ);
+        const window = periodWindow(period, at, NZ, open.anchor_at);
         const inPeriod = usage.filter((p) => p.at >= window.start).reduce((sum, p) => sum + p.amount_cents, 0);
 
         assert.deepEqual(checkLimits({ ...open, max_per_payment_cents: amount }, usage, amount, at, NZ), { ok: true });
@@ -319,6 +445,7 @@ describe('checkLimits', () => {
       total_count: 1,
       total_amount_cents: 500,
       end_at: at - 1,
+      anchor_at: STARTED,
     };
     const reasons: string[] = [];
     let limits = all;
@@ -345,6 +472,7 @@ describe('checkLimits', () => {
       total_count: null,
       total_amount_cents: null,
       end_at: null,
+      anchor_at: STARTED,
     };
     const usage = [{ amount_cents: 10_000, at: local('2026-09-26T23:59:59.999') }];
     assert.equal(checkLimits(limits, usage, 1, local('2026-09-26T23:59:59.999'), NZ).ok, false);
@@ -360,6 +488,7 @@ describe('checkLimits', () => {
       total_count: null,
       total_amount_cents: null,
       end_at: null,
+      anchor_at: STARTED,
     };
     const usage = [
       { amount_cents: 6_000, at: local('2027-03-29T00:00') }, // Monday, NZDT
@@ -385,6 +514,7 @@ describe('checkLimits', () => {
       total_count: null,
       total_amount_cents: null,
       end_at: null,
+      anchor_at: STARTED,
     };
     const usage = [{ amount_cents: 5_000, at: local('2026-09-01T00:00') }];
     assert.equal(checkLimits(limits, usage, 1, local('2026-09-30T23:59:59.999'), NZ).ok, false);
@@ -424,6 +554,7 @@ describe('usageSummary', () => {
       total_count: 10,
       total_amount_cents: 50_000,
       end_at: null,
+      anchor_at: STARTED,
     };
     const usage = [
       { amount_cents: 2_500, at: local('2027-06-14T08:00') },
@@ -450,7 +581,7 @@ describe('usageSummary', () => {
 });
 
 describe('describeLimits', () => {
-  const base: RecurringLimits = {
+  const base: RecurringTerms = {
     period: 'weekly',
     max_per_period_cents: 10_000,
     max_per_payment_cents: null,
@@ -498,5 +629,13 @@ describe('describeLimits', () => {
       'up to $50.00 a payment, $200.00 a month, 12 payments in total, $1,000.00 in total, until 5:30pm on 30 June 2027',
     );
     assert.equal(describeLimits({ ...base, total_count: 1 }, NZ), 'up to $100.00 a week, 1 payment in total');
+  });
+
+  test('fortnights and years', () => {
+    assert.equal(describeLimits({ ...base, period: 'fortnightly' }, NZ), 'up to $100.00 a fortnight');
+    assert.equal(
+      describeLimits({ ...base, period: 'yearly', max_per_period_cents: 100_000, max_per_payment_cents: 20_000 }, NZ),
+      'up to $200.00 a payment, $1,000.00 a year',
+    );
   });
 });

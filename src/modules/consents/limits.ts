@@ -10,11 +10,16 @@ import { lastWindowCache } from '../../shared/time.ts';
  *   time zone (`SERVICE_TIME_ZONE`, Pacific/Auckland by default); nothing adds hours by hand.
  * - Period windows are calendar periods in that zone, start inclusive, end exclusive:
  *   `daily` is a local calendar day (local midnight to local midnight), `weekly` is Monday 00:00 to
- *   the next Monday 00:00, `monthly` is the 1st 00:00 to the next 1st 00:00. A window therefore
- *   lasts 23 or 25 hours (a week 167 or 169 hours) when it contains a daylight-saving change.
+ *   the next Monday 00:00, `fortnightly` is two such weeks, `monthly` is the 1st 00:00 to the next
+ *   1st 00:00, `yearly` is 1 January 00:00 to the next 1 January 00:00. A window therefore lasts
+ *   23 or 25 hours (a week 167 or 169 hours, a fortnight 335 or 337) when it contains a
+ *   daylight-saving change.
+ * - Fortnights are the bank's: pairs of weeks counted from the week that contains the consent's
+ *   start at the bank (its FromDateTime, `anchor_at`). Any other pairing would let through here a
+ *   payment the bank refuses, or refuse one it allows.
  * - Usage is the list of prior payments that count, each `{ amount_cents, at }`: successful,
  *   unconfirmed and in-flight payments count, failed ones do not. The caller filters; it may pass
- *   the list, or an aggregate it computed itself (SQL sums over the same window from `periodWindow`).
+ *   the list, or an aggregate it computed itself (SQL sums over the same window from `limitWindow`).
  *   A payment belongs to the period window that contains its `at` (when it was executed).
  * - In test mode the caller passes the amount asked for, not the 0.01 NZD actually moved.
  * - Atomicity under concurrency is the caller's job: lock the consent, read usage, check, insert
@@ -35,16 +40,26 @@ import { lastWindowCache } from '../../shared/time.ts';
  *   the largest single payment), ready for an error's `params`.
  */
 
-export const LimitPeriod = ['daily', 'weekly', 'monthly'] as const;
+export const LimitPeriod = ['daily', 'weekly', 'fortnightly', 'monthly', 'yearly'] as const;
 export type LimitPeriod = (typeof LimitPeriod)[number];
 
+/** Periods whose windows follow from the calendar alone; a fortnight also needs the consent's start. */
+export type CalendarPeriod = Exclude<LimitPeriod, 'fortnightly'>;
+
 /** The current period in words, as a page or an error says it: "this week". */
-export const THIS_PERIOD: Record<LimitPeriod, string> = { daily: 'today', weekly: 'this week', monthly: 'this month' };
+export const THIS_PERIOD: Record<LimitPeriod, string> = {
+  daily: 'today',
+  weekly: 'this week',
+  fortnightly: 'this fortnight',
+  monthly: 'this month',
+  yearly: 'this year',
+};
 
 export const LimitReason = ['end_date', 'max_per_payment', 'total_count', 'total_amount', 'max_per_period'] as const;
 export type LimitReason = (typeof LimitReason)[number];
 
-export type RecurringLimits = {
+/** The limits as a recurring request states them, before there is a consent. */
+export type RecurringTerms = {
   period: LimitPeriod;
   max_per_period_cents: number;
   max_per_payment_cents: number | null;
@@ -53,12 +68,18 @@ export type RecurringLimits = {
   end_at: number | null;
 };
 
+/** A consent's limits: its terms and its start at the bank, which fortnights are counted from. */
+export type RecurringLimits = RecurringTerms & { anchor_at: number };
+
+/** What a consent's period window depends on. */
+export type PeriodRule = Pick<RecurringLimits, 'period' | 'anchor_at'>;
+
 /** A prior payment that counts towards the limits. */
 export type CountedPayment = { amount_cents: number; at: number };
 
 export type UsageTotals = { amount_cents: number; count: number };
 
-/** Usage already summed by the caller: `period` over `periodWindow(limits.period, at, zone)`. */
+/** Usage already summed by the caller: `period` over `limitWindow(limits, at, zone)`. */
 export type UsageAggregate = { total: UsageTotals; period: UsageTotals };
 
 export type Usage = readonly CountedPayment[] | UsageAggregate;
@@ -82,26 +103,66 @@ export type LimitCheck = { ok: true } | LimitRefusal;
 export { DEFAULT_ZONE } from '../../shared/zone.ts';
 import { DEFAULT_ZONE } from '../../shared/zone.ts';
 
-const luxonUnit = { daily: 'day', weekly: 'week', monthly: 'month' } as const;
-const oneStep = { daily: { days: 1 }, weekly: { weeks: 1 }, monthly: { months: 1 } } as const;
-const periodWords = { daily: 'a day', weekly: 'a week', monthly: 'a month' } as const;
+const luxonUnit = { daily: 'day', weekly: 'week', monthly: 'month', yearly: 'year' } as const;
+const oneStep = { daily: { days: 1 }, weekly: { weeks: 1 }, monthly: { months: 1 }, yearly: { years: 1 } } as const;
+const periodWords = {
+  daily: 'a day',
+  weekly: 'a week',
+  fortnightly: 'a fortnight',
+  monthly: 'a month',
+  yearly: 'a year',
+} as const;
 
-/** The calendar period of `period` in `zone` that contains `at`: `start` inclusive, `end` exclusive. */
-export function periodWindow(period: LimitPeriod, at: number, zone: string = DEFAULT_ZONE): Window {
-  return recentWindows(`${period} ${zone}`, at, () => calendarWindow(period, at, zone));
+/**
+ * The period of `period` in `zone` that contains `at`: `start` inclusive, `end` exclusive. A
+ * fortnight is counted from the week containing `anchorAt`, the consent's start at the bank.
+ */
+export function periodWindow(period: CalendarPeriod, at: number, zone?: string): Window;
+export function periodWindow(period: LimitPeriod, at: number, zone: string, anchorAt: number): Window;
+export function periodWindow(period: LimitPeriod, at: number, zone: string = DEFAULT_ZONE, anchorAt?: number): Window {
+  if (period !== 'fortnightly') return recentWindows(`${period} ${zone}`, at, () => calendarWindow(period, at, zone));
+  if (anchorAt === undefined) throw new RangeError('periodWindow: a fortnight needs the start it is counted from');
+  return recentWindows(`${period} ${zone} ${anchorAt}`, at, () => fortnightWindow(at, zone, anchorAt));
+}
+
+/** The window of a consent's period that contains `at`. */
+export function limitWindow(rule: PeriodRule, at: number, zone: string = DEFAULT_ZONE): Window {
+  return periodWindow(rule.period, at, zone, rule.anchor_at);
 }
 
 const recentWindows = lastWindowCache();
 
-function calendarWindow(period: LimitPeriod, at: number, zone: string): Window {
+function localTime(at: number, zone: string) {
   const local = inZone(at, zone);
   if (!local.isValid) throw new RangeError(`periodWindow: invalid time ${at} or zone ${zone}`);
+  return local;
+}
+
+function calendarWindow(period: CalendarPeriod, at: number, zone: string): Window {
   const unit = luxonUnit[period];
   // Luxon's weeks are ISO weeks: they start on Monday.
-  const start = local.startOf(unit);
+  const start = localTime(at, zone).startOf(unit);
   // Adding calendar units keeps local wall time, so this is the next local midnight whatever the DST.
   const end = start.plus(oneStep[period]).startOf(unit);
   return { start: start.toMillis(), end: end.toMillis() };
+}
+
+/**
+ * The bank's fortnight (src/sandbox-bank/sandbox.limits.ts): the first fortnight is the week that
+ * contains the anchor and the week after it, and the rest follow two weeks at a time, either way.
+ */
+function fortnightWindow(at: number, zone: string, anchorAt: number): Window {
+  const firstWeek = localTime(anchorAt, zone).startOf('week');
+  // Both are local Mondays at midnight, so the calendar difference is a whole number of weeks;
+  // the epsilon only absorbs floating point in Luxon's diff.
+  const weeks = Math.floor(localTime(at, zone).startOf('week').diff(firstWeek, 'weeks').weeks + 1e-9);
+  const start = firstWeek.plus({ weeks: weeks - mod(weeks, 2) });
+  return { start: start.toMillis(), end: start.plus({ weeks: 2 }).toMillis() };
+}
+
+/** The remainder that is never negative: weeks before the anchor pair up the same way. */
+function mod(n: number, m: number): number {
+  return ((n % m) + m) % m;
 }
 
 function isAggregate(usage: Usage): usage is UsageAggregate {
@@ -111,12 +172,12 @@ function isAggregate(usage: Usage): usage is UsageAggregate {
 /** Sums a list of counted payments into totals and the totals of the window containing `at`. */
 export function aggregateUsage(
   usage: Usage,
-  period: LimitPeriod,
+  rule: PeriodRule,
   at: number,
   zone: string = DEFAULT_ZONE,
 ): UsageAggregate {
   if (isAggregate(usage)) return usage;
-  const window = periodWindow(period, at, zone);
+  const window = limitWindow(rule, at, zone);
   const total = { amount_cents: 0, count: 0 };
   const inPeriod = { amount_cents: 0, count: 0 };
   for (const payment of usage as readonly CountedPayment[]) {
@@ -151,7 +212,7 @@ export function checkLimits(
   if (limits.max_per_payment_cents !== null && amountCents > limits.max_per_payment_cents) {
     return refuse('max_per_payment', limits.max_per_payment_cents, limits.max_per_payment_cents, 'cents');
   }
-  const used = aggregateUsage(usage, limits.period, at, zone);
+  const used = aggregateUsage(usage, limits, at, zone);
   if (limits.total_count !== null && used.total.count + 1 > limits.total_count) {
     return refuse('total_count', limits.total_count, limits.total_count - used.total.count, 'count');
   }
@@ -170,7 +231,7 @@ export function checkLimits(
       limits.max_per_period_cents - used.period.amount_cents,
       'cents',
     );
-    return { ...refusal, window: periodWindow(limits.period, at, zone) };
+    return { ...refusal, window: limitWindow(limits, at, zone) };
   }
   return { ok: true };
 }
@@ -191,8 +252,8 @@ export function usageSummary(
   at: number,
   zone: string = DEFAULT_ZONE,
 ): UsageSummary {
-  const window = periodWindow(limits.period, at, zone);
-  const used = aggregateUsage(usage, limits.period, at, zone);
+  const window = limitWindow(limits, at, zone);
+  const used = aggregateUsage(usage, limits, at, zone);
   return {
     period: {
       start: window.start,
@@ -229,7 +290,7 @@ function describeEnd(endAt: number, zone: string): string {
  * The limits in plain words for the payer page, for example
  * "up to $50.00 a payment, $100.00 a week, until 31 December 2027".
  */
-export function describeLimits(limits: RecurringLimits, zone: string = DEFAULT_ZONE): string {
+export function describeLimits(limits: RecurringTerms, zone: string = DEFAULT_ZONE): string {
   const parts: string[] = [];
   if (limits.max_per_payment_cents !== null) parts.push(`${displayAmount(limits.max_per_payment_cents)} a payment`);
   parts.push(`${displayAmount(limits.max_per_period_cents)} ${periodWords[limits.period]}`);

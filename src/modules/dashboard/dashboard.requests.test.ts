@@ -180,6 +180,21 @@ test('a request created with the form is the one the API creates, with its event
     },
   });
   assert.equal(rec.status, 303, rec.text);
+  const recurringForm = await browser.request('/dashboard/test/requests/new?kind=recurring');
+  for (const period of ['daily', 'weekly', 'fortnightly', 'monthly', 'yearly'])
+    assert.match(recurringForm.text, new RegExp(`<option[^>]*>${period}</option>`), `the form offers ${period}`);
+  const fortnightly = await browser.request('/dashboard/test/requests/new', {
+    form: {
+      csrf: form(blank.text),
+      message: 'Pay-day top-ups',
+      kind: 'recurring',
+      recurring_period: 'fortnightly',
+      recurring_max_per_period: '200',
+      payer_email: 'pat@example.com',
+      bank_account_id: kowhai.bankAccountId,
+    },
+  });
+  assert.equal(fortnightly.status, 303, fortnightly.text);
   const all = (await kowhai.test.get('/v1/requests')).body.requests;
   const byMessage = Object.fromEntries(all.map((r: any) => [r.message, r]));
   assert.deepEqual(
@@ -205,6 +220,10 @@ test('a request created with the form is the one the API creates, with its event
     [byMessage['Top-ups'].recurring_options.max_per_period, byMessage['Top-ups'].recurring_options.max_per_payment],
     ['100.00 NZD', '50.00 NZD'],
   );
+  assert.deepEqual(byMessage['Pay-day top-ups'].recurring_options, {
+    period: 'fortnightly',
+    max_per_period: '200.00 NZD',
+  });
 });
 
 test('the request list filters by status, type and dates, searches id, reference, identifier and particulars, and pages', async (t) => {

@@ -58,7 +58,7 @@ export const REQUEST_INPUTS: Record<string, { label: string; fix: string }> = {
     label: 'Highest amount (NZD)',
     fix: 'Leave it blank, or enter dollars and cents no lower than the lowest amount.',
   },
-  recurring_period: { label: 'Limit period', fix: 'Choose daily, weekly or monthly.' },
+  recurring_period: { label: 'Limit period', fix: 'Choose daily, weekly, fortnightly, monthly or yearly.' },
   recurring_max_per_period: {
     label: 'Most each period (NZD)',
     fix: 'Enter the most you may take in one period, such as 100.00.',

@@ -8,7 +8,7 @@ import { emitEvent } from '../events/events.service.ts';
 import type { Mode } from '../../shared/mode.ts';
 import { openStored } from '../../shared/secret-box.ts';
 import type { Db } from '../../store/db.ts';
-import { periodWindow, type LimitPeriod } from '../consents/limits.ts';
+import { periodWindow } from '../consents/limits.ts';
 import { enduringPeriodOf } from '../consents/consents.rules.ts';
 import type { Ctx, Deps } from '../context.ts';
 import type { EnduringConsentInput } from '../banks/bank-connector.ts';
@@ -22,7 +22,7 @@ import { clockOf } from '../merchants/merchants.clock.ts';
 import { bankAccountOf } from '../merchants/merchants.service.ts';
 import { bankReturnUrl, connectorFor } from '../payments/payments.banks.ts';
 import * as repo from './refunds.repo.ts';
-import { REFUND_PARTICULARS, TEST_AUTHORITY_LIMITS, type AuthorityLimits } from './refunds.rules.ts';
+import { REFUND_PARTICULARS, TEST_AUTHORITY_LIMITS, type AuthorityLimits, type RefundPeriod } from './refunds.rules.ts';
 import type { RefundAuthorityRow } from './refunds.tables.ts';
 
 // The merchant's refund authority (docs/refunds.md): an enduring consent at the merchant's bank
@@ -127,7 +127,7 @@ function consentRequestOf(authority: RefundAuthorityRow, accountNumber: string, 
     fromAt: now,
     toAt: null,
     maxPerPaymentCents: authority.max_per_refund_cents,
-    period: enduringPeriodOf(authority.period as LimitPeriod),
+    period: enduringPeriodOf(authority.period as RefundPeriod),
     maxPerPeriodCents: authority.max_per_period_cents,
     maxCountPerPeriod: null,
     totalCount: null,
@@ -260,7 +260,7 @@ export async function authorityViewFor(ctx: Ctx): Promise<AuthorityView> {
   const current = all.find((row) => row.status === 'active');
   let active: AuthorityView['active'] = null;
   if (current) {
-    const window = periodWindow(current.period as LimitPeriod, ctx.clock.now(), ctx.deps.config.serviceTimeZone);
+    const window = periodWindow(current.period as RefundPeriod, ctx.clock.now(), ctx.deps.config.serviceTimeZone);
     active = { ...current, usedCents: repo.authorityUsage(current, window), periodEnd: window.end };
   }
   return { active, past: all.filter((row) => row !== current) };
@@ -447,7 +447,7 @@ export function presentAuthority(authority: NonNullable<AuthorityView['active']>
     bank: authority.bank_id,
     // A test-mode authority's sandbox account is opened by the first refund that needs it.
     account_number: authority.account_number || null,
-    period: authority.period as LimitPeriod,
+    period: authority.period as RefundPeriod,
     max_per_refund: formatAmount(authority.max_per_refund_cents),
     max_per_period: formatAmount(authority.max_per_period_cents),
     used_this_period: formatAmount(authority.usedCents),

@@ -1,6 +1,6 @@
 import { AppError } from '../../shared/errors.ts';
 import { displayAmount, formatAmount } from '../../shared/money.ts';
-import { THIS_PERIOD, type LimitPeriod } from '../consents/limits.ts';
+import { THIS_PERIOD, type CalendarPeriod } from '../consents/limits.ts';
 
 // Refunds as plain arithmetic and wording (docs/refunds.md): what remains refundable of a payment,
 // what a refund authority's limits allow, and the statement text the payer sees. No I/O.
@@ -64,7 +64,14 @@ export function exceedsRefundableError(refundable: number): AppError {
   );
 }
 
-export type AuthorityLimits = { period: LimitPeriod; max_per_refund_cents: number; max_per_period_cents: number };
+/**
+ * A refund authority's limit periods: calendar periods only, so a window needs no consent start
+ * (recurring consents also have fortnights, counted from theirs).
+ */
+export const RefundPeriod = ['daily', 'weekly', 'monthly'] as const satisfies readonly CalendarPeriod[];
+export type RefundPeriod = (typeof RefundPeriod)[number];
+
+export type AuthorityLimits = { period: RefundPeriod; max_per_refund_cents: number; max_per_period_cents: number };
 export type AuthorityRefusal = { limit: 'max_per_refund' | 'max_per_period'; limitCents: number; remaining: number };
 
 /** Whether a refund of `cents` fits the authority's limits, with `usedCents` already counted in this period. */
@@ -76,7 +83,7 @@ export function authorityRefusal(limits: AuthorityLimits, usedCents: number, cen
   return null;
 }
 
-export function authorityRefusalError(refusal: AuthorityRefusal, period: LimitPeriod): AppError {
+export function authorityRefusalError(refusal: AuthorityRefusal, period: RefundPeriod): AppError {
   const message =
     refusal.limit === 'max_per_refund'
       ? `The refund is more than your refund authority allows for one refund (${displayAmount(refusal.limitCents)})`

@@ -7,7 +7,7 @@ import { AMOUNT_FORM, formatAmount, parseAmount } from '../../shared/money.ts';
 import { pageOf } from '../../shared/pagination.ts';
 import { iso } from '../../shared/time.ts';
 import type { Db } from '../../store/db.ts';
-import { periodWindow, type LimitPeriod } from '../consents/limits.ts';
+import { periodWindow } from '../consents/limits.ts';
 import type { Ctx, Deps } from '../context.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { clockIdOf } from '../merchants/merchants.clock.ts';
@@ -30,6 +30,7 @@ import {
   refundAmountOf,
   refundStatementText,
   type ActionReason,
+  type RefundPeriod,
   type RefundStatus,
 } from './refunds.rules.ts';
 import type { CreateRefundBody, ListRefundsQuery } from './refunds.schemas.ts';
@@ -139,7 +140,7 @@ function checkRefund(
   const amount = refundAmountOf(payment, cents);
   if (!amount.ok) return { refusal: exceedsRefundableError(amount.refundable) };
   if (!authority) return { cents: amount.cents, window: null };
-  const period = authority.period as LimitPeriod;
+  const period = authority.period as RefundPeriod;
   const window = periodWindow(period, now, zone);
   const limits = {
     period,

@@ -2,7 +2,7 @@ import { invalidParam, missingParam } from '../../shared/errors.ts';
 import { AMOUNT_FORM, amountValue, MAX_PAYMENT_CENTS, parseAmount } from '../../shared/money.ts';
 import { DAY_MS, MINUTE_MS, HOUR_MS } from '../../shared/time.ts';
 import { atLocalTime, isDateOnly, localDateOf, parseEndInput, parseInstant } from '../../shared/zone.ts';
-import type { CreateRequestBody } from './requests.schemas.ts';
+import type { CreateRequestBody, RecurringPeriod } from './requests.schemas.ts';
 
 // The creation rules of requests (docs/api-conventions.md, docs/recurring.md, docs/subscriptions.md), as one pure function:
 // body + now + zone in, normalised request or the first rule broken out.
@@ -10,7 +10,7 @@ import type { CreateRequestBody } from './requests.schemas.ts';
 export type RequestKind = 'payment' | 'recurring' | 'subscription';
 
 export type RecurringOptions = {
-  period: 'daily' | 'weekly' | 'monthly';
+  period: (typeof RecurringPeriod)[number];
   max_per_period_cents: number;
   max_per_payment_cents: number | null;
   total_count: number | null;

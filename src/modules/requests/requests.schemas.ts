@@ -16,14 +16,16 @@ const URL_FORM = 'an https URL (http only for localhost), at most 2048 character
 const UrlInput = (description: string) =>
   Type.String({ maxLength: 2048, minLength: 1, description: `${description}; ${URL_FORM}`, 'x-expected': URL_FORM });
 
-export const RecurringPeriod = ['daily', 'weekly', 'monthly'] as const;
+export const RecurringPeriod = ['daily', 'weekly', 'fortnightly', 'monthly', 'yearly'] as const;
 export const SubscriptionPeriod = ['weekly', 'fortnightly', 'monthly', 'quarterly', 'annually'] as const;
 
 export const RecurringOptionsInput = Type.Object(
   {
     period: Type.Enum(RecurringPeriod, {
       description:
-        'Window for max_per_period: a calendar day, Monday-to-Sunday week or calendar month in the service time zone',
+        'Window for max_per_period, in the service time zone: a calendar day, a Monday-to-Sunday week, a fortnight ' +
+        '(two such weeks, counted from the week the payer is sent to authorise the consent, as the bank counts them), ' +
+        'a calendar month or a calendar year',
     }),
     max_per_period: AmountInput('Most that can be charged in one period'),
     max_per_payment: Type.Optional(AmountInput('Most for any one payment')),

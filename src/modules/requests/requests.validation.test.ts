@@ -375,10 +375,10 @@ const cases: Case[] = [
     { field: 'recurring_options.period' },
   ],
   [
-    'recurring period yearly',
-    recurring({ ...okRecurring, period: 'yearly' }),
+    'recurring period quarterly (a subscription period, not a limit period)',
+    recurring({ ...okRecurring, period: 'quarterly' }),
     invalid('recurring_options.period'),
-    'recurring_options.period must be one of "daily", "weekly", "monthly"',
+    'recurring_options.period must be one of "daily", "weekly", "fortnightly", "monthly", "yearly"',
     { field: 'recurring_options.period' },
   ],
   [

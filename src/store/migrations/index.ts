@@ -46,6 +46,7 @@ import * as requestPaymentAtBank from './0049-request-payment-at-bank.ts';
 import * as consentRefreshTokens from './0050-consent-refresh-tokens.ts';
 import * as payerCodeUsedWith from './0051-payer-code-used-with.ts';
 import * as secretKeyCheck from './0052-secret-key-check.ts';
+import * as consentStartsAt from './0053-consent-starts-at.ts';
 import { sandboxBankMigrations } from '../../sandbox-bank/migrations/index.ts';
 
 // Every migration; they run in the order of their names. Each module appends its own file here;
@@ -98,6 +99,7 @@ export const migrations: Record<string, Migration> = inNameOrder({
   '0050-consent-refresh-tokens': consentRefreshTokens,
   '0051-payer-code-used-with': payerCodeUsedWith,
   '0052-secret-key-check': secretKeyCheck,
+  '0053-consent-starts-at': consentStartsAt,
   ...sandboxBankMigrations,
 });
 

@@ -1,11 +1,10 @@
 import { contentSecurityPolicy } from '../../../http/pages.ts';
 import { AppError } from '../../../shared/errors.ts';
 import type { Mode } from '../../../shared/mode.ts';
-import { LimitPeriod } from '../../consents/limits.ts';
 import { listBankAccountsOf } from '../../merchants/merchants.service.ts';
 import { bankReturnUrl, banksFor, connectorFor } from '../../payments/payments.banks.ts';
 import { authorityViewFor, revokeAuthority, sandboxHolderOf, startAuthority } from '../../refunds/refunds.authority.ts';
-import { TEST_AUTHORITY_LIMITS } from '../../refunds/refunds.rules.ts';
+import { RefundPeriod, TEST_AUTHORITY_LIMITS } from '../../refunds/refunds.rules.ts';
 import type { Deps } from '../../context.ts';
 import { oneOf, text } from '../dashboard.format.ts';
 import { dollarsToCents } from '../dashboard.forms.ts';
@@ -26,7 +25,7 @@ type AuthorityValues = {
   max_per_period: string;
 };
 
-const PERIOD_LABELS: Record<LimitPeriod, { each: string; this: string }> = {
+const PERIOD_LABELS: Record<RefundPeriod, { each: string; this: string }> = {
   daily: { each: 'Each day', this: 'today' },
   weekly: { each: 'Each week', this: 'this week' },
   monthly: { each: 'Each month', this: 'this month' },
@@ -122,7 +121,7 @@ function authorityPage(kit: Kit) {
     ]);
     const banks = banksFor(deps, signed.mode);
     const bankName = (id: string) => banks.find((bank) => bank.id === id)?.name ?? id;
-    const label = (period: string) => PERIOD_LABELS[period as LimitPeriod] ?? { each: period, this: 'this period' };
+    const label = (period: string) => PERIOD_LABELS[period as RefundPeriod] ?? { each: period, this: 'this period' };
     return {
       title: 'Refund authority',
       ...kit.layoutOf(signed, 'refunds'),
@@ -135,7 +134,7 @@ function authorityPage(kit: Kit) {
       past: view.past.map((row) => ({ ...row, bankName: bankName(row.bank_id), periodLabel: label(row.period) })),
       banks,
       accounts,
-      periods: LimitPeriod.map((period) => ({ value: period, label: PERIOD_LABELS[period].each })),
+      periods: RefundPeriod.map((period) => ({ value: period, label: PERIOD_LABELS[period].each })),
       values: values ?? {
         bank_id: banks[0]?.id ?? '',
         bank_account_id: accounts[0]?.id ?? '',
@@ -151,7 +150,7 @@ function authorityPage(kit: Kit) {
   };
 }
 
-type Limits = { period: LimitPeriod; max_per_refund_cents: number; max_per_period_cents: number };
+type Limits = { period: RefundPeriod; max_per_refund_cents: number; max_per_period_cents: number };
 
 /** The typed form as an authority's bank and limits, or the field that is wrong and why. */
 function checkedForm(
@@ -163,7 +162,7 @@ function checkedForm(
     return { input: 'bank_id', message: 'Choose one of the banks listed.' };
   if (!values.bank_account_id)
     return { input: 'bank_account_id', message: 'Choose the account refunds are paid from.' };
-  const period = oneOf(values.period, LimitPeriod);
+  const period = oneOf(values.period, RefundPeriod);
   if (!period) return { input: 'period', message: 'Choose a period for the limit.' };
   const perRefund = dollarsToCents(values.max_per_refund);
   if (perRefund === null || !Number.isSafeInteger(perRefund) || perRefund <= 0)
