@@ -178,9 +178,7 @@ async function provisionAtSandbox(deps: Deps, authority: RefundAuthorityRow, clo
   // The merchant's authority outlasts any one refund, and a test clock can be reset to real time:
   // its consent at the bank starts now in real time, which every clock has passed, never at the
   // clock's time, which a reset would leave in the future.
-  const consent = await connector.createEnduringConsent(
-    consentRequestOf(authority, accountNumber, deps.clock.now()),
-  );
+  const consent = await connector.createEnduringConsent(consentRequestOf(authority, accountNumber, deps.clock.now()));
   if (!consent.ok) throw new Error(`the sandbox bank refused the refund authority: ${consent.message}`);
   const approved = (await deps.banks.sandboxTestHook('/authorise', {
     consent_id: consent.consentId,
