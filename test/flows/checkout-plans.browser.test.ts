@@ -1,7 +1,8 @@
 // The embed widget and the hosted page for a subscription or a recurring consent, in a real browser
 // (Debian's Chromium through playwright-core): the frame follows the request once the bank tab
-// opens, shows the set-up or the decline and tells the shop's page; the bank tab says it can be
-// closed; a declined plan says so on the page; a lost bank tab leaves a way back. SQLite only.
+// opens, shows the set-up or the decline and tells the shop's page once; the bank tab says it can be
+// closed once the frame answers it, also after "Start again"; a plan paid meanwhile shows as set up;
+// a declined plan says so on the page; a lost bank tab leaves a way back. SQLite only.
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
@@ -9,7 +10,7 @@ import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import type { FrameLocator, Page } from 'playwright-core';
 import { browserSkipReason, newBrowserPage } from '../support/chromium.ts';
-import { checkoutWorld, createRequest, type CheckoutWorld } from './checkout.fixtures.ts';
+import { checkoutWorld, createRequest, payViaPage, type CheckoutWorld } from './checkout.fixtures.ts';
 
 const skip = browserSkipReason ?? false;
 /** Where to keep screenshots of the widget's outcomes, when set. */
@@ -123,7 +124,9 @@ test('the widget finishes a subscription: the frame shows it set up, the shop he
   await page.context().close();
 });
 
-test('a recurring consent in the widget; its bank tab says it can be closed, and closes', { skip }, async (t) => {
+test('a recurring consent in the widget; its bank tab, once the frame answers, says it can be closed and closes', {
+  skip,
+}, async (t) => {
   const world = await checkoutWorld(t);
   const request = await createRequest(world, {
     message: 'Veggie box',
@@ -144,12 +147,15 @@ test('a recurring consent in the widget; its bank tab says it can be closed, and
   await page.context().close();
 
   // The bank tab, when the widget has not closed it first: its opener is the widget's frame, a page
-  // of the service. It says it can be closed, and closes itself.
-  const { page: opener } = await newBrowserPage(t);
-  await opener.goto(`${world.baseUrl}/pay/${request.id}`);
+  // of the service, which answers it. Then it says it can be closed, and closes itself.
+  const { page: later } = await newBrowserPage(t);
+  await later.goto(await shopOf(t, world, request.id));
+  await later.frameLocator('#pay iframe').getByRole('heading', { name: 'Regular payments authorised' }).waitFor();
+  const widget = later.frames().find((f) => f.url().startsWith(`${world.baseUrl}/pay/${request.id}`));
+  assert.ok(widget, 'the widget frame');
   const [landing] = await Promise.all([
-    opener.context().waitForEvent('page'),
-    opener.evaluate(`window.open('/pay/${request.id}?outcome=authorised', '_blank')`),
+    later.context().waitForEvent('page'),
+    widget.evaluate(`window.open('/pay/${request.id}?outcome=authorised', '_blank')`),
   ]);
   await landing.getByText('You can close this tab and return to the page you came from.').waitFor();
   assert.match(await landing.locator('h1').innerText(), /Regular payments authorised/);
@@ -158,10 +164,26 @@ test('a recurring consent in the widget; its bank tab says it can be closed, and
     (closed) => closed,
   );
   assert.equal(landing.isClosed(), true, 'the bank tab closes itself');
+  // A later load of the widget, in a fresh tab, shows the set-up without telling the shop again.
+  assert.deepEqual(await later.evaluate('window.messages'), []);
+  await later.context().close();
+  // Unanswered (its opener, the hosted page outside the widget, does not follow the plan), the bank
+  // tab stays on its page, which says what happened, and does not say it can be closed.
+  const { page: opener } = await newBrowserPage(t);
+  await opener.goto(`${world.baseUrl}/pay/${request.id}`);
+  const [kept] = await Promise.all([
+    opener.context().waitForEvent('page'),
+    opener.evaluate(`window.open('/pay/${request.id}?outcome=authorised', '_blank')`),
+  ]);
+  await kept.getByRole('heading', { name: 'Regular payments authorised' }).waitFor();
+  await new Promise((resolve) => setTimeout(resolve, 5000));
+  assert.equal(kept.isClosed(), false, 'an unanswered bank tab stays open');
+  assert.doesNotMatch(await kept.locator('main').innerText(), /close this tab/);
   // Opened any other way, the same page neither says so nor closes.
   await opener.goto(`${world.baseUrl}/pay/${request.id}?outcome=authorised`);
   await opener.getByRole('heading', { name: 'Regular payments authorised' }).waitFor();
   assert.doesNotMatch(await opener.locator('main').innerText(), /close this tab/);
+  await opener.context().close();
 });
 
 test('declining a recurring consent in the widget: the frame says so with a way to try again, the shop hears of it', {
@@ -252,4 +274,95 @@ test('the widget after its bank tab is closed: it says so, and can reopen the ba
   );
   await frame.getByRole('heading', { name: 'Payment successful' }).waitFor();
   await page.context().close();
+});
+
+test('"Start again" in the waiting frame, then approving in the bank tab still open: the frame shows the set-up, the shop hears once', {
+  skip,
+}, async (t) => {
+  const world = await checkoutWorld(t);
+  const request = await createRequest(world, {
+    message: 'Weekly flowers',
+    cust_info: { email: 'ana@example.com' },
+    subscription_options: { amount: '10.00 NZD', period: 'weekly', start_date: '2031-03-03' },
+  });
+  const { page } = await newBrowserPage(t);
+  // Closed before the service stops (its hooks run first), so a failure here ends the test.
+  try {
+    const errors = watchErrors(page);
+    await page.goto(await shopOf(t, world, request.id));
+    const frame = page.frameLocator('#pay iframe');
+    const bankTab = await toBankFromWidget(page, frame);
+    const bankErrors = watchErrors(bankTab);
+    await frame.getByRole('heading', { name: 'Approve the subscription in your bank' }).waitFor();
+    await bankTab.waitForURL(/sandbox-bank/);
+    // The payer starts again in the frame while the bank tab is still open, then approves there.
+    await frame.getByRole('link', { name: 'Start again' }).click();
+    await frame.getByRole('button', { name: 'Continue to your bank' }).waitFor();
+    await atBank(bankTab, 'Approve');
+    // The fresh form hears the bank tab it opened before: the frame shows the set-up and tells the shop.
+    await page.bringToFront();
+    assert.deepEqual(await messagesOf(page), [
+      { type: 'subscription.created', requestId: request.id, paymentId: null, status: 'successful' },
+    ]);
+    await frame.getByRole('heading', { name: 'Subscription set up' }).waitFor();
+    assert.match(await frame.locator('main').innerText(), /First charge: .*2031/);
+    // The frame answered, so the bank tab closes (it says so first, unless the frame closed it already).
+    await eventually(
+      async () => bankTab.isClosed(),
+      (closed) => closed,
+    );
+    assert.equal(bankTab.isClosed(), true, 'the bank tab closes once the frame has answered');
+    assert.equal((await world.api.get(`/v1/requests/${request.id}`)).body.request.status, 'paid');
+    // Told once: the frame reloaded (or the shop's page reloaded in this tab) does not tell again.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    assert.equal(((await page.evaluate('window.messages')) as unknown[]).length, 1);
+    await page.reload();
+    await page.frameLocator('#pay iframe').getByRole('heading', { name: 'Subscription set up' }).waitFor();
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    assert.deepEqual(
+      await page.evaluate('window.messages'),
+      [],
+      'a later load of a set-up plan tells the shop nothing',
+    );
+    assert.deepEqual([...errors, ...bankErrors], [], 'no script errors and no CSP violations');
+  } finally {
+    await page.context().close();
+  }
+});
+
+test('a plan paid while the widget shows its form: submitting shows the set-up and tells the shop once', {
+  skip,
+}, async (t) => {
+  const world = await checkoutWorld(t);
+  const request = await createRequest(world, {
+    message: 'Veggie box',
+    cust_info: { email: 'ana@example.com' },
+    recurring_options: { period: 'weekly', max_per_period: '80.00 NZD' },
+  });
+  const { page } = await newBrowserPage(t);
+  // Closed before the service stops (its hooks run first), so a failure here ends the test.
+  try {
+    const errors = watchErrors(page);
+    await page.goto(await shopOf(t, world, request.id));
+    const frame = page.frameLocator('#pay iframe');
+    await frame.getByRole('radio', { name: 'Sandbox Bank' }).check();
+    // Approved meanwhile elsewhere (another tab of the payer's): the form is now for a paid request.
+    await payViaPage(world, request.id, {});
+    assert.equal((await world.api.get(`/v1/requests/${request.id}`)).body.request.status, 'paid');
+    await frame.getByRole('button', { name: 'Continue to your bank' }).click();
+    await frame.getByRole('heading', { name: 'Regular payments authorised' }).waitFor();
+    assert.deepEqual(await messagesOf(page), [
+      { type: 'recurring_consent.authorised', requestId: request.id, paymentId: null, status: 'successful' },
+    ]);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    assert.equal(((await page.evaluate('window.messages')) as unknown[]).length, 1, 'told once');
+    assert.equal(page.context().pages().length, 1, 'no bank tab is left open');
+    assert.deepEqual(
+      errors.filter((e) => !/status of 409/.test(e)),
+      [],
+      'no script errors and no CSP violations (the submit is answered 409)',
+    );
+  } finally {
+    await page.context().close();
+  }
 });

@@ -153,8 +153,9 @@ export function setUpOutcomeOf(status: string): SetUpOutcome {
 
 /**
  * The page for a request that cannot take payments (paid, expired, deleted); `setUp` when it set up a
- * consent or subscription. `justSetUp` when the payer has just come back from approving it at the bank:
- * the page then reports the outcome (to the embedding page, or to the widget that opened the bank tab).
+ * consent or subscription. `justSetUp` when the payer has just come back from approving it at the bank,
+ * and inside the widget: the page then reports the outcome (to the embedding page, once per frame, or
+ * to the widget that opened the bank tab).
  */
 export function closedRequestPage(
   ctx: PageContext,

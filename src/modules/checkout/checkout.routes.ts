@@ -136,11 +136,18 @@ function registerPayPages(app: App, deps: Deps, strategies: CheckoutStrategies):
     const { loaded, ctx } = found;
     // Back from the bank with a recurring consent or subscription: what the bank said, from a fixed list.
     const outcome = loaded.request.kind === 'payment' ? null : parseSetUpOutcome(request.query.outcome);
+    // In the widget a plan found set up is always shown as an outcome: its script tells the shop
+    // once, if this frame has not told it yet (checkout.js).
     if (loaded.status !== 'active')
       return sendPage(
         reply,
         loaded.status === 'paid' ? 200 : 410,
-        closedRequestPage(ctx, loaded.status, await setUpViewOf(deps, strategies, loaded), outcome === 'authorised'),
+        closedRequestPage(
+          ctx,
+          loaded.status,
+          await setUpViewOf(deps, strategies, loaded),
+          outcome === 'authorised' || ctx.embedOrigin !== null,
+        ),
         ctx.embedOrigin,
       );
     if (outcome === 'declined' || outcome === 'failed')
@@ -167,7 +174,7 @@ function registerPayPages(app: App, deps: Deps, strategies: CheckoutStrategies):
         return sendPage(
           reply,
           409,
-          closedRequestPage(ctx, outcome.status, await setUpViewOf(deps, strategies, loaded)),
+          closedRequestPage(ctx, outcome.status, await setUpViewOf(deps, strategies, loaded), ctx.embedOrigin !== null),
           ctx.embedOrigin,
         );
       case 'bank_error':

@@ -5,7 +5,10 @@
 // the frame's real ancestor, and by the server's frame-ancestors policy). A one-off payment is
 // followed by its payment's status; a recurring consent or subscription by its request's status
 // (the request is paid once the bank approved it), and the bank tab tells the frame that opened it
-// what the bank said, so a decline shows at once.
+// what the bank said, so a decline shows at once. The frame hears its bank tabs on whatever page of
+// the plan it shows (also after "Start again") and answers each; a bank tab closes itself only
+// once answered. The frame tells the shop a plan is set up only from the server's set-up page (the
+// request is paid), and once: the first such page after this frame showed the form.
 (function () {
   'use strict';
   var body = document.body;
@@ -149,21 +152,69 @@
     }, 1500);
   }
 
-  // A recurring consent or subscription the payer has just approved or declined at the bank.
-  if (page === 'set-up' && plan && FINAL[status]) {
-    if (embedOrigin) {
-      postToParent({ type: plan[status], request_id: requestId, payment_id: null, status: status });
-    } else if (openedByWidget()) {
-      window.opener.postMessage(
-        { source: 'tono', type: 'tono.bank-return', request_id: requestId, status: status },
-        window.location.origin,
-      );
+  // The frame owes the shop a plan's set-up from the moment it shows the form until it tells it
+  // once. The mark is the frame's own name (window.name): it lasts while this frame moves between
+  // the service's pages and is gone with the frame (a reload of the shop's page makes a new one),
+  // where third-party storage is often refused. A frame the shop named itself keeps its name, and
+  // tells only on the return from the bank (?outcome=authorised).
+  var OWED = 'tono-owed:' + requestId;
+  function owe() {
+    if (window.name === '' || window.name.indexOf('tono-owed:') === 0) window.name = OWED;
+  }
+  function settleOwed() {
+    if (window.name === OWED) {
+      window.name = '';
+      return true;
+    }
+    return window.name !== '' && window.name.indexOf('tono-owed:') !== 0
+      ? /[?&]outcome=authorised(&|$)/.test(window.location.search)
+      : false;
+  }
+
+  // The bank tab of a plan tells the frame that opened it what the bank said (again every half
+  // second, for a few seconds, until answered), and says it can be closed and closes itself only
+  // once the frame has answered that it shows the outcome. Unanswered, it stays on this page, which
+  // says what happened.
+  function tellWidget(outcome) {
+    var answered = false;
+    var tries = 0;
+    window.addEventListener('message', function (event) {
+      var data = event.data;
+      if (answered || event.origin !== window.location.origin || !window.opener || event.source !== window.opener)
+        return;
+      if (!data || data.source !== 'tono' || data.type !== 'tono.bank-return-ack' || data.request_id !== requestId)
+        return;
+      answered = true;
       var note = document.createElement('p');
       note.textContent = 'You can close this tab and return to the page you came from.';
       var box = document.querySelector('.status');
       var actions = box && box.querySelector('.actions');
       if (box) box.insertBefore(note, actions);
       closeSoon();
+    });
+    (function send() {
+      if (answered || !window.opener || tries++ >= 8) return;
+      try {
+        window.opener.postMessage(
+          { source: 'tono', type: 'tono.bank-return', request_id: requestId, status: outcome },
+          window.location.origin,
+        );
+      } catch (e) {
+        return;
+      }
+      setTimeout(send, 500);
+    })();
+  }
+
+  // A recurring consent or subscription the payer has just approved or declined at the bank.
+  // In the frame, the server shows the set-up page only for a paid request: told to the shop once;
+  // a decline or failure each time it is shown (the request can still be approved).
+  if (page === 'set-up' && plan && FINAL[status]) {
+    if (embedOrigin) {
+      if (status !== 'successful' || (parentVerified() && settleOwed()))
+        postToParent({ type: plan[status], request_id: requestId, payment_id: null, status: status });
+    } else if (openedByWidget()) {
+      tellWidget(status);
     }
     var heading = document.querySelector('main h1');
     if (heading && status !== 'successful') heading.focus();
@@ -254,24 +305,53 @@
     }
     watch();
 
-    // The bank tab of a recurring consent or subscription says what the bank did.
-    if (plan) {
-      window.addEventListener('message', function (event) {
-        var data = event.data;
-        if (finished || event.origin !== window.location.origin || !popup || event.source !== popup) return;
-        if (!data || data.source !== 'tono' || data.type !== 'tono.bank-return' || data.request_id !== requestId)
-          return;
-        if (data.status === 'successful') follow.check();
-        else if (data.status === 'cancelled' || data.status === 'failed') {
-          finished = true;
-          window.location.href = payUrl(data.status === 'cancelled' ? 'declined' : 'failed');
-        }
-      });
+    // A bank tab of a recurring consent or subscription says what the bank did (heard below).
+    onBankReturn = function (outcome) {
+      if (finished) return;
+      if (outcome === 'successful') follow.check();
+      else {
+        finished = true;
+        window.location.href = payUrl(SET_UP_OUTCOME[outcome]);
+      }
+    };
+  }
+
+  // Inside the widget, a plan's form and outcome pages hear the bank tabs this frame opened (their
+  // opener is this window, whichever page it shows now, so also after "Start again"). Each message
+  // is answered, so the tab can close, and the frame moves to the outcome unless it shows it already:
+  // waiting, the way waitForBank does (a set-up once the request is paid); otherwise to the request's
+  // page with the bank's word, where the server shows the set-up only for a paid request.
+  var SET_UP_OUTCOME = { successful: 'authorised', cancelled: 'declined', failed: 'failed' };
+  var onBankReturn = null;
+  function fromOwnBankTab(event) {
+    if (event.origin !== window.location.origin || !event.source) return false;
+    try {
+      return event.source.opener === window;
+    } catch (e) {
+      return false;
     }
+  }
+  if (plan && embedOrigin && (page === 'pay' || page === 'set-up')) {
+    var heard = false;
+    window.addEventListener('message', function (event) {
+      var data = event.data;
+      if (!data || data.source !== 'tono' || data.type !== 'tono.bank-return' || data.request_id !== requestId) return;
+      if (!FINAL[data.status] || !fromOwnBankTab(event)) return;
+      event.source.postMessage(
+        { source: 'tono', type: 'tono.bank-return-ack', request_id: requestId },
+        window.location.origin,
+      );
+      if (heard) return;
+      heard = true;
+      if (page === 'set-up' && (status === 'successful' || data.status !== 'successful')) return;
+      if (onBankReturn) onBankReturn(data.status);
+      else window.location.href = payUrl(SET_UP_OUTCOME[data.status]);
+    });
   }
 
   // Inside the widget the bank must not be framed: open it in a new tab and wait here.
   var form = document.querySelector('form.checkout');
+  if (page === 'pay' && embedOrigin && form && plan) owe();
   if (page === 'pay' && embedOrigin && form && window.fetch) {
     form.addEventListener('submit', function (event) {
       event.preventDefault();
@@ -287,7 +367,10 @@
         .then(function (result) {
           if (!result.redirect_url) {
             if (popup) popup.close();
-            form.submit(); // the server shows the errors next to their fields
+            // A closed request (paid meanwhile: a plan's set-up) shows as it is now; otherwise the
+            // server shows the errors next to their fields.
+            if (result.outcome === 'closed') window.location.href = payUrl(null);
+            else form.submit();
             return;
           }
           waitForBank(popup, result);
