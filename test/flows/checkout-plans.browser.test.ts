@@ -111,6 +111,15 @@ test('the widget finishes a subscription: the frame shows it set up, the shop he
   ]);
   await frame.getByRole('heading', { name: 'Subscription set up' }).waitFor();
   assert.match(await frame.locator('main').innerText(), /First charge: .*2031/);
+  // The frame fits the shorter page: it shrinks to its content, rather than keep the form's height.
+  const fits = await eventually(
+    async () => ({
+      frame: (await page.locator('#pay iframe').boundingBox())!.height,
+      content: (await frame.locator('body').boundingBox())!.height,
+    }),
+    ({ frame: outer, content }) => Math.abs(outer - Math.max(content, 200)) <= 2,
+  );
+  assert.ok(fits.frame < 600, `the set-up page is short: ${JSON.stringify(fits)}`);
   // The bank tab closes (the widget opened it), as it does for a one-off payment.
   await eventually(
     async () => bankTab.isClosed(),

@@ -50,8 +50,10 @@
     message.source = 'tono';
     window.parent.postMessage(message, embedOrigin);
   }
+  // The body's own height: the document's scrollHeight is at least the frame's, so a frame would
+  // only ever grow, and keep a long form's height on the short page after it.
   function reportHeight() {
-    postToParent({ type: 'tono.resize', height: document.documentElement.scrollHeight });
+    postToParent({ type: 'tono.resize', height: Math.ceil(document.body.getBoundingClientRect().height) });
   }
   if (embedOrigin) {
     window.addEventListener('load', reportHeight);
