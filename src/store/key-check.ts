@@ -62,13 +62,12 @@ async function sealedEarlier(db: Db): Promise<string | null> {
   return null;
 }
 
-function opensUnder(secrets: SecretBox, sealed: string): boolean {
+/** The plain text of `sealed`, or null when it was sealed under another key (GCM's tag does not match). */
+function openedUnder(secrets: SecretBox, sealed: string): string | null {
   try {
-    secrets.open(sealed);
-    return true;
+    return secrets.open(sealed);
   } catch {
-    // sealed under another key (GCM's tag does not match)
-    return false;
+    return null;
   }
 }
 
@@ -86,7 +85,7 @@ export async function checkSecretKey(db: Db, secrets: SecretBox, now: number): P
     .executeTakeFirst();
   if (!written) {
     const earlier = await sealedEarlier(db);
-    if (earlier !== null && !opensUnder(secrets, earlier)) throw new WrongSecretKeyError();
+    if (earlier !== null && openedUnder(secrets, earlier) === null) throw new WrongSecretKeyError();
   }
   await db
     .insertInto('secret_key_check')
@@ -98,5 +97,5 @@ export async function checkSecretKey(db: Db, secrets: SecretBox, now: number): P
     .select('sealed')
     .where('name', '=', CHECK_NAME)
     .executeTakeFirstOrThrow();
-  if (!opensUnder(secrets, row.sealed) || secrets.open(row.sealed) !== CHECK_PLAIN) throw new WrongSecretKeyError();
+  if (openedUnder(secrets, row.sealed) !== CHECK_PLAIN) throw new WrongSecretKeyError();
 }
