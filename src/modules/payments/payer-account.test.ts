@@ -163,3 +163,29 @@ test("a subscription's later charges take the account its first charge's payer-a
   assert.equal(second.payer_account_sealed, kept);
   assert.deepEqual(await payerAccountJobs(), [], 'the second charge did not ask the bank');
 });
+
+test("a payment made on a test clock months ahead has its payer account asked for at once, not at the clock's time", async (t) => {
+  const app = await listeningApp(t);
+  const merchant = await createTestMerchant(app);
+  const api = apiClient(app, merchant.testKey);
+  const ahead = new Date(Date.now() + 90 * 86_400_000).toISOString();
+  assert.equal((await api.post('/v1/test-helpers/clock/advance', { to: ahead })).status, 200);
+  const created = await api.post('/v1/requests', {
+    amount: '9.00 NZD',
+    message: 'Ahead',
+    bank_account_id: merchant.bankAccountId,
+  });
+  assert.equal(created.status, 201, created.text);
+  const paid = await api.post(`/v1/test-helpers/requests/${created.body.request.id}/pay`, {});
+  assert.equal(paid.status, 200, paid.text);
+  const payment = paid.body.payment;
+  assert.equal(payment.status, 'successful');
+
+  assert.equal(await runPayerAccountJobs(app.deps.worker), 1, "the job is due now, on the service's own time");
+  const row = await app.deps.db
+    .selectFrom('payments')
+    .select('payer_account_sealed')
+    .where('id', '=', payment.id)
+    .executeTakeFirstOrThrow();
+  assert.ok(row.payer_account_sealed?.startsWith('sealed:v1:'));
+});

@@ -206,12 +206,16 @@ function wantsPayerAccount(payment: PaymentRow, changes: Partial<PaymentRow>): b
   return changes.status === 'successful' && Boolean(bankPaymentId) && !payment.payer_account_sealed;
 }
 
+/**
+ * Due at once on the service's own time: `now` is the payment's clock, which in test mode may be
+ * months ahead of the time real-time jobs are due by, and asking the bank is not a test-clock event.
+ */
 async function queuePayerAccount(trx: Db, paymentId: string, now: number): Promise<void> {
   await enqueue(
     trx,
     {
       kind: PAYER_ACCOUNT_JOB,
-      runAt: now,
+      runAt: 0,
       clockId: null,
       payload: { payment_id: paymentId },
       dedupeKey: `${PAYER_ACCOUNT_JOB}:${paymentId}`,
