@@ -1,6 +1,7 @@
 // SIGTERM stops taking work and finishes what is running (docs/configuration.md): /readyz answers
 // 503 and the server takes no new connection at once, while a call in flight and a job in flight
-// (a webhook delivery the receiver holds) both finish before the process exits 0.
+// (a webhook delivery the receiver holds) both finish before the process exits 0. A connection on
+// which nothing was ever sent (a browser's or a load balancer's pre-opened one) does not hold it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
@@ -66,6 +67,7 @@ test('SIGTERM: not ready and no new calls at once; the call and the job in fligh
   );
   const probe = await connect(service.baseUrl);
   probe.socket.write('GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\n');
+  const silent = await connect(service.baseUrl);
   await sleep(300);
 
   service.child.kill('SIGTERM');
@@ -82,6 +84,11 @@ test('SIGTERM: not ready and no new calls at once; the call and the job in fligh
   );
   probe.socket.write('\r\n');
   assert.match(await probe.closed, /^HTTP\/1\.1 503 /);
+  assert.equal(
+    await Promise.race([silent.closed, sleep(10_000).then(() => 'still open after 10 s')]),
+    '',
+    'the silent connection is closed by the server, unanswered',
+  );
 
   // The call in flight finishes, and its keep-alive connection is closed after it.
   inFlight.socket.write(payload);
