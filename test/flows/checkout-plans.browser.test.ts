@@ -4,13 +4,12 @@
 // closed once the frame answers it, also after "Start again"; a plan paid meanwhile shows as set up;
 // a declined plan says so on the page; a lost bank tab leaves a way back. SQLite only.
 import fs from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
-import { test, type TestContext } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { FrameLocator, Page } from 'playwright-core';
 import { browserSkipReason, newBrowserPage } from '../support/chromium.ts';
-import { checkoutWorld, createRequest, payViaPage, type CheckoutWorld } from './checkout.fixtures.ts';
+import { checkoutWorld, createRequest, payViaPage, shopEmbedding } from './checkout.fixtures.ts';
 
 const skip = browserSkipReason ?? false;
 /** Where to keep screenshots of the widget's outcomes, when set. */
@@ -50,27 +49,6 @@ async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean
   }
 }
 
-/** The merchant's shop: another origin (localhost, another port), embedding the widget with the script tag. */
-async function shopOf(t: TestContext, world: CheckoutWorld, requestId: string): Promise<string> {
-  const shop = http.createServer((_req, res) => {
-    res.setHeader('content-type', 'text/html; charset=utf-8');
-    res.end(`<!doctype html><html><head><title>Shop</title></head><body><h1>Checkout</h1>
-<div id="pay"></div>
-<script>window.messages = []; document.addEventListener('tono:payment', function (e) { window.messages.push(e.detail); });</script>
-<script src="${world.baseUrl}/embed.js" data-request-id="${requestId}" data-target="#pay"></script>
-</body></html>`);
-  });
-  await new Promise<void>((resolve) => shop.listen(0, '127.0.0.1', resolve));
-  t.after(
-    () =>
-      new Promise<void>((resolve) => {
-        shop.close(() => resolve());
-        shop.closeAllConnections();
-      }),
-  );
-  return `http://localhost:${(shop.address() as { port: number }).port}/`;
-}
-
 /** In the widget: choose the sandbox bank and go; the bank's tab. */
 async function toBankFromWidget(page: Page, frame: FrameLocator): Promise<Page> {
   await frame.getByRole('radio', { name: 'Sandbox Bank' }).check();
@@ -98,7 +76,7 @@ test('the widget finishes a subscription: the frame shows it set up, the shop he
   });
   const { page } = await newBrowserPage(t);
   const errors = watchErrors(page);
-  await page.goto(await shopOf(t, world, request.id));
+  await page.goto(await shopEmbedding(t, world, request.id));
   const frame = page.frameLocator('#pay iframe');
   const bankTab = await toBankFromWidget(page, frame);
   const bankErrors = watchErrors(bankTab);
@@ -143,7 +121,7 @@ test('a recurring consent in the widget; its bank tab, once the frame answers, s
     recurring_options: { period: 'weekly', max_per_period: '80.00 NZD' },
   });
   const { page } = await newBrowserPage(t);
-  await page.goto(await shopOf(t, world, request.id));
+  await page.goto(await shopEmbedding(t, world, request.id));
   const frame = page.frameLocator('#pay iframe');
   const bankTab = await toBankFromWidget(page, frame);
   await frame.getByRole('heading', { name: 'Approve the regular payments in your bank' }).waitFor();
@@ -158,7 +136,7 @@ test('a recurring consent in the widget; its bank tab, once the frame answers, s
   // The bank tab, when the widget has not closed it first: its opener is the widget's frame, a page
   // of the service, which answers it. Then it says it can be closed, and closes itself.
   const { page: later } = await newBrowserPage(t);
-  await later.goto(await shopOf(t, world, request.id));
+  await later.goto(await shopEmbedding(t, world, request.id));
   await later.frameLocator('#pay iframe').getByRole('heading', { name: 'Regular payments authorised' }).waitFor();
   const widget = later.frames().find((f) => f.url().startsWith(`${world.baseUrl}/pay/${request.id}`));
   assert.ok(widget, 'the widget frame');
@@ -206,7 +184,7 @@ test('declining a recurring consent in the widget: the frame says so with a way 
   });
   const { page } = await newBrowserPage(t);
   const errors = watchErrors(page);
-  await page.goto(await shopOf(t, world, request.id));
+  await page.goto(await shopEmbedding(t, world, request.id));
   const frame = page.frameLocator('#pay iframe');
   const bankTab = await toBankFromWidget(page, frame);
   await atBank(bankTab, 'Decline');
@@ -258,7 +236,7 @@ test('the widget after its bank tab is closed: it says so, and can reopen the ba
   const world = await checkoutWorld(t);
   const request = await createRequest(world, { amount: '3.00 NZD', message: 'Widget one-off', type: 'multi' });
   const { page } = await newBrowserPage(t);
-  await page.goto(await shopOf(t, world, request.id));
+  await page.goto(await shopEmbedding(t, world, request.id));
   const frame = page.frameLocator('#pay iframe');
   const bankTab = await toBankFromWidget(page, frame);
   await frame.getByRole('heading', { name: 'Approve the payment in your bank' }).waitFor();
@@ -298,7 +276,7 @@ test('"Start again" in the waiting frame, then approving in the bank tab still o
   // Closed before the service stops (its hooks run first), so a failure here ends the test.
   try {
     const errors = watchErrors(page);
-    await page.goto(await shopOf(t, world, request.id));
+    await page.goto(await shopEmbedding(t, world, request.id));
     const frame = page.frameLocator('#pay iframe');
     const bankTab = await toBankFromWidget(page, frame);
     const bankErrors = watchErrors(bankTab);
@@ -352,7 +330,7 @@ test('a plan paid while the widget shows its form: submitting shows the set-up a
   // Closed before the service stops (its hooks run first), so a failure here ends the test.
   try {
     const errors = watchErrors(page);
-    await page.goto(await shopOf(t, world, request.id));
+    await page.goto(await shopEmbedding(t, world, request.id));
     const frame = page.frameLocator('#pay iframe');
     await frame.getByRole('radio', { name: 'Sandbox Bank' }).check();
     // Approved meanwhile elsewhere (another tab of the payer's): the form is now for a paid request.

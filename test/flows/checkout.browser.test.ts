@@ -2,12 +2,11 @@
 // page, the sandbox bank's login and decision pages, the result, the embed widget on a page of
 // another origin, and a phone-sized viewport. SQLite only; skipped when Chromium is absent.
 import fs from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { checkoutWorld, createRequest, type CheckoutWorld } from './checkout.fixtures.ts';
+import { checkoutWorld, createRequest, shopEmbedding, type CheckoutWorld } from './checkout.fixtures.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const skipReason = !fs.existsSync(CHROMIUM)
@@ -213,24 +212,7 @@ test('a multi request paid twice', { skip: skipReason ?? false }, async (t) => {
 test('the embed widget on a page of another origin receives its message', { skip: skipReason ?? false }, async (t) => {
   const world = await checkoutWorld(t);
   const request = await createRequest(world, { amount: '18.00 NZD', message: 'Online order 1001' });
-  // The merchant's shop: another origin (localhost, another port), embedding with the script tag.
-  const shop = http.createServer((_req, res) => {
-    res.setHeader('content-type', 'text/html; charset=utf-8');
-    res.end(`<!doctype html><html><head><title>Shop</title></head><body><h1>Checkout</h1>
-<div id="pay"></div>
-<script>window.messages = []; document.addEventListener('tono:payment', function (e) { window.messages.push(e.detail); });</script>
-<script src="${world.baseUrl}/embed.js" data-request-id="${request.id}" data-target="#pay"></script>
-</body></html>`);
-  });
-  await new Promise<void>((resolve) => shop.listen(0, '127.0.0.1', resolve));
-  t.after(
-    () =>
-      new Promise<void>((resolve) => {
-        shop.close(() => resolve());
-        shop.closeAllConnections();
-      }),
-  );
-  const shopUrl = `http://localhost:${(shop.address() as { port: number }).port}/`;
+  const shopUrl = await shopEmbedding(t, world, request.id);
 
   const page = await newPage(t);
   await page.goto(shopUrl);

@@ -1,6 +1,7 @@
 // Shared by the checkout flow tests: the whole service on a real port (so the connector reaches
 // the mounted sandbox bank over HTTP), and a payer who uses the hosted page with plain form posts
 // and the sandbox bank's own pages, as a browser without JavaScript would.
+import http from 'node:http';
 import type { TestContext } from 'node:test';
 import { authoriseAtBank, type Decision } from '../../src/modules/test-helpers/pay.bank-driver.ts';
 import {
@@ -84,4 +85,29 @@ export async function eventsOf(world: CheckoutWorld, objectId?: string): Promise
     .orderBy('id');
   if (objectId) query = query.where('object_id', '=', objectId);
   return (await query.execute()).map((row) => ({ type: row.type, data: JSON.parse(row.body).data }));
+}
+
+/**
+ * The merchant's shop: a page of another origin (localhost, another port) embedding the widget with
+ * its script tag, which keeps every `tono:payment` message in `window.messages`; closed when the
+ * test ends. Its URL.
+ */
+export async function shopEmbedding(t: TestContext, world: CheckoutWorld, requestId: string): Promise<string> {
+  const shop = http.createServer((_req, res) => {
+    res.setHeader('content-type', 'text/html; charset=utf-8');
+    res.end(`<!doctype html><html><head><title>Shop</title></head><body><h1>Checkout</h1>
+<div id="pay"></div>
+<script>window.messages = []; document.addEventListener('tono:payment', function (e) { window.messages.push(e.detail); });</script>
+<script src="${world.baseUrl}/embed.js" data-request-id="${requestId}" data-target="#pay"></script>
+</body></html>`);
+  });
+  await new Promise<void>((resolve) => shop.listen(0, '127.0.0.1', resolve));
+  t.after(
+    () =>
+      new Promise<void>((resolve) => {
+        shop.close(() => resolve());
+        shop.closeAllConnections();
+      }),
+  );
+  return `http://localhost:${(shop.address() as { port: number }).port}/`;
 }
