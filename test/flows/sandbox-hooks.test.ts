@@ -6,6 +6,8 @@ import { STANDALONE_CLIENT_SECRET } from '../../src/sandbox-bank/sandbox-bank.ap
 import { authoriseAtBank } from '../../src/modules/test-helpers/pay.bank-driver.ts';
 import { apiClient, createTestMerchant, freshDb, testConfig } from '../helpers.ts';
 import { checkoutWorld, createRequest, returnToService, submitPage } from './checkout.fixtures.ts';
+import { authorise, consentHarness, execute } from '../support/consents.ts';
+import { createSubscriptionRequest } from '../support/subscriptions.ts';
 
 // The sandbox bank the service mounts: its client secret is made at the first start and shown
 // nowhere, so only the service acts at the bank; merchants make the bank decline, hold, answer
@@ -151,4 +153,45 @@ test('merchants drive the bank through test helpers: a payment awaiting approval
   );
   const bad = await world.api.post(`/v1/test-helpers/payments/${held}/latency`, { ms: -1 });
   assert.deepEqual([bad.status, bad.body.code], [400, 'bad_request.invalid_param.ms']);
+});
+
+test("a payment under a recurring consent or a subscription is driven by the payment's own hooks: held, then released either way, and declined", async (t) => {
+  const h = await consentHarness(t);
+  const { consent, token } = await authorise(h, { period: 'monthly', max_per_period: '500.00 NZD' });
+  const status = async (id: string) => (await h.api.get(`/v1/payments/${id}`)).body.payment;
+  const hook = (id: string, action: string, body: Record<string, unknown> = {}) =>
+    h.api.post(`/v1/test-helpers/payments/${id}/${action}`, body);
+
+  assert.equal((await h.api.post(`/v1/test-helpers/recurring-consents/${consent.id}/delay`, {})).status, 200);
+  const held = (await execute(h, token, '10.00 NZD', 'held-1')).body.payment;
+  assert.equal(held.status, 'unconfirmed');
+  const released = await hook(held.id, 'release', { outcome: 'rejected', reason: 'insufficient_funds' });
+  assert.equal(released.status, 200, released.text);
+  await h.api.post('/v1/test-helpers/clock/advance', { seconds: 600 });
+  assert.deepEqual(
+    [(await status(held.id)).status, (await status(held.id)).failure_reason],
+    ['failed', 'insufficient_funds'],
+  );
+
+  // the payment's hooks act on the consent it was made under
+  assert.equal((await hook(held.id, 'delay', { off: true })).status, 200);
+  assert.equal((await hook(held.id, 'decline-next', { reason: 'account_closed' })).status, 200);
+  const declined = (await execute(h, token, '11.00 NZD', 'declined-1')).body.payment;
+  assert.deepEqual([declined.status, declined.failure_reason], ['failed', 'account_closed']);
+  assert.equal((await hook(held.id, 'latency', { ms: 50 })).status, 200);
+  assert.equal((await execute(h, token, '12.00 NZD', 'slow-1')).body.payment.status, 'successful');
+
+  // a subscription's charge, held by the subscription's hook and released by the charge's
+  const request = await createSubscriptionRequest(h.api, h.merchant.bankAccountId, {
+    amount: '15.00 NZD',
+    period: 'weekly',
+  });
+  const subscription = (await h.api.post(`/v1/test-helpers/requests/${request.id}/pay`, {})).body.subscription;
+  assert.equal((await h.api.post(`/v1/test-helpers/subscriptions/${subscription.id}/delay`, {})).status, 200);
+  await h.api.post('/v1/test-helpers/clock/advance', { seconds: 60 });
+  const [charge] = (await h.api.get(`/v1/subscriptions/${subscription.id}/payments`)).body.payments;
+  assert.equal(charge.status, 'unconfirmed');
+  assert.equal((await hook(charge.id, 'release', {})).status, 200);
+  await h.api.post('/v1/test-helpers/clock/advance', { seconds: 600 });
+  assert.equal((await status(charge.id)).status, 'successful');
 });

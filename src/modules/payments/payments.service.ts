@@ -276,13 +276,27 @@ export async function retrievePayment(ctx: Ctx, id: string) {
   return { payment: presentPayment(row, await findCustInfoOfPayment(ctx.db, row.id)) };
 }
 
-/** The sandbox bank's consent and payment behind one of the caller's payments (the test helpers' bank hooks). */
+/**
+ * The sandbox bank's consent and payment behind one of the caller's payments (the test helpers' bank
+ * hooks). A payment under a recurring consent or a subscription has no consent of its own: the
+ * enduring one is theirs, so their ids come too.
+ */
 export async function bankIdsOfPayment(
   ctx: Ctx,
   id: string,
-): Promise<{ consentId: string | null; paymentId: string | null }> {
+): Promise<{
+  consentId: string | null;
+  paymentId: string | null;
+  recurringConsentId: string | null;
+  subscriptionId: string | null;
+}> {
   const row = await getPayment(ctx.db, ownerOf(ctx), id);
-  return { consentId: row.bank_consent_id, paymentId: row.bank_payment_id };
+  return {
+    consentId: row.bank_consent_id,
+    paymentId: row.bank_payment_id,
+    recurringConsentId: row.recurring_consent_id,
+    subscriptionId: row.subscription_id,
+  };
 }
 
 /** The bank consent a payer of this request is approving now (its newest payment awaiting consent at a bank), if any. */

@@ -145,7 +145,15 @@ const RESOURCES: Resource[] = [
     idOf: 'Payment id (payment_…)',
     envelope: PaymentEnvelope,
     actions: ['decline-next', 'delay', 'latency', 'release'],
-    target: bankIdsOfPayment,
+    target: async (ctx, id) => {
+      const ids = await bankIdsOfPayment(ctx, id);
+      const enduring = ids.recurringConsentId
+        ? await bankConsentOfConsent(ctx, ids.recurringConsentId)
+        : ids.subscriptionId
+          ? await bankConsentOfSubscription(ctx, ids.subscriptionId)
+          : null;
+      return { consentId: ids.consentId ?? enduring, paymentId: ids.paymentId };
+    },
     present: retrievePayment,
   },
   {
@@ -229,7 +237,7 @@ export async function registerBankHookRoutes(app: App, deps: Deps): Promise<void
         },
         async (request) => {
           const target = await resource.target(request.ctx, request.params.id);
-          if (!target.consentId) throw noConsentYet(resource.noun);
+          // Releasing needs only the bank's payment; the other hooks act on its consent.
           if (name === 'release' && !target.paymentId) {
             throw new AppError(
               'conflict.invalid_state',
@@ -237,6 +245,7 @@ export async function registerBankHookRoutes(app: App, deps: Deps): Promise<void
               { status: 'not-executed' },
             );
           }
+          if (name !== 'release' && !target.consentId) throw noConsentYet(resource.noun);
           await callBank(deps, action.hook(target, request.body));
           await recordAuditAfter(
             request.ctx,
