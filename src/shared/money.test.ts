@@ -88,4 +88,6 @@ test('examples at the edges', () => {
   assert.deepEqual(formatAmount(123456), { value: '1234.56 NZD', formatted: '$1234.56' });
   assert.equal(displayAmount(123456789), '$1,234,567.89');
   assert.equal(displayAmount(99), '$0.99');
+  assert.equal(displayAmount(-123456), '-$1,234.56');
+  assert.deepEqual(formatAmount(-250), { value: '-2.50 NZD', formatted: '-$2.50' });
 });

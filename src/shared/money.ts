@@ -26,14 +26,17 @@ export function amountValue(cents: number): string {
   return `${centsToDecimal(cents)} NZD`;
 }
 
+/** The sign goes before the dollar sign: "-$2.50", as receipts and banks write it. */
+const signOf = (cents: number) => (cents < 0 ? '-' : '');
+
 export function formatAmount(cents: number): Amount {
-  return { value: amountValue(cents), formatted: `$${centsToDecimal(cents)}` };
+  return { value: amountValue(cents), formatted: `${signOf(cents)}$${centsToDecimal(Math.abs(cents))}` };
 }
 
 /** "$1,234.50" for people reading a page (the API's `formatted` keeps the plain form). */
 export function displayAmount(cents: number): string {
-  const [whole, fraction] = centsToDecimal(cents).split('.');
-  return `$${whole.replace(/\B(?=(\d{3})+(?!\d))/g, ',')}.${fraction}`;
+  const [whole, fraction] = centsToDecimal(Math.abs(cents)).split('.');
+  return `${signOf(cents)}$${whole.replace(/\B(?=(\d{3})+(?!\d))/g, ',')}.${fraction}`;
 }
 
 const decimalRegex = /^([+-])?\$?(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d{1,2}))?$/;

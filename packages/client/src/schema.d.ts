@@ -2936,7 +2936,10 @@ export interface components {
             /** Format: date */
             posted_on: string;
             amount: components["schemas"]["Amount"];
-            /** @enum {unknown} */
+            /**
+             * @description Money in (credit) or out (debit); the amount is always positive
+             * @enum {unknown}
+             */
             direction: "credit" | "debit";
             particulars: string;
             code: string;

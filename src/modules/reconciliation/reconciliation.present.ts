@@ -41,7 +41,8 @@ export function presentLine(row: StatementLineRow, match: StatementMatchRow | un
     statement_id: row.statement_id,
     account: row.account || null,
     posted_on: row.posted_on,
-    amount: formatAmount(Number(row.amount_cents)),
+    // Money in or out is the direction; the amount is positive, as every amount of the API is.
+    amount: formatAmount(Math.abs(Number(row.amount_cents))),
     direction: Number(row.amount_cents) >= 0 ? ('credit' as const) : ('debit' as const),
     particulars: row.particulars,
     code: row.code,

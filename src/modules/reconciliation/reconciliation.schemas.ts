@@ -73,7 +73,9 @@ export const StatementLineObject = Type.Object(
     account: Nullable(Type.String()),
     posted_on: Type.String({ format: 'date' }),
     amount: AmountObject,
-    direction: Type.Enum(['credit', 'debit']),
+    direction: Type.Enum(['credit', 'debit'], {
+      description: 'Money in (credit) or out (debit); the amount is always positive',
+    }),
     particulars: Type.String(),
     code: Type.String(),
     reference: Type.String(),

@@ -169,7 +169,8 @@ test('a line is unmatched and matched by hand, with who and when; the reconcilia
   const taken = await world.api.post(`/v1/statement-lines/${firstLine.id}/match`, { payment_id: second.id });
   assert.equal(taken.status, 409);
   assert.equal(taken.body.code, 'conflict.already_matched');
-  const fee = lines.find((l) => l.amount.value === '-2.50 NZD');
+  const fee = lines.find((l) => l.amount.value === '2.50 NZD' && l.direction === 'debit');
+  assert.equal(fee?.amount.formatted, '$2.50', 'the amount is positive; the direction says money out');
   const wrongWay = await world.api.post(`/v1/statement-lines/${fee.id}/match`, { payment_id: unseen.id });
   assert.equal(wrongWay.status, 400);
   assert.ok(secondLine);
