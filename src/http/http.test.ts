@@ -270,3 +270,17 @@ test('logs carry the request id and never an API key; an unexpected failure is a
   assert.equal(typeof access[0].responseTime, 'number');
   assert.equal(access[0].merchant_id, merchant.userId, 'with the merchant who called');
 });
+
+test('a query parameter given twice is refused as repeated, whichever values it has; a number as digits only', async (t) => {
+  const app = await buildTestApp(t);
+  const merchant = await createTestMerchant(app);
+  const api = apiClient(app, merchant.testKey);
+  const twice = await api.get('/v1/requests?status=paid&status=active');
+  assert.deepEqual([twice.status, twice.body.code], [400, 'bad_request.invalid_param.status']);
+  assert.equal(twice.body.message, 'status must be given once, not repeated');
+  const limits = await api.get('/v1/payments?limit=5&limit=6');
+  assert.deepEqual([limits.status, limits.body.code], [400, 'bad_request.invalid_param.limit']);
+  assert.equal((await api.get('/v1/requests?status=paid&limit=5')).status, 200);
+  const hex = await api.get('/v1/payments?limit=0x10');
+  assert.deepEqual([hex.status, hex.body.code], [400, 'bad_request.invalid_param.limit']);
+});

@@ -38,13 +38,37 @@ function numericFields(schema: Record<string, any>): Array<[string, 'integer' | 
     .map(([name, property]) => [name, property.type as 'integer' | 'number', property]);
 }
 
+/** Query parameters taken once: a repeated one arrives as an array, which coercion would misreport. */
+function singleFields(schema: Record<string, any>): string[] {
+  const properties = (schema?.properties ?? {}) as Record<string, Record<string, unknown>>;
+  return Object.entries(properties)
+    .filter(([, property]) => property.type !== 'array')
+    .map(([name]) => name);
+}
+
+const repeatedParam = (name: string): ErrorObject =>
+  ({
+    keyword: 'type',
+    instancePath: `/${name}`,
+    schemaPath: '',
+    params: { type: 'string' },
+    parentSchema: { 'x-expected': 'given once, not repeated' },
+    message: 'must be given once',
+  }) as ErrorObject;
+
 export const validatorCompiler: FastifySchemaCompiler<any> = ({ schema, httpPart }) => {
   if (httpPart === 'body') return bodyAjv.compile(schema as object) as any;
   const validate = paramsAjv.compile(schema as object);
   const numeric = numericFields(schema as Record<string, any>);
-  if (numeric.length === 0) return validate as any;
+  const single = httpPart === 'querystring' ? singleFields(schema as Record<string, any>) : [];
+  if (numeric.length === 0 && single.length === 0) return validate as any;
   const strict = (data: unknown) => {
     if (data && typeof data === 'object') {
+      const repeated = single.find((name) => Array.isArray((data as Record<string, unknown>)[name]));
+      if (repeated !== undefined) {
+        strict.errors = [repeatedParam(repeated)];
+        return false;
+      }
       for (const [name, type, property] of numeric) {
         const raw = (data as Record<string, unknown>)[name];
         if (typeof raw === 'string' && !(type === 'integer' ? integerText : numberText).test(raw)) {
