@@ -191,6 +191,7 @@ test('every page passes axe with no serious violations, at desktop and phone siz
     '/dashboard/live',
     ...detailPaths(objects).map((p) => `/dashboard/test/${p}`),
     `/dashboard/test/recurring-consents/${objects.consent.id}/charge`,
+    `/dashboard/test/webhooks/${objects.webhook.id}/rotate-secret`,
     // the refund pages, checked here at both sizes (their screenshots come from the refund case below)
     `/dashboard/test/payments/${objects.payment.id}/refund`,
     '/dashboard/test/refunds',
@@ -418,7 +419,10 @@ test('a payment is refunded from its page (review, confirm) and the refund is li
   await page.getByRole('link', { name: /refund authority/ }).click();
   await page.getByRole('heading', { name: 'In force' }).waitFor();
   await checked('dashboard-test-refunds-authority-desktop.png');
-  await page.getByRole('button', { name: 'Turn off refunds' }).click();
+  await page.getByRole('link', { name: 'Turn off refunds' }).click();
+  await page.getByRole('heading', { name: 'Turn off refunds from your account at Sandbox Bank?' }).waitFor();
+  await checked(null);
+  await page.getByRole('button', { name: 'Yes, turn off refunds' }).click();
   await page.getByText('Refunds are turned off: new refunds are yours to pay by hand.').waitFor();
   await checked(null);
   for (const [id, amount] of [

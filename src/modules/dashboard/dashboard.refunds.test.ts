@@ -69,6 +69,14 @@ test('a payment is refunded from its page: review, confirm, one refund however o
   const notMoney = await review('ten');
   assert.equal(notMoney.status, 400);
   assert.match(textOf(notMoney.text), /“Amount \(NZD\)” must be an amount of money more than \$0\.00/);
+  // more than $0.00, but with part of a cent: said as such, not as an amount too small
+  const partCents = await review('0.105');
+  assert.equal(partCents.status, 400);
+  assert.match(
+    textOf(partCents.text),
+    /“Amount \(NZD\)” can have at most two decimals \(whole cents\), and 0\.105 has more\. Enter dollars and cents, such as 5\.00\./,
+  );
+  assert.ok(!/more than \$0\.00/.test(textOf(partCents.text)), 'not told the amount is too small');
   const tooMuch = await review('13');
   assert.equal(tooMuch.status, 422);
   assert.match(textOf(tooMuch.text), /You can refund at most \$12\.50 of this payment\. Nothing was refunded\./);
@@ -206,6 +214,14 @@ test("another merchant's payments and refunds, and the other mode's, are 404 on 
     assert.match(textOf(other.text), /There is nothing with that address in test mode/);
     assert.equal((await owner.request(`/dashboard/live/${path}`)).status, 404, `the other mode: ${path}`);
   }
+  // the confirmation pages of turning refunds off and of cancelling a refund
+  for (const path of [`refunds/authority/${authorityId}/revoke`, `refunds/${waiting.id}/cancel`]) {
+    assert.notEqual((await owner.request(`/dashboard/test/${path}`)).status, 404, `the owner's own: ${path}`);
+    const other = await stranger.request(`/dashboard/test/${path}`);
+    assert.equal(other.status, 404, `another merchant: ${path}`);
+    assert.match(textOf(other.text), /There is nothing with that address in test mode/);
+    assert.equal((await owner.request(`/dashboard/live/${path}`)).status, 404, `the other mode: ${path}`);
+  }
   for (const [path, form] of [
     [`payments/${payment.id}/refund`, { amount: '1', reason: '' }],
     [`payments/${payment.id}/refund/confirm`, { amount: '1', reason: '', idempotency_key: key }],
@@ -316,7 +332,7 @@ test('refunds that require action: turned off on the authority page, paid by han
   const unknown = await paidPayment(kowhai, '8.00 NZD');
   const browser = await logIn(world, kowhai);
 
-  // test mode has its authority from the start; turning it off is a post with the CSRF token
+  // test mode has its authority from the start; turning it off asks first, on a page of its own
   const authority = await browser.request('/dashboard/test/refunds/authority');
   assert.equal(authority.status, 200);
   const shown = textOf(authority.text);
@@ -325,13 +341,36 @@ test('refunds that require action: turned off on the authority page, paid by han
     shown,
     /In force Bank Sandbox Bank Paid from Your Sandbox Bank account, made when the first refund is paid Most for one refund \$10,000\.00 Most each period \$100,000\.00 \(each month\) Used this month \$0\.00 Left this month \$100,000\.00 \(the period starts again .+\) Since /,
   );
-  const off = /action="(\/dashboard\/test\/refunds\/authority\/refundauth_[0-9A-Z]{26}\/revoke)"/.exec(
-    authority.text,
-  )![1];
+  const off =
+    /<a class="button danger" href="(\/dashboard\/test\/refunds\/authority\/refundauth_[0-9A-Z]{26}\/revoke)">Turn off refunds<\/a>/.exec(
+      authority.text,
+    )![1];
+  assert.ok(!authority.text.includes(`action="${off}"`), 'no form on the page turns refunds off');
+  const confirmOff = await browser.request(off);
+  assert.equal(confirmOff.status, 200);
+  assert.match(
+    textOf(confirmOff.text),
+    /Turn off refunds from your account at Sandbox Bank\? Tono stops paying refunds for you and the refund authority is revoked at your bank\. .* Yes, turn off refunds Go back/,
+  );
+  assert.ok(confirmOff.text.includes(`<form method="post" action="${off}">`), 'only its form acts');
+  assert.ok(confirmOff.text.includes('href="/dashboard/test/refunds/authority">Go back</a>'));
+  assert.match(String(confirmOff.headers.get('content-security-policy')), /default-src 'none'.*form-action 'self';/);
+  assert.equal(confirmOff.headers.get('cache-control'), 'no-store');
+  assert.match(
+    textOf((await browser.request('/dashboard/test/refunds/authority')).text),
+    /In force Bank Sandbox Bank/,
+    'asking changes nothing',
+  );
   assert.equal((await browser.request(off, { form: { csrf: 'wrong' } })).status, 403);
-  const turnedOff = await browser.request(off, { form: { csrf: Browser.csrfOf(authority.text) } });
-  assert.equal(turnedOff.status, 303);
-  assert.equal(turnedOff.headers.get('location'), '/dashboard/test/refunds/authority?done=off');
+  // sent twice (a double click): turned off once, and both lead to the page saying so
+  for (let i = 0; i < 2; i++) {
+    const turnedOff = await browser.request(off, { form: { csrf: Browser.csrfOf(confirmOff.text) } });
+    assert.equal(turnedOff.status, 303);
+    assert.equal(turnedOff.headers.get('location'), '/dashboard/test/refunds/authority?done=off');
+  }
+  const offAgain = await browser.request(off);
+  assert.equal(offAgain.status, 409);
+  assert.match(textOf(offAgain.text), /Refunds are off already This refund authority is not in force/);
   const offPage = textOf((await browser.request('/dashboard/test/refunds/authority?done=off')).text);
   assert.match(offPage, /Refunds are turned off: new refunds are yours to pay by hand\./);
   assert.match(offPage, /Refunds are off: none is in force\./);
@@ -420,15 +459,53 @@ test('refunds that require action: turned off on the authority page, paid by han
   assert.equal(twice.status, 409);
   assert.match(textOf(twice.text), /only a refund that requires action can be marked as paid\. Nothing was changed\./);
 
-  // cancelled from its own page: its amount is refundable again
+  // cancelled from its own page, after confirming: its amount is refundable again
+  const cancelAt = `/dashboard/test/refunds/${toCancel.id}/cancel`;
   const cancelPage = await browser.request(toCancel.page);
-  assert.match(cancelPage.text, /<button type="submit" class="danger">Cancel the refund<\/button>/);
+  assert.ok(cancelPage.text.includes(`<a class="button danger" href="${cancelAt}?back=refund">Cancel the refund</a>`));
+  assert.ok(!cancelPage.text.includes(`action="${cancelAt}"`), 'no form on the refund’s page cancels it');
+  const listed = await browser.request('/dashboard/test/refunds/action');
+  assert.ok(
+    listed.text.includes(
+      `<a class="button small" href="${cancelAt}">Cancel<span class="visually-hidden"> ${toCancel.id}</span></a>`,
+    ),
+  );
+  assert.ok(!listed.text.includes(`action="${cancelAt}"`), 'no form on the list cancels one');
+  const fromList = await browser.request(cancelAt);
+  assert.equal(fromList.status, 200);
+  assert.ok(fromList.text.includes('href="/dashboard/test/refunds/action">Go back</a>'), 'back to the list');
+  assert.ok(!fromList.text.includes('name="back"'), 'and its post leads back to the list');
+  const confirmCancel = await browser.request(`${cancelAt}?back=refund`);
+  assert.equal(confirmCancel.status, 200);
+  assert.match(
+    textOf(confirmCancel.text),
+    new RegExp(
+      `Cancel the refund ${toCancel.id} of \\$8\\.00\\? Cancel it only if you will not pay it by hand: it is marked as failed, and its amount can be refunded again\\. This cannot be undone\\. Yes, cancel the refund Go back`,
+    ),
+  );
+  assert.ok(confirmCancel.text.includes(`<form method="post" action="${cancelAt}">`), 'only its form acts');
+  assert.ok(confirmCancel.text.includes('<input type="hidden" name="back" value="refund">'));
+  assert.ok(confirmCancel.text.includes(`href="/dashboard/test/refunds/${toCancel.id}">Go back</a>`));
+  assert.equal(
+    (await kowhai.test.get(`/v1/refunds/${toCancel.id}`)).body.refund.status,
+    'requires_action',
+    'asking changes nothing',
+  );
   assert.equal(await refundedOf(kowhai, unknown.id), '8.00 NZD');
-  const cancelled = await browser.request(`/dashboard/test/refunds/${toCancel.id}/cancel`, {
-    form: { csrf, back: 'refund' },
+  assert.equal((await browser.request(cancelAt, { form: { csrf: 'wrong', back: 'refund' } })).status, 403);
+  const cancelled = await browser.request(cancelAt, {
+    form: { csrf: Browser.csrfOf(confirmCancel.text), back: 'refund' },
   });
   assert.equal(cancelled.status, 303);
   assert.equal(cancelled.headers.get('location'), `/dashboard/test/refunds/${toCancel.id}?done=cancelled`);
+  // sent again (a double click): nothing more changes, and the page says why
+  const cancelledTwice = await browser.request(cancelAt, { form: { csrf, back: 'refund' } });
+  assert.equal(cancelledTwice.status, 409);
+  assert.match(
+    textOf(cancelledTwice.text),
+    /only a refund that requires action can be cancelled\. Nothing was changed\./,
+  );
+  assert.equal((await browser.request(`${cancelAt}?back=refund`)).status, 409, 'nothing left to confirm');
   const cancelledPage = textOf((await browser.request(cancelled.headers.get('location')!)).text);
   assert.match(cancelledPage, /The refund is cancelled: its amount can be refunded again\./);
   assert.match(
@@ -457,7 +534,8 @@ test('refunds are turned on again in test mode at Sandbox Bank, signed in as the
   const browser = await logIn(world, kowhai);
   const page = await browser.request('/dashboard/test/refunds/authority');
   const csrf = Browser.csrfOf(page.text);
-  const off = /action="(\/dashboard\/test\/refunds\/authority\/refundauth_[0-9A-Z]{26}\/revoke)"/.exec(page.text)![1];
+  const off = /href="(\/dashboard\/test\/refunds\/authority\/refundauth_[0-9A-Z]{26}\/revoke)"/.exec(page.text)![1];
+  assert.equal((await browser.request(off)).status, 200, 'asked first');
   assert.equal((await browser.request(off, { form: { csrf } })).status, 303);
 
   const form = await browser.request('/dashboard/test/refunds/authority');
@@ -558,4 +636,25 @@ test('refunds are turned on again in test mode at Sandbox Bank, signed in as the
     textOf((await browser.request('/dashboard/test/refunds/authority')).text),
     /Used this week \$90\.00 Left this week \$60\.00/,
   );
+});
+
+test('the refunds files are named by the day on the merchant’s calendar (the service time zone), not by the UTC date', async (t) => {
+  const world = await dashWorld(t, { workers: false });
+  const [kowhai] = world.merchants;
+  // 21:00 UTC on 1 December next year: the 2nd already in New Zealand, the default service time zone
+  const at = `${new Date().getUTCFullYear() + 1}-12-01T21:00:00.000Z`;
+  const moved = await kowhai.test.post('/v1/test-helpers/clock/advance', { to: at });
+  assert.equal(moved.status, 200, moved.text);
+  const zone = world.app.deps.config.serviceTimeZone;
+  const day = new Intl.DateTimeFormat('en-CA', { timeZone: zone }).format(new Date(at));
+  assert.notEqual(day, at.slice(0, 10), `${zone} is on another day than UTC then`);
+  const browser = await logIn(world, kowhai);
+  for (const [path, name] of [
+    ['refunds/export.csv', 'refunds'],
+    ['refunds/action.csv', 'refunds-to-pay'],
+  ]) {
+    const file = await browser.request(`/dashboard/test/${path}`);
+    assert.equal(file.status, 200, path);
+    assert.equal(file.headers.get('content-disposition'), `attachment; filename="tono-test-${name}-${day}.csv"`);
+  }
 });

@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Browser } from '../../../test/payer.ts';
-import { dashWorld, logIn, objectsOf, textOf } from '../../../test/dashboard.ts';
+import { addMember, dashWorld, logIn, logInAs, objectsOf, textOf } from '../../../test/dashboard.ts';
+import { inZone } from '../../shared/zone.ts';
 import { startReceiver } from '../../../test/support/webhook-receiver.ts';
 import { verifyWebhookSignature } from '../webhooks/verify.js';
 
@@ -36,7 +37,10 @@ test('a webhook endpoint made in the dashboard: the secret is shown once and sig
   assert.match(textOf(created.text), /shown this once, and never again/);
   const reloaded = await browser.request(createdAt);
   assert.ok(!reloaded.text.includes(secret), 'a reload shows it no more');
-  assert.match(textOf(reloaded.text), /The secret was already shown/);
+  assert.match(
+    textOf(reloaded.text),
+    /The secret was already shown .* To get a new one, use “Rotate the secret” on the endpoint's page\./,
+  );
   assert.equal((await kowhai.test.get('/v1/webhooks')).body.webhooks.length, 1, 'a reload makes no second endpoint');
   const stored = await world.app.deps.db.selectFrom('dashboard_sessions').select('shown_once_sealed').execute();
   assert.ok(
@@ -428,4 +432,126 @@ test('an endpoint is disabled after confirming and enabled again from its page, 
     textOf((await browser.request(enabled.headers.get('location')!)).text),
     /The endpoint is enabled: new events are sent to it again/,
   );
+});
+
+test('the signing secret is rotated from the endpoint’s page after confirming, once however often the confirmation is sent; the new secret is shown once and signs beside the old one', async (t) => {
+  const world = await dashWorld(t);
+  const [kowhai, tui] = world.merchants;
+  const receiver = await startReceiver(() => ({ status: 204 }));
+  t.after(() => receiver.close());
+  const made = (await kowhai.test.post('/v1/webhooks', { url: receiver.url, events: ['request.created'] })).body
+    .webhook;
+  const oldSecret = made.secret as string;
+  const storedSecret = async () =>
+    (
+      await world.app.deps.db
+        .selectFrom('webhook_endpoints')
+        .select('secret')
+        .where('id', '=', made.id)
+        .executeTakeFirstOrThrow()
+    ).secret;
+  const before = await storedSecret();
+  const browser = await logIn(world, kowhai);
+  const base = `/dashboard/test/webhooks/${made.id}`;
+  const page = await browser.request(base);
+  assert.ok(page.text.includes(`<a class="button" href="${base}/rotate-secret">Rotate the secret</a>`));
+  assert.match(textOf(page.text), /Signing secret shown once, when the endpoint was created or its secret was rotated/);
+
+  // asked first, on a page of its own whose form carries the CSRF token and a one-time key
+  const confirm = await browser.request(`${base}/rotate-secret`);
+  assert.equal(confirm.status, 200);
+  assert.match(
+    textOf(confirm.text),
+    /Rotate the signing secret of the endpoint http:\/\/\S+\? Tono makes a new secret and shows it to you once\. For 24 hours the old secret keeps signing beside the new one/,
+  );
+  assert.ok(confirm.text.includes(`<form method="post" action="${base}/rotate-secret">`));
+  assert.ok(confirm.text.includes(`href="${base}">Go back</a>`));
+  assert.match(String(confirm.headers.get('content-security-policy')), /default-src 'none'.*form-action 'self';/);
+  assert.equal(confirm.headers.get('cache-control'), 'no-store');
+  const form = {
+    csrf: Browser.csrfOf(confirm.text),
+    idempotency_key: /name="idempotency_key" value="(dashboard-[0-9a-f-]{36})"/.exec(confirm.text)![1],
+  };
+
+  // another merchant, the other mode, a viewer, no token: refused, and nothing rotated
+  const stranger = await logIn(world, tui);
+  const strangerCsrf = Browser.csrfOf((await stranger.request('/dashboard/test')).text);
+  assert.equal((await stranger.request(`${base}/rotate-secret`)).status, 404);
+  assert.equal((await stranger.request(`${base}/rotate-secret`, { form: { csrf: strangerCsrf } })).status, 404);
+  assert.equal((await browser.request(`/dashboard/live/webhooks/${made.id}/rotate-secret`)).status, 404);
+  const viewer = await logInAs(world, (await addMember(world, kowhai, 'viewer')).email);
+  assert.ok(!(await viewer.request(base)).text.includes('rotate-secret'), 'no button for a role that cannot');
+  assert.equal((await viewer.request(`${base}/rotate-secret`)).status, 403);
+  assert.equal((await browser.request(`${base}/rotate-secret`, { form: { ...form, csrf: 'forged' } })).status, 403);
+  assert.equal(await storedSecret(), before, 'nothing rotated yet');
+
+  // sent twice at once and once more (a double click, a reload): one rotation, every post to the same page
+  const posts = await Promise.all([
+    browser.request(`${base}/rotate-secret`, { form }),
+    browser.request(`${base}/rotate-secret`, { form }),
+  ]);
+  posts.push(await browser.request(`${base}/rotate-secret`, { form }));
+  for (const posted of posts) {
+    assert.equal(posted.status, 303, posted.text);
+    assert.equal(posted.headers.get('location'), `${base}/new-secret`);
+  }
+  // the same confirmation posted to another endpoint (a hand-made post) rotates nothing there
+  const other = (await kowhai.test.post('/v1/webhooks', { url: 'https://example.com/other' })).body.webhook;
+  const otherBefore = await world.app.deps.db
+    .selectFrom('webhook_endpoints')
+    .select('secret')
+    .where('id', '=', other.id)
+    .executeTakeFirstOrThrow();
+  const reused = await browser.request(`/dashboard/test/webhooks/${other.id}/rotate-secret`, { form });
+  assert.equal(reused.status, 409);
+  assert.match(textOf(reused.text), /The secret was not rotated This confirmation was used before/);
+  assert.deepEqual(
+    await world.app.deps.db
+      .selectFrom('webhook_endpoints')
+      .select('secret')
+      .where('id', '=', other.id)
+      .executeTakeFirstOrThrow(),
+    otherBefore,
+  );
+
+  const shown = await browser.request(`${base}/new-secret`);
+  assert.equal(shown.status, 200, shown.text);
+  const fresh = /id="secret" value="([^"]+)"/.exec(shown.text)![1];
+  assert.notEqual(fresh, oldSecret);
+  assert.match(
+    textOf(shown.text),
+    /New signing secret Copy the new signing secret now\. It is shown this once, and never again\. .* Until .+ the old secret signs each delivery too/,
+  );
+  const reloaded = await browser.request(`${base}/new-secret`);
+  assert.ok(!reloaded.text.includes(fresh), 'shown once');
+  assert.match(textOf(reloaded.text), /The secret was already shown A new secret is shown once/);
+  const held = await world.app.deps.db.selectFrom('dashboard_sessions').select('shown_once_sealed').execute();
+  assert.ok(
+    held.every((row) => row.shown_once_sealed === null),
+    'nothing held after its one view',
+  );
+  assert.ok(!(await browser.request(base)).text.includes(fresh), 'never on the endpoint’s page');
+
+  // a delivery carries both signatures: rotated once (a second rotation would have dropped the old one)
+  await kowhai.test.post('/v1/requests', { bank_account_id: kowhai.bankAccountId, message: 'Tea', amount: '3.00 NZD' });
+  const [got] = await receiver.waitFor(1);
+  const signature = got.headers['x-service-signature'] as string;
+  assert.equal(signature.split(',').length, 2, signature);
+  assert.equal(verifyWebhookSignature(got.raw, signature, fresh), true, 'the new secret signs');
+  assert.equal(verifyWebhookSignature(got.raw, signature, oldSecret), true, 'the old one too, for a day');
+});
+
+test('the Recover form starts a day back on real time, as deliveries run, even with the test clock a month ahead', async (t) => {
+  const world = await dashWorld(t, { workers: false });
+  const [kowhai] = world.merchants;
+  const webhook = (await kowhai.test.post('/v1/webhooks', { url: 'https://example.com/hooks' })).body.webhook;
+  assert.equal((await kowhai.test.post('/v1/test-helpers/clock/advance', { seconds: 30 * 86_400 })).status, 200);
+  const browser = await logIn(world, kowhai);
+  const zone = world.app.deps.config.serviceTimeZone;
+  const dayBefore = (ms: number) => inZone(ms - 86_400_000, zone).toFormat("yyyy-LL-dd'T'HH:mm");
+  const from = world.app.deps.clock.now();
+  const page = await browser.request(`/dashboard/test/webhooks/${webhook.id}`);
+  const to = world.app.deps.clock.now();
+  const since = /id="since" name="since" value="([^"]+)"/.exec(page.text)![1];
+  assert.ok([dayBefore(from), dayBefore(to)].includes(since), `${since} is a day before real now`);
 });

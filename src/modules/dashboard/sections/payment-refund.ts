@@ -72,8 +72,13 @@ function valuesOf(form: Record<string, unknown>): RefundValues {
   return { amount: text(form.amount, 30), reason: text(form.reason, 500) };
 }
 
+/** Typed with cents beyond the second decimal (0.105): money, but not an amount a bank can pay. */
+const hasPartCents = (typed: string) => /^\$?[\d,]*\.\d{3,}$/.test(typed.trim());
+
 /** What is wrong with the typed amount or reason, in the form's words; null when both are fine. */
 function problemOfValues(values: RefundValues): string | null {
+  if (hasPartCents(values.amount))
+    return `“Amount (NZD)” can have at most two decimals (whole cents), and ${values.amount} has more. Enter dollars and cents, such as 5.00.`;
   const cents = values.amount ? parseAmount(amountText(values.amount)) : null;
   if (cents === null || cents === 0)
     return '“Amount (NZD)” must be an amount of money more than $0.00. Enter dollars and cents, such as 5.00.';

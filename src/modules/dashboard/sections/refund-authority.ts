@@ -1,5 +1,5 @@
 import { contentSecurityPolicy } from '../../../http/pages.ts';
-import { AppError } from '../../../shared/errors.ts';
+import { AppError, notFound } from '../../../shared/errors.ts';
 import type { Mode } from '../../../shared/mode.ts';
 import { listBankAccountsOf } from '../../merchants/merchants.service.ts';
 import { bankReturnUrl, banksFor, connectorFor } from '../../payments/payments.banks.ts';
@@ -11,9 +11,10 @@ import { dollarsToCents } from '../dashboard.forms.ts';
 import { formOf, problemOf, type Kit, type Scope, type Signed } from '../dashboard.kit.ts';
 
 // The refund authority (docs/refunds.md): the one in force, with its limits and what this period
-// has used, turned off here; past ones; and turning refunds on — a consent at the merchant's bank
-// over one of its accounts, with the limits set here, approved at the bank (the form is answered
-// by a redirect to it, so this page's form-action names the mode's banks as well as the dashboard).
+// has used, turned off here (after confirming); past ones; and turning refunds on — a consent at
+// the merchant's bank over one of its accounts, with the limits set here, approved at the bank (the
+// form is answered by a redirect to it, so this page's form-action names the mode's banks as well
+// as the dashboard).
 
 const hidden = { schema: { hide: true } };
 
@@ -48,6 +49,11 @@ function bankOrigins(deps: Deps, mode: Mode): string[] {
   return [...origins];
 }
 
+/** A bank's name as the pages show it; its id when the bank is no longer connected. */
+function bankNameOf(deps: Deps, mode: Mode, id: string): string {
+  return banksFor(deps, mode).find((bank) => bank.id === id)?.name ?? id;
+}
+
 function valuesOf(form: Record<string, unknown>): AuthorityValues {
   return {
     bank_id: text(form.bank_id, 100),
@@ -79,6 +85,51 @@ export function registerRefundAuthorityPages(scope: Scope, kit: Kit): void {
     ),
   );
   registerTurnOn(scope, kit, page);
+  registerTurnOff(scope, kit);
+}
+
+/** One of the merchant's authorities in this mode, in force or past; another's is 404, as the API's are. */
+async function ownAuthority(signed: Signed, id: string) {
+  const { active, past } = await authorityViewFor(signed.ctx);
+  const found = [...(active ? [active] : []), ...past].find((row) => row.id === id);
+  if (!found) throw notFound('refund_authority', id);
+  return found;
+}
+
+/**
+ * "Turn off refunds" asks first, on a page of its own (docs/dashboard.md): Tono cannot undo it, and
+ * turning refunds on again means the bank's approval again.
+ */
+function registerTurnOff(scope: Scope, kit: Kit): void {
+  scope.get(
+    '/dashboard/:mode/refunds/authority/:id/revoke',
+    hidden,
+    kit.guard(
+      async (request, reply, signed) => {
+        const authority = await ownAuthority(signed, request.params.id);
+        if (authority.status !== 'active')
+          return kit.message(
+            reply,
+            409,
+            'Refunds are off already',
+            'This refund authority is not in force, so there is nothing to turn off. Nothing was changed.',
+            signed,
+            'refunds',
+          );
+        return kit.render(reply, 200, 'confirm', {
+          title: 'Turn off refunds',
+          ...kit.layoutOf(signed, 'refunds'),
+          heading: `Turn off refunds from your account at ${bankNameOf(kit.deps, signed.mode, authority.bank_id)}?`,
+          consequence:
+            'Tono stops paying refunds for you and the refund authority is revoked at your bank. Refunds already made go on; new ones are for you to pay by hand. To turn refunds on again, you approve a new refund authority at your bank.',
+          action: `${signed.base}/refunds/authority/${authority.id}/revoke`,
+          confirm: 'Yes, turn off refunds',
+          back: `${signed.base}/refunds/authority`,
+        });
+      },
+      { permission: 'bank_settings.manage' },
+    ),
+  );
 
   scope.post(
     '/dashboard/:mode/refunds/authority/:id/revoke',
@@ -120,7 +171,7 @@ function authorityPage(kit: Kit) {
       listBankAccountsOf(deps.db, signed.session.merchant.id),
     ]);
     const banks = banksFor(deps, signed.mode);
-    const bankName = (id: string) => banks.find((bank) => bank.id === id)?.name ?? id;
+    const bankName = (id: string) => bankNameOf(deps, signed.mode, id);
     const label = (period: string) => PERIOD_LABELS[period as RefundPeriod] ?? { each: period, this: 'this period' };
     return {
       title: 'Refund authority',

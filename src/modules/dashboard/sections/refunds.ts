@@ -13,7 +13,7 @@ import {
 import { ACTION_REASON_TEXT, certainlyUnpaid, RefundStatus, type ActionReason } from '../../refunds/refunds.rules.ts';
 import type { RefundRow } from '../../refunds/refunds.tables.ts';
 import { authorityViewFor } from '../../refunds/refunds.authority.ts';
-import { cursorOf, dayBound, oneOf, text } from '../dashboard.format.ts';
+import { cursorOf, dayBound, localDay, oneOf, text } from '../dashboard.format.ts';
 import { batchRowsOf, csvRowsOfRefunds, MANUAL_BATCH_HEADER, REFUND_CSV_HEADER } from '../dashboard.present.ts';
 import { formOf, type Kit, type Scope, type Signed } from '../dashboard.kit.ts';
 import { CSV_MAX_ROWS } from './payments.ts';
@@ -117,7 +117,7 @@ function registerRefundList(scope: Scope, kit: Kit): void {
         const csv = stringify([REFUND_CSV_HEADER, ...csvRowsOfRefunds(page.items, kit.zone())], {
           record_delimiter: 'windows',
         });
-        return sendCsv(reply, csv, `tono-${signed.mode}-refunds-${dayOf(signed)}.csv`);
+        return sendCsv(reply, csv, `tono-${signed.mode}-refunds-${dayOf(signed, kit.zone())}.csv`);
       },
       { permission: 'read' },
     ),
@@ -162,14 +162,59 @@ function registerRefundsToPay(scope: Scope, kit: Kit): void {
       async (_request, reply, signed) => {
         const items = await refundsRequiringAction(signed.ctx);
         const csv = stringify([MANUAL_BATCH_HEADER, ...batchRowsOf(items)], { record_delimiter: 'windows' });
-        return sendCsv(reply, csv, `tono-${signed.mode}-refunds-to-pay-${dayOf(signed)}.csv`);
+        return sendCsv(reply, csv, `tono-${signed.mode}-refunds-to-pay-${dayOf(signed, kit.zone())}.csv`);
       },
       { permission: 'read' },
     ),
   );
 }
 
-/** One refund's page, and marking one that requires action as paid or cancelling it. */
+type Verb = 'mark-paid' | 'cancel';
+
+/** A refund that no longer requires action (done already, a second click): said in words, nothing changed. */
+function cannotNow(kit: Kit, reply: FastifyReply, signed: Signed, refund: RefundRow, verb: Verb) {
+  return kit.message(
+    reply,
+    409,
+    'That cannot be done now',
+    `Refund ${refund.id} is ${refund.status.replace('_', ' ')}: only a refund that requires action can be ${verb === 'cancel' ? 'cancelled' : 'marked as paid'}. Nothing was changed.`,
+    signed,
+    'refunds',
+  );
+}
+
+/**
+ * "Cancel the refund" asks first, on a page of its own (docs/dashboard.md): a slip on the button
+ * beside "Mark as paid" would drop a refund the payer is owed. The page remembers where it came
+ * from (the refund's page or the list), so the post leads back there.
+ */
+function registerCancelConfirm(scope: Scope, kit: Kit): void {
+  scope.get(
+    '/dashboard/:mode/refunds/:id/cancel',
+    hidden,
+    kit.guard(
+      async (request, reply, signed) => {
+        const refund = await getRefund(signed.ctx, request.params.id);
+        if (refund.status !== 'requires_action') return cannotNow(kit, reply, signed, refund, 'cancel');
+        const fromRefund = text(request.query.back) === 'refund';
+        return kit.render(reply, 200, 'confirm', {
+          title: 'Cancel this refund',
+          ...kit.layoutOf(signed, 'refunds'),
+          heading: `Cancel the refund ${refund.id} of ${displayAmount(refund.amount_cents)}?`,
+          consequence:
+            'Cancel it only if you will not pay it by hand: it is marked as failed, and its amount can be refunded again. This cannot be undone.',
+          action: `${signed.base}/refunds/${refund.id}/cancel`,
+          fields: fromRefund ? { back: 'refund' } : {},
+          confirm: 'Yes, cancel the refund',
+          back: fromRefund ? `${signed.base}/refunds/${refund.id}` : `${signed.base}/refunds/action`,
+        });
+      },
+      { permission: 'refunds.manage' },
+    ),
+  );
+}
+
+/** One refund's page, and marking one that requires action as paid or cancelling it (after confirming). */
 function registerRefundDetail(scope: Scope, kit: Kit): void {
   scope.get(
     '/dashboard/:mode/refunds/:id',
@@ -199,7 +244,9 @@ function registerRefundDetail(scope: Scope, kit: Kit): void {
     ),
   );
 
-  const act = (verb: 'mark-paid' | 'cancel', run: (signed: Signed, id: string) => Promise<RefundRow>) =>
+  registerCancelConfirm(scope, kit);
+
+  const act = (verb: Verb, run: (signed: Signed, id: string) => Promise<RefundRow>) =>
     scope.post(
       `/dashboard/:mode/refunds/:id/${verb}`,
       hidden,
@@ -209,17 +256,8 @@ function registerRefundDetail(scope: Scope, kit: Kit): void {
           try {
             await run(signed, id);
           } catch (error) {
-            if (error instanceof AppError && error.code === 'conflict.invalid_state') {
-              const refund = await getRefund(signed.ctx, id);
-              return kit.message(
-                reply,
-                409,
-                'That cannot be done now',
-                `Refund ${refund.id} is ${refund.status.replace('_', ' ')}: only a refund that requires action can be ${verb === 'cancel' ? 'cancelled' : 'marked as paid'}. Nothing was changed.`,
-                signed,
-                'refunds',
-              );
-            }
+            if (error instanceof AppError && error.code === 'conflict.invalid_state')
+              return cannotNow(kit, reply, signed, await getRefund(signed.ctx, id), verb);
             throw error;
           }
           const back = text(formOf(request).back);
@@ -249,7 +287,8 @@ function doneFlash(done: string, refund: RefundRow): string | null {
   return null;
 }
 
-const dayOf = (signed: Signed) => new Date(signed.ctx.clock.now()).toISOString().slice(0, 10);
+/** The day a file is of, on the mode's clock, as the merchant's calendar reads it (not the UTC date). */
+const dayOf = (signed: Signed, zone: string) => localDay(signed.ctx.clock.now(), zone);
 
 function sendCsv(reply: FastifyReply, csv: string, filename: string) {
   return reply

@@ -1,3 +1,4 @@
+import type { FastifyReply } from 'fastify';
 import { inZone, localAt } from '../../../shared/zone.ts';
 import { AppError, invalidParam } from '../../../shared/errors.ts';
 import { EVENT_TYPES } from '../../events/events.builders.ts';
@@ -15,6 +16,7 @@ import {
   resendEventFor,
   retrieveEvent,
   retrieveWebhook,
+  rotateWebhookSecret,
   updateWebhook,
 } from '../../webhooks/webhooks.service.ts';
 import { text, texts, oneOf, cursorOf, queryOf } from '../dashboard.format.ts';
@@ -31,10 +33,10 @@ import { formOf, problemOf, type Kit, type Scope, type Signed } from '../dashboa
 import { auditTrailOf } from './audit.ts';
 
 // Webhooks and events: endpoints (created with a URL, an optional description and the events to
-// send; the secret shown once), listed with their status, last delivery and recent failures; each
-// endpoint's recent deliveries with every attempt, resend and recover; events with where their
-// delivery stands (a failed one resent from the list), their JSON body (the recurring token is
-// stored masked) and deliveries.
+// send; the secret shown once, and a new one once after each rotation), listed with their status,
+// last delivery and recent failures; each endpoint's recent deliveries with every attempt, resend
+// and recover; events with where their delivery stands (a failed one resent from the list), their
+// JSON body (the recurring token is stored masked) and deliveries.
 
 const hidden = { schema: { hide: true } };
 
@@ -42,11 +44,18 @@ export function registerWebhookPages(scope: Scope, kit: Kit): void {
   registerEndpointList(scope, kit);
   registerEndpointCreated(scope, kit);
   registerEndpointPages(scope, kit);
+  registerSecretRotation(scope, kit);
   registerEventPages(scope, kit);
 }
 
 type EndpointValues = { url?: string; description?: string; events?: string[] };
 type FormProblem = { message: string; input: string };
+/** An endpoint as held for its secret's one view: a rotation's also says until when the old secret signs. */
+type HeldSecret = { id: string; url: string; secret: string; previous_secret_expires_at?: string };
+
+/** How a confirmation names an endpoint: its description and URL, or its URL. */
+const endpointName = (webhook: { url: string; description: string | null }) =>
+  webhook.description ? `“${webhook.description}” (${webhook.url})` : webhook.url;
 
 /** The endpoints with how each has been doing, for the list and the endpoint page. */
 async function withActivity<T extends { id: string }>(signed: Signed, webhooks: T[]) {
@@ -165,28 +174,35 @@ function registerEndpointCreated(scope: Scope, kit: Kit): void {
     '/dashboard/:mode/webhooks/:id/created',
     hidden,
     kit.guard(
-      async (request, reply, signed) => {
-        const { webhook } = await retrieveWebhook(signed.ctx, request.params.id);
-        const shown = await takeOneView(kit.deps, signed.session, 'webhook', webhook.id);
-        if (!shown)
-          return kit.message(
-            reply,
-            200,
-            'The secret was already shown',
-            "An endpoint's secret is shown once, on the page right after it is created, and is not shown again. To get a new one, rotate the secret on the endpoint's page.",
-            signed,
-            'webhooks',
-          );
-        // The secret is on this one page view only: it is sealed at rest and never shown again.
-        return kit.render(reply, 200, 'webhook-created', {
-          title: 'Webhook endpoint created',
-          ...kit.layoutOf(signed, 'webhooks'),
-          webhook: shown,
-        });
-      },
+      async (request, reply, signed) =>
+        showSecretOnce(
+          kit,
+          reply,
+          signed,
+          request.params.id,
+          "An endpoint's secret is shown once, on the page right after it is created, and is not shown again. To get a new one, use “Rotate the secret” on the endpoint's page.",
+        ),
       { permission: 'webhooks.manage' },
     ),
   );
+}
+
+/**
+ * The secret held for this one page view (a new endpoint's, or a rotated one's), cleared as it is
+ * shown: it is sealed at rest and never shown again; afterwards `alreadyShown` says so. What the
+ * secret came with says which it is, so each reads right whichever page takes it.
+ */
+async function showSecretOnce(kit: Kit, reply: FastifyReply, signed: Signed, id: string, alreadyShown: string) {
+  const { webhook } = await retrieveWebhook(signed.ctx, id);
+  const shown = (await takeOneView(kit.deps, signed.session, 'webhook', webhook.id)) as HeldSecret | null;
+  if (!shown) return kit.message(reply, 200, 'The secret was already shown', alreadyShown, signed, 'webhooks');
+  const oldSecretUntil = shown.previous_secret_expires_at ?? null;
+  return kit.render(reply, 200, 'webhook-created', {
+    title: oldSecretUntil ? 'New signing secret' : 'Webhook endpoint created',
+    ...kit.layoutOf(signed, 'webhooks'),
+    webhook: shown,
+    oldSecretUntil,
+  });
 }
 
 /** What the endpoint page shows: the endpoint with its status and recent activity, and its newest deliveries. */
@@ -224,7 +240,9 @@ function registerEndpointPages(scope: Scope, kit: Kit): void {
                 : done === 'disabled'
                   ? 'The endpoint is disabled: deliveries not yet made are cancelled, and no new ones are sent.'
                   : null;
-        const dayAgo = inZone(signed.ctx.clock.now() - 86_400_000, kit.zone()).toFormat("yyyy-LL-dd'T'HH:mm");
+        // Deliveries run on real time, in test mode too, and recovering compares against it: a day
+        // back on the test clock could be hours, or ahead of every failure.
+        const dayAgo = inZone(kit.deps.clock.now() - 86_400_000, kit.zone()).toFormat("yyyy-LL-dd'T'HH:mm");
         return kit.render(reply, 200, 'webhook', {
           ...(await endpointPage(kit, signed, request.params.id)),
           flash,
@@ -275,7 +293,7 @@ function registerEndpointPages(scope: Scope, kit: Kit): void {
         return kit.render(reply, 200, 'confirm', {
           title: 'Delete this endpoint',
           ...kit.layoutOf(signed, 'webhooks'),
-          heading: `Delete the endpoint ${webhook.description ? `“${webhook.description}” (${webhook.url})` : webhook.url}?`,
+          heading: `Delete the endpoint ${endpointName(webhook)}?`,
           consequence:
             'Nothing more is sent to it, deliveries not yet made are cancelled, and its secret is forgotten. This cannot be undone.',
           action: `${signed.base}/webhooks/${webhook.id}/delete`,
@@ -311,7 +329,7 @@ function registerEndpointSwitch(scope: Scope, kit: Kit): void {
         return kit.render(reply, 200, 'confirm', {
           title: 'Disable this endpoint',
           ...kit.layoutOf(signed, 'webhooks'),
-          heading: `Disable the endpoint ${webhook.description ? `“${webhook.description}” (${webhook.url})` : webhook.url}?`,
+          heading: `Disable the endpoint ${endpointName(webhook)}?`,
           consequence:
             'Deliveries not yet made are cancelled and no new ones are queued until you enable it again; its secret is kept. Events keep being recorded, and can be recovered once it is enabled.',
           action: `${signed.base}/webhooks/${webhook.id}/disable`,
@@ -339,6 +357,86 @@ function registerEndpointSwitch(scope: Scope, kit: Kit): void {
       ),
     );
   }
+}
+
+/**
+ * Rotating an endpoint's signing secret, as POST /v1/webhooks/{id}/rotate-secret does: asked first,
+ * on a page of its own, then the new secret shown once as a new endpoint's is. The confirmation
+ * carries a one-time key, so a double click rotates once: a second rotation within the day would
+ * stop at once the secret the merchant's receivers still use.
+ */
+function registerSecretRotation(scope: Scope, kit: Kit): void {
+  scope.get(
+    '/dashboard/:mode/webhooks/:id/rotate-secret',
+    hidden,
+    kit.guard(
+      async (request, reply, signed) => {
+        const { webhook } = await retrieveWebhook(signed.ctx, request.params.id);
+        return kit.render(reply, 200, 'confirm', {
+          title: 'Rotate the signing secret',
+          ...kit.layoutOf(signed, 'webhooks'),
+          heading: `Rotate the signing secret of the endpoint ${endpointName(webhook)}?`,
+          consequence:
+            'Tono makes a new secret and shows it to you once. For 24 hours the old secret keeps signing beside the new one, so deliveries verify with either: put the new one in your receivers within the day. If you rotated it in the last 24 hours, the secret before the current one stops signing at once.',
+          action: `${signed.base}/webhooks/${webhook.id}/rotate-secret`,
+          fields: { idempotency_key: newConfirmationKey() },
+          confirm: 'Yes, rotate the secret',
+          confirmClass: 'primary',
+          back: `${signed.base}/webhooks/${webhook.id}`,
+        });
+      },
+      { permission: 'webhooks.manage' },
+    ),
+  );
+
+  scope.post(
+    '/dashboard/:mode/webhooks/:id/rotate-secret',
+    hidden,
+    kit.guard(
+      async (request, reply, signed) => {
+        try {
+          const rotated = await rotateWebhookSecret(
+            signed.ctx,
+            request.params.id,
+            formKeyOf(formOf(request)) ?? undefined,
+          );
+          const webhook = rotated.body.webhook;
+          // As after creating: the secret waits, sealed, for the one view of the page the redirect
+          // opens. A repeat of the confirmation rotated nothing more and holds nothing again.
+          if (!rotated.replayed)
+            await holdForOneView(kit.deps, signed.session, { kind: 'webhook', id: webhook.id, value: webhook });
+          return reply.redirect(`${signed.base}/webhooks/${webhook.id}/new-secret`, 303);
+        } catch (error) {
+          if (!isSentBeforeWithOtherValues(error)) throw error;
+          return kit.message(
+            reply,
+            409,
+            'The secret was not rotated',
+            'This confirmation was used before, for another endpoint, so nothing was rotated. Choose “Rotate the secret” on the endpoint’s page again.',
+            signed,
+            'webhooks',
+          );
+        }
+      },
+      { permission: 'webhooks.manage', post: true },
+    ),
+  );
+
+  scope.get(
+    '/dashboard/:mode/webhooks/:id/new-secret',
+    hidden,
+    kit.guard(
+      async (request, reply, signed) =>
+        showSecretOnce(
+          kit,
+          reply,
+          signed,
+          request.params.id,
+          "A new secret is shown once, on the page right after the rotation, and is not shown again. To get another, rotate the secret again on the endpoint's page.",
+        ),
+      { permission: 'webhooks.manage' },
+    ),
+  );
 }
 
 /** The events list's filters, from a query or from a form that came from the list (so a resend goes back to the same page). */
