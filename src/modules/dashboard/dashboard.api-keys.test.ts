@@ -45,7 +45,9 @@ test('a key made with a name and ticked permissions is listed with them and its 
     form: { csrf, name: 'x'.repeat(101), access: 'full' },
   });
   assert.equal(tooLong.status, 400);
-  assert.match(textOf(tooLong.text), /at most 100 characters/);
+  assert.match(textOf(tooLong.text), /“Name” can be at most 100 characters: shorten it\. Nothing was created\./);
+  assert.doesNotMatch(textOf(tooLong.text), /\bname must be\b/, "in the form's words, not the API's");
+  assert.match(tooLong.text, /id="name" name="name"[^>]*value="x{101}"[^>]*aria-invalid="true"/, 'kept, and marked');
   assert.deepEqual(await keysOf(world, kowhai.userId), before, 'nothing was created');
 
   const posted = await browser.request('/dashboard/test/api-keys', {

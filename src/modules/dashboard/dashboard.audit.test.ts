@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { parse } from 'csv-parse/sync';
 import { Browser } from '../../../test/payer.ts';
 import { dashWorld, logIn, objectsOf, textOf } from '../../../test/dashboard.ts';
+import { localAt } from '../../shared/zone.ts';
 
 // The audit log in the dashboard over HTTP, on SQLite and PostgreSQL: a member's change recorded
 // with the member as actor, filters, pages, the CSV, each object's history, escaping, and another
@@ -53,6 +54,15 @@ test('the audit log: member changes, filters, pages, CSV, object histories; esca
   assert.doesNotMatch(byActor, /request\.create api_key/);
   const future = textOf((await browser.request('/dashboard/test/audit?from=2999-01-01')).text);
   assert.match(future, /No records match/);
+  // a date that is no day is said, and the log is shown without it
+  const badDate = await browser.request('/dashboard/test/audit?from=2026-13-45');
+  assert.equal(badDate.status, 200);
+  assert.match(
+    textOf(badDate.text),
+    /“From” \(2026-13-45\) is not a date we understand, so the page is shown without it/,
+  );
+  assert.match(badDate.text, /id="from" name="from"[^>]*aria-invalid="true"/);
+  assert.match(textOf(badDate.text), /api_key\.create/);
   // another merchant's object named in the filter: nothing
   const foreign = textOf((await browser.request(`/dashboard/test/audit?object=${theirs.id}`)).text);
   assert.match(foreign, /No records match/);
@@ -121,4 +131,19 @@ test('the audit log: member changes, filters, pages, CSV, object histories; esca
   const stranger = new Browser(world.baseUrl);
   const away = await stranger.request('/dashboard/test/audit');
   assert.equal(away.status, 303);
+});
+
+test("the CSV's file name has the merchant's day, not UTC's", async (t) => {
+  const world = await dashWorld(t, { workers: false });
+  const [kowhai] = world.merchants;
+  const browser = await logIn(world, kowhai);
+  // 9 am on 2 January in New Zealand is still 1 January in UTC
+  const year = new Date().getUTCFullYear() + 1;
+  const nzMorning = localAt(`${year}-01-02T09:00`, 'Pacific/Auckland');
+  assert.equal(nzMorning.toUTC().toISODate(), `${year}-01-01`);
+  const moved = await kowhai.test.post('/v1/test-helpers/clock/advance', { to: nzMorning.toUTC().toISO() });
+  assert.equal(moved.status, 200, moved.text);
+  const csv = await browser.request('/dashboard/test/audit/export.csv');
+  assert.equal(csv.status, 200);
+  assert.equal(csv.headers.get('content-disposition'), `attachment; filename="tono-test-audit-${year}-01-02.csv"`);
 });

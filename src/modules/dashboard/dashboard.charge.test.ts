@@ -28,7 +28,19 @@ test('a merchant charges a recurring consent from its page: limits shown and enf
   assert.match(textOf(notMoney.text), /“Amount \(NZD\)” must be an amount of money/);
   const overPayment = await browser.request(`${base}/charge`, { form: { csrf, amount: '60', reference: '' } });
   assert.equal(overPayment.status, 422);
-  assert.match(textOf(overPayment.text), /more than the consent allows for one payment .* Nothing was charged/);
+  assert.match(
+    textOf(overPayment.text),
+    /\$60\.00 is more than the consent allows for one payment \(\$50\.00\)\. Nothing was charged/,
+    'amounts as the dashboard shows money',
+  );
+  assert.doesNotMatch(textOf(overPayment.text), /\d NZD/);
+  // refused again by the execution itself, when the confirmation is posted without the review
+  const overAtConfirm = await browser.request(`${base}/charge/confirm`, {
+    form: { csrf, amount: '60', reference: '', idempotency_key: keyOf(page.text) },
+  });
+  assert.equal(overAtConfirm.status, 422);
+  assert.match(textOf(overAtConfirm.text), /\$60\.00 is more than the consent allows for one payment \(\$50\.00\)/);
+  assert.doesNotMatch(textOf(overAtConfirm.text), /\d NZD/);
 
   const review = await browser.request(`${base}/charge`, { form: { csrf, amount: '30', reference: 'INV-9' } });
   assert.equal(review.status, 200);

@@ -35,6 +35,36 @@ export function dayBound(value: unknown, zone: string, end: boolean): number | n
   return end ? endOfLocalDay(value, zone) + 1 : atLocalTime(value, zone, 0);
 }
 
+/** The date filters of a list that name no day, in the list form's words: the message, and its inputs. */
+export type DateFilterProblem = { message: string; inputs: Array<'from' | 'to'> };
+
+/**
+ * What a list page says when its `from` or `to` filter is not a date (a hand-edited or old link:
+ * the date picker sends only dates). The list is then shown without that bound, so the page must
+ * say so rather than show more than was asked for without a word. Null when both are dates or blank.
+ */
+export function dateFilterProblem(
+  filters: { from: string; to: string },
+  zone: string,
+  labels: { from: string; to: string },
+): DateFilterProblem | null {
+  const inputs = (['from', 'to'] as const).filter(
+    (input) => filters[input] !== '' && dayBound(filters[input], zone, false) === null,
+  );
+  if (inputs.length === 0) return null;
+  const named = inputs.map((input) => `“${labels[input]}” (${filters[input]})`).join(' and ');
+  const [verb, noun, pronoun] = inputs.length === 1 ? ['is', 'a date', 'it'] : ['are', 'dates', 'them'];
+  return {
+    message: `${named} ${verb} not ${noun} we understand, so the page is shown without ${pronoun}. Enter dates as year-month-day, such as 2026-12-01.`,
+    inputs: [...inputs],
+  };
+}
+
+/** A message with the API's amounts ("50.00 NZD") written as the dashboard shows money ("$50.00"). */
+export function withShownMoney(message: string): string {
+  return message.replace(/-?\d+(?:\.\d{1,2})? NZD\b/g, (amount) => money(amount));
+}
+
 /** The local date (YYYY-MM-DD) of an instant. */
 export function localDay(ms: number, zone: string): string {
   return inZone(ms, zone).toISODate()!;

@@ -81,12 +81,24 @@ test('a statement is uploaded, matched and shown; a bad file is refused with its
   const huge = await upload(world, browser, `${content}${'x'.repeat(2_000_001)}`, csrf);
   assert.equal(huge.status, 413, huge.text.slice(0, 300));
   assert.match(textOf(huge.text), /A statement file can be at most 2 MB/);
+  // drawn in the signed-in layout, as the section's other errors are
+  assert.match(huge.text, /<nav class="sections" aria-label="Sections">/);
+  assert.match(huge.text, /href="\/dashboard\/test\/reconciliation" aria-current="page"/);
 
   const imported = await upload(world, browser, content, csrf);
   assert.equal(imported.status, 303, imported.text);
   assert.equal(imported.location, `${page}?done=imported&added=7&matched=2`);
   const again = await upload(world, browser, content, csrf);
   assert.equal(again.location, `${page}?done=again`);
+
+  // a date that is no day is said, and the view keeps its default range for it
+  const badDate = await browser.request(`${page}?from=2026-13-45`);
+  assert.equal(badDate.status, 200);
+  assert.match(
+    textOf(badDate.text),
+    /“From” \(2026-13-45\) is not a date we understand, so the page is shown without it/,
+  );
+  assert.match(badDate.text, /id="from" name="from"[^>]*aria-invalid="true"/);
 
   const view = await browser.request(`${page}?done=imported&added=7&matched=2&days=0`);
   const shown = textOf(view.text);

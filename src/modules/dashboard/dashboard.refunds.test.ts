@@ -288,6 +288,11 @@ test('the refunds list filters by status and dates, pages, and exports what it s
   const tomorrow = new Date(clockNow + 2 * 86_400_000).toISOString().slice(0, 10);
   assert.deepEqual(listed((await browser.request(`/dashboard/test/refunds?from=${tomorrow}`)).text), []);
   assert.equal(listed((await browser.request(`/dashboard/test/refunds?to=${tomorrow}`)).text).length, 25);
+  const badDate = await browser.request('/dashboard/test/refunds?from=2026-02-30');
+  assert.equal(badDate.status, 200);
+  assert.match(textOf(badDate.text), /“Created from” \(2026-02-30\) is not a date we understand/);
+  assert.match(badDate.text, /id="from" name="from"[^>]*aria-invalid="true"/);
+  assert.equal(listed(badDate.text).length, 25, 'the list is shown without it');
 
   const csv = await browser.request('/dashboard/test/refunds/export.csv?status=pending');
   assert.equal(csv.status, 200);

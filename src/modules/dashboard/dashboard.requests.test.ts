@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Browser } from '../../../test/payer.ts';
 import { dashWorld, logIn, textOf } from '../../../test/dashboard.ts';
-import { localIsoWithOffset } from '../../shared/zone.ts';
+import { localAt, localIsoWithOffset } from '../../shared/zone.ts';
 
 // Requests and payments in the dashboard over HTTP, on SQLite and PostgreSQL: the same service
 // calls and events as the API, filters and search, CSV export equal to the API's list.
@@ -45,9 +45,25 @@ test('a request created with the form is the one the API creates, with its event
     },
   });
   assert.equal(bad.status, 400);
-  assert.match(textOf(bad.text), /“Amount \(NZD\)” must be .* Enter dollars and cents, such as 25\.00\./);
+  assert.match(
+    textOf(bad.text),
+    /“Amount \(NZD\)” must be a positive amount with at most two decimals\. Enter dollars and cents, such as 25\.00\./,
+  );
   assert.ok(!/\bamount must be\b/.test(textOf(bad.text)), "in the form's words, not the API field name");
+  assert.doesNotMatch(textOf(bad.text), /<decimal>|NZD with two decimals/, "not the API's amount form");
   assert.match(bad.text, /id="amount" name="amount" value="12.345"[^>]*aria-invalid="true"/);
+  const negative = await browser.request('/dashboard/test/requests/new', {
+    form: {
+      csrf: form(blank.text),
+      message: 'Refund?',
+      amount: '-5',
+      kind: 'fixed',
+      bank_account_id: kowhai.bankAccountId,
+    },
+  });
+  assert.equal(negative.status, 400);
+  assert.match(textOf(negative.text), /“Amount \(NZD\)” must be a positive amount with at most two decimals\./);
+  assert.doesNotMatch(textOf(negative.text), /<decimal>|NZD with two decimals/);
   const tooMuch = await browser.request('/dashboard/test/requests/new', {
     form: {
       csrf: form(blank.text),
@@ -274,6 +290,21 @@ test('the request list filters by status, type and dates, searches id, reference
   );
   assert.equal(ids((await browser.request('/dashboard/test/requests?from=2000-01-01&to=2000-01-02')).text).length, 0);
   assert.equal(ids((await browser.request('/dashboard/test/requests?from=2000-01-01')).text).length, 25);
+  // a date that is no day is said, and the list is shown without it
+  const badDate = await browser.request('/dashboard/test/requests?from=2026-13-45&status=deleted');
+  assert.equal(badDate.status, 200);
+  assert.match(
+    textOf(badDate.text),
+    /“Created from” \(2026-13-45\) is not a date we understand, so the page is shown without it\. Enter dates as year-month-day, such as 2026-12-01\./,
+  );
+  assert.match(badDate.text, /id="from" name="from"[^>]*aria-invalid="true"/);
+  assert.deepEqual(ids(badDate.text), [made[3]], 'the other filters still apply');
+  const bothBad = textOf((await browser.request('/dashboard/test/requests?from=soon&to=2026-02-30')).text);
+  assert.match(bothBad, /“Created from” \(soon\) and “Created to” \(2026-02-30\) are not dates we understand/);
+  assert.doesNotMatch(
+    textOf((await browser.request('/dashboard/test/requests?from=2026-02-28')).text),
+    /not a date we understand/,
+  );
   // the live list is another world
   assert.equal(ids((await browser.request('/dashboard/live/requests')).text).length, 0);
 });
@@ -343,6 +374,11 @@ test('payments: filters, search by particulars, reference, request and payer ema
   );
   assert.deepEqual(ids((await browser.request('/dashboard/test/payments?status=failed')).text), failedByApi);
   assert.equal(ids((await browser.request('/dashboard/live/payments')).text).length, 0, 'live is apart');
+  const badDate = await browser.request('/dashboard/test/payments?to=2026-13-45');
+  assert.equal(badDate.status, 200);
+  assert.match(textOf(badDate.text), /“Created to” \(2026-13-45\) is not a date we understand/);
+  assert.match(badDate.text, /id="to" name="to"[^>]*aria-invalid="true"/);
+  assert.equal(ids(badDate.text).length, 4, 'the list is shown without it');
 
   const detail = await browser.request(`/dashboard/test/payments/${payments[0].id}`);
   assert.equal(detail.status, 200);
@@ -396,6 +432,21 @@ test('payments: filters, search by particulars, reference, request and payer ema
     rows.some((row) => row[9] === `'=HYPERLINK("x")`),
     'a formula is written as text',
   );
+});
+
+test("the payments CSV's file name has the merchant's day, not UTC's", async (t) => {
+  const world = await dashWorld(t, { workers: false });
+  const [kowhai] = world.merchants;
+  const browser = await logIn(world, kowhai);
+  // 9 am on 2 January in New Zealand is still 1 January in UTC
+  const year = new Date().getUTCFullYear() + 1;
+  const nzMorning = localAt(`${year}-01-02T09:00`, 'Pacific/Auckland');
+  assert.equal(nzMorning.toUTC().toISODate(), `${year}-01-01`);
+  const moved = await kowhai.test.post('/v1/test-helpers/clock/advance', { to: nzMorning.toUTC().toISO() });
+  assert.equal(moved.status, 200, moved.text);
+  const csv = await browser.request('/dashboard/test/payments/export.csv');
+  assert.equal(csv.status, 200);
+  assert.equal(csv.headers.get('content-disposition'), `attachment; filename="tono-test-payments-${year}-01-02.csv"`);
 });
 
 test('with no live bank connected, live pages say so before the merchant tries, and the new-request page offers test mode instead', async (t) => {

@@ -212,6 +212,23 @@ test('bank accounts are added with the check-digit validator; the test clock adv
   });
   assert.equal(wrong.status, 400);
   assert.match(textOf(wrong.text), /not a valid New Zealand bank account number/);
+  assert.match(wrong.text, /id="account_number"[^>]*aria-invalid="true"/);
+  // each other failure is said as what it is, and a long name is refused, not saved cut short
+  const noNumber = await browser.request('/dashboard/live/bank-accounts', {
+    form: { csrf: Browser.csrfOf(accounts.text), account_number: '', name: 'Savings' },
+  });
+  assert.equal(noNumber.status, 400);
+  assert.match(textOf(noNumber.text), /Enter the account number, as /);
+  const longName = 'Savings for the new espresso machine '.repeat(3);
+  const tooLong = await browser.request('/dashboard/live/bank-accounts', {
+    form: { csrf: Browser.csrfOf(accounts.text), account_number: VALID_ACCOUNT, name: longName },
+  });
+  assert.equal(tooLong.status, 400);
+  assert.match(textOf(tooLong.text), /“Name” can be at most 100 characters: shorten it\. Nothing was added\./);
+  assert.doesNotMatch(textOf(tooLong.text), /not a valid New Zealand bank account number/);
+  assert.match(tooLong.text, new RegExp(`id="name" name="name" value="${longName.trim()}" aria-invalid="true"`));
+  assert.doesNotMatch(tooLong.text, /id="account_number"[^>]*aria-invalid/, 'the number was fine');
+  assert.equal((await kowhai.live.get('/v1/bank-accounts')).body.bank_accounts.length, 1, 'nothing was added');
   const added = await browser.request('/dashboard/live/bank-accounts', {
     form: { csrf: Browser.csrfOf(accounts.text), account_number: VALID_ACCOUNT, name: 'Savings' },
   });
@@ -242,7 +259,11 @@ test('bank accounts are added with the check-digit validator; the test clock adv
     form: { csrf: Browser.csrfOf(clock.text), to: '2001-01-01T10:00' },
   });
   assert.equal(backwards.status, 400);
-  assert.match(textOf(backwards.text), /later than the clock's current time/);
+  assert.match(
+    textOf(backwards.text),
+    /Choose a time after \d{1,2} \w{3} \d{4}, \d{1,2}:\d{2} [ap]m, the time on the test clock now: it only moves forward\. The clock did not move\./,
+  );
+  assert.doesNotMatch(textOf(backwards.text), /\bto must\b/, "in the form's words, not the API field name");
   const target = localAt(after, 'Pacific/Auckland')
     .plus({ days: 40 })
     .set({ hour: 10, minute: 0, second: 0, millisecond: 0 });

@@ -35,6 +35,16 @@ test('Tax & receipts: saved by an owner with a record, refused clearly when wron
   });
   assert.equal(withoutNumber.status, 400);
   assert.match(textOf(withoutNumber.text), /Tax invoices show your GST number/);
+  // a legal name over the limit is refused and shown again whole, not saved cut short
+  const longName = `Kōwhai Coffee ${'Limited '.repeat(30)}`.trim();
+  const tooLong = await owner.request('/dashboard/test/tax', {
+    form: { csrf, legal_name: longName, gst_number: '', prices_include_gst: 'yes' },
+  });
+  assert.equal(tooLong.status, 400);
+  assert.match(textOf(tooLong.text), /“Legal name” can be at most 200 characters: shorten it\. Nothing was changed\./);
+  assert.match(tooLong.text, /id="legal_name" name="legal_name" value="([^"]+)"[^>]*aria-invalid="true"/);
+  assert.equal(/id="legal_name" name="legal_name" value="([^"]+)"/.exec(tooLong.text)![1], longName, 'kept whole');
+  assert.deepEqual((await kowhai!.test.get('/v1/tax-settings')).body, { tax_settings: null });
 
   const saved = await owner.request('/dashboard/test/tax', {
     form: {

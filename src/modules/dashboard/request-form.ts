@@ -1,4 +1,5 @@
-import { text, texts } from './dashboard.format.ts';
+import { AMOUNT_FORM } from '../../shared/money.ts';
+import { text, texts, withShownMoney } from './dashboard.format.ts';
 import { amountText, dollarsToCents } from './dashboard.forms.ts';
 
 // The create-request form in two steps: the merchant picks what the payer agrees to, then fills
@@ -153,16 +154,26 @@ export function formProblemOf(error: { message: string; field: string | null }):
   const input = INPUT_OF_FIELD.find(([name]) => name === field)?.[1] ?? field.replace(/\..*/, '');
   const known = REQUEST_INPUTS[input];
   const labelled = (message: string) =>
-    message.replace(fieldPattern, (name) => {
-      const label = REQUEST_INPUTS[INPUT_OF_FIELD.find(([f]) => f === name)![1]]?.label;
-      return label ? `“${label}”` : name;
-    });
+    withShownMoney(
+      message.replace(fieldPattern, (name) => {
+        const label = REQUEST_INPUTS[INPUT_OF_FIELD.find(([f]) => f === name)![1]]?.label;
+        return label ? `“${label}”` : name;
+      }),
+    );
   if (!known) return { message: labelled(error.message), input };
-  // A schema's pattern is no help to a person; its own label and the fix are.
-  const said = /must be text matching /.test(error.message)
-    ? `“${known.label}” is not in a form Tono takes.`
-    : labelled(error.message).replace(/\.?$/, '.');
+  const said = plainWordsOf(error.message, known.label) ?? labelled(error.message).replace(/\.?$/, '.');
   return { message: `${said[0].toUpperCase()}${said.slice(1)} ${known.fix}`, input };
+}
+
+/**
+ * The API's messages that are no help to a person put plainly, or null for the others: a schema's
+ * pattern, and the API's amount form ("<decimal> NZD with two decimals"), which the form does not
+ * take (it takes dollars and cents without the currency).
+ */
+function plainWordsOf(apiMessage: string, label: string): string | null {
+  if (/must be text matching /.test(apiMessage)) return `“${label}” is not in a form Tono takes.`;
+  if (apiMessage.includes(AMOUNT_FORM)) return `“${label}” must be a positive amount with at most two decimals.`;
+  return null;
 }
 
 /** The first filled input that belongs to another kind than the one chosen, with a message saying so. */

@@ -79,6 +79,17 @@ export function registerKeyPages(scope: Scope, kit: Kit): void {
   registerKeyRevoke(scope, kit);
 }
 
+/**
+ * What is wrong with the key's name, in the form's words, or null. Checked here rather than left
+ * to the API, whose refusal names its own field, not the form's label.
+ */
+function problemOfName(name: string): FormProblem | null {
+  if (!name) return { input: 'name', message: 'Give the key a name: say what uses it, e.g. "Shop server".' };
+  if (name.length > MAX_KEY_NAME_LENGTH)
+    return { input: 'name', message: `“Name” can be at most ${MAX_KEY_NAME_LENGTH} characters: shorten it.` };
+  return null;
+}
+
 /** The restriction the form asks for, or what is wrong with it. */
 function restrictionOfForm(access: string, permissions: string[]): KeyRestriction | FormProblem {
   if (access === 'full') return { kind: 'full' };
@@ -150,8 +161,8 @@ function registerKeyList(scope: Scope, kit: Kit): void {
         const formKey = formKeyOf(form);
         const again = (problem: FormProblem, key = formKey ?? newConfirmationKey()) =>
           listPage(signed, values, problem, key).then((page) => kit.render(reply, 400, 'api-keys', page));
-        if (!name)
-          return again({ input: 'name', message: 'Give the key a name: say what uses it, e.g. "Shop server".' });
+        const nameProblem = problemOfName(name);
+        if (nameProblem) return again(nameProblem);
         const restriction = restrictionOfForm(access, permissions);
         if ('input' in restriction) return again(restriction);
         try {

@@ -1,7 +1,7 @@
 import { stringify } from 'csv-stringify/sync';
 import { historyOf, listAuditEvents, type AuditRow } from '../../audit/audit.service.ts';
 import { ACTOR_KINDS } from '../../audit/audit.schemas.ts';
-import { cursorOf, dayBound, oneOf, text } from '../dashboard.format.ts';
+import { cursorOf, dateFilterProblem, dayBound, localDay, oneOf, text } from '../dashboard.format.ts';
 import type { Kit, Scope, Signed } from '../dashboard.kit.ts';
 import { spreadsheetSafe } from '../dashboard.present.ts';
 import { memberNamesOf } from '../../team/team.service.ts';
@@ -63,10 +63,15 @@ const filtersOf = (query: Record<string, unknown>) => ({
   actor: text(query.actor, 320),
   action: /^[a-z_]+(\.[a-z_]+)+$/.test(text(query.action, 64)) ? text(query.action, 64) : '',
   object: text(query.object, 64),
-  from: text(query.from, 10),
-  to: text(query.to, 10),
+  // Read whole, not cut to a date's length: a longer value is no date, and the page says so.
+  from: text(query.from, 40),
+  to: text(query.to, 40),
   after: cursorOf('audit', query.after),
 });
+
+/** The date inputs as the filter form labels them, for the message about a date it cannot read. */
+const DATE_LABELS = { from: 'From', to: 'To' };
+
 // A member chosen from the list is an actor of kind member with that id.
 const queryOf = (filters: ReturnType<typeof filtersOf>, zone: string) => ({
   actor_kind: filters.member ? 'member' : filters.actor_kind || undefined,
@@ -96,6 +101,7 @@ export function registerAuditPages(scope: Scope, kit: Kit): void {
           title: 'Audit log',
           ...kit.layoutOf(signed, 'audit'),
           filters,
+          dateProblem: dateFilterProblem(filters, kit.zone(), DATE_LABELS),
           members: [...members].map(([id, email]) => ({ id, email })),
           records: page.items.map((row) => shown(row, members)),
           next: page.hasMore ? page.items[page.items.length - 1]!.id : null,
@@ -143,7 +149,8 @@ export function registerAuditPages(scope: Scope, kit: Kit): void {
         ]);
         const safe = rows.map((row) => row.map((cell) => (typeof cell === 'string' ? spreadsheetSafe(cell) : cell)));
         const csv = stringify([CSV_HEADER, ...safe], { record_delimiter: 'windows' });
-        const day = new Date(signed.ctx.clock.now()).toISOString().slice(0, 10);
+        // The merchant's day, not UTC's, which is still yesterday for half a NZ morning.
+        const day = localDay(signed.ctx.clock.now(), kit.zone());
         return reply
           .header('content-type', 'text/csv; charset=utf-8')
           .header('content-disposition', `attachment; filename="tono-${signed.mode}-audit-${day}.csv"`)

@@ -105,6 +105,22 @@ export function registerClockPages(scope: Scope, kit: Kit, testData: TestDataPar
   registerStartAgain(scope, kit, testData);
 }
 
+/**
+ * The API's refusal of a move as the clock page says it. The API names its fields (to, seconds);
+ * here they are buttons and a date field, so the page says it in the merchant's words, with times
+ * in their zone.
+ */
+function refusalInWords(error: unknown, apiMessage: string, zone: string): string {
+  const params = error instanceof AppError ? error.params : {};
+  if (typeof params.maximum === 'string')
+    return `The test clock can be at most 20 years ahead of real time, so it can move to ${when(params.maximum, zone)} at the latest.`;
+  // A time the clock has passed: the refusal carries the clock's time, and nothing else.
+  if (typeof params.now === 'string')
+    return `Choose a time after ${when(params.now, zone)}, the time on the test clock now: it only moves forward.`;
+  if (/^to must be an ISO 8601 date-time$/.test(apiMessage)) return 'Enter the date and time to move the clock to.';
+  return apiMessage;
+}
+
 /** Moving the clock by a period from the time its page showed, or to a date and time. */
 function registerClockMove(scope: Scope, kit: Kit, page: ClockPage): void {
   scope.post(
@@ -143,18 +159,7 @@ function registerClockMove(scope: Scope, kit: Kit, page: ClockPage): void {
             const after = await clockAsItIs(signed);
             if (after.now >= target && after.offset !== offset) return reached();
           }
-          // The API's refusal past the cap names its fields (to, seconds); here they are a button or a
-          // date field, so the page says it in the merchant's words, with the latest time in their zone.
-          const latest =
-            error instanceof AppError && typeof error.params.maximum === 'string' ? error.params.maximum : null;
-          const message =
-            latest !== null
-              ? `The test clock can be at most 20 years ahead of real time, so it can move to ${when(latest, kit.zone())} at the latest.`
-              : problem.message.replace(
-                  /^to must be an ISO 8601 date-time$/,
-                  'Enter the date and time to move the clock to',
-                );
-          const shown = await page(signed, null, message, 400);
+          const shown = await page(signed, null, refusalInWords(error, problem.message, kit.zone()), 400);
           return kit.render(reply, shown.status, 'clock', shown.data);
         }
         return reply.redirect(`${signed.base}/clock?from=${before}`, 303);

@@ -3,7 +3,7 @@ import { displayAmount, parseAmount } from '../../../shared/money.ts';
 import { retrieveConsent } from '../../consents/consents.service.ts';
 import { executePaymentOnConsent, refusalOfCharge } from '../../consents/execute.service.ts';
 import { ReferenceInput } from '../../../http/schemas.ts';
-import { text } from '../dashboard.format.ts';
+import { text, withShownMoney } from '../dashboard.format.ts';
 import {
   amountText,
   apiBodyProblem,
@@ -76,7 +76,7 @@ export function registerConsentCharge(scope: Scope, kit: Kit): void {
         if (typed) return again(400, typed);
         const cents = parseAmount(amountText(values.amount))!;
         const refusal = await refusalOfCharge(signed.ctx, id, cents);
-        if (refusal) return again(refusal.status, `${refusal.message}. Nothing was charged.`);
+        if (refusal) return again(refusal.status, chargeRefusal(refusal.message));
         const { recurring_consent: consent } = await retrieveConsent(signed.ctx, id);
         return kit.render(reply, 200, 'confirm', {
           title: 'Confirm the charge',
@@ -132,7 +132,7 @@ function registerChargeConfirm(scope: Scope, kit: Kit, formPage: FormPage): void
               signed,
               id,
               values,
-              sentBefore ? SENT_BEFORE : `${problem.message}. Nothing was charged.`,
+              sentBefore ? SENT_BEFORE : chargeRefusal(problem.message),
               sentBefore ? newConfirmationKey() : formKey,
             ),
           );
@@ -143,7 +143,8 @@ function registerChargeConfirm(scope: Scope, kit: Kit, formPage: FormPage): void
   );
 }
 
-/** The consent's current period, as the page and the confirmation say it. */
+/** A refused charge as the page says it: the API's amounts ("50.00 NZD") as the dashboard shows money. */
+const chargeRefusal = (apiMessage: string) => `${withShownMoney(apiMessage)}. Nothing was charged.`;
 
 const emptyCharge: ChargeValues = { amount: '', reference: '' };
 

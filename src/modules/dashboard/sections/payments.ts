@@ -4,7 +4,7 @@ import { PaymentStatus } from '../../payments/payments.rules.ts';
 import { listEventsFor } from '../../events/events.service.ts';
 import { refundsOfPayment } from '../../refunds/refunds.service.ts';
 import { listReceiptsFor } from '../../receipts/receipts.service.ts';
-import { dayBound, text, oneOf, cursorOf } from '../dashboard.format.ts';
+import { dateFilterProblem, dayBound, localDay, text, oneOf, cursorOf } from '../dashboard.format.ts';
 import { csvRowsOfPayments, statusHistory, CSV_HEADER } from '../dashboard.present.ts';
 import type { Kit, Scope } from '../dashboard.kit.ts';
 import { remainingOf } from './payment-refund.ts';
@@ -23,10 +23,14 @@ export const CSV_MAX_ROWS = 50_000;
 const filtersOf = (query: Record<string, unknown>) => ({
   status: oneOf(query.status, PaymentStatus),
   q: text(query.q, 200),
-  from: text(query.from, 10),
-  to: text(query.to, 10),
+  // Read whole, not cut to a date's length: a longer value is no date, and the page says so.
+  from: text(query.from, 40),
+  to: text(query.to, 40),
   after: cursorOf('payment', query.after),
 });
+
+/** The date inputs as the filter form labels them, for the message about a date it cannot read. */
+const DATE_LABELS = { from: 'Created from', to: 'Created to' };
 
 export function registerPaymentPages(scope: Scope, kit: Kit): void {
   const searchOf = (filters: ReturnType<typeof filtersOf>) => ({
@@ -52,6 +56,7 @@ export function registerPaymentPages(scope: Scope, kit: Kit): void {
           title: 'Payments',
           ...kit.layoutOf(signed, 'payments'),
           filters,
+          dateProblem: dateFilterProblem(filters, kit.zone(), DATE_LABELS),
           payments: page.payments,
           next,
           statuses: PaymentStatus,
@@ -81,7 +86,8 @@ export function registerPaymentPages(scope: Scope, kit: Kit): void {
         const csv = stringify([CSV_HEADER, ...csvRowsOfPayments(page.payments, kit.zone())], {
           record_delimiter: 'windows',
         });
-        const day = new Date(signed.ctx.clock.now()).toISOString().slice(0, 10);
+        // The merchant's day, as the rows' times are: in UTC it is still yesterday for half a NZ morning.
+        const day = localDay(signed.ctx.clock.now(), kit.zone());
         return reply
           .header('content-type', 'text/csv; charset=utf-8')
           .header('content-disposition', `attachment; filename="tono-${signed.mode}-payments-${day}.csv"`)

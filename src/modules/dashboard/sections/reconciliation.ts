@@ -5,7 +5,6 @@ import { stringify } from 'csv-stringify/sync';
 import { spreadsheetSafe } from '../dashboard.present.ts';
 import { AppError } from '../../../shared/errors.ts';
 import { centsToDecimal } from '../../../shared/money.ts';
-import { isDateOnly } from '../../../shared/zone.ts';
 import {
   importStatement,
   linesForExport,
@@ -15,7 +14,7 @@ import {
   unmatchLine,
 } from '../../reconciliation/reconciliation.service.ts';
 import { STATEMENT_MAX_CHARS } from '../../reconciliation/reconciliation.schemas.ts';
-import { cursorOf, text } from '../dashboard.format.ts';
+import { cursorOf, dateFilterProblem, dayBound, text } from '../dashboard.format.ts';
 import { formOf, problemOf, type Kit, type Scope, type Signed } from '../dashboard.kit.ts';
 
 // Reconciliation (docs/reconciliation.md): upload a bank statement file, see what is matched, the
@@ -25,16 +24,20 @@ import { formOf, problemOf, type Kit, type Scope, type Signed } from '../dashboa
 
 const hidden = { schema: { hide: true } };
 
-const dateOrUndefined = (value: unknown) => {
-  const date = text(value, 10);
-  return isDateOnly(date) ? date : undefined;
-};
+/** The view's date filters as typed: read whole, so a longer value is no date and the page says so. */
+const typedDates = (query: Record<string, unknown>) => ({ from: text(query.from, 40), to: text(query.to, 40) });
 
-function viewQuery(query: Record<string, unknown>) {
+/** The date inputs as the form labels them, for the message about a date it cannot read. */
+const DATE_LABELS = { from: 'From', to: 'To' };
+
+function viewQuery(query: Record<string, unknown>, zone: string) {
   const days = Number.parseInt(text(query.days, 2), 10);
+  // A value that is no day is left out: the view keeps its default for it (and its page says why).
+  const dayOrUndefined = (date: string) => (dayBound(date, zone, false) === null ? undefined : date);
+  const typed = typedDates(query);
   return {
-    from: dateOrUndefined(query.from),
-    to: dateOrUndefined(query.to),
+    from: dayOrUndefined(typed.from),
+    to: dayOrUndefined(typed.to),
     unseen_after_days: Number.isInteger(days) && days >= 0 && days <= 60 ? days : undefined,
   };
 }
@@ -42,6 +45,7 @@ function viewQuery(query: Record<string, unknown>) {
 export function registerReconciliationPages(scope: Scope, kit: Kit): void {
   registerView(scope, kit);
   registerActions(scope, kit);
+  const tooLarge = tooLargePage(kit);
   void scope.register(async (uploads) => {
     await uploads.register(multipart, {
       attachFieldsToBody: 'keyValues',
@@ -55,15 +59,31 @@ export function registerReconciliationPages(scope: Scope, kit: Kit): void {
         error.code !== 'FST_PARTS_LIMIT'
       )
         return errorHandler(error, request, reply);
-      return kit.message(
+      return tooLarge(request, reply);
+    });
+    registerUpload(uploads, kit);
+  });
+}
+
+/**
+ * The refusal of a file over the limit, in the signed-in layout as the section's other errors are.
+ * The body is refused while it is read, before the upload's own guard runs, so this page goes
+ * through the guard itself. It only shows a page, and it may: the form (and its CSRF token) was
+ * never read, and nothing is done.
+ */
+function tooLargePage(kit: Kit) {
+  return kit.guard(
+    async (_request, reply, signed) =>
+      kit.message(
         reply,
         413,
         'This file is too large',
         `A statement file can be at most ${STATEMENT_MAX_CHARS / 1_000_000} MB, one file at a time: export fewer days and import them in parts. Nothing was kept.`,
-      );
-    });
-    registerUpload(uploads, kit);
-  });
+        signed,
+        'reconciliation',
+      ),
+    { permission: 'reconciliation.manage' },
+  );
 }
 
 function registerView(scope: Scope, kit: Kit): void {
@@ -72,7 +92,7 @@ function registerView(scope: Scope, kit: Kit): void {
     hidden,
     kit.guard(
       async (request, reply, signed) => {
-        const query = viewQuery(request.query);
+        const query = viewQuery(request.query, kit.zone());
         let view: Awaited<ReturnType<typeof reconciliationOf>>;
         try {
           view = await reconciliationOf(signed.ctx, query);
@@ -90,6 +110,7 @@ function registerView(scope: Scope, kit: Kit): void {
           matched: lines.filter((line) => line.match_id !== null),
           statements: statements.statements,
           query: { from: view.from, to: view.to, days: String(view.unseen_after_days) },
+          dateProblem: dateFilterProblem(typedDates(request.query), kit.zone(), DATE_LABELS),
           flash: flashOf(request.query),
         });
       },
@@ -102,7 +123,7 @@ function registerView(scope: Scope, kit: Kit): void {
     hidden,
     kit.guard(
       async (request, reply, signed) => {
-        const view = await reconciliationOf(signed.ctx, viewQuery(request.query));
+        const view = await reconciliationOf(signed.ctx, viewQuery(request.query, kit.zone()));
         const csv = exportCsv(view, await linesForExport(signed.ctx, view.from, view.to));
         return reply
           .header('content-type', 'text/csv; charset=utf-8')

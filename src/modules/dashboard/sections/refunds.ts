@@ -13,7 +13,7 @@ import {
 import { ACTION_REASON_TEXT, certainlyUnpaid, RefundStatus, type ActionReason } from '../../refunds/refunds.rules.ts';
 import type { RefundRow } from '../../refunds/refunds.tables.ts';
 import { authorityViewFor } from '../../refunds/refunds.authority.ts';
-import { cursorOf, dayBound, localDay, oneOf, text } from '../dashboard.format.ts';
+import { cursorOf, dateFilterProblem, dayBound, localDay, oneOf, text } from '../dashboard.format.ts';
 import { batchRowsOf, csvRowsOfRefunds, MANUAL_BATCH_HEADER, REFUND_CSV_HEADER } from '../dashboard.present.ts';
 import { formOf, type Kit, type Scope, type Signed } from '../dashboard.kit.ts';
 import { CSV_MAX_ROWS } from './payments.ts';
@@ -59,8 +59,9 @@ export function registerRefundPages(scope: Scope, kit: Kit): void {
 function registerRefundList(scope: Scope, kit: Kit): void {
   const filtersOf = (query: Record<string, unknown>) => ({
     status: oneOf(query.status, RefundStatus),
-    from: text(query.from, 10),
-    to: text(query.to, 10),
+    // Read whole, not cut to a date's length: a longer value is no date, and the page says so.
+    from: text(query.from, 40),
+    to: text(query.to, 40),
     after: cursorOf('refund', query.after),
   });
   const searchOf = (filters: ReturnType<typeof filtersOf>) => ({
@@ -85,6 +86,7 @@ function registerRefundList(scope: Scope, kit: Kit): void {
           title: 'Refunds',
           ...kit.layoutOf(signed, 'refunds'),
           filters,
+          dateProblem: dateFilterProblem(filters, kit.zone(), { from: 'Created from', to: 'Created to' }),
           refunds: page.items,
           next,
           statuses: RefundStatus,

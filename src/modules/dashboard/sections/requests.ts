@@ -3,7 +3,7 @@ import { createRequest, deleteRequest, retrieveRequest, searchRequestsFor } from
 import { listRequestPayments, requestIdsWithParticulars } from '../../payments/payments.service.ts';
 import { listEventsFor } from '../../events/events.service.ts';
 import { listBankAccountsOf } from '../../merchants/merchants.service.ts';
-import { dayBound, text, oneOf, cursorOf } from '../dashboard.format.ts';
+import { dateFilterProblem, dayBound, text, oneOf, cursorOf } from '../dashboard.format.ts';
 import {
   apiBodyProblem,
   formKeyOf,
@@ -45,8 +45,9 @@ function registerRequestList(scope: Scope, kit: Kit): void {
     status: oneOf(query.status, RequestStatus),
     type: oneOf(query.type, ['single', 'multi']),
     q: text(query.q, 200),
-    from: text(query.from, 10),
-    to: text(query.to, 10),
+    // Read whole, not cut to a date's length: a longer value is no date, and the page says so.
+    from: text(query.from, 40),
+    to: text(query.to, 40),
     after: cursorOf('request', query.after),
   });
 
@@ -76,6 +77,7 @@ function registerRequestList(scope: Scope, kit: Kit): void {
           title: 'Requests',
           ...kit.layoutOf(signed, 'requests'),
           filters,
+          dateProblem: dateFilterProblem(filters, kit.zone(), { from: 'Created from', to: 'Created to' }),
           requests: page.requests,
           next,
           statuses: RequestStatus,

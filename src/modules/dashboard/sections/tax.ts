@@ -12,6 +12,8 @@ import { text } from '../dashboard.format.ts';
 // any of them (docs/receipts.md).
 
 const hidden = { schema: { hide: true } };
+/** The longest legal name the receipts service keeps. */
+const MAX_LEGAL_NAME_LENGTH = 200;
 
 type Values = Record<string, string>;
 
@@ -63,7 +65,8 @@ export function registerTaxPages(scope: Scope, kit: Kit): void {
       async (request, reply, signed) => {
         const form = formOf(request);
         const values: Values = {
-          legal_name: text(form.legal_name, 200),
+          // Not cut to the limit: a name over it is refused and shown again, not saved shortened.
+          legal_name: text(form.legal_name, 1000),
           gst_number: text(form.gst_number, 20),
           prices_include_gst: text(form.prices_include_gst, 3) === 'no' ? 'no' : 'yes',
           issue_tax_invoices: text(form.issue_tax_invoices, 3) === 'on' ? 'on' : '',
@@ -86,7 +89,7 @@ export function registerTaxPages(scope: Scope, kit: Kit): void {
                 ? 'That is not a valid GST number: enter the 8 or 9 digits Inland Revenue gave you, such as 49-091-850.'
                 : 'Tax invoices show your GST number: enter it, or untick “Issue tax invoices”.'
               : problem.field === 'legal_name'
-                ? 'Enter your legal name, as your documents should show it.'
+                ? legalNameProblem(values.legal_name!)
                 : problem.message;
           return kit.render(reply, 400, 'tax', await page(signed, values, { field: problem.field, message }, null));
         }
@@ -96,6 +99,13 @@ export function registerTaxPages(scope: Scope, kit: Kit): void {
     ),
   );
   registerReceiptDownload(scope, kit);
+}
+
+/** What is wrong with the legal name the service refused, in the form's words. */
+function legalNameProblem(legalName: string): string {
+  if (legalName.length > MAX_LEGAL_NAME_LENGTH)
+    return `“Legal name” can be at most ${MAX_LEGAL_NAME_LENGTH} characters: shorten it.`;
+  return 'Enter your legal name, as your documents should show it.';
 }
 
 /** The PDF of any of the merchant's documents in the mode; another merchant's is a 404. */
