@@ -1,6 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -27,7 +28,8 @@ import {
   SeenEvents,
 } from './commands/listen.ts';
 import { TRIGGERABLE, triggerEvent } from './commands/trigger.ts';
-import { createTonoClient } from '@tono/client';
+import { createTonoClient, unwrap } from '@tono/client';
+import { EVENT_TYPES } from '../modules/events/events.builders.ts';
 
 // `listen` and `trigger` as a developer runs them: real CLI processes against a service on a real
 // port, forwarding to a real receiver.
@@ -333,6 +335,22 @@ test('listen and trigger refuse what they cannot do, with one clear line', async
   for (const type of TRIGGERABLE) assert.match(help.stdout, new RegExp(`^  ${type.replace('.', '\\.')}$`, 'm'));
 });
 
+test('docs/webhooks.md says which event types trigger causes, and why it does not cause the others', () => {
+  const doc = fs.readFileSync(path.join(root, 'docs/webhooks.md'), 'utf8');
+  const start = doc.indexOf('`trigger` makes an event happen');
+  assert.ok(start > 0, 'docs/webhooks.md describes trigger');
+  const end = doc.indexOf('\n## ', start);
+  const section = doc.slice(start, end < 0 ? undefined : end);
+  const [, offered, all] = section.match(/It causes (\d+) of the (\d+) event types\./) ?? [];
+  assert.equal(Number(offered), TRIGGERABLE.length, 'how many trigger offers');
+  assert.equal(Number(all), EVENT_TYPES.length, 'how many event types there are');
+  for (const type of TRIGGERABLE) assert.ok((EVENT_TYPES as readonly string[]).includes(type), type);
+  const notOffered = EVENT_TYPES.filter((type) => !(TRIGGERABLE as readonly string[]).includes(type));
+  const explained = [...section.matchAll(/^- `([a-z_]+\.[a-z_]+)`/gm)].map((m) => m[1]);
+  assert.deepEqual(explained.sort(), [...notOffered].sort(), 'each type trigger does not offer, with its reason');
+  assert.match(section, new RegExp(`${['Zero', 'One', 'Two', 'Three'][notOffered.length]} (is|are) not offered`));
+});
+
 test('each event type trigger offers happens through the API calls it makes', async (t) => {
   // in this process, against a service on a real port: the CLI around it is tested above
   const { service, key } = await serviceWithMerchant(t);
@@ -345,6 +363,45 @@ test('each event type trigger offers happens through the API calls it makes', as
     }).then((r) => r.json())) as { events: unknown[] };
     assert.equal(found.events.length, 1, `${type} happened`);
   }
+});
+
+test('trigger makes recurring_payment.expired and payment.reconciled happen to the objects it made', async (t) => {
+  const { service, key } = await serviceWithMerchant(t);
+  const tono = createTonoClient({ apiKey: key, baseUrl: service.baseUrl });
+  type Event = { type: string; created_at: string; data: Record<string, unknown> };
+  const eventsOf = async (type: string) =>
+    (
+      (await fetch(`${service.baseUrl}/v1/events?type=${type}`, {
+        headers: { authorization: `Bearer ${key}` },
+      }).then((r) => r.json())) as { events: Event[] }
+    ).events;
+
+  const expiring = await triggerEvent(tono, 'recurring_payment.expired');
+  const consentId = expiring.join('\n').match(/recurring consent (recurring_\w+)/)?.[1];
+  assert.ok(consentId, expiring.join('\n'));
+  assert.match(expiring[0]!, /^created recurring request request_\w+, its consent ending on \d{4}-\d{2}-\d{2}$/);
+  assert.equal(expiring.at(-1), 'moved the test clock 4 days on');
+  const expired = await eventsOf('recurring_payment.expired');
+  assert.equal(expired.length, 1);
+  assert.deepEqual(expired[0]!.data, { id: consentId, merchant_identifier: null, status: 'expired' });
+  const { recurring_consent: consent } = await unwrap(
+    tono.GET('/v1/recurring-consents/{id}', { params: { path: { id: consentId } } }),
+  );
+  assert.equal(consent.status, 'expired');
+
+  const reconciling = await triggerEvent(tono, 'payment.reconciled');
+  const paymentId = reconciling[0]!.match(/payment (payment_\w+) successful$/)?.[1];
+  assert.ok(paymentId, reconciling.join('\n'));
+  assert.match(
+    reconciling[1]!,
+    /^imported a Westpac statement showing it \(particulars V-[A-Z0-9]{6}\): statement stmt_\w+, 1 line matched$/,
+  );
+  const reconciled = await eventsOf('payment.reconciled');
+  assert.equal(reconciled.length, 1);
+  assert.equal(reconciled[0]!.data.id, paymentId);
+  assert.equal(reconciled[0]!.data.method, 'particulars');
+  assert.match(String(reconciled[0]!.data.statement_line_id), /^stline_/);
+  assert.deepEqual(reconciled[0]!.data.amount, { value: '0.01 NZD', formatted: '$0.01' });
 });
 
 /** Calls to the feed the service has answered, from its /metrics. */

@@ -1,6 +1,9 @@
-// Receiver's side, published as `tono/webhooks` (and inside @tono/client). Plain JavaScript with
-// node:crypto only, so a merchant's server can import it from node_modules without the rest of the
-// service and without TypeScript (Node does not strip types inside node_modules). Types: verify.d.ts.
+// Receiver's side: the one implementation of webhook signing and verification. The service signs
+// its deliveries with it (src/modules/webhooks/signing.ts, through src/modules/webhooks/verify.js,
+// which re-exports this file as `tono/webhooks` inside the checkout); merchants install it as
+// `@tono/client/webhooks`. Plain JavaScript with node:crypto only, so a merchant's server can
+// import it from node_modules without TypeScript (Node does not strip types inside node_modules).
+// Types: verify.d.ts.
 import { createHmac, createSecretKey, timingSafeEqual } from 'node:crypto';
 
 const SIGNATURE_SHAPE = /^sha256=([0-9a-f]{64})$/;
@@ -37,13 +40,29 @@ function sameBytes(a, b) {
 }
 
 /**
+ * Why `header` (the X-Service-Signature value as a framework gives it) cannot carry a signature,
+ * or null when it is one string. Node and Fastify type a header as `string | string[] | undefined`:
+ * Node joins a header sent twice into one string, so an array comes only from a headers object
+ * built another way, and which of its values is the signature is not known.
+ */
+export function signatureHeaderProblem(header) {
+  if (header === undefined || header === null || header === '') return 'X-Service-Signature is missing';
+  if (Array.isArray(header))
+    return `X-Service-Signature is an array of ${header.length} values, not one string: pass the header's value as received (req.headers['x-service-signature'])`;
+  if (typeof header !== 'string') return `X-Service-Signature is a ${typeof header}, not a string`;
+  return null;
+}
+
+/**
  * True when `header` (the X-Service-Signature value) holds a signature of exactly these body
  * bytes. During a secret rotation the header carries two, comma-separated; either may match.
  * Pass the body as received, before any JSON parsing: re-serialised JSON does not verify.
- * Each comparison takes the same time wherever the first difference is.
+ * Each comparison takes the same time wherever the first difference is. A missing header, or one
+ * that is not a single string (an array), is false, never an exception: signatureHeaderProblem
+ * says why.
  */
 export function verifyWebhookSignature(rawBody, header, secret) {
-  if (typeof header !== 'string' || !secret) return false;
+  if (signatureHeaderProblem(header) !== null || !secret) return false;
   const expected = createHmac('sha256', hmacKey(secret)).update(rawBody).digest();
   let valid = false;
   for (const part of header.split(',')) {

@@ -3,10 +3,12 @@ import type { HeaderSource } from './verify.js';
 
 export {
   DEFAULT_TOLERANCE_SECONDS,
+  signStandardWebhook,
   signWebhookBody,
   verifyStandardWebhook,
   verifyWebhookSignature,
   type HeaderSource,
+  type HeaderValue,
 } from './verify.js';
 
 /** Every event Tono sends, as a union discriminated by `type`. */
@@ -19,7 +21,10 @@ export type EventOf<Type extends TonoEventType> = Extract<TonoEvent, { type: Typ
 
 export declare class WebhookVerificationError extends Error {}
 
-/** Verifies a delivery on its raw body bytes and returns the typed event; throws WebhookVerificationError. */
+/**
+ * Verifies a delivery on its raw body bytes and returns the typed event; throws
+ * WebhookVerificationError saying why (a signature that does not match, a header missing or not one string).
+ */
 export declare function parseWebhook(
   rawBody: string | Uint8Array,
   headers: HeaderSource,

@@ -1,8 +1,14 @@
-// Verifying and reading a delivery. verify.js is the service's own receiver helper (the same file
-// as src/modules/webhooks/verify.js, which a test keeps identical).
-import { verifyStandardWebhook, verifyWebhookSignature } from './verify.js';
+// Verifying and reading a delivery. verify.js is the one implementation of signing and checking,
+// which the service itself signs with (it re-exports it as `tono/webhooks`).
+import { signatureHeaderProblem, verifyStandardWebhook, verifyWebhookSignature } from './verify.js';
 
-export { DEFAULT_TOLERANCE_SECONDS, signWebhookBody, verifyStandardWebhook, verifyWebhookSignature } from './verify.js';
+export {
+  DEFAULT_TOLERANCE_SECONDS,
+  signStandardWebhook,
+  signWebhookBody,
+  verifyStandardWebhook,
+  verifyWebhookSignature,
+} from './verify.js';
 
 export class WebhookVerificationError extends Error {
   constructor(message) {
@@ -11,27 +17,36 @@ export class WebhookVerificationError extends Error {
   }
 }
 
+/** A header's value as given: a fetch Headers' string or null, or a plain object's entry. */
 function header(headers, name) {
   const value = typeof headers?.get === 'function' ? headers.get(name) : headers?.[name];
-  return Array.isArray(value) ? value[0] : (value ?? undefined);
+  return value ?? undefined;
 }
+
+const first = (value) => (Array.isArray(value) ? value[0] : value);
 
 /**
  * Verifies a delivery on its raw body bytes and returns the event. With the Standard Webhooks
  * headers present it checks those (signature and a timestamp within the tolerance, so a replay is
- * refused); otherwise X-Service-Signature. Throws WebhookVerificationError when neither verifies.
+ * refused); otherwise X-Service-Signature. Throws WebhookVerificationError, saying why, when neither
+ * verifies: a header missing or not one string is named as such.
  */
 export function parseWebhook(rawBody, headers, secret, options = {}) {
-  const standard = header(headers, 'webhook-signature') !== undefined;
-  const valid = standard
-    ? verifyStandardWebhook(rawBody, headers, secret, options)
-    : verifyWebhookSignature(rawBody, header(headers, 'x-service-signature'), secret);
-  if (!valid) {
-    throw new WebhookVerificationError(
-      standard
-        ? 'webhook-signature does not match this body and secret, or webhook-timestamp is too far from now'
-        : 'X-Service-Signature does not match this body and secret',
-    );
+  const standard = first(header(headers, 'webhook-signature')) !== undefined;
+  if (standard) {
+    if (!verifyStandardWebhook(rawBody, headers, secret, options))
+      throw new WebhookVerificationError(
+        'webhook-signature does not match this body and secret, or webhook-timestamp is too far from now',
+      );
+  } else {
+    const signature = header(headers, 'x-service-signature');
+    const problem = signatureHeaderProblem(signature);
+    if (problem !== null)
+      throw new WebhookVerificationError(
+        signature === undefined ? `${problem}, and so is webhook-signature: no signature to check` : problem,
+      );
+    if (!verifyWebhookSignature(rawBody, signature, secret))
+      throw new WebhookVerificationError('X-Service-Signature does not match this body and secret');
   }
   const text = typeof rawBody === 'string' ? rawBody : new TextDecoder().decode(rawBody);
   return JSON.parse(text);

@@ -3,6 +3,9 @@ import { unwrap, type components, type TonoClient } from '@tono/client';
 
 // What `trigger` does for each event type: the API calls, through the test helpers, that a
 // merchant would make to cause that event in test mode. Each returns one line per step.
+// Two types are not offered, as no API call causes them (docs/webhooks.md, "Testing on a laptop"):
+// refund_authority.status_updated (refunds are turned on and off in the dashboard, which takes the
+// merchant to their bank) and webhook_endpoint.disabled (three days of real failures).
 
 export const TRIGGERABLE = [
   'request.created',
@@ -14,6 +17,7 @@ export const TRIGGERABLE = [
   'customer.updated',
   'recurring_payment.authorised',
   'recurring_payment.revoked',
+  'recurring_payment.expired',
   'subscription.created',
   'subscription.paused',
   'subscription.resumed',
@@ -23,6 +27,7 @@ export const TRIGGERABLE = [
   'subscription.charge_skipped',
   'refund.created',
   'refund.status_updated',
+  'payment.reconciled',
 ] as const;
 export type Triggerable = (typeof TRIGGERABLE)[number];
 
@@ -52,12 +57,12 @@ async function pay(tono: TonoClient, requestId: string, custInfo?: Record<string
   );
 }
 
-async function approvedConsent(tono: TonoClient, steps: string[]): Promise<string> {
+async function approvedConsent(tono: TonoClient, steps: string[], endDate?: string): Promise<string> {
   const request = await createRequest(tono, {
-    recurring_options: { period: 'weekly', max_per_period: '50.00 NZD' },
+    recurring_options: { period: 'weekly', max_per_period: '50.00 NZD', ...(endDate && { end_date: endDate }) },
     cust_info: { email: payerEmail() },
   });
-  steps.push(`created recurring request ${request.id}`);
+  steps.push(`created recurring request ${request.id}${endDate ? `, its consent ending on ${endDate}` : ''}`);
   await pay(tono, request.id);
   const { recurring_consents: consents } = await unwrap(
     tono.GET('/v1/recurring-consents', { params: { query: { limit: 1 } } }),
@@ -86,7 +91,26 @@ async function activeSubscription(
   return subscription.id;
 }
 
+async function revokedConsent(tono: TonoClient, steps: string[]): Promise<void> {
+  const id = await approvedConsent(tono, steps);
+  // the merchant's own revoke sends no event (they made it); the payer's does
+  await unwrap(tono.POST('/v1/test-helpers/recurring-consents/{id}/revoke-by-payer', { params: { path: { id } } }));
+  steps.push(`the payer revoked ${id} in the payer dashboard`);
+}
+
+/** A recurring consent that ends with the day after tomorrow (local time); four days on, it has expired. */
+async function expiredConsent(tono: TonoClient, steps: string[]): Promise<void> {
+  await approvedConsent(tono, steps, await clockDatePlus(tono, 2));
+  await advanceDays(tono, 4, steps);
+}
+
 const DAY_SECONDS = 86_400;
+
+/** The date `days` after the test clock's now, YYYY-MM-DD (UTC: within a day of any local date). */
+async function clockDatePlus(tono: TonoClient, days: number): Promise<string> {
+  const { clock } = await unwrap(tono.GET('/v1/test-helpers/clock'));
+  return new Date(Date.parse(clock.now) + days * DAY_SECONDS * 1000).toISOString().slice(0, 10);
+}
 
 /** The merchant's test clock, moved on by whole days; the charges due on the way run in order. */
 async function advanceDays(tono: TonoClient, days: number, steps: string[]): Promise<void> {
@@ -96,8 +120,7 @@ async function advanceDays(tono: TonoClient, days: number, steps: string[]): Pro
 
 /** A subscription whose first charge is a week from the test clock's today, and the bank refusing the next `declines` attempts. */
 async function subscriptionDeclining(tono: TonoClient, steps: string[], declines: number): Promise<void> {
-  const { clock } = await unwrap(tono.GET('/v1/test-helpers/clock'));
-  const start = new Date(Date.parse(clock.now) + 7 * DAY_SECONDS * 1000).toISOString().slice(0, 10);
+  const start = await clockDatePlus(tono, 7);
   const id = await activeSubscription(tono, steps, { start_date: start });
   await unwrap(
     tono.POST('/v1/test-helpers/subscriptions/{id}/decline-next', {
@@ -129,6 +152,41 @@ async function refundedPayment(tono: TonoClient, steps: string[], settled: boole
   const { refund } = await unwrap(tono.POST('/v1/refunds', { body: { payment_id: payment.id, reason: MESSAGE } }));
   steps.push(`refunded it: refund ${refund.id} ${refund.status}`);
   if (settled) steps.push(`the sandbox bank paid it back: refund ${refund.id} ${await refundSettled(tono, refund.id)}`);
+}
+
+/**
+ * A paid payment, and a Westpac statement export showing its money arrive with its particulars,
+ * imported: the import matches the line to the payment (docs/reconciliation.md, "Matching").
+ */
+async function reconciledPayment(tono: TonoClient, steps: string[]): Promise<void> {
+  const request = await createRequest(tono, { amount: '1.00 NZD' });
+  const { payment } = await pay(tono, request.id);
+  if (payment?.status !== 'successful' || !payment.completed_at)
+    throw new Error(`the sandbox bank did not make the payment (${payment?.status ?? 'no payment'})`);
+  steps.push(`created request ${request.id} and paid it: payment ${payment.id} ${payment.status}`);
+  // What moved at the bank (0.01 NZD in test mode), on the day it did, as the bank shows it.
+  const [year, month, day] = payment.completed_at.slice(0, 10).split('-');
+  const { particulars, code, reference } = payment.pcr;
+  const quoted = (field: string) => `"${field.replaceAll('"', '""')}"`;
+  const content = [
+    'Date,Amount,Other Party,Description,Reference,Particulars,Analysis Code',
+    [
+      `${day}/${month}/${year}`,
+      payment.amount.value.replace(/ NZD$/, ''),
+      quoted('Sandbox payer'),
+      quoted('DIRECT CREDIT'),
+      quoted(reference),
+      quoted(particulars),
+      quoted(code),
+    ].join(','),
+    '',
+  ].join('\n');
+  const { statement } = await unwrap(
+    tono.POST('/v1/statements', { body: { content, filename: `trigger-${particulars}.csv` } }),
+  );
+  steps.push(
+    `imported a Westpac statement showing it (particulars ${particulars}): statement ${statement.id}, ${statement.matched_count} line matched`,
+  );
 }
 
 export async function triggerEvent(tono: TonoClient, type: Triggerable): Promise<string[]> {
@@ -171,13 +229,15 @@ export async function triggerEvent(tono: TonoClient, type: Triggerable): Promise
     case 'recurring_payment.authorised':
       await approvedConsent(tono, steps);
       break;
-    case 'recurring_payment.revoked': {
-      const id = await approvedConsent(tono, steps);
-      // the merchant's own revoke sends no event (they made it); the payer's does
-      await unwrap(tono.POST('/v1/test-helpers/recurring-consents/{id}/revoke-by-payer', { params: { path: { id } } }));
-      steps.push(`the payer revoked ${id} in the payer dashboard`);
+    case 'recurring_payment.revoked':
+      await revokedConsent(tono, steps);
       break;
-    }
+    case 'recurring_payment.expired':
+      await expiredConsent(tono, steps);
+      break;
+    case 'payment.reconciled':
+      await reconciledPayment(tono, steps);
+      break;
     case 'subscription.created':
       await activeSubscription(tono, steps);
       break;
