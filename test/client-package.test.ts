@@ -52,7 +52,7 @@ test("the service signs with the package's webhook code, the one copy of it", as
 
 const merchantProgram = `
 import http from 'node:http';
-import { createTonoClient, unwrap, TonoError, type ErrorCodeOf } from '@tono/client';
+import { createTonoClient, unwrap, TonoError, type ErrorCodeOf, type Receipt, type Refund, type StatementLine } from '@tono/client';
 import {
   parseWebhook,
   signStandardWebhook,
@@ -81,6 +81,11 @@ const { webhook } = await unwrap(tono.POST('/v1/webhooks', { body: { url: \`http
 const secret: string = webhook.secret!;
 const { request } = await unwrap(tono.POST('/v1/requests', { body: { bank_account_id: bankAccountId, amount: '12.50 NZD', message: 'From the typed client' } }));
 const status: 'active' | 'paid' | 'expired' | 'deleted' = request.status;
+// every object the API returns has its name in the package, as the list calls type it
+const refunds: Refund[] = (await unwrap(tono.GET('/v1/refunds', {}))).refunds;
+const receipts: Receipt[] = (await unwrap(tono.GET('/v1/receipts', {}))).receipts;
+const lines: StatementLine[] = (await unwrap(tono.GET('/v1/statement-lines', {}))).statement_lines;
+void [refunds, receipts, lines];
 
 const missing = tono.GET('/v1/requests/{id}', { params: { path: { id: 'request_01JD2Q8Z7M3V4K5N6P7R8S9T0V' } } });
 const { error } = await missing;

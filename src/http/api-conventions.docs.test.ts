@@ -105,3 +105,10 @@ test('the identifiers of docs/api-conventions.md are every id type the service i
   assert.equal(new Set(listed).size, listed.length, `each type once: ${listed.join(', ')}`);
   assert.deepEqual([...listed].sort(), Object.values(IdPrefix).sort());
 });
+
+test("the OpenAPI Error schema's description gives the status of every kind of code the error table has", () => {
+  const openapi = JSON.parse(fs.readFileSync(path.join(root, 'docs/openapi.json'), 'utf8'));
+  const description: string = openapi.components.schemas.Error.description;
+  const kinds = new Map(errorTable().map((row) => [row.code.split('.')[0]!, row.status]));
+  for (const [kind, status] of kinds) assert.match(description, new RegExp(`\\b${kind} ${status}\\b`), kind);
+});

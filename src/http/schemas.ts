@@ -46,7 +46,7 @@ export const ErrorBody = Type.Object(
   {
     title: 'Error',
     description:
-      'Every error has this shape. The HTTP status follows from the first segment of code: bad_request 400, unauthorized 401, not_found 404, conflict 409, payment_rejected 422, refund_rejected 422, rate_limited 429, service_unavailable 503',
+      'Every error has this shape. The HTTP status follows from the first segment of code: bad_request 400, unauthorized 401, forbidden 403, not_found 404, request_timeout 408, conflict 409, payload_too_large 413, unsupported_media_type 415, payment_rejected 422, refund_rejected 422, rate_limited 429, headers_too_large 431, internal_error 500, service_unavailable 503',
   },
 );
 

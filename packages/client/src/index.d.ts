@@ -11,6 +11,16 @@ export type RecurringConsent = components['schemas']['RecurringConsent'];
 export type Subscription = components['schemas']['Subscription'];
 export type Event = components['schemas']['Event'];
 export type WebhookEndpoint = components['schemas']['WebhookEndpoint'];
+export type Delivery = components['schemas']['Delivery'];
+export type Refund = components['schemas']['Refund'];
+export type RefundAuthority = components['schemas']['RefundAuthority'];
+export type Receipt = components['schemas']['Receipt'];
+export type Statement = components['schemas']['Statement'];
+export type StatementLine = components['schemas']['StatementLine'];
+export type Reconciliation = components['schemas']['Reconciliation'];
+export type TaxSettings = components['schemas']['TaxSettings'];
+export type AuditEvent = components['schemas']['AuditEvent'];
+export type Amount = components['schemas']['Amount'];
 export type ErrorBody = components['schemas']['Error'];
 
 /** The error codes one call can answer, from its operation's error responses. */
