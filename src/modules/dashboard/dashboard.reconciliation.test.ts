@@ -99,6 +99,13 @@ test('a statement is uploaded, matched and shown; a bad file is refused with its
     /“From” \(2026-13-45\) is not a date we understand, so the page is shown without it/,
   );
   assert.match(badDate.text, /id="from" name="from"[^>]*aria-invalid="true"/);
+  // a range backwards is said in the form's words
+  const backwards = await browser.request(`${page}?from=2026-12-10&to=2026-12-01`);
+  assert.equal(backwards.status, 400);
+  assert.match(
+    textOf(backwards.text),
+    /“From” \(2026-12-10\) is after “To” \(2026-12-01\): choose a From on or before To\./,
+  );
 
   const view = await browser.request(`${page}?done=imported&added=7&matched=2&days=0`);
   const shown = textOf(view.text);

@@ -14,7 +14,7 @@ import {
   unmatchLine,
 } from '../../reconciliation/reconciliation.service.ts';
 import { STATEMENT_MAX_CHARS } from '../../reconciliation/reconciliation.schemas.ts';
-import { cursorOf, dateFilterProblem, dayBound, text } from '../dashboard.format.ts';
+import { cursorOf, dateFilterProblem, dayBound, localDay, text } from '../dashboard.format.ts';
 import { formOf, problemOf, type Kit, type Scope, type Signed } from '../dashboard.kit.ts';
 
 // Reconciliation (docs/reconciliation.md): upload a bank statement file, see what is matched, the
@@ -93,6 +93,16 @@ function registerView(scope: Scope, kit: Kit): void {
     kit.guard(
       async (request, reply, signed) => {
         const query = viewQuery(request.query, kit.zone());
+        const to = query.to ?? localDay(signed.ctx.clock.now(), kit.zone());
+        if (query.from && query.from > to)
+          return kit.message(
+            reply,
+            400,
+            'Those dates cannot be shown',
+            `“From” (${query.from}) is after “To” (${to}${query.to ? '' : ', today'}): choose a From on or before To.`,
+            signed,
+            'reconciliation',
+          );
         let view: Awaited<ReturnType<typeof reconciliationOf>>;
         try {
           view = await reconciliationOf(signed.ctx, query);
