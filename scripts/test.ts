@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
+import { TEMPLATE_ENV, writePostgresTemplate } from '../test/support/schema-template.ts';
 
 function findTests(dir: string): string[] {
   if (!fs.existsSync(dir)) return [];
@@ -57,7 +58,7 @@ const secretKey = process.env.SECRET_KEY ?? randomBytes(32).toString('base64');
  */
 const compileCache = process.env.NODE_COMPILE_CACHE ?? path.resolve('node_modules/.cache/tono-test-compile');
 
-function run(engine: 'sqlite' | 'postgres', list: string[]): number {
+function run(engine: 'sqlite' | 'postgres', list: string[], extraEnv: Record<string, string> = {}): number {
   if (list.length === 0) return 0;
   process.stdout.write(`\n# ${list.length} test files on ${engine}\n`);
   const result = spawnSync(
@@ -65,7 +66,13 @@ function run(engine: 'sqlite' | 'postgres', list: string[]): number {
     ['--test', `--test-concurrency=${concurrency}`, '--test-timeout=600000', '--test-reporter=spec', ...list],
     {
       stdio: 'inherit',
-      env: { ...process.env, TEST_ENGINE: engine, SECRET_KEY: secretKey, NODE_COMPILE_CACHE: compileCache },
+      env: {
+        ...process.env,
+        TEST_ENGINE: engine,
+        SECRET_KEY: secretKey,
+        NODE_COMPILE_CACHE: compileCache,
+        ...extraEnv,
+      },
     },
   );
   return result.status ?? 1;
@@ -88,7 +95,10 @@ async function dropTestSchemas(url: string): Promise<void> {
 let status = run('sqlite', files);
 if (process.env.TEST_DATABASE_URL) {
   await dropTestSchemas(process.env.TEST_DATABASE_URL);
-  const pgStatus = run('postgres', files.filter(usesDatabase));
+  const template = await writePostgresTemplate(process.env.TEST_DATABASE_URL);
+  if (!template) process.stdout.write('\n# pg_dump is not installed: each test schema is migrated on its own\n');
+  const pgStatus = run('postgres', files.filter(usesDatabase), template ? { [TEMPLATE_ENV]: template } : {});
+  if (template) fs.rmSync(path.dirname(template), { recursive: true, force: true });
   status = status || pgStatus;
 } else {
   process.stdout.write('\n# TEST_DATABASE_URL is not set: PostgreSQL pass skipped\n');

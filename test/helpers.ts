@@ -11,6 +11,7 @@ import { createRuntime, type Runtime } from '../src/runtime.ts';
 import type { Db } from '../src/store/db.ts';
 import { openDb } from '../src/store/store.ts';
 import { createMerchant } from '../src/modules/merchants/merchants.service.ts';
+import { copyMigratedSqlite, createMigratedSchema } from './support/schema-template.ts';
 
 export const engine = process.env.TEST_ENGINE === 'postgres' ? 'postgres' : 'sqlite';
 export const pgUrl = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -18,12 +19,17 @@ export const VALID_ACCOUNT = '12-3456-7890138-00';
 
 export type TestDb = { db: Db; file?: string; schema?: string; drop(): Promise<void> };
 
-/** A fresh database: a new SQLite file, or a new PostgreSQL schema when TEST_ENGINE=postgres. */
-export async function freshDb(): Promise<TestDb> {
+/**
+ * A fresh database: a new SQLite file, or a new PostgreSQL schema when TEST_ENGINE=postgres. Empty,
+ * or with `migrated` already migrated (test/support/schema-template.ts), as a service that started
+ * on it once would have it.
+ */
+export async function freshDb(options: { migrated?: boolean } = {}): Promise<TestDb> {
   if (engine === 'postgres') {
     const schema = `t_${randomBytes(6).toString('hex')}`;
     const admin = openDb({ engine: 'postgres', url: pgUrl, poolSize: 1 });
-    await sql`create schema ${sql.id(schema)}`.execute(admin);
+    if (!(options.migrated && (await createMigratedSchema(pgUrl, schema))))
+      await sql`create schema ${sql.id(schema)}`.execute(admin);
     const db = openDb({ engine: 'postgres', url: pgUrl, schema });
     return {
       db,
@@ -38,6 +44,7 @@ export async function freshDb(): Promise<TestDb> {
   }
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-test-'));
   const file = path.join(dir, 'tono.db');
+  if (options.migrated) await copyMigratedSqlite(file, dataDirOfThisProcess());
   const db = openDb({ engine: 'sqlite', file });
   return {
     db,
@@ -109,7 +116,7 @@ export type TestApp = Runtime & { testDb: TestDb };
 
 /** A whole service on a fresh database, closed when the test ends. Workers off unless asked. */
 export async function buildTestApp(t: TestContext, overrides: Partial<Config> = {}): Promise<TestApp> {
-  const testDb = await freshDb();
+  const testDb = await freshDb({ migrated: true });
   const config = testConfig({ workers: false, ...overrides });
   const runtime = await createRuntime(config, {
     db: testDb.db,

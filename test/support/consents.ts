@@ -29,7 +29,7 @@ export type ConsentHarness = {
 };
 
 export async function consentHarness(t: TestContext): Promise<ConsentHarness> {
-  const testDb = await freshDb();
+  const testDb = await freshDb({ migrated: true });
   const logs: string[] = [];
   const sink = new Writable({
     write(chunk, _encoding, done) {

@@ -1,0 +1,98 @@
+// A migrated database in one step, for the tests that only need one: running every migration on a
+// new PostgreSQL schema takes about a second (a few on a loaded machine), and hundreds of tests
+// each make one. scripts/test.ts migrates one schema before the PostgreSQL pass and keeps it as a
+// script (pg_dump's, with the schema's name a placeholder); a test replays it into a new schema in
+// a quarter of the time. On SQLite a test process migrates one file and copies it. Tests of
+// migrations, and of a first start, still get an empty database (freshDb).
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { migrateToLatest } from '../../src/store/migrate.ts';
+import { openDb } from '../../src/store/store.ts';
+
+/** Where scripts/test.ts leaves the PostgreSQL script for the test processes it starts. */
+export const TEMPLATE_ENV = 'TEST_POSTGRES_TEMPLATE';
+const PLACEHOLDER = '__tono_schema_template__';
+
+/**
+ * Migrates a new schema of `url`'s database, dumps it (tables, indexes, the migrations' own rows)
+ * as SQL and drops it; the script is written to a file, whose path is returned. Null, and the
+ * tests migrate each schema themselves, when pg_dump is not installed.
+ */
+export async function writePostgresTemplate(url: string): Promise<string | null> {
+  try {
+    execFileSync('pg_dump', ['--version'], { stdio: 'ignore' });
+  } catch {
+    return null;
+  }
+  const schema = `tpl_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  try {
+    await admin.query(`create schema "${schema}"`);
+    const db = openDb({ engine: 'postgres', url, schema, poolSize: 1 });
+    try {
+      await migrateToLatest(db);
+    } finally {
+      await db.destroy();
+    }
+    const dump = execFileSync(
+      'pg_dump',
+      ['--schema', schema, '--inserts', '--no-owner', '--no-privileges', '--dbname', url],
+      { encoding: 'utf8', maxBuffer: 64 << 20 },
+    );
+    // psql's own commands (\restrict) are not SQL; the schema's name is random, so it stands for itself.
+    const script = dump
+      .split('\n')
+      .filter((line) => !line.startsWith('\\'))
+      .join('\n')
+      .replaceAll(schema, PLACEHOLDER);
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'tono-test-template-')), 'schema.sql');
+    fs.writeFileSync(file, script);
+    return file;
+  } finally {
+    await admin.query(`drop schema if exists "${schema}" cascade`).catch(() => {});
+    await admin.end();
+  }
+}
+
+let postgresScript: string | null | undefined;
+
+/** Makes `schema`, migrated, from the template scripts/test.ts wrote; false when there is none. */
+export async function createMigratedSchema(url: string, schema: string): Promise<boolean> {
+  if (postgresScript === undefined) {
+    const file = process.env[TEMPLATE_ENV];
+    postgresScript = file && fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : null;
+  }
+  if (postgresScript === null) return false;
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    // One simple query: the script's statements travel and run together, in one transaction.
+    await client.query(`begin;\n${postgresScript.replaceAll(PLACEHOLDER, schema)}\ncommit;`);
+  } finally {
+    await client.end();
+  }
+  return true;
+}
+
+/** The process's migrated SQLite file, made once even when tests ask for it at the same time. */
+let sqliteTemplate: Promise<string> | null = null;
+
+async function migratedSqliteFile(scratchDir: string): Promise<string> {
+  const template = path.join(scratchDir, 'migrated-template.db');
+  const db = openDb({ engine: 'sqlite', file: template });
+  await migrateToLatest(db);
+  // Closing the last connection folds the WAL into the file, so the file alone is the database.
+  await db.destroy();
+  return template;
+}
+
+/** A copy, at `file`, of a SQLite database this process migrated once. */
+export async function copyMigratedSqlite(file: string, scratchDir: string): Promise<void> {
+  sqliteTemplate ??= migratedSqliteFile(scratchDir);
+  fs.copyFileSync(await sqliteTemplate, file);
+}
