@@ -1,27 +1,44 @@
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
 import type { Socket } from 'node:net';
 
-/** How often, while the server closes, connections opened since the last look are looked at. */
-const SWEEP_EVERY_MS = 1000;
+/** How often, while the server closes, its connections are looked at again. */
+const SWEEP_EVERY_MS = 250;
+/**
+ * How long a connection may have been open, silent, before it counts as quiet: a client that
+ * connected as the stop began may have its call on the wire already.
+ */
+const QUIET_AFTER_MS = 500;
+
+type Connection = { socket: Socket; openedAt: number; requested: boolean };
 
 /**
  * Node's server.close() ends idle keep-alive connections, but not one on which the client has sent
  * nothing yet: a browser's pre-opened connection, a load balancer's pool, or anyone who opens a
  * socket and waits. The close waits for each such connection for as long as the client keeps it,
- * which can be for ever, and so a stopping process never exits. When the server starts closing, each
- * connection that has not sent a byte is destroyed, at once and again each second until the server
- * has closed; a connection with a call begun on it (even half its headers) is left to finish it.
+ * which can be for ever, and so a stopping process never exits. Once the server starts closing,
+ * each connection that has been open half a second without sending a byte is destroyed, looked for
+ * until the server has closed; one with a call begun on it (even half its headers) is left to finish
+ * it. Over TLS a pre-opened connection has sent its handshake, so there quiet means no call yet.
  */
 export function closeQuietConnectionsOnClose(server: Server): { sweep(): void } {
-  const connections = new Set<Socket>();
-  server.on('connection', (socket: Socket) => {
-    connections.add(socket);
+  const tls = 'setSecureContext' in server;
+  const connections = new Map<Socket, Connection>();
+  server.on(tls ? 'secureConnection' : 'connection', (socket: Socket) => {
+    connections.set(socket, { socket, openedAt: Date.now(), requested: false });
     socket.once('close', () => connections.delete(socket));
   });
-  let sweeping: NodeJS.Timeout | null = null;
+  if (tls)
+    server.on('request', (request: IncomingMessage) => {
+      const connection = connections.get(request.socket);
+      if (connection) connection.requested = true;
+    });
+  const quiet = (connection: Connection, now: number) =>
+    now - connection.openedAt >= QUIET_AFTER_MS && (tls ? !connection.requested : connection.socket.bytesRead === 0);
   const destroyQuiet = () => {
-    for (const socket of connections) if (socket.bytesRead === 0) socket.destroy();
+    const now = Date.now();
+    for (const connection of connections.values()) if (quiet(connection, now)) connection.socket.destroy();
   };
+  let sweeping: NodeJS.Timeout | null = null;
   return {
     sweep() {
       destroyQuiet();

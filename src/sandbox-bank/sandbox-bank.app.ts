@@ -8,6 +8,7 @@ import { validatorCompiler } from '../http/validation.ts';
 import { refuseNulCharacters } from '../http/text-guard.ts';
 import { checksHook } from '../http/hooks.ts';
 import { pageSecurityHeadersHook } from '../http/page-headers.ts';
+import { closeQuietConnectionsOnClose } from '../http/quiet-connections.ts';
 import { sandboxBankMigrations } from './migrations/index.ts';
 import { systemClock, type Clock } from '../shared/time.ts';
 import { INTERACTION_ID_HEADER } from '../shared/open-banking.wire.ts';
@@ -114,6 +115,8 @@ export async function buildSandboxBankApp(
       },
     }),
   }) as unknown as FastifyInstance;
+  const quietConnections = closeQuietConnectionsOnClose(app.server);
+  app.addHook('preClose', async () => quietConnections.sweep());
   await app.register(formbody);
   app.addHook('onSend', pageSecurityHeadersHook);
   await app.register(sandboxBank, {

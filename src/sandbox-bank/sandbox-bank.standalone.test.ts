@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { freshDb } from '../../test/helpers.ts';
@@ -60,4 +61,21 @@ test('runs alone with its own tables and a configured client', async (t) => {
   const { location } = await payerDecides(authorise, 'approve');
   assert.equal(location.origin, 'https://shop.example');
   assert.equal(location.searchParams.get('state'), 'q');
+});
+
+test('stops while a browser holds a connection it has sent nothing on', async (t) => {
+  const testDb = await freshDb();
+  t.after(() => testDb.drop());
+  await migrateSandboxBank(testDb.db);
+  const app = await buildSandboxBankApp({ db: testDb.db, zone: 'Pacific/Auckland', clients: () => [] });
+  const url = new URL(await app.listen({ port: 0, host: '127.0.0.1' }));
+  const silent = net.connect(Number(url.port), '127.0.0.1');
+  await new Promise((resolve) => silent.once('connect', resolve));
+  t.after(() => silent.destroy());
+  await new Promise((resolve) => setTimeout(resolve, 600));
+  const closed = app.close().then(() => 'closed');
+  assert.equal(
+    await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 5000, 'still open'))]),
+    'closed',
+  );
 });
