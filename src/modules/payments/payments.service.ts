@@ -181,7 +181,7 @@ export async function setPaymentStatusOrFail(
   const wantsAccount = wantsPayerAccount(payment, changes);
   const enduringId = wantsAccount ? enduringIdOf(payment) : null;
   await repo.movePaymentOrFail(trx, payment.id, payment.status, changes, enduringId);
-  if (wantsAccount && enduringId === null) await queuePayerAccount(trx, payment.id, now);
+  if (wantsAccount && enduringId === null) await queuePayerAccount(trx, payment, now);
   const { payer_account_sealed: _, ...moved } = { ...payment, ...changes };
   await emitStatusUpdated(trx, payment, moved, status, now);
   return moved;
@@ -207,18 +207,19 @@ function wantsPayerAccount(payment: PaymentRow, changes: Partial<PaymentRow>): b
 }
 
 /**
- * Due at once on the service's own time: `now` is the payment's clock, which in test mode may be
- * months ahead of the time real-time jobs are due by, and asking the bank is not a test-clock event.
+ * Due at once, on real time: asking the bank is not a test-clock event. A live payment's `now` is
+ * real time, so its job takes its turn behind jobs due earlier; a test payment's is its clock's,
+ * which may be months ahead of the time real-time jobs are due by, so its job is due from the start.
  */
-async function queuePayerAccount(trx: Db, paymentId: string, now: number): Promise<void> {
+async function queuePayerAccount(trx: Db, payment: PaymentRow, now: number): Promise<void> {
   await enqueue(
     trx,
     {
       kind: PAYER_ACCOUNT_JOB,
-      runAt: 0,
+      runAt: payment.mode === 'live' ? now : 0,
       clockId: null,
-      payload: { payment_id: paymentId },
-      dedupeKey: `${PAYER_ACCOUNT_JOB}:${paymentId}`,
+      payload: { payment_id: payment.id },
+      dedupeKey: `${PAYER_ACCOUNT_JOB}:${payment.id}`,
     },
     now,
   );
@@ -263,7 +264,7 @@ async function moveStatus(
     const updated = await updatePaymentTakingEnduringAccount(trx, payment.id, changes, enduringId, null);
     changes.payer_account_sealed = updated?.payerAccountSealed ?? null;
   } else await updatePayment(trx, payment.id, changes);
-  if (wantsAccount && !changes.payer_account_sealed) await queuePayerAccount(trx, payment.id, now);
+  if (wantsAccount && !changes.payer_account_sealed) await queuePayerAccount(trx, payment, now);
   const moved: PaymentRow = { ...payment, ...changes };
   await emitStatusUpdated(trx, payment, moved, status, now);
   return moved;
