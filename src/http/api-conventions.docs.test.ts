@@ -75,7 +75,10 @@ test('the error table of docs/api-conventions.md has every code the API answers,
   for (const row of rows) assert.equal(row.status, statusForCode(row.code), `${row.code} is answered with its status`);
   const documented = rows.map((row) => patternOf(row.code));
   const api = codesOfTheApi();
-  assert.ok(api.has('bad_request.empty_update') && api.has('conflict.already_matched'), 'codes read from the OpenAPI document');
+  assert.ok(
+    api.has('bad_request.empty_update') && api.has('conflict.already_matched'),
+    'codes read from the OpenAPI document',
+  );
   const missing = [...api].filter((code) => !documented.some((pattern) => pattern.test(code)));
   assert.deepEqual(missing, [], 'codes the API answers that the table of docs/api-conventions.md lacks');
 });
