@@ -13,6 +13,8 @@ import { hashPassword } from '../src/shared/crypto.ts';
 import type { Role } from '../src/modules/team/team.permissions.ts';
 import { changeMemberRole, createOwnerMember, firstOwnerOf } from '../src/modules/team/team.service.ts';
 import { smtpReceiver, type SmtpReceiver } from './smtp.ts';
+import assert from 'node:assert/strict';
+import { localAt } from '../src/shared/zone.ts';
 
 // The merchant dashboard's world for tests: a listening service that mails through a real SMTP
 // receiver, and two merchants who can sign in with a known password.
@@ -170,4 +172,17 @@ export function detailPaths(o: Awaited<ReturnType<typeof objectsOf>>): string[] 
     `api-keys/${o.key}/revoke`,
     `api-keys/${o.key}/roll`,
   ];
+}
+
+/**
+ * Moves the merchant's test clock to 9 am on 2 January next year in New Zealand, when UTC still has
+ * 1 January, for the names of files dated by the merchant's day; that day, YYYY-MM-DD.
+ */
+export async function clockOnNzMorningOfUtcYesterday(merchant: DashMerchant): Promise<string> {
+  const year = new Date().getUTCFullYear() + 1;
+  const nzMorning = localAt(`${year}-01-02T09:00`, 'Pacific/Auckland');
+  assert.equal(nzMorning.toUTC().toISODate(), `${year}-01-01`);
+  const moved = await merchant.test.post('/v1/test-helpers/clock/advance', { to: nzMorning.toUTC().toISO() });
+  assert.equal(moved.status, 200, moved.text);
+  return `${year}-01-02`;
 }
