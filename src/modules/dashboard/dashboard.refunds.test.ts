@@ -214,8 +214,12 @@ test("another merchant's payments and refunds, and the other mode's, are 404 on 
     assert.match(textOf(other.text), /There is nothing with that address in test mode/);
     assert.equal((await owner.request(`/dashboard/live/${path}`)).status, 404, `the other mode: ${path}`);
   }
-  // the confirmation pages of turning refunds off and of cancelling a refund
-  for (const path of [`refunds/authority/${authorityId}/revoke`, `refunds/${waiting.id}/cancel`]) {
+  // the confirmation pages of turning refunds off, and of marking a refund as paid or cancelling it
+  for (const path of [
+    `refunds/authority/${authorityId}/revoke`,
+    `refunds/${waiting.id}/mark-paid`,
+    `refunds/${waiting.id}/cancel`,
+  ]) {
     assert.notEqual((await owner.request(`/dashboard/test/${path}`)).status, 404, `the owner's own: ${path}`);
     const other = await stranger.request(`/dashboard/test/${path}`);
     assert.equal(other.status, 404, `another merchant: ${path}`);
@@ -440,8 +444,35 @@ test('refunds that require action: turned off on the authority page, paid by han
   assert.deepEqual(rows[1].slice(1), ['Sandbox Payer', '4.00', 'Refund', known.pcr.particulars, 'INV-7', toPay.id]);
   assert.ok(action.text.includes(rows[1][0]), 'the same account as the page shows');
 
+  // marked as paid from the list, after confirming: the page says where the money should have gone
+  const markAt = `/dashboard/test/refunds/${toPay.id}/mark-paid`;
+  assert.ok(
+    action.text.includes(
+      `<a class="button small primary" href="${markAt}">Mark as paid<span class="visually-hidden"> ${toPay.id}</span></a>`,
+    ),
+  );
+  assert.ok(!action.text.includes(`action="${markAt}"`), 'no form on the list marks one as paid');
+  const refundPage = await browser.request(`/dashboard/test/refunds/${toPay.id}`);
+  assert.ok(refundPage.text.includes(`<a class="button primary" href="${markAt}?back=refund">Mark as paid</a>`));
+  assert.ok(!refundPage.text.includes(`action="${markAt}"`), 'nor on the refund’s page');
+  const confirmPaid = await browser.request(markAt);
+  assert.equal(confirmPaid.status, 200);
+  assert.match(
+    textOf(confirmPaid.text),
+    new RegExp(
+      `Mark the refund ${toPay.id} of \\$4\\.00 as paid\\? Mark it only once you have paid \\$4\\.00 from your bank to ${rows[1][0]} \\(Sandbox Payer\\), with particulars “Refund”, code “${known.pcr.particulars}” and reference “INV-7”\\. Tono then tells the payer, by email when it has theirs, that the refund is on its way, and records you as who paid it\\. This cannot be undone\\. Yes, I have paid it Go back`,
+    ),
+  );
+  assert.ok(confirmPaid.text.includes(`<form method="post" action="${markAt}">`), 'only its form acts');
+  assert.ok(confirmPaid.text.includes('href="/dashboard/test/refunds/action">Go back</a>'), 'back to the list');
+  assert.equal(
+    (await kowhai.test.get(`/v1/refunds/${toPay.id}`)).body.refund.status,
+    'requires_action',
+    'asking changes nothing',
+  );
+  assert.equal((await browser.request(markAt, { form: { csrf: 'wrong' } })).status, 403);
   // marked as paid: who and when
-  const paid = await browser.request(`/dashboard/test/refunds/${toPay.id}/mark-paid`, { form: { csrf } });
+  const paid = await browser.request(markAt, { form: { csrf: Browser.csrfOf(confirmPaid.text) } });
   assert.equal(paid.status, 303);
   assert.equal(paid.headers.get('location'), `/dashboard/test/refunds/action?done=paid&refund=${toPay.id}`);
   assert.match(
@@ -460,9 +491,10 @@ test('refunds that require action: turned off on the authority page, paid by han
     ),
   );
   assert.equal(await refundedOf(kowhai, known.id), '4.00 NZD');
-  const twice = await browser.request(`/dashboard/test/refunds/${toPay.id}/mark-paid`, { form: { csrf } });
+  const twice = await browser.request(markAt, { form: { csrf } });
   assert.equal(twice.status, 409);
   assert.match(textOf(twice.text), /only a refund that requires action can be marked as paid\. Nothing was changed\./);
+  assert.equal((await browser.request(markAt)).status, 409, 'nothing left to confirm');
 
   // cancelled from its own page, after confirming: its amount is refundable again
   const cancelAt = `/dashboard/test/refunds/${toCancel.id}/cancel`;

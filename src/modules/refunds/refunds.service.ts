@@ -284,12 +284,21 @@ export type ManualPayment = {
 /** The caller's refunds that require action, oldest first, each with the account to pay (the dashboard's list and its CSV). */
 export async function refundsRequiringAction(ctx: Ctx, limit = 5000): Promise<ManualPayment[]> {
   const rows = await repo.listRefunds(ctx.db, ownerOf(ctx), { status: 'requires_action', limit });
-  const items = rows.slice(0, limit).reverse();
+  return withPayees(ctx, rows.slice(0, limit).reverse());
+}
+
+/** One of the merchant's refunds with the payer's account to pay it to, when it is kept. */
+export async function refundToPay(ctx: Ctx, id: string): Promise<ManualPayment> {
+  const [item] = await withPayees(ctx, [await getRefund(ctx, id)]);
+  return item;
+}
+
+async function withPayees(ctx: Ctx, refunds: RefundRow[]): Promise<ManualPayment[]> {
   const accounts = await keptPayerAccountsOf(
     ctx.deps,
-    items.map((refund) => refund.payment_id),
+    refunds.map((refund) => refund.payment_id),
   );
-  return items.map((refund) => {
+  return refunds.map((refund) => {
     const account = accounts.get(refund.payment_id);
     return { refund, payee: account ? { accountNumber: account.identification, name: account.name } : null };
   });

@@ -6,9 +6,11 @@ import { displayAmount } from '../../../shared/money.ts';
 import {
   cancelRefund,
   getRefund,
+  type ManualPayment,
   markRefundPaid,
   refundRowsFor,
   refundsRequiringAction,
+  refundToPay,
 } from '../../refunds/refunds.service.ts';
 import { ACTION_REASON_TEXT, certainlyUnpaid, RefundStatus, type ActionReason } from '../../refunds/refunds.rules.ts';
 import type { RefundRow } from '../../refunds/refunds.tables.ts';
@@ -186,37 +188,58 @@ function cannotNow(kit: Kit, reply: FastifyReply, signed: Signed, refund: Refund
 }
 
 /**
- * "Cancel the refund" asks first, on a page of its own (docs/dashboard.md): a slip on the button
- * beside "Mark as paid" would drop a refund the payer is owed. The page remembers where it came
+ * "Mark as paid" and "Cancel the refund" ask first, each on a page of its own (docs/dashboard.md):
+ * marking tells the payer the refund is on its way and cannot be undone, and cancelling drops a
+ * refund the payer is owed, so neither acts on a slip of one click. The page remembers where it came
  * from (the refund's page or the list), so the post leads back there.
  */
-function registerCancelConfirm(scope: Scope, kit: Kit): void {
-  scope.get(
-    '/dashboard/:mode/refunds/:id/cancel',
-    hidden,
-    kit.guard(
-      async (request, reply, signed) => {
-        const refund = await getRefund(signed.ctx, request.params.id);
-        if (refund.status !== 'requires_action') return cannotNow(kit, reply, signed, refund, 'cancel');
-        const fromRefund = text(request.query.back) === 'refund';
-        return kit.render(reply, 200, 'confirm', {
-          title: 'Cancel this refund',
-          ...kit.layoutOf(signed, 'refunds'),
-          heading: `Cancel the refund ${refund.id} of ${displayAmount(refund.amount_cents)}?`,
-          consequence:
-            'Cancel it only if you will not pay it by hand: it is marked as failed, and its amount can be refunded again. This cannot be undone.',
-          action: `${signed.base}/refunds/${refund.id}/cancel`,
-          fields: fromRefund ? { back: 'refund' } : {},
-          confirm: 'Yes, cancel the refund',
-          back: fromRefund ? `${signed.base}/refunds/${refund.id}` : `${signed.base}/refunds/action`,
-        });
-      },
-      { permission: 'refunds.manage' },
-    ),
-  );
+function registerActionConfirms(scope: Scope, kit: Kit): void {
+  const copyOf = (verb: Verb, { refund, payee }: ManualPayment) => {
+    const amount = displayAmount(refund.amount_cents);
+    if (verb === 'cancel')
+      return {
+        title: 'Cancel this refund',
+        heading: `Cancel the refund ${refund.id} of ${amount}?`,
+        consequence:
+          'Cancel it only if you will not pay it by hand: it is marked as failed, and its amount can be refunded again. This cannot be undone.',
+        confirm: 'Yes, cancel the refund',
+        confirmClass: 'danger',
+      };
+    const to = payee ? ` to ${payee.accountNumber}${payee.name ? ` (${payee.name})` : ''}` : '';
+    return {
+      title: 'Mark this refund as paid',
+      heading: `Mark the refund ${refund.id} of ${amount} as paid?`,
+      consequence: `Mark it only once you have paid ${amount} from your bank${to}, with particulars “${refund.particulars}”, code “${refund.code}” and reference “${refund.reference}”. Tono then tells the payer, by email when it has theirs, that the refund is on its way, and records you as who paid it. This cannot be undone.`,
+      confirm: 'Yes, I have paid it',
+      confirmClass: 'primary',
+    };
+  };
+  for (const verb of ['mark-paid', 'cancel'] as const)
+    scope.get(
+      `/dashboard/:mode/refunds/:id/${verb}`,
+      hidden,
+      kit.guard(
+        async (request, reply, signed) => {
+          const item = await refundToPay(signed.ctx, request.params.id);
+          const { refund } = item;
+          if (refund.status !== 'requires_action') return cannotNow(kit, reply, signed, refund, verb);
+          const fromRefund = text(request.query.back) === 'refund';
+          const { title, ...copy } = copyOf(verb, item);
+          return kit.render(reply, 200, 'confirm', {
+            title,
+            ...kit.layoutOf(signed, 'refunds'),
+            ...copy,
+            action: `${signed.base}/refunds/${refund.id}/${verb}`,
+            fields: fromRefund ? { back: 'refund' } : {},
+            back: fromRefund ? `${signed.base}/refunds/${refund.id}` : `${signed.base}/refunds/action`,
+          });
+        },
+        { permission: 'refunds.manage' },
+      ),
+    );
 }
 
-/** One refund's page, and marking one that requires action as paid or cancelling it (after confirming). */
+/** One refund's page, and marking one that requires action as paid or cancelling it (each after confirming). */
 function registerRefundDetail(scope: Scope, kit: Kit): void {
   scope.get(
     '/dashboard/:mode/refunds/:id',
@@ -246,7 +269,7 @@ function registerRefundDetail(scope: Scope, kit: Kit): void {
     ),
   );
 
-  registerCancelConfirm(scope, kit);
+  registerActionConfirms(scope, kit);
 
   const act = (verb: Verb, run: (signed: Signed, id: string) => Promise<RefundRow>) =>
     scope.post(
