@@ -1,5 +1,6 @@
 import pino, { type Bindings, type ChildLoggerOptions, type Level, type Logger, type LoggerOptions } from 'pino';
-import pretty from 'pino-pretty';
+import { createRequire } from 'node:module';
+import type PinoPretty from 'pino-pretty';
 
 // JSON lines for anything that reads logs (a file, a pipe, a log shipper); readable lines for a
 // person at a terminal. The choice follows where stdout goes, so `npm start` in a terminal is
@@ -79,6 +80,7 @@ export function createLogger(
   if (format === 'json') return pino(options, jsonLines());
   // In-process stream rather than a transport thread: a terminal session needs no extra thread,
   // and a line is written before the process can exit.
+  const pretty = createRequire(import.meta.url)('pino-pretty') as typeof PinoPretty;
   return pino(options, pretty({ translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', sync: true }));
 }
 

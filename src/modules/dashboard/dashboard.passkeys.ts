@@ -1,13 +1,10 @@
 import { isIP } from 'node:net';
-import {
-  generateAuthenticationOptions,
-  generateRegistrationOptions,
-  verifyAuthenticationResponse,
+import type {
+  AuthenticationResponseJSON,
+  PublicKeyCredentialCreationOptionsJSON,
+  PublicKeyCredentialRequestOptionsJSON,
+  RegistrationResponseJSON,
   verifyRegistrationResponse,
-  type AuthenticationResponseJSON,
-  type PublicKeyCredentialCreationOptionsJSON,
-  type PublicKeyCredentialRequestOptionsJSON,
-  type RegistrationResponseJSON,
 } from '@simplewebauthn/server';
 import { newId } from '../../shared/ids.ts';
 import type { Deps, Origin } from '../context.ts';
@@ -41,6 +38,12 @@ import {
 // instead of typing a code. The relying party is the service's public address (PUBLIC_BASE_URL):
 // its host is the RP ID, its origin the one every response must come from. Only public keys are
 // kept; a ceremony's challenge is used once, and a signature counter only moves forward.
+
+/**
+ * The WebAuthn library, loaded at the first passkey ceremony: with its ASN.1 and certificate
+ * dependencies it is some 300 modules, a fifth of what a start loads, for what few sign-ins use.
+ */
+const webauthn = () => import('@simplewebauthn/server');
 
 /** The most passkeys one member may keep. */
 export const MAX_PASSKEYS = 10;
@@ -108,7 +111,7 @@ export async function passkeyRegistrationOptions(
   const existing = await passkeysOfMember(deps.db, member.memberId);
   if (existing.length >= MAX_PASSKEYS) return { kind: 'too_many' };
   const { rpID } = relyingParty(deps);
-  const options = await generateRegistrationOptions({
+  const options = await (await webauthn()).generateRegistrationOptions({
     rpName: 'Tono dashboard',
     rpID,
     userName: member.email,
@@ -140,7 +143,7 @@ export async function addPasskey(
   const { rpID, origin: expectedOrigin } = relyingParty(deps);
   let verified: Awaited<ReturnType<typeof verifyRegistrationResponse>>;
   try {
-    verified = await verifyRegistrationResponse({
+    verified = await (await webauthn()).verifyRegistrationResponse({
       response: input.response as RegistrationResponseJSON,
       expectedChallenge: challenge,
       expectedOrigin,
@@ -203,7 +206,7 @@ export async function passkeySignInOptions(
   if (pending.step !== 'code' || !passkeysAvailable(deps)) return null;
   const passkeys = await passkeysOfMember(deps.db, pending.member.memberId);
   if (passkeys.length === 0) return null;
-  const options = await generateAuthenticationOptions({
+  const options = await (await webauthn()).generateAuthenticationOptions({
     rpID: relyingParty(deps).rpID,
     allowCredentials: passkeys.map((passkey) => ({ id: passkey.credential_id, transports: transportsOf(passkey) })),
     userVerification: 'preferred',
@@ -234,7 +237,7 @@ export async function passSignInWithPasskey(
     const { rpID, origin } = relyingParty(deps);
     let newCounter: number;
     try {
-      const verified = await verifyAuthenticationResponse({
+      const verified = await (await webauthn()).verifyAuthenticationResponse({
         response: response as AuthenticationResponseJSON,
         expectedChallenge: row.passkey_challenge,
         expectedOrigin: origin,

@@ -1,7 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import nodemailer, { type Transporter } from 'nodemailer';
+import { createRequire } from 'node:module';
+import type Nodemailer from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import type { Mode } from '../../shared/mode.ts';
 import { composeMessage, type MessageParts } from './mime.ts';
 
@@ -82,6 +84,8 @@ export function createMailDelivery(settings: DeliverySettings): MailDelivery {
   if (settings.smtpUrl) {
     // Pooled: many messages go at once, and a connection per message would make the relay see a
     // new client (and a TLS handshake) for each.
+    // Loaded only with a relay: without one (npm start's default, most tests) nothing needs SMTP.
+    const nodemailer = createRequire(import.meta.url)('nodemailer') as typeof Nodemailer;
     const transport: Transporter = nodemailer.createTransport({
       url: settings.smtpUrl,
       pool: true,

@@ -1,6 +1,5 @@
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import PDFDocument from 'pdfkit';
 import type { ReceiptDocument } from './receipts.rules.ts';
 
 // A document as a PDF, with pdfkit. The same bytes every time for the same document: its dates are
@@ -13,7 +12,11 @@ const fontDir = path.join(path.dirname(require.resolve('dejavu-fonts-ttf/package
 const REGULAR = path.join(fontDir, 'DejaVuSans.ttf');
 const BOLD = path.join(fontDir, 'DejaVuSans-Bold.ttf');
 
-export function receiptPdf(doc: ReceiptDocument, issuedAt: number): Promise<Buffer> {
+/** pdfkit, with its font engine some 100 modules, is loaded at the first document, not at every start. */
+const pdfkit = () => import('pdfkit');
+
+export async function receiptPdf(doc: ReceiptDocument, issuedAt: number): Promise<Buffer> {
+  const { default: PDFDocument } = await pdfkit();
   const when = new Date(issuedAt);
   const pdf = new PDFDocument({
     size: 'A4',
