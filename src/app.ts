@@ -7,7 +7,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import formbody from '@fastify/formbody';
 import { errorHandler, notFoundHandler, requireJsonBody } from './http/errors.ts';
-import { validatorCompiler } from './http/validation.ts';
+import { cachedSerializerCompiler, cachedValidatorCompiler } from './http/schema-compilers.ts';
 import { refuseNulCharacters } from './http/text-guard.ts';
 import { checksHook } from './http/hooks.ts';
 import { clientErrorHandler } from './http/client-errors.ts';
@@ -154,7 +154,8 @@ export async function buildApp(deps: Deps, options: { stopping?: () => boolean }
     { parseAs: 'string' },
     emptyJsonIsNoBody(app.getDefaultJsonParser('error', 'error')),
   );
-  app.setValidatorCompiler(validatorCompiler);
+  app.setValidatorCompiler(cachedValidatorCompiler);
+  app.setSerializerCompiler(cachedSerializerCompiler);
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);
   app.addHook('onRoute', strictApiRoute);

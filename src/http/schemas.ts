@@ -102,6 +102,9 @@ export function validatingKeywordIn(schema: unknown, path = '#'): string | null 
   return null;
 }
 
+/** Response schemas found clean, not walked again when the app is built again in the same process. */
+const checkedResponseSchemas = new WeakSet<object>();
+
 /**
  * An onRoute hook: a route's response schemas hold no `anyOf`, `oneOf` or `if`, which would make
  * every response of it run validators as it is written (see Nullable). Thrown as the route is
@@ -113,7 +116,9 @@ export function refuseValidatingResponseSchemas(route: {
   schema?: { response?: unknown };
 }): void {
   for (const [status, schema] of Object.entries((route.schema?.response ?? {}) as Record<string, unknown>)) {
+    if (checkedResponseSchemas.has(schema as object)) continue;
     const found = validatingKeywordIn(schema);
+    if (!found && schema && typeof schema === 'object') checkedResponseSchemas.add(schema);
     if (found)
       throw new Error(
         `${String(route.method)} ${route.url}: the ${status} response schema has ${found}, which fast-json-stringify checks by validating every response: use Nullable, a type list or an enum`,

@@ -4,7 +4,7 @@ import formbody from '@fastify/formbody';
 import { Migrator, sql, type Kysely } from 'kysely';
 import { engineOf } from '../store/db.ts';
 import type { Logger } from 'pino';
-import { validatorCompiler } from '../http/validation.ts';
+import { cachedSerializerCompiler, cachedValidatorCompiler } from '../http/schema-compilers.ts';
 import { refuseNulCharacters } from '../http/text-guard.ts';
 import { checksHook } from '../http/hooks.ts';
 import { pageSecurityHeadersHook } from '../http/page-headers.ts';
@@ -73,7 +73,7 @@ export async function sandboxBank(app: FastifyInstance, options: SandboxBankOpti
   app.addHook('onRoute', (route) => {
     route.schema = { ...route.schema, hide: true };
   });
-  app.setValidatorCompiler(validatorCompiler);
+  app.setValidatorCompiler(cachedValidatorCompiler);
   app.setErrorHandler(bankErrorHandler);
   app.setNotFoundHandler(bankNotFoundHandler);
   // x-fapi-interaction-id on every answer: the caller's, echoed, or a new one to quote to the bank.
@@ -117,6 +117,7 @@ export async function buildSandboxBankApp(
   }) as unknown as FastifyInstance;
   const quietConnections = closeQuietConnectionsOnClose(app.server);
   app.addHook('preClose', async () => quietConnections.sweep());
+  app.setSerializerCompiler(cachedSerializerCompiler);
   await app.register(formbody);
   app.addHook('onSend', pageSecurityHeadersHook);
   await app.register(sandboxBank, {
