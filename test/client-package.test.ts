@@ -200,7 +200,7 @@ test('a merchant project installs the packed client, type-checks against it, and
     `the merchant's code type-checks against the package: ${typecheck.stdout}${typecheck.stderr}`,
   );
 
-  const store = await processStore(t);
+  const store = await processStore(t, { migrated: true });
   const service = await startService(t, store);
   const { test_key: testKey, bank_account_id: bankAccountId } = await merchantByCli(
     store,

@@ -81,7 +81,7 @@ test(
     const smtp = await smtpReceiver(t);
     const receiver = await startReceiver();
     t.after(() => receiver.close());
-    const store = await processStore(t);
+    const store = await processStore(t, { migrated: true });
     const db = openStoreDb(store);
     t.after(() => db.destroy());
     const env = { SMTP_URL: smtp.url, LOG_LEVEL: 'debug' };
@@ -263,7 +263,7 @@ test(
   "two instances on one database limit a key's calls, and an address's failed keys, as one",
   postgresOnly,
   async (t) => {
-    const store = await processStore(t);
+    const store = await processStore(t, { migrated: true });
     const env = { RATE_LIMIT_PER_SECOND: '20', AUTH_FAILURES_PER_MINUTE: '6', WORKERS: 'false', LOG_LEVEL: 'error' };
     const a = await startService(t, store, env);
     const b = await startService(t, store, env);

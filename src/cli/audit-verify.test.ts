@@ -11,7 +11,7 @@ import { chainHash } from '../modules/audit/audit.chain.ts';
 // behind the service's back: a summary changed, a record deleted, a forged one inserted.
 
 test('audit verify: counts every chain, and names the record altered, removed or inserted in the database', async (t) => {
-  const store = await processStore(t);
+  const store = await processStore(t, { migrated: true });
   assert.equal((await runCli(store, ['migrate'])).status, 0);
   store.env.TONO_OPERATOR = 'ana';
   const created = await runCli(store, [
@@ -115,7 +115,7 @@ test('audit verify: counts every chain, and names the record altered, removed or
 });
 
 test('audit verify refuses a --merchant that is not a merchant id, and changes nothing', async (t) => {
-  const store = await processStore(t);
+  const store = await processStore(t, { migrated: true });
   assert.equal((await runCli(store, ['migrate'])).status, 0);
   const run = await runCli(store, ['audit', 'verify', '--merchant', 'bob']);
   assert.equal(run.status, 1);

@@ -274,6 +274,7 @@ test('merchant create, keys create|roll|revoke, bank-accounts add, migrate', asy
 });
 
 test('backup --to FILE writes an openable SQLite copy with the data', async (t) => {
+  // Empty: on SQLite the processes make the key file the backup copies beside the database.
   const store = await processStore(t);
   assert.equal((await runCli(store, ['migrate'])).status, 0);
   const merchant = JSON.parse(

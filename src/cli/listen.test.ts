@@ -228,7 +228,7 @@ function startListen(store: Store, args: string[]) {
 async function serviceWithMerchant(
   t: Parameters<typeof processStore>[0],
 ): Promise<{ store: Store; service: Service; key: string; liveKey: string }> {
-  const store = await processStore(t);
+  const store = await processStore(t, { migrated: true });
   const service = await startService(t, store);
   const merchant = await merchantByCli(store, 'Laptop Shop', 'dev@laptop.example');
   return { store, service, key: merchant.test_key, liveKey: merchant.live_key };

@@ -26,7 +26,7 @@ async function logsIn(baseUrl: string, email: string, password: string): Promise
 }
 
 test('member create-owner: a new owner with a one-time set-password link, or a password from stdin; an existing member made owner', async (t) => {
-  const store = await processStore(t);
+  const store = await processStore(t, { migrated: true });
   assert.equal((await runCli(store, ['migrate'])).status, 0);
   const merchant = JSON.parse(
     (await runCli(store, ['merchant', 'create', '--name', 'Kiwi', '--email', 'owner@kiwi.example', '--json'])).stdout,

@@ -5,7 +5,7 @@ import { merchantByCli, openStoreDb, processStore, runCli, startService, stop } 
 // Runs on SQLite, and on PostgreSQL when TEST_ENGINE=postgres (a fresh schema through DATABASE_URL).
 
 test('SIGKILL right after a 201 loses nothing: the request and its event are there after restart', async (t) => {
-  const store = await processStore(t);
+  const store = await processStore(t, { migrated: true });
   assert.equal((await runCli(store, ['migrate'])).status, 0);
   const merchant = await merchantByCli(store, 'Durable Ltd', 'durable@example.com');
 

@@ -78,7 +78,7 @@ function caller(key: string) {
 }
 
 test("SIGKILL during an execution's bank call: after restart the payment is submitted again with the same key and charged once", async (t) => {
-  const store = await processStore(t);
+  const store = await processStore(t, { migrated: true });
   assert.equal((await runCli(store, ['migrate'])).status, 0);
   const merchant = await merchantByCli(store, 'Crash Ltd', 'crash@example.com');
   const bank = await bankForwarder(t);
@@ -184,7 +184,7 @@ test("SIGKILL during an execution's bank call: after restart the payment is subm
  * reconciler submits it again under the same key with the token kept for it, and it is paid once.
  */
 async function oneOffKilledDuringSubmission(t: TestContext, bankTookIt: boolean) {
-  const store = await processStore(t);
+  const store = await processStore(t, { migrated: true });
   assert.equal((await runCli(store, ['migrate'])).status, 0);
   const merchant = await merchantByCli(store, 'Crash Ltd', 'crash@example.com');
   const bank = await bankForwarder(t);

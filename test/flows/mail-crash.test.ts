@@ -8,7 +8,7 @@ import { merchantByCli, processStore, runCli, startService } from '../process.ts
 
 test('a message queued before SIGKILL is sent once after the restart', async (t) => {
   const smtp = await smtpReceiver(t);
-  const store = await processStore(t);
+  const store = await processStore(t, { migrated: true });
   assert.equal((await runCli(store, ['migrate'])).status, 0);
   const merchant = await merchantByCli(store, 'Crash Cafe', 'owner@crash.example');
   const env = { DEMO_MERCHANT: 'false', SMTP_URL: smtp.url };

@@ -43,7 +43,7 @@ test('SIGTERM: not ready and no new calls at once; the call and the job in fligh
   });
   const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
 
-  const store = await processStore(t);
+  const store = await processStore(t, { migrated: true });
   const service = await startService(t, store, { DEMO_MERCHANT: 'false', LOG_LEVEL: 'silent' });
   const merchant = await merchantByCli(store, 'Stopping', 'stopping@example.com');
   const key = merchant.test_key;

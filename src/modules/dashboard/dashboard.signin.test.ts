@@ -325,7 +325,7 @@ test('password reset by an emailed link: once, for 30 minutes; it ends every ses
 });
 
 test('cli merchant set-password sets a new scrypt password, read from stdin or generated and shown once', async (t) => {
-  const store: Store = await processStore(t);
+  const store: Store = await processStore(t, { migrated: true });
   assert.equal((await runCli(store, ['migrate'])).status, 0);
   const created = await runCli(store, [
     'merchant',

@@ -507,7 +507,7 @@ test("the team's requirement holds for a new member too: accepting an invitation
 });
 
 test('cli member reset-2fa removes the member’s authenticator and recovery codes and ends their sessions', async (t) => {
-  const store = await processStore(t);
+  const store = await processStore(t, { migrated: true });
   assert.equal((await runCli(store, ['migrate'])).status, 0);
   const created = await runCli(store, [
     'merchant',

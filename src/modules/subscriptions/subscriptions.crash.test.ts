@@ -77,7 +77,7 @@ function assertExactlyOnce(ids: string[], found: Awaited<ReturnType<typeof charg
 }
 
 test('a process killed mid-run and restarted charges every slot exactly once', { timeout: 360_000 }, async (t) => {
-  const store = await processStore(t);
+  const store = await processStore(t, { migrated: true });
   const { key, ids } = await seed(t, store, 30);
   const db = openStoreDb(store);
   t.after(() => db.destroy());
@@ -119,7 +119,7 @@ test('two processes on PostgreSQL charge one due set without duplicates', {
   skip: engine !== 'postgres',
   timeout: 240_000,
 }, async (t) => {
-  const store = await processStore(t);
+  const store = await processStore(t, { migrated: true });
   const { ids } = await seed(t, store, 60);
   const db = openStoreDb(store);
   t.after(() => db.destroy());
