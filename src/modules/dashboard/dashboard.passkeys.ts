@@ -41,7 +41,7 @@ import {
 
 /**
  * The WebAuthn library, loaded at the first passkey ceremony: with its ASN.1 and certificate
- * dependencies it is some 300 modules, a fifth of what a start loads, for what few sign-ins use.
+ * dependencies it is some 290 modules, which a start need not load for what few sign-ins use.
  */
 const webauthn = () => import('@simplewebauthn/server');
 

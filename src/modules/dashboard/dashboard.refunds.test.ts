@@ -496,6 +496,12 @@ test('refunds that require action: turned off on the authority page, paid by han
   assert.match(textOf(twice.text), /only a refund that requires action can be marked as paid\. Nothing was changed\./);
   assert.equal((await browser.request(markAt)).status, 409, 'nothing left to confirm');
 
+  // a refund whose payer's account Tono does not know: the confirmation cannot name the account
+  assert.match(
+    textOf((await browser.request(`/dashboard/test/refunds/${toCancel.id}/mark-paid`)).text),
+    /Mark it only once you have paid \$8\.00 from your bank to the payer, with particulars “Refund”/,
+  );
+
   // cancelled from its own page, after confirming: its amount is refundable again
   const cancelAt = `/dashboard/test/refunds/${toCancel.id}/cancel`;
   const cancelPage = await browser.request(toCancel.page);

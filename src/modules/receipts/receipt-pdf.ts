@@ -12,7 +12,7 @@ const fontDir = path.join(path.dirname(require.resolve('dejavu-fonts-ttf/package
 const REGULAR = path.join(fontDir, 'DejaVuSans.ttf');
 const BOLD = path.join(fontDir, 'DejaVuSans-Bold.ttf');
 
-/** pdfkit, with its font engine some 100 modules, is loaded at the first document, not at every start. */
+/** pdfkit, with its font engine some 50 modules, is loaded at the first document, not at every start. */
 const pdfkit = () => import('pdfkit');
 
 export async function receiptPdf(doc: ReceiptDocument, issuedAt: number): Promise<Buffer> {

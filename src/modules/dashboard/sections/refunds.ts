@@ -205,11 +205,11 @@ function registerActionConfirms(scope: Scope, kit: Kit): void {
         confirm: 'Yes, cancel the refund',
         confirmClass: 'danger',
       };
-    const to = payee ? ` to ${payee.accountNumber}${payee.name ? ` (${payee.name})` : ''}` : '';
+    const to = payee ? `${payee.accountNumber}${payee.name ? ` (${payee.name})` : ''}` : 'the payer';
     return {
       title: 'Mark this refund as paid',
       heading: `Mark the refund ${refund.id} of ${amount} as paid?`,
-      consequence: `Mark it only once you have paid ${amount} from your bank${to}, with particulars “${refund.particulars}”, code “${refund.code}” and reference “${refund.reference}”. Tono then tells the payer, by email when it has theirs, that the refund is on its way, and records you as who paid it. This cannot be undone.`,
+      consequence: `Mark it only once you have paid ${amount} from your bank to ${to}, with particulars “${refund.particulars}”, code “${refund.code}” and reference “${refund.reference}”. Tono then tells the payer, by email when it has theirs, that the refund is on its way, and records you as who paid it. This cannot be undone.`,
       confirm: 'Yes, I have paid it',
       confirmClass: 'primary',
     };
