@@ -442,5 +442,22 @@ test('a payment is refunded from its page (review, confirm) and the refund is li
   await page.getByRole('heading', { name: 'Requires action' }).waitFor();
   await page.getByText('We do not know the payer’s account: contact the payer').waitFor();
   await checked('dashboard-test-refunds-action-desktop.png');
+  const wrap = page.locator('.table-wrap');
+  assert.ok(
+    await wrap.evaluate((element) => element.scrollWidth <= element.clientWidth),
+    'each refund’s actions fit beside it, one above the other, with no sideways scrolling',
+  );
+
+  // paid by hand: marked from the list after confirming, the account and statement line repeated
+  const toPay = page.locator('tbody tr').filter({ hasText: 'Sandbox Payer' });
+  await toPay.getByRole('link', { name: /Mark as paid/ }).click();
+  await page.getByRole('heading', { name: /^Mark the refund refund_\w+ of \$2\.50 as paid\?$/ }).waitFor();
+  await page
+    .getByText(/from your bank to \d\d-\d{4}-\d{7}-\d{2,3} \(Sandbox Payer\), with particulars “Refund”/)
+    .waitFor();
+  await checked(null);
+  await page.getByRole('button', { name: 'Yes, I have paid it' }).click();
+  await page.getByText(/Refund refund_\w+ is marked as paid\./).waitFor();
+  assert.equal(await page.locator('tbody tr').count(), 1, 'the other refund still waits');
   assert.deepEqual(errors, [], 'no script errors and no CSP violations');
 });
