@@ -11,13 +11,20 @@ import { createRuntime, type Runtime } from '../src/runtime.ts';
 import type { Db } from '../src/store/db.ts';
 import { openDb } from '../src/store/store.ts';
 import { createMerchant } from '../src/modules/merchants/merchants.service.ts';
-import { copyMigratedSqlite, createMigratedSchema } from './support/schema-template.ts';
+import { copyMigratedSqlite, createMigratedSchema, recycleSchema, takeSpareSchema } from './support/schema-template.ts';
 
 export const engine = process.env.TEST_ENGINE === 'postgres' ? 'postgres' : 'sqlite';
 export const pgUrl = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 export const VALID_ACCOUNT = '12-3456-7890138-00';
 
-export type TestDb = { db: Db; file?: string; schema?: string; drop(): Promise<void> };
+export type TestDb = {
+  db: Db;
+  file?: string;
+  schema?: string;
+  drop(): Promise<void>;
+  /** PostgreSQL: the schema may be emptied and given to a later test once dropped (schema-template.ts). */
+  recyclable?: boolean;
+};
 
 /**
  * A fresh database: a new SQLite file, or a new PostgreSQL schema when TEST_ENGINE=postgres. Empty,
@@ -26,21 +33,26 @@ export type TestDb = { db: Db; file?: string; schema?: string; drop(): Promise<v
  */
 export async function freshDb(options: { migrated?: boolean } = {}): Promise<TestDb> {
   if (engine === 'postgres') {
-    const schema = `t_${randomBytes(6).toString('hex')}`;
+    const spare = options.migrated ? takeSpareSchema() : undefined;
+    const schema = spare ?? `t_${randomBytes(6).toString('hex')}`;
     const admin = openDb({ engine: 'postgres', url: pgUrl, poolSize: 1 });
-    if (!(options.migrated && (await createMigratedSchema(pgUrl, schema))))
-      await sql`create schema ${sql.id(schema)}`.execute(admin);
+    const migrated = spare !== undefined || (options.migrated === true && (await createMigratedSchema(pgUrl, schema)));
+    if (!migrated) await sql`create schema ${sql.id(schema)}`.execute(admin);
     const db = openDb({ engine: 'postgres', url: pgUrl, schema });
-    return {
+    const testDb: TestDb = {
       db,
       schema,
+      recyclable: migrated,
       // The schema is left in place, as a service process a test started may still be closing
       // its connections to it; scripts/test.ts drops them all before the next PostgreSQL pass.
+      // One no process shared is emptied for a later test instead.
       async drop() {
         await db.destroy().catch(() => {});
         await admin.destroy();
+        if (testDb.recyclable) await recycleSchema(pgUrl, schema);
       },
     };
+    return testDb;
   }
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-test-'));
   const file = path.join(dir, 'tono.db');

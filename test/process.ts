@@ -74,6 +74,7 @@ export async function processStore(t: TestContext, options: { migrated?: boolean
   const env: Record<string, string> = { DATA_DIR: dataDir };
   if (engine === 'postgres') {
     const testDb = await freshDb({ migrated: options.migrated });
+    testDb.recyclable = false;
     await testDb.db.destroy();
     env.DATABASE_URL = schemaUrl(testDb.schema!);
     env.SECRET_KEY = TEST_SECRET_KEY;
@@ -101,6 +102,8 @@ export function storeOfTestDb(t: TestContext, testDb: TestDb): Store {
     // The test's own runtimes seal under TEST_SECRET_KEY, so the processes must too (not a key file).
     return { env: { DATA_DIR: dataDir, SECRET_KEY: TEST_SECRET_KEY }, dataDir, engine: 'sqlite' };
   }
+  // Processes may still be connected to it when the test drops it: never handed to another test.
+  testDb.recyclable = false;
   const dataDir = tempDataDir(t);
   return { env: { DATA_DIR: dataDir, DATABASE_URL: schemaUrl(testDb.schema) }, dataDir, engine: 'postgres' };
 }

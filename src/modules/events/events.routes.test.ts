@@ -61,8 +61,10 @@ async function until<T>(probe: () => Promise<T | undefined>, timeoutMs = 15_000)
 /** Runs the admin CLI against the test's own database. */
 function cli(app: TestApp, args: string[]) {
   const env: Record<string, string> = { ...process.env, LOG_LEVEL: 'silent' } as Record<string, string>;
-  if (engine === 'postgres') env.DATABASE_URL = `${pgUrl}?options=-c%20search_path%3D${app.testDb.schema}`;
-  else {
+  if (engine === 'postgres') {
+    env.DATABASE_URL = `${pgUrl}?options=-c%20search_path%3D${app.testDb.schema}`;
+    app.testDb.recyclable = false;
+  } else {
     delete env.DATABASE_URL;
     env.DATA_DIR = path.dirname(app.testDb.file!);
   }
