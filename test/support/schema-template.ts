@@ -73,7 +73,7 @@ export async function createMigratedSchema(url: string, schema: string): Promise
   try {
     // One simple query: the script's statements travel and run together, in one transaction.
     await client.query(`begin;\n${postgresScript.replaceAll(PLACEHOLDER, schema)}\ncommit;`);
-    templateShape ??= await shapeOf(client, schema);
+    templateColumns ??= await columnsOf(client, schema, templateRelations(postgresScript));
   } finally {
     await client.end();
   }
@@ -81,25 +81,46 @@ export async function createMigratedSchema(url: string, schema: string): Promise
 }
 
 // A schema made from the template costs PostgreSQL about 0.2 s of work (56 tables, 69 indexes); one
-// a test finished with is emptied in a few milliseconds. So a test process keeps the migrated schemas
-// its tests are done with, emptied, and hands them to its next tests, unless a test changed their
-// tables or shared them with processes that may still be connected (test/process.ts).
+// a test finished with is emptied in milliseconds. So a test process keeps the migrated schemas its
+// tests are done with, emptied, and hands them to its next tests, unless a test changed their tables'
+// columns or triggers, or shared them with processes that may still be connected (test/process.ts).
 
 /** Migrated schemas of this process, emptied, ready for the next test. */
 const spareSchemas: string[] = [];
-/** The tables, columns, indexes and sequences a schema made from the template has. */
-let templateShape: string | null = null;
+/** The template's tables and sequences but the migrations' own, by name: the same in every schema made from it. */
+let relations: { tables: string[]; sequences: string[] } | null = null;
+/** The columns of the template's tables, as a schema made from it has them. */
+let templateColumns: string | null = null;
 /** Off once emptying failed for a reason that would fail again (the role may not set session_replication_role). */
 let recycling = true;
 
-async function shapeOf(client: pg.Client, schema: string): Promise<string> {
-  const { rows } = await client.query<{ shape: string }>(
-    `select string_agg(c.relkind::text || ' ' || c.relname || ' ' || a.attname || ' ' || a.atttypid::text, ',' order by c.relname, a.attnum) as shape
-       from pg_class c join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
-      where c.relnamespace = $1::regnamespace`,
-    [schema],
+function templateRelations(script: string): { tables: string[]; sequences: string[] } {
+  const named = (kind: string) =>
+    [...script.matchAll(new RegExp(`^CREATE ${kind} ${PLACEHOLDER}\\.(\\w+)`, 'gm'))]
+      .map((match) => match[1])
+      .filter((name) => !name.startsWith('kysely_migration'));
+  relations ??= { tables: named('TABLE'), sequences: named('SEQUENCE') };
+  return relations;
+}
+
+/**
+ * Every column of the tables, in order, and the triggers a test added to them, found by the tables'
+ * names through the catalogue's indexes (a scan of a schema's relations reads every schema's: the
+ * tests leave hundreds).
+ */
+async function columnsOf(client: pg.Client, schema: string, { tables }: { tables: string[] }): Promise<string> {
+  const { rows } = await client.query<{ columns: string }>(
+    `with tables as (
+       select to_regclass(quote_ident($2) || '.' || quote_ident(name)) as oid from unnest($1::text[]) as t(name)
+     )
+     select (select string_agg(a.attrelid::regclass::text || '.' || a.attname || ' ' || a.atttypid::text || ' ' || a.attnotnull::text, ',' order by a.attrelid, a.attnum)
+               from pg_attribute a join tables t on a.attrelid = t.oid
+              where a.attnum > 0 and not a.attisdropped)
+            || ' triggers ' ||
+            (select count(*) from pg_trigger g join tables t on g.tgrelid = t.oid where not g.tgisinternal)::text as columns`,
+    [tables, schema],
   );
-  return rows[0].shape;
+  return rows[0].columns;
 }
 
 /** A migrated schema a finished test left, emptied; undefined when there is none. */
@@ -109,29 +130,26 @@ export function takeSpareSchema(): string | undefined {
 
 /**
  * Empties a migrated schema a test has finished with (its connections closed) and keeps it for the
- * next test: every row but the migrations' own, its sequences restarted. Not kept when its tables
- * are not the template's any more, or when emptying fails (a connection still holding a lock).
+ * next test: every row but the migrations' own, its sequences restarted. Not kept when its tables'
+ * columns or triggers are not the template's any more, or when emptying fails (a connection still
+ * holding a lock).
  */
 export async function recycleSchema(url: string, schema: string): Promise<void> {
-  if (!recycling || templateShape === null) return;
+  if (!recycling || templateColumns === null || relations === null) return;
+  const { tables, sequences } = relations;
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
     await client.query("set lock_timeout = '2s'");
-    if ((await shapeOf(client, schema)) !== templateShape) return;
-    const { rows } = await client.query<{ kind: string; name: string }>(
-      `select relkind as kind, relname as name from pg_class
-        where relnamespace = $1::regnamespace and relkind in ('r', 'S') and relname not like 'kysely_migration%'`,
-      [schema],
-    );
-    const table = (name: string) => `"${schema}"."${name}"`;
+    if ((await columnsOf(client, schema, relations)) !== templateColumns) return;
+    const name = (relation: string) => `"${schema}"."${relation}"`;
     // Foreign keys are triggers, which a replica role does not fire: the rows go in any order.
     await client.query(
       [
         'begin',
         'set local session_replication_role = replica',
-        ...rows.filter((row) => row.kind === 'r').map((row) => `delete from ${table(row.name)}`),
-        ...rows.filter((row) => row.kind === 'S').map((row) => `alter sequence ${table(row.name)} restart`),
+        ...tables.map((table) => `delete from ${name(table)}`),
+        ...sequences.map((sequence) => `alter sequence ${name(sequence)} restart`),
         'commit',
       ].join(';\n'),
     );
