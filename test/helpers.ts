@@ -45,7 +45,7 @@ export async function freshDb(options: { migrated?: boolean } = {}): Promise<Tes
       recyclable: migrated,
       // The schema is left in place, as a service process a test started may still be closing
       // its connections to it; scripts/test.ts drops them all before the next PostgreSQL pass.
-      // One no process shared is emptied for a later test instead.
+      // A migrated one that no process shared is emptied and handed to a later test instead.
       async drop() {
         await db.destroy().catch(() => {});
         await admin.destroy();
