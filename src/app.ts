@@ -23,7 +23,7 @@ import { keyScopeExtension } from './modules/merchants/merchants.auth.ts';
 import { registerModuleRoutes } from './modules/index.ts';
 import type { Deps } from './modules/context.ts';
 import type { TrustProxy } from './config.ts';
-import { closeQuietConnectionsOnClose } from './http/quiet-connections.ts';
+import { closeQuietConnectionsOf } from './http/quiet-connections.ts';
 import { withoutPorts } from './http/forwarded-for.ts';
 
 const requestIdShape = /^[A-Za-z0-9._-]{1,64}$/;
@@ -138,8 +138,7 @@ export async function buildApp(deps: Deps, options: { stopping?: () => boolean }
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  const quietConnections = closeQuietConnectionsOnClose(app.server);
-  app.addHook('preClose', async () => quietConnections.sweep());
+  closeQuietConnectionsOf(app);
   if (deps.config.trustProxy !== false)
     // Before anything reads request.ip: an address the proxy wrote with its port is the address.
     app.addHook('onRequest', (request, _reply, done) => {

@@ -56,7 +56,7 @@ export async function freshDb(options: { migrated?: boolean } = {}): Promise<Tes
   }
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tono-test-'));
   const file = path.join(dir, 'tono.db');
-  if (options.migrated) await copyMigratedSqlite(file, dataDirOfThisProcess());
+  if (options.migrated) await copyMigratedSqliteTo(file);
   const db = openDb({ engine: 'sqlite', file });
   return {
     db,
@@ -67,6 +67,9 @@ export async function freshDb(options: { migrated?: boolean } = {}): Promise<Tes
     },
   };
 }
+
+/** A copy, at `file`, of the SQLite database this test process migrated once. */
+export const copyMigratedSqliteTo = (file: string) => copyMigratedSqlite(file, dataDirOfThisProcess());
 
 /** One service key per test process, so tests never write a key file into the working directory. */
 export const TEST_SECRET_KEY = process.env.SECRET_KEY ?? randomBytes(32).toString('base64');

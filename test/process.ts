@@ -7,7 +7,15 @@ import os from 'node:os';
 import path from 'node:path';
 import type { TestContext } from 'node:test';
 import { openDb } from '../src/store/store.ts';
-import { engine, freshDb, pgUrl, TEST_SECRET_KEY, VALID_ACCOUNT, type TestDb } from './helpers.ts';
+import {
+  copyMigratedSqliteTo,
+  engine,
+  freshDb,
+  pgUrl,
+  TEST_SECRET_KEY,
+  VALID_ACCOUNT,
+  type TestDb,
+} from './helpers.ts';
 
 // Real processes for tests of start-up, configuration, the CLI and crash durability.
 
@@ -82,10 +90,7 @@ export async function processStore(t: TestContext, options: { migrated?: boolean
     env.DEMO_MERCHANT = 'true';
     t.after(() => testDb.drop());
   } else if (options.migrated) {
-    const testDb = await freshDb({ migrated: true });
-    await testDb.db.destroy();
-    fs.copyFileSync(testDb.file!, path.join(dataDir, 'tono.db'));
-    await testDb.drop();
+    await copyMigratedSqliteTo(path.join(dataDir, 'tono.db'));
     // A migrated database without its key file is refused a new one (src/store/key-check.ts).
     env.SECRET_KEY = TEST_SECRET_KEY;
   }

@@ -8,7 +8,7 @@ import { cachedSerializerCompiler, cachedValidatorCompiler } from '../http/schem
 import { refuseNulCharacters } from '../http/text-guard.ts';
 import { checksHook } from '../http/hooks.ts';
 import { pageSecurityHeadersHook } from '../http/page-headers.ts';
-import { closeQuietConnectionsOnClose } from '../http/quiet-connections.ts';
+import { closeQuietConnectionsOf } from '../http/quiet-connections.ts';
 import { sandboxBankMigrations } from './migrations/index.ts';
 import { systemClock, type Clock } from '../shared/time.ts';
 import { INTERACTION_ID_HEADER } from '../shared/open-banking.wire.ts';
@@ -74,6 +74,7 @@ export async function sandboxBank(app: FastifyInstance, options: SandboxBankOpti
     route.schema = { ...route.schema, hide: true };
   });
   app.setValidatorCompiler(cachedValidatorCompiler);
+  app.setSerializerCompiler(cachedSerializerCompiler);
   app.setErrorHandler(bankErrorHandler);
   app.setNotFoundHandler(bankNotFoundHandler);
   // x-fapi-interaction-id on every answer: the caller's, echoed, or a new one to quote to the bank.
@@ -115,9 +116,7 @@ export async function buildSandboxBankApp(
       },
     }),
   }) as unknown as FastifyInstance;
-  const quietConnections = closeQuietConnectionsOnClose(app.server);
-  app.addHook('preClose', async () => quietConnections.sweep());
-  app.setSerializerCompiler(cachedSerializerCompiler);
+  closeQuietConnectionsOf(app);
   await app.register(formbody);
   app.addHook('onSend', pageSecurityHeadersHook);
   await app.register(sandboxBank, {

@@ -220,7 +220,11 @@ function registerActionConfirms(scope: Scope, kit: Kit): void {
       hidden,
       kit.guard(
         async (request, reply, signed) => {
-          const item = await refundToPay(signed.ctx, request.params.id);
+          // Only marking as paid names the account to pay: cancelling reads no payer's account.
+          const item =
+            verb === 'mark-paid'
+              ? await refundToPay(signed.ctx, request.params.id)
+              : { refund: await getRefund(signed.ctx, request.params.id), payee: null };
           const { refund } = item;
           if (refund.status !== 'requires_action') return cannotNow(kit, reply, signed, refund, verb);
           const fromRefund = text(request.query.back) === 'refund';
